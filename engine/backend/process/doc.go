@@ -1,0 +1,18 @@
+// Package process is the process-level backend: a separate process per execution, contained
+// by what an unprivileged child can be held to without a kernel boundary around its view of
+// the system.
+//
+// Each child is the re-executed init helper (internal/launch), which sets rlimits (soft =
+// hard), joins a fresh cgroup where one is writable (memory and pids over the whole tree, and
+// the kill), starts a new session, drops to the run_as identity when the host is root,
+// re-arms the parent-death signal, sets no_new_privs, applies Landlock (read-only to the
+// interpreter and system libraries, read-write to the workspace) and a seccomp filter that
+// refuses inet sockets, and execs python3 -I with an environment built from nothing. The
+// workspace is a fresh empty directory, removed afterwards.
+//
+// The tree dies with the execution: through the cgroup where there is one; otherwise through
+// the uid when it is exclusive to this execution (a range run_as leases one per execution);
+// the process group alone is the last resort, and is graded as such (setsid escapes it).
+//
+// It imports engine, internal/… and x/sys. A Backend is safe for concurrent use.
+package process

@@ -1,0 +1,42 @@
+package process_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+)
+
+func TestMain(m *testing.M) {
+	launch.MaybeMain()
+	gate.Main()
+	os.Exit(m.Run())
+}
+
+func newSandbox(t *testing.T, ceiling engine.Limits, opts process.Options) *engine.Runner {
+	t.Helper()
+	b, err := process.New(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("process.New: %v", err)
+	}
+	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, AllowSameUID: os.Geteuid() != 0})
+	if err != nil {
+		t.Fatalf("NewRunner: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelProcess,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			return newSandbox(t, ceiling, process.Options{})
+		},
+	})
+}

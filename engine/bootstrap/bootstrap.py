@@ -1,0 +1,412 @@
+# mcp-sandbox bootstrap: runs first in every sandbox child. See engine/bootstrap/doc.go.
+# Protocol: engine/wire. Everything here is the child's side; the host trusts none of it.
+import os
+import sys
+
+_CHAN = 3
+_VERSION = 1
+_PROGRAM = "<program>"
+_canary, _port4, _port6, _max_value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+sys.argv = [_PROGRAM]
+_is_child = False  # true in a process the program forked: it must never speak on the channel
+
+
+def _forked():
+    global _is_child
+    _is_child = True
+    try:
+        os.close(_CHAN)
+    except OSError:
+        pass
+
+
+os.register_at_fork(after_in_child=_forked)
+
+# ---- JSON without importing the json package (it costs more than the rest of start-up) ----
+try:
+    import _json
+
+    def _not_json(o):
+        raise TypeError("value of type %s is not JSON-serializable" % type(o).__name__)
+
+    _encoder = _json.make_encoder({}, _not_json, _json.encode_basestring_ascii, None, ":", ",", False, False, False)
+
+    def _dumps(o):
+        return "".join(_encoder(o, 0))
+
+    class _Ctx:
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        parse_constant = None
+        memo = None
+
+    _scanner = _json.make_scanner(_Ctx())
+
+    def _loads(s):
+        obj, end = _scanner(s, 0)
+        return obj
+
+    _dumps({"probe": [1, 2.5, None, True, "é"]})
+    _loads('{"a": [1, "b"]}')
+except Exception:  # another CPython: fall back to the json package
+    import json as _jsonmod
+
+    def _dumps(o):
+        return _jsonmod.dumps(o, allow_nan=False, separators=(",", ":"), default=_not_json)
+
+    _loads = _jsonmod.loads
+
+
+def _send(frame):
+    if _is_child:
+        return
+    data = (_dumps(frame) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        n = os.write(_CHAN, view)
+        view = view[n:]
+
+
+_inbuf = b""
+
+
+def _recv_blocking():
+    global _inbuf
+    while b"\n" not in _inbuf:
+        chunk = os.read(_CHAN, 1 << 16)
+        if not chunk:
+            os._exit(0)  # the host went away: nothing to report to
+        _inbuf += chunk
+    line, _, _inbuf = _inbuf.partition(b"\n")
+    return _loads(line.decode())
+
+
+# ---- the probe: what containment this child observes, before any program byte arrives ----
+def _probe():
+    p = {"pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups())}
+    try:
+        with open(_canary, "rb") as f:
+            f.read(1)
+        p["canary"] = "readable"
+    except FileNotFoundError:
+        p["canary"] = "absent"
+    except OSError:
+        p["canary"] = "unreadable"
+    import _socket
+
+    for fam, host, port, made, reached in (
+        (_socket.AF_INET, "127.0.0.1", _port4, "inet_socket", "reached_v4"),
+        (_socket.AF_INET6, "::1", _port6, "inet6_socket", "reached_v6"),
+    ):
+        p[made] = p[reached] = False
+        try:
+            s = _socket.socket(fam, _socket.SOCK_STREAM)
+        except OSError:
+            continue
+        p[made] = True
+        try:
+            s.settimeout(0.5)
+            if port > 0:
+                s.connect((host, port))
+                p[reached] = True
+        except OSError:
+            pass
+        finally:
+            s.close()
+    routes = "unknown"
+    try:
+        with open("/proc/net/route") as f:
+            v4 = [l.split()[0] for l in f.read().splitlines()[1:] if l.strip()]
+        with open("/proc/net/ipv6_route") as f:
+            v6 = [l.split()[-1] for l in f.read().splitlines() if l.strip()]
+        routes = "some" if any(d != "lo" for d in v4 + v6) else "none"
+    except OSError:
+        pass
+    p["routes"] = routes
+    try:
+        import resource as r
+
+        p["rlimits"] = {
+            name: list(r.getrlimit(res))
+            for name, res in (("cpu", r.RLIMIT_CPU), ("as", r.RLIMIT_AS), ("fsize", r.RLIMIT_FSIZE),
+                              ("nproc", r.RLIMIT_NPROC), ("nofile", r.RLIMIT_NOFILE))
+        }
+    except Exception:
+        p["rlimits"] = {}
+    p["env"] = sorted(os.environ)
+    try:
+        p["proc_pids"] = sum(1 for n in os.listdir("/proc") if n.isdigit())
+    except OSError:
+        p["proc_pids"] = -1
+    try:
+        fd = os.open(".mcp-sandbox-probe", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        os.unlink(".mcp-sandbox-probe")
+        p["workspace_writable"] = True
+    except OSError:
+        p["workspace_writable"] = False
+    p["python"] = sys.version.split()[0]
+    return p
+
+
+# ---- what the program can call ----
+class ToolError(Exception):
+    """A tool call that did not produce a result. Branch on .kind, never on the message."""
+
+    def __init__(self, kind, tool, message):
+        super().__init__(message)
+        self.kind = kind
+        self.tool = tool
+
+    def __repr__(self):
+        return "ToolError(kind=%r, tool=%r, message=%r)" % (self.kind, self.tool, str(self))
+
+
+class ToolResultHandle:
+    """A result too large to hand over whole: read it in windows on the host."""
+
+    def __init__(self, tool, h):
+        self.tool = tool
+        self.handle = h["id"]
+        self.size = h.get("size", 0)
+        self.lines = h.get("lines", 0)
+
+    async def read(self, offset=0, limit=200, pattern=None):
+        frame = {"type": "read", "handle": self.handle, "offset": int(offset), "limit": int(limit)}
+        if pattern is not None:
+            frame["pattern"] = str(pattern)
+        return await _request(frame, self.tool)
+
+    def __repr__(self):
+        return "ToolResultHandle(tool=%r, handle=%r, size=%d, lines=%d)" % (self.tool, self.handle, self.size, self.lines)
+
+
+_pending = {}
+_next_id = [0]
+_reader_loop = [None]
+
+
+def _on_readable():
+    global _inbuf
+    try:
+        chunk = os.read(_CHAN, 1 << 16)
+    except OSError:
+        chunk = b""
+    if not chunk:
+        _reader_loop[0].remove_reader(_CHAN)
+        _reader_loop[0] = None
+        for fut in _pending.values():
+            if not fut.done():
+                fut.set_exception(ToolError("cancelled", "", "the host closed the channel"))
+        _pending.clear()
+        return
+    _inbuf += chunk
+    while b"\n" in _inbuf:
+        line, _, _inbuf = _inbuf.partition(b"\n")
+        msg = _loads(line.decode())
+        fut = _pending.pop(msg.get("id"), None)
+        if fut is not None and not fut.done():
+            fut.set_result(msg)
+
+
+async def _request(frame, tool):
+    import asyncio
+
+    if _is_child:
+        raise ToolError("unavailable", tool, "tools can be called only from the program's own process")
+    loop = asyncio.get_running_loop()
+    if _reader_loop[0] is not loop:
+        if _reader_loop[0] is not None:
+            try:
+                _reader_loop[0].remove_reader(_CHAN)
+            except Exception:
+                pass
+        loop.add_reader(_CHAN, _on_readable)
+        _reader_loop[0] = loop
+    _next_id[0] += 1
+    frame["id"] = _next_id[0]
+    fut = loop.create_future()
+    _pending[frame["id"]] = fut
+    try:
+        _send(frame)
+        msg = await fut
+    finally:
+        _pending.pop(frame["id"], None)
+    if msg.get("ok"):
+        if msg.get("handle"):
+            return ToolResultHandle(tool, msg["handle"])
+        return msg.get("value")
+    raise ToolError(msg.get("kind", "upstream_error"), tool, msg.get("message", ""))
+
+
+async def call_tool(name, arguments=None):
+    """Call any offered tool by its model-facing name; arguments is a dict."""
+    if not isinstance(name, str):
+        raise TypeError("call_tool: the tool name must be a string, got %s" % type(name).__name__)
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise TypeError("call_tool: arguments must be a dict, got %s" % type(arguments).__name__)
+    try:
+        _dumps(arguments)
+    except (TypeError, ValueError) as e:
+        raise ToolError("invalid_arguments", name, "arguments are not JSON: %s" % e) from None
+    return await _request({"type": "call", "tool": name, "args": arguments}, name)
+
+
+async def list_tools(server=None, query=None, cursor=None):
+    args = {k: v for k, v in (("server", server), ("query", query), ("cursor", cursor)) if v is not None}
+    return await call_tool("list_tools", args)
+
+
+async def get_tool_info(name):
+    return await call_tool("get_tool_info", {"name": name})
+
+
+async def read_tool_output(handle, offset=None, limit=None, pattern=None):
+    if isinstance(handle, ToolResultHandle):
+        handle = handle.handle
+    args = {k: v for k, v in (("handle", handle), ("offset", offset), ("limit", limit), ("pattern", pattern)) if v is not None}
+    return await call_tool("read_tool_output", args)
+
+
+def _alias(name):
+    async def alias(**arguments):
+        return await call_tool(name, arguments)
+
+    alias.__name__ = alias.__qualname__ = name
+    alias.__doc__ = "Calls the tool %s; keyword arguments are its arguments." % name
+    return alias
+
+
+# ---- compiling the program as the body of an async function ----
+class _Return(BaseException):
+    def __init__(self, value):
+        self.value = value
+
+
+def _compile(source):
+    import _ast
+
+    tree = compile(source, _PROGRAM, "exec", _ast.PyCF_ONLY_AST)
+
+    def loc(new, old):
+        for a in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            setattr(new, a, getattr(old, a, None) or (1 if a == "lineno" else 0))
+        return new
+
+    def ret(node):
+        value = node.value if node.value is not None else loc(_ast.Constant(value=None), node)
+        call = loc(_ast.Call(func=loc(_ast.Name(id="__sandbox_return__", ctx=_ast.Load()), node), args=[value], keywords=[]), node)
+        return loc(_ast.Raise(exc=call, cause=None), node)
+
+    scopes = (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef, _ast.Lambda)
+
+    def walk(node):
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if isinstance(v, list):
+                for i, item in enumerate(v):
+                    if isinstance(item, _ast.Return):
+                        v[i] = ret(item)
+                    elif isinstance(item, _ast.AST) and not isinstance(item, scopes):
+                        walk(item)
+            elif isinstance(v, _ast.AST) and not isinstance(v, scopes):
+                walk(v)
+
+    walk(tree)
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = tree.body[-1]
+        target = loc(_ast.Name(id="__sandbox_value__", ctx=_ast.Store()), last)
+        tree.body[-1] = loc(_ast.Assign(targets=[target], value=last.value), last)
+    return compile(tree, _PROGRAM, "exec", _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def _format_error(e, source):
+    import linecache
+    import traceback
+
+    linecache.cache[_PROGRAM] = (len(source), None, source.splitlines(True), _PROGRAM)
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != _PROGRAM:
+        tb = tb.tb_next
+    if isinstance(e, SyntaxError):
+        text = "".join(traceback.format_exception_only(type(e), e))
+    else:
+        text = "".join(traceback.format_exception(type(e), e, tb))
+    err = {"type": type(e).__name__, "message": str(e), "traceback": text}
+    if isinstance(e, OSError) and isinstance(e.errno, int):
+        err["errno"] = e.errno
+    return err
+
+
+def _run(frame):
+    source = frame["program"]
+    tools = tuple(sorted(frame.get("tools") or ()))
+    g = {
+        "__name__": "__main__",
+        "__builtins__": __builtins__,
+        "__sandbox_return__": _Return,
+        "TOOLS": tools,
+        "ToolError": ToolError,
+        "ToolResultHandle": ToolResultHandle,
+        "call_tool": call_tool,
+        "list_tools": list_tools,
+        "get_tool_info": get_tool_info,
+        "read_tool_output": read_tool_output,
+    }
+    for name in frame.get("aliases") or ():
+        g[name] = _alias(name)
+    value = None
+    try:
+        code = _compile(source)
+        try:
+            if code.co_flags & 0x80:  # CO_COROUTINE: the program awaits at top level
+                import asyncio
+
+                asyncio.run(eval(code, g))
+            else:
+                exec(code, g)
+            value = g.get("__sandbox_value__")
+        except _Return as r:
+            value = r.value
+    except BaseException as e:  # noqa: every failure is data, SystemExit included
+        if isinstance(e, SystemExit) and e.code in (None, 0):
+            value = None
+        else:
+            return {"type": "done", "ok": False, "error": _format_error(e, source)}
+    try:
+        encoded = _dumps(value)
+    except (TypeError, ValueError, RecursionError) as e:
+        return {"type": "done", "ok": False,
+                "error": {"type": type(e).__name__, "message": str(e), "traceback": "", "not_serializable": True}}
+    if len(encoded) > _max_value:
+        return {"type": "done", "ok": False,
+                "error": {"type": "ValueTooLarge", "traceback": "", "not_serializable": True,
+                          "message": "the value is %d bytes of JSON, over the %d-byte ceiling; return less, or print it" % (len(encoded), _max_value)}}
+    return {"type": "done", "ok": True, "value": value}
+
+
+def _main():
+    _send({"type": "hello", "version": _VERSION, "probe": _probe()})
+    frame = _recv_blocking()
+    if frame.get("type") != "run":
+        os._exit(0)  # abort: nothing runs
+    try:
+        done = _run(frame)
+    except MemoryError:
+        done = {"type": "done", "ok": False, "error": {"type": "MemoryError", "message": "", "traceback": "MemoryError\n"}}
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    if not _is_child:
+        _send(done)
+    os._exit(0)
+
+
+_main()

@@ -1,0 +1,19 @@
+// Package bootstrap embeds bootstrap.py, the code that runs first inside every sandbox child.
+//
+// The child is started as `python3 -I -c <Source> CANARY PORT4 PORT6 MAXVALUE`. It probes its
+// own containment, sends the hello frame on fd 3, waits for run or abort, and runs the program
+// as the body of an async function: top-level await and return work, the value is the return
+// value or the final expression's, and every failure comes back as a done frame with the full
+// traceback. It imports only what the interpreter has already loaded plus small C modules
+// (_json, _socket, resource), because every import is paid by every execution; asyncio is
+// loaded only for a program that awaits.
+//
+// It imports the standard library only.
+package bootstrap
+
+import _ "embed"
+
+// Source is the text of bootstrap.py.
+//
+//go:embed bootstrap.py
+var Source string

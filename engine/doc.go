@@ -1,0 +1,13 @@
+// Package engine is the core of mcp-sandbox: the terms of one execution, its limits and
+// isolation level, the ten guarantees and their grades, the Result, the Sandbox interface
+// (Run + Describe) and the Runner that drives any local backend through the host⇄child
+// protocol of package wire.
+//
+// engine imports leaves only (failure, outputs, engine/wire, engine/bootstrap). It never imports
+// the go-sdk, upstream, mcpserver or a backend: a program's tool calls reach the host through
+// ToolCaller, an interface defined here and satisfied elsewhere without importing engine, so
+// there is no path from a program to a tool registry that does not go through the host.
+//
+// A Runner is safe for concurrent use; each Run owns its child, its goroutines and its
+// workspace, and returns only after all of them are gone.
+package engine

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// finish turns how the execution ended into the Result: value or failure, limit_hit, and the
+// output streams.
+func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *LimitName, tree TreeUsage) {
+	res := s.res
+	res.Stdout, res.StdoutSize, res.StdoutData = s.stdout.Preview(), s.stdout.Size(), s.stdout.Bytes()
+	res.Stderr, res.StderrSize, res.StderrData = s.stderr.Preview(), s.stderr.Size(), s.stderr.Bytes()
+	res.Attachments = []Attachment{
+		streamAttachment("stdout", s.stdout.Size(), int64(len(res.StdoutData)), s.stdout.Truncated(), s.r.opts.PreviewBytes),
+		streamAttachment("stderr", s.stderr.Size(), int64(len(res.StderrData)), s.stderr.Truncated(), s.r.opts.PreviewBytes),
+	}
+
+	switch {
+	case ending != nil:
+		res.Failure = ending
+	case done != nil && done.OK:
+		res.Value = done.Value
+		if len(res.Value) == 0 {
+			res.Value = json.RawMessage("null")
+		}
+	case done != nil:
+		res.Failure = s.programFailure(done.Error, tree, &limit)
+	default:
+		res.Failure = s.exitFailure(exit, tree, &limit)
+	}
+	res.LimitHit = limit
+	if res.Failure != nil && !res.Failure.Executed && res.Failure.Kind.Refusal() {
+		res.Isolation = ""
+		if len(res.Guarantees) > 0 {
+			res.Isolation = LevelProcess
+		}
+	}
+	if res.Isolation == "" {
+		res.Isolation = LevelProcess
+	}
+}
+
+func streamAttachment(name string, size, kept int64, truncated bool, preview int64) Attachment {
+	loc := "inline"
+	if truncated || size > preview {
+		loc = "preview_only"
+	}
+	return Attachment{Name: name, ContentType: "text/plain", Size: size, Truncated: truncated || size > preview, Location: loc}
+}
+
+// programFailure classifies an uncaught exception: a limit that surfaced as an ordinary
+// Python error is still that limit.
+func (s *session) programFailure(pe *wire.ProgramError, tree TreeUsage, limit **LimitName) *Failure {
+	if pe == nil {
+		return &Failure{Kind: failure.ProtocolViolation, Executed: true, Message: "the child reported a failure without an error"}
+	}
+	if pe.NotSerializable {
+		return &Failure{Kind: failure.ValueNotSerializable, Executed: true,
+			Message: "the program's value could not be returned as JSON: " + pe.Message + "; return JSON data (dict, list, str, int, float, bool, None)"}
+	}
+	f := &Failure{Kind: failure.ProgramError, Executed: true, Traceback: pe.Traceback,
+		Message: strings.TrimSpace(pe.Type + ": " + pe.Message)}
+	if l := limitFromError(pe, tree); l != "" {
+		f.Kind = failure.LimitExceeded
+		f.Message = fmt.Sprintf("%s (the program hit its %s limit of %s)", f.Message, l, s.describeLimit(l))
+		*limit = limitPtr(l)
+	}
+	return f
+}
+
+func limitFromError(pe *wire.ProgramError, tree TreeUsage) LimitName {
+	switch {
+	case pe.Type == "MemoryError":
+		return LimitMemory
+	case pe.Errno == int(syscall.EFBIG):
+		return LimitFileSize
+	case tree.PIDsLimitHit && (pe.Errno == int(syscall.EAGAIN) || strings.Contains(pe.Message, "can't start new thread")):
+		return LimitProcessCount
+	case pe.Errno == int(syscall.EAGAIN) && strings.Contains(pe.Traceback, "fork"):
+		return LimitProcessCount
+	case strings.Contains(pe.Message, "can't start new thread"):
+		return LimitProcessCount
+	case pe.Errno == int(syscall.ENOSPC):
+		return "" // a full workspace is the program's own OSError, not a limit of ours
+	}
+	return ""
+}
+
+// exitFailure explains a child that ended without a done frame.
+func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Failure {
+	if exit == nil {
+		exit = &Exit{Code: -1}
+	}
+	cpuLimit := float64(CPURlimit(s.t.CPUSeconds))
+	switch {
+	case exit.Signal == syscall.SIGXCPU.String() || exit.Signal == syscall.SIGKILL.String() && exit.CPUSeconds >= cpuLimit-0.05:
+		*limit = limitPtr(LimitCPU)
+		return &Failure{Kind: failure.LimitExceeded, Executed: true,
+			Message: fmt.Sprintf("the program used its %s of CPU time and was killed", s.describeLimit(LimitCPU))}
+	case exit.Signal == syscall.SIGXFSZ.String():
+		*limit = limitPtr(LimitFileSize)
+		return &Failure{Kind: failure.LimitExceeded, Executed: true,
+			Message: fmt.Sprintf("the program wrote past its file size limit of %s and was killed", s.describeLimit(LimitFileSize))}
+	case tree.OOMKilled:
+		*limit = limitPtr(LimitMemory)
+		return &Failure{Kind: failure.LimitExceeded, Executed: true,
+			Message: fmt.Sprintf("the program's processes used more than %s of memory and were killed", s.describeLimit(LimitMemory))}
+	case exit.Err != nil:
+		return &Failure{Kind: failure.Internal, Executed: true, Message: "the host lost track of the sandbox child"}
+	case exit.Code == 125:
+		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox could not be set up: " + lastLine(s.stderr.Preview()) + "; nothing ran"}
+	case exit.Signal != "":
+		return &Failure{Kind: failure.ProgramError, Executed: true,
+			Message: fmt.Sprintf("the interpreter was killed by %s before the program finished", exit.Signal)}
+	}
+	return &Failure{Kind: failure.ProgramError, Executed: true,
+		Message: fmt.Sprintf("the interpreter exited with status %d before the program finished (os._exit, or a crash; see stderr)", exit.Code)}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimPrefix(s, "mcp-sandbox-init: ")
+}
+
+func (s *session) describeLimit(l LimitName) string {
+	switch l {
+	case LimitCPU:
+		return fmt.Sprintf("%gs", s.t.CPUSeconds)
+	case LimitWall:
+		return fmt.Sprintf("%gs", s.t.WallSeconds)
+	case LimitMemory:
+		return byteSize(s.t.MemoryBytes)
+	case LimitFileSize:
+		return byteSize(s.t.FileSizeBytes)
+	case LimitProcessCount:
+		return fmt.Sprintf("%d processes", s.t.ProcessCount)
+	}
+	return string(l)
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+)
+
+// Grading turns what the child observed (its probe) and what the backend built (its facts)
+// into the ten grades. The rules are the spec's:
+//
+//   - filesystem: a readable canary proves exposure (unavailable); an unreadable or absent one
+//     under a mount boundary is enforced; unreadable without a boundary (Landlock, file
+//     permissions) proves only that one file was out of reach (unverified).
+//   - network: reaching a host loopback listener, or a non-loopback route with sockets
+//     allowed, is unavailable; inside a network namespace with only loopback, or with inet
+//     sockets refused by the kernel, enforced; otherwise unverified.
+//   - identity: the child's uid is the sandbox identity and not the host's: enforced.
+//   - cpu, memory, file_size: the child saw the rlimit in force (or a cgroup binds memory).
+//   - process_count: a pids cgroup enforces it; RLIMIT_NPROC alone binds a uid, so it follows
+//     the identity grade, and means nothing for root.
+//   - process_tree: a cgroup or a pid namespace enforces it; an exclusive uid kill is
+//     unverified; a process group alone is unavailable (setsid escapes it).
+//   - wall_clock: the host's timer, always enforced.
+//   - environment: enforced when the child saw only the variables it was meant to.
+type grading struct {
+	guarantees    Guarantees
+	isolation     Level
+	networkDenied bool
+}
+
+// allowedEnv is the environment every backend sets itself, besides env_allowlist.
+var allowedEnv = []string{"HOME", "TMPDIR", "PATH", "PYTHONDONTWRITEBYTECODE", "LC_CTYPE"}
+
+func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
+	g := Guarantees{DimWallClock: Enforced}
+
+	switch {
+	case p.Canary == "readable":
+		g[DimFilesystem] = Unavailable
+	case f.MountBoundary:
+		g[DimFilesystem] = Enforced
+	default:
+		g[DimFilesystem] = Unverified
+	}
+
+	switch {
+	case p.ReachedV4 || p.ReachedV6:
+		g[DimNetwork] = Unavailable
+	case f.NetNamespace && p.Routes != "some":
+		g[DimNetwork] = Enforced
+	case !p.InetSocket && !p.Inet6Socket:
+		g[DimNetwork] = Enforced
+	case p.Routes == "some":
+		g[DimNetwork] = Unavailable
+	default:
+		g[DimNetwork] = Unverified
+	}
+
+	if p.UID != f.HostUID && p.UID == f.RunAsUID && p.UID != 0 {
+		g[DimIdentity] = Enforced
+	} else {
+		g[DimIdentity] = Unavailable
+	}
+
+	rl := func(name string, want int64) Grade {
+		v, ok := p.Rlimits[name]
+		if ok && v[0] >= 0 && v[0] <= want && v[1] >= 0 && v[1] <= want {
+			return Enforced
+		}
+		return Unavailable
+	}
+	g[DimCPU] = rl("cpu", int64(CPURlimit(t.CPUSeconds)))
+	g[DimMemory] = rl("as", t.MemoryBytes)
+	if f.Cgroup {
+		g[DimMemory] = Enforced
+	}
+	g[DimFileSize] = rl("fsize", t.FileSizeBytes)
+
+	switch {
+	case f.Cgroup:
+		g[DimProcessCount] = Enforced
+	case p.UID == 0:
+		g[DimProcessCount] = Unavailable
+	case rl("nproc", int64(t.ProcessCount)+1<<20) == Enforced:
+		g[DimProcessCount] = g[DimIdentity]
+		if g[DimProcessCount] == Unavailable {
+			g[DimProcessCount] = Unverified
+		}
+	default:
+		g[DimProcessCount] = Unavailable
+	}
+
+	switch {
+	case f.Cgroup || f.PIDNamespace:
+		g[DimProcessTree] = Enforced
+	case f.ExclusiveUID && g[DimIdentity] == Enforced:
+		g[DimProcessTree] = Unverified
+	default:
+		g[DimProcessTree] = Unavailable
+	}
+
+	g[DimEnvironment] = Enforced
+	for _, name := range p.Env {
+		if !slices.Contains(allowedEnv, name) && !slices.Contains(envAllowlist, name) {
+			g[DimEnvironment] = Unavailable
+		}
+	}
+
+	iso := LevelProcess
+	if f.MountBoundary && f.PIDNamespace && f.NetNamespace && g[DimFilesystem] == Enforced {
+		iso = LevelIsolated
+	}
+	return grading{
+		guarantees:    g,
+		isolation:     iso,
+		networkDenied: t.Network == NetworkNone && g[DimNetwork] != Unavailable,
+	}
+}
+
+// CPURlimit is the whole number of seconds RLIMIT_CPU is set to: the kernel counts CPU time
+// in whole seconds, so a fractional limit rounds up.
+func CPURlimit(seconds float64) uint64 {
+	s := uint64(seconds)
+	if float64(s) < seconds {
+		s++
+	}
+	if s == 0 {
+		s = 1
+	}
+	return s
+}

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"encoding/json"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// Result is the outcome of one execution, failures included, in the shape of DESIGN.md §3.4.
+type Result struct {
+	Value           json.RawMessage `json:"value"`
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	StdoutSize      int64           `json:"stdout_size"`
+	StderrSize      int64           `json:"stderr_size"`
+	Failure         *Failure        `json:"failure"`
+	LimitHit        *LimitName      `json:"limit_hit"`
+	Cancelled       bool            `json:"cancelled"`
+	DurationSeconds float64         `json:"duration_seconds"`
+	Terms           Terms           `json:"terms"`
+	Isolation       Level           `json:"isolation"`
+	Guarantees      Guarantees      `json:"guarantees"`
+	NetworkDenied   bool            `json:"network_denied"`
+	Attachments     []Attachment    `json:"attachments"`
+	Artifacts       []Attachment    `json:"artifacts"`
+	ArtifactsOmit   []OmittedFile   `json:"artifacts_omitted"`
+	Unavailable     []string        `json:"unavailable_bindings"`
+	Budget          BudgetReport    `json:"budget"`
+
+	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
+	// stay on the host and never enter the JSON.
+	StdoutData []byte `json:"-"`
+	StderrData []byte `json:"-"`
+}
+
+// Failure says why an execution did not complete. Executed is false for a refusal: nothing of
+// the program ran.
+type Failure struct {
+	Kind      failure.Kind `json:"kind"`
+	Message   string       `json:"message"`
+	Traceback string       `json:"traceback,omitempty"`
+	Executed  bool         `json:"executed"`
+}
+
+// Attachment is one stream or artifact of an execution.
+type Attachment struct {
+	Name        string `json:"name"`
+	Handle      string `json:"handle,omitempty"`
+	ContentType string `json:"content_type"`
+	Size        int64  `json:"size"`
+	Truncated   bool   `json:"truncated"`
+	// Location is inline (whole in the result), blob (kept under Handle) or preview_only.
+	Location string `json:"location"`
+}
+
+// OmittedFile is a workspace entry that was not collected, with the reason.
+type OmittedFile struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// BudgetReport is what the binding meters counted, per execution and per Run.
+type BudgetReport struct {
+	Execution Usage `json:"execution"`
+	Run       Usage `json:"run"`
+}
+
+// Usage is one half of a BudgetReport.
+type Usage struct {
+	Calls          int64 `json:"calls"`
+	TransferBytes  int64 `json:"transfer_bytes"`
+	ProducedBytes  int64 `json:"produced_bytes"`
+	PreservedBytes int64 `json:"preserved_bytes"`
+}
+
+// OK reports whether the execution completed without a failure.
+func (r *Result) OK() bool { return r.Failure == nil }
+
+// Refuse returns the result of an execution that was refused before anything ran.
+func Refuse(t Terms, k failure.Kind, message string) *Result {
+	r := emptyResult(t)
+	r.Failure = &Failure{Kind: k, Message: message}
+	return r
+}
+
+func emptyResult(t Terms) *Result {
+	return &Result{
+		Value:         json.RawMessage("null"),
+		Terms:         t,
+		Isolation:     LevelProcess,
+		Guarantees:    Guarantees{},
+		Attachments:   []Attachment{},
+		Artifacts:     []Attachment{},
+		ArtifactsOmit: []OmittedFile{},
+		Unavailable:   []string{},
+	}
+}
+
+func limitPtr(n LimitName) *LimitName { return &n }

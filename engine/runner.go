@@ -1,0 +1,532 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+)
+
+// RunnerOptions configure a Runner. The zero value of each field means its default.
+type RunnerOptions struct {
+	// Ceiling is the profile's hard limits: no execution runs above them.
+	Ceiling Limits
+	// AllowNetwork is the profile's network grant; without it, a request for network is refused.
+	AllowNetwork bool
+	// AllowSameUID accepts a child that runs as the host's own user.
+	AllowSameUID bool
+	// EnvAllowlist names the host variables the backend passes on; the environment grade
+	// accepts exactly these besides the backend's own.
+	EnvAllowlist []string
+	// PreviewBytes and MaxBytes bound each output stream (defaults 4000 and 8 MiB).
+	PreviewBytes, MaxBytes int64
+	// MaxFrame bounds one frame from the child (default wire.DefaultMaxFrame).
+	MaxFrame int
+	// MaxConcurrentCalls bounds the binding calls one execution has in flight (default 16).
+	MaxConcurrentCalls int
+	// HelloTimeout bounds the wait for the child's first frame (default 10 s, and never more
+	// than the wall clock).
+	HelloTimeout time.Duration
+	// StateDir is where the Runner writes its canary; default a fresh directory under the
+	// system temporary directory.
+	StateDir string
+}
+
+// Runner is the engine's Sandbox over a local Backend: it speaks the protocol, grades what
+// the child reports, refuses before running, enforces the wall clock and turns every ending
+// into a Result. It is safe for concurrent use.
+type Runner struct {
+	backend Backend
+	opts    RunnerOptions
+
+	stateDir string
+	ownState bool
+	canary   string
+	l4, l6   net.Listener
+	port4    int
+	port6    int
+	accepted sync.WaitGroup
+
+	mu   sync.Mutex // guards desc
+	desc *Description
+}
+
+// NewRunner returns a Runner over b. Close releases its listeners and state directory.
+func NewRunner(b Backend, opts RunnerOptions) (*Runner, error) {
+	if opts.Ceiling == (Limits{}) {
+		opts.Ceiling = DefaultLimits
+	}
+	if err := opts.Ceiling.Validate(); err != nil {
+		return nil, fmt.Errorf("hard limits: %w", err)
+	}
+	if opts.PreviewBytes <= 0 {
+		opts.PreviewBytes = 4000
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 8 << 20
+	}
+	if opts.MaxFrame <= 0 {
+		opts.MaxFrame = wire.DefaultMaxFrame
+	}
+	if opts.MaxConcurrentCalls <= 0 {
+		opts.MaxConcurrentCalls = 16
+	}
+	if opts.HelloTimeout <= 0 {
+		opts.HelloTimeout = 10 * time.Second
+	}
+	r := &Runner{backend: b, opts: opts, stateDir: opts.StateDir}
+	if r.stateDir == "" {
+		d, err := os.MkdirTemp("", "mcp-sandbox-state-")
+		if err != nil {
+			return nil, err
+		}
+		r.stateDir, r.ownState = d, true
+	}
+	// The canary's directory and file are readable by anyone: only containment, never file
+	// permissions, may keep the child from reading it, or its grade would be a false pass.
+	if err := os.Chmod(r.stateDir, 0o755); err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.canary = filepath.Join(r.stateDir, "canary-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.WriteFile(r.canary, []byte("mcp-sandbox canary: a sandboxed program must not read this\n"), 0o644); err != nil {
+		r.Close()
+		return nil, err
+	}
+	_ = os.Chmod(r.canary, 0o644)
+	r.l4, r.port4 = listen("tcp4", "127.0.0.1:0")
+	r.l6, r.port6 = listen("tcp6", "[::1]:0")
+	for _, l := range []net.Listener{r.l4, r.l6} {
+		if l != nil {
+			r.accepted.Add(1)
+			go r.acceptAndClose(l)
+		}
+	}
+	return r, nil
+}
+
+func listen(network, addr string) (net.Listener, int) {
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, 0 // no such family here: the probe skips it
+	}
+	return l, l.Addr().(*net.TCPAddr).Port
+}
+
+func (r *Runner) acceptAndClose(l net.Listener) {
+	defer r.accepted.Done()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
+// Close releases the Runner's listeners and state. It is idempotent.
+func (r *Runner) Close() error {
+	for _, l := range []net.Listener{r.l4, r.l6} {
+		if l != nil {
+			l.Close()
+		}
+	}
+	r.accepted.Wait()
+	if r.ownState && r.stateDir != "" {
+		os.RemoveAll(r.stateDir)
+	}
+	return nil
+}
+
+// Terms narrows requested terms against the Runner's ceiling. A zero limit means "whatever
+// the ceiling allows".
+func (r *Runner) Terms(req Terms) Terms {
+	t := Terms{Limits: r.opts.Ceiling.Narrow(req.Limits), Network: req.Network, Isolation: req.Isolation}
+	if t.Network == "" {
+		t.Network = NetworkNone
+	}
+	if t.Isolation == "" {
+		t.Isolation = LevelProcess
+	}
+	return t
+}
+
+func (r *Runner) argv(t Terms) []string {
+	return []string{"-I", "-c", bootstrap.Source, r.canary, strconv.Itoa(r.port4), strconv.Itoa(r.port6),
+		strconv.Itoa(r.opts.MaxFrame - 64<<10)}
+}
+
+// Run runs one program. Every ending, refusals included, is a Result.
+func (r *Runner) Run(ctx context.Context, ex Execution) *Result {
+	start := time.Now()
+	t := r.Terms(ex.Terms)
+	res := r.run(ctx, ex, t)
+	res.DurationSeconds = time.Since(start).Seconds()
+	return res
+}
+
+func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
+	if err := t.Limits.Validate(); err != nil {
+		return Refuse(t, failure.BackendUnavailable, "the terms are invalid: "+err.Error())
+	}
+	if t.Network == NetworkUnrestricted && !r.opts.AllowNetwork {
+		return Refuse(t, failure.NetworkUnavailable,
+			"network access was requested, but this sandbox profile does not allow network (allow_network: false); nothing ran")
+	}
+	if err := ctx.Err(); err != nil {
+		res := Refuse(t, failure.Cancelled, "the request was cancelled before the program started")
+		res.Cancelled = true
+		return res
+	}
+	stdout := outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes)
+	stderr := outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes)
+	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(t), Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		k := failure.KindOf(err)
+		if k == failure.Internal {
+			k = failure.BackendUnavailable
+		}
+		msg := err.Error()
+		var fe *failure.Error
+		if errors.As(err, &fe) {
+			msg = fe.Message
+		}
+		return Refuse(t, k, fmt.Sprintf("the %s backend could not start the sandbox: %s", r.backend.Name(), msg))
+	}
+	ses := &session{r: r, ex: ex, t: t, child: child, res: emptyResult(t), stdout: stdout, stderr: stderr}
+	ses.drive(ctx)
+	return ses.res
+}
+
+// session is one execution in flight.
+type session struct {
+	r      *Runner
+	ex     Execution
+	t      Terms
+	child  Child
+	res    *Result
+	stdout *outputs.Capture
+	stderr *outputs.Capture
+
+	w      *wire.Writer
+	calls  sync.WaitGroup
+	sem    chan struct{}
+	cancel context.CancelFunc
+}
+
+type frameOrErr struct {
+	f   wire.Frame
+	err error
+}
+
+// drive runs the protocol to its end and fills s.res.
+func (s *session) drive(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	defer s.cancel()
+	ch := s.child.Channel()
+	s.w = wire.NewWriter(ch)
+	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
+
+	frames := make(chan frameOrErr, 1)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		rd := wire.NewReader(ch, s.r.opts.MaxFrame)
+		allowed := []string{wire.TypeHello}
+		for {
+			f, err := rd.ReadFrame(allowed...)
+			select {
+			case frames <- frameOrErr{f, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			allowed = []string{wire.TypeCall, wire.TypeRead, wire.TypeDone}
+		}
+	}()
+	exited := make(chan Exit, 1)
+	go func() { exited <- s.child.Wait() }()
+
+	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
+	wallTimer := time.NewTimer(wall)
+	defer wallTimer.Stop()
+	helloTimeout := min(s.r.opts.HelloTimeout, wall)
+	helloTimer := time.NewTimer(helloTimeout)
+	defer helloTimer.Stop()
+	var progress <-chan time.Time
+	if s.ex.Progress != nil {
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		progress = tk.C
+	}
+	started := time.Now()
+
+	var (
+		helloSeen bool
+		done      *wire.Done
+		exit      *Exit
+		ending    *Failure // set when the host ends the execution
+		limit     *LimitName
+		channelEOF <-chan time.Time
+	)
+loop:
+	for {
+		select {
+		case fe := <-frames:
+			if fe.err != nil {
+				if errors.Is(fe.err, io.EOF) || errors.Is(fe.err, io.ErrUnexpectedEOF) || isClosed(fe.err) {
+					// The child closed its end: give its exit a moment to explain why.
+					frames = nil
+					if exit != nil {
+						break loop
+					}
+					channelEOF = time.After(500 * time.Millisecond)
+					continue
+				}
+				ending = violationFailure(fe.err, helloSeen)
+				break loop
+			}
+			switch f := fe.f.(type) {
+			case *wire.Hello:
+				helloSeen = true
+				helloTimer.Stop()
+				if refusal := s.accept(f); refusal != nil {
+					_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
+					ending = refusal
+					break loop
+				}
+			case *wire.Call:
+				s.call(ctx, f)
+			case *wire.Read:
+				s.read(ctx, f)
+			case *wire.Done:
+				done = f
+				break loop
+			}
+		case e := <-exited:
+			// Frames the child wrote before it exited may still be queued: read them first.
+			exit = &e
+			exited = nil
+			if frames == nil {
+				break loop
+			}
+			channelEOF = time.After(time.Second)
+		case <-channelEOF:
+			if exit != nil {
+				break loop
+			}
+			ending = &Failure{Kind: failure.ProtocolViolation, Executed: helloSeen,
+				Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
+			break loop
+		case <-helloTimer.C:
+			ending = &Failure{Kind: failure.BackendUnavailable,
+				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", helloTimeout)}
+			break loop
+		case <-wallTimer.C:
+			ending = &Failure{Kind: failure.Timeout, Executed: helloSeen,
+				Message: fmt.Sprintf("the program did not finish within wall_seconds=%g and was killed", s.t.WallSeconds)}
+			limit = limitPtr(LimitWall)
+			break loop
+		case <-ctx.Done():
+			ending = &Failure{Kind: failure.Cancelled, Executed: helloSeen,
+				Message: "the request was cancelled; the program and every process it started were killed"}
+			s.res.Cancelled = true
+			break loop
+		case <-progress:
+			s.ex.Progress(time.Since(started).Seconds())
+		}
+	}
+
+	if done != nil && exit == nil && exited != nil {
+		// The bootstrap exits right after done; wait briefly, then the tree goes regardless.
+		select {
+		case e := <-exited:
+			exit = &e
+		case <-time.After(time.Second):
+		}
+	}
+	s.child.Kill()
+	s.cancel()
+	s.calls.Wait()
+	if exit == nil && exited != nil {
+		select {
+		case e := <-exited:
+			exit = &e
+		case <-time.After(5 * time.Second):
+			exit = &Exit{Code: -1, Err: errors.New("the child did not exit after SIGKILL")}
+		}
+	}
+	tree := s.child.Close()
+	s.child.Channel().Close()
+	<-readerDone
+	s.finish(done, exit, ending, limit, tree)
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)
+}
+
+func violationFailure(err error, executed bool) *Failure {
+	var v *wire.Violation
+	if errors.As(err, &v) {
+		return &Failure{Kind: failure.ProtocolViolation, Executed: executed,
+			Message: "the sandbox child broke the protocol (" + v.Reason + "); it was killed"}
+	}
+	return &Failure{Kind: failure.ProtocolViolation, Executed: executed,
+		Message: "reading from the sandbox child failed: " + err.Error()}
+}
+
+// accept grades the hello and returns a refusal when the terms are not met.
+func (s *session) accept(h *wire.Hello) *Failure {
+	if h.Version != wire.Version {
+		return &Failure{Kind: failure.ProtocolViolation,
+			Message: fmt.Sprintf("the sandbox child speaks protocol version %d, the host %d; nothing ran", h.Version, wire.Version)}
+	}
+	gr := grade(h.Probe, s.child.Facts(), s.t, s.r.opts.EnvAllowlist)
+	s.res.Guarantees, s.res.Isolation, s.res.NetworkDenied = gr.guarantees, gr.isolation, gr.networkDenied
+	if !gr.isolation.AtLeast(s.t.Isolation) {
+		return &Failure{Kind: failure.IsolationUnavailable, Message: fmt.Sprintf(
+			"isolation %q was required, but the %s backend reached only %q here; nothing ran",
+			s.t.Isolation, s.r.backend.Name(), gr.isolation)}
+	}
+	if unmet := Unmet(gr.guarantees, Requirements(s.t, s.r.opts.AllowSameUID)); len(unmet) > 0 {
+		var parts []string
+		for _, u := range unmet {
+			parts = append(parts, fmt.Sprintf("%s is %s (%s)", u.Dimension, gr.guarantees.Get(u.Dimension), u.Why))
+		}
+		return &Failure{Kind: failure.IsolationUnavailable, Message: "the sandbox cannot meet the terms: " +
+			strings.Join(parts, "; ") + "; nothing ran"}
+	}
+	if s.t.Network == NetworkUnrestricted && gr.guarantees.Get(DimNetwork) == Enforced && !s.child.Facts().NetNamespace {
+		// Requested network that the backend denies anyway: say so rather than run without it.
+		return &Failure{Kind: failure.NetworkUnavailable,
+			Message: "network access was granted, but the " + s.r.backend.Name() + " backend denies it; nothing ran"}
+	}
+	names := append([]string(nil), s.ex.ToolNames...)
+	run := &wire.Run{Program: s.ex.Program, Tools: names, Aliases: Aliases(names)}
+	if run.Tools == nil {
+		run.Tools = []string{}
+	}
+	if err := s.w.WriteFrame(run); err != nil {
+		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox child went away before the program was sent: " + err.Error()}
+	}
+	return nil
+}
+
+func (s *session) call(ctx context.Context, c *wire.Call) {
+	s.dispatch(ctx, c.ID, func(ctx context.Context) ToolReply {
+		if s.ex.Tools == nil || !containsName(s.ex.ToolNames, c.Tool) && !isBuiltin(c.Tool) {
+			return ToolReply{Kind: "unavailable", Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
+		}
+		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
+	})
+}
+
+func (s *session) read(ctx context.Context, rd *wire.Read) {
+	s.dispatch(ctx, rd.ID, func(ctx context.Context) ToolReply {
+		if s.ex.Tools == nil {
+			return ToolReply{Kind: "unavailable", Message: "no handle of this execution is known"}
+		}
+		return s.ex.Tools.ReadHandle(ctx, rd.Handle, rd.Offset, rd.Limit, rd.Pattern)
+	})
+}
+
+// dispatch answers one call on its own goroutine, at most MaxConcurrentCalls at a time.
+func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) ToolReply) {
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-s.sem }()
+		rep := do(ctx)
+		out := &wire.Result{ID: id, OK: rep.Kind == ""}
+		if out.OK {
+			if rep.Handle != nil {
+				out.Handle = &wire.Handle{ID: rep.Handle.ID, Size: rep.Handle.Size, Lines: rep.Handle.Lines}
+			} else {
+				out.Value = rep.Value
+				if out.Value == nil {
+					out.Value = []byte("null")
+				}
+			}
+		} else {
+			out.Kind, out.Message = rep.Kind, rep.Message
+		}
+		if ctx.Err() == nil {
+			_ = s.w.WriteFrame(out)
+		}
+	}()
+}
+
+func containsName(names []string, n string) bool {
+	for _, x := range names {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+func isBuiltin(n string) bool {
+	switch n {
+	case "list_tools", "get_tool_info", "read_tool_output":
+		return true
+	}
+	return false
+}
+
+// Aliases returns the names that get a direct alias in a program: exactly those that are
+// Python identifiers and not keywords, never a mangled form.
+func Aliases(names []string) []string {
+	out := []string{}
+	for _, n := range names {
+		if isPythonIdentifier(n) && !pythonKeywords[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func isPythonIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		ok := c == '_' || unicode.IsLetter(c) || (i > 0 && unicode.IsDigit(c))
+		if !ok || c > unicode.MaxASCII {
+			return false
+		}
+	}
+	return true
+}
+
+// pythonKeywords are the hard keywords of Python 3; soft keywords (match, case, type, _) are
+// usable as names and keep their alias.
+var pythonKeywords = map[string]bool{}
+
+func init() {
+	for _, k := range strings.Fields(`False None True and as assert async await break class continue
+		def del elif else except finally for from global if import in is lambda nonlocal not or pass
+		raise return try while with yield`) {
+		pythonKeywords[k] = true
+	}
+}

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+)
+
+// Sandbox runs one program per execution. Run never returns an error: every failure, refusals
+// included, is data in the Result. Describe never runs model-written code.
+type Sandbox interface {
+	Run(ctx context.Context, ex Execution) *Result
+	Describe(ctx context.Context) *Description
+}
+
+// Execution is one program and everything it runs under.
+type Execution struct {
+	Program string
+	// Terms are the narrowed terms; Runner narrows them once more against its own ceiling.
+	Terms Terms
+	// Tools is how the program's calls reach the host; nil means no tool is offered.
+	Tools ToolCaller
+	// ToolNames are the names the program may call, and aliases are bound for those that are
+	// Python identifiers.
+	ToolNames []string
+	// Progress, when set, is called from time to time while the program runs.
+	Progress func(elapsedSeconds float64)
+}
+
+// ToolCaller is the host's side of a binding call. upstream satisfies it without importing
+// engine. Implementations must be safe for concurrent use: calls may overlap.
+type ToolCaller interface {
+	// CallTool calls name with args (a JSON object). A ToolReply with a Kind is a refusal or
+	// a tool failure that the program sees as ToolError(kind).
+	CallTool(ctx context.Context, name string, args json.RawMessage) ToolReply
+	// ReadHandle reads a window of a handle this execution's own calls produced.
+	ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) ToolReply
+}
+
+// ToolReply is the answer to a binding call or read.
+type ToolReply struct {
+	Value   json.RawMessage
+	Handle  *ToolHandle
+	Kind    string // empty on success
+	Message string
+}
+
+// ToolHandle stands for a result too large to hand over whole.
+type ToolHandle struct {
+	ID    string
+	Size  int64
+	Lines int
+}
+
+// Description is what a backend is and what it can prove, from a fixed probe.
+type Description struct {
+	Backend      string     `json:"backend"`
+	Ready        bool       `json:"ready"`
+	Isolation    Level      `json:"isolation"`
+	Guarantees   Guarantees `json:"guarantees"`
+	Mechanisms   []string   `json:"mechanisms"`
+	Problems     []string   `json:"problems"`
+	LimitCeiling Limits     `json:"limit_ceiling"`
+	Python       string     `json:"python,omitempty"`
+}
+
+// Backend starts sandbox children for a Runner. Each local isolation mechanism is one Backend.
+// Implementations must be safe for concurrent use.
+type Backend interface {
+	// Name is the backend's config name: process, namespaces, bwrap, container.
+	Name() string
+	// Start launches `python -I -c <bootstrap> args...` contained as the backend can, with the
+	// channel as fd 3. It returns once the child is running.
+	Start(ctx context.Context, spec LaunchSpec) (Child, error)
+	// Mechanisms lists what this backend applies on this host (for Describe and doctor).
+	Mechanisms() []string
+}
+
+// LaunchSpec is what a Runner asks a Backend to start.
+type LaunchSpec struct {
+	Terms Terms
+	// Argv is the interpreter's argv after the interpreter itself.
+	Argv []string
+	// Stdout and Stderr receive the child's streams; the backend copies into them until EOF
+	// or Child.Close.
+	Stdout, Stderr io.Writer
+}
+
+// Child is a started sandbox child.
+type Child interface {
+	// Channel is the host's end of the wire protocol.
+	Channel() io.ReadWriteCloser
+	// Facts are what the backend knows from how it built the child's containment.
+	Facts() Facts
+	// Wait blocks until the child's main process has exited.
+	Wait() Exit
+	// Kill kills the whole tree of the execution. It is idempotent and safe to call
+	// concurrently with Wait.
+	Kill()
+	// Close kills what is left, waits for the output copies (bounded), and removes the
+	// workspace and any cgroup. It is idempotent.
+	Close() TreeUsage
+}
+
+// Facts are the containment a backend built, independent of what the child observed.
+type Facts struct {
+	MountBoundary bool // the child has its own mount namespace without the host's files
+	PIDNamespace  bool
+	NetNamespace  bool
+	Cgroup        bool // memory and pids limits and a tree kill through a cgroup
+	Seccomp       bool
+	Landlock      bool
+	// HostUID is the host's uid; RunAsUID the uid the child was meant to run as.
+	HostUID, RunAsUID int
+	// Exclusive identity: no other execution shares RunAsUID, so a kill by uid is exact.
+	ExclusiveUID bool
+}
+
+// Exit is how the child's main process ended.
+type Exit struct {
+	Code       int // -1 when killed by a signal
+	Signal     string
+	CPUSeconds float64
+	Err        error // the backend could not wait
+}
+
+// TreeUsage is what a cgroup observed over the whole tree.
+type TreeUsage struct {
+	OOMKilled    bool // the memory limit killed a process of the tree
+	PIDsLimitHit bool // a fork or thread creation was refused at the pids limit
+}

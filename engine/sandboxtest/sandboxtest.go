@@ -1,0 +1,485 @@
+package sandboxtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+)
+
+// Config describes the backend under test.
+type Config struct {
+	// Level is the isolation level the backend claims to reach.
+	Level engine.Level
+	// New returns a sandbox whose hard limits are ceiling. It is called once per Run.
+	New func(t *testing.T, ceiling engine.Limits) engine.Sandbox
+}
+
+// marker appears in the command line of every sandbox child (the bootstrap's first line) and
+// of the helpers hostile programs start, so survivors can be found by scanning /proc.
+const (
+	bootstrapMarker = "# mcp-sandbox bootstrap"
+	survivorMarker  = "mcp-sandbox-survivor-marker"
+)
+
+// Run runs the whole contract against one backend.
+func Run(t *testing.T, cfg Config) {
+	sb := cfg.New(t, engine.DefaultLimits)
+	c := &contract{cfg: cfg, sb: sb}
+	t.Run("value and stdout", c.valueAndStdout)
+	t.Run("await and return", c.awaitAndReturn)
+	t.Run("program error keeps stdout and names the line", c.programError)
+	t.Run("syntax error names its line", c.syntaxError)
+	t.Run("value not serializable", c.notSerializable)
+	t.Run("no state between executions", c.noState)
+	t.Run("environment built from nothing", c.environment)
+	t.Run("guarantees are graded", c.guarantees)
+	t.Run("tool calls without a caller are unavailable", c.noTools)
+	t.Run("hostile", func(t *testing.T) {
+		gate.Require(t, "pidns", gate.InOwnPIDNamespace(),
+			"hostile programs run only inside the test binary's own pid namespace, which needs root")
+		t.Run("cpu spin with signals ignored", c.cpuSpin)
+		t.Run("sleeper hits the wall clock", c.sleeper)
+		t.Run("2 GiB allocation", c.memory)
+		t.Run("100 MiB file", c.fileSize)
+		t.Run("fork bomb", c.forkBomb)
+		t.Run("thread bomb", c.threadBomb)
+		t.Run("setsid double-forked grandchild", c.grandchild)
+		t.Run("1 GiB of stdout", c.floodStdout)
+		t.Run("garbage on the channel", c.garbage)
+		t.Run("forged frame", c.forged)
+		t.Run("100 MiB line on the channel", c.hugeLine)
+		t.Run("closing the channel and continuing", c.closeChannel)
+		t.Run("secrets and host files", c.secrets)
+		t.Run("killing the parent", c.killParent)
+		t.Run("cancellation kills the tree", c.cancel)
+	})
+}
+
+type contract struct {
+	cfg Config
+	sb  engine.Sandbox
+}
+
+func (c *contract) run(t *testing.T, program string, lim engine.Limits) *engine.Result {
+	t.Helper()
+	return c.runCtx(t, context.Background(), program, lim)
+}
+
+func (c *contract) runCtx(t *testing.T, ctx context.Context, program string, lim engine.Limits) *engine.Result {
+	t.Helper()
+	start := time.Now()
+	res := c.sb.Run(ctx, engine.Execution{Program: program, Terms: engine.Terms{Limits: lim, Isolation: c.cfg.Level, Network: engine.NetworkNone}})
+	if res == nil {
+		t.Fatal("Run returned nil")
+	}
+	wall := res.Terms.WallSeconds
+	if el := time.Since(start).Seconds(); el > wall+5 {
+		t.Errorf("the execution took %.1fs, past its wall clock of %gs + 5s", el, wall)
+	}
+	return res
+}
+
+func wantOK(t *testing.T, r *engine.Result) {
+	t.Helper()
+	if r.Failure != nil {
+		t.Fatalf("failure %s: %s\n%s\nstderr: %s", r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)
+	}
+}
+
+func wantKind(t *testing.T, r *engine.Result, k failure.Kind, limit engine.LimitName) {
+	t.Helper()
+	if r.Failure == nil {
+		t.Fatalf("want failure %s, got none (value %s, stdout %q)", k, r.Value, r.Stdout)
+	}
+	if r.Failure.Kind != k {
+		t.Fatalf("want failure %s, got %s: %s\n%s\nstderr: %s", k, r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)
+	}
+	got := engine.LimitName("")
+	if r.LimitHit != nil {
+		got = *r.LimitHit
+	}
+	if got != limit {
+		t.Fatalf("want limit_hit %q, got %q (%s)", limit, got, r.Failure.Message)
+	}
+}
+
+func value(t *testing.T, r *engine.Result, into any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Value, into); err != nil {
+		t.Fatalf("value %s: %v", r.Value, err)
+	}
+}
+
+func (c *contract) valueAndStdout(t *testing.T) {
+	r := c.run(t, `print("hi"); 6*7`, engine.Limits{})
+	wantOK(t, r)
+	if r.Stdout != "hi\n" || string(r.Value) != "42" || r.StdoutSize != 3 {
+		t.Fatalf("stdout %q (size %d), value %s; want \"hi\\n\" and 42", r.Stdout, r.StdoutSize, r.Value)
+	}
+}
+
+func (c *contract) awaitAndReturn(t *testing.T) {
+	r := c.run(t, "import asyncio\nawait asyncio.sleep(0)\nreturn {\"a\": 1}\nprint('not reached')", engine.Limits{})
+	wantOK(t, r)
+	if string(r.Value) != `{"a":1}` || r.Stdout != "" {
+		t.Fatalf("value %s stdout %q, want {\"a\":1} and nothing printed", r.Value, r.Stdout)
+	}
+}
+
+func (c *contract) programError(t *testing.T) {
+	r := c.run(t, "print('before')\nx = 1\ny = x / 0\nprint('after')", engine.Limits{})
+	wantKind(t, r, failure.ProgramError, "")
+	if !strings.Contains(r.Failure.Traceback, "line 3") || !strings.Contains(r.Failure.Traceback, "ZeroDivisionError") {
+		t.Fatalf("traceback does not name line 3 and ZeroDivisionError:\n%s", r.Failure.Traceback)
+	}
+	if strings.Contains(r.Failure.Traceback, "bootstrap") {
+		t.Errorf("traceback shows the bootstrap's frames:\n%s", r.Failure.Traceback)
+	}
+	if r.Stdout != "before\n" || !r.Failure.Executed {
+		t.Fatalf("stdout %q executed %v; want the output before the error kept", r.Stdout, r.Failure.Executed)
+	}
+}
+
+func (c *contract) syntaxError(t *testing.T) {
+	r := c.run(t, "x = 1\n\ndef broken(:\n    pass", engine.Limits{})
+	wantKind(t, r, failure.ProgramError, "")
+	if !strings.Contains(r.Failure.Traceback, "line 3") || !strings.Contains(r.Failure.Message, "SyntaxError") {
+		t.Fatalf("syntax error not located: %s\n%s", r.Failure.Message, r.Failure.Traceback)
+	}
+}
+
+func (c *contract) notSerializable(t *testing.T) {
+	r := c.run(t, "{'s': {1, 2}}", engine.Limits{})
+	wantKind(t, r, failure.ValueNotSerializable, "")
+	if !strings.Contains(r.Failure.Message, "set") {
+		t.Fatalf("message does not name the type: %s", r.Failure.Message)
+	}
+}
+
+func (c *contract) noState(t *testing.T) {
+	r := c.run(t, "import os\nopen('left-behind', 'w').write('x')\nglobal_value = 1\nos.getcwd()", engine.Limits{})
+	wantOK(t, r)
+	var first string
+	value(t, r, &first)
+	r = c.run(t, "import os\n[os.listdir('.'), 'global_value' in globals(), os.getcwd()]", engine.Limits{})
+	wantOK(t, r)
+	var got []any
+	value(t, r, &got)
+	if len(got[0].([]any)) != 0 || got[1] != false {
+		t.Fatalf("the second execution saw the first one's state: %v", got)
+	}
+	if got[2] == first {
+		t.Fatalf("the workspace %v was reused", first)
+	}
+	if _, err := os.Stat(first); err == nil {
+		t.Fatalf("the first workspace %s still exists on the host", first)
+	}
+}
+
+func (c *contract) environment(t *testing.T) {
+	r := c.run(t, "import os\nsorted(os.environ)", engine.Limits{})
+	wantOK(t, r)
+	var names []string
+	value(t, r, &names)
+	for _, n := range names {
+		switch n {
+		case "HOME", "TMPDIR", "PATH", "PYTHONDONTWRITEBYTECODE", "LC_CTYPE":
+		default:
+			t.Errorf("unexpected variable %s in the child's environment", n)
+		}
+	}
+	if r.Guarantees.Get(engine.DimEnvironment) != engine.Enforced {
+		t.Errorf("environment graded %s", r.Guarantees.Get(engine.DimEnvironment))
+	}
+}
+
+func (c *contract) guarantees(t *testing.T) {
+	r := c.run(t, "None", engine.Limits{})
+	wantOK(t, r)
+	for _, d := range engine.Dimensions {
+		if _, ok := r.Guarantees[d]; !ok {
+			t.Errorf("dimension %s not graded", d)
+		}
+	}
+	if r.Guarantees.Get(engine.DimWallClock) != engine.Enforced || r.Guarantees.Get(engine.DimCPU) != engine.Enforced ||
+		r.Guarantees.Get(engine.DimMemory) != engine.Enforced || r.Guarantees.Get(engine.DimFileSize) != engine.Enforced {
+		t.Errorf("limits not enforced: %v", r.Guarantees)
+	}
+	if !r.Isolation.AtLeast(c.cfg.Level) {
+		t.Errorf("isolation %s, the backend claims %s", r.Isolation, c.cfg.Level)
+	}
+	if r.Guarantees.Get(engine.DimFilesystem) == engine.Unavailable {
+		t.Errorf("the child read the canary: filesystem graded unavailable")
+	}
+	if !r.NetworkDenied || r.Guarantees.Get(engine.DimNetwork) == engine.Unavailable {
+		t.Errorf("network reachable: denied=%v grade=%s", r.NetworkDenied, r.Guarantees.Get(engine.DimNetwork))
+	}
+}
+
+func (c *contract) noTools(t *testing.T) {
+	r := c.run(t, "try:\n    await call_tool('x__y', {})\nexcept ToolError as e:\n    return [e.kind, e.tool, TOOLS]", engine.Limits{})
+	wantOK(t, r)
+	if string(r.Value) != `["unavailable","x__y",[]]` {
+		t.Fatalf("value %s", r.Value)
+	}
+}
+
+// ---- hostile ----
+
+func (c *contract) cpuSpin(t *testing.T) {
+	start := time.Now()
+	r := c.run(t, "import signal\nfor s in (signal.SIGXCPU, signal.SIGTERM, signal.SIGINT):\n    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass",
+		engine.Limits{CPUSeconds: 2})
+	wantKind(t, r, failure.LimitExceeded, engine.LimitCPU)
+	within(t, start, 2+2)
+	c.noSurvivors(t)
+}
+
+func (c *contract) sleeper(t *testing.T) {
+	start := time.Now()
+	r := c.run(t, "import time\nprint('going to sleep', flush=True)\ntime.sleep(600)", engine.Limits{WallSeconds: 2})
+	wantKind(t, r, failure.Timeout, engine.LimitWall)
+	within(t, start, 2+2)
+	if r.Stdout != "going to sleep\n" {
+		t.Errorf("output before the timeout lost: %q", r.Stdout)
+	}
+	c.noSurvivors(t)
+}
+
+func (c *contract) memory(t *testing.T) {
+	start := time.Now()
+	r := c.run(t, "x = bytearray(2 << 30)\nlen(x)", engine.Limits{MemoryBytes: 512 << 20})
+	wantKind(t, r, failure.LimitExceeded, engine.LimitMemory)
+	if !strings.Contains(r.Failure.Traceback, "MemoryError") {
+		t.Errorf("no MemoryError in the traceback:\n%s", r.Failure.Traceback)
+	}
+	within(t, start, r.Terms.WallSeconds)
+}
+
+func (c *contract) fileSize(t *testing.T) {
+	start := time.Now()
+	r := c.run(t, "with open('big', 'wb') as f:\n    for _ in range(100):\n        f.write(b'x' * (1 << 20))", engine.Limits{FileSizeBytes: 10 << 20})
+	wantKind(t, r, failure.LimitExceeded, engine.LimitFileSize)
+	within(t, start, r.Terms.WallSeconds)
+}
+
+func (c *contract) forkBomb(t *testing.T) {
+	start := time.Now()
+	r := c.run(t, "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)", engine.Limits{WallSeconds: 5, ProcessCount: 32})
+	if r.Failure == nil {
+		t.Fatalf("a fork bomb completed")
+	}
+	within(t, start, 5+2)
+	c.noSurvivors(t)
+	c.answersNext(t)
+}
+
+func (c *contract) threadBomb(t *testing.T) {
+	r := c.run(t, "import threading, time\nts = []\nwhile True:\n    t = threading.Thread(target=time.sleep, args=(60,), daemon=True)\n    t.start()\n    ts.append(t)", engine.Limits{WallSeconds: 5, ProcessCount: 32})
+	if r.Failure == nil {
+		t.Fatalf("a thread bomb completed")
+	}
+	c.noSurvivors(t)
+	c.answersNext(t)
+}
+
+func (c *contract) grandchild(t *testing.T) {
+	prog := fmt.Sprintf(`import os, sys, time
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", %q])
+    os._exit(0)
+os.waitpid(pid, 0)
+time.sleep(0.2)
+"started"`, survivorMarker)
+	r := c.run(t, prog, engine.Limits{})
+	wantOK(t, r)
+	c.noSurvivors(t)
+	c.answersNext(t)
+}
+
+func (c *contract) floodStdout(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := c.run(t, "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\nsys.stdout.flush()\n'done'", engine.Limits{WallSeconds: 60})
+	runtime.ReadMemStats(&after)
+	wantOK(t, r)
+	if r.StdoutSize != 1<<30 {
+		t.Fatalf("stdout_size %d, want %d", r.StdoutSize, 1<<30)
+	}
+	if len(r.Stdout) > 4000 || !strings.Contains(r.Stdout, "elided") {
+		t.Fatalf("preview of %d bytes, want ≤ 4000 with an elision", len(r.Stdout))
+	}
+	if !r.Attachments[0].Truncated {
+		t.Errorf("stdout attachment not marked truncated")
+	}
+	if grew := int64(after.TotalAlloc - before.TotalAlloc); grew > 64<<20 {
+		t.Fatalf("the host allocated %d MiB for 1 GiB of output", grew>>20)
+	}
+}
+
+func (c *contract) garbage(t *testing.T) {
+	r := c.run(t, "import os, time\nos.write(3, b'this is not a frame\\n')\ntime.sleep(30)", engine.Limits{WallSeconds: 20})
+	wantKind(t, r, failure.ProtocolViolation, "")
+	c.noSurvivors(t)
+}
+
+func (c *contract) forged(t *testing.T) {
+	r := c.run(t, "import os, time\nos.write(3, b'{\"type\":\"done\",\"ok\":true,\"value\":1,\"Value\":2}\\n')\ntime.sleep(30)", engine.Limits{WallSeconds: 20})
+	wantKind(t, r, failure.ProtocolViolation, "")
+	r = c.run(t, "import os, time\nos.write(3, b'{\"type\":\"hello\",\"version\":1,\"probe\":{}}\\n')\ntime.sleep(30)", engine.Limits{WallSeconds: 20})
+	wantKind(t, r, failure.ProtocolViolation, "")
+}
+
+func (c *contract) hugeLine(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := c.run(t, "import os\nchunk = b'x' * (1 << 20)\nfor _ in range(100):\n    os.write(3, chunk)\nimport time\ntime.sleep(30)", engine.Limits{WallSeconds: 20})
+	runtime.ReadMemStats(&after)
+	wantKind(t, r, failure.ProtocolViolation, "")
+	if grew := int64(after.TotalAlloc - before.TotalAlloc); grew > 200<<20 {
+		t.Errorf("the host allocated %d MiB reading one line", grew>>20)
+	}
+	c.noSurvivors(t)
+}
+
+func (c *contract) closeChannel(t *testing.T) {
+	start := time.Now()
+	r := c.run(t, "import os, time\nos.close(3)\ntime.sleep(30)", engine.Limits{WallSeconds: 20})
+	wantKind(t, r, failure.ProtocolViolation, "")
+	within(t, start, 3)
+	c.noSurvivors(t)
+}
+
+func (c *contract) secrets(t *testing.T) {
+	secret := "s3cret-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Setenv("MCP_SANDBOX_TEST_SECRET", secret)
+	prog := `import os, glob
+found = {}
+def look(path):
+    try:
+        with open(path, 'rb') as f:
+            data = f.read(1 << 20)
+        found[path] = SECRET.encode() in data
+        return True
+    except OSError:
+        return False
+readable = {p: look(p) for p in ['/etc/shadow', '/proc/1/environ', '/proc/%d/environ' % os.getppid(), '/proc/self/environ']}
+{"uid": os.getuid(), "env_has_secret": any(SECRET in v for v in os.environ.values()), "found": found, "readable": readable}
+`
+	r := c.run(t, "SECRET = "+strconv.Quote(secret)+"\n"+prog, engine.Limits{})
+	wantOK(t, r)
+	var got struct {
+		UID          int             `json:"uid"`
+		EnvHasSecret bool            `json:"env_has_secret"`
+		Found        map[string]bool `json:"found"`
+		Readable     map[string]bool `json:"readable"`
+	}
+	value(t, r, &got)
+	if got.EnvHasSecret {
+		t.Errorf("the host's secret reached the child's environment")
+	}
+	for p, f := range got.Found {
+		if f {
+			t.Errorf("the child read the host's secret from %s", p)
+		}
+	}
+	if got.Readable["/etc/shadow"] {
+		t.Errorf("the child read /etc/shadow")
+	}
+	if os.Geteuid() == 0 {
+		if got.UID == 0 {
+			t.Errorf("the child runs as root")
+		}
+		if r.Guarantees.Get(engine.DimIdentity) != engine.Enforced {
+			t.Errorf("identity graded %s", r.Guarantees.Get(engine.DimIdentity))
+		}
+	}
+}
+
+func (c *contract) killParent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only meaningful when the child runs as another uid than the host")
+	}
+	r := c.run(t, "import os\nos.kill(os.getppid(), 9)", engine.Limits{})
+	if r.Failure == nil || r.Failure.Kind != failure.ProgramError {
+		t.Fatalf("want program_error (PermissionError), got %+v", r.Failure)
+	}
+	c.answersNext(t)
+}
+
+func (c *contract) cancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(700 * time.Millisecond); cancel() }()
+	start := time.Now()
+	r := c.runCtx(t, ctx, fmt.Sprintf("import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', %q])\ntime.sleep(60)", survivorMarker), engine.Limits{})
+	wantKind(t, r, failure.Cancelled, "")
+	if !r.Cancelled {
+		t.Errorf("cancelled is false")
+	}
+	within(t, start, 0.7+1)
+	c.noSurvivors(t)
+}
+
+func within(t *testing.T, start time.Time, seconds float64) {
+	t.Helper()
+	if el := time.Since(start).Seconds(); el > seconds {
+		t.Errorf("returned after %.2fs, want within %.1fs", el, seconds)
+	}
+}
+
+func (c *contract) answersNext(t *testing.T) {
+	t.Helper()
+	r := c.run(t, "6*7", engine.Limits{})
+	wantOK(t, r)
+	if string(r.Value) != "42" {
+		t.Fatalf("the next execution answered %s", r.Value)
+	}
+}
+
+// noSurvivors fails when any process of an execution is still alive: a bootstrap interpreter
+// or a helper a hostile program started.
+func (c *contract) noSurvivors(t *testing.T) {
+	t.Helper()
+	var alive []string
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for {
+		alive = alive[:0]
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err != nil || len(cmdline) == 0 {
+				continue // gone, or a zombie
+			}
+			if bytes.Contains(cmdline, []byte(bootstrapMarker)) || bytes.Contains(cmdline, []byte(survivorMarker)) {
+				alive = append(alive, e.Name())
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("processes of a finished execution are still alive: pids %v", alive)
+}

@@ -1,0 +1,138 @@
+package wire
+
+import "encoding/json"
+
+// Version is the protocol version the child announces in hello. A mismatch is a violation.
+const Version = 1
+
+// Frame type names.
+const (
+	TypeHello  = "hello"
+	TypeCall   = "call"
+	TypeRead   = "read"
+	TypeDone   = "done"
+	TypeRun    = "run"
+	TypeAbort  = "abort"
+	TypeResult = "result"
+)
+
+// Frame is any frame of either direction.
+type Frame interface{ frameType() string }
+
+// Hello is the child's first frame: who it is and what containment it observed, before any
+// program byte arrives.
+type Hello struct {
+	Type    string `json:"type"`
+	Version int    `json:"version"`
+	Token   string `json:"token,omitempty"`
+	Probe   Probe  `json:"probe"`
+}
+
+// Probe is what the child observed about its own containment.
+type Probe struct {
+	PID    int   `json:"pid"`
+	UID    int   `json:"uid"`
+	GID    int   `json:"gid"`
+	Groups []int `json:"groups"`
+	// Canary is "readable", "unreadable" or "absent" (the path did not resolve), for the file
+	// the host wrote outside the workspace.
+	Canary string `json:"canary"`
+	// InetSocket and Inet6Socket: whether socket(AF_INET[6]) succeeded.
+	InetSocket  bool `json:"inet_socket"`
+	Inet6Socket bool `json:"inet6_socket"`
+	// ReachedV4 and ReachedV6: whether a connection to the host's loopback listener succeeded.
+	ReachedV4 bool `json:"reached_v4"`
+	ReachedV6 bool `json:"reached_v6"`
+	// Routes: "none" (only loopback), "some" (a non-loopback route) or "unknown" (not readable).
+	Routes string `json:"routes"`
+	// Rlimits maps cpu, as, fsize, nproc and nofile to [soft, hard]; -1 is unlimited.
+	Rlimits map[string][2]int64 `json:"rlimits"`
+	// Env lists the names of the child's environment variables.
+	Env []string `json:"env"`
+	// ProcPIDs counts the processes the child sees in /proc, -1 when /proc is unreadable.
+	ProcPIDs int `json:"proc_pids"`
+	// WorkspaceWritable: the child could create a file in its working directory.
+	WorkspaceWritable bool   `json:"workspace_writable"`
+	Python            string `json:"python"`
+}
+
+// Call asks the host to call a tool on the program's behalf.
+type Call struct {
+	Type string          `json:"type"`
+	ID   int64           `json:"id"`
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Read asks for a window of a handle the program's own calls produced.
+type Read struct {
+	Type    string `json:"type"`
+	ID      int64  `json:"id"`
+	Handle  string `json:"handle"`
+	Offset  int    `json:"offset"`
+	Limit   int    `json:"limit"`
+	Pattern string `json:"pattern,omitempty"`
+}
+
+// Done ends the program: its value, or the error that ended it.
+type Done struct {
+	Type  string          `json:"type"`
+	OK    bool            `json:"ok"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Error *ProgramError   `json:"error,omitempty"`
+}
+
+// ProgramError is an uncaught exception (or a value that would not serialize) as data.
+type ProgramError struct {
+	// Type is the exception's class name, e.g. "ZeroDivisionError".
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+	// Errno is the OSError errno when there is one, else 0.
+	Errno int `json:"errno,omitempty"`
+	// NotSerializable marks a value that could not be rendered as JSON.
+	NotSerializable bool `json:"not_serializable,omitempty"`
+}
+
+// Run sends the program and the names it may call.
+type Run struct {
+	Type    string   `json:"type"`
+	Program string   `json:"program"`
+	Tools   []string `json:"tools"`
+	// Aliases are the tool names that are Python identifiers and not keywords: each is bound
+	// under its own name. Never a mangled one.
+	Aliases []string `json:"aliases"`
+}
+
+// Abort refuses the execution: nothing runs.
+type Abort struct {
+	Type   string `json:"type"`
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+}
+
+// Result answers a Call or a Read.
+type Result struct {
+	Type    string          `json:"type"`
+	ID      int64           `json:"id"`
+	OK      bool            `json:"ok"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Handle  *Handle         `json:"handle,omitempty"`
+	Kind    string          `json:"kind,omitempty"`
+	Message string          `json:"message,omitempty"`
+}
+
+// Handle stands for a result too large to hand over whole.
+type Handle struct {
+	ID    string `json:"id"`
+	Size  int64  `json:"size"`
+	Lines int    `json:"lines"`
+}
+
+func (*Hello) frameType() string  { return TypeHello }
+func (*Call) frameType() string   { return TypeCall }
+func (*Read) frameType() string   { return TypeRead }
+func (*Done) frameType() string   { return TypeDone }
+func (*Run) frameType() string    { return TypeRun }
+func (*Abort) frameType() string  { return TypeAbort }
+func (*Result) frameType() string { return TypeResult }

@@ -1,0 +1,16 @@
+module github.com/mcp-sandbox/mcp-sandbox
+
+go 1.26.0
+
+require (
+	github.com/elastic/go-seccomp-bpf v1.6.0
+	github.com/google/go-cmp v0.7.0
+	github.com/landlock-lsm/go-landlock v0.11.2
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	golang.org/x/net v0.41.0 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
+)

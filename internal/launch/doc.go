@@ -1,0 +1,21 @@
+// Package launch is the sandbox init helper: the host re-executes its own binary with the
+// hidden subcommand Command, and that short-lived process applies everything that Go cannot
+// apply race-free to a child from the parent (rlimits, cgroup membership, the identity drop,
+// no_new_privs, Landlock, seccomp, closing inherited descriptors) and then execs the
+// interpreter in its own place. `mcp-sandbox` dispatches to Main from the first line of main;
+// a test binary does the same from TestMain through MaybeMain.
+//
+// The helper reads its Spec from the environment variable SpecEnv, which never reaches the
+// interpreter: the interpreter's environment is Spec.Env, built by the backend from nothing.
+// A setup step that fails ends the helper with exit status ExitSetupFailed and one line on
+// stderr starting "mcp-sandbox-init: "; nothing of the program has run by then.
+//
+// The order matters and is fixed: join the cgroup (as root), count the uid's tasks, drop the
+// identity, re-arm the parent-death signal (the kernel clears it on a uid change), enter the
+// workspace, set no_new_privs, Landlock, seccomp, then the rlimits (last, because this Go
+// helper itself needs more address space than a program may get), mark every descriptor but
+// 0-3 close-on-exec, exec. It runs on one locked OS thread, because Landlock and the
+// identity must hold on the thread that calls execve.
+//
+// It imports the standard library, x/sys, go-landlock and go-seccomp-bpf.
+package launch

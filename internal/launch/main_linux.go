@@ -1,0 +1,234 @@
+//go:build linux
+
+package launch
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// MaybeMain runs the helper and never returns when os.Args names Command; otherwise it
+// returns at once. Call it first in main and in TestMain.
+func MaybeMain() {
+	if len(os.Args) > 1 && os.Args[1] == Command {
+		Main()
+	}
+}
+
+// Main runs the helper: it applies the Spec from SpecEnv and execs the interpreter.
+func Main() {
+	runtime.LockOSThread()
+	var spec Spec
+	if err := json.Unmarshal([]byte(os.Getenv(SpecEnv)), &spec); err != nil {
+		fail("reading the spec: %v", err)
+	}
+	if spec.KillUID > 0 {
+		killUID(spec.KillUID)
+	}
+	nproc, err := apply(&spec)
+	if err != nil {
+		fail("%v", err)
+	}
+	err = execLimited(&spec, nproc)
+	fail("%v", err)
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mcp-sandbox-init: "+format+"\n", args...)
+	os.Exit(ExitSetupFailed)
+}
+
+// apply runs every step before the rlimits and returns the absolute RLIMIT_NPROC to set.
+func apply(s *Spec) (uint64, error) {
+	for _, procs := range s.CgroupProcs {
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			return 0, fmt.Errorf("joining cgroup %s: %v", procs, err)
+		}
+	}
+	// Count the uid's tasks while still privileged; the limits themselves are set last,
+	// because the Go runtime of this helper needs more address space than a program may get.
+	nproc := s.Rlimits.NProc
+	if nproc > 0 && s.Drop {
+		nproc += uint64(tasksOf(s.UID))
+	}
+	if s.Drop {
+		if err := unix.Setgroups([]int{s.GID}); err != nil {
+			return 0, fmt.Errorf("setgroups: %v", err)
+		}
+		if err := unix.Setresgid(s.GID, s.GID, s.GID); err != nil {
+			return 0, fmt.Errorf("setgid %d: %v", s.GID, err)
+		}
+		if err := unix.Setresuid(s.UID, s.UID, s.UID); err != nil {
+			return 0, fmt.Errorf("setuid %d: %v", s.UID, err)
+		}
+	}
+	// The kernel clears the parent-death signal on a credential change: arm it again, then
+	// check the parent did not die in between.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("parent-death signal: %v", err)
+	}
+	if s.ParentPID > 0 && os.Getppid() != s.ParentPID {
+		return 0, fmt.Errorf("the host exited during setup")
+	}
+	if s.Dir != "" {
+		if err := unix.Chdir(s.Dir); err != nil {
+			return 0, fmt.Errorf("entering the workspace: %v", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("no_new_privs: %v", err)
+	}
+	if s.Landlock != nil {
+		if err := applyLandlock(s.Landlock, s.LandlockBestEffort); err != nil {
+			return 0, err
+		}
+	}
+	if s.DenyInet {
+		if err := denyInet(); err != nil {
+			return 0, err
+		}
+	}
+	return nproc, nil
+}
+
+// execLimited sets the rlimits and execs the interpreter with raw system calls only: once the
+// address-space limit is in force, this Go process must not allocate, or its runtime could
+// fail before the interpreter starts. Everything execve needs is converted beforehand.
+func execLimited(s *Spec, nproc uint64) error {
+	path, err := syscall.BytePtrFromString(s.Python)
+	if err != nil {
+		return err
+	}
+	argv, err := syscall.SlicePtrFromStrings(s.Argv)
+	if err != nil {
+		return err
+	}
+	envv, err := syscall.SlicePtrFromStrings(s.Env)
+	if err != nil {
+		return err
+	}
+	r := s.Rlimits
+	limits := []struct {
+		res int
+		v   uint64
+		rl  unix.Rlimit
+	}{{unix.RLIMIT_CORE, 0, unix.Rlimit{}}, {unix.RLIMIT_CPU, r.CPUSeconds, unix.Rlimit{}}, {unix.RLIMIT_AS, r.AS, unix.Rlimit{}},
+		{unix.RLIMIT_FSIZE, r.FSize, unix.Rlimit{}}, {unix.RLIMIT_NPROC, nproc, unix.Rlimit{}}, {unix.RLIMIT_NOFILE, r.NoFile, unix.Rlimit{}}}
+	for i := range limits {
+		limits[i].rl = unix.Rlimit{Cur: limits[i].v, Max: limits[i].v}
+	}
+	names := [...]string{"CORE", "CPU", "AS", "FSIZE", "NPROC", "NOFILE"}
+	for i := range limits {
+		if limits[i].v == 0 && limits[i].res != unix.RLIMIT_CORE {
+			continue
+		}
+		if _, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(limits[i].res), uintptr(unsafe.Pointer(&limits[i].rl)), 0, 0, 0); e != 0 {
+			return fmt.Errorf("setting RLIMIT_%s to %d: %v", names[i], limits[i].v, e)
+		}
+	}
+	// Mark everything but stdio and the channel close-on-exec. CLOEXEC rather than close: the
+	// Go runtime still owns some of these descriptors until execve.
+	if _, _, e := unix.RawSyscall(unix.SYS_CLOSE_RANGE, 4, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC); e != 0 {
+		return fmt.Errorf("close_range: %v", e)
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return fmt.Errorf("exec %s: %v", s.Python, e)
+}
+
+// tasksOf counts the tasks (threads included, as RLIMIT_NPROC does) the uid already runs.
+func tasksOf(uid int) int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	n := 0
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+name, &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		tasks, err := os.ReadDir("/proc/" + name + "/task")
+		if err != nil {
+			n++
+			continue
+		}
+		n += len(tasks)
+	}
+	return n
+}
+
+func applyLandlock(l *Landlock, bestEffort bool) error {
+	cfg := landlock.V5
+	if bestEffort {
+		cfg = cfg.BestEffort()
+	}
+	var rules []landlock.Rule
+	for _, p := range l.ReadOnly {
+		if st, err := os.Stat(p); err == nil {
+			if st.IsDir() {
+				rules = append(rules, landlock.RODirs(p))
+			} else {
+				rules = append(rules, landlock.ROFiles(p))
+			}
+		}
+	}
+	for _, p := range l.ReadWrite {
+		if st, err := os.Stat(p); err == nil {
+			if st.IsDir() {
+				rules = append(rules, landlock.RWDirs(p))
+			} else {
+				rules = append(rules, landlock.RWFiles(p))
+			}
+		}
+	}
+	if err := cfg.RestrictPaths(rules...); err != nil {
+		return fmt.Errorf("landlock: %v", err)
+	}
+	return nil
+}
+
+func denyInet() error {
+	deny := seccomp.ActionErrno | seccomp.Action(unix.EACCES)
+	policy := seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			{Action: deny, NamesWithCondtions: []seccomp.NameWithConditions{{
+				Name:       "socket",
+				Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}},
+			}}},
+			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}},
+		},
+	}
+	filter := seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: policy}
+	if err := seccomp.LoadFilter(filter); err != nil {
+		return fmt.Errorf("seccomp: %v", err)
+	}
+	return nil
+}
+
+// killUID becomes uid and kills every process it owns. Only for an exclusive sandbox uid.
+func killUID(uid int) {
+	if err := unix.Setresuid(uid, uid, uid); err != nil {
+		fail("becoming uid %d to kill its processes: %v", uid, err)
+	}
+	for i := 0; i < 16; i++ {
+		if err := syscall.Kill(-1, syscall.SIGKILL); err != nil {
+			break // ESRCH: nothing of that uid is left
+		}
+	}
+	os.Exit(0)
+}

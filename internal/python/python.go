@@ -1,0 +1,131 @@
+package python
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Candidates are tried in order after a configured interpreter.
+var Candidates = []string{"/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"}
+
+// Find returns the absolute, symlink-free path of an interpreter that uid/gid can execute:
+// configured when it is set (an error if that one is not usable), otherwise the first usable
+// of lookPath("python3") and Candidates.
+func Find(configured string, uid, gid int, lookPath func(string) (string, error)) (string, error) {
+	if configured != "" {
+		p, err := usable(configured, uid, gid)
+		if err != nil {
+			return "", fmt.Errorf("python %q: %w", configured, err)
+		}
+		return p, nil
+	}
+	var tried []string
+	cands := append([]string(nil), Candidates...)
+	if lookPath != nil {
+		if p, err := lookPath("python3"); err == nil {
+			cands = append([]string{p}, cands...)
+		}
+	}
+	for _, c := range cands {
+		p, err := usable(c, uid, gid)
+		if err == nil {
+			return p, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
+	}
+	return "", fmt.Errorf("no python3 that uid %d can execute: tried %s; install python3 (apt-get install python3) or set python: in the profile", uid, strings.Join(tried, ", "))
+}
+
+func usable(path string, uid, gid int) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return "", err
+	}
+	if err := Reachable(real, uid, gid, 1); err != nil {
+		return "", err
+	}
+	return real, nil
+}
+
+// Reachable checks that uid/gid may search every directory above path and has the access
+// bit want (1 execute, 4 read) on path itself. Root passes any directory check, as the kernel
+// does, but still needs an execute bit on a file.
+func Reachable(path string, uid, gid int, want uint32) error {
+	dir := filepath.Dir(path)
+	for {
+		if err := access(dir, uid, gid, 1); err != nil {
+			return fmt.Errorf("%s is not searchable by uid %d", dir, uid)
+		}
+		if dir == "/" {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	if err := access(path, uid, gid, want); err != nil {
+		return fmt.Errorf("not executable by uid %d", uid)
+	}
+	return nil
+}
+
+func access(path string, uid, gid int, want uint32) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return err
+	}
+	mode := st.Mode & 0o777
+	if uid == 0 {
+		if st.Mode&syscall.S_IFMT == syscall.S_IFDIR || mode&0o111 != 0 || want != 1 {
+			return nil
+		}
+		return os.ErrPermission
+	}
+	var bits uint32
+	switch {
+	case int(st.Uid) == uid:
+		bits = mode >> 6
+	case int(st.Gid) == gid:
+		bits = mode >> 3
+	default:
+		bits = mode
+	}
+	if bits&want == want {
+		return nil
+	}
+	return os.ErrPermission
+}
+
+// Dirs returns the directories the interpreter reads at run time: its prefixes and the
+// entries of its default sys.path, as the interpreter itself reports them.
+func Dirs(ctx context.Context, python string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-I", "-c",
+		"import sys\nfor p in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path}:\n    print(p)")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("asking %s for its directories: %w", python, err)
+	}
+	var dirs []string
+	for _, l := range bytes.Split(out, []byte("\n")) {
+		p := string(bytes.TrimSpace(l))
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs, nil
+}
