@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/spf13/pflag v1.1.0 // indirect
 	golang.org/x/net v0.41.0 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

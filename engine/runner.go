@@ -24,6 +24,8 @@ import (
 type RunnerOptions struct {
 	// Ceiling is the profile's hard limits: no execution runs above them.
 	Ceiling Limits
+	// Isolation is the least level the profile must reach; an execution never runs below it.
+	Isolation Level
 	// AllowNetwork is the profile's network grant; without it, a request for network is refused.
 	AllowNetwork bool
 	// AllowSameUID accepts a child that runs as the host's own user.
@@ -83,6 +85,9 @@ func NewRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 	}
 	if opts.MaxConcurrentCalls <= 0 {
 		opts.MaxConcurrentCalls = 16
+	}
+	if opts.Isolation == "" {
+		opts.Isolation = LevelProcess
 	}
 	if opts.HelloTimeout <= 0 {
 		opts.HelloTimeout = 10 * time.Second
@@ -158,8 +163,8 @@ func (r *Runner) Terms(req Terms) Terms {
 	if t.Network == "" {
 		t.Network = NetworkNone
 	}
-	if t.Isolation == "" {
-		t.Isolation = LevelProcess
+	if t.Isolation == "" || !t.Isolation.AtLeast(r.opts.Isolation) {
+		t.Isolation = r.opts.Isolation
 	}
 	return t
 }

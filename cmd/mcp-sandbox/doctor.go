@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+)
+
+func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default: the embedded default)")
+	asJSON := fs.Bool("json", false, "print the descriptions as JSON")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: mcp-sandbox doctor [--config FILE] [--json]
+
+Describes every profile of the config: its backend, the isolation level it reached, each of
+the ten guarantees graded enforced, unverified or unavailable, the mechanisms in use, and any
+problem. It runs a fixed probe in each sandbox and never a program. Exit status 1 when a
+profile is not ready.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return exitOK, nil
+		}
+		return exitUsage, usagef("%v", err)
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return exitUsage, err
+	}
+	type profileReport struct {
+		Profile     string              `json:"profile"`
+		Description *engine.Description `json:"description"`
+	}
+	var reports []profileReport
+	ready := true
+	for _, name := range sortedKeys(cfg.Profiles) {
+		p, _ := cfg.Profile(name)
+		d := &engine.Description{Backend: p.Backend, Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{}}
+		runner, err := openProfile(ctx, name, p)
+		if err != nil {
+			d.Problems = append(d.Problems, err.Error())
+		} else {
+			d = runner.Describe(ctx)
+			runner.Close()
+		}
+		ready = ready && d.Ready
+		reports = append(reports, profileReport{name, d})
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"profiles": reports})
+	} else {
+		for _, r := range reports {
+			d := r.Description
+			state := "ready"
+			if !d.Ready {
+				state = "NOT READY"
+			}
+			fmt.Fprintf(stdout, "profile %s: backend %s, isolation %s, %s\n", r.Profile, d.Backend, d.Isolation, state)
+			if d.Python != "" {
+				fmt.Fprintf(stdout, "  python %s\n", d.Python)
+			}
+			for _, dim := range engine.Dimensions {
+				fmt.Fprintf(stdout, "  %-14s %s\n", dim, d.Guarantees.Get(dim))
+			}
+			fmt.Fprintf(stdout, "  mechanisms: %s\n", strings.Join(d.Mechanisms, ", "))
+			l := d.LimitCeiling
+			fmt.Fprintf(stdout, "  hard limits: cpu %gs, wall %gs, memory %d bytes, file size %d bytes, %d processes\n",
+				l.CPUSeconds, l.WallSeconds, l.MemoryBytes, l.FileSizeBytes, l.ProcessCount)
+			for _, p := range d.Problems {
+				fmt.Fprintf(stdout, "  problem: %s\n", p)
+			}
+		}
+	}
+	if !ready {
+		return exitFailure, nil
+	}
+	return exitOK, nil
+}

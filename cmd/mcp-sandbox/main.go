@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=…".
+var Version = "dev"
+
+// exit statuses
+const (
+	exitOK      = 0
+	exitFailure = 1 // the result carries a failure or refusal, or a profile is not ready
+	exitUsage   = 2 // usage or configuration errors
+)
+
+// usageError is a mistake in how the command was called: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "serve run_code to an MCP host over stdio or streamable HTTP", runServe},
+		{"run", "run one program and print its result JSON", runRun},
+		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
+		{"check", "validate a config file without running anything", runCheck},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	launch.MaybeMain()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		code, err := c.run(ctx, args[1:], stdout, stderr)
+		if err != nil {
+			var ue *usageError
+			if errors.As(err, &ue) {
+				fmt.Fprintf(stderr, "mcp-sandbox %s: %v\n", c.name, err)
+				return exitUsage
+			}
+			fmt.Fprintf(stderr, "mcp-sandbox %s: %v\n", c.name, err)
+			if code == exitOK {
+				code = exitFailure
+			}
+		}
+		return code
+	}
+	fmt.Fprintf(stderr, "mcp-sandbox: unknown command %q\n\n", args[0])
+	printUsage(stderr)
+	return exitUsage
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `mcp-sandbox runs Python programs that a model writes, contained in a separate process,
+and serves that as the MCP tool run_code.
+
+Usage:
+  mcp-sandbox <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Without --config every command uses the embedded default configuration: tenant "local",
+agent "default", profile "default" (the strongest local backend reaching the process level),
+no upstream servers.
+
+Examples:
+  mcp-sandbox serve                          # stdio, for Claude Desktop and other local hosts
+  echo 'print("hi"); 6*7' | mcp-sandbox run -  # one program, result JSON on stdout
+  mcp-sandbox doctor                         # what this machine can contain, per profile
+  mcp-sandbox check --config deploy.yaml     # validate a config
+
+Run "mcp-sandbox <command> --help" for the flags of a command.
+`)
+}
+
+func runVersion(_ context.Context, args []string, stdout, _ io.Writer) (int, error) {
+	if len(args) > 0 {
+		return exitUsage, usagef("takes no arguments")
+	}
+	fmt.Fprintf(stdout, "mcp-sandbox %s\n", Version)
+	return exitOK, nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+)
+
+// loadConfig reads path, or the embedded default when path is empty.
+func loadConfig(path string) (*configs.Config, error) {
+	if path == "" {
+		return configs.Default(), nil
+	}
+	cfg, err := configs.Load(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return cfg, nil
+}
+
+// openProfile builds the sandbox a profile names: its backend, with the profile's caps.
+// It starts no child; Describe does, with a fixed probe.
+func openProfile(ctx context.Context, name string, p configs.Profile) (*engine.Runner, error) {
+	level, err := engine.ParseLevel(p.Isolation)
+	if err != nil {
+		return nil, fmt.Errorf("profile %q: %v", name, err)
+	}
+	backend, err := openBackend(ctx, name, p, level)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewRunner(backend, engine.RunnerOptions{
+		Ceiling:      engineLimits(p.HardLimits, engine.Limits{}),
+		Isolation:    level,
+		AllowNetwork: p.AllowNetwork,
+		AllowSameUID: p.AllowSameUID,
+		EnvAllowlist: p.EnvAllowlist,
+		PreviewBytes: int64(deref(p.Output.PreviewBytes)),
+		MaxBytes:     int64(deref(p.Output.MaxBytes)),
+	})
+}
+
+// openBackend picks the backend a profile names. `local` takes the strongest local backend
+// that reaches the profile's level, and never a weaker one.
+func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level) (engine.Backend, error) {
+	switch p.Backend {
+	case "process", "local":
+		if level.AtLeast(engine.LevelIsolated) {
+			return nil, fmt.Errorf("profile %q requires isolation %q, which the %s backend cannot reach; "+
+				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level, p.Backend)
+		}
+		return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist)})
+	}
+	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
+}
+
+// allowedEnv reads the allowlisted variables from this process's environment.
+func allowedEnv(names []string) map[string]string {
+	env := map[string]string{}
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			env[n] = v
+		}
+	}
+	return env
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// engineLimits converts config limits, taking unset fields from base.
+func engineLimits(l configs.Limits, base engine.Limits) engine.Limits {
+	if l.CPUSeconds != nil {
+		base.CPUSeconds = *l.CPUSeconds
+	}
+	if l.WallSeconds != nil {
+		base.WallSeconds = *l.WallSeconds
+	}
+	if l.MemoryBytes != nil {
+		base.MemoryBytes = int64(*l.MemoryBytes)
+	}
+	if l.FileSizeBytes != nil {
+		base.FileSizeBytes = int64(*l.FileSizeBytes)
+	}
+	if l.ProcessCount != nil {
+		base.ProcessCount = *l.ProcessCount
+	}
+	return base
+}
+
+// agentTerms is what an agent asks for, narrowed by its tenant's policy: the middle two of
+// the four narrowing steps (the backend's ceiling and the profile's hard limits are the
+// Runner's). refusal is non-empty when the request cannot be granted at all.
+func agentTerms(t configs.Tenant, ce *configs.CodeExecution) (terms engine.Terms, refusal string) {
+	req := engineLimits(ce.Limits, engine.Limits{}).Narrow(engineLimits(t.Policy.Limits, engine.Limits{}))
+	level, _ := engine.ParseLevel(ce.Isolation)
+	network := engine.NetworkNone
+	if ce.Network == string(engine.NetworkUnrestricted) {
+		network = engine.NetworkUnrestricted
+		if t.Policy.AllowNetwork != nil && !*t.Policy.AllowNetwork {
+			refusal = "network access was requested, but this tenant's policy does not allow network; nothing ran"
+		}
+	}
+	return engine.Terms{Limits: req, Network: network, Isolation: level}, refusal
+}
+
+// pickAgent resolves --tenant and --agent, each defaulting to the only one there is.
+func pickAgent(cfg *configs.Config, tenant, agent string) (string, string, error) {
+	if tenant == "" {
+		names := sortedKeys(cfg.Tenants)
+		if len(names) != 1 {
+			return "", "", usagef("--tenant is required: the config has tenants %v", names)
+		}
+		tenant = names[0]
+	}
+	t, ok := cfg.Tenants[tenant]
+	if !ok {
+		return "", "", usagef("no tenant %q in the config (tenants: %v)", tenant, sortedKeys(cfg.Tenants))
+	}
+	if agent == "" {
+		names := sortedKeys(t.Agents)
+		if len(names) != 1 {
+			return "", "", usagef("--agent is required: tenant %q has agents %v", tenant, names)
+		}
+		agent = names[0]
+	}
+	if _, ok := t.Agents[agent]; !ok {
+		return "", "", usagef("tenant %q has no agent %q (agents: %v)", tenant, agent, sortedKeys(t.Agents))
+	}
+	return tenant, agent, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default: the embedded default)")
+	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
+	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the only one)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] FILE|-
+
+Runs one Python program in the agent's sandbox and prints the result JSON on stdout: value,
+stdout and stderr previews, failure (with the full traceback), limit_hit, terms, isolation and
+guarantees. "-" reads the program from standard input.
+
+Exit status: 0 when the program completed, 1 when the result carries a failure or a refusal
+(the result is still printed), 2 for usage or configuration errors.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return exitOK, nil
+		}
+		return exitUsage, usagef("%v", err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage, usagef("want exactly one program: a FILE, or - for standard input")
+	}
+	program, err := readProgram(fs.Arg(0))
+	if err != nil {
+		return exitUsage, usagef("%v", err)
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return exitUsage, err
+	}
+	tname, aname, err := pickAgent(cfg, *tenant, *agent)
+	if err != nil {
+		return exitUsage, err
+	}
+	t := cfg.Tenants[tname]
+	ce := t.Agents[aname].CodeExecution
+	if ce == nil {
+		return exitUsage, usagef("agent %q of tenant %q has no code_execution block: it may not run programs", aname, tname)
+	}
+	profileName := ce.Profile
+	if profileName == "" {
+		profileName = configs.DefaultProfileName
+	}
+	profile, ok := cfg.Profile(profileName)
+	if !ok {
+		return exitUsage, usagef("agent %q names profile %q, which is not defined", aname, profileName)
+	}
+	terms, refusal := agentTerms(t, ce)
+	var res *engine.Result
+	if refusal != "" {
+		res = engine.Refuse(terms, failure.NetworkUnavailable, refusal)
+	} else {
+		runner, err := openProfile(ctx, profileName, profile)
+		if err != nil {
+			res = engine.Refuse(terms, failure.BackendUnavailable, err.Error())
+		} else {
+			defer runner.Close()
+			res = runner.Run(ctx, engine.Execution{Program: program, Terms: terms})
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return exitFailure, err
+	}
+	if res.Failure != nil {
+		return exitFailure, nil
+	}
+	return exitOK, nil
+}
+
+// maxProgramBytes bounds a program read from a file or stdin.
+const maxProgramBytes = 4 << 20
+
+func readProgram(name string) (string, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxProgramBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxProgramBytes {
+		return "", fmt.Errorf("the program is over %d bytes", maxProgramBytes)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,214 @@
+package configs
+
+import (
+	_ "embed"
+	"sort"
+)
+
+// Values the schema gives a meaning to. They are spelled here once so that cmd, the engine's
+// wiring and the tests agree on them.
+const (
+	// DefaultProfileName is the profile an agent's code_execution names when it names none,
+	// and the name a top-level `sandbox:` block registers under.
+	DefaultProfileName = "default"
+
+	// NoDataDir as data_dir means the deployment has no data directory and so no blob store.
+	// `preserve: required` is then a config error: it could never be honoured.
+	NoDataDir = "-"
+
+	BackendLocal      = "local" // the strongest local backend reaching the profile's isolation
+	BackendProcess    = "process"
+	BackendNamespaces = "namespaces"
+	BackendBwrap      = "bwrap"
+	BackendContainer  = "container"
+	BackendRemote     = "remote"
+
+	IsolationProcess  = "process"
+	IsolationIsolated = "isolated"
+
+	PreserveWhenAvailable = "when_available"
+	PreserveRequired      = "required"
+
+	CollectionCollect = "collect"
+	CollectionIgnore  = "ignore"
+
+	NetworkNone         = "none"
+	NetworkUnrestricted = "unrestricted"
+
+	// ToolRunCode is reserved: no agent, binding or upstream can claim it.
+	ToolRunCode = "run_code"
+	// The built-in tools a program may bind.
+	ToolListTools      = "list_tools"
+	ToolGetToolInfo    = "get_tool_info"
+	ToolReadToolOutput = "read_tool_output"
+)
+
+// Config is one deployment's configuration, DESIGN.md §3.2. After Parse or Load every profile
+// carries its defaults, `sandbox:` has been folded into Profiles["default"] (Sandbox is nil),
+// tenants from tenants_dir are merged into Tenants, and the whole has been validated.
+type Config struct {
+	// DataDir holds the run ledger and blobs. "" means DefaultDataDir; NoDataDir ("-") means
+	// there is none, so no blob store.
+	DataDir   string              `yaml:"data_dir" json:"data_dir"`
+	Profiles  map[string]Profile  `yaml:"profiles" json:"profiles"`
+	Upstreams map[string]Upstream `yaml:"upstreams" json:"upstreams"`
+	Tenants   map[string]Tenant   `yaml:"tenants" json:"tenants"`
+	// TenantsDir adds one file per tenant, DIR/<tenant>.yaml, each holding that tenant's block.
+	TenantsDir string `yaml:"tenants_dir" json:"tenants_dir"`
+	// Sandbox is the top-level `sandbox:` block: one profile, registered as "default". Only a
+	// hand-built Config carries it; Parse and Load move it into Profiles.
+	Sandbox *Profile `yaml:"sandbox" json:"sandbox,omitempty"`
+}
+
+// Profile is a named backend with the deployment's caps on what runs under it.
+type Profile struct {
+	Backend   string `yaml:"backend" json:"backend"`     // local | process | namespaces | bwrap | container | remote
+	Isolation string `yaml:"isolation" json:"isolation"` // the minimum this profile must reach
+	// Python is the interpreter; "" means discovered, one the sandbox identity can execute.
+	Python string `yaml:"python" json:"python"`
+	// RunAs is "uid:gid", or a range "A-B" for a pool, used when started as root.
+	RunAs         string         `yaml:"run_as" json:"run_as"`
+	AllowSameUID  bool           `yaml:"allow_same_uid" json:"allow_same_uid"`
+	EnvAllowlist  []string       `yaml:"env_allowlist" json:"env_allowlist"`
+	AllowNetwork  bool           `yaml:"allow_network" json:"allow_network"`
+	HardLimits    Limits         `yaml:"hard_limits" json:"hard_limits"`
+	BindingBudget BindingBudget  `yaml:"binding_budget" json:"binding_budget"`
+	Output        OutputPolicy   `yaml:"output" json:"output"`
+	Artifacts     ArtifactPolicy `yaml:"artifacts" json:"artifacts"`
+}
+
+// Limits are the resource dimensions of one execution. A nil field means "whatever the next
+// layer allows": on a profile after defaults none is nil; in a policy or an agent's request
+// any may be.
+type Limits struct {
+	CPUSeconds    *float64  `yaml:"cpu_seconds" json:"cpu_seconds"`
+	WallSeconds   *float64  `yaml:"wall_seconds" json:"wall_seconds"`
+	MemoryBytes   *ByteSize `yaml:"memory_bytes" json:"memory_bytes"`
+	FileSizeBytes *ByteSize `yaml:"file_size_bytes" json:"file_size_bytes"`
+	ProcessCount  *int      `yaml:"process_count" json:"process_count"`
+}
+
+// BindingBudget caps what a program's binding calls may cost the host, per execution and per
+// Run (DESIGN.md §6). A nil field means "whatever the next layer allows".
+type BindingBudget struct {
+	MaxCalls          *int      `yaml:"max_calls" json:"max_calls"`
+	MaxTotalBytes     *ByteSize `yaml:"max_total_bytes" json:"max_total_bytes"`
+	MaxProducedBytes  *ByteSize `yaml:"max_produced_bytes" json:"max_produced_bytes"`
+	MaxPreservedBytes *ByteSize `yaml:"max_preserved_bytes" json:"max_preserved_bytes"`
+	MaxArgumentBytes  *ByteSize `yaml:"max_argument_bytes" json:"max_argument_bytes"`
+	MaxResultBytes    *ByteSize `yaml:"max_result_bytes" json:"max_result_bytes"`
+}
+
+// OutputPolicy says how much of each stream the model sees, how much is captured at all, and
+// whether what was cut must be kept.
+type OutputPolicy struct {
+	PreviewBytes *ByteSize `yaml:"preview_bytes" json:"preview_bytes"` // per stream, what the model sees
+	MaxBytes     *ByteSize `yaml:"max_bytes" json:"max_bytes"`         // per stream, what is captured
+	Preserve     string    `yaml:"preserve" json:"preserve"`           // when_available | required
+}
+
+// ArtifactPolicy says whether files the program writes to its workspace come back.
+type ArtifactPolicy struct {
+	Collection string    `yaml:"collection" json:"collection"` // collect | ignore
+	MaxFiles   *int      `yaml:"max_files" json:"max_files"`
+	MaxBytes   *ByteSize `yaml:"max_bytes" json:"max_bytes"`
+}
+
+// Upstream is an MCP server this deployment is a client of: a command speaking stdio, or a URL
+// speaking streamable HTTP. Exactly one of Command and URL is set.
+type Upstream struct {
+	// Command is argv. A relative command[0] containing a slash is resolved by Load against
+	// the config file's directory; a bare name is looked up in PATH by whoever starts it.
+	Command []string          `yaml:"command" json:"command,omitempty"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty"` // for a command; literal values
+	URL     string            `yaml:"url" json:"url,omitempty"`
+	Bearer  *Credential       `yaml:"bearer" json:"bearer,omitempty"` // for a URL
+	// Deferred keeps the server's catalogue out of the prompt; its tools stay bindable.
+	Deferred bool `yaml:"deferred" json:"deferred"`
+	// AllowInsecureHTTP permits a bearer over plaintext http:// to a non-loopback host.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allow_insecure_http"`
+}
+
+// Tenant is one customer of the deployment: who may connect, what it is granted, and its
+// agents.
+type Tenant struct {
+	// Tokens are HTTP bearer tokens as HashToken stores them: "sha256:" + 64 lowercase hex.
+	Tokens    []string         `yaml:"tokens" json:"tokens"`
+	Upstreams []string         `yaml:"upstreams" json:"upstreams"` // granted servers
+	Policy    Policy           `yaml:"policy" json:"policy"`
+	Agents    map[string]Agent `yaml:"agents" json:"agents"`
+}
+
+// Policy narrows what a tenant's agents may do. It can only narrow.
+type Policy struct {
+	Deny             []string      `yaml:"deny" json:"deny"` // tool-name globs (path.Match)
+	ApprovalRequired []string      `yaml:"approval_required" json:"approval_required"`
+	BindingBudget    BindingBudget `yaml:"binding_budget" json:"binding_budget"`
+	Limits           Limits        `yaml:"limits" json:"limits"`
+	// AllowNetwork false withdraws network from every agent of the tenant; nil leaves it to
+	// the profile and the agent.
+	AllowNetwork *bool `yaml:"allow_network" json:"allow_network"`
+}
+
+// Agent is what one MCP session of a tenant is offered.
+type Agent struct {
+	// ExposeUpstreamTools offers granted, non-deferred upstream tools directly too.
+	ExposeUpstreamTools bool `yaml:"expose_upstream_tools" json:"expose_upstream_tools"`
+	// CodeExecution nil means run_code is never shown.
+	CodeExecution *CodeExecution `yaml:"code_execution" json:"code_execution"`
+}
+
+// CodeExecution is an agent's opt-in to run_code and the terms it asks for. Every field is a
+// request that the profile's hard limits and the tenant policy may narrow.
+type CodeExecution struct {
+	Profile   string `yaml:"profile" json:"profile"`     // default "default"
+	Isolation string `yaml:"isolation" json:"isolation"` // process | isolated; default process
+	// Bindings nil means every tool currently callable; a list narrows that set. Entries are
+	// built-ins or "<upstream>__<tool>" or "<upstream>__*".
+	Bindings *[]string `yaml:"bindings" json:"bindings"`
+	Limits   Limits    `yaml:"limits" json:"limits"`
+	Network  string    `yaml:"network" json:"network"` // none | unrestricted; default none
+}
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the text of the embedded default.yaml: the configuration `serve` uses
+// with no --config. The slice is a fresh copy.
+func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+
+// Default returns the parsed embedded default.yaml: profile "default", no upstreams, tenant
+// "local" with agent "default" opted in to code execution. Each call returns a fresh value.
+func Default() *Config {
+	c, err := Parse(defaultYAML, "default.yaml")
+	if err != nil {
+		// default_test.go pins that this cannot happen.
+		panic("configs: embedded default.yaml is invalid: " + err.Error())
+	}
+	return c
+}
+
+// Profile returns the profile registered under name, with defaults filled, counting a
+// hand-built Config's Sandbox as "default".
+func (c *Config) Profile(name string) (Profile, bool) {
+	if p, ok := c.Profiles[name]; ok {
+		return withProfileDefaults(p), true
+	}
+	if name == DefaultProfileName && c.Sandbox != nil {
+		return withProfileDefaults(*c.Sandbox), true
+	}
+	return Profile{}, false
+}
+
+// profileNames lists the profiles a Config defines, sorted, counting Sandbox as "default".
+func (c *Config) profileNames() []string {
+	names := make([]string, 0, len(c.Profiles)+1)
+	for n := range c.Profiles {
+		names = append(names, n)
+	}
+	if _, ok := c.Profiles[DefaultProfileName]; !ok && c.Sandbox != nil {
+		names = append(names, DefaultProfileName)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,405 @@
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxNodes bounds the work of decoding one document, counting every node an alias expands
+// to, so a small file of nested aliases cannot make decoding exponential.
+const maxNodes = 1 << 20
+
+// decoder walks a yaml.Node tree into a value by its `yaml` struct tags, strictly: an unknown
+// key, a duplicate key, a wrong type or an unsupported tag is a Problem naming the key path and
+// line, and decoding carries on so that one pass reports them all. yaml.v3's own decoder is
+// not used because its errors name Go types rather than key paths.
+type decoder struct {
+	source string
+	pos    map[string]position
+	ps     Problems
+	nodes  int
+}
+
+func newDecoder(source string, pos map[string]position) *decoder {
+	return &decoder{source: source, pos: pos}
+}
+
+func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
+	d.ps = append(d.ps, Problem{Source: d.source, Line: n.Line, Column: n.Column, Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+var (
+	byteSizeType   = reflect.TypeFor[ByteSize]()
+	credentialType = reflect.TypeFor[Credential]()
+)
+
+// knownTags are the tags decode understands; any other (a local tag like !env) is refused
+// rather than silently read as its untagged value.
+var knownTags = map[string]bool{
+	"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true,
+	"!!map": true, "!!seq": true, "!!timestamp": true, "!!binary": true,
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+// describe names what a node is, never what it holds: a misplaced secret must not be echoed.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a sequence"
+	}
+	switch n.ShortTag() {
+	case "!!str":
+		return "a string"
+	case "!!int":
+		return "an integer"
+	case "!!float":
+		return "a number"
+	case "!!bool":
+		return "a boolean"
+	case "!!null":
+		return "null"
+	case "!!timestamp":
+		return "a timestamp"
+	}
+	return "a " + n.ShortTag() + " value"
+}
+
+// decode sets v from n. A null leaves v at its zero value, which every type here reads as
+// "absent".
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if d.nodes++; d.nodes > maxNodes {
+		if d.nodes == maxNodes+1 {
+			d.fail(n, path, "document too large: more than %d nodes after expanding aliases", maxNodes)
+		}
+		return
+	}
+	if tag := n.ShortTag(); !knownTags[tag] {
+		d.fail(n, path, "unsupported tag %s", tag)
+		return
+	}
+	if isNull(n) {
+		return
+	}
+	t := v.Type()
+	switch {
+	case t == byteSizeType:
+		d.byteSize(n, v, path)
+	case t.Kind() == reflect.Pointer:
+		p := reflect.New(t.Elem())
+		d.decode(n, p.Elem(), path)
+		v.Set(p)
+	case t.Kind() == reflect.Struct:
+		d.structure(n, v, path)
+	case t.Kind() == reflect.Map:
+		d.mapping(n, v, path)
+	case t.Kind() == reflect.Slice:
+		d.sequence(n, v, path)
+	case t.Kind() == reflect.String:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			d.fail(n, path, "expected a string, got %s%s", describe(n), quoteHint(n))
+			return
+		}
+		v.SetString(n.Value)
+	case t.Kind() == reflect.Bool:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+			d.fail(n, path, "expected a boolean (true or false), got %s", describe(n))
+			return
+		}
+		v.SetBool(b)
+	case t.Kind() == reflect.Int:
+		var i int64
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+			d.fail(n, path, "expected an integer, got %s", describe(n))
+			return
+		}
+		if n.Decode(&i) != nil || i != int64(int(i)) {
+			d.fail(n, path, "integer out of range")
+			return
+		}
+		v.SetInt(i)
+	case t.Kind() == reflect.Float64:
+		var f float64
+		if tag := n.ShortTag(); n.Kind != yaml.ScalarNode || tag != "!!int" && tag != "!!float" || n.Decode(&f) != nil {
+			d.fail(n, path, "expected a number, got %s", describe(n))
+			return
+		}
+		v.SetFloat(f)
+	default:
+		// Only the types of this package reach here; a new field type needs a case above.
+		panic(fmt.Sprintf("configs: decode: unsupported type %s", t))
+	}
+}
+
+// quoteHint suggests quoting a scalar YAML read as another type (`python: 3.12`).
+func quoteHint(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return " (quote it if it is meant as text)"
+	}
+	return ""
+}
+
+func (d *decoder) byteSize(n *yaml.Node, v reflect.Value, path string) {
+	const want = `expected a byte size (an integer, or a string like "512MiB")`
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, path, "%s, got %s", want, describe(n))
+		return
+	}
+	var size ByteSize
+	switch n.ShortTag() {
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err != nil {
+			d.fail(n, path, "%v", errSizeOverflow)
+			return
+		}
+		if i < 0 {
+			d.fail(n, path, "%v", errNegativeSize)
+			return
+		}
+		size = ByteSize(i)
+	case "!!str", "!!float":
+		s, err := ParseByteSize(n.Value)
+		if err != nil {
+			d.fail(n, path, "%v", err)
+			return
+		}
+		size = s
+	default:
+		d.fail(n, path, "%s, got %s", want, describe(n))
+		return
+	}
+	v.SetInt(int64(size))
+}
+
+func (d *decoder) key(k *yaml.Node, path string) (string, bool) {
+	if k.Kind == yaml.AliasNode {
+		k = k.Alias
+	}
+	switch {
+	case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
+		d.fail(k, path, "merge keys (<<) are not supported; repeat the keys or use an alias for the whole value")
+		return "", false
+	case k.Kind != yaml.ScalarNode || isNull(k):
+		d.fail(k, path, "a key must be a string, got %s", describe(k))
+		return "", false
+	}
+	return k.Value, true
+}
+
+func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		if v.Type() == credentialType {
+			d.fail(n, path, "expected a mapping {env: NAME} or {file: PATH}, got %s: a credential is a reference, never the secret itself", describe(n))
+			return
+		}
+		d.fail(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	fields := fieldsOf(v.Type())
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, ok := d.key(n.Content[i], path)
+		if !ok {
+			continue
+		}
+		child := keyPath(path, name)
+		if line, dup := seen[name]; dup {
+			d.fail(n.Content[i], child, "duplicate key (first at line %d)", line)
+			continue
+		}
+		seen[name] = n.Content[i].Line
+		idx, ok := fields[name]
+		if !ok {
+			d.fail(n.Content[i], child, "unknown key%s", suggest(name, fields))
+			continue
+		}
+		d.pos[child] = position{d.source, n.Content[i].Line, n.Content[i].Column}
+		d.decode(n.Content[i+1], v.Field(idx), child)
+	}
+}
+
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, ok := d.key(n.Content[i], path)
+		if !ok {
+			continue
+		}
+		child := keyPath(path, name)
+		if line, dup := seen[name]; dup {
+			d.fail(n.Content[i], child, "duplicate key (first at line %d)", line)
+			continue
+		}
+		seen[name] = n.Content[i].Line
+		d.pos[child] = position{d.source, n.Content[i].Line, n.Content[i].Column}
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(n.Content[i+1], elem, child)
+		v.SetMapIndex(reflect.ValueOf(name), elem)
+	}
+}
+
+func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, path, "expected a sequence, got %s", describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		child := indexPath(path, i)
+		d.pos[child] = position{d.source, item.Line, item.Column}
+		d.decode(item, s.Index(i), child)
+	}
+	v.Set(s)
+}
+
+// fieldsOf maps the yaml key of each field of struct type t to the field's index.
+func fieldsOf(t reflect.Type) map[string]int {
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	return m
+}
+
+// suggest offers the known key closest to a misspelt one, when it is close enough to be a
+// typo (edit distance at most 2).
+func suggest(name string, fields map[string]int) string {
+	best, bestDist := "", 3
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if dist := editDistance(name, k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// document parses data as exactly one YAML document whose top level is a mapping.
+func document(data []byte, source string) (root *yaml.Node, ps Problems) {
+	defer func() {
+		// yaml.v3 panics on a few malformed inputs it should have reported; a config file
+		// must never crash the server, so the panic becomes a problem.
+		if r := recover(); r != nil {
+			root, ps = nil, Problems{{Source: source, Message: fmt.Sprintf("YAML parser failed: %v", r)}}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := dec.Decode(&doc)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, Problems{{Source: source, Message: "empty document"}}
+	case err != nil:
+		return nil, Problems{syntaxProblem(err, source)}
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, Problems{{Source: source, Line: extra.Line, Column: extra.Column, Message: "more than one YAML document; a config is exactly one"}}
+	case !errors.Is(err, io.EOF):
+		return nil, Problems{syntaxProblem(err, source)}
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return nil, Problems{{Source: source, Message: "empty document"}}
+	}
+	root = doc.Content[0]
+	if root.Kind == yaml.AliasNode {
+		root = root.Alias
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, Problems{{Source: source, Line: root.Line, Column: root.Column, Message: "expected a mapping at the top level, got " + describe(root)}}
+	}
+	return root, nil
+}
+
+func syntaxProblem(err error, source string) Problem {
+	msg := err.Error()
+	if m := yamlLineError.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Problem{Source: source, Line: line, Message: "invalid YAML: " + m[2]}
+	}
+	return Problem{Source: source, Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// decodeConfig decodes a whole config file. It also refuses `sandbox:` beside
+// profiles.default, since after folding only one could survive.
+func decodeConfig(data []byte, source string) (*Config, *meta, Problems) {
+	m := &meta{pos: map[string]position{"": {source, 0, 0}}}
+	root, ps := document(data, source)
+	if ps != nil {
+		return nil, m, ps
+	}
+	c := new(Config)
+	d := newDecoder(source, m.pos)
+	d.decode(root, reflect.ValueOf(c).Elem(), "")
+	if _, ok := c.Profiles[DefaultProfileName]; ok && c.Sandbox != nil {
+		d.ps = append(d.ps, m.problem("sandbox", "conflicts with profiles.%s: the sandbox block is the profile named %q; keep one", DefaultProfileName, DefaultProfileName))
+	}
+	m.defaultFromSandbox = c.Sandbox != nil
+	return c, m, d.ps
+}
+
+// decodeTenant decodes one tenants_dir file, which holds a tenant's block; key paths read
+// as they would in the main file (tenants.<name>.…).
+func decodeTenant(data []byte, source, name string, pos map[string]position) (Tenant, Problems) {
+	path := keyPath("tenants", name)
+	pos[path] = position{source, 1, 1}
+	root, ps := document(data, source)
+	if ps != nil {
+		return Tenant{}, ps
+	}
+	var t Tenant
+	d := newDecoder(source, pos)
+	d.decode(root, reflect.ValueOf(&t).Elem(), path)
+	return t, d.ps
+}

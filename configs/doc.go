@@ -1,0 +1,54 @@
+// Package configs is the YAML configuration of mcp-sandbox (DESIGN.md §3.2): its types, strict
+// loading, defaults, validation (what `mcp-sandbox check` reports), the agent version hash,
+// the embedded default.yaml and the example files under examples/ (each parsed by a test).
+//
+// It imports the failure package, the standard library and go.yaml.in/yaml/v3, nothing else of
+// the project: cmd turns a Config into engine, upstream and mcpserver values, so none of those
+// depend on YAML and this package depends on none of them. It reads files only in Load and
+// LoadTenantsDir, and never reads the environment: Credential.Resolve and DefaultDataDir take
+// the lookup from their caller.
+//
+// A *Config returned by Parse, Load or Default is complete (defaults filled) and valid, and is
+// never modified afterwards, by this package or, by convention, by anyone: it is safe for
+// concurrent use, and a reload builds a new one.
+//
+// Decisions the design left open:
+//
+//   - Strictness comes from a walk over yaml.Node rather than yaml.v3's decoder, whose errors
+//     name Go types instead of key paths. Every problem names file, line and key path:
+//     "default.yaml:7: profiles.default.hard_limits.cpu_secs: unknown key". Unknown keys,
+//     duplicate keys, wrong types, local tags (!env), merge keys (<<), an empty document and a
+//     second document are errors; aliases are followed, with a bound on total nodes. A string
+//     field takes only a YAML string (`python: 3.12` is an error asking for quotes). Error
+//     messages describe a misplaced value ("got a string") and never quote it, so a secret
+//     pasted in the wrong place is not echoed into a log.
+//   - All problems are reported at once, sorted by file then line, as Problems inside a
+//     *failure.Error of kind ConfigInvalid. If decoding fails, validation is not attempted:
+//     checking a half-decoded config would add misleading problems.
+//   - A null value means the key is absent. bindings is the one place the difference between
+//     null and an empty list matters: null is every callable tool, [] is none.
+//   - data_dir "-" means "no data directory", hence no blob store, and makes
+//     `preserve: required` a config error. "" means DefaultDataDir, resolved by cmd.
+//   - `sandbox:` beside profiles.default is an error; otherwise it is folded into
+//     Profiles["default"] and Config.Sandbox is nil after loading.
+//   - code_execution.profile defaults to "default". Profiles are never implied: an agent
+//     naming a profile that is not written down is an error.
+//   - Profile, tenant and agent names: letters, digits, '.', '_', '-', at most 64, starting
+//     and ending alphanumeric (they become flags, file names and record fields). Upstream
+//     names are stricter (lowercase words joined by one '-' or '_') so that "<upstream>__<tool>"
+//     splits at the first "__".
+//   - Zero is not a limit or a budget: every count and size must be positive. To allow no
+//     binding calls, list no bindings (bindings: []).
+//   - A tenant needs at least one agent; a config needs at least one tenant unless it sets
+//     tenants_dir. A deny or approval pattern naming an unknown upstream, or a literal name
+//     that can match no tool, is an error: a misspelt deny entry would otherwise deny nothing.
+//   - Static contradictions are config errors (backend process with isolation isolated; a
+//     bearer over plaintext http to a non-loopback host without allow_insecure_http; a URL with
+//     userinfo). Run-time questions are not: network: unrestricted on an agent whose profile
+//     has no network is a refusal when the program runs, and whether an upstream still offers
+//     a bound tool is never checked here.
+//   - Load resolves relative paths (data_dir, tenants_dir, bearer file, a command[0] with a
+//     slash) against the config file's directory; Parse leaves them as written.
+//   - AgentVersion hashes canonical JSON (encoding/json of the structs: fixed field order,
+//     sorted map keys) with set-like lists sorted; tokens and upstream addresses are excluded.
+package configs

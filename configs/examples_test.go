@@ -1,0 +1,76 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Every example config loads and validates; examples/tenants/ is the tenants_dir of
+// platform.yaml, and each of its files loads on its own too.
+func TestExamplesLoad(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("found %d examples, want at least claude-desktop, multi-tenant and platform", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			c, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every agent has a version, so every agent names a real profile.
+			for tn, tenant := range c.Tenants {
+				for an := range tenant.Agents {
+					if _, err := c.AgentVersion(tn, an); err != nil {
+						t.Errorf("AgentVersion(%s, %s): %v", tn, an, err)
+					}
+				}
+			}
+			// Parse without the file's directory agrees except for tenants_dir content.
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Parse(data, f); err != nil && c.TenantsDir == "" {
+				t.Errorf("Parse: %v", err)
+			}
+		})
+	}
+
+	c, err := Load(filepath.Join("examples", "platform.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Tenants["acme"]; !ok {
+		t.Error("platform.yaml did not pick up examples/tenants/acme.yaml")
+	}
+	tenants, err := LoadTenantsDir(filepath.Join("examples", "tenants"))
+	if err != nil || len(tenants) == 0 {
+		t.Errorf("LoadTenantsDir(examples/tenants) = %d tenants, %v", len(tenants), err)
+	}
+
+	// multi-tenant.yaml shows what the brief of each example promises.
+	m, err := Load(filepath.Join("examples", "multi-tenant.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	isolated := 0
+	for _, p := range m.Profiles {
+		if p.Isolation == IsolationIsolated {
+			isolated++
+		}
+	}
+	deferred, bearer := false, false
+	for _, u := range m.Upstreams {
+		deferred = deferred || u.Deferred
+		bearer = bearer || u.Bearer != nil && u.Bearer.Env != ""
+	}
+	if len(m.Tenants) < 2 || len(m.Profiles) < 2 || isolated == 0 || !deferred || !bearer {
+		t.Errorf("multi-tenant.yaml: %d tenants, %d profiles (%d isolated), deferred %v, bearer env %v",
+			len(m.Tenants), len(m.Profiles), isolated, deferred, bearer)
+	}
+}

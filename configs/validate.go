@@ -1,0 +1,403 @@
+package configs
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+var (
+	// upstreamName: lowercase words joined by single '-' or '_', so "__" never occurs in one
+	// and "<upstream>__<tool>" splits unambiguously at the first "__".
+	upstreamName = regexp.MustCompile(`^[a-z0-9]+(?:[-_][a-z0-9]+)*$`)
+	// name is for profiles, tenants and agents: they appear in flags, file names
+	// (tenants_dir) and records, so they are kept to a safe alphabet.
+	name       = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$`)
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	tokenHash  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	runAsPair  = regexp.MustCompile(`^([0-9]+):([0-9]+)$`)
+	runAsRange = regexp.MustCompile(`^([0-9]+)-([0-9]+)$`)
+)
+
+const nameRule = "use letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 64 characters"
+
+var (
+	backends   = []string{BackendLocal, BackendProcess, BackendNamespaces, BackendBwrap, BackendContainer, BackendRemote}
+	isolations = []string{IsolationProcess, IsolationIsolated}
+	preserves  = []string{PreserveWhenAvailable, PreserveRequired}
+	collects   = []string{CollectionCollect, CollectionIgnore}
+	networks   = []string{NetworkNone, NetworkUnrestricted}
+	builtins   = []string{ToolListTools, ToolGetToolInfo, ToolReadToolOutput}
+)
+
+// Validate reports every problem with c, each naming its key path, sorted by path; this is
+// what `mcp-sandbox check` prints. Fields left at their zero value are validated as their
+// defaults. Parse and Load have already called it (with file and line positions).
+func (c *Config) Validate() error {
+	m := &meta{defaultFromSandbox: c.Sandbox != nil}
+	var ps Problems
+	if _, ok := c.Profiles[DefaultProfileName]; ok && c.Sandbox != nil {
+		ps = append(ps, m.problem("sandbox", "conflicts with profiles.%s: the sandbox block is the profile named %q; keep one", DefaultProfileName, DefaultProfileName))
+		m.defaultFromSandbox = false
+	}
+	ps = append(ps, validate(c.withDefaults(), m)...)
+	return ps.asError("")
+}
+
+type validator struct {
+	c  *Config
+	m  *meta
+	ps Problems
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	v.ps = append(v.ps, v.m.problem(path, format, args...))
+}
+
+// validate checks c, which has its defaults filled.
+func validate(c *Config, m *meta) Problems {
+	v := &validator{c: c, m: m}
+	for _, n := range slices.Sorted(maps.Keys(c.Profiles)) {
+		v.profile(n, c.Profiles[n])
+	}
+	for _, n := range slices.Sorted(maps.Keys(c.Upstreams)) {
+		v.upstream(n, c.Upstreams[n])
+	}
+	if len(c.Tenants) == 0 && c.TenantsDir == "" {
+		v.add("tenants", "no tenant is defined; define one here or set tenants_dir")
+	}
+	tokens := map[string]string{}
+	for _, n := range slices.Sorted(maps.Keys(c.Tenants)) {
+		v.tenant(n, c.Tenants[n], tokens)
+	}
+	return v.ps
+}
+
+func oneOf(s string, allowed []string) bool { return slices.Contains(allowed, s) }
+
+func (v *validator) enum(path, what, got string, allowed []string) {
+	if !oneOf(got, allowed) {
+		v.add(path, "unknown %s %q (one of %s)", what, got, strings.Join(allowed, ", "))
+	}
+}
+
+func (v *validator) profilePath(n string) string {
+	if n == DefaultProfileName && v.m.defaultFromSandbox {
+		return "sandbox"
+	}
+	return keyPath("profiles", n)
+}
+
+func (v *validator) profile(n string, p Profile) {
+	at := v.profilePath(n)
+	if !name.MatchString(n) {
+		v.add(at, "invalid profile name %q: %s", n, nameRule)
+	}
+	v.enum(at+".backend", "backend", p.Backend, backends)
+	v.enum(at+".isolation", "isolation", p.Isolation, isolations)
+	if p.Backend == BackendProcess && p.Isolation == IsolationIsolated {
+		v.add(at+".isolation", "backend %q cannot reach isolation %q: it has no kernel boundary (use local, namespaces, bwrap, container or remote)", BackendProcess, IsolationIsolated)
+	}
+	v.runAs(at+".run_as", p.RunAs)
+	for i, e := range p.EnvAllowlist {
+		if !envName.MatchString(e) {
+			v.add(indexPath(at+".env_allowlist", i), "%q is not an environment variable name", e)
+		}
+	}
+	v.limits(at+".hard_limits", p.HardLimits)
+	v.budget(at+".binding_budget", p.BindingBudget)
+
+	o := p.Output
+	v.positive(at+".output.preview_bytes", o.PreviewBytes)
+	v.positive(at+".output.max_bytes", o.MaxBytes)
+	if o.PreviewBytes != nil && o.MaxBytes != nil && *o.MaxBytes > 0 && *o.PreviewBytes > *o.MaxBytes {
+		v.add(at+".output.preview_bytes", "%d is more than output.max_bytes (%d): a preview cannot show more than was captured", *o.PreviewBytes, *o.MaxBytes)
+	}
+	v.enum(at+".output.preserve", "preserve", o.Preserve, preserves)
+	if o.Preserve == PreserveRequired && v.c.DataDir == NoDataDir {
+		v.add(at+".output.preserve", "%q needs a blob store, and data_dir %q means there is none", PreserveRequired, NoDataDir)
+	}
+
+	a := p.Artifacts
+	v.enum(at+".artifacts.collection", "collection", a.Collection, collects)
+	v.positive(at+".artifacts.max_files", a.MaxFiles)
+	v.positive(at+".artifacts.max_bytes", a.MaxBytes)
+}
+
+func (v *validator) runAs(at, s string) {
+	const want = `want "uid:gid" or a range "first-last"`
+	parse := func(d string) (uint64, bool) {
+		n, err := strconv.ParseUint(d, 10, 32)
+		return n, err == nil && n < 1<<32-1 // 4294967295 is (uid_t)-1, "no change"
+	}
+	if m := runAsPair.FindStringSubmatch(s); m != nil {
+		_, ok1 := parse(m[1])
+		_, ok2 := parse(m[2])
+		if !ok1 || !ok2 {
+			v.add(at, "%q: id out of range (0 to 4294967294)", s)
+		}
+		return
+	}
+	if m := runAsRange.FindStringSubmatch(s); m != nil {
+		lo, ok1 := parse(m[1])
+		hi, ok2 := parse(m[2])
+		switch {
+		case !ok1 || !ok2:
+			v.add(at, "%q: id out of range (0 to 4294967294)", s)
+		case lo > hi:
+			v.add(at, "%q: range starts after it ends", s)
+		}
+		return
+	}
+	v.add(at, "%q is not an identity: %s", s, want)
+}
+
+// positive checks an optional count or size: absent is fine, present must be above zero.
+func (v *validator) positive(at string, p any) {
+	switch p := p.(type) {
+	case *int:
+		if p != nil && *p <= 0 {
+			v.add(at, "must be positive, got %d", *p)
+		}
+	case *ByteSize:
+		if p != nil && *p <= 0 {
+			v.add(at, "must be positive, got %d", *p)
+		}
+	case *float64:
+		if p != nil && !finitePositive(*p) {
+			v.add(at, "must be a positive number of seconds, got %v", *p)
+		}
+	default:
+		panic(fmt.Sprintf("configs: positive: %T", p))
+	}
+}
+
+func (v *validator) limits(at string, l Limits) {
+	v.positive(at+".cpu_seconds", l.CPUSeconds)
+	v.positive(at+".wall_seconds", l.WallSeconds)
+	v.positive(at+".memory_bytes", l.MemoryBytes)
+	v.positive(at+".file_size_bytes", l.FileSizeBytes)
+	v.positive(at+".process_count", l.ProcessCount)
+}
+
+func (v *validator) budget(at string, b BindingBudget) {
+	v.positive(at+".max_calls", b.MaxCalls)
+	v.positive(at+".max_total_bytes", b.MaxTotalBytes)
+	v.positive(at+".max_produced_bytes", b.MaxProducedBytes)
+	v.positive(at+".max_preserved_bytes", b.MaxPreservedBytes)
+	v.positive(at+".max_argument_bytes", b.MaxArgumentBytes)
+	v.positive(at+".max_result_bytes", b.MaxResultBytes)
+}
+
+func (v *validator) upstream(n string, u Upstream) {
+	at := keyPath("upstreams", n)
+	if !upstreamName.MatchString(n) {
+		v.add(at, "invalid upstream name %q: use lowercase letters and digits, words joined by a single '-' or '_' (tool names are <upstream>__<tool>, so an upstream name never contains \"__\")", n)
+	}
+	hasCmd, hasURL := len(u.Command) > 0, u.URL != ""
+	switch {
+	case hasCmd && hasURL:
+		v.add(at, "command and url are both set; an upstream is one or the other")
+	case !hasCmd && !hasURL:
+		v.add(at, "exactly one of command or url is required")
+	}
+	if hasCmd && u.Command[0] == "" {
+		v.add(at+".command[0]", "the program must not be empty")
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
+		if !envName.MatchString(k) {
+			v.add(keyPath(at+".env", k), "%q is not an environment variable name", k)
+		}
+	}
+	if len(u.Env) > 0 && !hasCmd {
+		v.add(at+".env", "applies only to a command upstream")
+	}
+	if u.Bearer != nil {
+		b := u.Bearer
+		switch {
+		case b.Env != "" && b.File != "":
+			v.add(at+".bearer", "set exactly one of env or file")
+		case b.Env == "" && b.File == "":
+			v.add(at+".bearer", "set exactly one of env or file")
+		case b.Env != "" && !envName.MatchString(b.Env):
+			v.add(at+".bearer.env", "%q is not an environment variable name", b.Env)
+		}
+		if !hasURL {
+			v.add(at+".bearer", "applies only to a url upstream")
+		}
+	}
+	if u.AllowInsecureHTTP && !hasURL {
+		v.add(at+".allow_insecure_http", "applies only to a url upstream")
+	}
+	if hasURL {
+		v.upstreamURL(at, u)
+	}
+}
+
+// upstreamURL checks a URL without ever quoting it: a URL may carry a secret in its query.
+func (v *validator) upstreamURL(at string, u Upstream) {
+	p, err := url.Parse(u.URL)
+	switch {
+	case err != nil:
+		v.add(at+".url", "not a valid URL")
+		return
+	case p.Scheme != "http" && p.Scheme != "https":
+		v.add(at+".url", "the scheme must be http or https")
+		return
+	case p.Host == "":
+		v.add(at+".url", "the URL has no host")
+		return
+	case p.User != nil:
+		v.add(at+".url", "the URL carries credentials; put them in bearer (a reference) instead")
+		return
+	}
+	if p.Scheme == "http" && u.Bearer != nil && !u.AllowInsecureHTTP && !loopback(p.Hostname()) {
+		v.add(at+".bearer", "a credential is refused over plaintext http to a non-loopback host; use https, or set allow_insecure_http: true if the network in between is trusted")
+	}
+}
+
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) tenant(n string, t Tenant, tokens map[string]string) {
+	at := keyPath("tenants", n)
+	if !name.MatchString(n) {
+		v.add(at, "invalid tenant name %q: %s", n, nameRule)
+	}
+	for i, tok := range t.Tokens {
+		p := indexPath(at+".tokens", i)
+		if !tokenHash.MatchString(tok) {
+			// The value is not quoted: someone may have pasted the token itself.
+			v.add(p, `must be "sha256:" followed by 64 lowercase hex digits (the SHA-256 of the token, never the token)`)
+			continue
+		}
+		if first, dup := tokens[tok]; dup {
+			v.add(p, "token already given at %s; a token identifies exactly one tenant", first)
+			continue
+		}
+		tokens[tok] = p
+	}
+	granted := map[string]bool{}
+	for i, u := range t.Upstreams {
+		p := indexPath(at+".upstreams", i)
+		switch _, ok := v.c.Upstreams[u]; {
+		case !ok:
+			v.add(p, "unknown upstream %q (defined: %s)", u, list(slices.Sorted(maps.Keys(v.c.Upstreams))))
+		case granted[u]:
+			v.add(p, "upstream %q is granted twice", u)
+		}
+		granted[u] = true
+	}
+	v.patterns(at+".policy.deny", t.Policy.Deny)
+	v.patterns(at+".policy.approval_required", t.Policy.ApprovalRequired)
+	v.budget(at+".policy.binding_budget", t.Policy.BindingBudget)
+	v.limits(at+".policy.limits", t.Policy.Limits)
+
+	if len(t.Agents) == 0 {
+		v.add(at+".agents", "no agent is defined; a session must name one")
+	}
+	for _, an := range slices.Sorted(maps.Keys(t.Agents)) {
+		v.agent(n, t, at, an, t.Agents[an])
+	}
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// patterns checks tool-name globs. Beyond syntax, a literal part that can never match a
+// tool is an error: a misspelt deny entry would otherwise deny nothing, silently.
+func (v *validator) patterns(at string, ps []string) {
+	for i, p := range ps {
+		pp := indexPath(at, i)
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			v.add(pp, "invalid pattern %q (a glob: * ? [...])", p)
+			continue
+		}
+		up, _, scoped := strings.Cut(p, "__")
+		switch {
+		case scoped && !strings.ContainsAny(up, `*?[\`):
+			if _, ok := v.c.Upstreams[up]; !ok {
+				v.add(pp, "pattern %q names unknown upstream %q (defined: %s)", p, up, list(slices.Sorted(maps.Keys(v.c.Upstreams))))
+			}
+		case !scoped && !strings.ContainsAny(p, `*?[\`) && p != ToolRunCode && !oneOf(p, builtins):
+			v.add(pp, "pattern %q can match no tool: upstream tools are named <upstream>__<tool>", p)
+		}
+	}
+}
+
+func (v *validator) agent(tn string, t Tenant, tat, an string, a Agent) {
+	at := keyPath(tat+".agents", an)
+	switch {
+	case an == ToolRunCode:
+		v.add(at, "%q is a reserved tool name and cannot name an agent", ToolRunCode)
+	case !name.MatchString(an):
+		v.add(at, "invalid agent name %q: %s", an, nameRule)
+	}
+	ce := a.CodeExecution
+	if ce == nil {
+		return
+	}
+	at += ".code_execution"
+	if _, ok := v.c.Profiles[ce.Profile]; !ok {
+		v.add(at+".profile", "unknown profile %q (defined: %s)", ce.Profile, list(slices.Sorted(maps.Keys(v.c.Profiles))))
+	}
+	v.enum(at+".isolation", "isolation", ce.Isolation, isolations)
+	v.enum(at+".network", "network", ce.Network, networks)
+	v.limits(at+".limits", ce.Limits)
+	if ce.Bindings == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for i, b := range *ce.Bindings {
+		p := indexPath(at+".bindings", i)
+		if seen[b] {
+			v.add(p, "binding %q is listed twice", b)
+			continue
+		}
+		seen[b] = true
+		v.binding(p, tn, t, b)
+	}
+}
+
+// binding checks one explicit bindings entry. Whether the upstream still offers the tool is
+// not checked: a config must not depend on somebody else's uptime, and a name that does not
+// resolve comes back in the result as unavailable_bindings.
+func (v *validator) binding(at, tn string, t Tenant, b string) {
+	if b == ToolRunCode {
+		v.add(at, "%q is reserved: a program cannot call run_code", ToolRunCode)
+		return
+	}
+	if oneOf(b, builtins) {
+		return
+	}
+	up, tool, ok := strings.Cut(b, "__")
+	if !ok || up == "" {
+		v.add(at, "%q is neither a built-in (%s) nor <upstream>__<tool>", b, strings.Join(builtins, ", "))
+		return
+	}
+	if !slices.Contains(t.Upstreams, up) {
+		v.add(at, "upstream %q is not granted to tenant %q (granted: %s)", up, tn, list(t.Upstreams))
+		return
+	}
+	switch {
+	case tool == "":
+		v.add(at, "%q names no tool; use %s__<tool>, or %s__* for all of them", b, up, up)
+	case tool != "*" && strings.ContainsAny(tool, "*?["):
+		v.add(at, "%q: the only wildcard is a whole tool name, %s__*", b, up)
+	}
+}

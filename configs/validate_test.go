@@ -1,0 +1,330 @@
+package configs
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Every validation message, each naming the key path and line that caused it.
+func TestValidationProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		want []string
+	}{
+		{
+			name: "profiles",
+			data: doc(
+				"profiles:",
+				"  default:",
+				"    backend: vm",
+				"    isolation: strong",
+				"    run_as: nobody",
+				"    env_allowlist: [PATH, 'LC_*', 1BAD]",
+				"  weak:",
+				"    backend: process",
+				"    isolation: isolated",
+				"    run_as: \"200-100\"",
+				"  big:",
+				"    run_as: \"0:4294967295\"",
+				"  range:",
+				"    run_as: \"100000-4294967296\"",
+				"  -bad-: {}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+			want: []string{
+				`t.yaml:3: profiles.default.backend: unknown backend "vm" (one of local, process, namespaces, bwrap, container, remote)`,
+				`t.yaml:4: profiles.default.isolation: unknown isolation "strong" (one of process, isolated)`,
+				`t.yaml:5: profiles.default.run_as: "nobody" is not an identity: want "uid:gid" or a range "first-last"`,
+				`t.yaml:6: profiles.default.env_allowlist[1]: "LC_*" is not an environment variable name`,
+				`t.yaml:6: profiles.default.env_allowlist[2]: "1BAD" is not an environment variable name`,
+				`t.yaml:9: profiles.weak.isolation: backend "process" cannot reach isolation "isolated": it has no kernel boundary (use local, namespaces, bwrap, container or remote)`,
+				`t.yaml:10: profiles.weak.run_as: "200-100": range starts after it ends`,
+				`t.yaml:12: profiles.big.run_as: "0:4294967295": id out of range (0 to 4294967294)`,
+				`t.yaml:14: profiles.range.run_as: "100000-4294967296": id out of range (0 to 4294967294)`,
+				`t.yaml:15: profiles.-bad-: invalid profile name "-bad-": use letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 64 characters`,
+			},
+		},
+		{
+			name: "limits and budgets must be positive",
+			data: doc(
+				"profiles:",
+				"  default:",
+				"    hard_limits: {cpu_seconds: 0, wall_seconds: -1, memory_bytes: 0, file_size_bytes: 0, process_count: 0}",
+				"    binding_budget: {max_calls: 0, max_total_bytes: 0, max_produced_bytes: 0, max_preserved_bytes: 0, max_argument_bytes: 0, max_result_bytes: 0}",
+				"  nan:",
+				"    hard_limits: {cpu_seconds: .nan, wall_seconds: .inf}",
+				"tenants:",
+				"  t:",
+				"    policy:",
+				"      limits: {wall_seconds: 0, process_count: -2}",
+				"      binding_budget: {max_calls: -1}",
+				"    agents:",
+				"      a: {code_execution: {limits: {memory_bytes: 0, cpu_seconds: -0.5}}}",
+			),
+			want: []string{
+				`t.yaml:3: profiles.default.hard_limits.cpu_seconds: must be a positive number of seconds, got 0`,
+				`t.yaml:3: profiles.default.hard_limits.wall_seconds: must be a positive number of seconds, got -1`,
+				`t.yaml:3: profiles.default.hard_limits.memory_bytes: must be positive, got 0`,
+				`t.yaml:3: profiles.default.hard_limits.file_size_bytes: must be positive, got 0`,
+				`t.yaml:3: profiles.default.hard_limits.process_count: must be positive, got 0`,
+				`t.yaml:4: profiles.default.binding_budget.max_calls: must be positive, got 0`,
+				`t.yaml:4: profiles.default.binding_budget.max_total_bytes: must be positive, got 0`,
+				`t.yaml:4: profiles.default.binding_budget.max_produced_bytes: must be positive, got 0`,
+				`t.yaml:4: profiles.default.binding_budget.max_preserved_bytes: must be positive, got 0`,
+				`t.yaml:4: profiles.default.binding_budget.max_argument_bytes: must be positive, got 0`,
+				`t.yaml:4: profiles.default.binding_budget.max_result_bytes: must be positive, got 0`,
+				`t.yaml:6: profiles.nan.hard_limits.cpu_seconds: must be a positive number of seconds, got NaN`,
+				`t.yaml:6: profiles.nan.hard_limits.wall_seconds: must be a positive number of seconds, got +Inf`,
+				`t.yaml:10: tenants.t.policy.limits.wall_seconds: must be a positive number of seconds, got 0`,
+				`t.yaml:10: tenants.t.policy.limits.process_count: must be positive, got -2`,
+				`t.yaml:11: tenants.t.policy.binding_budget.max_calls: must be positive, got -1`,
+				`t.yaml:13: tenants.t.agents.a.code_execution.limits.memory_bytes: must be positive, got 0`,
+				`t.yaml:13: tenants.t.agents.a.code_execution.limits.cpu_seconds: must be a positive number of seconds, got -0.5`,
+			},
+		},
+		{
+			name: "output and artifacts",
+			data: doc(
+				`data_dir: "-"`,
+				"profiles:",
+				"  default:",
+				"    output: {preview_bytes: 2MiB, max_bytes: 1MiB, preserve: always}",
+				"    artifacts: {collection: all, max_files: 0, max_bytes: 0}",
+				"  keep:",
+				"    output: {preserve: required}",
+				"  small:",
+				"    output: {preview_bytes: 0, max_bytes: 0}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+			want: []string{
+				`t.yaml:4: profiles.default.output.preview_bytes: 2097152 is more than output.max_bytes (1048576): a preview cannot show more than was captured`,
+				`t.yaml:4: profiles.default.output.preserve: unknown preserve "always" (one of when_available, required)`,
+				`t.yaml:5: profiles.default.artifacts.collection: unknown collection "all" (one of collect, ignore)`,
+				`t.yaml:5: profiles.default.artifacts.max_files: must be positive, got 0`,
+				`t.yaml:5: profiles.default.artifacts.max_bytes: must be positive, got 0`,
+				`t.yaml:7: profiles.keep.output.preserve: "required" needs a blob store, and data_dir "-" means there is none`,
+				`t.yaml:9: profiles.small.output.preview_bytes: must be positive, got 0`,
+				`t.yaml:9: profiles.small.output.max_bytes: must be positive, got 0`,
+			},
+		},
+		{
+			name: "upstreams",
+			data: doc(
+				"profiles: {default: {}}",
+				"upstreams:",
+				"  both: {command: [x], url: https://x.example}",
+				"  neither: {deferred: true}",
+				"  Caps: {command: [x]}",
+				"  two__parts: {command: [x]}",
+				"  -dash: {command: [x]}",
+				"  empty-prog: {command: ['']}",
+				"  env-url: {url: https://x.example, env: {A: b}}",
+				"  bad-env: {command: [x], env: {1A: b}, bearer: {env: T}, allow_insecure_http: true}",
+				"  ftp: {url: ftp://x.example}",
+				"  nohost: {url: 'https:///mcp'}",
+				"  badurl: {url: 'http://[::1'}",
+				"  plain: {url: http://docs.example/mcp, bearer: {env: T}}",
+				"  plain-ok: {url: http://docs.example/mcp, bearer: {env: T}, allow_insecure_http: true}",
+				"  loop4: {url: http://127.0.0.1:8080/mcp, bearer: {env: T}}",
+				"  loop6: {url: 'http://[::1]:8080/mcp', bearer: {env: T}}",
+				"  loopname: {url: http://localhost/mcp, bearer: {file: /t}}",
+				"  noauth: {url: http://docs.example/mcp}",
+				"  cred-both: {url: https://x.example, bearer: {env: T, file: /t}}",
+				"  cred-none: {url: https://x.example, bearer: {}}",
+				"  cred-name: {url: https://x.example, bearer: {env: 'A-B'}}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+			want: []string{
+				`t.yaml:3: upstreams.both: command and url are both set; an upstream is one or the other`,
+				`t.yaml:4: upstreams.neither: exactly one of command or url is required`,
+				`t.yaml:5: upstreams.Caps: invalid upstream name "Caps": use lowercase letters and digits, words joined by a single '-' or '_' (tool names are <upstream>__<tool>, so an upstream name never contains "__")`,
+				`t.yaml:6: upstreams.two__parts: invalid upstream name "two__parts": use lowercase letters and digits, words joined by a single '-' or '_' (tool names are <upstream>__<tool>, so an upstream name never contains "__")`,
+				`t.yaml:7: upstreams.-dash: invalid upstream name "-dash": use lowercase letters and digits, words joined by a single '-' or '_' (tool names are <upstream>__<tool>, so an upstream name never contains "__")`,
+				`t.yaml:8: upstreams.empty-prog.command[0]: the program must not be empty`,
+				`t.yaml:9: upstreams.env-url.env: applies only to a command upstream`,
+				`t.yaml:10: upstreams.bad-env.env.1A: "1A" is not an environment variable name`,
+				`t.yaml:10: upstreams.bad-env.bearer: applies only to a url upstream`,
+				`t.yaml:10: upstreams.bad-env.allow_insecure_http: applies only to a url upstream`,
+				`t.yaml:11: upstreams.ftp.url: the scheme must be http or https`,
+				`t.yaml:12: upstreams.nohost.url: the URL has no host`,
+				`t.yaml:13: upstreams.badurl.url: not a valid URL`,
+				`t.yaml:14: upstreams.plain.bearer: a credential is refused over plaintext http to a non-loopback host; use https, or set allow_insecure_http: true if the network in between is trusted`,
+				`t.yaml:20: upstreams.cred-both.bearer: set exactly one of env or file`,
+				`t.yaml:21: upstreams.cred-none.bearer: set exactly one of env or file`,
+				`t.yaml:22: upstreams.cred-name.bearer.env: "A-B" is not an environment variable name`,
+			},
+		},
+		{
+			name: "no tenants",
+			data: doc("profiles: {default: {}}"),
+			want: []string{`t.yaml: tenants: no tenant is defined; define one here or set tenants_dir`},
+		},
+		{
+			name: "tenants",
+			data: doc(
+				"profiles: {default: {}}",
+				"upstreams: {docs: {command: [d]}, support: {command: [s]}}",
+				"tenants:",
+				"  acme:",
+				"    tokens:",
+				"      - sha256:0b36bc3241c198bd6e2ca4d0fe4c390a89b31fdde7fc287bd7a4617df307090f",
+				"      - sha256:0B36BC3241C198BD6E2CA4D0FE4C390A89B31FDDE7FC287BD7A4617DF307090F",
+				"      - my-plain-token",
+				"      - sha256:0b36bc3241c198bd6e2ca4d0fe4c390a89b31fdde7fc287bd7a4617df307090f",
+				"    upstreams: [docs, docs, nope]",
+				"    agents: {a: {}}",
+				"  beta:",
+				"    tokens: [sha256:0b36bc3241c198bd6e2ca4d0fe4c390a89b31fdde7fc287bd7a4617df307090f]",
+				"  'no spaces': {agents: {a: {}}}",
+			),
+			want: []string{
+				`t.yaml:7: tenants.acme.tokens[1]: must be "sha256:" followed by 64 lowercase hex digits (the SHA-256 of the token, never the token)`,
+				`t.yaml:8: tenants.acme.tokens[2]: must be "sha256:" followed by 64 lowercase hex digits (the SHA-256 of the token, never the token)`,
+				`t.yaml:9: tenants.acme.tokens[3]: token already given at tenants.acme.tokens[0]; a token identifies exactly one tenant`,
+				`t.yaml:10: tenants.acme.upstreams[1]: upstream "docs" is granted twice`,
+				`t.yaml:10: tenants.acme.upstreams[2]: unknown upstream "nope" (defined: docs, support)`,
+				`t.yaml:12: tenants.beta.agents: no agent is defined; a session must name one`,
+				`t.yaml:13: tenants.beta.tokens[0]: token already given at tenants.acme.tokens[0]; a token identifies exactly one tenant`,
+				`t.yaml:14: tenants["no spaces"]: invalid tenant name "no spaces": use letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 64 characters`,
+			},
+		},
+		{
+			name: "policy patterns",
+			data: doc(
+				"profiles: {default: {}}",
+				"upstreams: {docs: {command: [d]}}",
+				"tenants:",
+				"  t:",
+				"    upstreams: [docs]",
+				"    policy:",
+				"      deny: ['docs__delete*', 'doc__delete*', '*__drop', 'delete_repo', run_code, list_tools, 'docs__[', '']",
+				"      approval_required: ['*', 'd*', 'github__*']",
+				"    agents: {a: {}}",
+			),
+			want: []string{
+				`t.yaml:7: tenants.t.policy.deny[1]: pattern "doc__delete*" names unknown upstream "doc" (defined: docs)`,
+				`t.yaml:7: tenants.t.policy.deny[3]: pattern "delete_repo" can match no tool: upstream tools are named <upstream>__<tool>`,
+				`t.yaml:7: tenants.t.policy.deny[6]: invalid pattern "docs__[" (a glob: * ? [...])`,
+				`t.yaml:7: tenants.t.policy.deny[7]: invalid pattern "" (a glob: * ? [...])`,
+				`t.yaml:8: tenants.t.policy.approval_required[2]: pattern "github__*" names unknown upstream "github" (defined: docs)`,
+			},
+		},
+		{
+			name: "agents and code execution",
+			data: doc(
+				"profiles: {default: {}}",
+				"upstreams: {docs: {command: [d]}, support: {command: [s]}}",
+				"tenants:",
+				"  acme:",
+				"    upstreams: [docs]",
+				"    agents:",
+				"      run_code: {}",
+				"      analyst:",
+				"        code_execution:",
+				"          profile: heavy",
+				"          isolation: vm",
+				"          network: open",
+				"      coder:",
+				"        code_execution:",
+				"          network: unrestricted",
+				"          bindings:",
+				"            - run_code",
+				"            - list_tools",
+				"            - get_tool_info",
+				"            - read_tool_output",
+				"            - docs__search",
+				"            - docs__*",
+				"            - docs__search",
+				"            - support__lookup",
+				"            - nope__x",
+				"            - lookup",
+				"            - __x",
+				"            - docs__",
+				"            - docs__get_*",
+				"            - docs__a__b",
+				"      'bad agent': {}",
+			),
+			want: []string{
+				`t.yaml:7: tenants.acme.agents.run_code: "run_code" is a reserved tool name and cannot name an agent`,
+				`t.yaml:10: tenants.acme.agents.analyst.code_execution.profile: unknown profile "heavy" (defined: default)`,
+				`t.yaml:11: tenants.acme.agents.analyst.code_execution.isolation: unknown isolation "vm" (one of process, isolated)`,
+				`t.yaml:12: tenants.acme.agents.analyst.code_execution.network: unknown network "open" (one of none, unrestricted)`,
+				`t.yaml:17: tenants.acme.agents.coder.code_execution.bindings[0]: "run_code" is reserved: a program cannot call run_code`,
+				`t.yaml:23: tenants.acme.agents.coder.code_execution.bindings[6]: binding "docs__search" is listed twice`,
+				`t.yaml:24: tenants.acme.agents.coder.code_execution.bindings[7]: upstream "support" is not granted to tenant "acme" (granted: docs)`,
+				`t.yaml:25: tenants.acme.agents.coder.code_execution.bindings[8]: upstream "nope" is not granted to tenant "acme" (granted: docs)`,
+				`t.yaml:26: tenants.acme.agents.coder.code_execution.bindings[9]: "lookup" is neither a built-in (list_tools, get_tool_info, read_tool_output) nor <upstream>__<tool>`,
+				`t.yaml:27: tenants.acme.agents.coder.code_execution.bindings[10]: "__x" is neither a built-in (list_tools, get_tool_info, read_tool_output) nor <upstream>__<tool>`,
+				`t.yaml:28: tenants.acme.agents.coder.code_execution.bindings[11]: "docs__" names no tool; use docs__<tool>, or docs__* for all of them`,
+				`t.yaml:29: tenants.acme.agents.coder.code_execution.bindings[12]: "docs__get_*": the only wildcard is a whole tool name, docs__*`,
+				`t.yaml:31: tenants.acme.agents["bad agent"]: invalid agent name "bad agent": use letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 64 characters`,
+			},
+		},
+		{
+			name: "an empty bindings list is valid and means none",
+			data: doc(
+				"profiles: {default: {}}",
+				"tenants: {t: {agents: {a: {code_execution: {bindings: []}}}}}",
+			),
+		},
+		{
+			name: "network unrestricted is a run-time question",
+			data: doc(
+				"profiles: {default: {allow_network: false}}",
+				"tenants: {t: {policy: {allow_network: false}, agents: {a: {code_execution: {network: unrestricted, isolation: isolated}}}}}",
+			),
+		},
+		{
+			name: "problems from every part, sorted by line",
+			data: doc(
+				"tenants:",
+				"  t:",
+				"    agents: {a: {code_execution: {profile: q}}}",
+				"profiles:",
+				"  p: {backend: x}",
+			),
+			want: []string{
+				`t.yaml:3: tenants.t.agents.a.code_execution.profile: unknown profile "q" (defined: p)`,
+				`t.yaml:5: profiles.p.backend: unknown backend "x" (one of local, process, namespaces, bwrap, container, remote)`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.data, "t.yaml")
+			if diff := cmp.Diff(tt.want, problemsOf(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Validate on a hand-built Config: zero values are the defaults, problems are sorted by path
+// and carry no position.
+func TestValidateHandBuilt(t *testing.T) {
+	c := &Config{
+		Profiles: map[string]Profile{"default": {}},
+		Tenants: map[string]Tenant{"t": {Agents: map[string]Agent{
+			"a": {CodeExecution: &CodeExecution{}},
+		}}},
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() = %v", err)
+	}
+	if c.Profiles["default"].Backend != "" {
+		t.Error("Validate modified the Config")
+	}
+	c.Profiles["default"] = Profile{Backend: "vm"}
+	c.Tenants["t"].Agents["b"] = Agent{CodeExecution: &CodeExecution{Profile: "heavy"}}
+	c.Sandbox = &Profile{}
+	want := []string{
+		`profiles.default.backend: unknown backend "vm" (one of local, process, namespaces, bwrap, container, remote)`,
+		`sandbox: conflicts with profiles.default: the sandbox block is the profile named "default"; keep one`,
+		`tenants.t.agents.b.code_execution.profile: unknown profile "heavy" (defined: default)`,
+	}
+	if diff := cmp.Diff(want, problemsOf(t, c.Validate())); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
