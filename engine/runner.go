@@ -282,11 +282,11 @@ func (s *session) drive(ctx context.Context) {
 	started := time.Now()
 
 	var (
-		helloSeen bool
-		done      *wire.Done
-		exit      *Exit
-		ending    *Failure // set when the host ends the execution
-		limit     *LimitName
+		helloSeen  bool
+		done       *wire.Done
+		exit       *Exit
+		ending     *Failure // set when the host ends the execution
+		limit      *LimitName
 		channelEOF <-chan time.Time
 	)
 loop:

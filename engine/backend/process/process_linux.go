@@ -4,23 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,7 +142,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
-	c := &child{release: release, facts: engine.Facts{HostUID: os.Geteuid(), RunAsUID: os.Geteuid(),
+	c := &child{Proc: &spawn.Proc{Cleanup: []func(){release}}, facts: engine.Facts{HostUID: os.Geteuid(), RunAsUID: os.Geteuid(),
 		Landlock: b.landlock, Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
 	ok := false
 	defer func() {
@@ -156,34 +152,37 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	}()
 	if b.drop {
 		c.facts.RunAsUID, c.facts.ExclusiveUID = id.UID, id.Exclusive
-		c.killUID = id.Exclusive
-		c.uid = id.UID
+		if id.Exclusive {
+			c.KillUID = id.UID
+		}
 	}
-	if c.workspace, err = b.makeWorkspace(id); err != nil {
+	workspace, err := b.makeWorkspace(id)
+	if err != nil {
 		return nil, err
 	}
+	c.Cleanup = append([]func(){func() { _ = os.RemoveAll(workspace) }}, c.Cleanup...)
 	ls := &launch.Spec{
-		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: b.env(c.workspace),
-		Dir: c.workspace, ParentPID: os.Getpid(), Drop: b.drop, UID: id.UID, GID: id.GID,
+		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: b.env(workspace),
+		Dir: workspace, ParentPID: os.Getpid(), Drop: b.drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
 		DenyInet: c.facts.Seccomp,
 	}
 	if b.landlock {
 		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.roDirs...), systemRO...),
-			ReadWrite: []string{c.workspace, "/dev/null"}}
+			ReadWrite: []string{workspace, "/dev/null"}}
 	}
 	if b.cg != nil {
-		g, err := b.cg.New(filepath.Base(c.workspace), spec.Terms.MemoryBytes, spec.Terms.ProcessCount+1)
+		g, err := b.cg.New(filepath.Base(workspace), spec.Terms.MemoryBytes, spec.Terms.ProcessCount+1)
 		if err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed")
 		}
-		c.group = g
+		c.Group = g
 		c.facts.Cgroup = true
 		ls.CgroupProcs = g.ProcsFiles()
 	}
-	if err := c.start(b.opts.InitPath, ls, nil, spec); err != nil {
-		return nil, err
+	if err := c.Start(b.opts.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
 	ok = true
 	return c, nil
@@ -219,156 +218,13 @@ func (b *Backend) makeWorkspace(id Identity) (string, error) {
 	return dir, nil
 }
 
-// child is one started execution of this backend.
+// child adapts a spawn.Proc to engine.Child.
 type child struct {
-	cmd       *exec.Cmd
-	conn      net.Conn
-	facts     engine.Facts
-	workspace string
-	group     *cgroup.Group
-	uid       int
-	killUID   bool
-	initPath  string
-	release   func()
-
-	copies  sync.WaitGroup
-	readEnd []*os.File
-
-	waitOnce sync.Once
-	exit     engine.Exit
-	waited   chan struct{}
-
-	closeOnce sync.Once
-	usage     engine.TreeUsage
+	*spawn.Proc
+	facts engine.Facts
 }
 
-// start runs the init helper with spec; attr adds to the SysProcAttr (namespaces use it).
-func (c *child) start(initPath string, ls *launch.Spec, attr *syscall.SysProcAttr, spec engine.LaunchSpec) error {
-	c.initPath = initPath
-	c.waited = make(chan struct{})
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return failure.Wrap(failure.BackendUnavailable, err, "socketpair failed")
-	}
-	hostEnd := os.NewFile(uintptr(fds[0]), "channel")
-	childEnd := os.NewFile(uintptr(fds[1]), "channel-child")
-	defer childEnd.Close()
-	conn, err := net.FileConn(hostEnd)
-	hostEnd.Close()
-	if err != nil {
-		return failure.Wrap(failure.BackendUnavailable, err, "channel setup failed")
-	}
-	c.conn = conn
-	js, _ := json.Marshal(ls)
-	cmd := exec.Command(initPath, launch.Command)
-	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
-	cmd.ExtraFiles = []*os.File{childEnd}
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
-	}
-	attr.Setsid = true
-	attr.Pdeathsig = syscall.SIGKILL
-	cmd.SysProcAttr = attr
-	var writeEnds []*os.File
-	for _, sink := range []io.Writer{spec.Stdout, spec.Stderr} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return failure.Wrap(failure.BackendUnavailable, err, "pipe failed")
-		}
-		c.readEnd = append(c.readEnd, r)
-		writeEnds = append(writeEnds, w)
-		c.copies.Add(1)
-		go func(sink io.Writer, r *os.File) {
-			defer c.copies.Done()
-			_, _ = io.Copy(sink, r)
-		}(sink, r)
-	}
-	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
-	err = cmd.Start()
-	for _, w := range writeEnds {
-		w.Close()
-	}
-	if err != nil {
-		return failure.Wrap(failure.BackendUnavailable, err, "starting the init helper failed")
-	}
-	c.cmd = cmd
-	return nil
-}
-
-func (c *child) Channel() io.ReadWriteCloser { return c.conn }
-func (c *child) Facts() engine.Facts        { return c.facts }
-
-func (c *child) Wait() engine.Exit {
-	c.waitOnce.Do(func() {
-		defer close(c.waited)
-		err := c.cmd.Wait()
-		ps := c.cmd.ProcessState
-		if ps == nil {
-			c.exit = engine.Exit{Code: -1, Err: err}
-			return
-		}
-		c.exit = engine.Exit{Code: ps.ExitCode(), CPUSeconds: (ps.UserTime() + ps.SystemTime()).Seconds()}
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			c.exit.Signal = ws.Signal().String()
-		}
-	})
-	<-c.waited
-	return c.exit
-}
-
-// Kill kills the whole tree: the cgroup, the process group, and an exclusive uid.
-func (c *child) Kill() {
-	if c.cmd != nil && c.cmd.Process != nil {
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		_ = c.cmd.Process.Kill()
-	}
-	if c.group != nil {
-		c.group.Kill()
-	}
-	if c.killUID && c.uid > 0 && c.initPath != "" {
-		killer := exec.Command(c.initPath, launch.Command)
-		js, _ := json.Marshal(&launch.Spec{KillUID: c.uid})
-		killer.Env = []string{launch.SpecEnv + "=" + string(js)}
-		_ = killer.Run()
-	}
-}
-
-// Close kills what is left, drains the output (bounded), and removes the workspace, the
-// cgroup and the identity lease.
-func (c *child) Close() engine.TreeUsage {
-	c.closeOnce.Do(func() {
-		if c.cmd != nil {
-			c.Kill()
-			c.Wait()
-		}
-		drained := make(chan struct{})
-		go func() { c.copies.Wait(); close(drained) }()
-		select {
-		case <-drained:
-		case <-time.After(2 * time.Second):
-			// Something outside our reach still holds a pipe: stop reading it.
-			for _, r := range c.readEnd {
-				r.Close()
-			}
-			<-drained
-		}
-		for _, r := range c.readEnd {
-			r.Close()
-		}
-		if c.conn != nil {
-			c.conn.Close()
-		}
-		if c.group != nil {
-			ev := c.group.Events()
-			c.usage = engine.TreeUsage{OOMKilled: ev.OOMKills > 0, PIDsLimitHit: ev.PIDsMax > 0}
-			_ = c.group.Remove()
-		}
-		if c.workspace != "" {
-			_ = os.RemoveAll(c.workspace)
-		}
-		if c.release != nil {
-			c.release()
-		}
-	})
-	return c.usage
-}
+func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }
+func (c *child) Facts() engine.Facts         { return c.facts }
+func (c *child) Wait() engine.Exit           { return engine.Exit(c.Proc.Wait()) }
+func (c *child) Close() engine.TreeUsage     { return engine.TreeUsage(c.Proc.Close()) }

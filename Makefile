@@ -1,0 +1,43 @@
+# mcp-sandbox: the targets a newcomer and CI use. `make help` lists them.
+GO      ?= go
+BIN     := bin/mcp-sandbox
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.Version=$(VERSION)
+
+.PHONY: help build run test check fuzz bench conformance clean
+
+help:
+	@echo "make build        build $(BIN)"
+	@echo "make run          build and serve over stdio on the embedded default config"
+	@echo "make test         run every test (the race detector on)"
+	@echo "make check        gofmt, go vet, staticcheck (when installed) and make test"
+	@echo "make fuzz         run each fuzz target for a short while"
+	@echo "make bench        measure execution latency beside a bare python3 start"
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
+
+run: build
+	./$(BIN) serve
+
+test:
+	$(GO) test -race -count=1 ./...
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
+	$(MAKE) test
+
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test ./engine/wire -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/wire -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME)
+	$(GO) test ./configs -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./outputs -run '^$$' -fuzz FuzzPreview -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report
+
+clean:
+	rm -rf bin

@@ -1,0 +1,170 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+var (
+	childTypes = []string{TypeHello, TypeCall, TypeRead, TypeDone}
+	hostTypes  = []string{TypeRun, TypeAbort, TypeResult}
+)
+
+type transcriptLine struct {
+	from, frame, want string
+	line              int
+}
+
+func readTranscript(t *testing.T, name string) []transcriptLine {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []transcriptLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		text := sc.Text()
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		from, rest, ok := strings.Cut(text, ": ")
+		if !ok {
+			t.Fatalf("%s:%d: want \"child: FRAME\" or \"host: FRAME\"", name, n)
+		}
+		frame, want, _ := strings.Cut(rest, " => ")
+		out = append(out, transcriptLine{from, frame, want, n})
+	}
+	return out
+}
+
+// TestGoldenTranscripts decodes every frame of a valid session with its direction's rules and
+// checks that encoding gives the same bytes back.
+func TestGoldenTranscripts(t *testing.T) {
+	for _, name := range []string{"session.transcript", "refused.transcript"} {
+		for _, l := range readTranscript(t, name) {
+			allowed := childTypes
+			if l.from == "host" {
+				allowed = hostTypes
+			}
+			f, err := Decode([]byte(l.frame), allowed...)
+			if err != nil {
+				t.Errorf("%s:%d: %v", name, l.line, err)
+				continue
+			}
+			var buf bytes.Buffer
+			if err := NewWriter(&buf).WriteFrame(f); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSuffix(buf.String(), "\n"); got != l.frame {
+				t.Errorf("%s:%d: re-encoded differently:\n got %s\nwant %s", name, l.line, got, l.frame)
+			}
+		}
+	}
+}
+
+func TestViolations(t *testing.T) {
+	for _, l := range readTranscript(t, "violations.transcript") {
+		_, err := Decode([]byte(l.frame), childTypes...)
+		var v *Violation
+		if !errors.As(err, &v) {
+			t.Errorf("line %d: %s: want a violation, got %v", l.line, l.frame, err)
+			continue
+		}
+		if !strings.Contains(v.Error(), l.want) {
+			t.Errorf("line %d: violation %q does not say %q", l.line, v.Error(), l.want)
+		}
+	}
+}
+
+func TestReaderBounds(t *testing.T) {
+	// A line longer than the ceiling is refused once the ceiling is crossed, before any newline.
+	huge := io.MultiReader(strings.NewReader(strings.Repeat("x", 1<<20)), neverEnding{})
+	_, err := NewReader(huge, 64<<10).ReadLine()
+	if !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("want ErrFrameTooLarge, got %v", err)
+	}
+	// Lines split across reads of one byte are reassembled.
+	r := NewReader(iotest.OneByteReader(strings.NewReader("{\"a\":1}\n{\"b\":2}\npartial")), 0)
+	for _, want := range []string{`{"a":1}`, `{"b":2}`} {
+		got, err := r.ReadLine()
+		if err != nil || string(got) != want {
+			t.Fatalf("got %q, %v; want %q", got, err, want)
+		}
+	}
+	if _, err := r.ReadLine(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a stream ending mid-line: want ErrUnexpectedEOF, got %v", err)
+	}
+	// A clean end is io.EOF.
+	if _, err := NewReader(strings.NewReader(""), 0).ReadLine(); err != io.EOF {
+		t.Fatalf("want io.EOF, got %v", err)
+	}
+}
+
+type neverEnding struct{}
+
+func (neverEnding) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'y'
+	}
+	return len(p), nil
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"session.transcript", "violations.transcript"} {
+		data, _ := os.ReadFile(filepath.Join("testdata", name))
+		for _, l := range strings.Split(string(data), "\n") {
+			if _, frame, ok := strings.Cut(l, ": "); ok {
+				f.Add([]byte(strings.Split(frame, " => ")[0]))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fr, err := Decode(line, append(childTypes, hostTypes...)...)
+		if err != nil {
+			var v *Violation
+			if !errors.As(err, &v) {
+				t.Fatalf("a decode error that is not a Violation: %v", err)
+			}
+			return
+		}
+		// Whatever decodes must encode, and decode again to the same frame.
+		var buf bytes.Buffer
+		if err := NewWriter(&buf).WriteFrame(fr); err != nil {
+			t.Fatalf("encoding a decoded frame: %v", err)
+		}
+		if _, err := Decode(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), append(childTypes, hostTypes...)...); err != nil {
+			t.Fatalf("re-decoding %s: %v", buf.Bytes(), err)
+		}
+	})
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("{\"type\":\"done\",\"ok\":true}\n"), 16)
+	f.Add([]byte("\n\n\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"), 8)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		if max <= 0 || max > 1<<16 {
+			max = 64
+		}
+		r := NewReader(bytes.NewReader(data), max)
+		for i := 0; i < len(data)+1; i++ {
+			line, err := r.ReadLine()
+			if err != nil {
+				return
+			}
+			if len(line) > max || bytes.IndexByte(line, '\n') >= 0 {
+				t.Fatalf("line of %d bytes past ceiling %d, or with a newline", len(line), max)
+			}
+		}
+		t.Fatalf("the reader returned more lines than there are bytes")
+	})
+}
