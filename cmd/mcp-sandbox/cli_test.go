@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds mcp-sandbox once per test run: these tests drive it the way a user does.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-sandbox-cli-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "mcp-sandbox")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			binPath = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the binary: %v\n%s", buildErr, binPath)
+	}
+	return binPath
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+type cliResult struct {
+	Value   json.RawMessage `json:"value"`
+	Stdout  string          `json:"stdout"`
+	Failure *struct {
+		Kind      string `json:"kind"`
+		Message   string `json:"message"`
+		Traceback string `json:"traceback"`
+		Executed  bool   `json:"executed"`
+	} `json:"failure"`
+	Terms struct {
+		WallSeconds float64 `json:"wall_seconds"`
+	} `json:"terms"`
+	Guarantees map[string]string `json:"guarantees"`
+}
+
+func decodeResult(t *testing.T, out string) cliResult {
+	t.Helper()
+	var r cliResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("stdout is not the result JSON: %v\n%s", err, out)
+	}
+	return r
+}
+
+func TestRunValue(t *testing.T) {
+	out, errOut, code := runCLI(t, "print(\"hi\"); 6*7", "run", "-")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	r := decodeResult(t, out)
+	if string(r.Value) != "42" || r.Stdout != "hi\n" || r.Failure != nil || len(r.Guarantees) != 10 {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestRunProgramErrorExitsOne(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog.py")
+	os.WriteFile(prog, []byte("print('kept')\nx = 0\n1 / x\n"), 0o644)
+	out, _, code := runCLI(t, "", "run", prog)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	r := decodeResult(t, out)
+	if r.Failure == nil || r.Failure.Kind != "program_error" || !strings.Contains(r.Failure.Traceback, "line 3") || r.Stdout != "kept\n" {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestRunUsageAndConfigErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"run", "a", "b"}, {"run", "--no-such-flag", "-"}, {"run", "/no/such/file.py"}, {"no-such-command"}} {
+		if _, errOut, code := runCLI(t, "", args...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
+		}
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("profiles:\n  default:\n    hard_limits: {cpu_secs: 3}\n"), 0o644)
+	for _, cmd := range []string{"check", "run"} {
+		args := []string{cmd, "--config", bad}
+		if cmd == "run" {
+			args = append(args, "-")
+		}
+		_, errOut, code := runCLI(t, "1", args...)
+		if code != 2 || !strings.Contains(errOut, "cpu_secs") || !strings.Contains(errOut, ":3") {
+			t.Errorf("%s with an unknown key: exit %d, stderr %q; want 2 naming the key and line", cmd, code, errOut)
+		}
+	}
+}
+
+func TestRunNarrowsLimits(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(`profiles:
+  default:
+    hard_limits: {wall_seconds: 10}
+tenants:
+  local:
+    agents:
+      wide: {code_execution: {profile: default, limits: {wall_seconds: 60}}}
+      narrow: {code_execution: {profile: default, limits: {wall_seconds: 5}}}
+      net: {code_execution: {profile: default, network: unrestricted}}
+`), 0o644)
+	for agent, want := range map[string]float64{"wide": 10, "narrow": 5} {
+		out, errOut, code := runCLI(t, "1", "run", "--config", cfg, "--agent", agent, "-")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", agent, code, errOut)
+		}
+		if r := decodeResult(t, out); r.Terms.WallSeconds != want {
+			t.Errorf("agent %s: wall_seconds %g, want %g", agent, r.Terms.WallSeconds, want)
+		}
+	}
+	marker := filepath.Join(dir, "marker")
+	os.Chmod(dir, 0o777)
+	out, _, code := runCLI(t, "open("+strconv.Quote(marker)+", 'w')", "run", "--config", cfg, "--agent", "net", "-")
+	r := decodeResult(t, out)
+	if code != 1 || r.Failure == nil || r.Failure.Kind != "network_unavailable" || r.Failure.Executed {
+		t.Fatalf("network request without a grant: exit %d, %+v", code, r.Failure)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("a refused program left its marker on the host")
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	if out, _, code := runCLI(t, "", "version"); code != 0 || !strings.HasPrefix(out, "mcp-sandbox ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if _, errOut, code := runCLI(t, "", "--help"); code != 0 || !strings.Contains(errOut, "run_code") {
+		t.Errorf("--help: %d %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "run", "--help"); code != 0 || !strings.Contains(errOut, "Exit status") {
+		t.Errorf("run --help: %d %q", code, errOut)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "doctor", "--json")
+	if code != 0 {
+		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep struct {
+		Profiles []struct {
+			Profile     string `json:"profile"`
+			Description struct {
+				Ready      bool              `json:"ready"`
+				Guarantees map[string]string `json:"guarantees"`
+			} `json:"description"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Profiles) != 1 || !rep.Profiles[0].Description.Ready {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
+}
