@@ -39,6 +39,9 @@ type RunnerOptions struct {
 	MaxFrame int
 	// MaxConcurrentCalls bounds the binding calls one execution has in flight (default 16).
 	MaxConcurrentCalls int
+	// Warm is how many idle children to keep started, per distinct terms, so an execution
+	// does not wait for an interpreter to start (default 0: none). Each is used once.
+	Warm int
 	// HelloTimeout bounds the wait for the child's first frame (default 10 s, and never more
 	// than the wall clock).
 	HelloTimeout time.Duration
@@ -62,8 +65,12 @@ type Runner struct {
 	port6    int
 	accepted sync.WaitGroup
 
-	mu   sync.Mutex // guards desc
-	desc *Description
+	mu         sync.Mutex // guards desc, warm, starting and closed
+	desc       *Description
+	warm       map[Terms][]*prepared
+	starting   map[Terms]int
+	closed     bool
+	background sync.WaitGroup // refills in flight
 }
 
 // NewRunner returns a Runner over b. Close releases its listeners and state directory.
@@ -92,7 +99,7 @@ func NewRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 	if opts.HelloTimeout <= 0 {
 		opts.HelloTimeout = 10 * time.Second
 	}
-	r := &Runner{backend: b, opts: opts, stateDir: opts.StateDir}
+	r := &Runner{backend: b, opts: opts, stateDir: opts.StateDir, warm: map[Terms][]*prepared{}, starting: map[Terms]int{}}
 	if r.stateDir == "" {
 		d, err := os.MkdirTemp("", "mcp-sandbox-state-")
 		if err != nil {
@@ -142,8 +149,20 @@ func (r *Runner) acceptAndClose(l net.Listener) {
 	}
 }
 
-// Close releases the Runner's listeners and state. It is idempotent.
+// Close ends the warm children and releases the Runner's listeners and state. It is
+// idempotent; executions in flight must have returned.
 func (r *Runner) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	warm := r.warm
+	r.warm = nil
+	r.mu.Unlock()
+	r.background.Wait()
+	for _, ps := range warm {
+		for _, p := range ps {
+			p.discard()
+		}
+	}
 	for _, l := range []net.Listener{r.l4, r.l6} {
 		if l != nil {
 			l.Close()
@@ -196,24 +215,134 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 		res.Cancelled = true
 		return res
 	}
-	stdout := outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes)
-	stderr := outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes)
-	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(t), Stdout: stdout, Stderr: stderr})
-	if err != nil {
-		k := failure.KindOf(err)
-		if k == failure.Internal {
-			k = failure.BackendUnavailable
+	p := r.takeWarm(t)
+	if p == nil {
+		var err error
+		if p, err = r.prepare(ctx, t); err != nil {
+			k := failure.KindOf(err)
+			if k == failure.Internal {
+				k = failure.BackendUnavailable
+			}
+			msg := err.Error()
+			var fe *failure.Error
+			if errors.As(err, &fe) {
+				msg = fe.Message
+			}
+			return Refuse(t, k, fmt.Sprintf("the %s backend could not start the sandbox: %s", r.backend.Name(), msg))
 		}
-		msg := err.Error()
-		var fe *failure.Error
-		if errors.As(err, &fe) {
-			msg = fe.Message
-		}
-		return Refuse(t, k, fmt.Sprintf("the %s backend could not start the sandbox: %s", r.backend.Name(), msg))
 	}
-	ses := &session{r: r, ex: ex, t: t, child: child, res: emptyResult(t), stdout: stdout, stderr: stderr}
+	defer r.refill(t)
+	ses := &session{r: r, ex: ex, t: t, p: p, child: p.child, res: emptyResult(t), stdout: p.stdout, stderr: p.stderr}
 	ses.drive(ctx)
 	return ses.res
+}
+
+// prepared is a started child whose first frame is being read: either for the execution at
+// hand, or kept warm for the next one with the same terms.
+type prepared struct {
+	child          Child
+	stdout, stderr *outputs.Capture
+	frames         chan frameOrErr
+	readerDone     chan struct{}
+	exited         chan Exit
+	cancel         context.CancelFunc // stops the reader
+}
+
+// prepare starts a child for terms t and begins reading its frames. The child lives until an
+// execution drives it or discard ends it, independently of ctx once started.
+func (r *Runner) prepare(ctx context.Context, t Terms) (*prepared, error) {
+	p := &prepared{
+		stdout:     outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes),
+		stderr:     outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes),
+		frames:     make(chan frameOrErr, 1),
+		readerDone: make(chan struct{}),
+		exited:     make(chan Exit, 1),
+	}
+	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(t), Stdout: p.stdout, Stderr: p.stderr})
+	if err != nil {
+		return nil, err
+	}
+	p.child = child
+	rctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		defer close(p.readerDone)
+		rd := wire.NewReader(child.Channel(), r.opts.MaxFrame)
+		allowed := []string{wire.TypeHello}
+		for {
+			f, err := rd.ReadFrame(allowed...)
+			select {
+			case p.frames <- frameOrErr{f, err}:
+			case <-rctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			allowed = []string{wire.TypeCall, wire.TypeRead, wire.TypeDone}
+		}
+	}()
+	go func() { p.exited <- child.Wait() }()
+	return p, nil
+}
+
+// discard ends a prepared child that will never run a program.
+func (p *prepared) discard() {
+	p.child.Kill()
+	p.cancel()
+	p.child.Close()
+	p.child.Channel().Close()
+	<-p.readerDone
+}
+
+// maxWarmTerms bounds how many distinct terms keep warm children.
+const maxWarmTerms = 4
+
+// takeWarm returns an idle child started for exactly t, or nil.
+func (r *Runner) takeWarm(t Terms) *prepared {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	idle := r.warm[t]
+	if len(idle) == 0 {
+		return nil
+	}
+	p := idle[0]
+	r.warm[t] = idle[1:]
+	return p
+}
+
+// refill starts, in the background, the children that keep RunnerOptions.Warm idle ones ready
+// for terms t. A child is started only after the execution it replaces has ended, so a warm
+// child never shares anything with an execution but the terms.
+func (r *Runner) refill(t Terms) {
+	if r.opts.Warm <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.warm == nil || len(r.warm[t])+r.starting[t] >= r.opts.Warm {
+		return
+	}
+	if _, ok := r.warm[t]; !ok && len(r.warm) >= maxWarmTerms {
+		return
+	}
+	r.starting[t]++
+	r.background.Add(1)
+	go func() {
+		defer r.background.Done()
+		p, err := r.prepare(context.Background(), t)
+		r.mu.Lock()
+		r.starting[t]--
+		if err != nil || r.closed {
+			r.mu.Unlock()
+			if p != nil {
+				p.discard()
+			}
+			return
+		}
+		r.warm[t] = append(r.warm[t], p)
+		r.mu.Unlock()
+	}()
 }
 
 // session is one execution in flight.
@@ -221,6 +350,7 @@ type session struct {
 	r      *Runner
 	ex     Execution
 	t      Terms
+	p      *prepared
 	child  Child
 	res    *Result
 	stdout *outputs.Capture
@@ -245,27 +375,8 @@ func (s *session) drive(ctx context.Context) {
 	s.w = wire.NewWriter(ch)
 	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
 
-	frames := make(chan frameOrErr, 1)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		rd := wire.NewReader(ch, s.r.opts.MaxFrame)
-		allowed := []string{wire.TypeHello}
-		for {
-			f, err := rd.ReadFrame(allowed...)
-			select {
-			case frames <- frameOrErr{f, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-			allowed = []string{wire.TypeCall, wire.TypeRead, wire.TypeDone}
-		}
-	}()
-	exited := make(chan Exit, 1)
-	go func() { exited <- s.child.Wait() }()
+	defer s.p.cancel()
+	frames, readerDone, exited := s.p.frames, s.p.readerDone, s.p.exited
 
 	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
 	wallTimer := time.NewTimer(wall)
@@ -367,6 +478,7 @@ loop:
 	}
 	s.child.Kill()
 	s.cancel()
+	s.p.cancel()
 	s.calls.Wait()
 	if exit == nil && exited != nil {
 		select {
