@@ -1,9 +1,6 @@
 package configs
 
-import (
-	_ "embed"
-	"sort"
-)
+import _ "embed"
 
 // Values the schema gives a meaning to. They are spelled here once so that cmd, the engine's
 // wiring and the tests agree on them.
@@ -198,17 +195,4 @@ func (c *Config) Profile(name string) (Profile, bool) {
 		return withProfileDefaults(*c.Sandbox), true
 	}
 	return Profile{}, false
-}
-
-// profileNames lists the profiles a Config defines, sorted, counting Sandbox as "default".
-func (c *Config) profileNames() []string {
-	names := make([]string, 0, len(c.Profiles)+1)
-	for n := range c.Profiles {
-		names = append(names, n)
-	}
-	if _, ok := c.Profiles[DefaultProfileName]; !ok && c.Sandbox != nil {
-		names = append(names, DefaultProfileName)
-	}
-	sort.Strings(names)
-	return names
 }
