@@ -2,10 +2,298 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/pflag"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
-// runServe is built by the mcpserver work; until then it says so.
-func runServe(_ context.Context, _ []string, _, _ io.Writer) (int, error) {
-	return exitFailure, usagef("serve is not built yet")
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default: the embedded default)")
+	transport := fs.String("transport", "stdio", "stdio | http")
+	listen := fs.String("listen", "127.0.0.1:8080", "address for --transport http")
+	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")
+	agent := fs.String("agent", "", "agent to serve over stdio (default: the tenant's only one)")
+	fs.Usage = func() {
+		io.WriteString(stderr, `Usage: mcp-sandbox serve [--config FILE] [--transport stdio|http] [--listen ADDR] [--tenant T] [--agent A]
+
+Serves the MCP tools run_code, list_tools, get_tool_info and read_tool_output (run_code only
+for an agent with a code_execution block) to an MCP host.
+
+stdio (the default) serves one agent of one tenant to the host that started this process:
+stdout carries protocol bytes only, logs go to stderr. For Claude Desktop:
+
+  {"mcpServers": {"sandbox": {"command": "mcp-sandbox", "args": ["serve"]}}}
+
+http serves every tenant's agents over streamable HTTP on --listen:
+  /mcp           the token's tenant's default agent (its only one, or the one named "default")
+  /mcp/{agent}   one agent of the token's tenant
+  /healthz       200 while the process is alive
+  /readyz        200 when every sandbox profile described itself ready at startup
+Requests carry "Authorization: Bearer <token>"; the config stores tokens as
+"sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
+tenant and no tokens needs none; listening beyond loopback needs tokens.
+
+At startup every profile an agent uses is opened and described once; an agent naming a
+profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
+each profile can contain on this machine.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return exitOK, nil
+		}
+		return exitUsage, usagef("%v", err)
+	}
+	if fs.NArg() != 0 {
+		return exitUsage, usagef("takes no arguments, got %q", fs.Args())
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return exitUsage, err
+	}
+	switch *transport {
+	case "stdio":
+		tname, aname, err := pickAgent(cfg, *tenant, *agent)
+		if err != nil {
+			return exitUsage, err
+		}
+		profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}})
+		if err != nil {
+			return exitUsage, err
+		}
+		defer profiles.close()
+		a, err := serveAgent(cfg, profiles, tname, aname)
+		if err != nil {
+			return exitUsage, err
+		}
+		srv := mcpserver.NewServer(a, &mcpserver.Options{Version: Version})
+		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
+		if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			return exitFailure, err
+		}
+		return exitOK, nil
+	case "http":
+		if *tenant != "" || *agent != "" {
+			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
+		}
+		return serveHTTP(ctx, cfg, *listen)
+	}
+	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
+}
+
+// profileSet holds the sandboxes of the profiles in use, each opened and described once.
+type profileSet struct {
+	sandboxes map[string]engine.Sandbox
+	runners   map[string]*engine.Runner
+	described map[string]*engine.Description
+}
+
+func (p *profileSet) close() {
+	for _, r := range p.runners {
+		r.Close()
+	}
+}
+
+func (p *profileSet) ready() bool {
+	for _, d := range p.described {
+		if !d.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func profileOf(ce *configs.CodeExecution) string {
+	if ce.Profile == "" {
+		return configs.DefaultProfileName
+	}
+	return ce.Profile
+}
+
+// openProfiles opens and describes every profile the given agents use (tenant → agents).
+// An agent naming an unknown profile is a config error naming both.
+func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string) (*profileSet, error) {
+	ps := &profileSet{sandboxes: map[string]engine.Sandbox{}, runners: map[string]*engine.Runner{}, described: map[string]*engine.Description{}}
+	for _, tname := range sortedKeys(use) {
+		for _, aname := range use[tname] {
+			ce := cfg.Tenants[tname].Agents[aname].CodeExecution
+			if ce == nil {
+				continue
+			}
+			name := profileOf(ce)
+			if _, done := ps.sandboxes[name]; done {
+				continue
+			}
+			p, ok := cfg.Profile(name)
+			if !ok {
+				ps.close()
+				return nil, usagef("agent %q of tenant %q names profile %q, which is not defined (profiles: %v)",
+					aname, tname, name, sortedKeys(cfg.Profiles))
+			}
+			runner, err := openProfile(ctx, name, p)
+			if err != nil {
+				slog.Error("profile unavailable: run_code will refuse with backend_unavailable", "profile", name, "err", err)
+				ps.sandboxes[name] = unavailableSandbox{reason: err.Error()}
+				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{err.Error()}}
+				continue
+			}
+			d := runner.Describe(ctx)
+			ps.runners[name] = runner
+			ps.sandboxes[name] = runner
+			ps.described[name] = d
+			if d.Ready {
+				slog.Info("profile ready", "profile", name, "backend", d.Backend, "isolation", d.Isolation)
+			} else {
+				slog.Warn("profile not ready", "profile", name, "backend", d.Backend, "problems", strings.Join(d.Problems, "; "))
+			}
+		}
+	}
+	return ps, nil
+}
+
+// serveAgent converts one configured agent into what mcpserver serves.
+func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpserver.Agent, error) {
+	version, err := cfg.AgentVersion(tname, aname)
+	if err != nil {
+		return mcpserver.Agent{}, usagef("%v", err)
+	}
+	a := mcpserver.Agent{Tenant: tname, Name: aname, Version: version}
+	t := cfg.Tenants[tname]
+	ce := t.Agents[aname].CodeExecution
+	if ce == nil {
+		return a, nil
+	}
+	name := profileOf(ce)
+	p, _ := cfg.Profile(name) // openProfiles has checked that it exists
+	terms, refusal := agentTerms(t, ce)
+	if r, ok := ps.runners[name]; ok {
+		terms = r.Terms(terms) // the backend's ceiling and the profile's hard limits
+	} else {
+		terms.Limits = engineLimits(p.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
+	}
+	if refusal == "" && terms.Network == engine.NetworkUnrestricted && !p.AllowNetwork {
+		// The Runner would refuse every run; saying so up front also puts it in run_code's
+		// description, so the model is not surprised.
+		refusal = fmt.Sprintf("network access was requested (network: unrestricted), but sandbox profile %q does not allow network (allow_network: false); nothing ran", name)
+	}
+	a.CodeExecution = &mcpserver.CodeExec{Sandbox: ps.sandboxes[name], Terms: terms, Refusal: refusal, Profile: name}
+	return a, nil
+}
+
+// unavailableSandbox stands in for a profile whose backend could not be opened: every run is
+// a backend_unavailable refusal, so the server and the agent's other tools keep working.
+type unavailableSandbox struct{ reason string }
+
+func (u unavailableSandbox) Run(_ context.Context, ex engine.Execution) *engine.Result {
+	return engine.Refuse(ex.Terms, failure.BackendUnavailable, u.reason)
+}
+
+func (u unavailableSandbox) Describe(context.Context) *engine.Description {
+	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
+}
+
+func serveHTTP(ctx context.Context, cfg *configs.Config, listen string) (int, error) {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return exitUsage, usagef("--listen %q: %v", listen, err)
+	}
+	loopback := isLoopbackName(host)
+	hashes := map[string]string{} // token hash → tenant
+	for _, tname := range sortedKeys(cfg.Tenants) {
+		for _, h := range cfg.Tenants[tname].Tokens {
+			hashes[h] = tname
+		}
+	}
+	tokenless := ""
+	if len(hashes) == 0 {
+		if !loopback {
+			return exitUsage, usagef("refusing to listen on %s beyond loopback: no tenant has a token, so anyone who can reach it could run code; "+
+				"add tokens (\"sha256:<hex>\") to a tenant or listen on 127.0.0.1", listen)
+		}
+		if len(cfg.Tenants) == 1 {
+			tokenless = sortedKeys(cfg.Tenants)[0]
+			slog.Warn("no tenant has a token: loopback requests without a token are tenant "+tokenless, "tenant", tokenless)
+		}
+	}
+	use := map[string][]string{}
+	for _, tname := range sortedKeys(cfg.Tenants) {
+		use[tname] = sortedKeys(cfg.Tenants[tname].Agents)
+	}
+	ps, err := openProfiles(ctx, cfg, use)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer ps.close()
+	var agents []mcpserver.Agent
+	for _, tname := range sortedKeys(use) {
+		for _, aname := range use[tname] {
+			a, err := serveAgent(cfg, ps, tname, aname)
+			if err != nil {
+				return exitUsage, err
+			}
+			agents = append(agents, a)
+		}
+	}
+	handler := mcpserver.HTTPHandler(mcpserver.HTTPOptions{
+		Agents: agents,
+		Authenticate: func(token string) (string, bool) {
+			want := configs.HashToken(token)
+			for h, t := range hashes {
+				if subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 {
+					return t, true
+				}
+			}
+			return "", false
+		},
+		TokenlessTenant: tokenless,
+		Loopback:        loopback,
+		Ready:           ps.ready,
+		Server:          &mcpserver.Options{Version: Version},
+	})
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return exitFailure, err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return exitFailure, err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	<-errc
+	return exitOK, nil
+}
+
+func isLoopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

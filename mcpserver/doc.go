@@ -1,0 +1,33 @@
+// Package mcpserver is the MCP face of mcp-sandbox: for one agent it builds a go-sdk
+// mcp.Server offering run_code (only when the agent opted in to code execution), list_tools,
+// get_tool_info and read_tool_output, renders engine results for the model, and serves those
+// servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens, Host and
+// Origin protection and a request body limit.
+//
+// Imports: engine, failure and the go-sdk only (DESIGN.md §2). It never imports configs: cmd
+// converts the config into the small types here (Agent, CodeExec, HTTPOptions), hashes tokens
+// and hands over a func(token) (tenant, ok).
+//
+// Decisions:
+//   - Program failures and refusals (network_unavailable, isolation_unavailable,
+//     backend_unavailable) are CallToolResults with isError: true and the engine Result as
+//     structuredContent; JSON-RPC errors are kept for protocol faults (bad arguments).
+//   - The agent's version hash is in the server instructions and in every run_code result's
+//     _meta under "mcp-sandbox/agent_version".
+//   - Progress: when a tools/call carries a progress token, run_code sends
+//     notifications/progress about once a second with the elapsed seconds as progress and no
+//     total (a program usually ends well before its wall clock). A send never blocks the
+//     engine; a tick is dropped while the previous send is in flight.
+//   - Cancellation: go-sdk cancels the handler's context on notifications/cancelled; that
+//     context is the one passed to Sandbox.Run, which kills the program's tree.
+//   - HTTP routing: /mcp is the token's tenant's default agent (its only agent, or the one
+//     named "default"); /mcp/{agent} names one. A name that belongs only to another tenant is
+//     403, a name no tenant has is 404. Each (tenant, agent) pair has its own
+//     StreamableHTTPHandler and sessions carry the tenant as their user, so a session id is
+//     never usable from another tenant.
+//   - The catalogue is empty until upstreams land: list_tools lists nothing, get_tool_info and
+//     read_tool_output answer "unknown" as tool errors.
+//
+// Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
+// everything it holds after construction is read-only. HTTPHandler is safe for concurrent use.
+package mcpserver

@@ -1,0 +1,183 @@
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultAgentName is the agent /mcp serves when a tenant has more than one.
+const DefaultAgentName = "default"
+
+// HTTPOptions configure HTTPHandler.
+type HTTPOptions struct {
+	// Agents are every agent of every tenant that may be served.
+	Agents []Agent
+	// Authenticate maps a bearer token to its tenant. It must be safe for concurrent use.
+	Authenticate func(token string) (tenant string, ok bool)
+	// TokenlessTenant, when set, is the tenant of a request without an Authorization header
+	// (a loopback listener for one tenant that has no tokens). A request that does carry a
+	// token is still checked.
+	TokenlessTenant string
+	// Loopback turns on Host header protection: the listener is on a loopback address, so a
+	// request naming any other host is a DNS-rebinding attempt and gets 403.
+	Loopback bool
+	// MaxBodyBytes bounds a request body (default 4 MiB).
+	MaxBodyBytes int64
+	// SessionTimeout closes idle sessions (default 30 minutes).
+	SessionTimeout time.Duration
+	// Ready answers /readyz; nil means always ready.
+	Ready func() bool
+	// Server configures each agent's server.
+	Server *Options
+	Logger *slog.Logger
+}
+
+// HTTPHandler serves the agents over streamable HTTP: /mcp, /mcp/{agent}, /healthz, /readyz.
+func HTTPHandler(o HTTPOptions) http.Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &httpHandler{opts: o, agents: map[string]map[string]http.Handler{}, owner: map[string]bool{}}
+	for _, a := range o.Agents {
+		srv := NewServer(a, o.Server)
+		sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Logger:              o.Logger,
+			SessionTimeout:      o.SessionTimeout,
+			MaxRequestBodyBytes: o.MaxBodyBytes,
+		})
+		if h.agents[a.Tenant] == nil {
+			h.agents[a.Tenant] = map[string]http.Handler{}
+		}
+		h.agents[a.Tenant][a.Name] = sh
+		h.owner[a.Name] = true
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.Ready != nil && !o.Ready() {
+			http.Error(w, "not ready: a sandbox profile is not ready (run mcp-sandbox doctor)", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mcpRoutes := h.authenticated(http.HandlerFunc(h.route))
+	mux.Handle("/mcp", mcpRoutes)
+	mux.Handle("/mcp/{agent}", mcpRoutes)
+	cop := http.NewCrossOriginProtection()
+	return h.hostCheck(cop.Handler(mux))
+}
+
+type httpHandler struct {
+	opts   HTTPOptions
+	agents map[string]map[string]http.Handler // tenant → agent → handler; read-only
+	owner  map[string]bool                    // agent names some tenant has; read-only
+}
+
+// hostCheck refuses a foreign Host on a loopback listener (DNS rebinding).
+func (h *httpHandler) hostCheck(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.opts.Loopback && !loopbackHost(r.Host) {
+			http.Error(w, "forbidden: this server listens on loopback and accepts only a loopback Host header", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authenticated resolves the bearer token to a tenant and puts it in the request's context as
+// the go-sdk TokenInfo user, which binds each session to its tenant.
+func (h *httpHandler) authenticated(next http.Handler) http.Handler {
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if h.opts.Authenticate == nil {
+			return nil, auth.ErrInvalidToken
+		}
+		tenant, ok := h.opts.Authenticate(token)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: tenant}, nil
+	}
+	withToken := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.opts.TokenlessTenant != "" && r.Header.Get("Authorization") == "" {
+			next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), h.opts.TokenlessTenant)))
+			return
+		}
+		withToken.ServeHTTP(w, r)
+	})
+}
+
+type tenantKey struct{}
+
+func withTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+func tenantOf(r *http.Request) string {
+	if t, ok := r.Context().Value(tenantKey{}).(string); ok {
+		return t
+	}
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+func (h *httpHandler) route(w http.ResponseWriter, r *http.Request) {
+	tenant := tenantOf(r)
+	agents := h.agents[tenant]
+	name := r.PathValue("agent")
+	if name == "" {
+		switch {
+		case len(agents) == 1:
+			for n := range agents {
+				name = n
+			}
+		case agents[DefaultAgentName] != nil:
+			name = DefaultAgentName
+		default:
+			http.Error(w, "this tenant has no default agent: use /mcp/{agent}", http.StatusNotFound)
+			return
+		}
+	}
+	sh, ok := agents[name]
+	if !ok {
+		if h.owner[name] {
+			http.Error(w, "forbidden: that agent belongs to another tenant", http.StatusForbidden)
+			return
+		}
+		http.Error(w, "no such agent", http.StatusNotFound)
+		return
+	}
+	sh.ServeHTTP(w, r)
+}

@@ -1,0 +1,378 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// Tool names offered to the model.
+const (
+	ToolRunCode        = "run_code"
+	ToolListTools      = "list_tools"
+	ToolGetToolInfo    = "get_tool_info"
+	ToolReadToolOutput = "read_tool_output"
+)
+
+// MetaAgentVersion is the _meta key carrying the agent's version hash.
+const MetaAgentVersion = "mcp-sandbox/agent_version"
+
+// maxCodeBytes bounds one program handed to run_code.
+const maxCodeBytes = 1 << 20
+
+// Agent is what one MCP session is offered: an agent of a tenant.
+type Agent struct {
+	Tenant, Name string
+	// Version identifies the agent's effective definition (configs.AgentVersion).
+	Version string
+	// CodeExecution nil means run_code is never offered.
+	CodeExecution *CodeExec
+}
+
+// CodeExec is an agent's code execution: where programs run and under which terms.
+type CodeExec struct {
+	Sandbox engine.Sandbox
+	// Terms are the agent's terms after every narrowing the server knows of; Sandbox.Run may
+	// narrow them once more. They are also what the tool description states.
+	Terms engine.Terms
+	// Refusal, when non-empty, is why the agent's network request cannot be granted: every
+	// run_code answers a network_unavailable refusal with this message, and nothing runs.
+	Refusal string
+	// Profile names the profile, for the description and logs.
+	Profile string
+}
+
+// Options configure NewServer; nil means defaults.
+type Options struct {
+	// Name and Version of the implementation reported at initialize.
+	Name, Version string
+	// Logger receives operational logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// NewServer returns an MCP server offering a's tools. It serves any number of sessions.
+func NewServer(a Agent, opts *Options) *mcp.Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "mcp-sandbox"
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
+		Instructions: instructions(a),
+		Logger:       o.Logger,
+	})
+	h := &handlers{agent: a, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name)}
+	if a.CodeExecution != nil {
+		s.AddTool(&mcp.Tool{
+			Name:        ToolRunCode,
+			Title:       "Run a Python program",
+			Description: runCodeDescription(a.CodeExecution),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
+			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
+		}, h.runCode)
+	}
+	s.AddTool(&mcp.Tool{
+		Name:        ToolListTools,
+		Title:       "List the tools a program can call",
+		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server or by a query over names and descriptions; page with cursor.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"only this upstream server's tools"},"query":{"type":"string","description":"words to match in names and descriptions"},"cursor":{"type":"string","description":"next_cursor from the previous page"}},"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, h.listTools)
+	s.AddTool(&mcp.Tool{
+		Name:        ToolGetToolInfo,
+		Title:       "Describe one tool",
+		Description: "The full input and output schema, annotations and Python alias of one tool that list_tools names.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the tool's name, <server>__<tool>"}},"required":["name"],"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, h.getToolInfo)
+	s.AddTool(&mcp.Tool{
+		Name:        ToolReadToolOutput,
+		Title:       "Read more of a kept output",
+		Description: "Reads an output kept under a handle (a run_code stream or artifact, or a large tool result): a window of lines (offset is a 0-based line index, limit a line count), or the lines matching a regular expression with their line numbers.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"handle":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1},"pattern":{"type":"string","description":"a regular expression; when set, matching lines are returned instead of a window"}},"required":["handle"],"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, h.readToolOutput)
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func instructions(a Agent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mcp-sandbox: tenant %q, agent %q, agent version %s.\n", a.Tenant, a.Name, a.Version)
+	if a.CodeExecution != nil {
+		b.WriteString("Use run_code to run one Python program per call in a fresh, contained workspace; " +
+			"a program can call the tools list_tools names. Prefer one program that does a whole task " +
+			"(loops, filtering, joining results) over many small tool calls.\n")
+	} else {
+		b.WriteString("This agent may not run code; list_tools, get_tool_info and read_tool_output describe the tools available.\n")
+	}
+	return b.String()
+}
+
+// runCodeDescription teaches the model the contract and the limits in force.
+func runCodeDescription(ce *CodeExec) string {
+	t := ce.Terms
+	var b strings.Builder
+	b.WriteString(`Runs one Python 3 program in a separate, contained process and returns what it did.
+
+The program:
+- runs in a fresh, empty workspace directory (its working directory); nothing is kept between calls, so do the whole task in one program.
+- may use top-level await and a top-level return.
+- evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. The value must be JSON-serializable.
+- prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
+- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not).
+- a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
+
+The result (structuredContent) has value, stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation and guarantees. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable) means nothing ran.
+`)
+	fmt.Fprintf(&b, "\nLimits in force: %s.", termsText(t))
+	if t.Network == engine.NetworkNone || t.Network == "" {
+		b.WriteString(" There is no network access.")
+	}
+	if ce.Refusal != "" {
+		fmt.Fprintf(&b, " Note: programs are currently refused: %s.", ce.Refusal)
+	}
+	return b.String()
+}
+
+func termsText(t engine.Terms) string {
+	network := t.Network
+	if network == "" {
+		network = engine.NetworkNone
+	}
+	return fmt.Sprintf("wall clock %gs, CPU %gs, memory %s, file size %s, %d processes, network %s, isolation %s",
+		t.WallSeconds, t.CPUSeconds, bytesText(t.MemoryBytes), bytesText(t.FileSizeBytes), t.ProcessCount, network, t.Isolation)
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n <= 0:
+		return "unlimited"
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+type handlers struct {
+	agent Agent
+	log   *slog.Logger
+}
+
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+// decodeArgs decodes a call's arguments strictly; a mismatch is a tool error the model can fix.
+func decodeArgs(req *mcp.CallToolRequest, v any) *mcp.CallToolResult {
+	raw := req.Params.Arguments
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return toolError("invalid arguments for %s: %v", req.Params.Name, err)
+	}
+	return nil
+}
+
+func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Code *string `json:"code"`
+	}
+	if bad := decodeArgs(req, &in); bad != nil {
+		return bad, nil
+	}
+	if in.Code == nil {
+		return toolError("invalid arguments for run_code: code is required (the whole Python program as a string)"), nil
+	}
+	if len(*in.Code) > maxCodeBytes {
+		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
+	}
+	ce := h.agent.CodeExecution
+	var res *engine.Result
+	if ce.Refusal != "" {
+		res = engine.Refuse(ce.Terms, failure.NetworkUnavailable, ce.Refusal)
+	} else {
+		ex := engine.Execution{Program: *in.Code, Terms: ce.Terms}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			p := newProgress(ctx, req.Session, tok)
+			defer p.wait()
+			ex.Progress = p.report
+		}
+		res = ce.Sandbox.Run(ctx, ex)
+	}
+	attrs := []any{"duration_seconds", res.DurationSeconds, "cancelled", res.Cancelled}
+	if res.Failure != nil {
+		attrs = append(attrs, "failure", string(res.Failure.Kind))
+	}
+	h.log.Info("run_code", attrs...)
+	return renderResult(res, h.agent.Version), nil
+}
+
+// progress sends notifications/progress for one call. A send never blocks the engine: it runs
+// on its own goroutine with a short deadline, and a tick is dropped while the previous send
+// is still in flight. wait waits for the last send.
+type progress struct {
+	ctx  context.Context
+	ss   *mcp.ServerSession
+	tok  any
+	busy atomic.Bool
+	wg   sync.WaitGroup
+}
+
+func newProgress(ctx context.Context, ss *mcp.ServerSession, tok any) *progress {
+	return &progress{ctx: ctx, ss: ss, tok: tok}
+}
+
+func (p *progress) report(elapsed float64) {
+	if !p.busy.CompareAndSwap(false, true) {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer p.busy.Store(false)
+		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+		defer cancel()
+		_ = p.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: p.tok,
+			Progress:      elapsed,
+			Message:       fmt.Sprintf("program running for %.0fs", elapsed),
+		})
+	}()
+}
+
+func (p *progress) wait() { p.wg.Wait() }
+
+// renderResult is the run_code CallToolResult: the Result as structuredContent and a compact
+// text rendering for the model.
+func renderResult(res *engine.Result, version string) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{
+		IsError:           res.Failure != nil,
+		StructuredContent: res,
+		Content:           []mcp.Content{&mcp.TextContent{Text: RenderText(res)}},
+	}
+	if version != "" {
+		out.Meta = mcp.Meta{MetaAgentVersion: version}
+	}
+	return out
+}
+
+// RenderText is the compact text rendering of a Result that the model reads.
+func RenderText(res *engine.Result) string {
+	var b strings.Builder
+	switch f := res.Failure; {
+	case f == nil:
+		b.WriteString("completed")
+	case !f.Executed && f.Kind.Refusal():
+		fmt.Fprintf(&b, "refused (%s): %s", f.Kind, f.Message)
+	default:
+		fmt.Fprintf(&b, "failed (%s): %s", f.Kind, f.Message)
+	}
+	fmt.Fprintf(&b, " in %.3fs\n", res.DurationSeconds)
+	if res.Cancelled {
+		b.WriteString("cancelled: true\n")
+	}
+	if res.LimitHit != nil {
+		fmt.Fprintf(&b, "limit_hit: %s\n", *res.LimitHit)
+	}
+	if res.Failure == nil || res.Failure.Executed {
+		v := string(res.Value)
+		if v == "" {
+			v = "null"
+		}
+		fmt.Fprintf(&b, "value: %s\n", v)
+	}
+	writeStream(&b, "stdout", res.Stdout, res.StdoutSize, res.Attachments)
+	writeStream(&b, "stderr", res.Stderr, res.StderrSize, res.Attachments)
+	if res.Failure != nil && res.Failure.Traceback != "" {
+		fmt.Fprintf(&b, "traceback:\n%s\n", strings.TrimRight(res.Failure.Traceback, "\n"))
+	}
+	for _, a := range res.Artifacts {
+		fmt.Fprintf(&b, "artifact %s: %d bytes, handle %s\n", a.Name, a.Size, a.Handle)
+	}
+	if len(res.Unavailable) > 0 {
+		fmt.Fprintf(&b, "unavailable bindings: %s\n", strings.Join(res.Unavailable, ", "))
+	}
+	fmt.Fprintf(&b, "terms: %s; achieved isolation %s", termsText(res.Terms), res.Isolation)
+	return b.String()
+}
+
+func writeStream(b *strings.Builder, name, preview string, size int64, atts []engine.Attachment) {
+	if size == 0 && preview == "" {
+		return
+	}
+	fmt.Fprintf(b, "%s (%d bytes", name, size)
+	for _, a := range atts {
+		if a.Name == name && a.Truncated && a.Handle != "" {
+			fmt.Fprintf(b, ", preview only; read_tool_output handle %s", a.Handle)
+		}
+	}
+	fmt.Fprintf(b, "):\n%s\n", strings.TrimRight(preview, "\n"))
+}
+
+func (h *handlers) listTools(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Server string `json:"server"`
+		Query  string `json:"query"`
+		Cursor string `json:"cursor"`
+	}
+	if bad := decodeArgs(req, &in); bad != nil {
+		return bad, nil
+	}
+	if in.Cursor != "" {
+		return toolError("unknown cursor %q: start again without one", in.Cursor), nil
+	}
+	return &mcp.CallToolResult{
+		StructuredContent: map[string]any{"tools": []any{}, "next_cursor": nil},
+		Content:           []mcp.Content{&mcp.TextContent{Text: "No tools are available to programs: this agent is granted no upstream servers."}},
+	}, nil
+}
+
+func (h *handlers) getToolInfo(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if bad := decodeArgs(req, &in); bad != nil {
+		return bad, nil
+	}
+	return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
+}
+
+func (h *handlers) readToolOutput(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Handle  string `json:"handle"`
+		Offset  *int   `json:"offset"`
+		Limit   *int   `json:"limit"`
+		Pattern string `json:"pattern"`
+	}
+	if bad := decodeArgs(req, &in); bad != nil {
+		return bad, nil
+	}
+	return toolError("unknown handle %q: no output is kept under it (it may have expired, or belong to another session)", in.Handle), nil
+}

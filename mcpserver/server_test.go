@@ -1,0 +1,322 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// fakeSandbox answers from a function; it never starts a process.
+type fakeSandbox struct {
+	run func(ctx context.Context, ex engine.Execution) *engine.Result
+}
+
+func (f fakeSandbox) Run(ctx context.Context, ex engine.Execution) *engine.Result {
+	return f.run(ctx, ex)
+}
+func (f fakeSandbox) Describe(context.Context) *engine.Description {
+	return &engine.Description{Ready: true}
+}
+
+var testTerms = engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelProcess}
+
+func ok(value string) func(context.Context, engine.Execution) *engine.Result {
+	return func(_ context.Context, ex engine.Execution) *engine.Result {
+		r := engine.Refuse(ex.Terms, "", "")
+		r.Failure = nil
+		r.Value = json.RawMessage(value)
+		return r
+	}
+}
+
+func connect(t *testing.T, a Agent, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := NewServer(a, nil).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestToolsOffered(t *testing.T) {
+	for _, c := range []struct {
+		agent Agent
+		want  string
+	}{
+		{Agent{Tenant: "t", Name: "a"}, "get_tool_info,list_tools,read_tool_output"},
+		{Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{ok("1")}, Terms: testTerms}}, "get_tool_info,list_tools,read_tool_output,run_code"},
+	} {
+		res, err := connect(t, c.agent, nil).ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+			if tl.Name == ToolRunCode && !strings.Contains(tl.Description, "wall clock 30s") {
+				t.Errorf("run_code description does not state the limits in force: %s", tl.Description)
+			}
+		}
+		if got := strings.Join(names, ","); got != c.want {
+			t.Errorf("tools = %s, want %s", got, c.want)
+		}
+	}
+}
+
+func TestRunCodeResult(t *testing.T) {
+	a := Agent{Tenant: "t", Name: "a", Version: "sha256:abc", CodeExecution: &CodeExec{Sandbox: fakeSandbox{ok("42")}, Terms: testTerms}}
+	cs := connect(t, a, nil)
+	if !strings.Contains(cs.InitializeResult().Instructions, "sha256:abc") {
+		t.Errorf("instructions lack the agent version: %q", cs.InitializeResult().Instructions)
+	}
+	res := call(t, cs, ToolRunCode, map[string]any{"code": "6*7"})
+	if res.IsError || res.Meta[MetaAgentVersion] != "sha256:abc" {
+		t.Fatalf("isError %v meta %v", res.IsError, res.Meta)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var r engine.Result
+	if err := json.Unmarshal(b, &r); err != nil || string(r.Value) != "42" || r.Terms.WallSeconds != 30 {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	if !strings.Contains(text(res), "value: 42") {
+		t.Errorf("text: %s", text(res))
+	}
+	// A missing argument is a tool error the model can fix, not a protocol error.
+	if res := call(t, cs, ToolRunCode, map[string]any{}); !res.IsError {
+		t.Errorf("run_code without code: %s", text(res))
+	}
+}
+
+func TestRunCodeFailureAndRefusal(t *testing.T) {
+	fail := func(_ context.Context, ex engine.Execution) *engine.Result {
+		r := engine.Refuse(ex.Terms, failure.ProgramError, "ValueError: boom")
+		r.Failure.Executed = true
+		r.Failure.Traceback = "Traceback (most recent call last):\nValueError: boom"
+		return r
+	}
+	cs := connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{fail}, Terms: testTerms}}, nil)
+	res := call(t, cs, ToolRunCode, map[string]any{"code": "raise ValueError('boom')"})
+	if !res.IsError || !strings.Contains(text(res), "Traceback") || !strings.Contains(text(res), "program_error") {
+		t.Errorf("program failure: isError %v, text %s", res.IsError, text(res))
+	}
+
+	ran := false
+	refuse := func(_ context.Context, ex engine.Execution) *engine.Result { ran = true; return ok("1")(nil, ex) }
+	cs = connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{refuse}, Terms: testTerms, Refusal: "policy says no network"}}, nil)
+	res = call(t, cs, ToolRunCode, map[string]any{"code": "1"})
+	if !res.IsError || ran || !strings.Contains(text(res), "network_unavailable") {
+		t.Errorf("refusal: isError %v, ran %v, text %s", res.IsError, ran, text(res))
+	}
+	if res := call(t, cs, ToolListTools, map[string]any{}); res.IsError {
+		t.Errorf("list_tools after a refusal: %s", text(res))
+	}
+}
+
+func TestCatalogueTools(t *testing.T) {
+	cs := connect(t, Agent{Tenant: "t", Name: "a"}, nil)
+	res := call(t, cs, ToolListTools, map[string]any{"query": "x"})
+	b, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || !strings.Contains(string(b), `"tools":[]`) {
+		t.Errorf("list_tools: %s", b)
+	}
+	if res := call(t, cs, ToolGetToolInfo, map[string]any{"name": "docs__x"}); !res.IsError || !strings.Contains(text(res), "docs__x") {
+		t.Errorf("get_tool_info: %s", text(res))
+	}
+	if res := call(t, cs, ToolReadToolOutput, map[string]any{"handle": "h_1"}); !res.IsError || !strings.Contains(text(res), "h_1") {
+		t.Errorf("read_tool_output: %s", text(res))
+	}
+}
+
+func TestProgressAndCancel(t *testing.T) {
+	slow := func(ctx context.Context, ex engine.Execution) *engine.Result {
+		for i := 1; ; i++ {
+			select {
+			case <-ctx.Done():
+				r := engine.Refuse(ex.Terms, failure.Cancelled, "cancelled")
+				r.Cancelled = true
+				return r
+			case <-time.After(50 * time.Millisecond):
+				if ex.Progress != nil {
+					ex.Progress(float64(i))
+				}
+			}
+		}
+	}
+	var mu sync.Mutex
+	var got int
+	cs := connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{slow}, Terms: testTerms}}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got++
+			mu.Unlock()
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunCode, Arguments: map[string]any{"code": "x"}, Meta: mcp.Meta{"progressToken": "p"}})
+	if err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got < 2 {
+		t.Errorf("%d progress notifications, want several", got)
+	}
+}
+
+func TestHTTPHandlerAuth(t *testing.T) {
+	agents := []Agent{{Tenant: "a", Name: "default"}, {Tenant: "a", Name: "other"}, {Tenant: "b", Name: "bee"}}
+	h := HTTPHandler(HTTPOptions{
+		Agents: agents,
+		Authenticate: func(tok string) (string, bool) {
+			switch tok {
+			case "ta":
+				return "a", true
+			case "tb":
+				return "b", true
+			}
+			return "", false
+		},
+		Loopback: true,
+		Ready:    func() bool { return false },
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
+	for _, c := range []struct {
+		name, method, path, token, host, origin string
+		want                                    int
+	}{
+		{"healthz", "GET", "/healthz", "", "", "", 200},
+		{"readyz not ready", "GET", "/readyz", "", "", "", 503},
+		{"no token", "POST", "/mcp", "", "", "", 401},
+		{"bad token", "POST", "/mcp", "zz", "", "", 401},
+		{"default agent", "POST", "/mcp", "ta", "", "", 200},
+		{"named agent", "POST", "/mcp/other", "ta", "", "", 200},
+		{"another tenant's agent", "POST", "/mcp/bee", "ta", "", "", 403},
+		{"no such agent", "POST", "/mcp/nobody", "ta", "", "", 404},
+		{"tenant without default", "POST", "/mcp", "tb", "", "", 200},
+		{"foreign host", "POST", "/mcp", "ta", "evil.example:80", "", 403},
+		{"cross origin", "POST", "/mcp", "ta", "", "http://evil.example", 403},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
+		if c.method == "POST" {
+			req, _ = http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(init))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		if c.host != "" {
+			req.Host = c.host
+		}
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+}
+
+// A session created by one tenant cannot be used with another tenant's token.
+func TestHTTPSessionBoundToTenant(t *testing.T) {
+	h := HTTPHandler(HTTPOptions{
+		Agents: []Agent{{Tenant: "a", Name: "default"}, {Tenant: "b", Name: "default"}},
+		Authenticate: func(tok string) (string, bool) {
+			return map[string]string{"ta": "a", "tb": "b"}[tok], tok == "ta" || tok == "tb"
+		},
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func(token, session, body string) *http.Response {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("ta", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, sid)
+	}
+	if resp := post("tb", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode < 400 {
+		t.Errorf("tenant b used tenant a's session: status %d", resp.StatusCode)
+	}
+}
+
+func TestHTTPBodyLimit(t *testing.T) {
+	h := HTTPHandler(HTTPOptions{
+		Agents:          []Agent{{Tenant: "a", Name: "default"}},
+		TokenlessTenant: "a",
+		MaxBodyBytes:    1 << 10,
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 4<<10) + `"}}`
+	req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized body: status %d, want 413", resp.StatusCode)
+	}
+}
