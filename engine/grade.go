@@ -80,7 +80,7 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 	switch {
 	case f.Cgroup:
 		g[DimProcessCount] = Enforced
-	case p.UID == 0:
+	case p.UID == 0 && !f.UserNamespace:
 		g[DimProcessCount] = Unavailable
 	case rl("nproc", int64(t.ProcessCount)+1<<20) == Enforced:
 		g[DimProcessCount] = g[DimIdentity]

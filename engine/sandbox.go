@@ -107,6 +107,9 @@ type Facts struct {
 	MountBoundary bool // the child has its own mount namespace without the host's files
 	PIDNamespace  bool
 	NetNamespace  bool
+	// UserNamespace: the child runs in a user namespace of its own, where RLIMIT_NPROC binds
+	// even its uid 0.
+	UserNamespace bool
 	Cgroup        bool // memory and pids limits and a tree kill through a cgroup
 	Seccomp       bool
 	Landlock      bool

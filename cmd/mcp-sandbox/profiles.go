@@ -8,6 +8,8 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 )
 
@@ -48,13 +50,26 @@ func openProfile(ctx context.Context, name string, p configs.Profile) (*engine.R
 // openBackend picks the backend a profile names. `local` takes the strongest local backend
 // that reaches the profile's level, and never a weaker one.
 func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level) (engine.Backend, error) {
-	switch p.Backend {
-	case "process", "local":
+	backend := p.Backend
+	if backend == "local" {
+		pick, err := engine.SelectLocal(detectLocal(p), level)
+		if err != nil {
+			return nil, fmt.Errorf("profile %q: %v; install bubblewrap (apt-get install bubblewrap) or enable user namespaces, "+
+				"or lower the profile's isolation", name, err)
+		}
+		backend = pick.Name
+	}
+	switch backend {
+	case "process":
 		if level.AtLeast(engine.LevelIsolated) {
-			return nil, fmt.Errorf("profile %q requires isolation %q, which the %s backend cannot reach; "+
-				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level, p.Backend)
+			return nil, fmt.Errorf("profile %q requires isolation %q, which the process backend cannot reach; "+
+				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
 		return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist)})
+	case "namespaces":
+		return namespaces.New(ctx, nsOptions(p))
+	case "bwrap":
+		return bwrap.New(ctx, bwrapOptions(p))
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }

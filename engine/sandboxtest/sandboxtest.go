@@ -416,9 +416,11 @@ func (c *contract) killParent(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only meaningful when the child runs as another uid than the host")
 	}
+	// Whatever the program's parent is inside the sandbox (the host under the process backend,
+	// an init of the sandbox's own under bwrap), the host survives and answers the next one.
 	r := c.run(t, "import os\nos.kill(os.getppid(), 9)", engine.Limits{})
-	if r.Failure == nil || r.Failure.Kind != failure.ProgramError {
-		t.Fatalf("want program_error (PermissionError), got %+v", r.Failure)
+	if r.Failure != nil && r.Failure.Kind != failure.ProgramError {
+		t.Fatalf("want completion or program_error (PermissionError), got %+v", r.Failure)
 	}
 	c.answersNext(t)
 }

@@ -10,12 +10,19 @@
 // A setup step that fails ends the helper with exit status ExitSetupFailed and one line on
 // stderr starting "mcp-sandbox-init: "; nothing of the program has run by then.
 //
-// The order matters and is fixed: join the cgroup (as root), count the uid's tasks, drop the
-// identity, re-arm the parent-death signal (the kernel clears it on a uid change), enter the
+// The order matters and is fixed: join the cgroup (as root), count the uid's tasks, build the
+// private root and pivot into it when Spec.Mounts is set (the namespaces backend; the host's
+// /proc is still visible for the count), drop the identity, re-arm the parent-death signal (the kernel clears it on a uid change), enter the
 // workspace, set no_new_privs, Landlock, seccomp, then the rlimits (last, because this Go
 // helper itself needs more address space than a program may get), mark every descriptor but
 // 0-3 close-on-exec, exec. It runs on one locked OS thread, because Landlock and the
 // identity must hold on the thread that calls execve.
+//
+// With Spec.Reaper the helper is a pid namespace's init instead: it starts itself again as
+// pid 2 (which does all of the above), reaps orphans, and reports pid 2's wait status and CPU
+// time on StatusFD before it exits and so ends the namespace. Inside a pid namespace getppid
+// is 0, so pid 2 checks that the host still holds the channel (Spec.ChannelParent) instead of
+// comparing ParentPID.
 //
 // It imports the standard library, x/sys, go-landlock and go-seccomp-bpf.
 package launch

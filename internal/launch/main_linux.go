@@ -34,6 +34,9 @@ func Main() {
 	if spec.KillUID > 0 {
 		killUID(spec.KillUID)
 	}
+	if spec.Reaper {
+		os.Exit(reap(spec))
+	}
 	nproc, err := apply(&spec)
 	if err != nil {
 		fail("%v", err)
@@ -60,6 +63,11 @@ func apply(s *Spec) (uint64, error) {
 	if nproc > 0 && s.Drop {
 		nproc += uint64(tasksOf(s.UID))
 	}
+	if s.Mounts != nil {
+		if err := buildRoot(s.Mounts, s.UID, s.GID); err != nil {
+			return 0, err
+		}
+	}
 	if s.Drop {
 		if err := unix.Setgroups([]int{s.GID}); err != nil {
 			return 0, fmt.Errorf("setgroups: %v", err)
@@ -77,6 +85,9 @@ func apply(s *Spec) (uint64, error) {
 		return 0, fmt.Errorf("parent-death signal: %v", err)
 	}
 	if s.ParentPID > 0 && os.Getppid() != s.ParentPID {
+		return 0, fmt.Errorf("the host exited during setup")
+	}
+	if s.ChannelParent && channelHungUp() {
 		return 0, fmt.Errorf("the host exited during setup")
 	}
 	if s.Dir != "" {

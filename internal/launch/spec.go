@@ -40,6 +40,18 @@ type Spec struct {
 	// io_uring, which could create sockets past the filter).
 	DenyInet bool `json:"deny_inet,omitempty"`
 
+	// Mounts, when set, builds a private root before the identity drop; the helper must then
+	// run in its own mount namespace (and, for Proc, its own pid namespace).
+	Mounts *Mounts `json:"mounts,omitempty"`
+	// ChannelParent: the host is the peer of fd 3. Inside a pid namespace getppid is 0, so
+	// the helper checks that the channel has not hung up instead of checking ParentPID.
+	ChannelParent bool `json:"channel_parent,omitempty"`
+
+	// Reaper makes the helper a pid namespace's init: it starts itself again as pid 2 (with
+	// Reaper cleared) to do everything else, reaps every process of the namespace, and when
+	// pid 2 ends reports its wait status on StatusFD and exits, which ends the namespace.
+	Reaper bool `json:"reaper,omitempty"`
+
 	// KillUID, when set, turns the helper into a killer: it becomes that uid and kills every
 	// process the uid owns, then exits. Used only for an exclusive sandbox uid.
 	KillUID int `json:"kill_uid,omitempty"`
@@ -61,4 +73,39 @@ type Rlimits struct {
 type Landlock struct {
 	ReadOnly  []string `json:"ro"`
 	ReadWrite []string `json:"rw"`
+}
+
+// Mounts is the private root the helper builds and pivots into. Every path is the same
+// inside as on the host.
+type Mounts struct {
+	// Root is an empty host directory; a small tmpfs mounted on it becomes the new root.
+	Root string `json:"root"`
+	// ReadOnly are host paths bound read-only (nosuid) at the same place; a path below one
+	// already listed is skipped, a symbolic link is recreated rather than followed.
+	ReadOnly []string `json:"ro"`
+	// Devices are host device nodes bound into a fresh /dev (null, zero, random, urandom).
+	Devices []string `json:"devices"`
+	// Files are small files written into the root (a minimal /etc/passwd, /etc/hosts).
+	Files map[string]string `json:"files,omitempty"`
+	// Workspace is the working directory: a tmpfs of WorkspaceBytes owned by UID/GID.
+	Workspace      string `json:"workspace"`
+	WorkspaceBytes int64  `json:"workspace_bytes"`
+	// TmpBytes sizes the tmpfs on /tmp (mode 1777).
+	TmpBytes int64 `json:"tmp_bytes"`
+	// Proc mounts a fresh /proc (needs a pid namespace to show only the sandbox's processes).
+	Proc bool `json:"proc"`
+	// Loopback brings lo up (in a fresh network namespace it is the only interface).
+	Loopback bool `json:"loopback"`
+	// Hostname is set in the UTS namespace when not empty.
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// StatusFD is the descriptor a Reaper writes the Status of pid 2 to.
+const StatusFD = 4
+
+// Status is how the interpreter (pid 2) ended, as its reaper saw it.
+type Status struct {
+	Code       int     `json:"code"`
+	Signal     int     `json:"signal,omitempty"`
+	CPUSeconds float64 `json:"cpu"`
 }

@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
@@ -42,7 +42,7 @@ type Backend struct {
 	opts     Options
 	python   string
 	roDirs   []string
-	ids      *identities
+	ids      *identity.Pool
 	cg       *cgroup.Manager
 	cgErr    error
 	landlock bool
@@ -56,7 +56,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.RunAs == "" {
 		opts.RunAs = "65534:65534"
 	}
-	ids, err := parseRunAs(opts.RunAs)
+	ids, err := identity.Parse(opts.RunAs)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		opts.WorkspaceBase = os.TempDir()
 	}
 	b := &Backend{opts: opts, ids: ids, drop: os.Geteuid() == 0 && !disabled(opts, "identity")}
-	probeID, release, _ := ids.lease(context.Background())
+	probeID, release, _ := ids.Lease(context.Background())
 	release()
 	uid, gid := os.Geteuid(), os.Getegid()
 	if b.drop {
@@ -138,7 +138,7 @@ var systemRO = []string{"/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	id, release, err := b.ids.lease(ctx)
+	id, release, err := b.ids.Lease(ctx)
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
@@ -188,21 +188,9 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	return c, nil
 }
 
-func (b *Backend) env(workspace string) []string {
-	env := []string{"HOME=" + workspace, "TMPDIR=" + workspace, "PATH=/usr/local/bin:/usr/bin:/bin",
-		"PYTHONDONTWRITEBYTECODE=1", "LC_CTYPE=C.UTF-8"}
-	keys := make([]string, 0, len(b.opts.Env))
-	for k := range b.opts.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+b.opts.Env[k])
-	}
-	return env
-}
+func (b *Backend) env(workspace string) []string { return spawn.Env(workspace, b.opts.Env) }
 
-func (b *Backend) makeWorkspace(id Identity) (string, error) {
+func (b *Backend) makeWorkspace(id identity.Identity) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	dir := filepath.Join(b.opts.WorkspaceBase, "mcp-sandbox-ws-"+hex.EncodeToString(rnd[:]))

@@ -1,4 +1,4 @@
-package process
+package identity
 
 import (
 	"context"
@@ -13,22 +13,22 @@ type Identity struct {
 	Exclusive bool
 }
 
-// identities leases identities: one shared one, or one per execution from a range.
-type identities struct {
+// Pool leases identities: one shared one, or one per execution from a range.
+type Pool struct {
 	shared *Identity
 	free   chan Identity
 	size   int
 }
 
-// parseRunAs reads "uid:gid" or a range "A-B" (each uid with the same-numbered gid).
-func parseRunAs(s string) (*identities, error) {
+// Parse reads "uid:gid" or a range "A-B" (each uid with the same-numbered gid).
+func Parse(s string) (*Pool, error) {
 	if a, b, ok := strings.Cut(s, "-"); ok {
 		lo, err1 := strconv.Atoi(a)
 		hi, err2 := strconv.Atoi(b)
 		if err1 != nil || err2 != nil || lo <= 0 || hi < lo {
 			return nil, fmt.Errorf("run_as %q: a range is \"FIRST-LAST\" with 0 < FIRST <= LAST", s)
 		}
-		ids := &identities{free: make(chan Identity, hi-lo+1), size: hi - lo + 1}
+		ids := &Pool{free: make(chan Identity, hi-lo+1), size: hi - lo + 1}
 		for u := lo; u <= hi; u++ {
 			ids.free <- Identity{UID: u, GID: u, Exclusive: true}
 		}
@@ -40,10 +40,11 @@ func parseRunAs(s string) (*identities, error) {
 	if !ok || err1 != nil || err2 != nil || uid < 0 || gid < 0 {
 		return nil, fmt.Errorf("run_as %q: want \"UID:GID\" or a range \"FIRST-LAST\"", s)
 	}
-	return &identities{shared: &Identity{UID: uid, GID: gid}}, nil
+	return &Pool{shared: &Identity{UID: uid, GID: gid}}, nil
 }
 
-func (ids *identities) lease(ctx context.Context) (Identity, func(), error) {
+// Lease returns an identity and its release; with a range it waits for a free one until ctx ends.
+func (ids *Pool) Lease(ctx context.Context) (Identity, func(), error) {
 	if ids.shared != nil {
 		return *ids.shared, func() {}, nil
 	}

@@ -1,0 +1,135 @@
+package budget
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// RunRef names a Run: the MCP session id, or the id a host names in _meta (mcp-sandbox/run),
+// within a tenant. The same ID under two tenants is two Runs.
+type RunRef struct {
+	Tenant string
+	ID     string
+}
+
+// CallStatus is where a recorded tool call stands.
+type CallStatus string
+
+// The statuses of a recorded call. Started is the tool_call_started record; the others are
+// tool_call_finished, except Unknown, which Recover gives a started call that never finished.
+const (
+	Started   CallStatus = "started"
+	Succeeded CallStatus = "succeeded"
+	Failed    CallStatus = "failed"
+	Refused   CallStatus = "refused"
+	Aborted   CallStatus = "aborted"
+	Unknown   CallStatus = "unknown"
+)
+
+// finishing reports whether s may end a started call.
+func (s CallStatus) finishing() bool {
+	switch s {
+	case Succeeded, Failed, Refused, Aborted:
+		return true
+	}
+	return false
+}
+
+// CallStart is a tool_call_started record.
+type CallStart struct {
+	ID            string // unique across the ledger; NewID makes one
+	Run           RunRef
+	ExecutionID   string // "" for a direct call from the MCP host
+	Tool          string
+	ArgumentBytes int64
+}
+
+// CallFinish is a tool_call_finished record.
+type CallFinish struct {
+	ID     string
+	Status CallStatus // Succeeded, Failed, Refused or Aborted
+	// Usage of the call; Calls is ignored (the call was counted when it started).
+	Usage       Usage
+	Attachments json.RawMessage // JSON array of attachments, or nil
+	Kind        string          // the ToolError or failure kind, when not Succeeded
+	Message     string
+}
+
+// CallRecord is a call as the ledger holds it.
+type CallRecord struct {
+	CallStart
+	Status      CallStatus
+	Spent       bool // counted as a call: its tool_call_started was written
+	StartedAt   time.Time
+	FinishedAt  time.Time // zero while Started
+	Usage       Usage     // Calls is 1 when Spent
+	Attachments json.RawMessage
+	Kind        string
+	Message     string
+}
+
+// ExecutionEnd is the end record of one execution.
+type ExecutionEnd struct {
+	ID          string
+	Status      string // "completed", or the failure kind
+	Attachments json.RawMessage
+}
+
+// ErrNotFound is returned for a call, execution or Run the ledger does not hold.
+var ErrNotFound = errors.New("budget: not found")
+
+// ErrAlreadyFinished is returned when a call that already has an end is finished again.
+var ErrAlreadyFinished = errors.New("budget: call already finished")
+
+// A Ledger is the durable record of Runs, executions and tool calls, and the source of the
+// per-Run half of every meter. Implementations are safe for concurrent use, and for use by
+// several processes (or machines, for a shared database) at once. Close may be called more
+// than once.
+type Ledger interface {
+	// StartRun records a Run's start; starting a Run that exists does nothing.
+	StartRun(ctx context.Context, run RunRef) error
+	// EndRun records a Run's end. A Run that ended may still be used; its usage stands.
+	EndRun(ctx context.Context, run RunRef) error
+	// StartExecution records an execution's start within run (starting run if need be).
+	StartExecution(ctx context.Context, run RunRef, executionID string) error
+	// EndExecution records an execution's end.
+	EndExecution(ctx context.Context, end ExecutionEnd) error
+
+	// StartCall writes tool_call_started, spending the call, if the Run's usage has not
+	// reached runLimits (a zero Limits sets no ceiling); check and write are one atomic step.
+	// When the Run is exhausted it records the call as refused and unspent and returns a
+	// *failure.Error of kind BudgetExceeded. It returns the Run's usage after the write.
+	// Calls with an empty ExecutionID are recorded but not counted in the Run's usage.
+	StartCall(ctx context.Context, call CallStart, runLimits Limits) (Usage, error)
+	// FinishCall writes tool_call_finished for a started call, adding its bytes to the Run's
+	// usage. ErrNotFound for an unknown id, ErrAlreadyFinished for one with an end.
+	FinishCall(ctx context.Context, fin CallFinish) error
+	// RefuseCall records a call refused before it was started (never spent).
+	RefuseCall(ctx context.Context, call CallStart, kind, message string) error
+	// Charge adds usage not tied to one call (a handle window read, a preserved output) to the
+	// Run and, when executionID is set, to that execution. u.Calls must be 0.
+	Charge(ctx context.Context, run RunRef, executionID string, u Usage) error
+
+	// RunUsage returns what the Run has used, counted from the ledger. A Run never seen has
+	// zero usage.
+	RunUsage(ctx context.Context, run RunRef) (Usage, error)
+	// Call returns one recorded call.
+	Call(ctx context.Context, id string) (CallRecord, error)
+	// Recover marks every started call that has no end, and whose writer is gone (crashed or
+	// closed), as Unknown, and returns them. They stay counted and are never replayed. It is
+	// meant for startup; calls in flight in a live process (this one or another) are untouched.
+	Recover(ctx context.Context) ([]CallRecord, error)
+
+	Close() error
+}
+
+// NewID returns a fresh random id with the given prefix: 128 bits, hex.
+func NewID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return prefix + hex.EncodeToString(b[:])
+}

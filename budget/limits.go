@@ -1,0 +1,111 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// The kinds a binding call is refused with. They are ToolError kinds (DESIGN.md §3.5), not
+// execution failure kinds, so they live here rather than in failure; they are permanent API.
+const (
+	// BudgetExceeded: a meter of the execution or of the Run has reached its ceiling.
+	BudgetExceeded failure.Kind = "budget_exceeded"
+	// ArgumentTooLarge: the call's arguments are over max_argument_bytes.
+	ArgumentTooLarge failure.Kind = "argument_too_large"
+)
+
+// Limits are the ceilings of a binding budget (config key binding_budget). A zero field means
+// this layer sets no ceiling; a negative one is invalid.
+type Limits struct {
+	MaxCalls          int   `json:"max_calls,omitempty"`
+	MaxTotalBytes     int64 `json:"max_total_bytes,omitempty"`     // transfer into the sandbox
+	MaxProducedBytes  int64 `json:"max_produced_bytes,omitempty"`  // made by upstream tools
+	MaxPreservedBytes int64 `json:"max_preserved_bytes,omitempty"` // held in ledger or blob store
+	MaxArgumentBytes  int64 `json:"max_argument_bytes,omitempty"`  // per call
+	MaxResultBytes    int64 `json:"max_result_bytes,omitempty"`    // per call, inline transfer
+}
+
+// Validate reports a negative ceiling.
+func (l Limits) Validate() error {
+	var errs []error
+	check := func(name string, v int64) {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("binding_budget.%s: %d is negative", name, v))
+		}
+	}
+	check("max_calls", int64(l.MaxCalls))
+	check("max_total_bytes", l.MaxTotalBytes)
+	check("max_produced_bytes", l.MaxProducedBytes)
+	check("max_preserved_bytes", l.MaxPreservedBytes)
+	check("max_argument_bytes", l.MaxArgumentBytes)
+	check("max_result_bytes", l.MaxResultBytes)
+	return errors.Join(errs...)
+}
+
+// Narrow returns the tighter of l and other, field by field. It never raises a ceiling: an
+// unset (zero) field takes the other's value.
+func (l Limits) Narrow(other Limits) Limits {
+	return Limits{
+		MaxCalls:          int(narrow(int64(l.MaxCalls), int64(other.MaxCalls))),
+		MaxTotalBytes:     narrow(l.MaxTotalBytes, other.MaxTotalBytes),
+		MaxProducedBytes:  narrow(l.MaxProducedBytes, other.MaxProducedBytes),
+		MaxPreservedBytes: narrow(l.MaxPreservedBytes, other.MaxPreservedBytes),
+		MaxArgumentBytes:  narrow(l.MaxArgumentBytes, other.MaxArgumentBytes),
+		MaxResultBytes:    narrow(l.MaxResultBytes, other.MaxResultBytes),
+	}
+}
+
+func narrow(a, b int64) int64 {
+	switch {
+	case a <= 0:
+		return max(b, 0)
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// ceiling turns an unset limit into "no ceiling".
+func ceiling(v int64) int64 {
+	if v <= 0 {
+		return math.MaxInt64
+	}
+	return v
+}
+
+// Usage is what the meters have counted; it is the "budget" object of a result (DESIGN.md §3.4).
+type Usage struct {
+	Calls          int64 `json:"calls"`
+	TransferBytes  int64 `json:"transfer_bytes"`
+	ProducedBytes  int64 `json:"produced_bytes"`
+	PreservedBytes int64 `json:"preserved_bytes"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		Calls:          u.Calls + v.Calls,
+		TransferBytes:  u.TransferBytes + v.TransferBytes,
+		ProducedBytes:  u.ProducedBytes + v.ProducedBytes,
+		PreservedBytes: u.PreservedBytes + v.PreservedBytes,
+	}
+}
+
+// Exhausted names the first meter of u that has reached its ceiling in l, counting extraCalls
+// calls not yet in u, or returns "" when a further call may be admitted.
+func (u Usage) Exhausted(l Limits, extraCalls int64) string {
+	switch {
+	case u.Calls+extraCalls >= ceiling(int64(l.MaxCalls)):
+		return fmt.Sprintf("max_calls (%d)", l.MaxCalls)
+	case u.TransferBytes >= ceiling(l.MaxTotalBytes):
+		return fmt.Sprintf("max_total_bytes (%d)", l.MaxTotalBytes)
+	case u.ProducedBytes >= ceiling(l.MaxProducedBytes):
+		return fmt.Sprintf("max_produced_bytes (%d)", l.MaxProducedBytes)
+	case u.PreservedBytes >= ceiling(l.MaxPreservedBytes):
+		return fmt.Sprintf("max_preserved_bytes (%d)", l.MaxPreservedBytes)
+	}
+	return ""
+}

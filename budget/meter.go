@@ -1,0 +1,222 @@
+package budget
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// finishTimeout bounds the ledger write that ends a call or an execution; it runs detached
+// from the caller's cancellation, because a cancelled call must still be recorded.
+const finishTimeout = 5 * time.Second
+
+// Call describes a call asking for admission.
+type Call struct {
+	Tool          string
+	ArgumentBytes int64 // size of the encoded arguments
+}
+
+// A Meter meters one execution of a program within its Run. It is safe for concurrent use.
+type Meter struct {
+	ledger Ledger
+	run    RunRef
+	exec   string
+	limits Limits
+
+	mu       sync.Mutex // guards the fields below; never held across a ledger call
+	used     Usage      // the execution's usage (Calls counts spent calls)
+	inflight int64      // calls reserved and not yet written to the ledger
+	runSeen  Usage      // the Run's usage as of the last ledger answer
+	ended    bool
+}
+
+// Start records the start of execution executionID (NewID("x_") when empty) in run and
+// returns its Meter. limits apply to the execution and, counted from the ledger, to the Run.
+func Start(ctx context.Context, l Ledger, run RunRef, executionID string, limits Limits) (*Meter, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
+	if executionID == "" {
+		executionID = NewID("x_")
+	}
+	if err := l.StartExecution(ctx, run, executionID); err != nil {
+		return nil, err
+	}
+	u, err := l.RunUsage(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return &Meter{ledger: l, run: run, exec: executionID, limits: limits, runSeen: u}, nil
+}
+
+// Direct returns a Meter for tool calls the MCP host makes directly, outside any program: it
+// records them (started, finished, unknown after a crash) under run, with no execution and no
+// ceilings, and they do not count against the Run's binding budget.
+func Direct(l Ledger, run RunRef) *Meter {
+	return &Meter{ledger: l, run: run}
+}
+
+// ExecutionID returns the id the execution is recorded under.
+func (m *Meter) ExecutionID() string { return m.exec }
+
+// Limits returns the limits the meter enforces.
+func (m *Meter) Limits() Limits { return m.limits }
+
+// Admit decides whether a call may reach its upstream. When it may, the call's
+// tool_call_started record has been written and the call is spent: the caller must end it
+// with Ticket.Finish whatever happens next. Otherwise the refusal has been recorded and the
+// error's kind is ArgumentTooLarge or BudgetExceeded; or failure.Cancelled when ctx ended, or
+// failure.Internal when the ledger failed, before the call was recorded (it is then not made).
+func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
+	start := CallStart{ID: NewID("c_"), Run: m.run, ExecutionID: m.exec, Tool: c.Tool, ArgumentBytes: c.ArgumentBytes}
+	if c.ArgumentBytes > ceiling(m.limits.MaxArgumentBytes) {
+		return nil, m.refuse(ctx, start, failure.New(ArgumentTooLarge,
+			"the arguments of %s are %d bytes, over max_argument_bytes (%d)", c.Tool, c.ArgumentBytes, m.limits.MaxArgumentBytes))
+	}
+	m.mu.Lock()
+	if m.ended {
+		m.mu.Unlock()
+		return nil, failure.New(BudgetExceeded, "the execution has ended")
+	}
+	if which := m.used.Exhausted(m.limits, m.inflight); which != "" {
+		m.mu.Unlock()
+		return nil, m.refuse(ctx, start, failure.New(BudgetExceeded, "the execution's binding budget is spent: %s reached", which))
+	}
+	m.inflight++
+	m.mu.Unlock()
+
+	runAfter, err := m.ledger.StartCall(ctx, start, m.limits)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inflight--
+	if err != nil {
+		var fe *failure.Error
+		if errors.As(err, &fe) && fe.Kind == BudgetExceeded {
+			m.noteRun(runAfter)
+			return nil, fe
+		}
+		if ctx.Err() != nil {
+			return nil, failure.Wrap(failure.Cancelled, err, "the call was cancelled before it was made")
+		}
+		return nil, failure.Wrap(failure.Internal, err, "the call could not be recorded, so it was not made")
+	}
+	m.used.Calls++
+	m.noteRun(runAfter)
+	return &Ticket{m: m, id: start.ID, tool: c.Tool}, nil
+}
+
+func (m *Meter) refuse(ctx context.Context, c CallStart, fe *failure.Error) *failure.Error {
+	if err := m.ledger.RefuseCall(ctx, c, string(fe.Kind), fe.Message); err != nil {
+		fe.Err = err // the refusal stands; the operator learns it went unrecorded
+	}
+	return fe
+}
+
+// noteRun keeps the latest Run usage the ledger reported. Called with mu held.
+func (m *Meter) noteRun(u Usage) {
+	if u.Calls >= m.runSeen.Calls {
+		m.runSeen = u
+	}
+}
+
+// TransferAllowance returns how many bytes may still cross into the sandbox in one piece: the
+// per-call ceiling (max_result_bytes) or what is left of max_total_bytes for the execution and
+// for the Run as last seen, whichever is least. A result over it goes to the program as a
+// handle (or is refused), never truncated.
+func (m *Meter) TransferAllowance() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	total := ceiling(m.limits.MaxTotalBytes)
+	left := min(ceiling(m.limits.MaxResultBytes), total-m.used.TransferBytes, total-m.runSeen.TransferBytes)
+	if total == math.MaxInt64 && m.limits.MaxResultBytes <= 0 {
+		return math.MaxInt64
+	}
+	return max(left, 0)
+}
+
+// Charge adds usage not tied to one call to the execution and the Run: a window of a handle
+// read into the sandbox, an output preserved in the blob store. u.Calls must be 0.
+func (m *Meter) Charge(ctx context.Context, u Usage) error {
+	if err := m.ledger.Charge(ctx, m.run, m.exec, u); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.used = m.used.Add(u)
+	m.runSeen = m.runSeen.Add(u)
+	m.mu.Unlock()
+	return nil
+}
+
+// Usage returns the execution's usage and the Run's, the latter read from the ledger.
+func (m *Meter) Usage(ctx context.Context) (execution, run Usage, err error) {
+	run, err = m.ledger.RunUsage(ctx, m.run)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		m.noteRun(run)
+	}
+	return m.used, run, err
+}
+
+// End records the execution's end. Calls admitted afterwards are refused. status is
+// "completed" or the failure kind; attachments is the JSON array of its outputs' attachments.
+func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage) error {
+	m.mu.Lock()
+	m.ended = true
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	return m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments})
+}
+
+// A Ticket is an admitted, spent call. Finish it exactly once.
+type Ticket struct {
+	m    *Meter
+	id   string
+	tool string
+	once sync.Once
+	err  error
+}
+
+// ID returns the call's ledger id.
+func (t *Ticket) ID() string { return t.id }
+
+// TransferAllowance is the Meter's: what this call may hand the program inline.
+func (t *Ticket) TransferAllowance() int64 { return t.m.TransferAllowance() }
+
+// Outcome is how a call ended.
+type Outcome struct {
+	Status         CallStatus // Succeeded, Failed, Refused or Aborted
+	ProducedBytes  int64      // what the upstream made
+	TransferBytes  int64      // what crossed into the sandbox
+	PreservedBytes int64      // what was kept in the blob store or ledger
+	Attachments    json.RawMessage
+	Kind           string // the ToolError kind when not Succeeded
+	Message        string
+}
+
+// Finish writes tool_call_finished and charges the call's bytes. It runs detached from ctx's
+// cancellation (a cancelled call must still be recorded). Later calls return the first result.
+func (t *Ticket) Finish(ctx context.Context, o Outcome) error {
+	t.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+		u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
+		t.err = t.m.ledger.FinishCall(ctx, CallFinish{ID: t.id, Status: o.Status, Usage: u,
+			Attachments: o.Attachments, Kind: o.Kind, Message: o.Message})
+		if t.err != nil {
+			return
+		}
+		t.m.mu.Lock()
+		t.m.used = t.m.used.Add(u)
+		t.m.runSeen = t.m.runSeen.Add(u)
+		t.m.mu.Unlock()
+	})
+	return t.err
+}

@@ -1,0 +1,292 @@
+package budget
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+func TestNarrow(t *testing.T) {
+	profile := Limits{MaxCalls: 200, MaxTotalBytes: 8 << 20, MaxProducedBytes: 64 << 20,
+		MaxPreservedBytes: 64 << 20, MaxArgumentBytes: 256 << 10, MaxResultBytes: 1 << 20}
+	tests := []struct {
+		name       string
+		a, b, want Limits
+	}{
+		{"empty policy narrows nothing", profile, Limits{}, profile},
+		{"empty profile takes policy", Limits{}, Limits{MaxCalls: 3}, Limits{MaxCalls: 3}},
+		{"policy lowers", profile, Limits{MaxCalls: 3, MaxResultBytes: 10},
+			func() Limits { l := profile; l.MaxCalls, l.MaxResultBytes = 3, 10; return l }()},
+		{"policy cannot raise", profile, Limits{MaxCalls: 1000, MaxTotalBytes: 1 << 40}, profile},
+		{"negative is ignored", Limits{MaxCalls: 5}, Limits{MaxCalls: -1}, Limits{MaxCalls: 5}},
+	}
+	for _, tc := range tests {
+		if d := cmp.Diff(tc.want, tc.a.Narrow(tc.b)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+		if d := cmp.Diff(tc.want, tc.b.Narrow(tc.a)); d != "" {
+			t.Errorf("%s, reversed (-want +got):\n%s", tc.name, d)
+		}
+	}
+	if err := (Limits{MaxResultBytes: -1}).Validate(); err == nil {
+		t.Error("negative limit validated")
+	}
+	if err := profile.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func newMeter(t *testing.T, l Ledger, run RunRef, limits Limits) *Meter {
+	t.Helper()
+	m, err := Start(t.Context(), l, run, "", limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestAdmitIsExact: 64 goroutines race against max_calls 10; exactly 10 are admitted, and a
+// second execution of the same Run is refused at once while a new Run starts fresh.
+func TestAdmitIsExact(t *testing.T) {
+	l := openSQLite(t, t.TempDir())
+	run := RunRef{Tenant: "t", ID: "r"}
+	limits := Limits{MaxCalls: 10}
+	m := newMeter(t, l, run, limits)
+	var ok, exceeded atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 64 {
+		wg.Go(func() {
+			<-start
+			tk, fe := m.Admit(t.Context(), Call{Tool: "srv__t", ArgumentBytes: 2})
+			if fe != nil {
+				if fe.Kind != BudgetExceeded {
+					t.Errorf("Admit: %v", fe)
+				}
+				exceeded.Add(1)
+				return
+			}
+			ok.Add(1)
+			if err := tk.Finish(t.Context(), Outcome{Status: Succeeded, TransferBytes: 1}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if ok.Load() != 10 || exceeded.Load() != 54 {
+		t.Fatalf("admitted %d, refused %d; want 10 and 54", ok.Load(), exceeded.Load())
+	}
+	exec, runU, err := m.Usage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Usage{Calls: 10, TransferBytes: 10}
+	if exec != want || runU != want {
+		t.Errorf("usage = %+v / %+v, want %+v", exec, runU, want)
+	}
+	if err := m.End(t.Context(), "completed", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, fe := m.Admit(t.Context(), Call{Tool: "srv__t"}); fe == nil {
+		t.Error("a call was admitted after End")
+	}
+
+	second := newMeter(t, l, run, limits)
+	if _, fe := second.Admit(t.Context(), Call{Tool: "srv__t"}); fe == nil || fe.Kind != BudgetExceeded {
+		t.Errorf("second execution of a spent Run: %v, want budget_exceeded", fe)
+	}
+	fresh := newMeter(t, l, RunRef{Tenant: "t", ID: "r2"}, limits)
+	if _, fe := fresh.Admit(t.Context(), Call{Tool: "srv__t"}); fe != nil {
+		t.Errorf("a new Run: %v", fe)
+	}
+}
+
+// TestAdmitExactAcrossMeters: two executions of one Run, through two opens of the ledger
+// (as two processes would), race for the Run's allowance.
+func TestAdmitExactAcrossMeters(t *testing.T) {
+	dir := t.TempDir()
+	a, b := openSQLite(t, dir), openSQLite(t, dir)
+	run := RunRef{Tenant: "t", ID: "r"}
+	ma := newMeter(t, a, run, Limits{MaxCalls: 10})
+	mb := newMeter(t, b, run, Limits{MaxCalls: 10})
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 64 {
+		m := ma
+		if i%2 == 1 {
+			m = mb
+		}
+		wg.Go(func() {
+			if tk, fe := m.Admit(t.Context(), Call{Tool: "x"}); fe == nil {
+				ok.Add(1)
+				_ = tk.Finish(t.Context(), Outcome{Status: Succeeded})
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 10 {
+		t.Errorf("admitted %d across two meters, want 10", ok.Load())
+	}
+}
+
+func TestAdmitRefusals(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits Limits
+		before Outcome // the outcome of a first, admitted call
+		call   Call
+		kind   failure.Kind // "" when the second call is admitted
+	}{
+		{"argument too large", Limits{MaxArgumentBytes: 10}, Outcome{Status: Succeeded}, Call{ArgumentBytes: 11}, ArgumentTooLarge},
+		{"argument at ceiling", Limits{MaxArgumentBytes: 10}, Outcome{Status: Succeeded}, Call{ArgumentBytes: 10}, ""},
+		{"transfer spent", Limits{MaxTotalBytes: 5}, Outcome{Status: Succeeded, TransferBytes: 5}, Call{}, BudgetExceeded},
+		{"produced spent", Limits{MaxProducedBytes: 5}, Outcome{Status: Failed, ProducedBytes: 9}, Call{}, BudgetExceeded},
+		{"preserved spent", Limits{MaxPreservedBytes: 5}, Outcome{Status: Succeeded, PreservedBytes: 5}, Call{}, BudgetExceeded},
+		{"aborted call is spent", Limits{MaxCalls: 1}, Outcome{Status: Aborted}, Call{}, BudgetExceeded},
+		{"within budget", Limits{MaxCalls: 2, MaxTotalBytes: 5}, Outcome{Status: Succeeded, TransferBytes: 4}, Call{}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := openSQLite(t, t.TempDir())
+			m := newMeter(t, l, RunRef{Tenant: "t", ID: "r"}, tc.limits)
+			tk, fe := m.Admit(t.Context(), Call{Tool: "a"})
+			if fe != nil {
+				t.Fatal(fe)
+			}
+			if err := tk.Finish(t.Context(), tc.before); err != nil {
+				t.Fatal(err)
+			}
+			tc.call.Tool = "b"
+			_, fe = m.Admit(t.Context(), tc.call)
+			var got failure.Kind
+			if fe != nil {
+				got = fe.Kind
+			}
+			if got != tc.kind {
+				t.Fatalf("kind = %q (%v), want %q", got, fe, tc.kind)
+			}
+			if fe != nil {
+				// The refusal is recorded and not spent.
+				_, runU, _ := m.Usage(t.Context())
+				if runU.Calls != 1 {
+					t.Errorf("run calls = %d, want 1", runU.Calls)
+				}
+			}
+		})
+	}
+}
+
+func TestFinishOnce(t *testing.T) {
+	l := openSQLite(t, t.TempDir())
+	m := newMeter(t, l, RunRef{Tenant: "t", ID: "r"}, Limits{})
+	tk, fe := m.Admit(t.Context(), Call{Tool: "a"})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // a cancelled request must still be recorded
+	if err := tk.Finish(ctx, Outcome{Status: Aborted, ProducedBytes: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Finish(t.Context(), Outcome{Status: Succeeded, ProducedBytes: 100}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Call(t.Context(), tk.ID())
+	if err != nil || rec.Status != Aborted || rec.Usage.ProducedBytes != 3 {
+		t.Errorf("record = %+v, %v", rec, err)
+	}
+	if exec, _, _ := m.Usage(t.Context()); exec.ProducedBytes != 3 {
+		t.Errorf("execution produced = %d, want 3", exec.ProducedBytes)
+	}
+}
+
+func TestTransferAllowance(t *testing.T) {
+	l := openSQLite(t, t.TempDir())
+	tests := []struct {
+		name   string
+		limits Limits
+		charge int64
+		want   int64
+	}{
+		{"unset", Limits{}, 0, math.MaxInt64},
+		{"per-call ceiling", Limits{MaxResultBytes: 100, MaxTotalBytes: 1000}, 0, 100},
+		{"what is left", Limits{MaxResultBytes: 100, MaxTotalBytes: 1000}, 950, 50},
+		{"spent", Limits{MaxTotalBytes: 1000}, 1200, 0},
+	}
+	for i, tc := range tests {
+		m := newMeter(t, l, RunRef{Tenant: "t", ID: string(rune('a' + i))}, tc.limits)
+		if err := m.Charge(t.Context(), Usage{TransferBytes: tc.charge}); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.TransferAllowance(); got != tc.want {
+			t.Errorf("%s: allowance = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRestartKeepsRunAllowance: a Meter started on a reopened ledger sees the Run's usage.
+func TestRestartKeepsRunAllowance(t *testing.T) {
+	dir := t.TempDir()
+	run := RunRef{Tenant: "t", ID: "r"}
+	l := openSQLite(t, dir)
+	m := newMeter(t, l, run, Limits{MaxCalls: 3, MaxTotalBytes: 100})
+	for range 2 {
+		tk, fe := m.Admit(t.Context(), Call{Tool: "a"})
+		if fe != nil {
+			t.Fatal(fe)
+		}
+		_ = tk.Finish(t.Context(), Outcome{Status: Succeeded, TransferBytes: 30})
+	}
+	l.Close()
+	l2 := openSQLite(t, dir)
+	m2 := newMeter(t, l2, run, Limits{MaxCalls: 3, MaxTotalBytes: 100})
+	if got := m2.TransferAllowance(); got != 40 {
+		t.Errorf("allowance after restart = %d, want 40", got)
+	}
+	if _, fe := m2.Admit(t.Context(), Call{Tool: "a"}); fe != nil {
+		t.Fatal(fe)
+	}
+	if _, fe := m2.Admit(t.Context(), Call{Tool: "a"}); fe == nil || fe.Kind != BudgetExceeded {
+		t.Errorf("fourth call of the Run: %v, want budget_exceeded", fe)
+	}
+}
+
+func TestDirectCallsAreRecorded(t *testing.T) {
+	l := openSQLite(t, t.TempDir())
+	run := RunRef{Tenant: "t", ID: "r"}
+	d := Direct(l, run)
+	tk, fe := d.Admit(t.Context(), Call{Tool: "srv__t", ArgumentBytes: 1 << 30})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if err := tk.Finish(t.Context(), Outcome{Status: Succeeded, ProducedBytes: 5}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Call(t.Context(), tk.ID())
+	if err != nil || rec.ExecutionID != "" || rec.Status != Succeeded {
+		t.Errorf("record = %+v, %v", rec, err)
+	}
+	if u, _ := l.RunUsage(t.Context(), run); u != (Usage{}) {
+		t.Errorf("run usage = %+v, want zero: direct calls are not binding calls", u)
+	}
+}
+
+func TestAdmitCancelled(t *testing.T) {
+	l := openSQLite(t, t.TempDir())
+	m := newMeter(t, l, RunRef{Tenant: "t", ID: "r"}, Limits{MaxCalls: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, fe := m.Admit(ctx, Call{Tool: "a"}); fe == nil || fe.Kind != failure.Cancelled {
+		t.Fatalf("Admit under a cancelled context: %v", fe)
+	}
+	if _, fe := m.Admit(t.Context(), Call{Tool: "a"}); fe != nil {
+		t.Errorf("a cancelled admission spent the budget: %v", fe)
+	}
+}

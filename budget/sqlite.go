@@ -1,0 +1,448 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// LedgerFile is the SQLite ledger's file name under the data dir.
+const LedgerFile = "ledger.db"
+
+// SQLiteOptions tunes OpenSQLite; nil means defaults.
+type SQLiteOptions struct {
+	// BusyTimeout is how long a write waits for another process's lock; default 10s.
+	BusyTimeout time.Duration
+}
+
+// SQLite is the single-machine Ledger: one SQLite file in WAL mode, shared safely by the
+// goroutines of this process (writes are serialised by a mutex, so they never spin on the
+// busy handler) and by other processes (write transactions are BEGIN IMMEDIATE and wait up to
+// the busy timeout).
+//
+// Each open ledger is an owner: calls it starts carry its owner id, and it holds an exclusive
+// flock on a file named for that id next to the database while open. Recover treats a call as
+// orphaned only when its owner's lock can be taken, i.e. the owner closed or died (the kernel
+// drops a dead process's flocks), so a second process starting up never steals a live
+// process's calls.
+type SQLite struct {
+	db    *sql.DB
+	owner *owner
+
+	wmu sync.Mutex // serialises this process's write transactions
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS runs (
+	tenant          TEXT    NOT NULL,
+	run_id          TEXT    NOT NULL,
+	started_at      INTEGER NOT NULL,
+	ended_at        INTEGER,
+	calls           INTEGER NOT NULL DEFAULT 0,
+	transfer_bytes  INTEGER NOT NULL DEFAULT 0,
+	produced_bytes  INTEGER NOT NULL DEFAULT 0,
+	preserved_bytes INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (tenant, run_id)
+);
+CREATE TABLE IF NOT EXISTS executions (
+	id              TEXT    PRIMARY KEY,
+	tenant          TEXT    NOT NULL,
+	run_id          TEXT    NOT NULL,
+	started_at      INTEGER NOT NULL,
+	ended_at        INTEGER,
+	status          TEXT    NOT NULL DEFAULT 'running',
+	attachments     TEXT,
+	calls           INTEGER NOT NULL DEFAULT 0,
+	transfer_bytes  INTEGER NOT NULL DEFAULT 0,
+	produced_bytes  INTEGER NOT NULL DEFAULT 0,
+	preserved_bytes INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+	id              TEXT    PRIMARY KEY,
+	tenant          TEXT    NOT NULL,
+	run_id          TEXT    NOT NULL,
+	execution_id    TEXT    NOT NULL,
+	tool            TEXT    NOT NULL,
+	argument_bytes  INTEGER NOT NULL,
+	owner           TEXT    NOT NULL,
+	status          TEXT    NOT NULL,
+	spent           INTEGER NOT NULL,
+	started_at      INTEGER NOT NULL,
+	finished_at     INTEGER,
+	transfer_bytes  INTEGER NOT NULL DEFAULT 0,
+	produced_bytes  INTEGER NOT NULL DEFAULT 0,
+	preserved_bytes INTEGER NOT NULL DEFAULT 0,
+	attachments     TEXT,
+	kind            TEXT    NOT NULL DEFAULT '',
+	message         TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS tool_calls_open ON tool_calls (owner) WHERE status = 'started';
+CREATE INDEX IF NOT EXISTS tool_calls_run ON tool_calls (tenant, run_id);
+`
+
+// OpenSQLite opens (creating if need be) the ledger in dataDir/LedgerFile.
+func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLite, error) {
+	busy := 10 * time.Second
+	if opts != nil && opts.BusyTimeout > 0 {
+		busy = opts.BusyTimeout
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("budget: ledger dir: %w", err)
+	}
+	path := filepath.Join(dataDir, LedgerFile)
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("budget: open ledger: %w", err)
+	}
+	db.SetMaxOpenConns(8)
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("budget: ledger schema: %w", err)
+	}
+	own, err := newOwner(path + "-owners")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &SQLite{db: db, owner: own}, nil
+}
+
+// Close releases the ledger; calls still started stay so, for a later Recover.
+func (s *SQLite) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.db.Close(), s.owner.release())
+	})
+	return s.closeErr
+}
+
+func now() int64 { return time.Now().UnixNano() }
+
+// write runs fn in an immediate write transaction.
+func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("budget: ledger: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("budget: ledger commit: %w", err)
+	}
+	return nil
+}
+
+const ensureRun = `INSERT INTO runs (tenant, run_id, started_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+
+func (s *SQLite) StartRun(ctx context.Context, run RunRef) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, now())
+		return err
+	})
+}
+
+func (s *SQLite) EndRun(ctx context.Context, run RunRef) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE runs SET ended_at = ? WHERE tenant = ? AND run_id = ?`, now(), run.Tenant, run.ID)
+		return mustAffect(r, err)
+	})
+}
+
+func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, t); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, run_id, started_at) VALUES (?, ?, ?, ?)`, id, run.Tenant, run.ID, t)
+		return err
+	})
+}
+
+func (s *SQLite) EndExecution(ctx context.Context, end ExecutionEnd) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ? WHERE id = ?`,
+			now(), end.Status, nullJSON(end.Attachments), end.ID)
+		return mustAffect(r, err)
+	})
+}
+
+func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (Usage, error) {
+	var after Usage
+	var refusal *failure.Error
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
+			return err
+		}
+		u, err := runUsage(ctx, tx, c.Run)
+		if err != nil {
+			return err
+		}
+		metered := c.ExecutionID != ""
+		if metered {
+			if which := u.Exhausted(runLimits, 0); which != "" {
+				refusal = failure.New(BudgetExceeded, "the run's binding budget is spent: %s reached", which)
+				after = u
+				return insertCall(ctx, tx, c, s.owner.id, Refused, false, t, string(refusal.Kind), refusal.Message)
+			}
+		}
+		if err := insertCall(ctx, tx, c, s.owner.id, Started, true, t, "", ""); err != nil {
+			return err
+		}
+		if metered {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET calls = calls + 1 WHERE tenant = ? AND run_id = ?`, c.Run.Tenant, c.Run.ID); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE executions SET calls = calls + 1 WHERE id = ?`, c.ExecutionID); err != nil {
+				return err
+			}
+			u.Calls++
+		}
+		after = u
+		return nil
+	})
+	if err != nil {
+		return Usage{}, err
+	}
+	if refusal != nil {
+		return after, refusal
+	}
+	return after, nil
+}
+
+func insertCall(ctx context.Context, tx *sql.Tx, c CallStart, owner string, st CallStatus, spent bool, t int64, kind, msg string) error {
+	var fin any
+	if st != Started {
+		fin = t
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls
+		(id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent, started_at, finished_at, kind, message)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, owner, string(st), spent, t, fin, kind, msg)
+	return err
+}
+
+func (s *SQLite) RefuseCall(ctx context.Context, c CallStart, kind, message string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		t := now()
+		if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
+			return err
+		}
+		return insertCall(ctx, tx, c, s.owner.id, Refused, false, t, kind, message)
+	})
+}
+
+func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
+	if !f.Status.finishing() {
+		return fmt.Errorf("budget: %q does not finish a call", f.Status)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var tenant, runID, execID, status string
+		err := tx.QueryRowContext(ctx, `SELECT tenant, run_id, execution_id, status FROM tool_calls WHERE id = ?`, f.ID).
+			Scan(&tenant, &runID, &execID, &status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: call %s", ErrNotFound, f.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if CallStatus(status) != Started {
+			return fmt.Errorf("%w: call %s is %s", ErrAlreadyFinished, f.ID, status)
+		}
+		u := f.Usage
+		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, finished_at = ?, transfer_bytes = ?,
+			produced_bytes = ?, preserved_bytes = ?, attachments = ?, kind = ?, message = ? WHERE id = ?`,
+			string(f.Status), now(), u.TransferBytes, u.ProducedBytes, u.PreservedBytes, nullJSON(f.Attachments),
+			f.Kind, f.Message, f.ID); err != nil {
+			return err
+		}
+		if execID == "" {
+			return nil
+		}
+		return addBytes(ctx, tx, RunRef{Tenant: tenant, ID: runID}, execID, u)
+	})
+}
+
+func addBytes(ctx context.Context, tx *sql.Tx, run RunRef, execID string, u Usage) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
+		preserved_bytes = preserved_bytes + ? WHERE tenant = ? AND run_id = ?`,
+		u.TransferBytes, u.ProducedBytes, u.PreservedBytes, run.Tenant, run.ID); err != nil {
+		return err
+	}
+	if execID == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE executions SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
+		preserved_bytes = preserved_bytes + ? WHERE id = ?`, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, execID)
+	return err
+}
+
+func (s *SQLite) Charge(ctx context.Context, run RunRef, execID string, u Usage) error {
+	if u.Calls != 0 {
+		return errors.New("budget: Charge cannot count calls")
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, now()); err != nil {
+			return err
+		}
+		return addBytes(ctx, tx, run, execID, u)
+	})
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func runUsage(ctx context.Context, q querier, run RunRef) (Usage, error) {
+	var u Usage
+	err := q.QueryRowContext(ctx, `SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM runs
+		WHERE tenant = ? AND run_id = ?`, run.Tenant, run.ID).
+		Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Usage{}, nil
+	}
+	return u, err
+}
+
+func (s *SQLite) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
+	u, err := runUsage(ctx, s.db, run)
+	if err != nil {
+		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
+	}
+	return u, nil
+}
+
+const callColumns = `id, tenant, run_id, execution_id, tool, argument_bytes, status, spent, started_at,
+	finished_at, transfer_bytes, produced_bytes, preserved_bytes, attachments, kind, message`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanCall(r scanner) (CallRecord, error) {
+	var c CallRecord
+	var status string
+	var started int64
+	var finished sql.NullInt64
+	var att sql.NullString
+	err := r.Scan(&c.ID, &c.Run.Tenant, &c.Run.ID, &c.ExecutionID, &c.Tool, &c.ArgumentBytes, &status, &c.Spent,
+		&started, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message)
+	if err != nil {
+		return CallRecord{}, err
+	}
+	c.Status = CallStatus(status)
+	c.StartedAt = time.Unix(0, started)
+	if finished.Valid {
+		c.FinishedAt = time.Unix(0, finished.Int64)
+	}
+	if att.Valid {
+		c.Attachments = []byte(att.String)
+	}
+	if c.Spent {
+		c.Usage.Calls = 1
+	}
+	return c, nil
+}
+
+func (s *SQLite) Call(ctx context.Context, id string) (CallRecord, error) {
+	c, err := scanCall(s.db.QueryRowContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return CallRecord{}, fmt.Errorf("%w: call %s", ErrNotFound, id)
+	}
+	return c, err
+}
+
+func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT owner FROM tool_calls WHERE status = 'started' AND owner != ?`, s.owner.id)
+	if err != nil {
+		return nil, fmt.Errorf("budget: recover: %w", err)
+	}
+	var owners []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		owners = append(owners, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []CallRecord
+	for _, o := range owners {
+		gone, unlock, err := s.owner.claim(o)
+		if err != nil {
+			return out, err
+		}
+		if !gone {
+			continue
+		}
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,
+				message = 'the host stopped while the call was in flight; it is counted and not replayed'
+				WHERE owner = ? AND status = 'started'`, now(), o); err != nil {
+				return err
+			}
+			rs, err := tx.QueryContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE owner = ? AND status = 'unknown'
+				ORDER BY started_at`, o)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				c, err := scanCall(rs)
+				if err != nil {
+					return err
+				}
+				out = append(out, c)
+			}
+			return rs.Err()
+		})
+		unlock()
+		if err != nil {
+			return out, fmt.Errorf("budget: recover: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func mustAffect(r sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,93 @@
+package budget
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func openSQLite(t *testing.T, dir string) *SQLite {
+	t.Helper()
+	l, err := OpenSQLite(t.Context(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestSQLiteLedgerContract(t *testing.T) {
+	dirs := map[Ledger]string{}
+	RunLedgerContract(t,
+		func(t *testing.T) Ledger {
+			dir := t.TempDir()
+			l := openSQLite(t, dir)
+			dirs[l] = dir
+			return l
+		},
+		func(t *testing.T, l Ledger) Ledger { return openSQLite(t, dirs[l]) })
+}
+
+func TestSQLiteIsWAL(t *testing.T) {
+	l := openSQLite(t, t.TempDir())
+	var mode string
+	if err := l.db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+}
+
+// TestSQLiteRecoverAfterKill kills a real process holding a started call (its flock dies with
+// it, and it never ran Close) and recovers in this one.
+func TestSQLiteRecoverAfterKill(t *testing.T) {
+	if os.Getenv("BUDGET_CRASH_CHILD") != "" {
+		crashChild()
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSQLiteRecoverAfterKill$")
+	cmd.Env = append(os.Environ(), "BUDGET_CRASH_CHILD="+dir)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("child exited cleanly; want killed. output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "started")); err != nil {
+		t.Fatalf("child never started its call: %v\n%s", err, out)
+	}
+	l := openSQLite(t, dir)
+	got, err := l.Recover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "c_child" || got[0].Status != Unknown {
+		t.Fatalf("Recover = %+v", got)
+	}
+	u, err := l.RunUsage(t.Context(), RunRef{Tenant: "t", ID: "r"})
+	if err != nil || u.Calls != 1 {
+		t.Errorf("RunUsage = %+v, %v; want 1 call", u, err)
+	}
+}
+
+func crashChild() {
+	dir := os.Getenv("BUDGET_CRASH_CHILD")
+	ctx := context.Background()
+	l, err := OpenSQLite(ctx, dir, nil)
+	if err != nil {
+		os.Exit(3)
+	}
+	run := RunRef{Tenant: "t", ID: "r"}
+	if l.StartExecution(ctx, run, "x") != nil {
+		os.Exit(3)
+	}
+	if _, err := l.StartCall(ctx, CallStart{ID: "c_child", Run: run, ExecutionID: "x", Tool: "slow"}, Limits{}); err != nil {
+		os.Exit(3)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "started"), nil, 0o600)
+	p, _ := os.FindProcess(os.Getpid())
+	_ = p.Kill() // SIGKILL: no Close, no deferred cleanup
+	select {}
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+)
+
+// detectLocal lists the local backends this host offers for profile p, with the reason and
+// install guidance for each one it does not. It starts nothing.
+func detectLocal(p configs.Profile) []engine.LocalBackend {
+	nsOK, nsWhy := namespaces.Available(nsOptions(p))
+	_, bwWhy := bwrap.Find(bwrapOptions(p))
+	return engine.DetectLocalBackends([]engine.LocalBackend{
+		{Name: "namespaces", Isolation: engine.LevelIsolated, Available: nsOK, Reason: nsWhy},
+		{Name: "bwrap", Isolation: engine.LevelIsolated, Available: bwWhy == "", Reason: bwWhy},
+		{Name: "process", Isolation: engine.LevelProcess, Available: true},
+	})
+}
+
+func nsOptions(p configs.Profile) namespaces.Options {
+	return namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist)}
+}
+
+func bwrapOptions(p configs.Profile) bwrap.Options {
+	return bwrap.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist)}
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+)
+
+func TestOpenBackendSelection(t *testing.T) {
+	found := detectLocal(configs.Profile{})
+	names := map[string]bool{}
+	for _, f := range found {
+		names[f.Name] = true
+	}
+	if len(found) != 3 || !names["namespaces"] || !names["bwrap"] || !names["process"] {
+		t.Fatalf("detected %+v, want namespaces, bwrap and process", found)
+	}
+	best, err := engine.SelectLocal(found, engine.LevelIsolated)
+	if err != nil {
+		t.Skipf("this host has no isolated backend: %v", err)
+	}
+	b, err := openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated)
+	if err != nil || b.Name() != best.Name {
+		t.Fatalf("local at isolated opened %v, %v; want %s", b, err, best.Name)
+	}
+	_, err = openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach") {
+		t.Fatalf("process at isolated: %v, want a refusal", err)
+	}
+}

@@ -1,0 +1,255 @@
+//go:build linux
+
+package bwrap
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"syscall"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+)
+
+// Options configure the bwrap backend. cmd/ resolves them from the profile.
+type Options struct {
+	// Python is the interpreter; python.Find resolves it when empty.
+	Python string
+	// Bwrap is the bwrap binary; exec.LookPath("bwrap") when empty.
+	Bwrap string
+	// RunAs is "uid:gid" or a range "FIRST-LAST"; used when the host is root.
+	RunAs string
+	// Env holds the env_allowlist variables with their values.
+	Env map[string]string
+	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
+	WorkspaceBytes, TmpBytes int64
+	// InitPath is the binary re-executed as the init helper (default: this executable).
+	InitPath string
+	// Disable makes mechanisms fail, to test grading and refusal: "bwrap" (as if not
+	// installed), "cgroup", "identity".
+	Disable []string
+}
+
+// Backend is the bwrap backend.
+type Backend struct {
+	opts   Options
+	bwrap  string
+	env    string
+	python string
+	roDirs []string
+	ids    *identity.Pool
+	cg     *cgroup.Manager
+	drop   bool
+}
+
+var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
+
+// Find returns the bwrap binary, or why there is none.
+func Find(opts Options) (string, string) {
+	if slices.Contains(opts.Disable, "bwrap") {
+		return "", "bwrap not found (disabled): apt-get install bubblewrap"
+	}
+	if opts.Bwrap != "" {
+		if _, err := os.Stat(opts.Bwrap); err != nil {
+			return "", "bwrap not found at " + opts.Bwrap + ": apt-get install bubblewrap"
+		}
+		return opts.Bwrap, ""
+	}
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", "bwrap not found: apt-get install bubblewrap"
+	}
+	return p, ""
+}
+
+// New prepares the backend. It fails with backend_unavailable when bwrap is not installed.
+func New(ctx context.Context, opts Options) (*Backend, error) {
+	if opts.RunAs == "" {
+		opts.RunAs = "65534:65534"
+	}
+	if opts.WorkspaceBytes <= 0 {
+		opts.WorkspaceBytes = 64 << 20
+	}
+	if opts.TmpBytes <= 0 {
+		opts.TmpBytes = 16 << 20
+	}
+	b := &Backend{opts: opts}
+	var (
+		reason string
+		err    error
+	)
+	if b.bwrap, reason = Find(opts); reason != "" {
+		return nil, failure.New(failure.BackendUnavailable, "%s", reason)
+	}
+	if b.env, err = exec.LookPath("env"); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "env(1) not found")
+	}
+	ids, err := identity.Parse(opts.RunAs)
+	if err != nil {
+		return nil, err
+	}
+	b.ids = ids
+	if b.opts.InitPath == "" {
+		if b.opts.InitPath, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	b.drop = os.Geteuid() == 0 && !slices.Contains(opts.Disable, "identity")
+	probeID, release, _ := ids.Lease(context.Background())
+	release()
+	uid, gid := os.Geteuid(), os.Getegid()
+	if b.drop {
+		uid, gid = probeID.UID, probeID.GID
+	}
+	if b.python, err = python.Find(opts.Python, uid, gid, exec.LookPath); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	if b.roDirs, err = python.Dirs(ctx, b.python); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	b.roDirs = append(b.roDirs, filepath.Dir(b.python))
+	if os.Geteuid() == 0 && !slices.Contains(opts.Disable, "cgroup") {
+		b.cg, _ = cgroup.Detect("mcp-sandbox")
+	}
+	return b, nil
+}
+
+// Name is "bwrap".
+func (b *Backend) Name() string { return "bwrap" }
+
+// Python is the interpreter the backend runs.
+func (b *Backend) Python() string { return b.python }
+
+// Mechanisms lists what this backend applies here.
+func (b *Backend) Mechanisms() []string {
+	m := []string{"bwrap", "user-namespace", "mount-namespace", "pid-namespace", "net-namespace", "ipc-namespace",
+		"uts-namespace", "rlimits", "no_new_privs", "scrubbed-env", "tmpfs-workspace"}
+	if b.drop {
+		m = append(m, "identity-drop")
+	}
+	if b.cg != nil {
+		m = append(m, "cgroup-"+b.cg.Version())
+	}
+	return m
+}
+
+// args are bwrap's arguments for one execution, up to and including "--".
+func (b *Backend) args(workspace string, netns bool) []string {
+	a := []string{"--die-with-parent", "--as-pid-1", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc",
+		"--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"}
+	if netns {
+		a = append(a, "--unshare-net")
+	}
+	paths := append(append([]string{}, systemRO...), b.roDirs...)
+	sort.Strings(paths)
+	var done []string
+	for _, p := range paths {
+		if slices.ContainsFunc(done, func(d string) bool { return p == d || len(p) > len(d) && p[:len(d)+1] == d+"/" }) {
+			continue
+		}
+		st, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			if target, err := os.Readlink(p); err == nil {
+				a = append(a, "--symlink", target, p)
+			}
+		} else {
+			a = append(a, "--ro-bind", p, p)
+		}
+		done = append(done, p)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(b.opts.TmpBytes, 10), "--perms", "1777", "--tmpfs", "/tmp",
+		"--size", strconv.FormatInt(b.opts.WorkspaceBytes, 10), "--perms", "0700", "--tmpfs", workspace,
+		"--remount-ro", "/", "--chdir", workspace, "--")
+	return a
+}
+
+// Start launches one child.
+func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
+	id, release, err := b.ids.Lease(ctx)
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	netns := spec.Terms.Network == engine.NetworkNone
+	c := &child{Proc: &spawn.Proc{Cleanup: []func(){release}}, facts: engine.Facts{
+		MountBoundary: true, PIDNamespace: true, NetNamespace: netns, HostUID: os.Geteuid(), RunAsUID: os.Geteuid()}}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	if b.drop {
+		c.facts.RunAsUID, c.facts.ExclusiveUID = id.UID, id.Exclusive
+		if id.Exclusive {
+			c.KillUID = id.UID
+		}
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tag := hex.EncodeToString(rnd[:])
+	workspace := "/workspace-" + tag
+	argv := append([]string{b.bwrap}, b.args(workspace, netns)...)
+	// bwrap always sets PWD after --chdir; env(1) takes it out again, so the environment
+	// stays built from nothing.
+	argv = append(append(argv, b.env, "-u", "PWD", b.python), spec.Argv...)
+	ls := &launch.Spec{
+		Python: b.bwrap, Argv: argv, Env: spawn.Env(workspace, b.opts.Env),
+		ParentPID: os.Getpid(), Drop: b.drop, UID: id.UID, GID: id.GID,
+		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
+			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
+	}
+	if b.drop {
+		ls.Rlimits.NProc = uint64(spec.Terms.ProcessCount) + 2 // bwrap itself and its init
+	}
+	if b.cg != nil {
+		g, err := b.cg.New("bwrap-"+tag, spec.Terms.MemoryBytes, spec.Terms.ProcessCount+3)
+		if err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed")
+		}
+		c.Group = g
+		c.facts.Cgroup = true
+		ls.CgroupProcs = g.ProcsFiles()
+	}
+	if err := c.Start(b.opts.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	ok = true
+	return c, nil
+}
+
+// child adapts a spawn.Proc to engine.Child.
+type child struct {
+	*spawn.Proc
+	facts engine.Facts
+}
+
+func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }
+func (c *child) Facts() engine.Facts         { return c.facts }
+func (c *child) Close() engine.TreeUsage     { return engine.TreeUsage(c.Proc.Close()) }
+
+// Wait turns bwrap's 128+signal back into the signal.
+func (c *child) Wait() engine.Exit {
+	e := engine.Exit(c.Proc.Wait())
+	if e.Signal == "" && e.Code > 128 && e.Code < 128+65 {
+		e.Signal, e.Code = syscall.Signal(e.Code-128).String(), -1
+	}
+	return e
+}

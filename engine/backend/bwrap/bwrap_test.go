@@ -1,0 +1,56 @@
+package bwrap_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+)
+
+func TestMain(m *testing.M) {
+	launch.MaybeMain()
+	gate.Main()
+	os.Exit(m.Run())
+}
+
+func newRunner(t *testing.T, ceiling engine.Limits, opts bwrap.Options) *engine.Runner {
+	t.Helper()
+	_, reason := bwrap.Find(opts)
+	gate.Require(t, "bwrap", reason == "", reason)
+	b, err := bwrap.New(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("bwrap.New: %v", err)
+	}
+	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0})
+	if err != nil {
+		t.Fatalf("NewRunner: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelIsolated,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			return newRunner(t, ceiling, bwrap.Options{})
+		},
+	})
+}
+
+func TestMissingBwrapIsNamed(t *testing.T) {
+	_, err := bwrap.New(context.Background(), bwrap.Options{Disable: []string{"bwrap"}})
+	if err == nil || failure.KindOf(err) != failure.BackendUnavailable {
+		t.Fatalf("New with bwrap disabled: %v, want backend_unavailable", err)
+	}
+	_, err = bwrap.New(context.Background(), bwrap.Options{Bwrap: "/nonexistent/bwrap"})
+	if err == nil || failure.KindOf(err) != failure.BackendUnavailable {
+		t.Fatalf("New with a missing bwrap: %v, want backend_unavailable", err)
+	}
+}

@@ -1,0 +1,28 @@
+// Package namespaces is the native isolated-level backend: a kernel boundary built from
+// Linux namespaces by the re-executed init helper (internal/launch), with no external binary.
+//
+// The host starts the helper with CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|
+// CLONE_NEWUTS (plus CLONE_NEWUSER, mapping the caller's uid and gid to 0 inside, when the
+// host is not root; a network-granted execution keeps the host's network namespace and is
+// graded as such). The helper is pid 1 of the new pid namespace. It joins the execution's
+// cgroup (where one can be created), builds a root on a small tmpfs from read-only binds of
+// the interpreter's directories and the system libraries (nothing of the host's home, data
+// or temporary files), a minimal /etc written fresh, a /dev with null, zero, random and
+// urandom only, a fresh /proc, a size-limited tmpfs workspace as the working directory and a
+// small /tmp; it pivots into that root, detaches the host's tree, remounts the root
+// read-only, brings up lo (the only interface), then applies the same identity drop,
+// no_new_privs, seccomp and rlimits as the process level and execs Python.
+//
+// Decision: the helper stays pid 1 as a reaping init and starts itself again as pid 2,
+// which builds the root, drops the identity and execs Python (launch.Spec.Reaper). Python as
+// pid 1 would ignore every signal it has no handler for, and os.getppid() would be 0, so the
+// program's kill(getppid(), SIGKILL) would be a silent no-op instead of the PermissionError a
+// process-level program gets. The init stays root of its namespaces and outside the cgroup,
+// holds none of the program's descriptors, reaps orphans, and when pid 2 ends writes pid 2's
+// wait status and CPU time to a status pipe (launch.StatusFD) and exits, which makes the
+// kernel kill whatever is left in the namespace: the tree kill without a cgroup. The host
+// still kills with SIGKILL from outside; a CPU-limit kill (RLIMIT_CPU soft = hard: SIGKILL at
+// the limit) reaches the engine as SIGKILL with the program's CPU time, i.e. cpu_seconds.
+//
+// It imports engine, failure, internal/… and x/sys. A Backend is safe for concurrent use.
+package namespaces

@@ -1,0 +1,262 @@
+//go:build linux
+
+package namespaces
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+)
+
+// Options configure the namespaces backend. cmd/ resolves them from the profile.
+type Options struct {
+	// Python is the interpreter; python.Find resolves it when empty.
+	Python string
+	// RunAs is "uid:gid" or a range "FIRST-LAST"; used when the host is root.
+	RunAs string
+	// Env holds the env_allowlist variables with their values.
+	Env map[string]string
+	// RootBase is where the per-execution (empty) root mount points are made on the host
+	// (default: the system temp dir).
+	RootBase string
+	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
+	WorkspaceBytes, TmpBytes int64
+	// InitPath is the binary re-executed as the init helper (default: this executable).
+	InitPath string
+	// Disable makes mechanisms fail, to test grading and refusal: "namespaces" (the host
+	// cannot create them: New fails), "userns" (New fails when a user namespace is needed,
+	// that is when not root), "cgroup", "seccomp", "identity".
+	Disable []string
+}
+
+// Backend is the namespaces backend.
+type Backend struct {
+	opts   Options
+	python string
+	roDirs []string
+	ids    *identity.Pool
+	cg     *cgroup.Manager
+	root   bool // the host is root: no user namespace needed
+	drop   bool
+}
+
+// systemRO are the host paths every interpreter needs besides its own directories.
+var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
+
+var devices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}
+
+// New prepares the backend: it checks the namespaces can be made, resolves the interpreter
+// and its directories, and detects a cgroup. It starts no child.
+func New(ctx context.Context, opts Options) (*Backend, error) {
+	if opts.RunAs == "" {
+		opts.RunAs = "65534:65534"
+	}
+	if opts.WorkspaceBytes <= 0 {
+		opts.WorkspaceBytes = 64 << 20
+	}
+	if opts.TmpBytes <= 0 {
+		opts.TmpBytes = 16 << 20
+	}
+	if opts.RootBase == "" {
+		opts.RootBase = os.TempDir()
+	}
+	b := &Backend{opts: opts, root: os.Geteuid() == 0}
+	if reason := b.unavailable(); reason != "" {
+		return nil, failure.New(failure.BackendUnavailable, "the namespaces backend is unavailable: %s", reason)
+	}
+	ids, err := identity.Parse(opts.RunAs)
+	if err != nil {
+		return nil, err
+	}
+	b.ids = ids
+	if b.opts.InitPath == "" {
+		if b.opts.InitPath, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	b.drop = b.root && !b.disabled("identity")
+	probeID, release, _ := ids.Lease(context.Background())
+	release()
+	uid, gid := os.Geteuid(), os.Getegid()
+	if b.drop {
+		uid, gid = probeID.UID, probeID.GID
+	}
+	if b.python, err = python.Find(opts.Python, uid, gid, exec.LookPath); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	if b.roDirs, err = python.Dirs(ctx, b.python); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	b.roDirs = append(b.roDirs, filepath.Dir(b.python))
+	if b.root && !b.disabled("cgroup") {
+		b.cg, _ = cgroup.Detect("mcp-sandbox")
+	}
+	return b, nil
+}
+
+// Available reports whether this host can make the namespaces, and why not.
+func Available(opts Options) (bool, string) {
+	b := &Backend{opts: opts, root: os.Geteuid() == 0}
+	r := b.unavailable()
+	return r == "", r
+}
+
+func (b *Backend) unavailable() string {
+	if b.disabled("namespaces") {
+		return "namespace creation is disabled"
+	}
+	if b.root {
+		return ""
+	}
+	if b.disabled("userns") {
+		return "user namespace creation is disabled, and the host is not root"
+	}
+	if v, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && string(v) == "0\n" {
+		return "user namespaces are disabled (user.max_user_namespaces = 0); run as root or enable them"
+	}
+	if v, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && string(v) == "0\n" {
+		return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0); run as root or enable them"
+	}
+	return ""
+}
+
+func (b *Backend) disabled(what string) bool { return slices.Contains(b.opts.Disable, what) }
+
+// Name is "namespaces".
+func (b *Backend) Name() string { return "namespaces" }
+
+// Python is the interpreter the backend runs.
+func (b *Backend) Python() string { return b.python }
+
+// Mechanisms lists what this backend applies here.
+func (b *Backend) Mechanisms() []string {
+	m := []string{"mount-namespace", "pivot-root", "pid-namespace", "net-namespace", "ipc-namespace", "uts-namespace",
+		"rlimits", "no_new_privs", "scrubbed-env", "tmpfs-workspace"}
+	if !b.root {
+		m = append(m, "user-namespace")
+	}
+	if b.drop {
+		m = append(m, "identity-drop")
+	}
+	if b.cg != nil {
+		m = append(m, "cgroup-"+b.cg.Version())
+	}
+	if !b.disabled("seccomp") {
+		m = append(m, "seccomp-deny-inet")
+	}
+	return m
+}
+
+// Start launches one child.
+func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
+	id, release, err := b.ids.Lease(ctx)
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	netns := spec.Terms.Network == engine.NetworkNone
+	c := &child{Proc: &spawn.Proc{Status: true, Cleanup: []func(){release}}, facts: engine.Facts{
+		MountBoundary: true, PIDNamespace: true, NetNamespace: netns,
+		Seccomp: netns && !b.disabled("seccomp"), HostUID: os.Geteuid(), RunAsUID: os.Geteuid()}}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	uid, gid := 0, 0 // inside a user namespace, the caller is mapped to 0
+	if b.drop {
+		uid, gid = id.UID, id.GID
+		c.facts.RunAsUID, c.facts.ExclusiveUID = id.UID, id.Exclusive
+		if id.Exclusive {
+			c.KillUID = id.UID
+		}
+	} else if b.root {
+		uid, gid = os.Geteuid(), os.Getegid()
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tag := hex.EncodeToString(rnd[:])
+	root := filepath.Join(b.opts.RootBase, "mcp-sandbox-root-"+tag)
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	}
+	c.Cleanup = append([]func(){func() { _ = os.Remove(root) }}, c.Cleanup...)
+	workspace := "/workspace-" + tag
+	home := workspace
+	ls := &launch.Spec{
+		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: spawn.Env(home, b.opts.Env),
+		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.drop, UID: uid, GID: gid,
+		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
+			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
+		DenyInet: c.facts.Seccomp,
+		Mounts: &launch.Mounts{
+			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.roDirs...), Devices: devices,
+			Files: map[string]string{
+				"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
+				"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
+				"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+				"/etc/hostname": "sandbox\n",
+			},
+			Workspace: workspace, WorkspaceBytes: b.opts.WorkspaceBytes, TmpBytes: b.opts.TmpBytes,
+			Proc: true, Loopback: netns, Hostname: "sandbox",
+		},
+	}
+	if b.root && !b.drop {
+		// Root without the identity drop: RLIMIT_NPROC would count the host's every root
+		// process (and root may exceed it). In a user namespace the kernel counts the limit
+		// per (namespace, uid), so there it binds the sandbox's own processes.
+		ls.Rlimits.NProc = 0
+	}
+	if b.cg != nil {
+		g, err := b.cg.New("ns-"+tag, spec.Terms.MemoryBytes, spec.Terms.ProcessCount+1)
+		if err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed")
+		}
+		c.Group = g
+		c.facts.Cgroup = true
+		ls.CgroupProcs = g.ProcsFiles()
+	}
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS}
+	if netns {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if !b.root {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		c.facts.UserNamespace = true
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+	if err := c.Start(b.opts.InitPath, ls, attr, spec.Stdout, spec.Stderr); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	ok = true
+	return c, nil
+}
+
+// child adapts a spawn.Proc to engine.Child.
+type child struct {
+	*spawn.Proc
+	facts engine.Facts
+}
+
+func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }
+func (c *child) Facts() engine.Facts         { return c.facts }
+func (c *child) Wait() engine.Exit           { return engine.Exit(c.Proc.Wait()) }
+func (c *child) Close() engine.TreeUsage     { return engine.TreeUsage(c.Proc.Close()) }

@@ -1,0 +1,49 @@
+package namespaces_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+)
+
+func TestMain(m *testing.M) {
+	launch.MaybeMain()
+	gate.Main()
+	os.Exit(m.Run())
+}
+
+func newRunner(t *testing.T, ceiling engine.Limits, opts namespaces.Options, ro engine.RunnerOptions) *engine.Runner {
+	t.Helper()
+	ok, reason := namespaces.Available(opts)
+	gate.Require(t, "namespaces", ok, reason)
+	b, err := namespaces.New(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("namespaces.New: %v", err)
+	}
+	ro.Ceiling = ceiling
+	ro.AllowSameUID = ro.AllowSameUID || os.Geteuid() != 0
+	if ro.Isolation == "" {
+		ro.Isolation = engine.LevelIsolated
+	}
+	r, err := engine.NewRunner(b, ro)
+	if err != nil {
+		t.Fatalf("NewRunner: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelIsolated,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			return newRunner(t, ceiling, namespaces.Options{}, engine.RunnerOptions{})
+		},
+	})
+}

@@ -1,0 +1,220 @@
+//go:build linux
+
+package spawn
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"golang.org/x/sys/unix"
+)
+
+// Exit is how the helper's main process ended; it converts to engine.Exit.
+type Exit struct {
+	Code       int // -1 when killed by a signal
+	Signal     string
+	CPUSeconds float64
+	Err        error
+}
+
+// Usage is what a cgroup observed over the tree; it converts to engine.TreeUsage.
+type Usage struct {
+	OOMKilled    bool
+	PIDsLimitHit bool
+}
+
+// Proc is one started (or about to be started) child. Set the exported fields before Start;
+// Close undoes them even when Start was never called or failed.
+type Proc struct {
+	// Group, when set, is killed with the tree, read for its events and removed on Close.
+	Group *cgroup.Group
+	// KillUID, when positive, is an identity exclusive to this execution: Kill kills every
+	// process it owns through a helper.
+	KillUID int
+	// Status: the helper is a reaping init (launch.Spec.Reaper) that reports the program's
+	// wait status on launch.StatusFD; Wait prefers that report to the helper's own status.
+	Status bool
+	// Cleanup runs last in Close (remove the workspace, release an identity lease).
+	Cleanup []func()
+
+	cmd      *exec.Cmd
+	conn     net.Conn
+	initPath string
+
+	status  *os.File
+	copies  sync.WaitGroup
+	readEnd []*os.File
+
+	waitOnce sync.Once
+	exit     Exit
+	waited   chan struct{}
+
+	closeOnce sync.Once
+	usage     Usage
+}
+
+// Start runs the init helper at initPath with spec; attr adds to the SysProcAttr (namespace
+// flags, uid maps). The helper always gets its own session and SIGKILL on the host's death.
+func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAttr, stdout, stderr io.Writer) error {
+	p.initPath = initPath
+	p.waited = make(chan struct{})
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair failed: %w", err)
+	}
+	hostEnd := os.NewFile(uintptr(fds[0]), "channel")
+	childEnd := os.NewFile(uintptr(fds[1]), "channel-child")
+	defer childEnd.Close()
+	conn, err := net.FileConn(hostEnd)
+	hostEnd.Close()
+	if err != nil {
+		return fmt.Errorf("channel setup failed: %w", err)
+	}
+	p.conn = conn
+	js, _ := json.Marshal(spec)
+	cmd := exec.Command(initPath, launch.Command)
+	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
+	cmd.ExtraFiles = []*os.File{childEnd}
+	if p.Status {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("pipe failed: %w", err)
+		}
+		defer w.Close()
+		p.status = r
+		cmd.ExtraFiles = append(cmd.ExtraFiles, w) // fd 4 = launch.StatusFD
+	}
+	if attr == nil {
+		attr = &syscall.SysProcAttr{}
+	}
+	attr.Setsid = true
+	attr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr = attr
+	var writeEnds []*os.File
+	for _, sink := range []io.Writer{stdout, stderr} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, w := range writeEnds {
+				w.Close()
+			}
+			return fmt.Errorf("pipe failed: %w", err)
+		}
+		p.readEnd = append(p.readEnd, r)
+		writeEnds = append(writeEnds, w)
+		p.copies.Add(1)
+		go func(sink io.Writer, r *os.File) {
+			defer p.copies.Done()
+			_, _ = io.Copy(sink, r)
+		}(sink, r)
+	}
+	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
+	err = cmd.Start()
+	for _, w := range writeEnds {
+		w.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("starting the init helper failed: %w", err)
+	}
+	p.cmd = cmd
+	return nil
+}
+
+// Conn is the host's end of the channel.
+func (p *Proc) Conn() net.Conn { return p.conn }
+
+// Wait blocks until the helper's main process (by then the interpreter) has exited.
+func (p *Proc) Wait() Exit {
+	p.waitOnce.Do(func() {
+		defer close(p.waited)
+		err := p.cmd.Wait()
+		ps := p.cmd.ProcessState
+		if ps == nil {
+			p.exit = Exit{Code: -1, Err: err}
+			return
+		}
+		p.exit = Exit{Code: ps.ExitCode(), CPUSeconds: (ps.UserTime() + ps.SystemTime()).Seconds()}
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.exit.Signal = ws.Signal().String()
+		}
+		if p.status != nil {
+			// The reaper has exited, so its write end is closed: this read cannot block.
+			b, _ := io.ReadAll(io.LimitReader(p.status, 4096))
+			var st launch.Status
+			if json.Unmarshal(b, &st) == nil && len(b) > 0 {
+				p.exit = Exit{Code: st.Code, CPUSeconds: st.CPUSeconds}
+				if st.Signal != 0 {
+					p.exit.Signal = syscall.Signal(st.Signal).String()
+				}
+			}
+		}
+	})
+	<-p.waited
+	return p.exit
+}
+
+// Kill kills the whole tree: the main process (for a pid namespace's init, the namespace),
+// its process group, the cgroup, and an exclusive uid.
+func (p *Proc) Kill() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.cmd.Process.Kill()
+	}
+	if p.Group != nil {
+		p.Group.Kill()
+	}
+	if p.KillUID > 0 && p.initPath != "" {
+		killer := exec.Command(p.initPath, launch.Command)
+		js, _ := json.Marshal(&launch.Spec{KillUID: p.KillUID})
+		killer.Env = []string{launch.SpecEnv + "=" + string(js)}
+		_ = killer.Run()
+	}
+}
+
+// Close kills what is left, drains the output (bounded), reads and removes the cgroup and
+// runs Cleanup. It is idempotent.
+func (p *Proc) Close() Usage {
+	p.closeOnce.Do(func() {
+		if p.cmd != nil {
+			p.Kill()
+			p.Wait()
+		}
+		drained := make(chan struct{})
+		go func() { p.copies.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(2 * time.Second):
+			// Something outside our reach still holds a pipe: stop reading it.
+			for _, r := range p.readEnd {
+				r.Close()
+			}
+			<-drained
+		}
+		for _, r := range p.readEnd {
+			r.Close()
+		}
+		if p.conn != nil {
+			p.conn.Close()
+		}
+		if p.status != nil {
+			p.status.Close()
+		}
+		if p.Group != nil {
+			ev := p.Group.Events()
+			p.usage = Usage{OOMKilled: ev.OOMKills > 0, PIDsLimitHit: ev.PIDsMax > 0}
+			_ = p.Group.Remove()
+		}
+		for _, f := range p.Cleanup {
+			f()
+		}
+	})
+	return p.usage
+}
