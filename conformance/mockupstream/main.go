@@ -1,0 +1,208 @@
+// Command mockupstream is an MCP server for conformance and unit tests, built with
+// github.com/mark3labs/mcp-go so that mcp-sandbox's client is tested against an implementation
+// independent of the go-sdk it uses itself. It serves over stdio and writes nothing but protocol
+// bytes to stdout; its diagnostics go to stderr.
+//
+// Tools (all annotated destructiveHint=false unless stated, because mcp-go's default is true):
+//
+//	list-repos, list_repos  distinct answers, so a mangled alias would be caught
+//	2fa, class              names that are not Python identifiers / are keywords
+//	lookup {sku}            structured content {sku, name, price}
+//	add {a, b}              structured content {sum}
+//	legacy {n}              a draft-07 input schema, as many real servers still send
+//	delete-everything       annotated destructiveHint=true
+//	slow {seconds}          sleeps, honouring cancellation
+//	bytes {n}               returns n bytes of text
+//	crash                   exits the process without answering
+//	change-tools {name?}    adds a tool (default "added") and sends tools/list_changed
+//	mixed                   a text block and an image block (no structured content)
+//	fail                    returns isError with a message
+//	counter                 how many times each tool was really called (counter itself excluded)
+//
+// The counts live in the file named by MOCK_COUNTER_FILE (JSON), so they survive a crash and a
+// restart; without it they are kept in memory only.
+//
+// Flags: --many N serves N extra tools tool-0001… ; --page-size P pages tools/list by P.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func main() {
+	many := flag.Int("many", 0, "serve N extra tools tool-0001…")
+	pageSize := flag.Int("page-size", 0, "page tools/list by P (0: one page)")
+	flag.Parse()
+
+	c := &counter{path: os.Getenv("MOCK_COUNTER_FILE"), mem: map[string]int{}}
+	opts := []server.ServerOption{server.WithToolCapabilities(true)}
+	if *pageSize > 0 {
+		opts = append(opts, server.WithPaginationLimit(*pageSize))
+	}
+	s := server.NewMCPServer("mockupstream", "1.0.0", opts...)
+	addTools(s, c, *many)
+	fmt.Fprintln(os.Stderr, "mockupstream: ready")
+	if err := server.ServeStdio(s); err != nil {
+		fmt.Fprintln(os.Stderr, "mockupstream:", err)
+		os.Exit(1)
+	}
+}
+
+func safe() mcp.ToolOption { return mcp.WithDestructiveHintAnnotation(false) }
+
+func text(s string) *mcp.CallToolResult { return mcp.NewToolResultText(s) }
+
+func addTools(s *server.MCPServer, c *counter, many int) {
+	add := func(t mcp.Tool, h server.ToolHandlerFunc) {
+		name := t.Name
+		s.AddTool(t, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if name != "counter" {
+				c.inc(name)
+			}
+			return h(ctx, req)
+		})
+	}
+	add(mcp.NewTool("list-repos", mcp.WithDescription("Lists repositories (hyphenated name)."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("answer from list-repos"), nil
+		})
+	add(mcp.NewTool("list_repos", mcp.WithDescription("Lists repositories (underscored name)."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("answer from list_repos"), nil
+		})
+	add(mcp.NewTool("2fa", mcp.WithDescription("Starts with a digit."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("2fa ok"), nil })
+	add(mcp.NewTool("class", mcp.WithDescription("A Python keyword."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("class ok"), nil })
+	add(mcp.NewTool("lookup", mcp.WithDescription("Looks up a product by SKU.\nSecond line of description."), safe(),
+		mcp.WithString("sku", mcp.Required(), mcp.Description("the SKU"))),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sku := req.GetString("sku", "")
+			v := map[string]any{"sku": sku, "name": "Product " + sku, "price": 10 + len(sku)}
+			return mcp.NewToolResultStructuredOnly(v), nil
+		})
+	add(mcp.NewTool("add", mcp.WithDescription("Adds two numbers."), safe(),
+		mcp.WithNumber("a", mcp.Required()), mcp.WithNumber("b", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			a, b := req.GetFloat("a", 0), req.GetFloat("b", 0)
+			return mcp.NewToolResultStructuredOnly(map[string]any{"sum": a + b}), nil
+		})
+	add(mcp.NewToolWithRawSchema("legacy", "Has a draft-07 input schema.", json.RawMessage(`{
+		"$schema": "http://json-schema.org/draft-07/schema#",
+		"type": "object",
+		"definitions": {"count": {"type": "integer", "minimum": 0}},
+		"properties": {"n": {"$ref": "#/definitions/count"}},
+		"required": ["n"],
+		"additionalProperties": false}`)),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(fmt.Sprintf("legacy %d", req.GetInt("n", -1))), nil
+		})
+	add(mcp.NewTool("delete-everything", mcp.WithDescription("Deletes everything."),
+		mcp.WithDestructiveHintAnnotation(true)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("deleted"), nil })
+	add(mcp.NewTool("slow", mcp.WithDescription("Sleeps for seconds."), safe(), mcp.WithNumber("seconds")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			d := time.Duration(req.GetFloat("seconds", 1) * float64(time.Second))
+			select {
+			case <-time.After(d):
+				return text("slept"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	add(mcp.NewTool("bytes", mcp.WithDescription("Returns n bytes of text."), safe(), mcp.WithNumber("n", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strings.Repeat("x", req.GetInt("n", 0))), nil
+		})
+	add(mcp.NewTool("crash", mcp.WithDescription("Exits the server process."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			fmt.Fprintln(os.Stderr, "mockupstream: crashing on request")
+			os.Exit(3)
+			return nil, nil
+		})
+	add(mcp.NewTool("change-tools", mcp.WithDescription("Adds a tool and announces list_changed."), safe(),
+		mcp.WithString("name")),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name := req.GetString("name", "added")
+			// AddTool sends notifications/tools/list_changed to every session.
+			go s.AddTool(mcp.NewTool(name, mcp.WithDescription("Added at run time."), safe()),
+				func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					c.inc(name)
+					return text("hello from " + name), nil
+				})
+			return text("added " + name), nil
+		})
+	add(mcp.NewTool("mixed", mcp.WithDescription("Returns a text block and an image block."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultImage("a picture", "aGVsbG8=", "image/png"), nil
+		})
+	add(mcp.NewTool("fail", mcp.WithDescription("Always fails."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultError("this tool always fails"), nil
+		})
+	add(mcp.NewTool("counter", mcp.WithDescription("How many times each tool was really called."), safe()),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultStructuredOnly(map[string]any{"counts": c.snapshot()}), nil
+		})
+	for i := 1; i <= many; i++ {
+		name := fmt.Sprintf("tool-%04d", i)
+		add(mcp.NewTool(name, mcp.WithDescription(fmt.Sprintf("Extra tool number %d.", i)), safe(),
+			mcp.WithString("q")),
+			func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text(name + ":" + req.GetString("q", "")), nil
+			})
+	}
+}
+
+// counter counts real calls per tool, in a file when one is named.
+type counter struct {
+	path string
+	mu   sync.Mutex
+	mem  map[string]int
+}
+
+func (c *counter) load() map[string]int {
+	if c.path == "" {
+		return c.mem
+	}
+	m := map[string]int{}
+	if b, err := os.ReadFile(c.path); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}
+
+func (c *counter) inc(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.load()
+	m[name]++
+	if c.path == "" {
+		return
+	}
+	b, _ := json.Marshal(m)
+	tmp := c.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err == nil {
+		_ = os.Rename(tmp, c.path)
+	}
+}
+
+func (c *counter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.load() {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package upstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ListToolsPageSize is how many tools one list_tools page holds.
+const ListToolsPageSize = 50
+
+// ListToolsArgs are the arguments of list_tools; every field is optional.
+type ListToolsArgs struct {
+	Server string `json:"server,omitempty"`
+	Query  string `json:"query,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ToolSummary is one entry of a list_tools page.
+type ToolSummary struct {
+	Name        string  `json:"name"`
+	Alias       *string `json:"alias"`
+	Server      string  `json:"server"`
+	Description string  `json:"description"`
+	Deferred    bool    `json:"deferred,omitempty"`
+}
+
+// ListToolsPage is what list_tools answers.
+type ListToolsPage struct {
+	Tools      []ToolSummary `json:"tools"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+// ToolInfo is what get_tool_info answers.
+type ToolInfo struct {
+	Name             string  `json:"name"`
+	Alias            *string `json:"alias"`
+	Server           string  `json:"server"`
+	Title            string  `json:"title,omitempty"`
+	Description      string  `json:"description"`
+	InputSchema      any     `json:"input_schema"`
+	OutputSchema     any     `json:"output_schema,omitempty"`
+	Annotations      any     `json:"annotations,omitempty"`
+	Deferred         bool    `json:"deferred,omitempty"`
+	ApprovalRequired bool    `json:"approval_required,omitempty"`
+}
+
+// ListTools answers list_tools over the tools a program may call, deferred servers included.
+// query matches when every word of it appears, case-insensitively, in the name or the
+// description. The cursor is opaque to callers.
+func (t *Turn) ListTools(a ListToolsArgs) (ListToolsPage, error) {
+	start := 0
+	if a.Cursor != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(a.Cursor, "o"))
+		if err != nil || n < 0 || !strings.HasPrefix(a.Cursor, "o") {
+			return ListToolsPage{}, fmt.Errorf("cursor %q is not one list_tools returned", a.Cursor)
+		}
+		start = n
+	}
+	words := strings.Fields(strings.ToLower(a.Query))
+	page := ListToolsPage{Tools: []ToolSummary{}}
+	seen := 0
+	for _, n := range t.names {
+		tool := t.bound[n]
+		if a.Server != "" && tool.Server != a.Server {
+			continue
+		}
+		if !matchesQuery(tool, words) {
+			continue
+		}
+		seen++
+		if seen <= start {
+			continue
+		}
+		if len(page.Tools) == ListToolsPageSize {
+			page.NextCursor = "o" + strconv.Itoa(start+ListToolsPageSize)
+			break
+		}
+		page.Tools = append(page.Tools, ToolSummary{
+			Name: tool.Name, Alias: aliasPtr(tool), Server: tool.Server,
+			Description: tool.Summary(), Deferred: tool.Deferred,
+		})
+	}
+	return page, nil
+}
+
+func matchesQuery(tool *Tool, words []string) bool {
+	if len(words) == 0 {
+		return true
+	}
+	hay := strings.ToLower(tool.Name + " " + tool.Def.Title + " " + tool.Def.Description)
+	for _, w := range words {
+		if !strings.Contains(hay, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func aliasPtr(tool *Tool) *string {
+	if a := tool.Alias(); a != "" {
+		return &a
+	}
+	return nil
+}
+
+// ToolInfo answers get_tool_info for a tool a program may call. A name that is not one gives
+// a Reply with the reason (unavailable or denied) and ok false.
+func (t *Turn) ToolInfo(name string) (ToolInfo, Reply, bool) {
+	tool := t.bound[name]
+	if tool == nil {
+		if matchAny(t.deny, name) {
+			return ToolInfo{}, refuse(name, Denied, "%s is denied by this tenant's policy", name), false
+		}
+		return ToolInfo{}, refuse(name, Unavailable, "no tool named %q is available", name), false
+	}
+	info := ToolInfo{
+		Name: tool.Name, Alias: aliasPtr(tool), Server: tool.Server, Title: tool.Def.Title,
+		Description: tool.Def.Description, InputSchema: tool.Def.InputSchema,
+		OutputSchema: tool.Def.OutputSchema, Deferred: tool.Deferred,
+		ApprovalRequired: t.NeedsApproval(tool),
+	}
+	if tool.Def.Annotations != nil {
+		info.Annotations = tool.Def.Annotations
+	}
+	return info, Reply{}, true
+}
+
+func (t *Turn) builtinListTools(name string, args json.RawMessage) Reply {
+	var a ListToolsArgs
+	if err := decodeStrict(args, &a); err != nil {
+		return refuse(name, InvalidArguments, "list_tools takes {server?, query?, cursor?}: %v", err)
+	}
+	page, err := t.ListTools(a)
+	if err != nil {
+		return refuse(name, InvalidArguments, "%v", err)
+	}
+	return valueReply(name, page)
+}
+
+func (t *Turn) builtinGetToolInfo(name string, args json.RawMessage) Reply {
+	var a struct {
+		Name string `json:"name"`
+	}
+	if err := decodeStrict(args, &a); err != nil || a.Name == "" {
+		return refuse(name, InvalidArguments, "get_tool_info takes {name}")
+	}
+	info, r, ok := t.ToolInfo(a.Name)
+	if !ok {
+		return r
+	}
+	return valueReply(name, info)
+}
+
+func valueReply(name string, v any) Reply {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return refuse(name, UpstreamError, "the answer could not be encoded")
+	}
+	return Reply{Tool: name, Value: b}
+}
+
+func decodeStrict(args json.RawMessage, v any) error {
+	_, canon, err := argumentObject(args)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(canon)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

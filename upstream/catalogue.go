@@ -1,0 +1,190 @@
+package upstream
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Separator joins a server's name and a tool's name into the model-facing name.
+const Separator = "__"
+
+// Tool is one upstream tool in the catalogue. Its fields must not be modified.
+type Tool struct {
+	// Name is the model-facing name, "<server>__<tool>".
+	Name string
+	// Server and Upstream are the server's name and the tool's name on that server.
+	Server, Upstream string
+	// Deferred is true when the server is deferred.
+	Deferred bool
+	// Destructive is true when the server annotated the tool destructiveHint=true.
+	Destructive bool
+	// Def is the definition the server sent.
+	Def *mcp.Tool
+
+	schema *jsonschema.Resolved // nil: arguments are not validated here
+}
+
+// Alias returns t's alias, or "" when it has none.
+func (t *Tool) Alias() string {
+	if Aliasable(t.Name) {
+		return t.Name
+	}
+	return ""
+}
+
+// Summary returns the first line of t's description, at most 200 bytes.
+func (t *Tool) Summary() string {
+	d := strings.TrimSpace(t.Def.Description)
+	if i := strings.IndexByte(d, '\n'); i >= 0 {
+		d = strings.TrimSpace(d[:i])
+	}
+	if len(d) > 200 {
+		cut := 197
+		for cut > 0 && !isRuneStart(d[cut]) {
+			cut--
+		}
+		d = d[:cut] + "..."
+	}
+	return d
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// ModelName returns the model-facing name of tool on server.
+func ModelName(server, tool string) string { return server + Separator + tool }
+
+// SplitName splits a model-facing name at its first "__".
+func SplitName(name string) (server, tool string, ok bool) {
+	return strings.Cut(name, Separator)
+}
+
+// pythonKeywords are the reserved words of Python 3 (keyword.kwlist). Soft keywords (match,
+// case, type, _) are valid names and so not listed.
+var pythonKeywords = map[string]bool{
+	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true,
+	"async": true, "await": true, "break": true, "class": true, "continue": true, "def": true,
+	"del": true, "elif": true, "else": true, "except": true, "finally": true, "for": true,
+	"from": true, "global": true, "if": true, "import": true, "in": true, "is": true,
+	"lambda": true, "nonlocal": true, "not": true, "or": true, "pass": true, "raise": true,
+	"return": true, "try": true, "while": true, "with": true, "yield": true,
+}
+
+// Aliasable reports whether name can be bound as a Python name as it is: an ASCII identifier
+// and not a keyword. Names are never mangled to make them aliasable.
+func Aliasable(name string) bool {
+	if name == "" || pythonKeywords[name] {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Catalogue is a snapshot of every tool of a Pool's servers, sorted by name. It is immutable.
+type Catalogue struct {
+	pool     *Pool
+	tools    []*Tool
+	byName   map[string]*Tool
+	problems map[string]string
+}
+
+// Tools returns every tool, sorted by name. The slice must not be modified.
+func (c *Catalogue) Tools() []*Tool { return c.tools }
+
+// Bindable returns every tool a program may bind, deferred servers included: all of them.
+func (c *Catalogue) Bindable() []*Tool { return c.tools }
+
+// Exposed returns the tools of non-deferred servers, the ones a host may see directly.
+func (c *Catalogue) Exposed() []*Tool {
+	var out []*Tool
+	for _, t := range c.tools {
+		if !t.Deferred {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Lookup returns the tool with model-facing name name.
+func (c *Catalogue) Lookup(name string) (*Tool, bool) {
+	t, ok := c.byName[name]
+	return t, ok
+}
+
+// Problems maps a server that could not be listed to a sentence safe to show a model. A server
+// listed before keeps its last known tools.
+func (c *Catalogue) Problems() map[string]string { return c.problems }
+
+func newCatalogue(p *Pool, tools []*Tool, problems map[string]string) *Catalogue {
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	c := &Catalogue{pool: p, tools: tools, byName: make(map[string]*Tool, len(tools)), problems: problems}
+	for _, t := range tools {
+		c.byName[t.Name] = t
+	}
+	return c
+}
+
+// newTool builds the catalogue entry for def on server s, compiling its input schema.
+func newTool(s Server, def *mcp.Tool, logger *slog.Logger) *Tool {
+	t := &Tool{
+		Name:     ModelName(s.Name, def.Name),
+		Server:   s.Name,
+		Upstream: def.Name,
+		Deferred: s.Deferred,
+		Def:      def,
+	}
+	if a := def.Annotations; a != nil && a.DestructiveHint != nil && *a.DestructiveHint {
+		t.Destructive = true
+	}
+	rs, err := compileSchema(def.InputSchema)
+	if err != nil {
+		logger.Warn("upstream input schema not usable; arguments go unvalidated", "server", s.Name, "tool", def.Name, "err", err)
+	}
+	t.schema = rs
+	return t
+}
+
+// compileSchema compiles an input schema. A schema stating a draft other than 2020-12 or
+// draft-07 is compiled as if it stated none (2020-12 rules), which accepts what older drafts
+// accept in nearly every schema a tool sends; one that still fails to compile is not used.
+func compileSchema(raw any) (*jsonschema.Resolved, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	switch strings.TrimSuffix(s.Schema, "#") {
+	case "", "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft/2020-12/schema":
+		s.Schema = ""
+	case "http://json-schema.org/draft-07/schema", "https://json-schema.org/draft-07/schema":
+		s.Schema = "http://json-schema.org/draft-07/schema#"
+	default:
+		s.Schema = ""
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil && s.Schema != "" {
+		s.Schema = ""
+		if rs2, err2 := s.Resolve(nil); err2 == nil {
+			return rs2, nil
+		}
+	}
+	return rs, err
+}

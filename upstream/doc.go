@@ -1,0 +1,76 @@
+// Package upstream is mcp-sandbox's side as an MCP client: a Pool of client sessions to one
+// tenant's upstream servers, the Catalogue of their tools under model-facing names, the tenant
+// policy narrowed per turn (a Turn), and binding calls made through it.
+//
+// # Names
+//
+// A tool's model-facing name is "<server>__<tool>". Server names are lowercase letters, digits,
+// "-" and single "_" (never "__"), so the first "__" always splits. A name has an alias exactly
+// when it is an ASCII Python identifier and not a keyword (Aliasable); names are never mangled,
+// so "docs__list-repos" (call_tool only) and "docs__list_repos" (also an alias) stay distinct.
+// Non-ASCII identifiers are not aliased (reachable through call_tool) to keep one rule that every
+// bootstrap can check without Python's Unicode tables.
+//
+// # Turns and policy
+//
+// Catalogue.Resolve narrows the catalogue for one turn (one run_code, one list_tools, one direct
+// call): granted servers only, minus the deny globs; an agent's bindings list narrows the
+// program's set further and never widens it. An explicit binding that resolves to nothing, or a
+// glob binding that matches nothing, is reported by Turn.Unavailable and raises "unavailable"
+// when called; it is never replaced. Globs: "*" matches any run of characters, every other
+// character is literal.
+//
+// A tool needs approval when it matches an approval_required glob or its server annotates it
+// destructiveHint=true. Such a tool is refused inside a program with
+// "approval_required_in_program" before the upstream is touched; a direct call (Turn.CallDirect)
+// is not refused, because there the host can ask the person. Unannotated tools (no annotations,
+// or destructiveHint absent) are NOT treated as destructive even though the MCP spec's default
+// for an absent hint is "true": almost no server annotates, and refusing every unannotated tool
+// would make bindings useless. Operators list risky tools in approval_required instead.
+//
+// # Calls
+//
+// Turn.Call checks, in order: built-in names (list_tools and get_tool_info are served here;
+// run_code, read_tool_output and any other name without "__" give excluded_builtin with a
+// sentence saying why — read_tool_output is the execution's own business, answered by whoever
+// holds its handles), existence and grant (unavailable), deny (denied), bindings (unavailable),
+// approval (approval_required_in_program), then validates the arguments against the tool's
+// input schema (invalid_arguments). Schemas are compiled with github.com/google/jsonschema-go:
+// draft 2020-12 and draft-07 natively; one naming another draft is compiled under 2020-12
+// rules; one that still does not compile is logged and skipped, so the upstream judges. Only
+// then are the Turn's Callers (budget, recording, Limit) and the upstream called; the upstream
+// receives the argument bytes as sent. A reply's Kind is one of DESIGN.md §3.5, empty on
+// success; failures of the upstream map to tool_error (isError, with its text), upstream_error,
+// timeout (the server's CallTimeout or the caller's deadline) and cancelled.
+//
+// A value is the result's structuredContent when present; else the text of a single text
+// block; else the list of content blocks as the MCP objects (type, text / mimeType + data /
+// uri …).
+//
+// # Connections
+//
+// Sessions are opened lazily, one per server per Pool. A session that ends (the process exits,
+// ErrConnectionClosed, ErrSessionMissing, EOF, an over-long frame: any failure that is not the
+// server's own JSON-RPC error answer) is dropped before the failed call returns; that call
+// fails with upstream_error and is never replayed, and the next call reconnects (and the next
+// Catalogue re-lists that server). Every call has its own timeout. Close is bounded: calls in
+// flight are cancelled, stdin is closed, and the process group is killed after a grace period.
+//
+// Pool.Catalogue lists every page of tools/list once per server and again only after the
+// server sends notifications/tools/list_changed (or after a reconnect), so calling it at
+// every turn boundary is cheap. A server that cannot be listed keeps its last known tools and
+// is named in Catalogue.Problems; it is retried at most every ten seconds. A stdio server's environment is built from nothing: PATH and HOME from ours plus
+// Server.Env; its stderr goes to the Pool's logger, one record per line, with the server's name.
+// Bearer credentials are resolved fresh for every HTTP request and never logged; plaintext http
+// with a credential is refused unless the host is loopback or AllowInsecureHTTP is set.
+//
+// # Imports and concurrency
+//
+// It imports failure, budget, outputs, the go-sdk, jsonschema-go and the standard library
+// (DESIGN.md §2), never engine or configs: cmd fills the plain option structs and an adapter
+// bridges Turn to engine.ToolCaller. Nothing here writes to stdout.
+//
+// A Pool, a Catalogue and a Turn are safe for concurrent use; a Catalogue and a Turn are
+// immutable snapshots. Lock order: Pool.mu before conn.mu; conn.lock (a channel, so waiting
+// honours the context) is never held while taking Pool.mu.
+package upstream

@@ -1,0 +1,479 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxListPages bounds the pages of one tools/list, against a server whose cursor never ends.
+const maxListPages = 1000
+
+// PoolOptions configures a Pool. The zero value of every field but Servers is useful.
+type PoolOptions struct {
+	// Servers are the tenant's upstream servers; names must be distinct.
+	Servers []Server
+	// Logger receives connection events and the servers' stderr; nil means slog.Default().
+	Logger *slog.Logger
+	// OnToolsChanged, when set, is called (on its own goroutine) after a server announces
+	// tools/list_changed, so the MCP face can tell its hosts. The change is picked up by the
+	// next Catalogue call.
+	OnToolsChanged func(server string)
+	// Implementation names this client to upstream servers; nil means "mcp-sandbox".
+	Implementation *mcp.Implementation
+}
+
+// Pool holds one tenant's client sessions, one per upstream server, opened lazily. It is safe
+// for concurrent use.
+type Pool struct {
+	logger *slog.Logger
+	opts   PoolOptions
+	conns  map[string]*conn
+	order  []string
+
+	// ctx ends when the Pool closes, ending the calls in flight.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// bg owns the goroutines that watch and drop sessions; Close waits for it, bounded.
+	bg sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	cat     *Catalogue // last built; nil until the first Catalogue call
+	version uint64     // bumped when any server's tool list changes
+	catVer  uint64     // version cat was built at
+}
+
+// NewPool checks opts and returns a Pool. Nothing is started until a catalogue or a call
+// needs a server.
+func NewPool(opts PoolOptions) (*Pool, error) {
+	p := &Pool{logger: opts.Logger, opts: opts, conns: map[string]*conn{}}
+	p.ctx, p.cancel = context.WithCancelCause(context.Background())
+	if p.logger == nil {
+		p.logger = slog.Default()
+	}
+	for _, s := range opts.Servers {
+		if err := s.Validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := p.conns[s.Name]; dup {
+			return nil, fmt.Errorf("upstream %q: named twice", s.Name)
+		}
+		p.conns[s.Name] = &conn{srv: s, pool: p, lock: make(chan struct{}, 1)}
+		p.order = append(p.order, s.Name)
+	}
+	return p, nil
+}
+
+// Close closes every session, each bounded (see the package doc). It is idempotent; calls
+// after Close fail with upstream_error.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel(errPoolClosed)
+	var wg sync.WaitGroup
+	for _, c := range p.conns {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.shutdown() }()
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { p.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		p.logger.Warn("upstream pool closed with session watchers still running")
+	}
+	return nil
+}
+
+// spawn runs f on a goroutine that Close waits for. Once the Pool is closed (every session
+// already closed by then) f runs unowned, since a WaitGroup must not grow while Close waits.
+func (p *Pool) spawn(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		go f()
+		return
+	}
+	p.bg.Go(f)
+}
+
+func (p *Pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+func (p *Pool) changed(server string) {
+	p.mu.Lock()
+	p.version++
+	p.mu.Unlock()
+	if p.opts.OnToolsChanged != nil {
+		go p.opts.OnToolsChanged(server)
+	}
+}
+
+// Catalogue returns the tools of every server, listing (all pages) each server not listed yet
+// or announced changed since. A server that cannot be reached keeps its last known tools, or
+// has none, and is named in Problems. It is meant to be called at every turn boundary: when
+// nothing changed it costs a lock.
+func (p *Pool) Catalogue(ctx context.Context) *Catalogue {
+	p.mu.Lock()
+	if p.cat != nil && p.catVer == p.version && !p.anyUnlisted() {
+		c := p.cat
+		p.mu.Unlock()
+		return c
+	}
+	ver := p.version
+	p.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, c := range p.conns {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.refresh(ctx) }()
+	}
+	wg.Wait()
+
+	var tools []*Tool
+	problems := map[string]string{}
+	for _, name := range p.order {
+		c := p.conns[name]
+		ts, problem := c.snapshot()
+		tools = append(tools, ts...)
+		if problem != "" {
+			problems[name] = problem
+		}
+	}
+	cat := newCatalogue(p, tools, problems)
+	p.mu.Lock()
+	if len(problems) == 0 && ver == p.version {
+		p.cat, p.catVer = cat, ver
+	} else {
+		p.cat = nil // try the failed servers again next turn
+	}
+	p.mu.Unlock()
+	return cat
+}
+
+// anyUnlisted reports whether some server has no listing yet. p.mu is held.
+func (p *Pool) anyUnlisted() bool {
+	for _, c := range p.conns {
+		c.mu.Lock()
+		listed := c.listed
+		c.mu.Unlock()
+		if !listed {
+			return true
+		}
+	}
+	return false
+}
+
+// conn is the Pool's link to one server.
+type conn struct {
+	srv  Server
+	pool *Pool
+	lock chan struct{} // held while connecting or listing; a channel so waiting honours ctx
+
+	mu      sync.Mutex
+	session *mcp.ClientSession // nil when not connected
+	proc    *process
+	tools   []*Tool   // last listing
+	listed  bool      // tools holds a listing
+	stale   bool      // list_changed since the listing, or reconnected
+	changes uint64    // list_changed notifications received, so one during a listing is not lost
+	problem string    // why the last refresh failed, safe to show a model
+	retryAt time.Time // no listing attempt before this, after a failure
+	down    bool      // shut down for good
+}
+
+func (c *conn) acquire(ctx context.Context) error {
+	select {
+	case c.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *conn) release() { <-c.lock }
+
+func (c *conn) snapshot() ([]*Tool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools, c.problem
+}
+
+// refresh lists the server's tools when it has no listing or the listing is stale.
+func (c *conn) refresh(ctx context.Context) {
+	if err := c.acquire(ctx); err != nil {
+		return
+	}
+	defer c.release()
+	c.mu.Lock()
+	need := (!c.listed || c.stale) && !time.Now().Before(c.retryAt)
+	changes := c.changes
+	c.mu.Unlock()
+	if !need {
+		return
+	}
+	cs, err := c.sessionLocked(ctx)
+	if err == nil {
+		var defs []*mcp.Tool
+		defs, err = c.listAll(ctx, cs)
+		if err == nil {
+			tools := make([]*Tool, 0, len(defs))
+			seen := map[string]bool{}
+			for _, d := range defs {
+				if d == nil || seen[d.Name] || d.Name == "" {
+					continue
+				}
+				seen[d.Name] = true
+				tools = append(tools, newTool(c.srv, d, c.pool.logger))
+			}
+			c.mu.Lock()
+			c.tools, c.listed, c.problem, c.retryAt = tools, true, "", time.Time{}
+			c.stale = c.changes != changes
+			c.mu.Unlock()
+			return
+		}
+		c.dropIfBroken(cs, err)
+	}
+	c.pool.logger.Warn("upstream tools/list failed", "server", c.srv.Name, "err", err)
+	c.mu.Lock()
+	c.problem = fmt.Sprintf("upstream server %q could not be listed", c.srv.Name)
+	c.retryAt = time.Now().Add(retryDelay)
+	c.mu.Unlock()
+}
+
+func (c *conn) listAll(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.srv.callTimeout())
+	defer cancel()
+	var all []*mcp.Tool
+	cursor := ""
+	for range maxListPages {
+		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, res.Tools...)
+		if res.NextCursor == "" {
+			return all, nil
+		}
+		cursor = res.NextCursor
+	}
+	return nil, fmt.Errorf("tools/list did not end after %d pages", maxListPages)
+}
+
+// session returns the live session, connecting when there is none.
+func (c *conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	cs := c.session
+	c.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	if err := c.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer c.release()
+	return c.sessionLocked(ctx)
+}
+
+// sessionLocked is session with c.lock held.
+func (c *conn) sessionLocked(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	cs, down := c.session, c.down
+	c.mu.Unlock()
+	if down || c.pool.isClosed() {
+		return nil, errPoolClosed
+	}
+	if cs != nil {
+		return cs, nil
+	}
+	cs, proc, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.down { // Close raced with connect
+		c.mu.Unlock()
+		_ = cs.Close()
+		return nil, errPoolClosed
+	}
+	c.session, c.proc = cs, proc
+	relist := c.listed
+	if relist {
+		c.stale = true // the server may have changed while we were away
+	}
+	c.mu.Unlock()
+	if relist {
+		c.pool.invalidate()
+	}
+	c.pool.spawn(func() { c.watch(cs) })
+	return cs, nil
+}
+
+// watch drops cs when its connection ends, so the next call reconnects.
+func (c *conn) watch(cs *mcp.ClientSession) {
+	err := cs.Wait()
+	c.drop(cs, err)
+}
+
+// drop forgets cs if it is still the live session, and closes it.
+func (c *conn) drop(cs *mcp.ClientSession, cause error) {
+	c.mu.Lock()
+	mine := c.session == cs
+	if mine {
+		c.session, c.proc = nil, nil
+	}
+	c.mu.Unlock()
+	if mine {
+		c.pool.logger.Info("upstream session ended", "server", c.srv.Name, "err", cause)
+	}
+	_ = cs.Close()
+}
+
+// dropIfBroken drops cs unless err is the server's own JSON-RPC error answer: a session that
+// failed any other way (ErrConnectionClosed, ErrSessionMissing, EOF from a crashed process, a
+// broken stream) is not trusted with the next call, which reconnects instead. The drop happens
+// before the failed call returns, so the very next call cannot pick the dead session up.
+func (c *conn) dropIfBroken(cs *mcp.ClientSession, err error) {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, mcp.ErrSessionMissing) {
+		return
+	}
+	c.mu.Lock()
+	if c.session == cs {
+		c.session, c.proc = nil, nil
+	}
+	c.mu.Unlock()
+	c.pool.spawn(func() { c.drop(cs, err) })
+}
+
+// shutdown closes the session for good, bounded: the go-sdk's Close waits for requests in
+// flight, so after closeGrace the process is ended under it.
+func (c *conn) shutdown() {
+	c.mu.Lock()
+	c.down = true
+	cs, proc := c.session, c.proc
+	c.session, c.proc = nil, nil
+	c.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { _ = cs.Close(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(closeGrace):
+	}
+	if proc != nil {
+		proc.close()
+	}
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		c.pool.logger.Warn("upstream session did not close in time; abandoned", "server", c.srv.Name)
+	}
+}
+
+func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.srv.connectTimeout())
+	defer cancel()
+	impl := c.pool.opts.Implementation
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "mcp-sandbox", Version: "dev"}
+	}
+	client := mcp.NewClient(impl, &mcp.ClientOptions{
+		Logger: c.pool.logger.With("server", c.srv.Name),
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			c.mu.Lock()
+			c.stale = true
+			c.changes++
+			c.mu.Unlock()
+			c.pool.changed(c.srv.Name)
+		},
+	})
+	var sopts *mcp.ClientSessionOptions
+	if c.srv.ProtocolVersion != "" {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: c.srv.ProtocolVersion}
+	}
+	if c.srv.URL != "" {
+		hc := &http.Client{}
+		if c.srv.Bearer != nil {
+			hc.Transport = &bearerTransport{resolve: c.srv.Bearer, base: http.DefaultTransport}
+		}
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: hc}, sopts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connecting to %s: %w", c.srv.Name, err)
+		}
+		return cs, nil, nil
+	}
+	proc, err := startProcess(c.srv, c.pool.logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", c.srv.Name, err)
+	}
+	wctx, wcancel := proc.watch(ctx)
+	defer wcancel()
+	cs, err := client.Connect(wctx, proc.transport(c.srv.maxFrame()), sopts)
+	if err != nil {
+		go proc.close()
+		if cause := context.Cause(wctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		return nil, nil, fmt.Errorf("initializing %s: %w", c.srv.Name, err)
+	}
+	return cs, proc, nil
+}
+
+// call makes one tools/call with the server's timeout. The caller classifies the error.
+func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	cs, err := c.sessionFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, c.srv.callTimeout(), errCallTimeout)
+	defer cancel()
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
+	stop := context.AfterFunc(c.pool.ctx, func() { cancelCause(errPoolClosed) })
+	defer stop()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, cause
+		}
+		c.dropIfBroken(cs, err)
+	}
+	return res, err
+}
+
+var (
+	errCallTimeout = errors.New("upstream call timed out")
+	errPoolClosed  = errors.New("the upstream pool is closed")
+)
+
+// retryDelay is how long a server that could not be listed is left alone before a turn tries
+// it again, so a dead server does not slow every turn by its connect timeout.
+const retryDelay = 10 * time.Second
+
+func (p *Pool) invalidate() {
+	p.mu.Lock()
+	p.version++
+	p.mu.Unlock()
+}

@@ -1,0 +1,148 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults used when a Server leaves a field zero.
+const (
+	DefaultCallTimeout    = 60 * time.Second
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultMaxFrameBytes  = 8 << 20
+	// closeGrace is how long Close waits for a stdio server to exit after its stdin closes,
+	// and again after the kill, before giving up on it.
+	closeGrace = 2 * time.Second
+)
+
+// Server describes one upstream MCP server: a command speaking stdio, or a streamable-HTTP URL.
+// Exactly one of Command and URL is set.
+type Server struct {
+	// Name is the server's name, the prefix of its tools' model-facing names.
+	Name string
+	// Command is the program and its arguments (stdio).
+	Command []string
+	// Env is the server's environment besides PATH and HOME, which are inherited.
+	Env map[string]string
+	// Dir is the working directory of Command; empty means ours.
+	Dir string
+	// URL is a streamable-HTTP endpoint.
+	URL string
+	// Bearer, when set, returns the credential for one HTTP request. It is called for every
+	// request, and its result is never logged or put in an error.
+	Bearer func(ctx context.Context) (string, error)
+	// AllowInsecureHTTP permits a Bearer over plaintext http:// to a non-loopback host.
+	AllowInsecureHTTP bool
+	// Deferred keeps the server's tools out of Exposed; they stay bindable and searchable.
+	Deferred bool
+	// CallTimeout bounds one tools/call; zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// ConnectTimeout bounds starting and initializing a session; zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// MaxFrameBytes bounds one inbound stdio JSON-RPC frame; zero means DefaultMaxFrameBytes.
+	MaxFrameBytes int
+	// ProtocolVersion pins the protocol version offered at initialize, for peers that need it;
+	// empty means the go-sdk's latest.
+	ProtocolVersion string
+}
+
+// Validate reports a problem with s, naming the offending field.
+func (s Server) Validate() error {
+	if err := validServerName(s.Name); err != nil {
+		return err
+	}
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		return fmt.Errorf("upstream %q: command and url are exclusive", s.Name)
+	case len(s.Command) == 0 && s.URL == "":
+		return fmt.Errorf("upstream %q: one of command or url is required", s.Name)
+	case len(s.Command) > 0 && s.Command[0] == "":
+		return fmt.Errorf("upstream %q: command is empty", s.Name)
+	case len(s.Command) > 0 && s.Bearer != nil:
+		return fmt.Errorf("upstream %q: bearer applies to a url only", s.Name)
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("upstream %q: url must be an absolute http or https URL", s.Name)
+		}
+		if u.User != nil {
+			return fmt.Errorf("upstream %q: url must not carry credentials; use bearer", s.Name)
+		}
+		if u.Scheme == "http" && s.Bearer != nil && !s.AllowInsecureHTTP && !isLoopback(u.Hostname()) {
+			return fmt.Errorf("upstream %q: a bearer credential over plaintext http to a non-loopback host is refused (use https, or set allow_insecure_http)", s.Name)
+		}
+	}
+	if s.CallTimeout < 0 || s.ConnectTimeout < 0 || s.MaxFrameBytes < 0 {
+		return fmt.Errorf("upstream %q: timeouts and frame limit must not be negative", s.Name)
+	}
+	return nil
+}
+
+func validServerName(name string) error {
+	if name == "" {
+		return errors.New("upstream: a server needs a name")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("upstream %q: a name is lowercase letters, digits, '-' and '_'", name)
+		}
+	}
+	if strings.Contains(name, "__") {
+		return fmt.Errorf("upstream %q: a name must not contain \"__\"", name)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s Server) callTimeout() time.Duration {
+	if s.CallTimeout > 0 {
+		return s.CallTimeout
+	}
+	return DefaultCallTimeout
+}
+
+func (s Server) connectTimeout() time.Duration {
+	if s.ConnectTimeout > 0 {
+		return s.ConnectTimeout
+	}
+	return DefaultConnectTimeout
+}
+
+func (s Server) maxFrame() int {
+	if s.MaxFrameBytes > 0 {
+		return s.MaxFrameBytes
+	}
+	return DefaultMaxFrameBytes
+}
+
+// bearerTransport adds a freshly resolved credential to every request. The credential never
+// appears in an error it returns.
+type bearerTransport struct {
+	resolve func(ctx context.Context) (string, error)
+	base    http.RoundTripper
+}
+
+func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := t.resolve(req.Context())
+	if err != nil {
+		// The resolver's error names where the credential lives, never its value.
+		return nil, fmt.Errorf("resolving the upstream credential: %w", err)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return t.base.RoundTrip(r)
+}

@@ -1,0 +1,599 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var mockBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "upstream-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mockBin = filepath.Join(dir, "mockupstream")
+	cmd := exec.Command("go", "build", "-C", "../conformance/mockupstream", "-o", mockBin, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the mock upstream:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer is a concurrency-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type fixture struct {
+	pool    *Pool
+	counter string // the docs server's counter file
+	logs    *syncBuffer
+	changed chan string
+}
+
+// newFixture starts a pool with "docs" (the plain mock) and "big" (deferred, 351 extra tools
+// in pages of 40), each with its own counter file.
+func newFixture(t *testing.T, tweak func(*Server)) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{counter: filepath.Join(dir, "docs.json"), logs: &syncBuffer{}, changed: make(chan string, 16)}
+	docs := Server{Name: "docs", Command: []string{mockBin}, Env: map[string]string{"MOCK_COUNTER_FILE": f.counter}}
+	big := Server{Name: "big", Command: []string{mockBin, "--many", "351", "--page-size", "40"},
+		Env: map[string]string{"MOCK_COUNTER_FILE": filepath.Join(dir, "big.json")}, Deferred: true}
+	if tweak != nil {
+		tweak(&docs)
+	}
+	p, err := NewPool(PoolOptions{
+		Servers:        []Server{docs, big},
+		Logger:         slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnToolsChanged: func(s string) { f.changed <- s },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pool = p
+	t.Cleanup(func() { p.Close() })
+	return f
+}
+
+func (f *fixture) turn(t *testing.T, deny, approval []string, bindings *[]string) *Turn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cat := f.pool.Catalogue(ctx)
+	if len(cat.Problems()) > 0 {
+		t.Fatalf("catalogue problems: %v\nlogs:\n%s", cat.Problems(), f.logs)
+	}
+	return cat.Resolve([]string{"docs", "big"}, deny, approval, bindings)
+}
+
+// count reads how many times the docs mock really ran tool.
+func (f *fixture) count(t *testing.T, tool string) int {
+	t.Helper()
+	b, err := os.ReadFile(f.counter)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m[tool]
+}
+
+func call(t *testing.T, turn *Turn, name, args string) Reply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return turn.Call(ctx, name, json.RawMessage(args))
+}
+
+func wantOK(t *testing.T, r Reply) string {
+	t.Helper()
+	if r.Kind != "" {
+		t.Fatalf("%s: kind %q: %s", r.Tool, r.Kind, r.Message)
+	}
+	return string(r.Value)
+}
+
+func wantKind(t *testing.T, r Reply, k Kind) {
+	t.Helper()
+	if r.Kind != k {
+		t.Fatalf("%s: kind %q (%s), want %q; value %s", r.Tool, r.Kind, r.Message, k, r.Value)
+	}
+	if r.Message == "" {
+		t.Fatalf("%s: kind %q without a message", r.Tool, k)
+	}
+}
+
+func TestAliasable(t *testing.T) {
+	for name, want := range map[string]bool{
+		"docs__list_repos": true, "docs__list-repos": false, "docs__2fa": true, "docs__class": true,
+		"class": false, "2fa": false, "None": false, "match": true, "": false, "a.b": false, "café": false,
+	} {
+		if got := Aliasable(name); got != want {
+			t.Errorf("Aliasable(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestGlob(t *testing.T) {
+	for _, c := range []struct {
+		pat, name string
+		want      bool
+	}{
+		{"docs__*", "docs__x", true}, {"docs__*", "doc__x", false}, {"*delete*", "docs__delete-everything", true},
+		{"docs__a", "docs__a", true}, {"docs__a", "docs__ab", false}, {"d*s__*g", "docs__everything", true},
+		{"*", "", true}, {"a*b*c", "abxc", true}, {"a*b*c", "acb", false}, {"docs__[x]", "docs__[x]", true},
+	} {
+		if got := glob(c.pat, c.name); got != c.want {
+			t.Errorf("glob(%q, %q) = %v, want %v", c.pat, c.name, got, c.want)
+		}
+	}
+}
+
+func TestNamesStayDistinct(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	if got := wantOK(t, call(t, turn, "docs__list-repos", "")); got != `"answer from list-repos"` {
+		t.Errorf("list-repos = %s", got)
+	}
+	if got := wantOK(t, call(t, turn, "docs__list_repos", "{}")); got != `"answer from list_repos"` {
+		t.Errorf("list_repos = %s", got)
+	}
+	aliases := strings.Join(turn.Aliases(), " ")
+	for _, n := range []string{"docs__list_repos", "docs__2fa", "docs__class"} {
+		if !strings.Contains(" "+aliases+" ", " "+n+" ") {
+			t.Errorf("%s has no alias", n)
+		}
+	}
+	if strings.Contains(aliases, "list-repos") {
+		t.Errorf("a hyphenated name got an alias: %s", aliases)
+	}
+	names := turn.Names()
+	for i := 1; i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			t.Fatalf("Names not sorted: %q before %q", names[i-1], names[i])
+		}
+	}
+	wantOK(t, call(t, turn, "docs__2fa", ""))
+	wantOK(t, call(t, turn, "docs__class", ""))
+	if !strings.Contains(f.logs.String(), "mockupstream: ready") || !strings.Contains(f.logs.String(), "server=docs") {
+		t.Errorf("the server's stderr was not logged with its name:\n%s", f.logs)
+	}
+}
+
+func TestValues(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	var v map[string]any
+	if err := json.Unmarshal([]byte(wantOK(t, call(t, turn, "docs__lookup", `{"sku":"A"}`))), &v); err != nil || v["sku"] != "A" {
+		t.Errorf("lookup structured content = %v (%v)", v, err)
+	}
+	if got := wantOK(t, call(t, turn, "docs__add", `{"a":2,"b":3}`)); got != `{"sum":5}` {
+		t.Errorf("add = %s", got)
+	}
+	r := call(t, turn, "docs__bytes", `{"n":100000}`)
+	if got := wantOK(t, r); len(got) != 100002 || r.Size < 100000 {
+		t.Errorf("bytes: value %d bytes, size %d", len(got), r.Size)
+	}
+}
+
+func TestDeferredCatalogue(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	cat := f.pool.Catalogue(context.Background())
+	n := 0
+	for _, tool := range cat.Bindable() {
+		if strings.HasPrefix(tool.Name, "big__tool-") {
+			n++
+		}
+	}
+	if n != 351 {
+		t.Fatalf("bindable big__tool-* = %d, want 351 (all pages)", n)
+	}
+	for _, tool := range cat.Exposed() {
+		if tool.Server == "big" {
+			t.Fatalf("deferred tool %s exposed", tool.Name)
+		}
+	}
+	for _, tool := range turn.Exposed() {
+		if tool.Server == "big" {
+			t.Fatalf("deferred tool %s exposed by the turn", tool.Name)
+		}
+	}
+	// Search finds it.
+	page, err := turn.ListTools(ListToolsArgs{Query: "extra tool number 342"})
+	if err != nil || len(page.Tools) != 1 || page.Tools[0].Name != "big__tool-0342" {
+		t.Fatalf("search: %+v %v", page, err)
+	}
+	// Paging through list_tools (the program's built-in) sees every tool once.
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		args, _ := json.Marshal(ListToolsArgs{Server: "big", Cursor: cursor})
+		var p ListToolsPage
+		if err := json.Unmarshal([]byte(wantOK(t, call(t, turn, "list_tools", string(args)))), &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Tools {
+			if seen[s.Name] {
+				t.Fatalf("%s listed twice", s.Name)
+			}
+			seen[s.Name] = true
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		cursor = p.NextCursor
+		if pages > 20 {
+			t.Fatal("list_tools never ends")
+		}
+	}
+	if len(seen) != 351+len(cat.Exposed()) {
+		t.Errorf("list_tools over big: %d tools, want %d", len(seen), 351+len(cat.Exposed()))
+	}
+	var info ToolInfo
+	if err := json.Unmarshal([]byte(wantOK(t, call(t, turn, "get_tool_info", `{"name":"big__tool-0342"}`))), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Alias != nil || info.InputSchema == nil || !info.Deferred {
+		t.Errorf("get_tool_info = %+v", info)
+	}
+	if got := wantOK(t, call(t, turn, "big__tool-0342", `{"q":"hi"}`)); got != `"tool-0342:hi"` {
+		t.Errorf("deferred call = %s", got)
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, []string{"docs__list*"}, []string{"docs__fail"}, nil)
+	wantKind(t, call(t, turn, "docs__list_repos", ""), Denied)
+	wantKind(t, call(t, turn, "docs__list-repos", ""), Denied)
+	wantKind(t, call(t, turn, "docs__delete-everything", ""), ApprovalRequiredInProgram)
+	wantKind(t, call(t, turn, "docs__fail", ""), ApprovalRequiredInProgram)
+	wantKind(t, call(t, turn, "docs__nope", ""), Unavailable)
+	wantKind(t, call(t, turn, "other__x", ""), Unavailable)
+	wantKind(t, call(t, turn, "run_code", `{"code":"1"}`), ExcludedBuiltin)
+	wantKind(t, call(t, turn, "read_tool_output", `{}`), ExcludedBuiltin)
+	wantKind(t, call(t, turn, "print", `{}`), ExcludedBuiltin)
+	for _, n := range turn.Names() {
+		if strings.HasPrefix(n, "docs__list") {
+			t.Errorf("denied %s in Names", n)
+		}
+	}
+	if _, r, ok := turn.ToolInfo("docs__list_repos"); ok || r.Kind != Denied {
+		t.Errorf("get_tool_info of a denied tool: %+v", r)
+	}
+	if got := f.count(t, "delete-everything") + f.count(t, "fail") + f.count(t, "list_repos"); got != 0 {
+		t.Fatalf("refused tools were called %d times", got)
+	}
+	// A host's direct call is not refused for approval: the host asks the person.
+	ctx := context.Background()
+	wantOK(t, turn.CallDirect(ctx, "docs__delete-everything", nil))
+	wantKind(t, turn.CallDirect(ctx, "docs__list_repos", nil), Denied)
+	if got := f.count(t, "delete-everything"); got != 1 {
+		t.Errorf("direct call count = %d, want 1", got)
+	}
+	// A server that is not granted is unavailable, not denied.
+	t2 := f.pool.Catalogue(ctx).Resolve([]string{"big"}, nil, nil, nil)
+	wantKind(t, call(t, t2, "docs__lookup", `{"sku":"A"}`), Unavailable)
+}
+
+func TestBindings(t *testing.T) {
+	f := newFixture(t, nil)
+	b := []string{"docs__lookup", "docs__gone", "big__tool-00*", "nothing__*", "docs__list_repos"}
+	turn := f.turn(t, []string{"docs__list_repos"}, nil, &b)
+	if got, want := strings.Join(turn.Unavailable(), ","), "docs__gone,docs__list_repos,nothing__*"; got != want {
+		t.Errorf("Unavailable = %s, want %s", got, want)
+	}
+	wantOK(t, call(t, turn, "docs__lookup", `{"sku":"A"}`))
+	wantOK(t, call(t, turn, "big__tool-0042", ""))
+	wantKind(t, call(t, turn, "big__tool-0142", ""), Unavailable)
+	wantKind(t, call(t, turn, "docs__gone", ""), Unavailable)
+	wantKind(t, call(t, turn, "docs__add", `{"a":1,"b":2}`), Unavailable)
+	if len(turn.Names()) != 1+99 {
+		t.Errorf("Names = %d, want 100", len(turn.Names()))
+	}
+}
+
+func TestToolError(t *testing.T) {
+	f := newFixture(t, nil)
+	r := call(t, f.turn(t, nil, nil, nil), "docs__fail", "")
+	wantKind(t, r, ToolError)
+	if !strings.Contains(r.Message, "this tool always fails") || !r.Called {
+		t.Errorf("tool_error reply = %+v", r)
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	for _, args := range []string{`{"sku":5}`, `{}`, `[1]`, `{"sku":`, `"x"`} {
+		wantKind(t, call(t, turn, "docs__lookup", args), InvalidArguments)
+	}
+	// draft-07 with definitions and $ref.
+	if got := wantOK(t, call(t, turn, "docs__legacy", `{"n":3}`)); got != `"legacy 3"` {
+		t.Errorf("legacy = %s", got)
+	}
+	wantKind(t, call(t, turn, "docs__legacy", `{"n":-1}`), InvalidArguments)
+	wantKind(t, call(t, turn, "docs__legacy", `{"n":1,"x":1}`), InvalidArguments)
+	if got := f.count(t, "lookup"); got != 0 {
+		t.Errorf("lookup really called %d times with invalid arguments", got)
+	}
+	if got := f.count(t, "legacy"); got != 1 {
+		t.Errorf("legacy really called %d times, want 1", got)
+	}
+}
+
+func TestCrashThenReconnect(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	wantOK(t, call(t, turn, "docs__2fa", ""))
+	wantKind(t, call(t, turn, "docs__crash", ""), UpstreamError)
+	// The next call reconnects; the failed one is not replayed.
+	wantOK(t, call(t, f.turn(t, nil, nil, nil), "docs__2fa", ""))
+	if got := f.count(t, "crash"); got != 1 {
+		t.Errorf("crash really called %d times, want 1 (no replay)", got)
+	}
+	if got := f.count(t, "2fa"); got != 2 {
+		t.Errorf("2fa really called %d times, want 2", got)
+	}
+}
+
+func TestListChanged(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	wantKind(t, call(t, turn, "docs__fresh", ""), Unavailable)
+	wantOK(t, call(t, turn, "docs__change-tools", `{"name":"fresh"}`))
+	select {
+	case s := <-f.changed:
+		if s != "docs" {
+			t.Errorf("OnToolsChanged(%q)", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		next := f.turn(t, nil, nil, nil)
+		if r := call(t, next, "docs__fresh", ""); r.Kind == "" {
+			if string(r.Value) != `"hello from fresh"` {
+				t.Errorf("fresh = %s", r.Value)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new tool never appeared")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sku := fmt.Sprintf("S%d", i)
+			r := turn.Call(context.Background(), "docs__lookup", json.RawMessage(`{"sku":"`+sku+`"}`))
+			if r.Kind != "" || !strings.Contains(string(r.Value), `"`+sku+`"`) {
+				errs <- fmt.Sprintf("%s: %s %s %s", sku, r.Kind, r.Message, r.Value)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if got := f.count(t, "lookup"); got != 64 {
+		t.Errorf("lookup really called %d times, want 64", got)
+	}
+}
+
+func TestTimeoutAndCancel(t *testing.T) {
+	f := newFixture(t, func(s *Server) { s.CallTimeout = 300 * time.Millisecond })
+	turn := f.turn(t, nil, nil, nil)
+	start := time.Now()
+	wantKind(t, call(t, turn, "docs__slow", `{"seconds":5}`), Timeout)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("timeout took %v", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	wantKind(t, turn.Call(ctx, "docs__slow", json.RawMessage(`{"seconds":0.25}`)), Cancelled)
+	// The session survives both.
+	wantOK(t, call(t, turn, "docs__2fa", ""))
+}
+
+func TestCaller(t *testing.T) {
+	f := newFixture(t, nil)
+	var mu sync.Mutex
+	var seen []string
+	record := CallerFunc(func(ctx context.Context, c Call, next func(context.Context) Reply) Reply {
+		mu.Lock()
+		seen = append(seen, c.Tool.Name+" "+string(c.Args))
+		mu.Unlock()
+		return next(ctx)
+	})
+	refuseAdd := CallerFunc(func(ctx context.Context, c Call, next func(context.Context) Reply) Reply {
+		if c.Tool.Upstream == "add" {
+			return Reply{Kind: BudgetExceeded, Message: "no more calls"}
+		}
+		return next(ctx)
+	})
+	turn := f.turn(t, nil, nil, nil).With(record, refuseAdd)
+	wantOK(t, call(t, turn, "docs__lookup", `{"sku":"A"}`))
+	wantKind(t, call(t, turn, "docs__add", `{"a":1,"b":2}`), BudgetExceeded)
+	wantKind(t, call(t, turn, "docs__lookup", `{}`), InvalidArguments) // never reaches a Caller
+	if got := strings.Join(seen, "|"); got != `docs__lookup {"sku":"A"}|docs__add {"a":1,"b":2}` {
+		t.Errorf("Caller saw %s", got)
+	}
+	if got := f.count(t, "add"); got != 0 {
+		t.Errorf("add really called %d times", got)
+	}
+}
+
+func TestServerValidate(t *testing.T) {
+	bearer := func(context.Context) (string, error) { return "secret", nil }
+	for _, c := range []struct {
+		s  Server
+		ok bool
+	}{
+		{Server{Name: "a", Command: []string{"x"}}, true},
+		{Server{Name: "a", URL: "https://h/mcp", Bearer: bearer}, true},
+		{Server{Name: "a", URL: "http://127.0.0.1:9/mcp", Bearer: bearer}, true},
+		{Server{Name: "a", URL: "http://localhost:9/mcp", Bearer: bearer}, true},
+		{Server{Name: "a", URL: "http://[::1]:9/mcp", Bearer: bearer}, true},
+		{Server{Name: "a", URL: "http://h/mcp"}, true},
+		{Server{Name: "a", URL: "http://h/mcp", Bearer: bearer}, false},
+		{Server{Name: "a", URL: "http://h/mcp", Bearer: bearer, AllowInsecureHTTP: true}, true},
+		{Server{Name: "a", URL: "https://u:p@h/mcp"}, false},
+		{Server{Name: "a__b", Command: []string{"x"}}, false},
+		{Server{Name: "A", Command: []string{"x"}}, false},
+		{Server{Name: "a"}, false},
+		{Server{Name: "a", Command: []string{"x"}, URL: "https://h"}, false},
+	} {
+		err := c.s.Validate()
+		if (err == nil) != c.ok {
+			t.Errorf("%+v: Validate() = %v", c.s, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("credential in error: %v", err)
+		}
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	p, err := NewPool(PoolOptions{
+		Servers: []Server{{Name: "dead", Command: []string{"/nonexistent/mcp-server"}}},
+		Logger:  slog.New(slog.NewTextHandler(&syncBuffer{}, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cat := p.Catalogue(context.Background())
+	if cat.Problems()["dead"] == "" {
+		t.Fatalf("no problem reported: %v", cat.Problems())
+	}
+	wantKind(t, call(t, cat.Resolve([]string{"dead"}, nil, nil, nil), "dead__x", ""), Unavailable)
+}
+
+func TestCloseIsBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, nil, nil, nil)
+	go turn.Call(context.Background(), "docs__slow", json.RawMessage(`{"seconds":30}`))
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	f.pool.Close()
+	f.pool.Close()
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	wantKind(t, call(t, turn, "docs__2fa", ""), UpstreamError)
+}
+
+func TestLimit(t *testing.T) {
+	f := newFixture(t, nil)
+	var inFlight, peak atomic.Int32
+	observe := CallerFunc(func(ctx context.Context, c Call, next func(context.Context) Reply) Reply {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		defer inFlight.Add(-1)
+		return next(ctx)
+	})
+	turn := f.turn(t, nil, nil, nil).With(Limit(3), observe)
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := turn.Call(context.Background(), "docs__slow", json.RawMessage(`{"seconds":0.05}`)); r.Kind != "" {
+				t.Errorf("slow: %s %s", r.Kind, r.Message)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 3 || p < 2 {
+		t.Errorf("peak concurrency %d, want 2..3", p)
+	}
+}
+
+func TestCompileSchemaDegrades(t *testing.T) {
+	for _, c := range []struct {
+		name, schema string
+		valid, bad   string // "" skips
+	}{
+		{"2020-12", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, `{"a":"x"}`, `{"a":1}`},
+		{"draft-07 no hash", `{"$schema":"http://json-schema.org/draft-07/schema","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
+		{"draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
+		{"draft-04 boolean exclusiveMinimum", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"number","minimum":0,"exclusiveMinimum":true}}}`, `{"a":1}`, ""},
+		{"unresolvable ref", `{"type":"object","properties":{"a":{"$ref":"https://example.invalid/x.json"}}}`, `{"a":1}`, ""},
+	} {
+		var raw any
+		if err := json.Unmarshal([]byte(c.schema), &raw); err != nil {
+			t.Fatal(err)
+		}
+		rs, _ := compileSchema(raw)
+		check := func(args string) error {
+			if rs == nil {
+				return nil
+			}
+			obj, _, err := argumentObject(json.RawMessage(args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rs.Validate(obj)
+		}
+		if err := check(c.valid); err != nil {
+			t.Errorf("%s: valid arguments refused: %v", c.name, err)
+		}
+		if c.bad != "" && check(c.bad) == nil {
+			t.Errorf("%s: bad arguments accepted", c.name)
+		}
+	}
+}
