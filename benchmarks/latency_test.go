@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
@@ -36,54 +37,73 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// TestReport prints the median latency of a trivial execution through the engine, with a
-// cold start and with a warm child, beside a bare interpreter start, sampled alternately so
-// all three see the same machine.
+// TestReport prints the median latency of a trivial execution through the engine, per
+// backend, with a cold start and with a warm child, beside a bare interpreter start, all
+// sampled in turn so they see the same machine.
 func TestReport(t *testing.T) {
 	ctx := context.Background()
-	b, err := process.New(ctx, process.Options{})
+	pb, err := process.New(ctx, process.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newRunner := func(warm int) *engine.Runner {
+	type subject struct {
+		name   string
+		runner *engine.Runner
+		runs   []time.Duration
+	}
+	var subjects []*subject
+	add := func(name string, b engine.Backend, warm int) {
 		r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: warm})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { r.Close() })
-		return r
+		subjects = append(subjects, &subject{name: name, runner: r})
 	}
-	cold, warm := newRunner(0), newRunner(1)
-	py := b.Python()
-	run := func(r *engine.Runner) time.Duration {
-		start := time.Now()
-		res := r.Run(ctx, engine.Execution{Program: "pass"})
-		d := time.Since(start)
-		if res.Failure != nil {
-			t.Fatalf("%s: %s", res.Failure.Kind, res.Failure.Message)
+	add("process level, cold start", pb, 0)
+	add("process level, warm child (Warm: 1)", pb, 1)
+	if ok, why := namespaces.Available(namespaces.Options{}); ok {
+		nb, err := namespaces.New(ctx, namespaces.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return d
+		add("isolated level (namespaces), cold start", nb, 0)
+		add("isolated level (namespaces), warm child", nb, 1)
+	} else {
+		t.Logf("isolated level not measured: %s", why)
 	}
-	var bare, coldRuns, warmRuns []time.Duration
+	py := pb.Python()
+	var bare []time.Duration
 	for i := 0; i < samples()+2; i++ {
 		start := time.Now()
 		if err := exec.Command(py, "-I", "-c", "pass").Run(); err != nil {
 			t.Fatal(err)
 		}
 		d0 := time.Since(start)
-		d1 := run(cold)
-		time.Sleep(50 * time.Millisecond) // let the warm runner's refill finish, as it would between turns
-		d2 := run(warm)
 		if i >= 2 { // the first runs warm the caches
-			bare, coldRuns, warmRuns = append(bare, d0), append(coldRuns, d1), append(warmRuns, d2)
+			bare = append(bare, d0)
+		}
+		for _, s := range subjects {
+			time.Sleep(30 * time.Millisecond) // let a warm runner's refill finish, as it would between turns
+			start := time.Now()
+			res := s.runner.Run(ctx, engine.Execution{Program: "pass"})
+			d := time.Since(start)
+			if res.Failure != nil {
+				t.Fatalf("%s: %s: %s", s.name, res.Failure.Kind, res.Failure.Message)
+			}
+			if i >= 2 {
+				s.runs = append(s.runs, d)
+			}
 		}
 	}
-	mb, mc, mw := median(bare), median(coldRuns), median(warmRuns)
+	mb := median(bare)
 	row := func(name string, d time.Duration) string {
 		return fmt.Sprintf("%-46s %9s  %5.2fx  %+9s", name, d.Round(10*time.Microsecond), float64(d)/float64(mb), (d - mb).Round(10*time.Microsecond))
 	}
-	t.Logf("median of %d samples each, process backend\n%-46s %9s  %6s  %9s\n%s\n%s\n%s", len(bare), "", "median", "ratio", "vs bare",
-		row("bare "+py+" -I -c pass", mb), row("trivial execution, cold start", mc), row("trivial execution, warm child (Warm: 1)", mw))
-	fmt.Fprintf(os.Stderr, "BENCH bare_python=%s cold=%s (%.2fx) warm=%s (%.2fx) samples=%d\n",
-		mb, mc, float64(mc)/float64(mb), mw, float64(mw)/float64(mb), len(bare))
+	out := fmt.Sprintf("median of %d samples each\n%-46s %9s  %6s  %9s\n%s", len(bare), "", "median", "ratio", "vs bare", row("bare "+py+" -I -c pass", mb))
+	for _, s := range subjects {
+		out += "\n" + row(s.name, median(s.runs))
+	}
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
@@ -612,7 +611,9 @@ func isBuiltin(n string) bool {
 }
 
 // Aliases returns the names that get a direct alias in a program: exactly those that are
-// Python identifiers and not keywords, never a mangled form.
+// ASCII Python identifiers and not keywords, never a mangled form. It is the same rule as
+// upstream.Aliasable (engine may not import upstream): non-ASCII identifiers are reachable
+// through call_tool only, so one rule holds without Python's Unicode tables.
 func Aliases(names []string) []string {
 	out := []string{}
 	for _, n := range names {
@@ -623,13 +624,17 @@ func Aliases(names []string) []string {
 	return out
 }
 
+// isPythonIdentifier reports whether s is an ASCII Python identifier.
 func isPythonIdentifier(s string) bool {
 	if s == "" {
 		return false
 	}
-	for i, c := range s {
-		ok := c == '_' || unicode.IsLetter(c) || (i > 0 && unicode.IsDigit(c))
-		if !ok || c > unicode.MaxASCII {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 )
 
@@ -20,7 +21,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: mcp-sandbox doctor [--config FILE] [--json]
 
-Describes every profile of the config: its backend, the isolation level it reached, each of
+Lists the local sandbox backends this host offers (and, for each one it does not, why and
+what to install), then describes every profile of the config: its backend, the isolation level it reached, each of
 the ten guarantees graded enforced, unverified or unavailable, the mechanisms in use, and any
 problem. It runs a fixed probe in each sandbox and never a program. Exit status 1 when a
 profile is not ready.
@@ -45,6 +47,7 @@ Flags:
 	}
 	var reports []profileReport
 	ready := true
+	detected := detectLocal(configs.Profile{})
 	for _, name := range sortedKeys(cfg.Profiles) {
 		p, _ := cfg.Profile(name)
 		d := &engine.Description{Backend: p.Backend, Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{}}
@@ -61,8 +64,17 @@ Flags:
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"profiles": reports})
+		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports})
 	} else {
+		fmt.Fprintln(stdout, "local backends on this host, strongest first:")
+		for _, b := range detected {
+			state := "available"
+			if !b.Available {
+				state = "unavailable: " + b.Reason
+			}
+			fmt.Fprintf(stdout, "  %-11s %-9s %s\n", b.Name, b.Isolation, state)
+		}
+		fmt.Fprintln(stdout)
 		for _, r := range reports {
 			d := r.Description
 			state := "ready"

@@ -57,10 +57,16 @@ func apply(s *Spec) (uint64, error) {
 			return 0, fmt.Errorf("joining cgroup %s: %v", procs, err)
 		}
 	}
-	// Count the uid's tasks while still privileged; the limits themselves are set last,
-	// because the Go runtime of this helper needs more address space than a program may get.
+	// A pids cgroup bounds the tree exactly; RLIMIT_NPROC, an absolute per-user count, is
+	// the fallback without one. Then count the uid's tasks while still privileged (a /proc
+	// scan that costs milliseconds, so only when it matters); the limits themselves are set
+	// last, because the Go runtime of this helper needs more address space than a program
+	// may get.
 	nproc := s.Rlimits.NProc
-	if nproc > 0 && s.Drop {
+	switch {
+	case len(s.CgroupProcs) > 0:
+		nproc = 0
+	case nproc > 0 && s.Drop:
 		nproc += uint64(tasksOf(s.UID))
 	}
 	if s.Mounts != nil {
