@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +56,17 @@ func usable(path string, uid, gid int) (string, error) {
 	}
 	if err := Reachable(real, uid, gid, 1); err != nil {
 		return "", err
+	}
+	// A wrapper script (a pyenv shim, say) depends on an environment the sandbox does not
+	// pass on, and execs something else: only a real interpreter binary will do.
+	f, err := os.Open(real)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); runtime.GOOS == "linux" && (err != nil || string(magic[:]) != "\x7fELF") {
+		return "", fmt.Errorf("%s is a wrapper script, not an interpreter binary", real)
 	}
 	return real, nil
 }
