@@ -17,8 +17,10 @@ help:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
 
-run: build
-	./$(BIN) serve
+# Silent: under stdio, stdout carries MCP frames only, so not even make's echo may land there.
+run:
+	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox 1>&2
+	@exec ./$(BIN) serve
 
 test:
 	$(GO) test -race -count=1 ./...

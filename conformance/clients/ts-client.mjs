@@ -1,0 +1,49 @@
+// A real MCP client on the official TypeScript SDK (@modelcontextprotocol/sdk): lists the
+// tools, calls run_code, and prints one JSON object for the Go test to check.
+//
+//   node ts-client.mjs --url URL [--token T] [--code C]
+//   node ts-client.mjs [--code C] [--call no] -- COMMAND ARGS...
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const argv = process.argv.slice(2);
+const opts = { code: "6*7" };
+let command = [];
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === "--") { command = argv.slice(i + 1); break; }
+  opts[argv[i].replace(/^--/, "")] = argv[++i];
+}
+
+let transport;
+if (opts.url) {
+  const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
+  transport = new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers } });
+} else if (command.length > 0) {
+  transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "inherit" });
+} else {
+  console.error("ts-client: need --url or a command after --");
+  process.exit(2);
+}
+
+const client = new Client({ name: "ts-client", version: "0" });
+try {
+  await client.connect(transport);
+  const tools = await client.listTools();
+  // --call no: list the tools only.
+  const res = opts.call === "no" ? { content: [] }
+    : await client.callTool({ name: "run_code", arguments: { code: opts.code } });
+  const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
+  console.log(JSON.stringify({
+    protocol: transport.protocolVersion ?? null,
+    tools: tools.tools.map((t) => t.name),
+    is_error: res.isError ?? false,
+    text,
+    structured: res.structuredContent ?? null,
+  }));
+} catch (err) {
+  console.error("ts-client:", err);
+  process.exitCode = 1;
+} finally {
+  await client.close();
+}

