@@ -121,7 +121,7 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox could not be set up: " + lastLine(s.stderr.Preview()) + "; nothing ran"}
 	case exit.Signal != "":
 		return &Failure{Kind: failure.ProgramError, Executed: true,
-			Message: fmt.Sprintf("the interpreter was killed by %s before the program finished", exit.Signal)}
+			Message: fmt.Sprintf("the interpreter was killed by a signal (%s) after %.2fs of CPU, before the program finished", exit.Signal, exit.CPUSeconds)}
 	}
 	return &Failure{Kind: failure.ProgramError, Executed: true,
 		Message: fmt.Sprintf("the interpreter exited with status %d before the program finished (os._exit, or a crash; see stderr)", exit.Code)}

@@ -31,6 +31,8 @@ type Result struct {
 	// stay on the host and never enter the JSON.
 	StdoutData []byte `json:"-"`
 	StderrData []byte `json:"-"`
+	// ArtifactFiles hold the collected artifacts' bytes, in the order of Artifacts.
+	ArtifactFiles []ArtifactFile `json:"-"`
 }
 
 // Failure says why an execution did not complete. Executed is false for a refusal: nothing of

@@ -38,6 +38,8 @@ type RunnerOptions struct {
 	MaxFrame int
 	// MaxConcurrentCalls bounds the binding calls one execution has in flight (default 16).
 	MaxConcurrentCalls int
+	// Artifacts says whether files the program leaves in its workspace come back.
+	Artifacts ArtifactPolicy
 	// Warm is how many idle children to keep started, per distinct terms, so an execution
 	// does not wait for an interpreter to start (default 0: none). Each is used once.
 	Warm int
@@ -467,12 +469,14 @@ loop:
 		}
 	}
 
-	if done != nil && exit == nil && exited != nil {
-		// The bootstrap exits right after done; wait briefly, then the tree goes regardless.
-		select {
-		case e := <-exited:
-			exit = &e
-		case <-time.After(time.Second):
+	if done != nil && s.r.opts.Artifacts.Collect {
+		// The interpreter waits after done until the host closes the channel, so the workspace
+		// (and a namespace holding it) is still there to collect from.
+		if ws := s.child.Workspace(); ws != "" {
+			s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
+		} else {
+			s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
+				Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})
 		}
 	}
 	s.child.Kill()
@@ -546,7 +550,10 @@ func (s *session) accept(h *wire.Hello) *Failure {
 
 func (s *session) call(ctx context.Context, c *wire.Call) {
 	s.dispatch(ctx, c.ID, func(ctx context.Context) ToolReply {
-		if s.ex.Tools == nil || !containsName(s.ex.ToolNames, c.Tool) && !isBuiltin(c.Tool) {
+		// The ToolCaller is the authority on names: it answers a name outside ToolNames with
+		// the precise kind (denied, excluded_builtin, unavailable), which a blanket refusal
+		// here would hide.
+		if s.ex.Tools == nil {
 			return ToolReply{Kind: "unavailable", Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
 		}
 		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
@@ -591,23 +598,6 @@ func (s *session) dispatch(ctx context.Context, id int64, do func(context.Contex
 			_ = s.w.WriteFrame(out)
 		}
 	}()
-}
-
-func containsName(names []string, n string) bool {
-	for _, x := range names {
-		if x == n {
-			return true
-		}
-	}
-	return false
-}
-
-func isBuiltin(n string) bool {
-	switch n {
-	case "list_tools", "get_tool_info", "read_tool_output":
-		return true
-	}
-	return false
 }
 
 // Aliases returns the names that get a direct alias in a program: exactly those that are

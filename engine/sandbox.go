@@ -97,6 +97,10 @@ type Child interface {
 	// Kill kills the whole tree of the execution. It is idempotent and safe to call
 	// concurrently with Wait.
 	Kill()
+	// Workspace is a host path through which the workspace can be read while the program's
+	// main process lives, or "" when the backend offers none. The path may lead through the
+	// sandbox's own root: open it only with os.Root, never following a symlink.
+	Workspace() string
 	// Close kills what is left, waits for the output copies (bounded), and removes the
 	// workspace and any cgroup. It is idempotent.
 	Close() TreeUsage

@@ -4,9 +4,9 @@
 // servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens, Host and
 // Origin protection and a request body limit.
 //
-// Imports: engine, failure and the go-sdk only (DESIGN.md §2). It never imports configs: cmd
-// converts the config into the small types here (Agent, CodeExec, HTTPOptions), hashes tokens
-// and hands over a func(token) (tenant, ok).
+// Imports: engine, upstream, failure and the go-sdk only (DESIGN.md §2). It never imports
+// configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,
+// HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
 // Decisions:
 //   - Program failures and refusals (network_unavailable, isolation_unavailable,
@@ -25,9 +25,24 @@
 //     403, a name no tenant has is 404. Each (tenant, agent) pair has its own
 //     StreamableHTTPHandler and sessions carry the tenant as their user, so a session id is
 //     never usable from another tenant.
-//   - The catalogue is empty until upstreams land: list_tools lists nothing, get_tool_info and
-//     read_tool_output answer "unknown" as tool errors.
+//   - Upstream tools: every turn boundary (run_code, list_tools, get_tool_info, a direct call,
+//     and the host's tools/list) resolves an upstream.Turn from the tenant's catalogue and the
+//     agent's plain policy values (Upstreams). run_code hands the engine the Turn's Names and a
+//     ToolCaller over Turn.Call with a per-execution upstream.Limit; unavailable_bindings is
+//     Turn.Unavailable. Budget meters and recording plug in at handlers.turn with Turn.With.
+//     Without upstreams list_tools lists nothing and get_tool_info answers "unknown".
+//   - ReadHandle answers unavailable: binding results are handed over whole until handles land.
+//   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to
+//     the server under their model-facing names (their own schema and annotations; the output
+//     schema is left out because the direct result is our rendering) and removed when the policy
+//     or the upstream withdraws them. The set is re-synced at each turn boundary and when an
+//     upstream announces tools/list_changed (Upstreams.Watch); go-sdk then sends
+//     notifications/tools/list_changed to every session. A tool whose input schema is not an
+//     object schema is not exposed (go-sdk would refuse it) but stays bindable.
+//   - A direct call's value is rendered as structuredContent (an object) with its JSON as text,
+//     or as text; a refusal or upstream failure is an isError result naming the kind.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
-// everything it holds after construction is read-only. HTTPHandler is safe for concurrent use.
+// everything it holds after construction is read-only except the exposed tool set, guarded by
+// handlers.exposedMu (taken before go-sdk's own server lock, never inside it). HTTPHandler is safe for concurrent use.
 package mcpserver

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
 // Tool names offered to the model.
@@ -37,6 +38,8 @@ type Agent struct {
 	Version string
 	// CodeExecution nil means run_code is never offered.
 	CodeExecution *CodeExec
+	// Upstreams nil means the agent has no upstream tools.
+	Upstreams *Upstreams
 }
 
 // CodeExec is an agent's code execution: where programs run and under which terms.
@@ -79,7 +82,28 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		Instructions: instructions(a),
 		Logger:       o.Logger,
 	})
-	h := &handlers{agent: a, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name)}
+	h := &handlers{agent: a, srv: s, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{}}
+	if u := a.Upstreams; u != nil && u.Expose {
+		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
+		// to date before go-sdk looks the tool up, so a host that calls before listing, or
+		// calls a tool that was just withdrawn, gets the current set.
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				switch method {
+				case "tools/list":
+					h.turn(ctx)
+				case "tools/call":
+					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.Contains(p.Name, upstream.Separator) {
+						h.turn(ctx)
+					}
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
+	if u := a.Upstreams; u != nil && u.Watch != nil {
+		u.Watch(h.resync)
+	}
 	if a.CodeExecution != nil {
 		s.AddTool(&mcp.Tool{
 			Name:        ToolRunCode,
@@ -179,7 +203,13 @@ func bytesText(n int64) string {
 
 type handlers struct {
 	agent Agent
+	srv   *mcp.Server
 	log   *slog.Logger
+
+	// exposedMu guards exposed: the upstream tools currently offered directly, name → the
+	// definition's JSON, so a sync changes only what changed.
+	exposedMu sync.Mutex
+	exposed   map[string]string
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -215,16 +245,29 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	ce := h.agent.CodeExecution
 	var res *engine.Result
+	var turn *upstream.Turn
 	if ce.Refusal != "" {
 		res = engine.Refuse(ce.Terms, failure.NetworkUnavailable, ce.Refusal)
 	} else {
 		ex := engine.Execution{Program: *in.Code, Terms: ce.Terms}
+		turn = h.turn(ctx)
+		if turn != nil {
+			n := h.agent.Upstreams.MaxConcurrentCalls
+			if n <= 0 {
+				n = DefaultMaxConcurrentCalls
+			}
+			ex.ToolNames = turn.Names()
+			ex.Tools = bindingCaller{turn: turn.With(upstream.Limit(n))}
+		}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			p := newProgress(ctx, req.Session, tok)
 			defer p.wait()
 			ex.Progress = p.report
 		}
 		res = ce.Sandbox.Run(ctx, ex)
+		if turn != nil && len(turn.Unavailable()) > 0 {
+			res.Unavailable = append([]string(nil), turn.Unavailable()...)
+		}
 	}
 	attrs := []any{"duration_seconds", res.DurationSeconds, "cancelled", res.Cancelled}
 	if res.Failure != nil {
@@ -336,32 +379,48 @@ func writeStream(b *strings.Builder, name, preview string, size int64, atts []en
 	fmt.Fprintf(b, "):\n%s\n", strings.TrimRight(preview, "\n"))
 }
 
-func (h *handlers) listTools(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Server string `json:"server"`
-		Query  string `json:"query"`
-		Cursor string `json:"cursor"`
-	}
+func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in upstream.ListToolsArgs
 	if bad := decodeArgs(req, &in); bad != nil {
 		return bad, nil
 	}
-	if in.Cursor != "" {
-		return toolError("unknown cursor %q: start again without one", in.Cursor), nil
+	t := h.turn(ctx)
+	if t == nil {
+		if in.Cursor != "" {
+			return toolError("unknown cursor %q: start again without one", in.Cursor), nil
+		}
+		return &mcp.CallToolResult{
+			StructuredContent: map[string]any{"tools": []any{}, "next_cursor": nil},
+			Content:           []mcp.Content{&mcp.TextContent{Text: "No tools are available to programs: this agent is granted no upstream servers."}},
+		}, nil
 	}
-	return &mcp.CallToolResult{
-		StructuredContent: map[string]any{"tools": []any{}, "next_cursor": nil},
-		Content:           []mcp.Content{&mcp.TextContent{Text: "No tools are available to programs: this agent is granted no upstream servers."}},
-	}, nil
+	page, err := t.ListTools(in)
+	if err != nil {
+		return toolError("%v", err), nil
+	}
+	return &mcp.CallToolResult{StructuredContent: page, Content: []mcp.Content{&mcp.TextContent{Text: listToolsText(page)}}}, nil
 }
 
-func (h *handlers) getToolInfo(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct {
 		Name string `json:"name"`
 	}
 	if bad := decodeArgs(req, &in); bad != nil {
 		return bad, nil
 	}
-	return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
+	t := h.turn(ctx)
+	if t == nil {
+		return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
+	}
+	info, r, ok := t.ToolInfo(in.Name)
+	if !ok {
+		return toolError("%s (%s); list_tools names the tools available", r.Message, r.Kind), nil
+	}
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return toolError("the description of %s could not be encoded", in.Name), nil
+	}
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 }
 
 func (h *handlers) readToolOutput(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -82,10 +82,16 @@ Flags:
 			return exitUsage, err
 		}
 		defer profiles.close()
+		pools, err := openUpstreams(cfg, []string{tname})
+		if err != nil {
+			return exitUsage, err
+		}
+		defer pools.close()
 		a, err := serveAgent(cfg, profiles, tname, aname)
 		if err != nil {
 			return exitUsage, err
 		}
+		a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
 		srv := mcpserver.NewServer(a, &mcpserver.Options{Version: Version})
 		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
 		if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -244,6 +250,11 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, listen string) (int, er
 		return exitUsage, err
 	}
 	defer ps.close()
+	pools, err := openUpstreams(cfg, sortedKeys(use))
+	if err != nil {
+		return exitUsage, err
+	}
+	defer pools.close()
 	var agents []mcpserver.Agent
 	for _, tname := range sortedKeys(use) {
 		for _, aname := range use[tname] {
@@ -251,6 +262,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, listen string) (int, er
 			if err != nil {
 				return exitUsage, err
 			}
+			a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
 			agents = append(agents, a)
 		}
 	}

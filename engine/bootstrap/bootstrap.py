@@ -406,6 +406,13 @@ def _main():
             pass
     if not _is_child:
         _send(done)
+        # The host collects the workspace now; it closes the channel (or kills the tree) when
+        # it is done with it.
+        try:
+            while os.read(_CHAN, 1 << 16):
+                pass
+        except OSError:
+            pass
     os._exit(0)
 
 

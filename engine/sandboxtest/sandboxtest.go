@@ -22,7 +22,8 @@ import (
 type Config struct {
 	// Level is the isolation level the backend claims to reach.
 	Level engine.Level
-	// New returns a sandbox whose hard limits are ceiling. It is called once per Run.
+	// New returns a sandbox whose hard limits are ceiling and which collects artifacts with
+	// the default limits. It is called once per Run.
 	New func(t *testing.T, ceiling engine.Limits) engine.Sandbox
 }
 
@@ -46,6 +47,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("environment built from nothing", c.environment)
 	t.Run("guarantees are graded", c.guarantees)
 	t.Run("tool calls without a caller are unavailable", c.noTools)
+	t.Run("artifacts, and what is never collected", c.artifacts)
 	t.Run("hostile", func(t *testing.T) {
 		gate.Require(t, "pidns", gate.InOwnPIDNamespace(),
 			"hostile programs run only inside the test binary's own pid namespace, which needs root")
@@ -233,6 +235,40 @@ func (c *contract) noTools(t *testing.T) {
 	wantOK(t, r)
 	if string(r.Value) != `["unavailable","x__y",[]]` {
 		t.Fatalf("value %s", r.Value)
+	}
+}
+
+func (c *contract) artifacts(t *testing.T) {
+	prog := `import os
+os.makedirs("out")
+with open("out/data.csv", "w") as f:
+    f.write("sku,count\nA,1\nB,2\n")
+with open("plot.png", "wb") as f:
+    f.write(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+os.symlink("/etc/passwd", "etc-passwd")
+os.mkfifo("pipe")
+"written"`
+	r := c.run(t, prog, engine.Limits{})
+	wantOK(t, r)
+	got := map[string]engine.Attachment{}
+	for _, a := range r.Artifacts {
+		got[a.Name] = a
+	}
+	if a := got["out/data.csv"]; a.Size != 18 || a.ContentType != "text/csv; charset=utf-8" && a.ContentType != "text/csv" {
+		t.Errorf("out/data.csv: %+v", a)
+	}
+	if a := got["plot.png"]; a.Size != 264 || a.ContentType != "image/png" {
+		t.Errorf("plot.png: %+v", a)
+	}
+	if len(r.Artifacts) != 2 || len(r.ArtifactFiles) != 2 || string(r.ArtifactFiles[0].Data) != "sku,count\nA,1\nB,2\n" {
+		t.Errorf("artifacts %+v (%d files)", r.Artifacts, len(r.ArtifactFiles))
+	}
+	omitted := map[string]string{}
+	for _, o := range r.ArtifactsOmit {
+		omitted[o.Path] = o.Reason
+	}
+	if !strings.Contains(omitted["etc-passwd"], "link") || !strings.Contains(omitted["pipe"], "fifo") {
+		t.Errorf("artifacts_omitted %+v: want the symlink and the fifo, each with its reason", r.ArtifactsOmit)
 	}
 }
 

@@ -131,6 +131,15 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 // Conn is the host's end of the channel.
 func (p *Proc) Conn() net.Conn { return p.conn }
 
+// Pid is the host pid of the helper's process (by then the interpreter, or the reaping init),
+// or 0 before Start.
+func (p *Proc) Pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Wait blocks until the helper's main process (by then the interpreter) has exited.
 func (p *Proc) Wait() Exit {
 	p.waitOnce.Do(func() {

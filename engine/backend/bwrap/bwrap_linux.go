@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -206,6 +208,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
 	workspace := "/workspace-" + tag
+	c.workspace = workspace
 	argv := append([]string{b.bwrap}, b.args(workspace, netns)...)
 	// bwrap always sets PWD after --chdir; env(1) takes it out again, so the environment
 	// stays built from nothing.
@@ -238,7 +241,25 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 // child adapts a spawn.Proc to engine.Child.
 type child struct {
 	*spawn.Proc
-	facts engine.Facts
+	facts     engine.Facts
+	workspace string // inside the sandbox's root
+}
+
+// Workspace reaches the tmpfs workspace through the root of bwrap's child (the interpreter,
+// pid 1 of the sandbox), found as the only child of the outer bwrap.
+func (c *child) Workspace() string {
+	if c.Pid() == 0 {
+		return ""
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Pid(), c.Pid()))
+	if err != nil {
+		return ""
+	}
+	pids := strings.Fields(string(b))
+	if len(pids) != 1 {
+		return ""
+	}
+	return "/proc/" + pids[0] + "/root" + c.workspace
 }
 
 func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }

@@ -27,7 +27,8 @@ func newRunner(t *testing.T, ceiling engine.Limits, opts bwrap.Options) *engine.
 	if err != nil {
 		t.Fatalf("bwrap.New: %v", err)
 	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0})
+	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0,
+		Artifacts: engine.ArtifactPolicy{Collect: true}})
 	if err != nil {
 		t.Fatalf("NewRunner: %v", err)
 	}

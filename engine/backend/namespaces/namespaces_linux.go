@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -198,6 +199,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	}
 	c.Cleanup = append([]func(){func() { _ = os.Remove(root) }}, c.Cleanup...)
 	workspace := "/workspace-" + tag
+	c.workspace = workspace
 	home := workspace
 	ls := &launch.Spec{
 		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: spawn.Env(home, b.opts.Env),
@@ -253,7 +255,17 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 // child adapts a spawn.Proc to engine.Child.
 type child struct {
 	*spawn.Proc
-	facts engine.Facts
+	facts     engine.Facts
+	workspace string // inside the sandbox's root
+}
+
+// Workspace reaches the tmpfs workspace through the init's root, which lives as long as the
+// program does.
+func (c *child) Workspace() string {
+	if c.Pid() == 0 {
+		return ""
+	}
+	return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + c.workspace
 }
 
 func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }

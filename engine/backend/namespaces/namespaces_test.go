@@ -43,7 +43,7 @@ func TestContract(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Config{
 		Level: engine.LevelIsolated,
 		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
-			return newRunner(t, ceiling, namespaces.Options{}, engine.RunnerOptions{})
+			return newRunner(t, ceiling, namespaces.Options{}, engine.RunnerOptions{Artifacts: engine.ArtifactPolicy{Collect: true}})
 		},
 	})
 }

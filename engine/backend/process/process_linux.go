@@ -160,6 +160,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if err != nil {
 		return nil, err
 	}
+	c.workspace = workspace
 	c.Cleanup = append([]func(){func() { _ = os.RemoveAll(workspace) }}, c.Cleanup...)
 	ls := &launch.Spec{
 		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: b.env(workspace),
@@ -209,8 +210,12 @@ func (b *Backend) makeWorkspace(id identity.Identity) (string, error) {
 // child adapts a spawn.Proc to engine.Child.
 type child struct {
 	*spawn.Proc
-	facts engine.Facts
+	facts     engine.Facts
+	workspace string
 }
+
+// Workspace is the workspace directory itself: the host sees it as the program does.
+func (c *child) Workspace() string { return c.workspace }
 
 func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }
 func (c *child) Facts() engine.Facts         { return c.facts }

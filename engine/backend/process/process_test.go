@@ -24,7 +24,8 @@ func newSandbox(t *testing.T, ceiling engine.Limits, opts process.Options) *engi
 	if err != nil {
 		t.Fatalf("process.New: %v", err)
 	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, AllowSameUID: os.Geteuid() != 0})
+	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, AllowSameUID: os.Geteuid() != 0,
+		Artifacts: engine.ArtifactPolicy{Collect: true}})
 	if err != nil {
 		t.Fatalf("NewRunner: %v", err)
 	}

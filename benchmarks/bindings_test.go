@@ -1,0 +1,110 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bindingCalls is how many sequential calls each side makes.
+const bindingCalls = 1000
+
+// buildBindingSubjects builds mcp-sandbox and the mock upstream into dir.
+func buildBindingSubjects(t *testing.T, dir string) (sandbox, mock string) {
+	t.Helper()
+	sandbox, mock = filepath.Join(dir, "mcp-sandbox"), filepath.Join(dir, "mockupstream")
+	for _, args := range [][]string{
+		{"build", "-o", sandbox, "github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox"},
+		{"build", "-C", "../conformance/mockupstream", "-o", mock, "."},
+	} {
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			t.Fatalf("go %v: %v\n%s", args, err, out)
+		}
+	}
+	return sandbox, mock
+}
+
+func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", cmd.Path, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestReportBindings prints the time of 1,000 sequential binding calls made by one program
+// (through mcp-sandbox, the sandbox child and the host) beside 1,000 direct calls from a Go
+// MCP client to the same mock upstream, and the ratio. The program's figure includes one
+// run_code's fixed cost (starting the child), shown separately as an empty program.
+func TestReportBindings(t *testing.T) {
+	sandbox, mock := buildBindingSubjects(t, t.TempDir())
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	cfg := fmt.Sprintf(`
+profiles:
+  default: {backend: local, isolation: process, allow_same_uid: true, hard_limits: {wall_seconds: 120}}
+upstreams:
+  mock: {command: [%q]}
+tenants:
+  t:
+    upstreams: [mock]
+    agents:
+      default: {code_execution: {limits: {wall_seconds: 120}}}
+`, mock)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	direct := connect(t, exec.Command(mock))
+	host := connect(t, exec.Command(sandbox, "serve", "--config", cfgPath))
+	ctx := context.Background()
+
+	runCode := func(code string) time.Duration {
+		start := time.Now()
+		res, err := host.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			t.Fatalf("run_code: %v %v", err, res)
+		}
+		return d
+	}
+	directCalls := func() time.Duration {
+		start := time.Now()
+		for i := range bindingCalls {
+			res, err := direct.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": i, "b": 1}})
+			if err != nil || res.IsError {
+				t.Fatalf("direct add: %v %v", err, res)
+			}
+		}
+		return time.Since(start)
+	}
+	program := fmt.Sprintf("for i in range(%d):\n    await mock__add(a=i, b=1)\n", bindingCalls)
+
+	// Warm both sides: the upstream session, the catalogue, the caches.
+	runCode("await mock__add(a=1, b=1)")
+	directCalls()
+
+	n := min(samples(), 10)
+	var viaProgram, viaClient, empty []time.Duration
+	for range n {
+		empty = append(empty, runCode("pass"))
+		viaProgram = append(viaProgram, runCode(program))
+		viaClient = append(viaClient, directCalls())
+	}
+	p, c, e := median(viaProgram), median(viaClient), median(empty)
+	per := func(d time.Duration) time.Duration { return (d / bindingCalls).Round(100 * time.Nanosecond) }
+	out := fmt.Sprintf("median of %d samples each, %d sequential calls of the mock's add\n", n, bindingCalls) +
+		fmt.Sprintf("%-52s %10s  %9s/call\n", "direct, Go MCP client → mock (baseline)", c.Round(time.Millisecond), per(c)) +
+		fmt.Sprintf("%-52s %10s  %9s/call  %5.2fx\n", "one program through mcp-sandbox (whole run_code)", p.Round(time.Millisecond), per(p), float64(p)/float64(c)) +
+		fmt.Sprintf("%-52s %10s  %9s/call  %5.2fx\n", "  less an empty run_code ("+e.Round(time.Millisecond).String()+")", (p-e).Round(time.Millisecond), per(p-e), float64(p-e)/float64(c))
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
+}

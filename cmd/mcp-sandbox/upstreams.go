@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// upstreamServer converts one configured upstream. A bearer reference is resolved fresh for
+// every request (a rotated secret takes effect at once) and never kept.
+func upstreamServer(name string, u configs.Upstream) upstream.Server {
+	s := upstream.Server{
+		Name:              name,
+		Command:           append([]string(nil), u.Command...),
+		Env:               u.Env,
+		URL:               u.URL,
+		Deferred:          u.Deferred,
+		AllowInsecureHTTP: u.AllowInsecureHTTP,
+	}
+	if u.Bearer != nil {
+		cred := *u.Bearer
+		s.Bearer = func(context.Context) (string, error) {
+			return cred.Resolve(os.LookupEnv, os.ReadFile)
+		}
+	}
+	return s
+}
+
+// tenantPools holds one upstream.Pool per tenant that is granted any upstream, and fans each
+// pool's tools/list_changed out to the servers that watch it.
+type tenantPools struct {
+	pools map[string]*upstream.Pool
+
+	mu       sync.Mutex
+	watchers map[string][]func() // tenant → the servers' resync functions
+}
+
+// openUpstreams builds the pools of the given tenants. Nothing is started: a pool connects to
+// a server when a turn first needs its catalogue.
+func openUpstreams(cfg *configs.Config, tenants []string) (*tenantPools, error) {
+	tp := &tenantPools{pools: map[string]*upstream.Pool{}, watchers: map[string][]func(){}}
+	for _, tname := range tenants {
+		grant := cfg.Tenants[tname].Upstreams
+		if len(grant) == 0 {
+			continue
+		}
+		var servers []upstream.Server
+		for _, name := range grant {
+			u, ok := cfg.Upstreams[name]
+			if !ok {
+				tp.close()
+				return nil, usagef("tenant %q is granted upstream %q, which is not defined (upstreams: %v)", tname, name, sortedKeys(cfg.Upstreams))
+			}
+			servers = append(servers, upstreamServer(name, u))
+		}
+		pool, err := upstream.NewPool(upstream.PoolOptions{
+			Servers:        servers,
+			Logger:         slog.Default().With("tenant", tname),
+			OnToolsChanged: func(string) { tp.changed(tname) },
+		})
+		if err != nil {
+			tp.close()
+			return nil, usagef("tenant %q: %v", tname, err)
+		}
+		tp.pools[tname] = pool
+	}
+	return tp, nil
+}
+
+func (tp *tenantPools) changed(tenant string) {
+	tp.mu.Lock()
+	ws := append([]func(){}, tp.watchers[tenant]...)
+	tp.mu.Unlock()
+	for _, w := range ws {
+		w()
+	}
+}
+
+// close closes every pool, each bounded; it is idempotent.
+func (tp *tenantPools) close() {
+	for _, p := range tp.pools {
+		p.Close()
+	}
+}
+
+// agentUpstreams is what mcpserver needs of an agent's upstream tools, or nil when its tenant
+// is granted none.
+func (tp *tenantPools) agentUpstreams(cfg *configs.Config, tname, aname string) *mcpserver.Upstreams {
+	pool := tp.pools[tname]
+	if pool == nil {
+		return nil
+	}
+	t := cfg.Tenants[tname]
+	a := t.Agents[aname]
+	u := &mcpserver.Upstreams{
+		Catalogue:        pool.Catalogue,
+		Grant:            append([]string(nil), t.Upstreams...),
+		Deny:             append([]string(nil), t.Policy.Deny...),
+		ApprovalRequired: append([]string(nil), t.Policy.ApprovalRequired...),
+		Expose:           a.ExposeUpstreamTools,
+		Watch: func(changed func()) {
+			tp.mu.Lock()
+			defer tp.mu.Unlock()
+			tp.watchers[tname] = append(tp.watchers[tname], changed)
+		},
+	}
+	if a.CodeExecution != nil && a.CodeExecution.Bindings != nil {
+		// Built-ins (names without "__") are always callable; the list narrows upstream tools.
+		b := []string{}
+		for _, n := range *a.CodeExecution.Bindings {
+			if _, _, ok := upstream.SplitName(n); ok {
+				b = append(b, n)
+			}
+		}
+		u.Bindings = &b
+	}
+	return u
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+)
+
+// The bearer reference is resolved at every request, so a rotated secret takes effect at once.
+func TestUpstreamBearerResolvedPerRequest(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(file, []byte("one\n"), 0o600)
+	s := upstreamServer("docs", configs.Upstream{URL: "https://docs.example/mcp", Bearer: &configs.Credential{File: file}})
+	for _, want := range []string{"one", "two"} {
+		if want == "two" {
+			os.WriteFile(file, []byte("two"), 0o600)
+		}
+		got, err := s.Bearer(context.Background())
+		if err != nil || got != want {
+			t.Errorf("Bearer = %q, %v; want %q", got, err, want)
+		}
+	}
+	t.Setenv("MCP_SANDBOX_TEST_TOKEN", "env-secret")
+	s = upstreamServer("docs", configs.Upstream{URL: "https://docs.example/mcp", Bearer: &configs.Credential{Env: "MCP_SANDBOX_TEST_TOKEN"}})
+	if got, err := s.Bearer(context.Background()); err != nil || got != "env-secret" {
+		t.Errorf("Bearer = %q, %v", got, err)
+	}
+}
+
+// An agent's upstream view carries the tenant policy; built-ins in a bindings list are
+// dropped (always callable), upstream names and globs kept; an ungranted tenant gets nil.
+func TestAgentUpstreams(t *testing.T) {
+	bindings := []string{"list_tools", "docs__*", "support__lookup"}
+	cfg := &configs.Config{
+		Upstreams: map[string]configs.Upstream{"docs": {Command: []string{"/bin/true"}}},
+		Tenants: map[string]configs.Tenant{
+			"t":    {Upstreams: []string{"docs"}, Policy: configs.Policy{Deny: []string{"docs__x"}, ApprovalRequired: []string{"docs__y*"}}, Agents: map[string]configs.Agent{"a": {ExposeUpstreamTools: true, CodeExecution: &configs.CodeExecution{Bindings: &bindings}}}},
+			"none": {Agents: map[string]configs.Agent{"a": {}}},
+		},
+	}
+	tp, err := openUpstreams(cfg, []string{"t", "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.close()
+	u := tp.agentUpstreams(cfg, "t", "a")
+	if u == nil || !u.Expose || u.Catalogue == nil {
+		t.Fatalf("agentUpstreams = %+v", u)
+	}
+	if d := cmp.Diff([]string{"docs__*", "support__lookup"}, *u.Bindings); d != "" {
+		t.Errorf("bindings (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"docs__x"}, u.Deny); d != "" {
+		t.Errorf("deny: %s", d)
+	}
+	if d := cmp.Diff([]string{"docs__y*"}, u.ApprovalRequired); d != "" {
+		t.Errorf("approval: %s", d)
+	}
+	if tp.agentUpstreams(cfg, "none", "a") != nil {
+		t.Errorf("a tenant granted nothing has upstreams")
+	}
+	cfg.Tenants["bad"] = configs.Tenant{Upstreams: []string{"missing"}}
+	if _, err := openUpstreams(cfg, []string{"bad"}); err == nil {
+		t.Errorf("a grant of an undefined upstream was accepted")
+	}
+}

@@ -1,0 +1,201 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// built holds the binaries TestMain builds once: mcp-sandbox and the mock upstream.
+var built struct {
+	sandbox, mock string
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcp-sandbox-conformance-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	built.sandbox = filepath.Join(dir, "mcp-sandbox")
+	built.mock = filepath.Join(dir, "mockupstream")
+	for _, args := range [][]string{
+		{"build", "-o", built.sandbox, "github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox"},
+		{"build", "-C", "mockupstream", "-o", built.mock, "."},
+	} {
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go %s: %v\n%s", strings.Join(args, " "), err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// serverLog collects the server's stderr and echoes it into the test log.
+type serverLog struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	l.t.Logf("server: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// transcript counts the JSON-RPC requests the client sends and the results it receives, by
+// method: what a model's transcript would hold.
+type transcript struct {
+	mu      sync.Mutex
+	sent    map[string]int
+	results map[string]int
+}
+
+func (tr *transcript) count(m map[string]int, method string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	m[method]++
+}
+
+func (tr *transcript) get(m map[string]int, method string) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return m[method]
+}
+
+// serve starts `mcp-sandbox serve --config cfg` over stdio and connects a go-sdk client.
+func serve(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.ClientSession, *transcript) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(built.sandbox, "serve", "--config", path)
+	cmd.Stderr = &serverLog{t: t}
+	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
+	tr := &transcript{sent: map[string]int{}, results: map[string]int{}}
+	client.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			tr.count(tr.sent, method)
+			res, err := next(ctx, method, req)
+			if err == nil {
+				tr.count(tr.results, method)
+			}
+			return res, err
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, tr
+}
+
+// result is the part of run_code's structured result the tests read.
+type result struct {
+	Value   json.RawMessage `json:"value"`
+	Stdout  string          `json:"stdout"`
+	Stderr  string          `json:"stderr"`
+	Failure *struct {
+		Kind      string `json:"kind"`
+		Message   string `json:"message"`
+		Traceback string `json:"traceback"`
+	} `json:"failure"`
+	Unavailable []string `json:"unavailable_bindings"`
+}
+
+// run runs code with run_code and decodes its value into v (when v is not nil); a failed
+// program fails the test.
+func run(t *testing.T, cs *mcp.ClientSession, code string, v any) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
+	if err != nil {
+		t.Fatalf("run_code: %v", err)
+	}
+	var r result
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	if r.Failure != nil {
+		t.Fatalf("program failed (%s): %s\n%s\nstderr: %s", r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)
+	}
+	if v != nil {
+		if err := json.Unmarshal(r.Value, v); err != nil {
+			t.Fatalf("value %s: %v", r.Value, err)
+		}
+	}
+	return r
+}
+
+// call makes a direct tools/call and returns its structured content (or text) as JSON.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func hostTools(t *testing.T, cs *mcp.ClientSession) map[string]bool {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	out := map[string]bool{}
+	for _, tl := range res.Tools {
+		out[tl.Name] = true
+	}
+	return out
+}
+
+// counts reads a mock's MOCK_COUNTER_FILE: how many times each tool really ran.
+func counts(t *testing.T, path string) map[string]int {
+	t.Helper()
+	m := map[string]int{}
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return m
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("counter file %s: %v", b, err)
+	}
+	return m
+}

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"io"
+	"io/fs"
+	"mime"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+)
+
+// ArtifactPolicy says whether files the program leaves in its workspace come back, and how
+// many bytes of them at most.
+type ArtifactPolicy struct {
+	Collect  bool
+	MaxFiles int   // default 64
+	MaxBytes int64 // all files together; default 16 MiB
+}
+
+// ArtifactFile is the content of one collected artifact. It stays on the host: the caller
+// keeps it (a blob store) and sets the Attachment's handle and location.
+type ArtifactFile struct {
+	Name string
+	Data []byte
+}
+
+// maxArtifactEntries bounds the walk, so a program that makes a million empty files costs
+// the host a bounded amount of work.
+const maxArtifactEntries = 10000
+
+// collectArtifacts reads the regular files under dir (a workspace seen from the host) by
+// workspace-relative path, in path order, within p's limits. It never follows a symlink:
+// the walk goes through os.Root, so nothing resolves outside dir, every entry is checked
+// with Lstat, and each file is opened with O_NOFOLLOW and checked again once open (a program
+// still running could swap a file for something else in between).
+func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFile, []OmittedFile) {
+	if p.MaxFiles <= 0 {
+		p.MaxFiles = 64
+	}
+	if p.MaxBytes <= 0 {
+		p.MaxBytes = 16 << 20
+	}
+	atts, files, omitted := []Attachment{}, []ArtifactFile{}, []OmittedFile{}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return atts, files, append(omitted, OmittedFile{Path: ".", Reason: "the workspace could not be read after the program ended"})
+	}
+	defer root.Close()
+	var remaining = p.MaxBytes
+	visited := 0
+	var walk func(rel string)
+	walk = func(rel string) {
+		d, err := root.Open(rel)
+		if err != nil {
+			omitted = append(omitted, OmittedFile{Path: rel, Reason: "unreadable directory"})
+			return
+		}
+		entries, err := d.ReadDir(-1)
+		d.Close()
+		if err != nil {
+			omitted = append(omitted, OmittedFile{Path: rel, Reason: "unreadable directory"})
+			return
+		}
+		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+		for _, e := range entries {
+			name := path.Join(rel, e.Name())
+			if rel == "." {
+				name = e.Name()
+			}
+			visited++
+			if visited > maxArtifactEntries {
+				if visited == maxArtifactEntries+1 {
+					omitted = append(omitted, OmittedFile{Path: name, Reason: "the workspace has more than 10000 entries; the rest were not looked at"})
+				}
+				return
+			}
+			info, err := root.Lstat(name)
+			if err != nil {
+				omitted = append(omitted, OmittedFile{Path: name, Reason: "vanished while being collected"})
+				continue
+			}
+			switch mode := info.Mode(); {
+			case mode.IsDir():
+				walk(name)
+			case mode&fs.ModeSymlink != 0:
+				omitted = append(omitted, OmittedFile{Path: name, Reason: "a symbolic link: links are never followed or collected"})
+			case !mode.IsRegular():
+				omitted = append(omitted, OmittedFile{Path: name, Reason: "not a regular file (" + kindOf(mode) + "): never collected"})
+			case len(files) >= p.MaxFiles:
+				omitted = append(omitted, OmittedFile{Path: name, Reason: "over artifacts.max_files"})
+			case info.Size() > remaining:
+				omitted = append(omitted, OmittedFile{Path: name, Reason: "over artifacts.max_bytes"})
+			default:
+				data, reason := readRegular(root, name, remaining)
+				if reason != "" {
+					omitted = append(omitted, OmittedFile{Path: name, Reason: reason})
+					continue
+				}
+				remaining -= int64(len(data))
+				files = append(files, ArtifactFile{Name: name, Data: data})
+				atts = append(atts, Attachment{Name: name, ContentType: contentType(name, data),
+					Size: int64(len(data)), Location: "preview_only"})
+			}
+		}
+	}
+	walk(".")
+	return atts, files, omitted
+}
+
+func readRegular(root *os.Root, name string, limit int64) ([]byte, string) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, "could not be opened without following a link"
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return nil, "changed into something other than a regular file while being collected"
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, "unreadable"
+	}
+	if int64(len(data)) > limit {
+		return nil, "over artifacts.max_bytes"
+	}
+	return data, ""
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a fifo"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "special"
+}
+
+func contentType(name string, data []byte) string {
+	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
+		return t
+	}
+	if utf8.Valid(data) && !strings.ContainsRune(string(data), 0) {
+		return "text/plain; charset=utf-8"
+	}
+	return "application/octet-stream"
+}

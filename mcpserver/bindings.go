@@ -1,0 +1,213 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// DefaultMaxConcurrentCalls is the per-execution cap on binding calls in flight when
+// Upstreams.MaxConcurrentCalls is zero.
+const DefaultMaxConcurrentCalls = 8
+
+// syncTimeout bounds the catalogue refresh that follows an upstream's tools/list_changed.
+const syncTimeout = 30 * time.Second
+
+// Upstreams is an agent's access to its tenant's upstream tools: where the catalogue comes
+// from and the policy that narrows it, as plain values (cmd converts the config).
+type Upstreams struct {
+	// Catalogue returns the tenant's current catalogue (upstream.Pool.Catalogue). It is called
+	// at every turn boundary and must be safe for concurrent use.
+	Catalogue func(ctx context.Context) *upstream.Catalogue
+	// Grant names the upstream servers the tenant is granted.
+	Grant []string
+	// Deny and ApprovalRequired are the tenant policy's globs over model-facing names.
+	Deny, ApprovalRequired []string
+	// Bindings is the agent's bindings list; nil means every callable tool.
+	Bindings *[]string
+	// Expose offers the granted tools of non-deferred servers directly in tools/list.
+	Expose bool
+	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
+	// DefaultMaxConcurrentCalls.
+	MaxConcurrentCalls int
+	// Watch, when set, is called once by NewServer with a function to call whenever an
+	// upstream announced a change of its tools; the server then re-syncs its exposed tools,
+	// which sends notifications/tools/list_changed to its sessions. The function may be called
+	// from any goroutine.
+	Watch func(changed func())
+}
+
+// turn resolves the catalogue for one turn (one run_code, list_tools, get_tool_info or direct
+// call), or returns nil when the agent has no upstreams. It also brings the exposed tool set in
+// line with the turn, so a withdrawn tool disappears from tools/list at the next turn.
+// Budget meters and recording (issue 6) attach here with Turn.With.
+func (h *handlers) turn(ctx context.Context) *upstream.Turn {
+	u := h.agent.Upstreams
+	if u == nil || u.Catalogue == nil {
+		return nil
+	}
+	t := u.Catalogue(ctx).Resolve(u.Grant, u.Deny, u.ApprovalRequired, u.Bindings)
+	if u.Expose {
+		h.syncExposed(t)
+	}
+	return t
+}
+
+// resync is the Watch callback: refresh the catalogue and the exposed set.
+func (h *handlers) resync() {
+	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+	defer cancel()
+	h.turn(ctx)
+}
+
+// syncExposed adds, replaces and removes the server's direct upstream tools so that they are
+// exactly t.Exposed(). go-sdk sends notifications/tools/list_changed for each change.
+func (h *handlers) syncExposed(t *upstream.Turn) {
+	h.exposedMu.Lock()
+	defer h.exposedMu.Unlock()
+	want := map[string]string{}
+	defs := map[string]*mcp.Tool{}
+	for _, tool := range t.Exposed() {
+		def, ok := exposedDef(tool)
+		if !ok {
+			h.log.Warn("upstream tool not exposed: its input schema is not an object schema", "tool", tool.Name)
+			continue
+		}
+		b, _ := json.Marshal(def)
+		want[tool.Name], defs[tool.Name] = string(b), def
+	}
+	var gone []string
+	for name := range h.exposed {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		h.srv.RemoveTools(gone...)
+		for _, n := range gone {
+			delete(h.exposed, n)
+		}
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if h.exposed[name] == want[name] {
+			continue
+		}
+		h.srv.AddTool(defs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return h.direct(ctx, name, req)
+		})
+		h.exposed[name] = want[name]
+	}
+}
+
+// exposedDef is the host-facing definition of an upstream tool: its own, under the
+// model-facing name. The output schema is left out: the direct call's result is our rendering
+// of the upstream's, and go-sdk refuses a definition whose schemas are not object schemas.
+func exposedDef(tool *upstream.Tool) (*mcp.Tool, bool) {
+	if tool.Def == nil {
+		return nil, false
+	}
+	def := &mcp.Tool{
+		Name:        tool.Name,
+		Title:       tool.Def.Title,
+		Description: tool.Def.Description,
+		InputSchema: tool.Def.InputSchema,
+		Annotations: tool.Def.Annotations,
+	}
+	b, err := json.Marshal(def.InputSchema)
+	if err != nil {
+		return nil, false
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil || m["type"] != "object" {
+		return nil, false
+	}
+	def.InputSchema = json.RawMessage(b)
+	return def, true
+}
+
+// direct serves a host's direct call of an exposed tool, through the same policy as a
+// program's call (minus bindings and approval: the host can ask the person).
+func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	t := h.turn(ctx)
+	if t == nil {
+		return toolError("%s is no longer available", name), nil
+	}
+	r := t.CallDirect(ctx, name, req.Params.Arguments)
+	h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
+	if r.Kind != "" {
+		return toolError("%s (%s)", r.Message, r.Kind), nil
+	}
+	return valueResult(r.Value), nil
+}
+
+// valueResult renders a binding value for a host: an object as structuredContent with its
+// JSON as text, a string as text, anything else as its JSON text.
+func valueResult(v json.RawMessage) *mcp.CallToolResult {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		v = json.RawMessage("null")
+	}
+	res := &mcp.CallToolResult{}
+	var s string
+	switch {
+	case v[0] == '"' && json.Unmarshal(v, &s) == nil:
+		res.Content = []mcp.Content{&mcp.TextContent{Text: s}}
+	case v[0] == '{':
+		res.StructuredContent = v
+		res.Content = []mcp.Content{&mcp.TextContent{Text: string(v)}}
+	default:
+		res.Content = []mcp.Content{&mcp.TextContent{Text: string(v)}}
+	}
+	return res
+}
+
+// bindingCaller bridges a Turn to engine.ToolCaller for one execution.
+type bindingCaller struct{ turn *upstream.Turn }
+
+func (b bindingCaller) CallTool(ctx context.Context, name string, args json.RawMessage) engine.ToolReply {
+	r := b.turn.Call(ctx, name, args)
+	return engine.ToolReply{Value: r.Value, Kind: string(r.Kind), Message: r.Message}
+}
+
+// ReadHandle answers unavailable: no binding result is kept under a handle yet (results are
+// handed over whole), so no handle of this execution exists.
+func (b bindingCaller) ReadHandle(context.Context, string, int, int, string) engine.ToolReply {
+	return engine.ToolReply{Kind: string(upstream.Unavailable), Message: "no handle of this execution is known"}
+}
+
+// listToolsText renders a list_tools page for the model: one line per tool.
+func listToolsText(page upstream.ListToolsPage) string {
+	if len(page.Tools) == 0 {
+		return "No tool matches."
+	}
+	var b strings.Builder
+	for _, t := range page.Tools {
+		b.WriteString(t.Name)
+		if t.Alias != nil {
+			b.WriteString(" (alias)")
+		}
+		if t.Description != "" {
+			b.WriteString(": " + t.Description)
+		}
+		b.WriteByte('\n')
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(&b, "more: call list_tools again with cursor %q\n", page.NextCursor)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

@@ -1,0 +1,176 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+type echoIn struct {
+	S string `json:"s"`
+}
+
+func echoTool(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo " + in.S}}}, nil, nil
+}
+
+// upstreamFixture serves a go-sdk server "up" over streamable HTTP on loopback, with a Pool
+// whose tools/list_changed reaches the servers that Watch.
+type upstreamFixture struct {
+	srv  *mcp.Server
+	pool *upstream.Pool
+
+	mu       sync.Mutex
+	watchers []func()
+}
+
+func newUpstreamFixture(t *testing.T) *upstreamFixture {
+	t.Helper()
+	f := &upstreamFixture{srv: mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)}
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "echo", Description: "Echoes."}, echoTool)
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "secret", Description: "Denied by policy."}, echoTool)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv }, nil))
+	t.Cleanup(ts.Close)
+	pool, err := upstream.NewPool(upstream.PoolOptions{
+		Servers: []upstream.Server{{Name: "up", URL: ts.URL}},
+		OnToolsChanged: func(string) {
+			f.mu.Lock()
+			ws := slices.Clone(f.watchers)
+			f.mu.Unlock()
+			for _, w := range ws {
+				w()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	f.pool = pool
+	return f
+}
+
+func (f *upstreamFixture) upstreams(expose bool) *Upstreams {
+	return &Upstreams{
+		Catalogue: f.pool.Catalogue,
+		Grant:     []string{"up"},
+		Deny:      []string{"up__secret"},
+		Expose:    expose,
+		Watch: func(changed func()) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.watchers = append(f.watchers, changed)
+		},
+	}
+}
+
+func listed(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// Exposed tools follow the policy, are called directly, and an upstream's list change reaches
+// the host as tools/list_changed with the new tool listed.
+func TestExposedUpstreamTools(t *testing.T) {
+	f := newUpstreamFixture(t)
+	changed := make(chan struct{}, 16)
+	cs := connect(t, Agent{Tenant: "t", Name: "a", Upstreams: f.upstreams(true)}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	names := listed(t, cs)
+	if !slices.Contains(names, "up__echo") || slices.Contains(names, "up__secret") {
+		t.Fatalf("tools/list = %v: want up__echo and not the denied up__secret", names)
+	}
+	res := call(t, cs, "up__echo", map[string]any{"s": "hi"})
+	if res.IsError || textOf(res) != "echo hi" {
+		t.Fatalf("direct call: %v %q", res.IsError, textOf(res))
+	}
+	time.Sleep(200 * time.Millisecond) // go-sdk batches list_changed; let the first ones pass
+	for len(changed) > 0 {
+		<-changed
+	}
+
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "late", Description: "Added later."}, echoTool)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("no tools/list_changed listing up__late reached the host after the upstream's list changed")
+		}
+		if slices.Contains(listed(t, cs), "up__late") {
+			return
+		}
+	}
+}
+
+// Without expose_upstream_tools nothing is added to tools/list, but list_tools and
+// get_tool_info answer from the catalogue, and run_code gets the turn's names and a caller.
+func TestBindingsReachTheEngine(t *testing.T) {
+	f := newUpstreamFixture(t)
+	var got engine.Execution
+	var reply engine.ToolReply
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+		got = ex
+		reply = ex.Tools.CallTool(ctx, "up__secret", json.RawMessage(`{}`))
+		return ok(`null`)(ctx, ex)
+	}}
+	u := f.upstreams(false)
+	u.Bindings = &[]string{"up__echo", "up__gone"}
+	cs := connect(t, Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}, nil)
+	if names := listed(t, cs); slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "__") }) {
+		t.Errorf("tools/list = %v: nothing is exposed without expose_upstream_tools", names)
+	}
+	res := call(t, cs, ToolListTools, nil)
+	if !strings.Contains(textOf(res), "up__echo") {
+		t.Errorf("list_tools = %s", textOf(res))
+	}
+	res = call(t, cs, ToolGetToolInfo, map[string]any{"name": "up__echo"})
+	if res.IsError || !strings.Contains(textOf(res), `"input_schema"`) {
+		t.Errorf("get_tool_info = %s", textOf(res))
+	}
+	res = call(t, cs, ToolRunCode, map[string]any{"code": "pass"})
+	if !slices.Equal(got.ToolNames, []string{"up__echo"}) {
+		t.Errorf("ToolNames = %v", got.ToolNames)
+	}
+	if reply.Kind != "denied" {
+		t.Errorf("call of a denied tool = %+v, want kind denied", reply)
+	}
+	var r struct {
+		Unavailable []string `json:"unavailable_bindings"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &r)
+	if !slices.Equal(r.Unavailable, []string{"up__gone"}) {
+		t.Errorf("unavailable_bindings = %v", r.Unavailable)
+	}
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
