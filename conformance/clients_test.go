@@ -90,8 +90,8 @@ func TestRealClients(t *testing.T) {
 		"mcp-go": func(t *testing.T, http bool) ecoClientReport {
 			args := append([]string{"--"}, stdio...)
 			if http {
-				// mcp-go v1.2.1 probes the 2026-07-28 stateless protocol first; see
-				// TestMCPGoModernProbeHTTP. A host pinned to 2025-11-25 is what works today.
+				// Pinned to the session protocol; TestMCPGoModernProbeHTTP covers the default
+				// handshake, which probes the 2026-07-28 stateless protocol first.
 				args = []string{"-url", url, "-token", ecoToken, "-protocol", "2025-11-25"}
 			}
 			out, err := ecoRun(t, time.Minute, p.dir, os.Environ(), mcpgo, args...)
@@ -113,9 +113,11 @@ func TestRealClients(t *testing.T) {
 	}
 }
 
-// TestMCPGoModernProbeHTTP records how mcp-go's default handshake (a server/discover probe
-// at 2026-07-28, then the initialize handshake) fares against the HTTP transport. It logs
-// instead of failing: the cause is not settled (see the issue 7 report).
+// TestMCPGoModernProbeHTTP: mcp-go's default handshake probes the 2026-07-28 stateless
+// protocol with server/discover before it falls back to initialize. The go-sdk would answer
+// the probe with the versions it supports, which mcp-go v1.2.1 then ignores; mcpserver
+// declines the probe instead (declineDiscovery), and the client's own fallback negotiates a
+// version both sides speak.
 func TestMCPGoModernProbeHTTP(t *testing.T) {
 	ecoNeedPeers(t)
 	cfg, err := filepath.Abs("testdata/clients.yaml")
@@ -124,7 +126,12 @@ func TestMCPGoModernProbeHTTP(t *testing.T) {
 	}
 	url := ecoStartHTTP(t, cfg) + "/mcp"
 	out, err := ecoRun(t, time.Minute, ".", os.Environ(), ecoBuildMCPGoClient(t), "-url", url, "-token", ecoToken)
-	t.Logf("mcp-go default handshake over HTTP: err %v, output %.200s", err, out)
+	if err != nil {
+		t.Fatalf("mcp-go's default handshake over HTTP: %v\n%.500s", err, out)
+	}
+	var r ecoClientReport
+	ecoDecode(t, out, &r)
+	ecoCheck42(t, r)
 }
 
 func ecoCheck42(t *testing.T, r ecoClientReport) {

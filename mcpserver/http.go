@@ -179,5 +179,5 @@ func (h *httpHandler) route(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such agent", http.StatusNotFound)
 		return
 	}
-	sh.ServeHTTP(w, r)
+	declineDiscovery(sh).ServeHTTP(w, r)
 }
