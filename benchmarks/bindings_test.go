@@ -50,8 +50,14 @@ func TestReportBindings(t *testing.T) {
 	sandbox, mock := buildBindingSubjects(t, t.TempDir())
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf(`
+data_dir: %q
 profiles:
-  default: {backend: local, isolation: process, allow_same_uid: true, hard_limits: {wall_seconds: 120}}
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+    hard_limits: {wall_seconds: 120}
+    binding_budget: {max_calls: 1000000, max_total_bytes: 1GiB, max_produced_bytes: 1GiB}
 upstreams:
   mock: {command: [%q]}
 tenants:
@@ -59,7 +65,7 @@ tenants:
     upstreams: [mock]
     agents:
       default: {code_execution: {limits: {wall_seconds: 120}}}
-`, mock)
+`, t.TempDir(), mock)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

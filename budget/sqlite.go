@@ -40,6 +40,9 @@ type SQLite struct {
 
 	wmu sync.Mutex // serialises this process's write transactions
 
+	smu   sync.Mutex // guards stmts
+	stmts map[string]*sql.Stmt
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -128,6 +131,12 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 // Close releases the ledger; calls still started stay so, for a later Recover.
 func (s *SQLite) Close() error {
 	s.closeOnce.Do(func() {
+		s.smu.Lock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts = nil
+		s.smu.Unlock()
 		s.closeErr = errors.Join(s.db.Close(), s.owner.release())
 	})
 	return s.closeErr
@@ -136,14 +145,56 @@ func (s *SQLite) Close() error {
 func now() int64 { return time.Now().UnixNano() }
 
 // write runs fn in an immediate write transaction.
-func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// stmtTx is a write transaction whose statements are prepared once per ledger and reused:
+// parsing the SQL again for every statement was most of what a binding call's two records
+// cost.
+type stmtTx struct {
+	*sql.Tx
+	s *SQLite
+}
+
+func (t *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+func (t *stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := t.s.stmt(ctx, query)
+	if err != nil {
+		return t.Tx.QueryRowContext(ctx, query, args...) // reports the same error through Scan
+	}
+	return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
+
+// stmt returns the ledger's prepared statement for query, preparing it the first time.
+func (s *SQLite) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+func (s *SQLite) write(ctx context.Context, fn func(tx *stmtTx) error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("budget: ledger: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(&stmtTx{Tx: tx, s: s}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -156,21 +207,21 @@ func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 const ensureRun = `INSERT INTO runs (tenant, run_id, started_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 
 func (s *SQLite) StartRun(ctx context.Context, run RunRef) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *stmtTx) error {
 		_, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, now())
 		return err
 	})
 }
 
 func (s *SQLite) EndRun(ctx context.Context, run RunRef) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *stmtTx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE runs SET ended_at = ? WHERE tenant = ? AND run_id = ?`, now(), run.Tenant, run.ID)
 		return mustAffect(r, err)
 	})
 }
 
 func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, t); err != nil {
 			return err
@@ -181,7 +232,7 @@ func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id string) erro
 }
 
 func (s *SQLite) EndExecution(ctx context.Context, end ExecutionEnd) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *stmtTx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ? WHERE id = ?`,
 			now(), end.Status, nullJSON(end.Attachments), end.ID)
 		return mustAffect(r, err)
@@ -191,7 +242,7 @@ func (s *SQLite) EndExecution(ctx context.Context, end ExecutionEnd) error {
 func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (Usage, error) {
 	var after Usage
 	var refusal *failure.Error
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
 			return err
@@ -232,7 +283,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 	return after, nil
 }
 
-func insertCall(ctx context.Context, tx *sql.Tx, c CallStart, owner string, st CallStatus, spent bool, t int64, kind, msg string) error {
+func insertCall(ctx context.Context, tx *stmtTx, c CallStart, owner string, st CallStatus, spent bool, t int64, kind, msg string) error {
 	var fin any
 	if st != Started {
 		fin = t
@@ -245,7 +296,7 @@ func insertCall(ctx context.Context, tx *sql.Tx, c CallStart, owner string, st C
 }
 
 func (s *SQLite) RefuseCall(ctx context.Context, c CallStart, kind, message string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
 			return err
@@ -258,7 +309,7 @@ func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
 	if !f.Status.finishing() {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *stmtTx) error {
 		var tenant, runID, execID, status string
 		err := tx.QueryRowContext(ctx, `SELECT tenant, run_id, execution_id, status FROM tool_calls WHERE id = ?`, f.ID).
 			Scan(&tenant, &runID, &execID, &status)
@@ -285,7 +336,7 @@ func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
 	})
 }
 
-func addBytes(ctx context.Context, tx *sql.Tx, run RunRef, execID string, u Usage) error {
+func addBytes(ctx context.Context, tx *stmtTx, run RunRef, execID string, u Usage) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
 		preserved_bytes = preserved_bytes + ? WHERE tenant = ? AND run_id = ?`,
 		u.TransferBytes, u.ProducedBytes, u.PreservedBytes, run.Tenant, run.ID); err != nil {
@@ -303,7 +354,7 @@ func (s *SQLite) Charge(ctx context.Context, run RunRef, execID string, u Usage)
 	if u.Calls != 0 {
 		return errors.New("budget: Charge cannot count calls")
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *stmtTx) error {
 		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, now()); err != nil {
 			return err
 		}
@@ -399,7 +450,7 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 		if !gone {
 			continue
 		}
-		err = s.write(ctx, func(tx *sql.Tx) error {
+		err = s.write(ctx, func(tx *stmtTx) error {
 			if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,
 				message = 'the host stopped while the call was in flight; it is counted and not replayed'
 				WHERE owner = ? AND status = 'started'`, now(), o); err != nil {

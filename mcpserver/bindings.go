@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -147,6 +147,9 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	if t == nil {
 		return toolError("%s is no longer available", name), nil
 	}
+	if led := h.opts.Ledger; led != nil {
+		t = t.With(directCaller{meter: budget.Direct(led, h.runOf(req)), log: h.log})
+	}
 	r := t.CallDirect(ctx, name, req.Params.Arguments)
 	h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
 	if r.Kind != "" {
@@ -174,20 +177,6 @@ func valueResult(v json.RawMessage) *mcp.CallToolResult {
 		res.Content = []mcp.Content{&mcp.TextContent{Text: string(v)}}
 	}
 	return res
-}
-
-// bindingCaller bridges a Turn to engine.ToolCaller for one execution.
-type bindingCaller struct{ turn *upstream.Turn }
-
-func (b bindingCaller) CallTool(ctx context.Context, name string, args json.RawMessage) engine.ToolReply {
-	r := b.turn.Call(ctx, name, args)
-	return engine.ToolReply{Value: r.Value, Kind: string(r.Kind), Message: r.Message}
-}
-
-// ReadHandle answers unavailable: no binding result is kept under a handle yet (results are
-// handed over whole), so no handle of this execution exists.
-func (b bindingCaller) ReadHandle(context.Context, string, int, int, string) engine.ToolReply {
-	return engine.ToolReply{Kind: string(upstream.Unavailable), Message: "no handle of this execution is known"}
 }
 
 // listToolsText renders a list_tools page for the model: one line per tool.

@@ -12,8 +12,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -53,6 +55,12 @@ type CodeExec struct {
 	Refusal string
 	// Profile names the profile, for the description and logs.
 	Profile string
+	// Budget is the binding budget of the agent's programs: the profile's binding_budget
+	// narrowed by the tenant policy. It is metered only when Options.Ledger is set.
+	Budget budget.Limits
+	// PreserveRequired (output.preserve: required) makes an output that could not be kept in
+	// the blob store an output_not_preserved failure.
+	PreserveRequired bool
 }
 
 // Options configure NewServer; nil means defaults.
@@ -61,6 +69,13 @@ type Options struct {
 	Name, Version string
 	// Logger receives operational logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Ledger records Runs, executions and tool calls and meters binding budgets; nil means
+	// nothing is recorded or metered (tests, and run's one-shot use without a data dir).
+	Ledger budget.Ledger
+	// Blobs keeps outputs and large binding results under handles; nil means there is no
+	// blob store: outputs are previews only and a result over the per-call ceiling is
+	// binding_result_not_paged.
+	Blobs *outputs.BlobStore
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
@@ -82,7 +97,8 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		Instructions: instructions(a),
 		Logger:       o.Logger,
 	})
-	h := &handlers{agent: a, srv: s, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{}}
+	h := &handlers{agent: a, srv: s, opts: o, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
+		runs: map[*mcp.ServerSession]string{}}
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
 		// to date before go-sdk looks the tool up, so a host that calls before listing, or
@@ -204,7 +220,12 @@ func bytesText(n int64) string {
 type handlers struct {
 	agent Agent
 	srv   *mcp.Server
+	opts  Options
 	log   *slog.Logger
+
+	// runsMu guards runs: the Run id of each session that has no MCP session id (stdio).
+	runsMu sync.Mutex
+	runs   map[*mcp.ServerSession]string
 
 	// exposedMu guards exposed: the upstream tools currently offered directly, name → the
 	// definition's JSON, so a sync changes only what changed.
@@ -245,29 +266,10 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	ce := h.agent.CodeExecution
 	var res *engine.Result
-	var turn *upstream.Turn
 	if ce.Refusal != "" {
 		res = engine.Refuse(ce.Terms, failure.NetworkUnavailable, ce.Refusal)
 	} else {
-		ex := engine.Execution{Program: *in.Code, Terms: ce.Terms}
-		turn = h.turn(ctx)
-		if turn != nil {
-			n := h.agent.Upstreams.MaxConcurrentCalls
-			if n <= 0 {
-				n = DefaultMaxConcurrentCalls
-			}
-			ex.ToolNames = turn.Names()
-			ex.Tools = bindingCaller{turn: turn.With(upstream.Limit(n))}
-		}
-		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-			p := newProgress(ctx, req.Session, tok)
-			defer p.wait()
-			ex.Progress = p.report
-		}
-		res = ce.Sandbox.Run(ctx, ex)
-		if turn != nil && len(turn.Unavailable()) > 0 {
-			res.Unavailable = append([]string(nil), turn.Unavailable()...)
-		}
+		res = h.execute(ctx, req, *in.Code)
 	}
 	attrs := []any{"duration_seconds", res.DurationSeconds, "cancelled", res.Cancelled}
 	if res.Failure != nil {
@@ -372,8 +374,12 @@ func writeStream(b *strings.Builder, name, preview string, size int64, atts []en
 	}
 	fmt.Fprintf(b, "%s (%d bytes", name, size)
 	for _, a := range atts {
-		if a.Name == name && a.Truncated && a.Handle != "" {
+		switch {
+		case a.Name != name || !a.Truncated:
+		case a.Handle != "":
 			fmt.Fprintf(b, ", preview only; read_tool_output handle %s", a.Handle)
+		case a.Location == "preview_only":
+			b.WriteString(", preview only; the rest was not kept")
 		}
 	}
 	fmt.Fprintf(b, "):\n%s\n", strings.TrimRight(preview, "\n"))
@@ -421,17 +427,4 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 		return toolError("the description of %s could not be encoded", in.Name), nil
 	}
 	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
-}
-
-func (h *handlers) readToolOutput(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Handle  string `json:"handle"`
-		Offset  *int   `json:"offset"`
-		Limit   *int   `json:"limit"`
-		Pattern string `json:"pattern"`
-	}
-	if bad := decodeArgs(req, &in); bad != nil {
-		return bad, nil
-	}
-	return toolError("unknown handle %q: no output is kept under it (it may have expired, or belong to another session)", in.Handle), nil
 }

@@ -159,7 +159,7 @@ func TestCatalogueTools(t *testing.T) {
 	if res := call(t, cs, ToolGetToolInfo, map[string]any{"name": "docs__x"}); !res.IsError || !strings.Contains(text(res), "docs__x") {
 		t.Errorf("get_tool_info: %s", text(res))
 	}
-	if res := call(t, cs, ToolReadToolOutput, map[string]any{"handle": "h_1"}); !res.IsError || !strings.Contains(text(res), "h_1") {
+	if res := call(t, cs, ToolReadToolOutput, map[string]any{"handle": "h_1"}); !res.IsError || text(res) != errNoHandle {
 		t.Errorf("read_tool_output: %s", text(res))
 	}
 }

@@ -4,6 +4,17 @@
 // values and wires them together. Logs go to stderr; stdout carries results, or protocol
 // bytes only under `serve --transport stdio`.
 //
+// serve opens the data dir (data_dir, default $XDG_STATE_HOME/mcp-sandbox or
+// ~/.local/state/mcp-sandbox): the run ledger (budget.OpenSQLite) and the blob store
+// (outputs.OpenBlobStore in DATA_DIR/blobs). At startup it recovers the ledger, logging each
+// call a dead process left in flight as unknown (counted, never replayed), and runs the blob
+// sweeper: blobs live --blob-retention (default 7 days, DefaultBlobRetention), swept hourly.
+// data_dir "-" means no blob store and a private ledger removed at exit (budgets still meter,
+// but do not survive a restart); output.preserve: required then refuses to start. An agent's
+// binding budget is its profile's binding_budget narrowed by its tenant policy's. A stdio
+// upstream's frame ceiling follows the largest max_produced_bytes of its tenant's profiles, so
+// a result a program may be handed as a handle is not cut off at the transport.
+//
 // The first thing main does is dispatch the hidden init-helper subcommand (internal/launch),
 // because every local sandbox child is this binary re-executed.
 package main

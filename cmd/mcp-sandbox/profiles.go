@@ -44,6 +44,11 @@ func openProfile(ctx context.Context, name string, p configs.Profile) (*engine.R
 		EnvAllowlist: p.EnvAllowlist,
 		PreviewBytes: int64(deref(p.Output.PreviewBytes)),
 		MaxBytes:     int64(deref(p.Output.MaxBytes)),
+		Artifacts: engine.ArtifactPolicy{
+			Collect:  p.Artifacts.Collection == configs.CollectionCollect,
+			MaxFiles: deref(p.Artifacts.MaxFiles),
+			MaxBytes: int64(deref(p.Artifacts.MaxBytes)),
+		},
 	})
 }
 

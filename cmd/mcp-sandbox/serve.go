@@ -30,6 +30,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	listen := fs.String("listen", "127.0.0.1:8080", "address for --transport http")
 	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")
 	agent := fs.String("agent", "", "agent to serve over stdio (default: the tenant's only one)")
+	retention := fs.Duration("blob-retention", DefaultBlobRetention, "how long kept outputs and large results stay readable")
 	fs.Usage = func() {
 		io.WriteString(stderr, `Usage: mcp-sandbox serve [--config FILE] [--transport stdio|http] [--listen ADDR] [--tenant T] [--agent A]
 
@@ -49,6 +50,11 @@ http serves every tenant's agents over streamable HTTP on --listen:
 Requests carry "Authorization: Bearer <token>"; the config stores tokens as
 "sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
 tenant and no tokens needs none; listening beyond loopback needs tokens.
+
+Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-sandbox or
+~/.local/state/mcp-sandbox; "-" for none): the run ledger and the blob store. A restart on
+the same data_dir records calls that were in flight as unknown and never replays them; kept
+outputs stay readable for --blob-retention.
 
 At startup every profile an agent uses is opened and described once; an agent naming a
 profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
@@ -71,6 +77,25 @@ Flags:
 	if err != nil {
 		return exitUsage, err
 	}
+	if *transport != "stdio" && *transport != "http" {
+		return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
+	}
+	if *retention <= 0 {
+		return exitUsage, usagef("--blob-retention must be positive, got %v", *retention)
+	}
+	st, err := openStorage(ctx, cfg)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer st.close()
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() { defer close(sweepDone); st.sweep(sweepCtx, *retention) }()
+	defer func() { stopSweep(); <-sweepDone }()
+	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger}
+	if st.blobs != nil {
+		opts.Blobs = st.blobs
+	}
 	switch *transport {
 	case "stdio":
 		tname, aname, err := pickAgent(cfg, *tenant, *agent)
@@ -92,7 +117,7 @@ Flags:
 			return exitUsage, err
 		}
 		a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
-		srv := mcpserver.NewServer(a, &mcpserver.Options{Version: Version})
+		srv := mcpserver.NewServer(a, opts)
 		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
 		if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return exitFailure, err
@@ -102,7 +127,7 @@ Flags:
 		if *tenant != "" || *agent != "" {
 			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
 		}
-		return serveHTTP(ctx, cfg, *listen)
+		return serveHTTP(ctx, cfg, *listen, opts)
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 }
@@ -202,7 +227,11 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 		// description, so the model is not surprised.
 		refusal = fmt.Sprintf("network access was requested (network: unrestricted), but sandbox profile %q does not allow network (allow_network: false); nothing ran", name)
 	}
-	a.CodeExecution = &mcpserver.CodeExec{Sandbox: ps.sandboxes[name], Terms: terms, Refusal: refusal, Profile: name}
+	a.CodeExecution = &mcpserver.CodeExec{Sandbox: ps.sandboxes[name], Terms: terms, Refusal: refusal, Profile: name,
+		// The agent's config carries no budget: the profile's, narrowed by the tenant policy.
+		Budget:           bindingBudget(p.BindingBudget).Narrow(bindingBudget(t.Policy.BindingBudget)),
+		PreserveRequired: p.Output.Preserve == configs.PreserveRequired,
+	}
 	return a, nil
 }
 
@@ -218,7 +247,7 @@ func (u unavailableSandbox) Describe(context.Context) *engine.Description {
 	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
 }
 
-func serveHTTP(ctx context.Context, cfg *configs.Config, listen string) (int, error) {
+func serveHTTP(ctx context.Context, cfg *configs.Config, listen string, opts *mcpserver.Options) (int, error) {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return exitUsage, usagef("--listen %q: %v", listen, err)
@@ -280,7 +309,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, listen string) (int, er
 		TokenlessTenant: tokenless,
 		Loopback:        loopback,
 		Ready:           ps.ready,
-		Server:          &mcpserver.Options{Version: Version},
+		Server:          opts,
 	})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

@@ -12,7 +12,7 @@
 //	legacy {n}              a draft-07 input schema, as many real servers still send
 //	delete-everything       annotated destructiveHint=true
 //	slow {seconds}          sleeps, honouring cancellation
-//	bytes {n}               returns n bytes of text
+//	bytes {n, line?}        returns n bytes of text (in lines of line bytes when given)
 //	crash                   exits the process without answering
 //	change-tools {name?}    adds a tool (default "added") and sends tools/list_changed
 //	mixed                   a text block and an image block (no structured content)
@@ -120,9 +120,15 @@ func addTools(s *server.MCPServer, c *counter, many int) {
 				return nil, ctx.Err()
 			}
 		})
-	add(mcp.NewTool("bytes", mcp.WithDescription("Returns n bytes of text."), safe(), mcp.WithNumber("n", mcp.Required())),
+	add(mcp.NewTool("bytes", mcp.WithDescription("Returns n bytes of text; with line, in lines of that many bytes (newline included)."), safe(),
+		mcp.WithNumber("n", mcp.Required()), mcp.WithNumber("line")),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return text(strings.Repeat("x", req.GetInt("n", 0))), nil
+			n, line := req.GetInt("n", 0), req.GetInt("line", 0)
+			if line < 2 {
+				return text(strings.Repeat("x", n)), nil
+			}
+			full := strings.Repeat("x", line-1) + "\n"
+			return text(strings.Repeat(full, n/line) + strings.Repeat("x", n%line)), nil
 		})
 	add(mcp.NewTool("crash", mcp.WithDescription("Exits the server process."), safe()),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

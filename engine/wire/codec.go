@@ -166,7 +166,9 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 		t = t.Elem()
 	}
 	if t == rawMessage {
-		return skip(dec)
+		// A free-form value: the decoder scans it in one go, without a token per element.
+		var raw json.RawMessage
+		return dec.Decode(&raw)
 	}
 	tok, err := dec.Token()
 	if err != nil {
@@ -232,25 +234,6 @@ func pathOr(p string) string {
 		return "frame"
 	}
 	return strings.TrimSuffix(p, ".")
-}
-
-func skip(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 var fieldCache sync.Map // reflect.Type → map[string]reflect.Type

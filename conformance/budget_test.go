@@ -1,0 +1,419 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+)
+
+// fullResult is run_code's structured result with the budget and attachments.
+type fullResult struct {
+	result
+	Attachments []attachment `json:"attachments"`
+	Artifacts   []attachment `json:"artifacts"`
+	Omitted     []struct {
+		Path   string `json:"path"`
+		Reason string `json:"reason"`
+	} `json:"artifacts_omitted"`
+	Budget struct {
+		Execution usage `json:"execution"`
+		Run       usage `json:"run"`
+	} `json:"budget"`
+}
+
+type attachment struct {
+	Name        string `json:"name"`
+	Handle      string `json:"handle"`
+	ContentType string `json:"content_type"`
+	Size        int64  `json:"size"`
+	Truncated   bool   `json:"truncated"`
+	Location    string `json:"location"`
+}
+
+type usage struct {
+	Calls          int64 `json:"calls"`
+	TransferBytes  int64 `json:"transfer_bytes"`
+	ProducedBytes  int64 `json:"produced_bytes"`
+	PreservedBytes int64 `json:"preserved_bytes"`
+}
+
+// runIn runs code with run_code, in the Run named runID when it is not empty, and decodes the
+// value into v; a failed program fails the test.
+func runIn(t *testing.T, cs *mcp.ClientSession, runID, code string, v any) fullResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	p := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
+	if runID != "" {
+		p.Meta = mcp.Meta{"mcp-sandbox/run": runID}
+	}
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("run_code: %v", err)
+	}
+	var r fullResult
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	if r.Failure != nil {
+		t.Fatalf("program failed (%s): %s\n%s\nstderr: %s", r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)
+	}
+	if v != nil {
+		if err := json.Unmarshal(r.Value, v); err != nil {
+			t.Fatalf("value %s: %v", r.Value, err)
+		}
+	}
+	return r
+}
+
+// budgetConfig is one tenant t with the mock as upstream "support" (counting into counter),
+// data_dir dataDir and the profile's binding_budget and extra profile lines.
+func budgetConfig(dataDir, counter, budget, extra string) string {
+	return fmt.Sprintf(`
+data_dir: %[3]q
+profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+    hard_limits: {wall_seconds: 90, memory_bytes: 1GiB}
+    binding_budget: %[4]s
+%[5]s
+upstreams:
+  support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}
+tenants:
+  t:
+    upstreams: [support]
+    agents:
+      default:
+        code_execution: {limits: {wall_seconds: 90}}
+`, built.mock, counter, dataDir, budget, extra)
+}
+
+func writeConfig(t *testing.T, cfg string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// serveProc starts `serve` over stdio with the config file and returns the session and the
+// process, so a test can kill it. Its stderr goes to log.
+func serveProc(t *testing.T, cfgPath string, log *serverLog) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(built.sandbox, "serve", "--config", cfgPath)
+	cmd.Stderr = log
+	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, cmd
+}
+
+const fiveCalls = `
+out = []
+for i in range(5):
+    try:
+        await support__lookup(sku=f"S{i}")
+        out.append("ok")
+    except ToolError as e:
+        out.append(e.kind)
+return out
+`
+
+// max_calls 3: three results and two refusals; the Run stays spent for a second program; a
+// new session (a new Run) starts fresh.
+func TestBudgetMaxCallsPerRun(t *testing.T) {
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "counter.json")
+	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 3}", ""))
+	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	var got []string
+	r := runIn(t, cs, "", fiveCalls, &got)
+	if want := "ok,ok,ok,budget_exceeded,budget_exceeded"; strings.Join(got, ",") != want {
+		t.Errorf("first program: %v, want %s", got, want)
+	}
+	if r.Budget.Execution.Calls != 3 || r.Budget.Run.Calls != 3 {
+		t.Errorf("budget = %+v", r.Budget)
+	}
+	runIn(t, cs, "", fiveCalls, &got)
+	if want := "budget_exceeded,budget_exceeded,budget_exceeded,budget_exceeded,budget_exceeded"; strings.Join(got, ",") != want {
+		t.Errorf("second program in the same Run: %v, want %s", got, want)
+	}
+	cs2, _ := serveProc(t, cfg, &serverLog{t: t})
+	runIn(t, cs2, "", fiveCalls, &got)
+	if want := "ok,ok,ok,budget_exceeded,budget_exceeded"; strings.Join(got, ",") != want {
+		t.Errorf("a new Run: %v, want %s", got, want)
+	}
+	if n := counts(t, counter)["lookup"]; n != 6 {
+		t.Errorf("the mock ran lookup %d times, want 6", n)
+	}
+}
+
+// kill -9 with a binding call in flight: after a restart on the same data_dir the call is
+// unknown, counts against the Run, and is never delivered again.
+func TestBudgetCrashRecordsUnknown(t *testing.T) {
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "counter.json")
+	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 1}", ""))
+	const runID = "crash-run-1"
+	cs, cmd := serveProc(t, cfg, &serverLog{t: t})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Meta: mcp.Meta{"mcp-sandbox/run": runID},
+			Arguments: map[string]any{"code": "return await support__slow(seconds=40)"}})
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for counts(t, counter)["slow"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never reached the mock")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	log := &serverLog{t: t}
+	cs2, _ := serveProc(t, cfg, log)
+	log.mu.Lock()
+	stderr := log.buf.String()
+	log.mu.Unlock()
+	if !strings.Contains(stderr, "tool call recorded unknown") || !strings.Contains(stderr, "tool=support__slow") || !strings.Contains(stderr, "run=named:"+runID) {
+		t.Errorf("the restarted server did not report the in-flight call as unknown; stderr:\n%s", stderr)
+	}
+	var got []string
+	runIn(t, cs2, runID, fiveCalls, &got)
+	if got[0] != "budget_exceeded" {
+		t.Errorf("after the crash the Run's one call is spent, but a program got %v", got)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if c := counts(t, counter); c["slow"] != 1 || c["lookup"] != 0 {
+		t.Errorf("mock counts %v: want slow delivered exactly once and nothing else", c)
+	}
+}
+
+// 64 concurrent calls against max_calls 10: exactly 10 reach the upstream.
+func TestBudgetConcurrentCallsExact(t *testing.T) {
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "counter.json")
+	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 10}", ""))
+	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	var got map[string]int
+	runIn(t, cs, "", `
+import asyncio
+rs = await asyncio.gather(*[support__lookup(sku=f"S{i}") for i in range(64)], return_exceptions=True)
+out = {}
+for r in rs:
+    k = r.kind if isinstance(r, ToolError) else ("ok" if isinstance(r, dict) else repr(r))
+    out[k] = out.get(k, 0) + 1
+return out
+`, &got)
+	if got["ok"] != 10 || got["budget_exceeded"] != 54 {
+		t.Errorf("outcomes %v, want 10 ok and 54 budget_exceeded", got)
+	}
+	if n := counts(t, counter)["lookup"]; n != 10 {
+		t.Errorf("the mock ran lookup %d times, want exactly 10", n)
+	}
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func httpSession(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// 50 MiB of stdout: a bounded preview and a handle; read_tool_output pages it by window and
+// by regex; another tenant learns nothing from the handle.
+func TestOutputsLargeStdoutHandle(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+data_dir: %q
+profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+    hard_limits: {wall_seconds: 90}
+    output: {preview_bytes: 4000, max_bytes: 64MiB}
+tenants:
+  a:
+    tokens: [%q]
+    agents: {default: {code_execution: {limits: {wall_seconds: 90}}}}
+  b:
+    tokens: [%q]
+    agents: {default: {code_execution: {limits: {wall_seconds: 90}}}}
+`, filepath.Join(dir, "data"), configs.HashToken("token-a"), configs.HashToken("token-b")))
+	base := ecoStartHTTP(t, cfg)
+	a := httpSession(t, base+"/mcp", "token-a")
+	r := runIn(t, a, "", `
+import sys
+pad = "y" * 86
+for start in range(0, 524288, 4096):
+    sys.stdout.write("".join(f"line {i:07d} {pad}\n" for i in range(start, start + 4096)))
+`, nil)
+	line := func(i int) string { return fmt.Sprintf("line %07d %s\n", i, strings.Repeat("y", 86)) }
+	var out *attachment
+	for i := range r.Attachments {
+		if r.Attachments[i].Name == "stdout" {
+			out = &r.Attachments[i]
+		}
+	}
+	if out == nil || out.Handle == "" || out.Location != "blob" || out.Size != 50<<20 || !out.Truncated {
+		t.Fatalf("stdout attachment = %+v", out)
+	}
+	if len(r.Stdout) > 4000 {
+		t.Errorf("preview is %d bytes, over preview_bytes 4000", len(r.Stdout))
+	}
+	res := call(t, a, "read_tool_output", map[string]any{"handle": out.Handle, "offset": 1000, "limit": 100})
+	var want strings.Builder
+	for i := 1000; i < 1100; i++ {
+		want.WriteString(line(i))
+	}
+	if res.IsError || textOf(res) != want.String() {
+		t.Errorf("window 1000+100: error %v, %d bytes, starts %.60q", res.IsError, len(textOf(res)), textOf(res))
+	}
+	res = call(t, a, "read_tool_output", map[string]any{"handle": out.Handle, "pattern": `^line 00(01234|05678|99999) `})
+	var m struct {
+		Matches []struct {
+			Line int    `json:"line"`
+			Text string `json:"text"`
+		} `json:"matches"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &m); err != nil || res.IsError || len(m.Matches) != 3 {
+		t.Fatalf("search: %s (%v)", b, err)
+	}
+	for i, n := range []int{1234, 5678, 99999} {
+		if m.Matches[i].Line != n || m.Matches[i].Text+"\n" != line(n) {
+			t.Errorf("match %d = %+v, want line %d", i, m.Matches[i], n)
+		}
+	}
+	bs := httpSession(t, base+"/mcp", "token-b")
+	foreign := call(t, bs, "read_tool_output", map[string]any{"handle": out.Handle})
+	never := call(t, bs, "read_tool_output", map[string]any{"handle": "h_0123456789abcdef0123456789abcdef"})
+	if !foreign.IsError || textOf(foreign) != textOf(never) {
+		t.Errorf("tenant B reading A's handle: %v %q; a handle that never existed: %q", foreign.IsError, textOf(foreign), textOf(never))
+	}
+}
+
+// A 20 MiB binding result over a 1 MiB per-call ceiling reaches the program as a handle that
+// it reads in windows; the transfer meter counts what crossed, not what was produced.
+func TestBudgetLargeResultHandle(t *testing.T) {
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "counter.json")
+	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter,
+		"{max_result_bytes: 1MiB, max_total_bytes: 64MiB, max_produced_bytes: 64MiB, max_preserved_bytes: 128MiB}", ""))
+	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	var v struct {
+		Type, Kind   string
+		Total, Lines int
+		HandleLines  int `json:"handle_lines"`
+	}
+	r := runIn(t, cs, "", `
+h = await support__bytes(n=20971520, line=1024)
+total = lines = off = 0
+while True:
+    w = await h.read(offset=off, limit=512)
+    total += len(w["text"]); lines += w["count"]; off += w["count"]
+    if not w["more"]:
+        break
+try:
+    await h.read(offset=0, limit=5000)
+    kind = None
+except ToolError as e:
+    kind = e.kind
+return {"type": type(h).__name__, "kind": kind, "total": total, "lines": lines, "handle_lines": h.lines}
+`, &v)
+	if v.Type != "ToolResultHandle" || v.Total != 20<<20 || v.Lines != 20480 || v.HandleLines != 20480 || v.Kind != "binding_result_too_large" {
+		t.Errorf("value = %+v", v)
+	}
+	e := r.Budget.Execution
+	if e.Calls != 1 || e.ProducedBytes < 20<<20 || e.PreservedBytes != 20<<20 || e.TransferBytes < 20<<20 || e.TransferBytes > 21<<20 {
+		t.Errorf("execution budget = %+v", e)
+	}
+	// A program that takes the handle and reads one small window: produced and preserved are
+	// the whole result, transfer only what crossed.
+	r = runIn(t, cs, "", `
+h = await support__bytes(n=20971520, line=1024)
+w = await h.read(offset=10, limit=3)
+return {"type": type(h).__name__, "total": len(w["text"]), "lines": w["count"]}
+`, &v)
+	e = r.Budget.Execution
+	if v.Total != 3*1024 || e.ProducedBytes < 20<<20 || e.TransferBytes > 8<<10 || e.TransferBytes < 3*1024 {
+		t.Errorf("value %+v, execution budget %+v", v, e)
+	}
+}
+
+// Artifacts: a CSV and a PNG come back with handles; a symlink and a fifo are omitted.
+func TestOutputsArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}",
+		"    artifacts: {collection: collect, max_files: 10, max_bytes: 1MiB}"))
+	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	r := runIn(t, cs, "", `
+import os, base64
+with open("table.csv", "w") as f:
+    f.write("a,b\n1,2\n")
+with open("dot.png", "wb") as f:
+    f.write(base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="))
+os.symlink("/etc/passwd", "passwd")
+os.mkfifo("pipe")
+`, nil)
+	got := map[string]attachment{}
+	for _, a := range r.Artifacts {
+		got[a.Name] = a
+	}
+	if a := got["table.csv"]; a.Handle == "" || a.Location != "blob" || a.Size != 8 {
+		t.Errorf("table.csv = %+v", a)
+	}
+	if a := got["dot.png"]; a.Handle == "" || a.Location != "blob" || a.ContentType != "image/png" {
+		t.Errorf("dot.png = %+v", a)
+	}
+	omitted := map[string]string{}
+	for _, o := range r.Omitted {
+		omitted[o.Path] = o.Reason
+	}
+	if omitted["passwd"] == "" || omitted["pipe"] == "" || len(r.Artifacts) != 2 {
+		t.Errorf("artifacts %+v, omitted %+v", r.Artifacts, r.Omitted)
+	}
+	res := call(t, cs, "read_tool_output", map[string]any{"handle": got["table.csv"].Handle})
+	if res.IsError || textOf(res) != "a,b\n1,2\n" {
+		t.Errorf("reading the CSV: %q", textOf(res))
+	}
+}

@@ -1,0 +1,76 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+func TestRunOfMeta(t *testing.T) {
+	h := &handlers{agent: Agent{Tenant: "t"}, runs: map[*mcp.ServerSession]string{}}
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{MetaRun: "r1"}}}
+	if got := h.runOf(req); got != (budget.RunRef{Tenant: "t", ID: "named:r1"}) {
+		t.Errorf("runOf = %+v", got)
+	}
+	long := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{MetaRun: strings.Repeat("x", maxRunIDBytes+1)}}}
+	if got := h.runOf(long); strings.HasPrefix(got.ID, "named:") {
+		t.Errorf("an over-long run id was accepted: %+v", got)
+	}
+}
+
+// A program reads only its own handles, in windows no wider than the transfer allowance, and
+// each window is charged to the transfer meter.
+func TestExecutionReadHandle(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	led, err := budget.OpenSQLite(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	blobs, err := outputs.OpenBlobStore(dir + "/blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", budget.Limits{MaxResultBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &execution{meter: m, blobs: blobs, tenant: "t", log: discard(), handles: map[outputs.Handle]bool{}}
+	content := bytes.Repeat([]byte("0123456789abcdef\n"), 1000)
+	own, _, err := blobs.Put(ctx, "t", "r", "text/plain", bytes.NewReader(content), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := blobs.Put(ctx, "t", "r", "text/plain", bytes.NewReader(content), 1<<20)
+	x.handles[own] = true
+
+	r := x.ReadHandle(ctx, string(own), 2, 3, "")
+	var w windowJSON
+	if r.Kind != "" || json.Unmarshal(r.Value, &w) != nil || w.Count != 3 || w.Text != strings.Repeat("0123456789abcdef\n", 3) || !w.More {
+		t.Fatalf("window: %+v %s", r, r.Value)
+	}
+	if r := x.ReadHandle(ctx, string(other), 0, 1, ""); r.Kind != string(upstream.Unavailable) {
+		t.Errorf("another execution's handle: %+v", r)
+	}
+	if r := x.ReadHandle(ctx, string(own), 0, 1000, ""); r.Kind != string(upstream.BindingResultTooLarge) {
+		t.Errorf("a window over the ceiling: %+v", r)
+	}
+	exec, _, _ := m.Usage(ctx)
+	if want := int64(len(mustJSON(w))); exec.TransferBytes != want {
+		t.Errorf("transfer = %d, want %d (the one window served)", exec.TransferBytes, want)
+	}
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
