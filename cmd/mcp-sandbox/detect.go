@@ -20,9 +20,9 @@ func detectLocal(p configs.Profile) []engine.LocalBackend {
 }
 
 func nsOptions(p configs.Profile) namespaces.Options {
-	return namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist)}
+	return namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }
 
 func bwrapOptions(p configs.Profile) bwrap.Options {
-	return bwrap.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist)}
+	return bwrap.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }

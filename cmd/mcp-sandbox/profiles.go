@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sort"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
@@ -59,7 +61,7 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 	if backend == "local" {
 		pick, err := engine.SelectLocal(detectLocal(p), level)
 		if err != nil {
-			return nil, fmt.Errorf("profile %q: %v; install bubblewrap (apt-get install bubblewrap) or enable user namespaces, "+
+			return nil, failure.New(failure.IsolationUnavailable, "profile %q: %v; install bubblewrap (apt-get install bubblewrap) or enable user namespaces, "+
 				"or lower the profile's isolation", name, err)
 		}
 		backend = pick.Name
@@ -67,16 +69,32 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 	switch backend {
 	case "process":
 		if level.AtLeast(engine.LevelIsolated) {
-			return nil, fmt.Errorf("profile %q requires isolation %q, which the process backend cannot reach; "+
+			return nil, failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
 				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
-		return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist)})
+		return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
 	case "namespaces":
 		return namespaces.New(ctx, nsOptions(p))
 	case "bwrap":
 		return bwrap.New(ctx, bwrapOptions(p))
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
+}
+
+// DisableEnv names mechanisms to treat as absent on this host, comma-separated (namespaces,
+// userns, bwrap, cgroup, landlock, seccomp, identity): an operator's way to see what a
+// profile does on a host without them, and the tests' way to stand in for such a host.
+// Nothing is ever made stronger by it.
+const DisableEnv = "MCP_SANDBOX_DISABLE"
+
+func disabledMechanisms() []string {
+	var out []string
+	for _, m := range strings.Split(os.Getenv(DisableEnv), ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // allowedEnv reads the allowlisted variables from this process's environment.

@@ -104,7 +104,7 @@ Flags:
 		}
 		profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}})
 		if err != nil {
-			return exitUsage, err
+			return exitCode(err), err
 		}
 		defer profiles.close()
 		pools, err := openUpstreams(cfg, []string{tname})
@@ -183,9 +183,18 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 			}
 			runner, err := openProfile(ctx, name, p)
 			if err != nil {
-				slog.Error("profile unavailable: run_code will refuse with backend_unavailable", "profile", name, "err", err)
-				ps.sandboxes[name] = unavailableSandbox{reason: err.Error()}
-				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{err.Error()}}
+				kind := failure.KindOf(err)
+				if kind == failure.Internal {
+					kind = failure.BackendUnavailable
+				}
+				reason := err.Error()
+				var fe *failure.Error
+				if errors.As(err, &fe) {
+					reason = fe.Message
+				}
+				slog.Error("profile unavailable: run_code will refuse", "profile", name, "kind", kind, "err", err)
+				ps.sandboxes[name] = unavailableSandbox{kind: kind, reason: reason}
+				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{reason}}
 				continue
 			}
 			d := runner.Describe(ctx)
@@ -198,6 +207,16 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 				slog.Warn("profile not ready", "profile", name, "backend", d.Backend, "problems", strings.Join(d.Problems, "; "))
 			}
 		}
+	}
+	if len(ps.runners) == 0 && len(ps.sandboxes) > 0 {
+		// Not one profile in use can run anything here: a server that could only refuse
+		// is a deployment mistake, said now rather than on a customer's first request.
+		var why []string
+		for _, name := range sortedKeys(ps.described) {
+			why = append(why, strings.Join(ps.described[name].Problems, "; "))
+		}
+		ps.close()
+		return nil, fmt.Errorf("no sandbox profile can run on this host: %s", strings.Join(why, "; "))
 	}
 	return ps, nil
 }
@@ -236,11 +255,15 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 }
 
 // unavailableSandbox stands in for a profile whose backend could not be opened: every run is
-// a backend_unavailable refusal, so the server and the agent's other tools keep working.
-type unavailableSandbox struct{ reason string }
+// a refusal (isolation_unavailable or backend_unavailable), so the server and the agent's
+// other tools keep working.
+type unavailableSandbox struct {
+	kind   failure.Kind // isolation_unavailable or backend_unavailable
+	reason string
+}
 
 func (u unavailableSandbox) Run(_ context.Context, ex engine.Execution) *engine.Result {
-	return engine.Refuse(ex.Terms, failure.BackendUnavailable, u.reason)
+	return engine.Refuse(ex.Terms, u.kind, u.reason+"; nothing ran")
 }
 
 func (u unavailableSandbox) Describe(context.Context) *engine.Description {
@@ -276,7 +299,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, listen string, opts *mc
 	}
 	ps, err := openProfiles(ctx, cfg, use)
 	if err != nil {
-		return exitUsage, err
+		return exitCode(err), err
 	}
 	defer ps.close()
 	pools, err := openUpstreams(cfg, sortedKeys(use))

@@ -335,11 +335,18 @@ tenants:
 // startHTTP starts serve --transport http on a free loopback port and returns its base URL.
 func startHTTP(t *testing.T, cfg string) string {
 	t.Helper()
+	return startHTTPEnv(t, cfg, nil)
+}
+
+// startHTTPEnv starts the server with extra environment variables.
+func startHTTPEnv(t *testing.T, cfg string, env []string) string {
+	t.Helper()
 	args := []string{"serve", "--transport", "http", "--listen", "127.0.0.1:0"}
 	if cfg != "" {
 		args = append(args, "--config", cfg)
 	}
 	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
