@@ -27,12 +27,15 @@ func violation(format string, args ...any) error {
 }
 
 // Reader reads frames of at most max bytes each. The bound is applied to bytes as they
-// arrive: an endless line costs at most max bytes before it is refused.
+// arrive: an endless line costs at most max bytes before it is refused. Lines are taken from
+// the buffer by moving an offset, never by shifting what follows them, so a burst of tiny
+// lines costs time in proportion to its size.
 type Reader struct {
-	r   io.Reader
-	max int
-	buf []byte // unread bytes already received
-	tmp []byte
+	r     io.Reader
+	max   int
+	buf   []byte // received bytes; buf[start:] is not yet returned
+	start int
+	tmp   []byte
 }
 
 // NewReader returns a Reader over r. max ≤ 0 means DefaultMaxFrame.
@@ -47,25 +50,27 @@ func NewReader(r io.Reader, max int) *Reader {
 // a clean end, io.ErrUnexpectedEOF when the stream ends mid-line, and ErrFrameTooLarge when a
 // line crosses the ceiling.
 func (r *Reader) ReadLine() ([]byte, error) {
-	scanned := 0
+	scanned := r.start
 	for {
 		if i := bytes.IndexByte(r.buf[scanned:], '\n'); i >= 0 {
 			end := scanned + i
-			if end > r.max {
+			if end-r.start > r.max {
 				return nil, ErrFrameTooLarge
 			}
 			// Copy out, so a returned line never aliases the buffer later reads reuse.
-			line := append([]byte(nil), r.buf[:end]...)
-			r.buf = append(r.buf[:0], r.buf[end+1:]...)
+			line := append([]byte(nil), r.buf[r.start:end]...)
+			r.start = end + 1
 			return line, nil
 		}
-		scanned = len(r.buf)
-		if scanned > r.max {
+		if len(r.buf)-r.start > r.max {
 			return nil, ErrFrameTooLarge
 		}
-		n, err := r.r.Read(r.tmp)
-		r.buf = append(r.buf, r.tmp[:n]...)
-		if err != nil {
+		// Keep only the partial line before reading more.
+		n := copy(r.buf, r.buf[r.start:])
+		r.buf, r.start, scanned = r.buf[:n], 0, n
+		m, err := r.r.Read(r.tmp)
+		r.buf = append(r.buf, r.tmp[:m]...)
+		if err != nil && m == 0 {
 			if errors.Is(err, io.EOF) {
 				if len(r.buf) == 0 {
 					return nil, io.EOF
