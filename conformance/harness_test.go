@@ -81,6 +81,13 @@ func (tr *transcript) get(m map[string]int, method string) int {
 // serve starts `mcp-sandbox serve --config cfg` over stdio and connects a go-sdk client.
 func serve(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.ClientSession, *transcript) {
 	t.Helper()
+	cs, tr, _, _ := serveWithProc(t, cfg, opts)
+	return cs, tr
+}
+
+// serveWithProc is serve that also returns the server's process and its config file's path.
+func serveWithProc(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.ClientSession, *transcript, *exec.Cmd, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -106,7 +113,7 @@ func serve(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.ClientSessio
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs, tr
+	return cs, tr, cmd, path
 }
 
 // result is the part of run_code's structured result the tests read.

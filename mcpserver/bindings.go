@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,11 +40,31 @@ type Upstreams struct {
 	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
 	// DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int
+	// policy, when set by SetPolicy, replaces Grant, Deny, ApprovalRequired and Bindings.
+	policy atomic.Pointer[UpstreamPolicy]
 	// Watch, when set, is called once by NewServer with a function to call whenever an
 	// upstream announced a change of its tools; the server then re-syncs its exposed tools,
 	// which sends notifications/tools/list_changed to its sessions. The function may be called
 	// from any goroutine.
 	Watch func(changed func())
+}
+
+// UpstreamPolicy is the part of an agent's upstream access that a config reload may change:
+// it takes effect at the next turn boundary.
+type UpstreamPolicy struct {
+	Grant, Deny, ApprovalRequired []string
+	Bindings                      *[]string
+}
+
+// SetPolicy replaces the grant, policy and bindings from the next turn on. Safe for concurrent
+// use with turns in flight, which keep what they resolved.
+func (u *Upstreams) SetPolicy(p UpstreamPolicy) { u.policy.Store(&p) }
+
+func (u *Upstreams) current() UpstreamPolicy {
+	if p := u.policy.Load(); p != nil {
+		return *p
+	}
+	return UpstreamPolicy{Grant: u.Grant, Deny: u.Deny, ApprovalRequired: u.ApprovalRequired, Bindings: u.Bindings}
 }
 
 // turn resolves the catalogue for one turn (one run_code, list_tools, get_tool_info or direct
@@ -55,7 +76,8 @@ func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 	if u == nil || u.Catalogue == nil {
 		return nil
 	}
-	t := u.Catalogue(ctx).Resolve(u.Grant, u.Deny, u.ApprovalRequired, u.Bindings)
+	p := u.current()
+	t := u.Catalogue(ctx).Resolve(p.Grant, p.Deny, p.ApprovalRequired, p.Bindings)
 	if u.Expose {
 		h.syncExposed(t)
 	}

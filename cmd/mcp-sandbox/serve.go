@@ -60,6 +60,10 @@ At startup every profile an agent uses is opened and described once; an agent na
 profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
 each profile can contain on this machine.
 
+SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approval list, an
+agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts
+are sent tools/list_changed. New tenants, agents, profiles and upstreams need a restart.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -117,6 +121,9 @@ Flags:
 			return exitUsage, err
 		}
 		a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
+		reload := newReloader(*configPath, cfg, pools)
+		reload.add(a)
+		go reload.watch(ctx)
 		srv := mcpserver.NewServer(a, opts)
 		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
 		if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -127,7 +134,7 @@ Flags:
 		if *tenant != "" || *agent != "" {
 			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
 		}
-		return serveHTTP(ctx, cfg, *listen, opts)
+		return serveHTTP(ctx, cfg, *configPath, *listen, opts)
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 }
@@ -270,7 +277,7 @@ func (u unavailableSandbox) Describe(context.Context) *engine.Description {
 	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
 }
 
-func serveHTTP(ctx context.Context, cfg *configs.Config, listen string, opts *mcpserver.Options) (int, error) {
+func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, opts *mcpserver.Options) (int, error) {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return exitUsage, usagef("--listen %q: %v", listen, err)
@@ -307,6 +314,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, listen string, opts *mc
 		return exitUsage, err
 	}
 	defer pools.close()
+	reload := newReloader(configPath, cfg, pools)
 	var agents []mcpserver.Agent
 	for _, tname := range sortedKeys(use) {
 		for _, aname := range use[tname] {
@@ -316,13 +324,15 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, listen string, opts *mc
 			}
 			a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
 			agents = append(agents, a)
+			reload.add(a)
 		}
 	}
+	go reload.watch(ctx)
 	handler := mcpserver.HTTPHandler(mcpserver.HTTPOptions{
 		Agents: agents,
 		Authenticate: func(token string) (string, bool) {
 			want := configs.HashToken(token)
-			for h, t := range hashes {
+			for h, t := range reload.tokenTable() {
 				if subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 {
 					return t, true
 				}

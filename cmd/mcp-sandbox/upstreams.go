@@ -97,19 +97,38 @@ func (tp *tenantPools) agentUpstreams(cfg *configs.Config, tname, aname string) 
 	if pool == nil {
 		return nil
 	}
-	t := cfg.Tenants[tname]
-	a := t.Agents[aname]
+	p := policyOf(cfg, tname, aname)
 	u := &mcpserver.Upstreams{
 		Catalogue:        pool.Catalogue,
-		Grant:            append([]string(nil), t.Upstreams...),
-		Deny:             append([]string(nil), t.Policy.Deny...),
-		ApprovalRequired: append([]string(nil), t.Policy.ApprovalRequired...),
-		Expose:           a.ExposeUpstreamTools,
+		Grant:            p.Grant,
+		Deny:             p.Deny,
+		ApprovalRequired: p.ApprovalRequired,
+		Bindings:         p.Bindings,
+		Expose:           cfg.Tenants[tname].Agents[aname].ExposeUpstreamTools,
 		Watch: func(changed func()) {
 			tp.mu.Lock()
 			defer tp.mu.Unlock()
 			tp.watchers[tname] = append(tp.watchers[tname], changed)
 		},
+	}
+	return u
+}
+
+// policyOf is an agent's upstream access in cfg: its tenant's grant and policy and its own
+// bindings. An agent cfg no longer has gets nothing.
+func policyOf(cfg *configs.Config, tname, aname string) mcpserver.UpstreamPolicy {
+	t, ok := cfg.Tenants[tname]
+	if !ok {
+		return mcpserver.UpstreamPolicy{Bindings: &[]string{}}
+	}
+	a, ok := t.Agents[aname]
+	if !ok {
+		return mcpserver.UpstreamPolicy{Bindings: &[]string{}}
+	}
+	p := mcpserver.UpstreamPolicy{
+		Grant:            append([]string(nil), t.Upstreams...),
+		Deny:             append([]string(nil), t.Policy.Deny...),
+		ApprovalRequired: append([]string(nil), t.Policy.ApprovalRequired...),
 	}
 	if a.CodeExecution != nil && a.CodeExecution.Bindings != nil {
 		// Built-ins (names without "__") are always callable; the list narrows upstream tools.
@@ -119,9 +138,9 @@ func (tp *tenantPools) agentUpstreams(cfg *configs.Config, tname, aname string) 
 				b = append(b, n)
 			}
 		}
-		u.Bindings = &b
+		p.Bindings = &b
 	}
-	return u
+	return p
 }
 
 // frameCeiling bounds one frame from a tenant's stdio upstream: large enough for the largest

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+)
+
+// reloader re-reads the config file (and its tenants_dir) on SIGHUP, the way a platform
+// hands a tenant a new policy without a restart. What changes at the next turn: each served
+// agent's upstream grant, deny and approval globs and bindings (a withdrawn tool is neither
+// listed nor callable, and hosts get tools/list_changed), and, over HTTP, the tenants' tokens.
+// What needs a restart, and is logged as such: new tenants or agents, profiles, upstream
+// definitions, limits. A config that does not load leaves the running one in place.
+type reloader struct {
+	path   string
+	pools  *tenantPools
+	served []servedAgent
+	tokens atomic.Pointer[map[string]string] // token hash → tenant (HTTP)
+	loaded *configs.Config
+}
+
+type servedAgent struct {
+	tenant, agent string
+	upstreams     *mcpserver.Upstreams // nil when the tenant is granted no upstream
+}
+
+func newReloader(path string, cfg *configs.Config, pools *tenantPools) *reloader {
+	r := &reloader{path: path, pools: pools, loaded: cfg}
+	r.setTokens(cfg)
+	return r
+}
+
+func (r *reloader) add(a mcpserver.Agent) {
+	r.served = append(r.served, servedAgent{tenant: a.Tenant, agent: a.Name, upstreams: a.Upstreams})
+}
+
+// tokenTable maps each token hash to its tenant, as of the last load.
+func (r *reloader) tokenTable() map[string]string { return *r.tokens.Load() }
+
+func (r *reloader) setTokens(cfg *configs.Config) {
+	m := map[string]string{}
+	for _, tname := range sortedKeys(cfg.Tenants) {
+		for _, h := range cfg.Tenants[tname].Tokens {
+			m[h] = tname
+		}
+	}
+	r.tokens.Store(&m)
+}
+
+// watch reloads on every SIGHUP until ctx ends.
+func (r *reloader) watch(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.reload()
+		}
+	}
+}
+
+func (r *reloader) reload() {
+	if r.path == "" {
+		slog.Info("SIGHUP: serving the embedded default config, which cannot change; nothing to reload")
+		return
+	}
+	cfg, err := configs.Load(r.path)
+	if err != nil {
+		slog.Error("config reload failed: the running config stays in force", "config", r.path, "err", err)
+		return
+	}
+	changed := map[string]bool{}
+	for _, s := range r.served {
+		if _, ok := cfg.Tenants[s.tenant].Agents[s.agent]; !ok {
+			slog.Warn("agent no longer in the config: its upstream tools are withdrawn; restart to remove it", "tenant", s.tenant, "agent", s.agent)
+		}
+		if s.upstreams != nil {
+			s.upstreams.SetPolicy(policyOf(cfg, s.tenant, s.agent))
+			changed[s.tenant] = true
+		}
+	}
+	for _, tname := range sortedKeys(cfg.Tenants) {
+		if _, ok := r.loaded.Tenants[tname]; !ok {
+			slog.Warn("new tenant in the config: restart to serve it", "tenant", tname)
+			continue
+		}
+		if !slices.Equal(cfg.Tenants[tname].Upstreams, r.loaded.Tenants[tname].Upstreams) {
+			slog.Warn("a tenant's grant changed: servers newly granted connect after a restart; withdrawn ones are withdrawn now", "tenant", tname)
+		}
+	}
+	r.setTokens(cfg)
+	r.loaded = cfg
+	for tname := range changed {
+		r.pools.changed(tname)
+	}
+	slog.Info("config reloaded", "config", r.path)
+}
