@@ -105,6 +105,8 @@ type execution struct {
 
 	mu      sync.Mutex // guards handles
 	handles map[outputs.Handle]bool
+
+	finishing sync.WaitGroup // finish records being written
 }
 
 type handleSlotKey struct{}
@@ -160,9 +162,17 @@ func (x *execution) CallUpstream(ctx context.Context, c upstream.Call, next func
 	r := next(ctx)
 	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(r.Size)}
 	defer func() {
-		if err := tk.Finish(ctx, o); err != nil {
-			x.log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
-		}
+		// The finish record is written while the result travels to the program: the call was
+		// spent when it started, and a crash before this lands is recorded unknown. execute
+		// waits for every finish before it reads the meters or ends the execution.
+		o := o
+		x.finishing.Add(1)
+		go func() {
+			defer x.finishing.Done()
+			if err := tk.Finish(context.WithoutCancel(ctx), o); err != nil {
+				x.log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
+			}
+		}()
 	}()
 	if r.Kind != "" {
 		o.Status, o.Kind, o.Message = budget.Failed, string(r.Kind), r.Message
@@ -526,6 +536,7 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 		ex.Progress = p.report
 	}
 	res := ce.Sandbox.Run(ctx, ex)
+	x.finishing.Wait()
 	if x.turn != nil && len(x.turn.Unavailable()) > 0 {
 		res.Unavailable = append([]string(nil), x.turn.Unavailable()...)
 	}
