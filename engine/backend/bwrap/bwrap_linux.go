@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +14,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
@@ -190,7 +189,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
 	netns := spec.Terms.Network == engine.NetworkNone
-	c := &child{Proc: &spawn.Proc{Cleanup: []func(){release}}, facts: engine.Facts{
+	c := &spawned.Child{Proc: &spawn.Proc{Cleanup: []func(){release}}, SignalFromStatus: true, Containment: engine.Facts{
 		MountBoundary: true, PIDNamespace: true, NetNamespace: netns, HostUID: os.Geteuid(), RunAsUID: os.Geteuid()}}
 	ok := false
 	defer func() {
@@ -199,7 +198,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		}
 	}()
 	if b.drop {
-		c.facts.RunAsUID, c.facts.ExclusiveUID = id.UID, id.Exclusive
+		c.Containment.RunAsUID, c.Containment.ExclusiveUID = id.UID, id.Exclusive
 		if id.Exclusive {
 			c.KillUID = id.UID
 		}
@@ -208,7 +207,12 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
 	workspace := "/workspace-" + tag
-	c.workspace = workspace
+	c.WorkspacePath = func() string {
+		if root := interpreterRoot(c.Pid()); root != "" {
+			return root + workspace
+		}
+		return ""
+	}
 	argv := append([]string{b.bwrap}, b.args(workspace, netns)...)
 	// bwrap always sets PWD after --chdir; env(1) takes it out again, so the environment
 	// stays built from nothing.
@@ -222,14 +226,8 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if b.drop {
 		ls.Rlimits.NProc = uint64(spec.Terms.ProcessCount) + 2 // bwrap itself and its init
 	}
-	if b.cg != nil {
-		g, err := b.cg.New("bwrap-"+tag, spec.Terms.MemoryBytes, spec.Terms.ProcessCount+3)
-		if err != nil {
-			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed")
-		}
-		c.Group = g
-		c.facts.Cgroup = true
-		ls.CgroupProcs = g.ProcsFiles()
+	if err := c.JoinCgroup(b.cg, "bwrap-"+tag, spec.Terms, 3, ls); err != nil {
+		return nil, err
 	}
 	if err := c.Start(b.opts.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
@@ -238,20 +236,10 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	return c, nil
 }
 
-// child adapts a spawn.Proc to engine.Child.
-type child struct {
-	*spawn.Proc
-	facts     engine.Facts
-	workspace string // inside the sandbox's root
-}
-
-// Workspace reaches the tmpfs workspace through the root of bwrap's child (the interpreter,
-// pid 1 of the sandbox), found as the only child of the outer bwrap.
-func (c *child) Workspace() string {
-	if c.Pid() == 0 {
-		return ""
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Pid(), c.Pid()))
+// interpreterRoot is the root of bwrap's child (the interpreter, pid 1 of the sandbox), found
+// as the only child of the outer bwrap at pid; "" when there is not exactly one.
+func interpreterRoot(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 	if err != nil {
 		return ""
 	}
@@ -259,18 +247,5 @@ func (c *child) Workspace() string {
 	if len(pids) != 1 {
 		return ""
 	}
-	return "/proc/" + pids[0] + "/root" + c.workspace
-}
-
-func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }
-func (c *child) Facts() engine.Facts         { return c.facts }
-func (c *child) Close() engine.TreeUsage     { return engine.TreeUsage(c.Proc.Close()) }
-
-// Wait turns bwrap's 128+signal back into the signal.
-func (c *child) Wait() engine.Exit {
-	e := engine.Exit(c.Proc.Wait())
-	if e.Signal == "" && e.Code > 128 && e.Code < 128+65 {
-		e.Signal, e.Code = syscall.Signal(e.Code-128).String(), -1
-	}
-	return e
+	return "/proc/" + pids[0] + "/root"
 }

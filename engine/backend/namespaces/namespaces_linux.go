@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
@@ -171,7 +171,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
 	netns := spec.Terms.Network == engine.NetworkNone
-	c := &child{Proc: &spawn.Proc{Status: true, Cleanup: []func(){release}}, facts: engine.Facts{
+	c := &spawned.Child{Proc: &spawn.Proc{Status: true, Cleanup: []func(){release}}, Containment: engine.Facts{
 		MountBoundary: true, PIDNamespace: true, NetNamespace: netns,
 		Seccomp: netns && !b.disabled("seccomp"), HostUID: os.Geteuid(), RunAsUID: os.Geteuid()}}
 	ok := false
@@ -183,7 +183,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	uid, gid := 0, 0 // inside a user namespace, the caller is mapped to 0
 	if b.drop {
 		uid, gid = id.UID, id.GID
-		c.facts.RunAsUID, c.facts.ExclusiveUID = id.UID, id.Exclusive
+		c.Containment.RunAsUID, c.Containment.ExclusiveUID = id.UID, id.Exclusive
 		if id.Exclusive {
 			c.KillUID = id.UID
 		}
@@ -199,14 +199,16 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	}
 	c.Cleanup = append([]func(){func() { _ = os.Remove(root) }}, c.Cleanup...)
 	workspace := "/workspace-" + tag
-	c.workspace = workspace
+	// The tmpfs workspace is reachable through the init's root, which lives as long as the
+	// program does.
+	c.WorkspacePath = func() string { return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + workspace }
 	home := workspace
 	ls := &launch.Spec{
 		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: spawn.Env(home, b.opts.Env),
 		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.drop, UID: uid, GID: gid,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.facts.Seccomp,
+		DenyInet: c.Containment.Seccomp,
 		Mounts: &launch.Mounts{
 			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.roDirs...), Devices: devices,
 			Files: map[string]string{
@@ -225,14 +227,8 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		// per (namespace, uid), so there it binds the sandbox's own processes.
 		ls.Rlimits.NProc = 0
 	}
-	if b.cg != nil {
-		g, err := b.cg.New("ns-"+tag, spec.Terms.MemoryBytes, spec.Terms.ProcessCount+1)
-		if err != nil {
-			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed")
-		}
-		c.Group = g
-		c.facts.Cgroup = true
-		ls.CgroupProcs = g.ProcsFiles()
+	if err := c.JoinCgroup(b.cg, "ns-"+tag, spec.Terms, 1, ls); err != nil {
+		return nil, err
 	}
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS}
 	if netns {
@@ -240,7 +236,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	}
 	if !b.root {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		c.facts.UserNamespace = true
+		c.Containment.UserNamespace = true
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
@@ -251,24 +247,3 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	ok = true
 	return c, nil
 }
-
-// child adapts a spawn.Proc to engine.Child.
-type child struct {
-	*spawn.Proc
-	facts     engine.Facts
-	workspace string // inside the sandbox's root
-}
-
-// Workspace reaches the tmpfs workspace through the init's root, which lives as long as the
-// program does.
-func (c *child) Workspace() string {
-	if c.Pid() == 0 {
-		return ""
-	}
-	return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + c.workspace
-}
-
-func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }
-func (c *child) Facts() engine.Facts         { return c.facts }
-func (c *child) Wait() engine.Exit           { return engine.Exit(c.Proc.Wait()) }
-func (c *child) Close() engine.TreeUsage     { return engine.TreeUsage(c.Proc.Close()) }

@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
@@ -142,7 +142,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
-	c := &child{Proc: &spawn.Proc{Cleanup: []func(){release}}, facts: engine.Facts{HostUID: os.Geteuid(), RunAsUID: os.Geteuid(),
+	c := &spawned.Child{Proc: &spawn.Proc{Cleanup: []func(){release}}, Containment: engine.Facts{HostUID: os.Geteuid(), RunAsUID: os.Geteuid(),
 		Landlock: b.landlock, Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
 	ok := false
 	defer func() {
@@ -151,7 +151,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		}
 	}()
 	if b.drop {
-		c.facts.RunAsUID, c.facts.ExclusiveUID = id.UID, id.Exclusive
+		c.Containment.RunAsUID, c.Containment.ExclusiveUID = id.UID, id.Exclusive
 		if id.Exclusive {
 			c.KillUID = id.UID
 		}
@@ -160,27 +160,21 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if err != nil {
 		return nil, err
 	}
-	c.workspace = workspace
+	c.WorkspacePath = func() string { return workspace } // the host sees it as the program does
 	c.Cleanup = append([]func(){func() { _ = os.RemoveAll(workspace) }}, c.Cleanup...)
 	ls := &launch.Spec{
 		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: b.env(workspace),
 		Dir: workspace, ParentPID: os.Getpid(), Drop: b.drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.facts.Seccomp,
+		DenyInet: c.Containment.Seccomp,
 	}
 	if b.landlock {
 		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.roDirs...), systemRO...),
 			ReadWrite: []string{workspace, "/dev/null"}}
 	}
-	if b.cg != nil {
-		g, err := b.cg.New(filepath.Base(workspace), spec.Terms.MemoryBytes, spec.Terms.ProcessCount+1)
-		if err != nil {
-			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed")
-		}
-		c.Group = g
-		c.facts.Cgroup = true
-		ls.CgroupProcs = g.ProcsFiles()
+	if err := c.JoinCgroup(b.cg, filepath.Base(workspace), spec.Terms, 1, ls); err != nil {
+		return nil, err
 	}
 	if err := c.Start(b.opts.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
@@ -206,18 +200,3 @@ func (b *Backend) makeWorkspace(id identity.Identity) (string, error) {
 	}
 	return dir, nil
 }
-
-// child adapts a spawn.Proc to engine.Child.
-type child struct {
-	*spawn.Proc
-	facts     engine.Facts
-	workspace string
-}
-
-// Workspace is the workspace directory itself: the host sees it as the program does.
-func (c *child) Workspace() string { return c.workspace }
-
-func (c *child) Channel() io.ReadWriteCloser { return c.Conn() }
-func (c *child) Facts() engine.Facts         { return c.facts }
-func (c *child) Wait() engine.Exit           { return engine.Exit(c.Proc.Wait()) }
-func (c *child) Close() engine.TreeUsage     { return engine.TreeUsage(c.Proc.Close()) }

@@ -1,0 +1,8 @@
+// Package spawned is what the local backends (process, namespaces, bwrap) share once their
+// init helper is started: the adapter from an internal/spawn.Proc to engine.Child, and the
+// per-execution cgroup the helper joins. Each backend keeps only what differs: how it builds
+// the containment, the facts it can claim, and where the host can read the workspace.
+//
+// It imports engine, internal/spawn, internal/cgroup and internal/launch. A Child's methods
+// are safe for concurrent use as engine.Child requires.
+package spawned
