@@ -52,29 +52,8 @@ type usage struct {
 // value into v; a failed program fails the test.
 func runIn(t *testing.T, cs *mcp.ClientSession, runID, code string, v any) fullResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	p := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
-	if runID != "" {
-		p.Meta = mcp.Meta{"mcp-sandbox/run": runID}
-	}
-	res, err := cs.CallTool(ctx, p)
-	if err != nil {
-		t.Fatalf("run_code: %v", err)
-	}
 	var r fullResult
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("structuredContent %s: %v", b, err)
-	}
-	if r.Failure != nil {
-		t.Fatalf("program failed (%s): %s\n%s\nstderr: %s", r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)
-	}
-	if v != nil {
-		if err := json.Unmarshal(r.Value, v); err != nil {
-			t.Fatalf("value %s: %v", r.Value, err)
-		}
-	}
+	runInto(t, cs, runID, code, v, &r)
 	return r
 }
 

@@ -133,26 +133,42 @@ type result struct {
 // program fails the test.
 func run(t *testing.T, cs *mcp.ClientSession, code string, v any) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	var r result
+	runInto(t, cs, "", code, v, &r)
+	return r
+}
+
+// runInto runs code with run_code, in the Run named runID when it is not empty, decodes the
+// structured result into full and the value into v (when v is not nil); a failed program
+// fails the test.
+func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
+	p := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
+	if runID != "" {
+		p.Meta = mcp.Meta{"mcp-sandbox/run": runID}
+	}
+	res, err := cs.CallTool(ctx, p)
 	if err != nil {
 		t.Fatalf("run_code: %v", err)
 	}
-	var r result
 	b, _ := json.Marshal(res.StructuredContent)
+	var r result
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
 	}
 	if r.Failure != nil {
 		t.Fatalf("program failed (%s): %s\n%s\nstderr: %s", r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)
 	}
+	if err := json.Unmarshal(b, full); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
 	if v != nil {
 		if err := json.Unmarshal(r.Value, v); err != nil {
 			t.Fatalf("value %s: %v", r.Value, err)
 		}
 	}
-	return r
 }
 
 // call makes a direct tools/call and returns its structured content (or text) as JSON.
