@@ -312,6 +312,10 @@ func (r *Runner) takeWarm(t Terms) *prepared {
 	return p
 }
 
+// Prewarm starts the warm children for terms t now, rather than after the first execution
+// under them. It does nothing when RunnerOptions.Warm is zero.
+func (r *Runner) Prewarm(t Terms) { r.refill(r.Terms(t)) }
+
 // refill starts, in the background, the children that keep RunnerOptions.Warm idle ones ready
 // for terms t. A child is started only after the execution it replaces has ended, so a warm
 // child never shares anything with an execution but the terms.

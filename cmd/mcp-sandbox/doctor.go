@@ -51,7 +51,7 @@ Flags:
 	for _, name := range sortedKeys(cfg.Profiles) {
 		p, _ := cfg.Profile(name)
 		d := &engine.Description{Backend: p.Backend, Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{}}
-		runner, err := openProfile(ctx, name, p)
+		runner, err := openProfile(ctx, name, p, 0)
 		if err != nil {
 			d.Problems = append(d.Problems, err.Error())
 		} else {

@@ -29,7 +29,10 @@ func loadConfig(path string) (*configs.Config, error) {
 
 // openProfile builds the sandbox a profile names: its backend, with the profile's caps.
 // It starts no child; Describe does, with a fixed probe.
-func openProfile(ctx context.Context, name string, p configs.Profile) (*engine.Runner, error) {
+// warm is how many started children to keep ready per distinct terms (engine.RunnerOptions.Warm):
+// a server keeps one, so a program does not wait for an interpreter to start; a one-shot
+// command keeps none.
+func openProfile(ctx context.Context, name string, p configs.Profile, warm int) (*engine.Runner, error) {
 	level, err := engine.ParseLevel(p.Isolation)
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %v", name, err)
@@ -46,6 +49,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile) (*engine.R
 		EnvAllowlist: p.EnvAllowlist,
 		PreviewBytes: int64(deref(p.Output.PreviewBytes)),
 		MaxBytes:     int64(deref(p.Output.MaxBytes)),
+		Warm:         warm,
 		Artifacts: engine.ArtifactPolicy{
 			Collect:  p.Artifacts.Collection == configs.CollectionCollect,
 			MaxFiles: deref(p.Artifacts.MaxFiles),

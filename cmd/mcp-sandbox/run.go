@@ -74,7 +74,7 @@ Flags:
 	if refusal != "" {
 		res = engine.Refuse(terms, failure.NetworkUnavailable, refusal)
 	} else {
-		runner, err := openProfile(ctx, profileName, profile)
+		runner, err := openProfile(ctx, profileName, profile, 0)
 		if err != nil {
 			res = engine.Refuse(terms, failure.BackendUnavailable, err.Error())
 		} else {

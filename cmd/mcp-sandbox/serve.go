@@ -168,6 +168,9 @@ func profileOf(ce *configs.CodeExecution) string {
 	return ce.Profile
 }
 
+// serveWarm is how many started children a server keeps ready per agent's terms.
+const serveWarm = 1
+
 // openProfiles opens and describes every profile the given agents use (tenant → agents).
 // An agent naming an unknown profile is a config error naming both.
 func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string) (*profileSet, error) {
@@ -188,7 +191,7 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 				return nil, usagef("agent %q of tenant %q names profile %q, which is not defined (profiles: %v)",
 					aname, tname, name, sortedKeys(cfg.Profiles))
 			}
-			runner, err := openProfile(ctx, name, p)
+			runner, err := openProfile(ctx, name, p, serveWarm)
 			if err != nil {
 				kind := failure.KindOf(err)
 				if kind == failure.Internal {
@@ -245,6 +248,9 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 	terms, refusal := agentTerms(t, ce)
 	if r, ok := ps.runners[name]; ok {
 		terms = r.Terms(terms) // the backend's ceiling and the profile's hard limits
+		if refusal == "" {
+			r.Prewarm(terms)
+		}
 	} else {
 		terms.Limits = engineLimits(p.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
 	}
