@@ -80,7 +80,7 @@ func TestDefaultYAML(t *testing.T) {
 	if c.DataDir != "" {
 		t.Errorf("DataDir = %q, want \"\"", c.DataDir)
 	}
-	if Default() == Default() {
+	if a, b := Default(), Default(); a == b {
 		t.Error("Default() returned a shared value")
 	}
 	y := DefaultYAML()

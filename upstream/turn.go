@@ -354,26 +354,24 @@ func clip(s string, n int) string {
 // glob matches name against pattern, where "*" matches any run of characters and every other
 // character is literal.
 func glob(pattern, name string) bool {
-	for {
-		star := strings.IndexByte(pattern, '*')
-		if star < 0 {
-			return pattern == name
-		}
-		if !strings.HasPrefix(name, pattern[:star]) {
-			return false
-		}
-		name, pattern = name[star:], pattern[star+1:]
-		if pattern == "" {
-			return true
-		}
-		// Try every position for the rest; names are short.
-		for i := 0; i <= len(name); i++ {
-			if glob(pattern, name[i:]) {
-				return true
-			}
-		}
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 {
+		return pattern == name
+	}
+	if !strings.HasPrefix(name, pattern[:star]) {
 		return false
 	}
+	name, pattern = name[star:], pattern[star+1:]
+	if pattern == "" {
+		return true
+	}
+	// Try every position for the rest; names are short.
+	for i := 0; i <= len(name); i++ {
+		if glob(pattern, name[i:]) {
+			return true
+		}
+	}
+	return false
 }
 
 func matchAny(patterns []string, name string) bool {
