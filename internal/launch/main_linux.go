@@ -234,7 +234,9 @@ func denyInet() error {
 	if err := seccomp.LoadFilter(filter); err != nil {
 		return fmt.Errorf("seccomp: %v", err)
 	}
-	return nil
+	// The library's filter lets a foreign ABI's calls through to its default action (allow):
+	// a second filter closes that door.
+	return denyForeignArch()
 }
 
 // killUID becomes uid and kills every process it owns. Only for an exclusive sandbox uid.
