@@ -117,7 +117,7 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 			Message: fmt.Sprintf("the program's processes used more than %s of memory and were killed", s.describeLimit(LimitMemory))}
 	case exit.Err != nil:
 		return &Failure{Kind: failure.Internal, Executed: true, Message: "the host lost track of the sandbox child"}
-	case exit.Code == 125:
+	case exit.Code == 125 && !s.helloSeen:
 		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox could not be set up: " + lastLine(s.stderr.Preview()) + "; nothing ran"}
 	case exit.Signal != "":
 		return &Failure{Kind: failure.ProgramError, Executed: true,

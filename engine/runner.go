@@ -352,14 +352,17 @@ func (r *Runner) refill(t Terms) {
 
 // session is one execution in flight.
 type session struct {
-	r      *Runner
-	ex     Execution
-	t      Terms
-	p      *prepared
-	child  Child
-	res    *Result
-	stdout *outputs.Capture
-	stderr *outputs.Capture
+	r     *Runner
+	ex    Execution
+	t     Terms
+	p     *prepared
+	child Child
+	// helloSeen: the child's first frame arrived, so the init helper's setup is behind it
+	// and no exit status of the child can mean "setup failed" any more.
+	helloSeen bool
+	res       *Result
+	stdout    *outputs.Capture
+	stderr    *outputs.Capture
 
 	w      *wire.Writer
 	calls  sync.WaitGroup
@@ -386,6 +389,14 @@ func (s *session) drive(ctx context.Context) {
 	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
 	wallTimer := time.NewTimer(wall)
 	defer wallTimer.Stop()
+	// Binding calls, and every write to the child, end with the wall clock at the latest: a
+	// child that stops reading its results cannot hold the host past it.
+	deadline := time.Now().Add(wall)
+	callCtx, cancelCalls := context.WithDeadline(ctx, deadline)
+	defer cancelCalls()
+	if d, ok := ch.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(deadline)
+	}
 	helloTimeout := min(s.r.opts.HelloTimeout, wall)
 	helloTimer := time.NewTimer(helloTimeout)
 	defer helloTimer.Stop()
@@ -425,6 +436,7 @@ loop:
 			switch f := fe.f.(type) {
 			case *wire.Hello:
 				helloSeen = true
+				s.helloSeen = true
 				helloTimer.Stop()
 				if refusal := s.accept(f); refusal != nil {
 					_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
@@ -432,9 +444,9 @@ loop:
 					break loop
 				}
 			case *wire.Call:
-				s.call(ctx, f)
+				s.call(callCtx, f)
 			case *wire.Read:
-				s.read(ctx, f)
+				s.read(callCtx, f)
 			case *wire.Done:
 				done = f
 				break loop
@@ -574,15 +586,20 @@ func (s *session) read(ctx context.Context, rd *wire.Read) {
 }
 
 // dispatch answers one call on its own goroutine, at most MaxConcurrentCalls at a time.
+//
+// The slot is taken here, on the protocol loop, before the next frame is read: a child that
+// floods calls, or stops reading their results, is held back by its own channel instead of
+// piling up goroutines and arguments on the host. Waiting for a slot ends with ctx (the wall
+// clock), after which the loop notices the timeout.
 func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) ToolReply) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		select {
-		case s.sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
 		defer func() { <-s.sem }()
 		rep := do(ctx)
 		out := &wire.Result{ID: id, OK: rep.Kind == ""}

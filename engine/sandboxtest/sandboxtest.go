@@ -63,8 +63,10 @@ func Run(t *testing.T, cfg Config) {
 		t.Run("forged frame", c.forged)
 		t.Run("100 MiB line on the channel", c.hugeLine)
 		t.Run("closing the channel and continuing", c.closeChannel)
+		t.Run("flooding calls without reading the results", c.callFlood)
 		t.Run("secrets and host files", c.secrets)
 		t.Run("killing the parent", c.killParent)
+		t.Run("posing as a setup failure", c.poseAsSetupFailure)
 		t.Run("cancellation kills the tree", c.cancel)
 	})
 }
@@ -394,6 +396,26 @@ func (c *contract) hugeLine(t *testing.T) {
 	c.noSurvivors(t)
 }
 
+func (c *contract) callFlood(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	r := c.run(t, `import json, os
+frame = (json.dumps({"type": "call", "id": 1, "tool": "x__y", "args": {"pad": "x" * 65536}}) + "\n").encode()
+while True:
+    os.write(3, frame)`, engine.Limits{WallSeconds: 3})
+	runtime.ReadMemStats(&after)
+	within(t, start, 3+2)
+	if r.Failure == nil {
+		t.Fatal("a call flood completed")
+	}
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 64<<20 {
+		t.Errorf("the host holds %d MiB more after a call flood", grew>>20)
+	}
+	c.noSurvivors(t)
+}
+
 func (c *contract) closeChannel(t *testing.T) {
 	start := time.Now()
 	r := c.run(t, "import os, time\nos.close(3)\ntime.sleep(30)", engine.Limits{WallSeconds: 20})
@@ -460,6 +482,15 @@ func (c *contract) killParent(t *testing.T) {
 		t.Fatalf("want completion or program_error (PermissionError), got %+v", r.Failure)
 	}
 	c.answersNext(t)
+}
+
+// poseAsSetupFailure: a program that ran, then exits the way a failed init helper does, is
+// still a program that ran: never a refusal that says nothing ran.
+func (c *contract) poseAsSetupFailure(t *testing.T) {
+	r := c.run(t, "import os, sys\nprint('mcp-sandbox-init: pretend', file=sys.stderr, flush=True)\nos._exit(125)", engine.Limits{})
+	if r.Failure == nil || r.Failure.Kind.Refusal() || !r.Failure.Executed {
+		t.Fatalf("want a failure of a program that ran, got %+v", r.Failure)
+	}
 }
 
 func (c *contract) cancel(t *testing.T) {

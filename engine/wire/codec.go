@@ -65,9 +65,12 @@ func (r *Reader) ReadLine() ([]byte, error) {
 		if len(r.buf)-r.start > r.max {
 			return nil, ErrFrameTooLarge
 		}
-		// Keep only the partial line before reading more.
-		n := copy(r.buf, r.buf[r.start:])
-		r.buf, r.start, scanned = r.buf[:n], 0, n
+		// Keep only the partial line before reading more (once: after that it starts at 0).
+		if r.start > 0 {
+			n := copy(r.buf, r.buf[r.start:])
+			r.buf, r.start = r.buf[:n], 0
+		}
+		scanned = len(r.buf)
 		m, err := r.r.Read(r.tmp)
 		r.buf = append(r.buf, r.tmp[:m]...)
 		if err != nil && m == 0 {
