@@ -74,6 +74,9 @@ func apply(s *Spec) (uint64, error) {
 			return 0, err
 		}
 	}
+	if err := lockCapabilities(); err != nil {
+		return 0, err
+	}
 	if s.Drop {
 		if err := unix.Setgroups([]int{s.GID}); err != nil {
 			return 0, fmt.Errorf("setgroups: %v", err)
@@ -84,6 +87,10 @@ func apply(s *Spec) (uint64, error) {
 		if err := unix.Setresuid(s.UID, s.UID, s.UID); err != nil {
 			return 0, fmt.Errorf("setuid %d: %v", s.UID, err)
 		}
+	}
+	// Root inside a user namespace of its own keeps every capability there unless told not to.
+	if err := clearCapabilities(); err != nil {
+		return 0, err
 	}
 	// The kernel clears the parent-death signal on a credential change: arm it again, then
 	// check the parent did not die in between.

@@ -16,6 +16,11 @@ import (
 // descriptors. A signal the program sends it is refused (EPERM), as for any other process
 // the program does not own.
 func reap(spec Spec) int {
+	// Not dumpable: a program of the same uid (an unprivileged host's user namespace) must not
+	// open this init's descriptors through /proc and forge the status it reports.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fail("prctl(PR_SET_DUMPABLE): %v", err)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		fail("finding the helper binary: %v", err)
