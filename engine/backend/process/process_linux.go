@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
@@ -28,7 +29,8 @@ type Options struct {
 	RunAs string
 	// Env holds the env_allowlist variables with their values, resolved by the caller.
 	Env map[string]string
-	// WorkspaceBase is where per-execution workspaces are made (default: the system temp dir).
+	// WorkspaceBase is where the directory holding per-execution workspaces is made (default:
+	// the system temp dir).
 	WorkspaceBase string
 	// InitPath is the binary re-executed as the init helper (default: this executable).
 	InitPath string
@@ -67,6 +69,9 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	if opts.WorkspaceBase == "" {
 		opts.WorkspaceBase = os.TempDir()
+	}
+	if opts.WorkspaceBase, err = workspaceParent(opts.WorkspaceBase); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "preparing the workspace directory: %v", err)
 	}
 	b := &Backend{opts: opts, ids: ids, drop: os.Geteuid() == 0 && !disabled(opts, "identity")}
 	probeID, release, _ := ids.Lease(context.Background())
@@ -184,6 +189,37 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 }
 
 func (b *Backend) env(workspace string) []string { return spawn.Env(workspace, b.opts.Env) }
+
+// workspaceParent returns a directory under base that holds the workspaces: owned by this
+// process's user and searchable but not writable by anyone else (0711). In a world-writable
+// base (/tmp) a sandbox that owned an entry of the base itself could rename its workspace
+// away and plant a link in its place for the host to collect from or remove; in here it owns
+// only its workspace. An existing directory of that name that is not ours, or a link, is
+// passed over for a fresh one.
+func workspaceParent(base string) (string, error) {
+	dir := filepath.Join(base, "mcp-sandbox-workspaces")
+	if err := os.Mkdir(dir, 0o711); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	if st, err := os.Lstat(dir); err == nil && st.IsDir() && st.Mode().Perm() == 0o711 && ownedByMe(st) {
+		return dir, nil
+	}
+	if st, err := os.Lstat(dir); err == nil && st.IsDir() && ownedByMe(st) {
+		if err := os.Chmod(dir, 0o711); err == nil {
+			return dir, nil
+		}
+	}
+	dir, err := os.MkdirTemp(base, "mcp-sandbox-workspaces-")
+	if err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o711)
+}
+
+func ownedByMe(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Geteuid()
+}
 
 func (b *Backend) makeWorkspace(id identity.Identity) (string, error) {
 	var rnd [8]byte
