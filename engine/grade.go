@@ -13,8 +13,9 @@ import (
 //     under a mount boundary is enforced; unreadable without a boundary (Landlock, file
 //     permissions) proves only that one file was out of reach (unverified).
 //   - network: reaching a host loopback listener, or a non-loopback route with sockets
-//     allowed, is unavailable; inside a network namespace with only loopback, or with inet
-//     sockets refused by the kernel, enforced; otherwise unverified.
+//     allowed, is unavailable; inside a network namespace with only loopback, enforced;
+//     otherwise (inet sockets refused by seccomp included: the host's unix sockets remain)
+//     unverified.
 //   - identity: the child's uid is the sandbox identity and not the host's: enforced.
 //   - cpu, memory, file_size: the child saw the rlimit in force (or a cgroup binds memory).
 //   - process_count: a pids cgroup enforces it; RLIMIT_NPROC alone binds a uid, so it follows
@@ -50,7 +51,9 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 	case f.NetNamespace && p.Routes != "some":
 		g[DimNetwork] = Enforced
 	case !p.InetSocket && !p.Inet6Socket:
-		g[DimNetwork] = Enforced
+		// The kernel refused inet sockets; but without a network namespace the host's unix
+		// sockets are still there to be reached, so this is not proof.
+		g[DimNetwork] = Unverified
 	case p.Routes == "some":
 		g[DimNetwork] = Unavailable
 	default:

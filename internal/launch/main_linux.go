@@ -222,6 +222,12 @@ func applyLandlock(l *Landlock, bestEffort bool) error {
 	if err := cfg.RestrictPaths(rules...); err != nil {
 		return fmt.Errorf("landlock: %v", err)
 	}
+	// Where the kernel has Landlock scopes (ABI 6), also keep signals and abstract unix
+	// sockets inside the sandbox's own domain: no kill(-1) of another execution that shares
+	// the uid, no connection to a host daemon's abstract socket.
+	if err := landlock.V6.BestEffort().RestrictScoped(); err != nil {
+		return fmt.Errorf("landlock scopes: %v", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,44 @@
+package process_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+)
+
+// TestKillAllSparesOtherExecutions: two executions share the default sandbox uid; one sends
+// SIGKILL to every process it may signal (kill(-1)), and the other still finishes. Landlock's
+// signal scope keeps a program's signals inside its own sandbox.
+func TestKillAllSparesOtherExecutions(t *testing.T) {
+	gate.Require(t, "pidns", gate.InOwnPIDNamespace(), "hostile programs run only inside the test binary's own pid namespace, which needs root")
+	b, err := process.New(context.Background(), process.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var wg sync.WaitGroup
+	var victim *engine.Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		victim = r.Run(context.Background(), engine.Execution{Program: "import time\ntime.sleep(2)\n'alive'"})
+	}()
+	time.Sleep(700 * time.Millisecond) // the victim is asleep by now
+	killer := r.Run(context.Background(), engine.Execution{Program: "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError as e:\n    print(e)\n'sent'"})
+	wg.Wait()
+	if killer.Failure != nil {
+		t.Logf("killer: %s: %s", killer.Failure.Kind, killer.Failure.Message)
+	}
+	if victim.Failure != nil || string(victim.Value) != `"alive"` {
+		t.Fatalf("the other execution did not survive kill(-1): %+v %s", victim.Failure, victim.Value)
+	}
+}
