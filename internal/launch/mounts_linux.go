@@ -164,12 +164,21 @@ func bindRO(src, dst string, device bool) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("binding %s: %v", src, err)
 	}
-	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID)
+	// Read-only (and nosuid, nodev) all the way down: a remount touches only the top mount,
+	// so the mounts a recursive bind brought along get the attributes through mount_setattr.
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}
 	if !device {
-		flags |= unix.MS_NODEV
+		attr.Attr_set |= unix.MOUNT_ATTR_NODEV
 	}
-	if err := unix.Mount("", dst, "", flags, ""); err != nil {
-		return fmt.Errorf("making %s read-only: %v", src, err)
+	if err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		// Kernels before 5.12: the top mount at least.
+		flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID)
+		if !device {
+			flags |= unix.MS_NODEV
+		}
+		if err := unix.Mount("", dst, "", flags, ""); err != nil {
+			return fmt.Errorf("making %s read-only: %v", src, err)
+		}
 	}
 	return nil
 }
