@@ -38,7 +38,9 @@ type SQLite struct {
 	db    *sql.DB
 	owner *owner
 
-	wmu sync.Mutex // serialises this process's write transactions
+	// wmu serialises this process's write transactions; a channel of one slot, so a writer
+	// waiting for it gives up when its context ends.
+	wmu chan struct{}
 
 	smu   sync.Mutex // guards stmts
 	stmts map[string]*sql.Stmt
@@ -125,7 +127,7 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 		db.Close()
 		return nil, err
 	}
-	return &SQLite{db: db, owner: own}, nil
+	return &SQLite{db: db, owner: own, wmu: make(chan struct{}, 1)}, nil
 }
 
 // Close releases the ledger; calls still started stay so, for a later Recover.
@@ -188,8 +190,12 @@ func (s *SQLite) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 func (s *SQLite) write(ctx context.Context, fn func(tx *stmtTx) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	select {
+	case s.wmu <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
+	}
+	defer func() { <-s.wmu }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("budget: ledger: %w", err)

@@ -2,10 +2,12 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func openSQLite(t *testing.T, dir string) *SQLite {
@@ -90,4 +92,28 @@ func crashChild() {
 	p, _ := os.FindProcess(os.Getpid())
 	_ = p.Kill() // SIGKILL: no Close, no deferred cleanup
 	select {}
+}
+
+// TestSQLiteWriteWaitHonoursContext: a writer waiting behind another write gives up when its
+// context ends instead of blocking until the other write finishes.
+func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
+	l, err := OpenSQLite(t.Context(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.wmu <- struct{}{} // another write in progress
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- l.write(ctx, func(*stmtTx) error { return nil }) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("write = %v, want a deadline error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("write ignored its context while waiting for the write lock")
+	}
+	<-l.wmu
 }

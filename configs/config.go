@@ -138,7 +138,10 @@ type Tenant struct {
 
 // Policy narrows what a tenant's agents may do. It can only narrow.
 type Policy struct {
-	Deny             []string      `yaml:"deny" json:"deny"` // tool-name globs (path.Match)
+	// Deny and ApprovalRequired are globs (path.Match syntax: * ? [...] \\) over upstream
+	// tools' model-facing names; "*" matches any run of characters. They apply to upstream
+	// tools only: an entry naming a built-in (run_code, list_tools, ...) is rejected.
+	Deny             []string      `yaml:"deny" json:"deny"`
 	ApprovalRequired []string      `yaml:"approval_required" json:"approval_required"`
 	BindingBudget    BindingBudget `yaml:"binding_budget" json:"binding_budget"`
 	Limits           Limits        `yaml:"limits" json:"limits"`

@@ -334,7 +334,12 @@ func (v *validator) patterns(at string, ps []string) {
 			if _, ok := v.c.Upstreams[up]; !ok {
 				v.add(pp, "pattern %q names unknown upstream %q (defined: %s)", p, up, list(slices.Sorted(maps.Keys(v.c.Upstreams))))
 			}
-		case !scoped && !strings.ContainsAny(p, `*?[\`) && p != ToolRunCode && !oneOf(p, builtins):
+		case !scoped && (p == ToolRunCode || oneOf(p, builtins)):
+			// Policy narrows upstream tools only: run_code is never callable from a program,
+			// and the built-ins answer from the already narrowed catalogue, so an entry naming
+			// one would look like a restriction and enforce nothing.
+			v.add(pp, "pattern %q names a built-in tool; deny and approval_required apply to upstream tools (<upstream>__<tool>) only", p)
+		case !scoped && !strings.ContainsAny(p, `*?[\`):
 			v.add(pp, "pattern %q can match no tool: upstream tools are named <upstream>__<tool>", p)
 		}
 	}

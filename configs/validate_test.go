@@ -206,6 +206,8 @@ func TestValidationProblems(t *testing.T) {
 			want: []string{
 				`t.yaml:7: tenants.t.policy.deny[1]: pattern "doc__delete*" names unknown upstream "doc" (defined: docs)`,
 				`t.yaml:7: tenants.t.policy.deny[3]: pattern "delete_repo" can match no tool: upstream tools are named <upstream>__<tool>`,
+				`t.yaml:7: tenants.t.policy.deny[4]: pattern "run_code" names a built-in tool; deny and approval_required apply to upstream tools (<upstream>__<tool>) only`,
+				`t.yaml:7: tenants.t.policy.deny[5]: pattern "list_tools" names a built-in tool; deny and approval_required apply to upstream tools (<upstream>__<tool>) only`,
 				`t.yaml:7: tenants.t.policy.deny[6]: invalid pattern "docs__[" (a glob: * ? [...])`,
 				`t.yaml:7: tenants.t.policy.deny[7]: invalid pattern "" (a glob: * ? [...])`,
 				`t.yaml:8: tenants.t.policy.approval_required[2]: pattern "github__*" names unknown upstream "github" (defined: docs)`,

@@ -21,10 +21,11 @@ type HTTPOptions struct {
 	Agents []Agent
 	// Authenticate maps a bearer token to its tenant. It must be safe for concurrent use.
 	Authenticate func(token string) (tenant string, ok bool)
-	// TokenlessTenant, when set, is the tenant of a request without an Authorization header
-	// (a loopback listener for one tenant that has no tokens). A request that does carry a
-	// token is still checked.
-	TokenlessTenant string
+	// Tokenless, when set, is asked for every request without an Authorization header and
+	// names its tenant, or "" to require a token (the answer can change while serving: a
+	// loopback listener for one tenant stays tokenless only while no tenant has a token). A
+	// request that does carry a token is always checked. It must be safe for concurrent use.
+	Tokenless func() string
 	// Loopback turns on Host header protection: the listener is on a loopback address, so a
 	// request naming any other host is a DNS-rebinding attempt and gets 403.
 	Loopback bool
@@ -77,7 +78,7 @@ func HTTPHandler(o HTTPOptions) http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	mcpRoutes := h.authenticated(http.HandlerFunc(h.route))
+	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)
 	mux.Handle("/mcp/{agent}", mcpRoutes)
 	cop := http.NewCrossOriginProtection()
@@ -129,9 +130,11 @@ func (h *httpHandler) authenticated(next http.Handler) http.Handler {
 	}
 	withToken := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.opts.TokenlessTenant != "" && r.Header.Get("Authorization") == "" {
-			next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), h.opts.TokenlessTenant)))
-			return
+		if h.opts.Tokenless != nil && r.Header.Get("Authorization") == "" {
+			if tenant := h.opts.Tokenless(); tenant != "" {
+				next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), tenant)))
+				return
+			}
 		}
 		withToken.ServeHTTP(w, r)
 	})

@@ -217,13 +217,19 @@ func (x *execution) CallUpstream(ctx context.Context, c upstream.Call, next func
 }
 
 // handleContent is what a handle keeps of a value: a string's text (so its lines are the
-// text's lines), or the value's JSON.
+// text's lines), or the value's JSON indented by two spaces, so that line windows
+// (handle.read(offset, limit), read_tool_output) can be narrower than the whole value.
 func handleContent(v json.RawMessage) ([]byte, string) {
 	var s string
 	if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
 		return []byte(s), "text/plain"
 	}
-	return v, "application/json"
+	var b bytes.Buffer
+	b.Grow(len(v) + len(v)/4)
+	if json.Indent(&b, v, "", "  ") != nil {
+		return v, "application/json"
+	}
+	return b.Bytes(), "application/json"
 }
 
 func lineCount(b []byte) int {
@@ -514,22 +520,29 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 	if led := h.opts.Ledger; led != nil {
 		m, err := budget.Start(ctx, led, run, "", ce.Budget)
 		if err != nil {
+			if ctx.Err() != nil {
+				return engine.Refuse(ce.Terms, failure.Cancelled, "the request was cancelled before the execution started")
+			}
 			h.log.Error("execution not recorded, so not run", "run", run.ID, "err", err)
 			return engine.Refuse(ce.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run")
 		}
 		x.meter = m
 	}
 	ex := engine.Execution{Program: code, Terms: ce.Terms, Tools: x}
-	if turn := h.turn(ctx); turn != nil {
-		n := h.agent.Upstreams.MaxConcurrentCalls
-		if n <= 0 {
-			n = DefaultMaxConcurrentCalls
-		}
-		ex.ToolNames = turn.Names()
-		// Limit outside the budget: a call is spent (tool_call_started) only once it has a
-		// slot, right before the upstream is reached.
-		x.turn = turn.With(upstream.Limit(n), x)
+	// No upstreams granted is an empty catalogue, not an absent one: list_tools and
+	// get_tool_info still answer, and run_code is still refused as excluded_builtin.
+	turn := h.turn(ctx)
+	if turn == nil {
+		turn = upstream.EmptyTurn()
 	}
+	n := DefaultMaxConcurrentCalls
+	if u := h.agent.Upstreams; u != nil && u.MaxConcurrentCalls > 0 {
+		n = u.MaxConcurrentCalls
+	}
+	ex.ToolNames = turn.Names()
+	// Limit outside the budget: a call is spent (tool_call_started) only once it has a
+	// slot, right before the upstream is reached.
+	x.turn = turn.With(upstream.Limit(n), x)
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		p := newProgress(ctx, req.Session, tok)
 		defer p.wait()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -74,3 +75,55 @@ func TestExecutionReadHandle(t *testing.T) {
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestJSONHandleReadInWindows keeps a 20 MiB structured result under a handle and reads it in
+// line windows narrower than the transfer ceiling: the JSON is stored indented, one line per
+// member, not as one line no window can be narrower than.
+func TestJSONHandleReadInWindows(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	led, err := budget.OpenSQLite(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	blobs, err := outputs.OpenBlobStore(dir + "/blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", budget.Limits{MaxResultBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &execution{meter: m, blobs: blobs, tenant: "t", log: discard(), handles: map[outputs.Handle]bool{}}
+	var b bytes.Buffer
+	b.WriteString(`{"rows":[`)
+	for i := 0; b.Len() < 20<<20; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"text":"%s"}`, i, strings.Repeat("y", 100))
+	}
+	b.WriteString(`]}`)
+	value := json.RawMessage(b.Bytes())
+	slot := &handleSlot{}
+	tool := &upstream.Tool{Name: "docs__big", Server: "docs", Upstream: "big"}
+	r := x.CallUpstream(context.WithValue(ctx, handleSlotKey{}, slot), upstream.Call{Tool: tool, Args: json.RawMessage(`{}`)},
+		func(context.Context) upstream.Reply {
+			return upstream.Reply{Value: value, Size: len(value), Called: true}
+		})
+	if r.Kind != "" || slot.h == nil {
+		t.Fatalf("no handle: %+v", r)
+	}
+	if slot.h.Lines < 1000 {
+		t.Fatalf("handle has %d lines; the JSON was kept on too few lines to page", slot.h.Lines)
+	}
+	for _, off := range []int{0, 1000, slot.h.Lines - 10} {
+		rr := x.ReadHandle(ctx, slot.h.ID, off, 50, "")
+		var w windowJSON
+		if rr.Kind != "" || json.Unmarshal(rr.Value, &w) != nil || w.Count == 0 {
+			t.Fatalf("window at %d: %+v", off, rr.Kind)
+		}
+	}
+	x.finishing.Wait()
+}

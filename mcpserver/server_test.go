@@ -3,10 +3,12 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,9 +303,9 @@ func TestHTTPSessionBoundToTenant(t *testing.T) {
 
 func TestHTTPBodyLimit(t *testing.T) {
 	h := HTTPHandler(HTTPOptions{
-		Agents:          []Agent{{Tenant: "a", Name: "default"}},
-		TokenlessTenant: "a",
-		MaxBodyBytes:    1 << 10,
+		Agents:       []Agent{{Tenant: "a", Name: "default"}},
+		Tokenless:    func() string { return "a" },
+		MaxBodyBytes: 1 << 10,
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -318,5 +320,46 @@ func TestHTTPBodyLimit(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized body: status %d, want 413", resp.StatusCode)
+	}
+}
+
+// endless is a request body that never ends, counting what was read of it.
+type endless struct{ n atomic.Int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	e.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// TestHTTPBodyLimitStreamed sends an endless body without a Content-Length: the server answers
+// 413 after reading about the limit, instead of reading the body whole first.
+func TestHTTPBodyLimitStreamed(t *testing.T) {
+	h := HTTPHandler(HTTPOptions{
+		Agents:       []Agent{{Tenant: "a", Name: "default"}},
+		Tokenless:    func() string { return "a" },
+		MaxBodyBytes: 1 << 10,
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := &endless{}
+	prefix := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp", io.MultiReader(prefix, io.LimitReader(body, 256<<20)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST: %v (%d bytes sent)", err, body.n.Load())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want 413", resp.StatusCode)
+	}
+	if n := body.n.Load(); n > 64<<20 {
+		t.Errorf("%d bytes of the body were consumed before the answer", n)
 	}
 }

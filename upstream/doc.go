@@ -31,9 +31,11 @@
 // # Calls
 //
 // Turn.Call checks, in order: built-in names (list_tools and get_tool_info are served here;
-// run_code, read_tool_output and any other name without "__" give excluded_builtin with a
-// sentence saying why — read_tool_output is the execution's own business, answered by whoever
-// holds its handles), existence and grant (unavailable), deny (denied), bindings (unavailable),
+// run_code and read_tool_output give excluded_builtin with a sentence saying why —
+// read_tool_output is the execution's own business, answered by whoever holds its handles;
+// any other name without "__" is unavailable), existence and grant (unavailable), deny
+// (denied; globs in path.Match syntax, "*" crossing any character, over upstream tools only —
+// built-ins are never denied, and configs rejects a policy entry naming one), bindings (unavailable),
 // approval (approval_required_in_program), then validates the arguments against the tool's
 // input schema (invalid_arguments). Schemas are compiled with github.com/google/jsonschema-go:
 // draft 2020-12 and draft-07 natively; one naming another draft is compiled under 2020-12

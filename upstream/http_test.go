@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -78,5 +79,119 @@ func TestFrameLimitAndBlocks(t *testing.T) {
 	}
 	if len(blocks) != 2 || blocks[0]["type"] != "text" || blocks[1]["type"] != "image" || blocks[1]["mimeType"] != "image/png" || blocks[1]["data"] != "aGVsbG8=" {
 		t.Errorf("blocks = %v", blocks)
+	}
+}
+
+// echoHandler serves one go-sdk server with an echo tool and a big tool returning n bytes of
+// text, over streamable HTTP.
+func echoHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "Big."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			N int `json:"n"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.N)}}}, nil, nil
+		})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+}
+
+// TestHTTPBearerNotSentAcrossRedirect redirects every request to a second loopback server:
+// the redirect is refused and the second server never sees the credential.
+func TestHTTPBearerNotSentAcrossRedirect(t *testing.T) {
+	var leaked, reached atomic.Int32
+	h := echoHandler(nil)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer other.Close()
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer first.Close()
+
+	p, err := NewPool(PoolOptions{
+		Servers: []Server{{Name: "web", URL: first.URL, Bearer: func(context.Context) (string, error) {
+			return "tok-s3cret", nil
+		}}},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cat := p.Catalogue(context.Background())
+	if leaked.Load() != 0 {
+		t.Fatalf("the redirect target received the credential %d times", leaked.Load())
+	}
+	if reached.Load() != 0 {
+		t.Errorf("a cross-host redirect was followed %d times", reached.Load())
+	}
+	if len(cat.Problems()) == 0 {
+		t.Errorf("listing through a refused redirect reported no problem")
+	}
+}
+
+// TestHTTPBearerOnlyToEndpoint checks the transport on its own: a request to another host
+// gets no credential, one to the endpoint does.
+func TestHTTPBearerOnlyToEndpoint(t *testing.T) {
+	var got []string
+	rt := &bearerTransport{
+		resolve:  func(context.Context) (string, error) { return "tok", nil },
+		endpoint: mustURL(t, "http://127.0.0.1:8000/mcp"),
+		base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			got = append(got, r.Header.Get("Authorization"))
+			return &http.Response{StatusCode: 204, Body: http.NoBody, Request: r}, nil
+		}),
+	}
+	for _, u := range []string{"http://127.0.0.1:8000/other", "http://127.0.0.1:8001/mcp", "https://127.0.0.1:8000/mcp"} {
+		req, _ := http.NewRequest("GET", u, nil)
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"Bearer tok", "", ""}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Authorization headers = %q, want %q", got, want)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestHTTPResponseBounded has a JSON-response upstream answer past the frame limit: the call
+// fails with upstream_error instead of being buffered whole, and a small call still works.
+func TestHTTPResponseBounded(t *testing.T) {
+	for _, jsonResponse := range []bool{true, false} {
+		ts := httptest.NewServer(echoHandler(&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse}))
+		p, err := NewPool(PoolOptions{
+			Servers: []Server{{Name: "web", URL: ts.URL, MaxFrameBytes: 64 << 10}},
+			Logger:  slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat := p.Catalogue(context.Background())
+		if len(cat.Problems()) > 0 {
+			t.Fatalf("problems: %v", cat.Problems())
+		}
+		turn := cat.Resolve([]string{"web"}, nil, nil, nil)
+		wantOK(t, call(t, turn, "web__big", `{"n":1000}`))
+		wantKind(t, call(t, turn, "web__big", `{"n":1000000}`), UpstreamError)
+		wantOK(t, call(t, p.Catalogue(context.Background()).Resolve([]string{"web"}, nil, nil, nil), "web__big", `{"n":1000}`))
+		p.Close()
+		ts.Close()
 	}
 }

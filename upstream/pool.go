@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,7 +253,7 @@ func (c *conn) refresh(ctx context.Context) {
 		}
 		c.dropIfBroken(cs, err)
 	}
-	c.pool.logger.Warn("upstream tools/list failed", "server", c.srv.Name, "err", err)
+	c.pool.logger.Warn("upstream tools/list failed", "server", c.srv.Name, "err", redactErr(err))
 	c.mu.Lock()
 	c.problem = fmt.Sprintf("upstream server %q could not be listed", c.srv.Name)
 	c.retryAt = time.Now().Add(retryDelay)
@@ -342,7 +343,7 @@ func (c *conn) drop(cs *mcp.ClientSession, cause error) {
 	}
 	c.mu.Unlock()
 	if mine {
-		c.pool.logger.Info("upstream session ended", "server", c.srv.Name, "err", cause)
+		c.pool.logger.Info("upstream session ended", "server", c.srv.Name, "err", redactErr(cause))
 	}
 	_ = cs.Close()
 }
@@ -414,11 +415,11 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: c.srv.ProtocolVersion}
 	}
 	if c.srv.URL != "" {
-		hc := &http.Client{}
-		if c.srv.Bearer != nil {
-			hc.Transport = &bearerTransport{resolve: c.srv.Bearer, base: http.DefaultTransport}
-		}
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: hc}, sopts)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:     c.srv.URL,
+			HTTPClient:   c.srv.httpClient(),
+			MaxEventSize: c.srv.maxFrame(),
+		}, sopts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connecting to %s: %w", c.srv.Name, err)
 		}
@@ -445,7 +446,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error
 func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	cs, err := c.sessionFor(ctx)
 	if err != nil {
-		return nil, err
+		return nil, &notSentError{err}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.srv.callTimeout(), errCallTimeout)
 	defer cancel()
@@ -476,4 +477,31 @@ func (p *Pool) invalidate() {
 	p.mu.Lock()
 	p.version++
 	p.mu.Unlock()
+}
+
+// notSentError wraps why a call never reached its server (no session could be had).
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+// redactErr returns err for a log line with the query and userinfo of every URL in a
+// *url.Error dropped, since a URL's query may carry a secret. A nil err stays nil.
+func redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	msg := err.Error()
+	if u, perr := url.Parse(ue.URL); perr == nil && (u.RawQuery != "" || u.User != nil || u.Fragment != "") {
+		clean := *u
+		clean.RawQuery, clean.User, clean.Fragment, clean.ForceQuery = "", nil, "", false
+		msg = strings.ReplaceAll(msg, ue.URL, clean.String())
+	} else if perr != nil {
+		msg = strings.ReplaceAll(msg, ue.URL, "<url>")
+	}
+	return errors.New(msg)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -129,14 +130,51 @@ func (s Server) maxFrame() int {
 	return DefaultMaxFrameBytes
 }
 
-// bearerTransport adds a freshly resolved credential to every request. The credential never
-// appears in an error it returns.
+// httpClient returns the client for an HTTP upstream. Redirects that leave the endpoint's
+// scheme and host are refused, the credential goes only to the endpoint's own scheme and host,
+// and a JSON response body is bounded by maxFrame (an event stream is bounded per event by the
+// transport's MaxEventSize instead, since one stream carries many messages over its life).
+func (s Server) httpClient() *http.Client {
+	endpoint, _ := url.Parse(s.URL) // Validate checked it
+	var rt http.RoundTripper = &boundedTransport{limit: int64(s.maxFrame()), base: http.DefaultTransport}
+	if s.Bearer != nil {
+		rt = &bearerTransport{resolve: s.Bearer, base: rt, endpoint: endpoint}
+	}
+	return &http.Client{
+		Transport: rt,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if !sameOrigin(req.URL, endpoint) {
+				return errCrossOriginRedirect
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		},
+	}
+}
+
+var errCrossOriginRedirect = errors.New("a redirect to another scheme or host is refused")
+
+// sameOrigin reports whether u has the scheme and host (with port) of endpoint.
+func sameOrigin(u, endpoint *url.URL) bool {
+	return u != nil && endpoint != nil &&
+		strings.EqualFold(u.Scheme, endpoint.Scheme) && strings.EqualFold(u.Host, endpoint.Host)
+}
+
+// bearerTransport adds a freshly resolved credential to every request bound for the
+// configured endpoint's scheme and host, and to no other. The credential never appears in an
+// error it returns.
 type bearerTransport struct {
-	resolve func(ctx context.Context) (string, error)
-	base    http.RoundTripper
+	resolve  func(ctx context.Context) (string, error)
+	base     http.RoundTripper
+	endpoint *url.URL
 }
 
 func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !sameOrigin(req.URL, t.endpoint) {
+		return t.base.RoundTrip(req)
+	}
 	tok, err := t.resolve(req.Context())
 	if err != nil {
 		// The resolver's error names where the credential lives, never its value.
@@ -146,3 +184,50 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return t.base.RoundTrip(r)
 }
+
+// boundedTransport makes a non-event-stream response body fail once it passes limit bytes,
+// so a hostile upstream cannot make the go-sdk buffer an unbounded JSON response.
+type boundedTransport struct {
+	limit int64
+	base  http.RoundTripper
+}
+
+func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		return resp, nil
+	}
+	if resp.ContentLength > t.limit {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: %d bytes announced, limit %d", errResponseTooLarge, resp.ContentLength, t.limit)
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.limit}
+	return resp, nil
+}
+
+var errResponseTooLarge = errors.New("upstream response body exceeds the frame limit")
+
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errResponseTooLarge
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

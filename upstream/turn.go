@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -137,6 +138,13 @@ func (c *Catalogue) Resolve(grant, deny, approval []string, bindings *[]string) 
 	return t
 }
 
+// EmptyTurn returns a Turn with no servers granted and no tools: list_tools and get_tool_info
+// answer from an empty catalogue, and the built-in refusals still apply. It is what a program
+// gets when its tenant is granted no upstreams.
+func EmptyTurn() *Turn {
+	return newCatalogue(nil, nil, map[string]string{}).Resolve(nil, nil, nil, nil)
+}
+
 // With returns a copy of t whose upstream calls go through callers, outermost first, after
 // any t already has.
 func (t *Turn) With(callers ...Caller) *Turn {
@@ -223,7 +231,7 @@ func (t *Turn) call(ctx context.Context, name string, args json.RawMessage, dire
 		if direct {
 			return refuse(name, Unavailable, "no tool named %q", name)
 		}
-		return refuse(name, ExcludedBuiltin, "%q is not callable from a program: only upstream tools (<server>__<tool>), list_tools and get_tool_info are.", name)
+		return refuse(name, Unavailable, "no tool named %q: a program may call upstream tools (<server>__<tool>), list_tools and get_tool_info", name)
 	}
 	tool, ok := t.cat.byName[name]
 	if !ok || !t.granted[server] {
@@ -286,14 +294,25 @@ func argumentObject(args json.RawMessage) (map[string]any, json.RawMessage, erro
 func (t *Turn) upstream(ctx context.Context, tool *Tool, args json.RawMessage) Reply {
 	c := t.cat.pool.conns[tool.Server]
 	res, err := c.call(ctx, tool.Upstream, args)
+	var notSent *notSentError
 	switch {
 	case err == nil:
+	case errors.As(err, &notSent):
+		// No session could be had, so the server never saw the call: nothing was spent.
+		if errors.Is(err, context.DeadlineExceeded) {
+			return Reply{Kind: Timeout, Message: fmt.Sprintf("%s was not called: the time ran out while connecting to %q", tool.Name, tool.Server)}
+		}
+		if errors.Is(err, context.Canceled) {
+			return Reply{Kind: Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}
+		}
+		t.cat.pool.logger.Warn("upstream connect failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
+		return Reply{Kind: UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}
 	case errors.Is(err, errCallTimeout) || errors.Is(err, context.DeadlineExceeded):
 		return Reply{Kind: Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name), Called: true}
 	case errors.Is(err, context.Canceled):
 		return Reply{Kind: Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name), Called: true}
 	default:
-		t.cat.pool.logger.Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", err)
+		t.cat.pool.logger.Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
 		return Reply{Kind: UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name), Called: true}
 	}
 	raw, _ := json.Marshal(res)
@@ -351,28 +370,16 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// glob matches name against pattern, where "*" matches any run of characters and every other
-// character is literal.
+// glob matches name against pattern with path.Match syntax (* ? [...] and \\ escapes), the
+// syntax configs validates, except that "/" is an ordinary character, so "*" matches any run
+// of characters. A malformed pattern matches nothing (validation rejects it earlier).
 func glob(pattern, name string) bool {
-	star := strings.IndexByte(pattern, '*')
-	if star < 0 {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, pattern[:star]) {
-		return false
-	}
-	name, pattern = name[star:], pattern[star+1:]
-	if pattern == "" {
-		return true
-	}
-	// Try every position for the rest; names are short.
-	for i := 0; i <= len(name); i++ {
-		if glob(pattern, name[i:]) {
-			return true
-		}
-	}
-	return false
+	ok, err := path.Match(strings.ReplaceAll(pattern, "/", slashStandIn), strings.ReplaceAll(name, "/", slashStandIn))
+	return err == nil && ok
 }
+
+// slashStandIn replaces "/" on both sides of a match, since path.Match treats "/" specially.
+const slashStandIn = "\uE000"
 
 func matchAny(patterns []string, name string) bool {
 	for _, p := range patterns {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,11 +159,52 @@ func TestGlob(t *testing.T) {
 	}{
 		{"docs__*", "docs__x", true}, {"docs__*", "doc__x", false}, {"*delete*", "docs__delete-everything", true},
 		{"docs__a", "docs__a", true}, {"docs__a", "docs__ab", false}, {"d*s__*g", "docs__everything", true},
-		{"*", "", true}, {"a*b*c", "abxc", true}, {"a*b*c", "acb", false}, {"docs__[x]", "docs__[x]", true},
+		{"*", "", true}, {"a*b*c", "abxc", true}, {"a*b*c", "acb", false}, {"docs__[x]", "docs__x", true},
+		{"docs__delete?", "docs__delete1", true}, {"docs__delete?", "docs__delete", false},
+		{"docs__[dr]*", "docs__read", true}, {"docs__[dr]*", "docs__write", false},
+		{`docs__\[x]`, "docs__[x]", true}, {"a*", "a/b/c", true}, {"a?c", "a/c", true}, {"docs__[", "docs__[", false},
 	} {
 		if got := glob(c.pat, c.name); got != c.want {
 			t.Errorf("glob(%q, %q) = %v, want %v", c.pat, c.name, got, c.want)
 		}
+	}
+}
+
+// TestPolicyGlobSyntax pins that deny and approval_required use the path.Match syntax that
+// configs validates: "?" and classes deny, not only "*".
+func TestPolicyGlobSyntax(t *testing.T) {
+	f := newFixture(t, nil)
+	turn := f.turn(t, []string{"docs__list?repos"}, []string{"docs__[f]*"}, nil)
+	wantKind(t, call(t, turn, "docs__list_repos", ""), Denied)
+	wantKind(t, call(t, turn, "docs__list-repos", ""), Denied)
+	wantKind(t, call(t, turn, "docs__fail", ""), ApprovalRequiredInProgram)
+}
+
+// TestConnectFailureNotCalled checks that a call whose server cannot be reached is not
+// recorded as spent.
+func TestConnectFailureNotCalled(t *testing.T) {
+	p, err := NewPool(PoolOptions{
+		Servers: []Server{{Name: "gone", Command: []string{"/nonexistent/mock-server"}}},
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cat := p.Catalogue(context.Background())
+	tool := &Tool{Name: "gone__x", Server: "gone", Upstream: "x"}
+	turn := cat.Resolve([]string{"gone"}, nil, nil, nil)
+	r := turn.upstream(context.Background(), tool, json.RawMessage(`{}`))
+	if r.Kind != UpstreamError || r.Called {
+		t.Errorf("reply = %+v, want upstream_error with Called false", r)
+	}
+}
+
+func TestRedactErr(t *testing.T) {
+	err := fmt.Errorf("connecting: %w", &url.Error{Op: "Post", URL: "https://u:pw@h.example/mcp?key=s3cret#frag", Err: errors.New("refused")})
+	got := redactErr(err).Error()
+	if strings.Contains(got, "s3cret") || strings.Contains(got, "pw") || !strings.Contains(got, "https://h.example/mcp") {
+		t.Errorf("redactErr = %q", got)
 	}
 }
 
@@ -289,7 +332,7 @@ func TestPolicy(t *testing.T) {
 	wantKind(t, call(t, turn, "other__x", ""), Unavailable)
 	wantKind(t, call(t, turn, "run_code", `{"code":"1"}`), ExcludedBuiltin)
 	wantKind(t, call(t, turn, "read_tool_output", `{}`), ExcludedBuiltin)
-	wantKind(t, call(t, turn, "print", `{}`), ExcludedBuiltin)
+	wantKind(t, call(t, turn, "print", `{}`), Unavailable)
 	for _, n := range turn.Names() {
 		if strings.HasPrefix(n, "docs__list") {
 			t.Errorf("denied %s in Names", n)

@@ -77,3 +77,26 @@ func TestServeIsolationRefusalIsAResult(t *testing.T) {
 		t.Fatalf("list_tools after the refusal: %v", err)
 	}
 }
+
+// TestRunIsolationRefusal: `run` with a profile this host cannot reach prints a refusal of
+// kind isolation_unavailable (not backend_unavailable), with the message as the failure says
+// it and the terms it would have run under, and exits 1.
+func TestRunIsolationRefusal(t *testing.T) {
+	cfg := writeConfig(t, isolatedConfig)
+	cmd := exec.Command(binary(t), "run", "--config", cfg, "--tenant", "t", "--agent", "strong", "-")
+	cmd.Env = append(os.Environ(), noKernelBoundary...)
+	cmd.Stdin = strings.NewReader("42")
+	var out strings.Builder
+	cmd.Stdout = &out
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("run: %v, want exit status 1\n%s", err, out.String())
+	}
+	r := decodeResult(t, out.String())
+	if r.Failure == nil || r.Failure.Kind != "isolation_unavailable" || strings.HasPrefix(r.Failure.Message, "isolation_unavailable:") {
+		t.Fatalf("failure = %+v", r.Failure)
+	}
+	if r.Terms.WallSeconds <= 0 {
+		t.Errorf("terms are zero: wall_seconds %v", r.Terms.WallSeconds)
+	}
+}

@@ -24,7 +24,11 @@ type reloader struct {
 	pools  *tenantPools
 	served []servedAgent
 	tokens atomic.Pointer[map[string]string] // token hash → tenant (HTTP)
-	loaded *configs.Config
+	// tokenless is the tenant a token-less request gets ("" for none), as of the last load.
+	tokenless atomic.Pointer[string]
+	// loopback: the HTTP listener is on loopback, the only place tokenless access is allowed.
+	loopback bool
+	loaded   *configs.Config
 }
 
 type servedAgent struct {
@@ -32,8 +36,8 @@ type servedAgent struct {
 	upstreams     *mcpserver.Upstreams // nil when the tenant is granted no upstream
 }
 
-func newReloader(path string, cfg *configs.Config, pools *tenantPools) *reloader {
-	r := &reloader{path: path, pools: pools, loaded: cfg}
+func newReloader(path string, cfg *configs.Config, pools *tenantPools, loopback bool) *reloader {
+	r := &reloader{path: path, pools: pools, loaded: cfg, loopback: loopback}
 	r.setTokens(cfg)
 	return r
 }
@@ -53,7 +57,16 @@ func (r *reloader) setTokens(cfg *configs.Config) {
 		}
 	}
 	r.tokens.Store(&m)
+	tokenless := ""
+	if len(m) == 0 && len(cfg.Tenants) == 1 && r.loopback {
+		tokenless = sortedKeys(cfg.Tenants)[0]
+	}
+	r.tokenless.Store(&tokenless)
 }
+
+// tokenlessTenant is the tenant of a request without a token: the only tenant, while no
+// tenant has a token and the listener is on loopback; otherwise "" (a token is required).
+func (r *reloader) tokenlessTenant() string { return *r.tokenless.Load() }
 
 // watch reloads on every SIGHUP until ctx ends.
 func (r *reloader) watch(ctx context.Context) {

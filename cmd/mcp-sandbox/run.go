@@ -76,7 +76,11 @@ Flags:
 	} else {
 		runner, err := openProfile(ctx, profileName, profile, 0)
 		if err != nil {
-			res = engine.Refuse(terms, failure.BackendUnavailable, err.Error())
+			kind, reason := openRefusal(err)
+			// No Runner to narrow the terms: report them under the profile's hard limits,
+			// as serve does for an unavailable profile.
+			terms.Limits = engineLimits(profile.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
+			res = engine.Refuse(terms, kind, reason)
 		} else {
 			defer runner.Close()
 			res = runner.Run(ctx, engine.Execution{Program: program, Terms: terms})

@@ -121,7 +121,7 @@ Flags:
 			return exitUsage, err
 		}
 		a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
-		reload := newReloader(*configPath, cfg, pools)
+		reload := newReloader(*configPath, cfg, pools, false)
 		reload.add(a)
 		go reload.watch(ctx)
 		srv := mcpserver.NewServer(a, opts)
@@ -193,15 +193,7 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 			}
 			runner, err := openProfile(ctx, name, p, serveWarm)
 			if err != nil {
-				kind := failure.KindOf(err)
-				if kind == failure.Internal {
-					kind = failure.BackendUnavailable
-				}
-				reason := err.Error()
-				var fe *failure.Error
-				if errors.As(err, &fe) {
-					reason = fe.Message
-				}
+				kind, reason := openRefusal(err)
 				slog.Error("profile unavailable: run_code will refuse", "profile", name, "kind", kind, "err", err)
 				ps.sandboxes[name] = unavailableSandbox{kind: kind, reason: reason}
 				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{reason}}
@@ -229,6 +221,22 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 		return nil, fmt.Errorf("no sandbox profile can run on this host: %s", strings.Join(why, "; "))
 	}
 	return ps, nil
+}
+
+// openRefusal is how a profile that could not be opened refuses a run: the error's kind
+// (isolation_unavailable, ...), backend_unavailable when it has none, and its model-safe
+// message. serve and run share it so both say the same thing.
+func openRefusal(err error) (failure.Kind, string) {
+	kind := failure.KindOf(err)
+	if kind == failure.Internal {
+		kind = failure.BackendUnavailable
+	}
+	reason := err.Error()
+	var fe *failure.Error
+	if errors.As(err, &fe) && fe.Message != "" {
+		reason = fe.Message
+	}
+	return kind, reason
 }
 
 // serveAgent converts one configured agent into what mcpserver serves.
@@ -295,15 +303,14 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 			hashes[h] = tname
 		}
 	}
-	tokenless := ""
 	if len(hashes) == 0 {
 		if !loopback {
 			return exitUsage, usagef("refusing to listen on %s beyond loopback: no tenant has a token, so anyone who can reach it could run code; "+
 				"add tokens (\"sha256:<hex>\") to a tenant or listen on 127.0.0.1", listen)
 		}
 		if len(cfg.Tenants) == 1 {
-			tokenless = sortedKeys(cfg.Tenants)[0]
-			slog.Warn("no tenant has a token: loopback requests without a token are tenant "+tokenless, "tenant", tokenless)
+			tokenless := sortedKeys(cfg.Tenants)[0]
+			slog.Warn("no tenant has a token: loopback requests without a token are tenant "+tokenless+" until a reload adds tokens", "tenant", tokenless)
 		}
 	}
 	use := map[string][]string{}
@@ -320,7 +327,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		return exitUsage, err
 	}
 	defer pools.close()
-	reload := newReloader(configPath, cfg, pools)
+	reload := newReloader(configPath, cfg, pools, loopback)
 	var agents []mcpserver.Agent
 	for _, tname := range sortedKeys(use) {
 		for _, aname := range use[tname] {
@@ -345,10 +352,10 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 			}
 			return "", false
 		},
-		TokenlessTenant: tokenless,
-		Loopback:        loopback,
-		Ready:           ps.ready,
-		Server:          opts,
+		Tokenless: reload.tokenlessTenant,
+		Loopback:  loopback,
+		Ready:     ps.ready,
+		Server:    opts,
 	})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

@@ -11,8 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -341,6 +343,13 @@ func startHTTP(t *testing.T, cfg string) string {
 // startHTTPEnv starts the server with extra environment variables.
 func startHTTPEnv(t *testing.T, cfg string, env []string) string {
 	t.Helper()
+	base, _ := startHTTPProc(t, cfg, env)
+	return base
+}
+
+// startHTTPProc is startHTTPEnv that also returns the server's process.
+func startHTTPProc(t *testing.T, cfg string, env []string) (string, *exec.Cmd) {
+	t.Helper()
 	args := []string{"serve", "--transport", "http", "--listen", "127.0.0.1:0"}
 	if cfg != "" {
 		args = append(args, "--config", cfg)
@@ -373,11 +382,11 @@ func startHTTPEnv(t *testing.T, cfg string, env []string) string {
 		if !ok {
 			t.Fatal("server exited before listening")
 		}
-		return "http://" + a
+		return "http://" + a, cmd
 	case <-time.After(20 * time.Second):
 		t.Fatal("server did not start")
 	}
-	return ""
+	return "", nil
 }
 
 func TestServeHTTP(t *testing.T) {
@@ -501,5 +510,85 @@ func TestServeHTTPRefusesOpenListener(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "token") {
 		t.Fatalf("serve beyond loopback without tokens: err %v, output %s", err, out)
+	}
+}
+
+// TestServeDefaultConfigBuiltins runs a program under the embedded default config, which
+// grants no upstreams: list_tools and get_tool_info still answer (from an empty catalogue),
+// run_code is refused as excluded_builtin, and an unknown name is unavailable.
+func TestServeDefaultConfigBuiltins(t *testing.T) {
+	cs := connectStdio(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, r := runCode(t, ctx, cs, `
+out = {}
+page = await list_tools()
+out["tools"] = len(page["tools"])
+for name, args in [("run_code", {"code": "1"}), ("get_tool_info", {"name": "x__y"}), ("nope", {})]:
+    try:
+        await call_tool(name, args)
+        out[name] = "ok"
+    except ToolError as e:
+        out[name] = e.kind
+return out
+`, nil)
+	if res.IsError || r.Failure != nil {
+		t.Fatalf("program failed: %s", textOf(res))
+	}
+	var got map[string]any
+	if err := json.Unmarshal(r.Value, &got); err != nil {
+		t.Fatalf("value %s: %v", r.Value, err)
+	}
+	want := map[string]any{"tools": float64(0), "run_code": "excluded_builtin", "get_tool_info": "unavailable", "nope": "unavailable"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (value %s)", k, got[k], v, r.Value)
+		}
+	}
+}
+
+// TestServeHTTPTokenlessEndsWhenTokensAdded: a loopback server for one tenant without tokens
+// serves token-less requests only until a reload (SIGHUP) adds a token; from then on a
+// request without one is refused and the token is accepted.
+func TestServeHTTPTokenlessEndsWhenTokensAdded(t *testing.T) {
+	const cfgText = `
+data_dir: "-"
+profiles: {default: {}}
+tenants:
+  t:
+    tokens: [%s]
+    agents: {default: {code_execution: {}}}
+`
+	cfg := writeConfig(t, fmt.Sprintf(cfgText, ""))
+	base, cmd := startHTTPProc(t, cfg, nil)
+	post := func(token string) int {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post(""); got != http.StatusOK {
+		t.Fatalf("token-less before the reload: status %d, want 200", got)
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(cfgText, strconv.Quote(configs.HashToken("tok-1")))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(10*time.Second, func() bool { return post("") == http.StatusUnauthorized }) {
+		t.Fatalf("token-less after tokens were added: status %d, want 401", post(""))
+	}
+	if got := post("tok-1"); got != http.StatusOK {
+		t.Errorf("with the new token: status %d, want 200", got)
 	}
 }
