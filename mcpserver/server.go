@@ -76,6 +76,8 @@ type Options struct {
 	// blob store: outputs are previews only and a result over the per-call ceiling is
 	// binding_result_not_paged.
 	Blobs *outputs.BlobStore
+	// Drain, when set, lets the caller's shutdown cancel and wait for executions in flight.
+	Drain *Drain
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
@@ -268,8 +270,11 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	var res *engine.Result
 	if ce.Refusal != "" {
 		res = engine.Refuse(ce.Terms, failure.NetworkUnavailable, ce.Refusal)
+	} else if ctx, end, ok := h.opts.Drain.begin(ctx); !ok {
+		return toolError("the server is shutting down; nothing ran"), nil
 	} else {
 		res = h.execute(ctx, req, *in.Code)
+		end()
 	}
 	attrs := []any{"duration_seconds", res.DurationSeconds, "cancelled", res.Cancelled}
 	if res.Failure != nil {

@@ -96,7 +96,11 @@ Flags:
 	sweepDone := make(chan struct{})
 	go func() { defer close(sweepDone); st.sweep(sweepCtx, *retention) }()
 	defer func() { stopSweep(); <-sweepDone }()
-	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger}
+	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain()}
+	// However serve ends, programs still running are cancelled and waited for (bounded)
+	// before the ledger and blob store are closed; each transport also drains before it
+	// closes its runners and pools.
+	defer drainExecutions(opts.Drain)
 	if st.blobs != nil {
 		opts.Blobs = st.blobs
 	}
@@ -126,7 +130,12 @@ Flags:
 		go reload.watch(ctx)
 		srv := mcpserver.NewServer(a, opts)
 		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
-		if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		// A signal ends the programs in flight at once: the host that started us is leaving.
+		stopDrain := context.AfterFunc(ctx, opts.Drain.Stop)
+		defer stopDrain()
+		err = srv.Run(ctx, &mcp.StdioTransport{})
+		drainExecutions(opts.Drain) // before the deferred closes of runners and pools
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return exitFailure, err
 		}
 		return exitOK, nil
@@ -372,9 +381,25 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		// Requests still open after the grace period: end their programs, then wait for them.
+		drainExecutions(opts.Drain)
+		_ = srv.Close()
+	}
+	drainExecutions(opts.Drain) // before the deferred closes of runners and pools
 	<-errc
 	return exitOK, nil
+}
+
+// drainTimeout bounds the wait for cancelled programs: their trees are killed at once, and
+// what remains is writing their records.
+const drainTimeout = 10 * time.Second
+
+func drainExecutions(d *mcpserver.Drain) {
+	d.Stop()
+	if !d.Wait(drainTimeout) {
+		slog.Warn("executions still running after shutdown; their calls may be recorded unknown at the next start", "waited", drainTimeout)
+	}
 }
 
 func isLoopbackName(host string) bool {
