@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,7 +19,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
@@ -81,33 +79,11 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if reason := b.unavailable(); reason != "" {
 		return nil, failure.New(failure.BackendUnavailable, "the namespaces backend is unavailable: %s", reason)
 	}
-	ids, err := identity.Parse(opts.RunAs)
+	base, err := spawned.Resolve(ctx, spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
 	if err != nil {
 		return nil, err
 	}
-	b.ids = ids
-	if b.opts.InitPath == "" {
-		if b.opts.InitPath, err = os.Executable(); err != nil {
-			return nil, err
-		}
-	}
-	b.drop = b.root && !b.disabled("identity")
-	probeID, release, _ := ids.Lease(context.Background())
-	release()
-	uid, gid := os.Geteuid(), os.Getegid()
-	if b.drop {
-		uid, gid = probeID.UID, probeID.GID
-	}
-	if b.python, err = python.Find(opts.Python, uid, gid, exec.LookPath); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
-	}
-	if b.roDirs, err = python.Dirs(ctx, b.python); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
-	}
-	b.roDirs = append(b.roDirs, filepath.Dir(b.python))
-	if b.root && !b.disabled("cgroup") {
-		b.cg, _ = cgroup.Detect("mcp-sandbox")
-	}
+	b.opts.InitPath, b.ids, b.drop, b.python, b.roDirs, b.cg = base.InitPath, base.IDs, base.Drop, base.Python, base.RODirs, base.Cgroups
 	return b, nil
 }
 

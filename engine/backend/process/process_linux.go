@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
@@ -55,41 +53,20 @@ type Backend struct {
 // New prepares the backend: it resolves the interpreter and its directories and detects the
 // mechanisms this host offers. It starts no child.
 func New(ctx context.Context, opts Options) (*Backend, error) {
-	if opts.RunAs == "" {
-		opts.RunAs = "65534:65534"
-	}
-	ids, err := identity.Parse(opts.RunAs)
+	base, err := spawned.Resolve(ctx, spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
 	if err != nil {
 		return nil, err
 	}
-	if opts.InitPath == "" {
-		if opts.InitPath, err = os.Executable(); err != nil {
-			return nil, err
-		}
-	}
+	opts.InitPath = base.InitPath
 	if opts.WorkspaceBase == "" {
 		opts.WorkspaceBase = os.TempDir()
 	}
 	if opts.WorkspaceBase, err = workspaceParent(opts.WorkspaceBase); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "preparing the workspace directory: %v", err)
 	}
-	b := &Backend{opts: opts, ids: ids, drop: os.Geteuid() == 0 && !disabled(opts, "identity")}
-	probeID, release, _ := ids.Lease(context.Background())
-	release()
-	uid, gid := os.Geteuid(), os.Getegid()
-	if b.drop {
-		uid, gid = probeID.UID, probeID.GID
-	}
-	if b.python, err = python.Find(opts.Python, uid, gid, exec.LookPath); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
-	}
-	if b.roDirs, err = python.Dirs(ctx, b.python); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
-	}
-	if !disabled(opts, "cgroup") && os.Geteuid() == 0 {
-		b.cg, b.cgErr = cgroup.Detect("mcp-sandbox")
-	} else {
-		b.cgErr = fmt.Errorf("cgroups need root here")
+	b := &Backend{opts: opts, ids: base.IDs, drop: base.Drop, python: base.Python, roDirs: base.RODirs, cg: base.Cgroups}
+	if b.cg == nil {
+		b.cgErr = fmt.Errorf("no usable cgroup here (cgroups need root and a writable memory and pids hierarchy)")
 	}
 	b.landlock = !disabled(opts, "landlock") && landlockABI() > 0
 	b.seccomp = !disabled(opts, "seccomp")

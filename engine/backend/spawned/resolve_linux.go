@@ -1,0 +1,69 @@
+package spawned
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
+)
+
+// Options are what every local backend resolves the same way.
+type Options struct {
+	Python   string // "" means discovered
+	RunAs    string // "" means 65534:65534
+	InitPath string // "" means this executable
+	Disable  []string
+}
+
+// Base is what a local backend resolves once, in New: the sandbox identities and whether the
+// host can drop to them, the interpreter those identities can execute and the directories it
+// reads, the init helper, and a cgroup manager where one is usable.
+type Base struct {
+	IDs      *identity.Pool
+	Drop     bool // the host is root and the identity drop is not disabled
+	Python   string
+	RODirs   []string
+	InitPath string
+	Cgroups  *cgroup.Manager // nil: no usable cgroup (not root, disabled, or none writable)
+}
+
+// Resolve fills a Base. It starts no sandbox child; it asks the interpreter for its
+// directories.
+func Resolve(ctx context.Context, o Options) (*Base, error) {
+	if o.RunAs == "" {
+		o.RunAs = "65534:65534"
+	}
+	ids, err := identity.Parse(o.RunAs)
+	if err != nil {
+		return nil, err
+	}
+	b := &Base{IDs: ids, InitPath: o.InitPath, Drop: os.Geteuid() == 0 && !slices.Contains(o.Disable, "identity")}
+	if b.InitPath == "" {
+		if b.InitPath, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	probe, release, _ := ids.Lease(context.Background())
+	release()
+	uid, gid := os.Geteuid(), os.Getegid()
+	if b.Drop {
+		uid, gid = probe.UID, probe.GID
+	}
+	if b.Python, err = python.Find(o.Python, uid, gid, exec.LookPath); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	if b.RODirs, err = python.Dirs(ctx, b.Python); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	b.RODirs = append(b.RODirs, filepath.Dir(b.Python))
+	if os.Geteuid() == 0 && !slices.Contains(o.Disable, "cgroup") {
+		b.Cgroups, _ = cgroup.Detect("mcp-sandbox")
+	}
+	return b, nil
+}
