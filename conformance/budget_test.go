@@ -171,7 +171,7 @@ func TestBudgetCrashRecordsUnknown(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = cs.Wait() // the client's transport owns the process and waits for it
 
 	log := &serverLog{t: t}
 	cs2, _ := serveProc(t, cfg, log)
