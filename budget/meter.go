@@ -31,6 +31,7 @@ type Meter struct {
 	mu       sync.Mutex // guards the fields below; never held across a ledger call
 	used     Usage      // the execution's usage (Calls counts spent calls)
 	inflight int64      // calls reserved and not yet written to the ledger
+	reserved Usage      // transfer and preserved bytes promised to calls not yet finished
 	runSeen  Usage      // the Run's usage as of the last ledger answer
 	ended    bool
 }
@@ -127,17 +128,70 @@ func (m *Meter) noteRun(u Usage) {
 
 // TransferAllowance returns how many bytes may still cross into the sandbox in one piece: the
 // per-call ceiling (max_result_bytes) or what is left of max_total_bytes for the execution and
-// for the Run as last seen, whichever is least. A result over it goes to the program as a
-// handle (or is refused), never truncated.
+// for the Run as last seen, less what concurrent calls have reserved, whichever is least. A
+// result over it goes to the program as a handle (or is refused), never truncated.
 func (m *Meter) TransferAllowance() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.transferLeft()
+}
+
+// transferLeft is TransferAllowance with mu held.
+func (m *Meter) transferLeft() int64 {
 	total := ceiling(m.limits.MaxTotalBytes)
-	left := min(ceiling(m.limits.MaxResultBytes), total-m.used.TransferBytes, total-m.runSeen.TransferBytes)
 	if total == math.MaxInt64 && m.limits.MaxResultBytes <= 0 {
 		return math.MaxInt64
 	}
+	left := min(ceiling(m.limits.MaxResultBytes), total-m.used.TransferBytes-m.reserved.TransferBytes,
+		total-m.runSeen.TransferBytes-m.reserved.TransferBytes)
 	return max(left, 0)
+}
+
+// PreservedAllowance returns how many bytes may still be kept in the blob store or ledger for
+// this execution and Run, less what concurrent calls have reserved.
+func (m *Meter) PreservedAllowance() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.preservedLeft()
+}
+
+func (m *Meter) preservedLeft() int64 {
+	total := ceiling(m.limits.MaxPreservedBytes)
+	if total == math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(min(total-m.used.PreservedBytes, total-m.runSeen.PreservedBytes)-m.reserved.PreservedBytes, 0)
+}
+
+// reserve promises u's transfer and preserved bytes to one caller, if they fit what is left;
+// the promise ends with release. Byte meters are exact under concurrency this way: two calls
+// racing for the last megabyte cannot both have it.
+func (m *Meter) reserve(u Usage) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u.TransferBytes > m.transferLeft() || u.PreservedBytes > m.preservedLeft() {
+		return false
+	}
+	m.reserved.TransferBytes += u.TransferBytes
+	m.reserved.PreservedBytes += u.PreservedBytes
+	return true
+}
+
+func (m *Meter) release(u Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reserved.TransferBytes -= u.TransferBytes
+	m.reserved.PreservedBytes -= u.PreservedBytes
+}
+
+// TryCharge charges u (no call) if its bytes fit what is left, and reports whether it did:
+// a window of a handle read into the sandbox is refused rather than let past the ceiling.
+func (m *Meter) TryCharge(ctx context.Context, u Usage) (bool, error) {
+	if !m.reserve(u) {
+		return false, nil
+	}
+	defer m.release(u)
+	return true, m.Charge(ctx, u)
 }
 
 // Charge adds usage not tied to one call to the execution and the Run: a window of a handle
@@ -182,6 +236,9 @@ type Ticket struct {
 	tool string
 	once sync.Once
 	err  error
+
+	rmu      sync.Mutex // guards reserved
+	reserved Usage      // bytes promised by Reserve, released by Finish
 }
 
 // ID returns the call's ledger id.
@@ -189,6 +246,18 @@ func (t *Ticket) ID() string { return t.id }
 
 // TransferAllowance is the Meter's: what this call may hand the program inline.
 func (t *Ticket) TransferAllowance() int64 { return t.m.TransferAllowance() }
+
+// Reserve promises this call u's transfer and preserved bytes if they fit what is left, and
+// reports whether they did. Finish releases the promise as it charges what the call used.
+func (t *Ticket) Reserve(u Usage) bool {
+	if !t.m.reserve(u) {
+		return false
+	}
+	t.rmu.Lock()
+	t.reserved = t.reserved.Add(u)
+	t.rmu.Unlock()
+	return true
+}
 
 // Outcome is how a call ended.
 type Outcome struct {
@@ -210,12 +279,16 @@ func (t *Ticket) Finish(ctx context.Context, o Outcome) error {
 		u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
 		t.err = t.m.ledger.FinishCall(ctx, CallFinish{ID: t.id, Status: o.Status, Usage: u,
 			Attachments: o.Attachments, Kind: o.Kind, Message: o.Message})
-		if t.err != nil {
-			return
-		}
+		t.rmu.Lock()
+		promised := t.reserved
+		t.rmu.Unlock()
 		t.m.mu.Lock()
-		t.m.used = t.m.used.Add(u)
-		t.m.runSeen = t.m.runSeen.Add(u)
+		t.m.reserved.TransferBytes -= promised.TransferBytes
+		t.m.reserved.PreservedBytes -= promised.PreservedBytes
+		if t.err == nil {
+			t.m.used = t.m.used.Add(u)
+			t.m.runSeen = t.m.runSeen.Add(u)
+		}
 		t.m.mu.Unlock()
 	})
 	return t.err

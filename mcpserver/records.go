@@ -181,11 +181,13 @@ func (x *execution) CallUpstream(ctx context.Context, c upstream.Call, next func
 		}
 		return r
 	}
-	allow := tk.TransferAllowance()
-	if int64(len(r.Value)) <= allow {
+	// The bytes are promised before they cross: calls racing for the last of the budget
+	// cannot all have it.
+	if tk.Reserve(budget.Usage{TransferBytes: int64(len(r.Value))}) {
 		o.TransferBytes = int64(len(r.Value))
 		return r
 	}
+	allow := tk.TransferAllowance()
 	slot, _ := ctx.Value(handleSlotKey{}).(*handleSlot)
 	if x.blobs == nil || slot == nil {
 		o.Status, o.Kind = budget.Failed, string(upstream.BindingResultNotPaged)
@@ -193,10 +195,7 @@ func (x *execution) CallUpstream(ctx context.Context, c upstream.Call, next func
 		return upstream.Reply{Kind: upstream.BindingResultNotPaged, Message: o.Message, Size: r.Size, Called: true}
 	}
 	content, ctype := handleContent(r.Value)
-	limit := x.meter.Limits().MaxPreservedBytes
-	if limit <= 0 {
-		limit = math.MaxInt64 - 1
-	}
+	limit := min(x.meter.PreservedAllowance(), math.MaxInt64-1)
 	h, n, err := x.blobs.Put(ctx, x.tenant, c.Tool.Name, ctype, bytes.NewReader(content), limit)
 	if err != nil {
 		x.log.Warn("binding result not preserved", "tool", c.Tool.Name, "bytes", len(content), "err", err)
@@ -204,12 +203,19 @@ func (x *execution) CallUpstream(ctx context.Context, c upstream.Call, next func
 		o.Message = fmt.Sprintf("the result of %s is %d bytes, over the %d bytes this call may hand over, and it could not be kept under a handle", c.Tool.Name, len(r.Value), allow)
 		return upstream.Reply{Kind: upstream.BindingResultNotPaged, Message: o.Message, Size: r.Size, Called: true}
 	}
+	th := &engine.ToolHandle{ID: string(h), Size: n, Lines: lineCount(content)}
+	hj, _ := json.Marshal(map[string]any{"id": th.ID, "size": th.Size, "lines": th.Lines})
+	if !tk.Reserve(budget.Usage{PreservedBytes: n, TransferBytes: int64(len(hj))}) {
+		// A concurrent call took what was left between the store's limit and now.
+		_ = x.blobs.Delete(x.tenant, h)
+		o.Status, o.Kind = budget.Failed, string(upstream.BindingResultNotPaged)
+		o.Message = fmt.Sprintf("the result of %s is %d bytes, over the %d bytes this call may hand over, and the budget has no room left to keep it under a handle", c.Tool.Name, len(r.Value), allow)
+		return upstream.Reply{Kind: upstream.BindingResultNotPaged, Message: o.Message, Size: r.Size, Called: true}
+	}
 	x.mu.Lock()
 	x.handles[h] = true
 	x.mu.Unlock()
-	th := &engine.ToolHandle{ID: string(h), Size: n, Lines: lineCount(content)}
 	slot.h = th
-	hj, _ := json.Marshal(map[string]any{"id": th.ID, "size": th.Size, "lines": th.Lines})
 	o.TransferBytes = int64(len(hj))
 	o.PreservedBytes = n
 	o.Attachments, _ = json.Marshal([]engine.Attachment{{Name: c.Tool.Name, Handle: string(h), ContentType: ctype, Size: n, Truncated: true, Location: "blob"}})
@@ -293,9 +299,14 @@ func (x *execution) ReadHandle(ctx context.Context, handle string, offset, limit
 			Message: fmt.Sprintf("this window is %d bytes, over the %d bytes that may cross in one piece; ask for fewer lines", len(b), allow)}
 	}
 	if x.meter != nil {
-		if err := x.meter.Charge(ctx, budget.Usage{TransferBytes: int64(len(b))}); err != nil {
+		ok, err := x.meter.TryCharge(ctx, budget.Usage{TransferBytes: int64(len(b))})
+		if err != nil {
 			x.log.Error("handle read not charged", "err", err)
 			return engine.ToolReply{Kind: string(upstream.UpstreamError), Message: "the read could not be recorded, so it was not served"}
+		}
+		if !ok {
+			return engine.ToolReply{Kind: string(upstream.BindingResultTooLarge),
+				Message: fmt.Sprintf("this window is %d bytes, over what is left of the transfer budget; ask for fewer lines", len(b))}
 		}
 	}
 	return engine.ToolReply{Value: b}

@@ -1,0 +1,56 @@
+package budget
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestReserveIsExactUnderConcurrency: 64 calls racing to hand over 100 bytes each against
+// max_total_bytes 1000: exactly 10 get their bytes, whatever the interleaving, and the
+// execution is charged exactly 1000.
+func TestReserveIsExactUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenSQLite(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m, err := Start(ctx, l, RunRef{Tenant: "t", ID: "r"}, "", Limits{MaxCalls: 1000, MaxTotalBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, fe := m.Admit(ctx, Call{Tool: "x__y", ArgumentBytes: 2})
+			if fe != nil {
+				t.Error(fe)
+				return
+			}
+			o := Outcome{Status: Succeeded, ProducedBytes: 100}
+			if tk.Reserve(Usage{TransferBytes: 100}) {
+				granted.Add(1)
+				o.TransferBytes = 100
+			}
+			if err := tk.Finish(ctx, o); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	exec, run, err := m.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if granted.Load() != 10 || exec.TransferBytes != 1000 || run.TransferBytes != 1000 {
+		t.Fatalf("granted %d, execution transfer %d, run transfer %d; want 10, 1000, 1000", granted.Load(), exec.TransferBytes, run.TransferBytes)
+	}
+	if m.TransferAllowance() != 0 {
+		t.Fatalf("allowance %d after the budget is spent", m.TransferAllowance())
+	}
+}
