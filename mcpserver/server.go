@@ -333,6 +333,9 @@ func renderResult(res *engine.Result, version string) *mcp.CallToolResult {
 	return out
 }
 
+// valuePreviewBytes bounds the value in the text rendering.
+const valuePreviewBytes = 4000
+
 // RenderText is the compact text rendering of a Result that the model reads.
 func RenderText(res *engine.Result) string {
 	var b strings.Builder
@@ -355,6 +358,10 @@ func RenderText(res *engine.Result) string {
 		v := string(res.Value)
 		if v == "" {
 			v = "null"
+		}
+		if len(v) > valuePreviewBytes {
+			// The whole value is in structuredContent; the model's text gets a preview.
+			v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), valuePreviewBytes)
 		}
 		fmt.Fprintf(&b, "value: %s\n", v)
 	}

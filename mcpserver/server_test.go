@@ -363,3 +363,11 @@ func TestHTTPBodyLimitStreamed(t *testing.T) {
 		t.Errorf("%d bytes of the body were consumed before the answer", n)
 	}
 }
+
+func TestRenderTextPreviewsALargeValue(t *testing.T) {
+	big := `"` + strings.Repeat("x", 100000) + `"`
+	text := RenderText(&engine.Result{Value: json.RawMessage(big)})
+	if len(text) > 5000 || !strings.Contains(text, "elided") {
+		t.Fatalf("a 100 kB value rendered as %d bytes of text", len(text))
+	}
+}
