@@ -396,3 +396,29 @@ os.mkfifo("pipe")
 		t.Errorf("reading the CSV: %q", textOf(res))
 	}
 }
+
+// A large value is an attachment like the streams: a preview in the model's text, the whole
+// kept under a handle that read_tool_output pages.
+func TestOutputsLargeValueHandle(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}", ""))
+	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	var items []map[string]any
+	r := runIn(t, cs, "", `[{"sku": f"S{i}", "qty": i} for i in range(5000)]`, &items)
+	if len(items) != 5000 {
+		t.Fatalf("structuredContent holds %d items, want the whole value", len(items))
+	}
+	var value *attachment
+	for i := range r.Attachments {
+		if r.Attachments[i].Name == "value" {
+			value = &r.Attachments[i]
+		}
+	}
+	if value == nil || value.Handle == "" || value.Location != "blob" {
+		t.Fatalf("attachments %+v: want the value under a handle", r.Attachments)
+	}
+	res := call(t, cs, "read_tool_output", map[string]any{"handle": value.Handle, "pattern": `"S4321"`})
+	if res.IsError || !strings.Contains(textOf(res), "S4321") {
+		t.Fatalf("searching the value: %q", textOf(res))
+	}
+}

@@ -432,6 +432,15 @@ func (h *handlers) keepOutputs(ctx context.Context, res *engine.Result, meter *b
 		letGo := keep(a, data, !a.Truncated && a.Location != "preview_only")
 		recs = append(recs, ledgerAttachment{Attachment: *a, LetGoBytes: letGo})
 	}
+	if len(res.Value) > valuePreviewBytes {
+		// A large value is an attachment too: the model's text shows a preview, and the
+		// whole is kept under a handle, indented so line windows can page it.
+		content, ctype := handleContent(res.Value)
+		a := engine.Attachment{Name: "value", ContentType: ctype, Size: int64(len(content)), Truncated: true}
+		letGo := keep(&a, content, false)
+		res.Attachments = append(res.Attachments, a)
+		recs = append(recs, ledgerAttachment{Attachment: a, LetGoBytes: letGo})
+	}
 	for i := range res.Artifacts {
 		a := &res.Artifacts[i]
 		if i >= len(res.ArtifactFiles) {

@@ -360,8 +360,14 @@ func RenderText(res *engine.Result) string {
 			v = "null"
 		}
 		if len(v) > valuePreviewBytes {
-			// The whole value is in structuredContent; the model's text gets a preview.
+			// The whole value is in structuredContent (and under a handle when a blob store
+			// is there); the model's text gets a preview.
 			v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), valuePreviewBytes)
+			for _, a := range res.Attachments {
+				if a.Name == "value" && a.Handle != "" {
+					v += fmt.Sprintf("\n(value: %d bytes; read_tool_output handle %s pages the rest)", a.Size, a.Handle)
+				}
+			}
 		}
 		fmt.Fprintf(&b, "value: %s\n", v)
 	}
