@@ -250,8 +250,12 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 	var refusal *failure.Error
 	err := s.write(ctx, func(tx *stmtTx) error {
 		t := now()
-		if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
-			return err
+		if c.ExecutionID == "" {
+			// A direct call may be its Run's first record; an execution's Run was made by
+			// StartExecution.
+			if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
+				return err
+			}
 		}
 		u, err := runUsage(ctx, tx, c.Run)
 		if err != nil {
@@ -316,23 +320,27 @@ func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
 	return s.write(ctx, func(tx *stmtTx) error {
-		var tenant, runID, execID, status string
-		err := tx.QueryRowContext(ctx, `SELECT tenant, run_id, execution_id, status FROM tool_calls WHERE id = ?`, f.ID).
-			Scan(&tenant, &runID, &execID, &status)
+		// One statement finds and finishes the call (RETURNING), so the common case costs no
+		// separate look-up; only a call that is not there, or not started, takes a second.
+		var tenant, runID, execID string
+		u := f.Usage
+		err := tx.QueryRowContext(ctx, `UPDATE tool_calls SET status = ?, finished_at = ?, transfer_bytes = ?,
+			produced_bytes = ?, preserved_bytes = ?, attachments = ?, kind = ?, message = ?
+			WHERE id = ? AND status = 'started' RETURNING tenant, run_id, execution_id`,
+			string(f.Status), now(), u.TransferBytes, u.ProducedBytes, u.PreservedBytes, nullJSON(f.Attachments),
+			f.Kind, f.Message, f.ID).Scan(&tenant, &runID, &execID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: call %s", ErrNotFound, f.ID)
-		}
-		if err != nil {
-			return err
-		}
-		if CallStatus(status) != Started {
+			var status string
+			err := tx.QueryRowContext(ctx, `SELECT status FROM tool_calls WHERE id = ?`, f.ID).Scan(&status)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: call %s", ErrNotFound, f.ID)
+			}
+			if err != nil {
+				return err
+			}
 			return fmt.Errorf("%w: call %s is %s", ErrAlreadyFinished, f.ID, status)
 		}
-		u := f.Usage
-		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = ?, finished_at = ?, transfer_bytes = ?,
-			produced_bytes = ?, preserved_bytes = ?, attachments = ?, kind = ?, message = ? WHERE id = ?`,
-			string(f.Status), now(), u.TransferBytes, u.ProducedBytes, u.PreservedBytes, nullJSON(f.Attachments),
-			f.Kind, f.Message, f.ID); err != nil {
+		if err != nil {
 			return err
 		}
 		if execID == "" {
