@@ -32,15 +32,7 @@ func TestForeignABICannotMakeASocket(t *testing.T) {
 		t.Skip("the probe is x86-64 machine code")
 	}
 	gate.Require(t, "pidns", gate.InOwnPIDNamespace(), "hostile programs run only inside the test binary's own pid namespace, which needs root")
-	b, err := process.New(context.Background(), process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := newSandbox(t, engine.DefaultLimits, process.Options{})
 	res := r.Run(context.Background(), engine.Execution{Program: int80Socket})
 	if res.Failure != nil {
 		t.Logf("the probe did not complete (%s: %s): no socket either way", res.Failure.Kind, res.Failure.Message)

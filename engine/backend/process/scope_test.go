@@ -16,15 +16,7 @@ import (
 // signal scope keeps a program's signals inside its own sandbox.
 func TestKillAllSparesOtherExecutions(t *testing.T) {
 	gate.Require(t, "pidns", gate.InOwnPIDNamespace(), "hostile programs run only inside the test binary's own pid namespace, which needs root")
-	b, err := process.New(context.Background(), process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := newSandbox(t, engine.DefaultLimits, process.Options{})
 	var wg sync.WaitGroup
 	var victim *engine.Result
 	wg.Add(1)
