@@ -5,7 +5,6 @@ package gate
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -34,15 +33,24 @@ func Main() {
 	if err != nil {
 		return
 	}
-	cmd := exec.Command(exe, append([]string{initArg}, os.Args[1:]...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// The tests' own descriptors 0-2 pass straight through to the namespace's init.
+	pid, err := syscall.ForkExec(exe, append([]string{exe, initArg}, os.Args[1:]...), &syscall.ProcAttr{
+		Env: os.Environ(), Files: []uintptr{0, 1, 2},
+		Sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}})
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "gate: cannot make a pid namespace (%v); running tests in place\n", err)
 		return
 	}
-	_ = cmd.Wait()
-	os.Exit(cmd.ProcessState.ExitCode())
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	if ws.Signaled() {
+		os.Exit(2)
+	}
+	os.Exit(ws.ExitStatus())
 }
 
 // pidnsInit is pid 1: it mounts a /proc of its own, starts the tests as pid 2, reaps
