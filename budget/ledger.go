@@ -94,8 +94,9 @@ type Ledger interface {
 	StartRun(ctx context.Context, run RunRef) error
 	// EndRun records a Run's end. A Run that ended may still be used; its usage stands.
 	EndRun(ctx context.Context, run RunRef) error
-	// StartExecution records an execution's start within run (starting run if need be).
-	StartExecution(ctx context.Context, run RunRef, executionID string) error
+	// StartExecution records an execution's start within run (starting run if need be), with
+	// the version hash of the agent whose program it runs.
+	StartExecution(ctx context.Context, run RunRef, executionID, agentVersion string) error
 	// EndExecution records an execution's end.
 	EndExecution(ctx context.Context, end ExecutionEnd) error
 

@@ -58,7 +58,7 @@ func call(id string, run RunRef, exec string) CallStart {
 
 func mustStartExec(t *testing.T, l Ledger, run RunRef, exec string) {
 	t.Helper()
-	if err := l.StartExecution(t.Context(), run, exec); err != nil {
+	if err := l.StartExecution(t.Context(), run, exec, "sha256:test"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -286,7 +286,7 @@ func contractLifecycle(t *testing.T, l Ledger) {
 		t.Fatalf("starting a run twice: %v", err)
 	}
 	mustStartExec(t, l, run, "x1")
-	if err := l.StartExecution(ctx, run, "x1"); err == nil {
+	if err := l.StartExecution(ctx, run, "x1", ""); err == nil {
 		t.Error("an execution id was reused")
 	}
 	if err := l.EndExecution(ctx, ExecutionEnd{ID: "x1", Status: "completed", Attachments: json.RawMessage(`[]`)}); err != nil {

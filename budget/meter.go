@@ -36,16 +36,17 @@ type Meter struct {
 	ended    bool
 }
 
-// Start records the start of execution executionID (NewID("x_") when empty) in run and
-// returns its Meter. limits apply to the execution and, counted from the ledger, to the Run.
-func Start(ctx context.Context, l Ledger, run RunRef, executionID string, limits Limits) (*Meter, error) {
+// Start records the start of execution executionID (NewID("x_") when empty) in run, by the
+// agent of version agentVersion, and returns its Meter. limits apply to the execution and,
+// counted from the ledger, to the Run.
+func Start(ctx context.Context, l Ledger, run RunRef, executionID, agentVersion string, limits Limits) (*Meter, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
 	if executionID == "" {
 		executionID = NewID("x_")
 	}
-	if err := l.StartExecution(ctx, run, executionID); err != nil {
+	if err := l.StartExecution(ctx, run, executionID, agentVersion); err != nil {
 		return nil, err
 	}
 	u, err := l.RunUsage(ctx, run)

@@ -44,7 +44,7 @@ func TestNarrow(t *testing.T) {
 
 func newMeter(t *testing.T, l Ledger, run RunRef, limits Limits) *Meter {
 	t.Helper()
-	m, err := Start(t.Context(), l, run, "", limits)
+	m, err := Start(t.Context(), l, run, "", "", limits)
 	if err != nil {
 		t.Fatal(err)
 	}

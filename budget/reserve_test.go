@@ -17,7 +17,7 @@ func TestReserveIsExactUnderConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	m, err := Start(ctx, l, RunRef{Tenant: "t", ID: "r"}, "", Limits{MaxCalls: 1000, MaxTotalBytes: 1000})
+	m, err := Start(ctx, l, RunRef{Tenant: "t", ID: "r"}, "", "", Limits{MaxCalls: 1000, MaxTotalBytes: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

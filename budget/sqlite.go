@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,7 +73,8 @@ CREATE TABLE IF NOT EXISTS executions (
 	calls           INTEGER NOT NULL DEFAULT 0,
 	transfer_bytes  INTEGER NOT NULL DEFAULT 0,
 	produced_bytes  INTEGER NOT NULL DEFAULT 0,
-	preserved_bytes INTEGER NOT NULL DEFAULT 0
+	preserved_bytes INTEGER NOT NULL DEFAULT 0,
+	agent_version   TEXT    NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS tool_calls (
 	id              TEXT    PRIMARY KEY,
@@ -122,12 +124,38 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 		db.Close()
 		return nil, fmt.Errorf("budget: ledger schema: %w", err)
 	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("budget: ledger migration: %w", err)
+	}
 	own, err := newOwner(path + "-owners")
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return &SQLite{db: db, owner: own, wmu: make(chan struct{}, 1)}, nil
+}
+
+// columnsAdded are the columns later versions added to tables an older ledger file already
+// has; migrate adds the missing ones, so a data dir outlives an upgrade.
+var columnsAdded = []struct{ table, column, decl string }{
+	{"executions", "agent_version", `TEXT NOT NULL DEFAULT ''`},
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	for _, c := range columnsAdded {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.column).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := db.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN %s %s`, c.table, c.column, c.decl)); err != nil &&
+				!strings.Contains(err.Error(), "duplicate column") { // another process got there first
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close releases the ledger; calls still started stay so, for a later Recover.
@@ -226,13 +254,14 @@ func (s *SQLite) EndRun(ctx context.Context, run RunRef) error {
 	})
 }
 
-func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id string) error {
+func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id, agentVersion string) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, t); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, run_id, started_at) VALUES (?, ?, ?, ?)`, id, run.Tenant, run.ID, t)
+		_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, run_id, started_at, agent_version) VALUES (?, ?, ?, ?, ?)`,
+			id, run.Tenant, run.ID, t, agentVersion)
 		return err
 	})
 }

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"os/exec"
@@ -82,7 +83,7 @@ func crashChild() {
 		os.Exit(3)
 	}
 	run := RunRef{Tenant: "t", ID: "r"}
-	if l.StartExecution(ctx, run, "x") != nil {
+	if l.StartExecution(ctx, run, "x", "") != nil {
 		os.Exit(3)
 	}
 	if _, err := l.StartCall(ctx, CallStart{ID: "c_child", Run: run, ExecutionID: "x", Tool: "slow"}, Limits{}); err != nil {
@@ -116,4 +117,30 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 		t.Fatal("write ignored its context while waiting for the write lock")
 	}
 	<-l.wmu
+}
+
+// TestOlderLedgerIsMigrated: a ledger file from before the executions table had
+// agent_version opens, gains the column, and records versions.
+func TestOlderLedgerIsMigrated(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE executions (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, run_id TEXT NOT NULL,
+		started_at INTEGER NOT NULL, ended_at INTEGER, status TEXT NOT NULL DEFAULT 'running', attachments TEXT,
+		calls INTEGER NOT NULL DEFAULT 0, transfer_bytes INTEGER NOT NULL DEFAULT 0, produced_bytes INTEGER NOT NULL DEFAULT 0,
+		preserved_bytes INTEGER NOT NULL DEFAULT 0)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	l, err := OpenSQLite(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.StartExecution(ctx, RunRef{Tenant: "t", ID: "r"}, "x", "sha256:v1"); err != nil {
+		t.Fatalf("an execution in a migrated ledger: %v", err)
+	}
 }

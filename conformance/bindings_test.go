@@ -20,6 +20,7 @@ func mockConfig(t *testing.T) (cfg, supportCounter string) {
 	dir := t.TempDir()
 	supportCounter = filepath.Join(dir, "support.json")
 	cfg = fmt.Sprintf(`
+data_dir: %[3]q
 profiles:
   default:
     backend: local
@@ -38,7 +39,7 @@ tenants:
       default:
         expose_upstream_tools: true
         code_execution: {limits: {wall_seconds: 60}}
-`, built.mock, supportCounter)
+`, built.mock, supportCounter, filepath.Join(dir, "data"))
 	return cfg, supportCounter
 }
 

@@ -538,7 +538,7 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 	x := &execution{blobs: h.opts.Blobs, tenant: h.agent.Tenant, log: h.log, handles: map[outputs.Handle]bool{}}
 	run := h.runOf(req)
 	if led := h.opts.Ledger; led != nil {
-		m, err := budget.Start(ctx, led, run, "", ce.Budget)
+		m, err := budget.Start(ctx, led, run, "", h.agent.Version, ce.Budget)
 		if err != nil {
 			if ctx.Err() != nil {
 				return engine.Refuse(ce.Terms, failure.Cancelled, "the request was cancelled before the execution started")

@@ -42,7 +42,7 @@ func TestExecutionReadHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", budget.Limits{MaxResultBytes: 4096})
+	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxResultBytes: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestJSONHandleReadInWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", budget.Limits{MaxResultBytes: 64 << 10})
+	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxResultBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,9 +43,15 @@ func ok(value string) func(context.Context, engine.Execution) *engine.Result {
 
 func connect(t *testing.T, a Agent, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectWith(t, a, nil, opts)
+}
+
+// connectWith serves a with server options so (a ledger, a blob store).
+func connectWith(t *testing.T, a Agent, so *Options, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := NewServer(a, nil).Connect(ctx, st, nil)
+	ss, err := NewServer(a, so).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
