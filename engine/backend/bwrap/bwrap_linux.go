@@ -17,8 +17,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
@@ -44,14 +42,10 @@ type Options struct {
 
 // Backend is the bwrap backend.
 type Backend struct {
-	opts   Options
-	bwrap  string
-	env    string
-	python string
-	roDirs []string
-	ids    *identity.Pool
-	cg     *cgroup.Manager
-	drop   bool
+	opts  Options
+	bwrap string
+	env   string
+	base  *spawned.Base
 }
 
 var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -101,7 +95,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.opts.InitPath, b.ids, b.drop, b.python, b.roDirs, b.cg = base.InitPath, base.IDs, base.Drop, base.Python, base.RODirs, base.Cgroups
+	b.base = base
 	return b, nil
 }
 
@@ -109,17 +103,17 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 func (b *Backend) Name() string { return "bwrap" }
 
 // Python is the interpreter the backend runs.
-func (b *Backend) Python() string { return b.python }
+func (b *Backend) Python() string { return b.base.Python }
 
 // Mechanisms lists what this backend applies here.
 func (b *Backend) Mechanisms() []string {
 	m := []string{"bwrap", "user-namespace", "mount-namespace", "pid-namespace", "net-namespace", "ipc-namespace",
 		"uts-namespace", "rlimits", "no_new_privs", "scrubbed-env", "tmpfs-workspace"}
-	if b.drop {
+	if b.base.Drop {
 		m = append(m, "identity-drop")
 	}
-	if b.cg != nil {
-		m = append(m, "cgroup-"+b.cg.Version())
+	if b.base.Cgroups != nil {
+		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
 	return m
 }
@@ -131,7 +125,7 @@ func (b *Backend) args(workspace string, netns bool) []string {
 	if netns {
 		a = append(a, "--unshare-net")
 	}
-	paths := append(append([]string{}, systemRO...), b.roDirs...)
+	paths := append(append([]string{}, systemRO...), b.base.RODirs...)
 	sort.Strings(paths)
 	var done []string
 	for _, p := range paths {
@@ -160,25 +154,18 @@ func (b *Backend) args(workspace string, netns bool) []string {
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	id, release, err := b.ids.Lease(ctx)
-	if err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
-	}
 	netns := spec.Terms.Network == engine.NetworkNone
-	c := &spawned.Child{Proc: &spawn.Proc{Cleanup: []func(){release}}, SignalFromStatus: true, Containment: engine.Facts{
-		MountBoundary: true, PIDNamespace: true, NetNamespace: netns, HostUID: os.Geteuid(), RunAsUID: os.Geteuid()}}
+	c := &spawned.Child{SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: netns}}
+	id, err := b.base.Lease(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	ok := false
 	defer func() {
 		if !ok {
 			c.Close()
 		}
 	}()
-	if b.drop {
-		c.Containment.RunAsUID, c.Containment.ExclusiveUID = id.UID, id.Exclusive
-		if id.Exclusive {
-			c.KillUID = id.UID
-		}
-	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
@@ -192,20 +179,20 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	argv := append([]string{b.bwrap}, b.args(workspace, netns)...)
 	// bwrap always sets PWD after --chdir; env(1) takes it out again, so the environment
 	// stays built from nothing.
-	argv = append(append(argv, b.env, "-u", "PWD", b.python), spec.Argv...)
+	argv = append(append(argv, b.env, "-u", "PWD", b.base.Python), spec.Argv...)
 	ls := &launch.Spec{
 		Python: b.bwrap, Argv: argv, Env: spawn.Env(workspace, b.opts.Env),
-		ParentPID: os.Getpid(), Drop: b.drop, UID: id.UID, GID: id.GID,
+		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
 	}
-	if b.drop {
+	if b.base.Drop {
 		ls.Rlimits.NProc = uint64(spec.Terms.ProcessCount) + 2 // bwrap itself and its init
 	}
-	if err := c.JoinCgroup(b.cg, "bwrap-"+tag, spec.Terms, 3, ls); err != nil {
+	if err := c.JoinCgroup(b.base.Cgroups, "bwrap-"+tag, spec.Terms, 3, ls); err != nil {
 		return nil, err
 	}
-	if err := c.Start(b.opts.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
+	if err := c.Start(b.base.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
 	ok = true

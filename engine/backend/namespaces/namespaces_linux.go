@@ -16,8 +16,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
@@ -45,13 +43,9 @@ type Options struct {
 
 // Backend is the namespaces backend.
 type Backend struct {
-	opts   Options
-	python string
-	roDirs []string
-	ids    *identity.Pool
-	cg     *cgroup.Manager
-	root   bool // the host is root: no user namespace needed
-	drop   bool
+	opts Options
+	base *spawned.Base
+	root bool // the host is root: no user namespace needed
 }
 
 // systemRO are the host paths every interpreter needs besides its own directories.
@@ -83,7 +77,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.opts.InitPath, b.ids, b.drop, b.python, b.roDirs, b.cg = base.InitPath, base.IDs, base.Drop, base.Python, base.RODirs, base.Cgroups
+	b.base = base
 	return b, nil
 }
 
@@ -119,7 +113,7 @@ func (b *Backend) disabled(what string) bool { return slices.Contains(b.opts.Dis
 func (b *Backend) Name() string { return "namespaces" }
 
 // Python is the interpreter the backend runs.
-func (b *Backend) Python() string { return b.python }
+func (b *Backend) Python() string { return b.base.Python }
 
 // Mechanisms lists what this backend applies here.
 func (b *Backend) Mechanisms() []string {
@@ -128,11 +122,11 @@ func (b *Backend) Mechanisms() []string {
 	if !b.root {
 		m = append(m, "user-namespace")
 	}
-	if b.drop {
+	if b.base.Drop {
 		m = append(m, "identity-drop")
 	}
-	if b.cg != nil {
-		m = append(m, "cgroup-"+b.cg.Version())
+	if b.base.Cgroups != nil {
+		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
 	if !b.disabled("seccomp") {
 		m = append(m, "seccomp-deny-inet")
@@ -142,14 +136,13 @@ func (b *Backend) Mechanisms() []string {
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	id, release, err := b.ids.Lease(ctx)
-	if err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
-	}
 	netns := spec.Terms.Network == engine.NetworkNone
-	c := &spawned.Child{Proc: &spawn.Proc{Status: true, Cleanup: []func(){release}}, Containment: engine.Facts{
-		MountBoundary: true, PIDNamespace: true, NetNamespace: netns,
-		Seccomp: netns && !b.disabled("seccomp"), HostUID: os.Geteuid(), RunAsUID: os.Geteuid()}}
+	c := &spawned.Child{Proc: &spawn.Proc{Status: true}, Containment: engine.Facts{
+		MountBoundary: true, PIDNamespace: true, NetNamespace: netns, Seccomp: netns && !b.disabled("seccomp")}}
+	id, err := b.base.Lease(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -157,12 +150,8 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		}
 	}()
 	uid, gid := 0, 0 // inside a user namespace, the caller is mapped to 0
-	if b.drop {
+	if b.base.Drop {
 		uid, gid = id.UID, id.GID
-		c.Containment.RunAsUID, c.Containment.ExclusiveUID = id.UID, id.Exclusive
-		if id.Exclusive {
-			c.KillUID = id.UID
-		}
 	} else if b.root {
 		uid, gid = os.Geteuid(), os.Getegid()
 	}
@@ -180,13 +169,13 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c.WorkspacePath = func() string { return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + workspace }
 	home := workspace
 	ls := &launch.Spec{
-		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: spawn.Env(home, b.opts.Env),
-		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.drop, UID: uid, GID: gid,
+		Python: b.base.Python, Argv: append([]string{b.base.Python}, spec.Argv...), Env: spawn.Env(home, b.opts.Env),
+		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop, UID: uid, GID: gid,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
 		DenyInet: c.Containment.Seccomp,
 		Mounts: &launch.Mounts{
-			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.roDirs...), Devices: devices,
+			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.base.RODirs...), Devices: devices,
 			Files: map[string]string{
 				"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
 				"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
@@ -197,13 +186,13 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			Proc: true, Loopback: netns, Hostname: "sandbox",
 		},
 	}
-	if b.root && !b.drop {
+	if b.root && !b.base.Drop {
 		// Root without the identity drop: RLIMIT_NPROC would count the host's every root
 		// process (and root may exceed it). In a user namespace the kernel counts the limit
 		// per (namespace, uid), so there it binds the sandbox's own processes.
 		ls.Rlimits.NProc = 0
 	}
-	if err := c.JoinCgroup(b.cg, "ns-"+tag, spec.Terms, 1, ls); err != nil {
+	if err := c.JoinCgroup(b.base.Cgroups, "ns-"+tag, spec.Terms, 1, ls); err != nil {
 		return nil, err
 	}
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS}
@@ -217,7 +206,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
 	}
-	if err := c.Start(b.opts.InitPath, ls, attr, spec.Stdout, spec.Stderr); err != nil {
+	if err := c.Start(b.base.InitPath, ls, attr, spec.Stdout, spec.Stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
 	ok = true

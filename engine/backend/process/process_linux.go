@@ -12,7 +12,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
@@ -40,14 +39,9 @@ type Options struct {
 // Backend is the process-level backend.
 type Backend struct {
 	opts     Options
-	python   string
-	roDirs   []string
-	ids      *identity.Pool
-	cg       *cgroup.Manager
-	cgErr    error
+	base     *spawned.Base
 	landlock bool
 	seccomp  bool
-	drop     bool
 }
 
 // New prepares the backend: it resolves the interpreter and its directories and detects the
@@ -57,17 +51,13 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.InitPath = base.InitPath
 	if opts.WorkspaceBase == "" {
 		opts.WorkspaceBase = os.TempDir()
 	}
 	if opts.WorkspaceBase, err = workspaceParent(opts.WorkspaceBase); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "preparing the workspace directory: %v", err)
 	}
-	b := &Backend{opts: opts, ids: base.IDs, drop: base.Drop, python: base.Python, roDirs: base.RODirs, cg: base.Cgroups}
-	if b.cg == nil {
-		b.cgErr = fmt.Errorf("no usable cgroup here (cgroups need root and a writable memory and pids hierarchy)")
-	}
+	b := &Backend{opts: opts, base: base}
 	b.landlock = !disabled(opts, "landlock") && landlockABI() > 0
 	b.seccomp = !disabled(opts, "seccomp")
 	return b, nil
@@ -94,16 +84,16 @@ func landlockABI() int {
 func (b *Backend) Name() string { return "process" }
 
 // Python is the interpreter the backend runs.
-func (b *Backend) Python() string { return b.python }
+func (b *Backend) Python() string { return b.base.Python }
 
 // Mechanisms lists what this backend applies here.
 func (b *Backend) Mechanisms() []string {
 	m := []string{"rlimits", "setsid", "no_new_privs", "scrubbed-env", "ephemeral-workspace"}
-	if b.drop {
+	if b.base.Drop {
 		m = append(m, "identity-drop")
 	}
-	if b.cg != nil {
-		m = append(m, "cgroup-"+b.cg.Version())
+	if b.base.Cgroups != nil {
+		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
 	if b.landlock {
 		m = append(m, fmt.Sprintf("landlock-abi-%d", landlockABI()))
@@ -120,24 +110,17 @@ var systemRO = []string{"/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	id, release, err := b.ids.Lease(ctx)
+	c := &spawned.Child{Containment: engine.Facts{Landlock: b.landlock, Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
+	id, err := b.base.Lease(ctx, c)
 	if err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+		return nil, err
 	}
-	c := &spawned.Child{Proc: &spawn.Proc{Cleanup: []func(){release}}, Containment: engine.Facts{HostUID: os.Geteuid(), RunAsUID: os.Geteuid(),
-		Landlock: b.landlock, Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
 	ok := false
 	defer func() {
 		if !ok {
 			c.Close()
 		}
 	}()
-	if b.drop {
-		c.Containment.RunAsUID, c.Containment.ExclusiveUID = id.UID, id.Exclusive
-		if id.Exclusive {
-			c.KillUID = id.UID
-		}
-	}
 	workspace, err := b.makeWorkspace(id)
 	if err != nil {
 		return nil, err
@@ -145,20 +128,20 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c.WorkspacePath = func() string { return workspace } // the host sees it as the program does
 	c.Cleanup = append([]func(){func() { _ = os.RemoveAll(workspace) }}, c.Cleanup...)
 	ls := &launch.Spec{
-		Python: b.python, Argv: append([]string{b.python}, spec.Argv...), Env: b.env(workspace),
-		Dir: workspace, ParentPID: os.Getpid(), Drop: b.drop, UID: id.UID, GID: id.GID,
+		Python: b.base.Python, Argv: append([]string{b.base.Python}, spec.Argv...), Env: b.env(workspace),
+		Dir: workspace, ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
 		DenyInet: c.Containment.Seccomp,
 	}
 	if b.landlock {
-		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.roDirs...), systemRO...),
+		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.base.RODirs...), systemRO...),
 			ReadWrite: []string{workspace, "/dev/null"}}
 	}
-	if err := c.JoinCgroup(b.cg, filepath.Base(workspace), spec.Terms, 1, ls); err != nil {
+	if err := c.JoinCgroup(b.base.Cgroups, filepath.Base(workspace), spec.Terms, 1, ls); err != nil {
 		return nil, err
 	}
-	if err := c.Start(b.opts.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
+	if err := c.Start(b.base.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
 	ok = true
@@ -205,7 +188,7 @@ func (b *Backend) makeWorkspace(id identity.Identity) (string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", failure.Wrap(failure.BackendUnavailable, err, "creating the workspace failed")
 	}
-	if b.drop {
+	if b.base.Drop {
 		if err := os.Chown(dir, id.UID, id.GID); err != nil {
 			os.Remove(dir)
 			return "", failure.Wrap(failure.BackendUnavailable, err, "handing the workspace to uid %d failed", id.UID)

@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
 // Options are what every local backend resolves the same way.
@@ -66,4 +67,26 @@ func Resolve(ctx context.Context, o Options) (*Base, error) {
 		b.Cgroups, _ = cgroup.Detect("mcp-sandbox")
 	}
 	return b, nil
+}
+
+// Lease leases an identity for one execution and fills c's identity facts: the host's uid,
+// and, when the host drops to a sandbox identity, that uid, whether it is exclusive, and
+// the kill by uid an exclusive one allows. The lease is released when c closes.
+func (b *Base) Lease(ctx context.Context, c *Child) (identity.Identity, error) {
+	id, release, err := b.IDs.Lease(ctx)
+	if err != nil {
+		return id, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	if c.Proc == nil {
+		c.Proc = &spawn.Proc{}
+	}
+	c.Cleanup = append(c.Cleanup, release)
+	c.Containment.HostUID, c.Containment.RunAsUID = os.Geteuid(), os.Geteuid()
+	if b.Drop {
+		c.Containment.RunAsUID, c.Containment.ExclusiveUID = id.UID, id.Exclusive
+		if id.Exclusive {
+			c.KillUID = id.UID
+		}
+	}
+	return id, nil
 }
