@@ -24,16 +24,8 @@ func newRunner(t *testing.T, ceiling engine.Limits, opts bwrap.Options) *engine.
 	_, reason := bwrap.Find(opts)
 	gate.Require(t, "bwrap", reason == "", reason)
 	b, err := bwrap.New(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("bwrap.New: %v", err)
-	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0,
+	return sandboxtest.Runner(t, b, err, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
 		Artifacts: engine.ArtifactPolicy{Collect: true}})
-	if err != nil {
-		t.Fatalf("NewRunner: %v", err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
 }
 
 func TestContract(t *testing.T) {

@@ -23,20 +23,11 @@ func newRunner(t *testing.T, ceiling engine.Limits, opts namespaces.Options, ro 
 	ok, reason := namespaces.Available(opts)
 	gate.Require(t, "namespaces", ok, reason)
 	b, err := namespaces.New(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("namespaces.New: %v", err)
-	}
 	ro.Ceiling = ceiling
-	ro.AllowSameUID = ro.AllowSameUID || os.Geteuid() != 0
 	if ro.Isolation == "" {
 		ro.Isolation = engine.LevelIsolated
 	}
-	r, err := engine.NewRunner(b, ro)
-	if err != nil {
-		t.Fatalf("NewRunner: %v", err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return sandboxtest.Runner(t, b, err, ro)
 }
 
 func TestContract(t *testing.T) {

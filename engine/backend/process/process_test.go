@@ -21,16 +21,7 @@ func TestMain(m *testing.M) {
 func newSandbox(t *testing.T, ceiling engine.Limits, opts process.Options) *engine.Runner {
 	t.Helper()
 	b, err := process.New(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("process.New: %v", err)
-	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{Ceiling: ceiling, AllowSameUID: os.Geteuid() != 0,
-		Artifacts: engine.ArtifactPolicy{Collect: true}})
-	if err != nil {
-		t.Fatalf("NewRunner: %v", err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return sandboxtest.Runner(t, b, err, engine.RunnerOptions{Ceiling: ceiling, Artifacts: engine.ArtifactPolicy{Collect: true}})
 }
 
 func TestContract(t *testing.T) {
