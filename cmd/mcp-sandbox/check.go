@@ -4,31 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/spf13/pflag"
 )
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file to validate (default: the embedded default)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: mcp-sandbox check [--config FILE]
-
-Validates a config the way the server does at startup ("publish"): strict YAML (an unknown
-key is an error), every profile, upstream, tenant, token and agent, without starting anything
-or contacting any upstream. Each problem names its key and line. Exit status 2 when the config
-is invalid.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return exitOK, nil
-		}
-		return exitUsage, usagef("%v", err)
+	fs, configPath := commandFlags("check", checkUsage, stderr)
+	if answered, code, err := parseFlags(fs, args); answered {
+		return code, err
 	}
 	if fs.NArg() != 0 {
 		return exitUsage, usagef("takes no arguments (did you mean --config %s?)", fs.Arg(0))
@@ -44,3 +25,11 @@ Flags:
 	fmt.Fprintf(stdout, "%s is valid: %d profiles, %d upstreams, %d tenants\n", name, len(cfg.Profiles), len(cfg.Upstreams), len(cfg.Tenants))
 	return exitOK, nil
 }
+
+const checkUsage = `Usage: mcp-sandbox check [--config FILE]
+
+Validates a config the way the server does at startup ("publish"): strict YAML (an unknown
+key is an error), every profile, upstream, tenant, token and agent, without starting anything
+or contacting any upstream. Each problem names its key and line. Exit status 2 when the config
+is invalid.
+`

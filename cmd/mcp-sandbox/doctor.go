@@ -7,35 +7,15 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 )
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default: the embedded default)")
+	fs, configPath := commandFlags("doctor", doctorUsage, stderr)
 	asJSON := fs.Bool("json", false, "print the descriptions as JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: mcp-sandbox doctor [--config FILE] [--json]
-
-Lists the local sandbox backends this host offers (and, for each one it does not, why and
-what to install), then describes every profile of the config: its backend, the isolation level it reached, each of
-the ten guarantees graded enforced, unverified or unavailable, the mechanisms in use, and any
-problem. It runs a fixed probe in each sandbox and never a program. Exit status 1 when a
-profile is not ready.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return exitOK, nil
-		}
-		return exitUsage, usagef("%v", err)
+	if answered, code, err := parseFlags(fs, args); answered {
+		return code, err
 	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
@@ -102,3 +82,12 @@ Flags:
 	}
 	return exitOK, nil
 }
+
+const doctorUsage = `Usage: mcp-sandbox doctor [--config FILE] [--json]
+
+Lists the local sandbox backends this host offers (and, for each one it does not, why and
+what to install), then describes every profile of the config: its backend, the isolation
+level it reached, each of the ten guarantees graded enforced, unverified or unavailable, the
+mechanisms in use, and any problem. It runs a fixed probe in each sandbox and never a program. Exit status 1 when a
+profile is not ready.
+`

@@ -7,38 +7,17 @@ import (
 	"io"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default: the embedded default)")
+	fs, configPath := commandFlags("run", runUsage, stderr)
 	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
 	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the only one)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] FILE|-
-
-Runs one Python program in the agent's sandbox and prints the result JSON on stdout: value,
-stdout and stderr previews, failure (with the full traceback), limit_hit, terms, isolation and
-guarantees. "-" reads the program from standard input.
-
-Exit status: 0 when the program completed, 1 when the result carries a failure or a refusal
-(the result is still printed), 2 for usage or configuration errors.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return exitOK, nil
-		}
-		return exitUsage, usagef("%v", err)
+	if answered, code, err := parseFlags(fs, args); answered {
+		return code, err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -119,3 +98,13 @@ func readProgram(name string) (string, error) {
 	}
 	return string(b), nil
 }
+
+const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] FILE|-
+
+Runs one Python program in the agent's sandbox and prints the result JSON on stdout: value,
+stdout and stderr previews, failure (with the full traceback), limit_hit, terms, isolation and
+guarantees. "-" reads the program from standard input.
+
+Exit status: 0 when the program completed, 1 when the result carries a failure or a refusal
+(the result is still printed), 2 for usage or configuration errors.
+`

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/pflag"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -23,56 +22,14 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default: the embedded default)")
+	fs, configPath := commandFlags("serve", serveUsage, stderr)
 	transport := fs.String("transport", "stdio", "stdio | http")
 	listen := fs.String("listen", "127.0.0.1:8080", "address for --transport http")
 	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")
 	agent := fs.String("agent", "", "agent to serve over stdio (default: the tenant's only one)")
 	retention := fs.Duration("blob-retention", DefaultBlobRetention, "how long kept outputs and large results stay readable")
-	fs.Usage = func() {
-		io.WriteString(stderr, `Usage: mcp-sandbox serve [--config FILE] [--transport stdio|http] [--listen ADDR] [--tenant T] [--agent A]
-
-Serves the MCP tools run_code, list_tools, get_tool_info and read_tool_output (run_code only
-for an agent with a code_execution block) to an MCP host.
-
-stdio (the default) serves one agent of one tenant to the host that started this process:
-stdout carries protocol bytes only, logs go to stderr. For Claude Desktop:
-
-  {"mcpServers": {"sandbox": {"command": "mcp-sandbox", "args": ["serve"]}}}
-
-http serves every tenant's agents over streamable HTTP on --listen:
-  /mcp           the token's tenant's default agent (its only one, or the one named "default")
-  /mcp/{agent}   one agent of the token's tenant
-  /healthz       200 while the process is alive
-  /readyz        200 when every sandbox profile described itself ready at startup
-Requests carry "Authorization: Bearer <token>"; the config stores tokens as
-"sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
-tenant and no tokens needs none; listening beyond loopback needs tokens.
-
-Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-sandbox or
-~/.local/state/mcp-sandbox; "-" for none): the run ledger and the blob store. A restart on
-the same data_dir records calls that were in flight as unknown and never replays them; kept
-outputs stay readable for --blob-retention.
-
-At startup every profile an agent uses is opened and described once; an agent naming a
-profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
-each profile can contain on this machine.
-
-SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approval list, an
-agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts
-are sent tools/list_changed. New tenants, agents, profiles and upstreams need a restart.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return exitOK, nil
-		}
-		return exitUsage, usagef("%v", err)
+	if answered, code, err := parseFlags(fs, args); answered {
+		return code, err
 	}
 	if fs.NArg() != 0 {
 		return exitUsage, usagef("takes no arguments, got %q", fs.Args())
@@ -409,3 +366,36 @@ func isLoopbackName(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+const serveUsage = `Usage: mcp-sandbox serve [--config FILE] [--transport stdio|http] [--listen ADDR] [--tenant T] [--agent A]
+
+Serves the MCP tools run_code, list_tools, get_tool_info and read_tool_output (run_code only
+for an agent with a code_execution block) to an MCP host.
+
+stdio (the default) serves one agent of one tenant to the host that started this process:
+stdout carries protocol bytes only, logs go to stderr. For Claude Desktop:
+
+  {"mcpServers": {"sandbox": {"command": "mcp-sandbox", "args": ["serve"]}}}
+
+http serves every tenant's agents over streamable HTTP on --listen:
+  /mcp           the token's tenant's default agent (its only one, or the one named "default")
+  /mcp/{agent}   one agent of the token's tenant
+  /healthz       200 while the process is alive
+  /readyz        200 when every sandbox profile described itself ready at startup
+Requests carry "Authorization: Bearer <token>"; the config stores tokens as
+"sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
+tenant and no tokens needs none; listening beyond loopback needs tokens.
+
+Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-sandbox or
+~/.local/state/mcp-sandbox; "-" for none): the run ledger and the blob store. A restart on
+the same data_dir records calls that were in flight as unknown and never replays them; kept
+outputs stay readable for --blob-retention.
+
+At startup every profile an agent uses is opened and described once; an agent naming a
+profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
+each profile can contain on this machine.
+
+SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approval list, an
+agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts
+are sent tools/list_changed. New tenants, agents, profiles and upstreams need a restart.
+`
