@@ -32,21 +32,8 @@ func TestRunOfMeta(t *testing.T) {
 // each window is charged to the transfer meter.
 func TestExecutionReadHandle(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	led, err := budget.OpenSQLite(ctx, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
-	blobs, err := outputs.OpenBlobStore(dir + "/blobs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxResultBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := &execution{meter: m, blobs: blobs, tenant: "t", log: discard(), handles: map[outputs.Handle]bool{}}
+	x := newExecution(t, budget.Limits{MaxResultBytes: 4096})
+	m, blobs := x.meter, x.blobs
 	content := bytes.Repeat([]byte("0123456789abcdef\n"), 1000)
 	own, _, err := blobs.Put(ctx, "t", "r", "text/plain", bytes.NewReader(content), 1<<20)
 	if err != nil {
@@ -76,26 +63,34 @@ func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// TestJSONHandleReadInWindows keeps a 20 MiB structured result under a handle and reads it in
-// line windows narrower than the transfer ceiling: the JSON is stored indented, one line per
-// member, not as one line no window can be narrower than.
-func TestJSONHandleReadInWindows(t *testing.T) {
+// newExecution is an execution of tenant "t" metered with limits in a fresh ledger, with a
+// fresh blob store, both closed when t ends.
+func newExecution(t *testing.T, limits budget.Limits) *execution {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	led, err := budget.OpenSQLite(ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer led.Close()
+	t.Cleanup(func() { led.Close() })
 	blobs, err := outputs.OpenBlobStore(dir + "/blobs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxResultBytes: 64 << 10})
+	m, err := budget.Start(ctx, led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", limits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &execution{meter: m, blobs: blobs, tenant: "t", log: discard(), handles: map[outputs.Handle]bool{}}
+	return &execution{meter: m, blobs: blobs, tenant: "t", log: discard(), handles: map[outputs.Handle]bool{}}
+}
+
+// TestJSONHandleReadInWindows keeps a 20 MiB structured result under a handle and reads it in
+// line windows narrower than the transfer ceiling: the JSON is stored indented, one line per
+// member, not as one line no window can be narrower than.
+func TestJSONHandleReadInWindows(t *testing.T) {
+	ctx := context.Background()
+	x := newExecution(t, budget.Limits{MaxResultBytes: 64 << 10})
 	var b bytes.Buffer
 	b.WriteString(`{"rows":[`)
 	for i := 0; b.Len() < 20<<20; i++ {
