@@ -409,7 +409,6 @@ func (s *session) drive(ctx context.Context) {
 	started := time.Now()
 
 	var (
-		helloSeen  bool
 		done       *wire.Done
 		exit       *Exit
 		ending     *Failure // set when the host ends the execution
@@ -430,12 +429,11 @@ loop:
 					channelEOF = time.After(500 * time.Millisecond)
 					continue
 				}
-				ending = violationFailure(fe.err, helloSeen)
+				ending = violationFailure(fe.err, s.helloSeen)
 				break loop
 			}
 			switch f := fe.f.(type) {
 			case *wire.Hello:
-				helloSeen = true
 				s.helloSeen = true
 				helloTimer.Stop()
 				if refusal := s.accept(f); refusal != nil {
@@ -463,7 +461,7 @@ loop:
 			if exit != nil {
 				break loop
 			}
-			ending = &Failure{Kind: failure.ProtocolViolation, Executed: helloSeen,
+			ending = &Failure{Kind: failure.ProtocolViolation, Executed: s.helloSeen,
 				Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
 			break loop
 		case <-helloTimer.C:
@@ -471,12 +469,12 @@ loop:
 				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", helloTimeout)}
 			break loop
 		case <-wallTimer.C:
-			ending = &Failure{Kind: failure.Timeout, Executed: helloSeen,
+			ending = &Failure{Kind: failure.Timeout, Executed: s.helloSeen,
 				Message: fmt.Sprintf("the program did not finish within wall_seconds=%g and was killed", s.t.WallSeconds)}
 			limit = limitPtr(LimitWall)
 			break loop
 		case <-ctx.Done():
-			ending = &Failure{Kind: failure.Cancelled, Executed: helloSeen,
+			ending = &Failure{Kind: failure.Cancelled, Executed: s.helloSeen,
 				Message: "the request was cancelled; the program and every process it started were killed"}
 			s.res.Cancelled = true
 			break loop
