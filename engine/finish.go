@@ -14,11 +14,11 @@ import (
 // output streams.
 func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *LimitName, tree TreeUsage) {
 	res := s.res
-	res.Stdout, res.StdoutSize, res.StdoutData = s.stdout.Preview(), s.stdout.Size(), s.stdout.Bytes()
-	res.Stderr, res.StderrSize, res.StderrData = s.stderr.Preview(), s.stderr.Size(), s.stderr.Bytes()
+	res.Stdout, res.StdoutSize, res.StdoutData = s.p.stdout.Preview(), s.p.stdout.Size(), s.p.stdout.Bytes()
+	res.Stderr, res.StderrSize, res.StderrData = s.p.stderr.Preview(), s.p.stderr.Size(), s.p.stderr.Bytes()
 	res.Attachments = []Attachment{
-		streamAttachment("stdout", s.stdout.Size(), int64(len(res.StdoutData)), s.stdout.Truncated(), s.r.opts.PreviewBytes),
-		streamAttachment("stderr", s.stderr.Size(), int64(len(res.StderrData)), s.stderr.Truncated(), s.r.opts.PreviewBytes),
+		streamAttachment("stdout", s.p.stdout.Size(), int64(len(res.StdoutData)), s.p.stdout.Truncated(), s.r.opts.PreviewBytes),
+		streamAttachment("stderr", s.p.stderr.Size(), int64(len(res.StderrData)), s.p.stderr.Truncated(), s.r.opts.PreviewBytes),
 	}
 
 	switch {
@@ -118,7 +118,7 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 	case exit.Err != nil:
 		return &Failure{Kind: failure.Internal, Executed: true, Message: "the host lost track of the sandbox child"}
 	case exit.Code == 125 && !s.helloSeen:
-		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox could not be set up: " + lastLine(s.stderr.Preview()) + "; nothing ran"}
+		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox could not be set up: " + lastLine(s.p.stderr.Preview()) + "; nothing ran"}
 	case exit.Signal != "":
 		return &Failure{Kind: failure.ProgramError, Executed: true,
 			Message: fmt.Sprintf("the interpreter was killed by a signal (%s) after %.2fs of CPU, before the program finished", exit.Signal, exit.CPUSeconds)}

@@ -233,7 +233,7 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 		}
 	}
 	defer r.refill(t)
-	ses := &session{r: r, ex: ex, t: t, p: p, child: p.child, res: emptyResult(t), stdout: p.stdout, stderr: p.stderr}
+	ses := &session{r: r, ex: ex, t: t, p: p, res: emptyResult(t)}
 	ses.drive(ctx)
 	return ses.res
 }
@@ -352,17 +352,14 @@ func (r *Runner) refill(t Terms) {
 
 // session is one execution in flight.
 type session struct {
-	r     *Runner
-	ex    Execution
-	t     Terms
-	p     *prepared
-	child Child
+	r  *Runner
+	ex Execution
+	t  Terms
+	p  *prepared // the child, its output captures and its frames
 	// helloSeen: the child's first frame arrived, so the init helper's setup is behind it
 	// and no exit status of the child can mean "setup failed" any more.
 	helloSeen bool
 	res       *Result
-	stdout    *outputs.Capture
-	stderr    *outputs.Capture
 
 	w      *wire.Writer
 	calls  sync.WaitGroup
@@ -379,7 +376,7 @@ type frameOrErr struct {
 func (s *session) drive(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(ctx)
 	defer s.cancel()
-	ch := s.child.Channel()
+	ch := s.p.child.Channel()
 	s.w = wire.NewWriter(ch)
 	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
 
@@ -486,14 +483,14 @@ loop:
 	if done != nil && s.r.opts.Artifacts.Collect {
 		// The interpreter waits after done until the host closes the channel, so the workspace
 		// (and a namespace holding it) is still there to collect from.
-		if ws := s.child.Workspace(); ws != "" {
+		if ws := s.p.child.Workspace(); ws != "" {
 			s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
 		} else {
 			s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
 				Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})
 		}
 	}
-	s.child.Kill()
+	s.p.child.Kill()
 	s.cancel()
 	s.p.cancel()
 	s.calls.Wait()
@@ -505,8 +502,8 @@ loop:
 			exit = &Exit{Code: -1, Err: errors.New("the child did not exit after SIGKILL")}
 		}
 	}
-	tree := s.child.Close()
-	s.child.Channel().Close()
+	tree := s.p.child.Close()
+	s.p.child.Channel().Close()
 	<-readerDone
 	s.finish(done, exit, ending, limit, tree)
 }
@@ -531,7 +528,7 @@ func (s *session) accept(h *wire.Hello) *Failure {
 		return &Failure{Kind: failure.ProtocolViolation,
 			Message: fmt.Sprintf("the sandbox child speaks protocol version %d, the host %d; nothing ran", h.Version, wire.Version)}
 	}
-	gr := grade(h.Probe, s.child.Facts(), s.t, s.r.opts.EnvAllowlist)
+	gr := grade(h.Probe, s.p.child.Facts(), s.t, s.r.opts.EnvAllowlist)
 	s.res.Guarantees, s.res.Isolation, s.res.NetworkDenied = gr.guarantees, gr.isolation, gr.networkDenied
 	if !gr.isolation.AtLeast(s.t.Isolation) {
 		return &Failure{Kind: failure.IsolationUnavailable, Message: fmt.Sprintf(
@@ -546,7 +543,7 @@ func (s *session) accept(h *wire.Hello) *Failure {
 		return &Failure{Kind: failure.IsolationUnavailable, Message: "the sandbox cannot meet the terms: " +
 			strings.Join(parts, "; ") + "; nothing ran"}
 	}
-	if s.t.Network == NetworkUnrestricted && gr.guarantees.Get(DimNetwork) == Enforced && !s.child.Facts().NetNamespace {
+	if s.t.Network == NetworkUnrestricted && gr.guarantees.Get(DimNetwork) == Enforced && !s.p.child.Facts().NetNamespace {
 		// Requested network that the backend denies anyway: say so rather than run without it.
 		return &Failure{Kind: failure.NetworkUnavailable,
 			Message: "network access was granted, but the " + s.r.backend.Name() + " backend denies it; nothing ran"}
