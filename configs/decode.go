@@ -213,6 +213,20 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	fields := fieldsOf(v.Type())
+	d.entries(n, path, func(name, child string, key, value *yaml.Node) {
+		idx, ok := fields[name]
+		if !ok {
+			d.fail(key, child, "unknown key%s", suggest(name, fields))
+			return
+		}
+		d.pos[child] = position{d.source, key.Line, key.Column}
+		d.decode(value, v.Field(idx), child)
+	})
+}
+
+// entries calls fn for each key of mapping n once, in order, having reported keys that are
+// not strings and keys that repeat an earlier one.
+func (d *decoder) entries(n *yaml.Node, path string, fn func(name, child string, key, value *yaml.Node)) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name, ok := d.key(n.Content[i], path)
@@ -225,13 +239,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		seen[name] = n.Content[i].Line
-		idx, ok := fields[name]
-		if !ok {
-			d.fail(n.Content[i], child, "unknown key%s", suggest(name, fields))
-			continue
-		}
-		d.pos[child] = position{d.source, n.Content[i].Line, n.Content[i].Column}
-		d.decode(n.Content[i+1], v.Field(idx), child)
+		fn(name, child, n.Content[i], n.Content[i+1])
 	}
 }
 
@@ -243,23 +251,12 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	if v.IsNil() {
 		v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
 	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		name, ok := d.key(n.Content[i], path)
-		if !ok {
-			continue
-		}
-		child := keyPath(path, name)
-		if line, dup := seen[name]; dup {
-			d.fail(n.Content[i], child, "duplicate key (first at line %d)", line)
-			continue
-		}
-		seen[name] = n.Content[i].Line
-		d.pos[child] = position{d.source, n.Content[i].Line, n.Content[i].Column}
+	d.entries(n, path, func(name, child string, key, value *yaml.Node) {
+		d.pos[child] = position{d.source, key.Line, key.Column}
 		elem := reflect.New(v.Type().Elem()).Elem()
-		d.decode(n.Content[i+1], elem, child)
+		d.decode(value, elem, child)
 		v.SetMapIndex(reflect.ValueOf(name), elem)
-	}
+	})
 }
 
 func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
