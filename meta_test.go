@@ -55,8 +55,9 @@ var allowed = map[string][]string{
 		// The init helper applies Landlock and seccomp through the libraries DESIGN.md §4 names.
 		"github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
 	"budget":    {"failure", "modernc.org/sqlite", "github.com/jackc/pgx"},
-	"upstream":  {"failure", "budget", "outputs", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/yosida95/uritemplate"},
-	"mcpserver": {"engine", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
+	"upstream":  {"failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/yosida95/uritemplate"},
+	"binding":   {"upstream", "budget", "outputs", "failure"},
+	"mcpserver": {"engine", "binding", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
 }
 
 func rulesFor(rel string) ([]string, bool) {

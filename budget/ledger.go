@@ -103,7 +103,7 @@ type Ledger interface {
 	// StartCall writes tool_call_started, spending the call, if the Run's usage has not
 	// reached runLimits (a zero Limits sets no ceiling); check and write are one atomic step.
 	// When the Run is exhausted it records the call as refused and unspent and returns a
-	// *failure.Error of kind BudgetExceeded. It returns the Run's usage after the write.
+	// *failure.Error of kind failure.BudgetExceeded. It returns the Run's usage after the write.
 	// Calls with an empty ExecutionID are recorded but not counted in the Run's usage.
 	StartCall(ctx context.Context, call CallStart, runLimits Limits) (Usage, error)
 	// FinishCall writes tool_call_finished for a started call, adding its bytes to the Run's

@@ -4,9 +4,11 @@
 // protocol of package wire.
 //
 // engine imports leaves only (failure, outputs, engine/wire, engine/bootstrap). It never imports
-// the go-sdk, upstream, mcpserver or a backend: a program's tool calls reach the host through
-// ToolCaller, an interface defined here and satisfied elsewhere without importing engine, so
-// there is no path from a program to a tool registry that does not go through the host.
+// the go-sdk, upstream, binding, mcpserver or a backend: a program's tool calls reach the host
+// through ToolCaller, an interface defined here and satisfied by package binding without
+// importing engine (both speak outputs.Reply), so there is no path from a program to a tool
+// registry that does not go through the host. The program's tool names and their aliases come
+// in the Execution, computed by the host once; the engine passes them on.
 //
 // A Runner is safe for concurrent use; each Run owns its child, its goroutines and its
 // workspace, and returns only after all of them are gone.

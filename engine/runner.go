@@ -548,11 +548,8 @@ func (s *session) accept(h *wire.Hello) *Failure {
 		return &Failure{Kind: failure.NetworkUnavailable,
 			Message: "network access was granted, but the " + s.r.backend.Name() + " backend denies it; nothing ran"}
 	}
-	names := append([]string(nil), s.ex.ToolNames...)
-	run := &wire.Run{Program: s.ex.Program, Tools: names, Aliases: Aliases(names)}
-	if run.Tools == nil {
-		run.Tools = []string{}
-	}
+	run := &wire.Run{Program: s.ex.Program, Tools: append([]string{}, s.ex.ToolNames...),
+		Aliases: append([]string{}, s.ex.Aliases...)}
 	if err := s.w.WriteFrame(run); err != nil {
 		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox child went away before the program was sent: " + err.Error()}
 	}
@@ -560,21 +557,21 @@ func (s *session) accept(h *wire.Hello) *Failure {
 }
 
 func (s *session) call(ctx context.Context, c *wire.Call) {
-	s.dispatch(ctx, c.ID, func(ctx context.Context) ToolReply {
+	s.dispatch(ctx, c.ID, func(ctx context.Context) outputs.Reply {
 		// The ToolCaller is the authority on names: it answers a name outside ToolNames with
 		// the precise kind (denied, excluded_builtin, unavailable), which a blanket refusal
 		// here would hide.
 		if s.ex.Tools == nil {
-			return ToolReply{Kind: "unavailable", Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
+			return outputs.Reply{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
 		}
 		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
 	})
 }
 
 func (s *session) read(ctx context.Context, rd *wire.Read) {
-	s.dispatch(ctx, rd.ID, func(ctx context.Context) ToolReply {
+	s.dispatch(ctx, rd.ID, func(ctx context.Context) outputs.Reply {
 		if s.ex.Tools == nil {
-			return ToolReply{Kind: "unavailable", Message: "no handle of this execution is known"}
+			return outputs.Reply{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
 		}
 		return s.ex.Tools.ReadHandle(ctx, rd.Handle, rd.Offset, rd.Limit, rd.Pattern)
 	})
@@ -586,7 +583,7 @@ func (s *session) read(ctx context.Context, rd *wire.Read) {
 // floods calls, or stops reading their results, is held back by its own channel instead of
 // piling up goroutines and arguments on the host. Waiting for a slot ends with ctx (the wall
 // clock), after which the loop notices the timeout.
-func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) ToolReply) {
+func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) outputs.Reply) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -600,7 +597,7 @@ func (s *session) dispatch(ctx context.Context, id int64, do func(context.Contex
 		out := &wire.Result{ID: id, OK: rep.Kind == ""}
 		if out.OK {
 			if rep.Handle != nil {
-				out.Handle = &wire.Handle{ID: rep.Handle.ID, Size: rep.Handle.Size, Lines: rep.Handle.Lines}
+				out.Handle = &wire.Handle{ID: string(rep.Handle.ID), Size: rep.Handle.Size, Lines: rep.Handle.Lines}
 			} else {
 				out.Value = rep.Value
 				if out.Value == nil {
@@ -608,53 +605,10 @@ func (s *session) dispatch(ctx context.Context, id int64, do func(context.Contex
 				}
 			}
 		} else {
-			out.Kind, out.Message = rep.Kind, rep.Message
+			out.Kind, out.Message = string(rep.Kind), rep.Message
 		}
 		if ctx.Err() == nil {
 			_ = s.w.WriteFrame(out)
 		}
 	}()
-}
-
-// Aliases returns the names that get a direct alias in a program: exactly those that are
-// ASCII Python identifiers and not keywords, never a mangled form. It is the same rule as
-// upstream.Aliasable (engine may not import upstream): non-ASCII identifiers are reachable
-// through call_tool only, so one rule holds without Python's Unicode tables.
-func Aliases(names []string) []string {
-	out := []string{}
-	for _, n := range names {
-		if isPythonIdentifier(n) && !pythonKeywords[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// isPythonIdentifier reports whether s is an ASCII Python identifier.
-func isPythonIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// pythonKeywords are the hard keywords of Python 3; soft keywords (match, case, type, _) are
-// usable as names and keep their alias.
-var pythonKeywords = map[string]bool{}
-
-func init() {
-	for _, k := range strings.Fields(`False None True and as assert async await break class continue
-		def del elif else except finally for from global if import in is lambda nonlocal not or pass
-		raise return try while with yield`) {
-		pythonKeywords[k] = true
-	}
 }

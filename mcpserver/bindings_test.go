@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -128,7 +129,7 @@ func TestExposedUpstreamTools(t *testing.T) {
 func TestBindingsReachTheEngine(t *testing.T) {
 	f := newUpstreamFixture(t)
 	var got engine.Execution
-	var reply engine.ToolReply
+	var reply outputs.Reply
 	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
 		got = ex
 		reply = ex.Tools.CallTool(ctx, "up__secret", json.RawMessage(`{}`))

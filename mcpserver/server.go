@@ -436,9 +436,9 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 	if t == nil {
 		return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
 	}
-	info, r, ok := t.ToolInfo(in.Name)
-	if !ok {
-		return toolError("%s (%s); list_tools names the tools available", r.Message, r.Kind), nil
+	info, fe := t.ToolInfo(in.Name)
+	if fe != nil {
+		return toolError("%s (%s); list_tools names the tools available", fe.Message, fe.Kind), nil
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {

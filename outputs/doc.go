@@ -1,7 +1,9 @@
 // Package outputs turns what a program produced into what a model may see: a Capture bounds one
 // output stream of a hostile child, Preview renders a deterministic head-and-tail preview of it,
 // and Lines and Search page the rest by line window or regular expression for read_tool_output.
-// Output policy, the blob store, handles and artifacts build on these.
+// Output policy, the blob store, handles and artifacts build on these. Reply is what a binding
+// call hands into the sandbox (a value, a HandleRef, or a failure kind): it lives here because
+// the engine asks for it and package binding answers with it, and this leaf is one both import.
 //
 // Bytes are counted as the child wrote them; text handed to a model is always valid UTF-8. Every
 // invalid input byte is shown as one U+FFFD (three bytes in the text), so a preview's budget is
