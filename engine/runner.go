@@ -372,140 +372,196 @@ type frameOrErr struct {
 	err error
 }
 
-// drive runs the protocol to its end and fills s.res.
+// drive runs the protocol to its end and fills s.res, in four steps: open (the clocks and the
+// call context), loop (frames, exits and clocks until one ends the execution), teardown (kill,
+// wait for calls and the exit, close) and finish (the Result). Artifacts are collected between
+// loop and teardown, while the child still holds its workspace.
+//
+//	child                                  host (session)
+//	  │── hello {version, probe} ──────────▶│  accept: grade; refuse → abort, or
+//	  │◀──────────────── run {program, …} ──│
+//	  │── call / read {id, …} ─────────────▶│  dispatch: on its own goroutine, ≤ MaxConcurrentCalls
+//	  │◀────────────────── result {id, …} ──│  (in any order)
+//	  │── done {ok, value | error} ────────▶│  collect artifacts, teardown, finish
 func (s *session) drive(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(ctx)
 	defer s.cancel()
+	defer s.p.cancel()
+	c := s.open(ctx)
+	defer c.stop()
+	e := s.loop(ctx, c)
+	if e.done != nil {
+		s.collect()
+	}
+	tree := s.teardown(&e)
+	s.finish(e.done, e.exit, e.fail, e.limit, tree)
+}
+
+// clocks are one session's deadlines: the wall clock, the wait for hello, the progress ticks,
+// and the context its binding calls run under.
+type clocks struct {
+	wall, hello  *time.Timer
+	helloTimeout time.Duration
+	progress     <-chan time.Time
+	started      time.Time
+	callCtx      context.Context
+	stop         func()
+}
+
+// ending is how the protocol loop ended: done from the child, the child's exit, or a failure
+// the host decided (with the limit it names).
+type ending struct {
+	done  *wire.Done
+	exit  *Exit
+	fail  *Failure
+	limit *LimitName
+}
+
+// open starts the session's clocks and its writer. Binding calls, and every write to the
+// child, end with the wall clock at the latest: a child that stops reading its results cannot
+// hold the host past it.
+func (s *session) open(ctx context.Context) *clocks {
 	ch := s.p.child.Channel()
 	s.w = wire.NewWriter(ch)
 	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
-
-	defer s.p.cancel()
-	frames, readerDone, exited := s.p.frames, s.p.readerDone, s.p.exited
-
 	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
-	wallTimer := time.NewTimer(wall)
-	defer wallTimer.Stop()
-	// Binding calls, and every write to the child, end with the wall clock at the latest: a
-	// child that stops reading its results cannot hold the host past it.
 	deadline := time.Now().Add(wall)
+	c := &clocks{wall: time.NewTimer(wall), helloTimeout: min(s.r.opts.HelloTimeout, wall), started: time.Now()}
+	c.hello = time.NewTimer(c.helloTimeout)
 	callCtx, cancelCalls := context.WithDeadline(ctx, deadline)
-	defer cancelCalls()
+	c.callCtx = callCtx
 	if d, ok := ch.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		_ = d.SetWriteDeadline(deadline)
 	}
-	helloTimeout := min(s.r.opts.HelloTimeout, wall)
-	helloTimer := time.NewTimer(helloTimeout)
-	defer helloTimer.Stop()
-	var progress <-chan time.Time
+	stopTicks := func() {}
 	if s.ex.Progress != nil {
 		tk := time.NewTicker(time.Second)
-		defer tk.Stop()
-		progress = tk.C
+		c.progress, stopTicks = tk.C, tk.Stop
 	}
-	started := time.Now()
+	c.stop = func() {
+		c.wall.Stop()
+		c.hello.Stop()
+		stopTicks()
+		cancelCalls()
+	}
+	return c
+}
 
-	var (
-		done       *wire.Done
-		exit       *Exit
-		ending     *Failure // set when the host ends the execution
-		limit      *LimitName
-		channelEOF <-chan time.Time
-	)
-loop:
+// loop reads the child's frames and watches its exit and the clocks until one of them ends the
+// execution.
+func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
+	frames, exited := s.p.frames, s.p.exited
+	var channelEOF <-chan time.Time
 	for {
 		select {
 		case fe := <-frames:
 			if fe.err != nil {
-				if errors.Is(fe.err, io.EOF) || errors.Is(fe.err, io.ErrUnexpectedEOF) || isClosed(fe.err) {
-					// The child closed its end: give its exit a moment to explain why.
-					frames = nil
-					if exit != nil {
-						break loop
-					}
-					channelEOF = time.After(500 * time.Millisecond)
-					continue
+				if !endOfChannel(fe.err) {
+					e.fail = violationFailure(fe.err, s.helloSeen)
+					return e
 				}
-				ending = violationFailure(fe.err, s.helloSeen)
-				break loop
-			}
-			switch f := fe.f.(type) {
-			case *wire.Hello:
-				s.helloSeen = true
-				helloTimer.Stop()
-				if refusal := s.accept(f); refusal != nil {
-					_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
-					ending = refusal
-					break loop
+				// The child closed its end: give its exit a moment to explain why.
+				frames = nil
+				if e.exit != nil {
+					return e
 				}
-			case *wire.Call:
-				s.call(callCtx, f)
-			case *wire.Read:
-				s.read(callCtx, f)
-			case *wire.Done:
-				done = f
-				break loop
+				channelEOF = time.After(500 * time.Millisecond)
+				continue
 			}
-		case e := <-exited:
+			if e.done, e.fail = s.onFrame(c, fe.f); e.done != nil || e.fail != nil {
+				return e
+			}
+		case x := <-exited:
 			// Frames the child wrote before it exited may still be queued: read them first.
-			exit = &e
-			exited = nil
+			e.exit, exited = &x, nil
 			if frames == nil {
-				break loop
+				return e
 			}
 			channelEOF = time.After(time.Second)
 		case <-channelEOF:
-			if exit != nil {
-				break loop
+			if e.exit == nil {
+				e.fail = &Failure{Kind: failure.ProtocolViolation, Executed: s.helloSeen,
+					Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
 			}
-			ending = &Failure{Kind: failure.ProtocolViolation, Executed: s.helloSeen,
-				Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
-			break loop
-		case <-helloTimer.C:
-			ending = &Failure{Kind: failure.BackendUnavailable,
-				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", helloTimeout)}
-			break loop
-		case <-wallTimer.C:
-			ending = &Failure{Kind: failure.Timeout, Executed: s.helloSeen,
+			return e
+		case <-c.hello.C:
+			e.fail = &Failure{Kind: failure.BackendUnavailable,
+				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", c.helloTimeout)}
+			return e
+		case <-c.wall.C:
+			e.fail = &Failure{Kind: failure.Timeout, Executed: s.helloSeen,
 				Message: fmt.Sprintf("the program did not finish within wall_seconds=%g and was killed", s.t.WallSeconds)}
-			limit = limitPtr(LimitWall)
-			break loop
+			e.limit = limitPtr(LimitWall)
+			return e
 		case <-ctx.Done():
-			ending = &Failure{Kind: failure.Cancelled, Executed: s.helloSeen,
+			e.fail = &Failure{Kind: failure.Cancelled, Executed: s.helloSeen,
 				Message: "the request was cancelled; the program and every process it started were killed"}
 			s.res.Cancelled = true
-			break loop
-		case <-progress:
-			s.ex.Progress(time.Since(started).Seconds())
+			return e
+		case <-c.progress:
+			s.ex.Progress(time.Since(c.started).Seconds())
 		}
 	}
+}
 
-	if done != nil && s.r.opts.Artifacts.Collect {
-		// The interpreter waits after done until the host closes the channel, so the workspace
-		// (and a namespace holding it) is still there to collect from.
-		if ws := s.p.child.Workspace(); ws != "" {
-			s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
-		} else {
-			s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
-				Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})
+// onFrame handles one frame of the child: hello is graded (and answered with run or abort),
+// calls and reads are dispatched, done ends the loop.
+func (s *session) onFrame(c *clocks, f wire.Frame) (*wire.Done, *Failure) {
+	switch f := f.(type) {
+	case *wire.Hello:
+		s.helloSeen = true
+		c.hello.Stop()
+		if refusal := s.accept(f); refusal != nil {
+			_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
+			return nil, refusal
 		}
+	case *wire.Call:
+		s.call(c.callCtx, f)
+	case *wire.Read:
+		s.read(c.callCtx, f)
+	case *wire.Done:
+		return f, nil
 	}
+	return nil, nil
+}
+
+// collect gathers the artifacts after done: the interpreter waits after done until the host
+// closes the channel, so the workspace (and a namespace holding it) is still there.
+func (s *session) collect() {
+	if !s.r.opts.Artifacts.Collect {
+		return
+	}
+	if ws := s.p.child.Workspace(); ws != "" {
+		s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
+	} else {
+		s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
+			Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})
+	}
+}
+
+// teardown kills the tree, cancels and waits for the binding calls in flight, waits (bounded)
+// for the child's exit when the loop did not see it, and closes the child and its channel.
+func (s *session) teardown(e *ending) TreeUsage {
 	s.p.child.Kill()
 	s.cancel()
 	s.p.cancel()
 	s.calls.Wait()
-	if exit == nil && exited != nil {
+	if e.exit == nil {
 		select {
-		case e := <-exited:
-			exit = &e
+		case x := <-s.p.exited:
+			e.exit = &x
 		case <-time.After(5 * time.Second):
-			exit = &Exit{Code: -1, Err: errors.New("the child did not exit after SIGKILL")}
+			e.exit = &Exit{Code: -1, Err: errors.New("the child did not exit after SIGKILL")}
 		}
 	}
 	tree := s.p.child.Close()
 	s.p.child.Channel().Close()
-	<-readerDone
-	s.finish(done, exit, ending, limit, tree)
+	<-s.p.readerDone
+	return tree
+}
+
+func endOfChannel(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isClosed(err)
 }
 
 func isClosed(err error) bool {
