@@ -10,6 +10,10 @@
 // registry that does not go through the host. The program's tool names and their aliases come
 // in the Execution, computed by the host once; the engine passes them on.
 //
-// A Runner is safe for concurrent use; each Run owns its child, its goroutines and its
-// workspace, and returns only after all of them are gone.
+// A Runner is safe for concurrent use; each Run owns its child, its goroutines (the frame
+// reader and the exit waiter started with the child, one per binding call in flight) and its
+// workspace, and returns only after all of them are gone; Close waits for the warm-child
+// refills and the probe listeners' accept loops. TestMain checks that no goroutine outlives
+// the tests. The protocol loop is tested without Python by golden transcripts
+// (testdata/sessions, session_test.go) replayed by a fake child.
 package engine

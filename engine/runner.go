@@ -246,6 +246,7 @@ type prepared struct {
 	frames         chan frameOrErr
 	readerDone     chan struct{}
 	exited         chan Exit
+	waited         chan struct{}      // closed when the goroutine waiting for the child ends
 	cancel         context.CancelFunc // stops the reader
 }
 
@@ -258,6 +259,7 @@ func (r *Runner) prepare(ctx context.Context, t Terms) (*prepared, error) {
 		frames:     make(chan frameOrErr, 1),
 		readerDone: make(chan struct{}),
 		exited:     make(chan Exit, 1),
+		waited:     make(chan struct{}),
 	}
 	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(t), Stdout: p.stdout, Stderr: p.stderr})
 	if err != nil {
@@ -283,8 +285,19 @@ func (r *Runner) prepare(ctx context.Context, t Terms) (*prepared, error) {
 			allowed = []string{wire.TypeCall, wire.TypeRead, wire.TypeDone}
 		}
 	}()
-	go func() { p.exited <- child.Wait() }()
+	go func() { defer close(p.waited); p.exited <- child.Wait() }()
 	return p, nil
+}
+
+// reaped waits for prepare's two goroutines once the child is closed: the reader (its channel
+// is closed) and the waiter (Close killed what was left, so Wait returns; bounded all the
+// same, since a child that outlives SIGKILL must not hold the host).
+func (p *prepared) reaped() {
+	<-p.readerDone
+	select {
+	case <-p.waited:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // discard ends a prepared child that will never run a program.
@@ -293,7 +306,7 @@ func (p *prepared) discard() {
 	p.cancel()
 	p.child.Close()
 	p.child.Channel().Close()
-	<-p.readerDone
+	p.reaped()
 }
 
 // maxWarmTerms bounds how many distinct terms keep warm children.
@@ -556,7 +569,7 @@ func (s *session) teardown(e *ending) TreeUsage {
 	}
 	tree := s.p.child.Close()
 	s.p.child.Channel().Close()
-	<-s.p.readerDone
+	s.p.reaped()
 	return tree
 }
 

@@ -59,6 +59,12 @@
 //   - A direct call's value is rendered as structuredContent (an object) with its JSON as text,
 //     or as text; a refusal or upstream failure is an isError result naming the kind.
 //
+// Goroutines: each session's Run-end watcher is counted by its server and, with a Drain, ended
+// and waited for by Drain.Close (which the caller runs after Drain.Wait and before closing the
+// ledger); progress senders are waited for by their run_code; a Drain's cancellation of an
+// execution is a context.AfterFunc, unhooked when the execution ends. TestMain checks that no
+// goroutine outlives the tests.
+//
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
 // everything it holds after construction is read-only except the exposed tool set, guarded by
 // handlers.exposedMu (taken before go-sdk's own server lock, never inside it). HTTPHandler is safe for concurrent use.

@@ -48,14 +48,15 @@ func (h *handlers) runOf(req *mcp.CallToolRequest) budget.RunRef {
 	return ref
 }
 
-// watchSession records the end of a session's own Run when the session ends. Called with
-// runsMu held.
+// watchSession records the end of a session's own Run when the session ends, on a goroutine
+// that h.watchers counts: the Drain (when there is one) ends the sessions and waits for it
+// before the ledger closes. Called with runsMu held.
 func (h *handlers) watchSession(ss *mcp.ServerSession, run budget.RunRef) {
 	led := h.opts.Ledger
-	if led == nil {
+	if led == nil || h.closed {
 		return
 	}
-	go func() {
+	h.watchers.Go(func() {
 		_ = ss.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -65,5 +66,17 @@ func (h *handlers) watchSession(ss *mcp.ServerSession, run budget.RunRef) {
 		h.runsMu.Lock()
 		delete(h.runs, ss)
 		h.runsMu.Unlock()
-	}()
+	})
+}
+
+// closeSessions ends every session of the server and waits for their watchers. No watcher
+// starts after it.
+func (h *handlers) closeSessions() {
+	h.runsMu.Lock()
+	h.closed = true
+	h.runsMu.Unlock()
+	for ss := range h.srv.Sessions() {
+		_ = ss.Close()
+	}
+	h.watchers.Wait()
 }

@@ -224,6 +224,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		},
 		Loopback: true,
 		Ready:    func() bool { return false },
+		Server:   &Options{Drain: drainAtCleanup(t)},
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -278,6 +279,7 @@ func TestHTTPSessionBoundToTenant(t *testing.T) {
 		Authenticate: func(tok string) (string, bool) {
 			return map[string]string{"ta": "a", "tb": "b"}[tok], tok == "ta" || tok == "tb"
 		},
+		Server: &Options{Drain: drainAtCleanup(t)},
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -376,4 +378,16 @@ func TestRenderTextPreviewsALargeValue(t *testing.T) {
 	if len(text) > 5000 || !strings.Contains(text, "elided") {
 		t.Fatalf("a 100 kB value rendered as %d bytes of text", len(text))
 	}
+}
+
+// drainAtCleanup is a Drain whose Close ends, when the test does, the sessions that raw HTTP
+// requests opened and never closed.
+func drainAtCleanup(t *testing.T) *Drain {
+	d := NewDrain()
+	t.Cleanup(func() {
+		if !d.Close(5 * time.Second) {
+			t.Error("the drain's sessions did not close")
+		}
+	})
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
@@ -35,5 +36,38 @@ func TestAgentVersionRecorded(t *testing.T) {
 	}
 	if version != "sha256:feed" {
 		t.Fatalf("recorded agent version %q, want sha256:feed", version)
+	}
+}
+
+// TestDrainCloseRecordsRunEnds: Drain.Close ends a session the client left open and waits for
+// its watcher, so the session's Run is recorded as ended before the ledger closes.
+func TestDrainCloseRecordsRunEnds(t *testing.T) {
+	dir := t.TempDir()
+	led, err := budget.OpenSQLite(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	d := NewDrain()
+	a := Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: ok("1")}, Terms: testTerms}}
+	cs := connectWith(t, a, &Options{Ledger: led, Drain: d}, nil)
+	if res := call(t, cs, "run_code", map[string]any{"code": "1"}); res.IsError {
+		t.Fatalf("run_code: %s", text(res))
+	}
+	d.Stop()
+	if !d.Wait(5*time.Second) || !d.Close(5*time.Second) {
+		t.Fatal("the drain did not end")
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, budget.LedgerFile)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var open int
+	if err := db.QueryRow(`SELECT count(*) FROM runs WHERE ended_at IS NULL`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 {
+		t.Errorf("%d runs not recorded as ended after Drain.Close", open)
 	}
 }

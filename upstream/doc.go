@@ -71,6 +71,9 @@
 // binding walks a call through Turn to satisfy engine.ToolCaller. Nothing here writes to stdout.
 //
 // A Pool, a Catalogue and a Turn are safe for concurrent use; a Catalogue and a Turn are
-// immutable snapshots. Lock order: Pool.mu before conn.mu; conn.lock (a channel, so waiting
+// immutable snapshots. Every goroutine a Pool starts (session watchers, OnToolsChanged calls,
+// the closing of a server that failed to connect) is owned by the Pool and waited for by Close
+// (bounded by its grace period); a stdio server's stderr reader and waiter are owned by its
+// process and waited for when it is closed. The tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu; conn.lock (a channel, so waiting
 // honours the context) is never held while taking Pool.mu.
 package upstream

@@ -69,6 +69,14 @@ func (r *reloader) setTokens(cfg *configs.Config) {
 func (r *reloader) tokenlessTenant() string { return *r.tokenless.Load() }
 
 // watch reloads on every SIGHUP until ctx ends.
+// start runs watch on its own goroutine until ctx ends or stop is called; stop waits for it.
+func (r *reloader) start(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.watch(ctx) }()
+	return func() { cancel(); <-done }
+}
+
 func (r *reloader) watch(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -84,7 +84,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
 		reload := newReloader(*configPath, cfg, pools, false)
 		reload.add(a)
-		go reload.watch(ctx)
+		defer reload.start(ctx)()
 		srv := mcpserver.NewServer(a, opts)
 		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
 		// A signal ends the programs in flight at once: the host that started us is leaving.
@@ -306,7 +306,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 			reload.add(a)
 		}
 	}
-	go reload.watch(ctx)
+	defer reload.start(ctx)()
 	handler := mcpserver.HTTPHandler(mcpserver.HTTPOptions{
 		Agents: agents,
 		Authenticate: func(token string) (string, bool) {
@@ -356,6 +356,10 @@ func drainExecutions(d *mcpserver.Drain) {
 	d.Stop()
 	if !d.Wait(drainTimeout) {
 		slog.Warn("executions still running after shutdown; their calls may be recorded unknown at the next start", "waited", drainTimeout)
+	}
+	// Then the sessions: each one's Run is recorded as ended before the ledger closes.
+	if !d.Close(drainTimeout) {
+		slog.Warn("sessions still open after shutdown; their runs stay open in the ledger", "waited", drainTimeout)
 	}
 }
 
