@@ -9,9 +9,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -76,11 +73,11 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 			return nil, failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
 				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
-		return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
+		return newProcess(ctx, p)
 	case "namespaces":
-		return namespaces.New(ctx, nsOptions(p))
+		return newNamespaces(ctx, p)
 	case "bwrap":
-		return bwrap.New(ctx, bwrapOptions(p))
+		return newBwrap(ctx, p)
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }

@@ -1,11 +1,28 @@
 package main
 
 import (
+	"context"
+
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 )
+
+// The local backends exist on Linux only (local_other.go says so elsewhere).
+
+func newProcess(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
+}
+
+func newNamespaces(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return namespaces.New(ctx, nsOptions(p))
+}
+
+func newBwrap(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return bwrap.New(ctx, bwrapOptions(p))
+}
 
 // detectLocal lists the local backends this host offers for profile p, with the reason and
 // install guidance for each one it does not. It starts nothing.
