@@ -90,7 +90,6 @@ func Reachable(path string, uid, gid int, want uint32) error {
 	return nil
 }
 
-
 // Dirs returns the directories the interpreter reads at run time: its prefixes and the
 // entries of its default sys.path, as the interpreter itself reports them.
 func Dirs(ctx context.Context, python string) ([]string, error) {
