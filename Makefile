@@ -33,10 +33,11 @@ check:
 
 FUZZTIME ?= 10s
 fuzz:
-	$(GO) test ./engine/wire -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
-	$(GO) test ./engine/wire -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME)
-	$(GO) test ./configs -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
-	$(GO) test ./outputs -run '^$$' -fuzz FuzzPreview -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/wire -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/wire -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./configs -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzPreview$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzWindows$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report

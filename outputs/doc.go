@@ -14,7 +14,7 @@
 // Capture costs O(maxBytes+previewBytes) however long the stream, and Search uses Go's RE2
 // regexp, which runs in time linear in its input, so a hostile pattern cannot hang a search.
 //
-// It imports the standard library only (DESIGN.md §2 also allows failure). Lines, Search and
+// It imports failure and the standard library. Lines, Search and
 // Preview are pure functions, safe for concurrent use. A Capture is safe for concurrent use: a
 // mutex guards its state, so one goroutine may drain a pipe into it while others ask its Size.
 package outputs

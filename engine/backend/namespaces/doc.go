@@ -24,5 +24,5 @@
 // still kills with SIGKILL from outside; a CPU-limit kill (RLIMIT_CPU soft = hard: SIGKILL at
 // the limit) reaches the engine as SIGKILL with the program's CPU time, i.e. cpu_seconds.
 //
-// It imports engine, failure, internal/… and x/sys. A Backend is safe for concurrent use.
+// It imports engine, engine/backend/spawned, failure, internal/… and x/sys. A Backend is safe for concurrent use.
 package namespaces
