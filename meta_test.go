@@ -181,7 +181,9 @@ func TestAllowlistIsReal(t *testing.T) {
 		if isStd(entry) {
 			return slices.ContainsFunc(pkgs, func(p string) bool { return matches(p, entry) })
 		}
-		return slices.ContainsFunc(mods, func(m string) bool { return m == entry || strings.HasPrefix(entry, m+"/") || strings.HasPrefix(m, entry+"/") })
+		return slices.ContainsFunc(mods, func(m string) bool {
+			return m == entry || strings.HasPrefix(entry, m+"/") || strings.HasPrefix(m, entry+"/")
+		})
 	}
 	seen := map[string]bool{}
 	for _, r := range allowed {
