@@ -13,6 +13,7 @@
 //   - TestEveryFuzzTargetIsInMakeFuzz: `make fuzz` runs every fuzz target of the repository.
 //   - TestEnvAndFileReadsInCmd: the environment and files are read in cmd/ (which passes plain
 //     values down), and elsewhere only where envReaders and fileReaders say why.
+//   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
 package mcpsandbox_test
 
 import (
@@ -484,6 +485,42 @@ func TestEnvAndFileReadsInCmd(t *testing.T) {
 						goos, p.rel(), name, strings.Join(got, ", "))
 				}
 			}
+		}
+	}
+}
+
+// TestEveryTestIsInALayer: each package with tests is run by exactly one layer of the Makefile
+// (test, integration, conformance), so none is forgotten by make and CI.
+func TestEveryTestIsInALayer(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := func(name string) []string {
+		m := regexp.MustCompile(`(?m)^` + name + `\s*:=\s*(.*)$`).FindSubmatch(mk)
+		if m == nil {
+			t.Fatalf("the Makefile defines no %s", name)
+		}
+		return strings.Fields(string(m[1]))
+	}
+	layers := map[string][]string{"test": layer("FAST_PKGS"), "integration": layer("INTEG_PKGS"), "conformance": {"./conformance/..."}}
+	cmd := exec.Command("go", "list", "-f", "{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}", "./...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		rel := "." + strings.TrimPrefix(imp, module)
+		var in []string
+		for name, pats := range layers {
+			for _, pat := range pats {
+				if pat == rel || strings.HasSuffix(pat, "/...") && (rel == strings.TrimSuffix(pat, "/...") || strings.HasPrefix(rel, strings.TrimSuffix(pat, "..."))) {
+					in = append(in, name)
+				}
+			}
+		}
+		if len(in) != 1 {
+			t.Errorf("%s has tests run by %d layers (%v): name it in exactly one of FAST_PKGS and INTEG_PKGS (conformance/ is its own)", rel, len(in), in)
 		}
 	}
 }
