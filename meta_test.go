@@ -14,6 +14,7 @@
 //   - TestEnvAndFileReadsInCmd: the environment and files are read in cmd/ (which passes plain
 //     values down), and elsewhere only where envReaders and fileReaders say why.
 //   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
+//   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
 package mcpsandbox_test
 
 import (
@@ -521,6 +522,32 @@ func TestEveryTestIsInALayer(t *testing.T) {
 		}
 		if len(in) != 1 {
 			t.Errorf("%s has tests run by %d layers (%v): name it in exactly one of FAST_PKGS and INTEG_PKGS (conformance/ is its own)", rel, len(in), in)
+		}
+	}
+}
+
+// TestOptionsByPointer: an exported function takes its options as *XxxOptions, where nil means
+// defaults (the go-sdk's convention), never by value.
+func TestOptionsByPointer(t *testing.T) {
+	files := goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") && !exempt(path.Dir(name)) })
+	for name, f := range files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !fn.Name.IsExported() {
+				continue
+			}
+			for _, field := range fn.Type.Params.List {
+				var id string
+				switch x := field.Type.(type) {
+				case *ast.Ident:
+					id = x.Name
+				case *ast.SelectorExpr:
+					id = x.Sel.Name
+				}
+				if strings.HasSuffix(id, "Options") {
+					t.Errorf("%s: %s takes %s by value: take *%s, nil meaning defaults", name, fn.Name.Name, id, id)
+				}
+			}
 		}
 	}
 }

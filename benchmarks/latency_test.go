@@ -44,7 +44,7 @@ func median(d []time.Duration) time.Duration {
 // sampled in turn so they see the same machine.
 func TestReport(t *testing.T) {
 	ctx := context.Background()
-	pb, err := process.New(ctx, process.Options{})
+	pb, err := process.New(ctx, &process.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestReport(t *testing.T) {
 	}
 	var subjects []*subject
 	add := func(name string, b engine.Backend, warm int) {
-		r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: warm})
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: warm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,8 +64,8 @@ func TestReport(t *testing.T) {
 	}
 	add("process level, cold start", pb, 0)
 	add("process level, warm child (Warm: 1)", pb, 1)
-	if ok, why := namespaces.Available(namespaces.Options{}); ok {
-		nb, err := namespaces.New(ctx, namespaces.Options{})
+	if ok, why := namespaces.Available(&namespaces.Options{}); ok {
+		nb, err := namespaces.New(ctx, &namespaces.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
-	pool, err := upstream.NewPool(upstream.PoolOptions{Servers: []upstream.Server{{Name: "up", URL: ts.URL}}, Logger: discard()})
+	pool, err := upstream.NewPool(&upstream.PoolOptions{Servers: []upstream.Server{{Name: "up", URL: ts.URL}}, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
-// RunnerOptions configure a Runner. The zero value of each field means its default.
+// RunnerOptions configure a Runner; nil means defaults, and so does the zero value of each field.
 type RunnerOptions struct {
 	// Ceiling is the profile's hard limits: no execution runs above them.
 	Ceiling Limits
@@ -75,7 +75,11 @@ type Runner struct {
 }
 
 // NewRunner returns a Runner over b. Close releases its listeners and state directory.
-func NewRunner(b Backend, opts RunnerOptions) (*Runner, error) {
+func NewRunner(b Backend, options *RunnerOptions) (*Runner, error) {
+	var opts RunnerOptions
+	if options != nil {
+		opts = *options
+	}
 	if opts.Ceiling == (Limits{}) {
 		opts.Ceiling = DefaultLimits
 	}

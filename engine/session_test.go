@@ -84,7 +84,7 @@ func runTranscript(t *testing.T, file string) {
 	if o.HelloMS > 0 {
 		opts.HelloTimeout = time.Duration(o.HelloMS) * time.Millisecond
 	}
-	r, err := NewRunner(b, opts)
+	r, err := NewRunner(b, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func newUpstreamFixture(t *testing.T) *upstreamFixture {
 	mcp.AddTool(f.srv, &mcp.Tool{Name: "secret", Description: "Denied by policy."}, echoTool)
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv }, nil))
 	t.Cleanup(ts.Close)
-	pool, err := upstream.NewPool(upstream.PoolOptions{
+	pool, err := upstream.NewPool(&upstream.PoolOptions{
 		Servers: []upstream.Server{{Name: "up", URL: ts.URL}},
 		OnToolsChanged: func(string) {
 			f.mu.Lock()

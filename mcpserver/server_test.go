@@ -211,7 +211,7 @@ func TestProgressAndCancel(t *testing.T) {
 
 func TestHTTPHandlerAuth(t *testing.T) {
 	agents := []Agent{{Tenant: "a", Name: "default"}, {Tenant: "a", Name: "other"}, {Tenant: "b", Name: "bee"}}
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents: agents,
 		Authenticate: func(tok string) (string, bool) {
 			switch tok {
@@ -274,7 +274,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 
 // A session created by one tenant cannot be used with another tenant's token.
 func TestHTTPSessionBoundToTenant(t *testing.T) {
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents: []Agent{{Tenant: "a", Name: "default"}, {Tenant: "b", Name: "default"}},
 		Authenticate: func(tok string) (string, bool) {
 			return map[string]string{"ta": "a", "tb": "b"}[tok], tok == "ta" || tok == "tb"
@@ -310,7 +310,7 @@ func TestHTTPSessionBoundToTenant(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents:       []Agent{{Tenant: "a", Name: "default"}},
 		Tokenless:    func() string { return "a" },
 		MaxBodyBytes: 1 << 10,
@@ -345,7 +345,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // TestHTTPBodyLimitStreamed sends an endless body without a Content-Length: the server answers
 // 413 after reading about the limit, instead of reading the body whole first.
 func TestHTTPBodyLimitStreamed(t *testing.T) {
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents:       []Agent{{Tenant: "a", Name: "default"}},
 		Tokenless:    func() string { return "a" },
 		MaxBodyBytes: 1 << 10,

@@ -40,7 +40,7 @@ func TestHTTPBearer(t *testing.T) {
 
 	var resolved atomic.Int32
 	logs := &syncBuffer{}
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "web", URL: ts.URL, Bearer: func(context.Context) (string, error) {
 			resolved.Add(1)
 			return "tok-s3cret", nil
@@ -115,7 +115,7 @@ func TestHTTPBearerNotSentAcrossRedirect(t *testing.T) {
 	}))
 	defer first.Close()
 
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "web", URL: first.URL, Bearer: func(context.Context) (string, error) {
 			return "tok-s3cret", nil
 		}}},
@@ -178,7 +178,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 func TestHTTPResponseBounded(t *testing.T) {
 	for _, jsonResponse := range []bool{true, false} {
 		ts := httptest.NewServer(echoHandler(&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse}))
-		p, err := NewPool(PoolOptions{
+		p, err := NewPool(&PoolOptions{
 			Servers: []Server{{Name: "web", URL: ts.URL, MaxFrameBytes: 64 << 10}},
 			Logger:  slog.New(slog.DiscardHandler),
 		})

@@ -56,7 +56,11 @@ type Pool struct {
 
 // NewPool checks opts and returns a Pool. Nothing is started until a catalogue or a call
 // needs a server.
-func NewPool(opts PoolOptions) (*Pool, error) {
+func NewPool(options *PoolOptions) (*Pool, error) {
+	var opts PoolOptions
+	if options != nil {
+		opts = *options
+	}
 	p := &Pool{logger: opts.Logger, opts: opts, conns: map[string]*conn{}}
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	if p.logger == nil {

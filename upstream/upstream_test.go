@@ -85,7 +85,7 @@ func newFixture(t *testing.T, tweak func(*Server)) *fixture {
 	if tweak != nil {
 		tweak(&docs)
 	}
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers:        []Server{docs, big},
 		Logger:         slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnToolsChanged: func(s string) { f.changed <- s },
@@ -220,7 +220,7 @@ func TestPolicyGlobSyntax(t *testing.T) {
 // TestConnectFailureNotCalled checks that a call whose server cannot be reached is not
 // recorded as spent.
 func TestConnectFailureNotCalled(t *testing.T) {
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "gone", Command: []string{"/nonexistent/mock-server"}}},
 		Logger:  slog.New(slog.DiscardHandler),
 	})
@@ -548,7 +548,7 @@ func TestServerValidate(t *testing.T) {
 }
 
 func TestUnreachableServer(t *testing.T) {
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "dead", Command: []string{"/nonexistent/mcp-server"}}},
 		Logger:  slog.New(slog.NewTextHandler(&syncBuffer{}, nil)),
 	})

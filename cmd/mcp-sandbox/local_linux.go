@@ -13,7 +13,7 @@ import (
 // The local backends exist on Linux only (local_other.go says so elsewhere).
 
 func newProcess(ctx context.Context, p configs.Profile) (engine.Backend, error) {
-	return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
+	return process.New(ctx, &process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
 }
 
 func newNamespaces(ctx context.Context, p configs.Profile) (engine.Backend, error) {
@@ -36,10 +36,10 @@ func detectLocal(p configs.Profile) []engine.LocalBackend {
 	})
 }
 
-func nsOptions(p configs.Profile) namespaces.Options {
-	return namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+func nsOptions(p configs.Profile) *namespaces.Options {
+	return &namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }
 
-func bwrapOptions(p configs.Profile) bwrap.Options {
-	return bwrap.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+func bwrapOptions(p configs.Profile) *bwrap.Options {
+	return &bwrap.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }

@@ -38,7 +38,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 	if err != nil {
 		return nil, err
 	}
-	return engine.NewRunner(backend, engine.RunnerOptions{
+	return engine.NewRunner(backend, &engine.RunnerOptions{
 		Ceiling:      engineLimits(p.HardLimits, engine.Limits{}),
 		Isolation:    level,
 		AllowNetwork: p.AllowNetwork,

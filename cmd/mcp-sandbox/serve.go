@@ -307,7 +307,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 	}
 	defer reload.start(ctx)()
-	handler := mcpserver.HTTPHandler(mcpserver.HTTPOptions{
+	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
 		Agents: agents,
 		Authenticate: func(token string) (string, bool) {
 			want := configs.HashToken(token)

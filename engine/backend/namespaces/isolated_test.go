@@ -160,7 +160,7 @@ func TestRefusalBeforeRunning(t *testing.T) {
 
 	t.Run("namespaces unavailable", func(t *testing.T) {
 		for _, d := range []string{"namespaces", "userns"} {
-			_, err := namespaces.New(context.Background(), namespaces.Options{Disable: []string{d}})
+			_, err := namespaces.New(context.Background(), &namespaces.Options{Disable: []string{d}})
 			if d == "userns" && os.Geteuid() == 0 {
 				if err != nil {
 					t.Errorf("as root the namespaces backend needs no user namespace, but New failed: %v", err)
@@ -173,11 +173,11 @@ func TestRefusalBeforeRunning(t *testing.T) {
 		}
 	})
 	t.Run("weaker backend", func(t *testing.T) {
-		b, err := process.New(context.Background(), process.Options{})
+		b, err := process.New(context.Background(), &process.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := engine.NewRunner(b, engine.RunnerOptions{Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0})
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0})
 		if err != nil {
 			t.Fatal(err)
 		}

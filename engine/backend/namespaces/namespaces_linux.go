@@ -56,7 +56,11 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}
 
 // New prepares the backend: it checks the namespaces can be made, resolves the interpreter
 // and its directories, and detects a cgroup. It starts no child.
-func New(ctx context.Context, opts Options) (*Backend, error) {
+func New(ctx context.Context, options *Options) (*Backend, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if opts.RunAs == "" {
 		opts.RunAs = "65534:65534"
 	}
@@ -73,7 +77,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if reason := b.unavailable(); reason != "" {
 		return nil, failure.New(failure.BackendUnavailable, "the namespaces backend is unavailable: %s", reason)
 	}
-	base, err := spawned.Resolve(ctx, spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
+	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +86,11 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 }
 
 // Available reports whether this host can make the namespaces, and why not.
-func Available(opts Options) (bool, string) {
+func Available(options *Options) (bool, string) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	b := &Backend{opts: opts, root: os.Geteuid() == 0}
 	r := b.unavailable()
 	return r == "", r
