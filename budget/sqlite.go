@@ -494,13 +494,12 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 			continue
 		}
 		err = s.write(ctx, func(tx *stmtTx) error {
-			if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,
+			// RETURNING: only the calls this pass changed, so survivors recovering the same
+			// owner at once (a closed owner's lock file is gone, so none holds it) report each
+			// call once between them.
+			rs, err := tx.QueryContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,
 				message = 'the host stopped while the call was in flight; it is counted and not replayed'
-				WHERE owner = ? AND status = 'started'`, now(), o); err != nil {
-				return err
-			}
-			rs, err := tx.QueryContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE owner = ? AND status = 'unknown'
-				ORDER BY started_at`, o)
+				WHERE owner = ? AND status = 'started' RETURNING `+callColumns, now(), o)
 			if err != nil {
 				return err
 			}
@@ -519,6 +518,7 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 			return out, fmt.Errorf("budget: recover: %w", err)
 		}
 	}
+	sortByStart(out)
 	return out, nil
 }
 
