@@ -62,6 +62,10 @@ var allowed = map[string][]string{
 	// under an advisory lock), and the tests' helper that gives each test a schema.
 	"internal/pgdb":        {"github.com/jackc/pgx"},
 	"internal/pgdb/pgtest": {"internal/gate", "github.com/jackc/pgx"},
+	// The blob store on PostgreSQL is an adapter beside outputs, so the engine (which imports
+	// outputs) never links a database driver; blobtest is the contract every store passes.
+	"outputs/pgblob":   {"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
+	"outputs/blobtest": {"outputs", "github.com/google/go-cmp"},
 }
 
 func rulesFor(rel string) ([]string, bool) {

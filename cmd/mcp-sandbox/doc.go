@@ -6,7 +6,7 @@
 //
 // serve opens the data dir (data_dir, default $XDG_STATE_HOME/mcp-sandbox or
 // ~/.local/state/mcp-sandbox): the run ledger (budget.OpenSQLite) and the blob store
-// (outputs.OpenBlobStore in DATA_DIR/blobs). At startup it recovers the ledger, logging each
+// (outputs.OpenFileStore in DATA_DIR/blobs). At startup it recovers the ledger, logging each
 // call a dead process left in flight as unknown (counted, never replayed), and runs the blob
 // sweeper: blobs live --blob-retention (default 7 days, DefaultBlobRetention), swept hourly.
 // data_dir "-" means no blob store and a private ledger removed at exit (budgets still meter,

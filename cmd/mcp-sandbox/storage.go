@@ -23,8 +23,8 @@ const (
 // storage is the run ledger and the blob store of a serving process.
 type storage struct {
 	ledger *budget.SQLite
-	blobs  *outputs.BlobStore // nil: no data dir, so no blob store
-	tmp    string             // a private ledger dir to remove at close, when there is no data dir
+	blobs  outputs.BlobStore // nil: no data dir, so no blob store
+	tmp    string            // a private ledger dir to remove at close, when there is no data dir
 }
 
 // openStorage opens the ledger and blob store under the config's data dir (data_dir, default
@@ -61,7 +61,7 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 	}
 	st.ledger = led
 	if st.tmp == "" {
-		blobs, err := outputs.OpenBlobStore(filepath.Join(dir, "blobs"))
+		blobs, err := outputs.OpenFileStore(filepath.Join(dir, "blobs"))
 		if err != nil {
 			st.close()
 			return nil, fmt.Errorf("data_dir %s: %w", dir, err)
@@ -86,7 +86,7 @@ func (st *storage) sweep(ctx context.Context, retention time.Duration) {
 	if st.blobs == nil {
 		return
 	}
-	st.blobs.RunSweeper(ctx, min(blobSweepInterval, retention), retention, func(err error) {
+	outputs.RunSweeper(ctx, st.blobs, min(blobSweepInterval, retention), retention, func(err error) {
 		slog.Warn("blob sweep failed", "err", err)
 	})
 }
