@@ -58,19 +58,22 @@ func Drop(t testing.TB, dsn, name string) {
 	}
 }
 
-// WithSearchPath returns dsn with its search_path set to schema: a query parameter for a URL,
-// a key=value pair otherwise.
-func WithSearchPath(dsn, schema string) string {
+// WithSearchPath returns dsn with its search_path set to schema.
+func WithSearchPath(dsn, schema string) string { return WithParam(dsn, "search_path", schema) }
+
+// WithParam returns dsn with the parameter key set to value: a query parameter for a URL, a
+// key=value pair otherwise. pgx sends a parameter it does not know itself as a session setting.
+func WithParam(dsn, key, value string) string {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err == nil {
 			q := u.Query()
-			q.Set("search_path", schema)
+			q.Set(key, value)
 			u.RawQuery = q.Encode()
 			return u.String()
 		}
 	}
-	return dsn + " search_path=" + schema
+	return dsn + " " + key + "=" + value
 }
 
 func errText(err error) string {
