@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -115,31 +114,6 @@ func perCall(t *testing.T, l budget.Ledger, run string, calls, workers int) time
 func TestReportLedgerBindings(t *testing.T) {
 	pgDSN := pgtest.Schema(t)
 	sandbox, mock := buildBindingSubjects(t, t.TempDir())
-	config := func(ledger string) string {
-		p := filepath.Join(t.TempDir(), "config.yaml")
-		cfg := fmt.Sprintf(`
-data_dir: %q
-%s
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 120}
-    binding_budget: {max_calls: 1000000, max_total_bytes: 1GiB, max_produced_bytes: 1GiB}
-upstreams:
-  mock: {command: [%q]}
-tenants:
-  t:
-    upstreams: [mock]
-    agents:
-      default: {code_execution: {limits: {wall_seconds: 120}}}
-`, t.TempDir(), ledger, mock)
-		if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	serve := func(cfgPath string, env ...string) *mcp.ClientSession {
 		cmd := exec.Command(sandbox, "serve", "--config", cfgPath)
 		cmd.Env = append(os.Environ(), env...)
@@ -150,8 +124,8 @@ tenants:
 		cs   *mcp.ClientSession
 		runs []time.Duration
 	}{
-		{name: "ledger on SQLite (baseline)", cs: serve(config(""))},
-		{name: "ledger on PostgreSQL", cs: serve(config("ledger: {postgres: {dsn: {env: BENCH_PG_DSN}}}"), "BENCH_PG_DSN="+pgDSN)},
+		{name: "ledger on SQLite (baseline)", cs: serve(bindingConfig(t, mock, ""))},
+		{name: "ledger on PostgreSQL", cs: serve(bindingConfig(t, mock, "ledger: {postgres: {dsn: {env: BENCH_PG_DSN}}}"), "BENCH_PG_DSN="+pgDSN)},
 	}
 	ctx := context.Background()
 	runCode := func(cs *mcp.ClientSession, code string) time.Duration {

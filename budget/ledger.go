@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // RunRef names a Run: the MCP session id, or the id a host names in _meta (mcp-sandbox/run),
@@ -130,6 +132,15 @@ type Ledger interface {
 	Recover(ctx context.Context) ([]CallRecord, error)
 
 	Close() error
+}
+
+// runRefusal is the refusal of a metered call by a Run whose usage u has reached runLimits, or
+// nil while a call may still be admitted.
+func runRefusal(u Usage, runLimits Limits) *failure.Error {
+	if which := u.Exhausted(runLimits, 0); which != "" {
+		return failure.New(BudgetExceeded, "the run's binding budget is spent: %s reached", which)
+	}
+	return nil
 }
 
 // NewID returns a fresh random id with the given prefix: 128 bits, hex.

@@ -329,8 +329,7 @@ func (p *Postgres) admitSlow(ctx context.Context, c CallStart, runLimits Limits)
 		}
 		metered := c.ExecutionID != ""
 		if metered {
-			if which := u.Exhausted(runLimits, 0); which != "" {
-				refusal = failure.New(BudgetExceeded, "the run's binding budget is spent: %s reached", which)
+			if refusal = runRefusal(u, runLimits); refusal != nil {
 				after = u
 				return p.insertCall(ctx, tx, c, Refused, string(refusal.Kind), refusal.Message)
 			}

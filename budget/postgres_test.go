@@ -27,15 +27,8 @@ func openPostgres(t *testing.T, dsn string, opts *PostgresOptions) *Postgres {
 }
 
 func TestPostgresLedgerContract(t *testing.T) {
-	dsns := map[Ledger]string{}
-	RunLedgerContract(t,
-		func(t *testing.T) Ledger {
-			dsn := pgtest.Schema(t)
-			l := openPostgres(t, dsn, nil)
-			dsns[l] = dsn
-			return l
-		},
-		func(t *testing.T, l Ledger) Ledger { return openPostgres(t, dsns[l], nil) })
+	runLedgerContractAt(t, func(t *testing.T) string { return pgtest.Schema(t) },
+		func(t *testing.T, dsn string) Ledger { return openPostgres(t, dsn, nil) })
 }
 
 // TestPostgresReplicasStartTogether: eight replicas opening a fresh database at once all

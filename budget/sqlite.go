@@ -292,8 +292,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 		}
 		metered := c.ExecutionID != ""
 		if metered {
-			if which := u.Exhausted(runLimits, 0); which != "" {
-				refusal = failure.New(BudgetExceeded, "the run's binding budget is spent: %s reached", which)
+			if refusal = runRefusal(u, runLimits); refusal != nil {
 				after = u
 				return insertCall(ctx, tx, c, s.owner.id, Refused, false, t, string(refusal.Kind), refusal.Message)
 			}
