@@ -72,8 +72,8 @@ type LedgerPostgres struct {
 	// DSN is a reference to the connection string (a URL postgres://… or key=value pairs).
 	DSN Credential `yaml:"dsn" json:"dsn"`
 	// LeaseSeconds is how long a replica's lease lasts without renewal: a replica that dies
-	// has the calls it left in flight recorded unknown by a survivor within about this long.
-	// nil means 30.
+	// has the calls it left in flight recorded unknown by a survivor within about a lease and
+	// a quarter (survivors look every quarter lease). nil means 30.
 	LeaseSeconds *float64 `yaml:"lease_seconds" json:"lease_seconds,omitempty"`
 }
 

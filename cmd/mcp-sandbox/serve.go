@@ -388,7 +388,7 @@ Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-san
 the same data_dir records calls that were in flight as unknown and never replays them; kept
 outputs stay readable for --blob-retention. With ledger.postgres and blobs.postgres in the
 config, replicas on several machines share them instead: a replica that dies has its calls in
-flight recorded unknown by a survivor within about one and a half leases.
+flight recorded unknown by a survivor within about a lease and a quarter.
 
 At startup every profile an agent uses is opened and described once; an agent naming a
 profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what

@@ -26,8 +26,8 @@ const (
 
 // How often a serving process looks for calls a dead owner left in flight: a SQLite ledger is
 // shared by processes on one machine, and a PostgreSQL one by replicas, any of which may die
-// while the others run on. For PostgreSQL it is half the lease, so a dead replica's calls are
-// recorded unknown within about one and a half leases.
+// while the others run on. For PostgreSQL it is a quarter of the lease, so a dead replica's
+// calls are recorded unknown within about a lease and a quarter.
 const sqliteRecoveryInterval = time.Minute
 
 // connectTimeout bounds connecting to PostgreSQL (and migrating) at startup and in doctor.
@@ -143,7 +143,7 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 			return nil, fmt.Errorf("ledger: PostgreSQL (%s): %w", st.report.Ledger.Location, err)
 		}
 		st.ledger = led
-		st.recoverEvery = max(led.LeaseTTL()/2, 500*time.Millisecond)
+		st.recoverEvery = max(led.LeaseTTL()/4, 250*time.Millisecond)
 	} else {
 		ldir := dir
 		if ldir == "" {
