@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 )
 
@@ -83,6 +84,38 @@ func TestServeStorageOnPostgres(t *testing.T) {
 	}
 	if execs != 1 || leases != 2 {
 		t.Errorf("ledger holds %d completed executions and %d leases; want 1 and 2 (one per server)", execs, leases)
+	}
+}
+
+// TestServeRecoversAnotherReplicasCalls: a running server (not only one starting) records
+// unknown the call a replica that has gone left in flight, and logs it.
+func TestServeRecoversAnotherReplicasCalls(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	t.Setenv("MCPS_TEST_DSN", dsn)
+	cs, log := connectStdioLog(t, []string{"--config", writeConfig(t, pgConfig)}, nil)
+	_ = toolNames(t, cs) // serving: startup recovery is behind it
+	ctx := t.Context()
+	gone, err := budget.OpenPostgres(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := budget.RunRef{Tenant: "t1", ID: "r"}
+	if err := gone.StartExecution(ctx, run, "x_gone", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gone.StartCall(ctx, budget.CallStart{ID: "c_gone", Run: run, ExecutionID: "x_gone", Tool: "srv__slow"}, budget.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	gone.Close() // its lease is given up; its call is still started
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(log.String(), "call=c_gone") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never recorded the gone replica's call:\n%s", log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(log.String(), "recorded unknown") || !strings.Contains(log.String(), "unknown_total=1") {
+		t.Errorf("log: %s", log)
 	}
 }
 
