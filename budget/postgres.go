@@ -121,7 +121,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	pool, err := pgdb.Open(ctx, dsn, nil)
+	pool, err := pgdb.Open(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("budget: postgres ledger: %w", err)
 	}
@@ -143,9 +143,6 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 	go p.renew(rctx)
 	return p, nil
 }
-
-// Owner is the id this ledger's calls are recorded under.
-func (p *Postgres) Owner() string { return p.owner }
 
 // LeaseTTL is how long this ledger's lease lasts without renewal.
 func (p *Postgres) LeaseTTL() time.Duration { return p.ttl }

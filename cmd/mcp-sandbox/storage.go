@@ -249,7 +249,7 @@ func probeStorage(ctx context.Context, cfg *configs.Config) storageReport {
 		if err == nil {
 			pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 			var pool interface{ Close() }
-			pool, err = pgdb.Open(pctx, dsn, nil)
+			pool, err = pgdb.Open(pctx, dsn)
 			cancel()
 			if err == nil {
 				pool.Close()

@@ -12,19 +12,15 @@ import (
 )
 
 // Open parses dsn (a URL postgres://… or key=value pairs, as libpq takes them; pool_max_conns
-// and the other pgxpool parameters apply), connects and pings. tune, when set, adjusts the
-// pool's configuration before it connects. No error it returns contains the DSN or its
-// password: a DSN that does not parse is reported without its text, and a connection error
-// has both scrubbed out of it.
-func Open(ctx context.Context, dsn string, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
+// and the other pgxpool parameters apply), connects and pings. No error it returns contains
+// the DSN or its password: a DSN that does not parse is reported without its text, and a
+// connection error has both scrubbed out of it.
+func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgconn's own text quotes the DSN with the password masked on a best-effort basis,
 		// and a url.Error inside it quotes the URL whole: neither is used.
 		return nil, errors.New("the DSN does not parse as a PostgreSQL connection string (a URL postgres://… or key=value pairs)")
-	}
-	if tune != nil {
-		tune(cfg)
 	}
 	secrets := []string{dsn, cfg.ConnConfig.Password}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

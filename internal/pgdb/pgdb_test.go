@@ -20,7 +20,7 @@ func TestOpenErrorsKeepTheDSNSecret(t *testing.T) {
 	}
 	for _, tc := range tests {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pool, err := Open(ctx, tc.dsn, nil)
+		pool, err := Open(ctx, tc.dsn)
 		cancel()
 		if err == nil {
 			pool.Close()

@@ -71,7 +71,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if opts != nil && opts.ChunkBytes > 0 {
 		chunk = opts.ChunkBytes
 	}
-	pool, err := pgdb.Open(ctx, dsn, nil)
+	pool, err := pgdb.Open(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("pgblob: %w", err)
 	}
