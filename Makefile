@@ -12,7 +12,9 @@ help:
 	@echo "make test         run every test (the race detector on)"
 	@echo "make check        gofmt, go vet, staticcheck (when installed) and make test"
 	@echo "make fuzz         run each fuzz target for a short while"
-	@echo "make bench        measure execution latency beside a bare python3 start"
+	@echo "make bench        measure execution latency beside a bare python3 start, and the run"
+	@echo "                  ledger's cost per binding call on PostgreSQL beside SQLite"
+	@echo "                  (PostgreSQL figures need MCP_SANDBOX_TEST_PG_DSN, as the tests do)"
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox

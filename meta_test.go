@@ -54,9 +54,18 @@ var allowed = map[string][]string{
 	"internal/*": {"internal/*", "golang.org/x/sys",
 		// The init helper applies Landlock and seccomp through the libraries DESIGN.md §4 names.
 		"github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
-	"budget":    {"failure", "modernc.org/sqlite", "github.com/jackc/pgx"},
+	"budget":    {"failure", "modernc.org/sqlite", "github.com/jackc/pgx", "internal/pgdb"},
 	"upstream":  {"failure", "budget", "outputs", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/yosida95/uritemplate"},
 	"mcpserver": {"engine", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
+
+	// What the PostgreSQL stores share (a pool opened without leaking the DSN, migrations
+	// under an advisory lock), and the tests' helper that gives each test a schema.
+	"internal/pgdb":        {"github.com/jackc/pgx"},
+	"internal/pgdb/pgtest": {"internal/gate", "github.com/jackc/pgx"},
+	// The blob store on PostgreSQL is an adapter beside outputs, so the engine (which imports
+	// outputs) never links a database driver; blobtest is the contract every store passes.
+	"outputs/pgblob":   {"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
+	"outputs/blobtest": {"outputs", "github.com/google/go-cmp"},
 }
 
 func rulesFor(rel string) ([]string, bool) {

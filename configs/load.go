@@ -161,6 +161,16 @@ func (c *Config) resolvePaths(base string) {
 		c.DataDir = join(c.DataDir)
 	}
 	c.TenantsDir = join(c.TenantsDir)
+	if c.Ledger != nil && c.Ledger.Postgres != nil && c.Ledger.Postgres.DSN.File != "" {
+		p := *c.Ledger.Postgres
+		p.DSN.File = join(p.DSN.File)
+		c.Ledger = &Ledger{Postgres: &p}
+	}
+	if c.Blobs != nil && c.Blobs.Postgres != nil && c.Blobs.Postgres.DSN.File != "" {
+		p := *c.Blobs.Postgres
+		p.DSN.File = join(p.DSN.File)
+		c.Blobs = &Blobs{Postgres: &p}
+	}
 	for name, u := range c.Upstreams {
 		if len(u.Command) > 0 && strings.ContainsRune(u.Command[0], '/') {
 			u.Command = append([]string{join(u.Command[0])}, u.Command[1:]...)

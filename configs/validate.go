@@ -69,6 +69,7 @@ func validate(c *Config, m *meta) Problems {
 	for _, n := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		v.upstream(n, c.Upstreams[n])
 	}
+	v.storage()
 	if len(c.Tenants) == 0 && c.TenantsDir == "" {
 		v.add("tenants", "no tenant is defined; define one here or set tenants_dir")
 	}
@@ -120,7 +121,7 @@ func (v *validator) profile(n string, p Profile) {
 		v.add(at+".output.preview_bytes", "%d is more than output.max_bytes (%d): a preview cannot show more than was captured", *o.PreviewBytes, *o.MaxBytes)
 	}
 	v.enum(at+".output.preserve", "preserve", o.Preserve, preserves)
-	if o.Preserve == PreserveRequired && v.c.DataDir == NoDataDir {
+	if o.Preserve == PreserveRequired && !v.c.BlobStoreConfigured() {
 		v.add(at+".output.preserve", "%q needs a blob store, and data_dir %q means there is none", PreserveRequired, NoDataDir)
 	}
 
@@ -219,15 +220,7 @@ func (v *validator) upstream(n string, u Upstream) {
 		v.add(at+".env", "applies only to a command upstream")
 	}
 	if u.Bearer != nil {
-		b := u.Bearer
-		switch {
-		case b.Env != "" && b.File != "":
-			v.add(at+".bearer", "set exactly one of env or file")
-		case b.Env == "" && b.File == "":
-			v.add(at+".bearer", "set exactly one of env or file")
-		case b.Env != "" && !envName.MatchString(b.Env):
-			v.add(at+".bearer.env", "%q is not an environment variable name", b.Env)
-		}
+		v.credential(at+".bearer", *u.Bearer)
 		if !hasURL {
 			v.add(at+".bearer", "applies only to a url upstream")
 		}
@@ -404,5 +397,36 @@ func (v *validator) binding(at, tn string, t Tenant, b string) {
 		v.add(at, "%q names no tool; use %s__<tool>, or %s__* for all of them", b, up, up)
 	case tool != "*" && strings.ContainsAny(tool, "*?["):
 		v.add(at, "%q: the only wildcard is a whole tool name, %s__*", b, up)
+	}
+}
+
+// credential checks a reference: exactly one of env and file, and env a variable name.
+func (v *validator) credential(at string, c Credential) {
+	switch {
+	case c.Env != "" && c.File != "", c.Env == "" && c.File == "":
+		v.add(at, "set exactly one of env or file")
+	case c.Env != "" && !envName.MatchString(c.Env):
+		v.add(at+".env", "%q is not an environment variable name", c.Env)
+	}
+}
+
+// storage checks the ledger and blobs blocks: each, when present, names its store.
+func (v *validator) storage() {
+	if l := v.c.Ledger; l != nil {
+		if l.Postgres == nil {
+			v.add("ledger", "set postgres: {dsn: {env: NAME}}, or remove ledger for the SQLite ledger under data_dir")
+		} else {
+			v.credential("ledger.postgres.dsn", l.Postgres.DSN)
+			if s := l.Postgres.LeaseSeconds; s != nil && (*s < 1 || *s > 3600) {
+				v.add("ledger.postgres.lease_seconds", "%g is outside 1 to 3600", *s)
+			}
+		}
+	}
+	if b := v.c.Blobs; b != nil {
+		if b.Postgres == nil {
+			v.add("blobs", "set postgres: {dsn: {env: NAME}}, or remove blobs for files under data_dir")
+		} else {
+			v.credential("blobs.postgres.dsn", b.Postgres.DSN)
+		}
 	}
 }

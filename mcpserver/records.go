@@ -99,7 +99,7 @@ func (h *handlers) watchSession(ss *mcp.ServerSession, run budget.RunRef) {
 type execution struct {
 	turn   *upstream.Turn // nil: no upstream tools
 	meter  *budget.Meter  // nil: nothing is metered (no ledger)
-	blobs  *outputs.BlobStore
+	blobs  outputs.BlobStore
 	tenant string
 	log    *slog.Logger
 
@@ -207,7 +207,7 @@ func (x *execution) CallUpstream(ctx context.Context, c upstream.Call, next func
 	hj, _ := json.Marshal(map[string]any{"id": th.ID, "size": th.Size, "lines": th.Lines})
 	if !tk.Reserve(budget.Usage{PreservedBytes: n, TransferBytes: int64(len(hj))}) {
 		// A concurrent call took what was left between the store's limit and now.
-		_ = x.blobs.Delete(x.tenant, h)
+		_ = x.blobs.Delete(ctx, x.tenant, h)
 		o.Status, o.Kind = budget.Failed, string(upstream.BindingResultNotPaged)
 		o.Message = fmt.Sprintf("the result of %s is %d bytes, over the %d bytes this call may hand over, and the budget has no room left to keep it under a handle", c.Tool.Name, len(r.Value), allow)
 		return upstream.Reply{Kind: upstream.BindingResultNotPaged, Message: o.Message, Size: r.Size, Called: true}
@@ -278,13 +278,13 @@ func (x *execution) ReadHandle(ctx context.Context, handle string, offset, limit
 		if limit <= 0 {
 			limit = defaultMatches
 		}
-		m, err := x.blobs.Search(x.tenant, h, pattern, limit, max(maxBytes-4096, 0))
+		m, err := outputs.BlobSearch(ctx, x.blobs, x.tenant, h, pattern, limit, max(maxBytes-4096, 0))
 		if err != nil {
 			return readError(err)
 		}
 		value = matchesValue(m)
 	} else {
-		w, err := x.blobs.Lines(x.tenant, h, offset, limit)
+		w, err := outputs.BlobLines(ctx, x.blobs, x.tenant, h, offset, limit)
 		if err != nil {
 			return readError(err)
 		}
@@ -466,7 +466,7 @@ func usageOf(u budget.Usage) engine.Usage {
 }
 
 // readToolOutput pages any handle of the session's tenant, by line window or regex.
-func (h *handlers) readToolOutput(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct {
 		Handle  string `json:"handle"`
 		Offset  *int   `json:"offset"`
@@ -486,7 +486,7 @@ func (h *handlers) readToolOutput(_ context.Context, req *mcp.CallToolRequest) (
 		if in.Limit != nil {
 			n = *in.Limit
 		}
-		m, err := blobs.Search(h.agent.Tenant, hd, in.Pattern, n, maxReadBytes)
+		m, err := outputs.BlobSearch(ctx, blobs, h.agent.Tenant, hd, in.Pattern, n, maxReadBytes)
 		if err != nil {
 			return hostReadError(err, h.log), nil
 		}
@@ -510,7 +510,7 @@ func (h *handlers) readToolOutput(_ context.Context, req *mcp.CallToolRequest) (
 	if in.Limit != nil {
 		lim = *in.Limit
 	}
-	w, err := blobs.Lines(h.agent.Tenant, hd, off, lim)
+	w, err := outputs.BlobLines(ctx, blobs, h.agent.Tenant, hd, off, lim)
 	if err != nil {
 		return hostReadError(err, h.log), nil
 	}

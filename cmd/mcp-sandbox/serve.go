@@ -46,13 +46,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	st, err := openStorage(ctx, cfg)
 	if err != nil {
-		return exitUsage, err
+		return exitCode(err), err
 	}
 	defer st.close()
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	sweepDone := make(chan struct{})
-	go func() { defer close(sweepDone); st.sweep(sweepCtx, *retention) }()
-	defer func() { stopSweep(); <-sweepDone }()
+	defer st.background(ctx, *retention)()
 	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain()}
 	// However serve ends, programs still running are cancelled and waited for (bounded)
 	// before the ledger and blob store are closed; each transport also drains before it
@@ -389,7 +386,9 @@ tenant and no tokens needs none; listening beyond loopback needs tokens.
 Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-sandbox or
 ~/.local/state/mcp-sandbox; "-" for none): the run ledger and the blob store. A restart on
 the same data_dir records calls that were in flight as unknown and never replays them; kept
-outputs stay readable for --blob-retention.
+outputs stay readable for --blob-retention. With ledger.postgres and blobs.postgres in the
+config, replicas on several machines share them instead: a replica that dies has its calls in
+flight recorded unknown by a survivor within about a lease and a quarter.
 
 At startup every profile an agent uses is opened and described once; an agent naming a
 profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
