@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,7 @@ type execution struct {
 
 	id     string       // from the accepted frame
 	ending failure.Kind // set when the client ends the execution: timeout or cancelled
+	secret string       // the credential the start request carried, to scrub from what the service says
 	st     *stream      // owned by the reader goroutine until it has ended
 	sem    chan struct{}
 	calls  sync.WaitGroup
@@ -53,6 +56,7 @@ func (x *execution) drive(ctx context.Context) *engine.Result {
 	if err != nil {
 		return engine.Refuse(x.t, failure.BackendUnavailable, "nothing was sent: "+err.Error())
 	}
+	x.secret, _ = strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 	wall := time.Duration(x.t.WallSeconds * float64(time.Second))
 	deadline := time.NewTimer(wall + s.opts.Slack)
 	defer deadline.Stop()
@@ -219,7 +223,7 @@ func (x *execution) post(ctx context.Context, path string, v any) {
 	}
 	defer drainBody(resp)
 	if resp.StatusCode/100 != 2 {
-		x.log.Warn("the sandbox service refused a post", "route", path, "answer", answerError(resp))
+		x.log.Warn("the sandbox service refused a post", "route", path, "answer", x.scrub(answerError(resp)))
 	}
 }
 
@@ -291,12 +295,29 @@ func (x *execution) refused(f *ErrorFrame) *engine.Result {
 	if !k.Refusal() {
 		return x.providerError(false, "the sandbox service declined the execution: "+boundMessage(f.Message))
 	}
-	return engine.Refuse(x.t, k, "the sandbox service refused: "+boundMessage(f.Message))
+	return engine.Refuse(x.t, k, "the sandbox service refused: "+x.scrub(boundMessage(f.Message)))
+}
+
+// scrub removes the credential from what the service said: a service holds it, and a hostile
+// one could echo it into an error or an output that would otherwise reach a record.
+func (x *execution) scrub(s string) string {
+	if x.secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, x.secret, "[credential]")
+}
+
+func (x *execution) scrubBytes(b []byte) []byte {
+	if x.secret == "" || !bytes.Contains(b, []byte(x.secret)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(x.secret), []byte("[credential]"))
 }
 
 // providerError is the result of a service that failed to deliver the execution. executed
 // is whether the program may have started.
 func (x *execution) providerError(executed bool, msg string) *engine.Result {
+	msg = x.scrub(msg)
 	x.log.Warn("remote execution failed", "err", msg)
 	res := engine.Refuse(x.t, failure.ProviderError, msg+"; it is not retried")
 	res.Failure.Executed = executed

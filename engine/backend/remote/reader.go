@@ -110,8 +110,9 @@ func (r *frameReader) next() ([]byte, error) {
 		}
 		scanned = r.end
 		if len(r.buf)-r.end < readChunk/4 {
-			// Room for the longest frame and one more read, reached by doubling.
-			size := min(max(2*len(r.buf), readChunk), r.b.MaxFrame+1+readChunk)
+			// Room for the longest frame and one more read, reached in steps of four, so a
+			// stream of long frames allocates little more than the ceiling in all.
+			size := min(max(4*len(r.buf), readChunk), r.b.MaxFrame+1+readChunk)
 			if size > len(r.buf) {
 				grown := make([]byte, size)
 				copy(grown, r.buf[:r.end])

@@ -72,7 +72,29 @@ func (x *execution) finish(r *engine.Result) *engine.Result {
 			}
 		}
 	}
+	x.scrubResult(&res)
 	return &res
+}
+
+// scrubResult removes the credential from every text of res the service wrote.
+func (x *execution) scrubResult(res *engine.Result) {
+	if x.secret == "" {
+		return
+	}
+	res.Value = x.scrubBytes(res.Value)
+	res.Stdout, res.Stderr = x.scrub(res.Stdout), x.scrub(res.Stderr)
+	res.StdoutData, res.StderrData = x.scrubBytes(res.StdoutData), x.scrubBytes(res.StderrData)
+	if res.Failure != nil {
+		f := *res.Failure
+		f.Message, f.Traceback = x.scrub(f.Message), x.scrub(f.Traceback)
+		res.Failure = &f
+	}
+	for i := range res.ArtifactFiles {
+		res.ArtifactFiles[i].Data = x.scrubBytes(res.ArtifactFiles[i].Data)
+	}
+	for i := range res.ArtifactsOmit {
+		res.ArtifactsOmit[i].Reason = x.scrub(res.ArtifactsOmit[i].Reason)
+	}
 }
 
 // check returns why r cannot be handed on, or "".
