@@ -173,8 +173,14 @@ func agentTerms(t configs.Tenant, ce *configs.CodeExecution) (terms engine.Terms
 	return engine.Terms{Limits: req, Network: network, Isolation: level}, refusal
 }
 
+// errNoTenant: a config valid for sandbox-service alone has nothing to serve or run.
+var errNoTenant = usagef("the config defines no tenant; a config with only sandbox_service is for `mcp-sandbox sandbox-service`")
+
 // pickAgent resolves --tenant and --agent, each defaulting to the only one there is.
 func pickAgent(cfg *configs.Config, tenant, agent string) (string, string, error) {
+	if len(cfg.Tenants) == 0 {
+		return "", "", errNoTenant
+	}
 	if tenant == "" {
 		names := sortedKeys(cfg.Tenants)
 		if len(names) != 1 {

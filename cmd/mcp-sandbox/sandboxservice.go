@@ -111,9 +111,11 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 	return exitOK, nil
 }
 
-// tokenTable authenticates a bearer token by its hash, comparing in constant time; the
-// principal is the hash, so an execution answers only the token that started it. No tokens:
-// nil, every request is admitted (the listener is loopback).
+// tokenTable authenticates a bearer token by its hash, comparing in constant time. Every
+// token is the same principal: a caller resolves its credential afresh for each request, so
+// a token rotated during an execution (old and new both listed) still answers it; the
+// execution's id, unguessable and sent only on its own stream, is what ties a reply to it.
+// No tokens: nil, every request is admitted (the listener is loopback).
 func tokenTable(hashes []string) func(string) (string, bool) {
 	if len(hashes) == 0 {
 		return nil
@@ -124,7 +126,7 @@ func tokenTable(hashes []string) func(string) (string, bool) {
 		for _, h := range hashes {
 			found = subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 || found
 		}
-		return want, found
+		return "caller", found
 	}
 }
 

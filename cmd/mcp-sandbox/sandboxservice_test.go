@@ -41,6 +41,17 @@ func TestSandboxServiceUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 saying %q:\n%s", c.args, code, c.want, stderr)
 		}
 	}
+	// A config for the service alone is valid, and serve and run say what it is for.
+	serviceOnly := filepath.Join(dir, "service.yaml")
+	os.WriteFile(serviceOnly, []byte("profiles: {default: {}}\nsandbox_service: {tokens: []}\n"), 0o644)
+	if out, stderr, code := runCLI(t, "", "check", "--config", serviceOnly); code != exitOK {
+		t.Errorf("check: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, args := range [][]string{{"serve", "--config", serviceOnly}, {"run", "--config", serviceOnly, "-"}} {
+		if _, stderr, code := runCLI(t, "1", args...); code != exitUsage || !strings.Contains(stderr, "for `mcp-sandbox sandbox-service`") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
 }
 
 // startService starts the built sandbox-service on a loopback port with a token and returns

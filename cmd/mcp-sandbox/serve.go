@@ -38,6 +38,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitUsage, err
 	}
+	if len(cfg.Tenants) == 0 {
+		return exitUsage, errNoTenant
+	}
 	if *transport != "stdio" && *transport != "http" {
 		return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 	}

@@ -86,8 +86,11 @@
 // the Authorization header only: never in a URL, a log line, an error or a result. A
 // credential over plaintext http:// is refused unless the host is loopback or
 // AllowInsecureHTTP is set; no proxy from the environment is used. The service compares
-// tokens by their SHA-256, as the MCP listener does (cmd holds the table), and binds each
-// execution to the principal that started it: another token's results and cancels are 404.
+// tokens by their SHA-256, as the MCP listener does (cmd holds the table). An execution's
+// routes need a valid token and the execution's id, 128 random bits sent only on its own
+// stream; the service also binds each execution to the principal Authenticate names, so a
+// deployment that gives callers different principals keeps them apart (404). cmd names one
+// principal for all tokens, so a credential rotated during an execution still answers it.
 //
 // # A pool of services
 //

@@ -244,7 +244,16 @@ func TestServiceForwardsCalls(t *testing.T) {
 	}}
 	_, url, _ := scriptedService(t, sb, remote.ServiceOptions{})
 	tools := &recorder{}
-	res := as(t, url, "alice-token").Run(context.Background(), engine.Execution{Program: "p", Tools: tools, ToolNames: []string{"up__echo"}})
+	var resolved atomic.Int32
+	client, err := remote.New(remote.Options{URL: url, Bearer: func(context.Context) (string, error) {
+		resolved.Add(1)
+		return "alice-token", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	res := client.Run(context.Background(), engine.Execution{Program: "p", Tools: tools, ToolNames: []string{"up__echo"}})
 	if res.Failure != nil {
 		t.Fatalf("%s: %s", res.Failure.Kind, res.Failure.Message)
 	}
@@ -266,6 +275,10 @@ func TestServiceForwardsCalls(t *testing.T) {
 	}
 	if tools.calls.Load() != 8 || tools.reads.Load() != 1 {
 		t.Errorf("the caller's ToolCaller saw %d calls and %d reads, want 8 and 1", tools.calls.Load(), tools.reads.Load())
+	}
+	// The credential is resolved afresh for every request: describe, start and nine replies.
+	if n := resolved.Load(); n != 11 {
+		t.Errorf("the credential was resolved %d times, want 11", n)
 	}
 }
 
