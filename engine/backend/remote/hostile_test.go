@@ -128,7 +128,9 @@ type hostileCase struct {
 	// honest cases are controls: their frames are legitimate, so the memory bound, which is
 	// about hostile ones, does not apply.
 	honest bool
-	check  func(t *testing.T, res *engine.Result, f *fake)
+	// cancelAfter, when set, is when the caller cancels.
+	cancelAfter time.Duration
+	check       func(t *testing.T, res *engine.Result, f *fake)
 }
 
 func hostileCases(otherHost *fake, otherURL string) []hostileCase {
@@ -184,6 +186,22 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 		}, check: func(t *testing.T, res *engine.Result, f *fake) {
 			if res.LimitHit == nil || *res.LimitHit != engine.LimitWall {
 				t.Errorf("limit_hit %v, want wall_seconds", res.LimitHit)
+			}
+			if n := f.count("POST /v1/executions/x1/cancel"); n != 1 {
+				t.Errorf("%d cancels posted, want 1", n)
+			}
+		}},
+		{name: "a caller that cancels", want: failure.Cancelled, executed: true, cancelAfter: 300 * time.Millisecond, fake: func(t *testing.T, f *fake) {
+			f.execute = func(w http.ResponseWriter, r *http.Request) {
+				send := stream(w)
+				send(accepted)
+				for send(beat) {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+			if !res.Cancelled {
+				t.Errorf("cancelled is false")
 			}
 			if n := f.count("POST /v1/executions/x1/cancel"); n != 1 {
 				t.Errorf("%d cancels posted, want 1", n)
@@ -304,7 +322,13 @@ func TestHostileStreams(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			res := sb.Run(context.Background(), engine.Execution{Program: "6*7",
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.cancelAfter > 0 {
+				stop := time.AfterFunc(c.cancelAfter, cancel)
+				defer stop.Stop()
+			}
+			res := sb.Run(ctx, engine.Execution{Program: "6*7",
 				Terms: engine.Terms{Limits: engine.Limits{WallSeconds: hostileWall}, Isolation: engine.LevelIsolated}})
 			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
@@ -372,5 +396,44 @@ func TestDescribeRetries(t *testing.T) {
 	}
 	if n.Load() != 3 {
 		t.Errorf("described %d times, want 3", n.Load())
+	}
+}
+
+// A credential over plaintext http is refused unless the host is loopback or
+// AllowInsecureHTTP says the network in between is trusted; a URL never carries one.
+func TestNewRefusesAnExposedCredential(t *testing.T) {
+	bearer := func(context.Context) (string, error) { return "t", nil }
+	for _, c := range []struct {
+		url      string
+		bearer   bool
+		insecure bool
+		ok       bool
+	}{
+		{"http://10.0.0.1:8443", true, false, false},
+		{"http://10.0.0.1:8443", true, true, true},
+		{"http://10.0.0.1:8443", false, false, true},
+		{"http://127.0.0.1:8443", true, false, true},
+		{"http://[::1]:8443", true, false, true},
+		{"http://localhost:8443", true, false, true},
+		{"https://sandboxes.internal", true, false, true},
+		{"https://user:pass@sandboxes.internal", false, false, false},
+		{"https://sandboxes.internal/?token=x", false, false, false},
+		{"ftp://sandboxes.internal", false, false, false},
+		{"sandboxes.internal:8443", false, false, false},
+	} {
+		opts := remote.Options{URL: c.url, AllowInsecureHTTP: c.insecure}
+		if c.bearer {
+			opts.Bearer = bearer
+		}
+		sb, err := remote.New(opts)
+		if (err == nil) != c.ok {
+			t.Errorf("%s bearer=%v insecure=%v: err %v", c.url, c.bearer, c.insecure, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "pass") || strings.Contains(err.Error(), "token=x")) {
+			t.Errorf("the error quotes the URL: %v", err)
+		}
+		if sb != nil {
+			sb.Close()
+		}
 	}
 }
