@@ -57,10 +57,15 @@ sandbox_service: {tokens: [%q], profile: default}
 	}
 }
 
-// remoteConfig serves tenant t, whose programs run on the sandbox service at addr, with the
-// mock as upstream "support" counting into counter and the ledger in dataDir.
-func remoteConfig(addr, counter, dataDir string) string {
-	return fmt.Sprintf(`
+// remoteServe starts `serve` for tenant t, whose programs run on the sandbox service at
+// addr, with the mock as upstream "support" and a ledger of its own. It returns the session,
+// the mock's counter file and the data dir.
+func remoteServe(t *testing.T, addr string) (cs *mcp.ClientSession, counter, dataDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	counter, dataDir = filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
+	t.Setenv("MCP_SANDBOX_CONFORMANCE_TOKEN", sandboxToken)
+	cs, _ = serve(t, fmt.Sprintf(`
 data_dir: %[3]q
 profiles:
   default:
@@ -76,7 +81,8 @@ tenants:
     agents:
       default:
         code_execution: {limits: {wall_seconds: 90}}
-`, built.mock, counter, dataDir, addr)
+`, built.mock, counter, dataDir, addr), nil)
+	return cs, counter, dataDir
 }
 
 // callRunCode runs code and returns run_code's structured result, failed or not.
@@ -127,10 +133,7 @@ func ledgerCalls(t *testing.T, dataDir string) []ledgerCall {
 // record, the mock was called once, and the service's log knows nothing of the upstream.
 func TestRemoteBindingGoesThroughTheCaller(t *testing.T) {
 	addr, _, svcLog := sandboxService(t, "127.0.0.1:0")
-	dir := t.TempDir()
-	counter, dataDir := filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
-	t.Setenv("MCP_SANDBOX_CONFORMANCE_TOKEN", sandboxToken)
-	cs, _ := serve(t, remoteConfig(addr, counter, dataDir), nil)
+	cs, counter, dataDir := remoteServe(t, addr)
 	var got float64
 	run(t, cs, `return (await support__add(a=40, b=2))["sum"]`, &got)
 	if got != 42 {
@@ -160,10 +163,7 @@ func TestRemoteBindingGoesThroughTheCaller(t *testing.T) {
 // next execution works.
 func TestRemoteServiceKilledMidExecution(t *testing.T) {
 	addr, svc, _ := sandboxService(t, "127.0.0.1:0")
-	dir := t.TempDir()
-	counter, dataDir := filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
-	t.Setenv("MCP_SANDBOX_CONFORMANCE_TOKEN", sandboxToken)
-	cs, _ := serve(t, remoteConfig(addr, counter, dataDir), nil)
+	cs, counter, _ := remoteServe(t, addr)
 
 	done := make(chan fullResult, 1)
 	go func() {
