@@ -395,34 +395,6 @@ type serviceExecution struct {
 	pending map[int64]chan Reply
 }
 
-// forward writes the frame mk makes for a fresh id and waits for the caller's Reply. Ids are
-// taken under the writer's lock, so they reach the stream in increasing order.
-func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) engine.ToolReply {
-	ch := make(chan Reply, 1)
-	var id int64
-	err := x.w.numbered(func(n int64) any {
-		id = n
-		x.mu.Lock()
-		x.pending[id] = ch
-		x.mu.Unlock()
-		return mk(n)
-	})
-	defer func() {
-		x.mu.Lock()
-		delete(x.pending, id)
-		x.mu.Unlock()
-	}()
-	if err != nil {
-		return engine.ToolReply{Kind: "cancelled", Message: "the caller of this execution went away"}
-	}
-	select {
-	case rep := <-ch:
-		return rep.toolReply()
-	case <-ctx.Done():
-		return engine.ToolReply{Kind: "cancelled", Message: "the execution ended before the caller answered"}
-	}
-}
-
 // deliver hands rep to the call waiting for it, and reports whether one was.
 func (x *serviceExecution) deliver(rep Reply) bool {
 	x.mu.Lock()

@@ -29,6 +29,34 @@ func (f forwarder) ReadHandle(ctx context.Context, handle string, offset, limit 
 	})
 }
 
+// forward writes the frame mk makes for a fresh id and waits for the caller's Reply. Ids are
+// taken under the writer's lock, so they reach the stream in increasing order.
+func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) engine.ToolReply {
+	ch := make(chan Reply, 1)
+	var id int64
+	err := x.w.numbered(func(n int64) any {
+		id = n
+		x.mu.Lock()
+		x.pending[id] = ch
+		x.mu.Unlock()
+		return mk(n)
+	})
+	defer func() {
+		x.mu.Lock()
+		delete(x.pending, id)
+		x.mu.Unlock()
+	}()
+	if err != nil {
+		return engine.ToolReply{Kind: "cancelled", Message: "the caller of this execution went away"}
+	}
+	select {
+	case rep := <-ch:
+		return rep.toolReply()
+	case <-ctx.Done():
+		return engine.ToolReply{Kind: "cancelled", Message: "the execution ended before the caller answered"}
+	}
+}
+
 // toolReply is the ToolReply a Reply carries.
 func (r *Reply) toolReply() engine.ToolReply {
 	if !r.OK {
