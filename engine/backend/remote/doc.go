@@ -77,8 +77,8 @@
 // timers that end a hostile stream keep running. Kept output is bounded by the profile's
 // output.max_bytes per stream and artifacts.max_bytes (the rest is counted and dropped);
 // IdleTimeout ends a stream silent even of heartbeats. The service bounds request bodies
-// (MaxRequestBytes), executions at once (MaxExecutions) and each frame's write
-// (WriteTimeout).
+// (MaxRequestBytes, and 30 s to arrive, before an execution slot is taken), executions at
+// once (MaxExecutions) and each frame's write (WriteTimeout).
 //
 // # Credentials
 //

@@ -181,9 +181,15 @@ func (s *Service) ready(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readBody reads a bounded JSON body into v, strictly, or answers 400 or 413.
+// readBody reads a bounded JSON body into v, strictly and within bodyTimeout, or answers
+// 400 or 413.
 func (s *Service) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	// Cleared at once: the server's watch for a caller that hangs up reads the connection
+	// too, and a deadline passing there would cancel the execution.
+	_ = rc.SetReadDeadline(time.Time{})
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -221,15 +227,17 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.running.Done()
+	// The body is read before a slot is taken, within a deadline, so a caller that sends it
+	// slowly holds no slot.
+	var req StartRequest
+	if !s.readBody(w, r, &req) {
+		return
+	}
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	default:
 		writeError(w, http.StatusServiceUnavailable, "busy", fmt.Sprintf("the sandbox service is running %d executions, as many as it may", s.opts.MaxExecutions))
-		return
-	}
-	var req StartRequest
-	if !s.readBody(w, r, &req) {
 		return
 	}
 	if req.Protocol != Version {
@@ -360,6 +368,9 @@ func (s *Service) results(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// bodyTimeout bounds the read of a request's body.
+const bodyTimeout = 30 * time.Second
 
 // cancelWait bounds how long a cancel waits for the program's tree to be gone.
 const cancelWait = 5 * time.Second
