@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -130,10 +132,11 @@ func remoteSandbox(t *testing.T, r *engine.Runner) engine.Sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: remote.NewService(remote.ServiceOptions{Sandbox: r}), ReadHeaderTimeout: 10 * time.Second}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := &http.Server{Handler: remote.NewService(remote.ServiceOptions{Sandbox: r, Logger: quiet}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	sb, err := remote.New(remote.Options{URL: "http://" + ln.Addr().String()})
+	sb, err := remote.New(remote.Options{URL: "http://" + ln.Addr().String(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
