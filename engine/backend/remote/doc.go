@@ -58,6 +58,15 @@
 // meet. Terms narrow on both sides and never widen: the client narrows by its profile's hard
 // limits and the service's limit_ceiling; the service's Runner narrows by its own.
 //
+// # Which side decides what
+//
+// The caller's profile decides what it asks and what it accepts: hard limits and network
+// (narrowing the request), the least isolation, how much of each output stream and of the
+// artifacts it keeps, and the binding budget its own meters count. The service's profile
+// decides how a program runs: the backend and its mechanisms, identity, interpreter,
+// environment allowlist, its own hard limits (narrowing again), the previews the model sees
+// (output.preview_bytes) and warm children.
+//
 // # Failures are deterministic, and nothing is re-run by accident
 //
 // An answer other than 200 (redirects included: none is ever followed), a 200 that is not an
