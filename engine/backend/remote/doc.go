@@ -75,7 +75,9 @@
 // isolation below the terms, wider terms, bytes it did not send) are provider_error; such a
 // result is withheld whole. The client's wall clock (the terms' wall_seconds plus Slack) and a
 // caller's cancellation post a cancel and report timeout or cancelled, keeping the output the
-// service's last result carries when it arrives within CancelGrace. Only describe retries;
+// service's last result carries when it arrives within CancelGrace; before the stream is
+// accepted there is no id to cancel, and closing the request ends it (a service cancels an
+// execution whose caller went away). Only describe retries;
 // an execution is never retried, and neither is a reply or a cancel.
 //
 // # Bounds
