@@ -141,15 +141,20 @@ func (x *execution) drive(ctx context.Context) *engine.Result {
 
 	idle := time.NewTimer(s.opts.IdleTimeout)
 	defer idle.Stop()
+	delivering := false
 	for {
 		select {
 		case ev := <-frames:
 			idle.Reset(s.opts.IdleTimeout)
 			if ev.err != nil {
-				if errors.Is(ev.err, io.EOF) || errors.Is(ev.err, io.ErrUnexpectedEOF) {
+				var v *violation
+				switch {
+				case errors.As(ev.err, &v):
+					return x.providerError(x.id != "", "the sandbox service's stream broke the protocol: "+v.msg)
+				case errors.Is(ev.err, io.EOF) || errors.Is(ev.err, io.ErrUnexpectedEOF):
 					return x.providerError(x.id != "", "the sandbox service's stream ended before the program did")
 				}
-				return x.providerError(x.id != "", "the sandbox service's stream broke the protocol: "+ev.err.Error())
+				return x.providerError(x.id != "", "the sandbox service's stream failed before the program ended: "+transportError(ev.err))
 			}
 			switch f := ev.f.(type) {
 			case *Accepted:
@@ -166,6 +171,7 @@ func (x *execution) drive(ctx context.Context) *engine.Result {
 				x.dispatch(callCtx, f)
 			case dataStarted:
 				// The program has ended: what is left is delivering its output.
+				delivering = true
 				deadline.Reset(s.opts.TransferTimeout)
 			case *ResultFrame:
 				<-readerDone
@@ -174,6 +180,9 @@ func (x *execution) drive(ctx context.Context) *engine.Result {
 		case <-idle.C:
 			return x.providerError(x.id != "", fmt.Sprintf("the sandbox service sent nothing for %s", s.opts.IdleTimeout))
 		case <-deadline.C:
+			if delivering {
+				return x.providerError(true, fmt.Sprintf("the sandbox service did not deliver the program's output within %s", s.opts.TransferTimeout))
+			}
 			return x.end(failure.Timeout, frames, readerDone)
 		case <-ctx.Done():
 			return x.end(failure.Cancelled, frames, readerDone)

@@ -56,6 +56,16 @@ const yieldEvery = 256
 // readChunk is how much the reader asks the network for at a time.
 const readChunk = 64 << 10
 
+// violation is a stream that broke the protocol or crossed a bound, as opposed to a
+// connection that failed.
+type violation struct{ msg string }
+
+func (v *violation) Error() string { return v.msg }
+
+func violationf(format string, args ...any) error {
+	return &violation{fmt.Sprintf(format, args...)}
+}
+
 // frameReader splits a stream into lines within Bounds. A line it returns aliases its buffer
 // and is valid until the next call. It belongs to one goroutine.
 type frameReader struct {
@@ -84,24 +94,24 @@ func (r *frameReader) next() ([]byte, error) {
 			r.start = nl + 1
 			scanned = r.start
 			if r.lines++; r.lines > r.b.MaxLines {
-				return nil, fmt.Errorf("the stream passed %d lines", r.b.MaxLines)
+				return nil, violationf("the stream passed %d lines", r.b.MaxLines)
 			}
 			if r.lines%yieldEvery == 0 {
 				runtime.Gosched()
 			}
 			if len(line) > r.b.MaxFrame {
-				return nil, fmt.Errorf("a frame passed %d bytes", r.b.MaxFrame)
+				return nil, violationf("a frame passed %d bytes", r.b.MaxFrame)
 			}
 			if len(line) == 0 {
 				if r.empty++; r.empty > r.b.MaxEmptyLines {
-					return nil, fmt.Errorf("the stream passed %d empty lines", r.b.MaxEmptyLines)
+					return nil, violationf("the stream passed %d empty lines", r.b.MaxEmptyLines)
 				}
 				continue
 			}
 			return line, nil
 		}
 		if r.end-r.start > r.b.MaxFrame {
-			return nil, fmt.Errorf("a frame passed %d bytes", r.b.MaxFrame)
+			return nil, violationf("a frame passed %d bytes", r.b.MaxFrame)
 		}
 		if r.start > 0 {
 			// Keep only the partial line; each byte is moved at most once.
@@ -126,7 +136,7 @@ func (r *frameReader) next() ([]byte, error) {
 		n, err := r.r.Read(r.buf[r.end : r.end+want])
 		r.end += n
 		if r.total += int64(n); r.total > r.b.MaxStream {
-			return nil, fmt.Errorf("the stream passed %d bytes", r.b.MaxStream)
+			return nil, violationf("the stream passed %d bytes", r.b.MaxStream)
 		}
 		if err != nil && n == 0 {
 			if errors.Is(err, io.EOF) {
@@ -175,8 +185,16 @@ func newStream(maxOutput, maxArtifactBytes int64) *stream {
 type dataStarted struct{}
 
 // frame takes one line and returns what the execution must act on (nil for a data frame after
-// the first), or an error when the line breaks the protocol.
+// the first), or a *violation when the line breaks the protocol.
 func (s *stream) frame(line []byte) (any, error) {
+	f, err := s.take(line)
+	if err != nil {
+		return nil, &violation{err.Error()}
+	}
+	return f, nil
+}
+
+func (s *stream) take(line []byte) (any, error) {
 	if s.phase == 3 {
 		return nil, errors.New("a frame followed the end of the stream")
 	}
