@@ -314,7 +314,7 @@ func TestHostileStreams(t *testing.T) {
 			var logs bytes.Buffer
 			sb, err := remote.New(remote.Options{URL: srv.URL, Isolation: engine.LevelIsolated,
 				Bearer: func(context.Context) (string, error) { return hostileToken, nil },
-				Bounds: remote.Bounds{MaxFrame: hostileFrame}, Slack: hostileSlack,
+				Bounds: remote.Bounds{MaxFrame: hostileFrame}, Slack: hostileSlack, CancelGrace: 250 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			if err != nil {
 				t.Fatal(err)
