@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test ./engine/wire -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME)
 	$(GO) test ./configs -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./outputs -run '^$$' -fuzz FuzzPreview -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/backend/remote -run '^$$' -fuzz FuzzStream -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report

@@ -60,6 +60,9 @@ type Config struct {
 	Ledger *Ledger `yaml:"ledger" json:"ledger,omitempty"`
 	// Blobs is where kept outputs and large results live; nil means files under DataDir.
 	Blobs *Blobs `yaml:"blobs" json:"blobs,omitempty"`
+	// SandboxService is read by `mcp-sandbox sandbox-service` only: who may send it
+	// executions and which profile runs them. A config with it needs no tenant.
+	SandboxService *SandboxService `yaml:"sandbox_service" json:"sandbox_service,omitempty"`
 }
 
 // Ledger selects a shared run ledger, for replicas on several machines.
@@ -93,6 +96,15 @@ func (c *Config) BlobStoreConfigured() bool {
 	return c.Blobs != nil && c.Blobs.Postgres != nil || c.DataDir != NoDataDir
 }
 
+// SandboxService is the configuration of `mcp-sandbox sandbox-service`.
+type SandboxService struct {
+	// Tokens are the bearer tokens callers present, as HashToken stores them.
+	Tokens []string `yaml:"tokens" json:"tokens"`
+	// Profile names the profile whose backend and hard limits run the executions; it must be
+	// a local one (default "default").
+	Profile string `yaml:"profile" json:"profile"`
+}
+
 // Profile is a named backend with the deployment's caps on what runs under it.
 type Profile struct {
 	Backend   string `yaml:"backend" json:"backend"`     // local | process | namespaces | bwrap | container | remote
@@ -108,6 +120,17 @@ type Profile struct {
 	BindingBudget BindingBudget  `yaml:"binding_budget" json:"binding_budget"`
 	Output        OutputPolicy   `yaml:"output" json:"output"`
 	Artifacts     ArtifactPolicy `yaml:"artifacts" json:"artifacts"`
+	// Remote is the sandbox service a `remote` profile runs its programs on; only that
+	// backend has it.
+	Remote *Remote `yaml:"remote" json:"remote,omitempty"`
+}
+
+// Remote is where a remote profile's sandbox service listens, and the credential it wants.
+type Remote struct {
+	URL    string      `yaml:"url" json:"url"`
+	Bearer *Credential `yaml:"bearer" json:"bearer,omitempty"`
+	// AllowInsecureHTTP permits the bearer over plaintext http:// to a non-loopback host.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allow_insecure_http"`
 }
 
 // Limits are the resource dimensions of one execution. A nil field means "whatever the next

@@ -38,6 +38,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitUsage, err
 	}
+	if len(cfg.Tenants) == 0 {
+		return exitUsage, errNoTenant
+	}
 	if *transport != "stdio" && *transport != "http" {
 		return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 	}
@@ -105,7 +108,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 // profileSet holds the sandboxes of the profiles in use, each opened and described once.
 type profileSet struct {
 	sandboxes map[string]engine.Sandbox
-	runners   map[string]*engine.Runner
+	runners   map[string]profileSandbox
 	described map[string]*engine.Description
 }
 
@@ -137,7 +140,7 @@ const serveWarm = 1
 // openProfiles opens and describes every profile the given agents use (tenant → agents).
 // An agent naming an unknown profile is a config error naming both.
 func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string) (*profileSet, error) {
-	ps := &profileSet{sandboxes: map[string]engine.Sandbox{}, runners: map[string]*engine.Runner{}, described: map[string]*engine.Description{}}
+	ps := &profileSet{sandboxes: map[string]engine.Sandbox{}, runners: map[string]profileSandbox{}, described: map[string]*engine.Description{}}
 	for _, tname := range sortedKeys(use) {
 		for _, aname := range use[tname] {
 			ce := cfg.Tenants[tname].Agents[aname].CodeExecution
