@@ -16,7 +16,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 #                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
-FAST_PKGS   := . ./binding ./budget ./configs ./engine ./engine/wire ./failure ./mcpserver ./outputs ./upstream
+FAST_PKGS   := . ./binding ./budget ./configs ./engine ./engine/wire ./failure ./internal/pgdb ./mcpserver ./outputs ./outputs/pgblob ./upstream
 INTEG_PKGS  := ./engine/backend/... ./cmd/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 TEST_TIMEOUT        ?= 10m
@@ -32,7 +32,9 @@ help:
 	@echo "make test-all     all three layers, as CI runs them"
 	@echo "make check        gofmt, go vet (linux, darwin, windows), staticcheck (when installed) and make test"
 	@echo "make fuzz         run each fuzz target for a short while"
-	@echo "make bench        measure execution latency beside a bare python3 start"
+	@echo "make bench        measure execution latency beside a bare python3 start, and the run"
+	@echo "                  ledger's cost per binding call on PostgreSQL beside SQLite"
+	@echo "                  (PostgreSQL figures need MCP_SANDBOX_TEST_PG_DSN, as the tests do)"
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
@@ -73,6 +75,7 @@ fuzz:
 	$(GO) test ./configs -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzPreview$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzWindows$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/backend/remote -run '^$$' -fuzz '^FuzzStream$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report

@@ -32,6 +32,35 @@ func buildBindingSubjects(t *testing.T, dir string) (sandbox, mock string) {
 	return sandbox, mock
 }
 
+// bindingConfig writes a config serving one agent of tenant t, granted the mock upstream,
+// with budgets no benchmark reaches; extra is added at the top level (a ledger, say).
+func bindingConfig(t *testing.T, mock, extra string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	cfg := fmt.Sprintf(`
+data_dir: %q
+%s
+profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+    hard_limits: {wall_seconds: 120}
+    binding_budget: {max_calls: 1000000, max_total_bytes: 1GiB, max_produced_bytes: 1GiB}
+upstreams:
+  mock: {command: [%q]}
+tenants:
+  t:
+    upstreams: [mock]
+    agents:
+      default: {code_execution: {limits: {wall_seconds: 120}}}
+`, t.TempDir(), extra, mock)
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -50,27 +79,7 @@ func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 // run_code's fixed cost (starting the child), shown separately as an empty program.
 func TestReportBindings(t *testing.T) {
 	sandbox, mock := buildBindingSubjects(t, t.TempDir())
-	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-	cfg := fmt.Sprintf(`
-data_dir: %q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 120}
-    binding_budget: {max_calls: 1000000, max_total_bytes: 1GiB, max_produced_bytes: 1GiB}
-upstreams:
-  mock: {command: [%q]}
-tenants:
-  t:
-    upstreams: [mock]
-    agents:
-      default: {code_execution: {limits: {wall_seconds: 120}}}
-`, t.TempDir(), mock)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := bindingConfig(t, mock, "")
 	direct := connect(t, exec.Command(mock))
 	host := connect(t, exec.Command(sandbox, "serve", "--config", cfgPath))
 	ctx := context.Background()

@@ -6,6 +6,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -15,6 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
 
@@ -50,20 +55,29 @@ func TestReport(t *testing.T) {
 	}
 	type subject struct {
 		name   string
-		runner *engine.Runner
+		runner engine.Sandbox
 		runs   []time.Duration
 	}
 	var subjects []*subject
-	add := func(name string, b engine.Backend, warm int) {
+	newRunner := func(b engine.Backend, warm int) *engine.Runner {
 		r, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: warm})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { r.Close() })
-		subjects = append(subjects, &subject{name: name, runner: r})
+		return r
+	}
+	add := func(name string, b engine.Backend, warm int) {
+		subjects = append(subjects, &subject{name: name, runner: newRunner(b, warm)})
+	}
+	// addRemote measures the remote level: the remote backend, over loopback HTTP, to a
+	// sandbox service in this process running b.
+	addRemote := func(name string, b engine.Backend, warm int) {
+		subjects = append(subjects, &subject{name: name, runner: remoteSandbox(t, newRunner(b, warm))})
 	}
 	add("process level, cold start", pb, 0)
 	add("process level, warm child (Warm: 1)", pb, 1)
+	local := engine.Backend(pb)
 	if ok, why := namespaces.Available(&namespaces.Options{}); ok {
 		nb, err := namespaces.New(ctx, &namespaces.Options{})
 		if err != nil {
@@ -71,9 +85,12 @@ func TestReport(t *testing.T) {
 		}
 		add("isolated level (namespaces), cold start", nb, 0)
 		add("isolated level (namespaces), warm child", nb, 1)
+		local = nb
 	} else {
 		t.Logf("isolated level not measured: %s", why)
 	}
+	addRemote("remote level (→ "+local.Name()+"), cold start", local, 0)
+	addRemote("remote level (→ "+local.Name()+"), warm child", local, 1)
 	py := pb.Python()
 	var bare []time.Duration
 	for i := 0; i < samples()+2; i++ {
@@ -100,12 +117,31 @@ func TestReport(t *testing.T) {
 	}
 	mb := median(bare)
 	row := func(name string, d time.Duration) string {
-		return fmt.Sprintf("%-46s %9s  %5.2fx  %+9s", name, d.Round(10*time.Microsecond), float64(d)/float64(mb), (d - mb).Round(10*time.Microsecond))
+		return fmt.Sprintf("%-50s %9s  %5.2fx  %+9s", name, d.Round(10*time.Microsecond), float64(d)/float64(mb), (d - mb).Round(10*time.Microsecond))
 	}
-	out := fmt.Sprintf("median of %d samples each\n%-46s %9s  %6s  %9s\n%s", len(bare), "", "median", "ratio", "vs bare", row("bare "+py+" -I -c pass", mb))
+	out := fmt.Sprintf("median of %d samples each\n%-50s %9s  %6s  %9s\n%s", len(bare), "", "median", "ratio", "vs bare", row("bare "+py+" -I -c pass", mb))
 	for _, s := range subjects {
 		out += "\n" + row(s.name, median(s.runs))
 	}
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
+}
+
+// remoteSandbox serves r as a sandbox service on a loopback port for the rest of the test and
+// returns the remote backend that reaches it.
+func remoteSandbox(t *testing.T, r *engine.Runner) engine.Sandbox {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := &http.Server{Handler: remote.NewService(&remote.ServiceOptions{Sandbox: r, Logger: quiet}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	sb, err := remote.New(&remote.Options{URL: "http://" + ln.Addr().String(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return sb
 }

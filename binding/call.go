@@ -27,7 +27,7 @@ type Options struct {
 	Meter *budget.Meter
 	// Blobs keeps a result over the transfer allowance under a handle; nil means such a result
 	// is binding_result_not_paged.
-	Blobs *outputs.BlobStore
+	Blobs outputs.BlobStore
 	// Tenant owns the handles the calls produce.
 	Tenant string
 	// MaxConcurrentCalls caps the calls in flight; zero means DefaultMaxConcurrentCalls.
@@ -42,7 +42,7 @@ type Options struct {
 type Execution struct {
 	turn   *upstream.Turn
 	meter  *budget.Meter
-	blobs  *outputs.BlobStore
+	blobs  outputs.BlobStore
 	tenant string
 	log    *slog.Logger
 	slots  chan struct{} // one per call in flight

@@ -60,7 +60,7 @@ func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.
 	ref = &outputs.HandleRef{ID: h, Size: n, Lines: lineCount(content)}
 	if !tk.Reserve(budget.Usage{PreservedBytes: n, TransferBytes: int64(len(handleJSON(ref)))}) {
 		// A concurrent call took what was left between the store's limit and now.
-		_ = x.blobs.Delete(x.tenant, h)
+		_ = x.blobs.Delete(ctx, x.tenant, h)
 		return nil, "", "the budget has no room left to keep it under a handle"
 	}
 	x.mu.Lock()

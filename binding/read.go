@@ -66,7 +66,7 @@ type Page struct {
 // JSON, is binding_result_too_large, and a pattern read is cut to fit it. Kinds: unavailable
 // (no such handle for this tenant), invalid_arguments (a bad window or pattern),
 // binding_result_too_large, upstream_error (the store failed; Err says how).
-func Read(blobs *outputs.BlobStore, tenant string, a ReadArgs, maxBytes int64) (Page, *failure.Error) {
+func Read(ctx context.Context, blobs outputs.BlobStore, tenant string, a ReadArgs, maxBytes int64) (Page, *failure.Error) {
 	if blobs == nil {
 		return Page{}, failure.New(failure.Unavailable, "no output is kept here: there is no blob store")
 	}
@@ -78,7 +78,7 @@ func Read(blobs *outputs.BlobStore, tenant string, a ReadArgs, maxBytes int64) (
 		if a.Limit != nil && *a.Limit > 0 {
 			n = *a.Limit
 		}
-		m, err := blobs.Search(tenant, h, *a.Pattern, n, int(max(min(maxBytes, math.MaxInt32)-4096, 0)))
+		m, err := outputs.BlobSearch(ctx, blobs, tenant, h, *a.Pattern, n, int(max(min(maxBytes, math.MaxInt32)-4096, 0)))
 		if err != nil {
 			return Page{}, readError(err)
 		}
@@ -95,7 +95,7 @@ func Read(blobs *outputs.BlobStore, tenant string, a ReadArgs, maxBytes int64) (
 		if a.Limit != nil {
 			lim = *a.Limit
 		}
-		w, err := blobs.Lines(tenant, h, off, lim)
+		w, err := outputs.BlobLines(ctx, blobs, tenant, h, off, lim)
 		if err != nil {
 			return Page{}, readError(err)
 		}
@@ -145,7 +145,7 @@ func (x *Execution) read(ctx context.Context, a ReadArgs) outputs.Reply {
 	if x.meter != nil {
 		allow = min(allow, x.meter.TransferAllowance())
 	}
-	p, fe := Read(x.blobs, x.tenant, a, allow)
+	p, fe := Read(ctx, x.blobs, x.tenant, a, allow)
 	switch {
 	case fe == nil:
 	case fe.Kind == failure.Unavailable:

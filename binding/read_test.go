@@ -61,7 +61,7 @@ func newExecution(t *testing.T, limits budget.Limits) *Execution {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { led.Close() })
-	blobs, err := outputs.OpenBlobStore(dir + "/blobs")
+	blobs, err := outputs.OpenFileStore(dir + "/blobs")
 	if err != nil {
 		t.Fatal(err)
 	}

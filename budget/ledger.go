@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // RunRef names a Run: the MCP session id, or the id a host names in _meta (mcp-sandbox/run),
@@ -120,12 +122,25 @@ type Ledger interface {
 	RunUsage(ctx context.Context, run RunRef) (Usage, error)
 	// Call returns one recorded call.
 	Call(ctx context.Context, id string) (CallRecord, error)
-	// Recover marks every started call that has no end, and whose writer is gone (crashed or
-	// closed), as Unknown, and returns them. They stay counted and are never replayed. It is
-	// meant for startup; calls in flight in a live process (this one or another) are untouched.
+	// Recover marks every started call that has no end, and whose owner is gone (crashed or
+	// closed), as Unknown, and returns the calls this pass changed. They stay counted and are
+	// never replayed. Each open Ledger is an owner, alive while it holds its liveness token
+	// (SQLite: a flock the kernel drops when the process dies; PostgreSQL: a lease row it
+	// renews). Calls of a live owner, this one or another, are untouched. It may run at any
+	// time and in several owners at once (RunRecovery runs it periodically): each call is
+	// recorded unknown, and returned, once.
 	Recover(ctx context.Context) ([]CallRecord, error)
 
 	Close() error
+}
+
+// runRefusal is the refusal of a metered call by a Run whose usage u has reached runLimits, or
+// nil while a call may still be admitted.
+func runRefusal(u Usage, runLimits Limits) *failure.Error {
+	if which := u.Exhausted(runLimits, 0); which != "" {
+		return failure.New(failure.BudgetExceeded, "the run's binding budget is spent: %s reached", which)
+	}
+	return nil
 }
 
 // NewID returns a fresh random id with the given prefix: 128 bits, hex.

@@ -1,10 +1,12 @@
 package budget
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -33,6 +35,8 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) Ledger, reopen
 		contractConcurrent(t, a, reopen(t, a), 64, 10)
 	})
 	t.Run("RecoverAfterCrash", func(t *testing.T) { contractCrash(t, newLedger(t), reopen) })
+	t.Run("SurvivorsRecoverOnce", func(t *testing.T) { contractSurvivors(t, newLedger(t), reopen) })
+	t.Run("RunRecoveryWatches", func(t *testing.T) { contractWatch(t, newLedger(t), reopen) })
 	t.Run("RecoverSparesOtherLiveOpener", func(t *testing.T) {
 		a := newLedger(t)
 		b := reopen(t, a)
@@ -361,5 +365,82 @@ func contractCrash(t *testing.T, l Ledger, reopen func(t *testing.T, l Ledger) L
 	}
 	if err := l2.FinishCall(ctx, CallFinish{ID: "inflight", Status: Succeeded}); !errors.Is(err, ErrAlreadyFinished) {
 		t.Errorf("finishing an unknown call = %v, want ErrAlreadyFinished", err)
+	}
+}
+
+// contractSurvivors: an owner dies with a call in flight while three others live on, and all
+// three recover at once: the call is recorded unknown exactly once, by one of them.
+func contractSurvivors(t *testing.T, dead Ledger, reopen func(t *testing.T, l Ledger) Ledger) {
+	ctx := t.Context()
+	run := RunRef{Tenant: "t", ID: "r"}
+	mustStartExec(t, dead, run, "x1")
+	if _, err := dead.StartCall(ctx, call("inflight", run, "x1"), Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	survivors := []Ledger{reopen(t, dead), reopen(t, dead), reopen(t, dead)}
+	if err := dead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []CallRecord
+	var wg sync.WaitGroup
+	for _, s := range survivors {
+		wg.Go(func() {
+			lost, err := s.Recover(ctx)
+			if err != nil {
+				t.Errorf("Recover: %v", err)
+			}
+			mu.Lock()
+			got = append(got, lost...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(got) != 1 || got[0].ID != "inflight" || got[0].Status != Unknown {
+		t.Errorf("survivors recovered %+v; want the in-flight call once", got)
+	}
+	if u := mustUsage(t, survivors[0], run); u.Calls != 1 {
+		t.Errorf("run calls = %d, want 1", u.Calls)
+	}
+}
+
+// contractWatch: RunRecovery, left running in a survivor, records a call of an owner that
+// dies after the survivor started (not only at startup), and reports it once.
+func contractWatch(t *testing.T, dead Ledger, reopen func(t *testing.T, l Ledger) Ledger) {
+	ctx, cancel := context.WithCancel(t.Context())
+	survivor := reopen(t, dead)
+	reports := make(chan []CallRecord, 16)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		RunRecovery(ctx, survivor, 20*time.Millisecond, func(lost []CallRecord, err error) {
+			if err != nil {
+				t.Errorf("recovery pass: %v", err)
+			}
+			reports <- lost
+		})
+	})
+	defer func() { cancel(); wg.Wait() }()
+	time.Sleep(100 * time.Millisecond) // a few passes with nothing to do
+	run := RunRef{Tenant: "t", ID: "r"}
+	mustStartExec(t, dead, run, "x1")
+	if _, err := dead.StartCall(ctx, call("inflight", run, "x1"), Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case lost := <-reports:
+		if len(lost) != 1 || lost[0].ID != "inflight" || lost[0].Status != Unknown {
+			t.Errorf("reported %+v; want the in-flight call", lost)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call of an owner that died was never recovered")
+	}
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case lost := <-reports:
+		t.Errorf("reported again: %+v", lost)
+	default:
 	}
 }

@@ -292,8 +292,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 		}
 		metered := c.ExecutionID != ""
 		if metered {
-			if which := u.Exhausted(runLimits, 0); which != "" {
-				refusal = failure.New(failure.BudgetExceeded, "the run's binding budget is spent: %s reached", which)
+			if refusal = runRefusal(u, runLimits); refusal != nil {
 				after = u
 				return insertCall(ctx, tx, c, s.owner.id, Refused, false, t, string(refusal.Kind), refusal.Message)
 			}
@@ -494,13 +493,12 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 			continue
 		}
 		err = s.write(ctx, func(tx *stmtTx) error {
-			if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,
+			// RETURNING: only the calls this pass changed, so survivors recovering the same
+			// owner at once (a closed owner's lock file is gone, so none holds it) report each
+			// call once between them.
+			rs, err := tx.QueryContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,
 				message = 'the host stopped while the call was in flight; it is counted and not replayed'
-				WHERE owner = ? AND status = 'started'`, now(), o); err != nil {
-				return err
-			}
-			rs, err := tx.QueryContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE owner = ? AND status = 'unknown'
-				ORDER BY started_at`, o)
+				WHERE owner = ? AND status = 'started' RETURNING `+callColumns, now(), o)
 			if err != nil {
 				return err
 			}
@@ -519,6 +517,7 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 			return out, fmt.Errorf("budget: recover: %w", err)
 		}
 	}
+	sortByStart(out)
 	return out, nil
 }
 

@@ -22,15 +22,22 @@ func openSQLite(t *testing.T, dir string) *SQLite {
 }
 
 func TestSQLiteLedgerContract(t *testing.T) {
-	dirs := map[Ledger]string{}
+	runLedgerContractAt(t, func(t *testing.T) string { return t.TempDir() },
+		func(t *testing.T, dir string) Ledger { return openSQLite(t, dir) })
+}
+
+// runLedgerContractAt runs RunLedgerContract on ledgers open makes at a place fresh makes (a
+// directory, a database schema); reopening a ledger opens its place again.
+func runLedgerContractAt(t *testing.T, fresh func(t *testing.T) string, open func(t *testing.T, at string) Ledger) {
+	places := map[Ledger]string{}
 	RunLedgerContract(t,
 		func(t *testing.T) Ledger {
-			dir := t.TempDir()
-			l := openSQLite(t, dir)
-			dirs[l] = dir
+			at := fresh(t)
+			l := open(t, at)
+			places[l] = at
 			return l
 		},
-		func(t *testing.T, l Ledger) Ledger { return openSQLite(t, dirs[l]) })
+		func(t *testing.T, l Ledger) Ledger { return open(t, places[l]) })
 }
 
 func TestSQLiteIsWAL(t *testing.T) {

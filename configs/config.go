@@ -55,6 +55,54 @@ type Config struct {
 	// Sandbox is the top-level `sandbox:` block: one profile, registered as "default". Only a
 	// hand-built Config carries it; Parse and Load move it into Profiles.
 	Sandbox *Profile `yaml:"sandbox" json:"sandbox,omitempty"`
+	// Ledger is where Runs, executions and tool calls are recorded and budgets counted; nil
+	// means the SQLite ledger under DataDir.
+	Ledger *Ledger `yaml:"ledger" json:"ledger,omitempty"`
+	// Blobs is where kept outputs and large results live; nil means files under DataDir.
+	Blobs *Blobs `yaml:"blobs" json:"blobs,omitempty"`
+	// SandboxService is read by `mcp-sandbox sandbox-service` only: who may send it
+	// executions and which profile runs them. A config with it needs no tenant.
+	SandboxService *SandboxService `yaml:"sandbox_service" json:"sandbox_service,omitempty"`
+}
+
+// Ledger selects a shared run ledger, for replicas on several machines.
+type Ledger struct {
+	Postgres *LedgerPostgres `yaml:"postgres" json:"postgres,omitempty"`
+}
+
+// LedgerPostgres is the run ledger on PostgreSQL.
+type LedgerPostgres struct {
+	// DSN is a reference to the connection string (a URL postgres://… or key=value pairs).
+	DSN Credential `yaml:"dsn" json:"dsn"`
+	// LeaseSeconds is how long a replica's lease lasts without renewal: a replica that dies
+	// has the calls it left in flight recorded unknown by a survivor within about a lease and
+	// a quarter (survivors look every quarter lease). nil means 30.
+	LeaseSeconds *float64 `yaml:"lease_seconds" json:"lease_seconds,omitempty"`
+}
+
+// Blobs selects a shared blob store, for replicas on several machines.
+type Blobs struct {
+	Postgres *BlobsPostgres `yaml:"postgres" json:"postgres,omitempty"`
+}
+
+// BlobsPostgres is the blob store on PostgreSQL.
+type BlobsPostgres struct {
+	// DSN is a reference to the connection string, as for the ledger (often the same one).
+	DSN Credential `yaml:"dsn" json:"dsn"`
+}
+
+// BlobStoreConfigured reports whether c has a blob store: a shared one, or a data dir.
+func (c *Config) BlobStoreConfigured() bool {
+	return c.Blobs != nil && c.Blobs.Postgres != nil || c.DataDir != NoDataDir
+}
+
+// SandboxService is the configuration of `mcp-sandbox sandbox-service`.
+type SandboxService struct {
+	// Tokens are the bearer tokens callers present, as HashToken stores them.
+	Tokens []string `yaml:"tokens" json:"tokens"`
+	// Profile names the profile whose backend and hard limits run the executions; it must be
+	// a local one (default "default").
+	Profile string `yaml:"profile" json:"profile"`
 }
 
 // Profile is a named backend with the deployment's caps on what runs under it.
@@ -72,6 +120,17 @@ type Profile struct {
 	BindingBudget BindingBudget  `yaml:"binding_budget" json:"binding_budget"`
 	Output        OutputPolicy   `yaml:"output" json:"output"`
 	Artifacts     ArtifactPolicy `yaml:"artifacts" json:"artifacts"`
+	// Remote is the sandbox service a `remote` profile runs its programs on; only that
+	// backend has it.
+	Remote *Remote `yaml:"remote" json:"remote,omitempty"`
+}
+
+// Remote is where a remote profile's sandbox service listens, and the credential it wants.
+type Remote struct {
+	URL    string      `yaml:"url" json:"url"`
+	Bearer *Credential `yaml:"bearer" json:"bearer,omitempty"`
+	// AllowInsecureHTTP permits the bearer over plaintext http:// to a non-loopback host.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allow_insecure_http"`
 }
 
 // Limits are the resource dimensions of one execution. A nil field means "whatever the next

@@ -161,6 +161,33 @@ func (c *Config) resolvePaths(base string) {
 		c.DataDir = join(c.DataDir)
 	}
 	c.TenantsDir = join(c.TenantsDir)
+	if c.Ledger != nil && c.Ledger.Postgres != nil && c.Ledger.Postgres.DSN.File != "" {
+		p := *c.Ledger.Postgres
+		p.DSN.File = join(p.DSN.File)
+		c.Ledger = &Ledger{Postgres: &p}
+	}
+	if c.Blobs != nil && c.Blobs.Postgres != nil && c.Blobs.Postgres.DSN.File != "" {
+		p := *c.Blobs.Postgres
+		p.DSN.File = join(p.DSN.File)
+		c.Blobs = &Blobs{Postgres: &p}
+	}
+	remoteBearer := func(p *Profile) {
+		if p.Remote != nil && p.Remote.Bearer != nil && p.Remote.Bearer.File != "" {
+			r, b := *p.Remote, *p.Remote.Bearer
+			b.File = join(b.File)
+			r.Bearer = &b
+			p.Remote = &r
+		}
+	}
+	for name, p := range c.Profiles {
+		remoteBearer(&p)
+		c.Profiles[name] = p
+	}
+	if c.Sandbox != nil {
+		p := *c.Sandbox
+		remoteBearer(&p)
+		c.Sandbox = &p
+	}
 	for name, u := range c.Upstreams {
 		if len(u.Command) > 0 && strings.ContainsRune(u.Command[0], '/') {
 			u.Command = append([]string{join(u.Command[0])}, u.Command[1:]...)

@@ -69,8 +69,12 @@ func validate(c *Config, m *meta) Problems {
 	for _, n := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		v.upstream(n, c.Upstreams[n])
 	}
-	if len(c.Tenants) == 0 && c.TenantsDir == "" {
+	v.storage()
+	if len(c.Tenants) == 0 && c.TenantsDir == "" && c.SandboxService == nil {
 		v.add("tenants", "no tenant is defined; define one here or set tenants_dir")
+	}
+	if c.SandboxService != nil {
+		v.sandboxService(*c.SandboxService)
 	}
 	tokens := map[string]string{}
 	for _, n := range slices.Sorted(maps.Keys(c.Tenants)) {
@@ -120,7 +124,7 @@ func (v *validator) profile(n string, p Profile) {
 		v.add(at+".output.preview_bytes", "%d is more than output.max_bytes (%d): a preview cannot show more than was captured", *o.PreviewBytes, *o.MaxBytes)
 	}
 	v.enum(at+".output.preserve", "preserve", o.Preserve, preserves)
-	if o.Preserve == PreserveRequired && v.c.DataDir == NoDataDir {
+	if o.Preserve == PreserveRequired && !v.c.BlobStoreConfigured() {
 		v.add(at+".output.preserve", "%q needs a blob store, and data_dir %q means there is none", PreserveRequired, NoDataDir)
 	}
 
@@ -128,6 +132,69 @@ func (v *validator) profile(n string, p Profile) {
 	v.enum(at+".artifacts.collection", "collection", a.Collection, collects)
 	v.positive(at+".artifacts.max_files", a.MaxFiles)
 	v.positive(at+".artifacts.max_bytes", a.MaxBytes)
+	v.remote(at, p)
+}
+
+// remote checks a profile's remote block: present exactly for backend remote, with a service
+// URL and credential checked as an upstream's are. What only a local backend uses is refused
+// on a remote profile, because the service's own profile decides it.
+func (v *validator) remote(at string, p Profile) {
+	if p.Backend != BackendRemote {
+		if p.Remote != nil {
+			v.add(at+".remote", "applies only to backend %q", BackendRemote)
+		}
+		return
+	}
+	if p.Remote == nil {
+		v.add(at+".remote", "backend %q needs a remote block: {url: \"https://host:port\", bearer: {env: NAME}}", BackendRemote)
+	} else {
+		r := p.Remote
+		if r.Bearer != nil {
+			v.credential(at+".remote.bearer", *r.Bearer)
+		}
+		if r.URL == "" {
+			v.add(at+".remote.url", "the sandbox service's URL is required")
+		} else {
+			v.serviceURL(at+".remote", r.URL, r.Bearer, r.AllowInsecureHTTP)
+		}
+	}
+	local := "applies to local backends; a remote profile runs on the sandbox service's own profile"
+	if p.Python != "" {
+		v.add(at+".python", "%s", local)
+	}
+	if len(p.EnvAllowlist) > 0 {
+		v.add(at+".env_allowlist", "%s", local)
+	}
+	if p.AllowSameUID {
+		v.add(at+".allow_same_uid", "%s", local)
+	}
+}
+
+// sandboxService checks the sandbox_service block: hashed tokens, and a local profile.
+func (v *validator) sandboxService(s SandboxService) {
+	const at = "sandbox_service"
+	seen := map[string]bool{}
+	for i, tok := range s.Tokens {
+		p := indexPath(at+".tokens", i)
+		switch {
+		case !tokenHash.MatchString(tok):
+			// The value is not quoted: someone may have pasted the token itself.
+			v.add(p, `must be "sha256:" followed by 64 lowercase hex digits (the SHA-256 of the token, never the token)`)
+		case seen[tok]:
+			v.add(p, "token listed twice")
+		}
+		seen[tok] = true
+	}
+	name := s.Profile
+	if name == "" {
+		name = DefaultProfileName
+	}
+	switch p, ok := v.c.Profiles[name]; {
+	case !ok:
+		v.add(at+".profile", "unknown profile %q (defined: %s)", name, list(slices.Sorted(maps.Keys(v.c.Profiles))))
+	case p.Backend == BackendRemote:
+		v.add(at+".profile", "profile %q is remote; a sandbox service runs programs on a local backend", name)
+	}
 }
 
 func (v *validator) runAs(at, s string) {
@@ -219,15 +286,7 @@ func (v *validator) upstream(n string, u Upstream) {
 		v.add(at+".env", "applies only to a command upstream")
 	}
 	if u.Bearer != nil {
-		b := u.Bearer
-		switch {
-		case b.Env != "" && b.File != "":
-			v.add(at+".bearer", "set exactly one of env or file")
-		case b.Env == "" && b.File == "":
-			v.add(at+".bearer", "set exactly one of env or file")
-		case b.Env != "" && !envName.MatchString(b.Env):
-			v.add(at+".bearer.env", "%q is not an environment variable name", b.Env)
-		}
+		v.credential(at+".bearer", *u.Bearer)
 		if !hasURL {
 			v.add(at+".bearer", "applies only to a url upstream")
 		}
@@ -236,13 +295,27 @@ func (v *validator) upstream(n string, u Upstream) {
 		v.add(at+".allow_insecure_http", "applies only to a url upstream")
 	}
 	if hasURL {
-		v.upstreamURL(at, u)
+		v.serviceURL(at, u.URL, u.Bearer, u.AllowInsecureHTTP)
 	}
 }
 
-// upstreamURL checks a URL without ever quoting it: a URL may carry a secret in its query.
-func (v *validator) upstreamURL(at string, u Upstream) {
-	p, err := url.Parse(u.URL)
+// credential checks a reference to a secret: exactly one of env and file.
+func (v *validator) credential(at string, b Credential) {
+	switch {
+	case b.Env != "" && b.File != "":
+		v.add(at, "set exactly one of env or file")
+	case b.Env == "" && b.File == "":
+		v.add(at, "set exactly one of env or file")
+	case b.Env != "" && !envName.MatchString(b.Env):
+		v.add(at+".env", "%q is not an environment variable name", b.Env)
+	}
+}
+
+// serviceURL checks the URL of a service this deployment is a client of (an upstream, a
+// sandbox service) with its credential, without ever quoting it: a URL may carry a secret in
+// its query.
+func (v *validator) serviceURL(at, raw string, bearer *Credential, allowInsecure bool) {
+	p, err := url.Parse(raw)
 	switch {
 	case err != nil:
 		v.add(at+".url", "not a valid URL")
@@ -257,7 +330,7 @@ func (v *validator) upstreamURL(at string, u Upstream) {
 		v.add(at+".url", "the URL carries credentials; put them in bearer (a reference) instead")
 		return
 	}
-	if p.Scheme == "http" && u.Bearer != nil && !u.AllowInsecureHTTP && !loopback(p.Hostname()) {
+	if p.Scheme == "http" && bearer != nil && !allowInsecure && !loopback(p.Hostname()) {
 		v.add(at+".bearer", "a credential is refused over plaintext http to a non-loopback host; use https, or set allow_insecure_http: true if the network in between is trusted")
 	}
 }
@@ -404,5 +477,26 @@ func (v *validator) binding(at, tn string, t Tenant, b string) {
 		v.add(at, "%q names no tool; use %s__<tool>, or %s__* for all of them", b, up, up)
 	case tool != "*" && strings.ContainsAny(tool, "*?["):
 		v.add(at, "%q: the only wildcard is a whole tool name, %s__*", b, up)
+	}
+}
+
+// storage checks the ledger and blobs blocks: each, when present, names its store.
+func (v *validator) storage() {
+	if l := v.c.Ledger; l != nil {
+		if l.Postgres == nil {
+			v.add("ledger", "set postgres: {dsn: {env: NAME}}, or remove ledger for the SQLite ledger under data_dir")
+		} else {
+			v.credential("ledger.postgres.dsn", l.Postgres.DSN)
+			if s := l.Postgres.LeaseSeconds; s != nil && (*s < 1 || *s > 3600) {
+				v.add("ledger.postgres.lease_seconds", "%g is outside 1 to 3600", *s)
+			}
+		}
+	}
+	if b := v.c.Blobs; b != nil {
+		if b.Postgres == nil {
+			v.add("blobs", "set postgres: {dsn: {env: NAME}}, or remove blobs for files under data_dir")
+		} else {
+			v.credential("blobs.postgres.dsn", b.Postgres.DSN)
+		}
 	}
 }

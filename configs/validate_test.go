@@ -279,6 +279,39 @@ func TestValidationProblems(t *testing.T) {
 			),
 		},
 		{
+			name: "ledger and blobs on postgres",
+			data: doc(
+				"data_dir: '-'",
+				"ledger: {postgres: {dsn: {env: PG_DSN}, lease_seconds: 5}}",
+				"blobs: {postgres: {dsn: {file: secrets/dsn}}}",
+				"profiles: {default: {output: {preserve: required}}}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+		},
+		{
+			name: "ledger and blobs name their store and a credential reference",
+			data: doc(
+				"ledger: {postgres: {dsn: {env: 'not a name'}, lease_seconds: 0.5}}",
+				"blobs: {}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+			want: []string{
+				`t.yaml:1: ledger.postgres.dsn.env: "not a name" is not an environment variable name`,
+				`t.yaml:1: ledger.postgres.lease_seconds: 0.5 is outside 1 to 3600`,
+				`t.yaml:2: blobs: set postgres: {dsn: {env: NAME}}, or remove blobs for files under data_dir`,
+			},
+		},
+		{
+			name: "a DSN is a reference, never the secret",
+			data: doc(
+				"ledger: {postgres: {dsn: 'postgres://u:hunter2@db/x'}}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+			want: []string{
+				`t.yaml:1: ledger.postgres.dsn: expected a mapping {env: NAME} or {file: PATH}, got a string: a credential is a reference, never the secret itself`,
+			},
+		},
+		{
 			name: "problems from every part, sorted by line",
 			data: doc(
 				"tenants:",

@@ -56,6 +56,9 @@ func (c *Config) AgentVersion(tenant, agent string) (string, error) {
 			return "", failure.New(failure.ConfigInvalid, "tenants.%s.agents.%s.code_execution.profile: unknown profile %q", tenant, agent, ce.Profile)
 		}
 		p.EnvAllowlist = sortedSet(p.EnvAllowlist)
+		// Where a remote profile's service listens is an address, like an upstream's: it
+		// changes without the agent changing.
+		p.Remote = nil
 		in.Profile = &p
 	}
 	data, err := json.Marshal(in)

@@ -114,12 +114,12 @@ func usageOf(u budget.Usage) engine.Usage {
 
 // readToolOutput pages any handle of the session's tenant, by line window or regex, through
 // binding.Read (the same reader a program's handle.read() uses) and renders it for the host.
-func (h *handlers) readToolOutput(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in binding.ReadArgs
 	if bad := decodeArgs(req, &in); bad != nil {
 		return bad, nil
 	}
-	p, fe := binding.Read(h.opts.Blobs, h.agent.Tenant, in, maxReadBytes)
+	p, fe := binding.Read(ctx, h.opts.Blobs, h.agent.Tenant, in, maxReadBytes)
 	switch {
 	case fe == nil:
 	case fe.Kind == failure.Unavailable:

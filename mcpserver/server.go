@@ -75,7 +75,7 @@ type Options struct {
 	// Blobs keeps outputs and large binding results under handles; nil means there is no
 	// blob store: outputs are previews only and a result over the per-call ceiling is
 	// binding_result_not_paged.
-	Blobs *outputs.BlobStore
+	Blobs outputs.BlobStore
 	// Drain, when set, lets the caller's shutdown cancel and wait for executions in flight,
 	// and end the server's sessions (Drain.Close). Without one the caller owns the sessions it
 	// serves: each session's watcher ends with its session.

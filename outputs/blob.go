@@ -1,20 +1,14 @@
 package outputs
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,12 +22,14 @@ var ErrNoBlob = errors.New("no such output handle")
 var ErrBlobTooLarge = errors.New("output too large to preserve")
 
 const (
-	handlePrefix = "h_"
-	handleHex    = 32 // 128 random bits
-	// maxHeaderBytes bounds a blob's metadata line; Put rejects longer names.
-	maxHeaderBytes = 4 << 10
-	maxLabelBytes  = 1 << 10
-	blobSuffix     = ".blob"
+	handlePrefix  = "h_"
+	handleHex     = 32      // 128 random bits
+	maxLabelBytes = 1 << 10 // a name or content type
+
+	// MaxWindowBytes bounds the text of one line window read from a blob (BlobLines): a wider
+	// one is an ErrBadWindow that asks for fewer lines, so a window is never the whole of a
+	// large blob in memory.
+	MaxWindowBytes = 16 << 20
 )
 
 // A Handle names one preserved output: "h_" and 128 random bits in lowercase hex. It is bound
@@ -70,122 +66,52 @@ type BlobInfo struct {
 	Created     time.Time `json:"created"`
 }
 
-// A BlobStore keeps outputs on disk under a directory, one file per blob in a directory per
-// tenant (named by a hash of the tenant, so a tenant name never becomes a path). A blob file is
-// a one-line JSON header followed by the content; it appears whole (written to a temporary
-// file, synced, renamed) and is removed whole, so a reader never sees half a blob.
+// A BlobStore keeps preserved outputs under handles, per tenant: FileStore on local disk, and
+// pgblob.Store on PostgreSQL for replicas on several machines. Every implementation passes
+// the contract suite in outputs/blobtest and is safe for concurrent use, by goroutines and by
+// processes (replicas) sharing the store.
 //
-// Lookups go to <dir>/<tenant hash>/<handle>.blob only: another tenant's handle is a path that
-// does not exist for this tenant, which is why it fails exactly as a never-issued handle does.
-//
-// A BlobStore is safe for concurrent use, by goroutines and by processes sharing the directory.
-// Retention is by age: Sweep removes blobs older than a cutoff, and RunSweeper does so on a
-// schedule. A blob being read while swept stays readable through the open Blob (POSIX).
-type BlobStore struct {
-	dir string
+// A handle belongs to the tenant it was issued to: asked for by another tenant it is
+// ErrNoBlob, exactly as a handle never issued. A blob appears whole or not at all, and is
+// removed whole. Put reads its content as a stream, and BlobLines and BlobSearch read a blob
+// in order through a bounded buffer: no operation holds a whole blob in memory.
+type BlobStore interface {
+	// Put stores the content of r, at most maxBytes of it (maxBytes must be positive), for
+	// tenant and returns its new handle and size. Content beyond maxBytes is an
+	// ErrBlobTooLarge and nothing is kept. name and contentType are labels, at most 1 KiB
+	// each (CheckPut).
+	Put(ctx context.Context, tenant, name, contentType string, r io.Reader, maxBytes int64) (Handle, int64, error)
+	// Open opens tenant's blob h for reading; the Blob reads with ctx. It stays readable, as
+	// it was, until closed, even if it is deleted or swept meanwhile. ErrNoBlob for a handle
+	// that is malformed, unknown, swept or another tenant's.
+	Open(ctx context.Context, tenant string, h Handle) (*Blob, error)
+	// Stat returns the info of tenant's blob h, or ErrNoBlob.
+	Stat(ctx context.Context, tenant string, h Handle) (BlobInfo, error)
+	// Delete removes tenant's blob h; ErrNoBlob when there is none.
+	Delete(ctx context.Context, tenant string, h Handle) error
+	// Sweep removes every blob, of every tenant, created before cutoff, and whatever
+	// interrupted Puts left behind, and returns how many blobs it removed and the bytes it
+	// freed. Sweeps running at once, in any number of processes, remove and count each blob
+	// once. It stops early, with ctx's error, when ctx ends.
+	Sweep(ctx context.Context, cutoff time.Time) (removed int, freed int64, err error)
+	// TenantBytes returns the bytes tenant's blobs occupy: what a per-tenant quota on stored
+	// bytes checks.
+	TenantBytes(ctx context.Context, tenant string) (int64, error)
 }
 
-// OpenBlobStore opens (creating if need be) the blob store in dir.
-func OpenBlobStore(dir string) (*BlobStore, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
-		return nil, fmt.Errorf("outputs: blob store: %w", err)
-	}
-	return &BlobStore{dir: dir}, nil
-}
-
-func tenantDir(tenant string) string {
-	sum := sha256.Sum256([]byte(tenant))
-	return "t_" + hex.EncodeToString(sum[:16])
-}
-
-func (s *BlobStore) path(tenant string, h Handle) string {
-	return filepath.Join(s.dir, tenantDir(tenant), string(h)+blobSuffix)
-}
-
-// Put stores the content of r, at most maxBytes of it (maxBytes must be positive), for tenant
-// and returns its new handle and size. Content beyond maxBytes is an ErrBlobTooLarge and nothing
-// is kept. name and contentType are labels, at most 1 KiB each.
-func (s *BlobStore) Put(ctx context.Context, tenant, name, contentType string, r io.Reader, maxBytes int64) (Handle, int64, error) {
+// CheckPut checks the arguments of a Put, as every BlobStore does before it reads anything.
+func CheckPut(name, contentType string, maxBytes int64) error {
 	if maxBytes <= 0 {
-		return "", 0, fmt.Errorf("outputs: Put: maxBytes %d is not positive", maxBytes)
+		return fmt.Errorf("outputs: Put: maxBytes %d is not positive", maxBytes)
 	}
 	if len(name) > maxLabelBytes || len(contentType) > maxLabelBytes {
-		return "", 0, errors.New("outputs: Put: name or content type longer than 1 KiB")
+		return errors.New("outputs: Put: name or content type longer than 1 KiB")
 	}
-	h := NewHandle()
-	info := BlobInfo{Handle: h, Name: name, ContentType: contentType, Created: time.Now().UTC()}
-	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "put-*")
-	if err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// The header is written with a placeholder size first and rewritten in place once the
-	// size is known: both encodings have the same width, so the content need not move.
-	writeHeader := func(size int64) error {
-		info.Size = size
-		hdr, err := json.Marshal(headerOf(info))
-		if err != nil {
-			return err
-		}
-		_, err = tmp.WriteAt(append(hdr, '\n'), 0)
-		return err
-	}
-	if err := writeHeader(sizePlaceholder); err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	hdrLen, _ := tmp.Seek(0, io.SeekEnd)
-	n, err := io.Copy(tmp, io.LimitReader(ctxReader{ctx, r}, maxBytes+1))
-	if err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	if n > maxBytes {
-		return "", 0, fmt.Errorf("outputs: Put: %w (over %d bytes)", ErrBlobTooLarge, maxBytes)
-	}
-	if err := writeHeader(n); err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	if end, _ := tmp.Seek(0, io.SeekEnd); end != hdrLen+n {
-		return "", 0, errors.New("outputs: Put: header width changed")
-	}
-	if err := tmp.Sync(); err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	final := s.path(tenant, h)
-	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return "", 0, fmt.Errorf("outputs: Put: %w", err)
-	}
-	committed = true
-	return h, n, nil
+	return nil
 }
 
-// sizePlaceholder is the size written before the content; sizes are encoded zero-padded to a
-// fixed 19 digits (headerOf), so rewriting the header with the real size keeps its width.
-const sizePlaceholder = 0
-
-// header is the on-disk form of BlobInfo; Size is a fixed-width decimal string.
-type header struct {
-	Name        string `json:"name"`
-	ContentType string `json:"content_type"`
-	Size        string `json:"size"`
-	Created     string `json:"created"`
-}
-
-func headerOf(i BlobInfo) header {
-	return header{Name: i.Name, ContentType: i.ContentType, Size: fmt.Sprintf("%019d", i.Size),
-		Created: i.Created.Format(time.RFC3339Nano)}
-}
+// CtxReader reads r until ctx ends: a Put reading a stream stops when its caller gives up.
+func CtxReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
 
 type ctxReader struct {
 	ctx context.Context
@@ -203,150 +129,54 @@ func (c ctxReader) Read(p []byte) (int, error) {
 type Blob struct {
 	Info BlobInfo
 	*io.SectionReader
-	f *os.File
+	closer    io.Closer
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// Close releases the blob's file.
-func (b *Blob) Close() error { return b.f.Close() }
-
-// Open opens tenant's blob h. A handle that is malformed, unknown, swept or another tenant's
-// gives ErrNoBlob.
-func (s *BlobStore) Open(tenant string, h Handle) (*Blob, error) {
-	if !h.Valid() {
-		return nil, ErrNoBlob
-	}
-	f, err := os.Open(s.path(tenant, h))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNoBlob
-	}
-	if err != nil {
-		return nil, fmt.Errorf("outputs: open blob: %w", err)
-	}
-	br := bufio.NewReaderSize(io.LimitReader(f, maxHeaderBytes), maxHeaderBytes)
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("outputs: blob %s: bad header: %w", h, err)
-	}
-	var hd header
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&hd); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("outputs: blob %s: bad header: %w", h, err)
-	}
-	info := BlobInfo{Handle: h, Name: hd.Name, ContentType: hd.ContentType}
-	if _, err := fmt.Sscanf(hd.Size, "%d", &info.Size); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("outputs: blob %s: bad size: %w", h, err)
-	}
-	info.Created, _ = time.Parse(time.RFC3339Nano, hd.Created)
-	return &Blob{Info: info, SectionReader: io.NewSectionReader(f, int64(len(line)), info.Size), f: f}, nil
+// NewBlob returns a Blob of info reading info.Size bytes from r; Close closes c.
+func NewBlob(info BlobInfo, r io.ReaderAt, c io.Closer) *Blob {
+	return &Blob{Info: info, SectionReader: io.NewSectionReader(r, 0, info.Size), closer: c}
 }
 
-// Stat returns the info of tenant's blob h, or ErrNoBlob.
-func (s *BlobStore) Stat(tenant string, h Handle) (BlobInfo, error) {
-	b, err := s.Open(tenant, h)
-	if err != nil {
-		return BlobInfo{}, err
-	}
-	defer b.Close()
-	return b.Info, nil
+// Close releases the blob; it may be called more than once.
+func (b *Blob) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.closer.Close() })
+	return b.closeErr
 }
 
-// ReadAll returns the whole content of tenant's blob h, or ErrNoBlob. The blob's size was
-// bounded when it was put; a caller with a tighter bound checks Stat first.
-func (s *BlobStore) ReadAll(tenant string, h Handle) ([]byte, error) {
-	b, err := s.Open(tenant, h)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	data := make([]byte, b.Info.Size)
-	if _, err := io.ReadFull(b, data); err != nil {
-		return nil, fmt.Errorf("outputs: read blob %s: %w", h, err)
-	}
-	return data, nil
-}
-
-// Lines is Lines over tenant's blob h: the line window [offset, offset+limit).
-func (s *BlobStore) Lines(tenant string, h Handle, offset, limit int) (Window, error) {
-	data, err := s.ReadAll(tenant, h)
+// BlobLines is Lines over tenant's blob h: the line window [offset, offset+limit). A window
+// whose text would be over MaxWindowBytes is an ErrBadWindow.
+func BlobLines(ctx context.Context, s BlobStore, tenant string, h Handle, offset, limit int) (Window, error) {
+	b, err := s.Open(ctx, tenant, h)
 	if err != nil {
 		return Window{}, err
 	}
-	return Lines(data, offset, limit)
+	defer b.Close()
+	w, err := linesAt(b, b.Info.Size, offset, limit, MaxWindowBytes, scanBufferBytes)
+	if err != nil && !errors.Is(err, ErrBadWindow) {
+		return Window{}, fmt.Errorf("outputs: read blob %s: %w", h, err)
+	}
+	return w, err
 }
 
-// Search is Search over tenant's blob h.
-func (s *BlobStore) Search(tenant string, h Handle, pattern string, maxMatches, maxBytes int) (Matches, error) {
-	data, err := s.ReadAll(tenant, h)
+// BlobSearch is Search over tenant's blob h.
+func BlobSearch(ctx context.Context, s BlobStore, tenant string, h Handle, pattern string, maxMatches, maxBytes int) (Matches, error) {
+	b, err := s.Open(ctx, tenant, h)
 	if err != nil {
 		return Matches{}, err
 	}
-	return Search(data, pattern, maxMatches, maxBytes)
+	defer b.Close()
+	m, err := searchAt(b, b.Info.Size, pattern, maxMatches, maxBytes, scanBufferBytes)
+	if err != nil && !errors.Is(err, ErrBadWindow) && !errors.Is(err, ErrBadPattern) {
+		return Matches{}, fmt.Errorf("outputs: read blob %s: %w", h, err)
+	}
+	return m, err
 }
 
-// Delete removes tenant's blob h; ErrNoBlob when there is none.
-func (s *BlobStore) Delete(tenant string, h Handle) error {
-	if !h.Valid() {
-		return ErrNoBlob
-	}
-	err := os.Remove(s.path(tenant, h))
-	if errors.Is(err, fs.ErrNotExist) {
-		return ErrNoBlob
-	}
-	return err
-}
-
-// Sweep removes every blob, of every tenant, last written before cutoff, and leftovers of
-// interrupted Puts older than cutoff. It returns how many blobs it removed and their bytes on
-// disk. It stops early, with ctx's error, when ctx ends.
-func (s *BlobStore) Sweep(ctx context.Context, cutoff time.Time) (removed int, freed int64, err error) {
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
-		return 0, 0, fmt.Errorf("outputs: sweep: %w", err)
-	}
-	var errs []error
-	for _, e := range entries {
-		if !e.IsDir() || !(strings.HasPrefix(e.Name(), "t_") || e.Name() == "tmp") {
-			continue
-		}
-		dir := filepath.Join(s.dir, e.Name())
-		files, err := os.ReadDir(dir)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, f := range files {
-			if err := ctx.Err(); err != nil {
-				return removed, freed, err
-			}
-			fi, err := f.Info()
-			if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(cutoff) {
-				continue // gone meanwhile, not ours, or young
-			}
-			if err := os.Remove(filepath.Join(dir, f.Name())); err != nil {
-				if !errors.Is(err, fs.ErrNotExist) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			if e.Name() != "tmp" {
-				removed++
-				freed += fi.Size()
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return removed, freed, fmt.Errorf("outputs: sweep: %w", err)
-	}
-	return removed, freed, nil
-}
-
-// RunSweeper sweeps blobs older than retention every interval until ctx ends; the caller owns
-// the goroutine it runs on. onError (may be nil) hears each failed sweep.
-func (s *BlobStore) RunSweeper(ctx context.Context, interval, retention time.Duration, onError func(error)) {
+// RunSweeper sweeps s of blobs older than retention every interval until ctx ends; the
+// caller owns the goroutine it runs on. onError (may be nil) hears each failed sweep.
+func RunSweeper(ctx context.Context, s BlobStore, interval, retention time.Duration, onError func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -1,9 +1,13 @@
 // Package outputs turns what a program produced into what a model may see: a Capture bounds one
 // output stream of a hostile child, Preview renders a deterministic head-and-tail preview of it,
 // and Lines and Search page the rest by line window or regular expression for read_tool_output.
-// Output policy, the blob store, handles and artifacts build on these. Reply is what a binding
-// call hands into the sandbox (a value, a HandleRef, or a failure kind): it lives here because
-// the engine asks for it and package binding answers with it, and this leaf is one both import.
+// A BlobStore keeps what was cut under handles, per tenant: FileStore here, on local disk, and
+// pgblob.Store (outputs/pgblob) on PostgreSQL for replicas on several machines; blobtest is
+// the contract both pass. BlobLines and BlobSearch read a blob in order through a bounded
+// buffer, so no blob is ever held whole in memory.
+// Reply is what a binding call hands into the sandbox (a value, a HandleRef, or a failure
+// kind): it lives here because the engine asks for it and package binding answers with it,
+// and this leaf is one both import.
 //
 // Bytes are counted as the child wrote them; text handed to a model is always valid UTF-8. Every
 // invalid input byte is shown as one U+FFFD (three bytes in the text), so a preview's budget is
@@ -14,7 +18,9 @@
 // Capture costs O(maxBytes+previewBytes) however long the stream, and Search uses Go's RE2
 // regexp, which runs in time linear in its input, so a hostile pattern cannot hang a search.
 //
-// It imports failure and the standard library. Lines, Search and
-// Preview are pure functions, safe for concurrent use. A Capture is safe for concurrent use: a
+// It imports failure and the standard library; the PostgreSQL
+// store is a subpackage so that the engine, which imports this package, links no database
+// driver. Lines, Search and Preview are pure functions, safe for concurrent use; every
+// BlobStore is safe for concurrent use. A Capture is safe for concurrent use: a
 // mutex guards its state, so one goroutine may drain a pipe into it while others ask its Size.
 package outputs

@@ -1,7 +1,11 @@
 package outputs
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"math"
+	"regexp"
 	"regexp/syntax"
 	"strings"
 	"testing"
@@ -60,15 +64,72 @@ func TestLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Lines([]byte(tt.data), tt.offset, tt.limit)
-			if err != nil {
-				t.Fatalf("Lines(%q, %d, %d): %v", tt.data, tt.offset, tt.limit, err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Lines(%q, %d, %d) mismatch (-want +got):\n%s", tt.data, tt.offset, tt.limit, diff)
+			for _, buf := range bufferSizes {
+				got, err := linesAt(strings.NewReader(tt.data), int64(len(tt.data)), tt.offset, tt.limit, math.MaxInt, buf)
+				if err != nil {
+					t.Fatalf("Lines(%q, %d, %d), buffer %d: %v", tt.data, tt.offset, tt.limit, buf, err)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("Lines(%q, %d, %d), buffer %d, mismatch (-want +got):\n%s", tt.data, tt.offset, tt.limit, buf, diff)
+				}
 			}
 		})
 	}
+}
+
+// bufferSizes are the scan buffers the table tests run with: bufio's smallest, which sends
+// most lines of the tables down the long-line path, one in between, and the default.
+var bufferSizes = []int{16, 24, scanBufferBytes}
+
+// TestWindowsOverLongLines: a line far longer than the scan buffer is windowed, matched and
+// clipped as it would be in memory, and a window over the byte ceiling is refused.
+func TestWindowsOverLongLines(t *testing.T) {
+	long := strings.Repeat("x", 300_000) + "NEEDLE" + strings.Repeat("y", 300_000)
+	data := "first\n" + long + "\nlast"
+	r := strings.NewReader(data)
+	w, err := linesAt(r, int64(len(data)), 1, 1, 1<<20, 4096)
+	if err != nil || w.Text != long+"\n" || w.TotalLines != 3 || !w.More {
+		t.Errorf("window over the long line: %d bytes, %d lines, more %v, %v", len(w.Text), w.TotalLines, w.More, err)
+	}
+	if _, err := linesAt(r, int64(len(data)), 0, 2, 1000, 4096); !errors.Is(err, ErrBadWindow) {
+		t.Errorf("a window over its byte ceiling: %v, want ErrBadWindow", err)
+	}
+	m, err := searchAt(r, int64(len(data)), "NEEDLE", 10, 100, 4096)
+	want := Matches{TotalLines: 3, Truncated: true, Matches: []Match{{Line: 1, Text: strings.Repeat("x", 25) + "NEEDLE" + strings.Repeat("y", 69), Clipped: true}}}
+	if err != nil || !cmp.Equal(m, want) {
+		t.Errorf("search = %+v, %v; want %+v", m, err, want)
+	}
+	m, err = searchAt(r, int64(len(data)), "NEEDLE", 10, 1<<20, 4096)
+	if err != nil || len(m.Matches) != 1 || m.Matches[0].Text != long || m.Matches[0].Clipped || m.Truncated {
+		t.Errorf("search with room for the whole line: %d matches, %v", len(m.Matches), err)
+	}
+}
+
+// TestWindowsReadErrors: a read that fails mid-line is an error, not a shorter output.
+func TestWindowsReadErrors(t *testing.T) {
+	data := strings.Repeat("a", 100) + "\nNEEDLE\n"
+	r := failingAt{r: strings.NewReader(data), at: 50}
+	if _, err := linesAt(r, int64(len(data)), 0, 10, 1<<20, 16); !errors.Is(err, errRead) {
+		t.Errorf("Lines: %v, want the read error", err)
+	}
+	if _, err := searchAt(r, int64(len(data)), "a$", 10, 1<<20, 16); !errors.Is(err, errRead) {
+		t.Errorf("Search: %v, want the read error", err)
+	}
+}
+
+var errRead = errors.New("read failed")
+
+type failingAt struct {
+	r  io.ReaderAt
+	at int64
+}
+
+func (f failingAt) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > f.at {
+		n, _ := f.r.ReadAt(p[:max(f.at-off, 0)], off)
+		return n, errRead
+	}
+	return f.r.ReadAt(p, off)
 }
 
 func TestLinesLimitIsCapped(t *testing.T) {
@@ -171,12 +232,14 @@ func TestSearch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Search([]byte(tt.data), tt.pattern, tt.maxMatches, tt.maxBytes)
-			if err != nil {
-				t.Fatalf("Search(%q): %v", tt.pattern, err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Search(%q, %d, %d) mismatch (-want +got):\n%s", tt.pattern, tt.maxMatches, tt.maxBytes, diff)
+			for _, buf := range bufferSizes {
+				got, err := searchAt(strings.NewReader(tt.data), int64(len(tt.data)), tt.pattern, tt.maxMatches, tt.maxBytes, buf)
+				if err != nil {
+					t.Fatalf("Search(%q), buffer %d: %v", tt.pattern, buf, err)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("Search(%q, %d, %d), buffer %d, mismatch (-want +got):\n%s", tt.pattern, tt.maxMatches, tt.maxBytes, buf, diff)
+				}
 			}
 		})
 	}
@@ -246,12 +309,29 @@ func FuzzWindows(f *testing.F) {
 			t.Fatalf("windows give %q, want %q", all.String(), text(data))
 		}
 
+		for _, buf := range bufferSizes {
+			offset := int(limit) % 8
+			got, err := linesAt(bytes.NewReader(data), int64(len(data)), offset, step, math.MaxInt, buf)
+			want := linesInMemory(data, offset, step)
+			if err != nil || !cmp.Equal(got, want) {
+				t.Fatalf("buffer %d: Lines(%d, %d) = %+v, %v; in memory %+v", buf, offset, step, got, err, want)
+			}
+		}
+
 		m, err := Search(data, pattern, int(maxMatches), int(maxBytes))
 		if errors.Is(err, ErrBadPattern) {
 			return
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		re := regexp.MustCompile(pattern)
+		for _, buf := range bufferSizes {
+			got, err := searchAt(bytes.NewReader(data), int64(len(data)), pattern, int(maxMatches), int(maxBytes), buf)
+			want := searchInMemory(data, re, int(maxMatches), int(maxBytes))
+			if err != nil || !cmp.Equal(got, want) {
+				t.Fatalf("buffer %d: Search = %+v, %v; in memory %+v", buf, got, err, want)
+			}
 		}
 		if len(m.Matches) > int(maxMatches) {
 			t.Fatalf("%d matches, more than %d", len(m.Matches), maxMatches)
@@ -268,4 +348,72 @@ func FuzzWindows(f *testing.F) {
 			t.Fatalf("matches hold %d bytes, more than %d", size, maxBytes)
 		}
 	})
+}
+
+// linesInMemory and searchInMemory are the windows as first written, over a whole output in
+// memory: the reference the streaming ones are fuzzed against.
+func linesInMemory(data []byte, offset, limit int) Window {
+	limit = min(limit, MaxWindowLines)
+	w := Window{Offset: offset, TotalLines: lineCount(data)}
+	if offset >= w.TotalLines {
+		return w
+	}
+	start := 0
+	for range offset {
+		start = lineEnd(data, start)
+	}
+	end := start
+	for w.Count < limit && end < len(data) {
+		end = lineEnd(data, end)
+		w.Count++
+	}
+	w.Text = text(data[start:end])
+	w.More = offset+w.Count < w.TotalLines
+	return w
+}
+
+func searchInMemory(data []byte, re *regexp.Regexp, maxMatches, maxBytes int) Matches {
+	maxMatches = min(maxMatches, MaxWindowLines)
+	res := Matches{TotalLines: lineCount(data)}
+	left := maxBytes
+	for line, start := 0, 0; start < len(data); line++ {
+		next := lineEnd(data, start)
+		l := data[start:next]
+		if len(l) > 0 && l[len(l)-1] == '\n' {
+			l = l[:len(l)-1]
+		}
+		start = next
+		if !re.Match(l) {
+			continue
+		}
+		if len(res.Matches) == maxMatches || left == 0 {
+			res.Truncated = true
+			break
+		}
+		if width, over := renderedLen(l, left); !over {
+			res.Matches = append(res.Matches, Match{Line: line, Text: text(l)})
+			left -= width
+			continue
+		}
+		at := re.FindIndex(l)[0]
+		res.Matches = append(res.Matches, Match{Line: line, Text: excerpt(l, at, left), Clipped: true})
+		res.Truncated = true
+		break
+	}
+	return res
+}
+
+func lineCount(data []byte) int {
+	n := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+func lineEnd(data []byte, start int) int {
+	if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+		return start + i + 1
+	}
+	return len(data)
 }

@@ -1,19 +1,29 @@
 // Command mcp-sandbox is the product: an MCP server that offers run_code, and the commands an
-// operator uses around it (run, doctor, check, version). It is the only package that reads
-// files, flags and the environment; it turns the YAML config into engine, backend and server
-// values and wires them together. Logs go to stderr; stdout carries results, or protocol
-// bytes only under `serve --transport stdio`.
+// operator uses around it (run, doctor, check, sandbox-service, version). It is the only
+// package that reads files, flags and the environment; it turns the YAML config into engine,
+// backend and server values and wires them together. Logs go to stderr; stdout carries
+// results, or protocol bytes only under `serve --transport stdio`.
 //
 // serve opens the data dir (data_dir, default $XDG_STATE_HOME/mcp-sandbox or
 // ~/.local/state/mcp-sandbox): the run ledger (budget.OpenSQLite) and the blob store
-// (outputs.OpenBlobStore in DATA_DIR/blobs). At startup it recovers the ledger, logging each
-// call a dead process left in flight as unknown (counted, never replayed), and runs the blob
-// sweeper: blobs live --blob-retention (default 7 days, DefaultBlobRetention), swept hourly.
-// data_dir "-" means no blob store and a private ledger removed at exit (budgets still meter,
-// but do not survive a restart); output.preserve: required then refuses to start. An agent's
+// (outputs.OpenFileStore in DATA_DIR/blobs); or, when the config has ledger.postgres or
+// blobs.postgres, PostgreSQL (budget.OpenPostgres, pgblob.Open; the DSN read from its
+// reference and never logged or printed). At startup it recovers the ledger, logging each
+// call a dead owner left in flight as unknown (counted, never replayed), and keeps doing so
+// periodically (a SQLite file is shared by processes, a PostgreSQL ledger by replicas, and
+// any of them may die while the others run on); and it runs the blob sweeper: blobs live
+// --blob-retention (default 7 days, DefaultBlobRetention), swept hourly. data_dir "-" with no
+// shared store means no blob store and a private ledger removed at exit (budgets still meter,
+// but do not survive a restart); output.preserve: required then refuses to start. doctor names
+// the stores in use and whether PostgreSQL answers. An agent's
 // binding budget is its profile's binding_budget narrowed by its tenant policy's. A stdio
 // upstream's frame ceiling follows the largest max_produced_bytes of its tenant's profiles, so
 // a result a program may be handed as a handle is not cut off at the transport.
+//
+// sandbox-service serves executions to the remote backend of servers elsewhere
+// (engine/backend/remote): it opens the profile sandbox_service names (a local one), and
+// needs no data dir, upstream or tenant, because every binding call goes back to the caller.
+// A remote profile opens the remote backend instead of a Runner; both are a profileSandbox.
 //
 // The first thing main does is dispatch the hidden init-helper subcommand (internal/launch),
 // because every local sandbox child is this binary re-executed.

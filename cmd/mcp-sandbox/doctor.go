@@ -41,10 +41,12 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		ready = ready && d.Ready
 		reports = append(reports, profileReport{name, d})
 	}
+	store := probeStorage(ctx, cfg)
+	ready = ready && store.Ledger.Ready && store.Blobs.Ready
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports})
+		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store})
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first:")
 		for _, b := range detected {
@@ -76,6 +78,18 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 				fmt.Fprintf(stdout, "  problem: %s\n", p)
 			}
 		}
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "storage:")
+		for _, x := range []struct {
+			name string
+			r    storeReport
+		}{{"ledger", store.Ledger}, {"blobs", store.Blobs}} {
+			state := "ready"
+			if !x.r.Ready {
+				state = "NOT READY: " + x.r.Problem
+			}
+			fmt.Fprintf(stdout, "  %-7s %-9s %s, %s\n", x.name, x.r.Kind, x.r.Location, state)
+		}
 	}
 	if !ready {
 		return exitFailure, nil
@@ -88,6 +102,8 @@ const doctorUsage = `Usage: mcp-sandbox doctor [--config FILE] [--json]
 Lists the local sandbox backends this host offers (and, for each one it does not, why and
 what to install), then describes every profile of the config: its backend, the isolation
 level it reached, each of the ten guarantees graded enforced, unverified or unavailable, the
-mechanisms in use, and any problem. It runs a fixed probe in each sandbox and never a program. Exit status 1 when a
-profile is not ready.
+mechanisms in use, and any problem. It runs a fixed probe in each sandbox and never a program.
+Last it names the run ledger and the blob store in use (a DSN by its reference, env:NAME or
+file:PATH, never its text) and, for PostgreSQL, whether the server answers. Exit status 1 when
+a profile or a store is not ready.
 `

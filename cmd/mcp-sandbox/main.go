@@ -50,6 +50,7 @@ func commands() []command {
 		{"run", "run one program and print its result JSON", runRun},
 		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
 		{"check", "validate a config file without running anything", runCheck},
+		{"sandbox-service", "serve executions to remote backends of MCP servers elsewhere", runSandboxService},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -104,7 +105,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Without --config every command uses the embedded default configuration: tenant "local",
@@ -116,6 +117,7 @@ Examples:
   echo 'print("hi"); 6*7' | mcp-sandbox run -  # one program, result JSON on stdout
   mcp-sandbox doctor                         # what this machine can contain, per profile
   mcp-sandbox check --config deploy.yaml     # validate a config
+  mcp-sandbox sandbox-service --listen 127.0.0.1:8443  # run programs for MCP servers elsewhere
 
 Run "mcp-sandbox <command> --help" for the flags of a command.
 `)

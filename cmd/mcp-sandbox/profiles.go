@@ -24,15 +24,28 @@ func loadConfig(path string) (*configs.Config, error) {
 	return cfg, nil
 }
 
+// profileSandbox is what a profile opens into: a local engine.Runner, or the remote backend.
+type profileSandbox interface {
+	engine.Sandbox
+	// Terms narrows requested terms against the profile's ceiling.
+	Terms(engine.Terms) engine.Terms
+	// Prewarm starts warm children for terms, where the backend keeps any.
+	Prewarm(engine.Terms)
+	Close() error
+}
+
 // openProfile builds the sandbox a profile names: its backend, with the profile's caps.
 // It starts no child; Describe does, with a fixed probe.
 // warm is how many started children to keep ready per distinct terms (engine.RunnerOptions.Warm):
 // a server keeps one, so a program does not wait for an interpreter to start; a one-shot
 // command keeps none.
-func openProfile(ctx context.Context, name string, p configs.Profile, warm int) (*engine.Runner, error) {
+func openProfile(ctx context.Context, name string, p configs.Profile, warm int) (profileSandbox, error) {
 	level, err := engine.ParseLevel(p.Isolation)
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %v", name, err)
+	}
+	if p.Backend == configs.BackendRemote {
+		return openRemote(name, p, level)
 	}
 	backend, err := openBackend(ctx, name, p, level)
 	if err != nil {
@@ -47,12 +60,16 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 		PreviewBytes: int64(deref(p.Output.PreviewBytes)),
 		MaxBytes:     int64(deref(p.Output.MaxBytes)),
 		Warm:         warm,
-		Artifacts: engine.ArtifactPolicy{
-			Collect:  p.Artifacts.Collection == configs.CollectionCollect,
-			MaxFiles: deref(p.Artifacts.MaxFiles),
-			MaxBytes: int64(deref(p.Artifacts.MaxBytes)),
-		},
+		Artifacts:    artifactPolicy(p),
 	})
+}
+
+func artifactPolicy(p configs.Profile) engine.ArtifactPolicy {
+	return engine.ArtifactPolicy{
+		Collect:  p.Artifacts.Collection == configs.CollectionCollect,
+		MaxFiles: deref(p.Artifacts.MaxFiles),
+		MaxBytes: int64(deref(p.Artifacts.MaxBytes)),
+	}
 }
 
 // openBackend picks the backend a profile names. `local` takes the strongest local backend
@@ -153,8 +170,14 @@ func agentTerms(t configs.Tenant, ce *configs.CodeExecution) (terms engine.Terms
 	return engine.Terms{Limits: req, Network: network, Isolation: level}, refusal
 }
 
+// errNoTenant: a config valid for sandbox-service alone has nothing to serve or run.
+var errNoTenant = usagef("the config defines no tenant; a config with only sandbox_service is for `mcp-sandbox sandbox-service`")
+
 // pickAgent resolves --tenant and --agent, each defaulting to the only one there is.
 func pickAgent(cfg *configs.Config, tenant, agent string) (string, string, error) {
+	if len(cfg.Tenants) == 0 {
+		return "", "", errNoTenant
+	}
 	if tenant == "" {
 		names := sortedKeys(cfg.Tenants)
 		if len(names) != 1 {

@@ -38,6 +38,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitUsage, err
 	}
+	if len(cfg.Tenants) == 0 {
+		return exitUsage, errNoTenant
+	}
 	if *transport != "stdio" && *transport != "http" {
 		return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 	}
@@ -46,13 +49,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	st, err := openStorage(ctx, cfg)
 	if err != nil {
-		return exitUsage, err
+		return exitCode(err), err
 	}
 	defer st.close()
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	sweepDone := make(chan struct{})
-	go func() { defer close(sweepDone); st.sweep(sweepCtx, *retention) }()
-	defer func() { stopSweep(); <-sweepDone }()
+	defer st.background(ctx, *retention)()
 	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain()}
 	// However serve ends, programs still running are cancelled and waited for (bounded)
 	// before the ledger and blob store are closed; each transport also drains before it
@@ -108,7 +108,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 // profileSet holds the sandboxes of the profiles in use, each opened and described once.
 type profileSet struct {
 	sandboxes map[string]engine.Sandbox
-	runners   map[string]*engine.Runner
+	runners   map[string]profileSandbox
 	described map[string]*engine.Description
 }
 
@@ -140,7 +140,7 @@ const serveWarm = 1
 // openProfiles opens and describes every profile the given agents use (tenant → agents).
 // An agent naming an unknown profile is a config error naming both.
 func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string) (*profileSet, error) {
-	ps := &profileSet{sandboxes: map[string]engine.Sandbox{}, runners: map[string]*engine.Runner{}, described: map[string]*engine.Description{}}
+	ps := &profileSet{sandboxes: map[string]engine.Sandbox{}, runners: map[string]profileSandbox{}, described: map[string]*engine.Description{}}
 	for _, tname := range sortedKeys(use) {
 		for _, aname := range use[tname] {
 			ce := cfg.Tenants[tname].Agents[aname].CodeExecution
@@ -393,7 +393,9 @@ tenant and no tokens needs none; listening beyond loopback needs tokens.
 Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-sandbox or
 ~/.local/state/mcp-sandbox; "-" for none): the run ledger and the blob store. A restart on
 the same data_dir records calls that were in flight as unknown and never replays them; kept
-outputs stay readable for --blob-retention.
+outputs stay readable for --blob-retention. With ledger.postgres and blobs.postgres in the
+config, replicas on several machines share them instead: a replica that dies has its calls in
+flight recorded unknown by a survivor within about a lease and a quarter.
 
 At startup every profile an agent uses is opened and described once; an agent naming a
 profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what

@@ -6,11 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs/pgblob"
 )
 
 // Blob retention: a kept output or large result lives DefaultBlobRetention after it was
@@ -20,84 +24,248 @@ const (
 	blobSweepInterval    = time.Hour
 )
 
+// How often a serving process looks for calls a dead owner left in flight: a SQLite ledger is
+// shared by processes on one machine, and a PostgreSQL one by replicas, any of which may die
+// while the others run on. For PostgreSQL it is a quarter of the lease, so a dead replica's
+// calls are recorded unknown within about a lease and a quarter.
+const sqliteRecoveryInterval = time.Minute
+
+// connectTimeout bounds connecting to PostgreSQL (and migrating) at startup and in doctor.
+const connectTimeout = 20 * time.Second
+
 // storage is the run ledger and the blob store of a serving process.
 type storage struct {
-	ledger *budget.SQLite
-	blobs  *outputs.BlobStore // nil: no data dir, so no blob store
-	tmp    string             // a private ledger dir to remove at close, when there is no data dir
+	ledger budget.Ledger
+	blobs  outputs.BlobStore // nil: no data dir and no shared store, so no blob store
+	tmp    string            // a private ledger dir to remove at close, when there is no data dir
+	report storageReport     // what is in use, for logs and doctor
+
+	recoverEvery time.Duration
+	closeBlobs   func()
+	lost         atomic.Int64 // calls recorded unknown since this process started
 }
 
-// openStorage opens the ledger and blob store under the config's data dir (data_dir, default
-// configs.DefaultDataDir) and recovers calls a previous process left in flight: each becomes
-// unknown, is logged, stays counted and is never replayed.
-//
-// With data_dir "-" (or no HOME to default it from) there is no blob store, and the ledger is
-// a private one removed at exit: budgets are still metered, per execution and per Run, but do
-// not survive a restart. preserve: required then refuses to start.
-func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
+// storeReport says which store is in use and where, never a secret: a DSN appears as its
+// reference (env:NAME or file:PATH).
+type storeReport struct {
+	Kind     string `json:"kind"`     // sqlite | postgres for the ledger; files | postgres | none for blobs
+	Location string `json:"location"` // a path, the DSN's reference, or what "none" means
+	Ready    bool   `json:"ready"`
+	Problem  string `json:"problem,omitempty"`
+}
+
+type storageReport struct {
+	Ledger storeReport `json:"ledger"`
+	Blobs  storeReport `json:"blobs"`
+}
+
+// dataDir is the config's data dir ("" when there is none: "-", or no HOME to default from).
+func dataDir(cfg *configs.Config) string {
 	dir := cfg.DataDir
 	if dir == "" {
 		dir = configs.DefaultDataDir(os.Getenv)
 	}
-	st := &storage{}
-	if dir == "" || dir == configs.NoDataDir {
+	if dir == configs.NoDataDir {
+		return ""
+	}
+	return dir
+}
+
+// plannedStorage says what openStorage will use for cfg, without opening anything.
+func plannedStorage(cfg *configs.Config) storageReport {
+	dir := dataDir(cfg)
+	var r storageReport
+	switch {
+	case cfg.Ledger != nil && cfg.Ledger.Postgres != nil:
+		r.Ledger = storeReport{Kind: "postgres", Location: "dsn " + cfg.Ledger.Postgres.DSN.String()}
+	case dir == "":
+		r.Ledger = storeReport{Kind: "sqlite", Location: "private to each process, removed at exit (no data_dir)"}
+	default:
+		r.Ledger = storeReport{Kind: "sqlite", Location: filepath.Join(dir, budget.LedgerFile)}
+	}
+	switch {
+	case cfg.Blobs != nil && cfg.Blobs.Postgres != nil:
+		r.Blobs = storeReport{Kind: "postgres", Location: "dsn " + cfg.Blobs.Postgres.DSN.String()}
+	case dir == "":
+		r.Blobs = storeReport{Kind: "none", Location: "no data_dir: outputs are previews only"}
+	default:
+		r.Blobs = storeReport{Kind: "files", Location: filepath.Join(dir, "blobs")}
+	}
+	r.Ledger.Ready, r.Blobs.Ready = true, true
+	return r
+}
+
+// resolveDSN reads a DSN reference; a failure is a config error naming the reference only.
+func resolveDSN(what string, ref configs.Credential) (string, error) {
+	dsn, err := ref.Resolve(os.LookupEnv, os.ReadFile)
+	if err != nil {
+		return "", usagef("%s.postgres.dsn: %v", what, err)
+	}
+	return dsn, nil
+}
+
+// openStorage opens the ledger and the blob store the config names: by default, SQLite and
+// files under the data dir (data_dir, default configs.DefaultDataDir); with ledger.postgres or
+// blobs.postgres, PostgreSQL, migrated on open. It then recovers calls a dead owner left in
+// flight: each becomes unknown, is logged, stays counted and is never replayed.
+//
+// With data_dir "-" (or no HOME to default it from) and no shared store there is no blob
+// store, and a SQLite ledger is a private one removed at exit: budgets are still metered, per
+// execution and per Run, but do not survive a restart. preserve: required then refuses to
+// start. A DSN that cannot be read is a config error; a database that cannot be reached is an
+// error naming the DSN's reference and the cause, never the DSN.
+func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
+	dir := dataDir(cfg)
+	st := &storage{report: plannedStorage(cfg), closeBlobs: func() {}}
+	pgLedger := cfg.Ledger != nil && cfg.Ledger.Postgres != nil
+	pgBlobs := cfg.Blobs != nil && cfg.Blobs.Postgres != nil
+	if dir == "" && !pgBlobs {
 		for _, name := range sortedKeys(cfg.Profiles) {
 			if cfg.Profiles[name].Output.Preserve == configs.PreserveRequired {
-				return nil, usagef("profile %q: output.preserve is %q, which needs a blob store, and there is no data_dir (set data_dir, or HOME/XDG_STATE_HOME for the default)",
+				return nil, usagef("profile %q: output.preserve is %q, which needs a blob store, and there is no data_dir (set data_dir, or HOME/XDG_STATE_HOME for the default, or blobs.postgres)",
 					name, configs.PreserveRequired)
 			}
 		}
-		tmp, err := os.MkdirTemp("", "mcp-sandbox-ledger-")
+	}
+	if pgLedger {
+		dsn, err := resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
 		if err != nil {
-			return nil, fmt.Errorf("private run ledger: %w", err)
+			return nil, err
 		}
-		st.tmp, dir = tmp, tmp
-		slog.Warn("no data_dir: the run ledger is private to this process and there is no blob store; outputs are previews only")
+		opts := &budget.PostgresOptions{}
+		if s := cfg.Ledger.Postgres.LeaseSeconds; s != nil {
+			opts.LeaseTTL = time.Duration(*s * float64(time.Second))
+		}
+		octx, cancel := context.WithTimeout(ctx, connectTimeout)
+		led, err := budget.OpenPostgres(octx, dsn, opts)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("ledger: PostgreSQL (%s): %w", st.report.Ledger.Location, err)
+		}
+		st.ledger = led
+		st.recoverEvery = max(led.LeaseTTL()/4, 250*time.Millisecond)
+	} else {
+		ldir := dir
+		if ldir == "" {
+			tmp, err := os.MkdirTemp("", "mcp-sandbox-ledger-")
+			if err != nil {
+				return nil, fmt.Errorf("private run ledger: %w", err)
+			}
+			st.tmp, ldir = tmp, tmp
+			slog.Warn("no data_dir: the run ledger is private to this process")
+		}
+		led, err := budget.OpenSQLite(ctx, ldir, nil)
+		if err != nil {
+			st.close()
+			return nil, fmt.Errorf("data_dir %s: %w", ldir, err)
+		}
+		st.ledger = led
+		st.recoverEvery = sqliteRecoveryInterval
 	}
-	led, err := budget.OpenSQLite(ctx, dir, nil)
-	if err != nil {
-		st.close()
-		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
-	}
-	st.ledger = led
-	if st.tmp == "" {
-		blobs, err := outputs.OpenBlobStore(filepath.Join(dir, "blobs"))
+	switch {
+	case pgBlobs:
+		dsn, err := resolveDSN("blobs", cfg.Blobs.Postgres.DSN)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		octx, cancel := context.WithTimeout(ctx, connectTimeout)
+		blobs, err := pgblob.Open(octx, dsn, nil)
+		cancel()
+		if err != nil {
+			st.close()
+			return nil, fmt.Errorf("blobs: PostgreSQL (%s): %w", st.report.Blobs.Location, err)
+		}
+		st.blobs, st.closeBlobs = blobs, blobs.Close
+	case dir != "":
+		blobs, err := outputs.OpenFileStore(filepath.Join(dir, "blobs"))
 		if err != nil {
 			st.close()
 			return nil, fmt.Errorf("data_dir %s: %w", dir, err)
 		}
 		st.blobs = blobs
+	default:
+		slog.Warn("no data_dir and no blobs.postgres: there is no blob store; outputs are previews only")
 	}
-	lost, err := led.Recover(ctx)
-	for _, c := range lost {
-		slog.Warn("tool call recorded unknown: the server stopped while it was in flight; it stays counted and is not replayed",
-			"call", c.ID, "tenant", c.Run.Tenant, "run", c.Run.ID, "execution", c.ExecutionID, "tool", c.Tool)
-	}
+	lost, err := st.ledger.Recover(ctx)
+	st.logLost(lost)
 	if err != nil {
 		st.close()
-		return nil, fmt.Errorf("data_dir %s: recovering the run ledger: %w", dir, err)
+		return nil, fmt.Errorf("ledger: recovering calls left in flight: %w", err)
 	}
-	slog.Info("run ledger open", "data_dir", dir, "blob_store", st.blobs != nil, "recovered_unknown", len(lost))
+	slog.Info("storage open", "ledger", st.report.Ledger.Kind, "ledger_at", st.report.Ledger.Location,
+		"blobs", st.report.Blobs.Kind, "blobs_at", st.report.Blobs.Location, "recovered_unknown", len(lost))
 	return st, nil
 }
 
-// sweep removes blobs older than retention until ctx ends; it returns at once without a store.
-func (st *storage) sweep(ctx context.Context, retention time.Duration) {
-	if st.blobs == nil {
-		return
+func (st *storage) logLost(lost []budget.CallRecord) {
+	for _, c := range lost {
+		n := st.lost.Add(1)
+		slog.Warn("tool call recorded unknown: its owner stopped while it was in flight; it stays counted and is not replayed",
+			"call", c.ID, "tenant", c.Run.Tenant, "run", c.Run.ID, "execution", c.ExecutionID, "tool", c.Tool,
+			"unknown_total", n)
 	}
-	st.blobs.RunSweeper(ctx, min(blobSweepInterval, retention), retention, func(err error) {
-		slog.Warn("blob sweep failed", "err", err)
+}
+
+// background runs, until ctx ends, the blob sweeper (blobs older than retention) and the
+// ledger's periodic recovery; the returned function stops both and waits for them.
+func (st *storage) background(ctx context.Context, retention time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if st.blobs != nil {
+		wg.Go(func() {
+			outputs.RunSweeper(ctx, st.blobs, min(blobSweepInterval, retention), retention, func(err error) {
+				slog.Warn("blob sweep failed", "err", err)
+			})
+		})
+	}
+	wg.Go(func() {
+		budget.RunRecovery(ctx, st.ledger, st.recoverEvery, func(lost []budget.CallRecord, err error) {
+			st.logLost(lost)
+			if err != nil {
+				slog.Warn("ledger recovery pass failed", "err", err)
+			}
+		})
 	})
+	return func() { cancel(); wg.Wait() }
 }
 
 func (st *storage) close() {
 	if st.ledger != nil {
 		st.ledger.Close()
 	}
+	st.closeBlobs()
 	if st.tmp != "" {
 		os.RemoveAll(st.tmp)
 	}
+}
+
+// probeStorage is doctor's look at the stores: the plan, and for PostgreSQL whether the DSN
+// can be read and the server answers (it connects and disconnects, and changes nothing).
+func probeStorage(ctx context.Context, cfg *configs.Config) storageReport {
+	r := plannedStorage(cfg)
+	probe := func(rep *storeReport, what string, ref configs.Credential) {
+		dsn, err := resolveDSN(what, ref)
+		if err == nil {
+			pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+			var pool interface{ Close() }
+			pool, err = pgdb.Open(pctx, dsn)
+			cancel()
+			if err == nil {
+				pool.Close()
+			}
+		}
+		if err != nil {
+			rep.Ready, rep.Problem = false, err.Error()
+		}
+	}
+	if r.Ledger.Kind == "postgres" {
+		probe(&r.Ledger, "ledger", cfg.Ledger.Postgres.DSN)
+	}
+	if r.Blobs.Kind == "postgres" {
+		probe(&r.Blobs, "blobs", cfg.Blobs.Postgres.DSN)
+	}
+	return r
 }
 
 // bindingBudget converts a config binding budget; unset fields are zero (no ceiling from it).

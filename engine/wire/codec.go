@@ -137,13 +137,28 @@ func Decode(line []byte, allowed ...string) (Frame, error) {
 	if !ok {
 		return nil, violation("a %q frame is not allowed here", typ)
 	}
-	if err := checkKeys(line, reflect.TypeOf(f).Elem()); err != nil {
-		return nil, violation("%s frame: %v", typ, err)
-	}
-	if err := json.Unmarshal(line, f); err != nil {
+	if err := Unmarshal(line, f); err != nil {
 		return nil, violation("%s frame: %v", typ, err)
 	}
 	return f, nil
+}
+
+// Unmarshal decodes one JSON object into v, a pointer to a struct, by this package's rules:
+// keys match the fields' json names exactly (case included), and an unknown or repeated key
+// at any depth of a typed structure is an error. Protocols built on these frames' rules (the
+// remote sandbox protocol) decode with it too.
+func Unmarshal(data []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("wire: Unmarshal needs a pointer to a struct, got %T", v)
+	}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || trimmed[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	if err := checkKeys(data, t.Elem()); err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
 }
 
 func truncate(s string) string {
@@ -254,7 +269,20 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
+		if name == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's fields are the outer object's keys, as encoding/json
+			// reads them.
+			for k, ft := range jsonFields(f.Type) {
+				if _, ok := m[k]; !ok {
+					m[k] = ft
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
 			continue
 		}
 		if name == "" {

@@ -1,0 +1,544 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
+)
+
+// DefaultLeaseTTL is how long a PostgreSQL ledger's lease lasts without renewal: a replica
+// that stops renewing (killed, partitioned, frozen) has its in-flight calls recorded unknown
+// by a survivor within about this long plus one recovery interval.
+const DefaultLeaseTTL = 30 * time.Second
+
+// PostgresOptions tunes OpenPostgres; nil means defaults.
+type PostgresOptions struct {
+	// LeaseTTL is the lease's lifetime (default DefaultLeaseTTL, at least one second); it is
+	// renewed every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// Logger hears a lost lease and failed renewals; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Postgres is the Ledger for deployments that span processes or machines: every replica of
+// the server opens the same database. Each open Postgres is an owner holding a lease row,
+// renewed in the background; see the package doc for how meters stay exact and how a dead
+// owner's calls are recovered.
+type Postgres struct {
+	pool  *pgxpool.Pool
+	owner string
+	ttl   time.Duration
+	log   *slog.Logger
+
+	stop context.CancelFunc
+	done chan struct{} // closed when the renewal goroutine has returned
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// postgresSchema are the ledger's migrations (internal/pgdb): append, never edit.
+var postgresSchema = []string{
+	`CREATE TABLE ledger_runs (
+		tenant          text        NOT NULL,
+		run_id          text        NOT NULL,
+		started_at      timestamptz NOT NULL DEFAULT now(),
+		ended_at        timestamptz,
+		calls           bigint      NOT NULL DEFAULT 0,
+		transfer_bytes  bigint      NOT NULL DEFAULT 0,
+		produced_bytes  bigint      NOT NULL DEFAULT 0,
+		preserved_bytes bigint      NOT NULL DEFAULT 0,
+		PRIMARY KEY (tenant, run_id)
+	);
+	CREATE TABLE ledger_executions (
+		id              text        PRIMARY KEY,
+		tenant          text        NOT NULL,
+		run_id          text        NOT NULL,
+		agent_version   text        NOT NULL DEFAULT '',
+		started_at      timestamptz NOT NULL DEFAULT now(),
+		ended_at        timestamptz,
+		status          text        NOT NULL DEFAULT 'running',
+		attachments     text,
+		calls           bigint      NOT NULL DEFAULT 0,
+		transfer_bytes  bigint      NOT NULL DEFAULT 0,
+		produced_bytes  bigint      NOT NULL DEFAULT 0,
+		preserved_bytes bigint      NOT NULL DEFAULT 0
+	);
+	CREATE TABLE ledger_calls (
+		id              text        PRIMARY KEY,
+		tenant          text        NOT NULL,
+		run_id          text        NOT NULL,
+		execution_id    text        NOT NULL,
+		tool            text        NOT NULL,
+		argument_bytes  bigint      NOT NULL,
+		owner           text        NOT NULL,
+		status          text        NOT NULL,
+		spent           boolean     NOT NULL,
+		started_at      timestamptz NOT NULL DEFAULT now(),
+		finished_at     timestamptz,
+		transfer_bytes  bigint      NOT NULL DEFAULT 0,
+		produced_bytes  bigint      NOT NULL DEFAULT 0,
+		preserved_bytes bigint      NOT NULL DEFAULT 0,
+		attachments     text,
+		kind            text        NOT NULL DEFAULT '',
+		message         text        NOT NULL DEFAULT ''
+	);
+	CREATE INDEX ledger_calls_open ON ledger_calls (owner) WHERE status = 'started';
+	CREATE INDEX ledger_calls_run ON ledger_calls (tenant, run_id);
+	CREATE TABLE ledger_leases (
+		owner       text        PRIMARY KEY,
+		host        text        NOT NULL,
+		pid         integer     NOT NULL,
+		acquired_at timestamptz NOT NULL DEFAULT now(),
+		expires_at  timestamptz NOT NULL
+	);`,
+}
+
+// OpenPostgres connects to the database dsn names, applies the ledger's migrations and takes
+// a lease. No error it returns contains the DSN or its password.
+func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Postgres, error) {
+	var o PostgresOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseTTL < time.Second {
+		return nil, fmt.Errorf("budget: lease TTL %v is under one second", o.LeaseTTL)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	pool, err := pgdb.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("budget: postgres ledger: %w", err)
+	}
+	found, err := pgdb.Migrate(ctx, pool, "ledger", postgresSchema)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("budget: postgres ledger schema: %w", err)
+	}
+	if found > len(postgresSchema) {
+		o.Logger.Info("the ledger's schema is newer than this binary's; using it as it is", "schema_version", found, "known", len(postgresSchema))
+	}
+	p := &Postgres{pool: pool, owner: NewID("o_"), ttl: o.LeaseTTL, log: o.Logger, done: make(chan struct{})}
+	if err := p.relive(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("budget: postgres ledger lease: %w", err)
+	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = stop
+	go p.renew(rctx)
+	return p, nil
+}
+
+// LeaseTTL is how long this ledger's lease lasts without renewal.
+func (p *Postgres) LeaseTTL() time.Duration { return p.ttl }
+
+// relive takes (or takes back) this owner's lease.
+func (p *Postgres) relive(ctx context.Context) error {
+	host, _ := os.Hostname()
+	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_leases (owner, host, pid, expires_at)
+		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+		ON CONFLICT (owner) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+		p.owner, host, os.Getpid(), p.ttl.Seconds())
+	return err
+}
+
+// renew extends the lease every ttl/3 until ctx ends. A lease found gone was taken by a
+// survivor's Recover (this process stalled past its lease): its calls then in flight were
+// recorded unknown, and it takes a fresh lease for the calls to come.
+func (p *Postgres) renew(ctx context.Context) {
+	defer close(p.done)
+	t := time.NewTicker(p.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, p.ttl/3)
+		tag, err := p.pool.Exec(rctx, `UPDATE ledger_leases SET expires_at = now() + make_interval(secs => $2) WHERE owner = $1`,
+			p.owner, p.ttl.Seconds())
+		if err == nil && tag.RowsAffected() == 0 {
+			p.log.Warn("run ledger lease was lost: this process did not renew it in time, so its calls then in flight were recorded unknown; taking a new one",
+				"owner", p.owner)
+			err = p.relive(rctx)
+		}
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("run ledger lease not renewed", "owner", p.owner, "err", err)
+		}
+	}
+}
+
+// Close stops renewing the lease and gives it up, so a survivor's next Recover records the
+// calls still started by this ledger as unknown; then it closes the pool.
+func (p *Postgres) Close() error {
+	p.closeOnce.Do(func() {
+		p.stop()
+		<-p.done
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := p.pool.Exec(ctx, `DELETE FROM ledger_leases WHERE owner = $1`, p.owner)
+		p.pool.Close()
+		if err != nil {
+			p.closeErr = fmt.Errorf("budget: giving up the ledger lease: %w", err)
+		}
+	})
+	return p.closeErr
+}
+
+// errLeaseLost: a call was about to be started under a lease that had expired or been taken.
+var errLeaseLost = errors.New("budget: ledger lease lost")
+
+// retry runs fn again after a deadlock or serialization failure (PostgreSQL rolled the whole
+// statement or transaction back), and after taking back a lost lease.
+func (p *Postgres) retry(ctx context.Context, fn func() error) error {
+	var err error
+	for range 4 {
+		err = fn()
+		switch {
+		case errors.Is(err, errLeaseLost):
+			p.log.Warn("run ledger lease was lost before a call could start; taking a new one", "owner", p.owner)
+			if rerr := p.relive(ctx); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+		case pgdb.Retryable(err):
+		default:
+			return err
+		}
+	}
+	return err
+}
+
+func (p *Postgres) StartRun(ctx context.Context, run RunRef) error {
+	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, run.Tenant, run.ID)
+	return wrapPG(err)
+}
+
+func (p *Postgres) EndRun(ctx context.Context, run RunRef) error {
+	tag, err := p.pool.Exec(ctx, `UPDATE ledger_runs SET ended_at = now() WHERE tenant = $1 AND run_id = $2`, run.Tenant, run.ID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return wrapPG(err)
+}
+
+func (p *Postgres) StartExecution(ctx context.Context, run RunRef, id, agentVersion string) error {
+	return wrapPG(p.retry(ctx, func() error {
+		_, err := p.pool.Exec(ctx, `WITH r AS (INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING)
+			INSERT INTO ledger_executions (id, tenant, run_id, agent_version) VALUES ($3, $1, $2, $4)`,
+			run.Tenant, run.ID, id, agentVersion)
+		return err
+	}))
+}
+
+func (p *Postgres) EndExecution(ctx context.Context, end ExecutionEnd) error {
+	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3 WHERE id = $1`,
+		end.ID, end.Status, nullJSON(end.Attachments))
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return wrapPG(err)
+}
+
+// admitCall is StartCall's one round trip for a metered call: under a key-share lock on this
+// owner's live lease, one conditional UPDATE of the Run's row both checks every meter and
+// counts the call (the row lock makes racing admissions, from any replica, take turns, and
+// each re-checks the row as the previous one left it), and the call and its execution's count
+// are written in the same statement. No row back: the Run is spent, missing, or the lease is
+// gone; admitSlow tells which.
+const admitCall = `WITH lease AS (
+		SELECT owner FROM ledger_leases WHERE owner = $7 AND expires_at > now() FOR KEY SHARE
+	), admit AS (
+		UPDATE ledger_runs SET calls = calls + 1
+		WHERE tenant = $1 AND run_id = $2 AND EXISTS (SELECT 1 FROM lease)
+			AND calls < $8 AND transfer_bytes < $9 AND produced_bytes < $10 AND preserved_bytes < $11
+		RETURNING calls, transfer_bytes, produced_bytes, preserved_bytes
+	), ex AS (
+		UPDATE ledger_executions SET calls = ledger_executions.calls + 1 FROM admit WHERE id = $3
+	), ins AS (
+		INSERT INTO ledger_calls (id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent)
+		SELECT $4, $1, $2, $3, $5, $6, $7, 'started', true FROM admit
+	)
+	SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM admit`
+
+func (p *Postgres) StartCall(ctx context.Context, c CallStart, runLimits Limits) (Usage, error) {
+	var after Usage
+	var refusal *failure.Error
+	err := p.retry(ctx, func() error {
+		refusal = nil
+		if c.ExecutionID != "" {
+			err := p.pool.QueryRow(ctx, admitCall, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.ID, c.Tool, c.ArgumentBytes, p.owner,
+				ceiling(int64(runLimits.MaxCalls)), ceiling(runLimits.MaxTotalBytes), ceiling(runLimits.MaxProducedBytes),
+				ceiling(runLimits.MaxPreservedBytes)).
+				Scan(&after.Calls, &after.TransferBytes, &after.ProducedBytes, &after.PreservedBytes)
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		var err error
+		after, refusal, err = p.admitSlow(ctx, c, runLimits)
+		return err
+	})
+	if err != nil {
+		return Usage{}, wrapPG(err)
+	}
+	if refusal != nil {
+		return after, refusal
+	}
+	return after, nil
+}
+
+// admitSlow is StartCall as a transaction of several statements, for a direct call, and for
+// a metered call admitCall did not admit: it checks the lease, makes the Run if need be, locks
+// its row, and then refuses (recording the refusal) or admits exactly as SQLite does.
+func (p *Postgres) admitSlow(ctx context.Context, c CallStart, runLimits Limits) (after Usage, refusal *failure.Error, err error) {
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		var owner string
+		err := tx.QueryRow(ctx, `SELECT owner FROM ledger_leases WHERE owner = $1 AND expires_at > now() FOR KEY SHARE`, p.owner).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.Run.Tenant, c.Run.ID); err != nil {
+			return err
+		}
+		u, err := pgRunUsage(ctx, tx, c.Run, true)
+		if err != nil {
+			return err
+		}
+		metered := c.ExecutionID != ""
+		if metered {
+			if refusal = runRefusal(u, runLimits); refusal != nil {
+				after = u
+				return p.insertCall(ctx, tx, c, Refused, string(refusal.Kind), refusal.Message)
+			}
+		}
+		if err := p.insertCall(ctx, tx, c, Started, "", ""); err != nil {
+			return err
+		}
+		if metered {
+			if _, err := tx.Exec(ctx, `UPDATE ledger_runs SET calls = calls + 1 WHERE tenant = $1 AND run_id = $2`, c.Run.Tenant, c.Run.ID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE ledger_executions SET calls = calls + 1 WHERE id = $1`, c.ExecutionID); err != nil {
+				return err
+			}
+			u.Calls++
+		}
+		after = u
+		return nil
+	})
+	return after, refusal, err
+}
+
+// execer is a pool or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (p *Postgres) insertCall(ctx context.Context, q execer, c CallStart, st CallStatus, kind, msg string) error {
+	_, err := q.Exec(ctx, `INSERT INTO ledger_calls (id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent,
+		finished_at, kind, message)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $8 = 'started' THEN NULL ELSE now() END, $10, $11)`,
+		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, p.owner, string(st), st == Started, kind, msg)
+	return err
+}
+
+func (p *Postgres) RefuseCall(ctx context.Context, c CallStart, kind, message string) error {
+	return wrapPG(p.retry(ctx, func() error {
+		return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.Run.Tenant, c.Run.ID); err != nil {
+				return err
+			}
+			return p.insertCall(ctx, tx, c, Refused, kind, message)
+		})
+	}))
+}
+
+// finishCall ends a started call and adds its bytes to its Run and execution in one
+// statement; the Run's row is updated before the execution's (each CTE reads the one before),
+// the order every statement here takes its row locks in.
+const finishCall = `WITH fin AS (
+		UPDATE ledger_calls SET status = $2, finished_at = now(), transfer_bytes = $3, produced_bytes = $4,
+			preserved_bytes = $5, attachments = $6, kind = $7, message = $8
+		WHERE id = $1 AND status = 'started'
+		RETURNING tenant, run_id, execution_id
+	), r AS (
+		UPDATE ledger_runs SET transfer_bytes = ledger_runs.transfer_bytes + $3, produced_bytes = ledger_runs.produced_bytes + $4,
+			preserved_bytes = ledger_runs.preserved_bytes + $5
+		FROM fin WHERE ledger_runs.tenant = fin.tenant AND ledger_runs.run_id = fin.run_id AND fin.execution_id <> ''
+		RETURNING fin.execution_id
+	), e AS (
+		UPDATE ledger_executions SET transfer_bytes = ledger_executions.transfer_bytes + $3,
+			produced_bytes = ledger_executions.produced_bytes + $4, preserved_bytes = ledger_executions.preserved_bytes + $5
+		FROM r WHERE ledger_executions.id = r.execution_id
+	)
+	SELECT count(*) FROM fin`
+
+func (p *Postgres) FinishCall(ctx context.Context, f CallFinish) error {
+	if !f.Status.finishing() {
+		return fmt.Errorf("budget: %q does not finish a call", f.Status)
+	}
+	u := f.Usage
+	var n int
+	err := p.retry(ctx, func() error {
+		return p.pool.QueryRow(ctx, finishCall, f.ID, string(f.Status), u.TransferBytes, u.ProducedBytes, u.PreservedBytes,
+			nullJSON(f.Attachments), f.Kind, f.Message).Scan(&n)
+	})
+	if err != nil {
+		return wrapPG(err)
+	}
+	if n == 1 {
+		return nil
+	}
+	var status string
+	err = p.pool.QueryRow(ctx, `SELECT status FROM ledger_calls WHERE id = $1`, f.ID).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: call %s", ErrNotFound, f.ID)
+	}
+	if err != nil {
+		return wrapPG(err)
+	}
+	return fmt.Errorf("%w: call %s is %s", ErrAlreadyFinished, f.ID, status)
+}
+
+// charge adds bytes to a Run, making it if need be, and then to the execution $6 when set.
+const charge = `WITH r AS (
+		INSERT INTO ledger_runs AS l (tenant, run_id, transfer_bytes, produced_bytes, preserved_bytes) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant, run_id) DO UPDATE SET transfer_bytes = l.transfer_bytes + $3,
+			produced_bytes = l.produced_bytes + $4, preserved_bytes = l.preserved_bytes + $5
+		RETURNING 1
+	)
+	UPDATE ledger_executions SET transfer_bytes = transfer_bytes + $3, produced_bytes = produced_bytes + $4,
+		preserved_bytes = preserved_bytes + $5
+	FROM r WHERE id = $6`
+
+func (p *Postgres) Charge(ctx context.Context, run RunRef, execID string, u Usage) error {
+	if u.Calls != 0 {
+		return errors.New("budget: Charge cannot count calls")
+	}
+	return wrapPG(p.retry(ctx, func() error {
+		_, err := p.pool.Exec(ctx, charge, run.Tenant, run.ID, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, execID)
+		return err
+	}))
+}
+
+func pgRunUsage(ctx context.Context, q execer, run RunRef, lock bool) (Usage, error) {
+	query := `SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM ledger_runs WHERE tenant = $1 AND run_id = $2`
+	if lock {
+		query += ` FOR UPDATE`
+	}
+	var u Usage
+	err := q.QueryRow(ctx, query, run.Tenant, run.ID).Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Usage{}, nil
+	}
+	return u, err
+}
+
+func (p *Postgres) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
+	u, err := pgRunUsage(ctx, p.pool, run, false)
+	if err != nil {
+		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
+	}
+	return u, nil
+}
+
+func scanPGCall(r pgx.Row) (CallRecord, error) {
+	var c CallRecord
+	var status string
+	var finished *time.Time
+	var att *string
+	err := r.Scan(&c.ID, &c.Run.Tenant, &c.Run.ID, &c.ExecutionID, &c.Tool, &c.ArgumentBytes, &status, &c.Spent,
+		&c.StartedAt, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message)
+	if err != nil {
+		return CallRecord{}, err
+	}
+	c.Status = CallStatus(status)
+	if finished != nil {
+		c.FinishedAt = *finished
+	}
+	if att != nil {
+		c.Attachments = []byte(*att)
+	}
+	if c.Spent {
+		c.Usage.Calls = 1
+	}
+	return c, nil
+}
+
+func (p *Postgres) Call(ctx context.Context, id string) (CallRecord, error) {
+	c, err := scanPGCall(p.pool.QueryRow(ctx, `SELECT `+callColumns+` FROM ledger_calls WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return CallRecord{}, fmt.Errorf("%w: call %s", ErrNotFound, id)
+	}
+	return c, wrapPG(err)
+}
+
+// Recover, for PostgreSQL: an owner is gone when its lease has expired or is absent (it
+// closed). In one transaction it first deletes the expired leases, waiting for calls those
+// owners are starting at that moment (they hold a key-share lock on their lease) to commit,
+// and then, in a statement that sees those calls, marks every started call of a gone owner
+// unknown. A row is updated once however many replicas recover at the same time.
+func (p *Postgres) Recover(ctx context.Context) ([]CallRecord, error) {
+	var out []CallRecord
+	err := p.retry(ctx, func() error {
+		out = nil
+		return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `DELETE FROM ledger_leases WHERE expires_at < now() AND owner <> $1 RETURNING owner`, p.owner)
+			if err != nil {
+				return err
+			}
+			expired, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			rows, err = tx.Query(ctx, `UPDATE ledger_calls c SET status = 'unknown', finished_at = now(),
+				message = 'the host stopped while the call was in flight; it is counted and not replayed'
+				WHERE c.status = 'started' AND c.owner <> $1
+					AND (c.owner = ANY($2) OR NOT EXISTS (SELECT 1 FROM ledger_leases l WHERE l.owner = c.owner))
+				RETURNING `+callColumns, p.owner, expired)
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (CallRecord, error) { return scanPGCall(r) })
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("budget: recover: %w", err)
+	}
+	sortByStart(out)
+	return out, nil
+}
+
+// wrapPG leaves nil and the ledger's own errors alone and prefixes the rest.
+func wrapPG(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrAlreadyFinished) {
+		return err
+	}
+	var fe *failure.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	return fmt.Errorf("budget: postgres ledger: %w", err)
+}

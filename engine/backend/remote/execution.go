@@ -1,0 +1,342 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// execution is one Run in flight on the client: its stream, its calls and its clocks.
+type execution struct {
+	s     *Sandbox
+	ex    engine.Execution
+	t     engine.Terms
+	start time.Time
+	log   *slog.Logger
+
+	id     string       // from the accepted frame
+	ending failure.Kind // set when the client ends the execution: timeout or cancelled
+	secret string       // the credential the start request carried, to scrub from what the service says
+	st     *stream      // owned by the reader goroutine until it has ended
+	sem    chan struct{}
+	calls  sync.WaitGroup
+}
+
+type streamEvent struct {
+	f   any
+	err error
+}
+
+// drive sends the program and follows its stream to the end.
+func (x *execution) drive(ctx context.Context) *engine.Result {
+	s := x.s
+	names := append([]string{}, x.ex.ToolNames...)
+	aliases := append([]string{}, x.ex.Aliases...)
+	body, err := json.Marshal(StartRequest{Protocol: Version, Program: x.ex.Program, Terms: x.t, Tools: names, Aliases: aliases, Calls: x.ex.Tools != nil})
+	if err != nil {
+		return engine.Refuse(x.t, failure.Internal, "the program could not be encoded")
+	}
+	// The stream is ended by this function, not by ctx: after a cancellation it still reads
+	// the service's last frames for a moment, to keep what the program printed.
+	streamCtx, endStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStream()
+	req, err := s.request(streamCtx, http.MethodPost, PathExecutions, body)
+	if err != nil {
+		return engine.Refuse(x.t, failure.BackendUnavailable, "nothing was sent: "+err.Error())
+	}
+	x.secret, _ = strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	wall := time.Duration(x.t.WallSeconds * float64(time.Second))
+	deadline := time.NewTimer(wall + s.opts.Slack)
+	defer deadline.Stop()
+
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := s.client.Do(req)
+		got <- answer{resp, err}
+	}()
+	var resp *http.Response
+	select {
+	case a := <-got:
+		resp, err = a.resp, a.err
+	case <-ctx.Done():
+		endStream()
+		drainBody((<-got).resp)
+		return x.ended(failure.Cancelled, nil)
+	case <-deadline.C:
+		endStream()
+		drainBody((<-got).resp)
+		return x.ended(failure.Timeout, nil)
+	}
+	if err != nil {
+		// A connection that was never made ran nothing; any other failure may have come after
+		// the service started the program.
+		var op *net.OpError
+		sent := !(errors.As(err, &op) && op.Op == "dial")
+		return x.providerError(sent, "the sandbox service could not be reached: "+transportError(err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer drainBody(resp)
+		return x.providerError(false, answerError(resp))
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != ContentType {
+		defer drainBody(resp)
+		return x.providerError(false, fmt.Sprintf("the sandbox service answered 200 with %q, not an %s frame stream", truncate(mt), ContentType))
+	}
+
+	// One goroutine reads and checks the stream; this one acts on what it finds.
+	x.st = newStream(s.opts.MaxOutputBytes, s.opts.Artifacts.MaxBytes)
+	frames := make(chan streamEvent)
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		fr := newFrameReader(resp.Body, s.opts.Bounds)
+		for {
+			line, err := fr.next()
+			var f any
+			if err == nil {
+				if f, err = x.st.frame(line); err == nil && f == nil {
+					continue
+				}
+			}
+			select {
+			case frames <- streamEvent{f, err}:
+			case <-stop:
+				return
+			}
+			switch f.(type) {
+			case *ResultFrame, *ErrorFrame:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	callCtx, cancelCalls := context.WithDeadline(ctx, time.Now().Add(wall+s.opts.Slack))
+	defer func() {
+		cancelCalls()
+		close(stop)
+		endStream()
+		resp.Body.Close()
+		<-readerDone
+		x.calls.Wait()
+	}()
+
+	idle := time.NewTimer(s.opts.IdleTimeout)
+	defer idle.Stop()
+	delivering := false
+	for {
+		select {
+		case ev := <-frames:
+			idle.Reset(s.opts.IdleTimeout)
+			if ev.err != nil {
+				var v *violation
+				switch {
+				case errors.As(ev.err, &v):
+					return x.providerError(x.id != "", "the sandbox service's stream broke the protocol: "+v.msg)
+				case errors.Is(ev.err, io.EOF) || errors.Is(ev.err, io.ErrUnexpectedEOF):
+					return x.providerError(x.id != "", "the sandbox service's stream ended before the program did")
+				}
+				return x.providerError(x.id != "", "the sandbox service's stream failed before the program ended: "+transportError(ev.err))
+			}
+			switch f := ev.f.(type) {
+			case *Accepted:
+				x.id = f.Execution
+				x.log = x.log.With("execution", x.id)
+				x.log.Debug("execution accepted")
+			case *ErrorFrame:
+				return x.refused(f)
+			case *Progress:
+				if x.ex.Progress != nil {
+					x.ex.Progress(time.Since(x.start).Seconds())
+				}
+			case *Call, *Read:
+				x.dispatch(callCtx, f)
+			case dataStarted:
+				// The program has ended: what is left is delivering its output.
+				delivering = true
+				deadline.Reset(s.opts.TransferTimeout)
+			case *ResultFrame:
+				<-readerDone
+				return x.finish(&f.Result)
+			}
+		case <-idle.C:
+			return x.providerError(x.id != "", fmt.Sprintf("the sandbox service sent nothing for %s", s.opts.IdleTimeout))
+		case <-deadline.C:
+			if delivering {
+				return x.providerError(true, fmt.Sprintf("the sandbox service did not deliver the program's output within %s", s.opts.TransferTimeout))
+			}
+			return x.end(failure.Timeout, frames, readerDone)
+		case <-ctx.Done():
+			return x.end(failure.Cancelled, frames, readerDone)
+		}
+	}
+}
+
+// dispatch answers one call or read through the caller's ToolCaller on its own goroutine, at
+// most MaxConcurrentCalls at a time; waiting for a slot holds the stream back.
+func (x *execution) dispatch(ctx context.Context, f any) {
+	select {
+	case x.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	x.calls.Add(1)
+	go func() {
+		defer x.calls.Done()
+		defer func() { <-x.sem }()
+		rep := answer(ctx, x.ex.Tools, f)
+		if ctx.Err() != nil {
+			return
+		}
+		x.post(ctx, resultsPath(x.id), rep)
+	}()
+}
+
+// post delivers a reply or a cancel. A failure is logged: the execution's own stream (a
+// service that went away breaks it too) and its clocks decide how it ends.
+func (x *execution) post(ctx context.Context, path string, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		x.log.Error("a reply could not be encoded", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := x.s.request(ctx, http.MethodPost, path, body)
+	if err != nil {
+		x.log.Warn("not posted to the sandbox service", "route", path, "err", err)
+		return
+	}
+	resp, err := x.s.client.Do(req)
+	if err != nil {
+		x.log.Warn("not posted to the sandbox service", "route", path, "err", transportError(err))
+		return
+	}
+	defer drainBody(resp)
+	if resp.StatusCode/100 != 2 {
+		x.log.Warn("the sandbox service refused a post", "route", path, "answer", x.scrub(answerError(resp)))
+	}
+}
+
+// end ends an execution the caller cancelled or the client's clock timed out: it posts a
+// cancel, waits CancelGrace for the service's last result to keep the program's output, and
+// reports kind.
+func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone <-chan struct{}) *engine.Result {
+	x.ending = kind
+	var wg sync.WaitGroup
+	graceCtx, cancel := context.WithTimeout(context.Background(), x.s.opts.CancelGrace)
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	if x.id != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x.post(graceCtx, cancelPath(x.id), struct{}{})
+		}()
+	}
+	for {
+		select {
+		case ev := <-frames:
+			if f, ok := ev.f.(*ResultFrame); ok {
+				<-readerDone
+				return x.ended(kind, &f.Result)
+			}
+			if ev.err != nil || ev.f == nil {
+				return x.ended(kind, nil)
+			}
+			if _, ok := ev.f.(*ErrorFrame); ok {
+				return x.ended(kind, nil)
+			}
+		case <-graceCtx.Done():
+			return x.ended(kind, nil)
+		}
+	}
+}
+
+// ended is the result of a timeout or a cancellation: the service's own last result when it
+// came in time (for the output the program wrote before it was killed), with the kind that
+// ended it.
+func (x *execution) ended(kind failure.Kind, r *engine.Result) *engine.Result {
+	x.ending = kind
+	res := engine.Refuse(x.t, kind, "")
+	if r != nil {
+		if got := x.finish(r); got.Failure == nil || got.Failure.Kind != failure.ProviderError {
+			res = got
+		}
+	}
+	res.Value = json.RawMessage("null")
+	res.LimitHit = nil
+	res.Cancelled = kind == failure.Cancelled
+	res.Failure = &engine.Failure{Kind: kind, Executed: true}
+	if kind == failure.Timeout {
+		l := engine.LimitWall
+		res.LimitHit = &l
+		res.Failure.Message = fmt.Sprintf("the program did not finish within wall_seconds=%g; the sandbox service was told to cancel it", x.t.WallSeconds)
+	} else {
+		res.Failure.Message = "the request was cancelled; the sandbox service was told to kill the program and every process it started"
+	}
+	return res
+}
+
+// refused is the result of an error frame: the service would not run the program.
+func (x *execution) refused(f *ErrorFrame) *engine.Result {
+	k := failure.Kind(f.Kind)
+	if !k.Refusal() {
+		return x.providerError(false, "the sandbox service declined the execution: "+boundMessage(f.Message))
+	}
+	return engine.Refuse(x.t, k, "the sandbox service refused: "+x.scrub(boundMessage(f.Message)))
+}
+
+// scrub removes the credential from what the service said: a service holds it, and a hostile
+// one could echo it into an error or an output that would otherwise reach a record.
+func (x *execution) scrub(s string) string {
+	if x.secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, x.secret, "[credential]")
+}
+
+func (x *execution) scrubBytes(b []byte) []byte {
+	if x.secret == "" || !bytes.Contains(b, []byte(x.secret)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(x.secret), []byte("[credential]"))
+}
+
+// providerError is the result of a service that failed to deliver the execution. executed
+// is whether the program may have started.
+func (x *execution) providerError(executed bool, msg string) *engine.Result {
+	msg = x.scrub(msg)
+	x.log.Warn("remote execution failed", "err", msg)
+	res := engine.Refuse(x.t, failure.ProviderError, msg+"; it is not retried")
+	res.Failure.Executed = executed
+	return res
+}
+
+func boundMessage(m string) string {
+	if len(m) > 1000 {
+		m = m[:1000] + "…"
+	}
+	return m
+}
