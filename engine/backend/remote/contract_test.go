@@ -118,7 +118,8 @@ except ToolError as e:
 big = await up__big()
 window = await big.read(offset=2, limit=3)
 return {"sums": [s["sum"] for s in sums], "denied": denied, "window": window}`,
-		Terms: engine.Terms{Isolation: engine.LevelIsolated}, Tools: tools, ToolNames: []string{"up__add", "up__big", "up__denied"}})
+		Terms: engine.Terms{Isolation: engine.LevelIsolated}, Tools: tools,
+		ToolNames: []string{"up__add", "up__big", "up__denied"}, Aliases: []string{"up__add", "up__big", "up__denied"}})
 	if res.Failure != nil {
 		t.Fatalf("%s: %s\n%s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback)
 	}

@@ -241,7 +241,7 @@ func TestServiceForwardsCalls(t *testing.T) {
 		rd := ex.Tools.ReadHandle(ctx, "h_1", 3, 4, "ERR")
 		res := engine.Refuse(engine.Terms{}, "", "")
 		res.Failure = nil
-		v, _ := json.Marshal(map[string]any{"calls": got, "read": string(rd.Value), "names": ex.ToolNames})
+		v, _ := json.Marshal(map[string]any{"calls": got, "read": string(rd.Value), "names": ex.ToolNames, "aliases": ex.Aliases})
 		res.Value = v
 		return res
 	}}
@@ -256,14 +256,15 @@ func TestServiceForwardsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	res := client.Run(context.Background(), engine.Execution{Program: "p", Tools: tools, ToolNames: []string{"up__echo"}})
+	res := client.Run(context.Background(), engine.Execution{Program: "p", Tools: tools, ToolNames: []string{"up__echo"}, Aliases: []string{"up__echo"}})
 	if res.Failure != nil {
 		t.Fatalf("%s: %s", res.Failure.Kind, res.Failure.Message)
 	}
 	var v struct {
-		Calls []string
-		Read  string
-		Names []string
+		Calls   []string
+		Read    string
+		Names   []string
+		Aliases []string
 	}
 	if err := json.Unmarshal(res.Value, &v); err != nil {
 		t.Fatal(err)
@@ -275,6 +276,10 @@ func TestServiceForwardsCalls(t *testing.T) {
 	}
 	if v.Read != `"h_1 3 4 ERR"` || strings.Join(v.Names, ",") != "up__echo" {
 		t.Errorf("read %s, names %v", v.Read, v.Names)
+	}
+	// The caller's aliases reach the service's Execution as they are: it computes none.
+	if strings.Join(v.Aliases, ",") != "up__echo" {
+		t.Errorf("aliases %v, want the caller's [up__echo]", v.Aliases)
 	}
 	if tools.calls.Load() != 8 || tools.reads.Load() != 1 {
 		t.Errorf("the caller's ToolCaller saw %d calls and %d reads, want 8 and 1", tools.calls.Load(), tools.reads.Load())
