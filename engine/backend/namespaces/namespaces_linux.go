@@ -129,7 +129,7 @@ func (b *Backend) Mechanisms() []string {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
 	if !b.disabled("seccomp") {
-		m = append(m, "seccomp-deny-inet")
+		m = append(m, "seccomp-deny-inet", "seccomp-deny-kernel-objects")
 	}
 	return m
 }
@@ -173,7 +173,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop, UID: uid, GID: gid,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.Containment.Seccomp,
+		DenyInet: c.Containment.Seccomp, DenyKernelObjects: !b.disabled("seccomp"),
 		Mounts: &launch.Mounts{
 			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.base.RODirs...), Devices: devices,
 			Files: map[string]string{
