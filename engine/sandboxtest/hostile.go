@@ -77,5 +77,6 @@ var Hostile = []Case{
 	{Name: "an upstream announcing list_changed on every call", Class: Exhaustion, Where: "upstream/hostile_test.go:TestRelistThrottled"},
 	{Name: "an upstream answering without bound", Class: Exhaustion, Where: "upstream/http_test.go:TestHTTPResponseBounded"},
 	{Name: "an upstream redirect collecting the credential", Class: Escape, Where: "upstream/http_test.go:TestHTTPBearerNotSentAcrossRedirect"},
+	{Name: "idle and slow HTTP connections held open", Class: Exhaustion, Where: "cmd/mcp-sandbox/listen_test.go:TestServeHTTPConnectionsBounded"},
 	{Name: "a config bomb (aliases, size)", Class: Exhaustion, Where: "configs/load_test.go:TestAliasesAreFollowedAndBounded"},
 }
