@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
@@ -194,7 +195,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if b.base.Drop {
 		ls.Rlimits.NProc = uint64(spec.Terms.ProcessCount) + 2 // bwrap itself and its init
 	}
-	if err := c.JoinCgroup(b.base.Cgroups, "bwrap-"+tag, spec.Terms, 3, ls); err != nil {
+	if err := c.JoinCgroup(b.base.Cgroups, owner.Name("bwrap"), spec.Terms, 3, ls); err != nil {
 		return nil, err
 	}
 	if err := c.Start(b.base.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {

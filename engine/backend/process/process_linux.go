@@ -2,9 +2,8 @@ package process
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
@@ -56,6 +56,11 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	if opts.WorkspaceBase, err = workspaceParent(opts.WorkspaceBase); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "preparing the workspace directory: %v", err)
+	}
+	// Workspaces (warm children's among them) that a killed server left: only those whose
+	// owner is provably dead (internal/owner).
+	if n := owner.Sweep(opts.WorkspaceBase, workspacePrefix, os.RemoveAll); n > 0 {
+		slog.Info("swept workspaces a stopped server left", "count", n, "dir", opts.WorkspaceBase)
 	}
 	b := &Backend{opts: opts, base: base}
 	b.landlock = !disabled(opts, "landlock") && landlockABI() > 0
@@ -181,10 +186,11 @@ func ownedByMe(st os.FileInfo) bool {
 	return ok && int(sys.Uid) == os.Geteuid()
 }
 
+// workspacePrefix starts the name of every workspace, which carries its server's owner tag.
+const workspacePrefix = "mcp-sandbox-ws"
+
 func (b *Backend) makeWorkspace(id identity.Identity) (string, error) {
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(b.opts.WorkspaceBase, "mcp-sandbox-ws-"+hex.EncodeToString(rnd[:]))
+	dir := filepath.Join(b.opts.WorkspaceBase, owner.Name(workspacePrefix))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", failure.Wrap(failure.BackendUnavailable, err, "creating the workspace failed")
 	}
