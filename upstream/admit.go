@@ -100,21 +100,21 @@ func admit(s Server, l listing, logger *slog.Logger) ([]*Tool, []string) {
 		tools = append(tools, t)
 	}
 	if nBad > 0 {
-		notes = append(notes, fmt.Sprintf("%d tools skipped: a name must be 1 to %d characters of letters, digits, '_', '-' and '.' (server name and \"__\" included), as %s is not",
-			nBad, maxNameBytes, strings.Join(badNames, ", ")))
+		notes = append(notes, fmt.Sprintf("skipped %s whose names break the MCP rules (1 to %d characters of letters, digits, '_', '-' and '.', the server's name and \"__\" included): %s",
+			nTools(nBad), maxNameBytes, strings.Join(badNames, ", ")))
 	}
 	if dups > 0 {
-		notes = append(notes, fmt.Sprintf("%d tools skipped: their names were listed twice", dups))
+		notes = append(notes, fmt.Sprintf("skipped %s listed twice", nTools(dups)))
 	}
 	if over > 0 {
-		notes = append(notes, fmt.Sprintf("%d tools skipped: a server may offer at most %d", over, maxToolsPerServer))
+		notes = append(notes, fmt.Sprintf("skipped %s: a server may offer at most %d", nTools(over), maxToolsPerServer))
 	}
 	if overSize > 0 {
-		notes = append(notes, fmt.Sprintf("%d tools skipped: the server's tool definitions passed %d bytes", overSize, maxServerBytes))
+		notes = append(notes, fmt.Sprintf("skipped %s: the server's tool definitions passed %d bytes", nTools(overSize), maxServerBytes))
 	}
 	if shortened > 0 {
-		notes = append(notes, fmt.Sprintf("%d tools shortened: descriptions are kept to %d bytes, titles to %d, output schemas to %d",
-			shortened, maxDescriptionBytes, maxTitleBytes, maxOutputSchemaBytes))
+		notes = append(notes, fmt.Sprintf("shortened %s: descriptions are kept to %d bytes, titles to %d, output schemas to %d",
+			nTools(shortened), maxDescriptionBytes, maxTitleBytes, maxOutputSchemaBytes))
 	}
 	if l.cut != "" {
 		notes = append(notes, l.cut)
@@ -123,6 +123,13 @@ func admit(s Server, l listing, logger *slog.Logger) ([]*Tool, []string) {
 		logger.Warn("upstream tools cut from the catalogue", "server", s.Name, "notes", strings.Join(notes, "; "))
 	}
 	return tools, notes
+}
+
+func nTools(n int) string {
+	if n == 1 {
+		return "1 tool"
+	}
+	return fmt.Sprintf("%d tools", n)
 }
 
 // trimDef returns the part of d the catalogue keeps, and whether anything was cut.

@@ -72,6 +72,7 @@ var Hostile = []Case{
 	{Name: "an upstream schema making validation explode", Class: TakeDown, Where: "upstream/hostile_test.go:TestSchemaValidationBounded"},
 	{Name: "any upstream schema and arguments", Class: TakeDown, Where: "upstream/schema_test.go:FuzzSchema"},
 	{Name: "an upstream schema fetching remote references", Class: Escape, Where: "upstream/hostile_test.go:TestSchemaRemoteRefNeverFetched"},
+	{Name: "a hostile upstream against the built binary", Class: TakeDown, Where: "conformance/hostile_test.go:TestHostileUpstream"},
 	{Name: "upstream tool names and descriptions forging lines", Class: ProtocolAbuse, Where: "upstream/hostile_test.go:TestUpstreamToolNamesValidated"},
 	{Name: "an upstream flooding the catalogue", Class: Exhaustion, Where: "upstream/hostile_test.go:TestCatalogueBounded"},
 	{Name: "an upstream announcing list_changed on every call", Class: Exhaustion, Where: "upstream/hostile_test.go:TestRelistThrottled"},
