@@ -10,5 +10,5 @@
 // pid and start time. An owner in another pid namespace cannot be checked from here and is
 // never swept; nor is a name without a tag (older versions, other programs).
 //
-// It imports the standard library only. Everything here is safe for concurrent use.
+// Linux only (elsewhere the package is empty). It imports the standard library only. Everything here is safe for concurrent use.
 package owner

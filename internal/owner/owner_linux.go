@@ -1,8 +1,11 @@
+//go:build linux
+
 package owner
 
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // self is this process's tag and what Dead compares against, read once.
@@ -64,10 +68,11 @@ func DeadName(name string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	start, err := startTime(pid)
-	if os.IsNotExist(err) {
+	// kill(pid, 0) in this pid namespace: ESRCH is proof, whatever /proc may hide (hidepid).
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
 	}
+	start, err := startTime(pid)
 	return err == nil && strconv.FormatUint(start, 10) != m[2]
 }
 
