@@ -218,9 +218,10 @@ func pyList(ss []string) string {
 	return string(b)
 }
 
-// concurrent: while one execution listens on an abstract unix socket, another, started
-// after it, looks for it by every means a shared kernel offers: the socket, /proc, a signal,
-// ptrace, its memory. Neither can reach the other, and both complete.
+// concurrent: while one execution listens on an abstract unix socket (for 6 s), another,
+// started after it, looks for it by every means a shared kernel offers: the socket (retried
+// for 3 s, so a slow start under load does not make the case pass vacuously), /proc, a
+// signal, ptrace, its memory. Neither can reach the other, and both complete.
 func (c *contract) concurrent(t *testing.T) {
 	name := "mcp-sandbox-test-" + token()
 	victim := fmt.Sprintf(`import socket
@@ -230,7 +231,7 @@ try:
     s.listen(1)
 except OSError as e:
     return {"bound": str(e), "reached": False}
-s.settimeout(4)
+s.settimeout(6)
 try:
     conn, _ = s.accept()
     return {"bound": True, "reached": conn.recv(64).decode(errors="replace")}
@@ -238,15 +239,19 @@ except OSError:
     return {"bound": True, "reached": False}`, name)
 	attacker := fmt.Sprintf(`import socket, signal
 %s
+import time
 res = {"connected": False, "signalled": [], "ptraced": [], "memory": []}
-c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-c.settimeout(1)
-try:
-    c.connect("\0" + %q)
-    c.sendall(b"reached")
-    res["connected"] = True
-except OSError:
-    pass
+deadline = time.monotonic() + 3
+while not res["connected"] and time.monotonic() < deadline:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(1)
+    try:
+        c.connect("\0" + %q)
+        c.sendall(b"reached")
+        res["connected"] = True
+    except OSError:
+        time.sleep(0.1)
+    c.close()
 me = os.getpid()
 try:
     pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me and int(p) != os.getppid()]
