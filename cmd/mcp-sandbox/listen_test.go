@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,32 +56,7 @@ func TestServeHTTPConnectionsBounded(t *testing.T) {
 	}
 
 	// The per-address cap, with a clear refusal.
-	var held []net.Conn
-	for range 6 {
-		held = append(held, dial())
-	}
-	over := dial()
-	resp, err = http.ReadResponse(bufio.NewReader(over), nil)
-	if err != nil {
-		t.Fatalf("the connection over the cap got no answer: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "limit of 6 connections") {
-		t.Errorf("over the cap: %d %q", resp.StatusCode, body)
-	}
-	for _, c := range held {
-		c.Close()
-	}
-	if !waitFor(5*time.Second, func() bool {
-		r, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
-	}) {
-		t.Errorf("no connection accepted after the held ones closed")
-	}
+	wantCapped(t, base, 6)
 
 	// A run_code streaming progress for three times the timeout completes.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -105,4 +81,58 @@ func TestServeHTTPConnectionsBounded(t *testing.T) {
 	if progress.Load() == 0 {
 		t.Errorf("no progress arrived on the stream")
 	}
+}
+
+// wantCapped holds n connections to the server at base, checks that one more is refused with
+// a 503 naming the per-address limit, and that a connection is accepted once they close.
+func wantCapped(t *testing.T, base string, n int) {
+	t.Helper()
+	addr := strings.TrimPrefix(base, "http://")
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	over, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	resp, err := http.ReadResponse(bufio.NewReader(over), nil)
+	if err != nil {
+		t.Fatalf("the connection over the cap got no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if want := fmt.Sprintf("limit of %d connections", n); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), want) {
+		t.Errorf("over the cap: %d %q, want 503 and %q", resp.StatusCode, body, want)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	if !waitFor(5*time.Second, func() bool {
+		r, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	}) {
+		t.Errorf("no connection accepted after the held ones closed")
+	}
+}
+
+// TestSandboxServiceConnectionsBounded: the sandbox service refuses a connection past
+// --max-connections-per-address with a 503 saying so, as the MCP listener does.
+func TestSandboxServiceConnectionsBounded(t *testing.T) {
+	base, _, _, _ := startService(t, "--max-connections-per-address", "4")
+	wantCapped(t, base, 4)
 }

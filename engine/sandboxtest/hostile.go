@@ -79,6 +79,7 @@ var Hostile = []Case{
 	{Name: "an upstream answering without bound", Class: Exhaustion, Where: "upstream/http_test.go:TestHTTPResponseBounded"},
 	{Name: "an upstream redirect collecting the credential", Class: Escape, Where: "upstream/http_test.go:TestHTTPBearerNotSentAcrossRedirect"},
 	{Name: "idle and slow HTTP connections held open", Class: Exhaustion, Where: "cmd/mcp-sandbox/listen_test.go:TestServeHTTPConnectionsBounded"},
+	{Name: "connections flooding the sandbox service", Class: Exhaustion, Where: "cmd/mcp-sandbox/listen_test.go:TestSandboxServiceConnectionsBounded"},
 	{Name: "a killed server's leftovers swept, and only its own", Class: Exhaustion, Where: "cmd/mcp-sandbox/sweep_test.go:TestSweepAfterKill"},
 	{Name: "state files readable by other local users", Class: Escape, Where: "cmd/mcp-sandbox/state_test.go:TestStateIsPrivate"},
 	{Name: "a config bomb (aliases, size)", Class: Exhaustion, Where: "configs/load_test.go:TestAliasesAreFollowedAndBounded"},
