@@ -67,7 +67,7 @@ var Hostile = []Case{
 	{Name: "malformed and forged wire frames", Class: ProtocolAbuse, Where: "engine/wire/wire_test.go:FuzzDecode"},
 	{Name: "unbounded wire lines", Class: ProtocolAbuse, Where: "engine/wire/wire_test.go:TestReaderBounds"},
 	{Name: "hostile regular expression in read_tool_output", Class: Exhaustion, Where: "outputs/window_test.go:TestSearchHostilePattern"},
-	{Name: "a tenant reading another tenant's blobs", Class: Channel, Where: "outputs/blob_test.go:TestBlobTenantIsolation"},
+	{Name: "a tenant reading another tenant's blobs", Class: Channel, Where: "outputs/blobtest/contract.go:contractTenants"},
 	{Name: "an upstream's $ref cycle overflowing the stack", Class: TakeDown, Where: "upstream/hostile_test.go:TestSchemaRefCycleUnavailable"},
 	{Name: "an upstream schema making validation explode", Class: TakeDown, Where: "upstream/hostile_test.go:TestSchemaValidationBounded"},
 	{Name: "any upstream schema and arguments", Class: TakeDown, Where: "upstream/schema_test.go:FuzzSchema"},
