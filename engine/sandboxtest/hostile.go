@@ -82,5 +82,11 @@ var Hostile = []Case{
 	{Name: "connections flooding the sandbox service", Class: Exhaustion, Where: "cmd/mcp-sandbox/listen_test.go:TestSandboxServiceConnectionsBounded"},
 	{Name: "a killed server's leftovers swept, and only its own", Class: Exhaustion, Where: "cmd/mcp-sandbox/sweep_test.go:TestSweepAfterKill"},
 	{Name: "state files readable by other local users", Class: Escape, Where: "cmd/mcp-sandbox/state_test.go:TestStateIsPrivate"},
+	{Name: "a hostile sandbox service (endless lines, floods, forged and cut frames, lying describes, redirects, echoed credentials)", Class: ProtocolAbuse, Where: "engine/backend/remote/hostile_test.go:TestHostileStreams"},
+	{Name: "any remote stream", Class: ProtocolAbuse, Where: "engine/backend/remote/reader_test.go:FuzzStream"},
+	{Name: "a remote credential over plaintext or in a URL", Class: Escape, Where: "engine/backend/remote/hostile_test.go:TestNewRefusesAnExposedCredential"},
+	{Name: "unauthenticated or foreign callers of the sandbox service", Class: Escape, Where: "engine/backend/remote/service_test.go:TestServiceAuthenticates"},
+	{Name: "a PostgreSQL DSN leaking through errors", Class: Escape, Where: "internal/pgdb/pgdb_test.go:TestOpenErrorsKeepTheDSNSecret"},
+	{Name: "a killed replica's calls replayed or given a fresh allowance", Class: Exhaustion, Where: "budget/postgres_test.go:TestPostgresRecoverAfterKill"},
 	{Name: "a config bomb (aliases, size)", Class: Exhaustion, Where: "configs/load_test.go:TestAliasesAreFollowedAndBounded"},
 }
