@@ -26,7 +26,8 @@ const (
 	// maxCheckDepth bounds the nested validation steps checking one call's arguments.
 	maxCheckDepth = 256
 	// maxCheckCost bounds the validator's work for one call, in units of about a byte it
-	// compares, formats, copies or matches (checkCost); visitCost is one step's fixed cost.
+	// compares, formats, copies or matches (boundWalk.visit); visitCost is one step's fixed
+	// cost.
 	// Measured in BenchmarkCheckBound: a check at this bound takes well under a second.
 	maxCheckCost = 1 << 27
 	visitCost    = 256
@@ -143,6 +144,8 @@ func jsonDepth(b []byte) int {
 type schemaGraph struct {
 	root    *jsonschema.Schema
 	inPlace map[*jsonschema.Schema][]*jsonschema.Schema
+	// refOnly marks a draft-07 schema with $ref, whose other keywords validation ignores.
+	refOnly map[*jsonschema.Schema]bool
 	weight  map[*jsonschema.Schema]int64 // bytes an error message about it carries
 	prog    map[string]int64             // compiled size of each regular expression
 	path    map[*jsonschema.Schema]string
@@ -212,6 +215,7 @@ func newSchemaGraph(root *jsonschema.Schema, draft7 bool) (*schemaGraph, error) 
 	g := &schemaGraph{
 		root:    root,
 		inPlace: map[*jsonschema.Schema][]*jsonschema.Schema{},
+		refOnly: map[*jsonschema.Schema]bool{},
 		weight:  map[*jsonschema.Schema]int64{},
 		prog:    map[string]int64{},
 		path:    map[*jsonschema.Schema]string{},
@@ -313,6 +317,12 @@ func newSchemaGraph(root *jsonschema.Schema, draft7 bool) (*schemaGraph, error) 
 				return nil, err
 			}
 			in = append(in, t)
+			if draft7 {
+				// "All other properties in a $ref object MUST be ignored."
+				g.inPlace[s], g.refOnly[s] = in, true
+				g.weight[s] = int64(len(g.path[s]) + len(s.ID))
+				continue
+			}
 		}
 		if s.DynamicRef != "" {
 			t, name, err := resolve(s, s.DynamicRef)
@@ -568,6 +578,9 @@ func (w *boundWalk) visit(s *jsonschema.Schema, n *argNode, depth int) bool {
 		if !w.visit(c, n, depth+1) {
 			return false
 		}
+	}
+	if w.g.refOnly[s] {
+		return true
 	}
 	for i, k := range n.keys {
 		v := n.vals[i]

@@ -167,3 +167,18 @@ func BenchmarkCheckBound(b *testing.B) {
 		})
 	}
 }
+
+// TestDraft07RefIgnoresSiblings: in draft-07 a $ref's sibling keywords are ignored, so a
+// cycle through them is none: the tool stays available and validates through the $ref.
+func TestDraft07RefIgnoresSiblings(t *testing.T) {
+	in, unavailable, err := compileInput([]byte(`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"n":{"type":"object","properties":{"a":{"type":"integer"}}}},"$ref":"#/definitions/n","allOf":[{"$ref":"#"}]}`))
+	if in == nil || unavailable != "" || err != nil {
+		t.Fatalf("unavailable %q, err %v", unavailable, err)
+	}
+	if err := in.check(map[string]any{"a": "x"}); err == nil {
+		t.Errorf("the $ref's schema was not applied")
+	}
+	if err := in.check(map[string]any{"a": 1.0}); err != nil {
+		t.Errorf("valid arguments refused: %v", err)
+	}
+}
