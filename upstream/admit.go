@@ -90,8 +90,8 @@ func admit(s Server, l listing, logger *slog.Logger) ([]*Tool, []string) {
 		if cut {
 			shortened++
 		}
-		t := newTool(s, def, logger)
-		size := defBytes(def)
+		t := newTool(s, def, logger) // drops an input schema over its bound before it is counted
+		size := defBytes(t.Def)
 		if kept+size > maxServerBytes {
 			overSize++
 			continue
