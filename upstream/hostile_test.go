@@ -116,9 +116,13 @@ func TestSchemaRefCycleUnavailable(t *testing.T) {
 		tool("self", "Refers to itself at the top.", `{"type":"object","allOf":[{"$ref":"#"}]}`),
 		tool("tree", "Recursive, but through properties: fine.", `{"type":"object","properties":{"child":{"$ref":"#"},"n":{"type":"integer"}}}`),
 		tool("plain", "Plain.", objectSchema),
+		tool("huge", "A 100 KiB input schema.", `{"type":"object","description":"`+strings.Repeat("x", 100<<10)+`"}`),
 	)}
 	p, logs := hostilePool(t, h)
 	turn := p.Catalogue(context.Background()).Resolve([]string{"evil"}, nil, nil, nil)
+	if huge, ok := p.Catalogue(context.Background()).Lookup("evil__huge"); !ok || !strings.Contains(huge.Unavailable, "over the 65536") || huge.Def.InputSchema != nil {
+		t.Errorf("a 100 KiB input schema: %+v", huge)
+	}
 	for _, name := range []string{"evil__loop", "evil__self"} {
 		r := call(t, turn, name, `{"a":1}`)
 		wantKind(t, r, Unavailable)
