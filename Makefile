@@ -40,6 +40,7 @@ fuzz:
 	$(GO) test ./configs -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./outputs -run '^$$' -fuzz FuzzPreview -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/backend/remote -run '^$$' -fuzz FuzzStream -fuzztime $(FUZZTIME)
+	$(GO) test ./upstream -run '^$$' -fuzz FuzzSchema -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report

@@ -153,13 +153,22 @@ func (t *Turn) With(callers ...Caller) *Turn {
 	return &u
 }
 
-// Names returns the sorted names a program may call: the program's TOOLS.
-func (t *Turn) Names() []string { return t.names }
+// Names returns the sorted names a program may call: the program's TOOLS. A tool the
+// catalogue holds as unavailable is not among them (list_tools shows it with the reason).
+func (t *Turn) Names() []string {
+	out := make([]string, 0, len(t.names))
+	for _, n := range t.names {
+		if t.bound[n].Unavailable == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Aliases returns the sorted names of Names that are bound as Python names too.
 func (t *Turn) Aliases() []string {
 	var out []string
-	for _, n := range t.names {
+	for _, n := range t.Names() {
 		if Aliasable(n) {
 			out = append(out, n)
 		}
@@ -176,7 +185,7 @@ func (t *Turn) Unavailable() []string { return t.unavailable }
 func (t *Turn) Exposed() []*Tool {
 	var out []*Tool
 	for _, tool := range t.cat.tools {
-		if !tool.Deferred && t.callable[tool.Name] != nil {
+		if !tool.Deferred && t.callable[tool.Name] != nil && tool.Unavailable == "" {
 			out = append(out, tool)
 		}
 	}
@@ -246,6 +255,9 @@ func (t *Turn) call(ctx context.Context, name string, args json.RawMessage, dire
 	if !direct && t.bound[name] == nil {
 		return refuse(name, Unavailable, "%s is not among this agent's bindings", name)
 	}
+	if tool.Unavailable != "" {
+		return refuse(name, Unavailable, "%s is unavailable: %s", name, tool.Unavailable)
+	}
 	if !direct && t.NeedsApproval(tool) {
 		return refuse(name, ApprovalRequiredInProgram,
 			"%s needs a person's approval, which cannot be asked for inside a program; call it directly as a tool instead", name)
@@ -254,10 +266,8 @@ func (t *Turn) call(ctx context.Context, name string, args json.RawMessage, dire
 	if err != nil {
 		return refuse(name, InvalidArguments, "arguments for %s: %v", name, err)
 	}
-	if tool.schema != nil {
-		if err := tool.schema.Validate(obj); err != nil {
-			return refuse(name, InvalidArguments, "arguments for %s do not match its input schema: %s", name, clip(err.Error(), 600))
-		}
+	if err := tool.CheckArguments(obj); err != nil {
+		return refuse(name, InvalidArguments, "arguments for %s %s", name, clip(err.Error(), 600))
 	}
 	call := Call{Tool: tool, Args: canon, Direct: direct}
 	next := func(ctx context.Context) Reply { return t.upstream(ctx, tool, canon) }
