@@ -16,7 +16,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 #                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
-FAST_PKGS   := . ./binding ./budget ./configs ./engine ./engine/wire ./failure ./internal/pgdb ./mcpserver ./outputs ./outputs/pgblob ./upstream
+FAST_PKGS   := . ./binding ./budget ./configs ./engine ./engine/sandboxtest ./engine/wire ./failure ./internal/owner ./internal/pgdb ./mcpserver ./outputs ./outputs/pgblob ./upstream
 INTEG_PKGS  := ./engine/backend/... ./cmd/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 TEST_TIMEOUT        ?= 10m
@@ -76,6 +76,7 @@ fuzz:
 	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzPreview$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzWindows$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/backend/remote -run '^$$' -fuzz '^FuzzStream$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report

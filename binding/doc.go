@@ -23,7 +23,8 @@
 //     reads one of this execution's own handles (hop 11); run_code is excluded_builtin; any
 //     other name without "__" is unavailable.
 //  2. Policy (Turn.Lookup): a tool of a granted server (else unavailable), not matched by a
-//     deny glob (else denied).
+//     deny glob (else denied), that the catalogue does not hold as unavailable (a schema it
+//     cannot check, say: unavailable with the reason).
 //  3. Bindings (Turn.Bound): among the agent's bindings, else unavailable.
 //  4. Approval (Turn.NeedsApproval): approval_required_in_program, since a program cannot ask
 //     a person. (An approval step that asks one belongs here.)

@@ -55,7 +55,9 @@
 //
 // # SQLite and PostgreSQL
 //
-// OpenSQLite is the single-machine ledger (modernc.org/sqlite, pure Go, WAL, busy timeout).
+// OpenSQLite is the single-machine ledger (modernc.org/sqlite, pure Go, WAL, busy timeout),
+// private to its owner: the data dir 0700, the ledger file created 0600 before SQLite opens it
+// (its -wal and -shm take the same mode), and looser ones an older version left tightened.
 // OpenPostgres (pgx v5, a pool) is the ledger for replicas on several machines. Both pass
 // RunLedgerContract (ledger_contract_test.go, in this package's tests because both
 // implementations live here).

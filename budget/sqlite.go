@@ -109,6 +109,9 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 		return nil, fmt.Errorf("budget: ledger dir: %w", err)
 	}
 	path := filepath.Join(dataDir, LedgerFile)
+	if err := private(dataDir, path); err != nil {
+		return nil, fmt.Errorf("budget: ledger: %w", err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -134,6 +137,38 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 		return nil, err
 	}
 	return &SQLite{db: db, owner: own, wmu: make(chan struct{}, 1)}, nil
+}
+
+// private makes the ledger's state readable by its owner only: dir 0700, and the ledger file
+// created 0600 before SQLite opens it (SQLite gives its -wal and -shm files the database file's
+// mode). A dir or file an older version left open to others is tightened.
+func private(dir, path string) error {
+	if err := tighten(dir); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal", path + "-owners"} {
+		if err := tighten(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// tighten takes the group and other permission bits off path.
+func tighten(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return os.Chmod(path, st.Mode().Perm()&^0o077)
+	}
+	return nil
 }
 
 // columnsAdded are the columns later versions added to tables an older ledger file already

@@ -42,6 +42,15 @@ func OpenFileStore(dir string) (*FileStore, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, fmt.Errorf("outputs: blob store: %w", err)
 	}
+	// Directories 0700 and blobs 0600 (CreateTemp): a directory an older version left open to
+	// others is tightened.
+	for _, d := range []string{dir, filepath.Join(dir, "tmp")} {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(d, st.Mode().Perm()&^0o077); err != nil {
+				return nil, fmt.Errorf("outputs: blob store: %w", err)
+			}
+		}
+	}
 	return &FileStore{dir: dir}, nil
 }
 

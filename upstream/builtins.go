@@ -25,12 +25,17 @@ type ToolSummary struct {
 	Server      string  `json:"server"`
 	Description string  `json:"description"`
 	Deferred    bool    `json:"deferred,omitempty"`
+	// Unavailable says why the tool cannot be called, when it cannot.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // ListToolsPage is what list_tools answers.
 type ListToolsPage struct {
 	Tools      []ToolSummary `json:"tools"`
 	NextCursor string        `json:"next_cursor,omitempty"`
+	// Problems maps a granted server (of those the page lists) to what is wrong with its
+	// tools: it could not be listed, or tools were skipped or cut (Catalogue.Problems).
+	Problems map[string]string `json:"problems,omitempty"`
 }
 
 // ToolInfo is what get_tool_info answers.
@@ -45,6 +50,7 @@ type ToolInfo struct {
 	Annotations      any     `json:"annotations,omitempty"`
 	Deferred         bool    `json:"deferred,omitempty"`
 	ApprovalRequired bool    `json:"approval_required,omitempty"`
+	Unavailable      string  `json:"unavailable,omitempty"`
 }
 
 // ListTools answers list_tools over the tools a program may call, deferred servers included.
@@ -80,8 +86,16 @@ func (t *Turn) ListTools(a ListToolsArgs) (ListToolsPage, error) {
 		}
 		page.Tools = append(page.Tools, ToolSummary{
 			Name: tool.Name, Alias: aliasPtr(tool), Server: tool.Server,
-			Description: tool.Summary(), Deferred: tool.Deferred,
+			Description: tool.Summary(), Deferred: tool.Deferred, Unavailable: tool.Unavailable,
 		})
+	}
+	for server, p := range t.cat.problems {
+		if t.granted[server] && (a.Server == "" || a.Server == server) {
+			if page.Problems == nil {
+				page.Problems = map[string]string{}
+			}
+			page.Problems[server] = p
+		}
 	}
 	return page, nil
 }
@@ -120,7 +134,7 @@ func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
 		Name: tool.Name, Alias: aliasPtr(tool), Server: tool.Server, Title: tool.Def.Title,
 		Description: tool.Def.Description, InputSchema: tool.Def.InputSchema,
 		OutputSchema: tool.Def.OutputSchema, Deferred: tool.Deferred,
-		ApprovalRequired: t.NeedsApproval(tool),
+		ApprovalRequired: t.NeedsApproval(tool), Unavailable: tool.Unavailable,
 	}
 	if tool.Def.Annotations != nil {
 		info.Annotations = tool.Def.Annotations

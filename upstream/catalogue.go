@@ -1,12 +1,12 @@
 package upstream
 
 import (
-	"encoding/json"
-	"log/slog"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,10 +23,31 @@ type Tool struct {
 	Deferred bool
 	// Destructive is true when the server annotated the tool destructiveHint=true.
 	Destructive bool
-	// Def is the definition the server sent.
+	// Def is the definition the server sent, as admitted: description and title cut to
+	// their bounds, _meta and icons dropped, an over-large output schema dropped.
 	Def *mcp.Tool
+	// Unavailable, when not empty, says why the tool cannot be called (a sentence safe to
+	// show a model): it is listed with the reason, but is not among a program's names, not
+	// exposed to hosts, and a call is refused as unavailable.
+	Unavailable string
 
-	schema *jsonschema.Resolved // nil: arguments are not validated here
+	input *inputSchema // nil: arguments are not validated here
+}
+
+// CheckArguments checks a call's decoded arguments against the tool's input schema, within
+// the bounds of schema.go. The error is a phrase safe to show a model that completes
+// "arguments for <tool> ...".
+func (t *Tool) CheckArguments(args map[string]any) error {
+	if t.input == nil {
+		return nil
+	}
+	if err := t.input.check(args); err != nil {
+		if errors.Is(err, errCheckBound) {
+			return fmt.Errorf("were not checked: %w", err)
+		}
+		return fmt.Errorf("do not match its input schema: %w", err)
+	}
+	return nil
 }
 
 // Alias returns t's alias, or "" when it has none.
@@ -37,12 +58,20 @@ func (t *Tool) Alias() string {
 	return ""
 }
 
-// Summary returns the first line of t's description, at most 200 bytes.
+// Summary returns the first line of t's description, at most 200 bytes, with no control
+// character: what a one-line-per-tool rendering shows, so a description cannot forge a line
+// of its own. Every line break ends the line (\r, \v, \f, NEL, U+2028 and U+2029 too).
 func (t *Tool) Summary() string {
 	d := strings.TrimSpace(t.Def.Description)
-	if i := strings.IndexByte(d, '\n'); i >= 0 {
+	if i := strings.IndexFunc(d, isLineBreak); i >= 0 {
 		d = strings.TrimSpace(d[:i])
 	}
+	d = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, d)
 	if len(d) > 200 {
 		cut := 197
 		for cut > 0 && !isRuneStart(d[cut]) {
@@ -54,6 +83,14 @@ func (t *Tool) Summary() string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func isLineBreak(r rune) bool {
+	switch r {
+	case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
+		return true
+	}
+	return false
+}
 
 // ModelName returns the model-facing name of tool on server.
 func ModelName(server, tool string) string { return server + Separator + tool }
@@ -134,57 +171,4 @@ func newCatalogue(p *Pool, tools []*Tool, problems map[string]string) *Catalogue
 		c.byName[t.Name] = t
 	}
 	return c
-}
-
-// newTool builds the catalogue entry for def on server s, compiling its input schema.
-func newTool(s Server, def *mcp.Tool, logger *slog.Logger) *Tool {
-	t := &Tool{
-		Name:     ModelName(s.Name, def.Name),
-		Server:   s.Name,
-		Upstream: def.Name,
-		Deferred: s.Deferred,
-		Def:      def,
-	}
-	if a := def.Annotations; a != nil && a.DestructiveHint != nil && *a.DestructiveHint {
-		t.Destructive = true
-	}
-	rs, err := compileSchema(def.InputSchema)
-	if err != nil {
-		logger.Warn("upstream input schema not usable; arguments go unvalidated", "server", s.Name, "tool", def.Name, "err", err)
-	}
-	t.schema = rs
-	return t
-}
-
-// compileSchema compiles an input schema. A schema stating a draft other than 2020-12 or
-// draft-07 is compiled as if it stated none (2020-12 rules), which accepts what older drafts
-// accept in nearly every schema a tool sends; one that still fails to compile is not used.
-func compileSchema(raw any) (*jsonschema.Resolved, error) {
-	if raw == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, err
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, err
-	}
-	switch strings.TrimSuffix(s.Schema, "#") {
-	case "", "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft/2020-12/schema":
-		s.Schema = ""
-	case "http://json-schema.org/draft-07/schema", "https://json-schema.org/draft-07/schema":
-		s.Schema = "http://json-schema.org/draft-07/schema#"
-	default:
-		s.Schema = ""
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil && s.Schema != "" {
-		s.Schema = ""
-		if rs2, err2 := s.Resolve(nil); err2 == nil {
-			return rs2, nil
-		}
-	}
-	return rs, err
 }

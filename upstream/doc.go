@@ -33,12 +33,14 @@
 // A binding call's walk lives in package binding; upstream supplies its policy steps and the
 // call itself. Turn.Lookup finds a tool of a granted server that no deny glob matches
 // (unavailable, denied; globs in path.Match syntax, "*" crossing any character, over upstream
-// tools only: built-ins are binding's, and configs rejects a policy entry naming one);
+// tools only: built-ins are binding's, and configs rejects a policy entry naming one), and
+// that the catalogue does not hold as unavailable (unavailable, with its reason);
 // Turn.Bound says whether the agent's bindings include it; Turn.NeedsApproval whether it needs
 // a person; Tool.Arguments validates the arguments against the tool's input schema
 // (invalid_arguments). Schemas are compiled with github.com/google/jsonschema-go: draft 2020-12
 // and draft-07 natively; one naming another draft is compiled under 2020-12 rules; one that
-// still does not compile is logged and skipped, so the upstream judges. Turn.Invoke then calls
+// still does not compile (a remote $ref among them: nothing is ever fetched) is logged and
+// skipped, so the upstream judges. Turn.Invoke then calls
 // the upstream with the argument bytes as sent. An Answer's Kind is one of failure.CallKinds,
 // empty on success; failures of the upstream are tool_error (isError, with its text),
 // upstream_error, timeout (the server's CallTimeout or the caller's deadline) and cancelled.
@@ -46,6 +48,27 @@
 // A value is the result's structuredContent when present; else the text of a single text
 // block; else the list of content blocks as the MCP objects (type, text / mimeType + data /
 // uri …).
+//
+// # Untrusted upstreams
+//
+// An upstream's listing is untrusted input (admit.go, schema.go). A tool name must follow the
+// MCP tool-name rules (1–128 characters of A-Z a-z 0-9 _ - ., the model-facing name
+// included); other tools are skipped. Descriptions and titles are cut to bounds and cleaned of
+// control characters, and Tool.Summary is one line, so no upstream text forges a line of the
+// one-line-per-tool list the model reads. One listing reads at most maxListPages pages and
+// maxListBytes of definitions; a server keeps at most maxToolsPerServer tools and
+// maxServerBytes of them; re-listing after list_changed is held to relistBurst a minute.
+// Whatever is skipped or cut is said in Catalogue.Problems (the log, and list_tools).
+//
+// An input schema over maxSchemaBytes or nested deeper than maxSchemaDepth, or with a cycle
+// of in-place applications ($ref, $dynamicRef, allOf/anyOf/oneOf, not, if/then/else,
+// dependentSchemas) that would recurse without consuming input, makes the tool unavailable
+// (Tool.Unavailable): listed with its reason, not among a program's names nor exposed, refused
+// when called. The validator itself has no bound, so before it runs, a walk over the schema
+// graph and the arguments charges what it could cost (steps, errors quoting the instance,
+// regular expressions, enums) and refuses a call past maxCheckDepth or maxCheckCost as
+// invalid_arguments, "not checked". A panic of the schema library is recovered the same way.
+// FuzzSchema holds that no schema and arguments crash or hang the process.
 //
 // # Connections
 //

@@ -15,9 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// maxListPages bounds the pages of one tools/list, against a server whose cursor never ends.
-const maxListPages = 1000
-
 // PoolOptions configures a Pool. The zero value of every field but Servers is useful.
 type PoolOptions struct {
 	// Servers are the tenant's upstream servers; names must be distinct.
@@ -154,19 +151,23 @@ func (p *Pool) Catalogue(ctx context.Context) *Catalogue {
 	}
 	wg.Wait()
 
-	var tools []*Tool
+	var (
+		tools  []*Tool
+		failed bool
+	)
 	problems := map[string]string{}
 	for _, name := range p.order {
 		c := p.conns[name]
-		ts, problem := c.snapshot()
+		ts, problem, bad := c.snapshot()
 		tools = append(tools, ts...)
 		if problem != "" {
 			problems[name] = problem
 		}
+		failed = failed || bad
 	}
 	cat := newCatalogue(p, tools, problems)
 	p.mu.Lock()
-	if len(problems) == 0 && ver == p.version {
+	if !failed && ver == p.version {
 		p.cat, p.catVer = cat, ver
 	} else {
 		p.cat = nil // try the failed servers again next turn
@@ -198,12 +199,17 @@ type conn struct {
 	session *mcp.ClientSession // nil when not connected
 	proc    *process
 	tools   []*Tool   // last listing
+	notes   []string  // what the last listing's admission skipped or cut, safe to show a model
 	listed  bool      // tools holds a listing
 	stale   bool      // list_changed since the listing, or reconnected
 	changes uint64    // list_changed notifications received, so one during a listing is not lost
 	problem string    // why the last refresh failed, safe to show a model
 	retryAt time.Time // no listing attempt before this, after a failure
-	down    bool      // shut down for good
+	// listings are the start times of the recent listings (at most relistBurst), and
+	// throttled is set while a change announced since waits for room among them.
+	listings  []time.Time
+	throttled bool
+	down      bool // shut down for good
 }
 
 func (c *conn) acquire(ctx context.Context) error {
@@ -217,11 +223,29 @@ func (c *conn) acquire(ctx context.Context) error {
 
 func (c *conn) release() { <-c.lock }
 
-func (c *conn) snapshot() ([]*Tool, string) {
+// snapshot returns the last listing, and what is wrong with it in one sentence: why the last
+// refresh failed, a change not listed yet, what its admission cut. retry is true when a later
+// turn must try again (a failure, or a re-listing held back).
+func (c *conn) snapshot() (tools []*Tool, problem string, retry bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tools, c.problem
+	var all []string
+	if c.problem != "" {
+		all = append(all, c.problem)
+	}
+	if c.throttled {
+		all = append(all, fmt.Sprintf("the server announced tool changes faster than this host re-lists (%d a minute); its list may be out of date", relistBurst))
+	}
+	all = append(all, c.notes...)
+	return c.tools, strings.Join(all, "; "), c.problem != "" || c.throttled
 }
+
+// Re-listing is bounded: a server announcing list_changed on every call must not make each
+// turn re-read its whole listing. At most relistBurst listings per relistWindow.
+const (
+	relistBurst  = 10
+	relistWindow = time.Minute
+)
 
 // refresh lists the server's tools when it has no listing or the listing is stale.
 func (c *conn) refresh(ctx context.Context) {
@@ -230,7 +254,17 @@ func (c *conn) refresh(ctx context.Context) {
 	}
 	defer c.release()
 	c.mu.Lock()
-	need := (!c.listed || c.stale) && !time.Now().Before(c.retryAt)
+	now := time.Now()
+	need := (!c.listed || c.stale) && !now.Before(c.retryAt)
+	if need && c.listed && len(c.listings) == relistBurst && now.Sub(c.listings[0]) < relistWindow {
+		need, c.throttled = false, true
+	}
+	if need {
+		c.listings = append(c.listings, now)
+		if len(c.listings) > relistBurst {
+			c.listings = c.listings[1:]
+		}
+	}
 	changes := c.changes
 	c.mu.Unlock()
 	if !need {
@@ -238,20 +272,12 @@ func (c *conn) refresh(ctx context.Context) {
 	}
 	cs, err := c.sessionLocked(ctx)
 	if err == nil {
-		var defs []*mcp.Tool
-		defs, err = c.listAll(ctx, cs)
+		var l listing
+		l, err = c.listAll(ctx, cs)
 		if err == nil {
-			tools := make([]*Tool, 0, len(defs))
-			seen := map[string]bool{}
-			for _, d := range defs {
-				if d == nil || seen[d.Name] || d.Name == "" {
-					continue
-				}
-				seen[d.Name] = true
-				tools = append(tools, newTool(c.srv, d, c.pool.logger))
-			}
+			tools, notes := admit(c.srv, l, c.pool.logger)
 			c.mu.Lock()
-			c.tools, c.listed, c.problem, c.retryAt = tools, true, "", time.Time{}
+			c.tools, c.notes, c.listed, c.problem, c.retryAt, c.throttled = tools, notes, true, "", time.Time{}, false
 			c.stale = c.changes != changes
 			c.mu.Unlock()
 			return
@@ -265,23 +291,38 @@ func (c *conn) refresh(ctx context.Context) {
 	c.mu.Unlock()
 }
 
-func (c *conn) listAll(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+// listAll reads every page of tools/list, up to maxListPages pages and maxListBytes of tool
+// definitions: a listing past either keeps what it read and says where it stopped.
+func (c *conn) listAll(ctx context.Context, cs *mcp.ClientSession) (listing, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.srv.callTimeout())
 	defer cancel()
-	var all []*mcp.Tool
-	cursor := ""
+	var (
+		l      listing
+		bytes  int
+		cursor string
+	)
 	for range maxListPages {
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			return nil, err
+			return listing{}, err
 		}
-		all = append(all, res.Tools...)
+		for _, d := range res.Tools {
+			if d == nil {
+				continue
+			}
+			if bytes += defBytes(d); bytes > maxListBytes {
+				l.cut = fmt.Sprintf("the listing was cut after %d tools: tool definitions passed %d bytes", len(l.defs), maxListBytes)
+				return l, nil
+			}
+			l.defs = append(l.defs, d)
+		}
 		if res.NextCursor == "" {
-			return all, nil
+			return l, nil
 		}
 		cursor = res.NextCursor
 	}
-	return nil, fmt.Errorf("tools/list did not end after %d pages", maxListPages)
+	l.cut = fmt.Sprintf("the listing was cut after %d tools: tools/list did not end after %d pages", len(l.defs), maxListPages)
+	return l, nil
 }
 
 // session returns the live session, connecting when there is none.

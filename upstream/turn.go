@@ -98,13 +98,22 @@ func EmptyTurn() *Turn {
 	return newCatalogue(nil, nil, map[string]string{}).Resolve(nil, nil, nil, nil)
 }
 
-// Names returns the sorted names a program may call: the program's TOOLS.
-func (t *Turn) Names() []string { return t.names }
+// Names returns the sorted names a program may call: the program's TOOLS. A tool the
+// catalogue holds as unavailable is not among them (list_tools shows it with the reason).
+func (t *Turn) Names() []string {
+	out := make([]string, 0, len(t.names))
+	for _, n := range t.names {
+		if t.bound[n].Unavailable == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Aliases returns the sorted names of Names that are bound as Python names too.
 func (t *Turn) Aliases() []string {
 	var out []string
-	for _, n := range t.names {
+	for _, n := range t.Names() {
 		if Aliasable(n) {
 			out = append(out, n)
 		}
@@ -121,7 +130,7 @@ func (t *Turn) Unavailable() []string { return t.unavailable }
 func (t *Turn) Exposed() []*Tool {
 	var out []*Tool
 	for _, tool := range t.cat.tools {
-		if !tool.Deferred && t.callable[tool.Name] != nil {
+		if !tool.Deferred && t.callable[tool.Name] != nil && tool.Unavailable == "" {
 			out = append(out, tool)
 		}
 	}
@@ -135,9 +144,10 @@ func (t *Turn) NeedsApproval(tool *Tool) bool {
 }
 
 // Lookup finds the tool a call names, as the tenant's policy allows it: the name must be a
-// tool of a granted server (else unavailable) that no deny glob matches (else denied). The
-// agent's bindings and approval are separate steps (Bound, NeedsApproval), because a host's
-// direct call skips them.
+// tool of a granted server (else unavailable) that no deny glob matches (else denied) and that
+// the catalogue does not hold as unavailable (else unavailable, with its reason). The agent's
+// bindings and approval are separate steps (Bound, NeedsApproval), because a host's direct
+// call skips them.
 func (t *Turn) Lookup(name string) (*Tool, *failure.Error) {
 	server, _, ok := SplitName(name)
 	if !ok {
@@ -153,6 +163,9 @@ func (t *Turn) Lookup(name string) (*Tool, *failure.Error) {
 	if matchAny(t.deny, name) {
 		return nil, refusal(failure.Denied, "%s is denied by this tenant's policy", name)
 	}
+	if tool.Unavailable != "" {
+		return nil, refusal(failure.Unavailable, "%s is unavailable: %s", name, tool.Unavailable)
+	}
 	return tool, nil
 }
 
@@ -166,10 +179,8 @@ func (tool *Tool) Arguments(args json.RawMessage) (json.RawMessage, *failure.Err
 	if err != nil {
 		return nil, refusal(failure.InvalidArguments, "arguments for %s: %v", tool.Name, err)
 	}
-	if tool.schema != nil {
-		if err := tool.schema.Validate(obj); err != nil {
-			return nil, refusal(failure.InvalidArguments, "arguments for %s do not match its input schema: %s", tool.Name, clip(err.Error(), 600))
-		}
+	if err := tool.CheckArguments(obj); err != nil {
+		return nil, refusal(failure.InvalidArguments, "arguments for %s %s", tool.Name, clip(err.Error(), 600))
 	}
 	return canon, nil
 }

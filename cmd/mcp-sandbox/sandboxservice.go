@@ -19,6 +19,8 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 	listen := fs.String("listen", "", "address to serve on, e.g. 127.0.0.1:8443 (required)")
 	maxExec := fs.Int("max-executions", 16, "executions run at once; past it a start is answered 503")
 	drainFor := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, how long running executions may finish before they are cancelled")
+	maxConns := fs.Int("max-connections", defaultMaxConns, "open connections at most (0: no cap)")
+	maxConnsPerIP := fs.Int("max-connections-per-address", defaultMaxConnsPerIP, "open connections from one remote address at most (0: no cap)")
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -31,6 +33,8 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 		return exitUsage, usagef("--max-executions must be positive, got %d", *maxExec)
 	case *drainFor <= 0:
 		return exitUsage, usagef("--drain-timeout must be positive, got %v", *drainFor)
+	case *maxConns < 0 || *maxConnsPerIP < 0:
+		return exitUsage, usagef("the connection caps must not be negative")
 	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
@@ -77,10 +81,13 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 		Authenticate:  tokenTable(sc.Tokens),
 		MaxExecutions: *maxExec,
 	})
-	ln, err := net.Listen("tcp", *listen)
+	inner, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return exitFailure, err
 	}
+	// Connections past a cap are refused with a 503 that says which (listen.go), as on the
+	// MCP listener.
+	ln := newCapListener(inner, httpLimits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	// No WriteTimeout: an execution's stream lasts as long as its program; each frame's
 	// write has its own deadline instead.
 	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -155,7 +162,8 @@ and on each MCP server that sends programs here:
       isolation: isolated
       remote: {url: "https://sandboxes.internal:8443", bearer: {env: SANDBOX_TOKEN}}
 
-Without tokens the service listens on loopback only. It speaks plain HTTP: beyond one machine
+--max-connections (1024) and --max-connections-per-address (256) refuse the next connection
+with a 503 that says which limit. Without tokens the service listens on loopback only. It speaks plain HTTP: beyond one machine
 put TLS in front (a proxy or a mesh); a server sends its credential over plaintext http only to
 loopback, unless its profile sets allow_insecure_http.
 

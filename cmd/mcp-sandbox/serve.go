@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -28,6 +27,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")
 	agent := fs.String("agent", "", "agent to serve over stdio (default: the tenant's only one)")
 	retention := fs.Duration("blob-retention", DefaultBlobRetention, "how long kept outputs and large results stay readable")
+	httpTimeout := fs.Duration("http-timeout", defaultHTTPTimeout, "http: how long a request may take to arrive, one write of a response to leave, and a keep-alive connection to idle (a streamed run_code is not cut by it)")
+	maxConns := fs.Int("max-connections", defaultMaxConns, "http: open connections at most (0: no cap)")
+	maxConnsPerIP := fs.Int("max-connections-per-address", defaultMaxConnsPerIP, "http: open connections from one remote address at most (0: no cap; raise it behind a proxy)")
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -46,6 +48,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	if *retention <= 0 {
 		return exitUsage, usagef("--blob-retention must be positive, got %v", *retention)
+	}
+	if *httpTimeout <= 0 || *maxConns < 0 || *maxConnsPerIP < 0 {
+		return exitUsage, usagef("--http-timeout must be positive and the connection caps not negative")
 	}
 	st, err := openStorage(ctx, cfg)
 	if err != nil {
@@ -100,7 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if *tenant != "" || *agent != "" {
 			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
 		}
-		return serveHTTP(ctx, cfg, *configPath, *listen, opts)
+		return serveHTTP(ctx, cfg, *configPath, *listen, opts, httpLimits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 }
@@ -257,7 +262,7 @@ func (u unavailableSandbox) Describe(context.Context) *engine.Description {
 	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
 }
 
-func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, opts *mcpserver.Options) (int, error) {
+func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, opts *mcpserver.Options, limits httpLimits) (int, error) {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return exitUsage, usagef("--listen %q: %v", listen, err)
@@ -323,11 +328,12 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		Ready:     ps.ready,
 		Server:    opts,
 	})
-	ln, err := net.Listen("tcp", listen)
+	inner, err := net.Listen("tcp", listen)
 	if err != nil {
 		return exitFailure, err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	ln := newCapListener(inner, limits)
+	srv := limits.server(handler)
 	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -386,6 +392,10 @@ http serves every tenant's agents over streamable HTTP on --listen:
   /mcp/{agent}   one agent of the token's tenant
   /healthz       200 while the process is alive
   /readyz        200 when every sandbox profile described itself ready at startup
+Each connection is bounded: --http-timeout (default 60s) for a request to arrive, for each
+write of a response to leave and for an idle keep-alive connection; a streamed run_code stays
+open for as long as it runs. --max-connections (1024) and --max-connections-per-address
+(256; raise it behind a proxy, which is one address) refuse the next connection with 503.
 Requests carry "Authorization: Bearer <token>"; the config stores tokens as
 "sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
 tenant and no tokens needs none; listening beyond loopback needs tokens.

@@ -350,7 +350,13 @@ func startHTTPEnv(t *testing.T, cfg string, env []string) string {
 // startHTTPProc is startHTTPEnv that also returns the server's process.
 func startHTTPProc(t *testing.T, cfg string, env []string) (string, *exec.Cmd) {
 	t.Helper()
-	args := []string{"serve", "--transport", "http", "--listen", "127.0.0.1:0"}
+	return startHTTPArgs(t, cfg, env)
+}
+
+// startHTTPArgs is startHTTPProc with extra serve flags.
+func startHTTPArgs(t *testing.T, cfg string, env []string, extra ...string) (string, *exec.Cmd) {
+	t.Helper()
+	args := append([]string{"serve", "--transport", "http", "--listen", "127.0.0.1:0"}, extra...)
 	if cfg != "" {
 		args = append(args, "--config", cfg)
 	}

@@ -3,6 +3,10 @@
 // constructor; each subtest asserts the result's kind and limit, a bounded return time, and
 // that no process of the execution survives it.
 //
+// Hostile (hostile.go) lists every hostile case the project tests, with its class (take-down,
+// channel between executions or tenants, exhaustion, escape, protocol abuse): those Run runs
+// against every backend, and those tested beside the code they attack, each naming its test.
+//
 // Hostile subtests run only inside the pid namespace gate.Main makes (a fork bomb or
 // kill(-1) that escaped a half-built sandbox must not reach the machine); elsewhere they skip
 // with that reason, and fail where MCP_SANDBOX_REQUIRE names "pidns".

@@ -51,23 +51,11 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("hostile", func(t *testing.T) {
 		gate.Require(t, "pidns", gate.InOwnPIDNamespace(),
 			"hostile programs run only inside the test binary's own pid namespace, which needs root")
-		t.Run("cpu spin with signals ignored", c.cpuSpin)
-		t.Run("sleeper hits the wall clock", c.sleeper)
-		t.Run("2 GiB allocation", c.memory)
-		t.Run("100 MiB file", c.fileSize)
-		t.Run("fork bomb", c.forkBomb)
-		t.Run("thread bomb", c.threadBomb)
-		t.Run("setsid double-forked grandchild", c.grandchild)
-		t.Run("1 GiB of stdout", c.floodStdout)
-		t.Run("garbage on the channel", c.garbage)
-		t.Run("forged frame", c.forged)
-		t.Run("100 MiB line on the channel", c.hugeLine)
-		t.Run("closing the channel and continuing", c.closeChannel)
-		t.Run("flooding calls without reading the results", c.callFlood)
-		t.Run("secrets and host files", c.secrets)
-		t.Run("killing the parent", c.killParent)
-		t.Run("posing as a setup failure", c.poseAsSetupFailure)
-		t.Run("cancellation kills the tree", c.cancel)
+		for _, h := range Hostile {
+			if h.run != nil {
+				t.Run(h.Name, func(t *testing.T) { h.run(c, t) })
+			}
+		}
 	})
 }
 

@@ -58,6 +58,28 @@ func Detect(name string) (*Manager, error) {
 	return &Manager{parents: parents}, nil
 }
 
+// Sweep removes every group under the manager's parents whose name dead reports true (a group
+// a dead server left), killing what is still in it first, and returns how many it removed.
+func (m *Manager) Sweep(dead func(name string) bool) int {
+	n := 0
+	for _, p := range m.parents {
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() || !dead(e.Name()) {
+				continue
+			}
+			g := &Group{v2: m.v2, dirs: []string{filepath.Join(p, e.Name())}}
+			if g.Remove() == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Version is "v2" or "v1".
 func (m *Manager) Version() string {
 	if m.v2 {

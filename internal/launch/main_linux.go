@@ -116,6 +116,11 @@ func apply(s *Spec) (uint64, error) {
 			return 0, err
 		}
 	}
+	if s.DenyKernelObjects {
+		if err := denyKernelObjects(!s.DenyInet); err != nil {
+			return 0, err
+		}
+	}
 	if s.DenyInet {
 		if err := denyInet(); err != nil {
 			return 0, err

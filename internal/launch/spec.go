@@ -39,6 +39,10 @@ type Spec struct {
 	// DenyInet installs the seccomp filter refusing every socket family but AF_UNIX (and
 	// io_uring, which could create sockets past the filter).
 	DenyInet bool `json:"deny_inet,omitempty"`
+	// DenyKernelObjects installs the seccomp filter refusing SysV IPC, POSIX message queues,
+	// keyrings and ptrace (kernelobjects_linux.go): kernel objects an execution could share
+	// with another or leave behind.
+	DenyKernelObjects bool `json:"deny_kernel_objects,omitempty"`
 
 	// Mounts, when set, builds a private root before the identity drop; the helper must then
 	// run in its own mount namespace (and, for Proc, its own pid namespace).

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
@@ -36,7 +37,7 @@ type Options struct {
 	// InitPath is the binary re-executed as the init helper (default: this executable).
 	InitPath string
 	// Disable makes mechanisms fail, to test grading and refusal: "bwrap" (as if not
-	// installed), "cgroup", "identity".
+	// installed), "cgroup", "identity", "seccomp".
 	Disable []string
 }
 
@@ -123,6 +124,9 @@ func (b *Backend) Mechanisms() []string {
 	if b.base.Cgroups != nil {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
+	if !slices.Contains(b.opts.Disable, "seccomp") {
+		m = append(m, "seccomp-deny-kernel-objects")
+	}
 	return m
 }
 
@@ -193,11 +197,13 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
+		// Applied here, before bwrap: the filter is inherited by bwrap and everything under it.
+		DenyKernelObjects: !slices.Contains(b.opts.Disable, "seccomp"),
 	}
 	if b.base.Drop {
 		ls.Rlimits.NProc = uint64(spec.Terms.ProcessCount) + 2 // bwrap itself and its init
 	}
-	if err := c.JoinCgroup(b.base.Cgroups, "bwrap-"+tag, spec.Terms, 3, ls); err != nil {
+	if err := c.JoinCgroup(b.base.Cgroups, owner.Name("bwrap"), spec.Terms, 3, ls); err != nil {
 		return nil, err
 	}
 	if err := c.Start(b.base.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {

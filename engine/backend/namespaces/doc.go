@@ -24,5 +24,8 @@
 // still kills with SIGKILL from outside; a CPU-limit kill (RLIMIT_CPU soft = hard: SIGKILL at
 // the limit) reaches the engine as SIGKILL with the program's CPU time, i.e. cpu_seconds.
 //
+// The empty host directory the root is mounted on is named with the server's owner tag
+// (internal/owner); New removes those a killed server left, only a provably dead owner's.
+//
 // It imports engine, engine/backend/spawned, failure, internal/… and x/sys. A Backend is safe for concurrent use.
 package namespaces

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
@@ -77,6 +79,11 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if reason := b.unavailable(); reason != "" {
 		return nil, failure.New(failure.BackendUnavailable, "the namespaces backend is unavailable: %s", reason)
 	}
+	// Root mount points a killed server left (empty on the host: the mounts lived in the
+	// child's mount namespace), only those whose owner is provably dead (internal/owner).
+	if n := owner.Sweep(opts.RootBase, rootPrefix, os.Remove); n > 0 {
+		slog.Info("swept root mount points a stopped server left", "count", n, "dir", opts.RootBase)
+	}
 	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
 	if err != nil {
 		return nil, err
@@ -84,6 +91,9 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	b.base = base
 	return b, nil
 }
+
+// rootPrefix starts the name of every root mount point, which carries its server's owner tag.
+const rootPrefix = "mcp-sandbox-root"
 
 // Available reports whether this host can make the namespaces, and why not.
 func Available(options *Options) (bool, string) {
@@ -137,7 +147,7 @@ func (b *Backend) Mechanisms() []string {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
 	if !b.disabled("seccomp") {
-		m = append(m, "seccomp-deny-inet")
+		m = append(m, "seccomp-deny-inet", "seccomp-deny-kernel-objects")
 	}
 	return m
 }
@@ -166,7 +176,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
-	root := filepath.Join(b.opts.RootBase, "mcp-sandbox-root-"+tag)
+	root := filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
 	if err := os.Mkdir(root, 0o700); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
 	}
@@ -181,7 +191,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop, UID: uid, GID: gid,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.Containment.Seccomp,
+		DenyInet: c.Containment.Seccomp, DenyKernelObjects: !b.disabled("seccomp"),
 		Mounts: &launch.Mounts{
 			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.base.RODirs...), Devices: devices,
 			Files: map[string]string{
@@ -200,7 +210,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		// per (namespace, uid), so there it binds the sandbox's own processes.
 		ls.Rlimits.NProc = 0
 	}
-	if err := c.JoinCgroup(b.base.Cgroups, "ns-"+tag, spec.Terms, 1, ls); err != nil {
+	if err := c.JoinCgroup(b.base.Cgroups, owner.Name("ns"), spec.Terms, 1, ls); err != nil {
 		return nil, err
 	}
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS}

@@ -2,9 +2,8 @@ package process
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 	"golang.org/x/sys/unix"
 )
@@ -61,6 +61,11 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if opts.WorkspaceBase, err = workspaceParent(opts.WorkspaceBase); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "preparing the workspace directory: %v", err)
 	}
+	// Workspaces (warm children's among them) that a killed server left: only those whose
+	// owner is provably dead (internal/owner).
+	if n := owner.Sweep(opts.WorkspaceBase, workspacePrefix, os.RemoveAll); n > 0 {
+		slog.Info("swept workspaces a stopped server left", "count", n, "dir", opts.WorkspaceBase)
+	}
 	b := &Backend{opts: opts, base: base}
 	b.landlock = !disabled(opts, "landlock") && landlockABI() > 0
 	b.seccomp = !disabled(opts, "seccomp")
@@ -103,7 +108,7 @@ func (b *Backend) Mechanisms() []string {
 		m = append(m, fmt.Sprintf("landlock-abi-%d", landlockABI()))
 	}
 	if b.seccomp {
-		m = append(m, "seccomp-deny-inet")
+		m = append(m, "seccomp-deny-inet", "seccomp-deny-kernel-objects")
 	}
 	return m
 }
@@ -136,7 +141,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		Dir: workspace, ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.Containment.Seccomp,
+		DenyInet: c.Containment.Seccomp, DenyKernelObjects: b.seccomp,
 	}
 	if b.landlock {
 		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.base.RODirs...), systemRO...),
@@ -185,10 +190,11 @@ func ownedByMe(st os.FileInfo) bool {
 	return ok && int(sys.Uid) == os.Geteuid()
 }
 
+// workspacePrefix starts the name of every workspace, which carries its server's owner tag.
+const workspacePrefix = "mcp-sandbox-ws"
+
 func (b *Backend) makeWorkspace(id identity.Identity) (string, error) {
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(b.opts.WorkspaceBase, "mcp-sandbox-ws-"+hex.EncodeToString(rnd[:]))
+	dir := filepath.Join(b.opts.WorkspaceBase, owner.Name(workspacePrefix))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", failure.Wrap(failure.BackendUnavailable, err, "creating the workspace failed")
 	}

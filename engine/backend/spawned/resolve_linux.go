@@ -2,6 +2,7 @@ package spawned
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
@@ -69,6 +71,12 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	b.RODirs = append(b.RODirs, filepath.Dir(b.Python))
 	if os.Geteuid() == 0 && !slices.Contains(o.Disable, "cgroup") {
 		b.Cgroups, _ = cgroup.Detect("mcp-sandbox")
+	}
+	if b.Cgroups != nil {
+		// The groups a killed server left (named by owner.Name, its owner provably dead).
+		if n := b.Cgroups.Sweep(owner.DeadName); n > 0 {
+			slog.Info("swept cgroups a stopped server left", "count", n)
+		}
 	}
 	return b, nil
 }

@@ -1,0 +1,144 @@
+//go:build linux
+
+package owner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// self is this process's tag and what Dead compares against, read once.
+var self = sync.OnceValue(func() (s struct {
+	tag, pidns, boot string
+	procOK           bool
+}) {
+	start, err := startTime(os.Getpid())
+	s.pidns = pidNamespace()
+	s.boot = bootID()
+	// /proc shows this process's pid namespace only when its idea of our pid is ours.
+	s.procOK = err == nil && s.pidns != "" && s.boot != ""
+	if s.procOK {
+		s.tag = fmt.Sprintf("%d.%d.%s.%s", os.Getpid(), start, s.pidns, s.boot)
+	}
+	return s
+})
+
+// Tag is this process's owner tag; "" when it cannot be made (no /proc).
+func Tag() string { return self().tag }
+
+// Name returns prefix, this process's tag and a random suffix: "<prefix>-<tag>-<hex>", or
+// "<prefix>-<hex>" when there is no tag.
+func Name(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	if t := Tag(); t != "" {
+		return prefix + "-" + t + "-" + hex.EncodeToString(b[:])
+	}
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+var tagged = regexp.MustCompile(`-([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8})-[0-9a-f]+$`)
+
+// DeadName reports whether name (as Name made it) carries the tag of a provably dead owner.
+func DeadName(name string) bool {
+	m := tagged.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	me := self()
+	if !me.procOK {
+		return false
+	}
+	if m[4] != me.boot {
+		return true // another boot: its every process is gone
+	}
+	if m[3] != me.pidns {
+		return false // another pid namespace: nothing here can prove it dead
+	}
+	pid, err := strconv.Atoi(m[1])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	// kill(pid, 0) in this pid namespace: ESRCH is proof, whatever /proc may hide (hidepid).
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	start, err := startTime(pid)
+	return err == nil && strconv.FormatUint(start, 10) != m[2]
+}
+
+// Sweep removes, with remove, every entry of dir named prefix-… whose owner is provably dead,
+// and returns how many it removed. A missing dir is nothing to sweep.
+func Sweep(dir, prefix string, remove func(path string) error) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix+"-") && DeadName(e.Name()) {
+			if remove(filepath.Join(dir, e.Name())) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// startTime is field 22 of /proc/pid/stat, after the command in parentheses.
+func startTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("owner: /proc/%d/stat: no command", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, fmt.Errorf("owner: /proc/%d/stat: short", pid)
+	}
+	// f[0] is field 3 (state); the start time is field 22.
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// pidNamespace is the inode of this process's pid namespace, "" when /proc does not show this
+// process (a /proc of another pid namespace).
+func pidNamespace() string {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil || !strings.HasPrefix(string(b), strconv.Itoa(os.Getpid())+" ") {
+		return ""
+	}
+	link, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	inode := strings.TrimSuffix(strings.TrimPrefix(link, "pid:["), "]")
+	if _, err := strconv.ParseUint(inode, 10, 64); err != nil {
+		return ""
+	}
+	return inode
+}
+
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	id := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
+	if len(id) < 8 {
+		return ""
+	}
+	return id[:8]
+}
