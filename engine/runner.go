@@ -150,7 +150,8 @@ func (r *Runner) acceptAndClose(l net.Listener) {
 	}
 }
 
-// Close ends the warm children and releases the Runner's listeners and state. It is
+// Close ends the warm children and releases the Runner's listeners and state, and closes the
+// backend when it is an io.Closer (the Runner owns the backend it was given). It is
 // idempotent; executions in flight must have returned.
 func (r *Runner) Close() error {
 	r.mu.Lock()
@@ -172,6 +173,9 @@ func (r *Runner) Close() error {
 	r.accepted.Wait()
 	if r.ownState && r.stateDir != "" {
 		os.RemoveAll(r.stateDir)
+	}
+	if c, ok := r.backend.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
 }

@@ -1,0 +1,61 @@
+// Package container is the isolated-level backend through a container runtime's CLI: podman
+// or docker, found on PATH (podman first, and a runtime counts only when it answers) or named.
+// It never pulls or builds an image: a missing one is a refusal that names the command to get
+// it (`make sandbox-image` builds localhost/mcp-sandbox-python from this host's Python).
+//
+// One execution is one `<runtime> run --rm -i --pull=never` of the image's interpreter as the
+// container's only process (pid 1 of its pid namespace, so the namespace dies with it), under:
+// the run_as identity (--user), --network=none unless the terms grant network, a read-only
+// root with a size-limited tmpfs workspace at a fresh path and a small /tmp, no capabilities,
+// no-new-privileges, the runtime's default seccomp profile, the terms' rlimits as --ulimit (cpu,
+// data, fsize, and nofile and nproc explicitly: a runtime's defaults may exceed the host's hard
+// limits, which podman 4.3 with runc refuses; data stands in for as, which neither runtime
+// knows, so that a large allocation is a MemoryError), --pids-limit, and the environment built from
+// nothing (--unsetenv-all on podman; the bootstrap drops whatever else the runtime or the image
+// adds, HOSTNAME for one, before it probes).
+//
+// The channel is a Unix socket in a per-execution directory, bind-mounted read-only at
+// /run/mcp-sandbox; its parent directory is the owner's, mode 0700, so no other local account
+// reaches the socket through the host's file system. The host mints a token per execution and
+// writes it to the container's stdin (never argv or the environment, which other accounts can
+// read); the bootstrap presents it as the first line on the socket, then speaks the wire
+// protocol exactly as on fd 3. A connection without the token is dropped, and once the token
+// has arrived the listener is closed and its socket removed, so a second connection is refused.
+// A process running as the container's own uid on the host can still reach the socket through
+// /proc/PID/root (and ptrace the container's process): give container profiles a run_as no
+// other backend shares.
+//
+// As root, each execution also gets a cgroup of its own that the runtime nests the container
+// under (--cgroup-parent, cgroupfs): it carries the memory limit, so an OOM kill is counted
+// where the host can still read it after the runtime has removed the container's own cgroup;
+// its CPU usage, less the runtime monitor's (conmon), is the execution's CPU time, which tells
+// a kill at the CPU limit from any other SIGKILL; and it is the tree kill that does not wait
+// for the runtime's CLI. Without it the limits are the runtime's flags (--memory) and a SIGKILL
+// reads as a signal, not as the CPU limit.
+//
+// The cancel, the wall clock and the tree kill reach the container: Kill closes the channel,
+// kills every process in the container's cgroup, and runs the runtime's kill when the container
+// has not ended within a moment; Close removes the container when `run --rm` could not, the
+// socket directory and the cgroup. Nothing else is created (no volume: the tmpfs mounts are not
+// volumes). A server killed outright leaves its containers behind: each Backend holds an owner
+// lock (flock on a file in its directory under the temporary directory) for its lifetime, and
+// New sweeps the containers (by the label io.mcp-sandbox.owner), cgroups and directories of
+// every owner whose lock it can take, which is proof that owner is dead. Nothing another live
+// process owns is touched, and nothing without the label.
+//
+// On a hybrid cgroup layout (v1 controllers plus a cgroup2 mount holding controllers) crun
+// refuses to run containers; with podman and no OCI runtime named, the backend passes
+// --runtime runc when runc is installed and says so in Mechanisms, and otherwise refuses with
+// what to install. An OCI runtime may be named (runsc for gVisor, which must allow host Unix
+// sockets: --host-uds=open); it is reported in Mechanisms.
+//
+// Where the processes live: podman's monitor and the container's pid namespace descend from
+// the process that ran `podman run`, so under the tests' pid-namespace gate (internal/gate)
+// the container's processes are inside the tests' namespace, visible in its /proc (the
+// contract suite's survivor scan sees them) and killed with it. Docker's daemon starts
+// containers outside the caller's namespaces: there the survivor scan proves nothing, and the
+// host cannot see the workspace through /proc, so artifacts are not collected.
+//
+// It imports engine, failure, internal/identity, internal/spawn (the child's environment),
+// x/sys and the standard library. A Backend and its children are safe for concurrent use.
+package container
