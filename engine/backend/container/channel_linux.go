@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -44,9 +45,14 @@ type channel struct {
 	token []byte
 	ready chan struct{} // closed once conn is set or the channel has failed
 
+	// onEnd, when set, runs once before Read reports the end of an accepted connection.
+	onEnd   func()
+	endOnce sync.Once
+
 	mu       sync.Mutex // guards everything below
 	conn     *net.UnixConn
 	peerPID  int
+	pidfd    int   // a pidfd of the peer, -1 when none
 	err      error // why there is no conn, once ready is closed without one
 	pending  map[net.Conn]bool
 	deadline time.Time
@@ -71,7 +77,7 @@ func listen(path, token string) (*channel, error) {
 	}
 	// Closing the listener must remove the socket by a name that still resolves.
 	ln.SetUnlinkOnClose(false)
-	c := &channel{ln: ln, path: path, token: []byte(token), ready: make(chan struct{}), pending: map[net.Conn]bool{}}
+	c := &channel{ln: ln, path: path, token: []byte(token), ready: make(chan struct{}), pending: map[net.Conn]bool{}, pidfd: -1}
 	if err := os.Chmod(path, 0o666); err != nil {
 		c.closeListener()
 		return nil, err
@@ -131,6 +137,11 @@ func (c *channel) check(conn *net.UnixConn) {
 		_ = conn.SetWriteDeadline(c.deadline)
 	}
 	c.conn, c.peerPID = conn, peerPID(conn)
+	if c.peerPID > 0 {
+		if fd, err := unix.PidfdOpen(c.peerPID, 0); err == nil {
+			c.pidfd = fd
+		}
+	}
 	c.closeListener() // a second connection is refused
 	for p := range c.pending {
 		p.Close()
@@ -204,7 +215,24 @@ func (c *channel) Read(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return conn.Read(p)
+	n, err := conn.Read(p)
+	if (errors.Is(err, io.EOF) || errors.Is(err, unix.ECONNRESET)) && c.onEnd != nil {
+		c.endOnce.Do(c.onEnd)
+	}
+	return n, err
+}
+
+// peerExited reports whether the process that connected has exited: its pidfd is readable.
+// Without a pidfd nothing is known, and it reports false.
+func (c *channel) peerExited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock() // the poll does not wait: it only looks
+	if c.pidfd < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents&unix.POLLIN != 0
 }
 
 func (c *channel) Write(p []byte) (int, error) {
@@ -226,13 +254,17 @@ func (c *channel) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// Close closes the listener, any connection, and waits for the accept loop and the token
-// readers. It is idempotent.
+// Close closes the listener, any connection and the peer's pidfd, and waits for the accept
+// loop and the token readers. It is idempotent.
 func (c *channel) Close() error {
 	c.fail(net.ErrClosed)
 	c.mu.Lock()
 	if c.conn != nil {
 		c.conn.Close()
+	}
+	if c.pidfd >= 0 {
+		unix.Close(c.pidfd)
+		c.pidfd = -1
 	}
 	c.mu.Unlock()
 	c.loops.Wait()

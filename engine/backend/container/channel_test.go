@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,5 +155,52 @@ func TestChannelDeepDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket file is still there: %v", err)
+	}
+}
+
+// The end of the connection is reported after onEnd, which can tell a peer that exited from
+// one that only closed its end.
+func TestChannelPeerExited(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	path := filepath.Join(t.TempDir(), channelSocket)
+	token := newToken()
+	ch, err := listen(path, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	var exited []bool
+	ch.onEnd = func() { exited = append(exited, ch.peerExited()) }
+	peer := exec.Command(py, "-c", "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ns.sendall(sys.argv[2].encode() + b'\\n')", path, token)
+	if out, err := peer.CombinedOutput(); err != nil {
+		t.Fatalf("peer: %v: %s", err, out)
+	}
+	if n, err := ch.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("Read after the peer exited: %d, %v", n, err)
+	}
+	if _, err := ch.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("second Read: %v", err)
+	}
+	if len(exited) != 1 || !exited[0] {
+		t.Fatalf("onEnd saw exited=%v, want one call that saw the peer gone", exited)
+	}
+
+	ch2, err := listen(filepath.Join(t.TempDir(), channelSocket), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch2.Close()
+	c := dial(t, ch2.path)
+	if _, err := io.WriteString(c, token+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(ch2, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if ch2.peerExited() {
+		t.Error("this very process reads as exited")
 	}
 }

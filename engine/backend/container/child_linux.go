@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,8 @@ type child struct {
 	waited chan struct{}
 	exit   engine.Exit
 
+	cpuLimit  uint64      // RLIMIT_CPU's hard limit in the container
+	killed    atomic.Bool // Kill was called
 	killOnce  sync.Once
 	killer    sync.WaitGroup // the runtime's kill, when Kill had to run it
 	closeOnce sync.Once
@@ -98,7 +101,20 @@ func (c *child) wait() {
 	case code > 128 && code < 128+65:
 		// The runtime reports a process killed by signal N as 128+N.
 		c.exit.Code, c.exit.Signal = -1, syscall.Signal(code-128).String()
+		if c.killedByCPULimit() {
+			c.exit.CPUSeconds = max(c.exit.CPUSeconds, float64(c.cpuLimit))
+		}
 	}
+}
+
+// killedByCPULimit: the interpreter is pid 1 of the container's pid namespace, which no
+// process inside can SIGKILL. A SIGKILL the host did not send (Kill was not called) and the
+// memory limit did not send (no OOM kill counted) is the kernel's, at RLIMIT_CPU's hard limit.
+// The kernel counts that limit in scheduler ticks, which on a busy host run well ahead of the
+// precise time the cgroup reports (1.6 s measured at a 2 s limit), so the CPU time reported
+// is at least the limit the kernel enforced.
+func (c *child) killedByCPULimit() bool {
+	return c.exit.Signal == syscall.SIGKILL.String() && c.cg != nil && !c.killed.Load() && c.cg.oomKills() == 0
 }
 
 // explainSetupFailure adds, as the last line of stderr (the one a setup failure's message
@@ -130,10 +146,26 @@ func (c *child) Workspace() string {
 	return fmt.Sprintf("/proc/%d/root%s", pid, c.workspace)
 }
 
+// settleExit runs when the channel ends: if the interpreter that connected has exited, the
+// end of the channel is reported only once the runtime has reported how it exited, which
+// takes a moment after the container dies (podman's monitor, then the removal). Otherwise a
+// Runner would take a child killed at its CPU limit for one that closed its channel and kept
+// running. An interpreter still alive closed its channel itself: that is reported at once.
+func (c *child) settleExit() {
+	if !c.ch.peerExited() {
+		return
+	}
+	select {
+	case <-c.waited:
+	case <-time.After(exitBound):
+	}
+}
+
 // Kill ends the container: the channel closes (the bootstrap exits on its end), the
 // container's processes are killed through the execution's cgroup, and if the container has
 // not ended within a moment the runtime's kill runs. It is idempotent.
 func (c *child) Kill() {
+	c.killed.Store(true)
 	c.ch.Close()
 	if c.cg != nil {
 		c.cg.kill()

@@ -174,6 +174,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
 	c := &child{b: b, name: "mcp-sandbox-" + b.owner.id + "-" + tag, workspace: "/workspace-" + tag, release: release,
+		cpuLimit: engine.CPURlimit(spec.Terms.CPUSeconds),
 		facts: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true,
 			Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
 	b.executions.Add(1)
@@ -191,6 +192,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if c.ch, err = listen(filepath.Join(c.execDir, channelSocket), token); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "listening on the execution's socket failed: %v", err)
 	}
+	c.ch.onEnd = c.settleExit
 	p := &plan{rt: b.rt, name: c.name, owner: b.owner.id, image: b.opts.Image, python: b.opts.Python,
 		uid: id.UID, gid: id.GID, terms: spec.Terms, workspace: c.workspace, execDir: c.execDir,
 		workspaceBytes: b.opts.WorkspaceBytes, tmpBytes: b.opts.TmpBytes, allowed: b.opts.Env,

@@ -419,3 +419,28 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 		t.Error("the sweep removed a live owner's container")
 	}
 }
+
+// The environment is built from nothing plus the allowlist: an allowlisted variable arrives
+// with its value, and nothing the runtime or the image adds (HOSTNAME, container, an image's
+// ENV) is left.
+func TestEnvironmentAllowlist(t *testing.T) {
+	requireContainer(t, container.Options{})
+	b, err := container.New(context.Background(), container.Options{Env: map[string]string{"MCP_SANDBOX_TEST_ALLOWED": "v 1"}})
+	r := sandboxtest.Runner(t, b, err, engine.RunnerOptions{Isolation: engine.LevelIsolated, EnvAllowlist: []string{"MCP_SANDBOX_TEST_ALLOWED"}})
+	res := run(t, r, "import os\ndict(os.environ)", engine.Limits{})
+	var env map[string]string
+	wantValue(t, res, &env)
+	if env["MCP_SANDBOX_TEST_ALLOWED"] != "v 1" {
+		t.Errorf("the allowlisted variable arrived as %q", env["MCP_SANDBOX_TEST_ALLOWED"])
+	}
+	for name := range env {
+		switch name {
+		case "HOME", "TMPDIR", "PATH", "PYTHONDONTWRITEBYTECODE", "LC_CTYPE", "MCP_SANDBOX_TEST_ALLOWED":
+		default:
+			t.Errorf("unexpected variable %s=%q", name, env[name])
+		}
+	}
+	if res.Guarantees.Get(engine.DimEnvironment) != engine.Enforced {
+		t.Errorf("environment graded %s", res.Guarantees.Get(engine.DimEnvironment))
+	}
+}
