@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -189,38 +189,21 @@ func (g *execCgroup) containerPIDs() []int {
 	entries, _ := os.ReadDir(g.procs)
 	var pids []int
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == conmonGroup {
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join(g.procs, e.Name(), "cgroup.procs"))
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, n)
-			}
+		if e.IsDir() && e.Name() != conmonGroup {
+			pids = append(pids, cgroup.ReadPIDs(filepath.Join(g.procs, e.Name(), "cgroup.procs"))...)
 		}
 	}
 	return pids
 }
 
 // kill kills every process of the container, and returns once none is left (or after a bound).
-func (g *execCgroup) kill() {
-	for i := 0; i < 100; i++ {
-		pids := g.containerPIDs()
-		if len(pids) == 0 {
-			return
-		}
-		for _, p := range pids {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-		time.Sleep(time.Duration(min(i+1, 10)) * time.Millisecond)
-	}
-}
+func (g *execCgroup) kill() { cgroup.KillAll(g.containerPIDs, 100) }
 
 // cpuSeconds is the CPU time the container used: the parent's usage, which keeps what
 // removed subgroups used, less the monitor's.
 func (g *execCgroup) cpuSeconds() float64 {
 	if g.v2 {
-		usec := func(dir string) int64 { return field(filepath.Join(dir, "cpu.stat"), "usage_usec") }
+		usec := func(dir string) int64 { return cgroup.Field(filepath.Join(dir, "cpu.stat"), "usage_usec") }
 		return float64(usec(g.cpu)-usec(filepath.Join(g.cpu, conmonGroup))) / 1e6
 	}
 	ns := func(dir string) int64 {
@@ -234,23 +217,9 @@ func (g *execCgroup) cpuSeconds() float64 {
 // oomKills counts the processes the memory limit killed.
 func (g *execCgroup) oomKills() int64 {
 	if g.v2 {
-		return field(filepath.Join(g.mem, "memory.events"), "oom_kill")
+		return cgroup.Field(filepath.Join(g.mem, "memory.events"), "oom_kill")
 	}
-	return field(filepath.Join(g.mem, "memory.oom_control"), "oom_kill")
-}
-
-func field(path, key string) int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return cgroup.Field(filepath.Join(g.mem, "memory.oom_control"), "oom_kill")
 }
 
 // remove kills what is left and removes the cgroup from every hierarchy (the runtime makes

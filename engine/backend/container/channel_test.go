@@ -25,6 +25,21 @@ func dial(t *testing.T, path string) net.Conn {
 	return c
 }
 
+// newChannel listens at a fresh socket under dir (a temporary directory when empty).
+func newChannel(t *testing.T, dir string) (ch *channel, path, token string) {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path, token = filepath.Join(dir, channelSocket), newToken()
+	ch, err := listen(path, token)
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	return ch, path, token
+}
+
 // dropped reports whether the host closed c without a byte: an end of file, or a reset when
 // the host closed with bytes of ours unread.
 func dropped(t *testing.T, c net.Conn) bool {
@@ -38,14 +53,7 @@ func dropped(t *testing.T, c net.Conn) bool {
 // A connection without the token is dropped, one with it becomes the channel and keeps the
 // bytes after the token line, and after it a second connection is refused.
 func TestChannelTokenAndSecondConnection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), channelSocket)
-	token := newToken()
-	ch, err := listen(path, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-
+	ch, path, token := newChannel(t, "")
 	for name, first := range map[string]string{
 		"a wrong token":                 strings.Repeat("0", len(token)) + "\n",
 		"a hello frame instead":         `{"type":"hello","version":1,"probe":{}}` + "\n",
@@ -98,10 +106,7 @@ func TestChannelTokenAndSecondConnection(t *testing.T) {
 // A child that exits before connecting ends the channel as an end of file, and Close
 // unblocks a reader and is idempotent.
 func TestChannelEnds(t *testing.T) {
-	ch, err := listen(filepath.Join(t.TempDir(), channelSocket), newToken())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, _, _ := newChannel(t, "")
 	done := make(chan error, 1)
 	go func() {
 		_, err := ch.Read(make([]byte, 1))
@@ -112,10 +117,7 @@ func TestChannelEnds(t *testing.T) {
 		t.Fatalf("Read after the child exited: %v, want an EOF", err)
 	}
 
-	ch2, err := listen(filepath.Join(t.TempDir(), channelSocket), newToken())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch2, _, _ := newChannel(t, "")
 	go func() {
 		_, err := ch2.Write([]byte("x"))
 		done <- err
@@ -134,13 +136,7 @@ func TestChannelDeepDirectory(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, channelSocket)
-	token := newToken()
-	ch, err := listen(path, token)
-	if err != nil {
-		t.Fatalf("listen in a deep directory: %v", err)
-	}
-	defer ch.Close()
+	ch, path, token := newChannel(t, dir)
 	d, err := os.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -165,13 +161,7 @@ func TestChannelPeerExited(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3")
 	}
-	path := filepath.Join(t.TempDir(), channelSocket)
-	token := newToken()
-	ch, err := listen(path, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
+	ch, path, token := newChannel(t, "")
 	var exited []bool
 	ch.onEnd = func() { exited = append(exited, ch.peerExited()) }
 	peer := exec.Command(py, "-c", "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ns.sendall(sys.argv[2].encode() + b'\\n')", path, token)
@@ -188,13 +178,9 @@ func TestChannelPeerExited(t *testing.T) {
 		t.Fatalf("onEnd saw exited=%v, want one call that saw the peer gone", exited)
 	}
 
-	ch2, err := listen(filepath.Join(t.TempDir(), channelSocket), token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch2.Close()
-	c := dial(t, ch2.path)
-	if _, err := io.WriteString(c, token+"\n"); err != nil {
+	ch2, path2, token2 := newChannel(t, "")
+	c := dial(t, path2)
+	if _, err := io.WriteString(c, token2+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.WriteString(ch2, "x"); err != nil {

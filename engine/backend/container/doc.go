@@ -65,5 +65,6 @@
 // host cannot see the workspace through /proc, so artifacts are not collected.
 //
 // It imports engine, failure, internal/identity, internal/spawn (the child's environment),
+// internal/cgroup (its kill loop and readers),
 // x/sys and the standard library. A Backend and its children are safe for concurrent use.
 package container
