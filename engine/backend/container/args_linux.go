@@ -96,7 +96,8 @@ func (p *plan) args() []string {
 	}
 	a = append(a, "--tmpfs", p.workspace+":"+ws,
 		"--tmpfs", "/tmp:rw,nosuid,nodev,size="+strconv.FormatInt(p.tmpBytes, 10)+",mode=1777",
-		"--volume", p.execDir+":"+channelDir+":ro",
+		// z: where SELinux is enforcing, the container may use the directory (a no-op elsewhere).
+		"--volume", p.execDir+":"+channelDir+":ro,z",
 		"--workdir", p.workspace)
 
 	t := p.terms

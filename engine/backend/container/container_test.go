@@ -444,3 +444,54 @@ func TestEnvironmentAllowlist(t *testing.T) {
 		t.Errorf("environment graded %s", res.Guarantees.Get(engine.DimEnvironment))
 	}
 }
+
+// The contract suite's survivor scan reads this process's /proc for the bootstrap's marker.
+// It is meaningful here because podman's containers descend from the `podman run` the backend
+// starts: the container's interpreter (pid 1 of a pid namespace nested in this one) shows in
+// this /proc while it runs, and is gone once the result is back.
+func TestSurvivorScanSeesTheContainer(t *testing.T) {
+	b := newBackend(t, container.Options{})
+	if b.Runtime().Kind != "podman" {
+		t.Skip("docker's daemon starts containers outside this pid namespace")
+	}
+	r, err := engine.NewRunner(b, engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var seen atomic.Bool
+	res := r.Run(context.Background(), engine.Execution{Program: "import time\ntime.sleep(2.5)", Terms: engine.Terms{Isolation: engine.LevelIsolated},
+		Progress: func(float64) { seen.Store(seen.Load() || len(containerInterpreters(t)) > 0) }})
+	if res.Failure != nil {
+		t.Fatalf("failure %+v", res.Failure)
+	}
+	if !seen.Load() {
+		t.Fatal("the container's interpreter never showed in this /proc while it ran")
+	}
+	if pids := containerInterpreters(t); len(pids) > 0 {
+		t.Fatalf("the container's interpreter outlived its result: %v", pids)
+	}
+}
+
+// containerInterpreters lists the processes in this /proc that run the bootstrap as pid 1 of
+// a pid namespace nested in this one.
+func containerInterpreters(t *testing.T) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if !strings.Contains(string(cmdline), "# mcp-sandbox bootstrap") {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) >= 2 && f[len(f)-1] == "1" {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
+}
