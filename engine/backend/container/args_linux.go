@@ -17,6 +17,10 @@ const channelDir = "/run/mcp-sandbox"
 // channelSocket is the socket's name in that directory.
 const channelSocket = "channel.sock"
 
+// minDataLimit is the least RLIMIT_DATA a container gets: the OCI runtime's init (a Go
+// program, under the limit before it execs the interpreter) fails to start below about 70 MiB.
+const minDataLimit = 128 << 20
+
 // plan is everything one `run` is made of; args turns it into the CLI's arguments.
 type plan struct {
 	rt        *Runtime
@@ -108,7 +112,9 @@ func (p *plan) args() []string {
 	ulimit("cpu", engine.CPURlimit(t.CPUSeconds))
 	// Neither runtime knows RLIMIT_AS; RLIMIT_DATA bounds what malloc maps, so an allocation
 	// over the limit is a MemoryError rather than an OOM kill (the cgroup binds either way).
-	ulimit("data", uint64(t.MemoryBytes))
+	// The OCI runtime's own init runs under it before the interpreter does, and needs some
+	// 70 MiB (runc): below minDataLimit the cgroup alone ends what is too large.
+	ulimit("data", uint64(max(t.MemoryBytes, minDataLimit)))
 	ulimit("fsize", uint64(t.FileSizeBytes))
 	ulimit("nofile", 1024)
 	ulimit("nproc", p.nproc)

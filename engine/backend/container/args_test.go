@@ -74,11 +74,17 @@ func TestRunArguments(t *testing.T) {
 				t.Errorf("workspace tmpfs %q missing in %q", ws, a)
 			}
 
+			// RLIMIT_DATA never goes below what the OCI runtime's init needs.
+			p.terms.MemoryBytes = 32 << 20
+			if a := p.args(); !has(a, "--ulimit", "data=134217728:134217728") || !has(a, "--memory", "33554432") {
+				t.Errorf("a small memory limit: %q", a)
+			}
+
 			// With the execution cgroup the memory limit is the cgroup's, not the runtime's;
 			// with network granted there is no --network=none.
 			p.cgroupParent, p.terms.Network = "/mcp-sandbox/ctr-o-t", engine.NetworkUnrestricted
 			a = p.args()
-			if !has(a, "--cgroup-parent", "/mcp-sandbox/ctr-o-t") || has(a, "--memory", "268435456") || has(a, "--network=none") {
+			if !has(a, "--cgroup-parent", "/mcp-sandbox/ctr-o-t") || has(a, "--memory", "33554432") || has(a, "--network=none") {
 				t.Errorf("with a cgroup parent and network: %q", a)
 			}
 			if podman && !has(a, "--cgroup-manager=cgroupfs") {

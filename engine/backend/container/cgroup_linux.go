@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
@@ -121,6 +123,11 @@ type execCgroup struct {
 	mem    string // the directory holding the memory limit and the OOM count
 	cpu    string // the directory holding the CPU usage
 	procs  string // a directory whose subdirectories list the container's processes
+
+	mu sync.Mutex
+	// seenOOM is the most OOM kills the container's own cgroups were seen to count: on v1 the
+	// count stays where the victim was, and the runtime removes that cgroup with the container.
+	seenOOM int64
 }
 
 // newExecCgroup creates the cgroup name with memoryBytes as its memory limit (swap included).
@@ -196,6 +203,24 @@ func (g *execCgroup) containerPIDs() []int {
 	return pids
 }
 
+// end sends SIGKILL to every process of the container once, then lifts the memory limit: a
+// process exiting in a memory cgroup that is full of what the container wrote to its tmpfs
+// mounts (which only the container's end frees) can wait on that memory indefinitely. Every
+// process is killed first, so none can use what the lifted limit allows.
+func (g *execCgroup) end() {
+	g.noteOOM()
+	for _, p := range g.containerPIDs() {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	if g.v2 {
+		_ = os.WriteFile(filepath.Join(g.mem, "memory.max"), []byte("max"), 0)
+		return
+	}
+	// The limit with swap must stay above the limit without: raise it first.
+	_ = os.WriteFile(filepath.Join(g.mem, "memory.memsw.limit_in_bytes"), []byte("-1"), 0)
+	_ = os.WriteFile(filepath.Join(g.mem, "memory.limit_in_bytes"), []byte("-1"), 0)
+}
+
 // kill kills every process of the container, and returns once none is left (or after a bound).
 func (g *execCgroup) kill() { cgroup.KillAll(g.containerPIDs, 100) }
 
@@ -214,12 +239,32 @@ func (g *execCgroup) cpuSeconds() float64 {
 	return float64(ns(g.cpu)-ns(filepath.Join(g.cpu, conmonGroup))) / 1e9
 }
 
-// oomKills counts the processes the memory limit killed.
+// oomKills counts the processes the memory limit killed: on v2 the parent's count, which
+// includes its subgroups'; on v1 what noteOOM saw in the container's own cgroups.
 func (g *execCgroup) oomKills() int64 {
+	g.noteOOM()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seenOOM
+}
+
+// noteOOM records the OOM kills counted so far. Call it while the container's cgroups still
+// exist: when its interpreter exits, and before it is killed.
+func (g *execCgroup) noteOOM() {
+	var n int64
 	if g.v2 {
-		return cgroup.Field(filepath.Join(g.mem, "memory.events"), "oom_kill")
+		n = cgroup.Field(filepath.Join(g.mem, "memory.events"), "oom_kill")
+	} else {
+		entries, _ := os.ReadDir(g.mem)
+		for _, e := range entries {
+			if e.IsDir() && e.Name() != conmonGroup {
+				n += cgroup.Field(filepath.Join(g.mem, e.Name(), "memory.oom_control"), "oom_kill")
+			}
+		}
 	}
-	return cgroup.Field(filepath.Join(g.mem, "memory.oom_control"), "oom_kill")
+	g.mu.Lock()
+	g.seenOOM = max(g.seenOOM, n)
+	g.mu.Unlock()
 }
 
 // remove kills what is left and removes the cgroup from every hierarchy (the runtime makes

@@ -3,6 +3,7 @@
 package container
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -222,17 +223,57 @@ func (c *channel) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// peerExited reports whether the process that connected has exited: its pidfd is readable.
-// Without a pidfd nothing is known, and it reports false.
-func (c *channel) peerExited() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock() // the poll does not wait: it only looks
-	if c.pidfd < 0 {
+// awaitPeerExit blocks until the process that connected has exited (its pidfd is readable),
+// or stop is closed, or the channel ended without a connection; it reports whether the peer
+// exited. It polls a descriptor of its own, so it holds nothing the channel's users need.
+func (c *channel) awaitPeerExit(stop <-chan struct{}) bool {
+	select {
+	case <-c.ready:
+	case <-stop:
 		return false
 	}
-	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n == 1 && fds[0].Revents&unix.POLLIN != 0
+	c.mu.Lock()
+	fd := -1
+	if c.pidfd >= 0 {
+		fd, _ = unix.FcntlInt(uintptr(c.pidfd), unix.F_DUPFD_CLOEXEC, 0)
+	}
+	c.mu.Unlock()
+	if fd < 0 {
+		return false
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		if n, err := unix.Poll(fds, 50); err == nil && n == 1 && fds[0].Revents&unix.POLLIN != 0 {
+			return true
+		}
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+	}
+}
+
+// peerExited reports whether the process that connected has exited or is exiting. A dying
+// process frees its memory before it closes its files, and is reported exited (its pidfd
+// readable) only after both: so when the channel ends, a peer whose memory is gone is on its
+// way out, and one that still has it closed the channel itself. Without the peer's pid nothing
+// is known, and it reports false.
+func (c *channel) peerExited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock() // nothing below waits
+	if c.peerPID <= 0 {
+		return false
+	}
+	if c.pidfd >= 0 {
+		fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); err == nil && n == 1 && fds[0].Revents&unix.POLLIN != 0 {
+			return true
+		}
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.peerPID))
+	return err != nil || !bytes.Contains(status, []byte("\nVmSize:"))
 }
 
 func (c *channel) Write(p []byte) (int, error) {

@@ -43,6 +43,7 @@ type child struct {
 
 	cpuLimit  uint64      // RLIMIT_CPU's hard limit in the container
 	killed    atomic.Bool // Kill was called
+	watch     sync.WaitGroup // the goroutine noting OOM kills when the interpreter exits
 	killOnce  sync.Once
 	killer    sync.WaitGroup // the runtime's kill, when Kill had to run it
 	closeOnce sync.Once
@@ -70,6 +71,17 @@ func (c *child) start(args []string, env []string, token string, stdout, stderr 
 	_, _ = io.WriteString(stdin, token+"\n")
 	stdin.Close()
 	go c.wait()
+	if c.cg != nil {
+		// When the interpreter exits, the container's cgroup still holds the count of OOM
+		// kills that the runtime removes with it a moment later.
+		c.watch.Add(1)
+		go func() {
+			defer c.watch.Done()
+			if c.ch.awaitPeerExit(c.waited) {
+				c.cg.noteOOM()
+			}
+		}()
+	}
 	return nil
 }
 
@@ -151,9 +163,14 @@ func (c *child) Workspace() string {
 // takes a moment after the container dies (podman's monitor, then the removal). Otherwise a
 // Runner would take a child killed at its CPU limit for one that closed its channel and kept
 // running. An interpreter still alive closed its channel itself: that is reported at once.
+// With the interpreter gone the execution is over: the container's processes are killed and
+// its memory limit lifted, so that none is held exiting by a limit full of its own files.
 func (c *child) settleExit() {
 	if !c.ch.peerExited() {
 		return
+	}
+	if c.cg != nil {
+		c.cg.end()
 	}
 	select {
 	case <-c.waited:
@@ -168,6 +185,7 @@ func (c *child) Kill() {
 	c.killed.Store(true)
 	c.ch.Close()
 	if c.cg != nil {
+		c.cg.end()
 		c.cg.kill()
 	}
 	c.killOnce.Do(func() {
@@ -200,6 +218,7 @@ func (c *child) Close() engine.TreeUsage {
 				<-c.waited
 			}
 			c.killer.Wait()
+			c.watch.Wait()
 			// `run --rm` removed the container unless the CLI was killed or failed itself.
 			if ps := c.cmd.ProcessState; ps == nil || !ps.Exited() || c.exit.Code == 125 {
 				ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)

@@ -26,20 +26,25 @@
 // other backend shares.
 //
 // As root, each execution also gets a cgroup of its own that the runtime nests the container
-// under (--cgroup-parent, cgroupfs): it carries the memory limit, so an OOM kill is counted
-// where the host can still read it after the runtime has removed the container's own cgroup;
-// its CPU usage, less the runtime monitor's (conmon), is the execution's CPU time; and it is
-// the tree kill that does not wait for the runtime's CLI. The interpreter is pid 1 of its pid
-// namespace, which nothing inside can SIGKILL, so a SIGKILL the host did not send and the
-// memory limit did not count is the kernel's RLIMIT_CPU (reported with at least the limit as
-// its CPU time: the kernel counts that limit in ticks, ahead of the cgroup's precise figure on a
-// busy host). Without the cgroup the limits are the runtime's flags (--memory) and a SIGKILL
-// reads as a signal, not as the CPU limit.
+// under (--cgroup-parent, cgroupfs). It carries the memory limit; its CPU usage, which keeps
+// what removed subgroups used, less the runtime monitor's (conmon), is the execution's CPU
+// time; and it is the tree kill that does not wait for the runtime's CLI. An OOM kill is
+// counted where the victim was (on cgroup v1 only there), in the container's own cgroup, which
+// the runtime removes with the container: the count is noted when the interpreter exits (a
+// pidfd) and before any kill. The interpreter is pid 1 of its pid namespace, which nothing
+// inside can SIGKILL, so a SIGKILL the host did not send and no OOM kill explains is the
+// kernel's RLIMIT_CPU (reported with at least the limit as its CPU time: the kernel counts that
+// limit in ticks, ahead of the cgroup's precise figure on a busy host). Without the cgroup the
+// limits are the runtime's flags (--memory) and a SIGKILL reads as a signal, not as a limit.
 //
 // The runtime reports a container's end a moment after it dies (its monitor, then `run --rm`'s
 // removal: about 0.3 s, more on a busy host). When the channel ends because the interpreter
-// exited (its pidfd says so), the end is reported to the Runner only once the exit is known, so
-// a kill at a limit never reads as a child that closed its channel and kept running.
+// exited or is exiting (it has released its memory, or its pidfd is readable), the end is
+// reported to the Runner only once the exit is known, so a kill at a limit never reads as a
+// child that closed its channel and kept running. The execution is over then: the container's
+// processes are killed and its memory limit lifted, because files the program left in its
+// tmpfs mounts still fill the memory cgroup, only the container's end frees them, and an
+// exiting process can wait on that memory indefinitely.
 //
 // The cancel, the wall clock and the tree kill reach the container: Kill closes the channel,
 // kills every process in the container's cgroup, and runs the runtime's kill when the container
