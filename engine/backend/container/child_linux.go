@@ -41,8 +41,8 @@ type child struct {
 	waited chan struct{}
 	exit   engine.Exit
 
-	cpuLimit  uint64      // RLIMIT_CPU's hard limit in the container
-	killed    atomic.Bool // Kill was called
+	cpuLimit  uint64         // RLIMIT_CPU's hard limit in the container
+	killed    atomic.Bool    // Kill was called
 	watch     sync.WaitGroup // the goroutine noting OOM kills when the interpreter exits
 	killOnce  sync.Once
 	killer    sync.WaitGroup // the runtime's kill, when Kill had to run it

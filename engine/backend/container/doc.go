@@ -65,9 +65,15 @@
 // Where the processes live: podman's monitor and the container's pid namespace descend from
 // the process that ran `podman run`, so under the tests' pid-namespace gate (internal/gate)
 // the container's processes are inside the tests' namespace, visible in its /proc (the
-// contract suite's survivor scan sees them) and killed with it. Docker's daemon starts
-// containers outside the caller's namespaces: there the survivor scan proves nothing, and the
-// host cannot see the workspace through /proc, so artifacts are not collected.
+// contract suite's survivor scan sees them) and killed with it (a test binary killed outright
+// leaves podman records of containers that died with it; the next sweep removes them). Docker's
+// daemon starts containers outside the caller's namespaces: a caller in a pid namespace of its
+// own (the tests') cannot see them, so there the survivor scan proves nothing, the interpreter's
+// exit is not seen before the runtime reports it, and artifacts are not collected (the
+// workspace is read through /proc/PID/root).
+//
+// As with bwrap, a status of 128+N is read as "killed by signal N": a program that exits with
+// such a status itself is reported as killed by that signal, and 137 as its CPU limit.
 //
 // It imports engine, failure, internal/identity, internal/spawn (the child's environment),
 // internal/cgroup (its kill loop and readers),
