@@ -74,8 +74,21 @@ type Runner struct {
 	background sync.WaitGroup // refills in flight
 }
 
-// NewRunner returns a Runner over b. Close releases its listeners and state directory.
+// NewRunner returns a Runner over b. Close releases its listeners and state directory. The
+// Runner owns b: when b is an io.Closer, the Runner's Close closes it, and so does a failed
+// NewRunner.
 func NewRunner(b Backend, opts RunnerOptions) (*Runner, error) {
+	r, err := newRunner(b, opts)
+	if err != nil {
+		if c, ok := b.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+func newRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 	if opts.Ceiling == (Limits{}) {
 		opts.Ceiling = DefaultLimits
 	}
