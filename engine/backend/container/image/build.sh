@@ -72,6 +72,12 @@ libs() {
 	ldd "$@" 2>/dev/null | awk '/=> \// {print $3} /^\t\/[^ ]+ \(/ {print $1}' | sort -u
 }
 for lib in $(libs "$real" "$dynload"/*.so); do copy "$lib"; done
+# glibc's companion libraries, which nothing above links but a program may load (ctypes, or
+# code written before glibc 2.34 folded them into libc).
+libcdir=$(dirname "$(libs "$real" | grep -m1 '/libc\.so')")
+for lib in libpthread.so.0 libdl.so.2 librt.so.1 libutil.so.1 libresolv.so.2 libanl.so.1 libcrypt.so.1; do
+	if [ -e "$libcdir/$lib" ]; then copy "$libcdir/$lib"; fi
+done
 
 printf 'root:x:0:0:root:/:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n' >"$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
@@ -79,7 +85,7 @@ printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 # Smoke test before importing: the interpreter starts in the root and imports what the
 # bootstrap needs.
 if command -v chroot >/dev/null && [ "$(id -u)" = 0 ]; then
-	chroot "$root" "$real" -I -c 'import _json, _socket, resource, asyncio, subprocess, threading, json' ||
+	chroot "$root" "$real" -I -c 'import _json, _socket, resource, asyncio, subprocess, threading, json, ctypes; ctypes.CDLL("librt.so.1")' ||
 		{ echo "$0: the assembled root cannot run $real" >&2; exit 1; }
 fi
 
