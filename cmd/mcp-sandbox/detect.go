@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 )
 
@@ -17,6 +20,22 @@ func detectLocal(p configs.Profile) []engine.LocalBackend {
 		{Name: "bwrap", Isolation: engine.LevelIsolated, Available: bwWhy == "", Reason: bwWhy},
 		{Name: "process", Isolation: engine.LevelProcess, Available: true},
 	})
+}
+
+// detectContainer is the container backend as profile p would find it: a runtime that
+// answers and the image present, or why not and the command that fixes it. It starts nothing.
+func detectContainer(ctx context.Context, p configs.Profile) engine.LocalBackend {
+	d := container.Detect(ctx, containerOptions(p))
+	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Available: d.Available, Reason: d.Reason}
+}
+
+func containerOptions(p configs.Profile) container.Options {
+	c := configs.Container{}
+	if p.Container != nil {
+		c = *p.Container
+	}
+	return container.Options{Runtime: c.Runtime, Image: c.Image, Python: c.Python, OCIRuntime: c.OCIRuntime,
+		RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }
 
 func nsOptions(p configs.Profile) namespaces.Options {

@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -98,6 +99,8 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 		return namespaces.New(ctx, nsOptions(p))
 	case "bwrap":
 		return bwrap.New(ctx, bwrapOptions(p))
+	case "container":
+		return container.New(ctx, containerOptions(p))
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }
