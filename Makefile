@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: help build run test integration conformance test-all check cross fuzz bench clean
+.PHONY: help build run test integration conformance test-all check cross fuzz bench clean sandbox-image
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -17,7 +17,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
 FAST_PKGS   := . ./binding ./budget ./configs ./engine ./engine/sandboxtest ./engine/wire ./failure ./internal/owner ./internal/pgdb ./mcpserver ./outputs ./outputs/pgblob ./upstream
-INTEG_PKGS  := ./engine/backend/... ./cmd/... ./benchmarks
+INTEG_PKGS  := ./engine/backend/... ./engine/bootstrap ./cmd/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 TEST_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 25m
@@ -35,6 +35,8 @@ help:
 	@echo "make bench        measure execution latency beside a bare python3 start, and the run"
 	@echo "                  ledger's cost per binding call on PostgreSQL beside SQLite"
 	@echo "                  (PostgreSQL figures need MCP_SANDBOX_TEST_PG_DSN, as the tests do)"
+	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
+	@echo "                  :latest from this host's Python with podman or docker, pulling nothing"
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
@@ -83,3 +85,12 @@ bench:
 
 clean:
 	rm -rf bin
+
+# The container backend's image: a root filesystem assembled from this host's interpreter, its
+# libraries and standard library, imported by the runtime. Nothing is pulled.
+SANDBOX_RUNTIME ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+SANDBOX_PYTHON  ?= /usr/bin/python3
+SANDBOX_IMAGE   ?= localhost/mcp-sandbox-python
+sandbox-image:
+	@test -n "$(SANDBOX_RUNTIME)" || { echo "no podman or docker on PATH: apt-get install podman" >&2; exit 1; }
+	engine/backend/container/image/build.sh $(SANDBOX_RUNTIME) $(SANDBOX_PYTHON) $(SANDBOX_IMAGE) $(VERSION) latest

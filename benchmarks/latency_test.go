@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
@@ -57,6 +58,9 @@ func TestReport(t *testing.T) {
 		name   string
 		runner engine.Sandbox
 		runs   []time.Duration
+		// settle is the pause before each sample: time for a warm runner's refill to finish,
+		// as it would between turns.
+		settle time.Duration
 	}
 	var subjects []*subject
 	newRunner := func(b engine.Backend, warm int) *engine.Runner {
@@ -68,12 +72,12 @@ func TestReport(t *testing.T) {
 		return r
 	}
 	add := func(name string, b engine.Backend, warm int) {
-		subjects = append(subjects, &subject{name: name, runner: newRunner(b, warm)})
+		subjects = append(subjects, &subject{name: name, runner: newRunner(b, warm), settle: 30 * time.Millisecond})
 	}
 	// addRemote measures the remote level: the remote backend, over loopback HTTP, to a
 	// sandbox service in this process running b.
 	addRemote := func(name string, b engine.Backend, warm int) {
-		subjects = append(subjects, &subject{name: name, runner: remoteSandbox(t, newRunner(b, warm))})
+		subjects = append(subjects, &subject{name: name, runner: remoteSandbox(t, newRunner(b, warm)), settle: 30 * time.Millisecond})
 	}
 	add("process level, cold start", pb, 0)
 	add("process level, warm child (Warm: 1)", pb, 1)
@@ -89,6 +93,24 @@ func TestReport(t *testing.T) {
 	} else {
 		t.Logf("isolated level not measured: %s", why)
 	}
+	// The container level: a container per execution, started by the runtime's CLI. A warm
+	// child is a container started ahead; its refill takes as long as a cold start, so the
+	// samples leave it that long.
+	if d := container.Detect(ctx, &container.Options{}); d.Available {
+		for _, warm := range []int{0, 1} {
+			cb, err := container.New(ctx, &container.Options{}) // one each: a Runner owns its backend
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &subject{name: "isolated level (container, " + d.Runtime.Kind + "), cold start", runner: newRunner(cb, 0), settle: 30 * time.Millisecond}
+			if warm > 0 {
+				s = &subject{name: "isolated level (container, " + d.Runtime.Kind + "), warm child", runner: newRunner(cb, 1), settle: 2 * time.Second}
+			}
+			subjects = append(subjects, s)
+		}
+	} else {
+		t.Logf("container level not measured: %s", d.Reason)
+	}
 	addRemote("remote level (→ "+local.Name()+"), cold start", local, 0)
 	addRemote("remote level (→ "+local.Name()+"), warm child", local, 1)
 	py := pb.Python()
@@ -103,7 +125,7 @@ func TestReport(t *testing.T) {
 			bare = append(bare, d0)
 		}
 		for _, s := range subjects {
-			time.Sleep(30 * time.Millisecond) // let a warm runner's refill finish, as it would between turns
+			time.Sleep(s.settle)
 			start := time.Now()
 			res := s.runner.Run(ctx, engine.Execution{Program: "pass"})
 			d := time.Since(start)

@@ -123,6 +123,9 @@ type Profile struct {
 	// Remote is the sandbox service a `remote` profile runs its programs on; only that
 	// backend has it.
 	Remote *Remote `yaml:"remote" json:"remote,omitempty"`
+	// Container configures backend container; only such a profile may carry it, and after
+	// defaults every such profile does.
+	Container *Container `yaml:"container" json:"container,omitempty"`
 }
 
 // Remote is where a remote profile's sandbox service listens, and the credential it wants.
@@ -131,6 +134,19 @@ type Remote struct {
 	Bearer *Credential `yaml:"bearer" json:"bearer,omitempty"`
 	// AllowInsecureHTTP permits the bearer over plaintext http:// to a non-loopback host.
 	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allow_insecure_http"`
+}
+
+// Container is the container backend's block: the runtime's CLI, the image (never pulled),
+// the interpreter inside it, and the OCI runtime.
+type Container struct {
+	// Runtime is docker, podman, or an absolute path to either; "" takes whichever answers.
+	Runtime string `yaml:"runtime" json:"runtime"`
+	// Image is a name[:tag] or a name@sha256:<digest>; default DefaultContainerImage.
+	Image string `yaml:"image" json:"image"`
+	// Python is the interpreter's absolute path inside the image; default DefaultContainerPython.
+	Python string `yaml:"python" json:"python"`
+	// OCIRuntime is handed to the runtime (runc, crun, runsc for gVisor, …); "" is its default.
+	OCIRuntime string `yaml:"oci_runtime" json:"oci_runtime"`
 }
 
 // Limits are the resource dimensions of one execution. A nil field means "whatever the next

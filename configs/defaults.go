@@ -3,6 +3,10 @@ package configs
 // The defaults of DESIGN.md §3.2, filled after parsing wherever a profile leaves a field out.
 const (
 	defaultRunAs = "65534:65534"
+	// DefaultContainerImage is what `make sandbox-image` builds from the host's Python.
+	DefaultContainerImage = "localhost/mcp-sandbox-python:latest"
+	// DefaultContainerPython is the interpreter's path inside that image.
+	DefaultContainerPython = "/usr/bin/python3"
 )
 
 // DefaultHardLimits returns the hard limits a profile gets for each dimension it leaves out.
@@ -81,6 +85,16 @@ func withProfileDefaults(p Profile) Profile {
 	orString(&a.Collection, da.Collection)
 	orPtr(&a.MaxFiles, da.MaxFiles)
 	orPtr(&a.MaxBytes, da.MaxBytes)
+
+	if p.Backend == BackendContainer {
+		var c Container
+		if p.Container != nil {
+			c = *p.Container
+		}
+		orString(&c.Image, DefaultContainerImage)
+		orString(&c.Python, DefaultContainerPython)
+		p.Container = &c
+	}
 	return p
 }
 

@@ -47,6 +47,13 @@
 //     userinfo). Run-time questions are not: network: unrestricted on an agent whose profile
 //     has no network is a refusal when the program runs, and whether an upstream still offers
 //     a bound tool is never checked here.
+//   - container: only a profile with backend container may carry the block, and every such
+//     profile has one after defaults (image localhost/mcp-sandbox-python:latest, python
+//     /usr/bin/python3). runtime is docker, podman or an absolute path to either; image is a
+//     reference (name[:tag] or name@sha256:digest, the name lowercase); python is an absolute,
+//     clean path inside the image; oci_runtime a name or an absolute path. The profile's own
+//     python (the host's interpreter) beside backend container is an error. Whether the
+//     runtime answers or the image is present is a run-time question (doctor, a refusal).
 //   - Load resolves relative paths (data_dir, tenants_dir, bearer file, a command[0] with a
 //     slash) against the config file's directory; Parse leaves them as written.
 //   - AgentVersion hashes canonical JSON (encoding/json of the structs: fixed field order,

@@ -53,6 +53,22 @@ func TestDefaults(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse() (-want +got):\n%s", diff)
 	}
+	// A container profile gets the container block's defaults; no other profile gets one.
+	c, err = Parse(doc(
+		"profiles:",
+		"  boxed: {backend: container}",
+		"  pinned: {backend: container, container: {image: 'python@sha256:"+strings.Repeat("0", 64)+"'}}",
+		"tenants: {t: {agents: {a: {}}}}",
+	), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Profiles["boxed"].Container, (&Container{Image: DefaultContainerImage, Python: DefaultContainerPython}); !cmp.Equal(got, want) {
+		t.Errorf("boxed container %+v, want %+v", got, want)
+	}
+	if got := c.Profiles["pinned"].Container; got.Image != "python@sha256:"+strings.Repeat("0", 64) || got.Python != DefaultContainerPython {
+		t.Errorf("pinned container %+v", got)
+	}
 	// The exported default constructors agree with what Parse fills.
 	if diff := cmp.Diff(def.HardLimits, DefaultHardLimits()); diff != "" {
 		t.Errorf("DefaultHardLimits (-want +got):\n%s", diff)

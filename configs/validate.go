@@ -23,6 +23,12 @@ var (
 	tokenHash  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 	runAsPair  = regexp.MustCompile(`^([0-9]+):([0-9]+)$`)
 	runAsRange = regexp.MustCompile(`^([0-9]+)-([0-9]+)$`)
+	// imageRef: [registry[:port]/]path[:tag][@sha256:digest], the path in lowercase
+	// components joined by '/', each words separated by '.', '_', '__' or dashes.
+	imageRef = regexp.MustCompile(`^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?` +
+		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`)
+	ociRuntimeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
 const nameRule = "use letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 64 characters"
@@ -133,6 +139,7 @@ func (v *validator) profile(n string, p Profile) {
 	v.positive(at+".artifacts.max_files", a.MaxFiles)
 	v.positive(at+".artifacts.max_bytes", a.MaxBytes)
 	v.remote(at, p)
+	v.container(at, p)
 }
 
 // remote checks a profile's remote block: present exactly for backend remote, with a service
@@ -194,6 +201,37 @@ func (v *validator) sandboxService(s SandboxService) {
 		v.add(at+".profile", "unknown profile %q (defined: %s)", name, list(slices.Sorted(maps.Keys(v.c.Profiles))))
 	case p.Backend == BackendRemote:
 		v.add(at+".profile", "profile %q is remote; a sandbox service runs programs on a local backend", name)
+	}
+}
+
+// container checks the container block: present only on a container profile, and nothing in
+// it the runtime would have to guess at.
+func (v *validator) container(at string, p Profile) {
+	c := p.Container
+	if p.Backend != BackendContainer {
+		if c != nil {
+			v.add(at+".container", "applies only to backend %q (this profile's backend is %q)", BackendContainer, p.Backend)
+		}
+		return
+	}
+	if p.Python != "" {
+		v.add(at+".python", "is the host's interpreter, which a container does not run; set container.python, the interpreter's path inside the image")
+	}
+	at += ".container"
+	switch rt := c.Runtime; {
+	case rt == "" || rt == "docker" || rt == "podman":
+	case path.IsAbs(rt) && path.Clean(rt) == rt && (path.Base(rt) == "docker" || path.Base(rt) == "podman"):
+	default:
+		v.add(at+".runtime", "unknown runtime %q (docker, podman, or an absolute path to either; empty takes whichever answers)", rt)
+	}
+	if len(c.Image) > 255 || !imageRef.MatchString(c.Image) {
+		v.add(at+".image", "%q is not an image reference (name[:tag] or name@sha256:<64 hex digits>, the name in lowercase, e.g. %s)", c.Image, DefaultContainerImage)
+	}
+	if !path.IsAbs(c.Python) || path.Clean(c.Python) != c.Python || strings.ContainsAny(c.Python, " \t\n\r,") {
+		v.add(at+".python", "%q is not an absolute, clean path inside the image (e.g. %s)", c.Python, DefaultContainerPython)
+	}
+	if o := c.OCIRuntime; o != "" && !ociRuntimeName.MatchString(o) && !(path.IsAbs(o) && path.Clean(o) == o) {
+		v.add(at+".oci_runtime", "%q is neither an OCI runtime's name (runc, crun, runsc) nor an absolute path to one", o)
 	}
 }
 

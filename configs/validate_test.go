@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,6 +83,37 @@ func TestValidationProblems(t *testing.T) {
 				`t.yaml:11: tenants.t.policy.binding_budget.max_calls: must be positive, got -1`,
 				`t.yaml:13: tenants.t.agents.a.code_execution.limits.memory_bytes: must be positive, got 0`,
 				`t.yaml:13: tenants.t.agents.a.code_execution.limits.cpu_seconds: must be a positive number of seconds, got -0.5`,
+			},
+		},
+		{
+			name: "container",
+			data: doc(
+				"profiles:",
+				"  boxed:",
+				"    backend: container",
+				"    python: /usr/bin/python3",
+				"    container: {runtime: lxc, image: 'Python:3.12', python: usr/bin/python3, oci_runtime: 'run c'}",
+				"  relative:",
+				"    backend: container",
+				"    container: {runtime: bin/podman, image: 'python:3.12 slim', python: /usr/bin/../bin/python3}",
+				"  pinned:",
+				"    backend: container",
+				"    container: {runtime: /usr/bin/docker, image: 'registry.internal:5000/py/python@sha256:"+strings.Repeat("ab", 32)+"', oci_runtime: runsc}",
+				"  native:",
+				"    backend: namespaces",
+				"    container: {image: python}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+			want: []string{
+				`t.yaml:4: profiles.boxed.python: is the host's interpreter, which a container does not run; set container.python, the interpreter's path inside the image`,
+				`t.yaml:5: profiles.boxed.container.runtime: unknown runtime "lxc" (docker, podman, or an absolute path to either; empty takes whichever answers)`,
+				`t.yaml:5: profiles.boxed.container.image: "Python:3.12" is not an image reference (name[:tag] or name@sha256:<64 hex digits>, the name in lowercase, e.g. localhost/mcp-sandbox-python:latest)`,
+				`t.yaml:5: profiles.boxed.container.python: "usr/bin/python3" is not an absolute, clean path inside the image (e.g. /usr/bin/python3)`,
+				`t.yaml:5: profiles.boxed.container.oci_runtime: "run c" is neither an OCI runtime's name (runc, crun, runsc) nor an absolute path to one`,
+				`t.yaml:8: profiles.relative.container.runtime: unknown runtime "bin/podman" (docker, podman, or an absolute path to either; empty takes whichever answers)`,
+				`t.yaml:8: profiles.relative.container.image: "python:3.12 slim" is not an image reference (name[:tag] or name@sha256:<64 hex digits>, the name in lowercase, e.g. localhost/mcp-sandbox-python:latest)`,
+				`t.yaml:8: profiles.relative.container.python: "/usr/bin/../bin/python3" is not an absolute, clean path inside the image (e.g. /usr/bin/python3)`,
+				`t.yaml:14: profiles.native.container: applies only to backend "container" (this profile's backend is "namespaces")`,
 			},
 		},
 		{

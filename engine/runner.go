@@ -74,12 +74,25 @@ type Runner struct {
 	background sync.WaitGroup // refills in flight
 }
 
-// NewRunner returns a Runner over b. Close releases its listeners and state directory.
+// NewRunner returns a Runner over b. Close releases its listeners and state directory. The
+// Runner owns b: when b is an io.Closer, the Runner's Close closes it, and so does a failed
+// NewRunner.
 func NewRunner(b Backend, options *RunnerOptions) (*Runner, error) {
 	var opts RunnerOptions
 	if options != nil {
 		opts = *options
 	}
+	r, err := newRunner(b, opts)
+	if err != nil {
+		if c, ok := b.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+func newRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 	if opts.Ceiling == (Limits{}) {
 		opts.Ceiling = DefaultLimits
 	}
@@ -154,7 +167,8 @@ func (r *Runner) acceptAndClose(l net.Listener) {
 	}
 }
 
-// Close ends the warm children and releases the Runner's listeners and state. It is
+// Close ends the warm children and releases the Runner's listeners and state, and closes the
+// backend when it is an io.Closer (the Runner owns the backend it was given). It is
 // idempotent; executions in flight must have returned.
 func (r *Runner) Close() error {
 	r.mu.Lock()
@@ -176,6 +190,9 @@ func (r *Runner) Close() error {
 	r.accepted.Wait()
 	if r.ownState && r.stateDir != "" {
 		os.RemoveAll(r.stateDir)
+	}
+	if c, ok := r.backend.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
 }

@@ -28,6 +28,16 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	var reports []profileReport
 	ready := true
 	detected := detectLocal(configs.Profile{})
+	// The container backend is never what `local` picks, but doctor says whether it could run,
+	// for the default image, or for the first container profile's.
+	boxed := configs.Profile{Backend: configs.BackendContainer}
+	for _, name := range sortedKeys(cfg.Profiles) {
+		if p, _ := cfg.Profile(name); p.Backend == configs.BackendContainer {
+			boxed = p
+			break
+		}
+	}
+	detected = append(detected, detectContainer(ctx, boxed))
 	for _, name := range sortedKeys(cfg.Profiles) {
 		p, _ := cfg.Profile(name)
 		d := &engine.Description{Backend: p.Backend, Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{}}
@@ -48,7 +58,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store})
 	} else {
-		fmt.Fprintln(stdout, "local backends on this host, strongest first:")
+		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
 		for _, b := range detected {
 			state := "available"
 			if !b.Available {

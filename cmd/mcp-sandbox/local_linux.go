@@ -6,6 +6,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 )
@@ -22,6 +23,26 @@ func newNamespaces(ctx context.Context, p configs.Profile) (engine.Backend, erro
 
 func newBwrap(ctx context.Context, p configs.Profile) (engine.Backend, error) {
 	return bwrap.New(ctx, bwrapOptions(p))
+}
+
+func newContainer(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return container.New(ctx, containerOptions(p))
+}
+
+// detectContainer is the container backend as profile p would find it: a runtime that
+// answers and the image present, or why not and the command that fixes it. It starts nothing.
+func detectContainer(ctx context.Context, p configs.Profile) engine.LocalBackend {
+	d := container.Detect(ctx, containerOptions(p))
+	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Available: d.Available, Reason: d.Reason}
+}
+
+func containerOptions(p configs.Profile) *container.Options {
+	c := configs.Container{}
+	if p.Container != nil {
+		c = *p.Container
+	}
+	return &container.Options{Runtime: c.Runtime, Image: c.Image, Python: c.Python, OCIRuntime: c.OCIRuntime,
+		RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }
 
 // detectLocal lists the local backends this host offers for profile p, with the reason and

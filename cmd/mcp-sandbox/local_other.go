@@ -31,3 +31,8 @@ func unavailable() (engine.Backend, error) {
 func newProcess(context.Context, configs.Profile) (engine.Backend, error)    { return unavailable() }
 func newNamespaces(context.Context, configs.Profile) (engine.Backend, error) { return unavailable() }
 func newBwrap(context.Context, configs.Profile) (engine.Backend, error)      { return unavailable() }
+func newContainer(context.Context, configs.Profile) (engine.Backend, error)  { return unavailable() }
+
+func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
+	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
+}

@@ -95,6 +95,8 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 		return newNamespaces(ctx, p)
 	case "bwrap":
 		return newBwrap(ctx, p)
+	case "container":
+		return newContainer(ctx, p)
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }

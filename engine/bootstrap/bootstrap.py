@@ -7,6 +7,7 @@ _CHAN = 3
 _VERSION = 1
 _PROGRAM = "<program>"
 _canary, _port4, _port6, _max_value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+_socket_mode = sys.argv[5:7]  # containers: the channel's socket, and the variables to keep
 sys.argv = [_PROGRAM]
 _is_child = False  # true in a process the program forked: it must never speak on the channel
 
@@ -82,6 +83,39 @@ def _recv_blocking():
         _inbuf += chunk
     line, _, _inbuf = _inbuf.partition(b"\n")
     return _loads(line.decode())
+
+
+def _connect(path, keep):
+    """Socket mode (containers, engine/wire): the token arrives on stdin, never in argv or the
+    environment; it goes first on the socket, which then becomes fd 3 as for every backend. The
+    variables the runtime or the image added (HOSTNAME, an image's ENV) are dropped."""
+    try:
+        import _socket
+
+        token = b""
+        while not token.endswith(b"\n") and len(token) < 256:
+            chunk = os.read(0, 256 - len(token))
+            if not chunk:
+                break
+            token += chunk
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.connect(path)
+        s.sendall(token)
+        if s.fileno() != _CHAN:
+            os.dup2(s.fileno(), _CHAN)
+            s.close()
+        else:
+            s.detach()
+    except OSError as e:
+        os.write(2, ("mcp-sandbox-init: the sandbox child cannot reach the host's channel: %s\n" % e).encode())
+        os._exit(125)
+    keep = keep.split(",")
+    for name in list(os.environ):
+        if name not in keep:
+            del os.environ[name]
 
 
 # ---- the probe: what containment this child observes, before any program byte arrives ----
@@ -391,6 +425,8 @@ def _run(frame):
 
 
 def _main():
+    if _socket_mode:
+        _connect(*_socket_mode)
     _send({"type": "hello", "version": _VERSION, "probe": _probe()})
     frame = _recv_blocking()
     if frame.get("type") != "run":

@@ -1,6 +1,10 @@
 // Package bootstrap embeds bootstrap.py, the code that runs first inside every sandbox child.
 //
-// The child is started as `python3 -I -c <Source> CANARY PORT4 PORT6 MAXVALUE`. It probes its
+// The child is started as `python3 -I -c <Source> CANARY PORT4 PORT6 MAXVALUE`, with the
+// channel on fd 3. In socket mode (containers) two more arguments follow, SOCKET and KEEP: the
+// bootstrap reads the token line from stdin, connects to the Unix socket SOCKET, sends the
+// token line first, moves the socket to fd 3, and drops every environment variable not named
+// in the comma-separated KEEP (engine/wire documents the framing). Then it probes its
 // own containment, sends the hello frame on fd 3, waits for run or abort, and runs the program
 // as the body of an async function: top-level await and return work, the value is the return
 // value or the final expression's, and every failure comes back as a done frame with the full

@@ -24,7 +24,6 @@ type Frame interface{ frameType() string }
 type Hello struct {
 	Type    string `json:"type"`
 	Version int    `json:"version"`
-	Token   string `json:"token,omitempty"`
 	Probe   Probe  `json:"probe"`
 }
 

@@ -140,8 +140,14 @@ func (g *Group) Kill() {
 		_ = os.WriteFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"), 0)
 	}
 	procs := filepath.Join(g.dirs[len(g.dirs)-1], "cgroup.procs")
-	for i := 0; i < 200; i++ {
-		pids := readPIDs(procs)
+	KillAll(func() []int { return ReadPIDs(procs) }, 200)
+}
+
+// KillAll sends SIGKILL to every process list returns, again and again, until it returns
+// none or rounds have passed: a process may fork between the list and the kill.
+func KillAll(list func() []int, rounds int) {
+	for i := 0; i < rounds; i++ {
+		pids := list()
 		if len(pids) == 0 {
 			return
 		}
@@ -154,10 +160,11 @@ func (g *Group) Kill() {
 
 // Empty reports whether no process is left in the group.
 func (g *Group) Empty() bool {
-	return len(readPIDs(filepath.Join(g.dirs[len(g.dirs)-1], "cgroup.procs"))) == 0
+	return len(ReadPIDs(filepath.Join(g.dirs[len(g.dirs)-1], "cgroup.procs"))) == 0
 }
 
-func readPIDs(path string) []int {
+// ReadPIDs reads a cgroup.procs file; a missing one lists nothing.
+func ReadPIDs(path string) []int {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
@@ -182,15 +189,17 @@ func (g *Group) Events() Events {
 	mem, pid := g.dirs[0], g.dirs[len(g.dirs)-1]
 	var e Events
 	if g.v2 {
-		e.OOMKills = field(filepath.Join(mem, "memory.events"), "oom_kill")
+		e.OOMKills = Field(filepath.Join(mem, "memory.events"), "oom_kill")
 	} else {
-		e.OOMKills = field(filepath.Join(mem, "memory.oom_control"), "oom_kill")
+		e.OOMKills = Field(filepath.Join(mem, "memory.oom_control"), "oom_kill")
 	}
-	e.PIDsMax = field(filepath.Join(pid, "pids.events"), "max")
+	e.PIDsMax = Field(filepath.Join(pid, "pids.events"), "max")
 	return e
 }
 
-func field(path, key string) int64 {
+// Field reads the value of key from a flat-keyed cgroup file ("key value" lines); 0 when
+// either is missing.
+func Field(path, key string) int64 {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0

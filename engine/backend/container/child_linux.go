@@ -1,0 +1,247 @@
+//go:build linux
+
+package container
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+)
+
+const (
+	// runtimeKillAfter is how long Kill lets the container end by itself (the channel closed,
+	// its processes killed through the cgroup) before it runs the runtime's kill.
+	runtimeKillAfter = 500 * time.Millisecond
+	// exitBound bounds the wait, in Close, for the CLI to return once the container is killed.
+	exitBound = 10 * time.Second
+)
+
+// child is one container: the `run` CLI process the host waits for, the channel, and what
+// Close removes. Its methods are safe for concurrent use.
+type child struct {
+	b         *Backend
+	name      string
+	workspace string // inside the container
+	execDir   string
+	cmd       *exec.Cmd
+	ch        *channel
+	cg        *execCgroup // nil when the runtime's flags carry the limits
+	facts     engine.Facts
+	release   func() // the identity lease
+
+	waited chan struct{}
+	exit   engine.Exit
+
+	cpuLimit  uint64         // RLIMIT_CPU's hard limit in the container
+	killed    atomic.Bool    // Kill was called
+	watch     sync.WaitGroup // the goroutine noting OOM kills when the interpreter exits
+	killOnce  sync.Once
+	killer    sync.WaitGroup // the runtime's kill, when Kill had to run it
+	closeOnce sync.Once
+	usage     engine.TreeUsage
+}
+
+// start runs the CLI, hands it the token on stdin, and begins waiting for it.
+func (c *child) start(args []string, env []string, token string, stdout, stderr io.Writer) error {
+	c.waited = make(chan struct{})
+	c.cmd = exec.Command(c.b.rt.Path, args...)
+	c.cmd.Env = env
+	c.cmd.Stdout, c.cmd.Stderr = stdout, stderr
+	// The CLI's output is the container's, copied by the CLI: once it exits nothing else
+	// holds those pipes, but a bound costs nothing.
+	c.cmd.WaitDelay = 2 * time.Second
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := c.cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s failed: %w", c.b.rt.Kind, err)
+	}
+	// A pipe holds far more than one line: this write does not wait for the container.
+	_, _ = io.WriteString(stdin, token+"\n")
+	stdin.Close()
+	go c.wait()
+	if c.cg != nil {
+		// When the interpreter exits, the container's cgroup still holds the count of OOM
+		// kills that the runtime removes with it a moment later.
+		c.watch.Add(1)
+		go func() {
+			defer c.watch.Done()
+			if c.ch.awaitPeerExit(c.waited) {
+				c.cg.noteOOM()
+			}
+		}()
+	}
+	return nil
+}
+
+// wait reaps the CLI and turns its status into the container's exit.
+func (c *child) wait() {
+	defer close(c.waited)
+	err := c.cmd.Wait()
+	c.ch.fail(errNoChild)
+	ps := c.cmd.ProcessState
+	if ps == nil {
+		c.exit = engine.Exit{Code: -1, Err: err}
+		return
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		// The CLI itself was killed: how the container ended is unknown.
+		c.exit = engine.Exit{Code: -1, Signal: ws.Signal().String()}
+		return
+	}
+	c.exit = engine.Exit{Code: ps.ExitCode()}
+	if c.cg != nil {
+		c.exit.CPUSeconds = c.cg.cpuSeconds()
+	}
+	switch code := c.exit.Code; {
+	case code >= 125 && code <= 127 && !c.ch.connected():
+		// The runtime's own failures (125: the CLI, 126: the OCI runtime, 127: no such
+		// interpreter in the image) before the child spoke: the sandbox was never set up.
+		c.exit.Code = 125
+		c.explainSetupFailure()
+	case code > 128 && code < 128+65:
+		// The runtime reports a process killed by signal N as 128+N.
+		c.exit.Code, c.exit.Signal = -1, syscall.Signal(code-128).String()
+		if c.killedByCPULimit() {
+			c.exit.CPUSeconds = max(c.exit.CPUSeconds, float64(c.cpuLimit))
+		}
+	}
+}
+
+// killedByCPULimit: the interpreter is pid 1 of the container's pid namespace, which no
+// process inside can SIGKILL. A SIGKILL the host did not send (Kill was not called) and the
+// memory limit did not send (no OOM kill counted) is the kernel's, at RLIMIT_CPU's hard limit.
+// The kernel counts that limit in scheduler ticks, which on a busy host run well ahead of the
+// precise time the cgroup reports (1.6 s measured at a 2 s limit), so the CPU time reported
+// is at least the limit the kernel enforced.
+func (c *child) killedByCPULimit() bool {
+	return c.exit.Signal == syscall.SIGKILL.String() && c.cg != nil && !c.killed.Load() && c.cg.oomKills() == 0
+}
+
+// explainSetupFailure adds, as the last line of stderr (the one a setup failure's message
+// quotes), what to run when the failure was a missing image: the runtime says only that it
+// does not know it, and --pull=never kept it from fetching anything.
+func (c *child) explainSetupFailure() {
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	if present, err := imagePresent(ctx, c.b.rt, c.b.opts.Image); err == nil && !present && c.cmd.Stderr != nil {
+		_, _ = io.WriteString(c.cmd.Stderr, "mcp-sandbox-init: "+ImageGuidance(c.b.rt, c.b.opts.Image)+"\n")
+	}
+}
+
+func (c *child) Channel() io.ReadWriteCloser { return c.ch }
+func (c *child) Facts() engine.Facts         { return c.facts }
+
+func (c *child) Wait() engine.Exit {
+	<-c.waited
+	return c.exit
+}
+
+// Workspace is the workspace through the container's root as the host sees it, while the
+// interpreter that connected lives; "" when its pid is not visible from here.
+func (c *child) Workspace() string {
+	pid := c.ch.peer()
+	if pid <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("/proc/%d/root%s", pid, c.workspace)
+}
+
+// settleExit runs when the channel ends: if the interpreter that connected has exited, the
+// end of the channel is reported only once the runtime has reported how it exited, which
+// takes a moment after the container dies (podman's monitor, then the removal). Otherwise a
+// Runner would take a child killed at its CPU limit for one that closed its channel and kept
+// running. An interpreter still alive closed its channel itself: that is reported at once.
+// With the interpreter gone the execution is over: the container's processes are killed and
+// its memory limit lifted, so that none is held exiting by a limit full of its own files.
+func (c *child) settleExit() {
+	if !c.ch.peerExited() {
+		return
+	}
+	if c.cg != nil {
+		c.cg.end()
+	}
+	select {
+	case <-c.waited:
+	case <-time.After(exitBound):
+	}
+}
+
+// Kill ends the container: the channel closes (the bootstrap exits on its end), the
+// container's processes are killed through the execution's cgroup, and if the container has
+// not ended within a moment the runtime's kill runs. It is idempotent.
+func (c *child) Kill() {
+	c.killed.Store(true)
+	c.ch.Close()
+	if c.cg != nil {
+		c.cg.end()
+		c.cg.kill()
+	}
+	c.killOnce.Do(func() {
+		c.killer.Add(1)
+		go func() {
+			defer c.killer.Done()
+			select {
+			case <-c.waited:
+				return
+			case <-time.After(runtimeKillAfter):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+			defer cancel()
+			_, _ = cli(ctx, c.b.rt.Path, "kill", "--signal", "KILL", c.name)
+		}()
+	})
+}
+
+// Close kills what is left, waits for the CLI (bounded), removes the container if `run
+// --rm` could not, then the socket directory and the cgroup, and releases the identity.
+// It is idempotent.
+func (c *child) Close() engine.TreeUsage {
+	c.closeOnce.Do(func() {
+		if c.cmd != nil && c.cmd.Process != nil {
+			c.Kill()
+			select {
+			case <-c.waited:
+			case <-time.After(exitBound):
+				_ = c.cmd.Process.Kill()
+				<-c.waited
+			}
+			c.killer.Wait()
+			c.watch.Wait()
+			// `run --rm` removed the container unless the CLI was killed or failed itself.
+			if ps := c.cmd.ProcessState; ps == nil || !ps.Exited() || c.exit.Code == 125 {
+				ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+				_, _ = cli(ctx, c.b.rt.Path, append(rmArgs(c.b.rt), c.name)...)
+				cancel()
+			}
+		}
+		if c.ch != nil {
+			c.ch.Close()
+		}
+		if c.cg != nil {
+			c.usage.OOMKilled = c.cg.oomKills() > 0
+			if err := c.cg.remove(); err != nil {
+				slog.Warn("container backend: an execution's cgroup could not be removed; the next start's sweep retries", "err", err)
+			}
+		}
+		if c.execDir != "" {
+			os.RemoveAll(c.execDir)
+		}
+		if c.release != nil {
+			c.release()
+		}
+		c.b.executions.Done()
+	})
+	return c.usage
+}

@@ -1,0 +1,273 @@
+//go:build linux
+
+package container
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// DefaultImageName is what `make sandbox-image` builds; DefaultImage its tag a profile
+	// uses unless it names another.
+	DefaultImageName = "localhost/mcp-sandbox-python"
+	DefaultImage     = DefaultImageName + ":latest"
+	// DefaultPython is the interpreter's path inside the image.
+	DefaultPython = "/usr/bin/python3"
+)
+
+// Options configure the container backend. cmd/ resolves them from the profile.
+type Options struct {
+	// Runtime is "podman", "docker" or a path to one of them; "" takes the first that answers.
+	Runtime string
+	// Image is a name or a digest (name@sha256:…); DefaultImage when empty. Never pulled.
+	Image string
+	// Python is the interpreter inside the image; DefaultPython when empty.
+	Python string
+	// OCIRuntime is passed to the runtime as --runtime (runc, runsc, …); "" is its default.
+	OCIRuntime string
+	// RunAs is "uid:gid" or a range "FIRST-LAST"; default 65534:65534.
+	RunAs string
+	// Env holds the env_allowlist variables with their values.
+	Env map[string]string
+	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
+	WorkspaceBytes, TmpBytes int64
+	// StateDir holds the owners' directories (the sockets); default os.TempDir().
+	StateDir string
+	// Disable makes mechanisms count as absent: "container" (no runtime), "cgroup" (no
+	// execution cgroup: the runtime's flags carry the limits).
+	Disable []string
+}
+
+// Backend is the container backend. Close releases it.
+type Backend struct {
+	opts   Options
+	rt     *Runtime
+	ids    *identity.Pool
+	owner  *owner
+	cgroup bool // executions get a cgroup of their own
+	layout layout
+
+	executions sync.WaitGroup // started children not yet closed
+	closeOnce  sync.Once
+}
+
+// New finds the runtime, checks that the image is present (it is never pulled), sweeps what
+// dead owners left, and takes an owner lock of its own. It starts no container. Its failures
+// are backend_unavailable and say what to install or run.
+func New(ctx context.Context, options *Options) (*Backend, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
+	if opts.Image == "" {
+		opts.Image = DefaultImage
+	}
+	if opts.Python == "" {
+		opts.Python = DefaultPython
+	}
+	if opts.RunAs == "" {
+		opts.RunAs = "65534:65534"
+	}
+	if opts.WorkspaceBytes <= 0 {
+		opts.WorkspaceBytes = 64 << 20
+	}
+	if opts.TmpBytes <= 0 {
+		opts.TmpBytes = 16 << 20
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = os.TempDir()
+	}
+	ids, err := identity.Parse(opts.RunAs)
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	rt, err := FindRuntime(ctx, &opts)
+	if err != nil {
+		return nil, err
+	}
+	present, err := imagePresent(ctx, rt, opts.Image)
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "cannot tell whether the image %s is present: %v", opts.Image, err)
+	}
+	if !present {
+		return nil, failure.New(failure.BackendUnavailable, "%s", ImageGuidance(rt, opts.Image))
+	}
+	sweep(ctx, rt, opts.StateDir)
+	o, err := newOwner(opts.StateDir)
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the container backend's directory under %s failed: %v", opts.StateDir, err)
+	}
+	b := &Backend{opts: opts, rt: rt, ids: ids, owner: o, layout: detectLayout(cgroupRoot)}
+	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
+	return b, nil
+}
+
+// Close waits for the children still open to be closed, then removes the owner's directory
+// and releases its lock. It is idempotent.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.executions.Wait()
+		b.owner.close()
+	})
+	return nil
+}
+
+// Name is "container".
+func (b *Backend) Name() string { return "container" }
+
+// Runtime is the runtime the backend drives.
+func (b *Backend) Runtime() *Runtime { return b.rt }
+
+// Image is the image every execution runs.
+func (b *Backend) Image() string { return b.opts.Image }
+
+// Owner is the id every container of this backend carries as its OwnerLabel.
+func (b *Backend) Owner() string { return b.owner.id }
+
+// Mechanisms lists what this backend applies here.
+func (b *Backend) Mechanisms() []string {
+	m := []string{b.rt.Kind + " " + b.rt.Version, "image " + b.opts.Image, "pull-never"}
+	if b.rt.OCIRuntime != "" {
+		oci := "oci-runtime " + b.rt.OCIRuntime
+		if b.rt.OCINote != "" {
+			oci += " (" + b.rt.OCINote + ")"
+		}
+		m = append(m, oci)
+	}
+	m = append(m, "pid-namespace", "mount-namespace", "net-namespace", "ipc-namespace", "uts-namespace",
+		"read-only-root", "tmpfs-workspace", "cap-drop-all", "no_new_privs", "seccomp (runtime default)",
+		"rlimits", "pids-limit", "scrubbed-env", "token-socket")
+	if os.Geteuid() == 0 {
+		m = append(m, "identity-drop")
+	}
+	if b.cgroup {
+		v := "v1"
+		if b.layout.v2 {
+			v = "v2"
+		}
+		m = append(m, "execution-cgroup-"+v)
+	} else {
+		m = append(m, "runtime-memory-limit")
+	}
+	return m
+}
+
+// Start runs one container; it returns once the runtime's CLI is running. The child connects
+// to the channel by itself.
+func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
+	id, release, err := b.ids.Lease(ctx)
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tag := hex.EncodeToString(rnd[:])
+	c := &child{b: b, name: "mcp-sandbox-" + b.owner.id + "-" + tag, workspace: "/workspace-" + tag, release: release,
+		cpuLimit: engine.CPURlimit(spec.Terms.CPUSeconds),
+		facts: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true,
+			Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
+	b.executions.Add(1)
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	c.execDir = filepath.Join(b.owner.dir, tag)
+	if err := os.Mkdir(c.execDir, 0o755); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's socket directory failed: %v", err)
+	}
+	token := newToken()
+	if c.ch, err = listen(filepath.Join(c.execDir, channelSocket), token); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "listening on the execution's socket failed: %v", err)
+	}
+	c.ch.onEnd = c.settleExit
+	p := &plan{rt: b.rt, name: c.name, owner: b.owner.id, image: b.opts.Image, python: b.opts.Python,
+		uid: id.UID, gid: id.GID, terms: spec.Terms, workspace: c.workspace, execDir: c.execDir,
+		workspaceBytes: b.opts.WorkspaceBytes, tmpBytes: b.opts.TmpBytes, allowed: b.opts.Env,
+		interpreter: spec.Argv, nproc: nprocLimit(spec.Terms.ProcessCount)}
+	if b.cgroup {
+		if c.cg, err = newExecCgroup(cgroupName(b.owner.id, tag), spec.Terms.MemoryBytes); err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed: %v", err)
+		}
+		p.cgroupParent = c.cg.Parent
+	}
+	env := os.Environ()
+	for k, v := range b.opts.Env {
+		env = append(env, k+"="+v)
+	}
+	if err := c.start(p.args(), env, token, spec.Stdout, spec.Stderr); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	ok = true
+	return c, nil
+}
+
+// nprocLimit is RLIMIT_NPROC for the container. The pids limit bounds the execution; the
+// kernel counts RLIMIT_NPROC per uid across the host, where other executions may share the
+// uid, so it is set as high as it can usefully go: no more than the kernel's pid_max (a
+// ceiling podman also puts on its monitor's hard limit, which the container inherits and
+// cannot exceed), nor this process's own hard limit, nor what the grade accepts.
+func nprocLimit(processCount int) uint64 {
+	n := uint64(processCount) + 1<<16
+	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		if m, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && m > 0 {
+			n = min(n, m)
+		}
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &rl); err == nil {
+		n = min(n, rl.Max)
+	}
+	return max(n, 1)
+}
+
+// Detection is what Detect found, for doctor's list of backends.
+type Detection struct {
+	Available bool
+	Reason    string // why not, with the command that fixes it
+	Runtime   *Runtime
+}
+
+// Detect reports whether the backend could run here with opts: a runtime that answers and
+// the image present. It starts nothing and creates nothing.
+func Detect(ctx context.Context, options *Options) Detection {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
+	if opts.Image == "" {
+		opts.Image = DefaultImage
+	}
+	rt, err := FindRuntime(ctx, &opts)
+	if err != nil {
+		var fe *failure.Error
+		if errors.As(err, &fe) {
+			return Detection{Reason: fe.Message}
+		}
+		return Detection{Reason: err.Error()}
+	}
+	present, err := imagePresent(ctx, rt, opts.Image)
+	switch {
+	case err != nil:
+		return Detection{Runtime: rt, Reason: fmt.Sprintf("cannot tell whether the image %s is present: %v", opts.Image, err)}
+	case !present:
+		return Detection{Runtime: rt, Reason: ImageGuidance(rt, opts.Image)}
+	}
+	return Detection{Available: true, Runtime: rt}
+}

@@ -1,0 +1,503 @@
+//go:build linux
+
+package container_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+)
+
+// helperEnv makes the test binary a server that starts one long execution and waits to be
+// killed (TestSweep): its value is the state directory.
+const helperEnv = "MCP_SANDBOX_CONTAINER_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		os.Exit(serveUntilKilled(dir))
+	}
+	gate.Main()
+	os.Exit(m.Run())
+}
+
+// serveUntilKilled writes its owner id to dir/owner, then runs a program that sleeps.
+func serveUntilKilled(dir string) int {
+	b, err := container.New(context.Background(), &container.Options{StateDir: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Progress is called once the program runs: only then is the container past the point
+	// where the server's death would end it anyway (a bootstrap still waiting for its program
+	// exits when the channel closes).
+	var once sync.Once
+	r.Run(context.Background(), engine.Execution{Program: "import time\ntime.sleep(600)",
+		Terms: engine.Terms{Limits: engine.Limits{WallSeconds: 600}, Isolation: engine.LevelIsolated},
+		Progress: func(float64) {
+			once.Do(func() { _ = os.WriteFile(filepath.Join(dir, "owner"), []byte(b.Owner()), 0o600) })
+		}})
+	return 0
+}
+
+// requireContainer skips (or fails, where MCP_SANDBOX_REQUIRE names "container") unless a
+// runtime answers and the default image is present: `make sandbox-image` builds it.
+func requireContainer(t *testing.T, opts container.Options) {
+	t.Helper()
+	d := container.Detect(context.Background(), &opts)
+	gate.Require(t, "container", d.Available, d.Reason)
+}
+
+func newBackend(t *testing.T, opts container.Options) *container.Backend {
+	t.Helper()
+	requireContainer(t, opts)
+	b, err := container.New(context.Background(), &opts)
+	if err != nil {
+		t.Fatalf("container.New: %v", err)
+	}
+	return b
+}
+
+func newRunner(t *testing.T, ceiling engine.Limits, opts container.Options) *engine.Runner {
+	t.Helper()
+	requireContainer(t, opts)
+	b, err := container.New(context.Background(), &opts)
+	return sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
+		Artifacts: engine.ArtifactPolicy{Collect: true}})
+}
+
+func TestContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelIsolated,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			return newRunner(t, ceiling, container.Options{})
+		},
+	})
+}
+
+func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Result {
+	t.Helper()
+	return r.Run(context.Background(), engine.Execution{Program: program,
+		Terms: engine.Terms{Limits: lim, Isolation: engine.LevelIsolated, Network: engine.NetworkNone}})
+}
+
+func wantValue(t *testing.T, res *engine.Result, into any) {
+	t.Helper()
+	if res.Failure != nil {
+		t.Fatalf("failure %s: %s\n%s\nstderr: %s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback, res.Stderr)
+	}
+	if err := json.Unmarshal(res.Value, into); err != nil {
+		t.Fatalf("value %s: %v", res.Value, err)
+	}
+}
+
+// podman runs the backend's runtime CLI and returns its trimmed output.
+func podman(t *testing.T, b *container.Backend, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(b.Runtime().Path, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v: %s", b.Runtime().Kind, args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// containersOf lists the containers, running or not, that carry owner's label.
+func containersOf(t *testing.T, b *container.Backend, owner string) []string {
+	t.Helper()
+	return strings.Fields(podman(t, b, "ps", "-a", "-q", "--filter", "label="+container.OwnerLabel+"="+owner))
+}
+
+// cgroupsOf lists the execution cgroups of owner left in any hierarchy.
+func cgroupsOf(owner string) []string {
+	var out []string
+	for _, pattern := range []string{"/sys/fs/cgroup/*/mcp-sandbox/ctr-" + owner + "-*", "/sys/fs/cgroup/mcp-sandbox/ctr-" + owner + "-*"} {
+		m, _ := filepath.Glob(pattern)
+		out = append(out, m...)
+	}
+	return out
+}
+
+// A program in the container cannot open a second connection to the channel: once the
+// bootstrap has presented its token the socket is gone. It never sees the token either: stdin
+// is empty by the time it runs.
+func TestSecondConnectionRefused(t *testing.T) {
+	r := newRunner(t, engine.DefaultLimits, container.Options{})
+	res := run(t, r, `import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect("/run/mcp-sandbox/channel.sock")
+    s.sendall(b"0" * 64 + b"\n")
+    outcome = "connected"
+except OSError as e:
+    outcome = type(e).__name__
+[outcome, os.listdir("/run/mcp-sandbox"), sys.stdin.read()]`, engine.Limits{})
+	var got []any
+	wantValue(t, res, &got)
+	if got[0] == "connected" {
+		t.Fatalf("a second connection to the channel was accepted: %v", got)
+	}
+	if entries := got[1].([]any); len(entries) != 0 {
+		t.Errorf("the socket directory still lists %v after the child connected", entries)
+	}
+	if got[2] != "" {
+		t.Errorf("the program read %q from stdin, want nothing (the token is consumed)", got[2])
+	}
+}
+
+// A program cannot reach the host's loopback, over IPv4 or IPv6: the container has a network
+// namespace of its own with only its own loopback.
+func TestHostLoopbackUnreachable(t *testing.T) {
+	r := newRunner(t, engine.DefaultLimits, container.Options{})
+	ports := map[string]int{}
+	var accepted atomic.Int32
+	for _, a := range []struct{ network, addr string }{{"tcp4", "127.0.0.1:0"}, {"tcp6", "[::1]:0"}} {
+		l, err := net.Listen(a.network, a.addr)
+		if err != nil {
+			t.Logf("no %s listener here: %v", a.network, err)
+			continue
+		}
+		t.Cleanup(func() { l.Close() })
+		ports[a.network] = l.Addr().(*net.TCPAddr).Port
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				c.Close()
+			}
+		}()
+	}
+	if len(ports) == 0 {
+		gate.Require(t, "loopback", false, "no loopback listener could be opened")
+	}
+	res := run(t, r, fmt.Sprintf(`import socket
+out = {}
+for fam, host, port in ((socket.AF_INET, "127.0.0.1", %d), (socket.AF_INET6, "::1", %d)):
+    if port == 0:
+        continue
+    try:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(2)
+        s.connect((host, port))
+        out[host] = "reached"
+    except OSError as e:
+        out[host] = type(e).__name__
+out`, ports["tcp4"], ports["tcp6"]), engine.Limits{})
+	var got map[string]string
+	wantValue(t, res, &got)
+	for host, outcome := range got {
+		if outcome == "reached" {
+			t.Errorf("the program reached the host's %s", host)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the host's loopback listeners accepted %d connections from the sandbox", n)
+	}
+	if !res.NetworkDenied || res.Guarantees.Get(engine.DimNetwork) != engine.Enforced {
+		t.Errorf("network graded %s, denied %v", res.Guarantees.Get(engine.DimNetwork), res.NetworkDenied)
+	}
+}
+
+// --pull=never holds: an image that is not present is a refusal that says what to run, and
+// nothing was fetched, whether it is missing when the backend is made or vanishes before an
+// execution.
+func TestMissingImageIsRefusedNeverPulled(t *testing.T) {
+	b := newBackend(t, container.Options{})
+	defer b.Close()
+	rnd := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, image := range []string{"localhost/mcp-sandbox-absent:" + rnd, "docker.io/library/python:3.0-absent-" + rnd} {
+		start := time.Now()
+		_, err := container.New(context.Background(), &container.Options{Image: image})
+		if err == nil || failure.KindOf(err) != failure.BackendUnavailable {
+			t.Fatalf("New with the missing image %s: %v, want backend_unavailable", image, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "never pulled") || !strings.Contains(msg, "pull "+image) {
+			t.Errorf("the refusal does not say what to run: %s", msg)
+		}
+		if el := time.Since(start); el > 15*time.Second {
+			t.Errorf("refusing took %v: something was fetched or waited for", el)
+		}
+		if exec.Command(b.Runtime().Path, "image", "exists", image).Run() == nil {
+			t.Errorf("the image %s is present afterwards: it was pulled", image)
+		}
+	}
+	_, err := container.New(context.Background(), &container.Options{Image: "localhost/mcp-sandbox-python:absent-" + rnd})
+	if err == nil || !strings.Contains(err.Error(), "make sandbox-image") {
+		t.Errorf("a missing tag of the sandbox image does not point at make sandbox-image: %v", err)
+	}
+
+	// An image that goes away after the backend was made: the run itself pulls nothing.
+	tag := "localhost/mcp-sandbox-test:vanishing-" + rnd
+	podman(t, b, "tag", b.Image(), tag)
+	r := newRunner(t, engine.DefaultLimits, container.Options{Image: tag})
+	podman(t, b, "rmi", tag) // removes this tag only
+	res := run(t, r, "6*7", engine.Limits{})
+	if res.Failure == nil || res.Failure.Kind != failure.BackendUnavailable || res.Failure.Executed {
+		t.Fatalf("a run with the image gone: %+v, want backend_unavailable, nothing executed", res.Failure)
+	}
+	if !strings.Contains(res.Failure.Message, "never pulled") {
+		t.Errorf("the refusal does not say the image is never pulled: %s", res.Failure.Message)
+	}
+	if exec.Command(b.Runtime().Path, "image", "exists", tag).Run() == nil {
+		t.Errorf("the image %s is present again: it was pulled", tag)
+	}
+}
+
+// On a hybrid cgroup layout crun cannot run containers: the backend picks runc by itself and
+// says so, and a profile that names crun is refused with what to do. Elsewhere crun is fine.
+func TestHybridCgroupLayout(t *testing.T) {
+	b := newBackend(t, container.Options{})
+	defer b.Close()
+	if b.Runtime().Kind != "podman" {
+		gate.AppliesOnly(t, false, "the OCI runtime is chosen by docker's daemon")
+	}
+	_, err := container.New(context.Background(), &container.Options{OCIRuntime: "crun"})
+	if !container.HybridCgroups() {
+		if err != nil && strings.Contains(err.Error(), "hybrid") {
+			t.Fatalf("crun refused on a host without a hybrid layout: %v", err)
+		}
+		return
+	}
+	if err == nil || failure.KindOf(err) != failure.BackendUnavailable || !strings.Contains(err.Error(), "hybrid") || !strings.Contains(err.Error(), "runc") {
+		t.Fatalf("crun on a hybrid layout: %v, want a refusal naming the layout and runc", err)
+	}
+	if !slices.ContainsFunc(b.Mechanisms(), func(m string) bool { return strings.HasPrefix(m, "oci-runtime runc (") }) {
+		t.Errorf("mechanisms %v do not say runc was picked, and why", b.Mechanisms())
+	}
+}
+
+// No container, socket directory or cgroup is left after any result: a value, a timeout, a
+// cancellation, an OOM kill. Closing the backend removes its directory.
+func TestNothingLeftAfterAResult(t *testing.T) {
+	state := t.TempDir()
+	b := newBackend(t, container.Options{StateDir: state})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownerDir := filepath.Join(state, "mcp-sandbox-ctr-"+b.Owner())
+	check := func(what string) {
+		t.Helper()
+		if ids := containersOf(t, b, b.Owner()); len(ids) > 0 {
+			t.Errorf("%s: containers left: %v", what, ids)
+		}
+		if entries, _ := os.ReadDir(ownerDir); len(entries) != 1 {
+			t.Errorf("%s: the owner directory holds %v, want only its lock", what, entries)
+		}
+		if cg := cgroupsOf(b.Owner()); len(cg) > 0 {
+			t.Errorf("%s: cgroups left: %v", what, cg)
+		}
+	}
+	res := run(t, r, "6*7", engine.Limits{})
+	if string(res.Value) != "42" {
+		t.Fatalf("value %s, failure %+v", res.Value, res.Failure)
+	}
+	check("a value")
+	res = run(t, r, "import time\ntime.sleep(60)", engine.Limits{WallSeconds: 1})
+	if res.Failure == nil || res.Failure.Kind != failure.Timeout {
+		t.Fatalf("want a timeout, got %+v", res.Failure)
+	}
+	check("a timeout")
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	res = r.Run(ctx, engine.Execution{Program: "import time\ntime.sleep(60)", Terms: engine.Terms{Isolation: engine.LevelIsolated}})
+	cancel()
+	if res.Failure == nil || res.Failure.Kind != failure.Cancelled {
+		t.Fatalf("want a cancellation, got %+v", res.Failure)
+	}
+	check("a cancellation")
+	// Files in the container's tmpfs count against its memory cgroup and no rlimit: the
+	// kernel's OOM killer ends the interpreter, and the memory those files hold (which only
+	// the container's end frees) must not keep it from ending.
+	start := time.Now()
+	res = run(t, r, "i = 0\nwhile True:\n    with open('/dev/shm/f%d' % i, 'wb') as f:\n        f.write(b'x' * (4 << 20))\n    i += 1",
+		engine.Limits{MemoryBytes: 48 << 20})
+	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitMemory {
+		t.Fatalf("want memory_bytes exceeded by an OOM kill, got %+v (limit %v)", res.Failure, res.LimitHit)
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("an OOM kill took %v to become a result", el)
+	}
+	check("an OOM kill")
+	r.Close()
+	if _, err := os.Stat(ownerDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the owner directory outlived the backend: %v", err)
+	}
+}
+
+// A server killed outright leaves its container running; the next backend made on the same
+// state directory removes it, its cgroup and its directory, because the dead server's owner
+// lock can be taken. A live owner's container is left alone.
+func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
+	state := t.TempDir()
+	live := newBackend(t, container.Options{StateDir: state})
+	defer live.Close()
+	liveRunner, err := engine.NewRunner(live, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	liveDone := make(chan *engine.Result, 1)
+	go func() {
+		liveDone <- liveRunner.Run(ctx, engine.Execution{Program: "import time\ntime.sleep(600)",
+			Terms: engine.Terms{Limits: engine.Limits{WallSeconds: 120}, Isolation: engine.LevelIsolated}})
+	}()
+	defer func() {
+		cancel()
+		<-liveDone
+		liveRunner.Close()
+	}()
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := exec.Command(exe)
+	server.Env = append(os.Environ(), helperEnv+"="+state)
+	server.Stderr = os.Stderr
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer server.Process.Kill()
+	running := func(b *container.Backend, owner string) bool {
+		out := podman(t, b, "ps", "-q", "--filter", "label="+container.OwnerLabel+"="+owner, "--filter", "status=running")
+		return out != ""
+	}
+	var dead string
+	deadline := time.Now().Add(60 * time.Second)
+	for dead == "" || !running(live, dead) || !running(live, live.Owner()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's and the live owner's containers did not start (server owner %q): %s", dead, podman(t, live, "ps", "-a", "--format", "{{.Names}} {{.Status}} {{.Labels}}"))
+		}
+		select {
+		case res := <-liveDone:
+			t.Fatalf("the live owner's execution ended early: %+v\nstderr: %s", res.Failure, res.Stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if b, err := os.ReadFile(filepath.Join(state, "owner")); err == nil {
+			dead = string(b)
+		}
+	}
+	_ = server.Process.Kill()
+	_ = server.Wait()
+	if !running(live, dead) {
+		t.Fatalf("the killed server's container did not outlive it: nothing to sweep: %s", podman(t, live, "ps", "-a", "--format", "{{.Names}} {{.Status}} {{.Labels}}"))
+	}
+	if len(cgroupsOf(dead)) == 0 && live.Mechanisms()[len(live.Mechanisms())-1] != "runtime-memory-limit" {
+		t.Error("the killed server's cgroup is gone already: nothing to sweep")
+	}
+
+	sweeper := newBackend(t, container.Options{StateDir: state})
+	defer sweeper.Close()
+	if ids := containersOf(t, live, dead); len(ids) > 0 {
+		t.Errorf("the dead owner's containers are still there: %v", ids)
+	}
+	if cg := cgroupsOf(dead); len(cg) > 0 {
+		t.Errorf("the dead owner's cgroups are still there: %v", cg)
+	}
+	if _, err := os.Stat(filepath.Join(state, "mcp-sandbox-ctr-"+dead)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead owner's directory is still there: %v", err)
+	}
+	if !running(live, live.Owner()) {
+		t.Error("the sweep removed a live owner's container")
+	}
+}
+
+// The environment is built from nothing plus the allowlist: an allowlisted variable arrives
+// with its value, and nothing the runtime or the image adds (HOSTNAME, container, an image's
+// ENV) is left.
+func TestEnvironmentAllowlist(t *testing.T) {
+	requireContainer(t, container.Options{})
+	b, err := container.New(context.Background(), &container.Options{Env: map[string]string{"MCP_SANDBOX_TEST_ALLOWED": "v 1"}})
+	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Isolation: engine.LevelIsolated, EnvAllowlist: []string{"MCP_SANDBOX_TEST_ALLOWED"}})
+	res := run(t, r, "import os\ndict(os.environ)", engine.Limits{})
+	var env map[string]string
+	wantValue(t, res, &env)
+	if env["MCP_SANDBOX_TEST_ALLOWED"] != "v 1" {
+		t.Errorf("the allowlisted variable arrived as %q", env["MCP_SANDBOX_TEST_ALLOWED"])
+	}
+	for name := range env {
+		switch name {
+		case "HOME", "TMPDIR", "PATH", "PYTHONDONTWRITEBYTECODE", "LC_CTYPE", "MCP_SANDBOX_TEST_ALLOWED":
+		default:
+			t.Errorf("unexpected variable %s=%q", name, env[name])
+		}
+	}
+	if res.Guarantees.Get(engine.DimEnvironment) != engine.Enforced {
+		t.Errorf("environment graded %s", res.Guarantees.Get(engine.DimEnvironment))
+	}
+}
+
+// The contract suite's survivor scan reads this process's /proc for the bootstrap's marker.
+// It is meaningful here because podman's containers descend from the `podman run` the backend
+// starts: the container's interpreter (pid 1 of a pid namespace nested in this one) shows in
+// this /proc while it runs, and is gone once the result is back.
+func TestSurvivorScanSeesTheContainer(t *testing.T) {
+	b := newBackend(t, container.Options{})
+	if b.Runtime().Kind != "podman" {
+		gate.AppliesOnly(t, false, "docker's daemon starts containers outside this pid namespace")
+	}
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var seen atomic.Bool
+	res := r.Run(context.Background(), engine.Execution{Program: "import time\ntime.sleep(2.5)", Terms: engine.Terms{Isolation: engine.LevelIsolated},
+		Progress: func(float64) { seen.Store(seen.Load() || len(containerInterpreters(t)) > 0) }})
+	if res.Failure != nil {
+		t.Fatalf("failure %+v", res.Failure)
+	}
+	if !seen.Load() {
+		t.Fatal("the container's interpreter never showed in this /proc while it ran")
+	}
+	if pids := containerInterpreters(t); len(pids) > 0 {
+		t.Fatalf("the container's interpreter outlived its result: %v", pids)
+	}
+}
+
+// containerInterpreters lists the processes in this /proc that run the bootstrap as pid 1 of
+// a pid namespace nested in this one.
+func containerInterpreters(t *testing.T) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if !strings.Contains(string(cmdline), "# mcp-sandbox bootstrap") {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) >= 2 && f[len(f)-1] == "1" {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
+}

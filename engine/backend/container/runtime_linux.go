@@ -1,0 +1,183 @@
+//go:build linux
+
+package container
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// Runtime is a container runtime's CLI as found on this host.
+type Runtime struct {
+	Kind    string // "podman" or "docker"
+	Path    string
+	Version string
+	// OCIRuntime is passed as --runtime; "" leaves the runtime's default.
+	OCIRuntime string
+	// OCINote says why the backend chose OCIRuntime, when it did.
+	OCINote string
+	// Rootless: the runtime runs containers without root (podman as a user).
+	Rootless bool
+	// CgroupParent: each container can be nested under a cgroup path the backend made
+	// (cgroupfs; podman is told so, docker must be configured so).
+	CgroupParent bool
+}
+
+// cliTimeout bounds every call of the runtime's CLI other than `run`.
+const cliTimeout = 20 * time.Second
+
+// cli runs the runtime's CLI with args and returns its trimmed stdout, or an error carrying
+// the first line of its stderr.
+func cli(ctx context.Context, path string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, cliTimeout)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		msg, _, _ := strings.Cut(strings.TrimSpace(errb.String()), "\n")
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", fmt.Errorf("%s %s: %s", filepath.Base(path), args[0], msg)
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+const installGuidance = "apt-get install podman (or install docker and start its daemon)"
+
+// FindRuntime finds the runtime opts names, or the first of podman and docker that answers.
+// A docker CLI whose daemon does not answer is not a runtime. The error is
+// backend_unavailable and says what to install; nothing is installed.
+func FindRuntime(ctx context.Context, options *Options) (*Runtime, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
+	if slices.Contains(opts.Disable, "container") {
+		return nil, failure.New(failure.BackendUnavailable, "no container runtime (disabled): %s", installGuidance)
+	}
+	candidates := []string{"podman", "docker"}
+	if opts.Runtime != "" {
+		candidates = []string{opts.Runtime}
+	}
+	var why []string
+	for _, c := range candidates {
+		rt, reason := probeRuntime(ctx, c)
+		if rt != nil {
+			if err := rt.chooseOCI(ctx, opts.OCIRuntime, detectLayout(cgroupRoot)); err != nil {
+				return nil, err
+			}
+			return rt, nil
+		}
+		why = append(why, reason)
+	}
+	return nil, failure.New(failure.BackendUnavailable, "no container runtime answers here (%s): %s", strings.Join(why, "; "), installGuidance)
+}
+
+func probeRuntime(ctx context.Context, name string) (*Runtime, string) {
+	kind := filepath.Base(name)
+	if kind != "podman" && kind != "docker" {
+		return nil, fmt.Sprintf("%s: not podman or docker", name)
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: not installed", name)
+	}
+	rt := &Runtime{Kind: kind, Path: path}
+	if kind == "podman" {
+		rt.Version, err = cli(ctx, path, "version", "--format", "{{.Client.Version}}")
+		rt.Rootless = os.Geteuid() != 0
+		rt.CgroupParent = !rt.Rootless
+	} else {
+		rt.Version, err = cli(ctx, path, "version", "--format", "{{.Server.Version}}")
+		if err == nil {
+			driver, _ := cli(ctx, path, "info", "--format", "{{.CgroupDriver}}")
+			rt.CgroupParent = driver == "cgroupfs" && os.Geteuid() == 0
+		}
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("%s does not answer: %v", name, err)
+	}
+	return rt, ""
+}
+
+// chooseOCI settles the OCI runtime. crun refuses a hybrid cgroup layout, so there podman
+// gets runc when none is named and runc is installed; a named crun, or a default crun with no
+// runc to fall back on, is a refusal that says what to do.
+func (rt *Runtime) chooseOCI(ctx context.Context, named string, l layout) error {
+	rt.OCIRuntime = named
+	if !l.hybrid {
+		return nil
+	}
+	refuse := func(which string) error {
+		return failure.New(failure.BackendUnavailable, "%s cannot run containers on this host's hybrid cgroup layout (%s): "+
+			"install runc (apt-get install runc) and leave container.oci_runtime empty, or name runc there", which, l.detail)
+	}
+	if named != "" {
+		if filepath.Base(named) == "crun" {
+			return refuse("crun")
+		}
+		return nil
+	}
+	if rt.Kind != "podman" {
+		return nil // docker's daemon picks its runtime; runc is its default
+	}
+	if runc := findRunc(); runc != "" {
+		rt.OCIRuntime, rt.OCINote = "runc", "crun refuses this host's hybrid cgroup layout"
+		return nil
+	}
+	def, err := cli(ctx, rt.Path, "info", "--format", "{{.Host.OCIRuntime.Name}}")
+	if err != nil {
+		return failure.Wrap(failure.BackendUnavailable, err, "podman's OCI runtime is unknown: %v", err)
+	}
+	if def == "crun" {
+		return refuse("podman's default OCI runtime, crun,")
+	}
+	return nil
+}
+
+func findRunc() string {
+	if p, err := exec.LookPath("runc"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc", "/usr/local/bin/runc"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// imagePresent reports whether image is in the runtime's local store. It never pulls.
+func imagePresent(ctx context.Context, rt *Runtime, image string) (bool, error) {
+	_, err := cli(ctx, rt.Path, "image", "inspect", "--format", "{{.Id}}", image)
+	if err == nil {
+		return true, nil
+	}
+	if msg := err.Error(); strings.Contains(msg, "not known") || strings.Contains(msg, "No such image") ||
+		strings.Contains(msg, "no such image") || strings.Contains(msg, "not found") {
+		return false, nil
+	}
+	return false, err
+}
+
+// ImageGuidance is the refusal for an image that is not present: the exact command to get it.
+func ImageGuidance(rt *Runtime, image string) string {
+	get := fmt.Sprintf("%q", rt.Kind+" pull "+image)
+	if strings.HasPrefix(image, DefaultImageName+":") {
+		get = "\"make sandbox-image\" in mcp-sandbox's source tree (it builds " + DefaultImageName +
+			":<version> and :latest from this host's Python and pulls nothing)"
+	}
+	return fmt.Sprintf("the image %s is not in %s's local store, and images are never pulled implicitly: run %s", image, rt.Kind, get)
+}
