@@ -81,7 +81,7 @@ func TestStatelessRevisionNeedsNoAffinity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer led.Close()
+	t.Cleanup(func() { led.Close() }) // after the servers and sessions, which record into it
 	a := Agent{Tenant: "t", Name: "default", CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: ok("42")}, Terms: testTerms}}
 	rr, endpoint := replicas(t, 3, a, led)
 
