@@ -52,7 +52,7 @@ func (s *set) decodeStrict(doc []byte) error {
 		GetName() string
 		GetNamespace() string
 	}
-	add := func() {}
+	var add func()
 	switch tm.APIVersion + "/" + tm.Kind {
 	case "v1/Namespace":
 		o := &corev1.Namespace{}
