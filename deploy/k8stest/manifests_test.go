@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -708,5 +709,29 @@ func TestServerIsRestricted(t *testing.T) {
 	}
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Error("the server needs no Kubernetes API token; automountServiceAccountToken should be false")
+	}
+}
+
+// TestContainerArgsParse: every container's command line is one the built mcp-sandbox
+// accepts (a misspelt flag would only show as a pod that never starts): the arguments with
+// --help appended parse and exit 0.
+func TestContainerArgsParse(t *testing.T) {
+	s := load(t)
+	bin := filepath.Join(t.TempDir(), "mcp-sandbox")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/mcp-sandbox")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building mcp-sandbox: %v\n%s", err, out)
+	}
+	for _, k := range sortedKeys(s.deployments) {
+		for _, c := range s.deployments[k].Spec.Template.Spec.Containers {
+			if len(c.Command) > 0 {
+				t.Errorf("%s container %s: a command replaces the image's entrypoint; give args only", k, c.Name)
+			}
+			out, err := exec.Command(bin, append(slices.Clone(c.Args), "--help")...).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s container %s: mcp-sandbox %s: %v\n%s", k, c.Name, strings.Join(c.Args, " "), err, out)
+			}
+		}
 	}
 }
