@@ -7,8 +7,9 @@
 // credentials those configs reference (each an env var of the container, from a Secret), the
 // remote URL (the workers' Service), the workers' token (its hash in their config), the
 // NetworkPolicy (no egress from workers, ingress from the servers only), the API server's own
-// rules a decoder does not know (allowPrivilegeEscalation with CAP_SYS_ADMIN), and the
-// restricted Pod Security profile for the servers.
+// rules a decoder does not know (allowPrivilegeEscalation with CAP_SYS_ADMIN), the restricted
+// Pod Security profile for the servers, and every container's arguments, parsed by the built
+// mcp-sandbox (so a misspelt flag fails here, not as a pod that never starts).
 //
 // It is a module of its own so that k8s.io/api stays out of the main module; it imports the
 // main module (by a replace directive) only for package configs. Tests only.
