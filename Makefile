@@ -26,12 +26,18 @@ run:
 	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox 1>&2
 	@exec ./$(BIN) serve
 
+# deploy/k8stest is a module of its own (k8s.io/api stays out of the main one): the
+# Kubernetes manifests, strict-decoded and cross-checked.
+K8STEST := deploy/k8stest
+
 test:
 	$(GO) test -race -count=1 ./...
+	cd $(K8STEST) && $(GO) test -count=1 ./...
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
+	cd $(K8STEST) && $(GO) vet ./...
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
 	$(MAKE) test
 
