@@ -46,8 +46,13 @@ run:
 	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox 1>&2
 	@exec ./$(BIN) serve
 
+# deploy/k8stest is a module of its own (k8s.io/api stays out of the main one): the
+# Kubernetes manifests, strict-decoded and cross-checked.
+K8STEST := deploy/k8stest
+
 test:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(FAST_PKGS)
+	cd $(K8STEST) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 integration:
 	$(GO) test -race -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEG_PKGS)
@@ -67,6 +72,7 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 	$(MAKE) cross
+	cd $(K8STEST) && $(GO) vet ./...
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
 	$(MAKE) test
 

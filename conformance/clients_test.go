@@ -16,6 +16,7 @@ const ecoToken = "eco-conformance-token"
 
 // ecoClientReport is what every client prints: the tools it listed and run_code's result.
 type ecoClientReport struct {
+	Protocol   string          `json:"protocol"`
 	Tools      []string        `json:"tools"`
 	IsError    bool            `json:"is_error"`
 	Text       string          `json:"text"`
@@ -90,8 +91,8 @@ func TestRealClients(t *testing.T) {
 		"mcp-go": func(t *testing.T, http bool) ecoClientReport {
 			args := append([]string{"--"}, stdio...)
 			if http {
-				// Pinned to the session protocol; TestMCPGoModernProbeHTTP covers the default
-				// handshake, which probes the 2026-07-28 stateless protocol first.
+				// Pinned to the session revision; TestMCPGoModernHTTP covers the default
+				// handshake, which settles on the sessionless 2026-07-28.
 				args = []string{"-url", url, "-token", ecoToken, "-protocol", "2025-11-25"}
 			}
 			out, err := ecoRun(t, time.Minute, p.dir, os.Environ(), mcpgo, args...)
@@ -100,6 +101,9 @@ func TestRealClients(t *testing.T) {
 			}
 			var r ecoClientReport
 			ecoDecode(t, out, &r)
+			if http && r.Protocol != "2025-11-25" {
+				t.Errorf("pinned to 2025-11-25, mcp-go settled on %q", r.Protocol)
+			}
 			return r
 		},
 	}
@@ -113,13 +117,11 @@ func TestRealClients(t *testing.T) {
 	}
 }
 
-// TestMCPGoModernProbeHTTP: mcp-go's default handshake probes the 2026-07-28 stateless
-// protocol with server/discover before it falls back to initialize. The go-sdk would answer
-// the probe with the versions it supports, which mcp-go v1.2.1 then ignores; mcpserver
-// declines the probe instead (declineDiscovery), and the client's own fallback negotiates a
-// version both sides speak.
-func TestMCPGoModernProbeHTTP(t *testing.T) {
-	ecoNeedPeers(t)
+// TestMCPGoModernHTTP: mcp-go's default handshake probes the 2026-07-28 revision with
+// server/discover; mcpserver answers it from its sessionless handler, so the client stays on
+// that revision (every request carrying its own metadata, no session) and runs 6*7. Pinned to
+// 2025-11-25 the same client takes the initialize handshake and a session (TestRealClients).
+func TestMCPGoModernHTTP(t *testing.T) {
 	cfg, err := filepath.Abs("testdata/clients.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +134,9 @@ func TestMCPGoModernProbeHTTP(t *testing.T) {
 	var r ecoClientReport
 	ecoDecode(t, out, &r)
 	ecoCheck42(t, r)
+	if r.Protocol != "2026-07-28" {
+		t.Errorf("mcp-go settled on revision %q, want 2026-07-28", r.Protocol)
+	}
 }
 
 func ecoCheck42(t *testing.T, r ecoClientReport) {

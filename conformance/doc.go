@@ -10,6 +10,12 @@
 // them call gate.Require(t, "npm-peers", ...): a skip with the reason on a developer's
 // machine without node_modules, a failure in CI.
 //
+// Scale-out (replicas_test.go): three `serve --transport http` replicas sharing a PostgreSQL
+// ledger and blob store behind HAProxy, which the test configures (round robin; affinity on
+// Mcp-Session-Id for 2025-11-25 sessions) and runs on free loopback ports, with one mock
+// upstream over HTTP (mockupstream --http) whose counter is every replica's deliveries. Gated
+// on "postgres" (internal/pgdb/pgtest) and "haproxy"; .ci/run installs and starts both.
+//
 // The package holds tests only. It builds the mcp-sandbox binary once per test process and
 // runs every peer as a child with a deadline.
 package conformance

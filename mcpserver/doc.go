@@ -25,6 +25,12 @@
 //     403, a name no tenant has is 404. Each (tenant, agent) pair has its own
 //     StreamableHTTPHandler and sessions carry the tenant as their user, so a session id is
 //     never usable from another tenant.
+//   - Two revisions on one endpoint (stateless.go): a request whose MCP-Protocol-Version is
+//     2026-07-28 or later (sessionless: server/discover, metadata in every request's _meta) goes
+//     to the agent's stateless go-sdk handler, any other to its session handler. The header
+//     alone decides. A sessionless request keeps no state in the process, so any replica can
+//     answer it; a 2025-11-25 session lives in the replica that made it (a balancer keeps
+//     affinity on Mcp-Session-Id).
 //   - Upstream tools: every turn boundary (run_code, list_tools, get_tool_info, a direct call,
 //     and the host's tools/list) resolves an upstream.Turn from the tenant's catalogue and the
 //     agent's plain policy values (Upstreams). Without upstreams list_tools lists nothing and
@@ -38,8 +44,9 @@
 //     not even echo the handle, so another tenant's handle reads exactly like one that never
 //     existed).
 //   - Runs and budgets (runs.go, execute.go): a Run is the MCP session (a stdio session, which
-//     has no id, gets one for its lifetime) unless the call's _meta names one under
-//     "mcp-sandbox/run"; named Runs are kept apart from session Runs by a prefix. With
+//     has no id, gets one for its lifetime; a sessionless HTTP request is its own Run) unless
+//     the call's _meta names one under "mcp-sandbox/run"; named, session and request Runs are
+//     kept apart by a prefix. With
 //     Options.Ledger set, each run_code is an execution (budget.Start … Meter.End, with its
 //     attachments), and its meter goes to the binding.Execution.
 //   - Outputs: after a run, a stream larger than its preview and every artifact go to the blob

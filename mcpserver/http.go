@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // DefaultAgentName is the agent /mcp serves when a tenant has more than one.
@@ -57,12 +56,7 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 	}
 	h := &httpHandler{opts: o, agents: map[string]map[string]http.Handler{}, owner: map[string]bool{}}
 	for _, a := range o.Agents {
-		srv := NewServer(a, o.Server)
-		sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-			Logger:              o.Logger,
-			SessionTimeout:      o.SessionTimeout,
-			MaxRequestBodyBytes: o.MaxBodyBytes,
-		})
+		sh := agentHandler(NewServer(a, o.Server), o)
 		if h.agents[a.Tenant] == nil {
 			h.agents[a.Tenant] = map[string]http.Handler{}
 		}
@@ -186,5 +180,20 @@ func (h *httpHandler) route(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such agent", http.StatusNotFound)
 		return
 	}
-	declineDiscovery(sh).ServeHTTP(w, r)
+	sh.ServeHTTP(w, r)
+}
+
+// limitBody bounds the request body at limit bytes before anything reads it, answering 413
+// at once when Content-Length already says it is larger.
+func limitBody(limit int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			http.Error(w, "the request body is too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -18,8 +18,9 @@ const MetaRun = "mcp-sandbox/run"
 const maxRunIDBytes = 256
 
 // runOf names the Run of a request: _meta "mcp-sandbox/run" when the host gives one, else
-// the MCP session id (a stdio session has none, and gets one id for its lifetime). A session's
-// own Run is recorded as ended when the session ends.
+// the MCP session id (a stdio session has none, and gets one id for its lifetime), else, for a
+// request of the sessionless revision over HTTP, the request itself (its throwaway session). A
+// session's own Run is recorded as ended when the session ends.
 func (h *handlers) runOf(req *mcp.CallToolRequest) budget.RunRef {
 	ref := budget.RunRef{Tenant: h.agent.Tenant}
 	if req != nil && req.Params != nil {
@@ -35,6 +36,8 @@ func (h *handlers) runOf(req *mcp.CallToolRequest) budget.RunRef {
 		if !ok {
 			if sid := req.Session.ID(); sid != "" {
 				id = "session:" + sid
+			} else if req.Extra != nil && req.Extra.Header != nil && req.Extra.Header.Get(headerProtocolVersion) >= revisionStateless {
+				id = budget.NewID("request:r_")
 			} else {
 				id = budget.NewID("session:s_")
 			}

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -20,3 +21,5 @@ func TestRunOfMeta(t *testing.T) {
 		t.Errorf("an over-long run id was accepted: %+v", got)
 	}
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -228,7 +228,9 @@ type handlers struct {
 	opts  Options
 	log   *slog.Logger
 
-	// runsMu guards runs (the Run id of each session) and closed (no watcher starts).
+	// runsMu guards runs (the Run id of each live session: a stdio session, which has no MCP
+	// session id, and a sessionless HTTP request's throwaway session included, removed when
+	// the session ends) and closed (no watcher starts).
 	runsMu   sync.Mutex
 	runs     map[*mcp.ServerSession]string
 	closed   bool

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -159,4 +160,32 @@ func TestSandboxServiceServesAndDrains(t *testing.T) {
 	if !strings.Contains(log.String(), "outcome=cancelled") {
 		t.Errorf("the running execution did not end as cancelled in the service's log")
 	}
+}
+
+// A server whose remote profile's service is not up yet is not ready, and becomes ready when
+// the service starts answering (Kubernetes starts both Deployments at once).
+func TestServeReadyWhenItsServiceComesUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`
+data_dir: "-"
+profiles:
+  far: {backend: remote, isolation: process, remote: {url: "http://%s", bearer: {env: SANDBOX_TOKEN}}}
+tenants:
+  t: {agents: {default: {code_execution: {profile: far}}}}
+`, addr))
+	base := startHTTPEnv(t, cfg, []string{"SANDBOX_TOKEN=service-test-token"})
+	if s := status(t, base+"/readyz"); s != http.StatusServiceUnavailable {
+		t.Fatalf("readyz with the service down: %d, want 503", s)
+	}
+	startService(t, "--listen", addr)
+	start := time.Now()
+	if !waitFor(30*time.Second, func() bool { return status(t, base+"/readyz") == http.StatusOK }) {
+		t.Fatal("readyz stayed 503 after the service came up")
+	}
+	t.Logf("ready %v after the service came up", time.Since(start).Round(time.Millisecond))
 }

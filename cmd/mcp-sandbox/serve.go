@@ -123,15 +123,6 @@ func (p *profileSet) close() {
 	}
 }
 
-func (p *profileSet) ready() bool {
-	for _, d := range p.described {
-		if !d.Ready {
-			return false
-		}
-	}
-	return true
-}
-
 func profileOf(ce *configs.CodeExecution) string {
 	if ce.Profile == "" {
 		return configs.DefaultProfileName
@@ -325,7 +316,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		},
 		Tokenless: reload.tokenlessTenant,
 		Loopback:  loopback,
-		Ready:     ps.ready,
+		Ready:     newReadiness(ps).Ready,
 		Server:    opts,
 	})
 	inner, err := net.Listen("tcp", listen)
@@ -391,7 +382,8 @@ http serves every tenant's agents over streamable HTTP on --listen:
   /mcp           the token's tenant's default agent (its only one, or the one named "default")
   /mcp/{agent}   one agent of the token's tenant
   /healthz       200 while the process is alive
-  /readyz        200 when every sandbox profile described itself ready at startup
+  /readyz        200 once every sandbox profile has described itself ready (one that was
+                 not at startup is asked again, at most every 5 s)
 Each connection is bounded: --http-timeout (default 60s) for a request to arrive, for each
 write of a response to leave and for an idle keep-alive connection; a streamed run_code stays
 open for as long as it runs. --max-connections (1024) and --max-connections-per-address

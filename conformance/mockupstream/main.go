@@ -26,7 +26,10 @@
 // --hostile adds what a hostile upstream sends instead of the tools above: "loop" (an input
 // schema with a $ref cycle), "fan" (a schema whose validation work doubles 40 times), names
 // that break the MCP naming rules (one with a newline forging a line, one of 70,000
-// characters), "long" (a 1 MiB description with forged lines) and "plain", a fine tool.
+// characters), "long" (a 1 MiB description with forged lines) and "plain", a fine tool;
+// --http ADDR serves streamable HTTP on ADDR (path /mcp) instead of stdio, so several clients
+// (the replicas of a scale-out test) share one upstream and one in-memory counter, and prints
+// "mockupstream: listening on HOST:PORT" to stderr once it listens.
 package main
 
 import (
@@ -34,6 +37,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -47,6 +52,7 @@ func main() {
 	many := flag.Int("many", 0, "serve N extra tools tool-0001…")
 	pageSize := flag.Int("page-size", 0, "page tools/list by P (0: one page)")
 	hostile := flag.Bool("hostile", false, "serve the hostile tools instead")
+	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	flag.Parse()
 
 	c := &counter{path: os.Getenv("MOCK_COUNTER_FILE"), mem: map[string]int{}}
@@ -59,6 +65,22 @@ func main() {
 		addHostile(s)
 	} else {
 		addTools(s, c, *many)
+	}
+	if *httpAddr != "" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mockupstream:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "mockupstream: listening on", ln.Addr())
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", server.NewStreamableHTTPServer(s))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		if err := hs.Serve(ln); err != nil {
+			fmt.Fprintln(os.Stderr, "mockupstream:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	fmt.Fprintln(os.Stderr, "mockupstream: ready")
 	if err := server.ServeStdio(s); err != nil {
