@@ -273,6 +273,28 @@ func (c *contract) cpuSpin(t *testing.T) {
 	c.noSurvivors(t)
 }
 
+// profClock is the clock id of the calling process's CPUCLOCK_PROF clock, the one RLIMIT_CPU
+// is checked against (the kernel's MAKE_PROCESS_CPUCLOCK(0, CPUCLOCK_PROF)).
+const profClock = "-8"
+
+// selfKill: a program that kills itself with SIGKILL just before its CPU limit is not the
+// limit's, however near it came. Where the interpreter is its pid namespace's init (bwrap),
+// the kernel drops the signal and the program goes on.
+func (c *contract) selfKill(t *testing.T) {
+	r := c.run(t, `import os, time
+while time.clock_gettime(`+profClock+`) < 0.9:
+    pass
+print("killing myself", flush=True)
+os.kill(os.getpid(), 9)
+"survived"`, engine.Limits{CPUSeconds: 1})
+	if r.Failure == nil && string(r.Value) == `"survived"` {
+		t.Logf("the kernel dropped the program's SIGKILL of itself")
+		return
+	}
+	wantKind(t, r, failure.ProgramError, "")
+	c.noSurvivors(t)
+}
+
 func (c *contract) sleeper(t *testing.T) {
 	start := time.Now()
 	r := c.run(t, "import time\nprint('going to sleep', flush=True)\ntime.sleep(600)", engine.Limits{WallSeconds: 2})
