@@ -17,7 +17,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
 FAST_PKGS   := . ./binding ./budget ./configs ./engine ./engine/sandboxtest ./engine/wire ./failure ./internal/owner ./internal/pgdb ./mcpserver ./outputs ./outputs/pgblob ./upstream
-INTEG_PKGS  := ./engine/backend/... ./engine/bootstrap ./cmd/... ./benchmarks
+INTEG_PKGS  := ./engine/backend/... ./engine/bootstrap ./internal/launch ./cmd/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 TEST_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 25m

@@ -96,13 +96,8 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 	if exit == nil {
 		exit = &Exit{Code: -1}
 	}
-	// The kernel checks RLIMIT_CPU at scheduler ticks and accounts CPU time in its own way:
-	// a process killed at a 2 s limit has been measured at 1.87 s by rusage. A SIGKILL within
-	// 10% (at least 0.25 s) of the limit is the limit's.
-	cpuLimit := float64(CPURlimit(s.t.CPUSeconds))
-	slack := max(0.25, cpuLimit*0.1)
 	switch {
-	case exit.Signal == signalCPU || exit.Signal == signalKill && exit.CPUSeconds >= cpuLimit-slack:
+	case cpuLimitKill(exit, s.p.child.Facts(), tree, CPURlimit(s.t.CPUSeconds)):
 		*limit = limitPtr(LimitCPU)
 		return &Failure{Kind: failure.LimitExceeded, Executed: true,
 			Message: fmt.Sprintf("the program used its %s of CPU time and was killed", s.describeLimit(LimitCPU))}
@@ -124,6 +119,37 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 	}
 	return &Failure{Kind: failure.ProgramError, Executed: true,
 		Message: fmt.Sprintf("the interpreter exited with status %d before the program finished (os._exit, or a crash; see stderr)", exit.Code)}
+}
+
+// cpuLimitKill says whether the interpreter died of its CPU limit: RLIMIT_CPU set soft = hard
+// to limit seconds, so the kernel sends SIGKILL (SIGXCPU only where a backend sets the soft
+// limit lower).
+//
+// A SIGKILL is the limit's when the interpreter's clock that RLIMIT_CPU is checked against
+// had reached the limit: the kernel sends SIGKILL in the very tick that clock reaches it, and
+// the clock only moves at ticks, so a program killing itself (or killed by its own children,
+// or by the OOM killer) has always used less. That clock is the tick-sampled utime+stime
+// (CPUCLOCK_PROF), not what rusage reports (the scheduler's precise runtime): under load the
+// sampled time runs well ahead, and a program the kernel killed at a 2 s limit has been
+// measured at 1.42 s by rusage on a loaded 2-core machine, so no margin on rusage tells the
+// two apart however loaded the machine is. Where the backend read that clock from the dead
+// interpreter (Exit.RlimitCPUSeconds), it decides. Where the interpreter is its pid
+// namespace's init (bwrap), nothing inside the sandbox can SIGKILL it, so a SIGKILL the host
+// did not send and no memory limit explains came from RLIMIT_CPU. Otherwise (a backend that
+// can read neither) rusage within 10% (at least 0.25 s) of the limit is the best guess left,
+// and it errs towards program_error under load.
+func cpuLimitKill(exit *Exit, facts Facts, tree TreeUsage, limit uint64) bool {
+	switch {
+	case exit.Signal == signalCPU:
+		return true
+	case exit.Signal != signalKill:
+		return false
+	case exit.RlimitCPUSeconds > 0:
+		return exit.RlimitCPUSeconds >= float64(limit)
+	case facts.InterpreterIsInit:
+		return !tree.OOMKilled
+	}
+	return exit.CPUSeconds >= float64(limit)-max(0.25, float64(limit)*0.1)
 }
 
 func lastLine(s string) string {

@@ -110,14 +110,23 @@ type Facts struct {
 	HostUID, RunAsUID int
 	// Exclusive identity: no other execution shares RunAsUID, so a kill by uid is exact.
 	ExclusiveUID bool
+	// InterpreterIsInit: the interpreter is pid 1 of its own pid namespace, where the kernel
+	// drops every signal sent from inside the namespace that it has no handler for, SIGKILL
+	// included. A SIGKILL it died of came from the kernel or from outside the sandbox.
+	InterpreterIsInit bool
 }
 
 // Exit is how the child's main process ended.
 type Exit struct {
 	Code       int // -1 when killed by a signal
 	Signal     string
-	CPUSeconds float64
-	Err        error // the backend could not wait
+	CPUSeconds float64 // from rusage: the scheduler's precise CPU time
+	// RlimitCPUSeconds is the interpreter's CPU time as RLIMIT_CPU counts it (utime+stime
+	// as sampled at the scheduler's ticks), read from the exited interpreter before it was
+	// reaped; 0 when the backend could not read it. Under load it runs well ahead of
+	// CPUSeconds, and only it says whether a SIGKILL was the CPU limit's (cpuLimitKill).
+	RlimitCPUSeconds float64
+	Err              error // the backend could not wait
 }
 
 // TreeUsage is what a cgroup observed over the whole tree.

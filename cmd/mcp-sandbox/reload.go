@@ -68,27 +68,33 @@ func (r *reloader) setTokens(cfg *configs.Config) {
 // tenant has a token and the listener is on loopback; otherwise "" (a token is required).
 func (r *reloader) tokenlessTenant() string { return *r.tokenless.Load() }
 
-// watch reloads on every SIGHUP until ctx ends.
-// start runs watch on its own goroutine until ctx ends or stop is called; stop waits for it.
-func (r *reloader) start(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r.watch(ctx) }()
-	return func() { cancel(); <-done }
-}
-
-func (r *reloader) watch(ctx context.Context) {
+// hangups subscribes to SIGHUP at once and returns the subscription and its end. Until a
+// process subscribes, SIGHUP's default action ends it: serve subscribes first thing, so a
+// reload asked for while it starts (opening profiles takes seconds) waits for the reloader
+// instead of killing the server.
+func hangups() (<-chan os.Signal, func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			r.reload()
+	return hup, func() { signal.Stop(hup) }
+}
+
+// start reloads on every signal from hup until ctx ends or the returned stop is called; stop
+// waits for the reload in progress, if any.
+func (r *reloader) start(ctx context.Context, hup <-chan os.Signal) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				r.reload()
+			}
 		}
-	}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func (r *reloader) reload() {

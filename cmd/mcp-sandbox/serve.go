@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -36,6 +37,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if fs.NArg() != 0 {
 		return exitUsage, usagef("takes no arguments, got %q", fs.Args())
 	}
+	hup, unsubscribe := hangups()
+	defer unsubscribe()
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		return exitUsage, err
@@ -89,7 +92,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
 		reload := newReloader(*configPath, cfg, pools, false)
 		reload.add(a)
-		defer reload.start(ctx)()
+		defer reload.start(ctx, hup)()
 		srv := mcpserver.NewServer(a, opts)
 		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
 		// A signal ends the programs in flight at once: the host that started us is leaving.
@@ -105,7 +108,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if *tenant != "" || *agent != "" {
 			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
 		}
-		return serveHTTP(ctx, cfg, *configPath, *listen, opts, httpLimits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
+		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpLimits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 }
@@ -253,7 +256,7 @@ func (u unavailableSandbox) Describe(context.Context) *engine.Description {
 	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
 }
 
-func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, opts *mcpserver.Options, limits httpLimits) (int, error) {
+func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, hup <-chan os.Signal, opts *mcpserver.Options, limits httpLimits) (int, error) {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return exitUsage, usagef("--listen %q: %v", listen, err)
@@ -302,7 +305,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 			reload.add(a)
 		}
 	}
-	defer reload.start(ctx)()
+	defer reload.start(ctx, hup)()
 	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
 		Agents: agents,
 		Authenticate: func(token string) (string, bool) {

@@ -356,6 +356,13 @@ func startHTTPProc(t *testing.T, cfg string, env []string) (string, *exec.Cmd) {
 // startHTTPArgs is startHTTPProc with extra serve flags.
 func startHTTPArgs(t *testing.T, cfg string, env []string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
+	return startHTTPWatching(t, cfg, env, nil, extra...)
+}
+
+// startHTTPWatching is startHTTPArgs that also calls onLine with the server process and each
+// line it logs, from the line reader, before the server is serving too.
+func startHTTPWatching(t *testing.T, cfg string, env []string, onLine func(*exec.Cmd, string), extra ...string) (string, *exec.Cmd) {
+	t.Helper()
 	args := append([]string{"serve", "--transport", "http", "--listen", "127.0.0.1:0"}, extra...)
 	if cfg != "" {
 		args = append(args, "--config", cfg)
@@ -376,6 +383,9 @@ func startHTTPArgs(t *testing.T, cfg string, env []string, extra ...string) (str
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			t.Logf("server: %s", sc.Text())
+			if onLine != nil {
+				onLine(cmd, sc.Text())
+			}
 			if m := re.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "serving") {
 				addr <- m[1]
 			}
@@ -556,6 +566,39 @@ return out
 // TestServeHTTPTokenlessEndsWhenTokensAdded: a loopback server for one tenant without tokens
 // serves token-less requests only until a reload (SIGHUP) adds a token; from then on a
 // request without one is refused and the token is accepted.
+// TestServeSIGHUPDuringStartup: a SIGHUP that arrives while the server is still starting
+// (its first log line is written before the profiles are opened) is a reload, not the end of
+// the process, which is SIGHUP's default action until something subscribes to it.
+func TestServeSIGHUPDuringStartup(t *testing.T) {
+	cfg := writeConfig(t, fmt.Sprintf(httpConfig, configs.HashToken("token-a"), configs.HashToken("token-b")))
+	var once sync.Once
+	reloaded := make(chan struct{})
+	base, _ := startHTTPWatching(t, cfg, nil, func(cmd *exec.Cmd, line string) {
+		once.Do(func() {
+			if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Error(err)
+			}
+		})
+		if strings.Contains(line, "config reloaded") {
+			select {
+			case <-reloaded:
+			default:
+				close(reloaded)
+			}
+		}
+	})
+	select {
+	case <-reloaded:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the SIGHUP sent during startup was never acted on")
+	}
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("the server does not answer after a SIGHUP during startup: %v", err)
+	}
+	resp.Body.Close()
+}
+
 func TestServeHTTPTokenlessEndsWhenTokensAdded(t *testing.T) {
 	const cfgText = `
 data_dir: "-"

@@ -36,6 +36,7 @@ type Case struct {
 var Hostile = []Case{
 	// Run against every backend.
 	{Name: "cpu spin with signals ignored", Class: Exhaustion, run: (*contract).cpuSpin},
+	{Name: "posing as the CPU limit (SIGKILL of itself just before it)", Class: ProtocolAbuse, run: (*contract).selfKill},
 	{Name: "sleeper hits the wall clock", Class: Exhaustion, run: (*contract).sleeper},
 	{Name: "2 GiB allocation", Class: Exhaustion, run: (*contract).memory},
 	{Name: "100 MiB file", Class: Exhaustion, run: (*contract).fileSize},

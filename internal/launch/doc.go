@@ -20,7 +20,9 @@
 //
 // With Spec.Reaper the helper is a pid namespace's init instead: it starts itself again as
 // pid 2 (which does all of the above), reaps orphans, and reports pid 2's wait status and CPU
-// time on StatusFD before it exits and so ends the namespace. Inside a pid namespace getppid
+// time on StatusFD before it exits and so ends the namespace. The CPU time includes the clock
+// RLIMIT_CPU is checked against, read from the zombie before it is reaped (cpuclock_linux.go):
+// rusage alone cannot tell a CPU-limit kill from any other SIGKILL. Inside a pid namespace getppid
 // is 0, so pid 2 checks that the host still holds the channel (Spec.ChannelParent) instead of
 // comparing ParentPID.
 //

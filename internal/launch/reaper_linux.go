@@ -51,11 +51,22 @@ func reap(spec Spec) int {
 	}
 	unix.Close(3)
 	for {
+		// Learn which child exited before reaping it: pid 2's CPU clock can be read only
+		// while it is a zombie (cpuclock_linux.go).
+		got, err := waitAny()
+		if err != nil {
+			return ExitSetupFailed
+		}
+		var rlimitCPU float64
+		if got == pid {
+			rlimitCPU, _ = RlimitCPUSeconds(pid)
+		}
 		var ws syscall.WaitStatus
 		var ru syscall.Rusage
-		got, err := syscall.Wait4(-1, &ws, 0, &ru)
-		if err == syscall.EINTR {
-			continue
+		for {
+			if _, err = syscall.Wait4(got, &ws, 0, &ru); err != syscall.EINTR {
+				break
+			}
 		}
 		if err != nil {
 			return ExitSetupFailed
@@ -63,7 +74,7 @@ func reap(spec Spec) int {
 		if got != pid {
 			continue
 		}
-		st := Status{Code: ws.ExitStatus(), CPUSeconds: tv(ru.Utime) + tv(ru.Stime)}
+		st := Status{Code: ws.ExitStatus(), CPUSeconds: tv(ru.Utime) + tv(ru.Stime), RlimitCPU: rlimitCPU}
 		if ws.Signaled() {
 			st.Code, st.Signal = -1, int(ws.Signal())
 		}

@@ -107,9 +107,11 @@ type Mounts struct {
 // StatusFD is the descriptor a Reaper writes the Status of pid 2 to.
 const StatusFD = 4
 
-// Status is how the interpreter (pid 2) ended, as its reaper saw it.
+// Status is how the interpreter (pid 2) ended, as its reaper saw it: CPUSeconds from its
+// rusage, RlimitCPU from the clock RLIMIT_CPU is checked against (RlimitCPUSeconds).
 type Status struct {
 	Code       int     `json:"code"`
 	Signal     int     `json:"signal,omitempty"`
 	CPUSeconds float64 `json:"cpu"`
+	RlimitCPU  float64 `json:"rlimit_cpu,omitempty"`
 }

@@ -23,7 +23,10 @@ type Exit struct {
 	Code       int // -1 when killed by a signal
 	Signal     string
 	CPUSeconds float64
-	Err        error
+	// RlimitCPUSeconds is the interpreter's CPU time as RLIMIT_CPU counts it
+	// (launch.RlimitCPUSeconds); 0 when unknown.
+	RlimitCPUSeconds float64
+	Err              error
 }
 
 // Usage is what a cgroup observed over the tree; it converts to engine.TreeUsage.
@@ -43,6 +46,10 @@ type Proc struct {
 	// Status: the helper is a reaping init (launch.Spec.Reaper) that reports the program's
 	// wait status on launch.StatusFD; Wait prefers that report to the helper's own status.
 	Status bool
+	// Interpreter: the helper's main process becomes the interpreter itself (it execs it), so
+	// Wait reads its CPU time as RLIMIT_CPU counts it before reaping it. Not for a helper that
+	// execs a wrapper (bwrap), whose clock is the wrapper's.
+	Interpreter bool
 	// Cleanup runs last in Close (remove the workspace, release an identity lease).
 	Cleanup []func()
 
@@ -144,13 +151,17 @@ func (p *Proc) Pid() int {
 func (p *Proc) Wait() Exit {
 	p.waitOnce.Do(func() {
 		defer close(p.waited)
+		var rlimitCPU float64
+		if p.Interpreter {
+			rlimitCPU, _ = launch.ExitedCPU(p.cmd.Process.Pid)
+		}
 		err := p.cmd.Wait()
 		ps := p.cmd.ProcessState
 		if ps == nil {
 			p.exit = Exit{Code: -1, Err: err}
 			return
 		}
-		p.exit = Exit{Code: ps.ExitCode(), CPUSeconds: (ps.UserTime() + ps.SystemTime()).Seconds()}
+		p.exit = Exit{Code: ps.ExitCode(), CPUSeconds: (ps.UserTime() + ps.SystemTime()).Seconds(), RlimitCPUSeconds: rlimitCPU}
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			p.exit.Signal = ws.Signal().String()
 		}
@@ -159,7 +170,7 @@ func (p *Proc) Wait() Exit {
 			b, _ := io.ReadAll(io.LimitReader(p.status, 4096))
 			var st launch.Status
 			if json.Unmarshal(b, &st) == nil && len(b) > 0 {
-				p.exit = Exit{Code: st.Code, CPUSeconds: st.CPUSeconds}
+				p.exit = Exit{Code: st.Code, CPUSeconds: st.CPUSeconds, RlimitCPUSeconds: st.RlimitCPU}
 				if st.Signal != 0 {
 					p.exit.Signal = syscall.Signal(st.Signal).String()
 				}

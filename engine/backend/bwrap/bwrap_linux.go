@@ -167,7 +167,8 @@ func (b *Backend) args(workspace string, netns bool) []string {
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
 	netns := spec.Terms.Network == engine.NetworkNone
-	c := &spawned.Child{SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: netns}}
+	c := &spawned.Child{SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: netns,
+		InterpreterIsInit: true}}
 	id, err := b.base.Lease(ctx, c)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,11 @@
 //
 // bwrap reports a command killed by a signal as exit status 128+signal; Wait turns that back
 // into the signal, so a CPU-limit kill still reads as cpu_seconds. A program that itself
-// exits with such a status is reported as killed by that signal.
+// exits with such a status is reported as killed by that signal. bwrap, not the host, reaps
+// the interpreter, so the host cannot read the clock RLIMIT_CPU is checked against from the
+// dead interpreter as the other backends do; it need not: Python as its namespace's init
+// cannot be sent SIGKILL by anything inside the sandbox, so a SIGKILL the host did not send
+// and the cgroup's OOM killer did not explain is the CPU limit's (Facts.InterpreterIsInit).
 //
 // Python runs as pid 1 of bwrap's pid namespace (--as-pid-1), so the outer bwrap waits for
 // it directly and the CPU time in the host's wait status is the program's; --new-session

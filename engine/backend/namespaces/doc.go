@@ -22,7 +22,8 @@
 // wait status and CPU time to a status pipe (launch.StatusFD) and exits, which makes the
 // kernel kill whatever is left in the namespace: the tree kill without a cgroup. The host
 // still kills with SIGKILL from outside; a CPU-limit kill (RLIMIT_CPU soft = hard: SIGKILL at
-// the limit) reaches the engine as SIGKILL with the program's CPU time, i.e. cpu_seconds.
+// the limit) reaches the engine as SIGKILL with the program's CPU time as RLIMIT_CPU counts
+// it, read by the init from the zombie before reaping it, i.e. cpu_seconds.
 //
 // The empty host directory the root is mounted on is named with the server's owner tag
 // (internal/owner); New removes those a killed server left, only a provably dead owner's.

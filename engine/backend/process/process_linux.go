@@ -119,7 +119,9 @@ var systemRO = []string{"/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	c := &spawned.Child{Containment: engine.Facts{Landlock: b.landlock, Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
+	// The helper execs Python in its own place: the host waits for the interpreter itself.
+	c := &spawned.Child{Proc: &spawn.Proc{Interpreter: true},
+		Containment: engine.Facts{Landlock: b.landlock, Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
 	id, err := b.base.Lease(ctx, c)
 	if err != nil {
 		return nil, err
