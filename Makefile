@@ -4,13 +4,33 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: help build run test check fuzz bench conformance clean sandbox-image
+.PHONY: help build run test integration conformance test-all check cross fuzz bench clean sandbox-image
+
+# The tests come in three layers, each with its own timeout:
+#   test         fast, on any machine, no root, no Python: the packages that fake what they
+#                drive (the engine's protocol loop, the MCP face, bindings, meters, outputs,
+#                configs, upstreams over loopback) and the house rules (meta_test.go).
+#   integration  root and namespaces: each backend's contract suite with hostile programs in
+#                the tests' own pid namespace, the command end to end, the benchmarks' harness.
+#   conformance  the built binary driven by real MCP clients and npm peers (run
+#                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
+#                test modules vetted and tested.
+# CI (.ci/run) runs all three; `make test-all` does the same here.
+FAST_PKGS   := . ./binding ./budget ./configs ./engine ./engine/sandboxtest ./engine/wire ./failure ./internal/owner ./internal/pgdb ./mcpserver ./outputs ./outputs/pgblob ./upstream
+INTEG_PKGS  := ./engine/backend/... ./engine/bootstrap ./internal/launch ./cmd/... ./benchmarks
+NESTED      := conformance/mcpgoclient conformance/mockupstream
+TEST_TIMEOUT        ?= 10m
+INTEGRATION_TIMEOUT ?= 25m
+CONFORMANCE_TIMEOUT ?= 20m
 
 help:
 	@echo "make build        build $(BIN)"
 	@echo "make run          build and serve over stdio on the embedded default config"
-	@echo "make test         run every test (the race detector on)"
-	@echo "make check        gofmt, go vet, staticcheck (when installed) and make test"
+	@echo "make test         the fast tests: any machine, no root (the race detector on)"
+	@echo "make integration  the backends' contract suites and the command end to end (root)"
+	@echo "make conformance  the built binary against real MCP clients and npm peers"
+	@echo "make test-all     all three layers, as CI runs them"
+	@echo "make check        gofmt, go vet (linux, darwin, windows), staticcheck (when installed) and make test"
 	@echo "make fuzz         run each fuzz target for a short while"
 	@echo "make bench        measure execution latency beside a bare python3 start, and the run"
 	@echo "                  ledger's cost per binding call on PostgreSQL beside SQLite"
@@ -31,24 +51,40 @@ run:
 K8STEST := deploy/k8stest
 
 test:
-	$(GO) test -race -count=1 ./...
-	cd $(K8STEST) && $(GO) test -count=1 ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(FAST_PKGS)
+	cd $(K8STEST) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+integration:
+	$(GO) test -race -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEG_PKGS)
+
+conformance:
+	@for m in $(NESTED); do (cd $$m && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; done
+	$(GO) test -count=1 -timeout $(CONFORMANCE_TIMEOUT) ./conformance/...
+
+test-all: test integration conformance
+
+# Both other platforms must keep building: the local backends are Linux's, the rest is not.
+cross:
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
+	$(MAKE) cross
 	cd $(K8STEST) && $(GO) vet ./...
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
 	$(MAKE) test
 
 FUZZTIME ?= 10s
 fuzz:
-	$(GO) test ./engine/wire -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
-	$(GO) test ./engine/wire -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME)
-	$(GO) test ./configs -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
-	$(GO) test ./outputs -run '^$$' -fuzz FuzzPreview -fuzztime $(FUZZTIME)
-	$(GO) test ./engine/backend/remote -run '^$$' -fuzz FuzzStream -fuzztime $(FUZZTIME)
-	$(GO) test ./upstream -run '^$$' -fuzz FuzzSchema -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/wire -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/wire -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./configs -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzPreview$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzWindows$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/backend/remote -run '^$$' -fuzz '^FuzzStream$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report

@@ -1,32 +1,71 @@
-// Package mcpsandbox_test holds the rules of the house that tests enforce rather than memory:
-// who may import whom (DESIGN.md §2) and that every package has a doc.go.
+// Package mcpsandbox_test holds the rules of the house that tests enforce rather than memory.
+// Each test below says its rule; each was seen to fail when its rule was broken.
+//
+//   - TestImportRules: who may import whom (DESIGN.md §2), for linux, darwin and windows.
+//   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
+//   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
+//     sentence in it that says what the package imports ("It imports …") matches go list.
+//   - TestNoStdoutOutsideCmd: a stray byte on stdout corrupts the stdio MCP transport.
+//   - TestNoRawSkip: a test skips only through internal/gate, which fails it in CI when a
+//     capability is required (MCP_SANDBOX_REQUIRE) and says why either way.
+//   - TestEveryBackendRunsTheContract: every package under engine/backend/ runs the sandboxtest
+//     contract suite, except the ones notBackends names with a reason.
+//   - TestEveryFuzzTargetIsInMakeFuzz: `make fuzz` runs every fuzz target of the repository.
+//   - TestEnvAndFileReadsInCmd: the environment and files are read in cmd/ (which passes plain
+//     values down), and elsewhere only where envReaders and fileReaders say why.
+//   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
+//   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
 package mcpsandbox_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
 const module = "github.com/mcp-sandbox/mcp-sandbox"
+
+// platforms are the GOOS values every rule is checked for: the product runs its local
+// backends on linux, and builds (and serves through a remote backend) on the others.
+var platforms = []string{"linux", "darwin", "windows"}
 
 type pkg struct {
 	ImportPath string
 	Dir        string
 	Imports    []string
 	GoFiles    []string
+	CgoFiles   []string
 }
 
-func listPackages(t *testing.T) []pkg {
+func (p pkg) rel() string { return strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/") }
+
+var listed sync.Map // GOOS → []pkg
+
+// listPackages is `go list -json ./...` for goos (cached).
+func listPackages(t *testing.T, goos string) []pkg {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-json", "./...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
+	if v, ok := listed.Load(goos); ok {
+		return v.([]pkg)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list (GOOS=%s): %v", goos, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
 	var pkgs []pkg
 	for dec.More() {
 		var p pkg
@@ -35,99 +74,240 @@ func listPackages(t *testing.T) []pkg {
 		}
 		pkgs = append(pkgs, p)
 	}
+	listed.Store(goos, pkgs)
 	return pkgs
 }
 
-// allowed maps a package (relative to the module; a trailing /* covers its subpackages) to
-// the imports it may have besides the standard library. Entries of the module are relative;
-// others are module paths (a prefix match).
-var allowed = map[string][]string{
-	"failure":          {},
-	"configs":          {"failure", "go.yaml.in/yaml/v3"},
-	"outputs":          {"failure"},
-	"engine":           {"failure", "outputs", "engine/wire", "engine/bootstrap"},
-	"engine/wire":      {"failure"},
-	"engine/bootstrap": {},
-	// spawned is the local backends' shared adapter from a started init helper to engine.Child.
-	"engine/backend/*":   {"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
-	"engine/sandboxtest": {"engine", "failure", "internal/gate"},
-	"internal/*": {"internal/*", "golang.org/x/sys",
-		// The init helper applies Landlock and seccomp through the libraries DESIGN.md §4 names.
-		"github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
-	"budget":    {"failure", "modernc.org/sqlite", "github.com/jackc/pgx", "internal/pgdb"},
-	"upstream":  {"failure", "budget", "outputs", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/yosida95/uritemplate"},
-	"mcpserver": {"engine", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
-
-	// What the PostgreSQL stores share (a pool opened without leaking the DSN, migrations
-	// under an advisory lock), and the tests' helper that gives each test a schema.
-	"internal/pgdb":        {"github.com/jackc/pgx"},
-	"internal/pgdb/pgtest": {"internal/gate", "github.com/jackc/pgx"},
-	// The blob store on PostgreSQL is an adapter beside outputs, so the engine (which imports
-	// outputs) never links a database driver; blobtest is the contract every store passes.
-	"outputs/pgblob":   {"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
-	"outputs/blobtest": {"outputs", "github.com/google/go-cmp"},
+// exempt are the trees no rule binds: the command wires everything, and the black-box tests
+// and benchmarks may use anything.
+func exempt(rel string) bool {
+	return rel == "" || strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "conformance") || strings.HasPrefix(rel, "benchmarks")
 }
 
-func rulesFor(rel string) ([]string, bool) {
-	if r, ok := allowed[rel]; ok {
-		return r, true
-	}
-	for k, r := range allowed {
-		if strings.HasSuffix(k, "/*") && strings.HasPrefix(rel, strings.TrimSuffix(k, "*")) {
+// rule is one entry of the import allowlist: a package (a trailing /* covers its subpackages),
+// the imports it may have besides the standard library (module-relative, or module paths
+// matched as prefixes), and why.
+type rule struct {
+	pkg     string
+	imports []string
+	why     string
+}
+
+var allowed = []rule{
+	{"failure", nil, "the leaf of kinds and the Error type: every package may import it, and it imports nothing"},
+	{"configs", []string{"failure", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder and nothing of the runtime"},
+	{"outputs", []string{"failure"}, "previews, blobs, handles and a binding call's Reply: a leaf both engine and binding import"},
+	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
+	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec"},
+	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
+	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "outputs", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
+		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
+			"outputs because a backend that carries binding calls across a boundary (remote) speaks the engine.ToolCaller's outputs.Reply"},
+	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate"}, "the backend contract suite: the engine's interfaces and the test gate only"},
+	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
+		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries DESIGN.md §4 names"},
+	{"budget", []string{"failure", "modernc.org/sqlite", "github.com/jackc/pgx", "internal/pgdb"},
+		"meters and the run ledger, on SQLite in pure Go or on PostgreSQL (pgx, through what internal/pgdb shares)"},
+	{"internal/pgdb", []string{"github.com/jackc/pgx"},
+		"what the PostgreSQL stores share: a pool opened without leaking the DSN, migrations under an advisory lock"},
+	{"internal/pgdb/pgtest", []string{"internal/gate", "github.com/jackc/pgx"}, "the tests' helper that gives each test a schema of its own"},
+	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
+		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
+	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
+	{"upstream", []string{"failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
+		"the MCP client side: the go-sdk, and input schemas compiled to validate arguments; never budget, outputs, binding or engine"},
+	{"binding", []string{"upstream", "budget", "outputs", "failure"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs); never engine"},
+	{"mcpserver", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it wires the engine to a binding.Execution for each run_code and renders results"},
+}
+
+func ruleFor(rel string) (rule, bool) {
+	for _, r := range allowed {
+		if r.pkg == rel {
 			return r, true
 		}
 	}
-	return nil, false
+	for _, r := range allowed {
+		if strings.HasSuffix(r.pkg, "/*") && strings.HasPrefix(rel, strings.TrimSuffix(r.pkg, "*")) {
+			return r, true
+		}
+	}
+	return rule{}, false
 }
 
-func permitted(imp string, rules []string) bool {
-	if !strings.Contains(strings.Split(imp, "/")[0], ".") {
-		return true // the standard library
+func isStd(imp string) bool { return !strings.Contains(strings.Split(imp, "/")[0], ".") }
+
+// matches reports whether import path imp is named by entry: module-relative (a trailing /*
+// or /… covers the subpackages), or a module path (a prefix).
+func matches(imp, entry string) bool {
+	sub := strings.HasSuffix(entry, "/*") || strings.HasSuffix(entry, "/…")
+	entry = strings.TrimSuffix(strings.TrimSuffix(entry, "/…"), "/*")
+	full := entry
+	if isStd(entry) {
+		full = module + "/" + entry
 	}
-	for _, r := range rules {
-		full := r
-		if !strings.Contains(strings.Split(r, "/")[0], ".") {
-			full = module + "/" + r
-		}
-		if strings.HasSuffix(full, "/*") {
-			if strings.HasPrefix(imp, strings.TrimSuffix(full, "*")) {
-				return true
-			}
-			continue
-		}
-		if imp == full || strings.HasPrefix(imp, full+"/") && !strings.HasPrefix(full, module) {
-			return true
-		}
+	if sub {
+		return strings.HasPrefix(imp, full+"/")
 	}
-	return false
+	return imp == full || !strings.HasPrefix(full, module) && strings.HasPrefix(imp, full+"/")
 }
 
 func TestImportRules(t *testing.T) {
-	for _, p := range listPackages(t) {
-		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		if rel == "" || strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "conformance") || strings.HasPrefix(rel, "benchmarks") {
-			continue
+	for _, goos := range platforms {
+		for _, p := range listPackages(t, goos) {
+			if exempt(p.rel()) {
+				continue
+			}
+			r, ok := ruleFor(p.rel())
+			if !ok {
+				t.Errorf("package %s has no import rule: add it to DESIGN.md §2 and to allowed, with its reason", p.rel())
+				continue
+			}
+			for _, imp := range p.Imports {
+				if !isStd(imp) && !slices.ContainsFunc(r.imports, func(e string) bool { return matches(imp, e) }) {
+					t.Errorf("GOOS=%s: %s imports %s, which DESIGN.md §2 does not allow", goos, p.rel(), imp)
+				}
+			}
 		}
-		rules, ok := rulesFor(rel)
-		if !ok {
-			t.Errorf("package %s has no import rule: add it to DESIGN.md §2 and to this test", rel)
-			continue
+	}
+}
+
+func TestAllowlistIsReal(t *testing.T) {
+	var pkgs []string
+	for _, p := range listPackages(t, "linux") {
+		pkgs = append(pkgs, p.ImportPath)
+	}
+	out, err := exec.Command("go", "list", "-m", "all").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mods []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			mods = append(mods, f[0])
 		}
-		for _, imp := range p.Imports {
-			if !permitted(imp, rules) {
-				t.Errorf("%s imports %s, which DESIGN.md §2 does not allow", rel, imp)
+	}
+	real := func(entry string) bool {
+		if isStd(entry) {
+			return slices.ContainsFunc(pkgs, func(p string) bool { return matches(p, entry) })
+		}
+		return slices.ContainsFunc(mods, func(m string) bool {
+			return m == entry || strings.HasPrefix(entry, m+"/") || strings.HasPrefix(m, entry+"/")
+		})
+	}
+	seen := map[string]bool{}
+	for _, r := range allowed {
+		if strings.TrimSpace(r.why) == "" {
+			t.Errorf("allowlist entry %s has no reason", r.pkg)
+		}
+		if seen[r.pkg] {
+			t.Errorf("allowlist entry %s appears twice", r.pkg)
+		}
+		seen[r.pkg] = true
+		if !real(r.pkg) {
+			t.Errorf("allowlist entry %s names no package of the module", r.pkg)
+		}
+		for _, imp := range r.imports {
+			if !real(imp) {
+				t.Errorf("allowlist entry %s allows %s, which is no package of the module and no module it requires", r.pkg, imp)
 			}
 		}
 	}
 }
 
 func TestEveryPackageHasADoc(t *testing.T) {
-	for _, p := range listPackages(t) {
+	for _, p := range listPackages(t, "linux") {
 		if len(p.GoFiles) == 0 {
 			continue
 		}
-		if _, err := os.Stat(path.Join(p.Dir, "doc.go")); err != nil {
+		if _, err := os.Stat(filepath.Join(p.Dir, "doc.go")); err != nil {
 			t.Errorf("package %s has no doc.go", p.ImportPath)
+		}
+	}
+}
+
+// claimNames are the words docs use for modules outside this one.
+var claimNames = map[string]string{
+	"go-sdk":         "github.com/modelcontextprotocol/go-sdk",
+	"jsonschema-go":  "github.com/google/jsonschema-go",
+	"x/sys":          "golang.org/x/sys",
+	"go-landlock":    "github.com/landlock-lsm/go-landlock",
+	"go-seccomp-bpf": "github.com/elastic/go-seccomp-bpf",
+	"pgx":            "github.com/jackc/pgx",
+	"go-cmp":         "github.com/google/go-cmp",
+}
+
+var (
+	claimRE  = regexp.MustCompile(`\b(?:It imports|Imports:)\s+(.*?)(?:[.;:]\s|[.;:]$)`)
+	parensRE = regexp.MustCompile(`\([^)]*\)`)
+	listRE   = regexp.MustCompile(`,|\band\b|\bonly\b|\bplus\b`)
+)
+
+// TestDocImportClaims: the sentence "It imports A, B and C (…), never D." of each doc.go names
+// every package of the module and every module it imports (on any platform), and no package of
+// the module it does not import. Parentheses are commentary; what follows "never" is not
+// checked against imports.
+func TestDocImportClaims(t *testing.T) {
+	imports := map[string]map[string]bool{} // rel → imports on any platform
+	dirs := map[string]string{}
+	for _, goos := range platforms {
+		for _, p := range listPackages(t, goos) {
+			if exempt(p.rel()) || len(p.GoFiles) == 0 {
+				continue
+			}
+			dirs[p.rel()] = p.Dir
+			if imports[p.rel()] == nil {
+				imports[p.rel()] = map[string]bool{}
+			}
+			for _, imp := range p.Imports {
+				if !isStd(imp) {
+					imports[p.rel()][imp] = true
+				}
+			}
+		}
+	}
+	for rel, dir := range dirs {
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, "doc.go"), nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil || f.Doc == nil {
+			continue // TestEveryPackageHasADoc reports it
+		}
+		doc := strings.Join(strings.Fields(f.Doc.Text()), " ")
+		m := claimRE.FindStringSubmatch(doc)
+		if m == nil {
+			t.Errorf("%s: doc.go says nothing of the form \"It imports …\" about its imports", rel)
+			continue
+		}
+		claim := parensRE.ReplaceAllString(m[1], "")
+		if i := strings.Index(claim, "never"); i >= 0 {
+			claim = claim[:i]
+		}
+		var named []string
+		for _, w := range listRE.Split(claim, -1) {
+			w = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(w), "the "), " package")
+			switch {
+			case w == "" || strings.Contains(w, "standard library") || strings.HasPrefix(w, "nothing") || strings.HasPrefix(w, "is "):
+			case claimNames[w] != "":
+				named = append(named, claimNames[w])
+			default:
+				named = append(named, w)
+			}
+		}
+		for imp := range imports[rel] {
+			if !slices.ContainsFunc(named, func(e string) bool { return matches(imp, e) }) {
+				t.Errorf("%s imports %s, but its doc.go says it imports %q", rel, imp, strings.TrimSpace(m[1]))
+			}
+		}
+		for _, e := range named {
+			if !isStd(e) {
+				continue // a module outside this one may be named before it is used
+			}
+			used := false
+			for imp := range imports[rel] {
+				used = used || matches(imp, e)
+			}
+			if !used {
+				t.Errorf("%s's doc.go says it imports %s, which it does not", rel, e)
+			}
 		}
 	}
 }
@@ -138,5 +318,248 @@ func TestNoStdoutOutsideCmd(t *testing.T) {
 		":!cmd/**", ":!**/*_test.go", ":!conformance/**", ":!benchmarks/**").Output()
 	if s := strings.TrimSpace(string(out)); s != "" {
 		t.Errorf("writes to stdout outside cmd/:\n%s", s)
+	}
+}
+
+// goFiles parses every tracked .go file that keep passes.
+func goFiles(t *testing.T, keep func(name string) bool) map[string]*ast.File {
+	t.Helper()
+	out, err := exec.Command("git", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]*ast.File{}
+	for _, name := range strings.Fields(string(out)) {
+		if !keep(name) {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		files[name] = f
+	}
+	return files
+}
+
+// calls returns the calls in f of pkgName.X for X among names, as "pkgName.X".
+func calls(f *ast.File, pkgName string, names ...string) []string {
+	var got []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if sel, ok := c.Fun.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == pkgName && slices.Contains(names, sel.Sel.Name) {
+				got = append(got, pkgName+"."+sel.Sel.Name)
+			}
+		}
+		return true
+	})
+	return got
+}
+
+// TestNoRawSkip: Skip, Skipf and SkipNow are called only by internal/gate (Require for a
+// missing capability, AppliesOnly for a test that does not apply here).
+func TestNoRawSkip(t *testing.T) {
+	files := goFiles(t, func(name string) bool { return !strings.HasPrefix(name, "internal/gate/") })
+	for name, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && slices.Contains([]string{"Skip", "Skipf", "SkipNow"}, sel.Sel.Name) {
+					t.Errorf("%s calls %s: skip through internal/gate (Require or AppliesOnly), which says why and fails in CI when required", name, sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+}
+
+// notBackends are the packages under engine/backend/ that are not backends, with why; every
+// other one must run the contract suite, so a new backend cannot forget it.
+var notBackends = map[string]string{
+	"spawned": "what the local backends share (identities, interpreter, the adapter to engine.Child); each of them runs the suite",
+}
+
+func TestEveryBackendRunsTheContract(t *testing.T) {
+	entries, err := os.ReadDir("engine/backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if why, ok := notBackends[e.Name()]; ok {
+			if why == "" {
+				t.Errorf("notBackends[%s] has no reason", e.Name())
+			}
+			continue
+		}
+		dir := "engine/backend/" + e.Name()
+		files := goFiles(t, func(name string) bool { return path.Dir(name) == dir && strings.HasSuffix(name, "_test.go") })
+		runs := false
+		for _, f := range files {
+			runs = runs || len(calls(f, "sandboxtest", "Run")) > 0
+		}
+		if !runs {
+			t.Errorf("%s does not run the contract suite: call sandboxtest.Run from its tests (or say in notBackends why it is not a backend)", dir)
+		}
+	}
+}
+
+func TestEveryFuzzTargetIsInMakeFuzz(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inMake := map[string]bool{}
+	for _, m := range regexp.MustCompile(`test \./(\S+) .*-fuzz '\^(Fuzz\w+)\$\$'`).FindAllStringSubmatch(string(mk), -1) {
+		inMake[m[1]+" "+m[2]] = true
+	}
+	files := goFiles(t, func(name string) bool { return strings.HasSuffix(name, "_test.go") })
+	var missing []string
+	for name, f := range files {
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Fuzz") {
+				if key := path.Dir(name) + " " + fn.Name.Name; !inMake[key] {
+					missing = append(missing, key)
+				}
+			}
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		dir, name, _ := strings.Cut(m, " ")
+		t.Errorf("fuzz target %s of ./%s is not in make fuzz; add: $(GO) test ./%s -run '^$$' -fuzz '^%s$$' -fuzztime $(FUZZTIME)", name, dir, dir, name)
+	}
+}
+
+// The environment and files are read in cmd/, which turns flags, config and environment into
+// plain values for the packages below it. The rule, precisely: outside cmd/ (and the black-box
+// tests and benchmarks), no non-test file calls the os functions that read the environment or
+// open a file, except in the packages named here with the reason.
+var (
+	envReads  = []string{"Getenv", "LookupEnv", "Environ", "ExpandEnv"}
+	fileReads = []string{"ReadFile", "Open", "OpenFile", "ReadDir", "DirFS", "OpenRoot", "OpenInRoot"}
+
+	envReaders = map[string]string{
+		"internal/gate":            "the test gate reads MCP_SANDBOX_REQUIRE, and re-executes a test binary with its own environment",
+		"internal/launch":          "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
+		"upstream":                 "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
+		"internal/pgdb/pgtest":     "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",
+		"engine/backend/container": "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
+	}
+	fileReaders = map[string]string{
+		"budget":             "the run ledger's own files under data_dir (its owner locks)",
+		"configs":            "Load reads the file and tenants_dir that cmd names, so cmd, check and the tests share one strict loader",
+		"outputs":            "the blob store's own files",
+		"engine":             "artifacts, read from the workspace through os.Root; the canary it writes",
+		"engine/backend/*":   "kernel facts under /proc and /sys",
+		"engine/sandboxtest": "/proc, to find a test's surviving processes",
+		"internal/*":         "the init helper, cgroups and interpreter discovery: /proc, /sys/fs/cgroup, the interpreter",
+	}
+)
+
+func readerAllowed(m map[string]string, rel string) bool {
+	for k := range m {
+		if k == rel || strings.HasSuffix(k, "/*") && strings.HasPrefix(rel, strings.TrimSuffix(k, "*")) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEnvAndFileReadsInCmd(t *testing.T) {
+	for _, m := range []map[string]string{envReaders, fileReaders} {
+		for k, why := range m {
+			if strings.TrimSpace(why) == "" {
+				t.Errorf("exception %s has no reason", k)
+			}
+		}
+	}
+	for _, goos := range platforms {
+		for _, p := range listPackages(t, goos) {
+			if exempt(p.rel()) {
+				continue
+			}
+			for _, name := range append(append([]string(nil), p.GoFiles...), p.CgoFiles...) {
+				f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, name), nil, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := calls(f, "os", envReads...); len(got) > 0 && !readerAllowed(envReaders, p.rel()) {
+					t.Errorf("GOOS=%s: %s/%s reads the environment (%s): read it in cmd/ and pass the value down, or add the package to envReaders with why",
+						goos, p.rel(), name, strings.Join(got, ", "))
+				}
+				if got := calls(f, "os", fileReads...); len(got) > 0 && !readerAllowed(fileReaders, p.rel()) {
+					t.Errorf("GOOS=%s: %s/%s opens files (%s): read them in cmd/ and pass the contents down, or add the package to fileReaders with why",
+						goos, p.rel(), name, strings.Join(got, ", "))
+				}
+			}
+		}
+	}
+}
+
+// TestEveryTestIsInALayer: each package with tests is run by exactly one layer of the Makefile
+// (test, integration, conformance), so none is forgotten by make and CI.
+func TestEveryTestIsInALayer(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := func(name string) []string {
+		m := regexp.MustCompile(`(?m)^` + name + `\s*:=\s*(.*)$`).FindSubmatch(mk)
+		if m == nil {
+			t.Fatalf("the Makefile defines no %s", name)
+		}
+		return strings.Fields(string(m[1]))
+	}
+	layers := map[string][]string{"test": layer("FAST_PKGS"), "integration": layer("INTEG_PKGS"), "conformance": {"./conformance/..."}}
+	cmd := exec.Command("go", "list", "-f", "{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}", "./...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		rel := "." + strings.TrimPrefix(imp, module)
+		var in []string
+		for name, pats := range layers {
+			for _, pat := range pats {
+				if pat == rel || strings.HasSuffix(pat, "/...") && (rel == strings.TrimSuffix(pat, "/...") || strings.HasPrefix(rel, strings.TrimSuffix(pat, "..."))) {
+					in = append(in, name)
+				}
+			}
+		}
+		if len(in) != 1 {
+			t.Errorf("%s has tests run by %d layers (%v): name it in exactly one of FAST_PKGS and INTEG_PKGS (conformance/ is its own)", rel, len(in), in)
+		}
+	}
+}
+
+// TestOptionsByPointer: an exported function takes its options as *XxxOptions, where nil means
+// defaults (the go-sdk's convention), never by value.
+func TestOptionsByPointer(t *testing.T) {
+	files := goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") && !exempt(path.Dir(name)) })
+	for name, f := range files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !fn.Name.IsExported() {
+				continue
+			}
+			for _, field := range fn.Type.Params.List {
+				var id string
+				switch x := field.Type.(type) {
+				case *ast.Ident:
+					id = x.Name
+				case *ast.SelectorExpr:
+					id = x.Sel.Name
+				}
+				if strings.HasSuffix(id, "Options") {
+					t.Errorf("%s: %s takes %s by value: take *%s, nil meaning defaults", name, fn.Name.Name, id, id)
+				}
+			}
+		}
 	}
 }

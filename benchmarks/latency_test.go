@@ -1,3 +1,5 @@
+//go:build linux
+
 package benchmarks
 
 import (
@@ -48,7 +50,7 @@ func median(d []time.Duration) time.Duration {
 // sampled in turn so they see the same machine.
 func TestReport(t *testing.T) {
 	ctx := context.Background()
-	pb, err := process.New(ctx, process.Options{})
+	pb, err := process.New(ctx, &process.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestReport(t *testing.T) {
 	}
 	var subjects []*subject
 	newRunner := func(b engine.Backend, warm int) *engine.Runner {
-		r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: warm})
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: warm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,8 +82,8 @@ func TestReport(t *testing.T) {
 	add("process level, cold start", pb, 0)
 	add("process level, warm child (Warm: 1)", pb, 1)
 	local := engine.Backend(pb)
-	if ok, why := namespaces.Available(namespaces.Options{}); ok {
-		nb, err := namespaces.New(ctx, namespaces.Options{})
+	if ok, why := namespaces.Available(&namespaces.Options{}); ok {
+		nb, err := namespaces.New(ctx, &namespaces.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,9 +96,9 @@ func TestReport(t *testing.T) {
 	// The container level: a container per execution, started by the runtime's CLI. A warm
 	// child is a container started ahead; its refill takes as long as a cold start, so the
 	// samples leave it that long.
-	if d := container.Detect(ctx, container.Options{}); d.Available {
+	if d := container.Detect(ctx, &container.Options{}); d.Available {
 		for _, warm := range []int{0, 1} {
-			cb, err := container.New(ctx, container.Options{}) // one each: a Runner owns its backend
+			cb, err := container.New(ctx, &container.Options{}) // one each: a Runner owns its backend
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,10 +157,10 @@ func remoteSandbox(t *testing.T, r *engine.Runner) engine.Sandbox {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := &http.Server{Handler: remote.NewService(remote.ServiceOptions{Sandbox: r, Logger: quiet}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: remote.NewService(&remote.ServiceOptions{Sandbox: r, Logger: quiet}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	sb, err := remote.New(remote.Options{URL: "http://" + ln.Addr().String(), Logger: quiet})
+	sb, err := remote.New(&remote.Options{URL: "http://" + ln.Addr().String(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ type Ledger interface {
 	// StartCall writes tool_call_started, spending the call, if the Run's usage has not
 	// reached runLimits (a zero Limits sets no ceiling); check and write are one atomic step.
 	// When the Run is exhausted it records the call as refused and unspent and returns a
-	// *failure.Error of kind BudgetExceeded. It returns the Run's usage after the write.
+	// *failure.Error of kind failure.BudgetExceeded. It returns the Run's usage after the write.
 	// Calls with an empty ExecutionID are recorded but not counted in the Run's usage.
 	StartCall(ctx context.Context, call CallStart, runLimits Limits) (Usage, error)
 	// FinishCall writes tool_call_finished for a started call, adding its bytes to the Run's
@@ -138,7 +138,7 @@ type Ledger interface {
 // nil while a call may still be admitted.
 func runRefusal(u Usage, runLimits Limits) *failure.Error {
 	if which := u.Exhausted(runLimits, 0); which != "" {
-		return failure.New(BudgetExceeded, "the run's binding budget is spent: %s reached", which)
+		return failure.New(failure.BudgetExceeded, "the run's binding budget is spent: %s reached", which)
 	}
 	return nil
 }

@@ -193,11 +193,11 @@ func contractRunLimits(t *testing.T, l Ledger) {
 			t.Errorf("%s: second call admitted = %v (%v), want %v", tc.name, got, err, tc.admit)
 		}
 		if !tc.admit {
-			if k := failure.KindOf(err); k != BudgetExceeded {
-				t.Errorf("%s: kind = %s, want %s", tc.name, k, BudgetExceeded)
+			if k := failure.KindOf(err); k != failure.BudgetExceeded {
+				t.Errorf("%s: kind = %s, want %s", tc.name, k, failure.BudgetExceeded)
 			}
 			rec, err := l.Call(ctx, x+"2")
-			if err != nil || rec.Status != Refused || rec.Spent || rec.Kind != string(BudgetExceeded) {
+			if err != nil || rec.Status != Refused || rec.Spent || rec.Kind != string(failure.BudgetExceeded) {
 				t.Errorf("%s: refused call record = %+v, %v", tc.name, rec, err)
 			}
 			if got := mustUsage(t, l, run).Calls; got != 1 {
@@ -264,7 +264,7 @@ func contractConcurrent(t *testing.T, a, b Ledger, n, k int) {
 			switch {
 			case err == nil:
 				ok++
-			case failure.KindOf(err) == BudgetExceeded:
+			case failure.KindOf(err) == failure.BudgetExceeded:
 				no++
 			default:
 				t.Errorf("StartCall: %v", err)
@@ -357,7 +357,7 @@ func contractCrash(t *testing.T, l Ledger, reopen func(t *testing.T, l Ledger) L
 	if u := mustUsage(t, l2, run); u.Calls != 2 {
 		t.Errorf("run calls after recovery = %d, want 2: an unknown call is spent", u.Calls)
 	}
-	if _, err := l2.StartCall(ctx, call("next", run, "x1"), Limits{MaxCalls: 2}); failure.KindOf(err) != BudgetExceeded {
+	if _, err := l2.StartCall(ctx, call("next", run, "x1"), Limits{MaxCalls: 2}); failure.KindOf(err) != failure.BudgetExceeded {
 		t.Errorf("a restarted host got a fresh allowance: %v", err)
 	}
 	if again, err := l2.Recover(ctx); err != nil || len(again) != 0 {

@@ -4,17 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
-)
-
-// The kinds a binding call is refused with. They are ToolError kinds (DESIGN.md §3.5), not
-// execution failure kinds, so they live here rather than in failure; they are permanent API.
-const (
-	// BudgetExceeded: a meter of the execution or of the Run has reached its ceiling.
-	BudgetExceeded failure.Kind = "budget_exceeded"
-	// ArgumentTooLarge: the call's arguments are over max_argument_bytes.
-	ArgumentTooLarge failure.Kind = "argument_too_large"
 )
 
 // Limits are the ceilings of a binding budget (config key binding_budget). A zero field means

@@ -72,22 +72,22 @@ func (m *Meter) Limits() Limits { return m.limits }
 // Admit decides whether a call may reach its upstream. When it may, the call's
 // tool_call_started record has been written and the call is spent: the caller must end it
 // with Ticket.Finish whatever happens next. Otherwise the refusal has been recorded and the
-// error's kind is ArgumentTooLarge or BudgetExceeded; or failure.Cancelled when ctx ended, or
+// error's kind is failure.ArgumentTooLarge or failure.BudgetExceeded; or failure.Cancelled when ctx ended, or
 // failure.Internal when the ledger failed, before the call was recorded (it is then not made).
 func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	start := CallStart{ID: NewID("c_"), Run: m.run, ExecutionID: m.exec, Tool: c.Tool, ArgumentBytes: c.ArgumentBytes}
 	if c.ArgumentBytes > ceiling(m.limits.MaxArgumentBytes) {
-		return nil, m.refuse(ctx, start, failure.New(ArgumentTooLarge,
+		return nil, m.refuse(ctx, start, failure.New(failure.ArgumentTooLarge,
 			"the arguments of %s are %d bytes, over max_argument_bytes (%d)", c.Tool, c.ArgumentBytes, m.limits.MaxArgumentBytes))
 	}
 	m.mu.Lock()
 	if m.ended {
 		m.mu.Unlock()
-		return nil, failure.New(BudgetExceeded, "the execution has ended")
+		return nil, failure.New(failure.BudgetExceeded, "the execution has ended")
 	}
 	if which := m.used.Exhausted(m.limits, m.inflight); which != "" {
 		m.mu.Unlock()
-		return nil, m.refuse(ctx, start, failure.New(BudgetExceeded, "the execution's binding budget is spent: %s reached", which))
+		return nil, m.refuse(ctx, start, failure.New(failure.BudgetExceeded, "the execution's binding budget is spent: %s reached", which))
 	}
 	m.inflight++
 	m.mu.Unlock()
@@ -99,7 +99,7 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	m.inflight--
 	if err != nil {
 		var fe *failure.Error
-		if errors.As(err, &fe) && fe.Kind == BudgetExceeded {
+		if errors.As(err, &fe) && fe.Kind == failure.BudgetExceeded {
 			m.noteRun(runAfter)
 			return nil, fe
 		}

@@ -66,7 +66,7 @@ func TestAdmitIsExact(t *testing.T) {
 			<-start
 			tk, fe := m.Admit(t.Context(), Call{Tool: "srv__t", ArgumentBytes: 2})
 			if fe != nil {
-				if fe.Kind != BudgetExceeded {
+				if fe.Kind != failure.BudgetExceeded {
 					t.Errorf("Admit: %v", fe)
 				}
 				exceeded.Add(1)
@@ -99,7 +99,7 @@ func TestAdmitIsExact(t *testing.T) {
 	}
 
 	second := newMeter(t, l, run, limits)
-	if _, fe := second.Admit(t.Context(), Call{Tool: "srv__t"}); fe == nil || fe.Kind != BudgetExceeded {
+	if _, fe := second.Admit(t.Context(), Call{Tool: "srv__t"}); fe == nil || fe.Kind != failure.BudgetExceeded {
 		t.Errorf("second execution of a spent Run: %v, want budget_exceeded", fe)
 	}
 	fresh := newMeter(t, l, RunRef{Tenant: "t", ID: "r2"}, limits)
@@ -144,12 +144,12 @@ func TestAdmitRefusals(t *testing.T) {
 		call   Call
 		kind   failure.Kind // "" when the second call is admitted
 	}{
-		{"argument too large", Limits{MaxArgumentBytes: 10}, Outcome{Status: Succeeded}, Call{ArgumentBytes: 11}, ArgumentTooLarge},
+		{"argument too large", Limits{MaxArgumentBytes: 10}, Outcome{Status: Succeeded}, Call{ArgumentBytes: 11}, failure.ArgumentTooLarge},
 		{"argument at ceiling", Limits{MaxArgumentBytes: 10}, Outcome{Status: Succeeded}, Call{ArgumentBytes: 10}, ""},
-		{"transfer spent", Limits{MaxTotalBytes: 5}, Outcome{Status: Succeeded, TransferBytes: 5}, Call{}, BudgetExceeded},
-		{"produced spent", Limits{MaxProducedBytes: 5}, Outcome{Status: Failed, ProducedBytes: 9}, Call{}, BudgetExceeded},
-		{"preserved spent", Limits{MaxPreservedBytes: 5}, Outcome{Status: Succeeded, PreservedBytes: 5}, Call{}, BudgetExceeded},
-		{"aborted call is spent", Limits{MaxCalls: 1}, Outcome{Status: Aborted}, Call{}, BudgetExceeded},
+		{"transfer spent", Limits{MaxTotalBytes: 5}, Outcome{Status: Succeeded, TransferBytes: 5}, Call{}, failure.BudgetExceeded},
+		{"produced spent", Limits{MaxProducedBytes: 5}, Outcome{Status: Failed, ProducedBytes: 9}, Call{}, failure.BudgetExceeded},
+		{"preserved spent", Limits{MaxPreservedBytes: 5}, Outcome{Status: Succeeded, PreservedBytes: 5}, Call{}, failure.BudgetExceeded},
+		{"aborted call is spent", Limits{MaxCalls: 1}, Outcome{Status: Aborted}, Call{}, failure.BudgetExceeded},
 		{"within budget", Limits{MaxCalls: 2, MaxTotalBytes: 5}, Outcome{Status: Succeeded, TransferBytes: 4}, Call{}, ""},
 	}
 	for _, tc := range tests {
@@ -253,7 +253,7 @@ func TestRestartKeepsRunAllowance(t *testing.T) {
 	if _, fe := m2.Admit(t.Context(), Call{Tool: "a"}); fe != nil {
 		t.Fatal(fe)
 	}
-	if _, fe := m2.Admit(t.Context(), Call{Tool: "a"}); fe == nil || fe.Kind != BudgetExceeded {
+	if _, fe := m2.Admit(t.Context(), Call{Tool: "a"}); fe == nil || fe.Kind != failure.BudgetExceeded {
 		t.Errorf("fourth call of the Run: %v, want budget_exceeded", fe)
 	}
 }

@@ -75,7 +75,7 @@ func TestPostgresReplicasShareOneBudget(t *testing.T) {
 	for i := range 64 {
 		wg.Go(func() {
 			_, err := ls[i%3].StartCall(ctx, call(NewID("c_"), run, "x1"), Limits{MaxCalls: 10})
-			if err != nil && failure.KindOf(err) != BudgetExceeded {
+			if err != nil && failure.KindOf(err) != failure.BudgetExceeded {
 				t.Errorf("StartCall: %v", err)
 			}
 			mu.Lock()

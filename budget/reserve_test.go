@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // TestReserveIsExactUnderConcurrency: 64 calls racing to hand over 100 bytes each against
@@ -30,7 +32,7 @@ func TestReserveIsExactUnderConcurrency(t *testing.T) {
 			tk, fe := m.Admit(ctx, Call{Tool: "x__y", ArgumentBytes: 2})
 			if fe != nil {
 				// Once the bytes are spent, admission itself refuses: that call gets none.
-				if fe.Kind != BudgetExceeded {
+				if fe.Kind != failure.BudgetExceeded {
 					t.Error(fe)
 				}
 				return

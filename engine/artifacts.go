@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 )
 
@@ -112,7 +111,7 @@ func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFil
 }
 
 func readRegular(root *os.Root, name string, limit int64) ([]byte, string) {
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|openArtifact, 0)
 	if err != nil {
 		return nil, "could not be opened without following a link"
 	}

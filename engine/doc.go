@@ -3,11 +3,17 @@
 // (Run + Describe) and the Runner that drives any local backend through the host⇄child
 // protocol of package wire.
 //
-// engine imports leaves only (failure, outputs, engine/wire, engine/bootstrap). It never imports
-// the go-sdk, upstream, mcpserver or a backend: a program's tool calls reach the host through
-// ToolCaller, an interface defined here and satisfied elsewhere without importing engine, so
-// there is no path from a program to a tool registry that does not go through the host.
+// It imports failure, outputs, engine/wire and engine/bootstrap (leaves only). It never imports
+// the go-sdk, upstream, binding, mcpserver or a backend: a program's tool calls reach the host
+// through ToolCaller, an interface defined here and satisfied by package binding without
+// importing engine (both speak outputs.Reply), so there is no path from a program to a tool
+// registry that does not go through the host. The program's tool names and their aliases come
+// in the Execution, computed by the host once; the engine passes them on.
 //
-// A Runner is safe for concurrent use; each Run owns its child, its goroutines and its
-// workspace, and returns only after all of them are gone.
+// A Runner is safe for concurrent use; each Run owns its child, its goroutines (the frame
+// reader and the exit waiter started with the child, one per binding call in flight) and its
+// workspace, and returns only after all of them are gone; Close waits for the warm-child
+// refills and the probe listeners' accept loops. TestMain checks that no goroutine outlives
+// the tests. The protocol loop is tested without Python by golden transcripts
+// (testdata/sessions, session_test.go) replayed by a fake child.
 package engine

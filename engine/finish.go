@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -78,15 +77,15 @@ func limitFromError(pe *wire.ProgramError, tree TreeUsage) LimitName {
 	switch {
 	case pe.Type == "MemoryError":
 		return LimitMemory
-	case pe.Errno == int(syscall.EFBIG):
+	case pe.Errno == errnoEFBIG:
 		return LimitFileSize
-	case tree.PIDsLimitHit && (pe.Errno == int(syscall.EAGAIN) || strings.Contains(pe.Message, "can't start new thread")):
+	case tree.PIDsLimitHit && (pe.Errno == errnoEAGAIN || strings.Contains(pe.Message, "can't start new thread")):
 		return LimitProcessCount
-	case pe.Errno == int(syscall.EAGAIN) && strings.Contains(pe.Traceback, "fork"):
+	case pe.Errno == errnoEAGAIN && strings.Contains(pe.Traceback, "fork"):
 		return LimitProcessCount
 	case strings.Contains(pe.Message, "can't start new thread"):
 		return LimitProcessCount
-	case pe.Errno == int(syscall.ENOSPC):
+	case pe.Errno == errnoENOSPC:
 		return "" // a full workspace is the program's own OSError, not a limit of ours
 	}
 	return ""
@@ -102,7 +101,7 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 		*limit = limitPtr(LimitCPU)
 		return &Failure{Kind: failure.LimitExceeded, Executed: true,
 			Message: fmt.Sprintf("the program used its %s of CPU time and was killed", s.describeLimit(LimitCPU))}
-	case exit.Signal == syscall.SIGXFSZ.String():
+	case exit.Signal == signalFileSize:
 		*limit = limitPtr(LimitFileSize)
 		return &Failure{Kind: failure.LimitExceeded, Executed: true,
 			Message: fmt.Sprintf("the program wrote past its file size limit of %s and was killed", s.describeLimit(LimitFileSize))}
@@ -141,9 +140,9 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 // and it errs towards program_error under load.
 func cpuLimitKill(exit *Exit, facts Facts, tree TreeUsage, limit uint64) bool {
 	switch {
-	case exit.Signal == syscall.SIGXCPU.String():
+	case exit.Signal == signalCPU:
 		return true
-	case exit.Signal != syscall.SIGKILL.String():
+	case exit.Signal != signalKill:
 		return false
 	case exit.RlimitCPUSeconds > 0:
 		return exit.RlimitCPUSeconds >= float64(limit)
@@ -188,3 +187,11 @@ func byteSize(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// The errno values a child reports are Linux's, whatever the host runs (a remote child is
+// Linux too), so they are spelled out rather than taken from this platform's syscall package.
+const (
+	errnoEAGAIN = 11
+	errnoEFBIG  = 27
+	errnoENOSPC = 28
+)

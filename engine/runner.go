@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
-// RunnerOptions configure a Runner. The zero value of each field means its default.
+// RunnerOptions configure a Runner; nil means defaults, and so does the zero value of each field.
 type RunnerOptions struct {
 	// Ceiling is the profile's hard limits: no execution runs above them.
 	Ceiling Limits
@@ -77,7 +77,11 @@ type Runner struct {
 // NewRunner returns a Runner over b. Close releases its listeners and state directory. The
 // Runner owns b: when b is an io.Closer, the Runner's Close closes it, and so does a failed
 // NewRunner.
-func NewRunner(b Backend, opts RunnerOptions) (*Runner, error) {
+func NewRunner(b Backend, options *RunnerOptions) (*Runner, error) {
+	var opts RunnerOptions
+	if options != nil {
+		opts = *options
+	}
 	r, err := newRunner(b, opts)
 	if err != nil {
 		if c, ok := b.(io.Closer); ok {
@@ -263,6 +267,7 @@ type prepared struct {
 	frames         chan frameOrErr
 	readerDone     chan struct{}
 	exited         chan Exit
+	waited         chan struct{}      // closed when the goroutine waiting for the child ends
 	cancel         context.CancelFunc // stops the reader
 }
 
@@ -275,6 +280,7 @@ func (r *Runner) prepare(ctx context.Context, t Terms) (*prepared, error) {
 		frames:     make(chan frameOrErr, 1),
 		readerDone: make(chan struct{}),
 		exited:     make(chan Exit, 1),
+		waited:     make(chan struct{}),
 	}
 	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(t), Stdout: p.stdout, Stderr: p.stderr})
 	if err != nil {
@@ -300,8 +306,19 @@ func (r *Runner) prepare(ctx context.Context, t Terms) (*prepared, error) {
 			allowed = []string{wire.TypeCall, wire.TypeRead, wire.TypeDone}
 		}
 	}()
-	go func() { p.exited <- child.Wait() }()
+	go func() { defer close(p.waited); p.exited <- child.Wait() }()
 	return p, nil
+}
+
+// reaped waits for prepare's two goroutines once the child is closed: the reader (its channel
+// is closed) and the waiter (Close killed what was left, so Wait returns; bounded all the
+// same, since a child that outlives SIGKILL must not hold the host).
+func (p *prepared) reaped() {
+	<-p.readerDone
+	select {
+	case <-p.waited:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // discard ends a prepared child that will never run a program.
@@ -310,7 +327,7 @@ func (p *prepared) discard() {
 	p.cancel()
 	p.child.Close()
 	p.child.Channel().Close()
-	<-p.readerDone
+	p.reaped()
 }
 
 // maxWarmTerms bounds how many distinct terms keep warm children.
@@ -389,140 +406,196 @@ type frameOrErr struct {
 	err error
 }
 
-// drive runs the protocol to its end and fills s.res.
+// drive runs the protocol to its end and fills s.res, in four steps: open (the clocks and the
+// call context), loop (frames, exits and clocks until one ends the execution), teardown (kill,
+// wait for calls and the exit, close) and finish (the Result). Artifacts are collected between
+// loop and teardown, while the child still holds its workspace.
+//
+//	child                                  host (session)
+//	  │── hello {version, probe} ──────────▶│  accept: grade; refuse → abort, or
+//	  │◀──────────────── run {program, …} ──│
+//	  │── call / read {id, …} ─────────────▶│  dispatch: on its own goroutine, ≤ MaxConcurrentCalls
+//	  │◀────────────────── result {id, …} ──│  (in any order)
+//	  │── done {ok, value | error} ────────▶│  collect artifacts, teardown, finish
 func (s *session) drive(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(ctx)
 	defer s.cancel()
+	defer s.p.cancel()
+	c := s.open(ctx)
+	defer c.stop()
+	e := s.loop(ctx, c)
+	if e.done != nil {
+		s.collect()
+	}
+	tree := s.teardown(&e)
+	s.finish(e.done, e.exit, e.fail, e.limit, tree)
+}
+
+// clocks are one session's deadlines: the wall clock, the wait for hello, the progress ticks,
+// and the context its binding calls run under.
+type clocks struct {
+	wall, hello  *time.Timer
+	helloTimeout time.Duration
+	progress     <-chan time.Time
+	started      time.Time
+	callCtx      context.Context
+	stop         func()
+}
+
+// ending is how the protocol loop ended: done from the child, the child's exit, or a failure
+// the host decided (with the limit it names).
+type ending struct {
+	done  *wire.Done
+	exit  *Exit
+	fail  *Failure
+	limit *LimitName
+}
+
+// open starts the session's clocks and its writer. Binding calls, and every write to the
+// child, end with the wall clock at the latest: a child that stops reading its results cannot
+// hold the host past it.
+func (s *session) open(ctx context.Context) *clocks {
 	ch := s.p.child.Channel()
 	s.w = wire.NewWriter(ch)
 	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
-
-	defer s.p.cancel()
-	frames, readerDone, exited := s.p.frames, s.p.readerDone, s.p.exited
-
 	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
-	wallTimer := time.NewTimer(wall)
-	defer wallTimer.Stop()
-	// Binding calls, and every write to the child, end with the wall clock at the latest: a
-	// child that stops reading its results cannot hold the host past it.
 	deadline := time.Now().Add(wall)
+	c := &clocks{wall: time.NewTimer(wall), helloTimeout: min(s.r.opts.HelloTimeout, wall), started: time.Now()}
+	c.hello = time.NewTimer(c.helloTimeout)
 	callCtx, cancelCalls := context.WithDeadline(ctx, deadline)
-	defer cancelCalls()
+	c.callCtx = callCtx
 	if d, ok := ch.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		_ = d.SetWriteDeadline(deadline)
 	}
-	helloTimeout := min(s.r.opts.HelloTimeout, wall)
-	helloTimer := time.NewTimer(helloTimeout)
-	defer helloTimer.Stop()
-	var progress <-chan time.Time
+	stopTicks := func() {}
 	if s.ex.Progress != nil {
 		tk := time.NewTicker(time.Second)
-		defer tk.Stop()
-		progress = tk.C
+		c.progress, stopTicks = tk.C, tk.Stop
 	}
-	started := time.Now()
+	c.stop = func() {
+		c.wall.Stop()
+		c.hello.Stop()
+		stopTicks()
+		cancelCalls()
+	}
+	return c
+}
 
-	var (
-		done       *wire.Done
-		exit       *Exit
-		ending     *Failure // set when the host ends the execution
-		limit      *LimitName
-		channelEOF <-chan time.Time
-	)
-loop:
+// loop reads the child's frames and watches its exit and the clocks until one of them ends the
+// execution.
+func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
+	frames, exited := s.p.frames, s.p.exited
+	var channelEOF <-chan time.Time
 	for {
 		select {
 		case fe := <-frames:
 			if fe.err != nil {
-				if errors.Is(fe.err, io.EOF) || errors.Is(fe.err, io.ErrUnexpectedEOF) || isClosed(fe.err) {
-					// The child closed its end: give its exit a moment to explain why.
-					frames = nil
-					if exit != nil {
-						break loop
-					}
-					channelEOF = time.After(500 * time.Millisecond)
-					continue
+				if !endOfChannel(fe.err) {
+					e.fail = violationFailure(fe.err, s.helloSeen)
+					return e
 				}
-				ending = violationFailure(fe.err, s.helloSeen)
-				break loop
-			}
-			switch f := fe.f.(type) {
-			case *wire.Hello:
-				s.helloSeen = true
-				helloTimer.Stop()
-				if refusal := s.accept(f); refusal != nil {
-					_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
-					ending = refusal
-					break loop
+				// The child closed its end: give its exit a moment to explain why.
+				frames = nil
+				if e.exit != nil {
+					return e
 				}
-			case *wire.Call:
-				s.call(callCtx, f)
-			case *wire.Read:
-				s.read(callCtx, f)
-			case *wire.Done:
-				done = f
-				break loop
+				channelEOF = time.After(500 * time.Millisecond)
+				continue
 			}
-		case e := <-exited:
+			if e.done, e.fail = s.onFrame(c, fe.f); e.done != nil || e.fail != nil {
+				return e
+			}
+		case x := <-exited:
 			// Frames the child wrote before it exited may still be queued: read them first.
-			exit = &e
-			exited = nil
+			e.exit, exited = &x, nil
 			if frames == nil {
-				break loop
+				return e
 			}
 			channelEOF = time.After(time.Second)
 		case <-channelEOF:
-			if exit != nil {
-				break loop
+			if e.exit == nil {
+				e.fail = &Failure{Kind: failure.ProtocolViolation, Executed: s.helloSeen,
+					Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
 			}
-			ending = &Failure{Kind: failure.ProtocolViolation, Executed: s.helloSeen,
-				Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
-			break loop
-		case <-helloTimer.C:
-			ending = &Failure{Kind: failure.BackendUnavailable,
-				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", helloTimeout)}
-			break loop
-		case <-wallTimer.C:
-			ending = &Failure{Kind: failure.Timeout, Executed: s.helloSeen,
+			return e
+		case <-c.hello.C:
+			e.fail = &Failure{Kind: failure.BackendUnavailable,
+				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", c.helloTimeout)}
+			return e
+		case <-c.wall.C:
+			e.fail = &Failure{Kind: failure.Timeout, Executed: s.helloSeen,
 				Message: fmt.Sprintf("the program did not finish within wall_seconds=%g and was killed", s.t.WallSeconds)}
-			limit = limitPtr(LimitWall)
-			break loop
+			e.limit = limitPtr(LimitWall)
+			return e
 		case <-ctx.Done():
-			ending = &Failure{Kind: failure.Cancelled, Executed: s.helloSeen,
+			e.fail = &Failure{Kind: failure.Cancelled, Executed: s.helloSeen,
 				Message: "the request was cancelled; the program and every process it started were killed"}
 			s.res.Cancelled = true
-			break loop
-		case <-progress:
-			s.ex.Progress(time.Since(started).Seconds())
+			return e
+		case <-c.progress:
+			s.ex.Progress(time.Since(c.started).Seconds())
 		}
 	}
+}
 
-	if done != nil && s.r.opts.Artifacts.Collect {
-		// The interpreter waits after done until the host closes the channel, so the workspace
-		// (and a namespace holding it) is still there to collect from.
-		if ws := s.p.child.Workspace(); ws != "" {
-			s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
-		} else {
-			s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
-				Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})
+// onFrame handles one frame of the child: hello is graded (and answered with run or abort),
+// calls and reads are dispatched, done ends the loop.
+func (s *session) onFrame(c *clocks, f wire.Frame) (*wire.Done, *Failure) {
+	switch f := f.(type) {
+	case *wire.Hello:
+		s.helloSeen = true
+		c.hello.Stop()
+		if refusal := s.accept(f); refusal != nil {
+			_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
+			return nil, refusal
 		}
+	case *wire.Call:
+		s.call(c.callCtx, f)
+	case *wire.Read:
+		s.read(c.callCtx, f)
+	case *wire.Done:
+		return f, nil
 	}
+	return nil, nil
+}
+
+// collect gathers the artifacts after done: the interpreter waits after done until the host
+// closes the channel, so the workspace (and a namespace holding it) is still there.
+func (s *session) collect() {
+	if !s.r.opts.Artifacts.Collect {
+		return
+	}
+	if ws := s.p.child.Workspace(); ws != "" {
+		s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
+	} else {
+		s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
+			Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})
+	}
+}
+
+// teardown kills the tree, cancels and waits for the binding calls in flight, waits (bounded)
+// for the child's exit when the loop did not see it, and closes the child and its channel.
+func (s *session) teardown(e *ending) TreeUsage {
 	s.p.child.Kill()
 	s.cancel()
 	s.p.cancel()
 	s.calls.Wait()
-	if exit == nil && exited != nil {
+	if e.exit == nil {
 		select {
-		case e := <-exited:
-			exit = &e
+		case x := <-s.p.exited:
+			e.exit = &x
 		case <-time.After(5 * time.Second):
-			exit = &Exit{Code: -1, Err: errors.New("the child did not exit after SIGKILL")}
+			e.exit = &Exit{Code: -1, Err: errors.New("the child did not exit after SIGKILL")}
 		}
 	}
 	tree := s.p.child.Close()
 	s.p.child.Channel().Close()
-	<-readerDone
-	s.finish(done, exit, ending, limit, tree)
+	s.p.reaped()
+	return tree
+}
+
+func endOfChannel(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isClosed(err)
 }
 
 func isClosed(err error) bool {
@@ -565,11 +638,8 @@ func (s *session) accept(h *wire.Hello) *Failure {
 		return &Failure{Kind: failure.NetworkUnavailable,
 			Message: "network access was granted, but the " + s.r.backend.Name() + " backend denies it; nothing ran"}
 	}
-	names := append([]string(nil), s.ex.ToolNames...)
-	run := &wire.Run{Program: s.ex.Program, Tools: names, Aliases: Aliases(names)}
-	if run.Tools == nil {
-		run.Tools = []string{}
-	}
+	run := &wire.Run{Program: s.ex.Program, Tools: append([]string{}, s.ex.ToolNames...),
+		Aliases: append([]string{}, s.ex.Aliases...)}
 	if err := s.w.WriteFrame(run); err != nil {
 		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox child went away before the program was sent: " + err.Error()}
 	}
@@ -577,21 +647,21 @@ func (s *session) accept(h *wire.Hello) *Failure {
 }
 
 func (s *session) call(ctx context.Context, c *wire.Call) {
-	s.dispatch(ctx, c.ID, func(ctx context.Context) ToolReply {
+	s.dispatch(ctx, c.ID, func(ctx context.Context) outputs.Reply {
 		// The ToolCaller is the authority on names: it answers a name outside ToolNames with
 		// the precise kind (denied, excluded_builtin, unavailable), which a blanket refusal
 		// here would hide.
 		if s.ex.Tools == nil {
-			return ToolReply{Kind: "unavailable", Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
+			return outputs.Reply{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
 		}
 		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
 	})
 }
 
 func (s *session) read(ctx context.Context, rd *wire.Read) {
-	s.dispatch(ctx, rd.ID, func(ctx context.Context) ToolReply {
+	s.dispatch(ctx, rd.ID, func(ctx context.Context) outputs.Reply {
 		if s.ex.Tools == nil {
-			return ToolReply{Kind: "unavailable", Message: "no handle of this execution is known"}
+			return outputs.Reply{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
 		}
 		return s.ex.Tools.ReadHandle(ctx, rd.Handle, rd.Offset, rd.Limit, rd.Pattern)
 	})
@@ -603,7 +673,7 @@ func (s *session) read(ctx context.Context, rd *wire.Read) {
 // floods calls, or stops reading their results, is held back by its own channel instead of
 // piling up goroutines and arguments on the host. Waiting for a slot ends with ctx (the wall
 // clock), after which the loop notices the timeout.
-func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) ToolReply) {
+func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) outputs.Reply) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -617,7 +687,7 @@ func (s *session) dispatch(ctx context.Context, id int64, do func(context.Contex
 		out := &wire.Result{ID: id, OK: rep.Kind == ""}
 		if out.OK {
 			if rep.Handle != nil {
-				out.Handle = &wire.Handle{ID: rep.Handle.ID, Size: rep.Handle.Size, Lines: rep.Handle.Lines}
+				out.Handle = &wire.Handle{ID: string(rep.Handle.ID), Size: rep.Handle.Size, Lines: rep.Handle.Lines}
 			} else {
 				out.Value = rep.Value
 				if out.Value == nil {
@@ -625,53 +695,10 @@ func (s *session) dispatch(ctx context.Context, id int64, do func(context.Contex
 				}
 			}
 		} else {
-			out.Kind, out.Message = rep.Kind, rep.Message
+			out.Kind, out.Message = string(rep.Kind), rep.Message
 		}
 		if ctx.Err() == nil {
 			_ = s.w.WriteFrame(out)
 		}
 	}()
-}
-
-// Aliases returns the names that get a direct alias in a program: exactly those that are
-// ASCII Python identifiers and not keywords, never a mangled form. It is the same rule as
-// upstream.Aliasable (engine may not import upstream): non-ASCII identifiers are reachable
-// through call_tool only, so one rule holds without Python's Unicode tables.
-func Aliases(names []string) []string {
-	out := []string{}
-	for _, n := range names {
-		if isPythonIdentifier(n) && !pythonKeywords[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// isPythonIdentifier reports whether s is an ASCII Python identifier.
-func isPythonIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// pythonKeywords are the hard keywords of Python 3; soft keywords (match, case, type, _) are
-// usable as names and keep their alias.
-var pythonKeywords = map[string]bool{}
-
-func init() {
-	for _, k := range strings.Fields(`False None True and as assert async await break class continue
-		def del elif else except finally for from global if import in is lambda nonlocal not or pass
-		raise return try while with yield`) {
-		pythonKeywords[k] = true
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // Sandbox runs one program per execution. Run never returns an error: every failure, refusals
@@ -20,36 +22,23 @@ type Execution struct {
 	Terms Terms
 	// Tools is how the program's calls reach the host; nil means no tool is offered.
 	Tools ToolCaller
-	// ToolNames are the names the program may call, and aliases are bound for those that are
-	// Python identifiers.
+	// ToolNames are the names the program may call (its TOOLS).
 	ToolNames []string
+	// Aliases are the names of ToolNames bound as Python names too. The host computes them
+	// once, by its one rule (upstream.Aliasable); the engine passes them on as they are.
+	Aliases []string
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
 }
 
-// ToolCaller is the host's side of a binding call. upstream satisfies it without importing
-// engine. Implementations must be safe for concurrent use: calls may overlap.
+// ToolCaller is the host's side of a binding call; package binding satisfies it without
+// importing engine. Implementations must be safe for concurrent use: calls may overlap.
 type ToolCaller interface {
-	// CallTool calls name with args (a JSON object). A ToolReply with a Kind is a refusal or
-	// a tool failure that the program sees as ToolError(kind).
-	CallTool(ctx context.Context, name string, args json.RawMessage) ToolReply
+	// CallTool calls name with args (a JSON object). A Reply with a Kind is a refusal or a
+	// tool failure that the program sees as ToolError(kind).
+	CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply
 	// ReadHandle reads a window of a handle this execution's own calls produced.
-	ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) ToolReply
-}
-
-// ToolReply is the answer to a binding call or read.
-type ToolReply struct {
-	Value   json.RawMessage
-	Handle  *ToolHandle
-	Kind    string // empty on success
-	Message string
-}
-
-// ToolHandle stands for a result too large to hand over whole.
-type ToolHandle struct {
-	ID    string
-	Size  int64
-	Lines int
+	ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) outputs.Reply
 }
 
 // Description is what a backend is and what it can prove, from a fixed probe.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"syscall"
 	"testing"
 )
 
@@ -9,7 +8,7 @@ import (
 // them. The figures are measured: on a loaded 2-core machine a program the kernel killed at
 // RLIMIT_CPU = 2 s by its clock showed 1.42 s of CPU by rusage.
 func TestCPULimitKillVerdict(t *testing.T) {
-	killed, xcpu := syscall.SIGKILL.String(), syscall.SIGXCPU.String()
+	killed, xcpu := signalKill, signalCPU // as Exit.Signal carries them (platform_unix.go)
 	bwrap := Facts{PIDNamespace: true, InterpreterIsInit: true}
 	cases := []struct {
 		name  string
@@ -23,7 +22,7 @@ func TestCPULimitKillVerdict(t *testing.T) {
 		{"killed itself just before the limit", Exit{Code: -1, Signal: killed, CPUSeconds: 1.9, RlimitCPUSeconds: 1.9}, Facts{}, TreeUsage{}, false},
 		{"killed itself well before the limit", Exit{Code: -1, Signal: killed, CPUSeconds: 0.3, RlimitCPUSeconds: 0.31}, Facts{}, TreeUsage{}, false},
 		{"SIGXCPU is the limit's", Exit{Code: -1, Signal: xcpu, CPUSeconds: 1.5, RlimitCPUSeconds: 2}, Facts{}, TreeUsage{}, true},
-		{"another signal past the limit is not", Exit{Code: -1, Signal: syscall.SIGSEGV.String(), CPUSeconds: 2.1, RlimitCPUSeconds: 2.1}, Facts{}, TreeUsage{}, false},
+		{"another signal past the limit is not", Exit{Code: -1, Signal: "segmentation fault", CPUSeconds: 2.1, RlimitCPUSeconds: 2.1}, Facts{}, TreeUsage{}, false},
 		{"an exit status is not", Exit{Code: 1, CPUSeconds: 2.1, RlimitCPUSeconds: 2.1}, Facts{}, TreeUsage{}, false},
 		{"init of its namespace, under load", Exit{Code: -1, Signal: killed, CPUSeconds: 1.42}, bwrap, TreeUsage{}, true},
 		{"init of its namespace, OOM-killed", Exit{Code: -1, Signal: killed, CPUSeconds: 0.4}, bwrap, TreeUsage{OOMKilled: true}, false},

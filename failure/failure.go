@@ -5,7 +5,9 @@ import (
 	"fmt"
 )
 
-// Kind names what went wrong with an execution, in the words of DESIGN.md §3.4.
+// Kind names what went wrong: with an execution (DESIGN.md §3.4, ResultKinds) or with one
+// binding call (§3.5, CallKinds). One type for both, because a call's timeout and cancelled are
+// the same words as an execution's and a *Error carries either across package boundaries.
 type Kind string
 
 // The kinds of failure an execution result can carry.
@@ -41,6 +43,66 @@ const (
 	// what `check` and startup report.
 	ConfigInvalid Kind = "config_invalid"
 )
+
+// The kinds a binding call can fail with, as a program's ToolError.kind sees it (DESIGN.md
+// §3.5). Timeout and Cancelled above are kinds of a call too. Whoever refuses or fails a call
+// (upstream's policy and client, budget's meters, binding's paging and reads) uses these
+// constants; none is translated on the way to the program.
+const (
+	// Unavailable: no such tool is offered to this program (unknown, not granted, not among
+	// the agent's bindings, its server could not be listed), or no such handle is known.
+	Unavailable Kind = "unavailable"
+	// Denied: the tenant's policy denies the tool.
+	Denied Kind = "denied"
+	// ApprovalRequiredInProgram: the tool needs a person's approval, which a program cannot
+	// ask for.
+	ApprovalRequiredInProgram Kind = "approval_required_in_program"
+	// ExcludedBuiltin: a built-in of the MCP face that a program may not call (run_code).
+	ExcludedBuiltin Kind = "excluded_builtin"
+	// InvalidArguments: the arguments are not a JSON object matching the tool's input schema.
+	InvalidArguments Kind = "invalid_arguments"
+	// ArgumentTooLarge: the call's arguments are over max_argument_bytes.
+	ArgumentTooLarge Kind = "argument_too_large"
+	// BudgetExceeded: a meter of the execution or of the Run has reached its ceiling.
+	BudgetExceeded Kind = "budget_exceeded"
+	// BindingResultTooLarge: a handle window is wider than may cross in one piece.
+	BindingResultTooLarge Kind = "binding_result_too_large"
+	// BindingResultNotPaged: a result over the per-call ceiling could not be kept under a
+	// handle (no blob store, the store failed, or no preserved budget left).
+	BindingResultNotPaged Kind = "binding_result_not_paged"
+	// ToolError: the upstream answered isError; the message is its text.
+	ToolError Kind = "tool_error"
+	// UpstreamError: the upstream could not be reached, or failed to answer.
+	UpstreamError Kind = "upstream_error"
+)
+
+// ResultKinds lists, in the order of DESIGN.md §3.4, the kinds an execution's result can carry
+// (and ConfigInvalid, which check and startup report). Kinds are permanent API: the golden list
+// in failure_test.go fails when one is renamed or removed.
+func ResultKinds() []Kind {
+	return []Kind{ProgramError, LimitExceeded, Timeout, Cancelled, ValueNotSerializable,
+		IsolationUnavailable, NetworkUnavailable, BackendUnavailable, ProviderError,
+		ProtocolViolation, OutputNotPreserved, Internal, ConfigInvalid}
+}
+
+// CallKinds lists, in the order of DESIGN.md §3.5, the kinds a binding call can fail with: the
+// only values a program's ToolError.kind takes.
+func CallKinds() []Kind {
+	return []Kind{Unavailable, Denied, ApprovalRequiredInProgram, ExcludedBuiltin,
+		InvalidArguments, ArgumentTooLarge, BudgetExceeded, BindingResultTooLarge,
+		BindingResultNotPaged, ToolError, UpstreamError, Timeout, Cancelled}
+}
+
+// CallKind reports whether k is one of CallKinds.
+func (k Kind) CallKind() bool {
+	switch k {
+	case Unavailable, Denied, ApprovalRequiredInProgram, ExcludedBuiltin, InvalidArguments,
+		ArgumentTooLarge, BudgetExceeded, BindingResultTooLarge, BindingResultNotPaged,
+		ToolError, UpstreamError, Timeout, Cancelled:
+		return true
+	}
+	return false
+}
 
 // Refusal reports whether k is a refusal: a failure decided before any program byte ran.
 func (k Kind) Refusal() bool {

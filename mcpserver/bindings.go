@@ -13,13 +13,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
-
-// DefaultMaxConcurrentCalls is the per-execution cap on binding calls in flight when
-// Upstreams.MaxConcurrentCalls is zero.
-const DefaultMaxConcurrentCalls = 8
 
 // syncTimeout bounds the catalogue refresh that follows an upstream's tools/list_changed.
 const syncTimeout = 30 * time.Second
@@ -39,7 +36,7 @@ type Upstreams struct {
 	// Expose offers the granted tools of non-deferred servers directly in tools/list.
 	Expose bool
 	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
-	// DefaultMaxConcurrentCalls.
+	// binding.DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int
 	// policy, when set by SetPolicy, replaces Grant, Deny, ApprovalRequired and Bindings.
 	policy atomic.Pointer[UpstreamPolicy]
@@ -71,7 +68,6 @@ func (u *Upstreams) current() UpstreamPolicy {
 // turn resolves the catalogue for one turn (one run_code, list_tools, get_tool_info or direct
 // call), or returns nil when the agent has no upstreams. It also brings the exposed tool set in
 // line with the turn, so a withdrawn tool disappears from tools/list at the next turn.
-// Budget meters and recording (issue 6) attach here with Turn.With.
 func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 	u := h.agent.Upstreams
 	if u == nil || u.Catalogue == nil {
@@ -170,10 +166,11 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	if t == nil {
 		return toolError("%s is no longer available", name), nil
 	}
+	var meter *budget.Meter
 	if led := h.opts.Ledger; led != nil {
-		t = t.With(directCaller{meter: budget.Direct(led, h.runOf(req)), log: h.log})
+		meter = budget.Direct(led, h.runOf(req))
 	}
-	r := t.CallDirect(ctx, name, req.Params.Arguments)
+	r := binding.Direct(ctx, t, meter, h.log, name, req.Params.Arguments)
 	h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
 	if r.Kind != "" {
 		return toolError("%s (%s)", r.Message, r.Kind), nil

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -42,7 +43,7 @@ func newUpstreamFixture(t *testing.T) *upstreamFixture {
 	mcp.AddTool(f.srv, &mcp.Tool{Name: "secret", Description: "Denied by policy."}, echoTool)
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv }, nil))
 	t.Cleanup(ts.Close)
-	pool, err := upstream.NewPool(upstream.PoolOptions{
+	pool, err := upstream.NewPool(&upstream.PoolOptions{
 		Servers: []upstream.Server{{Name: "up", URL: ts.URL}},
 		OnToolsChanged: func(string) {
 			f.mu.Lock()
@@ -128,7 +129,7 @@ func TestExposedUpstreamTools(t *testing.T) {
 func TestBindingsReachTheEngine(t *testing.T) {
 	f := newUpstreamFixture(t)
 	var got engine.Execution
-	var reply engine.ToolReply
+	var reply outputs.Reply
 	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
 		got = ex
 		reply = ex.Tools.CallTool(ctx, "up__secret", json.RawMessage(`{}`))

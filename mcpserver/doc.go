@@ -4,7 +4,7 @@
 // servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens, Host and
 // Origin protection and a request body limit.
 //
-// Imports: engine, upstream, budget, outputs, failure and the go-sdk only (DESIGN.md §2). It never imports
+// Imports: engine, binding, upstream, budget, outputs, failure and the go-sdk only (DESIGN.md §2). It never imports
 // configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,
 // HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
@@ -33,40 +33,27 @@
 //     affinity on Mcp-Session-Id).
 //   - Upstream tools: every turn boundary (run_code, list_tools, get_tool_info, a direct call,
 //     and the host's tools/list) resolves an upstream.Turn from the tenant's catalogue and the
-//     agent's plain policy values (Upstreams). run_code hands the engine the Turn's Names and a
-//     ToolCaller over Turn.Call with a per-execution upstream.Limit; unavailable_bindings is
-//     Turn.Unavailable. Budget meters and recording plug in at handlers.turn with Turn.With.
-//     Without upstreams list_tools lists nothing and get_tool_info answers "unknown".
-//   - Runs and budgets (records.go): a Run is the MCP session (a stdio session, which has no
-//     id, gets one for its lifetime; a sessionless HTTP request is its own Run) unless the
-//     call's _meta names one under "mcp-sandbox/run"; named, session and request Runs are kept
-//     apart by a prefix. With Options.Ledger set, each
-//     run_code is an execution (budget.Start … Meter.End, with its attachments) and its binding
-//     calls pass a budget Caller placed inside the per-execution upstream.Limit, so a call is
-//     spent (tool_call_started) only once it holds a slot, right before the upstream is reached.
-//     A refusal never reaches the upstream. A result over Ticket.TransferAllowance is put in the
-//     blob store (a string result as its text, so its lines are the text's lines; anything else
-//     as JSON) and the program gets a ToolResultHandle; the call is recorded as succeeded with
-//     the handle as its attachment, charged its produced bytes, the handle's bytes as transfer,
-//     and the kept bytes as preserved. Without a store, or when Put fails, it is
-//     binding_result_not_paged (recorded failed). The handle travels from the Caller back to
-//     the ToolCaller in a context slot, because upstream.Reply has no handle field.
-//   - A program reads only handles its own execution's calls produced (a per-execution set),
-//     through handle.read() or read_tool_output() inside the program; a window (JSON
-//     {text, offset, count, total_lines, more}, or {matches:[{line,text}], total_lines,
-//     truncated} for a pattern) wider than the transfer allowance is binding_result_too_large,
-//     and each window served is charged to the transfer meter.
+//     agent's plain policy values (Upstreams). Without upstreams list_tools lists nothing and
+//     get_tool_info answers "unknown".
+//   - Binding calls are package binding's (its doc walks one call hop by hop): run_code makes a
+//     binding.Execution over the Turn, the execution's meter and the blob store, and hands it
+//     to the engine as the ToolCaller, with its names and aliases; unavailable_bindings is its
+//     Unavailable. A direct call of an exposed tool is binding.Direct; the host's
+//     read_tool_output is binding.Read rendered for the host (any handle of the session's
+//     tenant, 1 MiB a page; every handle the caller may not read gets one fixed text that does
+//     not even echo the handle, so another tenant's handle reads exactly like one that never
+//     existed).
+//   - Runs and budgets (runs.go, execute.go): a Run is the MCP session (a stdio session, which
+//     has no id, gets one for its lifetime; a sessionless HTTP request is its own Run) unless
+//     the call's _meta names one under "mcp-sandbox/run"; named, session and request Runs are
+//     kept apart by a prefix. With
+//     Options.Ledger set, each run_code is an execution (budget.Start … Meter.End, with its
+//     attachments), and its meter goes to the binding.Execution.
 //   - Outputs: after a run, a stream larger than its preview and every artifact go to the blob
 //     store (location blob, with a handle, bytes charged as preserved); a stream that fits its
 //     preview stays inline. Without a store they are preview_only and the ledger's attachment
 //     record says how many bytes were let go (let_go_bytes); with CodeExec.PreserveRequired
 //     that is an output_not_preserved failure.
-//   - The host's read_tool_output pages any handle of the session's tenant: offset (0-based
-//     line) and limit (lines, default 100, at most 10000), at most 1 MiB of text (wider is an
-//     error asking for fewer lines), or pattern (RE2, matching lines with their 0-based numbers,
-//     default 100 matches, 1 MiB). Every handle the caller may not read gets one fixed text
-//     that does not even echo the handle, so another tenant's handle reads exactly like one
-//     that never existed.
 //   - Direct calls of exposed tools are recorded too (budget.Direct), under the same Run, and
 //     do not count against the binding budget.
 //   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to
@@ -78,6 +65,12 @@
 //     object schema is not exposed (go-sdk would refuse it) but stays bindable.
 //   - A direct call's value is rendered as structuredContent (an object) with its JSON as text,
 //     or as text; a refusal or upstream failure is an isError result naming the kind.
+//
+// Goroutines: each session's Run-end watcher is counted by its server and, with a Drain, ended
+// and waited for by Drain.Close (which the caller runs after Drain.Wait and before closing the
+// ledger); progress senders are waited for by their run_code; a Drain's cancellation of an
+// execution is a context.AfterFunc, unhooked when the execution ends. TestMain checks that no
+// goroutine outlives the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
 // everything it holds after construction is read-only except the exposed tool set, guarded by

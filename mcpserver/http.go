@@ -40,7 +40,11 @@ type HTTPOptions struct {
 }
 
 // HTTPHandler serves the agents over streamable HTTP: /mcp, /mcp/{agent}, /healthz, /readyz.
-func HTTPHandler(o HTTPOptions) http.Handler {
+func HTTPHandler(options *HTTPOptions) http.Handler {
+	var o HTTPOptions
+	if options != nil {
+		o = *options
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
 	}

@@ -76,7 +76,9 @@ type Options struct {
 	// blob store: outputs are previews only and a result over the per-call ceiling is
 	// binding_result_not_paged.
 	Blobs outputs.BlobStore
-	// Drain, when set, lets the caller's shutdown cancel and wait for executions in flight.
+	// Drain, when set, lets the caller's shutdown cancel and wait for executions in flight,
+	// and end the server's sessions (Drain.Close). Without one the caller owns the sessions it
+	// serves: each session's watcher ends with its session.
 	Drain *Drain
 }
 
@@ -101,6 +103,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	})
 	h := &handlers{agent: a, srv: s, opts: o, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
 		runs: map[*mcp.ServerSession]string{}}
+	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
 		// to date before go-sdk looks the tool up, so a host that calls before listing, or
@@ -225,11 +228,13 @@ type handlers struct {
 	opts  Options
 	log   *slog.Logger
 
-	// runsMu guards runs: the Run id of each live session (a stdio session, which has no MCP
-	// session id, and a sessionless HTTP request's throwaway session included), removed when
-	// the session ends.
-	runsMu sync.Mutex
-	runs   map[*mcp.ServerSession]string
+	// runsMu guards runs (the Run id of each live session: a stdio session, which has no MCP
+	// session id, and a sessionless HTTP request's throwaway session included, removed when
+	// the session ends) and closed (no watcher starts).
+	runsMu   sync.Mutex
+	runs     map[*mcp.ServerSession]string
+	closed   bool
+	watchers sync.WaitGroup // watchSession's goroutines
 
 	// exposedMu guards exposed: the upstream tools currently offered directly, name → the
 	// definition's JSON, so a sync changes only what changed.
@@ -438,9 +443,9 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 	if t == nil {
 		return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
 	}
-	info, r, ok := t.ToolInfo(in.Name)
-	if !ok {
-		return toolError("%s (%s); list_tools names the tools available", r.Message, r.Kind), nil
+	info, fe := t.ToolInfo(in.Name)
+	if fe != nil {
+		return toolError("%s (%s); list_tools names the tools available", fe.Message, fe.Kind), nil
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {

@@ -211,7 +211,7 @@ func TestProgressAndCancel(t *testing.T) {
 
 func TestHTTPHandlerAuth(t *testing.T) {
 	agents := []Agent{{Tenant: "a", Name: "default"}, {Tenant: "a", Name: "other"}, {Tenant: "b", Name: "bee"}}
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents: agents,
 		Authenticate: func(tok string) (string, bool) {
 			switch tok {
@@ -224,6 +224,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		},
 		Loopback: true,
 		Ready:    func() bool { return false },
+		Server:   &Options{Drain: drainAtCleanup(t)},
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -273,11 +274,12 @@ func TestHTTPHandlerAuth(t *testing.T) {
 
 // A session created by one tenant cannot be used with another tenant's token.
 func TestHTTPSessionBoundToTenant(t *testing.T) {
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents: []Agent{{Tenant: "a", Name: "default"}, {Tenant: "b", Name: "default"}},
 		Authenticate: func(tok string) (string, bool) {
 			return map[string]string{"ta": "a", "tb": "b"}[tok], tok == "ta" || tok == "tb"
 		},
+		Server: &Options{Drain: drainAtCleanup(t)},
 	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -308,7 +310,7 @@ func TestHTTPSessionBoundToTenant(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents:       []Agent{{Tenant: "a", Name: "default"}},
 		Tokenless:    func() string { return "a" },
 		MaxBodyBytes: 1 << 10,
@@ -343,7 +345,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // TestHTTPBodyLimitStreamed sends an endless body without a Content-Length: the server answers
 // 413 after reading about the limit, instead of reading the body whole first.
 func TestHTTPBodyLimitStreamed(t *testing.T) {
-	h := HTTPHandler(HTTPOptions{
+	h := HTTPHandler(&HTTPOptions{
 		Agents:       []Agent{{Tenant: "a", Name: "default"}},
 		Tokenless:    func() string { return "a" },
 		MaxBodyBytes: 1 << 10,
@@ -376,4 +378,16 @@ func TestRenderTextPreviewsALargeValue(t *testing.T) {
 	if len(text) > 5000 || !strings.Contains(text, "elided") {
 		t.Fatalf("a 100 kB value rendered as %d bytes of text", len(text))
 	}
+}
+
+// drainAtCleanup is a Drain whose Close ends, when the test does, the sessions that raw HTTP
+// requests opened and never closed.
+func drainAtCleanup(t *testing.T) *Drain {
+	d := NewDrain()
+	t.Cleanup(func() {
+		if !d.Close(5 * time.Second) {
+			t.Error("the drain's sessions did not close")
+		}
+	})
+	return d
 }

@@ -44,11 +44,11 @@ func replicas(t *testing.T, n int, a Agent, led budget.Ledger) (*roundRobin, str
 	t.Helper()
 	rr := &roundRobin{seen: map[string]int{}}
 	for range n {
-		srv := httptest.NewServer(HTTPHandler(HTTPOptions{
+		srv := httptest.NewServer(HTTPHandler(&HTTPOptions{
 			Agents:    []Agent{a},
 			Tokenless: func() string { return a.Tenant },
 			Loopback:  true,
-			Server:    &Options{Ledger: led, Logger: discard()},
+			Server:    &Options{Ledger: led, Logger: discard(), Drain: drainAtCleanup(t)},
 			Logger:    discard(),
 		}))
 		t.Cleanup(srv.Close)

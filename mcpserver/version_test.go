@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
@@ -12,23 +13,13 @@ import (
 // TestAgentVersionRecorded: every execution's ledger record carries the version hash of the
 // agent whose program it ran.
 func TestAgentVersionRecorded(t *testing.T) {
-	dir := t.TempDir()
-	led, err := budget.OpenSQLite(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
+	led, db := ledgerIn(t)
 	a := Agent{Tenant: "t", Name: "a", Version: "sha256:feed",
 		CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: ok("1")}, Terms: testTerms}}
 	cs := connectWith(t, a, &Options{Ledger: led}, nil)
 	if res := call(t, cs, "run_code", map[string]any{"code": "1"}); res.IsError {
 		t.Fatalf("run_code: %s", text(res))
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, budget.LedgerFile)+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var version string
 	if err := db.QueryRow(`SELECT agent_version FROM executions`).Scan(&version); err != nil {
 		t.Fatal(err)
@@ -36,4 +27,45 @@ func TestAgentVersionRecorded(t *testing.T) {
 	if version != "sha256:feed" {
 		t.Fatalf("recorded agent version %q, want sha256:feed", version)
 	}
+}
+
+// TestDrainCloseRecordsRunEnds: Drain.Close ends a session the client left open and waits for
+// its watcher, so the session's Run is recorded as ended before the ledger closes.
+func TestDrainCloseRecordsRunEnds(t *testing.T) {
+	led, db := ledgerIn(t)
+	d := NewDrain()
+	a := Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: ok("1")}, Terms: testTerms}}
+	cs := connectWith(t, a, &Options{Ledger: led, Drain: d}, nil)
+	if res := call(t, cs, "run_code", map[string]any{"code": "1"}); res.IsError {
+		t.Fatalf("run_code: %s", text(res))
+	}
+	d.Stop()
+	if !d.Wait(5*time.Second) || !d.Close(5*time.Second) {
+		t.Fatal("the drain did not end")
+	}
+	var open int
+	if err := db.QueryRow(`SELECT count(*) FROM runs WHERE ended_at IS NULL`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 {
+		t.Errorf("%d runs not recorded as ended after Drain.Close", open)
+	}
+}
+
+// ledgerIn opens a SQLite ledger in a fresh directory and a read-only view of its file, both
+// closed when t ends (after the sessions a test connects, which close first).
+func ledgerIn(t *testing.T) (*budget.SQLite, *sql.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	led, err := budget.OpenSQLite(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, budget.LedgerFile)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return led, db
 }

@@ -1,10 +1,11 @@
 package upstream
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // ListToolsPageSize is how many tools one list_tools page holds.
@@ -120,14 +121,14 @@ func aliasPtr(tool *Tool) *string {
 }
 
 // ToolInfo answers get_tool_info for a tool a program may call. A name that is not one gives
-// a Reply with the reason (unavailable or denied) and ok false.
-func (t *Turn) ToolInfo(name string) (ToolInfo, Reply, bool) {
+// the reason (unavailable or denied).
+func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
 	tool := t.bound[name]
 	if tool == nil {
 		if matchAny(t.deny, name) {
-			return ToolInfo{}, refuse(name, Denied, "%s is denied by this tenant's policy", name), false
+			return ToolInfo{}, refusal(failure.Denied, "%s is denied by this tenant's policy", name)
 		}
-		return ToolInfo{}, refuse(name, Unavailable, "no tool named %q is available", name), false
+		return ToolInfo{}, refusal(failure.Unavailable, "no tool named %q is available", name)
 	}
 	info := ToolInfo{
 		Name: tool.Name, Alias: aliasPtr(tool), Server: tool.Server, Title: tool.Def.Title,
@@ -138,49 +139,5 @@ func (t *Turn) ToolInfo(name string) (ToolInfo, Reply, bool) {
 	if tool.Def.Annotations != nil {
 		info.Annotations = tool.Def.Annotations
 	}
-	return info, Reply{}, true
-}
-
-func (t *Turn) builtinListTools(name string, args json.RawMessage) Reply {
-	var a ListToolsArgs
-	if err := decodeStrict(args, &a); err != nil {
-		return refuse(name, InvalidArguments, "list_tools takes {server?, query?, cursor?}: %v", err)
-	}
-	page, err := t.ListTools(a)
-	if err != nil {
-		return refuse(name, InvalidArguments, "%v", err)
-	}
-	return valueReply(name, page)
-}
-
-func (t *Turn) builtinGetToolInfo(name string, args json.RawMessage) Reply {
-	var a struct {
-		Name string `json:"name"`
-	}
-	if err := decodeStrict(args, &a); err != nil || a.Name == "" {
-		return refuse(name, InvalidArguments, "get_tool_info takes {name}")
-	}
-	info, r, ok := t.ToolInfo(a.Name)
-	if !ok {
-		return r
-	}
-	return valueReply(name, info)
-}
-
-func valueReply(name string, v any) Reply {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return refuse(name, UpstreamError, "the answer could not be encoded")
-	}
-	return Reply{Tool: name, Value: b}
-}
-
-func decodeStrict(args json.RawMessage, v any) error {
-	_, canon, err := argumentObject(args)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(canon)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	return info, nil
 }

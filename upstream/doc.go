@@ -30,21 +30,20 @@
 //
 // # Calls
 //
-// Turn.Call checks, in order: built-in names (list_tools and get_tool_info are served here;
-// run_code and read_tool_output give excluded_builtin with a sentence saying why —
-// read_tool_output is the execution's own business, answered by whoever holds its handles;
-// any other name without "__" is unavailable), existence and grant (unavailable), deny
-// (denied; globs in path.Match syntax, "*" crossing any character, over upstream tools only —
-// built-ins are never denied, and configs rejects a policy entry naming one), bindings (unavailable),
-// a tool the catalogue holds as unavailable (unavailable, with its reason), approval
-// (approval_required_in_program), then validates the arguments against the tool's input
-// schema (invalid_arguments). Schemas are compiled with github.com/google/jsonschema-go:
-// draft 2020-12 and draft-07 natively; one naming another draft is compiled under 2020-12
-// rules; one that still does not compile (a remote $ref among them: nothing is ever fetched)
-// is logged and skipped, so the upstream judges. Only then are the Turn's Callers (budget, recording, Limit) and the upstream called; the upstream
-// receives the argument bytes as sent. A reply's Kind is one of DESIGN.md §3.5, empty on
-// success; failures of the upstream map to tool_error (isError, with its text), upstream_error,
-// timeout (the server's CallTimeout or the caller's deadline) and cancelled.
+// A binding call's walk lives in package binding; upstream supplies its policy steps and the
+// call itself. Turn.Lookup finds a tool of a granted server that no deny glob matches
+// (unavailable, denied; globs in path.Match syntax, "*" crossing any character, over upstream
+// tools only: built-ins are binding's, and configs rejects a policy entry naming one), and
+// that the catalogue does not hold as unavailable (unavailable, with its reason);
+// Turn.Bound says whether the agent's bindings include it; Turn.NeedsApproval whether it needs
+// a person; Tool.Arguments validates the arguments against the tool's input schema
+// (invalid_arguments). Schemas are compiled with github.com/google/jsonschema-go: draft 2020-12
+// and draft-07 natively; one naming another draft is compiled under 2020-12 rules; one that
+// still does not compile (a remote $ref among them: nothing is ever fetched) is logged and
+// skipped, so the upstream judges. Turn.Invoke then calls
+// the upstream with the argument bytes as sent. An Answer's Kind is one of failure.CallKinds,
+// empty on success; failures of the upstream are tool_error (isError, with its text),
+// upstream_error, timeout (the server's CallTimeout or the caller's deadline) and cancelled.
 //
 // A value is the result's structuredContent when present; else the text of a single text
 // block; else the list of content blocks as the MCP objects (type, text / mimeType + data /
@@ -90,11 +89,14 @@
 //
 // # Imports and concurrency
 //
-// It imports failure, budget, outputs, the go-sdk, jsonschema-go and the standard library
-// (DESIGN.md §2), never engine or configs: cmd fills the plain option structs and an adapter
-// bridges Turn to engine.ToolCaller. Nothing here writes to stdout.
+// It imports failure, the go-sdk, jsonschema-go and the standard library (DESIGN.md §2), never
+// budget, outputs, binding, engine or configs: cmd fills the plain option structs, and package
+// binding walks a call through Turn to satisfy engine.ToolCaller. Nothing here writes to stdout.
 //
 // A Pool, a Catalogue and a Turn are safe for concurrent use; a Catalogue and a Turn are
-// immutable snapshots. Lock order: Pool.mu before conn.mu; conn.lock (a channel, so waiting
+// immutable snapshots. Every goroutine a Pool starts (session watchers, OnToolsChanged calls,
+// the closing of a server that failed to connect) is owned by the Pool and waited for by Close
+// (bounded by its grace period); a stdio server's stderr reader and waiter are owned by its
+// process and waited for when it is closed. The tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu; conn.lock (a channel, so waiting
 // honours the context) is never held while taking Pool.mu.
 package upstream

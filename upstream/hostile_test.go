@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // hostileUpstream is an MCP server over streamable HTTP that answers tools/list with whatever
@@ -89,7 +91,7 @@ func hostilePool(t *testing.T, h *hostileUpstream) (*Pool, *syncBuffer) {
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	logs := &syncBuffer{}
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "evil", URL: ts.URL, CallTimeout: 20 * time.Second}},
 		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
@@ -125,12 +127,12 @@ func TestSchemaRefCycleUnavailable(t *testing.T) {
 	}
 	for _, name := range []string{"evil__loop", "evil__self"} {
 		r := call(t, turn, name, `{"a":1}`)
-		wantKind(t, r, Unavailable)
+		wantKind(t, r, failure.Unavailable)
 		if !strings.Contains(r.Message, "$ref cycle") {
 			t.Errorf("%s: the refusal does not say why: %s", name, r.Message)
 		}
-		info, _, ok := turn.ToolInfo(name)
-		if !ok || !strings.Contains(info.Unavailable, "$ref cycle") {
+		info, fe := turn.ToolInfo(name)
+		if fe != nil || !strings.Contains(info.Unavailable, "$ref cycle") {
 			t.Errorf("%s: get_tool_info does not carry the reason: %+v", name, info)
 		}
 		for _, n := range turn.Names() {
@@ -151,7 +153,7 @@ func TestSchemaRefCycleUnavailable(t *testing.T) {
 		t.Errorf("list_tools: %+v", page.Tools)
 	}
 	wantOK(t, call(t, turn, "evil__tree", `{"child":{"child":{"n":1}}}`))
-	wantKind(t, call(t, turn, "evil__tree", `{"child":{"child":{"n":"x"}}}`), InvalidArguments)
+	wantKind(t, call(t, turn, "evil__tree", `{"child":{"child":{"n":"x"}}}`), failure.InvalidArguments)
 	if h.calls.Load() != 1 {
 		t.Errorf("the upstream was called %d times, want once (the valid tree call)", h.calls.Load())
 	}
@@ -199,7 +201,7 @@ func TestSchemaValidationBounded(t *testing.T) {
 	} {
 		start := time.Now()
 		r := call(t, turn, c.name, c.args)
-		wantKind(t, r, InvalidArguments)
+		wantKind(t, r, failure.InvalidArguments)
 		if !strings.Contains(r.Message, "not checked") {
 			t.Errorf("%s: %s", c.name, r.Message)
 		}
@@ -209,7 +211,7 @@ func TestSchemaValidationBounded(t *testing.T) {
 	}
 	wantOK(t, call(t, turn, "evil__nest", `{"a":{"a":{"n":1}}}`))
 	wantOK(t, call(t, turn, "evil__wide", `{"a":[1,2,3]}`))
-	wantKind(t, call(t, turn, "evil__wide", `{"a":[1,"x"]}`), InvalidArguments)
+	wantKind(t, call(t, turn, "evil__wide", `{"a":[1,"x"]}`), failure.InvalidArguments)
 	if h.calls.Load() != 2 {
 		t.Errorf("the upstream was called %d times, want 2", h.calls.Load())
 	}

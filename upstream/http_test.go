@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // TestHTTPBearer serves a go-sdk server over streamable HTTP on loopback and checks that the
@@ -38,7 +40,7 @@ func TestHTTPBearer(t *testing.T) {
 
 	var resolved atomic.Int32
 	logs := &syncBuffer{}
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "web", URL: ts.URL, Bearer: func(context.Context) (string, error) {
 			resolved.Add(1)
 			return "tok-s3cret", nil
@@ -54,11 +56,11 @@ func TestHTTPBearer(t *testing.T) {
 		t.Fatalf("problems: %v\n%s", cat.Problems(), logs)
 	}
 	turn := cat.Resolve([]string{"web"}, nil, nil, nil)
-	if got := wantOK(t, turn.Call(context.Background(), "web__echo", json.RawMessage(`{"s":"hi"}`))); got != `"hi"` {
+	if got := wantOK(t, callCtx(context.Background(), turn, "web__echo", json.RawMessage(`{"s":"hi"}`))); got != `"hi"` {
 		t.Errorf("echo = %s", got)
 	}
 	before := resolved.Load()
-	wantOK(t, turn.Call(context.Background(), "web__echo", json.RawMessage(`{"s":"again"}`)))
+	wantOK(t, callCtx(context.Background(), turn, "web__echo", json.RawMessage(`{"s":"again"}`)))
 	if resolved.Load() <= before || bad.Load() != 0 {
 		t.Errorf("credential resolved %d→%d times, %d unauthorized requests", before, resolved.Load(), bad.Load())
 	}
@@ -71,7 +73,7 @@ func TestFrameLimitAndBlocks(t *testing.T) {
 	f := newFixture(t, func(s *Server) { s.MaxFrameBytes = 64 << 10 })
 	turn := f.turn(t, nil, nil, nil)
 	wantOK(t, call(t, turn, "docs__bytes", `{"n":1000}`))
-	wantKind(t, call(t, turn, "docs__bytes", `{"n":200000}`), UpstreamError)
+	wantKind(t, call(t, turn, "docs__bytes", `{"n":200000}`), failure.UpstreamError)
 	wantOK(t, call(t, f.turn(t, nil, nil, nil), "docs__bytes", `{"n":1000}`))
 	var blocks []map[string]any
 	if err := json.Unmarshal([]byte(wantOK(t, call(t, turn, "docs__mixed", ""))), &blocks); err != nil {
@@ -113,7 +115,7 @@ func TestHTTPBearerNotSentAcrossRedirect(t *testing.T) {
 	}))
 	defer first.Close()
 
-	p, err := NewPool(PoolOptions{
+	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "web", URL: first.URL, Bearer: func(context.Context) (string, error) {
 			return "tok-s3cret", nil
 		}}},
@@ -176,7 +178,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 func TestHTTPResponseBounded(t *testing.T) {
 	for _, jsonResponse := range []bool{true, false} {
 		ts := httptest.NewServer(echoHandler(&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse}))
-		p, err := NewPool(PoolOptions{
+		p, err := NewPool(&PoolOptions{
 			Servers: []Server{{Name: "web", URL: ts.URL, MaxFrameBytes: 64 << 10}},
 			Logger:  slog.New(slog.DiscardHandler),
 		})
@@ -189,7 +191,7 @@ func TestHTTPResponseBounded(t *testing.T) {
 		}
 		turn := cat.Resolve([]string{"web"}, nil, nil, nil)
 		wantOK(t, call(t, turn, "web__big", `{"n":1000}`))
-		wantKind(t, call(t, turn, "web__big", `{"n":1000000}`), UpstreamError)
+		wantKind(t, call(t, turn, "web__big", `{"n":1000000}`), failure.UpstreamError)
 		wantOK(t, call(t, p.Catalogue(context.Background()).Resolve([]string{"web"}, nil, nil, nil), "web__big", `{"n":1000}`))
 		p.Close()
 		ts.Close()

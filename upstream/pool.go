@@ -21,9 +21,10 @@ type PoolOptions struct {
 	Servers []Server
 	// Logger receives connection events and the servers' stderr; nil means slog.Default().
 	Logger *slog.Logger
-	// OnToolsChanged, when set, is called (on its own goroutine) after a server announces
-	// tools/list_changed, so the MCP face can tell its hosts. The change is picked up by the
-	// next Catalogue call.
+	// OnToolsChanged, when set, is called (on its own goroutine, which Close waits for, up to
+	// its grace period) after a server announces tools/list_changed, so the MCP face can tell
+	// its hosts. The change is picked up by the next Catalogue call. It is not called once the
+	// Pool is closed.
 	OnToolsChanged func(server string)
 	// Implementation names this client to upstream servers; nil means "mcp-sandbox".
 	Implementation *mcp.Implementation
@@ -52,7 +53,11 @@ type Pool struct {
 
 // NewPool checks opts and returns a Pool. Nothing is started until a catalogue or a call
 // needs a server.
-func NewPool(opts PoolOptions) (*Pool, error) {
+func NewPool(options *PoolOptions) (*Pool, error) {
+	var opts PoolOptions
+	if options != nil {
+		opts = *options
+	}
 	p := &Pool{logger: opts.Logger, opts: opts, conns: map[string]*conn{}}
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	if p.logger == nil {
@@ -120,8 +125,8 @@ func (p *Pool) changed(server string) {
 	p.mu.Lock()
 	p.version++
 	p.mu.Unlock()
-	if p.opts.OnToolsChanged != nil {
-		go p.opts.OnToolsChanged(server)
+	if p.opts.OnToolsChanged != nil && !p.isClosed() {
+		p.spawn(func() { p.opts.OnToolsChanged(server) }) // Close waits for it
 	}
 }
 
@@ -474,7 +479,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error
 	defer wcancel()
 	cs, err := client.Connect(wctx, proc.transport(c.srv.maxFrame()), sopts)
 	if err != nil {
-		go proc.close()
+		c.pool.spawn(proc.close)
 		if cause := context.Cause(wctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (%w)", err, cause)
 		}

@@ -147,15 +147,18 @@ func (p *process) close() {
 // errProcessExited is what a connect reports when the server exits during initialize.
 var errProcessExited = errors.New("the server process exited")
 
-// watch returns a context cancelled when p exits, for bounding connect.
+// watch returns a context cancelled when p exits, for bounding connect. Its cancel function
+// also waits for the goroutine that watches.
 func (p *process) watch(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		select {
 		case <-p.exited:
 			cancel(errProcessExited)
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, func() { cancel(nil) }
+	return ctx, func() { cancel(nil); <-done }
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -29,7 +31,7 @@ tenants:
 // sandbox-image`), and returns the runtime's kind.
 func requireContainer(t *testing.T) string {
 	t.Helper()
-	d := container.Detect(context.Background(), container.Options{})
+	d := container.Detect(context.Background(), &container.Options{})
 	gate.Require(t, "container", d.Available, d.Reason)
 	return d.Runtime.Kind
 }

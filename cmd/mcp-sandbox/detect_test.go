@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 func TestOpenBackendSelection(t *testing.T) {
@@ -20,7 +22,7 @@ func TestOpenBackendSelection(t *testing.T) {
 	}
 	best, err := engine.SelectLocal(found, engine.LevelIsolated)
 	if err != nil {
-		t.Skipf("this host has no isolated backend: %v", err)
+		gate.Require(t, "isolated", false, fmt.Sprintf("this host has no isolated backend: %v", err))
 	}
 	b, err := openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated)
 	if err != nil || b.Name() != best.Name {

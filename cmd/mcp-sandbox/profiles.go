@@ -9,10 +9,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -55,7 +51,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 	if err != nil {
 		return nil, err
 	}
-	return engine.NewRunner(backend, engine.RunnerOptions{
+	return engine.NewRunner(backend, &engine.RunnerOptions{
 		Ceiling:      engineLimits(p.HardLimits, engine.Limits{}),
 		Isolation:    level,
 		AllowNetwork: p.AllowNetwork,
@@ -94,13 +90,13 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 			return nil, failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
 				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
-		return process.New(ctx, process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
+		return newProcess(ctx, p)
 	case "namespaces":
-		return namespaces.New(ctx, nsOptions(p))
+		return newNamespaces(ctx, p)
 	case "bwrap":
-		return bwrap.New(ctx, bwrapOptions(p))
+		return newBwrap(ctx, p)
 	case "container":
-		return container.New(ctx, containerOptions(p))
+		return newContainer(ctx, p)
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }

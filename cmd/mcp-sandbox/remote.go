@@ -37,5 +37,5 @@ func openRemote(name string, p configs.Profile, level engine.Level) (*remote.San
 	b := bindingBudget(p.BindingBudget)
 	need := (2*opts.MaxOutputBytes+opts.Artifacts.MaxBytes)*4/3 + int64(b.MaxCalls)*(b.MaxArgumentBytes+4<<10) + 16<<20
 	opts.Bounds.MaxStream = max(need, remote.DefaultMaxStream)
-	return remote.New(opts)
+	return remote.New(&opts)
 }

@@ -75,7 +75,7 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 	} else {
 		slog.Warn("profile not ready: executions will be refused and /readyz answers 503", "profile", name, "backend", d.Backend, "problems", d.Problems)
 	}
-	svc := remote.NewService(remote.ServiceOptions{
+	svc := remote.NewService(&remote.ServiceOptions{
 		Sandbox:       sb,
 		AllowNetwork:  p.AllowNetwork,
 		Authenticate:  tokenTable(sc.Tokens),

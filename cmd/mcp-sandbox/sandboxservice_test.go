@@ -111,7 +111,7 @@ func TestSandboxServiceServesAndDrains(t *testing.T) {
 	if s := status(t, url+remote.PathDescribe); s != http.StatusUnauthorized {
 		t.Errorf("describe without a token: %d, want 401", s)
 	}
-	client, err := remote.New(remote.Options{URL: url, Bearer: func(context.Context) (string, error) { return token, nil }})
+	client, err := remote.New(&remote.Options{URL: url, Bearer: func(context.Context) (string, error) { return token, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -306,7 +306,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 	}
 	defer reload.start(ctx, hup)()
-	handler := mcpserver.HTTPHandler(mcpserver.HTTPOptions{
+	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
 		Agents: agents,
 		Authenticate: func(token string) (string, bool) {
 			want := configs.HashToken(token)
@@ -356,6 +356,10 @@ func drainExecutions(d *mcpserver.Drain) {
 	d.Stop()
 	if !d.Wait(drainTimeout) {
 		slog.Warn("executions still running after shutdown; their calls may be recorded unknown at the next start", "waited", drainTimeout)
+	}
+	// Then the sessions: each one's Run is recorded as ended before the ledger closes.
+	if !d.Close(drainTimeout) {
+		slog.Warn("sessions still open after shutdown; their runs stay open in the ledger", "waited", drainTimeout)
 	}
 }
 

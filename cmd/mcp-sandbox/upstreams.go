@@ -60,7 +60,7 @@ func openUpstreams(cfg *configs.Config, tenants []string) (*tenantPools, error) 
 			srv.MaxFrameBytes = frameCeiling(cfg, tname)
 			servers = append(servers, srv)
 		}
-		pool, err := upstream.NewPool(upstream.PoolOptions{
+		pool, err := upstream.NewPool(&upstream.PoolOptions{
 			Servers:        servers,
 			Logger:         slog.Default().With("tenant", tname),
 			OnToolsChanged: func(string) { tp.changed(tname) },

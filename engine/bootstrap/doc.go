@@ -8,7 +8,7 @@
 // own containment, sends the hello frame on fd 3, waits for run or abort, and runs the program
 // as the body of an async function: top-level await and return work, the value is the return
 // value or the final expression's, and every failure comes back as a done frame with the full
-// traceback. It imports only what the interpreter has already loaded plus small C modules
+// traceback. Its Python imports only what the interpreter has already loaded plus small C modules
 // (_json, _socket, resource), because every import is paid by every execution; asyncio is
 // loaded only for a program that awaits.
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 func python(t *testing.T) string {
@@ -21,7 +22,7 @@ func python(t *testing.T) string {
 			return path
 		}
 	}
-	t.Skip("no python3 here")
+	gate.Require(t, "python", false, "no python3 here")
 	return ""
 }
 

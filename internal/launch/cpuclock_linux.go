@@ -20,8 +20,9 @@ import (
 // reaps it.
 
 // profClock is the clock id of pid's process CPU clock CPUCLOCK_PROF, built as the kernel's
-// MAKE_PROCESS_CPUCLOCK does (clock_getcpuclockid only gives the precise CPUCLOCK_SCHED).
-func profClock(pid int) int32 { return int32((^pid)<<3 | 0) }
+// MAKE_PROCESS_CPUCLOCK does, (~pid << 3) | clock, where CPUCLOCK_PROF is 0 (so nothing is
+// or'ed in); clock_getcpuclockid only gives the precise CPUCLOCK_SCHED.
+func profClock(pid int) int32 { return int32((^pid) << 3) }
 
 // RlimitCPUSeconds is pid's CPU time as RLIMIT_CPU counts it; ok is false when it cannot be
 // read (the process is gone, or was never there).

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 func TestDeadName(t *testing.T) {
 	me := self()
 	if !me.procOK {
-		t.Skip("no /proc of this pid namespace here")
+		gate.Require(t, "proc", false, "no /proc of this pid namespace here")
 	}
 	// A process that has exited, for a pid nobody holds now.
 	cmd := exec.Command("true")

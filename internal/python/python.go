@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -89,33 +88,6 @@ func Reachable(path string, uid, gid int, want uint32) error {
 		return fmt.Errorf("not executable by uid %d", uid)
 	}
 	return nil
-}
-
-func access(path string, uid, gid int, want uint32) error {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return err
-	}
-	mode := st.Mode & 0o777
-	if uid == 0 {
-		if st.Mode&syscall.S_IFMT == syscall.S_IFDIR || mode&0o111 != 0 || want != 1 {
-			return nil
-		}
-		return os.ErrPermission
-	}
-	var bits uint32
-	switch {
-	case int(st.Uid) == uid:
-		bits = mode >> 6
-	case int(st.Gid) == gid:
-		bits = mode >> 3
-	default:
-		bits = mode
-	}
-	if bits&want == want {
-		return nil
-	}
-	return os.ErrPermission
 }
 
 // Dirs returns the directories the interpreter reads at run time: its prefixes and the

@@ -53,7 +53,11 @@ var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/l
 	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
 
 // Find returns the bwrap binary, or why there is none.
-func Find(opts Options) (string, string) {
+func Find(options *Options) (string, string) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if slices.Contains(opts.Disable, "bwrap") {
 		return "", "bwrap not found (disabled): apt-get install bubblewrap"
 	}
@@ -71,7 +75,11 @@ func Find(opts Options) (string, string) {
 }
 
 // New prepares the backend. It fails with backend_unavailable when bwrap is not installed.
-func New(ctx context.Context, opts Options) (*Backend, error) {
+func New(ctx context.Context, options *Options) (*Backend, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if opts.RunAs == "" {
 		opts.RunAs = "65534:65534"
 	}
@@ -86,13 +94,13 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		reason string
 		err    error
 	)
-	if b.bwrap, reason = Find(opts); reason != "" {
+	if b.bwrap, reason = Find(&opts); reason != "" {
 		return nil, failure.New(failure.BackendUnavailable, "%s", reason)
 	}
 	if b.env, err = exec.LookPath("env"); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "env(1) not found")
 	}
-	base, err := spawned.Resolve(ctx, spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
+	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
 	if err != nil {
 		return nil, err
 	}

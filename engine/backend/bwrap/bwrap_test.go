@@ -1,3 +1,5 @@
+//go:build linux
+
 package bwrap_test
 
 import (
@@ -21,10 +23,10 @@ func TestMain(m *testing.M) {
 
 func newRunner(t *testing.T, ceiling engine.Limits, opts bwrap.Options) *engine.Runner {
 	t.Helper()
-	_, reason := bwrap.Find(opts)
+	_, reason := bwrap.Find(&opts)
 	gate.Require(t, "bwrap", reason == "", reason)
-	b, err := bwrap.New(context.Background(), opts)
-	return sandboxtest.Runner(t, b, err, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
+	b, err := bwrap.New(context.Background(), &opts)
+	return sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
 		Artifacts: engine.ArtifactPolicy{Collect: true}})
 }
 
@@ -38,11 +40,11 @@ func TestContract(t *testing.T) {
 }
 
 func TestMissingBwrapIsNamed(t *testing.T) {
-	_, err := bwrap.New(context.Background(), bwrap.Options{Disable: []string{"bwrap"}})
+	_, err := bwrap.New(context.Background(), &bwrap.Options{Disable: []string{"bwrap"}})
 	if err == nil || failure.KindOf(err) != failure.BackendUnavailable {
 		t.Fatalf("New with bwrap disabled: %v, want backend_unavailable", err)
 	}
-	_, err = bwrap.New(context.Background(), bwrap.Options{Bwrap: "/nonexistent/bwrap"})
+	_, err = bwrap.New(context.Background(), &bwrap.Options{Bwrap: "/nonexistent/bwrap"})
 	if err == nil || failure.KindOf(err) != failure.BackendUnavailable {
 		t.Fatalf("New with a missing bwrap: %v, want backend_unavailable", err)
 	}

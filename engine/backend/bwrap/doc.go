@@ -32,6 +32,6 @@
 // os.kill(os.getppid(), 9) is a silent no-op rather than the PermissionError the contract
 // expects (the "killing the parent" case fails here; the program reaches nothing outside).
 //
-// It imports engine, failure, internal/… and the standard library. A Backend is safe for
+// It imports engine, engine/backend/spawned, failure, internal/… and the standard library. A Backend is safe for
 // concurrent use.
 package bwrap

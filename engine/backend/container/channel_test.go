@@ -5,6 +5,7 @@ package container
 import (
 	"errors"
 	"fmt"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"io"
 	"net"
 	"os"
@@ -159,7 +160,7 @@ func TestChannelDeepDirectory(t *testing.T) {
 func TestChannelPeerExited(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3")
+		gate.Require(t, "python", false, "no python3")
 	}
 	ch, path, token := newChannel(t, "")
 	var exited []bool

@@ -69,7 +69,11 @@ type Backend struct {
 // New finds the runtime, checks that the image is present (it is never pulled), sweeps what
 // dead owners left, and takes an owner lock of its own. It starts no container. Its failures
 // are backend_unavailable and say what to install or run.
-func New(ctx context.Context, opts Options) (*Backend, error) {
+func New(ctx context.Context, options *Options) (*Backend, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if opts.Image == "" {
 		opts.Image = DefaultImage
 	}
@@ -92,7 +96,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
-	rt, err := FindRuntime(ctx, opts)
+	rt, err := FindRuntime(ctx, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -242,11 +246,15 @@ type Detection struct {
 
 // Detect reports whether the backend could run here with opts: a runtime that answers and
 // the image present. It starts nothing and creates nothing.
-func Detect(ctx context.Context, opts Options) Detection {
+func Detect(ctx context.Context, options *Options) Detection {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if opts.Image == "" {
 		opts.Image = DefaultImage
 	}
-	rt, err := FindRuntime(ctx, opts)
+	rt, err := FindRuntime(ctx, &opts)
 	if err != nil {
 		var fe *failure.Error
 		if errors.As(err, &fe) {

@@ -40,12 +40,12 @@ func TestMain(m *testing.M) {
 
 // serveUntilKilled writes its owner id to dir/owner, then runs a program that sleeps.
 func serveUntilKilled(dir string) int {
-	b, err := container.New(context.Background(), container.Options{StateDir: dir})
+	b, err := container.New(context.Background(), &container.Options{StateDir: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -66,14 +66,14 @@ func serveUntilKilled(dir string) int {
 // runtime answers and the default image is present: `make sandbox-image` builds it.
 func requireContainer(t *testing.T, opts container.Options) {
 	t.Helper()
-	d := container.Detect(context.Background(), opts)
+	d := container.Detect(context.Background(), &opts)
 	gate.Require(t, "container", d.Available, d.Reason)
 }
 
 func newBackend(t *testing.T, opts container.Options) *container.Backend {
 	t.Helper()
 	requireContainer(t, opts)
-	b, err := container.New(context.Background(), opts)
+	b, err := container.New(context.Background(), &opts)
 	if err != nil {
 		t.Fatalf("container.New: %v", err)
 	}
@@ -83,8 +83,8 @@ func newBackend(t *testing.T, opts container.Options) *container.Backend {
 func newRunner(t *testing.T, ceiling engine.Limits, opts container.Options) *engine.Runner {
 	t.Helper()
 	requireContainer(t, opts)
-	b, err := container.New(context.Background(), opts)
-	return sandboxtest.Runner(t, b, err, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
+	b, err := container.New(context.Background(), &opts)
+	return sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
 		Artifacts: engine.ArtifactPolicy{Collect: true}})
 }
 
@@ -192,7 +192,7 @@ func TestHostLoopbackUnreachable(t *testing.T) {
 		}()
 	}
 	if len(ports) == 0 {
-		t.Skip("no loopback listener could be opened")
+		gate.Require(t, "loopback", false, "no loopback listener could be opened")
 	}
 	res := run(t, r, fmt.Sprintf(`import socket
 out = {}
@@ -231,7 +231,7 @@ func TestMissingImageIsRefusedNeverPulled(t *testing.T) {
 	rnd := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for _, image := range []string{"localhost/mcp-sandbox-absent:" + rnd, "docker.io/library/python:3.0-absent-" + rnd} {
 		start := time.Now()
-		_, err := container.New(context.Background(), container.Options{Image: image})
+		_, err := container.New(context.Background(), &container.Options{Image: image})
 		if err == nil || failure.KindOf(err) != failure.BackendUnavailable {
 			t.Fatalf("New with the missing image %s: %v, want backend_unavailable", image, err)
 		}
@@ -245,7 +245,7 @@ func TestMissingImageIsRefusedNeverPulled(t *testing.T) {
 			t.Errorf("the image %s is present afterwards: it was pulled", image)
 		}
 	}
-	_, err := container.New(context.Background(), container.Options{Image: "localhost/mcp-sandbox-python:absent-" + rnd})
+	_, err := container.New(context.Background(), &container.Options{Image: "localhost/mcp-sandbox-python:absent-" + rnd})
 	if err == nil || !strings.Contains(err.Error(), "make sandbox-image") {
 		t.Errorf("a missing tag of the sandbox image does not point at make sandbox-image: %v", err)
 	}
@@ -273,9 +273,9 @@ func TestHybridCgroupLayout(t *testing.T) {
 	b := newBackend(t, container.Options{})
 	defer b.Close()
 	if b.Runtime().Kind != "podman" {
-		t.Skip("the OCI runtime is chosen by docker's daemon")
+		gate.AppliesOnly(t, false, "the OCI runtime is chosen by docker's daemon")
 	}
-	_, err := container.New(context.Background(), container.Options{OCIRuntime: "crun"})
+	_, err := container.New(context.Background(), &container.Options{OCIRuntime: "crun"})
 	if !container.HybridCgroups() {
 		if err != nil && strings.Contains(err.Error(), "hybrid") {
 			t.Fatalf("crun refused on a host without a hybrid layout: %v", err)
@@ -295,7 +295,7 @@ func TestHybridCgroupLayout(t *testing.T) {
 func TestNothingLeftAfterAResult(t *testing.T) {
 	state := t.TempDir()
 	b := newBackend(t, container.Options{StateDir: state})
-	r, err := engine.NewRunner(b, engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 	state := t.TempDir()
 	live := newBackend(t, container.Options{StateDir: state})
 	defer live.Close()
-	liveRunner, err := engine.NewRunner(live, engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	liveRunner, err := engine.NewRunner(live, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,8 +431,8 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 // ENV) is left.
 func TestEnvironmentAllowlist(t *testing.T) {
 	requireContainer(t, container.Options{})
-	b, err := container.New(context.Background(), container.Options{Env: map[string]string{"MCP_SANDBOX_TEST_ALLOWED": "v 1"}})
-	r := sandboxtest.Runner(t, b, err, engine.RunnerOptions{Isolation: engine.LevelIsolated, EnvAllowlist: []string{"MCP_SANDBOX_TEST_ALLOWED"}})
+	b, err := container.New(context.Background(), &container.Options{Env: map[string]string{"MCP_SANDBOX_TEST_ALLOWED": "v 1"}})
+	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Isolation: engine.LevelIsolated, EnvAllowlist: []string{"MCP_SANDBOX_TEST_ALLOWED"}})
 	res := run(t, r, "import os\ndict(os.environ)", engine.Limits{})
 	var env map[string]string
 	wantValue(t, res, &env)
@@ -458,9 +458,9 @@ func TestEnvironmentAllowlist(t *testing.T) {
 func TestSurvivorScanSeesTheContainer(t *testing.T) {
 	b := newBackend(t, container.Options{})
 	if b.Runtime().Kind != "podman" {
-		t.Skip("docker's daemon starts containers outside this pid namespace")
+		gate.AppliesOnly(t, false, "docker's daemon starts containers outside this pid namespace")
 	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,11 @@ const installGuidance = "apt-get install podman (or install docker and start its
 // FindRuntime finds the runtime opts names, or the first of podman and docker that answers.
 // A docker CLI whose daemon does not answer is not a runtime. The error is
 // backend_unavailable and says what to install; nothing is installed.
-func FindRuntime(ctx context.Context, opts Options) (*Runtime, error) {
+func FindRuntime(ctx context.Context, options *Options) (*Runtime, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if slices.Contains(opts.Disable, "container") {
 		return nil, failure.New(failure.BackendUnavailable, "no container runtime (disabled): %s", installGuidance)
 	}

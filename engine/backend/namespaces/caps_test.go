@@ -1,3 +1,5 @@
+//go:build linux
+
 package namespaces_test
 
 import (
@@ -8,6 +10,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // TestUIDZeroHoldsNoCapabilities: a program left at uid 0 inside the sandbox (no identity
@@ -15,7 +18,7 @@ import (
 // back, and so cannot remount its read-only root or chown what is not its own.
 func TestUIDZeroHoldsNoCapabilities(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the identity drop can be switched off only when the host is root")
+		gate.AppliesOnly(t, false, "the identity drop can be switched off only when the host is root")
 	}
 	r := newRunner(t, engine.DefaultLimits, namespaces.Options{Disable: []string{"identity"}},
 		engine.RunnerOptions{AllowSameUID: true})

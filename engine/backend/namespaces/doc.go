@@ -28,5 +28,5 @@
 // The empty host directory the root is mounted on is named with the server's owner tag
 // (internal/owner); New removes those a killed server left, only a provably dead owner's.
 //
-// It imports engine, failure, internal/… and x/sys. A Backend is safe for concurrent use.
+// It imports engine, engine/backend/spawned, failure, internal/… and x/sys. A Backend is safe for concurrent use.
 package namespaces

@@ -1,3 +1,5 @@
+//go:build linux
+
 package namespaces_test
 
 import (
@@ -158,7 +160,7 @@ func TestRefusalBeforeRunning(t *testing.T) {
 
 	t.Run("namespaces unavailable", func(t *testing.T) {
 		for _, d := range []string{"namespaces", "userns"} {
-			_, err := namespaces.New(context.Background(), namespaces.Options{Disable: []string{d}})
+			_, err := namespaces.New(context.Background(), &namespaces.Options{Disable: []string{d}})
 			if d == "userns" && os.Geteuid() == 0 {
 				if err != nil {
 					t.Errorf("as root the namespaces backend needs no user namespace, but New failed: %v", err)
@@ -171,11 +173,11 @@ func TestRefusalBeforeRunning(t *testing.T) {
 		}
 	})
 	t.Run("weaker backend", func(t *testing.T) {
-		b, err := process.New(context.Background(), process.Options{})
+		b, err := process.New(context.Background(), &process.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := engine.NewRunner(b, engine.RunnerOptions{Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0})
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated, AllowSameUID: os.Geteuid() != 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +198,7 @@ func TestRefusalBeforeRunning(t *testing.T) {
 // holds, which this test pins.
 func TestUnprivilegedUserNamespace(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("runs only without root (the user-namespace path); as root no user namespace is made")
+		gate.AppliesOnly(t, false, "runs only without root (the user-namespace path); as root no user namespace is made")
 	}
 	r := newRunner(t, engine.DefaultLimits, namespaces.Options{}, engine.RunnerOptions{Isolation: engine.LevelProcess})
 	res := r.Run(context.Background(), engine.Execution{Program: "import os\n[os.getuid(), sorted(n for n in os.listdir('/proc') if n.isdigit())]",

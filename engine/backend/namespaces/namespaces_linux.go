@@ -58,7 +58,11 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}
 
 // New prepares the backend: it checks the namespaces can be made, resolves the interpreter
 // and its directories, and detects a cgroup. It starts no child.
-func New(ctx context.Context, opts Options) (*Backend, error) {
+func New(ctx context.Context, options *Options) (*Backend, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if opts.RunAs == "" {
 		opts.RunAs = "65534:65534"
 	}
@@ -80,7 +84,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if n := owner.Sweep(opts.RootBase, rootPrefix, os.Remove); n > 0 {
 		slog.Info("swept root mount points a stopped server left", "count", n, "dir", opts.RootBase)
 	}
-	base, err := spawned.Resolve(ctx, spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
+	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +96,11 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 const rootPrefix = "mcp-sandbox-root"
 
 // Available reports whether this host can make the namespaces, and why not.
-func Available(opts Options) (bool, string) {
+func Available(options *Options) (bool, string) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	b := &Backend{opts: opts, root: os.Geteuid() == 0}
 	r := b.unavailable()
 	return r == "", r

@@ -1,3 +1,5 @@
+//go:build linux
+
 package namespaces_test
 
 import (
@@ -20,14 +22,14 @@ func TestMain(m *testing.M) {
 
 func newRunner(t *testing.T, ceiling engine.Limits, opts namespaces.Options, ro engine.RunnerOptions) *engine.Runner {
 	t.Helper()
-	ok, reason := namespaces.Available(opts)
+	ok, reason := namespaces.Available(&opts)
 	gate.Require(t, "namespaces", ok, reason)
-	b, err := namespaces.New(context.Background(), opts)
+	b, err := namespaces.New(context.Background(), &opts)
 	ro.Ceiling = ceiling
 	if ro.Isolation == "" {
 		ro.Isolation = engine.LevelIsolated
 	}
-	return sandboxtest.Runner(t, b, err, ro)
+	return sandboxtest.Runner(t, b, err, &ro)
 }
 
 func TestContract(t *testing.T) {

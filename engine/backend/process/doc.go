@@ -17,5 +17,5 @@
 // the uid when it is exclusive to this execution (a range run_as leases one per execution);
 // the process group alone is the last resort, and is graded as such (setsid escapes it).
 //
-// It imports engine, internal/… and x/sys. A Backend is safe for concurrent use.
+// It imports engine, engine/backend/spawned, failure, internal/… and x/sys. A Backend is safe for concurrent use.
 package process

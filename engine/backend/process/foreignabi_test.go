@@ -1,3 +1,5 @@
+//go:build linux
+
 package process_test
 
 import (
@@ -29,7 +31,7 @@ ctypes.CFUNCTYPE(ctypes.c_int)(addr)()
 // TestForeignABICannotMakeASocket: the inet filter holds against the 32-bit entry point.
 func TestForeignABICannotMakeASocket(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
-		t.Skip("the probe is x86-64 machine code")
+		gate.AppliesOnly(t, false, "the probe is x86-64 machine code")
 	}
 	gate.Require(t, "pidns", gate.InOwnPIDNamespace(), "hostile programs run only inside the test binary's own pid namespace, which needs root")
 	r := newSandbox(t, engine.DefaultLimits, process.Options{})

@@ -46,8 +46,12 @@ type Backend struct {
 
 // New prepares the backend: it resolves the interpreter and its directories and detects the
 // mechanisms this host offers. It starts no child.
-func New(ctx context.Context, opts Options) (*Backend, error) {
-	base, err := spawned.Resolve(ctx, spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
+func New(ctx context.Context, options *Options) (*Backend, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
+	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
 	if err != nil {
 		return nil, err
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package process_test
 
 import (
@@ -20,8 +22,8 @@ func TestMain(m *testing.M) {
 
 func newSandbox(t *testing.T, ceiling engine.Limits, opts process.Options) *engine.Runner {
 	t.Helper()
-	b, err := process.New(context.Background(), opts)
-	return sandboxtest.Runner(t, b, err, engine.RunnerOptions{Ceiling: ceiling, Artifacts: engine.ArtifactPolicy{Collect: true}})
+	b, err := process.New(context.Background(), &opts)
+	return sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Artifacts: engine.ArtifactPolicy{Collect: true}})
 }
 
 func TestContract(t *testing.T) {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package process_test
 
 import (
@@ -30,11 +32,11 @@ func TestRefusedBeforeRunning(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := process.New(context.Background(), process.Options{Disable: append(tc.disable, "landlock")})
+			b, err := process.New(context.Background(), &process.Options{Disable: append(tc.disable, "landlock")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := engine.NewRunner(b, engine.RunnerOptions{})
+			r, err := engine.NewRunner(b, &engine.RunnerOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,11 @@ type Sandbox struct {
 }
 
 // New checks opts and returns the Sandbox. It contacts nothing: Describe does.
-func New(opts Options) (*Sandbox, error) {
+func New(options *Options) (*Sandbox, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	u, err := url.Parse(opts.URL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":

@@ -1,3 +1,5 @@
+//go:build linux
+
 package remote_test
 
 import (
@@ -17,8 +19,10 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // The service runs in this test binary, so a hostile program's processes live in the pid
@@ -58,12 +62,12 @@ const testToken = "remote-contract-token"
 // ceiling, on loopback, accepting testToken.
 func namespacesService(t *testing.T, ceiling engine.Limits, warm int) (url string, runner *engine.Runner) {
 	t.Helper()
-	ok, reason := namespaces.Available(namespaces.Options{})
+	ok, reason := namespaces.Available(&namespaces.Options{})
 	gate.Require(t, "namespaces", ok, reason)
-	b, err := namespaces.New(context.Background(), namespaces.Options{})
-	runner = sandboxtest.Runner(t, b, err, engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
+	b, err := namespaces.New(context.Background(), &namespaces.Options{})
+	runner = sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
 		Artifacts: engine.ArtifactPolicy{Collect: true}, Warm: warm})
-	svc := remote.NewService(remote.ServiceOptions{Sandbox: runner, Authenticate: func(tok string) (string, bool) {
+	svc := remote.NewService(&remote.ServiceOptions{Sandbox: runner, Authenticate: func(tok string) (string, bool) {
 		return "caller", tok == testToken
 	}})
 	t.Cleanup(func() {
@@ -76,7 +80,7 @@ func namespacesService(t *testing.T, ceiling engine.Limits, warm int) (url strin
 
 func client(t testing.TB, url string, ceiling engine.Limits, level engine.Level) *remote.Sandbox {
 	t.Helper()
-	sb, err := remote.New(remote.Options{URL: url, Ceiling: ceiling, Isolation: level,
+	sb, err := remote.New(&remote.Options{URL: url, Ceiling: ceiling, Isolation: level,
 		Bearer:    func(context.Context) (string, error) { return testToken, nil },
 		Artifacts: engine.ArtifactPolicy{Collect: true}})
 	if err != nil {
@@ -114,7 +118,8 @@ except ToolError as e:
 big = await up__big()
 window = await big.read(offset=2, limit=3)
 return {"sums": [s["sum"] for s in sums], "denied": denied, "window": window}`,
-		Terms: engine.Terms{Isolation: engine.LevelIsolated}, Tools: tools, ToolNames: []string{"up__add", "up__big", "up__denied"}})
+		Terms: engine.Terms{Isolation: engine.LevelIsolated}, Tools: tools,
+		ToolNames: []string{"up__add", "up__big", "up__denied"}, Aliases: []string{"up__add", "up__big", "up__denied"}})
 	if res.Failure != nil {
 		t.Fatalf("%s: %s\n%s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback)
 	}
@@ -143,20 +148,20 @@ return {"sums": [s["sum"] for s in sums], "denied": denied, "window": window}`,
 // is too large and comes back as a handle.
 type callerTools struct{ calls, reads atomic.Int32 }
 
-func (c *callerTools) CallTool(_ context.Context, name string, args json.RawMessage) engine.ToolReply {
+func (c *callerTools) CallTool(_ context.Context, name string, args json.RawMessage) outputs.Reply {
 	c.calls.Add(1)
 	switch name {
 	case "up__add":
 		var in struct{ A, B int }
 		_ = json.Unmarshal(args, &in)
-		return engine.ToolReply{Value: json.RawMessage(fmt.Sprintf(`{"sum":%d}`, in.A+in.B))}
+		return outputs.Reply{Value: json.RawMessage(fmt.Sprintf(`{"sum":%d}`, in.A+in.B))}
 	case "up__big":
-		return engine.ToolReply{Handle: &engine.ToolHandle{ID: "h_big", Size: 1 << 30, Lines: 1000}}
+		return outputs.Reply{Handle: &outputs.HandleRef{ID: "h_big", Size: 1 << 30, Lines: 1000}}
 	}
-	return engine.ToolReply{Kind: "denied", Message: "the policy denies " + name}
+	return outputs.Reply{Kind: failure.Denied, Message: "the policy denies " + name}
 }
 
-func (c *callerTools) ReadHandle(_ context.Context, handle string, offset, limit int, _ string) engine.ToolReply {
+func (c *callerTools) ReadHandle(_ context.Context, handle string, offset, limit int, _ string) outputs.Reply {
 	c.reads.Add(1)
-	return engine.ToolReply{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d"`, handle, offset, limit))}
+	return outputs.Reply{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d"`, handle, offset, limit))}
 }

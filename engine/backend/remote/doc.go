@@ -108,7 +108,7 @@
 // An execution's results and cancel must reach the service that holds its stream: behind a
 // load balancer, route /v1/executions/{id}/… by the id (or address each service directly).
 //
-// It imports engine, engine/wire (its strict decoder), failure and the standard library. A
+// It imports engine, engine/wire (its strict decoder), failure, outputs (a binding call's Reply) and the standard library. A
 // Sandbox and a Service are safe for concurrent use; each Run owns its goroutines (the
 // stream reader, its calls, its cancel) and waits for them before it returns, and a Service's
 // start handler owns its heartbeat and returns only once the program's Run has.

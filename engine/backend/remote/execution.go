@@ -44,7 +44,8 @@ type streamEvent struct {
 func (x *execution) drive(ctx context.Context) *engine.Result {
 	s := x.s
 	names := append([]string{}, x.ex.ToolNames...)
-	body, err := json.Marshal(StartRequest{Protocol: Version, Program: x.ex.Program, Terms: x.t, Tools: names, Calls: x.ex.Tools != nil})
+	aliases := append([]string{}, x.ex.Aliases...)
+	body, err := json.Marshal(StartRequest{Protocol: Version, Program: x.ex.Program, Terms: x.t, Tools: names, Aliases: aliases, Calls: x.ex.Tools != nil})
 	if err != nil {
 		return engine.Refuse(x.t, failure.Internal, "the program could not be encoded")
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package remote_test
 
 import (
@@ -312,7 +314,7 @@ func TestHostileStreams(t *testing.T) {
 			c.fake(t, f)
 			srv := httptest.NewServer(f)
 			var logs bytes.Buffer
-			sb, err := remote.New(remote.Options{URL: srv.URL, Isolation: engine.LevelIsolated,
+			sb, err := remote.New(&remote.Options{URL: srv.URL, Isolation: engine.LevelIsolated,
 				Bearer: func(context.Context) (string, error) { return hostileToken, nil },
 				Bounds: remote.Bounds{MaxFrame: hostileFrame}, Slack: hostileSlack, CancelGrace: 250 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -386,7 +388,7 @@ func TestDescribeRetries(t *testing.T) {
 	}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	sb, err := remote.New(remote.Options{URL: srv.URL})
+	sb, err := remote.New(&remote.Options{URL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +427,7 @@ func TestNewRefusesAnExposedCredential(t *testing.T) {
 		if c.bearer {
 			opts.Bearer = bearer
 		}
-		sb, err := remote.New(opts)
+		sb, err := remote.New(&opts)
 		if (err == nil) != c.ok {
 			t.Errorf("%s bearer=%v insecure=%v: err %v", c.url, c.bearer, c.insecure, err)
 		}

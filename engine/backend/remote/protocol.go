@@ -56,8 +56,11 @@ type StartRequest struct {
 	Protocol int          `json:"protocol"`
 	Program  string       `json:"program"`
 	Terms    engine.Terms `json:"terms"`
-	// Tools are the names the program may call (TOOLS); aliases follow from them.
+	// Tools are the names the program may call (TOOLS).
 	Tools []string `json:"tools"`
+	// Aliases are the names of Tools bound as Python names too: the caller computes them once
+	// (engine.Execution.Aliases) and the service passes them on as they are.
+	Aliases []string `json:"aliases"`
 	// Calls: the caller answers binding calls. When false the service answers every call
 	// unavailable itself and sends no call or read frame.
 	Calls bool `json:"calls"`

@@ -65,7 +65,11 @@ type Service struct {
 }
 
 // NewService returns a Service over opts.Sandbox.
-func NewService(opts ServiceOptions) *Service {
+func NewService(options *ServiceOptions) *Service {
+	var opts ServiceOptions
+	if options != nil {
+		opts = *options
+	}
 	if opts.MaxExecutions <= 0 {
 		opts.MaxExecutions = 16
 	}
@@ -290,7 +294,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools}
+	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools, Aliases: req.Aliases}
 	if req.Calls {
 		ex.Tools = forwarder{x}
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package remote_test
 
 import (
@@ -15,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // scripted is a LocalSandbox whose executions run a Go function instead of a child: it tests
@@ -74,14 +77,14 @@ func scriptedService(t *testing.T, sb *scripted, opts remote.ServiceOptions) (*r
 	if opts.Authenticate == nil {
 		opts.Authenticate = authenticate
 	}
-	svc := remote.NewService(opts)
+	svc := remote.NewService(&opts)
 	ids := make(chan string, 16)
 	return svc, serveOn(t, tap(svc, ids)), ids
 }
 
 func as(t testing.TB, url, token string) *remote.Sandbox {
 	t.Helper()
-	sb, err := remote.New(remote.Options{URL: url, Bearer: func(context.Context) (string, error) { return token, nil }})
+	sb, err := remote.New(&remote.Options{URL: url, Bearer: func(context.Context) (string, error) { return token, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,21 +234,21 @@ func TestServiceForwardsCalls(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				rep := ex.Tools.CallTool(ctx, "up__echo", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
-				got[i] = string(rep.Value) + rep.Kind
+				got[i] = string(rep.Value) + string(rep.Kind)
 			}()
 		}
 		wg.Wait()
 		rd := ex.Tools.ReadHandle(ctx, "h_1", 3, 4, "ERR")
 		res := engine.Refuse(engine.Terms{}, "", "")
 		res.Failure = nil
-		v, _ := json.Marshal(map[string]any{"calls": got, "read": string(rd.Value), "names": ex.ToolNames})
+		v, _ := json.Marshal(map[string]any{"calls": got, "read": string(rd.Value), "names": ex.ToolNames, "aliases": ex.Aliases})
 		res.Value = v
 		return res
 	}}
 	_, url, _ := scriptedService(t, sb, remote.ServiceOptions{})
 	tools := &recorder{}
 	var resolved atomic.Int32
-	client, err := remote.New(remote.Options{URL: url, Bearer: func(context.Context) (string, error) {
+	client, err := remote.New(&remote.Options{URL: url, Bearer: func(context.Context) (string, error) {
 		resolved.Add(1)
 		return "alice-token", nil
 	}})
@@ -253,14 +256,15 @@ func TestServiceForwardsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	res := client.Run(context.Background(), engine.Execution{Program: "p", Tools: tools, ToolNames: []string{"up__echo"}})
+	res := client.Run(context.Background(), engine.Execution{Program: "p", Tools: tools, ToolNames: []string{"up__echo"}, Aliases: []string{"up__echo"}})
 	if res.Failure != nil {
 		t.Fatalf("%s: %s", res.Failure.Kind, res.Failure.Message)
 	}
 	var v struct {
-		Calls []string
-		Read  string
-		Names []string
+		Calls   []string
+		Read    string
+		Names   []string
+		Aliases []string
 	}
 	if err := json.Unmarshal(res.Value, &v); err != nil {
 		t.Fatal(err)
@@ -272,6 +276,10 @@ func TestServiceForwardsCalls(t *testing.T) {
 	}
 	if v.Read != `"h_1 3 4 ERR"` || strings.Join(v.Names, ",") != "up__echo" {
 		t.Errorf("read %s, names %v", v.Read, v.Names)
+	}
+	// The caller's aliases reach the service's Execution as they are: it computes none.
+	if strings.Join(v.Aliases, ",") != "up__echo" {
+		t.Errorf("aliases %v, want the caller's [up__echo]", v.Aliases)
 	}
 	if tools.calls.Load() != 8 || tools.reads.Load() != 1 {
 		t.Errorf("the caller's ToolCaller saw %d calls and %d reads, want 8 and 1", tools.calls.Load(), tools.reads.Load())
@@ -285,15 +293,15 @@ func TestServiceForwardsCalls(t *testing.T) {
 // recorder is a caller's ToolCaller: it answers each call with its arguments.
 type recorder struct{ calls, reads atomic.Int32 }
 
-func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) engine.ToolReply {
+func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) outputs.Reply {
 	r.calls.Add(1)
 	time.Sleep(time.Duration(r.calls.Load()%3) * time.Millisecond)
-	return engine.ToolReply{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
+	return outputs.Reply{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
 }
 
-func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) engine.ToolReply {
+func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) outputs.Reply {
 	r.reads.Add(1)
-	return engine.ToolReply{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
+	return outputs.Reply{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
 }
 
 // Past MaxExecutions a start is answered 503; draining refuses new executions, turns

@@ -6,9 +6,11 @@ import (
 	"fmt"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
-// This file is the protocol's only contact with engine.ToolCaller and engine.ToolReply: on
+// This file is the protocol's only contact with engine.ToolCaller and outputs.Reply: on
 // the service, a ToolCaller that forwards each call to the caller as a frame; on the client,
 // the call that answers such a frame through the caller's own ToolCaller (its policy, budgets
 // and ledger).
@@ -17,13 +19,13 @@ import (
 // becomes a frame on the execution's stream, and waits for the caller's Reply.
 type forwarder struct{ x *serviceExecution }
 
-func (f forwarder) CallTool(ctx context.Context, name string, args json.RawMessage) engine.ToolReply {
+func (f forwarder) CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
 	return f.x.forward(ctx, func(id int64) any {
 		return &Call{Type: FrameCall, ID: id, Tool: name, Args: args}
 	})
 }
 
-func (f forwarder) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) engine.ToolReply {
+func (f forwarder) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) outputs.Reply {
 	return f.x.forward(ctx, func(id int64) any {
 		return &Read{Type: FrameRead, ID: id, Handle: handle, Offset: offset, Limit: limit, Pattern: pattern}
 	})
@@ -31,7 +33,7 @@ func (f forwarder) ReadHandle(ctx context.Context, handle string, offset, limit 
 
 // forward writes the frame mk makes for a fresh id and waits for the caller's Reply. Ids are
 // taken under the writer's lock, so they reach the stream in increasing order.
-func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) engine.ToolReply {
+func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) outputs.Reply {
 	ch := make(chan Reply, 1)
 	var id int64
 	err := x.w.numbered(func(n int64) any {
@@ -47,25 +49,25 @@ func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) e
 		x.mu.Unlock()
 	}()
 	if err != nil {
-		return engine.ToolReply{Kind: "cancelled", Message: "the caller of this execution went away"}
+		return outputs.Reply{Kind: failure.Cancelled, Message: "the caller of this execution went away"}
 	}
 	select {
 	case rep := <-ch:
 		return rep.toolReply()
 	case <-ctx.Done():
-		return engine.ToolReply{Kind: "cancelled", Message: "the execution ended before the caller answered"}
+		return outputs.Reply{Kind: failure.Cancelled, Message: "the execution ended before the caller answered"}
 	}
 }
 
 // toolReply is the ToolReply a Reply carries.
-func (r *Reply) toolReply() engine.ToolReply {
+func (r *Reply) toolReply() outputs.Reply {
 	if !r.OK {
-		return engine.ToolReply{Kind: r.Kind, Message: r.Message}
+		return outputs.Reply{Kind: failure.Kind(r.Kind), Message: r.Message}
 	}
 	if r.Handle != nil {
-		return engine.ToolReply{Handle: &engine.ToolHandle{ID: r.Handle.ID, Size: r.Handle.Size, Lines: r.Handle.Lines}}
+		return outputs.Reply{Handle: &outputs.HandleRef{ID: outputs.Handle(r.Handle.ID), Size: r.Handle.Size, Lines: r.Handle.Lines}}
 	}
-	return engine.ToolReply{Value: r.Value}
+	return outputs.Reply{Value: r.Value}
 }
 
 // check reports what makes a Reply unusable.
@@ -103,19 +105,19 @@ func toolErrorKind(k string) bool {
 // to post. A caller without a ToolCaller answers unavailable, as a local Runner does.
 func answer(ctx context.Context, tools engine.ToolCaller, frame any) Reply {
 	var id int64
-	var rep engine.ToolReply
+	var rep outputs.Reply
 	switch f := frame.(type) {
 	case *Call:
 		id = f.ID
 		if tools == nil {
-			rep = engine.ToolReply{Kind: "unavailable", Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", f.Tool)}
+			rep = outputs.Reply{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", f.Tool)}
 		} else {
 			rep = tools.CallTool(ctx, f.Tool, f.Args)
 		}
 	case *Read:
 		id = f.ID
 		if tools == nil {
-			rep = engine.ToolReply{Kind: "unavailable", Message: "no handle of this execution is known"}
+			rep = outputs.Reply{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
 		} else {
 			rep = tools.ReadHandle(ctx, f.Handle, f.Offset, f.Limit, f.Pattern)
 		}
@@ -123,9 +125,9 @@ func answer(ctx context.Context, tools engine.ToolCaller, frame any) Reply {
 	out := Reply{ID: id, OK: rep.Kind == ""}
 	switch {
 	case !out.OK:
-		out.Kind, out.Message = rep.Kind, rep.Message
+		out.Kind, out.Message = string(rep.Kind), rep.Message
 	case rep.Handle != nil:
-		out.Handle = &Handle{ID: rep.Handle.ID, Size: rep.Handle.Size, Lines: rep.Handle.Lines}
+		out.Handle = &Handle{ID: string(rep.Handle.ID), Size: rep.Handle.Size, Lines: rep.Handle.Lines}
 	default:
 		out.Value = rep.Value
 		if len(out.Value) == 0 {

@@ -38,7 +38,11 @@ type Base struct {
 
 // Resolve fills a Base. It starts no sandbox child; it asks the interpreter for its
 // directories.
-func Resolve(ctx context.Context, o Options) (*Base, error) {
+func Resolve(ctx context.Context, options *Options) (*Base, error) {
+	var o Options
+	if options != nil {
+		o = *options
+	}
 	if o.RunAs == "" {
 		o.RunAs = "65534:65534"
 	}

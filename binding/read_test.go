@@ -1,4 +1,4 @@
-package mcpserver
+package binding
 
 import (
 	"bytes"
@@ -9,24 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
-
-func TestRunOfMeta(t *testing.T) {
-	h := &handlers{agent: Agent{Tenant: "t"}, runs: map[*mcp.ServerSession]string{}}
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{MetaRun: "r1"}}}
-	if got := h.runOf(req); got != (budget.RunRef{Tenant: "t", ID: "named:r1"}) {
-		t.Errorf("runOf = %+v", got)
-	}
-	long := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{MetaRun: strings.Repeat("x", maxRunIDBytes+1)}}}
-	if got := h.runOf(long); strings.HasPrefix(got.ID, "named:") {
-		t.Errorf("an over-long run id was accepted: %+v", got)
-	}
-}
 
 // A program reads only its own handles, in windows no wider than the transfer allowance, and
 // each window is charged to the transfer meter.
@@ -43,14 +30,14 @@ func TestExecutionReadHandle(t *testing.T) {
 	x.handles[own] = true
 
 	r := x.ReadHandle(ctx, string(own), 2, 3, "")
-	var w windowJSON
+	var w Window
 	if r.Kind != "" || json.Unmarshal(r.Value, &w) != nil || w.Count != 3 || w.Text != strings.Repeat("0123456789abcdef\n", 3) || !w.More {
 		t.Fatalf("window: %+v %s", r, r.Value)
 	}
-	if r := x.ReadHandle(ctx, string(other), 0, 1, ""); r.Kind != string(upstream.Unavailable) {
+	if r := x.ReadHandle(ctx, string(other), 0, 1, ""); r.Kind != failure.Unavailable {
 		t.Errorf("another execution's handle: %+v", r)
 	}
-	if r := x.ReadHandle(ctx, string(own), 0, 1000, ""); r.Kind != string(upstream.BindingResultTooLarge) {
+	if r := x.ReadHandle(ctx, string(own), 0, 1000, ""); r.Kind != failure.BindingResultTooLarge {
 		t.Errorf("a window over the ceiling: %+v", r)
 	}
 	exec, _, _ := m.Usage(ctx)
@@ -65,7 +52,7 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // newExecution is an execution of tenant "t" metered with limits in a fresh ledger, with a
 // fresh blob store, both closed when t ends.
-func newExecution(t *testing.T, limits budget.Limits) *execution {
+func newExecution(t *testing.T, limits budget.Limits) *Execution {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -82,7 +69,7 @@ func newExecution(t *testing.T, limits budget.Limits) *execution {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &execution{meter: m, blobs: blobs, tenant: "t", log: discard(), handles: map[outputs.Handle]bool{}}
+	return New(&Options{Meter: m, Blobs: blobs, Tenant: "t", Logger: discard()})
 }
 
 // TestJSONHandleReadInWindows keeps a 20 MiB structured result under a handle and reads it in
@@ -101,24 +88,26 @@ func TestJSONHandleReadInWindows(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	value := json.RawMessage(b.Bytes())
-	slot := &handleSlot{}
 	tool := &upstream.Tool{Name: "docs__big", Server: "docs", Upstream: "big"}
-	r := x.CallUpstream(context.WithValue(ctx, handleSlotKey{}, slot), upstream.Call{Tool: tool, Args: json.RawMessage(`{}`)},
-		func(context.Context) upstream.Reply {
-			return upstream.Reply{Value: value, Size: len(value), Called: true}
-		})
-	if r.Kind != "" || slot.h == nil {
+	tk, fe := admit(ctx, x.meter, tool, json.RawMessage(`{}`))
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	// Steps 9 and 10 of the walk, given the upstream's answer.
+	r, o := x.deliver(ctx, tk, tool, upstream.Answer{Value: value, Size: len(value), Called: true})
+	x.finish(ctx, tk, o)
+	if r.Kind != "" || r.Handle == nil {
 		t.Fatalf("no handle: %+v", r)
 	}
-	if slot.h.Lines < 1000 {
-		t.Fatalf("handle has %d lines; the JSON was kept on too few lines to page", slot.h.Lines)
+	if r.Handle.Lines < 1000 {
+		t.Fatalf("handle has %d lines; the JSON was kept on too few lines to page", r.Handle.Lines)
 	}
-	for _, off := range []int{0, 1000, slot.h.Lines - 10} {
-		rr := x.ReadHandle(ctx, slot.h.ID, off, 50, "")
-		var w windowJSON
+	for _, off := range []int{0, 1000, r.Handle.Lines - 10} {
+		rr := x.ReadHandle(ctx, string(r.Handle.ID), off, 50, "")
+		var w Window
 		if rr.Kind != "" || json.Unmarshal(rr.Value, &w) != nil || w.Count == 0 {
 			t.Fatalf("window at %d: %+v", off, rr.Kind)
 		}
 	}
-	x.finishing.Wait()
+	x.Wait()
 }

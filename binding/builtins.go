@@ -1,0 +1,92 @@
+package binding
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// The built-ins a program may call besides upstream tools.
+const (
+	BuiltinListTools      = "list_tools"
+	BuiltinGetToolInfo    = "get_tool_info"
+	BuiltinReadToolOutput = "read_tool_output"
+)
+
+// excluded says why a built-in of the MCP face is not callable from a program.
+var excluded = map[string]string{
+	"run_code": "run_code cannot be called from a program: an execution must not start another execution.",
+}
+
+// builtin serves or refuses the names that are not upstream tools; ok is false for a name
+// that is one ("<server>__<tool>"), which the rest of the walk takes.
+func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessage) (_ outputs.Reply, ok bool) {
+	switch name {
+	case BuiltinListTools:
+		var a upstream.ListToolsArgs
+		if err := decodeStrict(args, &a); err != nil {
+			return refuse(failure.InvalidArguments, "list_tools takes {server?, query?, cursor?}: %v", err), true
+		}
+		page, err := x.turn.ListTools(a)
+		if err != nil {
+			return refuse(failure.InvalidArguments, "%v", err), true
+		}
+		return valueReply(page), true
+	case BuiltinGetToolInfo:
+		var a struct {
+			Name string `json:"name"`
+		}
+		if err := decodeStrict(args, &a); err != nil || a.Name == "" {
+			return refuse(failure.InvalidArguments, "get_tool_info takes {name}"), true
+		}
+		info, fe := x.turn.ToolInfo(a.Name)
+		if fe != nil {
+			return outputs.Refused(fe), true
+		}
+		return valueReply(info), true
+	case BuiltinReadToolOutput:
+		var a ReadArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return refuse(failure.InvalidArguments, "read_tool_output takes {handle, offset?, limit?, pattern?}"), true
+		}
+		return x.read(ctx, a), true
+	}
+	if why, no := excluded[name]; no {
+		return refuse(failure.ExcludedBuiltin, "%s", why), true
+	}
+	if !strings.Contains(name, upstream.Separator) {
+		return refuse(failure.Unavailable, "no tool named %q: a program may call upstream tools (<server>__<tool>), list_tools, get_tool_info and read_tool_output", name), true
+	}
+	return outputs.Reply{}, false
+}
+
+func valueReply(v any) outputs.Reply {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return refuse(failure.UpstreamError, "the answer could not be encoded")
+	}
+	return outputs.Reply{Value: b}
+}
+
+// decodeStrict decodes a built-in's arguments: a JSON object (empty or null means {}) without
+// unknown fields.
+func decodeStrict(args json.RawMessage, v any) error {
+	trimmed := strings.TrimSpace(string(args))
+	if trimmed == "" || trimmed == "null" {
+		trimmed = "{}"
+	}
+	dec := json.NewDecoder(strings.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("arguments hold more than one JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package binding
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// DefaultMaxConcurrentCalls is the per-execution cap on binding calls in flight when
+// Options.MaxConcurrentCalls is zero.
+const DefaultMaxConcurrentCalls = 8
+
+// Options configure an Execution; nil means defaults: no upstream tools, nothing metered, no
+// blob store.
+type Options struct {
+	// Turn is the catalogue narrowed for this execution; nil means upstream.EmptyTurn.
+	Turn *upstream.Turn
+	// Meter meters and records the calls (budget.Start); nil means nothing is metered or
+	// recorded and every result is delivered whole.
+	Meter *budget.Meter
+	// Blobs keeps a result over the transfer allowance under a handle; nil means such a result
+	// is binding_result_not_paged.
+	Blobs outputs.BlobStore
+	// Tenant owns the handles the calls produce.
+	Tenant string
+	// MaxConcurrentCalls caps the calls in flight; zero means DefaultMaxConcurrentCalls.
+	MaxConcurrentCalls int
+	// Logger receives what the operator must know; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Execution is one run_code's binding state: the turn it calls through, its meter, the handles
+// its calls produced (the only ones it may read) and the finish records still being written.
+// It is the engine.ToolCaller of the run, safe for concurrent use.
+type Execution struct {
+	turn   *upstream.Turn
+	meter  *budget.Meter
+	blobs  outputs.BlobStore
+	tenant string
+	log    *slog.Logger
+	slots  chan struct{} // one per call in flight
+
+	mu      sync.Mutex // guards handles
+	handles map[outputs.Handle]bool
+
+	finishing sync.WaitGroup // tool_call_finished records being written
+}
+
+// New returns the binding state of one execution.
+func New(opts *Options) *Execution {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Turn == nil {
+		o.Turn = upstream.EmptyTurn()
+	}
+	if o.MaxConcurrentCalls <= 0 {
+		o.MaxConcurrentCalls = DefaultMaxConcurrentCalls
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger,
+		slots: make(chan struct{}, o.MaxConcurrentCalls), handles: map[outputs.Handle]bool{}}
+}
+
+// Names returns the sorted names the program may call: its TOOLS.
+func (x *Execution) Names() []string { return x.turn.Names() }
+
+// Aliases returns the names of Names bound as Python names too (upstream.Aliasable): computed
+// here once and handed to the engine in its Execution.
+func (x *Execution) Aliases() []string { return x.turn.Aliases() }
+
+// Unavailable returns the bindings that resolve to no callable tool: unavailable_bindings.
+func (x *Execution) Unavailable() []string { return x.turn.Unavailable() }
+
+// Wait waits for the tool_call_finished records still being written. Call it once the program
+// can make no more calls (Sandbox.Run returned) and before the meters are read or the
+// execution is ended.
+func (x *Execution) Wait() { x.finishing.Wait() }
+
+// CallTool is one binding call from the program, top to bottom; the package doc walks it.
+func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
+	// 1. Built-ins are served here, or refused with the reason.
+	if r, ok := x.builtin(ctx, name, args); ok {
+		return r
+	}
+	// 2. Policy: a tool of a granted server that no deny glob matches.
+	tool, fe := x.turn.Lookup(name)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	// 3. Bindings: the agent's list narrows what its programs may call.
+	if !x.turn.Bound(tool) {
+		return refuse(failure.Unavailable, "%s is not among this agent's bindings", name)
+	}
+	// 4. Approval: a person cannot be asked from inside a program.
+	if x.turn.NeedsApproval(tool) {
+		return refuse(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval, which cannot be asked for inside a program; call it directly as a tool instead", name)
+	}
+	// 5. Arguments: a JSON object matching the tool's input schema.
+	args, fe = tool.Arguments(args)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	// 6. A call slot: at most MaxConcurrentCalls in flight. A call waits here, before it is
+	// spent, so one that never gets a slot costs nothing.
+	release, fe := x.slot(ctx, tool)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	defer release()
+	// 7. Admission: tool_call_started is written, and the call is spent whatever follows.
+	tk, fe := admit(ctx, x.meter, tool, args)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	// 8. The upstream call.
+	a := x.turn.Invoke(ctx, tool, args)
+	// 9. Delivery: whole within the transfer allowance, else kept in the blob store and handed
+	// over as a handle.
+	rep, o := x.deliver(ctx, tk, tool, a)
+	// 10. tool_call_finished, written while the reply travels on to the program.
+	x.finish(ctx, tk, o)
+	return rep
+}
+
+func refuse(k failure.Kind, format string, args ...any) outputs.Reply {
+	return outputs.Reply{Kind: k, Message: fmt.Sprintf(format, args...)}
+}
+
+// slot takes one of the execution's call slots; release gives it back. Waiting ends with ctx,
+// and the call is then cancelled (or timed out) without being made.
+func (x *Execution) slot(ctx context.Context, tool *upstream.Tool) (release func(), _ *failure.Error) {
+	select {
+	case x.slots <- struct{}{}:
+		return func() { <-x.slots }, nil
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, failure.New(failure.Timeout, "%s was not called: the time ran out while waiting for a free call slot", tool.Name)
+		}
+		return nil, failure.New(failure.Cancelled, "%s was not called: cancelled while waiting for a free call slot", tool.Name)
+	}
+}
+
+// admit writes tool_call_started through meter (nil: nothing is metered, tk is nil). A refusal
+// was recorded as refused and never spent. A ledger failure (internal) reaches the program as
+// upstream_error, because ToolError's kinds are failure.CallKinds and nothing else; the call was
+// not made.
+func admit(ctx context.Context, meter *budget.Meter, tool *upstream.Tool, args json.RawMessage) (*budget.Ticket, *failure.Error) {
+	if meter == nil {
+		return nil, nil
+	}
+	tk, fe := meter.Admit(ctx, budget.Call{Tool: tool.Name, ArgumentBytes: int64(len(args))})
+	if fe != nil && !fe.Kind.CallKind() {
+		fe = &failure.Error{Kind: failure.UpstreamError, Message: fe.Message, Err: fe.Err}
+	}
+	return tk, fe
+}
+
+// outcome is what tool_call_finished records of an answer that is not a value: failed, or
+// aborted when cancelled. The transfer is filled in by delivery.
+func outcome(a upstream.Answer) budget.Outcome {
+	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(a.Size)}
+	if a.Kind != "" {
+		o.Status, o.Kind, o.Message = budget.Failed, string(a.Kind), a.Message
+		if a.Kind == failure.Cancelled {
+			o.Status = budget.Aborted
+		}
+	}
+	return o
+}
+
+// finish writes tool_call_finished on its own goroutine: the call was spent when it started,
+// and a crash before this lands is recorded unknown. Wait waits for every finish.
+func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outcome) {
+	if tk == nil {
+		return
+	}
+	x.finishing.Add(1)
+	go func() {
+		defer x.finishing.Done()
+		if err := tk.Finish(context.WithoutCancel(ctx), o); err != nil {
+			x.log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
+		}
+	}()
+}
+
+// Direct makes a host's direct call of an exposed tool: the same policy and arguments as a
+// program's call, without bindings (an agent's program setting) and approval (the host can ask
+// the person); recorded under meter (budget.Direct; nil records nothing), outside the binding
+// budget, and never paged: the host gets the whole value.
+func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, log *slog.Logger, name string, args json.RawMessage) outputs.Reply {
+	tool, fe := turn.Lookup(name)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	args, fe = tool.Arguments(args)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	tk, fe := admit(ctx, meter, tool, args)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	a := turn.Invoke(ctx, tool, args)
+	o := outcome(a)
+	if a.Kind == "" {
+		o.TransferBytes = int64(len(a.Value))
+	}
+	if tk != nil {
+		if err := tk.Finish(ctx, o); err != nil {
+			log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
+		}
+	}
+	return outputs.Reply{Value: a.Value, Kind: a.Kind, Message: a.Message}
+}

@@ -1,0 +1,74 @@
+// Package binding is the one home of a binding call: everything that happens between a
+// program's `await tool(...)` reaching the host and its answer going back, in order, in one
+// place (Execution.CallTool), plus a host's direct call (Direct) and read_tool_output (Read),
+// whose owner this package is for the host and the program alike.
+//
+// # Why a package of its own
+//
+// DESIGN.md §2 allows the call to live in upstream or here. Here, because a call is more than
+// the upstream: it is metered and recorded (budget), paged into blobs (outputs) and will be
+// approved, traced and counted. Inside upstream, those steps came back in as a chain of
+// Callers and a context slot to carry the handle home; here upstream is one step of the walk
+// (policy lookups and Invoke) and knows nothing of budgets, blobs or the engine.
+//
+// # The walk of one call
+//
+// The engine's session reads a `call {id, tool, args}` frame from the child and calls
+// engine.ToolCaller.CallTool, which is *Execution (mcpserver hands it to the engine in the
+// engine.Execution, with the program's names and aliases, which Execution computes once from
+// its upstream.Turn). CallTool then takes these hops, each of which may end the call with a
+// Reply whose Kind is one of failure.CallKinds:
+//
+//  1. Built-ins: list_tools and get_tool_info are answered from the Turn; read_tool_output
+//     reads one of this execution's own handles (hop 11); run_code is excluded_builtin; any
+//     other name without "__" is unavailable.
+//  2. Policy (Turn.Lookup): a tool of a granted server (else unavailable), not matched by a
+//     deny glob (else denied), that the catalogue does not hold as unavailable (a schema it
+//     cannot check, say: unavailable with the reason).
+//  3. Bindings (Turn.Bound): among the agent's bindings, else unavailable.
+//  4. Approval (Turn.NeedsApproval): approval_required_in_program, since a program cannot ask
+//     a person. (An approval step that asks one belongs here.)
+//  5. Arguments (Tool.Arguments): a JSON object that matches the input schema, else
+//     invalid_arguments; the upstream later receives the bytes as sent.
+//  6. A call slot: at most Options.MaxConcurrentCalls calls of the execution in flight. The
+//     wait ends with the context (timeout or cancelled) and such a call is never spent.
+//  7. Admission (budget.Meter.Admit): argument_too_large or budget_exceeded are recorded as
+//     refused and never spent; otherwise tool_call_started is written and the call is spent,
+//     whatever follows. A ledger failure is upstream_error: the call was not made.
+//  8. The upstream call (Turn.Invoke): tool_error (the upstream said isError), upstream_error,
+//     timeout, cancelled; an upstream.Answer with the value and the bytes produced.
+//  9. Delivery: a value within the transfer allowance (budget.Ticket.Reserve) crosses whole.
+//     Over it, the value is kept in the blob store (a string as its text, anything else as
+//     indented JSON, so line windows can be narrower than the value), charged as preserved
+//     bytes and the handle's own bytes as transfer, recorded as this execution's, and the
+//     program gets an outputs.HandleRef; without a store, or when it fails or the budget has
+//     no room left, binding_result_not_paged.
+//  10. tool_call_finished (succeeded, failed, or aborted when cancelled; bytes produced,
+//     transferred, preserved; the handle as attachment) is written on its own goroutine while
+//     the Reply travels to the program. Execution.Wait waits for these before the execution's
+//     meters are read and its end recorded.
+//  11. Handle reads: the child's `read {handle, offset, limit, pattern}` frames, and
+//     read_tool_output called inside the program, reach Execution.ReadHandle: only this
+//     execution's handles (any other reads "no handle of this execution is known"), a page no
+//     wider than the transfer allowance (else binding_result_too_large), charged as transfer.
+//     The host's read_tool_output tool uses the same Read, over any handle of its tenant, with
+//     a 1 MiB page.
+//
+// Nothing is translated on the way: upstream, budget and this package fail a call with
+// failure.Kind values of failure.CallKinds, and the Reply (package outputs, the leaf both the
+// engine and this package import) carries the kind to the engine, which writes it in the
+// `result` frame. Without a meter (no ledger) hops 7 and 10 are skipped and values cross
+// whole.
+//
+// A host's direct call (Direct) takes hops 2, 5, 7 (under budget.Direct: recorded, outside the
+// binding budget), 8 and 10 (synchronously), and the whole value: no bindings, no approval
+// refusal (the host can ask the person), no slot, no paging.
+//
+// # Imports and concurrency
+//
+// It imports upstream, budget, outputs and failure (DESIGN.md §2); never engine or mcpserver,
+// and the engine never imports it: the engine's ToolCaller is satisfied because both speak
+// outputs.Reply. An Execution is safe for concurrent use (calls overlap); mu guards only its
+// handle set and is never held across a call. Each finish goroutine is owned by its Execution
+// and waited for by Wait.
+package binding

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+)
+
+// The local backends exist on Linux only (local_other.go says so elsewhere).
+
+func newProcess(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return process.New(ctx, &process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
+}
+
+func newNamespaces(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return namespaces.New(ctx, nsOptions(p))
+}
+
+func newBwrap(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return bwrap.New(ctx, bwrapOptions(p))
+}
+
+func newContainer(ctx context.Context, p configs.Profile) (engine.Backend, error) {
+	return container.New(ctx, containerOptions(p))
+}
+
+// detectContainer is the container backend as profile p would find it: a runtime that
+// answers and the image present, or why not and the command that fixes it. It starts nothing.
+func detectContainer(ctx context.Context, p configs.Profile) engine.LocalBackend {
+	d := container.Detect(ctx, containerOptions(p))
+	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Available: d.Available, Reason: d.Reason}
+}
+
+func containerOptions(p configs.Profile) *container.Options {
+	c := configs.Container{}
+	if p.Container != nil {
+		c = *p.Container
+	}
+	return &container.Options{Runtime: c.Runtime, Image: c.Image, Python: c.Python, OCIRuntime: c.OCIRuntime,
+		RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+}
+
+// detectLocal lists the local backends this host offers for profile p, with the reason and
+// install guidance for each one it does not. It starts nothing.
+func detectLocal(p configs.Profile) []engine.LocalBackend {
+	nsOK, nsWhy := namespaces.Available(nsOptions(p))
+	_, bwWhy := bwrap.Find(bwrapOptions(p))
+	return engine.DetectLocalBackends([]engine.LocalBackend{
+		{Name: "namespaces", Isolation: engine.LevelIsolated, Available: nsOK, Reason: nsWhy},
+		{Name: "bwrap", Isolation: engine.LevelIsolated, Available: bwWhy == "", Reason: bwWhy},
+		{Name: "process", Isolation: engine.LevelProcess, Available: true},
+	})
+}
+
+func nsOptions(p configs.Profile) *namespaces.Options {
+	return &namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+}
+
+func bwrapOptions(p configs.Profile) *bwrap.Options {
+	return &bwrap.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+}
