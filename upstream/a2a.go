@@ -38,8 +38,8 @@ const (
 	// no list_changed notification.
 	cardTTL = 5 * time.Minute
 	// pollFirst and pollMax bound the waits between tasks/get polls of an open task.
-	pollFirst = 20 * time.Millisecond
-	pollMax   = time.Second
+	pollFirst = time.Millisecond
+	pollMax   = 500 * time.Millisecond
 	// cancelGrace bounds the tasks/cancel sent for a task given up on.
 	cancelGrace = 2 * time.Second
 	// a2aVersion is the protocol version spoken: the one a2a-go v0.3 implements, which v1.0
@@ -199,6 +199,7 @@ func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*m
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
+	dec.UseNumber() // the peer gets the program's numbers as written
 	if err := dec.Decode(&in); err != nil {
 		return nil, &notSentError{fmt.Errorf("the arguments of an A2A skill are {text, data}: %w", err)}
 	}
@@ -222,7 +223,7 @@ func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*m
 	}
 	ev, err := a2a.UnmarshalEventJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("message/send answered neither a task nor a message: %w", err)
+		return nil, fmt.Errorf("message/send answered neither a task nor a message: %s", clip(err.Error(), 300))
 	}
 	switch ev := ev.(type) {
 	case *a2a.Message:
@@ -258,7 +259,7 @@ func (p *peer) follow(ctx context.Context, task *a2a.Task, budget *int64) (*mcp.
 		}
 		var next a2a.Task
 		if err := json.Unmarshal(raw, &next); err != nil {
-			return nil, fmt.Errorf("tasks/get answered no task: %w", err)
+			return nil, fmt.Errorf("tasks/get answered no task: %s", clip(err.Error(), 300))
 		}
 		task = &next
 	}

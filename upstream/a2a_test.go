@@ -198,7 +198,7 @@ func TestA2ASkillIsATool(t *testing.T) {
 	if d := cmp.Diff([]string{"peer__echo", "peer__stock"}, turn.Names()); d != "" {
 		t.Fatalf("names (-want +got):\n%s", d)
 	}
-	if got := wantOK(t, call(t, turn, "peer__stock", `{"data":{"sku":"A"}}`)); got != `{"in_stock":7,"sku":"A"}` {
+	if got := wantOK(t, call(t, turn, "peer__stock", `{"data":{"sku":"A","n":12345678901234567890}}`)); got != `{"in_stock":7,"sku":"A"}` {
 		t.Errorf("stock = %s", got)
 	}
 	if got := wantOK(t, call(t, turn, "peer__echo", `{"text":"hi"}`)); got != `"HI"` {
@@ -218,6 +218,9 @@ func TestA2ASkillIsATool(t *testing.T) {
 		if r.auth != "Bearer tok-s3cret" {
 			t.Errorf("%s sent with Authorization %q", r.method, r.auth)
 		}
+	}
+	if !strings.Contains(string(sends[0].params), `"n":12345678901234567890`) {
+		t.Errorf("the program's number was not sent as written: %s", sends[0].params)
 	}
 	var p struct {
 		Configuration struct {

@@ -115,10 +115,13 @@
 //     message whose metadata.skillId names the skill (A2A has no skill selector; an agent with
 //     one skill may ignore it).
 //   - The call: message/send with blocking false and historyLength 0. A Message answers at
-//     once; a Task still submitted or working is polled with tasks/get (20 ms, doubling to 1 s)
-//     until it ends or the call's time does, and then it is cancelled on the peer with
-//     tasks/cancel (best effort, 2 s). Each answer is bounded by the frame limit and all the
-//     answers of one call by twice that, read as bytes arrive; only application/json is read.
+//     once; a Task still submitted or working is polled with tasks/get (after 1 ms, doubling
+//     to 500 ms) until it ends or the call's time does, and then it is cancelled on the peer
+//     with tasks/cancel (best effort, 2 s): an abort around a binding call cancels the
+//     operation in flight, which a blocking send cut short could not (the task's id would be
+//     unknown); the price is a poll or two against an agent that answers at once. Each answer
+//     is bounded by the frame limit and all the answers of one call by twice that,
+//     read as bytes arrive; only application/json is read.
 //   - The answer: a completed task's artifact parts (with none, its final status message's); a
 //     Message's parts. One text part is the value's text; one data part is the value; several
 //     parts are a list of blocks: MCP content blocks for text and files (bytes as image, audio
