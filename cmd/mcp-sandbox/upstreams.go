@@ -29,7 +29,8 @@ func upstreamServer(name string, u configs.Upstream) upstream.Server {
 	return s
 }
 
-// bearerOf is the per-request resolver of a credential reference; nil for none.
+// bearerOf is the per-request resolver of a credential reference (a rotated secret takes
+// effect at the next request; nothing is kept); nil for none.
 func bearerOf(c *configs.Credential) func(context.Context) (string, error) {
 	if c == nil {
 		return nil
