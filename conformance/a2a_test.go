@@ -3,7 +3,6 @@ package conformance
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -16,9 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	_ "modernc.org/sqlite"
-
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
 // agent is a running a2a-agent.mjs.
@@ -108,34 +104,6 @@ tenants:
 `, filepath.Join(dir, "data"), budget, built.mock, filepath.Join(dir, "support.json"), url, deferred, policy)
 }
 
-// ledgerCalls reads the tool_calls of the SQLite ledger under dataDir: tool, status and kind,
-// in the order they started.
-func ledgerCalls(t *testing.T, dataDir string) [][3]string {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, budget.LedgerFile)+"?mode=ro&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT tool, status, kind FROM tool_calls WHERE tenant = 't' ORDER BY started_at, id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out [][3]string
-	for rows.Next() {
-		var r [3]string
-		if err := rows.Scan(&r[0], &r[1], &r[2]); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestA2ASkillJoinsMCPTool: one program calls a skill of a real A2A agent (@a2a-js/sdk) and
 // a tool of an MCP server and joins the answers; the skills are found and described like
 // tools; the ledger records every call; the credential reaches the agent and nothing else.
@@ -199,7 +167,7 @@ return {
 	}
 
 	calls := ledgerCalls(t, filepath.Join(dir, "data"))
-	want := [][3]string{
+	want := []ledgerCall{
 		{"inv__stock", "succeeded", ""}, {"support__lookup", "succeeded", ""},
 		{"inv__echo", "succeeded", ""}, {"inv__report", "succeeded", ""},
 	}
@@ -261,7 +229,7 @@ return out
 		t.Errorf("tools the mock really ran (-want +got):\n%s", d)
 	}
 	calls := ledgerCalls(t, filepath.Join(dir, "data"))
-	wantCalls := [][3]string{
+	wantCalls := []ledgerCall{
 		{"support__class", "succeeded", ""}, {"inv__echo", "succeeded", ""},
 		{"inv__echo", "refused", "budget_exceeded"}, {"support__class", "refused", "budget_exceeded"},
 	}
