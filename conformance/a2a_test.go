@@ -116,12 +116,13 @@ func TestA2ASkillJoinsMCPTool(t *testing.T) {
 	cs, _ := serveProc(t, writeConfig(t, a2aConfig(dir, url, true, "{}", "{}")), log)
 
 	var got struct {
-		Joined map[string]any   `json:"joined"`
-		Echo   string           `json:"echo"`
-		Report []map[string]any `json:"report"`
-		Schema map[string]any   `json:"schema"`
-		Listed []string         `json:"listed"`
-		Tools  []string         `json:"tools"`
+		Joined  map[string]any   `json:"joined"`
+		Echo    string           `json:"echo"`
+		Report  []map[string]any `json:"report"`
+		Schema  map[string]any   `json:"schema"`
+		Listed  []string         `json:"listed"`
+		Problem string           `json:"problem"`
+		Tools   []string         `json:"tools"`
 	}
 	run(t, cs, `
 stock = await inv__stock(data={"sku": "A"})
@@ -134,6 +135,7 @@ return {
     "joined": {"sku": stock["sku"], "in_stock": stock["in_stock"], "name": product["name"], "price": product["price"]},
     "echo": echo, "report": report, "schema": info["input_schema"],
     "listed": [t["name"] for t in listed["tools"]],
+    "problem": listed.get("problems", {}).get("inv", ""),
     "tools": [n for n in TOOLS if n.startswith("inv__")],
 }
 `, &got)
@@ -177,8 +179,8 @@ return {
 	log.mu.Lock()
 	stderr := log.buf.String()
 	log.mu.Unlock()
-	if !strings.Contains(stderr, "a2a peer skills skipped") || !strings.Contains(stderr, "bad name") {
-		t.Errorf("the skills with bad names were not reported")
+	if !strings.Contains(got.Problem, "skipped 2 tools whose names break the MCP rules") || !strings.Contains(got.Problem, `"bad name"`) {
+		t.Errorf("list_tools does not say the skills with bad names were skipped: %q", got.Problem)
 	}
 	if strings.Contains(stderr, token) {
 		t.Errorf("the credential was logged")
