@@ -63,7 +63,7 @@ function input(msg) {
 }
 
 class Executor {
-  constructor() { this.cancelled = new Set(); }
+  constructor() { this.cancelled = new Set(); this.running = new Set(); }
 
   async execute(ctx, bus) {
     const msg = ctx.userMessage;
@@ -121,9 +121,14 @@ class Executor {
       case 'slow': {
         bus.publish(AgentEvent.statusUpdate(status(TaskState.WORKING)));
         const until = Date.now() + 1000 * Number(d?.seconds ?? 1);
-        while (Date.now() < until) {
-          if (this.cancelled.has(ctx.taskId)) return finish(TaskState.CANCELED, [text('cancelled')]);
-          await new Promise((r) => setTimeout(r, 50));
+        this.running.add(ctx.taskId);
+        try {
+          while (Date.now() < until) {
+            if (this.cancelled.has(ctx.taskId)) return finish(TaskState.CANCELED, [text('cancelled')]);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        } finally {
+          this.running.delete(ctx.taskId);
         }
         bus.publish(artifact([text('done')]));
         return finish(TaskState.COMPLETED);
@@ -133,9 +138,17 @@ class Executor {
     }
   }
 
-  async cancelTask(taskId) {
-    this.cancelled.add(taskId);
+  // A running task ends itself when it sees the mark; any other (one waiting for input) is
+  // cancelled here.
+  async cancelTask(taskId, bus) {
     count('(cancel)');
+    if (this.running.has(taskId)) {
+      this.cancelled.add(taskId);
+      return;
+    }
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId: '', metadata: undefined,
+      status: { state: TaskState.CANCELED, message: undefined, timestamp: new Date().toISOString() } }));
+    bus.finished();
   }
 }
 

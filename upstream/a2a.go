@@ -214,10 +214,17 @@ func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*m
 	msg.Metadata = map[string]any{SkillMetaKey: skill}
 	blocking, history := false, 0
 	budget := 2 * int64(p.srv.maxFrame()) // every answer of one call, polls included
-	raw, err := p.rpc(ctx, "message/send", a2a.MessageSendParams{
+	// The send outlives the call by cancelGrace: a call ended while its message is on the way
+	// still learns the task's id, so follow can cancel the task rather than leave it running.
+	sendCtx, stop := withGrace(ctx, cancelGrace)
+	defer stop()
+	raw, err := p.rpc(sendCtx, "message/send", a2a.MessageSendParams{
 		Message: msg,
 		Config:  &a2a.MessageSendConfig{Blocking: &blocking, HistoryLength: &history},
 	}, &budget, true)
+	if err != nil && ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	if err != nil {
 		return p.answerError(err)
 	}
@@ -232,6 +239,28 @@ func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*m
 		return p.follow(ctx, ev, &budget)
 	}
 	return nil, fmt.Errorf("message/send answered a %T", ev)
+}
+
+// withGrace returns a context carrying ctx's values that ends grace after ctx does, or when
+// its stop is called.
+func withGrace(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	g, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var timer *time.Timer
+	var mu sync.Mutex
+	after := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, cancel)
+	})
+	return g, func() {
+		after()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
 
 // follow polls tasks/get until task ends, waiting longer each time up to pollMax. When ctx

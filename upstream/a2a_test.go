@@ -374,6 +374,19 @@ func TestA2AOpenTask(t *testing.T) {
 	if len(cancels) != 1 || !strings.Contains(string(cancels[0].params), `"id":"t1"`) {
 		t.Errorf("tasks/cancel requests: %+v", cancels)
 	}
+
+	// A call that ends while its message is on the way still learns the task and cancels it.
+	f.answer = func(method string, params json.RawMessage) (any, *rpcError) {
+		if method == "message/send" {
+			time.Sleep(400 * time.Millisecond)
+		}
+		return task("t1", "working", nil), nil
+	}
+	turn, _ = f.turn(t, func(s *Server) { s.CallTimeout = 100 * time.Millisecond })
+	wantKind(t, call(t, turn, "peer__stock", `{"text":"A"}`), failure.Timeout)
+	if n := len(f.calls("tasks/cancel")); n != 2 {
+		t.Errorf("%d tasks/cancel in all, want 2: a task opened as its call ended was left running", n)
+	}
 }
 
 // What a peer answers that is not a result: its own errors, ended tasks and hostile
