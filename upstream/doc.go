@@ -120,8 +120,8 @@
 //     with tasks/cancel (best effort, 2 s): an abort around a binding call cancels the
 //     operation in flight, which a blocking send cut short could not (the task's id would be
 //     unknown); the price is a poll or two against an agent that answers at once. For the
-//     same reason the send itself may outlive its call by those 2 s, to learn the id. Each answer
-//     is bounded by the frame limit and all the answers of one call by twice that,
+//     same reason the send itself may outlive its call by those 2 s, to learn the id. Each
+//     answer is bounded by the frame limit and all the answers of one call by twice that,
 //     read as bytes arrive; only application/json is read.
 //   - The answer: a completed task's artifact parts (with none, its final status message's); a
 //     Message's parts. One text part is the value's text; one data part is the value; several
