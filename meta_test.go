@@ -114,8 +114,8 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
-		"the MCP client side: the go-sdk, and input schemas compiled to validate arguments; never budget, outputs, binding or engine"},
+	{"upstream", []string{"failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a"},
+		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); never budget, outputs, binding or engine"},
 	{"binding", []string{"upstream", "budget", "outputs", "failure"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs); never engine"},
 	{"mcpserver", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk"},
 		"the MCP face: it wires the engine to a binding.Execution for each run_code and renders results"},
@@ -235,6 +235,7 @@ var claimNames = map[string]string{
 	"go-seccomp-bpf": "github.com/elastic/go-seccomp-bpf",
 	"pgx":            "github.com/jackc/pgx",
 	"go-cmp":         "github.com/google/go-cmp",
+	"a2a-go":         "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
 }
 
 var (

@@ -186,8 +186,8 @@ type ArtifactPolicy struct {
 	MaxBytes   *ByteSize `yaml:"max_bytes" json:"max_bytes"`
 }
 
-// Upstream is an MCP server this deployment is a client of: a command speaking stdio, or a URL
-// speaking streamable HTTP. Exactly one of Command and URL is set.
+// Upstream is a server this deployment is a client of: an MCP server (a command speaking stdio,
+// or a URL speaking streamable HTTP) or an A2A peer. Exactly one of Command, URL and A2A is set.
 type Upstream struct {
 	// Command is argv. A relative command[0] containing a slash is resolved by Load against
 	// the config file's directory; a bare name is looked up in PATH by whoever starts it.
@@ -197,6 +197,18 @@ type Upstream struct {
 	Bearer  *Credential       `yaml:"bearer" json:"bearer,omitempty"` // for a URL
 	// Deferred keeps the server's catalogue out of the prompt; its tools stay bindable.
 	Deferred bool `yaml:"deferred" json:"deferred"`
+	// AllowInsecureHTTP permits a bearer over plaintext http:// to a non-loopback host.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allow_insecure_http"`
+	// A2A makes the upstream an A2A agent: its skills are its tools, "<upstream>__<skill id>".
+	A2A *A2APeer `yaml:"a2a" json:"a2a,omitempty"`
+}
+
+// A2APeer is an A2A agent reached over HTTP (JSON-RPC, A2A 0.3). Its Agent Card is read from
+// URL's .well-known/agent-card.json (or from URL itself when it names the card), and every
+// request the card leads to must stay on URL's scheme, host and port.
+type A2APeer struct {
+	URL    string      `yaml:"url" json:"url"`
+	Bearer *Credential `yaml:"bearer" json:"bearer,omitempty"`
 	// AllowInsecureHTTP permits a bearer over plaintext http:// to a non-loopback host.
 	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allow_insecure_http"`
 }

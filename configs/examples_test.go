@@ -64,13 +64,14 @@ func TestExamplesLoad(t *testing.T) {
 			isolated++
 		}
 	}
-	deferred, bearer := false, false
+	deferred, bearer, peer := false, false, false
 	for _, u := range m.Upstreams {
 		deferred = deferred || u.Deferred
 		bearer = bearer || u.Bearer != nil && u.Bearer.Env != ""
+		peer = peer || u.A2A != nil && u.A2A.Bearer != nil
 	}
-	if len(m.Tenants) < 2 || len(m.Profiles) < 2 || isolated == 0 || !deferred || !bearer {
-		t.Errorf("multi-tenant.yaml: %d tenants, %d profiles (%d isolated), deferred %v, bearer env %v",
-			len(m.Tenants), len(m.Profiles), isolated, deferred, bearer)
+	if len(m.Tenants) < 2 || len(m.Profiles) < 2 || isolated == 0 || !deferred || !bearer || !peer {
+		t.Errorf("multi-tenant.yaml: %d tenants, %d profiles (%d isolated), deferred %v, bearer env %v, a2a peer %v",
+			len(m.Tenants), len(m.Profiles), isolated, deferred, bearer, peer)
 	}
 }

@@ -172,10 +172,9 @@ func (c *Config) resolvePaths(base string) {
 		c.Blobs = &Blobs{Postgres: &p}
 	}
 	remoteBearer := func(p *Profile) {
-		if p.Remote != nil && p.Remote.Bearer != nil && p.Remote.Bearer.File != "" {
-			r, b := *p.Remote, *p.Remote.Bearer
-			b.File = join(b.File)
-			r.Bearer = &b
+		if p.Remote != nil {
+			r := *p.Remote
+			r.Bearer = joinCredential(r.Bearer, join)
 			p.Remote = &r
 		}
 	}
@@ -192,13 +191,25 @@ func (c *Config) resolvePaths(base string) {
 		if len(u.Command) > 0 && strings.ContainsRune(u.Command[0], '/') {
 			u.Command = append([]string{join(u.Command[0])}, u.Command[1:]...)
 		}
-		if u.Bearer != nil && u.Bearer.File != "" {
-			b := *u.Bearer
-			b.File = join(b.File)
-			u.Bearer = &b
+		u.Bearer = joinCredential(u.Bearer, join)
+		if u.A2A != nil {
+			a := *u.A2A
+			a.Bearer = joinCredential(a.Bearer, join)
+			u.A2A = &a
 		}
 		c.Upstreams[name] = u
 	}
+}
+
+// joinCredential returns c with a relative file made relative to base by join; c is not
+// modified.
+func joinCredential(c *Credential, join func(string) string) *Credential {
+	if c == nil || c.File == "" {
+		return c
+	}
+	b := *c
+	b.File = join(b.File)
+	return &b
 }
 
 // DefaultDataDir is where data_dir "" points: $XDG_STATE_HOME/mcp-sandbox, else

@@ -483,6 +483,7 @@ func TestLoadResolvesPaths(t *testing.T) {
 		"  path: {command: [npx, x]}",
 		"  abs: {command: [/usr/bin/server]}",
 		"  remote: {url: https://x.example/mcp, bearer: {file: secrets/token}}",
+		"  peer: {a2a: {url: https://agent.example, bearer: {file: secrets/peer}}}",
 		"tenants: {t: {agents: {a: {}}}}",
 	))})
 	c, err := Load(filepath.Join(dir, "etc", "c.yaml"))
@@ -490,8 +491,8 @@ func TestLoadResolvesPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	etc := filepath.Join(dir, "etc")
-	got := []string{c.DataDir, c.Upstreams["local"].Command[0], c.Upstreams["local"].Command[1], c.Upstreams["path"].Command[0], c.Upstreams["abs"].Command[0], c.Upstreams["remote"].Bearer.File}
-	want := []string{filepath.Join(etc, "state"), filepath.Join(etc, "bin/server"), "./arg", "npx", "/usr/bin/server", filepath.Join(etc, "secrets/token")}
+	got := []string{c.DataDir, c.Upstreams["local"].Command[0], c.Upstreams["local"].Command[1], c.Upstreams["path"].Command[0], c.Upstreams["abs"].Command[0], c.Upstreams["remote"].Bearer.File, c.Upstreams["peer"].A2A.Bearer.File}
+	want := []string{filepath.Join(etc, "state"), filepath.Join(etc, "bin/server"), "./arg", "npx", "/usr/bin/server", filepath.Join(etc, "secrets/token"), filepath.Join(etc, "secrets/peer")}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
 	}

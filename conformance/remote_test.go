@@ -102,7 +102,7 @@ func callRunCode(t *testing.T, cs *mcp.ClientSession, code string) fullResult {
 	return r
 }
 
-type ledgerCall struct{ Tool, Status string }
+type ledgerCall struct{ Tool, Status, Kind string }
 
 // ledgerCalls reads the tool calls the serve process recorded in its SQLite ledger.
 func ledgerCalls(t *testing.T, dataDir string) []ledgerCall {
@@ -112,7 +112,7 @@ func ledgerCalls(t *testing.T, dataDir string) []ledgerCall {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT tool, status FROM tool_calls ORDER BY started_at`)
+	rows, err := db.Query(`SELECT tool, status, kind FROM tool_calls ORDER BY started_at, id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func ledgerCalls(t *testing.T, dataDir string) []ledgerCall {
 	var out []ledgerCall
 	for rows.Next() {
 		var c ledgerCall
-		if err := rows.Scan(&c.Tool, &c.Status); err != nil {
+		if err := rows.Scan(&c.Tool, &c.Status, &c.Kind); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, c)

@@ -1,6 +1,6 @@
-// Package upstream is mcp-sandbox's side as an MCP client: a Pool of client sessions to one
-// tenant's upstream servers, the Catalogue of their tools under model-facing names, the tenant
-// policy narrowed per turn (a Turn), and binding calls made through it.
+// Package upstream is mcp-sandbox's side as an MCP (and A2A) client: a Pool of client sessions
+// to one tenant's upstream servers and peers, the Catalogue of their tools under model-facing
+// names, the tenant policy narrowed per turn (a Turn), and binding calls made through it.
 //
 // # Names
 //
@@ -87,16 +87,70 @@
 // Bearer credentials are resolved fresh for every HTTP request and never logged; plaintext http
 // with a credential is refused unless the host is loopback or AllowInsecureHTTP is set.
 //
+// # A2A peers
+//
+// A Server with A2A set is an A2A agent (a2a.go). It sits where an MCP server's session sits,
+// at the connection: its skills are the conn's listing and each call is one message/send, so
+// naming, admission, deferral, list_tools, get_tool_info, deny, bindings, approval, argument
+// validation, what package binding does around the call (admission to the budget, ledger
+// records, paging into blobs) and the failure kinds apply to a skill exactly as to a tool;
+// only the hop below Turn.Invoke (conn.call) differs.
+//
+//   - Protocol: A2A 0.3 over JSON-RPC (message/send, tasks/get, tasks/cancel), with the types
+//     of github.com/a2aproject/a2a-go/a2a. Its client package (a2aclient) is not used: it
+//     links gRPC and protobuf into the binary for a transport we do not speak, and its reads
+//     are not bounded the way every upstream read is here. A v1.0 agent serves 0.3 when its
+//     legacy compatibility is on (the official SDKs have it); a card declaring 1.x only is a
+//     listing problem that says so. Every request carries "A2A-Version: 0.3".
+//   - The card: read from <url>/.well-known/agent-card.json (or from the URL itself when it
+//     names the card), at most 1 MiB, again after cardTTL (five minutes: a peer has no
+//     list_changed) and after a call that failed in transport. Its JSON-RPC endpoint must be on
+//     the configured URL's scheme, host and port, or the card is refused: the credential goes
+//     nowhere else. At most 512 skills are read (the cut is said); each becomes a tool named by
+//     its id, titled by its name, described by its description, up to five examples and its
+//     input/output modes, and then passes the same admission as an MCP server's tools (names
+//     under MCP's rule, repeats, sizes: skipped or cut and said in Problems, never mangled).
+//   - The input: a skill has no schema, so every skill takes {text?: string, data?: object},
+//     at least one, nothing else; text becomes a text part, data a data part, of one user
+//     message whose metadata.skillId names the skill (A2A has no skill selector; an agent with
+//     one skill may ignore it).
+//   - The call: message/send with blocking false and historyLength 0. A Message answers at
+//     once; a Task still submitted or working is polled with tasks/get (after 1 ms, doubling
+//     to 500 ms) until it ends or the call's time does, and then it is cancelled on the peer
+//     with tasks/cancel (best effort, 2 s): an abort around a binding call cancels the
+//     operation in flight, which a blocking send cut short could not (the task's id would be
+//     unknown); the price is a poll or two against an agent that answers at once. For the
+//     same reason the send itself may outlive its call by those 2 s, to learn the id. Each
+//     answer is bounded by the frame limit and all the answers of one call by twice that,
+//     read as bytes arrive; only application/json is read.
+//   - The answer: a completed task's artifact parts (with none, its final status message's); a
+//     Message's parts. One text part is the value's text; one data part is the value; several
+//     parts are a list of blocks: MCP content blocks for text and files (bytes as image, audio
+//     or an embedded resource "a2a:file/<name>", a URI as a resource_link) and {"type": "data",
+//     "data": …} for data. A task failed, rejected or canceled, or one asking for input or
+//     authentication (a binding call cannot answer; the task is cancelled), is tool_error with
+//     the agent's status text; so is the agent's own JSON-RPC error, except parse error, invalid
+//     request and method not found, which say the two sides do not speak one protocol
+//     (upstream_error). A refused connection is upstream_error "not called"; any other failure
+//     is upstream_error, never sent again (POSTs are not retried by net/http either).
+//   - Credentials and transport: the HTTP client of MCP HTTP upstreams (Server.httpClient): the
+//     bearer resolved per request, sent only to the configured origin, redirects elsewhere
+//     refused, plaintext http with a credential refused by Validate unless loopback or
+//     AllowInsecureHTTP.
+//
 // # Imports and concurrency
 //
-// It imports failure, the go-sdk, jsonschema-go and the standard library (DESIGN.md §2), never
-// budget, outputs, binding, engine or configs: cmd fills the plain option structs, and package
-// binding walks a call through Turn to satisfy engine.ToolCaller. Nothing here writes to stdout.
+// It imports failure, the go-sdk, jsonschema-go, a2a-go (its protocol types, package a2a) and
+// the standard library (DESIGN.md §2), never budget, outputs, binding, engine or configs: cmd
+// fills the plain option structs, and package binding walks a call through Turn to satisfy
+// engine.ToolCaller. Nothing here writes to stdout.
 //
 // A Pool, a Catalogue and a Turn are safe for concurrent use; a Catalogue and a Turn are
 // immutable snapshots. Every goroutine a Pool starts (session watchers, OnToolsChanged calls,
 // the closing of a server that failed to connect) is owned by the Pool and waited for by Close
 // (bounded by its grace period); a stdio server's stderr reader and waiter are owned by its
-// process and waited for when it is closed. The tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu; conn.lock (a channel, so waiting
-// honours the context) is never held while taking Pool.mu.
+// process and waited for when it is closed; an A2A call starts no goroutine of its own. The
+// tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu before
+// peer.mu; conn.lock (a channel, so waiting honours the context) is never held while taking
+// Pool.mu.
 package upstream

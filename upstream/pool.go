@@ -70,7 +70,11 @@ func NewPool(options *PoolOptions) (*Pool, error) {
 		if _, dup := p.conns[s.Name]; dup {
 			return nil, fmt.Errorf("upstream %q: named twice", s.Name)
 		}
-		p.conns[s.Name] = &conn{srv: s, pool: p, lock: make(chan struct{}, 1)}
+		c := &conn{srv: s, pool: p, lock: make(chan struct{}, 1)}
+		if s.A2A {
+			c.peer = newPeer(s, p.logger)
+		}
+		p.conns[s.Name] = c
 		p.order = append(p.order, s.Name)
 	}
 	return p, nil
@@ -182,7 +186,7 @@ func (p *Pool) anyUnlisted() bool {
 		c.mu.Lock()
 		listed := c.listed
 		c.mu.Unlock()
-		if !listed {
+		if !listed || c.peer.due() {
 			return true
 		}
 	}
@@ -194,6 +198,7 @@ type conn struct {
 	srv  Server
 	pool *Pool
 	lock chan struct{} // held while connecting or listing; a channel so waiting honours ctx
+	peer *peer         // an A2A peer's card and calls (a2a.go); nil for an MCP server
 
 	mu      sync.Mutex
 	session *mcp.ClientSession // nil when not connected
@@ -255,7 +260,7 @@ func (c *conn) refresh(ctx context.Context) {
 	defer c.release()
 	c.mu.Lock()
 	now := time.Now()
-	need := (!c.listed || c.stale) && !now.Before(c.retryAt)
+	need := (!c.listed || c.stale || c.peer.due()) && !now.Before(c.retryAt)
 	if need && c.listed && len(c.listings) == relistBurst && now.Sub(c.listings[0]) < relistWindow {
 		need, c.throttled = false, true
 	}
@@ -270,25 +275,37 @@ func (c *conn) refresh(ctx context.Context) {
 	if !need {
 		return
 	}
-	cs, err := c.sessionLocked(ctx)
+	l, err := c.list(ctx)
 	if err == nil {
-		var l listing
-		l, err = c.listAll(ctx, cs)
-		if err == nil {
-			tools, notes := admit(c.srv, l, c.pool.logger)
-			c.mu.Lock()
-			c.tools, c.notes, c.listed, c.problem, c.retryAt, c.throttled = tools, notes, true, "", time.Time{}, false
-			c.stale = c.changes != changes
-			c.mu.Unlock()
-			return
-		}
-		c.dropIfBroken(cs, err)
+		tools, notes := admit(c.srv, l, c.pool.logger)
+		c.mu.Lock()
+		c.tools, c.notes, c.listed, c.problem, c.retryAt, c.throttled = tools, notes, true, "", time.Time{}, false
+		c.stale = c.changes != changes
+		c.mu.Unlock()
+		return
 	}
 	c.pool.logger.Warn("upstream tools/list failed", "server", c.srv.Name, "err", redactErr(err))
 	c.mu.Lock()
 	c.problem = fmt.Sprintf("upstream server %q could not be listed", c.srv.Name)
 	c.retryAt = time.Now().Add(retryDelay)
 	c.mu.Unlock()
+}
+
+// list returns the server's listing: an A2A peer's skills from its card, an MCP server's
+// tools from tools/list on its session (connecting if need be; a broken session is dropped).
+func (c *conn) list(ctx context.Context) (listing, error) {
+	if c.peer != nil {
+		return c.peer.list(ctx)
+	}
+	cs, err := c.sessionLocked(ctx)
+	if err != nil {
+		return listing{}, err
+	}
+	l, err := c.listAll(ctx, cs)
+	if err != nil {
+		c.dropIfBroken(cs, err)
+	}
+	return l, err
 }
 
 // listAll reads every page of tools/list, up to maxListPages pages and maxListBytes of tool
@@ -488,11 +505,17 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error
 	return cs, proc, nil
 }
 
-// call makes one tools/call with the server's timeout. The caller classifies the error.
+// call makes one tools/call (an A2A peer: one message/send) with the server's timeout. The
+// caller classifies the error.
 func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	cs, err := c.sessionFor(ctx)
-	if err != nil {
-		return nil, &notSentError{err}
+	var cs *mcp.ClientSession
+	if c.peer == nil {
+		var err error
+		if cs, err = c.sessionFor(ctx); err != nil {
+			return nil, &notSentError{err}
+		}
+	} else if c.pool.isClosed() {
+		return nil, &notSentError{errPoolClosed}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.srv.callTimeout(), errCallTimeout)
 	defer cancel()
@@ -500,14 +523,33 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mc
 	defer cancelCause(nil)
 	stop := context.AfterFunc(c.pool.ctx, func() { cancelCause(errPoolClosed) })
 	defer stop()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	var res *mcp.CallToolResult
+	var err error
+	if c.peer != nil {
+		res, err = c.peer.call(ctx, tool, args)
+	} else {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			return nil, cause
 		}
-		c.dropIfBroken(cs, err)
+		c.failed(cs, err)
 	}
 	return res, err
+}
+
+// failed forgets what a call's failure makes untrustworthy: a broken session (dropIfBroken),
+// or an A2A peer's card, read again at the next turn since the peer may have changed.
+func (c *conn) failed(cs *mcp.ClientSession, err error) {
+	if c.peer == nil {
+		c.dropIfBroken(cs, err)
+		return
+	}
+	c.mu.Lock()
+	c.stale = true
+	c.mu.Unlock()
+	c.pool.invalidate()
 }
 
 var (

@@ -22,8 +22,8 @@ const (
 	closeGrace = 2 * time.Second
 )
 
-// Server describes one upstream MCP server: a command speaking stdio, or a streamable-HTTP URL.
-// Exactly one of Command and URL is set.
+// Server describes one upstream: an MCP server (a command speaking stdio, or a streamable-HTTP
+// URL) or an A2A peer (a URL with A2A set). Exactly one of Command and URL is set.
 type Server struct {
 	// Name is the server's name, the prefix of its tools' model-facing names.
 	Name string
@@ -33,8 +33,12 @@ type Server struct {
 	Env map[string]string
 	// Dir is the working directory of Command; empty means ours.
 	Dir string
-	// URL is a streamable-HTTP endpoint.
+	// URL is a streamable-HTTP endpoint, or with A2A the peer's base URL: its Agent Card is
+	// read from .well-known/agent-card.json below it (or from URL itself when it names the
+	// card).
 	URL string
+	// A2A makes the server an A2A peer: its skills are its tools (a2a.go).
+	A2A bool
 	// Bearer, when set, returns the credential for one HTTP request. It is called for every
 	// request, and its result is never logged or put in an error.
 	Bearer func(ctx context.Context) (string, error)
@@ -67,6 +71,8 @@ func (s Server) Validate() error {
 		return fmt.Errorf("upstream %q: command is empty", s.Name)
 	case len(s.Command) > 0 && s.Bearer != nil:
 		return fmt.Errorf("upstream %q: bearer applies to a url only", s.Name)
+	case len(s.Command) > 0 && s.A2A:
+		return fmt.Errorf("upstream %q: an A2A peer is reached by url, not command", s.Name)
 	}
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)

@@ -536,6 +536,11 @@ func TestServerValidate(t *testing.T) {
 		{Server{Name: "A", Command: []string{"x"}}, false},
 		{Server{Name: "a"}, false},
 		{Server{Name: "a", Command: []string{"x"}, URL: "https://h"}, false},
+		{Server{Name: "a", URL: "https://h", A2A: true, Bearer: bearer}, true},
+		{Server{Name: "a", URL: "http://h", A2A: true, Bearer: bearer}, false},
+		{Server{Name: "a", URL: "http://h", A2A: true, Bearer: bearer, AllowInsecureHTTP: true}, true},
+		{Server{Name: "a", Command: []string{"x"}, A2A: true}, false},
+		{Server{Name: "a", A2A: true}, false},
 	} {
 		err := c.s.Validate()
 		if (err == nil) != c.ok {

@@ -190,3 +190,17 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor --json: %v\n%s", err, out)
 	}
 }
+
+// check validates an A2A peer as it does an MCP upstream: a credential over plaintext http to
+// a host that is not loopback is named by its key path.
+func TestCheckA2APeer(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	for url, want := range map[string]int{"https://agents.example/inv": 0, "http://127.0.0.1:9/": 0, "http://agents.example/inv": 2} {
+		os.WriteFile(cfg, []byte("profiles: {default: {}}\nupstreams:\n  inv: {a2a: {url: '"+url+"', bearer: {env: T}}}\n"+
+			"tenants: {local: {upstreams: [inv], agents: {default: {}}}}\n"), 0o644)
+		_, errOut, code := runCLI(t, "", "check", "--config", cfg)
+		if code != want || want == 2 && !strings.Contains(errOut, "upstreams.inv.a2a.bearer") {
+			t.Errorf("check with a2a url %s: exit %d, stderr %q; want %d", url, code, errOut, want)
+		}
+	}
+}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"log/slog"
-	"os"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -27,10 +25,7 @@ func openRemote(name string, p configs.Profile, level engine.Level) (*remote.San
 		MaxOutputBytes:    int64(deref(p.Output.MaxBytes)),
 		Artifacts:         artifactPolicy(p),
 		Logger:            slog.Default().With("profile", name),
-	}
-	if r.Bearer != nil {
-		cred := *r.Bearer
-		opts.Bearer = func(context.Context) (string, error) { return cred.Resolve(os.LookupEnv, os.ReadFile) }
+		Bearer:            bearerOf(r.Bearer),
 	}
 	// A stream carries both output streams and the artifacts as base64, and every call's
 	// arguments: its ceiling follows the profile's, never below the default.

@@ -21,14 +21,24 @@ func upstreamServer(name string, u configs.Upstream) upstream.Server {
 		URL:               u.URL,
 		Deferred:          u.Deferred,
 		AllowInsecureHTTP: u.AllowInsecureHTTP,
+		Bearer:            bearerOf(u.Bearer),
 	}
-	if u.Bearer != nil {
-		cred := *u.Bearer
-		s.Bearer = func(context.Context) (string, error) {
-			return cred.Resolve(os.LookupEnv, os.ReadFile)
-		}
+	if a := u.A2A; a != nil {
+		s.A2A, s.URL, s.AllowInsecureHTTP, s.Bearer = true, a.URL, a.AllowInsecureHTTP, bearerOf(a.Bearer)
 	}
 	return s
+}
+
+// bearerOf is the per-request resolver of a credential reference (a rotated secret takes
+// effect at the next request; nothing is kept); nil for none.
+func bearerOf(c *configs.Credential) func(context.Context) (string, error) {
+	if c == nil {
+		return nil
+	}
+	cred := *c
+	return func(context.Context) (string, error) {
+		return cred.Resolve(os.LookupEnv, os.ReadFile)
+	}
 }
 
 // tenantPools holds one upstream.Pool per tenant that is granted any upstream, and fans each

@@ -69,3 +69,20 @@ func TestAgentUpstreams(t *testing.T) {
 		t.Errorf("a grant of an undefined upstream was accepted")
 	}
 }
+
+// An A2A peer takes its url, bearer and allow_insecure_http from its a2a block.
+func TestUpstreamA2APeer(t *testing.T) {
+	t.Setenv("MCP_SANDBOX_TEST_TOKEN", "peer-secret")
+	s := upstreamServer("inv", configs.Upstream{Deferred: true, A2A: &configs.A2APeer{
+		URL: "http://agents.example/inv", AllowInsecureHTTP: true, Bearer: &configs.Credential{Env: "MCP_SANDBOX_TEST_TOKEN"},
+	}})
+	if !s.A2A || s.URL != "http://agents.example/inv" || !s.AllowInsecureHTTP || !s.Deferred || s.Bearer == nil {
+		t.Fatalf("server = %+v", s)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Bearer(context.Background()); err != nil || got != "peer-secret" {
+		t.Errorf("Bearer = %q, %v", got, err)
+	}
+}

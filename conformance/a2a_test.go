@@ -1,0 +1,326 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// agent is a running a2a-agent.mjs.
+type agent struct {
+	url  string
+	stop func() // ends the agent and waits for it; idempotent
+}
+
+// a2aAgent starts a2a-agent.mjs, an agent built with @a2a-js/sdk, on 127.0.0.1 with env
+// added to ours. The agent exits when its stdin closes: at stop, or at the end of the test.
+func a2aAgent(t *testing.T, env ...string) *agent {
+	t.Helper()
+	node := nodeFor(t, "@a2a-js/sdk", filepath.Join("node_modules", "@a2a-js", "sdk", "package.json"))
+	cmd := exec.Command(node, "a2a-agent.mjs")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = &serverLog{t: t}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	a := &agent{stop: func() {
+		once.Do(func() {
+			stdin.Close()
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}}
+	t.Cleanup(a.stop)
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(io.LimitReader(stdout, 256)).ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		port, ok := strings.CutPrefix(strings.TrimSpace(l), "listening ")
+		if !ok {
+			t.Fatalf("the A2A agent said %q instead of its port", l)
+		}
+		a.url = "http://127.0.0.1:" + port
+	case <-time.After(30 * time.Second):
+		t.Fatal("the A2A agent did not listen within 30s")
+	}
+	return a
+}
+
+// a2aConfig is tenant t with the mock as upstream "support" (counting into dir/support.json)
+// and the agent at url as A2A peer "inv" (deferred when asked), the bearer taken from
+// MCP_SANDBOX_TEST_A2A_TOKEN; policy and budget are YAML flow mappings.
+func a2aConfig(dir, url string, deferred bool, policy, budget string) string {
+	return fmt.Sprintf(`
+data_dir: %q
+profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+    hard_limits: {wall_seconds: 60}
+    binding_budget: %s
+upstreams:
+  support: {command: [%q], env: {MOCK_COUNTER_FILE: %q}}
+  inv:
+    a2a: {url: %q, bearer: {env: MCP_SANDBOX_TEST_A2A_TOKEN}}
+    deferred: %v
+tenants:
+  t:
+    upstreams: [support, inv]
+    policy: %s
+    agents:
+      default:
+        expose_upstream_tools: true
+        code_execution: {limits: {wall_seconds: 60}}
+`, filepath.Join(dir, "data"), budget, built.mock, filepath.Join(dir, "support.json"), url, deferred, policy)
+}
+
+// TestA2ASkillJoinsMCPTool: one program calls a skill of a real A2A agent (@a2a-js/sdk) and
+// a tool of an MCP server and joins the answers; the skills are found and described like
+// tools; the ledger records every call; the credential reaches the agent and nothing else.
+func TestA2ASkillJoinsMCPTool(t *testing.T) {
+	dir := t.TempDir()
+	const token = "a2a-s3cret-token"
+	url := a2aAgent(t, "A2A_AGENT_TOKEN="+token, "A2A_AGENT_COUNTER="+filepath.Join(dir, "agent.json")).url
+	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", token)
+	log := &serverLog{t: t}
+	cs, _ := serveProc(t, writeConfig(t, a2aConfig(dir, url, true, "{}", "{}")), log)
+
+	var got struct {
+		Joined  map[string]any   `json:"joined"`
+		Echo    string           `json:"echo"`
+		Report  []map[string]any `json:"report"`
+		Schema  map[string]any   `json:"schema"`
+		Listed  []string         `json:"listed"`
+		Problem string           `json:"problem"`
+		Tools   []string         `json:"tools"`
+	}
+	run(t, cs, `
+stock = await inv__stock(data={"sku": "A"})
+product = await support__lookup(sku="A")
+echo = await call_tool("inv__echo", {"text": "quiet please"})
+report = await inv__report(text="q3")
+info = await get_tool_info("inv__stock")
+listed = await list_tools(server="inv")
+return {
+    "joined": {"sku": stock["sku"], "in_stock": stock["in_stock"], "name": product["name"], "price": product["price"]},
+    "echo": echo, "report": report, "schema": info["input_schema"],
+    "listed": [t["name"] for t in listed["tools"]],
+    "problem": listed.get("problems", {}).get("inv", ""),
+    "tools": [n for n in TOOLS if n.startswith("inv__")],
+}
+`, &got)
+	if d := cmp.Diff(map[string]any{"sku": "A", "in_stock": 7.0, "name": "Product A", "price": 11.0}, got.Joined); d != "" {
+		t.Errorf("joined answer (-want +got):\n%s", d)
+	}
+	if got.Echo != "QUIET PLEASE" {
+		t.Errorf("echo = %q", got.Echo)
+	}
+	wantReport := []map[string]any{
+		{"type": "text", "text": "report for q3"},
+		{"type": "data", "data": map[string]any{"lines": 2.0, "ok": true}},
+		{"type": "resource", "resource": map[string]any{"uri": "a2a:file/r.csv", "mimeType": "text/csv", "blob": "Y29sCjEK"}},
+	}
+	if d := cmp.Diff(wantReport, got.Report); d != "" {
+		t.Errorf("report (-want +got):\n%s", d)
+	}
+	skills := []string{"inv__ask", "inv__big", "inv__echo", "inv__fail", "inv__refund", "inv__report", "inv__slow", "inv__stock"}
+	if d := cmp.Diff(skills, got.Tools); d != "" {
+		t.Errorf("TOOLS (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(skills, got.Listed); d != "" {
+		t.Errorf("list_tools (-want +got):\n%s", d)
+	}
+	if props, _ := got.Schema["properties"].(map[string]any); props["text"] == nil || props["data"] == nil {
+		t.Errorf("input schema %v", got.Schema)
+	}
+	host := hostTools(t, cs)
+	if host["inv__stock"] || !host["support__lookup"] {
+		t.Errorf("a deferred peer's skills are offered to the host, or the mock's are not: %v", host)
+	}
+
+	calls := ledgerCalls(t, filepath.Join(dir, "data"))
+	want := []ledgerCall{
+		{"inv__stock", "succeeded", ""}, {"support__lookup", "succeeded", ""},
+		{"inv__echo", "succeeded", ""}, {"inv__report", "succeeded", ""},
+	}
+	if d := cmp.Diff(want, calls); d != "" {
+		t.Errorf("ledger tool_calls (-want +got):\n%s", d)
+	}
+	log.mu.Lock()
+	stderr := log.buf.String()
+	log.mu.Unlock()
+	if !strings.Contains(got.Problem, "skipped 2 tools whose names break the MCP rules") || !strings.Contains(got.Problem, `"bad name"`) {
+		t.Errorf("list_tools does not say the skills with bad names were skipped: %q", got.Problem)
+	}
+	if strings.Contains(stderr, token) {
+		t.Errorf("the credential was logged")
+	}
+}
+
+// TestA2APolicyAppliesToSkills: deny, approval and the call budget treat a skill exactly as a
+// tool; refused calls never reach the agent; a skill needing approval is callable directly.
+func TestA2APolicyAppliesToSkills(t *testing.T) {
+	dir := t.TempDir()
+	agentCounter := filepath.Join(dir, "agent.json")
+	url := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter).url
+	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
+	policy := `{deny: ["inv__fail", "support__add"], approval_required: ["inv__refund", "support__lookup"]}`
+	cs, _ := serveProc(t, writeConfig(t, a2aConfig(dir, url, false, policy, "{max_calls: 2}")), &serverLog{t: t})
+
+	var got map[string]any
+	run(t, cs, `
+out = {"tools": [n for n in TOOLS if n in ("inv__fail", "support__add", "inv__refund", "support__lookup")]}
+for name, args in [("inv__fail", {"text": "x"}), ("support__add", {"a": 1, "b": 2}),
+                   ("inv__refund", {"data": {"order": "o-1"}}), ("support__lookup", {"sku": "A"}),
+                   ("support__class", {}), ("inv__echo", {"text": "hi"}),
+                   ("inv__echo", {"text": "again"}), ("support__class", {})]:
+    try:
+        await call_tool(name, args)
+        r = "ok"
+    except ToolError as e:
+        r = e.kind
+    out.setdefault(name, []).append(r)
+return out
+`, &got)
+	want := map[string]any{
+		"tools":           []any{"inv__refund", "support__lookup"},
+		"inv__fail":       []any{"denied"},
+		"support__add":    []any{"denied"},
+		"inv__refund":     []any{"approval_required_in_program"},
+		"support__lookup": []any{"approval_required_in_program"},
+		"support__class":  []any{"ok", "budget_exceeded"},
+		"inv__echo":       []any{"ok", "budget_exceeded"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("refusals (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]int{"echo": 1}, counts(t, agentCounter)); d != "" {
+		t.Errorf("skills the agent really ran (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]int{"class": 1}, counts(t, filepath.Join(dir, "support.json"))); d != "" {
+		t.Errorf("tools the mock really ran (-want +got):\n%s", d)
+	}
+	calls := ledgerCalls(t, filepath.Join(dir, "data"))
+	wantCalls := []ledgerCall{
+		{"support__class", "succeeded", ""}, {"inv__echo", "succeeded", ""},
+		{"inv__echo", "refused", "budget_exceeded"}, {"support__class", "refused", "budget_exceeded"},
+	}
+	if d := cmp.Diff(wantCalls, calls); d != "" {
+		t.Errorf("ledger tool_calls (-want +got):\n%s", d)
+	}
+
+	// The host may call the skill that needs approval (it asks the person); the denied one is
+	// not offered, as a denied tool is not.
+	if host := hostTools(t, cs); host["inv__fail"] || host["support__add"] || !host["inv__refund"] || !host["inv__echo"] {
+		t.Errorf("host tools %v", host)
+	}
+	if res := call(t, cs, "inv__refund", map[string]any{"data": map[string]any{"order": "o-1"}}); res.IsError || textOf(res) != "refunded o-1" {
+		t.Errorf("direct inv__refund: %v %s", res.IsError, textOf(res))
+	}
+	if d := cmp.Diff(map[string]int{"echo": 1, "refund": 1}, counts(t, agentCounter)); d != "" {
+		t.Errorf("skills the agent really ran (-want +got):\n%s", d)
+	}
+}
+
+// TestA2AAgentAnswers: the agent's failures reach the program as a tool's do (tool_error
+// with its words); a large answer is paged like a large tool result; a task that outlives
+// the program is cancelled on the agent; an agent that is gone is upstream_error.
+func TestA2AAgentAnswers(t *testing.T) {
+	dir := t.TempDir()
+	agentCounter := filepath.Join(dir, "agent.json")
+	ag := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter)
+	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
+	cs, _ := serveProc(t, writeConfig(t, a2aConfig(dir, ag.url, true, "{}", "{max_result_bytes: 64KiB}")), &serverLog{t: t})
+
+	var got map[string]any
+	run(t, cs, `
+out = {}
+for name, args in [("inv__fail", {"text": "x"}), ("inv__ask", {"text": "x"}), ("inv__stock", {"data": {"sku": "Z"}})]:
+    try:
+        await call_tool(name, args)
+    except ToolError as e:
+        out[name] = [e.kind, str(e)]
+big = await inv__big(data={"n": 200000})
+page = await big.read(offset=1000, limit=2)
+out["big"] = [type(big).__name__, page]
+return out
+`, &got)
+	for name, words := range map[string]string{"inv__fail": "the fail skill failed, as asked", "inv__ask": "which order?", "inv__stock": `unknown SKU "Z"`} {
+		r, _ := got[name].([]any)
+		if len(r) != 2 || r[0] != "tool_error" || !strings.Contains(fmt.Sprint(r[1]), words) {
+			t.Errorf("%s: %v, want tool_error with %q", name, got[name], words)
+		}
+	}
+	if b, _ := got["big"].([]any); len(b) != 2 || b[0] != "ToolResultHandle" || !strings.Contains(fmt.Sprint(b[1]), strings.Repeat("y", 99)) {
+		t.Errorf("big answer: %.300v", got["big"])
+	}
+
+	// A program cancelled by its host during a long task: the task is cancelled on the agent.
+	before := counts(t, agentCounter)["(cancel)"]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
+			"code": `await inv__slow(data={"seconds": 30})`}})
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for counts(t, agentCounter)["slow"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow skill never started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	for counts(t, agentCounter)["(cancel)"] == before && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if counts(t, agentCounter)["(cancel)"] == before {
+		t.Errorf("the long task was not cancelled on the agent: %v", counts(t, agentCounter))
+	}
+
+	// An agent that is gone: upstream_error, and the call was not made.
+	ag.stop()
+	var kind string
+	run(t, cs, `
+try:
+    await inv__echo(text="anyone?")
+    return "ok"
+except ToolError as e:
+    return e.kind
+`, &kind)
+	if kind != "upstream_error" {
+		t.Errorf("a call to a stopped agent: %q, want upstream_error", kind)
+	}
+}
