@@ -145,9 +145,17 @@ func TestRemoteBindingGoesThroughTheCaller(t *testing.T) {
 	if n := counts(t, counter)["add"]; n != 1 {
 		t.Errorf("the mock ran add %d times, want 1", n)
 	}
-	svcLog.mu.Lock()
-	log := svcLog.buf.String()
-	svcLog.mu.Unlock()
+	// The service logs the execution's end after the stream's last frame has left it, so the
+	// line may still be on its way when run_code has answered: wait for it, bounded.
+	var log string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		svcLog.mu.Lock()
+		log = svcLog.buf.String()
+		svcLog.mu.Unlock()
+		if strings.Contains(log, "execution ended") || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !strings.Contains(log, "execution ended") {
 		t.Errorf("the program did not run on the sandbox service:\n%s", log)
 	}
