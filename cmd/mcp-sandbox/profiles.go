@@ -52,15 +52,16 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 		return nil, err
 	}
 	return engine.NewRunner(backend, &engine.RunnerOptions{
-		Ceiling:      engineLimits(p.HardLimits, engine.Limits{}),
-		Isolation:    level,
-		AllowNetwork: p.AllowNetwork,
-		AllowSameUID: p.AllowSameUID,
-		EnvAllowlist: p.EnvAllowlist,
-		PreviewBytes: int64(deref(p.Output.PreviewBytes)),
-		MaxBytes:     int64(deref(p.Output.MaxBytes)),
-		Warm:         warm,
-		Artifacts:    artifactPolicy(p),
+		Ceiling:        engineLimits(p.HardLimits, engine.Limits{}),
+		Isolation:      level,
+		AllowNetwork:   p.AllowNetwork,
+		AllowSameUID:   p.AllowSameUID,
+		IdentityAdvice: hostIdentityAdvice(p),
+		EnvAllowlist:   p.EnvAllowlist,
+		PreviewBytes:   int64(deref(p.Output.PreviewBytes)),
+		MaxBytes:       int64(deref(p.Output.MaxBytes)),
+		Warm:           warm,
+		Artifacts:      artifactPolicy(p),
 	})
 }
 

@@ -191,22 +191,3 @@ func TestRefusalBeforeRunning(t *testing.T) {
 		}
 	})
 }
-
-// Without root the backend runs through a user namespace. The kernel binds RLIMIT_NPROC per
-// (namespace, uid) there, but the engine's grade treats uid 0 as unbound, so the level
-// reached is graded process until the engine learns about user namespaces; everything else
-// holds, which this test pins.
-func TestUnprivilegedUserNamespace(t *testing.T) {
-	if os.Geteuid() == 0 {
-		gate.AppliesOnly(t, false, "runs only without root (the user-namespace path); as root no user namespace is made")
-	}
-	r := newRunner(t, engine.DefaultLimits, namespaces.Options{}, engine.RunnerOptions{Isolation: engine.LevelProcess})
-	res := r.Run(context.Background(), engine.Execution{Program: "import os\n[os.getuid(), sorted(n for n in os.listdir('/proc') if n.isdigit())]",
-		Terms: engine.Terms{Network: engine.NetworkNone}})
-	ok(t, res)
-	for _, d := range []engine.Dimension{engine.DimFilesystem, engine.DimNetwork, engine.DimProcessTree} {
-		if g := res.Guarantees.Get(d); g != engine.Enforced {
-			t.Errorf("%s graded %s, want enforced", d, g)
-		}
-	}
-}

@@ -22,11 +22,11 @@ import (
 func TestKilledSubreaperIsNeverACleanResult(t *testing.T) {
 	gate.Hostile(t)
 	const marker = "mcp-sandbox-reaper-test-survivor"
-	b, err := process.New(context.Background(), process.Options{Disable: []string{"cgroup", "identity", "landlock"}})
+	b, err := process.New(context.Background(), &process.Options{Disable: []string{"cgroup", "identity", "landlock"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: true})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
