@@ -8,7 +8,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
@@ -44,8 +43,7 @@ func hostIdentityAdvice(p configs.Profile) string {
 	if euid == 0 {
 		return ""
 	}
-	_, nsWhy := namespaces.Available(nsOptions(p))
-	return identityAdvice(euid, name, nsWhy, userns.Host{})
+	return identityAdvice(euid, name, namespacesWhy(p), userns.Host{})
 }
 
 // identityNote is what doctor says about a profile whose programs run as the host's own uid:

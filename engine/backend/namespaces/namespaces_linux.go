@@ -168,18 +168,6 @@ func (b *Backend) mapper(ctx context.Context, id identity.Identity) func(int) er
 	}
 }
 
-// OwnUID returns "" when programs run as a uid of their own (root's identity drop, or a
-// subordinate id), otherwise what holds instead and how this host could give them one. It
-// starts nothing.
-func OwnUID(opts Options) string {
-	if os.Geteuid() == 0 {
-		return ""
-	}
-	b := &Backend{opts: opts}
-	_, why := b.subordinate()
-	return why
-}
-
 // Available reports whether this host can make the namespaces, and why not.
 func Available(options *Options) (bool, string) {
 	var opts Options
