@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,12 +13,18 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // TestNewcomerPath clones this checkout into a temporary directory and follows the README's
 // first code block: `make run` is started by a real MCP client (the TypeScript SDK script)
-// speaking over its stdin and stdout, which lists the server's tools; `make test` is not run
-// again from inside make test, but must be the command .ci/run runs.
+// speaking over its stdin and stdout, which lists the server's tools and runs one program
+// through run_code on the embedded default, unedited; `make test` is not run again from
+// inside make test, but must be the command .ci/run runs.
+//
+// CI runs it as root and as users without root, with and without a subordinate id range:
+// wherever this host lets the user make namespaces the program runs at the isolated level,
+// and its identity is its own (enforced) exactly when the user is root or has a range.
 func TestNewcomerPath(t *testing.T) {
 	p := ecoNeedPeers(t)
 	for _, tool := range []string{"git", "make", "go"} {
@@ -53,7 +61,7 @@ func TestNewcomerPath(t *testing.T) {
 		t.Fatalf("git clone: %v\n%s", err, out)
 	}
 	// make run serves over stdio until its stdin closes; the client closes it when done.
-	args := append([]string{filepath.Join(p.dir, "clients/ts-client.mjs"), "--call", "no", "--"}, strings.Fields(commands[0])...)
+	args := append([]string{filepath.Join(p.dir, "clients/ts-client.mjs"), "--code", `print("hello"); 6*7`, "--"}, strings.Fields(commands[0])...)
 	out, err := ecoRun(t, 3*time.Minute, clone, p.env(), p.node, args...)
 	if err != nil {
 		t.Fatalf("a real client on %q in a fresh clone: %v", commands[0], err)
@@ -63,5 +71,40 @@ func TestNewcomerPath(t *testing.T) {
 	if !slices.Contains(r.Tools, "run_code") {
 		t.Fatalf("tools listed through %q = %v, want run_code among them", commands[0], r.Tools)
 	}
-	t.Logf("clone to first result (tools %v) took %s", r.Tools, time.Since(start).Round(time.Millisecond))
+	var res struct {
+		Value      json.RawMessage   `json:"value"`
+		Stdout     string            `json:"stdout"`
+		Failure    *json.RawMessage  `json:"failure"`
+		Isolation  string            `json:"isolation"`
+		Guarantees map[string]string `json:"guarantees"`
+	}
+	if err := json.Unmarshal(r.Structured, &res); err != nil {
+		t.Fatalf("run_code's structured result %s: %v", r.Structured, err)
+	}
+	if r.IsError || res.Failure != nil || string(res.Value) != "42" || res.Stdout != "hello\n" {
+		t.Fatalf("run_code on the embedded default (uid %d): is_error %v, %s", os.Geteuid(), r.IsError, r.Text)
+	}
+	// What this host offers, read from its settings, not from the code under test.
+	h := userns.Host{}
+	if blocked := h.Blocked(""); os.Geteuid() == 0 || blocked == "" {
+		if res.Isolation != "isolated" {
+			t.Errorf("isolation %s where namespaces can be made, want isolated", res.Isolation)
+		}
+	} else {
+		t.Logf("user namespaces are blocked here (%s): isolation %s", blocked, res.Isolation)
+	}
+	wantIdentity := "enforced"
+	if u, err := user.Current(); os.Geteuid() != 0 && (err != nil || !hasRange(h, u.Username)) {
+		wantIdentity = "unavailable"
+	}
+	if res.Guarantees["identity"] != wantIdentity {
+		t.Errorf("identity graded %s for uid %d, want %s", res.Guarantees["identity"], os.Geteuid(), wantIdentity)
+	}
+	t.Logf("clone to first result as uid %d (tools %v, isolation %s, identity %s) took %s", os.Geteuid(), r.Tools,
+		res.Isolation, res.Guarantees["identity"], time.Since(start).Round(time.Millisecond))
+}
+
+func hasRange(h userns.Host, name string) bool {
+	sub, _ := h.Subordinate(name, os.Geteuid())
+	return sub != nil
 }

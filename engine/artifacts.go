@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"mime"
@@ -112,6 +113,11 @@ func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFil
 
 func readRegular(root *os.Root, name string, limit int64) ([]byte, string) {
 	f, err := root.OpenFile(name, os.O_RDONLY|openArtifact, 0)
+	if errors.Is(err, fs.ErrPermission) {
+		// A program running as a uid of its own (a subordinate id) keeps a file of mode 0600
+		// from the host, which is another uid to it.
+		return nil, "not readable by the host: its mode keeps other users out (make it readable, e.g. mode 0644)"
+	}
 	if err != nil {
 		return nil, "could not be opened without following a link"
 	}

@@ -74,7 +74,7 @@ func (r *Runner) probe(ctx context.Context) *Description {
 	child.Channel().Close()
 	gr := grade(h.Probe, child.Facts(), t, r.opts.EnvAllowlist)
 	d.Guarantees, d.Isolation, d.Python = gr.guarantees, gr.isolation, h.Probe.Python
-	for _, u := range Unmet(gr.guarantees, Requirements(t, r.opts.AllowSameUID)) {
+	for _, u := range r.unmet(t, gr) {
 		d.Problems = append(d.Problems, fmt.Sprintf("%s is %s: %s", u.Dimension, gr.guarantees.Get(u.Dimension), u.Why))
 	}
 	d.Ready = len(d.Problems) == 0

@@ -34,6 +34,9 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 		res.Failure = s.exitFailure(exit, tree, &limit)
 	}
 	res.LimitHit = limit
+	if tree.Escaped {
+		escaped(res)
+	}
 	if res.Failure != nil && !res.Failure.Executed && res.Failure.Kind.Refusal() {
 		res.Isolation = ""
 		if len(res.Guarantees) > 0 {
@@ -42,6 +45,28 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 	}
 	if res.Isolation == "" {
 		res.Isolation = LevelProcess
+	}
+}
+
+// escaped marks a result whose tree was not seen to die: never a clean result with a
+// possible survivor. The process_tree grade becomes unavailable, and the failure is a
+// protocol_violation (only the program could have kept the backend's own init from killing
+// its tree), unless a limit, the wall clock or a cancel had ended it already.
+func escaped(res *Result) {
+	const why = "the sandbox's init did not report the program's process tree dead (the program killed or stopped it), " +
+		"so processes the program started may have outlived the execution"
+	if res.Guarantees != nil {
+		res.Guarantees[DimProcessTree] = Unavailable
+	}
+	switch {
+	case res.Failure == nil:
+		res.Failure = &Failure{Kind: failure.ProtocolViolation, Executed: true, Message: why}
+		res.Value = json.RawMessage("null")
+	case res.Failure.Kind == failure.ProgramError:
+		res.Failure.Kind = failure.ProtocolViolation
+		fallthrough
+	default:
+		res.Failure.Message += "; " + why
 	}
 }
 

@@ -17,17 +17,28 @@ import (
 //     otherwise (inet sockets refused by seccomp included: the host's unix sockets remain)
 //     unverified.
 //   - identity: the child's uid is the sandbox identity and not the host's: enforced.
+//     Otherwise unavailable, even behind a kernel boundary: the child runs as the host's
+//     own uid, and the result says so. Whether that is accepted is a Requirement.
 //   - cpu, memory, file_size: the child saw the rlimit in force (or a cgroup binds memory).
-//   - process_count: a pids cgroup enforces it; RLIMIT_NPROC alone binds a uid, so it follows
-//     the identity grade, and means nothing for root.
-//   - process_tree: a cgroup or a pid namespace enforces it; an exclusive uid kill is
-//     unverified; a process group alone is unavailable (setsid escapes it).
+//   - process_count: a pids cgroup enforces it, and so does RLIMIT_NPROC in a user namespace
+//     of the child's own (the kernel counts it per namespace and uid there); elsewhere
+//     RLIMIT_NPROC binds a uid, so it follows the identity grade, and means nothing for root.
+//   - process_tree: a cgroup or a pid namespace enforces it, and so does a subreaper of the
+//     backend's own that the program cannot kill (another uid, or a Landlock signal scope);
+//     a subreaper the program could kill is unverified (and a result whose subreaper did
+//     not report the tree dead carries a failure); an exclusive uid kill is unverified; a
+//     process group alone is unavailable (setsid escapes it).
 //   - wall_clock: the host's timer, always enforced.
 //   - environment: enforced when the child saw only the variables it was meant to.
 type grading struct {
 	guarantees    Guarantees
 	isolation     Level
 	networkDenied bool
+	// boundary: the child has a user, mount, pid and network namespace of its own, and the
+	// filesystem, network and process tree grades held: a kernel boundary stands between
+	// it and everything the host's uid owns. Behind it the default accepts the host's own
+	// uid (Requirements).
+	boundary bool
 }
 
 // allowedEnv is the environment every backend sets itself, besides env_allowlist.
@@ -83,6 +94,8 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 	switch {
 	case f.Cgroup:
 		g[DimProcessCount] = Enforced
+	case f.UserNamespace && rl("nproc", int64(t.ProcessCount)) == Enforced:
+		g[DimProcessCount] = Enforced
 	case p.UID == 0 && !f.UserNamespace:
 		g[DimProcessCount] = Unavailable
 	case rl("nproc", int64(t.ProcessCount)+1<<20) == Enforced:
@@ -97,6 +110,10 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 	switch {
 	case f.Cgroup || f.PIDNamespace:
 		g[DimProcessTree] = Enforced
+	case f.Subreaper && (f.SignalScoped || g[DimIdentity] == Enforced):
+		g[DimProcessTree] = Enforced
+	case f.Subreaper:
+		g[DimProcessTree] = Unverified
 	case f.ExclusiveUID && g[DimIdentity] == Enforced:
 		g[DimProcessTree] = Unverified
 	default:
@@ -118,6 +135,8 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 		guarantees:    g,
 		isolation:     iso,
 		networkDenied: t.Network == NetworkNone && g[DimNetwork] != Unavailable,
+		boundary: f.UserNamespace && f.MountBoundary && f.PIDNamespace && f.NetNamespace &&
+			g[DimFilesystem] == Enforced && g[DimNetwork] == Enforced && g[DimProcessTree] == Enforced,
 	}
 }
 

@@ -65,9 +65,10 @@ type Requirement struct {
 }
 
 // Requirements lists what terms demand of a backend before any program byte may run.
-// sameUIDAllowed relaxes identity (a deployment said, on purpose, that the child may run as
-// the host's own user).
-func Requirements(t Terms, sameUIDAllowed bool) []Requirement {
+// sameUIDAccepted relaxes identity: a deployment said, on purpose, that the child may run as
+// the host's own user (allow_same_uid), or a kernel boundary surrounds the child (a user,
+// mount, pid and network namespace of its own), behind which the default accepts it.
+func Requirements(t Terms, sameUIDAccepted bool) []Requirement {
 	reqs := []Requirement{
 		{DimCPU, Enforced, "cpu_seconds must bind the child"},
 		{DimMemory, Enforced, "memory_bytes must bind the child"},
@@ -75,9 +76,10 @@ func Requirements(t Terms, sameUIDAllowed bool) []Requirement {
 		{DimWallClock, Enforced, "the wall clock always applies"},
 		{DimEnvironment, Enforced, "the child's environment must be built from nothing"},
 	}
-	if !sameUIDAllowed {
+	if !sameUIDAccepted {
 		reqs = append(reqs, Requirement{DimIdentity, Enforced,
-			"the child must run as the sandbox identity, not the host's (set allow_same_uid to accept otherwise)"})
+			"the child must run as a sandbox identity of its own, not the host's, unless a kernel boundary " +
+				"(a user, mount, pid and network namespace of its own) surrounds it (set allow_same_uid to accept it anyway)"})
 	}
 	if t.Isolation.AtLeast(LevelIsolated) {
 		reqs = append(reqs,

@@ -27,8 +27,12 @@ type RunnerOptions struct {
 	Isolation Level
 	// AllowNetwork is the profile's network grant; without it, a request for network is refused.
 	AllowNetwork bool
-	// AllowSameUID accepts a child that runs as the host's own user.
+	// AllowSameUID accepts a child that runs as the host's own user even without a kernel
+	// boundary around it; behind one (Requirements) it is accepted anyway.
 	AllowSameUID bool
+	// IdentityAdvice is appended to a refusal for want of an identity: how this host could
+	// give the child one (a subordinate id range, user namespaces), from cmd/'s detection.
+	IdentityAdvice string
 	// EnvAllowlist names the host variables the backend passes on; the environment grade
 	// accepts exactly these besides the backend's own.
 	EnvAllowlist []string
@@ -612,6 +616,17 @@ func violationFailure(err error, executed bool) *Failure {
 		Message: "reading from the sandbox child failed: " + err.Error()}
 }
 
+// unmet lists what a graded child lacks for terms t, the identity's with this host's advice.
+func (r *Runner) unmet(t Terms, gr grading) []Requirement {
+	unmet := Unmet(gr.guarantees, Requirements(t, r.opts.AllowSameUID || gr.boundary))
+	for i := range unmet {
+		if unmet[i].Dimension == DimIdentity && r.opts.IdentityAdvice != "" {
+			unmet[i].Why += "; " + r.opts.IdentityAdvice
+		}
+	}
+	return unmet
+}
+
 // accept grades the hello and returns a refusal when the terms are not met.
 func (s *session) accept(h *wire.Hello) *Failure {
 	if h.Version != wire.Version {
@@ -625,7 +640,7 @@ func (s *session) accept(h *wire.Hello) *Failure {
 			"isolation %q was required, but the %s backend reached only %q here; nothing ran",
 			s.t.Isolation, s.r.backend.Name(), gr.isolation)}
 	}
-	if unmet := Unmet(gr.guarantees, Requirements(s.t, s.r.opts.AllowSameUID)); len(unmet) > 0 {
+	if unmet := s.r.unmet(s.t, gr); len(unmet) > 0 {
 		var parts []string
 		for _, u := range unmet {
 			parts = append(parts, fmt.Sprintf("%s is %s (%s)", u.Dimension, gr.guarantees.Get(u.Dimension), u.Why))

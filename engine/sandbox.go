@@ -104,8 +104,14 @@ type Facts struct {
 	// even its uid 0.
 	UserNamespace bool
 	Cgroup        bool // memory and pids limits and a tree kill through a cgroup
-	Seccomp       bool
-	Landlock      bool
+	// Subreaper: an init of the backend's own is the child subreaper of the program's tree
+	// and kills it to the last process (no cgroup or pid namespace needed); it can do so
+	// only while the program cannot kill it, which SignalScoped or another uid ensures.
+	Subreaper bool
+	// SignalScoped: Landlock keeps the program's signals inside its own sandbox.
+	SignalScoped bool
+	Seccomp      bool
+	Landlock     bool
 	// HostUID is the host's uid; RunAsUID the uid the child was meant to run as.
 	HostUID, RunAsUID int
 	// Exclusive identity: no other execution shares RunAsUID, so a kill by uid is exact.
@@ -133,4 +139,7 @@ type Exit struct {
 type TreeUsage struct {
 	OOMKilled    bool // the memory limit killed a process of the tree
 	PIDsLimitHit bool // a fork or thread creation was refused at the pids limit
+	// Escaped: the mechanism that kills the tree did not report it dead (a subreaper the
+	// program killed): processes of the execution may have outlived it.
+	Escaped bool
 }

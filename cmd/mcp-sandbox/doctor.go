@@ -24,7 +24,10 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	type profileReport struct {
 		Profile     string              `json:"profile"`
 		Description *engine.Description `json:"description"`
+		// Identity: without root, what the profile's programs run as and how to do better.
+		Identity string `json:"identity,omitempty"`
 	}
+	euid, _ := hostUser()
 	var reports []profileReport
 	ready := true
 	detected := detectLocal(configs.Profile{})
@@ -49,7 +52,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			runner.Close()
 		}
 		ready = ready && d.Ready
-		reports = append(reports, profileReport{name, d})
+		reports = append(reports, profileReport{name, d, identityNote(euid, d, hostIdentityAdvice(p))})
 	}
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
@@ -84,6 +87,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			l := d.LimitCeiling
 			fmt.Fprintf(stdout, "  hard limits: cpu %gs, wall %gs, memory %d bytes, file size %d bytes, %d processes\n",
 				l.CPUSeconds, l.WallSeconds, l.MemoryBytes, l.FileSizeBytes, l.ProcessCount)
+			if r.Identity != "" {
+				fmt.Fprintf(stdout, "  identity: %s\n", r.Identity)
+			}
 			for _, p := range d.Problems {
 				fmt.Fprintf(stdout, "  problem: %s\n", p)
 			}

@@ -57,6 +57,12 @@ func detectLocal(p configs.Profile) []engine.LocalBackend {
 	})
 }
 
+// namespacesWhy is why the namespaces backend is unavailable to profile p here, or "".
+func namespacesWhy(p configs.Profile) string {
+	_, why := namespaces.Available(nsOptions(p))
+	return why
+}
+
 func nsOptions(p configs.Profile) *namespaces.Options {
 	return &namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }

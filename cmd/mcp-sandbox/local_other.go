@@ -24,6 +24,8 @@ func detectLocal(configs.Profile) []engine.LocalBackend {
 	})
 }
 
+func namespacesWhy(configs.Profile) string { return localWhy }
+
 func unavailable() (engine.Backend, error) {
 	return nil, failure.New(failure.BackendUnavailable, "%s", localWhy)
 }

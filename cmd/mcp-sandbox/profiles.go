@@ -52,15 +52,16 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 		return nil, err
 	}
 	return engine.NewRunner(backend, &engine.RunnerOptions{
-		Ceiling:      engineLimits(p.HardLimits, engine.Limits{}),
-		Isolation:    level,
-		AllowNetwork: p.AllowNetwork,
-		AllowSameUID: p.AllowSameUID,
-		EnvAllowlist: p.EnvAllowlist,
-		PreviewBytes: int64(deref(p.Output.PreviewBytes)),
-		MaxBytes:     int64(deref(p.Output.MaxBytes)),
-		Warm:         warm,
-		Artifacts:    artifactPolicy(p),
+		Ceiling:        engineLimits(p.HardLimits, engine.Limits{}),
+		Isolation:      level,
+		AllowNetwork:   p.AllowNetwork,
+		AllowSameUID:   p.AllowSameUID,
+		IdentityAdvice: hostIdentityAdvice(p),
+		EnvAllowlist:   p.EnvAllowlist,
+		PreviewBytes:   int64(deref(p.Output.PreviewBytes)),
+		MaxBytes:       int64(deref(p.Output.MaxBytes)),
+		Warm:           warm,
+		Artifacts:      artifactPolicy(p),
 	})
 }
 
@@ -102,7 +103,7 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 }
 
 // DisableEnv names mechanisms to treat as absent on this host, comma-separated (namespaces,
-// userns, bwrap, cgroup, landlock, seccomp, identity): an operator's way to see what a
+// userns, subids, bwrap, cgroup, landlock, seccomp, identity): an operator's way to see what a
 // profile does on a host without them, and the tests' way to stand in for such a host.
 // Nothing is ever made stronger by it.
 const DisableEnv = "MCP_SANDBOX_DISABLE"

@@ -7,9 +7,10 @@
 // channel between executions or tenants, exhaustion, escape, protocol abuse): those Run runs
 // against every backend, and those tested beside the code they attack, each naming its test.
 //
-// Hostile subtests run only inside the pid namespace gate.Main makes (a fork bomb or
-// kill(-1) that escaped a half-built sandbox must not reach the machine); elsewhere they skip
-// with that reason, and fail where MCP_SANDBOX_REQUIRE names "pidns".
+// Hostile subtests run only where gate.Hostile allows them: inside the pid namespace
+// gate.Main makes, or as a throwaway non-root user (a fork bomb or kill(-1) that escaped a
+// half-built sandbox must not reach the machine); elsewhere they skip with that reason, and
+// fail where MCP_SANDBOX_REQUIRE names "hostile".
 //
 // It imports engine, failure, internal/gate and the standard library.
 package sandboxtest

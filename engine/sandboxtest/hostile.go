@@ -41,6 +41,7 @@ var Hostile = []Case{
 	{Name: "2 GiB allocation", Class: Exhaustion, run: (*contract).memory},
 	{Name: "100 MiB file", Class: Exhaustion, run: (*contract).fileSize},
 	{Name: "fork bomb", Class: Exhaustion, run: (*contract).forkBomb},
+	{Name: "fork bomb of new sessions", Class: Exhaustion, run: (*contract).sessionForkBomb},
 	{Name: "thread bomb", Class: Exhaustion, run: (*contract).threadBomb},
 	{Name: "setsid double-forked grandchild", Class: Escape, run: (*contract).grandchild},
 	{Name: "1 GiB of stdout", Class: Exhaustion, run: (*contract).floodStdout},
@@ -61,6 +62,7 @@ var Hostile = []Case{
 	// Covered beside the code they attack.
 	{Name: "socket through the 32-bit ABI past the inet filter", Class: Escape, Where: "engine/backend/process/foreignabi_test.go:TestForeignABICannotMakeASocket"},
 	{Name: "kill(-1) of another execution sharing the uid", Class: Channel, Where: "engine/backend/process/scope_test.go:TestKillAllSparesOtherExecutions"},
+	{Name: "killing the init that keeps the tree, to leave a survivor behind a clean result", Class: Escape, Where: "engine/backend/process/tree_test.go:TestKilledSubreaperIsNeverACleanResult"},
 	{Name: "a warm child reused or leaving state", Class: Channel, Where: "engine/backend/process/warm_test.go:TestWarmChildrenShareNothing"},
 	{Name: "host files and the data dir out of reach", Class: Escape, Where: "engine/backend/namespaces/isolated_test.go:TestHostFilesOutOfReach"},
 	{Name: "host loopback unreachable", Class: Escape, Where: "engine/backend/namespaces/isolated_test.go:TestHostLoopbackUnreachable"},

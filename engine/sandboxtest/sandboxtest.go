@@ -49,8 +49,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("tool calls without a caller are unavailable", c.noTools)
 	t.Run("artifacts, and what is never collected", c.artifacts)
 	t.Run("hostile", func(t *testing.T) {
-		gate.Require(t, "pidns", gate.InOwnPIDNamespace(),
-			"hostile programs run only inside the test binary's own pid namespace, which needs root")
+		gate.Hostile(t)
 		for _, h := range Hostile {
 			if h.run != nil {
 				t.Run(h.Name, func(t *testing.T) { h.run(c, t) })
@@ -354,6 +353,20 @@ func (c *contract) forkBomb(t *testing.T) {
 	c.answersNext(t)
 }
 
+// sessionForkBomb: every process of the bomb leads a session of its own, so no process group
+// or session holds the tree; only what holds the whole tree can end it.
+func (c *contract) sessionForkBomb(t *testing.T) {
+	start := time.Now()
+	r := c.run(t, "import os, time\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setsid()\n    except OSError:\n        time.sleep(0.01)",
+		engine.Limits{WallSeconds: 5, ProcessCount: 32})
+	if r.Failure == nil {
+		t.Fatalf("a fork bomb completed")
+	}
+	within(t, start, 5+2)
+	c.noSurvivors(t)
+	c.answersNext(t)
+}
+
 func (c *contract) threadBomb(t *testing.T) {
 	r := c.run(t, "import threading, time\nts = []\nwhile True:\n    t = threading.Thread(target=time.sleep, args=(60,), daemon=True)\n    t.start()\n    ts.append(t)", engine.Limits{WallSeconds: 5, ProcessCount: 32})
 	if r.Failure == nil {
@@ -555,16 +568,17 @@ func (c *contract) answersNext(t *testing.T) {
 }
 
 // noSurvivors fails when any process of an execution is still alive: a bootstrap interpreter
-// or a helper a hostile program started.
+// or a helper a hostile program started (of this test binary's: gate.Ours).
 func (c *contract) noSurvivors(t *testing.T) {
 	t.Helper()
 	var alive []string
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for {
 		alive = alive[:0]
+		ours := gate.Ours()
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
-			if _, err := strconv.Atoi(e.Name()); err != nil {
+			if pid, err := strconv.Atoi(e.Name()); err != nil || !ours(pid) {
 				continue
 			}
 			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))

@@ -2,7 +2,9 @@ package gate
 
 import (
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -43,3 +45,33 @@ func AppliesOnly(t testing.TB, ok bool, reason string) {
 		t.Skipf("does not apply here: %s", reason)
 	}
 }
+
+// ThrowawayUIDEnv names a uid that exists only to run these tests (CI makes one, with a
+// small process limit): running as it, a program that escaped a half-built sandbox can harm
+// nothing but that uid's own processes, as inside the tests' own pid namespace.
+const ThrowawayUIDEnv = "MCP_SANDBOX_THROWAWAY_UID"
+
+// Hostile lets a test run programs that attack their sandbox only where an escape is
+// contained: inside the test binary's own pid namespace (Main, as root), or as a throwaway
+// non-root uid named by ThrowawayUIDEnv. Elsewhere the test skips, or fails where
+// MCP_SANDBOX_REQUIRE names "hostile".
+func Hostile(t testing.TB) {
+	t.Helper()
+	uid := os.Geteuid()
+	throwaway := uid != 0 && os.Getenv(ThrowawayUIDEnv) == strconv.Itoa(uid)
+	Require(t, "hostile", InOwnPIDNamespace() || throwaway,
+		"hostile programs run only inside the test binary's own pid namespace (which needs root), "+
+			"or as a throwaway user named by "+ThrowawayUIDEnv)
+	if !InOwnPIDNamespace() {
+		adoptOrphans.Do(func() {
+			if err := becomeSubreaper(); err != nil {
+				t.Fatalf("gate: becoming the subreaper of the tests' processes: %v", err)
+			}
+		})
+	}
+}
+
+// adoptOrphans makes this test process, once, the child subreaper of everything it starts:
+// outside a pid namespace of its own, an orphan that escaped a sandbox is handed here rather
+// than to the machine's init, so Ours still finds it among this process's descendants.
+var adoptOrphans sync.Once

@@ -5,6 +5,8 @@ package gate
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -88,5 +90,45 @@ func pidnsInit(args []string) int {
 			}
 			return ws.ExitStatus()
 		}
+	}
+}
+
+func becomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+
+// Ours returns whether a pid belongs to this test binary's processes: inside its own pid
+// namespace every process does; elsewhere (a throwaway user: Hostile) only this process's
+// descendants, which is where Hostile had orphans handed, and not another test binary's
+// or another user's sandboxes on a shared machine.
+func Ours() func(pid int) bool {
+	if InOwnPIDNamespace() {
+		return func(int) bool { return true }
+	}
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold anything, so read after its last ')'.
+		line := string(b)
+		if i := strings.LastIndexByte(line, ')'); i >= 0 {
+			if f := strings.Fields(line[i+1:]); len(f) >= 2 {
+				parent[pid], _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	self := os.Getpid()
+	return func(pid int) bool {
+		for i := 0; i < 4096 && pid > 1; i++ {
+			if pid = parent[pid]; pid == self {
+				return true
+			}
+		}
+		return false
 	}
 }

@@ -31,6 +31,12 @@ func Main() {
 	if err := json.Unmarshal([]byte(os.Getenv(SpecEnv)), &spec); err != nil {
 		fail("reading the spec: %v", err)
 	}
+	if spec.IDMapFD > 0 {
+		awaitIDMap(spec.IDMapFD)
+	}
+	if spec.Trial {
+		os.Exit(0)
+	}
 	if spec.KillUID > 0 {
 		killUID(spec.KillUID)
 	}
@@ -43,6 +49,19 @@ func Main() {
 	}
 	err = execLimited(&spec, nproc)
 	fail("%v", err)
+}
+
+// awaitIDMap blocks until the host says the user namespace's ids are mapped: one byte on fd.
+func awaitIDMap(fd int) {
+	var b [1]byte
+	n, err := unix.Read(fd, b[:])
+	for err == unix.EINTR {
+		n, err = unix.Read(fd, b[:])
+	}
+	unix.Close(fd)
+	if n != 1 {
+		fail("the host did not map the user namespace's ids (%v)", err)
+	}
 }
 
 func fail(format string, args ...any) {
@@ -66,8 +85,11 @@ func apply(s *Spec) (uint64, error) {
 	switch {
 	case len(s.CgroupProcs) > 0:
 		nproc = 0
-	case nproc > 0 && s.Drop:
+	case nproc == 0 || s.UserNamespace:
+	case s.Drop:
 		nproc += uint64(tasksOf(s.UID))
+	default:
+		nproc += uint64(tasksOf(os.Geteuid()))
 	}
 	if s.Mounts != nil {
 		if err := buildRoot(s.Mounts, s.UID, s.GID); err != nil {

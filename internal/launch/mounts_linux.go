@@ -73,7 +73,9 @@ func buildRoot(m *Mounts, uid, gid int) error {
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			return err
 		}
-		opts := fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", max(m.WorkspaceBytes, 1<<20), uid, gid)
+		// 0755: the host reads artifacts through this init's root, and under a subordinate
+		// uid it is "other" to the workspace; nobody else can reach this mount namespace.
+		opts := fmt.Sprintf("size=%d,mode=0755,uid=%d,gid=%d", max(m.WorkspaceBytes, 1<<20), uid, gid)
 		if err := unix.Mount("tmpfs", ws, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mounting the workspace: %v", err)
 		}

@@ -5,14 +5,19 @@ package launch
 import (
 	"encoding/json"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// reap is pid 1 of a fresh pid namespace. It stays as it was started (root of its
-// namespaces) and outside the cgroup, so the program, once dropped to the sandbox identity,
-// can neither signal it nor count it against its limits; it holds none of the program's
+// reap is pid 1 of a fresh pid namespace, or (Spec.Subreaper) the child subreaper of the
+// program's tree. It stays as it was started (root of its namespaces, or the host's own
+// user) and outside the cgroup, so the program, once dropped to the sandbox identity, can
+// neither signal it nor count it against its limits; it holds none of the program's
 // descriptors. A signal the program sends it is refused (EPERM), as for any other process
 // the program does not own.
 func reap(spec Spec) int {
@@ -25,24 +30,39 @@ func reap(spec Spec) int {
 	if err != nil {
 		fail("finding the helper binary: %v", err)
 	}
+	if spec.Subreaper {
+		return subreap(spec, exe)
+	}
 	// Stand on the old root so pid 2's pivot_root moves this init into the new one too: a
 	// working directory left in the host's tree would keep that tree reachable through
 	// /proc/1/cwd after the host's root is detached.
 	if err := unix.Chdir("/"); err != nil {
 		fail("chdir /: %v", err)
 	}
-	spec.Reaper = false
+	st, ok := waitFor(startFirst(spec, exe, false), nil, false)
+	if !ok {
+		return ExitSetupFailed
+	}
+	return report(st)
+}
+
+// startFirst starts the helper again, without Reaper, as the program's first process (pid 2
+// of a namespace), and lets go of the program's streams and channel: the host sees their end
+// when the program's last process lets go of them, not when this init does.
+func startFirst(spec Spec, exe string, setsid bool) int {
+	spec.Reaper, spec.Subreaper, spec.IDMapFD = false, false, 0
+	if setsid {
+		spec.ParentPID = os.Getpid() // its parent is this init, not the host
+	}
 	js, _ := json.Marshal(&spec)
 	pid, err := syscall.ForkExec(exe, []string{exe, Command}, &syscall.ProcAttr{
 		Env:   []string{SpecEnv + "=" + string(js)},
 		Files: []uintptr{0, 1, 2, 3},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: setsid},
 	})
 	if err != nil {
 		fail("starting the sandbox's first process: %v", err)
 	}
-	// Let go of the program's streams and channel: the host sees their end when the
-	// program's last process lets go of them, not when this init does.
 	if null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
 		for _, fd := range []int{0, 1, 2} {
 			_ = unix.Dup2(null, fd)
@@ -50,41 +70,193 @@ func reap(spec Spec) int {
 		unix.Close(null)
 	}
 	unix.Close(3)
+	return pid
+}
+
+// waitFor reaps children, blocking, and returns the status of first: as soon as first ends,
+// or (untilEmpty) once no child at all is left, with Emptied set. st is first's status when
+// it was reaped already. ok is false when waiting failed.
+func waitFor(first int, st *Status, untilEmpty bool) (_ Status, ok bool) {
 	for {
-		// Learn which child exited before reaping it: pid 2's CPU clock can be read only
-		// while it is a zombie (cpuclock_linux.go).
+		// Learn which child exited before reaping it: the first process's CPU clock can be
+		// read only while it is a zombie (cpuclock_linux.go).
 		got, err := waitAny()
+		if err == unix.ECHILD && untilEmpty && st != nil {
+			st.Emptied = true
+			return *st, true
+		}
 		if err != nil {
-			return ExitSetupFailed
+			return Status{}, false
 		}
-		var rlimitCPU float64
-		if got == pid {
-			rlimitCPU, _ = RlimitCPUSeconds(pid)
+		s, err := reapExited(got, got == first)
+		if err != nil {
+			return Status{}, false
 		}
-		var ws syscall.WaitStatus
-		var ru syscall.Rusage
-		for {
-			if _, err = syscall.Wait4(got, &ws, 0, &ru); err != syscall.EINTR {
-				break
+		if got == first {
+			if st = &s; !untilEmpty {
+				return s, true
 			}
 		}
-		if err != nil {
-			return ExitSetupFailed
-		}
-		if got != pid {
+	}
+}
+
+// reapExited reaps pid, which has exited, and returns its status; with clock, first its CPU
+// time as RLIMIT_CPU counts it, read from the zombie.
+func reapExited(pid int, clock bool) (Status, error) {
+	var rlimitCPU float64
+	if clock {
+		rlimitCPU, _ = RlimitCPUSeconds(pid)
+	}
+	var ws syscall.WaitStatus
+	var ru syscall.Rusage
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, &ru)
+		if err == syscall.EINTR {
 			continue
 		}
-		st := Status{Code: ws.ExitStatus(), CPUSeconds: tv(ru.Utime) + tv(ru.Stime), RlimitCPU: rlimitCPU}
-		if ws.Signaled() {
-			st.Code, st.Signal = -1, int(ws.Signal())
+		if err != nil {
+			return Status{}, err
 		}
-		b, _ := json.Marshal(st)
-		_, _ = unix.Write(StatusFD, b)
-		if st.Signal != 0 {
-			return 128 + st.Signal
-		}
-		return st.Code
+		break
 	}
+	st := Status{Code: ws.ExitStatus(), CPUSeconds: tv(ru.Utime) + tv(ru.Stime), RlimitCPU: rlimitCPU}
+	if ws.Signaled() {
+		st.Code, st.Signal = -1, int(ws.Signal())
+	}
+	return st, nil
+}
+
+// report writes st on StatusFD and returns the exit status that mirrors it.
+func report(st Status) int {
+	b, _ := json.Marshal(st)
+	_, _ = unix.Write(StatusFD, b)
+	if st.Signal != 0 {
+		return 128 + st.Signal
+	}
+	return st.Code
+}
+
+// subreap is the tree's child subreaper on a host without a cgroup or a pid namespace. Until
+// the first process ends or the host asks (SIGTERM: the host's Kill, or the parent-death
+// signal when the host dies) it reaps whatever ends. Then it kills: every live child it has,
+// and the process group each one leads, round after round as the children of the killed are
+// handed to it, until every child it has is a zombie; only then does it reap them and report.
+// Not reaping while it kills is what makes the kill finish: a zombie keeps its slot under
+// RLIMIT_NPROC, so a fork bomb cannot refill the slots the kill frees, and a pid it found
+// cannot be reused by another process before its signal is sent.
+func subreap(spec Spec, exe string) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fail("prctl(PR_SET_CHILD_SUBREAPER): %v", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM), 0, 0, 0); err != nil {
+		fail("parent-death signal: %v", err)
+	}
+	if spec.ParentPID > 0 && os.Getppid() != spec.ParentPID {
+		fail("the host exited during setup")
+	}
+	first := startFirst(spec, exe, true)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var st *Status
+	for killing := false; !killing; {
+		for {
+			got, err := peekExited()
+			if err != nil || got <= 0 {
+				break
+			}
+			s, err := reapExited(got, got == first)
+			if err != nil {
+				break
+			}
+			if got == first {
+				st, killing = &s, true
+			}
+		}
+		if !killing {
+			select {
+			case s := <-sigs:
+				killing = s == syscall.SIGTERM
+			case <-tick.C:
+			}
+		}
+	}
+	if st == nil {
+		// The first process is not reaped yet, so its pid still names its process group.
+		_ = syscall.Kill(-first, syscall.SIGKILL)
+	}
+	for killChildren() > 0 {
+		select {
+		case <-sigs:
+		case <-tick.C:
+		}
+	}
+	final, ok := waitFor(first, st, true)
+	if !ok {
+		return ExitSetupFailed
+	}
+	return report(final)
+}
+
+// peekExited returns a child that has exited, without reaping it, or 0 when none has.
+func peekExited() (int, error) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return siginfoPid(&info), nil
+	}
+}
+
+// killChildren sends SIGKILL to every live child of this process, found by their parent pid
+// in /proc, and to the process group each one leads (a group whose leader is alive cannot
+// be another's), and returns how many it found alive.
+func killChildren() int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	self := strconv.Itoa(os.Getpid())
+	var buf [1024]byte
+	live := 0
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		fd, err := unix.Open("/proc/"+name+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		n, _ := unix.Read(fd, buf[:])
+		unix.Close(fd)
+		if n <= 0 {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold anything, so read after its last ')'.
+		line := string(buf[:n])
+		i := strings.LastIndexByte(line, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(line[i+1:])
+		if len(f) < 2 || f[0] == "Z" || f[0] == "X" || f[1] != self {
+			continue
+		}
+		if pid, err := strconv.Atoi(name); err == nil {
+			live++
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return live
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

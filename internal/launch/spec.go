@@ -55,6 +55,27 @@ type Spec struct {
 	// Reaper cleared) to do everything else, reaps every process of the namespace, and when
 	// pid 2 ends reports its wait status on StatusFD and exits, which ends the namespace.
 	Reaper bool `json:"reaper,omitempty"`
+	// Subreaper, with Reaper, is the same init without a pid namespace (the process backend
+	// on a host without a cgroup): it is the child subreaper of the program's tree, so every
+	// orphan (setsid and double fork included) becomes its child; when the program's first
+	// process ends, or the host sends SIGTERM (its Kill, or its death), it kills every
+	// process of the tree until none is left and reports the status with Emptied set. The
+	// first process starts a session of its own, so no signal to the program's process
+	// group reaches this init.
+	Subreaper bool `json:"subreaper,omitempty"`
+
+	// IDMapFD, when positive, is a descriptor the helper reads one byte from before anything
+	// else: the host writes it once it has written the uid and gid maps of the user namespace
+	// the helper was started in (through newuidmap and newgidmap, for subordinate ids). End
+	// of file instead means the host could not map them, and the helper exits.
+	IDMapFD int `json:"idmap_fd,omitempty"`
+	// UserNamespace: the helper runs in a user namespace of its own, where the kernel counts
+	// RLIMIT_NPROC per (namespace, uid), so the limit needs nothing added for processes the
+	// uid already runs elsewhere.
+	UserNamespace bool `json:"userns,omitempty"`
+	// Trial: the helper exits 0 once it is up (and its ids are mapped): the host checks
+	// that it can start one where it means to, in a user namespace say.
+	Trial bool `json:"trial,omitempty"`
 
 	// KillUID, when set, turns the helper into a killer: it becomes that uid and kills every
 	// process the uid owns, then exits. Used only for an exclusive sandbox uid.
@@ -114,4 +135,7 @@ type Status struct {
 	Signal     int     `json:"signal,omitempty"`
 	CPUSeconds float64 `json:"cpu"`
 	RlimitCPU  float64 `json:"rlimit_cpu,omitempty"`
+	// Emptied: a Subreaper saw its tree empty (every process it killed reaped) before it
+	// reported. Without it the host cannot tell that nothing outlived the execution.
+	Emptied bool `json:"emptied,omitempty"`
 }

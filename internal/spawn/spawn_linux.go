@@ -29,11 +29,20 @@ type Exit struct {
 	Err              error
 }
 
-// Usage is what a cgroup observed over the tree; it converts to engine.TreeUsage.
+// Usage is what a cgroup observed over the tree, and whether a subreaper saw the tree die;
+// it converts to engine.TreeUsage.
 type Usage struct {
 	OOMKilled    bool
 	PIDsLimitHit bool
+	// Escaped: the helper was a Subreaper that did not report its tree empty (the program
+	// killed it, or it had to be killed): processes of the tree may have outlived the
+	// execution.
+	Escaped bool
 }
+
+// subreaperGrace is how long Close waits for a Subreaper to empty its tree after Kill before
+// it kills the subreaper itself (and reports Escaped).
+const subreaperGrace = 3 * time.Second
 
 // Proc is one started (or about to be started) child. Set the exported fields before Start;
 // Close undoes them even when Start was never called or failed.
@@ -50,6 +59,14 @@ type Proc struct {
 	// Wait reads its CPU time as RLIMIT_CPU counts it before reaping it. Not for a helper that
 	// execs a wrapper (bwrap), whose clock is the wrapper's.
 	Interpreter bool
+	// Subreaper: the helper is that init without a pid namespace (launch.Spec.Subreaper), so
+	// it must not die before the tree: Kill asks it (SIGTERM, and SIGCONT should the program
+	// have stopped it) rather than killing it, and Close kills it only after subreaperGrace.
+	Subreaper bool
+	// MapIDs, when set, writes the uid and gid maps of the user namespace the helper starts
+	// in (for subordinate ids, through newuidmap and newgidmap); the helper waits for it
+	// (launch.Spec.IDMapFD) before anything else, and Start fails when it fails.
+	MapIDs func(pid int) error
 	// Cleanup runs last in Close (remove the workspace, release an identity lease).
 	Cleanup []func()
 
@@ -63,6 +80,7 @@ type Proc struct {
 
 	waitOnce sync.Once
 	exit     Exit
+	escaped  bool // set by Wait
 	waited   chan struct{}
 
 	closeOnce sync.Once
@@ -100,6 +118,21 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		p.status = r
 		cmd.ExtraFiles = append(cmd.ExtraFiles, w) // fd 4 = launch.StatusFD
 	}
+	var mapped *os.File // the host's end of the id-map signal
+	if p.MapIDs != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("pipe failed: %w", err)
+		}
+		defer r.Close()
+		defer w.Close()
+		mapped = w
+		cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+		copied := *spec
+		copied.IDMapFD = 2 + len(cmd.ExtraFiles)
+		js, _ = json.Marshal(&copied)
+		cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
+	}
 	if attr == nil {
 		attr = &syscall.SysProcAttr{}
 	}
@@ -132,6 +165,14 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		return fmt.Errorf("starting the init helper failed: %w", err)
 	}
 	p.cmd = cmd
+	if mapped != nil {
+		if err := p.MapIDs(cmd.Process.Pid); err != nil {
+			return fmt.Errorf("mapping the sandbox's ids: %w", err) // Close kills the waiting helper
+		}
+		if _, err := mapped.Write([]byte{1}); err != nil {
+			return fmt.Errorf("releasing the init helper: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -175,6 +216,7 @@ func (p *Proc) Wait() Exit {
 					p.exit.Signal = syscall.Signal(st.Signal).String()
 				}
 			}
+			p.escaped = p.Subreaper && !st.Emptied
 		}
 	})
 	<-p.waited
@@ -182,9 +224,15 @@ func (p *Proc) Wait() Exit {
 }
 
 // Kill kills the whole tree: the main process (for a pid namespace's init, the namespace),
-// its process group, the cgroup, and an exclusive uid.
+// its process group, the cgroup, and an exclusive uid. A Subreaper is asked to kill its tree
+// instead: killed first, it would hand that tree to the host's own parent.
 func (p *Proc) Kill() {
-	if p.cmd != nil && p.cmd.Process != nil {
+	switch {
+	case p.cmd == nil || p.cmd.Process == nil:
+	case p.Subreaper:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	default:
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		_ = p.cmd.Process.Kill()
 	}
@@ -199,13 +247,30 @@ func (p *Proc) Kill() {
 	}
 }
 
+// waitOrKill waits for the helper; a Subreaper gets subreaperGrace to empty its tree before
+// it is killed too.
+func (p *Proc) waitOrKill() {
+	if !p.Subreaper {
+		p.Wait()
+		return
+	}
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(subreaperGrace):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
 // Close kills what is left, drains the output (bounded), reads and removes the cgroup and
 // runs Cleanup. It is idempotent.
 func (p *Proc) Close() Usage {
 	p.closeOnce.Do(func() {
 		if p.cmd != nil {
 			p.Kill()
-			p.Wait()
+			p.waitOrKill()
 		}
 		drained := make(chan struct{})
 		go func() { p.copies.Wait(); close(drained) }()
@@ -227,9 +292,10 @@ func (p *Proc) Close() Usage {
 		if p.status != nil {
 			p.status.Close()
 		}
+		p.usage.Escaped = p.escaped
 		if p.Group != nil {
 			ev := p.Group.Events()
-			p.usage = Usage{OOMKilled: ev.OOMKills > 0, PIDsLimitHit: ev.PIDsMax > 0}
+			p.usage.OOMKilled, p.usage.PIDsLimitHit = ev.OOMKills > 0, ev.PIDsMax > 0
 			_ = p.Group.Remove()
 		}
 		for _, f := range p.Cleanup {

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // Options configure the bwrap backend. cmd/ resolves them from the profile.
@@ -37,8 +38,12 @@ type Options struct {
 	// InitPath is the binary re-executed as the init helper (default: this executable).
 	InitPath string
 	// Disable makes mechanisms fail, to test grading and refusal: "bwrap" (as if not
-	// installed), "cgroup", "identity", "seccomp".
+	// installed), "userns" (as if not root, bwrap could not make its user namespace),
+	// "cgroup", "identity", "seccomp".
 	Disable []string
+	// Host is where the host's user-namespace settings are read (without root bwrap needs
+	// them); the zero value reads the real ones.
+	Host userns.Host
 }
 
 // Backend is the bwrap backend.
@@ -70,6 +75,16 @@ func Find(options *Options) (string, string) {
 	p, err := exec.LookPath("bwrap")
 	if err != nil {
 		return "", "bwrap not found: apt-get install bubblewrap"
+	}
+	if os.Geteuid() != 0 {
+		// Without root bwrap makes a user namespace; AppArmor's restriction is left to the
+		// profile a distribution may give bwrap itself, and to Describe.
+		if slices.Contains(opts.Disable, "userns") {
+			return "", "bwrap needs user namespaces without root, and user namespace creation is disabled"
+		}
+		if why := opts.Host.KernelBlocked(); why != "" {
+			return "", "bwrap needs user namespaces without root: " + why
+		}
 	}
 	return p, ""
 }
@@ -167,8 +182,10 @@ func (b *Backend) args(workspace string, netns bool) []string {
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
 	netns := spec.Terms.Network == engine.NetworkNone
+	// bwrap always runs unprivileged (as the sandbox identity, or the host's own uid without
+	// root), so it always makes a user namespace of its own.
 	c := &spawned.Child{SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: netns,
-		InterpreterIsInit: true}}
+		UserNamespace: true, InterpreterIsInit: true}}
 	id, err := b.base.Lease(ctx, c)
 	if err != nil {
 		return nil, err

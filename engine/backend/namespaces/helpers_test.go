@@ -29,3 +29,5 @@ func valueMap(t *testing.T, r *engine.Result) map[string]string {
 	}
 	return m
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

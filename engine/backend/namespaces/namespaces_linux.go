@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,9 +19,11 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // Options configure the namespaces backend. cmd/ resolves them from the profile.
@@ -39,8 +43,12 @@ type Options struct {
 	InitPath string
 	// Disable makes mechanisms fail, to test grading and refusal: "namespaces" (the host
 	// cannot create them: New fails), "userns" (New fails when a user namespace is needed,
-	// that is when not root), "cgroup", "seccomp", "identity".
+	// that is when not root), "subids" (the user's subordinate ids count as absent),
+	// "cgroup", "seccomp", "identity".
 	Disable []string
+	// Host is where the host's user-namespace settings and subordinate ids are read; the
+	// zero value reads the real ones (tests point it at a fake tree).
+	Host userns.Host
 }
 
 // Backend is the namespaces backend.
@@ -48,6 +56,10 @@ type Backend struct {
 	opts Options
 	base *spawned.Base
 	root bool // the host is root: no user namespace needed
+	// sub, without root, is the user's subordinate uid and gid the program runs as (mapped
+	// from the run_as identity inside); nil when there are none, and subWhy says why.
+	sub    *userns.SubIDs
+	subWhy string
 }
 
 // systemRO are the host paths every interpreter needs besides its own directories.
@@ -84,7 +96,24 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if n := owner.Sweep(opts.RootBase, rootPrefix, os.Remove); n > 0 {
 		slog.Info("swept root mount points a stopped server left", "count", n, "dir", opts.RootBase)
 	}
-	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
+	so := &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable}
+	if !b.root {
+		b.sub, b.subWhy = b.subordinate()
+	}
+	if b.sub != nil {
+		so.HostIDs = &[2]int{b.sub.UID, b.sub.GID}
+		base, err := spawned.Resolve(ctx, so)
+		if err == nil {
+			err = b.trial(ctx, base.InitPath, base.IDs)
+		}
+		if err == nil {
+			b.base = base
+			return b, nil
+		}
+		b.sub, b.subWhy = nil, fmt.Sprintf("the subordinate uid %d cannot be used (%v)", so.HostIDs[0], err)
+		so.HostIDs = nil
+	}
+	base, err := spawned.Resolve(ctx, so)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +123,50 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 
 // rootPrefix starts the name of every root mount point, which carries its server's owner tag.
 const rootPrefix = "mcp-sandbox-root"
+
+// subordinate finds the user's subordinate ids, or says why there are none to use.
+func (b *Backend) subordinate() (*userns.SubIDs, string) {
+	if b.disabled("subids") {
+		return nil, "subordinate ids are disabled (" + "MCP_SANDBOX_DISABLE=subids)"
+	}
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return b.opts.Host.Subordinate(name, os.Geteuid())
+}
+
+// trial starts the init helper once in a user namespace mapped to the subordinate ids, as
+// Start will, and sees it come up: a broken range or newuidmap shows here, not on every
+// execution.
+func (b *Backend) trial(ctx context.Context, initPath string, ids *identity.Pool) error {
+	id, release, err := ids.Lease(ctx)
+	if err != nil {
+		return err
+	}
+	release()
+	if id.UID == 0 || id.GID == 0 {
+		return fmt.Errorf("run_as %d:%d: inside the namespace 0 is the host's own uid", id.UID, id.GID)
+	}
+	p := &spawn.Proc{MapIDs: b.mapper(ctx, id)}
+	defer p.Close()
+	err = p.Start(initPath, &launch.Spec{Trial: true}, &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}, io.Discard, io.Discard)
+	if err != nil {
+		return err
+	}
+	if exit := p.Wait(); exit.Code != 0 {
+		return fmt.Errorf("the init helper exited with status %d %s in its user namespace", exit.Code, exit.Signal)
+	}
+	return nil
+}
+
+// mapper maps inside 0 to the host's own ids and the run_as identity id to the subordinate
+// ones, for a helper started in a fresh user namespace.
+func (b *Backend) mapper(ctx context.Context, id identity.Identity) func(int) error {
+	return func(pid int) error {
+		return b.sub.Map(ctx, pid, os.Geteuid(), os.Getegid(), id.UID, id.GID)
+	}
+}
 
 // Available reports whether this host can make the namespaces, and why not.
 func Available(options *Options) (bool, string) {
@@ -116,11 +189,27 @@ func (b *Backend) unavailable() string {
 	if b.disabled("userns") {
 		return "user namespace creation is disabled, and the host is not root"
 	}
-	if v, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && string(v) == "0\n" {
-		return "user namespaces are disabled (user.max_user_namespaces = 0); run as root or enable them"
+	exe := b.opts.InitPath
+	if exe == "" {
+		exe, _ = os.Executable()
 	}
-	if v, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && string(v) == "0\n" {
-		return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0); run as root or enable them"
+	if why := b.opts.Host.Blocked(exe); why != "" {
+		return why
+	}
+	// The settings allow it; a container's seccomp profile, say, may still forbid it.
+	p := &spawn.Proc{}
+	defer p.Close()
+	err := p.Start(exe, &launch.Spec{Trial: true}, &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}}, io.Discard, io.Discard)
+	if err == nil {
+		if exit := p.Wait(); exit.Code != 0 {
+			err = fmt.Errorf("the init helper exited with status %d %s", exit.Code, exit.Signal)
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("making a user namespace failed (%v): if this runs in a container, its seccomp profile or "+
+			"runtime may forbid it; otherwise run as root", err)
 	}
 	return ""
 }
@@ -140,7 +229,10 @@ func (b *Backend) Mechanisms() []string {
 	if !b.root {
 		m = append(m, "user-namespace")
 	}
-	if b.base.Drop {
+	if b.sub != nil {
+		m = append(m, "subordinate-ids")
+	}
+	if b.base.Drop || b.sub != nil {
 		m = append(m, "identity-drop")
 	}
 	if b.base.Cgroups != nil {
@@ -168,10 +260,15 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		}
 	}()
 	uid, gid := 0, 0 // inside a user namespace, the caller is mapped to 0
-	if b.base.Drop {
+	switch {
+	case b.base.Drop || b.sub != nil:
 		uid, gid = id.UID, id.GID
-	} else if b.root {
+	case b.root:
 		uid, gid = os.Geteuid(), os.Getegid()
+	}
+	if b.sub != nil {
+		// The grade compares uids as the child sees them: the host's is 0 in there.
+		c.Containment.HostUID, c.Containment.RunAsUID = 0, id.UID
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
@@ -188,7 +285,8 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	home := workspace
 	ls := &launch.Spec{
 		Python: b.base.Python, Argv: append([]string{b.base.Python}, spec.Argv...), Env: spawn.Env(home, b.opts.Env),
-		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop, UID: uid, GID: gid,
+		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop || b.sub != nil, UID: uid, GID: gid,
+		UserNamespace: !b.root,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
 		DenyInet: c.Containment.Seccomp, DenyKernelObjects: !b.disabled("seccomp"),
@@ -217,7 +315,14 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if netns {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 	}
-	if !b.root {
+	switch {
+	case b.root:
+	case b.sub != nil:
+		// newuidmap and newgidmap write the maps once the helper is started; it waits.
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		c.Containment.UserNamespace = true
+		c.MapIDs = b.mapper(ctx, id)
+	default:
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		c.Containment.UserNamespace = true
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}

@@ -13,9 +13,15 @@
 // the server's owner tag (internal/owner), so New sweeps the workspaces a killed server left,
 // and only those whose owner is provably dead.
 //
-// The tree dies with the execution: through the cgroup where there is one; otherwise through
-// the uid when it is exclusive to this execution (a range run_as leases one per execution);
-// the process group alone is the last resort, and is graded as such (setsid escapes it).
+// The tree dies with the execution: through the cgroup where there is one. Otherwise (no
+// root, or no writable cgroup) the helper stays as the tree's child subreaper
+// (launch.Spec.Subreaper): every orphan, setsid and double fork included, becomes its child,
+// and it kills them to the last one when the program ends or the host asks, then reports the
+// tree empty. The program must not be able to kill that init first: it runs as another uid
+// (the identity drop) or under Landlock's signal scope (ABI 6), and process_tree is enforced;
+// otherwise it is unverified, and an execution whose init did not report the tree empty ends
+// with a failure (TreeUsage.Escaped), never a clean result. An exclusive uid (a range run_as)
+// is also killed by uid.
 //
 // It imports engine, engine/backend/spawned, failure, internal/… and x/sys. A Backend is safe for concurrent use.
 package process

@@ -33,7 +33,7 @@ func TestForeignABICannotMakeASocket(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		gate.AppliesOnly(t, false, "the probe is x86-64 machine code")
 	}
-	gate.Require(t, "pidns", gate.InOwnPIDNamespace(), "hostile programs run only inside the test binary's own pid namespace, which needs root")
+	gate.Hostile(t)
 	r := newSandbox(t, engine.DefaultLimits, process.Options{})
 	res := r.Run(context.Background(), engine.Execution{Program: int80Socket})
 	if res.Failure != nil {

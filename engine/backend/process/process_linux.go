@@ -103,6 +103,8 @@ func (b *Backend) Mechanisms() []string {
 	}
 	if b.base.Cgroups != nil {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
+	} else {
+		m = append(m, "subreaper")
 	}
 	if b.landlock {
 		m = append(m, fmt.Sprintf("landlock-abi-%d", landlockABI()))
@@ -119,9 +121,13 @@ var systemRO = []string{"/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	// The helper execs Python in its own place: the host waits for the interpreter itself.
-	c := &spawned.Child{Proc: &spawn.Proc{Interpreter: true},
-		Containment: engine.Facts{Landlock: b.landlock, Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
+	// With a cgroup the helper execs Python in its own place, and the host waits for the
+	// interpreter itself. Without one the helper stays as the tree's subreaper, kills it to
+	// the last process, and reports the interpreter's status.
+	subreaper := b.base.Cgroups == nil
+	c := &spawned.Child{Proc: &spawn.Proc{Interpreter: !subreaper, Status: subreaper, Subreaper: subreaper}, Containment: engine.Facts{
+		Landlock: b.landlock, SignalScoped: b.landlock && landlockABI() >= 6, Subreaper: subreaper,
+		Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
 	id, err := b.base.Lease(ctx, c)
 	if err != nil {
 		return nil, err
@@ -143,7 +149,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		Dir: workspace, ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.Containment.Seccomp, DenyKernelObjects: b.seccomp,
+		DenyInet: c.Containment.Seccomp, DenyKernelObjects: b.seccomp, Reaper: subreaper, Subreaper: subreaper,
 	}
 	if b.landlock {
 		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.base.RODirs...), systemRO...),

@@ -34,3 +34,15 @@ func TestContract(t *testing.T) {
 		},
 	})
 }
+
+// TestContractWithoutCgroup: on a host without a writable cgroup (no root, or none mounted
+// writable) the tree still dies with the execution, setsid and double fork included: the
+// helper stays as the tree's subreaper. The whole contract holds there too.
+func TestContractWithoutCgroup(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelProcess,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			return newSandbox(t, ceiling, process.Options{Disable: []string{"cgroup"}})
+		},
+	})
+}

@@ -17,7 +17,7 @@ import (
 // SIGKILL to every process it may signal (kill(-1)), and the other still finishes. Landlock's
 // signal scope keeps a program's signals inside its own sandbox.
 func TestKillAllSparesOtherExecutions(t *testing.T) {
-	gate.Require(t, "pidns", gate.InOwnPIDNamespace(), "hostile programs run only inside the test binary's own pid namespace, which needs root")
+	gate.Hostile(t)
 	r := newSandbox(t, engine.DefaultLimits, process.Options{})
 	var wg sync.WaitGroup
 	var victim *engine.Result

@@ -22,6 +22,9 @@ type Options struct {
 	RunAs    string // "" means 65534:65534
 	InitPath string // "" means this executable
 	Disable  []string
+	// HostIDs, when set, are the host uid and gid the sandbox runs as without root (a
+	// subordinate id): the interpreter must be executable by them.
+	HostIDs *[2]int
 }
 
 // Base is what a local backend resolves once, in New: the sandbox identities and whether the
@@ -59,8 +62,11 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	probe, release, _ := ids.Lease(context.Background())
 	release()
 	uid, gid := os.Geteuid(), os.Getegid()
-	if b.Drop {
+	switch {
+	case b.Drop:
 		uid, gid = probe.UID, probe.GID
+	case o.HostIDs != nil:
+		uid, gid = o.HostIDs[0], o.HostIDs[1]
 	}
 	if b.Python, err = python.Find(o.Python, uid, gid, exec.LookPath); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)

@@ -1,0 +1,221 @@
+package userns
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Host says where the host's settings are read. The zero value reads the real ones.
+type Host struct {
+	// ProcSys is the sysctl tree (default /proc/sys).
+	ProcSys string
+	// AppArmorLabel is the file holding this process's AppArmor label (default
+	// /proc/self/attr/apparmor/current, then /proc/self/attr/current).
+	AppArmorLabel string
+	// SubUID and SubGID are the subordinate id files (default /etc/subuid, /etc/subgid).
+	SubUID, SubGID string
+	// LookPath finds newuidmap and newgidmap (default exec.LookPath).
+	LookPath func(string) (string, error)
+}
+
+func (h Host) sysctl(name string) (string, bool) {
+	dir := h.ProcSys
+	if dir == "" {
+		dir = "/proc/sys"
+	}
+	b, err := readSmall(filepath.Join(dir, strings.ReplaceAll(name, ".", "/")))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// persist is how a sysctl setting outlives a reboot.
+func persist(setting string) string {
+	return fmt.Sprintf("to keep it across reboots: echo %s | sudo tee /etc/sysctl.d/90-mcp-sandbox.conf", setting)
+}
+
+// Blocked returns "" when the settings this host shows let this unprivileged process make a
+// user namespace; otherwise the setting that forbids it, and the command that changes it.
+// exe is the binary an AppArmor profile would have to name. It reads settings only; a
+// trial (making one) is the caller's, who knows what to start.
+func (h Host) Blocked(exe string) string {
+	if why := h.KernelBlocked(); why != "" {
+		return why
+	}
+	if v, ok := h.sysctl("kernel.apparmor_restrict_unprivileged_userns"); ok && v == "1" && h.unconfined() {
+		if exe == "" {
+			exe = "/path/to/mcp-sandbox"
+		}
+		return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1, as on Ubuntu 23.10 and later) " +
+			"and this program has no AppArmor profile that allows them; allow this binary alone with " +
+			"`printf 'abi <abi/4.0>,\\ninclude <tunables/global>\\nprofile mcp-sandbox " + exe + " flags=(unconfined) {\\n  userns,\\n}\\n' | " +
+			"sudo tee /etc/apparmor.d/mcp-sandbox && sudo apparmor_parser -r /etc/apparmor.d/mcp-sandbox`, " +
+			"or lift the restriction for every program with `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (" +
+			persist("kernel.apparmor_restrict_unprivileged_userns=0") + "), or run as root"
+	}
+	return ""
+}
+
+// KernelBlocked is Blocked without AppArmor, whose restriction a program with a profile of
+// its own (bwrap, on some distributions) escapes: the kernel settings that forbid every
+// unprivileged user namespace.
+func (h Host) KernelBlocked() string {
+	if v, ok := h.sysctl("kernel.unprivileged_userns_clone"); ok && v == "0" {
+		return "unprivileged user namespaces are switched off (kernel.unprivileged_userns_clone = 0); switch them on with " +
+			"`sudo sysctl -w kernel.unprivileged_userns_clone=1` (" + persist("kernel.unprivileged_userns_clone=1") + "), or run as root"
+	}
+	if v, ok := h.sysctl("user.max_user_namespaces"); ok && v == "0" {
+		return "user namespaces are switched off (user.max_user_namespaces = 0); allow them with " +
+			"`sudo sysctl -w user.max_user_namespaces=15000` (" + persist("user.max_user_namespaces=15000") + "), or run as root"
+	}
+	return ""
+}
+
+// unconfined reports whether this process runs without an AppArmor profile of its own (so
+// the userns restriction applies to it). An unreadable label counts as unconfined.
+func (h Host) unconfined() bool {
+	paths := []string{"/proc/self/attr/apparmor/current", "/proc/self/attr/current"}
+	if h.AppArmorLabel != "" {
+		paths = []string{h.AppArmorLabel}
+	}
+	for _, p := range paths {
+		if b, err := readSmall(p); err == nil && len(b) > 0 {
+			label := strings.TrimRight(string(b), "\x00\n")
+			return label == "unconfined" || label == ""
+		}
+	}
+	return true
+}
+
+// SubIDs is the subordinate uid and gid a sandbox runs as, and the helpers that map them.
+type SubIDs struct {
+	// UID and GID are host ids from the user's ranges: the last of each, which rootless
+	// containers (mapping their uid N to the range's N-th id) practically never use.
+	UID, GID             int
+	NewUIDMap, NewGIDMap string
+}
+
+// Subordinate returns the subordinate ids of the user (by name or uid) and the helpers that
+// map them, or nil and why there are none, with the command that would add them.
+func (h Host) Subordinate(user string, uid int) (*SubIDs, string) {
+	advice := fmt.Sprintf("give the user a range with `sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s` "+
+		"(pick a range no other user has) and install newuidmap and newgidmap (`sudo apt-get install uidmap`)", nameOr(user, uid))
+	lookPath := h.LookPath
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	subuid, subgid := h.SubUID, h.SubGID
+	if subuid == "" {
+		subuid = "/etc/subuid"
+	}
+	if subgid == "" {
+		subgid = "/etc/subgid"
+	}
+	u, err := lastID(subuid, user, uid)
+	if err != nil {
+		return nil, fmt.Sprintf("%s has no subordinate uid range for %s (%v); %s", subuid, nameOr(user, uid), err, advice)
+	}
+	g, err := lastID(subgid, user, uid)
+	if err != nil {
+		return nil, fmt.Sprintf("%s has no subordinate gid range for %s (%v); %s", subgid, nameOr(user, uid), err, advice)
+	}
+	s := &SubIDs{UID: u, GID: g}
+	for _, m := range []struct {
+		name string
+		into *string
+	}{{"newuidmap", &s.NewUIDMap}, {"newgidmap", &s.NewGIDMap}} {
+		p, err := lookPath(m.name)
+		if err != nil {
+			return nil, fmt.Sprintf("%s is not installed, so the subordinate ids in %s cannot be used: `sudo apt-get install uidmap`", m.name, subuid)
+		}
+		*m.into = p
+	}
+	return s, ""
+}
+
+func nameOr(user string, uid int) string {
+	if user != "" {
+		return user
+	}
+	return strconv.Itoa(uid)
+}
+
+// lastID returns the last id of the first range of file that belongs to user (by name or by
+// uid, as newuidmap accepts either).
+func lastID(file, user string, uid int) (int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	for sc.Scan() {
+		fields := strings.Split(strings.TrimSpace(sc.Text()), ":")
+		if len(fields) != 3 || (fields[0] != user && fields[0] != strconv.Itoa(uid)) {
+			continue
+		}
+		start, err1 := strconv.Atoi(fields[1])
+		count, err2 := strconv.Atoi(fields[2])
+		if err1 != nil || err2 != nil || start <= 0 || count <= 0 {
+			continue
+		}
+		return start + count - 1, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no entry")
+}
+
+// Map writes the uid and gid maps of the user namespace pid lives in: inside 0 is the owner
+// (the host's own uid and gid, which made the namespace), and insideUID/insideGID are the
+// subordinate ids. It runs newuidmap and newgidmap and fails with their message.
+func (s *SubIDs) Map(ctx context.Context, pid, ownerUID, ownerGID, insideUID, insideGID int) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, m := range []struct {
+		bin          string
+		owner, in, o int
+	}{{s.NewUIDMap, ownerUID, insideUID, s.UID}, {s.NewGIDMap, ownerGID, insideGID, s.GID}} {
+		args := []string{strconv.Itoa(pid), "0", strconv.Itoa(m.owner), "1", strconv.Itoa(m.in), strconv.Itoa(m.o), "1"}
+		cmd := exec.CommandContext(ctx, m.bin, args...)
+		out := &capped{max: 1024}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s %s: %v: %s", filepath.Base(m.bin), strings.Join(args, " "), err, strings.TrimSpace(string(out.b)))
+		}
+	}
+	return nil
+}
+
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 4096))
+}
+
+// capped keeps the first max bytes written to it and discards the rest.
+type capped struct {
+	b   []byte
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}

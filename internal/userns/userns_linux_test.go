@@ -1,0 +1,42 @@
+package userns
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+)
+
+// TestMapRunsNewuidmap: a user with a subordinate range maps a user namespace of its own
+// through newuidmap and newgidmap, its own uid at 0 and the last subordinate id at 65534.
+func TestMapRunsNewuidmap(t *testing.T) {
+	gate.AppliesOnly(t, os.Geteuid() != 0, "root maps ids directly; newuidmap is for a user without root (CI runs this as one)")
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, why := Host{}.Subordinate(u.Username, os.Geteuid())
+	gate.Require(t, "subids", s != nil, why)
+	cmd := exec.Command("sleep", "5")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	if err := s.Map(context.Background(), cmd.Process.Pid, os.Geteuid(), os.Getegid(), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for file, id := range map[string]int{"uid_map": s.UID, "gid_map": s.GID} {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/" + file)
+		if f := strings.Fields(string(b)); len(f) != 6 || f[1] != strconv.Itoa(os.Geteuid()) && file == "uid_map" || f[3] != "65534" || f[4] != strconv.Itoa(id) {
+			t.Errorf("%s = %q, want 0 to this user and 65534 to %d", file, b, id)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package userns
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeHost is a host whose settings live in a directory of the test's: sysctls as files
+// under proc/sys, an AppArmor label, and subordinate id files.
+func fakeHost(t *testing.T, sysctls map[string]string, label string, subuid, subgid string) Host {
+	t.Helper()
+	dir := t.TempDir()
+	h := Host{ProcSys: filepath.Join(dir, "sys"), AppArmorLabel: filepath.Join(dir, "label"),
+		SubUID: filepath.Join(dir, "subuid"), SubGID: filepath.Join(dir, "subgid"),
+		LookPath: func(name string) (string, error) { return "/usr/bin/" + name, nil }}
+	write := func(p, content string) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, v := range sysctls {
+		write(filepath.Join(h.ProcSys, strings.ReplaceAll(name, ".", "/")), v+"\n")
+	}
+	write(h.AppArmorLabel, label)
+	write(h.SubUID, subuid)
+	write(h.SubGID, subgid)
+	return h
+}
+
+// TestBlockedNamesTheSettingAndTheCommand: each setting that keeps an unprivileged user from
+// making a user namespace is named exactly, with the command that changes it.
+func TestBlockedNamesTheSettingAndTheCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sysctls map[string]string
+		label   string
+		want    []string // "" for none
+	}{
+		{"allowed", map[string]string{"kernel.unprivileged_userns_clone": "1", "user.max_user_namespaces": "15000"}, "unconfined", nil},
+		{"no such settings (a kernel without the Debian patch)", nil, "", nil},
+		{"Debian's switch", map[string]string{"kernel.unprivileged_userns_clone": "0"}, "unconfined",
+			[]string{"kernel.unprivileged_userns_clone = 0", "sudo sysctl -w kernel.unprivileged_userns_clone=1", "/etc/sysctl.d/"}},
+		{"no namespaces at all", map[string]string{"user.max_user_namespaces": "0"}, "unconfined",
+			[]string{"user.max_user_namespaces = 0", "sudo sysctl -w user.max_user_namespaces=15000"}},
+		{"Ubuntu's AppArmor restriction", map[string]string{"kernel.apparmor_restrict_unprivileged_userns": "1"}, "unconfined\n",
+			[]string{"kernel.apparmor_restrict_unprivileged_userns = 1", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+				"profile mcp-sandbox /opt/bin/mcp-sandbox", "userns,", "apparmor_parser -r"}},
+		{"the restriction, under a profile of this program's own", map[string]string{"kernel.apparmor_restrict_unprivileged_userns": "1"},
+			"mcp-sandbox (unconfined)\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fakeHost(t, tc.sysctls, tc.label, "", "").Blocked("/opt/bin/mcp-sandbox")
+			if len(tc.want) == 0 {
+				if got != "" {
+					t.Fatalf("Blocked = %q, want none", got)
+				}
+				return
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Blocked = %q\nlacks %q", got, w)
+				}
+			}
+		})
+	}
+	h := fakeHost(t, map[string]string{"kernel.apparmor_restrict_unprivileged_userns": "1"}, "unconfined", "", "")
+	if got := h.KernelBlocked(); got != "" {
+		t.Errorf("KernelBlocked counts AppArmor's restriction, which bwrap's own profile may lift: %q", got)
+	}
+}
+
+func TestSubordinate(t *testing.T) {
+	const ranges = "other:100000:65536\nalice:165536:65536\n1002:231072:1000\n"
+	h := fakeHost(t, nil, "", ranges, ranges)
+	s, why := h.Subordinate("alice", 1001)
+	if s == nil || s.UID != 165536+65535 || s.GID != 165536+65535 || s.NewUIDMap != "/usr/bin/newuidmap" {
+		t.Fatalf("alice: %+v (%s), want the last id of her range", s, why)
+	}
+	if s, _ := h.Subordinate("bob", 1002); s == nil || s.UID != 231072+999 {
+		t.Fatalf("an entry by uid: %+v", s)
+	}
+	s, why = h.Subordinate("carol", 1003)
+	if s != nil || !strings.Contains(why, "no subordinate uid range for carol") || !strings.Contains(why, "usermod --add-subuids") {
+		t.Fatalf("carol: %+v, %q: want none, with the command that adds a range", s, why)
+	}
+	h.LookPath = func(name string) (string, error) { return "", errors.New("not found") }
+	if s, why := h.Subordinate("alice", 1001); s != nil || !strings.Contains(why, "apt-get install uidmap") {
+		t.Fatalf("without newuidmap: %+v, %q", s, why)
+	}
+}
