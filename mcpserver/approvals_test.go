@@ -206,3 +206,24 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 		t.Errorf("asked %d, wiped %d; want neither", len(p.questions()), wiped.Load())
 	}
 }
+
+// TestApprovalsOverHTTPSession: a 2025-11-25 client over streamable HTTP (a session, the
+// question on the call's stream) is asked like one over stdio.
+func TestApprovalsOverHTTPSession(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	a := Agent{Tenant: "t", Name: "a", Upstreams: f.upstreams(true)}
+	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: []Agent{a}, Tokenless: func() string { return "t" }, Loopback: true,
+		Server: &Options{Logger: discard(), Drain: drainAtCleanup(t)}, Logger: discard()}))
+	t.Cleanup(srv.Close)
+	p := &person{action: "accept"}
+	cs, err := connectHTTP(t, srv.URL+"/mcp", http.DefaultTransport, revisionElicit, &mcp.ClientOptions{ElicitationHandler: p.handler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "up__wipe", map[string]any{"s": "h"}); res.IsError || text(res) != "wiped h" {
+		t.Errorf("accepted over HTTP: %v %s", res.IsError, text(res))
+	}
+	if len(p.questions()) != 1 || wiped.Load() != 1 {
+		t.Errorf("asked %d, wiped %d; want 1 and 1", len(p.questions()), wiped.Load())
+	}
+}
