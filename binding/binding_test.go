@@ -132,7 +132,8 @@ func TestBuiltins(t *testing.T) {
 	wantKind(t, callOf(t, x, "print", `{}`), failure.Unavailable)
 }
 
-// TestPolicyOrder: deny, bindings and approval refuse before the upstream is touched.
+// TestPolicyOrder: deny, bindings, arguments and approval (nobody to ask here) refuse before
+// the upstream is touched.
 func TestPolicyOrder(t *testing.T) {
 	f := newFixture(t)
 	cat := f.pool.Catalogue(context.Background())
@@ -149,7 +150,7 @@ func TestPolicyOrder(t *testing.T) {
 	}
 	wantKind(t, callOf(t, x, "up__secret", `{}`), failure.Denied)
 	wantKind(t, callOf(t, x, "up__add", `{}`), failure.Unavailable)
-	wantKind(t, callOf(t, x, "up__wipe", `{}`), failure.ApprovalRequiredInProgram)
+	wantKind(t, callOf(t, x, "up__wipe", `{"s":"x"}`), failure.ApprovalRequiredInProgram)
 	wantKind(t, callOf(t, x, "up__echo", `{"s":1}`), failure.InvalidArguments)
 	wantKind(t, callOf(t, x, "down__echo", `{}`), failure.Unavailable)
 	if n := f.calls("secret") + f.calls("add") + f.calls("wipe"); n != 0 {
@@ -157,18 +158,17 @@ func TestPolicyOrder(t *testing.T) {
 	}
 }
 
-// TestDirect: a host's direct call is not refused for approval (the host asks the person) nor
-// narrowed by bindings, but the deny policy holds.
+// TestDirect: a host's direct call is not narrowed by bindings, but the deny policy holds.
 func TestDirect(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	bindings := []string{}
 	turn := f.pool.Catalogue(ctx).Resolve([]string{"up"}, []string{"up__secret"}, nil, &bindings)
-	if r := Direct(ctx, turn, nil, discard(), "up__wipe", json.RawMessage(`{"s":"x"}`)); r.Kind != "" {
-		t.Errorf("direct wipe = %+v", r)
+	if r := Direct(ctx, turn, nil, nil, discard(), "up__echo", json.RawMessage(`{"s":"x"}`)); r.Kind != "" {
+		t.Errorf("direct echo = %+v", r)
 	}
-	wantKind(t, Direct(ctx, turn, nil, discard(), "up__secret", nil), failure.Denied)
-	if got := f.calls("wipe"); got != 1 {
+	wantKind(t, Direct(ctx, turn, nil, nil, discard(), "up__secret", nil), failure.Denied)
+	if got := f.calls("echo"); got != 1 {
 		t.Errorf("direct call count = %d, want 1", got)
 	}
 }

@@ -30,6 +30,9 @@ type Options struct {
 	Blobs outputs.BlobStore
 	// Tenant owns the handles the calls produce.
 	Tenant string
+	// Approvals ask a person about calls that need approval; nil asks nobody, so such calls
+	// are refused (approval_required_in_program).
+	Approvals *Approvals
 	// MaxConcurrentCalls caps the calls in flight; zero means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int
 	// Logger receives what the operator must know; nil means slog.Default().
@@ -46,6 +49,8 @@ type Execution struct {
 	tenant string
 	log    *slog.Logger
 	slots  chan struct{} // one per call in flight
+	appr   *Approvals
+	tally  tally // the approval step's decisions
 
 	mu      sync.Mutex // guards handles
 	handles map[outputs.Handle]bool
@@ -68,7 +73,7 @@ func New(opts *Options) *Execution {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger,
+	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals,
 		slots: make(chan struct{}, o.MaxConcurrentCalls), handles: map[outputs.Handle]bool{}}
 }
 
@@ -81,6 +86,9 @@ func (x *Execution) Aliases() []string { return x.turn.Aliases() }
 
 // Unavailable returns the bindings that resolve to no callable tool: unavailable_bindings.
 func (x *Execution) Unavailable() []string { return x.turn.Unavailable() }
+
+// Approvals returns the approval step's decisions so far: the result's approvals.
+func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
 
 // Wait waits for the tool_call_finished records still being written. Call it once the program
 // can make no more calls (Sandbox.Run returned) and before the meters are read or the
@@ -102,13 +110,15 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 	if !x.turn.Bound(tool) {
 		return refuse(failure.Unavailable, "%s is not among this agent's bindings", name)
 	}
-	// 4. Approval: a person cannot be asked from inside a program.
-	if x.turn.NeedsApproval(tool) {
-		return refuse(failure.ApprovalRequiredInProgram,
-			"%s needs a person's approval, which cannot be asked for inside a program; call it directly as a tool instead", name)
-	}
-	// 5. Arguments: a JSON object matching the tool's input schema.
+	// 4. Arguments: a JSON object matching the tool's input schema.
 	args, fe = tool.Arguments(args)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
+	// program waits on its channel.
+	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true})
+	x.tally.add(d)
 	if fe != nil {
 		return outputs.Refused(fe)
 	}
@@ -120,7 +130,7 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 	}
 	defer release()
 	// 7. Admission: tool_call_started is written, and the call is spent whatever follows.
-	tk, fe := admit(ctx, x.meter, tool, args)
+	tk, fe := admit(ctx, x.meter, callID, tool, args)
 	if fe != nil {
 		return outputs.Refused(fe)
 	}
@@ -156,11 +166,11 @@ func (x *Execution) slot(ctx context.Context, tool *upstream.Tool) (release func
 // was recorded as refused and never spent. A ledger failure (internal) reaches the program as
 // upstream_error, because ToolError's kinds are failure.CallKinds and nothing else; the call was
 // not made.
-func admit(ctx context.Context, meter *budget.Meter, tool *upstream.Tool, args json.RawMessage) (*budget.Ticket, *failure.Error) {
+func admit(ctx context.Context, meter *budget.Meter, id string, tool *upstream.Tool, args json.RawMessage) (*budget.Ticket, *failure.Error) {
 	if meter == nil {
 		return nil, nil
 	}
-	tk, fe := meter.Admit(ctx, budget.Call{Tool: tool.Name, ArgumentBytes: int64(len(args))})
+	tk, fe := meter.Admit(ctx, budget.Call{ID: id, Tool: tool.Name, ArgumentBytes: int64(len(args))})
 	if fe != nil && !fe.Kind.CallKind() {
 		fe = &failure.Error{Kind: failure.UpstreamError, Message: fe.Message, Err: fe.Err}
 	}
@@ -195,11 +205,11 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 	}()
 }
 
-// Direct makes a host's direct call of an exposed tool: the same policy and arguments as a
-// program's call, without bindings (an agent's program setting) and approval (the host can ask
-// the person); recorded under meter (budget.Direct; nil records nothing), outside the binding
-// budget, and never paged: the host gets the whole value.
-func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, log *slog.Logger, name string, args json.RawMessage) outputs.Reply {
+// Direct makes a host's direct call of an exposed tool: the same policy, arguments and approval
+// as a program's call (appr asks the person; nil asks nobody), without bindings (an agent's
+// program setting); recorded under meter (budget.Direct; nil records nothing), outside the
+// binding budget, and never paged: the host gets the whole value.
+func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) outputs.Reply {
 	tool, fe := turn.Lookup(name)
 	if fe != nil {
 		return outputs.Refused(fe)
@@ -208,7 +218,11 @@ func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, log *
 	if fe != nil {
 		return outputs.Refused(fe)
 	}
-	tk, fe := admit(ctx, meter, tool, args)
+	_, callID, fe := appr.approve(ctx, approval{turn: turn, tool: tool, args: args, meter: meter, log: log})
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	tk, fe := admit(ctx, meter, callID, tool, args)
 	if fe != nil {
 		return outputs.Refused(fe)
 	}

@@ -26,10 +26,24 @@
 //     deny glob (else denied), that the catalogue does not hold as unavailable (a schema it
 //     cannot check, say: unavailable with the reason).
 //  3. Bindings (Turn.Bound): among the agent's bindings, else unavailable.
-//  4. Approval (Turn.NeedsApproval): approval_required_in_program, since a program cannot ask
-//     a person. (An approval step that asks one belongs here.)
-//  5. Arguments (Tool.Arguments): a JSON object that matches the input schema, else
+//  4. Arguments (Tool.Arguments): a JSON object that matches the input schema, else
 //     invalid_arguments; the upstream later receives the bytes as sent.
+//  5. Approval (approval.go, Approvals.approve; its outcome is a Decision): an argument rule
+//     of the tenant's policy (Turn.Approval) may deny the call here. A call that needs a
+//     person's approval (an approval_required glob, the server's destructiveHint unless the
+//     policy turns that off, an argument rule) is put to the person through the Asker
+//     (mcpserver: elicitation/create on the host's session), recorded pending first
+//     (budget.Meter.AskApproval) and decided after (DecideApproval, with who answered).
+//     Inside a program the call waits in place: the child waits on its channel, its wall
+//     clock runs, its CPU does not. Accept: the call goes on, once, recorded under the call id
+//     its approval named. Decline or dismiss: denied. No answer within Approvals.Timeout (and
+//     a second before the program's wall clock): approval_required_in_program, and the
+//     program goes on. A host that cannot ask (no Asker, no elicitation capability, the
+//     sessionless revision) gets approval_required_in_program at once, recorded unasked, with
+//     a message that says so and names no other tool. The person sees the model-facing name,
+//     the reasons and the arguments as redacted as a log line (upstream.Tool.RedactArguments).
+//     Nothing is spent: a refused call never reaches admission, and an acceptance that cannot
+//     be recorded (or was recorded unknown after a restart) is not acted on.
 //  6. A call slot: at most Options.MaxConcurrentCalls calls of the execution in flight. The
 //     wait ends with the context (timeout or cancelled) and such a call is never spent.
 //  7. Admission (budget.Meter.Admit): argument_too_large or budget_exceeded are recorded as
@@ -60,15 +74,16 @@
 // `result` frame. Without a meter (no ledger) hops 7 and 10 are skipped and values cross
 // whole.
 //
-// A host's direct call (Direct) takes hops 2, 5, 7 (under budget.Direct: recorded, outside the
-// binding budget), 8 and 10 (synchronously), and the whole value: no bindings, no approval
-// refusal (the host can ask the person), no slot, no paging.
+// A host's direct call (Direct) takes hops 2, 4, 5 (the same approval, the same records), 7
+// (under budget.Direct: recorded, outside the binding budget), 8 and 10 (synchronously), and
+// the whole value: no bindings, no slot, no paging.
 //
 // # Imports and concurrency
 //
 // It imports upstream, budget, outputs and failure (DESIGN.md §2); never engine or mcpserver,
 // and the engine never imports it: the engine's ToolCaller is satisfied because both speak
-// outputs.Reply. An Execution is safe for concurrent use (calls overlap); mu guards only its
-// handle set and is never held across a call. Each finish goroutine is owned by its Execution
+// outputs.Reply. An Execution is safe for concurrent use (calls overlap, approvals too: each
+// waits on its own question); mu guards only its handle set, and the tally's own mutex only
+// its counts; neither is held across a call or a question. Each finish goroutine is owned by its Execution
 // and waited for by Wait.
 package binding

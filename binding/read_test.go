@@ -89,7 +89,7 @@ func TestJSONHandleReadInWindows(t *testing.T) {
 	b.WriteString(`]}`)
 	value := json.RawMessage(b.Bytes())
 	tool := &upstream.Tool{Name: "docs__big", Server: "docs", Upstream: "big"}
-	tk, fe := admit(ctx, x.meter, tool, json.RawMessage(`{}`))
+	tk, fe := admit(ctx, x.meter, "", tool, json.RawMessage(`{}`))
 	if fe != nil {
 		t.Fatal(fe)
 	}

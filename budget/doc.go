@@ -34,6 +34,17 @@
 // with an empty execution id; they do not count against the Run's binding budget, which
 // meters programs.
 //
+// # Approvals
+//
+// A call that needs a person's approval (package binding asks) is recorded before anyone is
+// asked (AskApproval: pending, owned like a call) and when the answer comes (DecideApproval:
+// accepted, declined, cancelled, timed_out or failed, with who answered when the host says), or
+// at once as unasked when the host cannot ask. An approval spends nothing: an accepted call is
+// then admitted and recorded like any other, under the call id its approval named (Call.ID),
+// and a refused one never reaches StartCall. A pending approval whose owner is gone is recorded
+// unknown by Recover, and DecideApproval then refuses to accept it (ErrAlreadyFinished), so a
+// call whose approval outlived its host is never made.
+//
 // # Owners, leases and recovery
 //
 // Each open ledger is an owner; the calls it starts carry its id. An owner is alive while it

@@ -81,6 +81,62 @@ type ExecutionEnd struct {
 	Attachments json.RawMessage
 }
 
+// ApprovalStatus is where a call's approval by a person stands.
+type ApprovalStatus string
+
+// The statuses of a recorded approval. Pending is the question put and not yet answered; the
+// others end it, except Unasked, recorded decided at once, and Unknown, which Recover gives a
+// pending approval whose owner is gone (the call was never made, and never will be).
+const (
+	ApprovalPending   ApprovalStatus = "pending"
+	ApprovalAccepted  ApprovalStatus = "accepted"
+	ApprovalDeclined  ApprovalStatus = "declined"
+	ApprovalCancelled ApprovalStatus = "cancelled" // the person dismissed the question
+	ApprovalTimedOut  ApprovalStatus = "timed_out" // nobody answered before the deadline
+	ApprovalFailed    ApprovalStatus = "failed"    // the host could not put the question, or answer it
+	ApprovalUnasked   ApprovalStatus = "unasked"   // refused: this host cannot ask a person
+	ApprovalUnknown   ApprovalStatus = "unknown"
+)
+
+// deciding reports whether s may end a pending approval.
+func (s ApprovalStatus) deciding() bool {
+	switch s {
+	case ApprovalAccepted, ApprovalDeclined, ApprovalCancelled, ApprovalTimedOut, ApprovalFailed:
+		return true
+	}
+	return false
+}
+
+// ApprovalAsk records a call that needs a person's approval, before anyone answers.
+type ApprovalAsk struct {
+	ID          string // unique across the ledger; NewID("a_") makes one
+	Run         RunRef
+	ExecutionID string // "" for a direct call from the MCP host
+	// CallID is the id the call is recorded under if it is made (budget.Call.ID).
+	CallID string
+	Tool   string
+	Reason string // why approval is needed, as the person was told
+	// Status is ApprovalPending (the question is being put), or ApprovalUnasked for a call
+	// refused because this host cannot ask (recorded decided at once).
+	Status ApprovalStatus
+}
+
+// ApprovalDecision ends a pending approval.
+type ApprovalDecision struct {
+	ID     string
+	Status ApprovalStatus // accepted, declined, cancelled, timed_out or failed
+	// AnsweredBy is who answered, when the host says; "" otherwise.
+	AnsweredBy string
+}
+
+// ApprovalRecord is an approval as the ledger holds it.
+type ApprovalRecord struct {
+	ApprovalAsk
+	AnsweredBy string
+	AskedAt    time.Time
+	DecidedAt  time.Time // zero while pending
+}
+
 // ErrNotFound is returned for a call, execution or Run the ledger does not hold.
 var ErrNotFound = errors.New("budget: not found")
 
@@ -113,6 +169,15 @@ type Ledger interface {
 	FinishCall(ctx context.Context, fin CallFinish) error
 	// RefuseCall records a call refused before it was started (never spent).
 	RefuseCall(ctx context.Context, call CallStart, kind, message string) error
+	// AskApproval records a call that needs a person's approval: pending while the question
+	// is put, or unasked when this host cannot ask. It spends nothing: the call is recorded
+	// (and spent) by StartCall only once it is approved.
+	AskApproval(ctx context.Context, a ApprovalAsk) error
+	// DecideApproval ends a pending approval. ErrNotFound for an unknown id; ErrAlreadyFinished
+	// for one already ended, Recover's unknown included, after which the call must not be made.
+	DecideApproval(ctx context.Context, d ApprovalDecision) error
+	// Approvals returns a Run's approvals in the order they were asked.
+	Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, error)
 	// Charge adds usage not tied to one call (a handle window read, a preserved output) to the
 	// Run and, when executionID is set, to that execution. u.Calls must be 0.
 	Charge(ctx context.Context, run RunRef, executionID string, u Usage) error
@@ -128,7 +193,8 @@ type Ledger interface {
 	// (SQLite: a flock the kernel drops when the process dies; PostgreSQL: a lease row it
 	// renews). Calls of a live owner, this one or another, are untouched. It may run at any
 	// time and in several owners at once (RunRecovery runs it periodically): each call is
-	// recorded unknown, and returned, once.
+	// recorded unknown, and returned, once. It also records every pending approval of a gone
+	// owner as ApprovalUnknown (not returned: no call was made for it).
 	Recover(ctx context.Context) ([]CallRecord, error)
 
 	Close() error

@@ -27,9 +27,11 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) Ledger, reopen
 	t.Run("ConcurrentStartsAreExact", func(t *testing.T) { l := newLedger(t); contractConcurrent(t, l, l, 64, 10) })
 	t.Run("RunsAndExecutions", func(t *testing.T) { contractLifecycle(t, newLedger(t)) })
 	t.Run("RecoverLeavesLiveCalls", func(t *testing.T) { contractRecoverLive(t, newLedger(t)) })
+	t.Run("ApprovalsAreRecorded", func(t *testing.T) { contractApprovals(t, newLedger(t)) })
 	if reopen == nil {
 		return
 	}
+	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {
 		a := newLedger(t)
 		contractConcurrent(t, a, reopen(t, a), 64, 10)
@@ -442,5 +444,91 @@ func contractWatch(t *testing.T, dead Ledger, reopen func(t *testing.T, l Ledger
 	case lost := <-reports:
 		t.Errorf("reported again: %+v", lost)
 	default:
+	}
+}
+
+// contractApprovals: an approval is asked pending and decided once, with who answered; one
+// refused unasked is decided at once; none spends anything; a Run lists its own only.
+func contractApprovals(t *testing.T, l Ledger) {
+	ctx := t.Context()
+	run := RunRef{Tenant: "t", ID: "r"}
+	mustStartExec(t, l, run, "x1")
+	ask := ApprovalAsk{ID: "a1", Run: run, ExecutionID: "x1", CallID: "c1", Tool: "srv__wipe", Reason: "destructive", Status: ApprovalPending}
+	if err := l.AskApproval(ctx, ask); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a0", Run: run, CallID: "c0", Tool: "srv__wipe", Status: ApprovalAccepted}); err == nil {
+		t.Error("an approval was asked already accepted")
+	}
+	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a2", Run: run, CallID: "c2", Tool: "srv__wipe", Reason: "destructive", Status: ApprovalUnasked}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a3", Run: RunRef{Tenant: "u", ID: "r"}, CallID: "c3", Tool: "srv__wipe", Status: ApprovalPending}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Recover(ctx); err != nil || len(got) != 0 {
+		t.Errorf("Recover = %v, %v; want nothing: the approval is this ledger's own, pending", got, err)
+	}
+	recs, err := l.Approvals(ctx, run)
+	if err != nil || len(recs) != 2 || recs[0].ID != "a1" || recs[0].Status != ApprovalPending || !recs[0].DecidedAt.IsZero() ||
+		recs[0].AskedAt.IsZero() || recs[1].ID != "a2" || recs[1].Status != ApprovalUnasked || recs[1].DecidedAt.IsZero() {
+		t.Fatalf("Approvals = %+v, %v; want a1 pending, a2 unasked and decided", recs, err)
+	}
+	if diff := cmp.Diff(ask, recs[0].ApprovalAsk); diff != "" {
+		t.Errorf("recorded ask differs (-want +got):\n%s", diff)
+	}
+	if err := l.DecideApproval(ctx, ApprovalDecision{ID: "a1", Status: ApprovalPending}); err == nil {
+		t.Error("pending decided an approval")
+	}
+	if err := l.DecideApproval(ctx, ApprovalDecision{ID: "a1", Status: ApprovalAccepted, AnsweredBy: "ann@example"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []ApprovalDecision{{ID: "a1", Status: ApprovalDeclined}, {ID: "a2", Status: ApprovalAccepted}} {
+		if err := l.DecideApproval(ctx, d); !errors.Is(err, ErrAlreadyFinished) {
+			t.Errorf("DecideApproval(%+v) = %v, want ErrAlreadyFinished", d, err)
+		}
+	}
+	if err := l.DecideApproval(ctx, ApprovalDecision{ID: "nope", Status: ApprovalDeclined}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("DecideApproval(unknown) = %v, want ErrNotFound", err)
+	}
+	recs, _ = l.Approvals(ctx, run)
+	if len(recs) != 2 || recs[0].Status != ApprovalAccepted || recs[0].AnsweredBy != "ann@example" || recs[0].DecidedAt.Before(recs[0].AskedAt) {
+		t.Errorf("after the decision: %+v", recs)
+	}
+	if u := mustUsage(t, l, run); u != (Usage{}) {
+		t.Errorf("approvals spent %+v; an approval spends nothing", u)
+	}
+	if recs, err := l.Approvals(ctx, RunRef{Tenant: "t", ID: "other"}); err != nil || len(recs) != 0 {
+		t.Errorf("Approvals(other run) = %v, %v", recs, err)
+	}
+}
+
+// contractApprovalCrash: an owner dies while a person is being asked; a survivor records the
+// approval unknown, which can then never be accepted, and leaves its own pending one alone.
+func contractApprovalCrash(t *testing.T, dead Ledger, reopen func(t *testing.T, l Ledger) Ledger) {
+	ctx := t.Context()
+	run := RunRef{Tenant: "t", ID: "r"}
+	if err := dead.AskApproval(ctx, ApprovalAsk{ID: "a1", Run: run, CallID: "c1", Tool: "srv__wipe", Status: ApprovalPending}); err != nil {
+		t.Fatal(err)
+	}
+	survivor := reopen(t, dead)
+	if err := survivor.AskApproval(ctx, ApprovalAsk{ID: "a2", Run: run, CallID: "c2", Tool: "srv__wipe", Status: ApprovalPending}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := survivor.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := survivor.Approvals(ctx, run)
+	if err != nil || len(recs) != 2 || recs[0].Status != ApprovalUnknown || recs[0].DecidedAt.IsZero() || recs[1].Status != ApprovalPending {
+		t.Fatalf("Approvals after recovery = %+v, %v; want a1 unknown, a2 still pending", recs, err)
+	}
+	if err := survivor.DecideApproval(ctx, ApprovalDecision{ID: "a1", Status: ApprovalAccepted}); !errors.Is(err, ErrAlreadyFinished) {
+		t.Errorf("accepting an approval recorded unknown = %v, want ErrAlreadyFinished", err)
+	}
+	if _, err := survivor.Call(ctx, "c1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the call of an unknown approval was recorded: %v", err)
 	}
 }

@@ -17,6 +17,9 @@ const finishTimeout = 5 * time.Second
 
 // Call describes a call asking for admission.
 type Call struct {
+	// ID is the id to record the call under; "" means NewID("c_"). An approved call uses the
+	// id its approval named (ApprovalAsk.CallID).
+	ID            string
 	Tool          string
 	ArgumentBytes int64 // size of the encoded arguments
 }
@@ -75,7 +78,10 @@ func (m *Meter) Limits() Limits { return m.limits }
 // error's kind is failure.ArgumentTooLarge or failure.BudgetExceeded; or failure.Cancelled when ctx ended, or
 // failure.Internal when the ledger failed, before the call was recorded (it is then not made).
 func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
-	start := CallStart{ID: NewID("c_"), Run: m.run, ExecutionID: m.exec, Tool: c.Tool, ArgumentBytes: c.ArgumentBytes}
+	if c.ID == "" {
+		c.ID = NewID("c_")
+	}
+	start := CallStart{ID: c.ID, Run: m.run, ExecutionID: m.exec, Tool: c.Tool, ArgumentBytes: c.ArgumentBytes}
 	if c.ArgumentBytes > ceiling(m.limits.MaxArgumentBytes) {
 		return nil, m.refuse(ctx, start, failure.New(failure.ArgumentTooLarge,
 			"the arguments of %s are %d bytes, over max_argument_bytes (%d)", c.Tool, c.ArgumentBytes, m.limits.MaxArgumentBytes))
@@ -217,6 +223,21 @@ func (m *Meter) Usage(ctx context.Context) (execution, run Usage, err error) {
 		m.noteRun(run)
 	}
 	return m.used, run, err
+}
+
+// AskApproval records, under the meter's Run and execution, a call that needs a person's
+// approval (Ledger.AskApproval); it spends nothing.
+func (m *Meter) AskApproval(ctx context.Context, a ApprovalAsk) error {
+	a.Run, a.ExecutionID = m.run, m.exec
+	return m.ledger.AskApproval(ctx, a)
+}
+
+// DecideApproval ends a pending approval (Ledger.DecideApproval). It runs detached from ctx's
+// cancellation, like Ticket.Finish: the end of a wait must be recorded however it ended.
+func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	return m.ledger.DecideApproval(ctx, d)
 }
 
 // End records the execution's end. Calls admitted afterwards are refused. status is

@@ -103,6 +103,23 @@ var postgresSchema = []string{
 		acquired_at timestamptz NOT NULL DEFAULT now(),
 		expires_at  timestamptz NOT NULL
 	);`,
+	// 2: approvals by a person (binding's approval step).
+	`CREATE TABLE ledger_approvals (
+		id              text        PRIMARY KEY,
+		tenant          text        NOT NULL,
+		run_id          text        NOT NULL,
+		execution_id    text        NOT NULL,
+		call_id         text        NOT NULL,
+		tool            text        NOT NULL,
+		reason          text        NOT NULL DEFAULT '',
+		owner           text        NOT NULL,
+		status          text        NOT NULL,
+		answered_by     text        NOT NULL DEFAULT '',
+		asked_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+		decided_at      timestamptz
+	);
+	CREATE INDEX ledger_approvals_open ON ledger_approvals (owner) WHERE status = 'pending';
+	CREATE INDEX ledger_approvals_run ON ledger_approvals (tenant, run_id);`,
 }
 
 // OpenPostgres connects to the database dsn names, applies the ledger's migrations and takes
@@ -494,6 +511,63 @@ func (p *Postgres) Call(ctx context.Context, id string) (CallRecord, error) {
 	return c, wrapPG(err)
 }
 
+func (p *Postgres) AskApproval(ctx context.Context, a ApprovalAsk) error {
+	if a.Status != ApprovalPending && a.Status != ApprovalUnasked {
+		return fmt.Errorf("budget: an approval is asked pending or recorded unasked, not %q", a.Status)
+	}
+	return wrapPG(p.retry(ctx, func() error {
+		_, err := p.pool.Exec(ctx, `WITH r AS (INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING)
+			INSERT INTO ledger_approvals (id, tenant, run_id, execution_id, call_id, tool, reason, owner, status, decided_at)
+			VALUES ($3, $1, $2, $4, $5, $6, $7, $8, $9, CASE WHEN $9 = 'pending' THEN NULL ELSE clock_timestamp() END)`,
+			a.Run.Tenant, a.Run.ID, a.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, p.owner, string(a.Status))
+		return err
+	}))
+}
+
+func (p *Postgres) DecideApproval(ctx context.Context, d ApprovalDecision) error {
+	if !d.Status.deciding() {
+		return fmt.Errorf("budget: %q does not decide an approval", d.Status)
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE ledger_approvals SET status = $2, answered_by = $3, decided_at = clock_timestamp()
+		WHERE id = $1 AND status = 'pending'`, d.ID, string(d.Status), d.AnsweredBy)
+	if err != nil {
+		return wrapPG(err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var status string
+	err = p.pool.QueryRow(ctx, `SELECT status FROM ledger_approvals WHERE id = $1`, d.ID).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: approval %s", ErrNotFound, d.ID)
+	}
+	if err != nil {
+		return wrapPG(err)
+	}
+	return fmt.Errorf("%w: approval %s is %s", ErrAlreadyFinished, d.ID, status)
+}
+
+func (p *Postgres) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, error) {
+	rows, err := p.pool.Query(ctx, `SELECT `+approvalColumns+` FROM ledger_approvals WHERE tenant = $1 AND run_id = $2
+		ORDER BY asked_at, id`, run.Tenant, run.ID)
+	if err != nil {
+		return nil, wrapPG(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ApprovalRecord, error) {
+		var a ApprovalRecord
+		var status string
+		var decided *time.Time
+		err := r.Scan(&a.ID, &a.Run.Tenant, &a.Run.ID, &a.ExecutionID, &a.CallID, &a.Tool, &a.Reason, &status,
+			&a.AnsweredBy, &a.AskedAt, &decided)
+		a.Status = ApprovalStatus(status)
+		if decided != nil {
+			a.DecidedAt = *decided
+		}
+		return a, err
+	})
+	return out, wrapPG(err)
+}
+
 // Recover, for PostgreSQL: an owner is gone when its lease has expired or is absent (it
 // closed). In one transaction it first deletes the expired leases, waiting for calls those
 // owners are starting at that moment (they hold a key-share lock on their lease) to commit,
@@ -510,6 +584,12 @@ func (p *Postgres) Recover(ctx context.Context) ([]CallRecord, error) {
 			}
 			expired, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE ledger_approvals a SET status = 'unknown', decided_at = clock_timestamp()
+				WHERE a.status = 'pending' AND a.owner <> $1
+					AND (a.owner = ANY($2) OR NOT EXISTS (SELECT 1 FROM ledger_leases l WHERE l.owner = a.owner))`,
+				p.owner, expired); err != nil {
 				return err
 			}
 			rows, err = tx.Query(ctx, `UPDATE ledger_calls c SET status = 'unknown', finished_at = now(),

@@ -97,6 +97,23 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 );
 CREATE INDEX IF NOT EXISTS tool_calls_open ON tool_calls (owner) WHERE status = 'started';
 CREATE INDEX IF NOT EXISTS tool_calls_run ON tool_calls (tenant, run_id);
+-- approvals came later: CREATE IF NOT EXISTS adds them to an older file.
+CREATE TABLE IF NOT EXISTS approvals (
+	id              TEXT    PRIMARY KEY,
+	tenant          TEXT    NOT NULL,
+	run_id          TEXT    NOT NULL,
+	execution_id    TEXT    NOT NULL,
+	call_id         TEXT    NOT NULL,
+	tool            TEXT    NOT NULL,
+	reason          TEXT    NOT NULL DEFAULT '',
+	owner           TEXT    NOT NULL,
+	status          TEXT    NOT NULL,
+	answered_by     TEXT    NOT NULL DEFAULT '',
+	asked_at        INTEGER NOT NULL,
+	decided_at      INTEGER
+);
+CREATE INDEX IF NOT EXISTS approvals_open ON approvals (owner) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS approvals_run ON approvals (tenant, run_id);
 `
 
 // OpenSQLite opens (creating if need be) the ledger in dataDir/LedgerFile.
@@ -500,8 +517,83 @@ func (s *SQLite) Call(ctx context.Context, id string) (CallRecord, error) {
 	return c, err
 }
 
+func (s *SQLite) AskApproval(ctx context.Context, a ApprovalAsk) error {
+	if a.Status != ApprovalPending && a.Status != ApprovalUnasked {
+		return fmt.Errorf("budget: an approval is asked pending or recorded unasked, not %q", a.Status)
+	}
+	return s.write(ctx, func(tx *stmtTx) error {
+		t := now()
+		if _, err := tx.ExecContext(ctx, ensureRun, a.Run.Tenant, a.Run.ID, t); err != nil {
+			return err
+		}
+		var decided any
+		if a.Status != ApprovalPending {
+			decided = t
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO approvals
+			(id, tenant, run_id, execution_id, call_id, tool, reason, owner, status, asked_at, decided_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.Run.Tenant, a.Run.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, s.owner.id, string(a.Status), t, decided)
+		return err
+	})
+}
+
+func (s *SQLite) DecideApproval(ctx context.Context, d ApprovalDecision) error {
+	if !d.Status.deciding() {
+		return fmt.Errorf("budget: %q does not decide an approval", d.Status)
+	}
+	return s.write(ctx, func(tx *stmtTx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, answered_by = ?, decided_at = ?
+			WHERE id = ? AND status = 'pending'`, string(d.Status), d.AnsweredBy, now(), d.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var status string
+		err = tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ?`, d.ID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: approval %s", ErrNotFound, d.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: approval %s is %s", ErrAlreadyFinished, d.ID, status)
+	})
+}
+
+const approvalColumns = `id, tenant, run_id, execution_id, call_id, tool, reason, status, answered_by, asked_at, decided_at`
+
+func (s *SQLite) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE tenant = ? AND run_id = ?
+		ORDER BY asked_at, id`, run.Tenant, run.ID)
+	if err != nil {
+		return nil, fmt.Errorf("budget: approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []ApprovalRecord
+	for rows.Next() {
+		var a ApprovalRecord
+		var status string
+		var asked int64
+		var decided sql.NullInt64
+		if err := rows.Scan(&a.ID, &a.Run.Tenant, &a.Run.ID, &a.ExecutionID, &a.CallID, &a.Tool, &a.Reason, &status,
+			&a.AnsweredBy, &asked, &decided); err != nil {
+			return nil, err
+		}
+		a.Status, a.AskedAt = ApprovalStatus(status), time.Unix(0, asked)
+		if decided.Valid {
+			a.DecidedAt = time.Unix(0, decided.Int64)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
 func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT owner FROM tool_calls WHERE status = 'started' AND owner != ?`, s.owner.id)
+	rows, err := s.db.QueryContext(ctx, `SELECT owner FROM tool_calls WHERE status = 'started' AND owner != ?
+		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?`, s.owner.id, s.owner.id)
 	if err != nil {
 		return nil, fmt.Errorf("budget: recover: %w", err)
 	}
@@ -531,6 +623,10 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 			// RETURNING: only the calls this pass changed, so survivors recovering the same
 			// owner at once (a closed owner's lock file is gone, so none holds it) report each
 			// call once between them.
+			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'unknown', decided_at = ?
+				WHERE owner = ? AND status = 'pending'`, now(), o); err != nil {
+				return err
+			}
 			rs, err := tx.QueryContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,
 				message = 'the host stopped while the call was in flight; it is counted and not replayed'
 				WHERE owner = ? AND status = 'started' RETURNING `+callColumns, now(), o)

@@ -127,7 +127,7 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 }
 
 // TestOlderLedgerIsMigrated: a ledger file from before the executions table had
-// agent_version opens, gains the column, and records versions.
+// agent_version opens, gains the column, and records versions; and approvals.
 func TestOlderLedgerIsMigrated(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -149,5 +149,9 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	defer l.Close()
 	if err := l.StartExecution(ctx, RunRef{Tenant: "t", ID: "r"}, "x", "sha256:v1"); err != nil {
 		t.Fatalf("an execution in a migrated ledger: %v", err)
+	}
+	// The approvals table came later still.
+	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a", Run: RunRef{Tenant: "t", ID: "r"}, CallID: "c", Tool: "s__t", Status: ApprovalPending}); err != nil {
+		t.Fatalf("an approval in a migrated ledger: %v", err)
 	}
 }

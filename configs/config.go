@@ -120,6 +120,8 @@ type Profile struct {
 	BindingBudget BindingBudget  `yaml:"binding_budget" json:"binding_budget"`
 	Output        OutputPolicy   `yaml:"output" json:"output"`
 	Artifacts     ArtifactPolicy `yaml:"artifacts" json:"artifacts"`
+	// Approvals says how long a call that needs a person's approval waits for the answer.
+	Approvals Approvals `yaml:"approvals" json:"approvals"`
 	// Remote is the sandbox service a `remote` profile runs its programs on; only that
 	// backend has it.
 	Remote *Remote `yaml:"remote" json:"remote,omitempty"`
@@ -186,6 +188,14 @@ type ArtifactPolicy struct {
 	MaxBytes   *ByteSize `yaml:"max_bytes" json:"max_bytes"`
 }
 
+// Approvals configure the asking of a person about calls that need approval.
+type Approvals struct {
+	// TimeoutSeconds is how long a call waits for the answer; without one it is refused
+	// (approval_required_in_program) and a program goes on. Inside a program the wait also ends
+	// a second before the program's wall clock.
+	TimeoutSeconds *float64 `yaml:"timeout_seconds" json:"timeout_seconds"`
+}
+
 // Upstream is a server this deployment is a client of: an MCP server (a command speaking stdio,
 // or a URL speaking streamable HTTP) or an A2A peer. Exactly one of Command, URL and A2A is set.
 type Upstream struct {
@@ -228,14 +238,46 @@ type Policy struct {
 	// Deny and ApprovalRequired are globs (path.Match syntax: * ? [...] \\) over upstream
 	// tools' model-facing names; "*" matches any run of characters. They apply to upstream
 	// tools only: an entry naming a built-in (run_code, list_tools, ...) is rejected.
-	Deny             []string      `yaml:"deny" json:"deny"`
-	ApprovalRequired []string      `yaml:"approval_required" json:"approval_required"`
-	BindingBudget    BindingBudget `yaml:"binding_budget" json:"binding_budget"`
-	Limits           Limits        `yaml:"limits" json:"limits"`
+	Deny             []string `yaml:"deny" json:"deny"`
+	ApprovalRequired []string `yaml:"approval_required" json:"approval_required"`
+	// DestructiveNeedsApproval false means an upstream's destructiveHint alone does not make
+	// a tool need approval (approval_required and rules still do); nil means true.
+	DestructiveNeedsApproval *bool `yaml:"destructive_needs_approval" json:"destructive_needs_approval,omitempty"`
+	// Rules match a call's arguments, not only its tool's name: see Rule.
+	Rules         []Rule        `yaml:"rules" json:"rules,omitempty"`
+	BindingBudget BindingBudget `yaml:"binding_budget" json:"binding_budget"`
+	Limits        Limits        `yaml:"limits" json:"limits"`
 	// AllowNetwork false withdraws network from every agent of the tenant; nil leaves it to
 	// the profile and the agent.
 	AllowNetwork *bool `yaml:"allow_network" json:"allow_network"`
 }
+
+// Rule is an argument rule of a tenant's policy: for a call of a tool matching Tool, the value
+// at Argument must be one of Allow, or match Pattern whole; otherwise the call is denied
+// ("deny") or needs a person's approval ("approval_required"). Values are compared as text:
+// a string as it is, a number as written, a boolean as true or false; an array is allowed
+// when every element is; an absent value, null or an object is never allowed. Rules only add
+// refusals and approvals: a value a rule allows is still denied or asked about by the rest of
+// the policy.
+type Rule struct {
+	// Tool is a glob over upstream tools' model-facing names, as in deny.
+	Tool string `yaml:"tool" json:"tool"`
+	// Argument is a path into the arguments: object keys joined by ".", e.g. repo or
+	// target.owner.
+	Argument string `yaml:"argument" json:"argument"`
+	// Allow lists the allowed values; Pattern is an RE2 regular expression the whole value
+	// must match. Exactly one of them is given.
+	Allow   []string `yaml:"allow" json:"allow,omitempty"`
+	Pattern string   `yaml:"pattern" json:"pattern,omitempty"`
+	// Otherwise is deny or approval_required.
+	Otherwise string `yaml:"otherwise" json:"otherwise"`
+}
+
+// What a rule does to a value it does not allow.
+const (
+	RuleDeny             = "deny"
+	RuleApprovalRequired = "approval_required"
+)
 
 // Agent is what one MCP session of a tenant is offered.
 type Agent struct {

@@ -54,6 +54,11 @@ func orPtr[T any](p **T, d *T) {
 	}
 }
 
+// DefaultApprovals returns the approvals block a profile gets for each field it leaves out.
+func DefaultApprovals() Approvals {
+	return Approvals{TimeoutSeconds: Seconds(120)}
+}
+
 // withProfileDefaults returns p with every field it left out filled. It never writes through
 // p's pointers, so p's owner is unaffected.
 func withProfileDefaults(p Profile) Profile {
@@ -80,6 +85,8 @@ func withProfileDefaults(p Profile) Profile {
 	orPtr(&o.PreviewBytes, do.PreviewBytes)
 	orPtr(&o.MaxBytes, do.MaxBytes)
 	orString(&o.Preserve, do.Preserve)
+
+	orPtr(&p.Approvals.TimeoutSeconds, DefaultApprovals().TimeoutSeconds)
 
 	a, da := &p.Artifacts, DefaultArtifactPolicy()
 	orString(&a.Collection, da.Collection)

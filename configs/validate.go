@@ -134,6 +134,11 @@ func (v *validator) profile(n string, p Profile) {
 		v.add(at+".output.preserve", "%q needs a blob store, and data_dir %q means there is none", PreserveRequired, NoDataDir)
 	}
 
+	v.positive(at+".approvals.timeout_seconds", p.Approvals.TimeoutSeconds)
+	if s := p.Approvals.TimeoutSeconds; s != nil && *s > maxApprovalSeconds {
+		v.add(at+".approvals.timeout_seconds", "%g is more than a day (%d seconds); a call would hold its program and its host that long", *s, maxApprovalSeconds)
+	}
+
 	a := p.Artifacts
 	v.enum(at+".artifacts.collection", "collection", a.Collection, collects)
 	v.positive(at+".artifacts.max_files", a.MaxFiles)
@@ -434,6 +439,7 @@ func (v *validator) tenant(n string, t Tenant, tokens map[string]string) {
 	}
 	v.patterns(at+".policy.deny", t.Policy.Deny)
 	v.patterns(at+".policy.approval_required", t.Policy.ApprovalRequired)
+	v.rules(at+".policy.rules", t.Policy.Rules)
 	v.budget(at+".policy.binding_budget", t.Policy.BindingBudget)
 	v.limits(at+".policy.limits", t.Policy.Limits)
 
@@ -456,24 +462,93 @@ func list(names []string) string {
 // tool is an error: a misspelt deny entry would otherwise deny nothing, silently.
 func (v *validator) patterns(at string, ps []string) {
 	for i, p := range ps {
-		pp := indexPath(at, i)
-		if _, err := path.Match(p, ""); err != nil || p == "" {
-			v.add(pp, "invalid pattern %q (a glob: * ? [...])", p)
-			continue
+		v.pattern(indexPath(at, i), p)
+	}
+}
+
+func (v *validator) pattern(pp, p string) {
+	if _, err := path.Match(p, ""); err != nil || p == "" {
+		v.add(pp, "invalid pattern %q (a glob: * ? [...])", p)
+		return
+	}
+	up, _, scoped := strings.Cut(p, "__")
+	switch {
+	case scoped && !strings.ContainsAny(up, `*?[\`):
+		if _, ok := v.c.Upstreams[up]; !ok {
+			v.add(pp, "pattern %q names unknown upstream %q (defined: %s)", p, up, list(slices.Sorted(maps.Keys(v.c.Upstreams))))
 		}
-		up, _, scoped := strings.Cut(p, "__")
+	case !scoped && (p == ToolRunCode || oneOf(p, builtins)):
+		// Policy narrows upstream tools only: run_code is never callable from a program,
+		// and the built-ins answer from the already narrowed catalogue, so an entry naming
+		// one would look like a restriction and enforce nothing.
+		v.add(pp, "pattern %q names a built-in tool; deny, approval_required and rules apply to upstream tools (<upstream>__<tool>) only", p)
+	case !scoped && !strings.ContainsAny(p, `*?[\`):
+		v.add(pp, "pattern %q can match no tool: upstream tools are named <upstream>__<tool>", p)
+	}
+}
+
+// maxApprovalSeconds bounds approvals.timeout_seconds.
+const maxApprovalSeconds = 86400
+
+// Bounds of the rule language, so a policy stays something a person can read and a call's
+// check stays cheap.
+const (
+	maxRules        = 256
+	maxRuleValues   = 1024
+	maxRulePattern  = 1000
+	maxArgumentPath = 16
+)
+
+var (
+	ruleEffects = []string{RuleDeny, RuleApprovalRequired}
+	// argumentKey is one key of an argument path: anything but "." and control characters.
+	argumentKey = regexp.MustCompile(`^[^.\x00-\x1f\x7f]+$`)
+)
+
+// rules checks a policy's argument rules: a tool glob as strict as deny's, a path of object
+// keys, exactly one of allow (non-empty) and pattern (RE2, compiled here), and what happens
+// otherwise.
+func (v *validator) rules(at string, rs []Rule) {
+	if len(rs) > maxRules {
+		v.add(at, "%d rules, more than %d", len(rs), maxRules)
+	}
+	for i, r := range rs {
+		rp := indexPath(at, i)
+		if r.Tool == "" {
+			v.add(rp+".tool", "is required: a glob over <upstream>__<tool> names")
+		} else {
+			v.pattern(rp+".tool", r.Tool)
+		}
+		keys := strings.Split(r.Argument, ".")
 		switch {
-		case scoped && !strings.ContainsAny(up, `*?[\`):
-			if _, ok := v.c.Upstreams[up]; !ok {
-				v.add(pp, "pattern %q names unknown upstream %q (defined: %s)", p, up, list(slices.Sorted(maps.Keys(v.c.Upstreams))))
+		case r.Argument == "":
+			v.add(rp+".argument", `is required: the argument's name, or a path of keys joined by "." (target.owner)`)
+		case len(keys) > maxArgumentPath:
+			v.add(rp+".argument", "a path of %d keys, more than %d", len(keys), maxArgumentPath)
+		case !slices.ContainsFunc(keys, func(k string) bool { return !argumentKey.MatchString(k) }):
+		default:
+			v.add(rp+".argument", `%q is not a path of keys joined by "." (no empty key, no control character)`, r.Argument)
+		}
+		switch {
+		case r.Allow == nil && r.Pattern == "":
+			v.add(rp, "give allow (a list of values) or pattern (a regular expression): what the argument may be")
+		case r.Allow != nil && r.Pattern != "":
+			v.add(rp, "give allow or pattern, not both")
+		case r.Allow != nil && len(r.Allow) == 0:
+			v.add(rp+".allow", "is empty, so nothing is allowed; use otherwise: deny on a rule with a pattern that matches nothing, or remove the rule")
+		case len(r.Allow) > maxRuleValues:
+			v.add(rp+".allow", "%d values, more than %d", len(r.Allow), maxRuleValues)
+		case len(r.Pattern) > maxRulePattern:
+			v.add(rp+".pattern", "%d characters, more than %d", len(r.Pattern), maxRulePattern)
+		case r.Pattern != "":
+			if _, err := regexp.Compile(`^(?:` + r.Pattern + `)$`); err != nil {
+				v.add(rp+".pattern", "not a regular expression (RE2 syntax): %v", err)
 			}
-		case !scoped && (p == ToolRunCode || oneOf(p, builtins)):
-			// Policy narrows upstream tools only: run_code is never callable from a program,
-			// and the built-ins answer from the already narrowed catalogue, so an entry naming
-			// one would look like a restriction and enforce nothing.
-			v.add(pp, "pattern %q names a built-in tool; deny and approval_required apply to upstream tools (<upstream>__<tool>) only", p)
-		case !scoped && !strings.ContainsAny(p, `*?[\`):
-			v.add(pp, "pattern %q can match no tool: upstream tools are named <upstream>__<tool>", p)
+		}
+		if r.Otherwise == "" {
+			v.add(rp+".otherwise", "is required: %s", strings.Join(ruleEffects, " or "))
+		} else {
+			v.enum(rp+".otherwise", "otherwise", r.Otherwise, ruleEffects)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -44,6 +45,10 @@ func (c *Config) AgentVersion(tenant, agent string) (string, error) {
 	in := versionInput{Format: versionFormat, Agent: a, Policy: t.Policy, Upstreams: sortedSet(t.Upstreams)}
 	in.Policy.Deny = sortedSet(in.Policy.Deny)
 	in.Policy.ApprovalRequired = sortedSet(in.Policy.ApprovalRequired)
+	if d := in.Policy.DestructiveNeedsApproval; d != nil && *d {
+		in.Policy.DestructiveNeedsApproval = nil // the default, spelled out
+	}
+	in.Policy.Rules = sortedRules(in.Policy.Rules)
 	if a.CodeExecution != nil {
 		ce := *a.CodeExecution
 		if ce.Bindings != nil {
@@ -67,6 +72,27 @@ func (c *Config) AgentVersion(tenant, agent string) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// sortedRules returns rules in a canonical order, each with its allowed values as a sorted
+// set: every rule applies to every call, so their order means nothing.
+func sortedRules(rs []Rule) []Rule {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]Rule, len(rs))
+	for i, r := range rs {
+		if r.Allow != nil {
+			r.Allow = sortedSet(r.Allow)
+		}
+		out[i] = r
+	}
+	key := func(r Rule) string {
+		b, _ := json.Marshal(r)
+		return string(b)
+	}
+	slices.SortFunc(out, func(a, b Rule) int { return strings.Compare(key(a), key(b)) })
+	return slices.CompactFunc(out, func(a, b Rule) bool { return key(a) == key(b) })
 }
 
 // sortedSet returns a sorted copy of s without repeats; nil and empty both become empty, since

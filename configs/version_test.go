@@ -83,6 +83,8 @@ func TestAgentVersionStable(t *testing.T) {
 		"another agent changed":     with(16, "      other: {expose_upstream_tools: true}"),
 		"upstream address changed":  with(3, "upstreams: {docs: {url: https://docs.example}, support: {command: [s]}, extra: {command: [e]}}"),
 		"duplicate grant patterns":  with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*', 'docs__rm*']}"),
+		"destructive default":       with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], destructive_needs_approval: true}"),
+		"approvals default":         with(2, "  heavy: {hard_limits: {wall_seconds: 120}, approvals: {timeout_seconds: 120}}"),
 	}
 	for name, lines := range same {
 		if got := versionOf(t, name, lines); got != base {
@@ -114,6 +116,10 @@ func TestAgentVersionSensitive(t *testing.T) {
 		"policy approval":        with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], approval_required: ['docs__*']}"),
 		"policy limits":          with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], limits: {wall_seconds: 5}}"),
 		"policy budget":          with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], binding_budget: {max_calls: 5}}"),
+		"policy destructive":     with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], destructive_needs_approval: false}"),
+		"policy rules":           with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], rules: [{tool: 'docs__*', argument: repo, allow: [a], otherwise: deny}]}"),
+		"policy rules otherwise": with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], rules: [{tool: 'docs__*', argument: repo, allow: [a], otherwise: approval_required}]}"),
+		"approvals timeout":      with(2, "  heavy: {hard_limits: {wall_seconds: 120}, approvals: {timeout_seconds: 30}}"),
 		"policy network":         with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], allow_network: false}"),
 		"policy network granted": with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], allow_network: true}"),
 		"grants":                 with(7, "    upstreams: [docs, support, extra]"),
@@ -158,5 +164,15 @@ func TestAgentVersionErrors(t *testing.T) {
 	hb.Tenants["local"].Agents["default"].CodeExecution.Profile = "missing"
 	if _, err := hb.AgentVersion("local", "default"); err == nil {
 		t.Error("unknown profile accepted")
+	}
+}
+
+// Argument rules all apply to every call: their order, and the order of allowed values, mean
+// nothing.
+func TestAgentVersionRulesOrder(t *testing.T) {
+	a := versionOf(t, "a", with(8, "    policy: {rules: [{tool: 'docs__*', argument: repo, allow: [a, b], otherwise: deny}, {tool: 'support__*', argument: q, pattern: 'x+', otherwise: approval_required}]}"))
+	b := versionOf(t, "b", with(8, "    policy: {rules: [{tool: 'support__*', argument: q, pattern: 'x+', otherwise: approval_required}, {tool: 'docs__*', argument: repo, allow: [b, a, a], otherwise: deny}]}"))
+	if a != b {
+		t.Error("reordered rules changed the version")
 	}
 }

@@ -239,15 +239,18 @@ return out
 		t.Errorf("ledger tool_calls (-want +got):\n%s", d)
 	}
 
-	// The host may call the skill that needs approval (it asks the person); the denied one is
-	// not offered, as a denied tool is not.
+	// The host is offered the skill that needs approval, the denied one is not, as a denied
+	// tool is not. A direct call needs the person's approval too, and this host (a go-sdk
+	// client of 2026-07-28) cannot be asked: refused, never run (approvals_test.go asks a host
+	// that can).
 	if host := hostTools(t, cs); host["inv__fail"] || host["support__add"] || !host["inv__refund"] || !host["inv__echo"] {
 		t.Errorf("host tools %v", host)
 	}
-	if res := call(t, cs, "inv__refund", map[string]any{"data": map[string]any{"order": "o-1"}}); res.IsError || textOf(res) != "refunded o-1" {
+	if res := call(t, cs, "inv__refund", map[string]any{"data": map[string]any{"order": "o-1"}}); !res.IsError ||
+		!strings.Contains(textOf(res), "approval_required_in_program") {
 		t.Errorf("direct inv__refund: %v %s", res.IsError, textOf(res))
 	}
-	if d := cmp.Diff(map[string]int{"echo": 1, "refund": 1}, counts(t, agentCounter)); d != "" {
+	if d := cmp.Diff(map[string]int{"echo": 1}, counts(t, agentCounter)); d != "" {
 		t.Errorf("skills the agent really ran (-want +got):\n%s", d)
 	}
 }

@@ -94,12 +94,19 @@ func writeConfig(t *testing.T, cfg string) string {
 // process, so a test can kill it. Its stderr goes to log.
 func serveProc(t *testing.T, cfgPath string, log *serverLog) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
+	return serveProcWith(t, cfgPath, log, nil, nil)
+}
+
+// serveProcWith is serveProc with a client's options (handlers) and session options (the MCP
+// revision it speaks).
+func serveProcWith(t *testing.T, cfgPath string, log *serverLog, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(built.sandbox, "serve", "--config", cfgPath)
 	cmd.Stderr = log
-	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, so)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -26,6 +26,7 @@ type Result struct {
 	ArtifactsOmit   []OmittedFile   `json:"artifacts_omitted"`
 	Unavailable     []string        `json:"unavailable_bindings"`
 	Budget          BudgetReport    `json:"budget"`
+	Approvals       ApprovalCounts  `json:"approvals"`
 
 	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
 	// stay on the host and never enter the JSON.
@@ -65,6 +66,18 @@ type OmittedFile struct {
 type BudgetReport struct {
 	Execution Usage `json:"execution"`
 	Run       Usage `json:"run"`
+}
+
+// ApprovalCounts are the decisions on an execution's calls that needed a person's approval
+// (package binding's approval step). Asked counts the questions put; each ends accepted,
+// declined (declined or dismissed), timed out, or, when the host failed to answer, in none of
+// these. Unasked counts calls refused because the host cannot ask anyone.
+type ApprovalCounts struct {
+	Asked    int64 `json:"asked"`
+	Accepted int64 `json:"accepted"`
+	Declined int64 `json:"declined"`
+	TimedOut int64 `json:"timed_out"`
+	Unasked  int64 `json:"unasked"`
 }
 
 // Usage is one half of a BudgetReport.

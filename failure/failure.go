@@ -52,10 +52,12 @@ const (
 	// Unavailable: no such tool is offered to this program (unknown, not granted, not among
 	// the agent's bindings, its server could not be listed), or no such handle is known.
 	Unavailable Kind = "unavailable"
-	// Denied: the tenant's policy denies the tool.
+	// Denied: the tenant's policy denies the tool (or, by an argument rule, this call of it),
+	// or the person asked to approve the call declined it.
 	Denied Kind = "denied"
-	// ApprovalRequiredInProgram: the tool needs a person's approval, which a program cannot
-	// ask for.
+	// ApprovalRequiredInProgram: the call needs a person's approval and has none: this host
+	// cannot ask anyone, or nobody answered in time. The name is kept (kinds are permanent);
+	// a direct call is refused with it too.
 	ApprovalRequiredInProgram Kind = "approval_required_in_program"
 	// ExcludedBuiltin: a built-in of the MCP face that a program may not call (run_code).
 	ExcludedBuiltin Kind = "excluded_builtin"

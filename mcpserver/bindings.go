@@ -31,14 +31,21 @@ type Upstreams struct {
 	Grant []string
 	// Deny and ApprovalRequired are the tenant policy's globs over model-facing names.
 	Deny, ApprovalRequired []string
+	// IgnoreDestructive and Rules are the rest of the tenant policy (upstream.Policy).
+	IgnoreDestructive bool
+	Rules             []upstream.Rule
 	// Bindings is the agent's bindings list; nil means every callable tool.
 	Bindings *[]string
+	// ApprovalTimeout bounds how long a call waits for a person's approval (the profile's
+	// approvals.timeout_seconds); zero means binding.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// Expose offers the granted tools of non-deferred servers directly in tools/list.
 	Expose bool
 	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
 	// binding.DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int
-	// policy, when set by SetPolicy, replaces Grant, Deny, ApprovalRequired and Bindings.
+	// policy, when set by SetPolicy, replaces Grant, Deny, ApprovalRequired, IgnoreDestructive,
+	// Rules and Bindings.
 	policy atomic.Pointer[UpstreamPolicy]
 	// Watch, when set, is called once by NewServer with a function to call whenever an
 	// upstream announced a change of its tools; the server then re-syncs its exposed tools,
@@ -51,6 +58,8 @@ type Upstreams struct {
 // it takes effect at the next turn boundary.
 type UpstreamPolicy struct {
 	Grant, Deny, ApprovalRequired []string
+	IgnoreDestructive             bool
+	Rules                         []upstream.Rule
 	Bindings                      *[]string
 }
 
@@ -62,7 +71,8 @@ func (u *Upstreams) current() UpstreamPolicy {
 	if p := u.policy.Load(); p != nil {
 		return *p
 	}
-	return UpstreamPolicy{Grant: u.Grant, Deny: u.Deny, ApprovalRequired: u.ApprovalRequired, Bindings: u.Bindings}
+	return UpstreamPolicy{Grant: u.Grant, Deny: u.Deny, ApprovalRequired: u.ApprovalRequired,
+		IgnoreDestructive: u.IgnoreDestructive, Rules: u.Rules, Bindings: u.Bindings}
 }
 
 // turn resolves the catalogue for one turn (one run_code, list_tools, get_tool_info or direct
@@ -74,7 +84,8 @@ func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 		return nil
 	}
 	p := u.current()
-	t := u.Catalogue(ctx).Resolve(p.Grant, p.Deny, p.ApprovalRequired, p.Bindings)
+	t := u.Catalogue(ctx).ResolvePolicy(upstream.Policy{Grant: p.Grant, Deny: p.Deny, ApprovalRequired: p.ApprovalRequired,
+		IgnoreDestructive: p.IgnoreDestructive, Rules: p.Rules, Bindings: p.Bindings})
 	if u.Expose {
 		h.syncExposed(t)
 	}
@@ -96,7 +107,7 @@ func (h *handlers) syncExposed(t *upstream.Turn) {
 	want := map[string]string{}
 	defs := map[string]*mcp.Tool{}
 	for _, tool := range t.Exposed() {
-		def, ok := exposedDef(tool)
+		def, ok := exposedDef(tool, t.NeedsApproval(tool))
 		if !ok {
 			h.log.Warn("upstream tool not exposed: its input schema is not an object schema", "tool", tool.Name)
 			continue
@@ -135,8 +146,10 @@ func (h *handlers) syncExposed(t *upstream.Turn) {
 
 // exposedDef is the host-facing definition of an upstream tool: its own, under the
 // model-facing name. The output schema is left out: the direct call's result is our rendering
-// of the upstream's, and go-sdk refuses a definition whose schemas are not object schemas.
-func exposedDef(tool *upstream.Tool) (*mcp.Tool, bool) {
+// of the upstream's, and go-sdk refuses a definition whose schemas are not object schemas. A
+// tool that may need a person's approval is annotated destructive (and not read-only), so a
+// host that asks its person before such calls does so.
+func exposedDef(tool *upstream.Tool, needsApproval bool) (*mcp.Tool, bool) {
 	if tool.Def == nil {
 		return nil, false
 	}
@@ -146,6 +159,14 @@ func exposedDef(tool *upstream.Tool) (*mcp.Tool, bool) {
 		Description: tool.Def.Description,
 		InputSchema: tool.Def.InputSchema,
 		Annotations: tool.Def.Annotations,
+	}
+	if needsApproval {
+		var a mcp.ToolAnnotations
+		if tool.Def.Annotations != nil {
+			a = *tool.Def.Annotations
+		}
+		a.DestructiveHint, a.ReadOnlyHint = ptr(true), false
+		def.Annotations = &a
 	}
 	b, err := json.Marshal(def.InputSchema)
 	if err != nil {
@@ -159,8 +180,8 @@ func exposedDef(tool *upstream.Tool) (*mcp.Tool, bool) {
 	return def, true
 }
 
-// direct serves a host's direct call of an exposed tool, through the same policy as a
-// program's call (minus bindings and approval: the host can ask the person).
+// direct serves a host's direct call of an exposed tool, through the same policy and approval
+// as a program's call (minus bindings).
 func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	t := h.turn(ctx)
 	if t == nil {
@@ -170,7 +191,7 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	if led := h.opts.Ledger; led != nil {
 		meter = budget.Direct(led, h.runOf(req))
 	}
-	r := binding.Direct(ctx, t, meter, h.log, name, req.Params.Arguments)
+	r := binding.Direct(ctx, t, meter, h.approvals(req), h.log, name, req.Params.Arguments)
 	h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
 	if r.Kind != "" {
 		return toolError("%s (%s)", r.Message, r.Kind), nil

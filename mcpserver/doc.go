@@ -63,6 +63,17 @@
 //     upstream announces tools/list_changed (Upstreams.Watch); go-sdk then sends
 //     notifications/tools/list_changed to every session. A tool whose input schema is not an
 //     object schema is not exposed (go-sdk would refuse it) but stays bindable.
+//   - Approvals (approvals.go): binding's approval step asks through the session that made the
+//     tools/call (run_code or a direct call), with elicitation/create: a form with no fields,
+//     whose message names the tool, why it needs approval and its redacted arguments; accept,
+//     decline or cancel is the answer, and an optional _meta "mcp-sandbox/answered_by" in the
+//     result says who gave it (recorded in the ledger). The wait is the agent's profile's
+//     approvals.timeout_seconds (Upstreams.ApprovalTimeout). A client that did not declare
+//     elicitation (form), or that speaks revision 2026-07-28 or later (go-sdk refuses
+//     server-to-client requests there; its multi-round-trip input requests are not sent yet),
+//     cannot be asked: the call is refused as approval_required_in_program with a message
+//     saying so. Exposed tools that may need approval are annotated destructiveHint: true
+//     (readOnlyHint false), and a run_code result carries the counts under "approvals".
 //   - A direct call's value is rendered as structuredContent (an object) with its JSON as text,
 //     or as text; a refusal or upstream failure is an isError result naming the kind.
 //

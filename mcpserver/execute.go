@@ -163,7 +163,8 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 		}
 		meter = m
 	}
-	opts := &binding.Options{Turn: h.turn(ctx), Meter: meter, Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, Logger: h.log}
+	opts := &binding.Options{Turn: h.turn(ctx), Meter: meter, Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, Logger: h.log,
+		Approvals: h.approvals(req)}
 	if u := h.agent.Upstreams; u != nil {
 		opts.MaxConcurrentCalls = u.MaxConcurrentCalls
 	}
@@ -181,6 +182,8 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 	if u := x.Unavailable(); len(u) > 0 {
 		res.Unavailable = append([]string(nil), u...)
 	}
+	a := x.Approvals()
+	res.Approvals = engine.ApprovalCounts{Asked: a.Asked, Accepted: a.Accepted, Declined: a.Declined, TimedOut: a.TimedOut, Unasked: a.Unasked}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	recs, fail := h.keepOutputs(rctx, res, meter)

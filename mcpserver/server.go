@@ -186,8 +186,9 @@ The program:
 - prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
 - calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not).
 - a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
+- a call of a tool that needs a person's approval waits while the person is asked (when this host can ask): accepted, it runs once; declined, it raises ToolError kind denied; unanswered in time, or when this host cannot ask anyone, kind approval_required_in_program. Catch these and carry on.
 
-The result (structuredContent) has value, stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation and guarantees. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable) means nothing ran.
+The result (structuredContent) has value, stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable) means nothing ran.
 `)
 	fmt.Fprintf(&b, "\nLimits in force: %s.", termsText(t))
 	if t.Network == engine.NetworkNone || t.Network == "" {
@@ -388,6 +389,10 @@ func RenderText(res *engine.Result) string {
 	}
 	if len(res.Unavailable) > 0 {
 		fmt.Fprintf(&b, "unavailable bindings: %s\n", strings.Join(res.Unavailable, ", "))
+	}
+	if a := res.Approvals; a.Asked+a.Unasked > 0 {
+		fmt.Fprintf(&b, "approvals: %d asked (%d accepted, %d declined, %d timed out), %d refused without asking (this host cannot ask)\n",
+			a.Asked, a.Accepted, a.Declined, a.TimedOut, a.Unasked)
 	}
 	fmt.Fprintf(&b, "terms: %s; achieved isolation %s", termsText(res.Terms), res.Isolation)
 	return b.String()

@@ -49,6 +49,12 @@ func connect(t *testing.T, a Agent, opts *mcp.ClientOptions) *mcp.ClientSession 
 // connectWith serves a with server options so (a ledger, a blob store).
 func connectWith(t *testing.T, a Agent, so *Options, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectAt(t, a, so, opts, "")
+}
+
+// connectAt is connectWith for a client of MCP revision version ("" for go-sdk's latest).
+func connectAt(t *testing.T, a Agent, so *Options, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := NewServer(a, so).Connect(ctx, st, nil)
@@ -56,7 +62,11 @@ func connectWith(t *testing.T, a Agent, so *Options, opts *mcp.ClientOptions) *m
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, opts).Connect(ctx, ct, nil)
+	var co *mcp.ClientSessionOptions
+	if version != "" {
+		co = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, opts).Connect(ctx, ct, co)
 	if err != nil {
 		t.Fatal(err)
 	}

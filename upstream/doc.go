@@ -20,13 +20,27 @@
 // when called; it is never replaced. Globs: "*" matches any run of characters, every other
 // character is literal.
 //
-// A tool needs approval when it matches an approval_required glob or its server annotates it
-// destructiveHint=true. Such a tool is refused inside a program with
-// "approval_required_in_program" before the upstream is touched; a direct call (Turn.CallDirect)
-// is not refused, because there the host can ask the person. Unannotated tools (no annotations,
-// or destructiveHint absent) are NOT treated as destructive even though the MCP spec's default
-// for an absent hint is "true": almost no server annotates, and refusing every unannotated tool
-// would make bindings useless. Operators list risky tools in approval_required instead.
+// A call needs a person's approval (Turn.Approval, policy.go) when its tool matches an
+// approval_required glob, when its server annotates it destructiveHint=true (unless the policy
+// sets IgnoreDestructive: destructive_needs_approval false), or when an argument rule whose
+// otherwise is approval_required does not allow the call's value; an argument rule whose
+// otherwise is deny refuses the call (denied). Rules are a glob, a path of object keys, and an
+// allowlist or an RE2 pattern over the value's text (Rule says how values compare); a rule never
+// lifts another, nor a glob or a hint. Package binding asks the person, for a program's call
+// and a direct call alike. Turn.NeedsApproval says whether a tool may need approval at all
+// (exposure marks such tools destructive, get_tool_info says so). Unannotated tools (no
+// annotations, or destructiveHint absent) are NOT treated as destructive even though the MCP
+// spec's default for an absent hint is "true": almost no server annotates, and asking about
+// every unannotated tool would make bindings useless. Operators list risky tools in
+// approval_required instead.
+//
+// # Redaction
+//
+// One rule for what a person or a log line sees of what a call or an upstream carried
+// (redact.go): URLs lose their userinfo, query and fragment (redactErr applies it to an
+// error's URL); a call's arguments (Tool.RedactArguments) also lose the values of
+// secret-looking keys and of properties the tool's schema marks writeOnly or format password,
+// long strings are cut, and the whole is bounded.
 //
 // # Calls
 //
@@ -35,8 +49,8 @@
 // (unavailable, denied; globs in path.Match syntax, "*" crossing any character, over upstream
 // tools only: built-ins are binding's, and configs rejects a policy entry naming one), and
 // that the catalogue does not hold as unavailable (unavailable, with its reason);
-// Turn.Bound says whether the agent's bindings include it; Turn.NeedsApproval whether it needs
-// a person; Tool.Arguments validates the arguments against the tool's input schema
+// Turn.Bound says whether the agent's bindings include it; Turn.Approval whether the call needs
+// a person (or a rule denies it); Tool.Arguments validates the arguments against the tool's input schema
 // (invalid_arguments). Schemas are compiled with github.com/google/jsonschema-go: draft 2020-12
 // and draft-07 natively; one naming another draft is compiled under 2020-12 rules; one that
 // still does not compile (a remote $ref among them: nothing is ever fetched) is logged and

@@ -573,8 +573,8 @@ type notSentError struct{ err error }
 func (e *notSentError) Error() string { return e.err.Error() }
 func (e *notSentError) Unwrap() error { return e.err }
 
-// redactErr returns err for a log line with the query and userinfo of every URL in a
-// *url.Error dropped, since a URL's query may carry a secret. A nil err stays nil.
+// redactErr returns err for a log line with the URL of a *url.Error cleaned (cleanURL: no
+// userinfo, query or fragment, which may carry a secret). A nil err stays nil.
 func redactErr(err error) error {
 	if err == nil {
 		return nil
@@ -583,13 +583,9 @@ func redactErr(err error) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	msg := err.Error()
-	if u, perr := url.Parse(ue.URL); perr == nil && (u.RawQuery != "" || u.User != nil || u.Fragment != "") {
-		clean := *u
-		clean.RawQuery, clean.User, clean.Fragment, clean.ForceQuery = "", nil, "", false
-		msg = strings.ReplaceAll(msg, ue.URL, clean.String())
-	} else if perr != nil {
-		msg = strings.ReplaceAll(msg, ue.URL, "<url>")
+	clean, ok := cleanURL(ue.URL)
+	if !ok {
+		clean = "<url>"
 	}
-	return errors.New(msg)
+	return errors.New(strings.ReplaceAll(err.Error(), ue.URL, clean))
 }

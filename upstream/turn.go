@@ -36,29 +36,40 @@ func refusal(k failure.Kind, format string, args ...any) *failure.Error {
 // Turn is the catalogue narrowed by a tenant's policy and an agent's bindings for one turn. It
 // is immutable and safe for concurrent use.
 type Turn struct {
-	cat         *Catalogue
-	granted     map[string]bool
-	deny        []string
-	approval    []string
-	callable    map[string]*Tool // granted, not denied
-	bound       map[string]*Tool // callable, narrowed by bindings: what a program may call
-	names       []string         // sorted keys of bound
-	unavailable []string
+	cat               *Catalogue
+	granted           map[string]bool
+	deny              []string
+	approval          []string
+	ignoreDestructive bool
+	rules             []rule
+	callable          map[string]*Tool // granted, not denied
+	bound             map[string]*Tool // callable, narrowed by bindings: what a program may call
+	names             []string         // sorted keys of bound
+	unavailable       []string
 }
 
 // Resolve narrows c for one turn: grant names the servers the tenant is granted, deny and
 // approval are globs over model-facing names, and bindings (nil: every callable tool) narrows
-// what a program may call. Entries of bindings may be names or globs such as "docs__*".
+// what a program may call. Entries of bindings may be names or globs such as "docs__*". It is
+// ResolvePolicy without argument rules, destructive hints counted.
 func (c *Catalogue) Resolve(grant, deny, approval []string, bindings *[]string) *Turn {
+	return c.ResolvePolicy(Policy{Grant: grant, Deny: deny, ApprovalRequired: approval, Bindings: bindings})
+}
+
+// ResolvePolicy narrows c for one turn by p.
+func (c *Catalogue) ResolvePolicy(p Policy) *Turn {
+	bindings := p.Bindings
 	t := &Turn{
-		cat:      c,
-		granted:  map[string]bool{},
-		deny:     append([]string(nil), deny...),
-		approval: append([]string(nil), approval...),
-		callable: map[string]*Tool{},
-		bound:    map[string]*Tool{},
+		cat:               c,
+		granted:           map[string]bool{},
+		deny:              append([]string(nil), p.Deny...),
+		approval:          append([]string(nil), p.ApprovalRequired...),
+		ignoreDestructive: p.IgnoreDestructive,
+		rules:             compileRules(p.Rules),
+		callable:          map[string]*Tool{},
+		bound:             map[string]*Tool{},
 	}
-	for _, g := range grant {
+	for _, g := range p.Grant {
 		t.granted[g] = true
 	}
 	for _, tool := range c.tools {
@@ -137,17 +148,11 @@ func (t *Turn) Exposed() []*Tool {
 	return out
 }
 
-// NeedsApproval reports whether tool needs a person's approval: it matches an
-// approval_required glob or is annotated destructive.
-func (t *Turn) NeedsApproval(tool *Tool) bool {
-	return tool.Destructive || matchAny(t.approval, tool.Name)
-}
-
 // Lookup finds the tool a call names, as the tenant's policy allows it: the name must be a
 // tool of a granted server (else unavailable) that no deny glob matches (else denied) and that
 // the catalogue does not hold as unavailable (else unavailable, with its reason). The agent's
-// bindings and approval are separate steps (Bound, NeedsApproval), because a host's direct
-// call skips them.
+// bindings (Bound) are a separate step, because a host's direct call skips them, and so is
+// approval (Approval), which needs the call's arguments.
 func (t *Turn) Lookup(name string) (*Tool, *failure.Error) {
 	server, _, ok := SplitName(name)
 	if !ok {

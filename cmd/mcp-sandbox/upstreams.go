@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
@@ -109,12 +110,15 @@ func (tp *tenantPools) agentUpstreams(cfg *configs.Config, tname, aname string) 
 	}
 	p := policyOf(cfg, tname, aname)
 	u := &mcpserver.Upstreams{
-		Catalogue:        pool.Catalogue,
-		Grant:            p.Grant,
-		Deny:             p.Deny,
-		ApprovalRequired: p.ApprovalRequired,
-		Bindings:         p.Bindings,
-		Expose:           cfg.Tenants[tname].Agents[aname].ExposeUpstreamTools,
+		Catalogue:         pool.Catalogue,
+		Grant:             p.Grant,
+		Deny:              p.Deny,
+		ApprovalRequired:  p.ApprovalRequired,
+		IgnoreDestructive: p.IgnoreDestructive,
+		Rules:             p.Rules,
+		Bindings:          p.Bindings,
+		ApprovalTimeout:   approvalTimeout(cfg, tname, aname),
+		Expose:            cfg.Tenants[tname].Agents[aname].ExposeUpstreamTools,
 		Watch: func(changed func()) {
 			tp.mu.Lock()
 			defer tp.mu.Unlock()
@@ -136,9 +140,11 @@ func policyOf(cfg *configs.Config, tname, aname string) mcpserver.UpstreamPolicy
 		return mcpserver.UpstreamPolicy{Bindings: &[]string{}}
 	}
 	p := mcpserver.UpstreamPolicy{
-		Grant:            append([]string(nil), t.Upstreams...),
-		Deny:             append([]string(nil), t.Policy.Deny...),
-		ApprovalRequired: append([]string(nil), t.Policy.ApprovalRequired...),
+		Grant:             append([]string(nil), t.Upstreams...),
+		Deny:              append([]string(nil), t.Policy.Deny...),
+		ApprovalRequired:  append([]string(nil), t.Policy.ApprovalRequired...),
+		IgnoreDestructive: t.Policy.DestructiveNeedsApproval != nil && !*t.Policy.DestructiveNeedsApproval,
+		Rules:             rulesOf(t.Policy.Rules),
 	}
 	if a.CodeExecution != nil && a.CodeExecution.Bindings != nil {
 		// Built-ins (names without "__") are always callable; the list narrows upstream tools.
@@ -151,6 +157,35 @@ func policyOf(cfg *configs.Config, tname, aname string) mcpserver.UpstreamPolicy
 		p.Bindings = &b
 	}
 	return p
+}
+
+// rulesOf converts a tenant policy's argument rules.
+func rulesOf(rs []configs.Rule) []upstream.Rule {
+	out := make([]upstream.Rule, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, upstream.Rule{Tool: r.Tool, Argument: r.Argument, Allow: append([]string(nil), r.Allow...),
+			Pattern: r.Pattern, Otherwise: upstream.RuleEffect(r.Otherwise)})
+	}
+	return out
+}
+
+// approvalTimeout is how long an agent's calls wait for a person's approval: its code
+// execution profile's approvals.timeout_seconds, or, for an agent without one, the default
+// profile's, or the built-in default.
+func approvalTimeout(cfg *configs.Config, tname, aname string) time.Duration {
+	name := configs.DefaultProfileName
+	if ce := cfg.Tenants[tname].Agents[aname].CodeExecution; ce != nil {
+		name = profileOf(ce)
+	}
+	p, ok := cfg.Profile(name)
+	if !ok {
+		p, _ = cfg.Profile(configs.DefaultProfileName)
+	}
+	s := configs.DefaultApprovals().TimeoutSeconds
+	if p.Approvals.TimeoutSeconds != nil {
+		s = p.Approvals.TimeoutSeconds
+	}
+	return time.Duration(*s * float64(time.Second))
 }
 
 // frameCeiling bounds one frame from a tenant's stdio upstream: large enough for the largest

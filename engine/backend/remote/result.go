@@ -32,6 +32,7 @@ func (x *execution) finish(r *engine.Result) *engine.Result {
 	st := x.st
 	// What only the caller knows: its budget and its catalogue.
 	res.Budget = engine.BudgetReport{}
+	res.Approvals = engine.ApprovalCounts{}
 	res.Unavailable = []string{}
 	if len(res.Value) == 0 {
 		res.Value = json.RawMessage("null")

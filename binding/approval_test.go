@@ -1,0 +1,301 @@
+package binding
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// asker is a person who answers with action (or, with action "", never answers), or a host
+// that cannot ask (cannot != ""). It keeps the questions it was asked.
+type asker struct {
+	action, by, cannot string
+	err                error
+	during             func(q Question) // runs while the question is open
+
+	mu        sync.Mutex
+	questions []Question
+}
+
+func (a *asker) CanAsk() (bool, string) { return a.cannot == "", a.cannot }
+
+func (a *asker) Ask(ctx context.Context, q Question) (Answer, error) {
+	a.mu.Lock()
+	a.questions = append(a.questions, q)
+	a.mu.Unlock()
+	if a.during != nil {
+		a.during(q)
+	}
+	if a.err != nil {
+		return Answer{}, a.err
+	}
+	if a.action == "" {
+		<-ctx.Done()
+		return Answer{}, ctx.Err()
+	}
+	return Answer{Action: a.action, By: a.by}, nil
+}
+
+func (a *asker) asked() []Question {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Question(nil), a.questions...)
+}
+
+// approvalSetup is an execution over f's turn, metered in a fresh ledger, asking through a.
+func approvalSetup(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals) (*Execution, budget.Ledger, *budget.Meter) {
+	t.Helper()
+	led, err := budget.OpenSQLite(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	m, err := budget.Start(context.Background(), led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxCalls: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn == nil {
+		turn = f.turn(t)
+	}
+	return New(&Options{Turn: turn, Meter: m, Tenant: "t", Logger: discard(), Approvals: a}), led, m
+}
+
+func approvals(t *testing.T, led budget.Ledger) []budget.ApprovalRecord {
+	t.Helper()
+	recs, err := led.Approvals(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// TestApprovalStep: one call of a destructive tool inside a program, for every answer a
+// person (or a host) can give: the upstream is reached exactly when the person accepted, the
+// program hears the kind the contract names, and the ledger and the counts hold the decision.
+func TestApprovalStep(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name     string
+		asker    *asker
+		kind     failure.Kind
+		status   budget.ApprovalStatus
+		counts   ApprovalCounts
+		inText   string
+		noAsker  bool
+		answered string
+	}{
+		{name: "accept", asker: &asker{action: AnswerAccept, by: "ann"}, status: budget.ApprovalAccepted,
+			counts: ApprovalCounts{Asked: 1, Accepted: 1}, answered: "ann"},
+		{name: "decline", asker: &asker{action: AnswerDecline}, kind: failure.Denied, status: budget.ApprovalDeclined,
+			counts: ApprovalCounts{Asked: 1, Declined: 1}, inText: "declined"},
+		{name: "cancel", asker: &asker{action: AnswerCancel}, kind: failure.Denied, status: budget.ApprovalCancelled,
+			counts: ApprovalCounts{Asked: 1, Declined: 1}, inText: "dismissed"},
+		{name: "no answer", asker: &asker{}, kind: failure.ApprovalRequiredInProgram, status: budget.ApprovalTimedOut,
+			counts: ApprovalCounts{Asked: 1, TimedOut: 1}, inText: "nobody answered"},
+		{name: "host error", asker: &asker{err: errors.New("method not found")}, kind: failure.ApprovalRequiredInProgram,
+			status: budget.ApprovalFailed, counts: ApprovalCounts{Asked: 1}, inText: "no answer from the host"},
+		{name: "cannot ask", asker: &asker{cannot: "the MCP client did not declare the elicitation capability"},
+			kind: failure.ApprovalRequiredInProgram, status: budget.ApprovalUnasked, counts: ApprovalCounts{Unasked: 1},
+			inText: "did not declare the elicitation capability"},
+		{name: "no asker", noAsker: true, kind: failure.ApprovalRequiredInProgram, status: budget.ApprovalUnasked,
+			counts: ApprovalCounts{Unasked: 1}, inText: "cannot ask for it"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.calls("wipe")
+			a := &Approvals{Asker: tc.asker, Timeout: 300 * time.Millisecond}
+			if tc.noAsker {
+				a = nil
+			}
+			x, led, m := approvalSetup(t, f, nil, a)
+			start := time.Now()
+			r := callOf(t, x, "up__wipe", `{"s":"all"}`)
+			x.Wait()
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("the call took %v", took)
+			}
+			if r.Kind != tc.kind || !strings.Contains(r.Message, tc.inText) {
+				t.Errorf("reply %+v; want kind %q mentioning %q", r, tc.kind, tc.inText)
+			}
+			// A refusal never tells the model to call some other tool.
+			if strings.Contains(r.Message, "directly") {
+				t.Errorf("refusal points elsewhere: %s", r.Message)
+			}
+			want := 0
+			if tc.kind == "" {
+				want = 1
+			}
+			if got := f.calls("wipe") - before; got != want {
+				t.Errorf("upstream called %d times, want %d", got, want)
+			}
+			if got := x.Approvals(); got != tc.counts {
+				t.Errorf("counts %+v, want %+v", got, tc.counts)
+			}
+			recs := approvals(t, led)
+			if len(recs) != 1 || recs[0].Status != tc.status || recs[0].Tool != "up__wipe" || recs[0].AnsweredBy != tc.answered ||
+				recs[0].ExecutionID != m.ExecutionID() || !strings.Contains(recs[0].Reason, "destructive") {
+				t.Fatalf("approval records %+v; want one %s", recs, tc.status)
+			}
+			// The call's own record exists exactly when it was made, under the id its approval named.
+			rec, err := led.Call(context.Background(), recs[0].CallID)
+			switch {
+			case want == 1 && (err != nil || rec.Status != budget.Succeeded):
+				t.Errorf("approved call record %+v, %v", rec, err)
+			case want == 0 && !errors.Is(err, budget.ErrNotFound):
+				t.Errorf("a refused call was recorded: %+v, %v", rec, err)
+			}
+			if _, run, _ := m.Usage(context.Background()); run.Calls != int64(want) {
+				t.Errorf("run spent %d calls, want %d", run.Calls, want)
+			}
+		})
+	}
+}
+
+// TestApprovalQuestion: the person is told the tool, why, and the arguments as redacted as a
+// log line shows them.
+func TestApprovalQuestion(t *testing.T) {
+	f := newFixture(t)
+	a := &asker{action: AnswerDecline}
+	x, _, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
+	x.CallTool(context.Background(), "up__wipe", json.RawMessage(`{"s":"https://u:pw@db.example/x?token=abc"}`))
+	qs := a.asked()
+	if len(qs) != 1 {
+		t.Fatalf("asked %d questions", len(qs))
+	}
+	msg := qs[0].Message()
+	for _, want := range []string{"up__wipe", "destructive", "https://db.example/x", "A program", "1m0s"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("question lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, secret := range []string{"pw@", "abc"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("question shows %q:\n%s", secret, msg)
+		}
+	}
+}
+
+// TestApprovalLeavesTheProgramTime: inside a program the wait ends a second before the wall
+// clock, so the program hears the refusal and goes on; with too little time left nobody is
+// asked.
+func TestApprovalLeavesTheProgramTime(t *testing.T) {
+	f := newFixture(t)
+	a := &asker{}
+	x, led, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	r := x.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"x"}`))
+	if r.Kind != failure.ApprovalRequiredInProgram || ctx.Err() != nil {
+		t.Errorf("reply %+v, context %v; want a timed-out refusal before the wall clock", r, ctx.Err())
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel2()
+	r = x.CallTool(ctx2, "up__wipe", json.RawMessage(`{"s":"x"}`))
+	if r.Kind != failure.ApprovalRequiredInProgram || !strings.Contains(r.Message, "too little time") {
+		t.Errorf("reply %+v; want a refusal without asking", r)
+	}
+	if n := len(a.asked()); n != 1 {
+		t.Errorf("asked %d times, want 1", n)
+	}
+	recs := approvals(t, led)
+	if len(recs) != 2 || recs[0].Status != budget.ApprovalTimedOut || recs[1].Status != budget.ApprovalUnasked {
+		t.Errorf("records %+v", recs)
+	}
+	// A cancelled call stops waiting at once and is recorded failed.
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel3)
+	r = x.CallTool(ctx3, "up__wipe", json.RawMessage(`{"s":"x"}`))
+	if r.Kind != failure.Cancelled {
+		t.Errorf("cancelled while waiting: %+v", r)
+	}
+	if recs := approvals(t, led); len(recs) != 3 || recs[2].Status != budget.ApprovalFailed {
+		t.Errorf("records %+v", recs)
+	}
+	if f.calls("wipe") != 0 {
+		t.Errorf("the upstream was called")
+	}
+}
+
+// TestApprovalNotRecordedIsNotActedOn: an acceptance whose approval was ended meanwhile (a
+// survivor recorded it unknown after this host stalled) does not make the call.
+func TestApprovalNotRecordedIsNotActedOn(t *testing.T) {
+	f := newFixture(t)
+	a := &asker{action: AnswerAccept}
+	x, led, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
+	a.during = func(Question) {
+		recs := approvals(t, led)
+		if err := led.DecideApproval(context.Background(), budget.ApprovalDecision{ID: recs[0].ID, Status: budget.ApprovalFailed}); err != nil {
+			t.Error(err)
+		}
+	}
+	r := callOf(t, x, "up__wipe", `{"s":"x"}`)
+	if r.Kind != failure.UpstreamError || f.calls("wipe") != 0 {
+		t.Errorf("reply %+v, wipe called %d times; want a refusal and no call", r, f.calls("wipe"))
+	}
+}
+
+// TestApprovalRulesInCalls: an argument rule denies a value before anyone is asked, or asks
+// for one it does not allow; allowed values pass without a question.
+func TestApprovalRulesInCalls(t *testing.T) {
+	f := newFixture(t)
+	turn := f.pool.Catalogue(context.Background()).ResolvePolicy(upstream.Policy{
+		Grant: []string{"up"},
+		Rules: []upstream.Rule{
+			{Tool: "up__echo", Argument: "s", Allow: []string{"a", "b"}, Otherwise: upstream.RuleApproval},
+			{Tool: "up__add", Argument: "s", Pattern: `[0-9]+`, Otherwise: upstream.RuleDeny},
+		},
+	})
+	a := &asker{action: AnswerAccept}
+	x, _, _ := approvalSetup(t, f, turn, &Approvals{Asker: a})
+	if r := callOf(t, x, "up__echo", `{"s":"a"}`); r.Kind != "" {
+		t.Errorf("allowed value: %+v", r)
+	}
+	if r := callOf(t, x, "up__echo", `{"s":"c"}`); r.Kind != "" || string(r.Value) != `"echo c"` {
+		t.Errorf("approved value: %+v", r)
+	}
+	wantKind(t, callOf(t, x, "up__add", `{"s":"x1"}`), failure.Denied)
+	if r := callOf(t, x, "up__add", `{"s":"12"}`); r.Kind != "" {
+		t.Errorf("allowed by pattern: %+v", r)
+	}
+	qs := a.asked()
+	if len(qs) != 1 || !strings.Contains(strings.Join(qs[0].Reasons, " "), `argument "s"`) {
+		t.Errorf("questions %+v; want one, about argument s", qs)
+	}
+	if got := f.calls("echo") + f.calls("add"); got != 3 {
+		t.Errorf("upstream calls %d, want 3", got)
+	}
+}
+
+// TestDirectApproval: a host's direct call takes the same step: accepted it runs once,
+// declined or unanswered it does not, and without an asker it is refused with a true reason.
+func TestDirectApproval(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bindings := []string{}
+	turn := f.pool.Catalogue(ctx).Resolve([]string{"up"}, []string{"up__secret"}, nil, &bindings)
+	direct := func(a *Approvals) outputs.Reply {
+		return Direct(ctx, turn, nil, a, discard(), "up__wipe", json.RawMessage(`{"s":"x"}`))
+	}
+	if r := direct(&Approvals{Asker: &asker{action: AnswerAccept}}); r.Kind != "" {
+		t.Errorf("accepted direct wipe = %+v", r)
+	}
+	wantKind(t, direct(&Approvals{Asker: &asker{action: AnswerDecline}}), failure.Denied)
+	wantKind(t, direct(&Approvals{Asker: &asker{}, Timeout: 200 * time.Millisecond}), failure.ApprovalRequiredInProgram)
+	r := direct(nil)
+	wantKind(t, r, failure.ApprovalRequiredInProgram)
+	if !strings.Contains(r.Message, "needs a person's approval") || !strings.Contains(r.Message, "cannot ask") {
+		t.Errorf("refusal without an asker: %s", r.Message)
+	}
+	if got := f.calls("wipe"); got != 1 {
+		t.Errorf("wipe called %d times, want 1", got)
+	}
+}

@@ -1,0 +1,229 @@
+package mcpserver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+)
+
+// person answers elicitation/create as a go-sdk client's handler: with action, or (action "")
+// not at all until the request is withdrawn. It keeps what it was asked.
+type person struct {
+	mu       sync.Mutex
+	action   string
+	asked    []string
+	answered atomic.Int32
+}
+
+func (p *person) set(action string) {
+	p.mu.Lock()
+	p.action = action
+	p.mu.Unlock()
+}
+
+func (p *person) handler(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	p.mu.Lock()
+	action := p.action
+	p.asked = append(p.asked, req.Params.Message)
+	p.mu.Unlock()
+	if action == "" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	p.answered.Add(1)
+	return &mcp.ElicitResult{Action: action, Meta: mcp.Meta{MetaAnsweredBy: "ann@example.com"}}, nil
+}
+
+func (p *person) questions() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.asked...)
+}
+
+// approvalUpstream is the upstream fixture plus "wipe", annotated destructive, counting its
+// real calls.
+func approvalUpstream(t *testing.T) (*upstreamFixture, *atomic.Int32) {
+	f := newUpstreamFixture(t)
+	var wiped atomic.Int32
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "wipe", Description: "Wipes.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			wiped.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wiped " + in.S}}}, nil, nil
+		})
+	return f, &wiped
+}
+
+// TestApprovalsReachThePerson: a direct call and a program's call of a tool that needs
+// approval are put to the person by elicitation/create; the answer decides, the ledger records
+// who gave it, and the result counts it. Exposed tools needing approval are marked destructive.
+func TestApprovalsReachThePerson(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	dir := t.TempDir()
+	led, err := budget.OpenSQLite(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	u := f.upstreams(true)
+	u.ApprovalRequired = []string{"up__echo"}
+	u.ApprovalTimeout = 300 * time.Millisecond
+	var inProgram string
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+		r := ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"p"}`))
+		inProgram = string(r.Kind) + string(r.Value)
+		return ok(`null`)(ctx, ex)
+	}}
+	p := &person{}
+	cs := connectAt(t, Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}},
+		&Options{Ledger: led, Logger: discard()}, &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		want := tl.Name == "up__wipe" || tl.Name == "up__echo"
+		got := tl.Annotations != nil && tl.Annotations.DestructiveHint != nil && *tl.Annotations.DestructiveHint
+		if strings.HasPrefix(tl.Name, "up__") && got != want {
+			t.Errorf("%s destructiveHint %v, want %v", tl.Name, got, want)
+		}
+	}
+
+	p.set("accept")
+	if res := call(t, cs, "up__wipe", map[string]any{"s": "a"}); res.IsError || text(res) != "wiped a" {
+		t.Errorf("accepted: %v %s", res.IsError, text(res))
+	}
+	p.set("decline")
+	if res := call(t, cs, "up__wipe", map[string]any{"s": "b"}); !res.IsError || !strings.Contains(text(res), "declined") {
+		t.Errorf("declined: %v %s", res.IsError, text(res))
+	}
+	p.set("")
+	if res := call(t, cs, "up__echo", map[string]any{"s": "c"}); !res.IsError || !strings.Contains(text(res), "approval_required_in_program") {
+		t.Errorf("unanswered: %v %s", res.IsError, text(res))
+	}
+	p.set("accept")
+	res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
+	if inProgram != `"wiped p"` {
+		t.Errorf("the program's call answered %s", inProgram)
+	}
+	var r struct {
+		Approvals engine.ApprovalCounts `json:"approvals"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &r); err != nil || r.Approvals != (engine.ApprovalCounts{Asked: 1, Accepted: 1}) {
+		t.Errorf("result approvals %s", b)
+	}
+	if !strings.Contains(text(res), "approvals: 1 asked (1 accepted") {
+		t.Errorf("text rendering lacks the approvals: %s", text(res))
+	}
+	if n := wiped.Load(); n != 2 {
+		t.Errorf("wipe ran %d times, want 2 (the two accepted calls)", n)
+	}
+	qs := p.questions()
+	if len(qs) != 4 || !strings.Contains(qs[0], "up__wipe") || !strings.Contains(qs[0], `{"s":"a"}`) ||
+		!strings.Contains(qs[2], "approval_required") || !strings.Contains(qs[3], "A program") {
+		t.Errorf("questions: %q", qs)
+	}
+
+	// Every decision is in the ledger, with who answered when the host said.
+	var statuses []string
+	for _, a := range ledgerApprovals(t, dir, led) {
+		statuses = append(statuses, string(a.Status)+":"+a.AnsweredBy)
+	}
+	if got := strings.Join(statuses, ","); got != "accepted:ann@example.com,declined:ann@example.com,timed_out:,accepted:ann@example.com" {
+		t.Errorf("ledger approvals %s", got)
+	}
+}
+
+// ledgerApprovals returns the approvals of the one Run the ledger in dir holds.
+func ledgerApprovals(t *testing.T, dir string, led budget.Ledger) []budget.ApprovalRecord {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, budget.LedgerFile)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var run budget.RunRef
+	if err := db.QueryRow(`SELECT tenant, run_id FROM approvals LIMIT 1`).Scan(&run.Tenant, &run.ID); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := led.Approvals(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// revisionElicit is the latest MCP revision in which a server asks with elicitation/create.
+const revisionElicit = "2025-11-25"
+
+// TestApprovalsWithoutElicitation: a client that did not declare elicitation, and clients of
+// revision 2026-07-28 (go-sdk refuses server-to-client requests there), over a session or
+// sessionless, get a refusal that says why and names no tool they cannot call; nobody is asked
+// and the tool is not called.
+func TestApprovalsWithoutElicitation(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	u := f.upstreams(true)
+	u.ApprovalTimeout = time.Minute
+	a := Agent{Tenant: "t", Name: "a", Upstreams: u}
+	check := func(name string, res *mcp.CallToolResult, why string) {
+		t.Helper()
+		msg := text(res)
+		if !res.IsError || !strings.Contains(msg, "needs a person's approval") || !strings.Contains(msg, why) ||
+			strings.Contains(msg, "directly") || strings.Count(msg, "__") != 1 {
+			t.Errorf("%s: %v %s", name, res.IsError, msg)
+		}
+	}
+	cs := connectAt(t, a, nil, nil, revisionElicit)
+	check("no elicitation", call(t, cs, "up__wipe", map[string]any{"s": "x"}), "did not declare the elicitation capability")
+
+	p := &person{action: "accept"}
+	cs = connectAt(t, a, nil, &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionStateless)
+	check("2026-07-28 session", call(t, cs, "up__wipe", map[string]any{"s": "x"}), revisionStateless)
+
+	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: []Agent{a}, Tokenless: func() string { return "t" }, Loopback: true,
+		Server: &Options{Logger: discard(), Drain: drainAtCleanup(t)}, Logger: discard()}))
+	t.Cleanup(srv.Close)
+	cs2, err := connectHTTP(t, srv.URL+"/mcp", http.DefaultTransport, revisionStateless, &mcp.ClientOptions{ElicitationHandler: p.handler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("sessionless", call(t, cs2, "up__wipe", map[string]any{"s": "x"}), revisionStateless)
+	if len(p.questions()) != 0 || wiped.Load() != 0 {
+		t.Errorf("asked %d, wiped %d; want neither", len(p.questions()), wiped.Load())
+	}
+}
+
+// TestApprovalsOverHTTPSession: a 2025-11-25 client over streamable HTTP (a session, the
+// question on the call's stream) is asked like one over stdio.
+func TestApprovalsOverHTTPSession(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	a := Agent{Tenant: "t", Name: "a", Upstreams: f.upstreams(true)}
+	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: []Agent{a}, Tokenless: func() string { return "t" }, Loopback: true,
+		Server: &Options{Logger: discard(), Drain: drainAtCleanup(t)}, Logger: discard()}))
+	t.Cleanup(srv.Close)
+	p := &person{action: "accept"}
+	cs, err := connectHTTP(t, srv.URL+"/mcp", http.DefaultTransport, revisionElicit, &mcp.ClientOptions{ElicitationHandler: p.handler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "up__wipe", map[string]any{"s": "h"}); res.IsError || text(res) != "wiped h" {
+		t.Errorf("accepted over HTTP: %v %s", res.IsError, text(res))
+	}
+	if len(p.questions()) != 1 || wiped.Load() != 1 {
+		t.Errorf("asked %d, wiped %d; want 1 and 1", len(p.questions()), wiped.Load())
+	}
+}
