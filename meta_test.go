@@ -117,8 +117,10 @@ var allowed = []rule{
 	{"upstream", []string{"failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a"},
 		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); never budget, outputs, binding or engine"},
 	{"binding", []string{"upstream", "budget", "outputs", "failure"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs); never engine"},
-	{"mcpserver", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk"},
-		"the MCP face: it wires the engine to a binding.Execution for each run_code and renders results"},
+	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure"},
+		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded and its outputs kept; never the go-sdk"},
+	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it hands each run_code to execution.Execute and renders results"},
 }
 
 func ruleFor(rel string) (rule, bool) {
