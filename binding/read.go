@@ -150,6 +150,11 @@ func readError(err error) *failure.Error {
 	return failure.Wrap(failure.UpstreamError, err, "the handle could not be read")
 }
 
+// NoOutputKept is a host's one answer (read_tool_output, `mcp-sandbox read-output`) for a
+// handle it may not read, whatever the reason: it never names the handle, so another tenant's
+// handle and a never-issued one read the same.
+const NoOutputKept = "no output is kept under this handle: it may have expired, or it was never issued to this tenant"
+
 // noHandle is a program's answer for a handle its execution did not produce, whatever the
 // reason, so another execution's handle reads like one never issued.
 const noHandle = "no handle of this execution is known"

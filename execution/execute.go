@@ -36,6 +36,9 @@ type Spec struct {
 	// PreserveRequired (output.preserve: required) makes an output that could not be kept in
 	// the blob store an output_not_preserved failure.
 	PreserveRequired bool
+	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
+	// binding.DefaultMaxConcurrentCalls.
+	MaxConcurrentCalls int
 }
 
 // Options are what executions share: where they are recorded and where outputs are kept. nil
@@ -62,12 +65,9 @@ type Program struct {
 	// Turn is the catalogue narrowed for this turn; nil means no upstream tools (list_tools
 	// and get_tool_info still answer, run_code is still excluded_builtin).
 	Turn *upstream.Turn
-	// MaxConcurrentCalls caps the binding calls in flight; zero means
-	// binding.DefaultMaxConcurrentCalls.
-	MaxConcurrentCalls int
 	// Approvals is the approval step's configuration: who can be asked, and for how long; nil
 	// means nobody can be asked, so a call that needs a person's approval is refused
-	// (approval_required_in_program), as under `mcp-sandbox run`.
+	// (approval_required_in_program).
 	Approvals *binding.Approvals
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
@@ -100,7 +100,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		meter = m
 	}
 	x := binding.New(&binding.Options{Turn: p.Turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
-		MaxConcurrentCalls: p.MaxConcurrentCalls, Logger: o.Logger, Approvals: p.Approvals})
+		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: o.Logger, Approvals: p.Approvals})
 	res := spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress})
 	x.Wait()

@@ -41,9 +41,6 @@ type Upstreams struct {
 	ApprovalTimeout time.Duration
 	// Expose offers the granted tools of non-deferred servers directly in tools/list.
 	Expose bool
-	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
-	// binding.DefaultMaxConcurrentCalls.
-	MaxConcurrentCalls int
 	// policy, when set by SetPolicy, replaces Grant, Deny, ApprovalRequired, IgnoreDestructive,
 	// Rules and Bindings.
 	policy atomic.Pointer[UpstreamPolicy]

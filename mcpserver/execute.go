@@ -15,10 +15,6 @@ import (
 // cut to it).
 const maxReadBytes = 1 << 20
 
-// errNoHandle is the one answer for a handle the caller may not read, whatever the reason:
-// it never names the handle, so a foreign handle and a never-issued one read the same.
-const errNoHandle = "no output is kept under this handle: it may have expired, or it was never issued to this tenant"
-
 // readToolOutput pages any handle of the session's tenant, by line window or regex, through
 // binding.Read (the same reader a program's handle.read() uses) and renders it for the host.
 func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -30,7 +26,7 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 	switch {
 	case fe == nil:
 	case fe.Kind == failure.Unavailable:
-		return toolError("%s", errNoHandle), nil
+		return toolError("%s", binding.NoOutputKept), nil
 	case fe.Kind == failure.UpstreamError:
 		h.log.Error("read_tool_output failed", "err", fe.Err)
 		return toolError("the output could not be read"), nil
@@ -51,9 +47,6 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string) *engine.Result {
 	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn(ctx),
 		Approvals: h.approvals(req)}
-	if u := h.agent.Upstreams; u != nil {
-		p.MaxConcurrentCalls = u.MaxConcurrentCalls
-	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		pr := newProgress(ctx, req.Session, tok)
 		defer pr.wait()

@@ -3,19 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs, configPath := commandFlags("run", runUsage, stderr)
 	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
-	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the only one)")
+	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
+	runName := fs.String("run", "", "the Run the execution belongs to, as run_code's _meta \"mcp-sandbox/run\" names one (default: a Run of its own)")
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -27,6 +30,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, usagef("%v", err)
 	}
+	// The result is the JSON on stdout; stderr carries warnings and errors only.
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		return exitUsage, err
@@ -35,35 +40,40 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, err
 	}
-	t := cfg.Tenants[tname]
-	ce := t.Agents[aname].CodeExecution
-	if ce == nil {
+	if cfg.Tenants[tname].Agents[aname].CodeExecution == nil {
 		return exitUsage, usagef("agent %q of tenant %q has no code_execution block: it may not run programs", aname, tname)
 	}
-	profileName := ce.Profile
-	if profileName == "" {
-		profileName = configs.DefaultProfileName
-	}
-	profile, ok := cfg.Profile(profileName)
-	if !ok {
-		return exitUsage, usagef("agent %q names profile %q, which is not defined", aname, profileName)
-	}
-	terms, refusal := agentTerms(t, ce)
-	var res *engine.Result
-	if refusal != "" {
-		res = engine.Refuse(terms, failure.NetworkUnavailable, refusal)
-	} else {
-		runner, err := openProfile(ctx, profileName, profile, 0)
-		if err != nil {
-			kind, reason := openRefusal(err)
-			// No Runner to narrow the terms: report them under the profile's hard limits,
-			// as serve does for an unavailable profile.
-			terms.Limits = engineLimits(profile.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
-			res = engine.Refuse(terms, kind, reason)
-		} else {
-			defer runner.Close()
-			res = runner.Run(ctx, engine.Execution{Program: program, Terms: terms})
+	run := budget.RunRef{Tenant: tname, ID: budget.NewID("command:c_")}
+	if *runName != "" {
+		named, ok := execution.NamedRun(tname, *runName)
+		if !ok {
+			return exitUsage, usagef("--run: a Run name is at most %d bytes", execution.MaxRunNameBytes)
 		}
+		run = named
+	}
+	// What serve opens for the same agent, and nothing more: no warm child, no describe probe,
+	// no sweeper; the upstreams start when the turn lists them.
+	st, err := openStorage(ctx, cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer st.close()
+	oa, err := openAgent(ctx, cfg, tname, aname, oneShot)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer oa.close()
+	a := oa.agent
+	res := execution.Execute(ctx, a.CodeExecution,
+		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn(ctx)},
+		&execution.Options{Ledger: st.ledger, Blobs: st.blobs})
+	if *runName == "" {
+		// A Run of its own ends with the command; a named one goes on, as a host's does.
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := st.ledger.EndRun(ectx, run); err != nil && !errors.Is(err, budget.ErrNotFound) {
+			slog.Warn("run end not recorded", "run", run.ID, "err", err)
+		}
+		cancel()
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
