@@ -62,9 +62,10 @@ type Program struct {
 	Run budget.RunRef
 	// AgentVersion is the version hash of the agent whose program it is, for the record.
 	AgentVersion string
-	// Turn is the catalogue narrowed for this turn; nil means no upstream tools (list_tools
-	// and get_tool_info still answer, run_code is still excluded_builtin).
-	Turn *upstream.Turn
+	// Turn resolves the catalogue narrowed for this turn; it is called once, after the refusal
+	// check, so a refused program starts no upstream. nil, or a nil Turn, means no upstream
+	// tools (list_tools and get_tool_info still answer, run_code is still excluded_builtin).
+	Turn func(context.Context) *upstream.Turn
 	// Approvals is the approval step's configuration: who can be asked, and for how long; nil
 	// means nobody can be asked, so a call that needs a person's approval is refused
 	// (approval_required_in_program).
@@ -99,7 +100,11 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		}
 		meter = m
 	}
-	x := binding.New(&binding.Options{Turn: p.Turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
+	var turn *upstream.Turn
+	if p.Turn != nil {
+		turn = p.Turn(ctx)
+	}
+	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
 		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: o.Logger, Approvals: p.Approvals})
 	res := spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress})

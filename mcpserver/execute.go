@@ -45,7 +45,7 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 // exposed tools), the approval step's asker (elicitation on the session) and progress
 // notifications.
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string) *engine.Result {
-	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn(ctx),
+	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
 		Approvals: h.approvals(req)}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		pr := newProgress(ctx, req.Session, tok)

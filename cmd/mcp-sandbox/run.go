@@ -65,7 +65,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	defer oa.close()
 	a := oa.agent
 	res := execution.Execute(ctx, a.CodeExecution,
-		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn(ctx)},
+		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn},
 		&execution.Options{Ledger: st.ledger, Blobs: st.blobs})
 	if *runName == "" {
 		// A Run of its own ends with the command; a named one goes on, as a host's does.
