@@ -109,11 +109,26 @@ func readProgram(name string) (string, error) {
 	return string(b), nil
 }
 
-const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] FILE|-
+const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] [--run ID] FILE|-
 
-Runs one Python program in the agent's sandbox and prints the result JSON on stdout: value,
-stdout and stderr previews, failure (with the full traceback), limit_hit, terms, isolation and
-guarantees. "-" reads the program from standard input.
+Runs one Python program exactly as the agent's run_code would, and prints the result JSON on
+stdout: value, stdout and stderr previews, failure (with the full traceback), limit_hit,
+terms, isolation and guarantees, attachments and artifacts (with handles), unavailable_bindings
+and budget. "-" reads the program from standard input.
+
+It resolves the same turn as "mcp-sandbox serve --tenant T --agent A" (each defaulting to the
+only one there is): the profile and terms, the tenant's granted upstream tools (TOOLS, aliases,
+call_tool) under its policy and the agent's bindings, the binding budget, the run ledger and the
+blob store in data_dir. Outputs larger than their preview are kept under handles; print one
+with "mcp-sandbox read-output HANDLE". output.preserve: required makes an output that could not
+be kept a failure. A call that needs a person's approval is refused (approval_required_in_program):
+nobody can be asked from here.
+
+Each run is a Run of its own, so the per-Run budget starts afresh; --run ID names a Run
+instead, the one run_code's _meta "mcp-sandbox/run" names by the same ID, so its budget is
+shared across runs and with the host. No warm child is started; the tenant's upstream servers
+are started just before the program (TOOLS names their tools), and a tenant granted none starts
+nothing.
 
 Exit status: 0 when the program completed, 1 when the result carries a failure or a refusal
 (the result is still printed), 2 for usage or configuration errors.
