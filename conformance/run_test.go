@@ -75,7 +75,11 @@ type sameFields struct {
 	Attachments []attachment `json:"attachments"`
 	Artifacts   []attachment `json:"artifacts"`
 	Unavailable []string     `json:"unavailable_bindings"`
-	Budget      struct {
+	Approvals   struct {
+		Asked   int `json:"asked"`
+		Unasked int `json:"unasked"`
+	} `json:"approvals"`
+	Budget struct {
 		Execution usage `json:"execution"`
 		Run       usage `json:"run"`
 	} `json:"budget"`
@@ -196,6 +200,9 @@ func TestRunIsRunCode(t *testing.T) {
 			}
 			if fromRun.Budget.Execution.Calls != 1 || fromRun.Budget.Run != fromRun.Budget.Execution {
 				t.Errorf("budget %+v: want one call, in a Run of its own", fromRun.Budget)
+			}
+			if fromRun.Approvals.Unasked != 1 || fromRun.Approvals.Asked != 0 {
+				t.Errorf("approvals %+v: want the one call that needs approval refused unasked", fromRun.Approvals)
 			}
 			if !slices.Contains(fromRun.Unavailable, "docs__nope") {
 				t.Errorf("unavailable_bindings = %v", fromRun.Unavailable)

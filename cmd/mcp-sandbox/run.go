@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 )
@@ -65,7 +66,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	defer oa.close()
 	a := oa.agent
 	res := execution.Execute(ctx, a.CodeExecution,
-		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn},
+		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
+			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}},
 		&execution.Options{Ledger: st.ledger, Blobs: st.blobs})
 	if *runName == "" {
 		// A Run of its own ends with the command; a named one goes on, as a host's does.
@@ -84,6 +86,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitFailure, nil
 	}
 	return exitOK, nil
+}
+
+// nobodyToAsk is run's approval asker: a command at a shell has no person to put a question
+// to while its program waits, so a call that needs approval is refused, saying why.
+type nobodyToAsk struct{}
+
+func (nobodyToAsk) CanAsk() (bool, string) {
+	return false, "`mcp-sandbox run` has nobody to ask; run the program through an MCP host that can ask its person (elicitation)"
+}
+
+func (nobodyToAsk) Ask(context.Context, binding.Question) (binding.Answer, error) {
+	return binding.Answer{}, errors.New("mcp-sandbox run has nobody to ask")
 }
 
 // maxProgramBytes bounds a program read from a file or stdin.
