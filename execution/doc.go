@@ -12,9 +12,13 @@
 //  2. With a ledger, the execution is recorded (budget.Start) before anything runs; a ledger
 //     that cannot record it refuses the execution (internal), since an unrecorded program
 //     would spend an allowance nobody counts.
-//  3. A binding.Execution over the turn, the meter and the blob store is the engine's
-//     ToolCaller, with the turn's names (TOOLS) and aliases; the sandbox runs the program.
-//  4. unavailable_bindings is the turn's Unavailable.
+//  3. The turn is resolved (Program.Turn; after the refusal check, so a refused program starts
+//     no upstream). A binding.Execution over the turn, the meter, the blob store and the
+//     approval step (Program.Approvals: who can be asked; run_code asks by elicitation, `run`
+//     has nobody to ask) is the engine's ToolCaller, with the turn's names (TOOLS) and aliases;
+//     the sandbox runs the program.
+//  4. unavailable_bindings is the turn's Unavailable; approvals counts the approval step's
+//     decisions.
 //  5. Outputs are kept (outputs.go): a stream larger than its preview, a large value and every
 //     artifact go to the blob store under a handle (location blob, bytes charged as preserved);
 //     a stream that fits its preview stays inline. Without a store, or when a Put fails, they
@@ -25,8 +29,8 @@
 //
 // What stays with each caller is what differs by nature: how the Run is named (an MCP
 // session, _meta "mcp-sandbox/run" through NamedRun, or a one-shot command's own Run), how the
-// turn is resolved (mcpserver also syncs its exposed tools), progress notifications, shutdown
-// draining, and rendering.
+// turn is resolved (mcpserver also syncs its exposed tools), who can be asked for approval,
+// progress notifications, shutdown draining, and rendering.
 //
 // It imports engine, binding, upstream, budget, outputs and failure (DESIGN.md §2): it wires
 // the engine to a binding call's home, and never imports the go-sdk, mcpserver or configs.
