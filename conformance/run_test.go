@@ -110,6 +110,27 @@ func decodeSame(t *testing.T, b []byte) (sameFields, map[string]string) {
 	return r, handles
 }
 
+// wholeResult is the whole result as JSON values, less what differs by nature between two
+// executions of one program: the duration, and the value of each handle (whether there is
+// one is kept). Every field the result has, now or later, is compared.
+func wholeResult(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("result %s: %v", b, err)
+	}
+	delete(m, "duration_seconds")
+	for _, key := range []string{"attachments", "artifacts"} {
+		as, _ := m[key].([]any)
+		for _, a := range as {
+			if a, ok := a.(map[string]any); ok && a["handle"] != nil {
+				a["handle"] = "h"
+			}
+		}
+	}
+	return m
+}
+
 // runCodeIn calls run_code in the named Run and returns its structured result as JSON.
 func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	t.Helper()
@@ -171,10 +192,14 @@ func TestRunIsRunCode(t *testing.T) {
 			if code != c.exit {
 				t.Fatalf("run: exit %d, want %d\nstdout %s\nstderr %s", code, c.exit, out, errOut)
 			}
+			served := runCodeIn(t, cs, fmt.Sprintf("same-%d", i), c.program)
 			fromRun, runHandles := decodeSame(t, []byte(out))
-			fromServe, serveHandles := decodeSame(t, runCodeIn(t, cs, fmt.Sprintf("same-%d", i), c.program))
+			fromServe, serveHandles := decodeSame(t, served)
 			if d := cmp.Diff(fromServe, fromRun); d != "" {
 				t.Errorf("run differs from run_code (-run_code +run):\n%s", d)
+			}
+			if d := cmp.Diff(wholeResult(t, served), wholeResult(t, []byte(out))); d != "" {
+				t.Errorf("run's whole result differs from run_code's (-run_code +run):\n%s", d)
 			}
 			if c.exit != 0 {
 				if fromRun.Failure == nil || fromRun.Failure.Kind != "output_not_preserved" || !fromRun.Failure.Executed {
