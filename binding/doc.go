@@ -80,7 +80,7 @@
 //
 // # Imports and concurrency
 //
-// It imports upstream, budget, outputs and failure (DESIGN.md §2); never engine or mcpserver,
+// It imports upstream, budget, outputs, failure and telemetry (DESIGN.md §2); never engine or mcpserver,
 // and the engine never imports it: the engine's ToolCaller is satisfied because both speak
 // outputs.Reply. An Execution is safe for concurrent use (calls overlap, approvals too: each
 // waits on its own question); mu guards only its handle set, and the tally's own mutex only

@@ -4,7 +4,7 @@
 // servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens, Host and
 // Origin protection and a request body limit.
 //
-// Imports: engine, binding, upstream, budget, outputs, failure and the go-sdk only (DESIGN.md §2). It never imports
+// Imports: engine, binding, upstream, budget, outputs, failure, telemetry and the go-sdk only (DESIGN.md §2). It never imports
 // configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,
 // HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
