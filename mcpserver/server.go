@@ -229,7 +229,7 @@ func bytesText(n int64) string {
 }
 
 type handlers struct {
-	agent Agent
+	agent  Agent
 	srv    *mcp.Server
 	opts   Options
 	log    *slog.Logger

@@ -69,4 +69,3 @@ func logHandler(w io.Writer, format, level string) (slog.Handler, error) {
 	}
 	return nil, usagef("--log-format must be text or json, got %q", format)
 }
-
