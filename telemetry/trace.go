@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -107,4 +108,13 @@ func ToMeta(ctx context.Context) map[string]any {
 	m := metaCarrier{}
 	traceContext.Inject(ctx, m)
 	return m
+}
+
+// ToHeader sets the W3C Trace Context headers (traceparent, tracestate) that pass ctx's span
+// context on to an HTTP peer that is not an MCP server (an A2A agent); it sets nothing when
+// ctx has no valid span context.
+func ToHeader(ctx context.Context, h http.Header) {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+	}
 }
