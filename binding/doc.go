@@ -68,6 +68,14 @@
 //     The host's read_tool_output tool uses the same Read, over any handle of its tenant, with
 //     a 1 MiB page.
 //
+// Traced and counted (observe.go): CallTool wraps the walk in a span (under the run_code's;
+// the upstream call's span is upstream's, under it) and, when it ends, reports the call
+// (telemetry.Reporter: upstream and outcome, duration), and reads off the Reply what else the
+// operator counts: a budget refusal and its meter (budget.RefusedMeter), an approval refusal
+// (telemetry.ApprovalRequiredInProgram), a result kept under a handle. The walk itself holds
+// no hook; an approval step that asks a person reports its own decisions (asked, accepted,
+// declined, timed_out) through the same Reporter.
+//
 // Nothing is translated on the way: upstream, budget and this package fail a call with
 // failure.Kind values of failure.CallKinds, and the Reply (package outputs, the leaf both the
 // engine and this package import) carries the kind to the engine, which writes it in the

@@ -77,6 +77,16 @@
 //   - A direct call's value is rendered as structuredContent (an object) with its JSON as text,
 //     or as text; a refusal or upstream failure is an isError result naming the kind.
 //
+//   - Telemetry (observe.go): every tools/call is a server span (package telemetry) under the
+//     trace context of its _meta (traceparent, tracestate), named with the tool only when this
+//     server offers it; run_code's binding calls and a direct call's upstream call are traced
+//     under it. Each execution gets its id before it starts (the ledger records it under that
+//     id) and a logger naming it, its tenant, agent and Run, carried in its context to the
+//     binding calls and the upstreams and handed to the engine (Execution.Logger); its end is
+//     one "run_code" line and one telemetry.Execution (Options.Metrics; level "none" and start
+//     "none" for a refusal). A kept output is counted (Kept "output"); a direct call is counted
+//     as a host's call.
+//
 // Goroutines: each session's Run-end watcher is counted by its server and, with a Drain, ended
 // and waited for by Drain.Close (which the caller runs after Drain.Wait and before closing the
 // ledger); progress senders are waited for by their run_code; a Drain's cancellation of an

@@ -428,6 +428,12 @@ At startup every profile an agent uses is opened and described once; an agent na
 profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
 each profile can contain on this machine.
 
+What the operator watches: --log-format json|text and --log-level on stderr (every line of
+one execution names its execution, tenant, agent and run); --metrics-listen ADDR serves
+Prometheus metrics (/metrics, no authentication: loopback or the scraper's network only) with
+either transport; OTEL_EXPORTER_OTLP_ENDPOINT exports traces over OTLP/HTTP, under the trace
+context a host sends in _meta (traceparent), which upstream calls pass on.
+
 SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approval list, an
 agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts
 are sent tools/list_changed. New tenants, agents, profiles and upstreams need a restart.
