@@ -3,17 +3,25 @@ package conformance
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -360,4 +368,61 @@ func grepLines(text, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestOTLPExport: with OTEL_EXPORTER_OTLP_ENDPOINT set, the built binary exports its spans over
+// OTLP/HTTP (protobuf) to the collector named, here one this test plays on loopback; by the
+// time serve has exited, the spans of a run_code and of its binding call have arrived, under
+// the host's trace id.
+func TestOTLPExport(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{} // span name → trace id (hex)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+		var req coltracepb.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || err != nil || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					got[s.Name] = hex.EncodeToString(s.TraceId)
+				}
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		_, _ = w.Write(b)
+	}))
+	defer collector.Close()
+
+	dir := t.TempDir()
+	cmd := exec.Command(built.sandbox, "serve", "--config", writeConfig(t, operateConfig(filepath.Join(dir, "data"))))
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=ops-test")
+	cmd.Stderr = &serverLog{t: t}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, nil).Connect(ctx,
+		&mcp.CommandTransport{Command: cmd, TerminateDuration: 15 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hostTrace = "0af7651916cd43dd8448eb211c80319c"
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code",
+		Meta:      mcp.Meta{"traceparent": "00-" + hostTrace + "-b7ad6b7169203331-01"},
+		Arguments: map[string]any{"code": `return (await mock__add(a=1, b=2))["sum"]`}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_code: %v %v", res, err)
+	}
+	cs.Close() // serve exits, and flushes its spans on the way out
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"tools/call run_code", "binding mock__add", "tools/call add"} {
+		if got[name] != hostTrace {
+			t.Errorf("span %q: trace %q, want the host's %s (spans received: %v)", name, got[name], hostTrace, got)
+		}
+	}
 }
