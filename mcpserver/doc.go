@@ -84,7 +84,7 @@
 //     id) and a logger naming it, its tenant, agent and Run, carried in its context to the
 //     binding calls and the upstreams and handed to the engine (Execution.Logger); its end is
 //     one "run_code" line and one telemetry.Execution (Options.Metrics; level "none" and start
-//     "none" for a refusal). A kept output is counted (Kept "output"); a direct call is counted
+//     "none" for a refusal, start "unknown" from a backend that does not say, a remote one). A kept output is counted (Kept "output"); a direct call is counted
 //     as a host's call.
 //
 // Goroutines: each session's Run-end watcher is counted by its server and, with a Drain, ended

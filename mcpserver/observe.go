@@ -70,8 +70,11 @@ func (h *handlers) observe(ctx context.Context, res *engine.Result, log *slog.Lo
 			e.Outcome, e.Level = "refused", "none"
 		}
 	}
-	if e.Start == "" {
+	if e.Start == "" { // no child of ours: refused before one, or a backend that does not say (remote)
 		e.Start = "none"
+		if e.Outcome != "refused" {
+			e.Start = "unknown"
+		}
 	}
 	h.report.Execution(e)
 	telemetry.Current(ctx).Set(telemetry.String("mcp_sandbox.profile", e.Profile), telemetry.String("mcp_sandbox.isolation", e.Level),

@@ -65,7 +65,7 @@ func New(opts *Options) *Metrics {
 		Help: "run_code executions that ended, by profile, isolation level reached (none: nothing ran), outcome (completed, failed, refused) and failure kind."},
 		labels("profile", "level", "outcome", "kind"))
 	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcp_sandbox_execution_duration_seconds",
-		Help:    "How long run_code executions took, by profile and start: warm (a child started ahead), cold (started for it) or none (refused before a child started).",
+		Help:    "How long run_code executions took, by profile and start: warm (a child started ahead), cold (started for it), none (refused before a child started) or unknown (a remote backend).",
 		Buckets: ExecutionBuckets}, labels("profile", "start"))
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_tool_calls_total",
 		Help: "Tool calls that ended, by caller (program: a binding call; host: a direct call of an exposed tool), upstream (_builtin, _unknown) and outcome (ok or the failure kind)."},

@@ -30,8 +30,9 @@ type Execution struct {
 	// Outcome is "completed", "failed" (the program ran and failed) or "refused" (nothing
 	// of it ran); Kind is the failure kind, "" when completed.
 	Outcome, Kind string
-	// Start is "warm" (a child started ahead of time), "cold" (started for this execution)
-	// or "none" (no child was started).
+	// Start is "warm" (a child started ahead of time), "cold" (started for this execution),
+	// "none" (refused before a child was started) or "unknown" (the backend does not say: a
+	// remote one).
 	Start   string
 	Seconds float64
 }
