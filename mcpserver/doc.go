@@ -9,40 +9,32 @@
 // HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
 // Decisions:
-//
 //   - Program failures and refusals (network_unavailable, isolation_unavailable,
 //     backend_unavailable) are CallToolResults with isError: true and the engine Result as
 //     structuredContent; JSON-RPC errors are kept for protocol faults (bad arguments).
-//
 //   - The agent's version hash is in the server instructions and in every run_code result's
 //     _meta under "mcp-sandbox/agent_version".
-//
 //   - Progress: when a tools/call carries a progress token, run_code sends
 //     notifications/progress about once a second with the elapsed seconds as progress and no
 //     total (a program usually ends well before its wall clock). A send never blocks the
 //     engine; a tick is dropped while the previous send is in flight.
-//
 //   - Cancellation: go-sdk cancels the handler's context on notifications/cancelled; that
 //     context is the one passed to Sandbox.Run, which kills the program's tree.
-//
 //   - HTTP routing: /mcp is the token's tenant's default agent (its only agent, or the one
 //     named "default"); /mcp/{agent} names one. A name that belongs only to another tenant is
 //     403, a name no tenant has is 404. Each (tenant, agent) pair has its own
 //     StreamableHTTPHandler and sessions carry the tenant as their user, so a session id is
 //     never usable from another tenant.
-//
 //   - Two revisions on one endpoint (stateless.go): a request whose MCP-Protocol-Version is
 //     2026-07-28 or later (sessionless: server/discover, metadata in every request's _meta) goes
 //     to the agent's stateless go-sdk handler, any other to its session handler. The header
 //     alone decides. A sessionless request keeps no state in the process, so any replica can
 //     answer it; a 2025-11-25 session lives in the replica that made it (a balancer keeps
 //     affinity on Mcp-Session-Id).
-//
 //   - Upstream tools: every turn boundary (run_code, list_tools, get_tool_info, a direct call,
 //     and the host's tools/list) resolves an upstream.Turn from the tenant's catalogue and the
 //     agent's plain policy values (Upstreams). Without upstreams list_tools lists nothing and
 //     get_tool_info answers "unknown".
-//
 //   - Binding calls are package binding's (its doc walks one call hop by hop): run_code makes a
 //     binding.Execution over the Turn, the execution's meter and the blob store, and hands it
 //     to the engine as the ToolCaller, with its names and aliases; unavailable_bindings is its
@@ -51,23 +43,19 @@
 //     tenant, 1 MiB a page; every handle the caller may not read gets one fixed text that does
 //     not even echo the handle, so another tenant's handle reads exactly like one that never
 //     existed).
-//
 //   - Runs and budgets (runs.go, execute.go): a Run is the MCP session (a stdio session, which
 //     has no id, gets one for its lifetime; a sessionless HTTP request is its own Run) unless
 //     the call's _meta names one under "mcp-sandbox/run"; named, session and request Runs are
 //     kept apart by a prefix. With
 //     Options.Ledger set, each run_code is an execution (budget.Start … Meter.End, with its
 //     attachments), and its meter goes to the binding.Execution.
-//
 //   - Outputs: after a run, a stream larger than its preview and every artifact go to the blob
 //     store (location blob, with a handle, bytes charged as preserved); a stream that fits its
 //     preview stays inline. Without a store they are preview_only and the ledger's attachment
 //     record says how many bytes were let go (let_go_bytes); with CodeExec.PreserveRequired
 //     that is an output_not_preserved failure.
-//
 //   - Direct calls of exposed tools are recorded too (budget.Direct), under the same Run, and
 //     do not count against the binding budget.
-//
 //   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to
 //     the server under their model-facing names (their own schema and annotations; the output
 //     schema is left out because the direct result is our rendering) and removed when the policy
@@ -88,7 +76,6 @@
 //     (readOnlyHint false), and a run_code result carries the counts under "approvals".
 //   - A direct call's value is rendered as structuredContent (an object) with its JSON as text,
 //     or as text; a refusal or upstream failure is an isError result naming the kind.
-//
 //   - Telemetry (observe.go): every tools/call is a server span (package telemetry) under the
 //     trace context of its _meta (traceparent, tracestate), named with the tool only when this
 //     server offers it; run_code's binding calls and a direct call's upstream call are traced
@@ -96,8 +83,8 @@
 //     id) and a logger naming it, its tenant, agent and Run, carried in its context to the
 //     binding calls and the upstreams and handed to the engine (Execution.Logger); its end is
 //     one "run_code" line and one telemetry.Execution (Options.Metrics; level "none" and start
-//     "none" for a refusal, start "unknown" from a backend that does not say, a remote one). A kept output is counted (Kept "output"); a direct call is counted
-//     as a host's call.
+//     "none" for a refusal, start "unknown" from a backend that does not say, a remote one). A
+//     kept output is counted (Kept "output"); a direct call is counted as a host's call.
 //
 // Goroutines: each session's Run-end watcher is counted by its server and, with a Drain, ended
 // and waited for by Drain.Close (which the caller runs after Drain.Wait and before closing the
