@@ -71,10 +71,9 @@
 // Traced and counted (observe.go): CallTool wraps the walk in a span (under the run_code's;
 // the upstream call's span is upstream's, under it) and, when it ends, reports the call
 // (telemetry.Reporter: upstream and outcome, duration), and reads off the Reply what else the
-// operator counts: a budget refusal and its meter (budget.RefusedMeter), an approval refusal
-// (telemetry.ApprovalRequiredInProgram), a result kept under a handle. The walk itself holds
-// no hook; an approval step that asks a person reports its own decisions (asked, accepted,
-// declined, timed_out) through the same Reporter.
+// operator counts: a budget refusal and its meter (budget.RefusedMeter), a result kept under a
+// handle. The walk itself holds no hook; the approval step reports each decision it makes, for
+// a program's call or a direct one, through Approvals.Report.
 //
 // Nothing is translated on the way: upstream, budget and this package fail a call with
 // failure.Kind values of failure.CallKinds, and the Reply (package outputs, the leaf both the

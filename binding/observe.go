@@ -13,7 +13,8 @@ import (
 // observation is what the operator sees of one binding call: its span (under the run_code's,
 // and the parent of the upstream call's) and, when it ends, its metrics, all read off the
 // Reply so the walk itself carries no hooks: the outcome, a budget refusal and the meter it
-// names, an approval refusal, a result kept under a handle.
+// names, a result kept under a handle. (Approval decisions are counted by the approval step,
+// which direct calls take too.)
 type observation struct {
 	x        *Execution
 	span     telemetry.Span
@@ -57,8 +58,6 @@ func (o observation) end(rep outputs.Reply) {
 		if meter, half := budget.RefusedMeter(rep.Message); meter != "" {
 			r.BudgetRefusal(meter, half)
 		}
-	case failure.ApprovalRequiredInProgram:
-		r.Approval(telemetry.ApprovalRequiredInProgram)
 	}
 	if rep.Handle != nil {
 		r.Kept("binding", rep.Handle.Size)

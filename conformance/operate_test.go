@@ -79,11 +79,8 @@ for i in range(4):
     except ToolError as e:
         out.append(e.kind)
 return out`},
-	// completed: a destructive tool is refused inside a program (approval)
-	{"approval", `try:
-    await call_tool("mock__delete-everything", {})
-except ToolError as e:
-    return e.kind`},
+	// completed: a destructive tool needs approval, which the host's person gives
+	{"approval", `return await call_tool("mock__delete-everything", {})`},
 	// completed: a result over max_result_bytes (1 MiB) comes back as a handle; stdout over
 	// its preview is kept under a handle too
 	{"handles", `h = await mock__bytes(n=1500000, line=100)
@@ -94,8 +91,11 @@ return h.size`},
 func TestMetricsMove(t *testing.T) {
 	dir := t.TempDir()
 	log := &serverLog{t: t}
-	cs, _ := serveProc(t, writeConfig(t, operateConfig(filepath.Join(dir, "data"))), log,
-		"--metrics-listen", "127.0.0.1:0", "--log-format", "json")
+	accept := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}
+	cs, _ := serveProcWith(t, writeConfig(t, operateConfig(filepath.Join(dir, "data"))), log,
+		&mcp.ClientOptions{ElicitationHandler: accept}, revisionElicit, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
 	url := "http://" + logAttr(t, log, "serving metrics", "addr") + "/metrics"
 
 	before := scrape(t, url)
@@ -109,7 +109,7 @@ func TestMetricsMove(t *testing.T) {
 		"two-calls": []any{marker, 3.0},
 		"errors":    []any{"tool_error", "unavailable"},
 		"budget":    []any{"ok", "ok", "ok", "budget_exceeded"},
-		"approval":  "approval_required_in_program",
+		"approval":  "deleted",
 		"handles":   1500000.0,
 	}
 	for _, p := range operatePrograms {
@@ -142,13 +142,13 @@ func TestMetricsMove(t *testing.T) {
 		{"mcp_sandbox_executions_total", map[string]string{"profile": "default", "outcome": "completed", "kind": ""}, 5},
 		{"mcp_sandbox_executions_total", map[string]string{"outcome": "failed", "kind": "program_error"}, 1},
 		{"mcp_sandbox_executions_total", map[string]string{"outcome": "refused"}, 0},
-		{"mcp_sandbox_tool_calls_total", map[string]string{"caller": "program", "upstream": "mock", "outcome": "ok"}, 6},
+		{"mcp_sandbox_tool_calls_total", map[string]string{"caller": "program", "upstream": "mock", "outcome": "ok"}, 7},
 		{"mcp_sandbox_tool_calls_total", map[string]string{"upstream": "mock", "outcome": "tool_error"}, 1},
 		{"mcp_sandbox_tool_calls_total", map[string]string{"upstream": "_unknown", "outcome": "unavailable"}, 1},
 		{"mcp_sandbox_tool_calls_total", map[string]string{"upstream": "mock", "outcome": "budget_exceeded"}, 1},
-		{"mcp_sandbox_tool_calls_total", map[string]string{"upstream": "mock", "outcome": "approval_required_in_program"}, 1},
 		{"mcp_sandbox_budget_refusals_total", map[string]string{"meter": "max_calls", "half": "execution"}, 1},
-		{"mcp_sandbox_approvals_total", map[string]string{"decision": "required_in_program"}, 1},
+		{"mcp_sandbox_approvals_total", map[string]string{"decision": "accepted"}, 1},
+		{"mcp_sandbox_approvals_total", map[string]string{"decision": "unasked"}, 0},
 		{"mcp_sandbox_handles_stored_total", map[string]string{"source": "binding"}, 1},
 		{"mcp_sandbox_handles_stored_total", map[string]string{"source": "output"}, 1},
 		{"mcp_sandbox_upstream_sessions", map[string]string{"upstream": "mock"}, 1},
@@ -159,7 +159,7 @@ func TestMetricsMove(t *testing.T) {
 		}
 	}
 	// Histograms: every execution observed once, by how its child was had; every call of
-	// the mock observed once (ok 6, tool_error, budget_exceeded, approval: 9).
+	// the mock observed once (ok 7, tool_error, budget_exceeded: 9).
 	warm := histCount(after, "mcp_sandbox_execution_duration_seconds", map[string]string{"profile": "default", "start": "warm"})
 	cold := histCount(after, "mcp_sandbox_execution_duration_seconds", map[string]string{"profile": "default", "start": "cold"})
 	if warm+cold != 6 || warm == 0 {

@@ -77,7 +77,7 @@ func New(opts *Options) *Metrics {
 		Help: "Binding calls the budget refused before they were made, by the limit reached (meter) and whose (half: execution or run)."},
 		labels("meter", "half"))
 	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_approvals_total",
-		Help: "Decisions on calls that need a person's approval: required_in_program (refused inside a program), asked, accepted, declined, timed_out."},
+		Help: "Decisions on calls that need a person's approval, in programs and direct: accepted, declined, cancelled, timed_out, failed (the host could not put the question), unasked (this host cannot ask: refused)."},
 		labels("decision"))
 	m.kept = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_handles_stored_total",
 		Help: "Outputs kept in the blob store under a handle, by source (output: a stream, value or artifact of an execution; binding: a binding result over the transfer allowance)."},

@@ -20,7 +20,7 @@ func TestSeriesWithoutTenantLabels(t *testing.T) {
 	m.Call(acme, telemetry.Call{Upstream: "docs", Outcome: "ok", Seconds: 0.01})
 	m.Call(acme, telemetry.Call{Upstream: "docs", Outcome: "ok", Direct: true, Seconds: 0.01})
 	m.BudgetRefusal(acme, "max_calls", "run")
-	m.Approval(acme, telemetry.ApprovalRequiredInProgram)
+	m.Approval(acme, "timed_out")
 	m.Kept(acme, "binding", 1000)
 	m.Kept(acme, "binding", 500)
 	if got := testutil.ToFloat64(m.executions.WithLabelValues("default", "isolated", "completed", "")); got != 2 {
@@ -40,7 +40,7 @@ func TestSeriesWithoutTenantLabels(t *testing.T) {
 		`mcp_sandbox_execution_duration_seconds_bucket{profile="default",start="warm",le="0.25"} 1`,
 		`mcp_sandbox_execution_duration_seconds_bucket{profile="default",start="cold",le="0.5"} 0`,
 		`mcp_sandbox_budget_refusals_total{half="run",meter="max_calls"} 1`,
-		`mcp_sandbox_approvals_total{decision="required_in_program"} 1`,
+		`mcp_sandbox_approvals_total{decision="timed_out"} 1`,
 		`mcp_sandbox_build_info{version="dev"} 1`,
 		`go_goroutines `,
 	} {

@@ -11,7 +11,9 @@ type Metrics interface {
 	// limit reached (max_calls, max_total_bytes, …, max_argument_bytes) and half is
 	// "execution" or "run".
 	BudgetRefusal(s Scope, meter, half string)
-	// Approval is one decision on a call that needs a person's approval (see Approval*).
+	// Approval is one decision on a call that needs a person's approval: accepted, declined,
+	// cancelled, timed_out, failed (the host could not put the question) or unasked (this
+	// host cannot ask a person), as the run ledger records it.
 	Approval(s Scope, decision string)
 	// Kept is one output kept in the blob store under a handle: source is "output" (a
 	// stream, a value or an artifact of an execution) or "binding" (a binding result over
@@ -54,17 +56,6 @@ type Call struct {
 const (
 	UpstreamBuiltin = "_builtin"
 	UpstreamUnknown = "_unknown"
-)
-
-// Approval decisions. A program cannot ask a person, so today every call that needs approval
-// inside a program is ApprovalRequiredInProgram; an approval step that asks one reports
-// asked and then one of accepted, declined and timed_out.
-const (
-	ApprovalRequiredInProgram = "required_in_program"
-	ApprovalAsked             = "asked"
-	ApprovalAccepted          = "accepted"
-	ApprovalDeclined          = "declined"
-	ApprovalTimedOut          = "timed_out"
 )
 
 // Reporter is Metrics bound to one agent. The zero Reporter reports nothing, so a package

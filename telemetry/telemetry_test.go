@@ -52,7 +52,7 @@ func TestZeroValuesDoNothing(t *testing.T) {
 	r.Execution(Execution{})
 	r.Call(Call{})
 	r.BudgetRefusal("max_calls", "run")
-	r.Approval(ApprovalAsked)
+	r.Approval("accepted")
 	r.Kept("output", 1)
 	if For(nil, "t", "a") != (Reporter{s: Scope{Tenant: "t", Agent: "a"}}) {
 		t.Error("For(nil) reports somewhere")
@@ -77,9 +77,9 @@ func TestReporterBindsTheScope(t *testing.T) {
 	r.Execution(Execution{Outcome: "completed"})
 	r.Call(Call{Upstream: "docs"})
 	r.BudgetRefusal("max_calls", "execution")
-	r.Approval(ApprovalRequiredInProgram)
+	r.Approval("unasked")
 	r.Kept("binding", 3)
-	want := "acme/analyst exec completed|acme/analyst call docs|refusal max_calls execution|approval required_in_program|kept binding"
+	want := "acme/analyst exec completed|acme/analyst call docs|refusal max_calls execution|approval unasked|kept binding"
 	if got := strings.Join(m.got, "|"); got != want {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
