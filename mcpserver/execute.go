@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // maxReadBytes bounds one host read_tool_output answer (a wider window is refused; a search is
@@ -56,13 +58,14 @@ func (h *handlers) keepOutputs(ctx context.Context, res *engine.Result, meter *b
 		}
 		hd, n, err := blobs.Put(ctx, h.agent.Tenant, a.Name, a.ContentType, bytes.NewReader(data), int64(len(data))+1)
 		if err != nil {
-			h.log.Warn("output not preserved", "name", a.Name, "err", err)
+			telemetry.Logger(ctx, h.log).Warn("output not preserved", "name", a.Name, "err", err)
 			a.Location = "preview_only"
 			lost = append(lost, a.Name)
 			return a.Size
 		}
 		a.Handle, a.Location = string(hd), "blob"
 		preserved += n
+		h.report.Kept("output", n)
 		return a.Size - n
 	}
 	for i := range res.Attachments {
@@ -98,7 +101,7 @@ func (h *handlers) keepOutputs(ctx context.Context, res *engine.Result, meter *b
 	}
 	if meter != nil && preserved > 0 {
 		if err := meter.Charge(ctx, budget.Usage{PreservedBytes: preserved}); err != nil {
-			h.log.Error("preserved bytes not charged", "err", err)
+			telemetry.Logger(ctx, h.log).Error("preserved bytes not charged", "err", err)
 		}
 	}
 	if len(lost) > 0 && ce != nil && ce.PreserveRequired {
@@ -151,27 +154,33 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string) *engine.Result {
 	ce := h.agent.CodeExecution
 	run := h.runOf(req)
+	// Every line about this execution, here and in the binding calls and upstreams it
+	// reaches, names it, its tenant, agent and Run.
+	id := budget.NewID("x_")
+	log := h.log.With("execution", id, "run", run.ID)
+	ctx = telemetry.WithLogger(ctx, log)
+	telemetry.Current(ctx).Set(telemetry.String("mcp_sandbox.execution", id))
 	var meter *budget.Meter
 	if led := h.opts.Ledger; led != nil {
-		m, err := budget.Start(ctx, led, run, "", h.agent.Version, ce.Budget)
+		m, err := budget.Start(ctx, led, run, id, h.agent.Version, ce.Budget)
 		if err != nil {
 			if ctx.Err() != nil {
-				return engine.Refuse(ce.Terms, failure.Cancelled, "the request was cancelled before the execution started")
+				return h.refused(ctx, log, engine.Refuse(ce.Terms, failure.Cancelled, "the request was cancelled before the execution started"))
 			}
-			h.log.Error("execution not recorded, so not run", "run", run.ID, "err", err)
-			return engine.Refuse(ce.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run")
+			log.Error("execution not recorded, so not run", "err", err)
+			return h.refused(ctx, log, engine.Refuse(ce.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run"))
 		}
 		meter = m
 	}
-	opts := &binding.Options{Turn: h.turn(ctx), Meter: meter, Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, Logger: h.log,
-		Approvals: h.approvals(req)}
+	opts := &binding.Options{Turn: h.turn(ctx), Meter: meter, Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, Logger: log,
+		Approvals: h.approvals(req), Report: h.report}
 	if u := h.agent.Upstreams; u != nil {
 		opts.MaxConcurrentCalls = u.MaxConcurrentCalls
 	}
 	// No upstreams granted is an empty catalogue (binding's default), not an absent one:
 	// list_tools and get_tool_info still answer, and run_code is still excluded_builtin.
 	x := binding.New(opts)
-	ex := engine.Execution{Program: code, Terms: ce.Terms, Tools: x, ToolNames: x.Names(), Aliases: x.Aliases()}
+	ex := engine.Execution{Program: code, Terms: ce.Terms, Tools: x, ToolNames: x.Names(), Aliases: x.Aliases(), Logger: log}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		p := newProgress(ctx, req.Session, tok)
 		defer p.wait()
@@ -186,14 +195,14 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 	res.Approvals = engine.ApprovalCounts{Asked: a.Asked, Accepted: a.Accepted, Declined: a.Declined, TimedOut: a.TimedOut, Unasked: a.Unasked}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	recs, fail := h.keepOutputs(rctx, res, meter)
+	recs, fail := h.keepOutputs(telemetry.WithLogger(rctx, log), res, meter)
 	if fail != nil && res.Failure == nil {
 		res.Failure = fail
 	}
 	if meter != nil {
 		exec, runU, err := meter.Usage(rctx)
 		if err != nil {
-			h.log.Error("run usage not read", "run", run.ID, "err", err)
+			log.Error("run usage not read", "err", err)
 		}
 		res.Budget = engine.BudgetReport{Execution: usageOf(exec), Run: usageOf(runU)}
 		status := "completed"
@@ -205,8 +214,15 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 		}
 		aj, _ := json.Marshal(recs)
 		if err := meter.End(rctx, status, aj); err != nil {
-			h.log.Error("execution end not recorded", "execution", meter.ExecutionID(), "err", err)
+			log.Error("execution end not recorded", "err", err)
 		}
 	}
+	h.observe(ctx, res, log)
+	return res
+}
+
+// refused observes an execution refused before it started, and returns it.
+func (h *handlers) refused(ctx context.Context, log *slog.Logger, res *engine.Result) *engine.Result {
+	h.observe(ctx, res, log)
 	return res
 }
