@@ -161,7 +161,7 @@ func one(t *testing.T, byName map[string][]tracetest.SpanStub, name string) trac
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
