@@ -114,13 +114,17 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a"},
-		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); never budget, outputs, binding or engine"},
-	{"binding", []string{"upstream", "budget", "outputs", "failure"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs); never engine"},
-	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure"},
-		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded and its outputs kept; never the go-sdk"},
-	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "github.com/modelcontextprotocol/go-sdk"},
-		"the MCP face: it hands each run_code to execution.Execute and renders results"},
+	{"upstream", []string{"failure", "telemetry", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a"},
+		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); an upstream call's span (telemetry); never budget, outputs, binding or engine"},
+	{"binding", []string{"upstream", "budget", "outputs", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), its span and metrics (telemetry); never engine"},
+	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
+		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
+	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry)"},
+	{"telemetry", []string{"go.opentelemetry.io/otel"},
+		"the seam to what an operator watches: the OpenTelemetry API (never its SDK: cmd installs that), a metrics interface, a logger in a context; engine stays free of it"},
+	{"metrics", []string{"telemetry", "github.com/prometheus/client_golang"},
+		"telemetry.Metrics over Prometheus, imported by cmd only, so no other package links Prometheus"},
 }
 
 func ruleFor(rel string) (rule, bool) {
@@ -230,14 +234,15 @@ func TestEveryPackageHasADoc(t *testing.T) {
 
 // claimNames are the words docs use for modules outside this one.
 var claimNames = map[string]string{
-	"go-sdk":         "github.com/modelcontextprotocol/go-sdk",
-	"jsonschema-go":  "github.com/google/jsonschema-go",
-	"x/sys":          "golang.org/x/sys",
-	"go-landlock":    "github.com/landlock-lsm/go-landlock",
-	"go-seccomp-bpf": "github.com/elastic/go-seccomp-bpf",
-	"pgx":            "github.com/jackc/pgx",
-	"go-cmp":         "github.com/google/go-cmp",
-	"a2a-go":         "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
+	"go-sdk":            "github.com/modelcontextprotocol/go-sdk",
+	"jsonschema-go":     "github.com/google/jsonschema-go",
+	"x/sys":             "golang.org/x/sys",
+	"go-landlock":       "github.com/landlock-lsm/go-landlock",
+	"go-seccomp-bpf":    "github.com/elastic/go-seccomp-bpf",
+	"pgx":               "github.com/jackc/pgx",
+	"go-cmp":            "github.com/google/go-cmp",
+	"a2a-go":            "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
+	"OpenTelemetry API": "go.opentelemetry.io/otel",
 }
 
 var (

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -91,6 +92,8 @@ type Approvals struct {
 	// Timeout bounds the wait for an answer; zero means DefaultApprovalTimeout. Inside a
 	// program the wait also ends a second before the program's wall clock.
 	Timeout time.Duration
+	// Report counts each decision (telemetry.Metrics.Approval); the zero Reporter counts none.
+	Report telemetry.Reporter
 }
 
 // Decision is what the approval step decided for one call, as the ledger records it and the
@@ -171,7 +174,7 @@ func (a *Approvals) approve(ctx context.Context, c approval) (d Decision, callID
 	q := Question{Tool: name, Arguments: c.tool.RedactArguments(c.args, maxShownArguments), Reasons: reasons,
 		InProgram: c.inProgram, Wait: a.timeout()}
 	var by string
-	defer func() { c.logDecision(d, q, ask, by) }()
+	defer func() { c.logDecision(d, q, ask, by); a.reportDecision(d) }()
 
 	var cannot string
 	if a == nil || a.Asker == nil {
@@ -247,6 +250,13 @@ func decision(ans Answer, err error, lapsed bool) Decision {
 		return TimedOut
 	}
 	return Failed
+}
+
+// reportDecision counts one decision for the operator.
+func (a *Approvals) reportDecision(d Decision) {
+	if a != nil && d != NotNeeded {
+		a.Report.Approval(string(d))
+	}
 }
 
 func (a *Approvals) timeout() time.Duration {

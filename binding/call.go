@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -37,6 +38,8 @@ type Options struct {
 	MaxConcurrentCalls int
 	// Logger receives what the operator must know; nil means slog.Default().
 	Logger *slog.Logger
+	// Report counts each call (telemetry.Metrics); the zero Reporter counts nothing.
+	Report telemetry.Reporter
 }
 
 // Execution is one run_code's binding state: the turn it calls through, its meter, the handles
@@ -48,6 +51,7 @@ type Execution struct {
 	blobs  outputs.BlobStore
 	tenant string
 	log    *slog.Logger
+	report telemetry.Reporter
 	slots  chan struct{} // one per call in flight
 	appr   *Approvals
 	tally  tally // the approval step's decisions
@@ -73,7 +77,7 @@ func New(opts *Options) *Execution {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals,
+	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals, report: o.Report,
 		slots: make(chan struct{}, o.MaxConcurrentCalls), handles: map[outputs.Handle]bool{}}
 }
 
@@ -95,8 +99,16 @@ func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
 // execution is ended.
 func (x *Execution) Wait() { x.finishing.Wait() }
 
-// CallTool is one binding call from the program, top to bottom; the package doc walks it.
+// CallTool is one binding call from the program, top to bottom (walk), traced and counted.
 func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
+	ctx, ob := x.observe(ctx, name)
+	rep := x.walk(ctx, name, args)
+	ob.end(rep)
+	return rep
+}
+
+// walk takes the hops of one binding call; the package doc walks it.
+func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r

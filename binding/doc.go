@@ -68,6 +68,13 @@
 //     The host's read_tool_output tool uses the same Read, over any handle of its tenant, with
 //     a 1 MiB page.
 //
+// Traced and counted (observe.go): CallTool wraps the walk in a span (under the run_code's;
+// the upstream call's span is upstream's, under it) and, when it ends, reports the call
+// (telemetry.Reporter: upstream and outcome, duration), and reads off the Reply what else the
+// operator counts: a budget refusal and its meter (budget.RefusedMeter), a result kept under a
+// handle. The walk itself holds no hook; the approval step reports each decision it makes, for
+// a program's call or a direct one, through Approvals.Report.
+//
 // Nothing is translated on the way: upstream, budget and this package fail a call with
 // failure.Kind values of failure.CallKinds, and the Reply (package outputs, the leaf both the
 // engine and this package import) carries the kind to the engine, which writes it in the
@@ -80,7 +87,7 @@
 //
 // # Imports and concurrency
 //
-// It imports upstream, budget, outputs and failure (DESIGN.md §2); never engine or mcpserver,
+// It imports upstream, budget, outputs, failure and telemetry (DESIGN.md §2); never engine or mcpserver,
 // and the engine never imports it: the engine's ToolCaller is satisfied because both speak
 // outputs.Reply. An Execution is safe for concurrent use (calls overlap, approvals too: each
 // waits on its own question); mu guards only its handle set, and the tally's own mutex only

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Limits are the ceilings of a binding budget (config key binding_budget). A zero field means
@@ -97,4 +98,30 @@ func (u Usage) Exhausted(l Limits, extraCalls int64) string {
 		return fmt.Sprintf("max_preserved_bytes (%d)", l.MaxPreservedBytes)
 	}
 	return ""
+}
+
+// refusalMeters are the limits a refusal of Meter.Admit can name, in its message.
+var refusalMeters = []string{"max_calls", "max_total_bytes", "max_produced_bytes", "max_preserved_bytes", "max_argument_bytes"}
+
+// RefusedMeter names the limit a refusal of Meter.Admit (budget_exceeded or
+// argument_too_large) reached, read from its message: meter is max_calls, max_total_bytes,
+// max_produced_bytes, max_preserved_bytes or max_argument_bytes, and half whose it is: "run",
+// "execution", or "call" for the per-call ceiling on arguments. Both are "" when msg names
+// no limit (an execution that has ended, say).
+func RefusedMeter(msg string) (meter, half string) {
+	for _, m := range refusalMeters {
+		if strings.Contains(msg, m+" (") {
+			meter = m
+			break
+		}
+	}
+	switch {
+	case meter == "":
+		return "", ""
+	case meter == "max_argument_bytes":
+		return meter, "call"
+	case strings.HasPrefix(msg, "the run's"):
+		return meter, "run"
+	}
+	return meter, "execution"
 }

@@ -59,3 +59,18 @@ func TestReserveIsExactUnderConcurrency(t *testing.T) {
 		t.Fatalf("allowance %d after the budget is spent", m.TransferAllowance())
 	}
 }
+
+// RefusedMeter reads the limit back out of the refusals Admit and the ledger write.
+func TestRefusedMeter(t *testing.T) {
+	for _, c := range []struct{ msg, meter, half string }{
+		{"the execution's binding budget is spent: max_calls (3) reached", "max_calls", "execution"},
+		{"the run's binding budget is spent: max_total_bytes (100) reached", "max_total_bytes", "run"},
+		{"the execution's binding budget is spent: max_preserved_bytes (5) reached", "max_preserved_bytes", "execution"},
+		{"the arguments of a__b are 10 bytes, over max_argument_bytes (4)", "max_argument_bytes", "call"},
+		{"the execution has ended", "", ""},
+	} {
+		if m, h := RefusedMeter(c.msg); m != c.meter || h != c.half {
+			t.Errorf("RefusedMeter(%q) = %q, %q; want %q, %q", c.msg, m, h, c.meter, c.half)
+		}
+	}
+}

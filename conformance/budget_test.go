@@ -90,18 +90,18 @@ func writeConfig(t *testing.T, cfg string) string {
 	return path
 }
 
-// serveProc starts `serve` over stdio with the config file and returns the session and the
-// process, so a test can kill it. Its stderr goes to log.
-func serveProc(t *testing.T, cfgPath string, log *serverLog) (*mcp.ClientSession, *exec.Cmd) {
+// serveProc starts `serve` over stdio with the config file (and extra flags) and returns the
+// session and the process, so a test can kill it. Its stderr goes to log.
+func serveProc(t *testing.T, cfgPath string, log *serverLog, extra ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
-	return serveProcWith(t, cfgPath, log, nil, nil)
+	return serveProcWith(t, cfgPath, log, nil, nil, extra...)
 }
 
 // serveProcWith is serveProc with a client's options (handlers) and session options (the MCP
 // revision it speaks).
-func serveProcWith(t *testing.T, cfgPath string, log *serverLog, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions) (*mcp.ClientSession, *exec.Cmd) {
+func serveProcWith(t *testing.T, cfgPath string, log *serverLog, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, extra ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(built.sandbox, "serve", "--config", cfgPath)
+	cmd := exec.Command(built.sandbox, append([]string{"serve", "--config", cfgPath}, extra...)...)
 	cmd.Stderr = log
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

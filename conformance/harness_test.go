@@ -58,6 +58,13 @@ func (l *serverLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String is what the server has written so far.
+func (l *serverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // transcript counts the JSON-RPC requests the client sends and the results it receives, by
 // method: what a model's transcript would hold.
 type transcript struct {

@@ -10,6 +10,10 @@
 // registry that does not go through the host. The program's tool names and their aliases come
 // in the Execution, computed by the host once; the engine passes them on.
 //
+// For the operator, and without importing any of its libraries: a Result says how its child
+// was had (Result.Start: warm or cold), Runner.WarmIdle reads the warm pool's depth, and an
+// Execution may carry its logger (Execution.Logger) for a backend that logs about it.
+//
 // A Runner is safe for concurrent use; each Run owns its child, its goroutines (the frame
 // reader and the exit waiter started with the child, one per binding call in flight) and its
 // workspace, and returns only after all of them are gone; Close waits for the warm-child

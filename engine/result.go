@@ -34,7 +34,16 @@ type Result struct {
 	StderrData []byte `json:"-"`
 	// ArtifactFiles hold the collected artifacts' bytes, in the order of Artifacts.
 	ArtifactFiles []ArtifactFile `json:"-"`
+	// Start says how the execution's child was had, for the operator's metrics: StartWarm,
+	// StartCold, or "" when none was started (a refusal before a child, or a remote backend).
+	Start string `json:"-"`
 }
+
+// Values of Result.Start.
+const (
+	StartWarm = "warm" // a child started ahead of time, for the same terms
+	StartCold = "cold" // a child started for this execution
+)
 
 // Failure says why an execution did not complete. Executed is false for a refusal: nothing of
 // the program ran.

@@ -241,8 +241,9 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 		res.Cancelled = true
 		return res
 	}
-	p := r.takeWarm(t)
+	p, start := r.takeWarm(t), StartWarm
 	if p == nil {
+		start = StartCold
 		var err error
 		if p, err = r.prepare(ctx, t); err != nil {
 			k := failure.KindOf(err)
@@ -259,6 +260,7 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 	}
 	defer r.refill(t)
 	ses := &session{r: r, ex: ex, t: t, p: p, res: emptyResult(t)}
+	ses.res.Start = start
 	ses.drive(ctx)
 	return ses.res
 }
@@ -348,6 +350,17 @@ func (r *Runner) takeWarm(t Terms) *prepared {
 	p := idle[0]
 	r.warm[t] = idle[1:]
 	return p
+}
+
+// WarmIdle returns how many started children are idle, over all terms: the warm pool's depth.
+func (r *Runner) WarmIdle() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ps := range r.warm {
+		n += len(ps)
+	}
+	return n
 }
 
 // Prewarm starts the warm children for terms t now, rather than after the first execution

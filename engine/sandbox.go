@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
@@ -29,6 +30,9 @@ type Execution struct {
 	Aliases []string
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
+	// Logger, when set, is the execution's logger (its lines name the execution, tenant,
+	// agent and Run): a backend that logs about one execution uses it.
+	Logger *slog.Logger
 }
 
 // ToolCaller is the host's side of a binding call; package binding satisfies it without

@@ -26,14 +26,18 @@
 //     (let_go_bytes); with Spec.PreserveRequired that is an output_not_preserved failure.
 //  6. The budget report (per execution and per Run, the Run half read from the ledger) and the
 //     execution's end, with its status and attachments, are recorded.
+//  7. Every execution that ends, a refusal included, is reported (observe.go).
 //
 // What stays with each caller is what differs by nature: how the Run is named (an MCP
 // session, _meta "mcp-sandbox/run" through NamedRun, or a one-shot command's own Run), how the
 // turn is resolved (mcpserver also syncs its exposed tools), who can be asked for approval,
 // progress notifications, shutdown draining, and rendering.
 //
-// It imports engine, binding, upstream, budget, outputs and failure (DESIGN.md §2): it wires
-// the engine to a binding call's home, and never imports the go-sdk, mcpserver or configs.
+// It imports engine, binding, upstream, budget, outputs, failure and telemetry (DESIGN.md §2):
+// it wires the engine to a binding call's home and reports what happened (metrics through
+// Options.Report, the span's attributes, the log line "run_code" on the execution's logger,
+// whose lines name the execution and its Run); it never imports the go-sdk, mcpserver or
+// configs.
 //
 // Concurrency: Execute may be called by any number of goroutines at once; it holds no state
 // between calls. The binding.Execution's finish records are waited for before the meters are

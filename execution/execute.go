@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -50,8 +51,12 @@ type Options struct {
 	// Blobs keeps outputs and large binding results under handles; nil means outputs are
 	// previews only and a result over the per-call ceiling is binding_result_not_paged.
 	Blobs outputs.BlobStore
-	// Logger receives what the operator must know.
+	// Logger receives what the operator must know; each execution's lines also name it and
+	// its Run.
 	Logger *slog.Logger
+	// Report counts executions, binding calls and kept outputs for the operator's metrics; the
+	// zero Reporter counts nothing.
+	Report telemetry.Reporter
 }
 
 // Program is one program to execute and the turn it runs in.
@@ -86,17 +91,23 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		o.Logger = slog.Default()
 	}
 	if spec.Refusal != "" {
-		return engine.Refuse(spec.Terms, failure.NetworkUnavailable, spec.Refusal)
+		return observe(ctx, spec, engine.Refuse(spec.Terms, failure.NetworkUnavailable, spec.Refusal), o.Report, o.Logger)
 	}
+	// Every line about this execution, here and in the binding calls and upstreams it
+	// reaches, names it and its Run.
+	id := budget.NewID("x_")
+	log := o.Logger.With("execution", id, "run", p.Run.ID)
+	ctx = telemetry.WithLogger(ctx, log)
+	telemetry.Current(ctx).Set(telemetry.String("mcp_sandbox.execution", id))
 	var meter *budget.Meter
 	if o.Ledger != nil {
-		m, err := budget.Start(ctx, o.Ledger, p.Run, "", p.AgentVersion, spec.Budget)
+		m, err := budget.Start(ctx, o.Ledger, p.Run, id, p.AgentVersion, spec.Budget)
 		if err != nil {
 			if ctx.Err() != nil {
-				return engine.Refuse(spec.Terms, failure.Cancelled, "the request was cancelled before the execution started")
+				return observe(ctx, spec, engine.Refuse(spec.Terms, failure.Cancelled, "the request was cancelled before the execution started"), o.Report, log)
 			}
-			o.Logger.Error("execution not recorded, so not run", "run", p.Run.ID, "err", err)
-			return engine.Refuse(spec.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run")
+			log.Error("execution not recorded, so not run", "err", err)
+			return observe(ctx, spec, engine.Refuse(spec.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run"), o.Report, log)
 		}
 		meter = m
 	}
@@ -105,9 +116,9 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		turn = p.Turn(ctx)
 	}
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
-		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: o.Logger, Approvals: p.Approvals})
+		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report})
 	res := spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
-		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress})
+		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress, Logger: log})
 	x.Wait()
 	if u := x.Unavailable(); len(u) > 0 {
 		res.Unavailable = append([]string(nil), u...)
@@ -116,11 +127,11 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 	res.Approvals = engine.ApprovalCounts{Asked: a.Asked, Accepted: a.Accepted, Declined: a.Declined, TimedOut: a.TimedOut, Unasked: a.Unasked}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer cancel()
-	k := keeper{blobs: o.Blobs, tenant: p.Run.Tenant, log: o.Logger}
+	k := keeper{blobs: o.Blobs, tenant: p.Run.Tenant, log: log, report: o.Report}
 	recs := k.keep(rctx, res)
 	if k.preserved > 0 && meter != nil {
 		if err := meter.Charge(rctx, budget.Usage{PreservedBytes: k.preserved}); err != nil {
-			o.Logger.Error("preserved bytes not charged", "err", err)
+			log.Error("preserved bytes not charged", "err", err)
 		}
 	}
 	if fail := k.failure(spec.PreserveRequired); fail != nil && res.Failure == nil {
@@ -129,7 +140,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 	if meter != nil {
 		exec, run, err := meter.Usage(rctx)
 		if err != nil {
-			o.Logger.Error("run usage not read", "run", p.Run.ID, "err", err)
+			log.Error("run usage not read", "err", err)
 		}
 		res.Budget = engine.BudgetReport{Execution: usageOf(exec), Run: usageOf(run)}
 		status := "completed"
@@ -138,10 +149,10 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		}
 		aj, _ := json.Marshal(recs)
 		if err := meter.End(rctx, status, aj); err != nil {
-			o.Logger.Error("execution end not recorded", "execution", meter.ExecutionID(), "err", err)
+			log.Error("execution end not recorded", "err", err)
 		}
 	}
-	return res
+	return observe(ctx, spec, res, o.Report, log)
 }
 
 func usageOf(u budget.Usage) engine.Usage {

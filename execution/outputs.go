@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // ValuePreviewBytes is how much of a value a rendering for the model shows; a longer value is
@@ -29,6 +30,7 @@ type keeper struct {
 	blobs  outputs.BlobStore
 	tenant string
 	log    *slog.Logger
+	report telemetry.Reporter
 
 	preserved int64    // bytes kept, to be charged as preserved
 	lost      []string // outputs that are previews only though they were larger
@@ -94,6 +96,7 @@ func (k *keeper) put(ctx context.Context, a *engine.Attachment, data []byte, who
 	}
 	a.Handle, a.Location = string(hd), "blob"
 	k.preserved += n
+	k.report.Kept("output", n)
 	return a.Size - n
 }
 

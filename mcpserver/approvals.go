@@ -23,7 +23,7 @@ var approvalSchema = map[string]any{"type": "object", "properties": map[string]a
 // approvals is the approval step's configuration for one tools/call: the person is asked on
 // the session that made the call, for as long as the agent's profile says.
 func (h *handlers) approvals(req *mcp.CallToolRequest) *binding.Approvals {
-	a := &binding.Approvals{Asker: askerOf(req)}
+	a := &binding.Approvals{Asker: askerOf(req), Report: h.report}
 	if u := h.agent.Upstreams; u != nil {
 		a.Timeout = u.ApprovalTimeout
 	}

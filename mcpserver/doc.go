@@ -4,7 +4,7 @@
 // servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens, Host and
 // Origin protection and a request body limit.
 //
-// Imports: engine, execution, binding, upstream, budget, outputs, failure and the go-sdk only (DESIGN.md §2). It never imports
+// Imports: engine, execution, binding, upstream, budget, outputs, failure, telemetry and the go-sdk only (DESIGN.md §2). It never imports
 // configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,
 // HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
@@ -73,6 +73,16 @@
 //     (readOnlyHint false), and a run_code result carries the counts under "approvals".
 //   - A direct call's value is rendered as structuredContent (an object) with its JSON as text,
 //     or as text; a refusal or upstream failure is an isError result naming the kind.
+//   - Telemetry (observe.go): every tools/call is a server span (package telemetry) under the
+//     trace context of its _meta (traceparent, tracestate), named with the tool only when this
+//     server offers it; run_code's binding calls and a direct call's upstream call are traced
+//     under it. execution.Execute gives each execution its id before it starts (the ledger
+//     records it under that id) and a logger naming it and its Run (the server's logger names
+//     the tenant and agent), carried in its context to the binding calls and the upstreams and
+//     handed to the engine (Execution.Logger); its end is one "run_code" line and one
+//     telemetry.Execution (the agent's Reporter over Options.Metrics; level "none" and start
+//     "none" for a refusal, start "unknown" from a backend that does not say, a remote one). A
+//     kept output is counted (Kept "output"); a direct call is counted as a host's call.
 //
 // Goroutines: each session's Run-end watcher is counted by its server and, with a Drain, ended
 // and waited for by Drain.Close (which the caller runs after Drain.Wait and before closing the

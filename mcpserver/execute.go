@@ -40,10 +40,11 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: p.Text()}}}, nil
 }
 
-// execute runs one program through execution.Execute, the path `mcp-sandbox run` takes too;
-// what is the MCP session's is added here: the Run (runOf), the turn (which also syncs the
-// exposed tools), the approval step's asker (elicitation on the session) and progress
-// notifications.
+// execute runs one program through execution.Execute, the path `mcp-sandbox run` takes too
+// (which also reports it: metrics, the span's attributes, the log line); what is the MCP
+// session's is added here: the Run (runOf), the turn (which also syncs the exposed tools), the
+// approval step's asker (elicitation on the session), progress notifications and the agent's
+// metrics reporter.
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string) *engine.Result {
 	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
 		Approvals: h.approvals(req)}
@@ -52,5 +53,6 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 		defer pr.wait()
 		p.Progress = pr.report
 	}
-	return execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs, Logger: h.log})
+	return execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
+		Logger: h.log, Report: h.report})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	// and end the server's sessions (Drain.Close). Without one the caller owns the sessions it
 	// serves: each session's watcher ends with its session.
 	Drain *Drain
+	// Metrics receives what the server counts (executions, tool calls, budget refusals,
+	// approvals, kept outputs); nil counts nothing.
+	Metrics telemetry.Metrics
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
@@ -87,7 +91,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		Logger:       o.Logger,
 	})
 	h := &handlers{agent: a, srv: s, opts: o, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
-		runs: map[*mcp.ServerSession]string{}}
+		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
@@ -107,6 +111,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 			}
 		})
 	}
+	s.AddReceivingMiddleware(h.traceCalls) // outermost: the span covers the whole call
 	if u := a.Upstreams; u != nil && u.Watch != nil {
 		u.Watch(h.resync)
 	}
@@ -209,10 +214,11 @@ func bytesText(n int64) string {
 }
 
 type handlers struct {
-	agent Agent
-	srv   *mcp.Server
-	opts  Options
-	log   *slog.Logger
+	agent  Agent
+	srv    *mcp.Server
+	opts   Options
+	log    *slog.Logger
+	report telemetry.Reporter
 
 	// runsMu guards runs (the Run id of each live session: a stdio session, which has no MCP
 	// session id, and a sessionless HTTP request's throwaway session included, removed when
@@ -265,11 +271,6 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	res := h.execute(ctx, req, *in.Code)
 	end()
-	attrs := []any{"duration_seconds", res.DurationSeconds, "cancelled", res.Cancelled}
-	if res.Failure != nil {
-		attrs = append(attrs, "failure", string(res.Failure.Kind))
-	}
-	h.log.Info("run_code", attrs...)
 	return renderResult(res, h.agent.Version), nil
 }
 

@@ -20,6 +20,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // Bounds on what an A2A peer may make this host hold or do. The Agent Card is untrusted input
@@ -393,6 +395,7 @@ func (p *peer) rpc(ctx context.Context, method string, params any, budget *int64
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("A2A-Version", a2aVersion)
+	telemetry.ToHeader(ctx, req.Header) // the upstream call's span, as W3C Trace Context headers
 	limit := min(int64(p.srv.maxFrame()), *budget)
 	data, err := p.do(req, limit)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // PoolOptions configures a Pool. The zero value of every field but Servers is useful.
@@ -528,7 +530,7 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mc
 	if c.peer != nil {
 		res, err = c.peer.call(ctx, tool, args)
 	} else {
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: telemetry.ToMeta(ctx)})
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {

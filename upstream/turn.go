@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // Answer is what the upstream answered to one call (Turn.Invoke). Kind is empty on success,
@@ -174,6 +175,15 @@ func (t *Turn) Lookup(name string) (*Tool, *failure.Error) {
 	return tool, nil
 }
 
+// Server returns the granted server a name belongs to, or "" when it names none: a name a
+// program made up never becomes a metrics label.
+func (t *Turn) Server(name string) string {
+	if server, _, ok := SplitName(name); ok && t.granted[server] {
+		return server
+	}
+	return ""
+}
+
 // Bound reports whether a program of this turn may call tool: it is among the agent's bindings.
 func (t *Turn) Bound(tool *Tool) bool { return t.bound[tool.Name] != nil }
 
@@ -213,7 +223,9 @@ func argumentObject(args json.RawMessage) (map[string]any, json.RawMessage, erro
 
 // Invoke calls tool on its upstream server with args (already checked by Arguments). It is
 // the one place a binding call reaches an upstream; every failure is an Answer, never replayed.
-func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) Answer {
+func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a Answer) {
+	ctx, span := startCall(ctx, tool)
+	defer func() { span.End(string(a.Kind)) }()
 	c := t.cat.pool.conns[tool.Server]
 	res, err := c.call(ctx, tool.Upstream, args)
 	var notSent *notSentError
@@ -227,14 +239,14 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) Ans
 		if errors.Is(err, context.Canceled) {
 			return Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}
 		}
-		t.cat.pool.logger.Warn("upstream connect failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
+		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream connect failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
 		return Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}
 	case errors.Is(err, errCallTimeout) || errors.Is(err, context.DeadlineExceeded):
 		return Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name), Called: true}
 	case errors.Is(err, context.Canceled):
 		return Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name), Called: true}
 	default:
-		t.cat.pool.logger.Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
+		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
 		return Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name), Called: true}
 	}
 	raw, _ := json.Marshal(res)

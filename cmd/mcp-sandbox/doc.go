@@ -27,7 +27,7 @@
 // no warm child and no describe probe at startup (oneShot), no blob sweeper or periodic
 // recovery (a serving process on the same data dir does both; run recovers once, at open), and
 // its Run is its own (ended when it exits) unless --run names one (execution.NamedRun, the
-// Run a host's _meta "mcp-sandbox/run" names). Its stderr carries warnings and errors only.
+// Run a host's _meta "mcp-sandbox/run" names). Its --log-level is warn by default: the result is on stdout.
 // read-output is read_tool_output for a person: binding.Read over the config's blob store,
 // the tenant's handles only.
 //
@@ -35,6 +35,15 @@
 // (engine/backend/remote): it opens the profile sandbox_service names (a local one), and
 // needs no data dir, upstream or tenant, because every binding call goes back to the caller.
 // A remote profile opens the remote backend instead of a Runner; both are a profileSandbox.
+//
+// What the operator watches (operate.go; README "Operating it"): --log-format and --log-level,
+// on every command, set the default slog handler on stderr; serve --metrics-listen serves
+// package metrics' /metrics on a listener of its own (never the MCP one, whose callers are
+// tenants), with the warm pools and upstream sessions read at each scrape, and tenant and
+// agent labels only with --metrics-tenant-labels; and when the standard OTEL_EXPORTER_OTLP_*
+// environment names an endpoint, serve installs the OpenTelemetry SDK's tracer provider with
+// an OTLP/HTTP exporter as the global one, which package telemetry's spans go to (otherwise
+// they stay OpenTelemetry's no-op). deploy/systemd's unit is checked by systemd_test.go.
 //
 // The first thing main does is dispatch the hidden init-helper subcommand (internal/launch),
 // because every local sandbox child is this binary re-executed.

@@ -20,6 +20,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
 	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
 	runName := fs.String("run", "", "the Run the execution belongs to, as run_code's _meta \"mcp-sandbox/run\" names one (default: a Run of its own)")
+	// The result is the JSON on stdout; stderr carries warnings and errors, unless --log-level
+	// asks for more.
+	if f := fs.Lookup("log-level"); f != nil {
+		f.DefValue = "warn"
+		_ = f.Value.Set("warn")
+	}
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -31,8 +37,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, usagef("%v", err)
 	}
-	// The result is the JSON on stdout; stderr carries warnings and errors only.
-	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		return exitUsage, err

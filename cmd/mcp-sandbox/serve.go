@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+	"github.com/mcp-sandbox/mcp-sandbox/metrics"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -31,6 +32,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	httpTimeout := fs.Duration("http-timeout", defaultHTTPTimeout, "http: how long a request may take to arrive, one write of a response to leave, and a keep-alive connection to idle (a streamed run_code is not cut by it)")
 	maxConns := fs.Int("max-connections", defaultMaxConns, "http: open connections at most (0: no cap)")
 	maxConnsPerIP := fs.Int("max-connections-per-address", defaultMaxConnsPerIP, "http: open connections from one remote address at most (0: no cap; raise it behind a proxy)")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this address (/metrics, no authentication: loopback or the scraper's network only); with either transport")
+	tenantLabels := fs.Bool("metrics-tenant-labels", false, "label metrics with tenant and agent (more series; a scraper learns every tenant's name)")
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -55,6 +58,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if *httpTimeout <= 0 || *maxConns < 0 || *maxConnsPerIP < 0 {
 		return exitUsage, usagef("--http-timeout must be positive and the connection caps not negative")
 	}
+	if *metricsListen != "" && *transport == "http" && *metricsListen == *listen {
+		return exitUsage, usagef("--metrics-listen must differ from --listen: metrics are the operator's, on a listener of their own")
+	}
+	stopTracing, err := startTracing(ctx)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer stopTracing()
 	st, err := openStorage(ctx, cfg)
 	if err != nil {
 		return exitCode(err), err
@@ -62,6 +73,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	defer st.close()
 	defer st.background(ctx, *retention)()
 	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain()}
+	if *metricsListen != "" {
+		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
+		stopMetrics, err := serveMetrics(*metricsListen, m)
+		if err != nil {
+			return exitFailure, err
+		}
+		defer stopMetrics()
+		opts.Metrics = m
+	}
 	// However serve ends, programs still running are cancelled and waited for (bounded)
 	// before the ledger and blob store are closed; each transport also drains before it
 	// closes its runners and pools.
@@ -81,6 +101,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		defer oa.close()
 		a := oa.agent
+		watchSandboxes(metricsOf(opts), oa.profiles, oa.pools)
 		reload := newReloader(*configPath, cfg, oa.pools, false)
 		reload.add(a)
 		defer reload.start(ctx, hup)()
@@ -339,6 +360,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		return exitUsage, err
 	}
 	defer pools.close()
+	watchSandboxes(metricsOf(opts), ps, pools)
 	reload := newReloader(configPath, cfg, pools, loopback)
 	var agents []mcpserver.Agent
 	for _, tname := range sortedKeys(use) {
@@ -452,6 +474,12 @@ flight recorded unknown by a survivor within about a lease and a quarter.
 At startup every profile an agent uses is opened and described once; an agent naming a
 profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" to see what
 each profile can contain on this machine.
+
+What the operator watches: --log-format json|text and --log-level on stderr (every line of
+one execution names its execution, tenant, agent and run); --metrics-listen ADDR serves
+Prometheus metrics (/metrics, no authentication: loopback or the scraper's network only) with
+either transport; OTEL_EXPORTER_OTLP_ENDPOINT exports traces over OTLP/HTTP, under the trace
+context a host sends in _meta (traceparent), which upstream calls pass on.
 
 SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approval list, an
 agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts

@@ -18,6 +18,9 @@
 //	mixed                   a text block and an image block (no structured content)
 //	fail                    returns isError with a message
 //	counter                 how many times each tool was really called (counter itself excluded)
+//	meta                    the W3C trace context its request's _meta carried: {traceparent,
+//	                        tracestate} (empty strings when absent), so a test sees what a
+//	                        caller propagated
 //
 // The counts live in the file named by MOCK_COUNTER_FILE (JSON), so they survive a crash and a
 // restart; without it they are kept in memory only.
@@ -186,6 +189,18 @@ func addTools(s *server.MCPServer, c *counter, many int) {
 	add(mcp.NewTool("fail", mcp.WithDescription("Always fails."), safe()),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultError("this tool always fails"), nil
+		})
+	add(mcp.NewTool("meta", mcp.WithDescription("Returns the traceparent and tracestate its request's _meta carried."), safe()),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			v := map[string]any{"traceparent": "", "tracestate": ""}
+			if m := req.Params.Meta; m != nil {
+				for k := range v {
+					if s, ok := m.AdditionalFields[k].(string); ok {
+						v[k] = s
+					}
+				}
+			}
+			return mcp.NewToolResultStructuredOnly(v), nil
 		})
 	add(mcp.NewTool("counter", mcp.WithDescription("How many times each tool was really called."), safe()),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

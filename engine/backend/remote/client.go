@@ -418,6 +418,10 @@ func (s *Sandbox) run(ctx context.Context, ex engine.Execution, t engine.Terms) 
 	case t.Network == engine.NetworkUnrestricted && !a.AllowNetwork:
 		return engine.Refuse(t, failure.NetworkUnavailable, "network access was granted, but the sandbox service does not allow network; nothing was sent")
 	}
-	x := &execution{s: s, ex: ex, t: t, start: time.Now(), sem: make(chan struct{}, s.opts.MaxConcurrentCalls), log: s.log}
+	log := s.log
+	if ex.Logger != nil { // the execution's own: its lines name the execution, tenant, agent and Run
+		log = ex.Logger.With("backend", "remote")
+	}
+	x := &execution{s: s, ex: ex, t: t, start: time.Now(), sem: make(chan struct{}, s.opts.MaxConcurrentCalls), log: log}
 	return x.drive(ctx)
 }

@@ -1,0 +1,15 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+)
+
+// TestMain lets this test binary be the init helper of the sandboxes the in-process tests
+// open (trace_test.go), as the built binary is for the rest.
+func TestMain(m *testing.M) {
+	launch.MaybeMain()
+	os.Exit(m.Run())
+}

@@ -1,0 +1,142 @@
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+)
+
+// Options configure New; nil means defaults.
+type Options struct {
+	// TenantLabels adds tenant and agent labels to the per-agent series (executions, calls,
+	// budget refusals, approvals, kept outputs) and tenant to the upstream sessions.
+	TenantLabels bool
+	// Version is reported by mcp_sandbox_build_info.
+	Version string
+}
+
+// Buckets of the latency histograms, in seconds: an execution takes from tens of milliseconds
+// (a warm child, a short program) to its wall clock; a tool call from a millisecond (a
+// built-in) to an upstream's timeout.
+var (
+	ExecutionBuckets = []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	CallBuckets      = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+)
+
+// Metrics counts what the server reports (it implements telemetry.Metrics) and serves it.
+type Metrics struct {
+	reg    *prometheus.Registry
+	tenant bool
+
+	executions  *prometheus.CounterVec   // profile, level, outcome, kind
+	execSeconds *prometheus.HistogramVec // profile, start
+	calls       *prometheus.CounterVec   // caller, upstream, outcome
+	callSeconds *prometheus.HistogramVec // caller, upstream
+	refusals    *prometheus.CounterVec   // meter, half
+	approvals   *prometheus.CounterVec   // decision
+	kept        *prometheus.CounterVec   // source
+	keptBytes   *prometheus.CounterVec   // source
+}
+
+var _ telemetry.Metrics = (*Metrics)(nil)
+
+// New returns a Metrics with its own registry, which also holds the Go runtime's and the
+// process's collectors.
+func New(opts *Options) *Metrics {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	m := &Metrics{reg: prometheus.NewRegistry(), tenant: o.TenantLabels}
+	labels := func(l ...string) []string {
+		if m.tenant {
+			return append([]string{"tenant", "agent"}, l...)
+		}
+		return l
+	}
+	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_executions_total",
+		Help: "run_code executions that ended, by profile, isolation level reached (none: nothing ran), outcome (completed, failed, refused) and failure kind."},
+		labels("profile", "level", "outcome", "kind"))
+	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcp_sandbox_execution_duration_seconds",
+		Help:    "How long run_code executions took, by profile and start: warm (a child started ahead), cold (started for it), none (refused before a child started) or unknown (a remote backend).",
+		Buckets: ExecutionBuckets}, labels("profile", "start"))
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_tool_calls_total",
+		Help: "Tool calls that ended, by caller (program: a binding call; host: a direct call of an exposed tool), upstream (_builtin, _unknown) and outcome (ok or the failure kind)."},
+		labels("caller", "upstream", "outcome"))
+	m.callSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcp_sandbox_tool_call_duration_seconds",
+		Help:    "How long tool calls took, refusals included, by caller and upstream.",
+		Buckets: CallBuckets}, labels("caller", "upstream"))
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_budget_refusals_total",
+		Help: "Binding calls the budget refused before they were made, by the limit reached (meter) and whose (half: execution or run)."},
+		labels("meter", "half"))
+	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_approvals_total",
+		Help: "Decisions on calls that need a person's approval, in programs and direct: accepted, declined, cancelled, timed_out, failed (the host could not put the question), unasked (this host cannot ask: refused)."},
+		labels("decision"))
+	m.kept = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_handles_stored_total",
+		Help: "Outputs kept in the blob store under a handle, by source (output: a stream, value or artifact of an execution; binding: a binding result over the transfer allowance)."},
+		labels("source"))
+	m.keptBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_preserved_bytes_total",
+		Help: "Bytes kept in the blob store under handles, by source."},
+		labels("source"))
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_sandbox_build_info",
+		Help: "Always 1; the version label says which build is running.", ConstLabels: prometheus.Labels{"version": o.Version}})
+	build.Set(1)
+	m.reg.MustRegister(m.executions, m.execSeconds, m.calls, m.callSeconds, m.refusals, m.approvals, m.kept, m.keptBytes, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format (text, or protobuf and
+// OpenMetrics when the scraper asks for them).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is the registry the series live in, for a test to gather from.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) values(s telemetry.Scope, v ...string) []string {
+	if m.tenant {
+		return append([]string{s.Tenant, s.Agent}, v...)
+	}
+	return v
+}
+
+// Execution counts one run_code and observes its duration.
+func (m *Metrics) Execution(s telemetry.Scope, e telemetry.Execution) {
+	m.executions.WithLabelValues(m.values(s, e.Profile, e.Level, e.Outcome, e.Kind)...).Inc()
+	m.execSeconds.WithLabelValues(m.values(s, e.Profile, e.Start)...).Observe(e.Seconds)
+}
+
+// Call counts one tool call and observes its duration.
+func (m *Metrics) Call(s telemetry.Scope, c telemetry.Call) {
+	caller := "program"
+	if c.Direct {
+		caller = "host"
+	}
+	m.calls.WithLabelValues(m.values(s, caller, c.Upstream, c.Outcome)...).Inc()
+	m.callSeconds.WithLabelValues(m.values(s, caller, c.Upstream)...).Observe(c.Seconds)
+}
+
+// BudgetRefusal counts one refusal by the binding budget.
+func (m *Metrics) BudgetRefusal(s telemetry.Scope, meter, half string) {
+	m.refusals.WithLabelValues(m.values(s, meter, half)...).Inc()
+}
+
+// Approval counts one approval decision.
+func (m *Metrics) Approval(s telemetry.Scope, decision string) {
+	m.approvals.WithLabelValues(m.values(s, decision)...).Inc()
+}
+
+// Kept counts one output kept under a handle, and its bytes.
+func (m *Metrics) Kept(s telemetry.Scope, source string, bytes int64) {
+	m.kept.WithLabelValues(m.values(s, source)...).Inc()
+	m.keptBytes.WithLabelValues(m.values(s, source)...).Add(float64(max(bytes, 0)))
+}
