@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -58,6 +60,30 @@ type Page struct {
 	Window  *Window
 	Matches *Matches
 	JSON    json.RawMessage
+}
+
+// Text renders a page for a person or a model: a window's lines as they are, or one
+// "N: line" per match (N the 0-based line number), then a line saying that matches were left
+// out, or that no line matched. Both the host's read_tool_output and `mcp-sandbox
+// read-output` show it.
+func (p Page) Text() string {
+	if p.Window != nil {
+		return p.Window.Text
+	}
+	var b strings.Builder
+	if p.Matches == nil {
+		return ""
+	}
+	for _, x := range p.Matches.Matches {
+		fmt.Fprintf(&b, "%d: %s\n", x.Line, x.Text)
+	}
+	if p.Matches.Truncated {
+		b.WriteString("(more matches were left out; narrow the pattern or raise limit)\n")
+	}
+	if len(p.Matches.Matches) == 0 && !p.Matches.Truncated {
+		b.WriteString("no line matches\n")
+	}
+	return b.String()
 }
 
 // Read serves one read_tool_output of a handle of tenant: the one reader behind the host's
@@ -123,6 +149,11 @@ func readError(err error) *failure.Error {
 	}
 	return failure.Wrap(failure.UpstreamError, err, "the handle could not be read")
 }
+
+// NoOutputKept is a host's one answer (read_tool_output, `mcp-sandbox read-output`) for a
+// handle it may not read, whatever the reason: it never names the handle, so another tenant's
+// handle and a never-issued one read the same.
+const NoOutputKept = "no output is kept under this handle: it may have expired, or it was never issued to this tenant"
 
 // noHandle is a program's answer for a handle its execution did not produce, whatever the
 // reason, so another execution's handle reads like one never issued.

@@ -41,9 +41,6 @@ type Upstreams struct {
 	ApprovalTimeout time.Duration
 	// Expose offers the granted tools of non-deferred servers directly in tools/list.
 	Expose bool
-	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
-	// binding.DefaultMaxConcurrentCalls.
-	MaxConcurrentCalls int
 	// policy, when set by SetPolicy, replaces Grant, Deny, ApprovalRequired, IgnoreDestructive,
 	// Rules and Bindings.
 	policy atomic.Pointer[UpstreamPolicy]
@@ -75,18 +72,25 @@ func (u *Upstreams) current() UpstreamPolicy {
 		IgnoreDestructive: u.IgnoreDestructive, Rules: u.Rules, Bindings: u.Bindings}
 }
 
+// Turn resolves the catalogue for one turn under the current policy, or returns nil when u is
+// nil or has no catalogue. `mcp-sandbox run` resolves its one turn with it, as the server
+// does at each of its turn boundaries.
+func (u *Upstreams) Turn(ctx context.Context) *upstream.Turn {
+	if u == nil || u.Catalogue == nil {
+		return nil
+	}
+	p := u.current()
+	return u.Catalogue(ctx).ResolvePolicy(upstream.Policy{Grant: p.Grant, Deny: p.Deny, ApprovalRequired: p.ApprovalRequired,
+		IgnoreDestructive: p.IgnoreDestructive, Rules: p.Rules, Bindings: p.Bindings})
+}
+
 // turn resolves the catalogue for one turn (one run_code, list_tools, get_tool_info or direct
 // call), or returns nil when the agent has no upstreams. It also brings the exposed tool set in
 // line with the turn, so a withdrawn tool disappears from tools/list at the next turn.
 func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 	u := h.agent.Upstreams
-	if u == nil || u.Catalogue == nil {
-		return nil
-	}
-	p := u.current()
-	t := u.Catalogue(ctx).ResolvePolicy(upstream.Policy{Grant: p.Grant, Deny: p.Deny, ApprovalRequired: p.ApprovalRequired,
-		IgnoreDestructive: p.IgnoreDestructive, Rules: p.Rules, Bindings: p.Bindings})
-	if u.Expose {
+	t := u.Turn(ctx)
+	if t != nil && u.Expose {
 		h.syncExposed(t)
 	}
 	return t

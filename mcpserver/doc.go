@@ -4,7 +4,7 @@
 // servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens, Host and
 // Origin protection and a request body limit.
 //
-// Imports: engine, binding, upstream, budget, outputs, failure, telemetry and the go-sdk only (DESIGN.md §2). It never imports
+// Imports: engine, execution, binding, upstream, budget, outputs, failure, telemetry and the go-sdk only (DESIGN.md §2). It never imports
 // configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,
 // HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
@@ -35,10 +35,12 @@
 //     and the host's tools/list) resolves an upstream.Turn from the tenant's catalogue and the
 //     agent's plain policy values (Upstreams). Without upstreams list_tools lists nothing and
 //     get_tool_info answers "unknown".
-//   - Binding calls are package binding's (its doc walks one call hop by hop): run_code makes a
-//     binding.Execution over the Turn, the execution's meter and the blob store, and hands it
-//     to the engine as the ToolCaller, with its names and aliases; unavailable_bindings is its
-//     Unavailable. A direct call of an exposed tool is binding.Direct; the host's
+//   - One run_code is execution.Execute (its doc lists the steps), the very path `mcp-sandbox
+//     run` takes: the ledger's execution record, a binding.Execution over the Turn (package
+//     binding's doc walks one call hop by hop) handed to the engine as the ToolCaller with its
+//     names and aliases, unavailable_bindings, outputs kept under handles, the budget report.
+//     What is the session's is added here: the Run, the Turn (which also syncs the exposed
+//     tools), progress, the Drain. A direct call of an exposed tool is binding.Direct; the host's
 //     read_tool_output is binding.Read rendered for the host (any handle of the session's
 //     tenant, 1 MiB a page; every handle the caller may not read gets one fixed text that does
 //     not even echo the handle, so another tenant's handle reads exactly like one that never
@@ -46,14 +48,9 @@
 //   - Runs and budgets (runs.go, execute.go): a Run is the MCP session (a stdio session, which
 //     has no id, gets one for its lifetime; a sessionless HTTP request is its own Run) unless
 //     the call's _meta names one under "mcp-sandbox/run"; named, session and request Runs are
-//     kept apart by a prefix. With
-//     Options.Ledger set, each run_code is an execution (budget.Start … Meter.End, with its
-//     attachments), and its meter goes to the binding.Execution.
-//   - Outputs: after a run, a stream larger than its preview and every artifact go to the blob
-//     store (location blob, with a handle, bytes charged as preserved); a stream that fits its
-//     preview stays inline. Without a store they are preview_only and the ledger's attachment
-//     record says how many bytes were let go (let_go_bytes); with CodeExec.PreserveRequired
-//     that is an output_not_preserved failure.
+//     kept apart by a prefix (execution.NamedRun for a named one, which `mcp-sandbox run --run`
+//     names the same way). With Options.Ledger set, each run_code is a recorded, metered
+//     execution; with Options.Blobs its outputs are kept under handles (execution's doc).
 //   - Direct calls of exposed tools are recorded too (budget.Direct), under the same Run, and
 //     do not count against the binding budget.
 //   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to
@@ -79,10 +76,11 @@
 //   - Telemetry (observe.go): every tools/call is a server span (package telemetry) under the
 //     trace context of its _meta (traceparent, tracestate), named with the tool only when this
 //     server offers it; run_code's binding calls and a direct call's upstream call are traced
-//     under it. Each execution gets its id before it starts (the ledger records it under that
-//     id) and a logger naming it, its tenant, agent and Run, carried in its context to the
-//     binding calls and the upstreams and handed to the engine (Execution.Logger); its end is
-//     one "run_code" line and one telemetry.Execution (Options.Metrics; level "none" and start
+//     under it. execution.Execute gives each execution its id before it starts (the ledger
+//     records it under that id) and a logger naming it and its Run (the server's logger names
+//     the tenant and agent), carried in its context to the binding calls and the upstreams and
+//     handed to the engine (Execution.Logger); its end is one "run_code" line and one
+//     telemetry.Execution (the agent's Reporter over Options.Metrics; level "none" and start
 //     "none" for a refusal, start "unknown" from a backend that does not say, a remote one). A
 //     kept output is counted (Kept "output"); a direct call is counted as a host's call.
 //

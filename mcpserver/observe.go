@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,33 +56,6 @@ func (h *handlers) offers(name string) bool {
 	defer h.exposedMu.Unlock()
 	_, ok := h.exposed[name]
 	return ok
-}
-
-// observe reports one run_code that ended: its metrics, its span's attributes and the log
-// line that says how it ended, on the execution's logger.
-func (h *handlers) observe(ctx context.Context, res *engine.Result, log *slog.Logger) {
-	e := telemetry.Execution{Profile: h.agent.CodeExecution.Profile, Level: string(res.Isolation), Outcome: "completed",
-		Start: res.Start, Seconds: res.DurationSeconds}
-	if f := res.Failure; f != nil {
-		e.Outcome, e.Kind = "failed", string(f.Kind)
-		if !f.Executed {
-			e.Outcome, e.Level = "refused", "none"
-		}
-	}
-	if e.Start == "" { // no child of ours: refused before one, or a backend that does not say (remote)
-		e.Start = "none"
-		if e.Outcome != "refused" {
-			e.Start = "unknown"
-		}
-	}
-	h.report.Execution(e)
-	telemetry.Current(ctx).Set(telemetry.String("mcp_sandbox.profile", e.Profile), telemetry.String("mcp_sandbox.isolation", e.Level),
-		telemetry.String("mcp_sandbox.outcome", e.Outcome), telemetry.String("mcp_sandbox.start", e.Start))
-	attrs := []any{"duration_seconds", res.DurationSeconds, "cancelled", res.Cancelled, "outcome", e.Outcome}
-	if res.Failure != nil {
-		attrs = append(attrs, "failure", string(res.Failure.Kind))
-	}
-	log.Info("run_code", attrs...)
 }
 
 // reportDirect counts a host's direct call of an exposed tool.

@@ -8,14 +8,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 )
 
 // MetaRun is the _meta key by which a host names the Run a call belongs to; without it the
 // Run is the MCP session.
 const MetaRun = "mcp-sandbox/run"
-
-// maxRunIDBytes bounds a Run id a host names.
-const maxRunIDBytes = 256
 
 // runOf names the Run of a request: _meta "mcp-sandbox/run" when the host gives one, else
 // the MCP session id (a stdio session has none, and gets one id for its lifetime), else, for a
@@ -24,9 +22,10 @@ const maxRunIDBytes = 256
 func (h *handlers) runOf(req *mcp.CallToolRequest) budget.RunRef {
 	ref := budget.RunRef{Tenant: h.agent.Tenant}
 	if req != nil && req.Params != nil {
-		if v, ok := req.Params.Meta[MetaRun].(string); ok && v != "" && len(v) <= maxRunIDBytes {
-			ref.ID = "named:" + v
-			return ref
+		if v, ok := req.Params.Meta[MetaRun].(string); ok {
+			if named, ok := execution.NamedRun(h.agent.Tenant, v); ok {
+				return named
+			}
 		}
 	}
 	if req != nil && req.Session != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -45,24 +45,9 @@ type Agent struct {
 	Upstreams *Upstreams
 }
 
-// CodeExec is an agent's code execution: where programs run and under which terms.
-type CodeExec struct {
-	Sandbox engine.Sandbox
-	// Terms are the agent's terms after every narrowing the server knows of; Sandbox.Run may
-	// narrow them once more. They are also what the tool description states.
-	Terms engine.Terms
-	// Refusal, when non-empty, is why the agent's network request cannot be granted: every
-	// run_code answers a network_unavailable refusal with this message, and nothing runs.
-	Refusal string
-	// Profile names the profile, for the description and logs.
-	Profile string
-	// Budget is the binding budget of the agent's programs: the profile's binding_budget
-	// narrowed by the tenant policy. It is metered only when Options.Ledger is set.
-	Budget budget.Limits
-	// PreserveRequired (output.preserve: required) makes an output that could not be kept in
-	// the blob store an output_not_preserved failure.
-	PreserveRequired bool
-}
+// CodeExec is an agent's code execution: where programs run and under which terms. It is
+// execution.Spec, the one `mcp-sandbox run` executes too.
+type CodeExec = execution.Spec
 
 // Options configure NewServer; nil means defaults.
 type Options struct {
@@ -280,17 +265,12 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(*in.Code) > maxCodeBytes {
 		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
-	ce := h.agent.CodeExecution
-	var res *engine.Result
-	if ce.Refusal != "" {
-		res = engine.Refuse(ce.Terms, failure.NetworkUnavailable, ce.Refusal)
-		h.observe(ctx, res, h.log)
-	} else if ctx, end, ok := h.opts.Drain.begin(ctx); !ok {
+	ctx, end, ok := h.opts.Drain.begin(ctx)
+	if !ok {
 		return toolError("the server is shutting down; nothing ran"), nil
-	} else {
-		res = h.execute(ctx, req, *in.Code)
-		end()
 	}
+	res := h.execute(ctx, req, *in.Code)
+	end()
 	return renderResult(res, h.agent.Version), nil
 }
 
@@ -343,9 +323,6 @@ func renderResult(res *engine.Result, version string) *mcp.CallToolResult {
 	return out
 }
 
-// valuePreviewBytes bounds the value in the text rendering.
-const valuePreviewBytes = 4000
-
 // RenderText is the compact text rendering of a Result that the model reads.
 func RenderText(res *engine.Result) string {
 	var b strings.Builder
@@ -369,10 +346,10 @@ func RenderText(res *engine.Result) string {
 		if v == "" {
 			v = "null"
 		}
-		if len(v) > valuePreviewBytes {
+		if len(v) > execution.ValuePreviewBytes {
 			// The whole value is in structuredContent (and under a handle when a blob store
 			// is there); the model's text gets a preview.
-			v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), valuePreviewBytes)
+			v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), execution.ValuePreviewBytes)
 			for _, a := range res.Attachments {
 				if a.Name == "value" && a.Handle != "" {
 					v += fmt.Sprintf("\n(value: %d bytes; read_tool_output handle %s pages the rest)", a.Size, a.Handle)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -177,7 +178,7 @@ func TestCatalogueTools(t *testing.T) {
 	if res := call(t, cs, ToolGetToolInfo, map[string]any{"name": "docs__x"}); !res.IsError || !strings.Contains(text(res), "docs__x") {
 		t.Errorf("get_tool_info: %s", text(res))
 	}
-	if res := call(t, cs, ToolReadToolOutput, map[string]any{"handle": "h_1"}); !res.IsError || text(res) != errNoHandle {
+	if res := call(t, cs, ToolReadToolOutput, map[string]any{"handle": "h_1"}); !res.IsError || text(res) != binding.NoOutputKept {
 		t.Errorf("read_tool_output: %s", text(res))
 	}
 }

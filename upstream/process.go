@@ -112,8 +112,16 @@ func logStderr(r io.Reader, server string, logger *slog.Logger) {
 
 // transport returns the go-sdk transport over p's pipes; closing it closes the process.
 func (p *process) transport(maxFrame int) mcp.Transport {
-	return &mcp.IOTransport{Reader: p.stdout, Writer: processCloser{p}, MaxLineLength: maxFrame}
+	return &mcp.IOTransport{Reader: processReader{p}, Writer: processCloser{p}, MaxLineLength: maxFrame}
 }
+
+// processReader reads the server's stdout. go-sdk closes the reader before the writer; were
+// that the pipe itself, a server still writing as its stdin closes would die of SIGPIPE (and
+// be logged as a failure). p.close closes stdout itself, once the process is gone.
+type processReader struct{ p *process }
+
+func (r processReader) Read(b []byte) (int, error) { return r.p.stdout.Read(b) }
+func (r processReader) Close() error               { return nil }
 
 type processCloser struct{ p *process }
 

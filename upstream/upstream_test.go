@@ -615,3 +615,15 @@ func TestCompileSchemaDegrades(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseEndsServersCleanly: closing the pool closed the server's stdout before its stdin,
+// so a server still writing as it was told to stop died of SIGPIPE, logged as a failure (a
+// warning on every `mcp-sandbox run`). Now each server exits on its own at the end of stdin.
+func TestCloseEndsServersCleanly(t *testing.T) {
+	f := newFixture(t, nil)
+	f.turn(t, nil, nil, nil)
+	f.pool.Close()
+	if strings.Contains(f.logs.String(), "upstream server exited") {
+		t.Errorf("a server did not exit cleanly at Close:\n%s", f.logs)
+	}
+}

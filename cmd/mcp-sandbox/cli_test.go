@@ -44,6 +44,8 @@ func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, 
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
+	// run keeps its ledger and outputs in the default data dir, as serve does: the test's own.
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -106,7 +108,7 @@ func TestRunProgramErrorExitsOne(t *testing.T) {
 }
 
 func TestRunUsageAndConfigErrorsExitTwo(t *testing.T) {
-	for _, args := range [][]string{{"run"}, {"run", "a", "b"}, {"run", "--no-such-flag", "-"}, {"run", "/no/such/file.py"}, {"no-such-command"}} {
+	for _, args := range [][]string{{"run"}, {"run", "a", "b"}, {"run", "--no-such-flag", "-"}, {"run", "/no/such/file.py"}, {"run", "--run", strings.Repeat("r", 257), "-"}, {"read-output"}, {"read-output", "h_1", "h_2"}, {"no-such-command"}} {
 		if _, errOut, code := runCLI(t, "", args...); code != 2 || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
 		}
@@ -167,8 +169,10 @@ func TestVersionAndHelp(t *testing.T) {
 	if _, errOut, code := runCLI(t, "", "--help"); code != 0 || !strings.Contains(errOut, "run_code") {
 		t.Errorf("--help: %d %q", code, errOut)
 	}
-	if _, errOut, code := runCLI(t, "", "run", "--help"); code != 0 || !strings.Contains(errOut, "Exit status") {
-		t.Errorf("run --help: %d %q", code, errOut)
+	for _, cmd := range []string{"run", "read-output"} {
+		if _, errOut, code := runCLI(t, "", cmd, "--help"); code != 0 || !strings.Contains(errOut, "Exit status") {
+			t.Errorf("%s --help: %d %q", cmd, code, errOut)
+		}
 	}
 }
 

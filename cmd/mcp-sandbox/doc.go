@@ -1,5 +1,5 @@
 // Command mcp-sandbox is the product: an MCP server that offers run_code, and the commands an
-// operator uses around it (run, doctor, check, sandbox-service, version). It is the only
+// operator uses around it (run, read-output, doctor, check, sandbox-service, version). It is the only
 // package that reads files, flags and the environment; it turns the YAML config into engine,
 // backend and server values and wires them together. Logs go to stderr; stdout carries
 // results, or protocol bytes only under `serve --transport stdio`.
@@ -19,6 +19,17 @@
 // binding budget is its profile's binding_budget narrowed by its tenant policy's. A stdio
 // upstream's frame ceiling follows the largest max_produced_bytes of its tenant's profiles, so
 // a result a program may be handed as a handle is not cut off at the transport.
+//
+// run is run_code from the shell, by construction: it opens the agent the way stdio serve does
+// (openAgent: the profile, terms and refusal, budget, preserve, the tenant's upstream pool and
+// policy), the same storage (openStorage), and hands the program to execution.Execute, the
+// function mcpserver's run_code calls. What differs is what a one-shot command has no use for:
+// no warm child and no describe probe at startup (oneShot), no blob sweeper or periodic
+// recovery (a serving process on the same data dir does both; run recovers once, at open), and
+// its Run is its own (ended when it exits) unless --run names one (execution.NamedRun, the
+// Run a host's _meta "mcp-sandbox/run" names). Its --log-level is warn by default: the result is on stdout.
+// read-output is read_tool_output for a person: binding.Read over the config's blob store,
+// the tenant's handles only.
 //
 // sandbox-service serves executions to the remote backend of servers elsewhere
 // (engine/backend/remote): it opens the profile sandbox_service names (a local one), and

@@ -47,7 +47,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "serve run_code to an MCP host over stdio or streamable HTTP", runServe},
-		{"run", "run one program and print its result JSON", runRun},
+		{"run", "run one program as run_code would and print its result JSON", runRun},
+		{"read-output", "print an output kept under a handle (read_tool_output at a shell)", runReadOutput},
 		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
 		{"check", "validate a config file without running anything", runCheck},
 		{"sandbox-service", "serve executions to remote backends of MCP servers elsewhere", runSandboxService},
@@ -115,6 +116,7 @@ no upstream servers.
 Examples:
   mcp-sandbox serve                          # stdio, for Claude Desktop and other local hosts
   echo 'print("hi"); 6*7' | mcp-sandbox run -  # one program, result JSON on stdout
+  mcp-sandbox read-output h_…                # more of an output a result kept under a handle
   mcp-sandbox doctor                         # what this machine can contain, per profile
   mcp-sandbox check --config deploy.yaml     # validate a config
   mcp-sandbox sandbox-service --listen 127.0.0.1:8443  # run programs for MCP servers elsewhere

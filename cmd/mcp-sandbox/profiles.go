@@ -176,22 +176,31 @@ func agentTerms(t configs.Tenant, ce *configs.CodeExecution) (terms engine.Terms
 // errNoTenant: a config valid for sandbox-service alone has nothing to serve or run.
 var errNoTenant = usagef("the config defines no tenant; a config with only sandbox_service is for `mcp-sandbox sandbox-service`")
 
-// pickAgent resolves --tenant and --agent, each defaulting to the only one there is.
-func pickAgent(cfg *configs.Config, tenant, agent string) (string, string, error) {
+// pickTenant resolves --tenant, defaulting to the only one there is.
+func pickTenant(cfg *configs.Config, tenant string) (string, error) {
 	if len(cfg.Tenants) == 0 {
-		return "", "", errNoTenant
+		return "", errNoTenant
 	}
 	if tenant == "" {
 		names := sortedKeys(cfg.Tenants)
 		if len(names) != 1 {
-			return "", "", usagef("--tenant is required: the config has tenants %v", names)
+			return "", usagef("--tenant is required: the config has tenants %v", names)
 		}
 		tenant = names[0]
 	}
-	t, ok := cfg.Tenants[tenant]
-	if !ok {
-		return "", "", usagef("no tenant %q in the config (tenants: %v)", tenant, sortedKeys(cfg.Tenants))
+	if _, ok := cfg.Tenants[tenant]; !ok {
+		return "", usagef("no tenant %q in the config (tenants: %v)", tenant, sortedKeys(cfg.Tenants))
 	}
+	return tenant, nil
+}
+
+// pickAgent resolves --tenant and --agent, each defaulting to the only one there is.
+func pickAgent(cfg *configs.Config, tenant, agent string) (string, string, error) {
+	tenant, err := pickTenant(cfg, tenant)
+	if err != nil {
+		return "", "", err
+	}
+	t := cfg.Tenants[tenant]
 	if agent == "" {
 		names := sortedKeys(t.Agents)
 		if len(names) != 1 {

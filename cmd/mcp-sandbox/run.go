@@ -3,19 +3,29 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs, configPath := commandFlags("run", runUsage, stderr)
 	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
-	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the only one)")
+	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
+	runName := fs.String("run", "", "the Run the execution belongs to, as run_code's _meta \"mcp-sandbox/run\" names one (default: a Run of its own)")
+	// The result is the JSON on stdout; stderr carries warnings and errors, unless --log-level
+	// asks for more.
+	if f := fs.Lookup("log-level"); f != nil {
+		f.DefValue = "warn"
+		_ = f.Value.Set("warn")
+	}
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -35,35 +45,41 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, err
 	}
-	t := cfg.Tenants[tname]
-	ce := t.Agents[aname].CodeExecution
-	if ce == nil {
+	if cfg.Tenants[tname].Agents[aname].CodeExecution == nil {
 		return exitUsage, usagef("agent %q of tenant %q has no code_execution block: it may not run programs", aname, tname)
 	}
-	profileName := ce.Profile
-	if profileName == "" {
-		profileName = configs.DefaultProfileName
-	}
-	profile, ok := cfg.Profile(profileName)
-	if !ok {
-		return exitUsage, usagef("agent %q names profile %q, which is not defined", aname, profileName)
-	}
-	terms, refusal := agentTerms(t, ce)
-	var res *engine.Result
-	if refusal != "" {
-		res = engine.Refuse(terms, failure.NetworkUnavailable, refusal)
-	} else {
-		runner, err := openProfile(ctx, profileName, profile, 0)
-		if err != nil {
-			kind, reason := openRefusal(err)
-			// No Runner to narrow the terms: report them under the profile's hard limits,
-			// as serve does for an unavailable profile.
-			terms.Limits = engineLimits(profile.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
-			res = engine.Refuse(terms, kind, reason)
-		} else {
-			defer runner.Close()
-			res = runner.Run(ctx, engine.Execution{Program: program, Terms: terms})
+	run := budget.RunRef{Tenant: tname, ID: budget.NewID("command:c_")}
+	if *runName != "" {
+		named, ok := execution.NamedRun(tname, *runName)
+		if !ok {
+			return exitUsage, usagef("--run: a Run name is at most %d bytes", execution.MaxRunNameBytes)
 		}
+		run = named
+	}
+	// What serve opens for the same agent, and nothing more: no warm child, no describe probe,
+	// no sweeper; the upstreams start when the turn lists them.
+	st, err := openStorage(ctx, cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer st.close()
+	oa, err := openAgent(ctx, cfg, tname, aname, oneShot)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer oa.close()
+	a := oa.agent
+	res := execution.Execute(ctx, a.CodeExecution,
+		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
+			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}},
+		&execution.Options{Ledger: st.ledger, Blobs: st.blobs})
+	if *runName == "" {
+		// A Run of its own ends with the command; a named one goes on, as a host's does.
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := st.ledger.EndRun(ectx, run); err != nil && !errors.Is(err, budget.ErrNotFound) {
+			slog.Warn("run end not recorded", "run", run.ID, "err", err)
+		}
+		cancel()
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -74,6 +90,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitFailure, nil
 	}
 	return exitOK, nil
+}
+
+// nobodyToAsk is run's approval asker: a command at a shell has no person to put a question
+// to while its program waits, so a call that needs approval is refused, saying why.
+type nobodyToAsk struct{}
+
+func (nobodyToAsk) CanAsk() (bool, string) {
+	return false, "`mcp-sandbox run` has nobody to ask; run the program through an MCP host that can ask its person (elicitation)"
+}
+
+func (nobodyToAsk) Ask(context.Context, binding.Question) (binding.Answer, error) {
+	return binding.Answer{}, errors.New("mcp-sandbox run has nobody to ask")
 }
 
 // maxProgramBytes bounds a program read from a file or stdin.
@@ -99,11 +127,26 @@ func readProgram(name string) (string, error) {
 	return string(b), nil
 }
 
-const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] FILE|-
+const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] [--run ID] FILE|-
 
-Runs one Python program in the agent's sandbox and prints the result JSON on stdout: value,
-stdout and stderr previews, failure (with the full traceback), limit_hit, terms, isolation and
-guarantees. "-" reads the program from standard input.
+Runs one Python program exactly as the agent's run_code would, and prints the result JSON on
+stdout: value, stdout and stderr previews, failure (with the full traceback), limit_hit,
+terms, isolation and guarantees, attachments and artifacts (with handles), unavailable_bindings
+and budget. "-" reads the program from standard input.
+
+It resolves the same turn as "mcp-sandbox serve --tenant T --agent A" (each defaulting to the
+only one there is): the profile and terms, the tenant's granted upstream tools (TOOLS, aliases,
+call_tool) under its policy and the agent's bindings, the binding budget, the run ledger and the
+blob store in data_dir. Outputs larger than their preview are kept under handles; print one
+with "mcp-sandbox read-output HANDLE". output.preserve: required makes an output that could not
+be kept a failure. A call that needs a person's approval is refused (approval_required_in_program):
+nobody can be asked from here.
+
+Each run is a Run of its own, so the per-Run budget starts afresh; --run ID names a Run
+instead, the one run_code's _meta "mcp-sandbox/run" names by the same ID, so its budget is
+shared across runs and with the host. No warm child is started; the tenant's upstream servers
+are started just before the program (TOOLS names their tools), and a tenant granted none starts
+nothing.
 
 Exit status: 0 when the program completed, 1 when the result carries a failure or a refusal
 (the result is still printed), 2 for usage or configuration errors.

@@ -95,23 +95,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if err != nil {
 			return exitUsage, err
 		}
-		profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}})
+		oa, err := openAgent(ctx, cfg, tname, aname, serving)
 		if err != nil {
 			return exitCode(err), err
 		}
-		defer profiles.close()
-		pools, err := openUpstreams(cfg, []string{tname})
-		if err != nil {
-			return exitUsage, err
-		}
-		defer pools.close()
-		watchSandboxes(metricsOf(opts), profiles, pools)
-		a, err := serveAgent(cfg, profiles, tname, aname)
-		if err != nil {
-			return exitUsage, err
-		}
-		a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
-		reload := newReloader(*configPath, cfg, pools, false)
+		defer oa.close()
+		a := oa.agent
+		watchSandboxes(metricsOf(opts), oa.profiles, oa.pools)
+		reload := newReloader(*configPath, cfg, oa.pools, false)
 		reload.add(a)
 		defer reload.start(ctx, hup)()
 		srv := mcpserver.NewServer(a, opts)
@@ -157,9 +148,58 @@ func profileOf(ce *configs.CodeExecution) string {
 // serveWarm is how many started children a server keeps ready per agent's terms.
 const serveWarm = 1
 
-// openProfiles opens and describes every profile the given agents use (tenant → agents).
-// An agent naming an unknown profile is a config error naming both.
-func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string) (*profileSet, error) {
+// profileMode is how a command uses the profiles it opens.
+type profileMode int
+
+const (
+	// serving: each profile keeps serveWarm children ready and is described once at startup
+	// (logs, readiness), and a server none of whose profiles can run is not started.
+	serving profileMode = iota
+	// oneShot (run): no warm child and no describe probe, so a program's cold start is its own
+	// child's; a profile that cannot be opened is the result's refusal.
+	oneShot
+)
+
+// openedAgent is one agent of a tenant, converted as serve converts it, with what it holds
+// open: the profile its code execution uses and its tenant's upstream pool.
+type openedAgent struct {
+	agent    mcpserver.Agent
+	profiles *profileSet
+	pools    *tenantPools
+}
+
+// openAgent opens one agent: stdio serve and run both take it, so a program run from the
+// shell gets the agent (terms, refusal, budget, preserve, bindings, policy, upstreams) that a
+// host gets. Nothing of the upstreams is started: a pool connects when a turn first needs
+// its catalogue.
+func openAgent(ctx context.Context, cfg *configs.Config, tname, aname string, mode profileMode) (*openedAgent, error) {
+	profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}}, mode)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := openUpstreams(cfg, []string{tname})
+	if err != nil {
+		profiles.close()
+		return nil, err
+	}
+	oa := &openedAgent{profiles: profiles, pools: pools}
+	if oa.agent, err = serveAgent(cfg, profiles, tname, aname); err != nil {
+		oa.close()
+		return nil, err
+	}
+	oa.agent.Upstreams = pools.agentUpstreams(cfg, tname, aname)
+	return oa, nil
+}
+
+// close closes the upstream pool, then the profile's sandbox.
+func (oa *openedAgent) close() {
+	oa.pools.close()
+	oa.profiles.close()
+}
+
+// openProfiles opens every profile the given agents use (tenant → agents), as mode says. An
+// agent naming an unknown profile is a config error naming both.
+func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string, mode profileMode) (*profileSet, error) {
 	ps := &profileSet{sandboxes: map[string]engine.Sandbox{}, runners: map[string]profileSandbox{}, described: map[string]*engine.Description{}}
 	for _, tname := range sortedKeys(use) {
 		for _, aname := range use[tname] {
@@ -177,17 +217,24 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 				return nil, usagef("agent %q of tenant %q names profile %q, which is not defined (profiles: %v)",
 					aname, tname, name, sortedKeys(cfg.Profiles))
 			}
-			runner, err := openProfile(ctx, name, p, serveWarm)
+			warm := serveWarm
+			if mode == oneShot {
+				warm = 0
+			}
+			runner, err := openProfile(ctx, name, p, warm)
 			if err != nil {
 				kind, reason := openRefusal(err)
-				slog.Error("profile unavailable: run_code will refuse", "profile", name, "kind", kind, "err", err)
+				slog.Error("profile unavailable: programs will be refused", "profile", name, "kind", kind, "err", err)
 				ps.sandboxes[name] = unavailableSandbox{kind: kind, reason: reason}
 				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{reason}}
 				continue
 			}
-			d := runner.Describe(ctx)
 			ps.runners[name] = runner
 			ps.sandboxes[name] = runner
+			if mode == oneShot {
+				continue
+			}
+			d := runner.Describe(ctx)
 			ps.described[name] = d
 			if d.Ready {
 				slog.Info("profile ready", "profile", name, "backend", d.Backend, "isolation", d.Isolation)
@@ -196,7 +243,7 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 			}
 		}
 	}
-	if len(ps.runners) == 0 && len(ps.sandboxes) > 0 {
+	if mode == serving && len(ps.runners) == 0 && len(ps.sandboxes) > 0 {
 		// Not one profile in use can run anything here: a server that could only refuse
 		// is a deployment mistake, said now rather than on a customer's first request.
 		var why []string
@@ -303,7 +350,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 	for _, tname := range sortedKeys(cfg.Tenants) {
 		use[tname] = sortedKeys(cfg.Tenants[tname].Agents)
 	}
-	ps, err := openProfiles(ctx, cfg, use)
+	ps, err := openProfiles(ctx, cfg, use, serving)
 	if err != nil {
 		return exitCode(err), err
 	}

@@ -162,31 +162,15 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 		st.ledger = led
 		st.recoverEvery = sqliteRecoveryInterval
 	}
-	switch {
-	case pgBlobs:
-		dsn, err := resolveDSN("blobs", cfg.Blobs.Postgres.DSN)
-		if err != nil {
-			st.close()
-			return nil, err
-		}
-		octx, cancel := context.WithTimeout(ctx, connectTimeout)
-		blobs, err := pgblob.Open(octx, dsn, nil)
-		cancel()
-		if err != nil {
-			st.close()
-			return nil, fmt.Errorf("blobs: PostgreSQL (%s): %w", st.report.Blobs.Location, err)
-		}
-		st.blobs, st.closeBlobs = blobs, blobs.Close
-	case dir != "":
-		blobs, err := outputs.OpenFileStore(filepath.Join(dir, "blobs"))
-		if err != nil {
-			st.close()
-			return nil, fmt.Errorf("data_dir %s: %w", dir, err)
-		}
-		st.blobs = blobs
-	default:
+	blobs, closeBlobs, err := openBlobs(ctx, cfg)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	if blobs == nil {
 		slog.Warn("no data_dir and no blobs.postgres: there is no blob store; outputs are previews only")
 	}
+	st.blobs, st.closeBlobs = blobs, closeBlobs
 	lost, err := st.ledger.Recover(ctx)
 	st.logLost(lost)
 	if err != nil {
@@ -196,6 +180,33 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 	slog.Info("storage open", "ledger", st.report.Ledger.Kind, "ledger_at", st.report.Ledger.Location,
 		"blobs", st.report.Blobs.Kind, "blobs_at", st.report.Blobs.Location, "recovered_unknown", len(lost))
 	return st, nil
+}
+
+// openBlobs opens the blob store the config names: PostgreSQL with blobs.postgres, else files
+// under the data dir; nil (and a close that does nothing) when there is neither.
+func openBlobs(ctx context.Context, cfg *configs.Config) (outputs.BlobStore, func(), error) {
+	if cfg.Blobs != nil && cfg.Blobs.Postgres != nil {
+		dsn, err := resolveDSN("blobs", cfg.Blobs.Postgres.DSN)
+		if err != nil {
+			return nil, nil, err
+		}
+		octx, cancel := context.WithTimeout(ctx, connectTimeout)
+		blobs, err := pgblob.Open(octx, dsn, nil)
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("blobs: PostgreSQL (dsn %s): %w", cfg.Blobs.Postgres.DSN.String(), err)
+		}
+		return blobs, blobs.Close, nil
+	}
+	dir := dataDir(cfg)
+	if dir == "" {
+		return nil, func() {}, nil
+	}
+	blobs, err := outputs.OpenFileStore(filepath.Join(dir, "blobs"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	return blobs, func() {}, nil
 }
 
 func (st *storage) logLost(lost []budget.CallRecord) {

@@ -53,7 +53,7 @@ tenants:
 	otel.SetTracerProvider(tp)
 	defer tp.Shutdown(context.Background())
 
-	ps, err := openProfiles(ctx, cfg, map[string][]string{"t": {"a"}})
+	ps, err := openProfiles(ctx, cfg, map[string][]string{"t": {"a"}}, serving)
 	if err != nil {
 		t.Fatal(err)
 	}

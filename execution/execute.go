@@ -1,0 +1,160 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// RecordTimeout bounds the recording done after the program ran (keeping outputs, reading
+// the meters, the execution's end), which goes on when the caller's context has ended.
+const RecordTimeout = 30 * time.Second
+
+// Spec is an agent's code execution as the deployment resolved it: where its programs run and
+// under which terms, budget and output policy.
+type Spec struct {
+	Sandbox engine.Sandbox
+	// Terms are the agent's terms after every narrowing the caller knows of; Sandbox.Run may
+	// narrow them once more. They are also what run_code's description states.
+	Terms engine.Terms
+	// Refusal, when non-empty, is why the agent's network request cannot be granted: every
+	// execution is a network_unavailable refusal with this message, and nothing runs.
+	Refusal string
+	// Profile names the profile, for descriptions and logs.
+	Profile string
+	// Budget is the binding budget of the agent's programs: the profile's binding_budget
+	// narrowed by the tenant policy. It is metered only when Options.Ledger is set.
+	Budget budget.Limits
+	// PreserveRequired (output.preserve: required) makes an output that could not be kept in
+	// the blob store an output_not_preserved failure.
+	PreserveRequired bool
+	// MaxConcurrentCalls caps one execution's binding calls in flight; zero means
+	// binding.DefaultMaxConcurrentCalls.
+	MaxConcurrentCalls int
+}
+
+// Options are what executions share: where they are recorded and where outputs are kept. nil
+// means defaults: nothing recorded or metered, no blob store, slog.Default().
+type Options struct {
+	// Ledger records the execution and its calls and meters the binding budget; nil means
+	// nothing is recorded or metered.
+	Ledger budget.Ledger
+	// Blobs keeps outputs and large binding results under handles; nil means outputs are
+	// previews only and a result over the per-call ceiling is binding_result_not_paged.
+	Blobs outputs.BlobStore
+	// Logger receives what the operator must know; each execution's lines also name it and
+	// its Run.
+	Logger *slog.Logger
+	// Report counts executions, binding calls and kept outputs for the operator's metrics; the
+	// zero Reporter counts nothing.
+	Report telemetry.Reporter
+}
+
+// Program is one program to execute and the turn it runs in.
+type Program struct {
+	Code string
+	// Run is the Run the execution belongs to; its Tenant owns the handles the execution
+	// produces.
+	Run budget.RunRef
+	// AgentVersion is the version hash of the agent whose program it is, for the record.
+	AgentVersion string
+	// Turn resolves the catalogue narrowed for this turn; it is called once, after the refusal
+	// check, so a refused program starts no upstream. nil, or a nil Turn, means no upstream
+	// tools (list_tools and get_tool_info still answer, run_code is still excluded_builtin).
+	Turn func(context.Context) *upstream.Turn
+	// Approvals is the approval step's configuration: who can be asked, and for how long; nil
+	// means nobody can be asked, so a call that needs a person's approval is refused
+	// (approval_required_in_program).
+	Approvals *binding.Approvals
+	// Progress, when set, is called from time to time while the program runs.
+	Progress func(elapsedSeconds float64)
+}
+
+// Execute runs one program of the agent spec describes: recorded and metered in the ledger,
+// its binding calls through package binding, its outputs kept under handles afterwards (the
+// package doc lists the steps). The result is never nil; failures are in it.
+func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.Result {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if spec.Refusal != "" {
+		return observe(ctx, spec, engine.Refuse(spec.Terms, failure.NetworkUnavailable, spec.Refusal), o.Report, o.Logger)
+	}
+	// Every line about this execution, here and in the binding calls and upstreams it
+	// reaches, names it and its Run.
+	id := budget.NewID("x_")
+	log := o.Logger.With("execution", id, "run", p.Run.ID)
+	ctx = telemetry.WithLogger(ctx, log)
+	telemetry.Current(ctx).Set(telemetry.String("mcp_sandbox.execution", id))
+	var meter *budget.Meter
+	if o.Ledger != nil {
+		m, err := budget.Start(ctx, o.Ledger, p.Run, id, p.AgentVersion, spec.Budget)
+		if err != nil {
+			if ctx.Err() != nil {
+				return observe(ctx, spec, engine.Refuse(spec.Terms, failure.Cancelled, "the request was cancelled before the execution started"), o.Report, log)
+			}
+			log.Error("execution not recorded, so not run", "err", err)
+			return observe(ctx, spec, engine.Refuse(spec.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run"), o.Report, log)
+		}
+		meter = m
+	}
+	var turn *upstream.Turn
+	if p.Turn != nil {
+		turn = p.Turn(ctx)
+	}
+	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
+		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report})
+	res := spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
+		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress, Logger: log})
+	x.Wait()
+	if u := x.Unavailable(); len(u) > 0 {
+		res.Unavailable = append([]string(nil), u...)
+	}
+	a := x.Approvals()
+	res.Approvals = engine.ApprovalCounts{Asked: a.Asked, Accepted: a.Accepted, Declined: a.Declined, TimedOut: a.TimedOut, Unasked: a.Unasked}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
+	defer cancel()
+	k := keeper{blobs: o.Blobs, tenant: p.Run.Tenant, log: log, report: o.Report}
+	recs := k.keep(rctx, res)
+	if k.preserved > 0 && meter != nil {
+		if err := meter.Charge(rctx, budget.Usage{PreservedBytes: k.preserved}); err != nil {
+			log.Error("preserved bytes not charged", "err", err)
+		}
+	}
+	if fail := k.failure(spec.PreserveRequired); fail != nil && res.Failure == nil {
+		res.Failure = fail
+	}
+	if meter != nil {
+		exec, run, err := meter.Usage(rctx)
+		if err != nil {
+			log.Error("run usage not read", "err", err)
+		}
+		res.Budget = engine.BudgetReport{Execution: usageOf(exec), Run: usageOf(run)}
+		status := "completed"
+		if res.Failure != nil {
+			status = string(res.Failure.Kind)
+		}
+		aj, _ := json.Marshal(recs)
+		if err := meter.End(rctx, status, aj); err != nil {
+			log.Error("execution end not recorded", "err", err)
+		}
+	}
+	return observe(ctx, spec, res, o.Report, log)
+}
+
+func usageOf(u budget.Usage) engine.Usage {
+	return engine.Usage{Calls: u.Calls, TransferBytes: u.TransferBytes, ProducedBytes: u.ProducedBytes, PreservedBytes: u.PreservedBytes}
+}
