@@ -72,7 +72,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	defer st.close()
 	defer st.background(ctx, *retention)()
-	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain()}
+	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg)}
 	if *metricsListen != "" {
 		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
 		stopMetrics, err := serveMetrics(*metricsListen, m)
@@ -123,6 +123,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpLimits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
+}
+
+// serveQuotas converts the config's quotas (the server's, and each tenant's with defaults
+// filled) into what mcpserver admits executions and sessions by. Stored bytes are the blob
+// store's (openStorage).
+func serveQuotas(cfg *configs.Config) *mcpserver.Quotas {
+	s := cfg.ServerQuotas()
+	tenants := map[string]mcpserver.Quota{}
+	for name := range cfg.Tenants {
+		tenants[name] = tenantQuota(cfg.TenantQuotas(name))
+	}
+	// A tenant the config does not name (tenants_dir gained one; it is served after a
+	// restart) gets the defaults.
+	return mcpserver.NewQuotas(mcpserver.Quota{MaxExecutions: *s.MaxConcurrentExecutions, MaxSessions: *s.MaxSessions},
+		tenants, tenantQuota(cfg.TenantQuotas("")))
+}
+
+func tenantQuota(q configs.TenantQuotas) mcpserver.Quota {
+	return mcpserver.Quota{MaxExecutions: *q.MaxConcurrentExecutions, MaxSessions: *q.MaxSessions,
+		Wait: time.Duration(*q.QueueSeconds * float64(time.Second))}
 }
 
 // profileSet holds the sandboxes of the profiles in use, each opened and described once.
