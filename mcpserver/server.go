@@ -368,6 +368,10 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "traceback:\n%s\n", strings.TrimRight(res.Failure.Traceback, "\n"))
 	}
 	for _, a := range res.Artifacts {
+		if a.Handle == "" && a.Reason != "" {
+			fmt.Fprintf(&b, "artifact %s: %d bytes, not kept: %s\n", a.Name, a.Size, a.Reason)
+			continue
+		}
 		fmt.Fprintf(&b, "artifact %s: %d bytes, handle %s\n", a.Name, a.Size, a.Handle)
 	}
 	if len(res.Unavailable) > 0 {
@@ -391,6 +395,8 @@ func writeStream(b *strings.Builder, name, preview string, size int64, atts []en
 		case a.Name != name || !a.Truncated:
 		case a.Handle != "":
 			fmt.Fprintf(b, ", preview only; read_tool_output handle %s", a.Handle)
+		case a.Location == "preview_only" && a.Reason != "":
+			fmt.Fprintf(b, ", preview only; the rest was not kept: %s", a.Reason)
 		case a.Location == "preview_only":
 			b.WriteString(", preview only; the rest was not kept")
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 )
 
 // quotaConfig: the server's quotas (the first %s), tenants a and b (two programs at once
@@ -295,4 +296,75 @@ func connectHTTP(t *testing.T, endpoint string, rt http.RoundTripper, revision s
 		t.Cleanup(func() { cs.Close() })
 	}
 	return cs, err
+}
+
+// storedConfig: tenant q may keep 100 KiB of outputs; agent strict's profile requires them kept.
+// The first %s is the blob store's lines.
+const storedConfig = `
+data_dir: %q
+%s
+profiles:
+  default: {backend: local, isolation: process, allow_same_uid: true}
+  strict: {backend: local, isolation: process, allow_same_uid: true, output: {preserve: required}}
+tenants:
+  q:
+    policy: {quotas: {max_stored_bytes: 100KiB}}
+    agents:
+      default: {code_execution: {}}
+      strict: {code_execution: {profile: strict}}
+`
+
+// TestServeQuotaStoredBytes drives the built binary on each blob store: tenant q's first 60 KB
+// stdout is kept under a handle; the next would take it past its 100 KiB, so it stays a
+// preview with the reason (naming max_stored_bytes), and under preserve: required it is an
+// output_not_preserved failure saying the same.
+func TestServeQuotaStoredBytes(t *testing.T) {
+	for _, store := range []string{"files", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			blobs := ""
+			if store == "postgres" {
+				t.Setenv("MCPS_TEST_BLOB_DSN", pgtest.Schema(t))
+				blobs = "blobs: {postgres: {dsn: {env: MCPS_TEST_BLOB_DSN}}}"
+			}
+			cfg := writeConfig(t, fmt.Sprintf(storedConfig, t.TempDir(), blobs))
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			type attachment struct{ Name, Handle, Location, Reason string }
+			run := func(cs *mcp.ClientSession) (bool, *struct{ Kind, Message string }, attachment) {
+				t.Helper()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": "print('x' * 60000)"}})
+				if err != nil {
+					t.Fatalf("run_code: %v", err)
+				}
+				var out struct {
+					Failure     *struct{ Kind, Message string } `json:"failure"`
+					Attachments []attachment                    `json:"attachments"`
+				}
+				b, _ := json.Marshal(res.StructuredContent)
+				if err := json.Unmarshal(b, &out); err != nil {
+					t.Fatalf("structuredContent %s: %v", b, err)
+				}
+				for _, a := range out.Attachments {
+					if a.Name == "stdout" {
+						return res.IsError, out.Failure, a
+					}
+				}
+				t.Fatalf("no stdout attachment: %s", b)
+				return false, nil, attachment{}
+			}
+			cs := connectStdio(t, []string{"--config", cfg, "--agent", "default"}, nil)
+			if isErr, f, a := run(cs); isErr || a.Location != "blob" || a.Handle == "" {
+				t.Fatalf("the first output, within the quota: error %v %+v, attachment %+v; want it kept", isErr, f, a)
+			}
+			isErr, f, a := run(cs)
+			if isErr || a.Location != "preview_only" || a.Handle != "" || !strings.Contains(a.Reason, "max_stored_bytes") {
+				t.Errorf("the second output, past the quota: error %v %+v, attachment %+v; want a preview with the reason", isErr, f, a)
+			}
+			strict := connectStdio(t, []string{"--config", cfg, "--agent", "strict"}, nil)
+			isErr, f, a = run(strict)
+			if !isErr || f == nil || f.Kind != "output_not_preserved" || !strings.Contains(f.Message, "max_stored_bytes") || a.Location != "preview_only" {
+				t.Errorf("past the quota under preserve: required: error %v %+v, attachment %+v; want output_not_preserved naming max_stored_bytes", isErr, f, a)
+			}
+		})
+	}
 }
