@@ -61,8 +61,9 @@
 //     Over it, the value is kept in the blob store (a string as its text, anything else as
 //     indented JSON, so line windows can be narrower than the value), charged as preserved
 //     bytes and the handle's own bytes as transfer, recorded as this execution's, and the
-//     program gets an outputs.HandleRef; without a store, or when it fails or the budget has
-//     no room left, binding_result_not_paged.
+//     program gets an outputs.HandleRef; without a store, or when it fails, the tenant's
+//     stored-bytes quota has no room (the message says so) or the budget has no room left,
+//     binding_result_not_paged.
 //  10. tool_call_finished (succeeded, failed, or aborted when cancelled; bytes produced,
 //     transferred, preserved; the handle as attachment) is written on its own goroutine while
 //     the Reply travels to the program. Execution.Wait waits for these before the execution's
