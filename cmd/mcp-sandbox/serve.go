@@ -480,6 +480,10 @@ Each connection is bounded: --http-timeout (default 60s) for a request to arrive
 write of a response to leave and for an idle keep-alive connection; a streamed run_code stays
 open for as long as it runs. --max-connections (1024) and --max-connections-per-address
 (256; raise it behind a proxy, which is one address) refuse the next connection with 503.
+Quotas (the config's quotas: block, and each tenant's policy.quotas) bound programs running at
+once (a run waits its tenant's queue_seconds for a slot, then is refused with
+capacity_exceeded), sessions (past a tenant's limit 429, past the server's 503) and bytes kept
+in the blob store; "mcp-sandbox doctor" lists them.
 Requests carry "Authorization: Bearer <token>"; the config stores tokens as
 "sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
 tenant and no tokens needs none; listening beyond loopback needs tokens.
