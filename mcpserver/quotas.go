@@ -182,7 +182,7 @@ func (q *Quotas) startExecution(ctx context.Context, tenant string) (release fun
 }
 
 func (q *Quotas) refusal(err error, full string, wait time.Duration) *engine.Failure {
-	if err != errFull {
+	if !errors.Is(err, errFull) {
 		return &engine.Failure{Kind: failure.Cancelled, Message: "cancelled while waiting for a free execution slot; nothing ran"}
 	}
 	waited := fmt.Sprintf("and none ended within %s", wait)
@@ -197,8 +197,7 @@ func (q *Quotas) refusal(err error, full string, wait time.Duration) *engine.Fai
 // 2025-11-25 POST without Mcp-Session-Id, or any 2026-07-28 POST, whose session lasts as long
 // as the request) is admitted only within its tenant's and the server's MaxSessions, and
 // otherwise refused before go-sdk sees it: 429 for the tenant's limit, 503 for the server's,
-// each saying which and what to do.
-// idle is the session idle timeout, which the refusal names.
+// each saying which and what to do (idle is the session idle timeout, which it names).
 func (q *Quotas) sessionGate(srv *mcp.Server, idle time.Duration, next http.Handler) http.Handler {
 	if q == nil {
 		return next
