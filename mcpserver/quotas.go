@@ -49,7 +49,8 @@ type Load struct {
 //
 // Sessions: a request that makes a session is admitted only while its tenant and the server
 // are below MaxSessions, counting the sessions admitted that have not ended and the
-// admissions in flight. An ended session (closed by its client, by the idle timeout or by a
+// admissions in flight; at the limit it waits a moment (sessionGrace) for a place to be
+// given back before it is refused. An ended session (closed by its client, by the idle timeout or by a
 // drain) is noticed when the count reaches a limit, by asking the session's server which of
 // them are still open: there is no goroutine per session to own.
 type Quotas struct {
@@ -64,6 +65,8 @@ type Quotas struct {
 	running  int // programs holding their slots, every tenant together
 	queued   int // programs waiting for a slot
 	sessions int // admitted (not known to have ended) + admitting, every tenant together
+	// freed is closed (and replaced) whenever a session's place is given back.
+	freed chan struct{}
 }
 
 type tenantLoad struct {
@@ -76,7 +79,7 @@ type tenantLoad struct {
 // NewQuotas returns the admission for a server with the given quota and per-tenant quotas;
 // other applies to a tenant that tenants does not name.
 func NewQuotas(server Quota, tenants map[string]Quota, other Quota) *Quotas {
-	q := &Quotas{server: server, tenants: map[string]Quota{}, other: other, state: map[string]*tenantLoad{}}
+	q := &Quotas{server: server, tenants: map[string]Quota{}, other: other, state: map[string]*tenantLoad{}, freed: make(chan struct{})}
 	for t, x := range tenants {
 		q.tenants[t] = x
 	}
@@ -209,7 +212,7 @@ func (q *Quotas) sessionGate(srv *mcp.Server, idle time.Duration, next http.Hand
 			return
 		}
 		tenant := tenantOf(r)
-		if status, why := q.openSession(tenant, idle); status != 0 {
+		if status, why := q.awaitSession(r.Context(), tenant, idle); status != 0 {
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "mcp-sandbox: "+why, status)
 			return
@@ -226,11 +229,37 @@ func (q *Quotas) sessionGate(srv *mcp.Server, idle time.Duration, next http.Hand
 // headerSessionID is the header a 2025-11-25 session is named by.
 const headerSessionID = "Mcp-Session-Id"
 
+// sessionGrace is how long a session-making request waits for room before it is refused: a
+// client sees its previous request answered a moment before that request's handler has
+// returned and given its place back, and its next request must not be refused for that.
+const sessionGrace = time.Second
+
+// awaitSession admits one session-making request of tenant as openSession does, waiting up to
+// sessionGrace (or until ctx ends) for a place to be given back.
+func (q *Quotas) awaitSession(ctx context.Context, tenant string, idle time.Duration) (status int, why string) {
+	deadline := time.NewTimer(sessionGrace)
+	defer deadline.Stop()
+	for {
+		q.mu.Lock()
+		status, why = q.openSession(tenant, idle)
+		freed := q.freed
+		q.mu.Unlock()
+		if status == 0 {
+			return 0, ""
+		}
+		select {
+		case <-freed:
+		case <-deadline.C:
+			return status, why
+		case <-ctx.Done():
+			return status, why
+		}
+	}
+}
+
 // openSession admits one session-making request of tenant, or says why not (an HTTP status
-// and the text).
+// and the text). Called with mu held.
 func (q *Quotas) openSession(tenant string, idle time.Duration) (status int, why string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	t := q.tenant(tenant)
 	limit := q.QuotaOf(tenant).MaxSessions
 	if limit > 0 && len(t.admitted)+t.inFlight >= limit {
@@ -265,6 +294,13 @@ func (q *Quotas) sessionMade(tenant string, srv *mcp.Server, id string) {
 		}
 	}
 	q.sessions--
+	q.free()
+}
+
+// free wakes the requests waiting for a session's place. Called with mu held.
+func (q *Quotas) free() {
+	close(q.freed)
+	q.freed = make(chan struct{})
 }
 
 func open(srv *mcp.Server, id string) bool {
@@ -291,6 +327,7 @@ func (q *Quotas) prune(t *tenantLoad) {
 		if !ids[id] {
 			delete(t.admitted, id)
 			q.sessions--
+			q.free()
 		}
 	}
 }
