@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -47,13 +49,39 @@ tenants:
     agents: {default: {code_execution: {}}}
 `
 
-func startQuotaServer(t *testing.T, server string) string {
+// startQuotaServer serves quotaConfig with the server's quotas, and returns its base URL and
+// its metrics' URL.
+func startQuotaServer(t *testing.T, server string) (base, metricsURL string) {
 	t.Helper()
 	hashes := []any{server}
 	for _, tenant := range []string{"a", "b", "c", "s", "u"} {
 		hashes = append(hashes, configs.HashToken("token-"+tenant))
 	}
-	return startHTTP(t, writeConfig(t, fmt.Sprintf(quotaConfig, hashes...)))
+	metricsAt := make(chan string, 1)
+	re := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+	base, _ = startHTTPWatching(t, writeConfig(t, fmt.Sprintf(quotaConfig, hashes...)), nil, func(_ *exec.Cmd, line string) {
+		if m := re.FindStringSubmatch(line); m != nil {
+			metricsAt <- "http://" + m[1] + "/metrics"
+		}
+	}, "--metrics-listen", "localhost:0", "--metrics-tenant-labels")
+	select {
+	case metricsURL = <-metricsAt:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not say where its metrics are")
+	}
+	return base, metricsURL
+}
+
+// scrapeMetrics returns the exposition at url.
+func scrapeMetrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return string(b)
 }
 
 // quotaResult is what the quota tests read of a run_code answer.
@@ -147,7 +175,7 @@ func tally(t *testing.T, rs []quotaResult, wantIn string) map[string]int {
 // Then tenant c's three programs, one at a time with a minute to wait, all run, one after
 // another.
 func TestServeQuotaExecutions(t *testing.T) {
-	base := startQuotaServer(t, "{max_concurrent_executions: 3}")
+	base, metricsURL := startQuotaServer(t, "{max_concurrent_executions: 3}")
 	var wg sync.WaitGroup
 	var aRes []quotaResult
 	wg.Go(func() {
@@ -162,6 +190,18 @@ func TestServeQuotaExecutions(t *testing.T) {
 	}
 	if got := tally(t, bRes, "the server has its limit of 3 programs running at once"); got["ok"] != 1 || got["capacity_exceeded"] != 1 {
 		t.Errorf("tenant b's two programs: %v, want 1 ok and 1 capacity_exceeded (the server's limit)", got)
+	}
+	// The refusals are counted as refusals, and nothing runs or waits any more.
+	body := scrapeMetrics(t, metricsURL)
+	for _, want := range []string{
+		`mcp_sandbox_executions_total{agent="default",kind="capacity_exceeded",level="none",outcome="refused",profile="default",tenant="a"} 3`,
+		`mcp_sandbox_executions_total{agent="default",kind="capacity_exceeded",level="none",outcome="refused",profile="default",tenant="b"} 1`,
+		`mcp_sandbox_executions_running{tenant="a"} 0`,
+		`mcp_sandbox_executions_queued{tenant="b"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 
 	code := "import time; s = time.time(); time.sleep(1); [s, time.time()]"
@@ -221,7 +261,7 @@ func rawInitialize(t *testing.T, base, tenant string) (int, string) {
 // refused with 429 naming max_sessions, and room comes back when a session ends or the
 // request is answered. The server holds at most three, every tenant together: past that, 503.
 func TestServeQuotaSessions(t *testing.T) {
-	base := startQuotaServer(t, "{max_sessions: 3}")
+	base, _ := startQuotaServer(t, "{max_sessions: 3}")
 	endpoint := base + "/mcp"
 	legacy1, err := connectHTTP(t, endpoint, bearer{"token-s"}, "2025-11-25", nil)
 	if err != nil {
@@ -247,6 +287,8 @@ func TestServeQuotaSessions(t *testing.T) {
 	}()
 	select {
 	case <-running:
+	case err := <-inFlight:
+		t.Fatalf("the program meant to be in flight ended before it reported progress: %v", err)
 	case <-ctx.Done():
 		t.Fatal("the in-flight program never reported progress")
 	}

@@ -82,6 +82,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		defer stopMetrics()
 		opts.Metrics = m
 	}
+	watchQuotas(metricsOf(opts), opts.Quotas, sortedKeys(cfg.Tenants))
 	// However serve ends, programs still running are cancelled and waited for (bounded)
 	// before the ledger and blob store are closed; each transport also drains before it
 	// closes its runners and pools.
