@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -36,7 +37,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		if err != nil {
 			return refuse(failure.InvalidArguments, "%v", err), true
 		}
-		return valueReply(page), true
+		return x.metered(ctx, name, args, page), true
 	case BuiltinGetToolInfo:
 		var a struct {
 			Name string `json:"name"`
@@ -48,7 +49,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		if fe != nil {
 			return outputs.Refused(fe), true
 		}
-		return valueReply(info), true
+		return x.metered(ctx, name, args, info), true
 	case BuiltinReadToolOutput:
 		var a ReadArgs
 		if err := json.Unmarshal(args, &a); err != nil {
@@ -65,12 +66,45 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 	return outputs.Reply{}, false
 }
 
-func valueReply(v any) outputs.Reply {
+// metered answers a built-in call with v the way any call is answered (hops 6, 7, 9 and 10
+// of the walk): in a call slot, admitted against the calls meter (tool_call_started is
+// written under the built-in's name, and the call is spent), its answer's bytes reserved on
+// the transfer meter, and tool_call_finished written. A request the built-in refuses
+// (invalid arguments, an unknown or denied tool) was refused before this, unspent, as a tool
+// call's policy and argument refusals are. An answer over what may still cross is refused,
+// not cut: binding_result_too_large over max_result_bytes (narrow it: a server or a query),
+// else budget_exceeded.
+func (x *Execution) metered(ctx context.Context, name string, args json.RawMessage, v any) outputs.Reply {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return refuse(failure.UpstreamError, "the answer could not be encoded")
 	}
-	return outputs.Reply{Value: b}
+	release, fe := x.slot(ctx, name)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	defer release()
+	tk, fe := admit(ctx, x.meter, "", name, args)
+	if fe != nil {
+		return outputs.Refused(fe)
+	}
+	if tk == nil {
+		return outputs.Reply{Value: b}
+	}
+	o := budget.Outcome{Status: budget.Succeeded}
+	rep := outputs.Reply{Value: b}
+	if tk.Reserve(budget.Usage{TransferBytes: int64(len(b))}) {
+		o.TransferBytes = int64(len(b))
+	} else if ceiling := x.meter.Limits().MaxResultBytes; ceiling > 0 && int64(len(b)) > ceiling {
+		rep = refuse(failure.BindingResultTooLarge, "the answer of %s is %d bytes, over max_result_bytes (%d); narrow it (a server, a query)", name, len(b), ceiling)
+	} else {
+		rep = refuse(failure.BudgetExceeded, "the answer of %s is %d bytes, over what is left of the transfer budget (%d bytes)", name, len(b), tk.TransferAllowance())
+	}
+	if rep.Kind != "" {
+		o.Status, o.Kind, o.Message = budget.Failed, string(rep.Kind), rep.Message
+	}
+	x.finish(ctx, tk, o)
+	return rep
 }
 
 // decodeStrict decodes a built-in's arguments: a JSON object (empty or null means {}) without

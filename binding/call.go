@@ -136,13 +136,13 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	}
 	// 6. A call slot: at most MaxConcurrentCalls in flight. A call waits here, before it is
 	// spent, so one that never gets a slot costs nothing.
-	release, fe := x.slot(ctx, tool)
+	release, fe := x.slot(ctx, tool.Name)
 	if fe != nil {
 		return outputs.Refused(fe)
 	}
 	defer release()
 	// 7. Admission: tool_call_started is written, and the call is spent whatever follows.
-	tk, fe := admit(ctx, x.meter, callID, tool, args)
+	tk, fe := admit(ctx, x.meter, callID, tool.Name, args)
 	if fe != nil {
 		return outputs.Refused(fe)
 	}
@@ -162,15 +162,15 @@ func refuse(k failure.Kind, format string, args ...any) outputs.Reply {
 
 // slot takes one of the execution's call slots; release gives it back. Waiting ends with ctx,
 // and the call is then cancelled (or timed out) without being made.
-func (x *Execution) slot(ctx context.Context, tool *upstream.Tool) (release func(), _ *failure.Error) {
+func (x *Execution) slot(ctx context.Context, name string) (release func(), _ *failure.Error) {
 	select {
 	case x.slots <- struct{}{}:
 		return func() { <-x.slots }, nil
 	case <-ctx.Done():
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, failure.New(failure.Timeout, "%s was not called: the time ran out while waiting for a free call slot", tool.Name)
+			return nil, failure.New(failure.Timeout, "%s was not called: the time ran out while waiting for a free call slot", name)
 		}
-		return nil, failure.New(failure.Cancelled, "%s was not called: cancelled while waiting for a free call slot", tool.Name)
+		return nil, failure.New(failure.Cancelled, "%s was not called: cancelled while waiting for a free call slot", name)
 	}
 }
 
@@ -178,11 +178,11 @@ func (x *Execution) slot(ctx context.Context, tool *upstream.Tool) (release func
 // was recorded as refused and never spent. A ledger failure (internal) reaches the program as
 // upstream_error, because ToolError's kinds are failure.CallKinds and nothing else; the call was
 // not made.
-func admit(ctx context.Context, meter *budget.Meter, id string, tool *upstream.Tool, args json.RawMessage) (*budget.Ticket, *failure.Error) {
+func admit(ctx context.Context, meter *budget.Meter, id, name string, args json.RawMessage) (*budget.Ticket, *failure.Error) {
 	if meter == nil {
 		return nil, nil
 	}
-	tk, fe := meter.Admit(ctx, budget.Call{ID: id, Tool: tool.Name, ArgumentBytes: int64(len(args))})
+	tk, fe := meter.Admit(ctx, budget.Call{ID: id, Tool: name, ArgumentBytes: int64(len(args))})
 	if fe != nil && !fe.Kind.CallKind() {
 		fe = &failure.Error{Kind: failure.UpstreamError, Message: fe.Message, Err: fe.Err}
 	}
@@ -234,7 +234,7 @@ func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr 
 	if fe != nil {
 		return outputs.Refused(fe)
 	}
-	tk, fe := admit(ctx, meter, callID, tool, args)
+	tk, fe := admit(ctx, meter, callID, tool.Name, args)
 	if fe != nil {
 		return outputs.Refused(fe)
 	}

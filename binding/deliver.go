@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -51,10 +51,14 @@ func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.
 		return nil, "", "there is no blob store to keep it under a handle"
 	}
 	content, ctype := HandleContent(v)
-	limit := min(x.meter.PreservedAllowance(), math.MaxInt64-1)
+	// No more than the content: a store under a quota holds back what a Put may take.
+	limit := min(x.meter.PreservedAllowance(), int64(len(content)))
 	h, n, err := x.blobs.Put(ctx, x.tenant, tool.Name, ctype, bytes.NewReader(content), limit)
 	if err != nil {
 		x.log.Warn("binding result not preserved", "tool", tool.Name, "bytes", len(content), "err", err)
+		if errors.Is(err, outputs.ErrOverQuota) {
+			return nil, "", "it could not be kept under a handle: " + err.Error()
+		}
 		return nil, "", "it could not be kept under a handle"
 	}
 	ref = &outputs.HandleRef{ID: h, Size: n, Lines: lineCount(content)}

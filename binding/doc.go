@@ -19,9 +19,15 @@
 // its upstream.Turn). CallTool then takes these hops, each of which may end the call with a
 // Reply whose Kind is one of failure.CallKinds:
 //
-//  1. Built-ins: list_tools and get_tool_info are answered from the Turn; read_tool_output
-//     reads one of this execution's own handles (hop 11); run_code is excluded_builtin; any
-//     other name without "__" is unavailable.
+//  1. Built-ins: list_tools and get_tool_info are answered from the Turn, and count like any
+//     call: a request they refuse (invalid arguments, an unknown or denied tool) is refused
+//     unspent, as hops 2-4 refuse a tool call; an answer takes a call slot (6), is admitted
+//     (7: tool_call_started under the built-in's name, so it is spent and counted per
+//     execution and per Run), crosses only within the transfer allowance (9: else
+//     binding_result_too_large over max_result_bytes, budget_exceeded otherwise; never cut)
+//     and is recorded finished (10). read_tool_output reads one of this execution's own
+//     handles (hop 11), which meters the page as transfer and is not a call; run_code is
+//     excluded_builtin; any other name without "__" is unavailable.
 //  2. Policy (Turn.Lookup): a tool of a granted server (else unavailable), not matched by a
 //     deny glob (else denied), that the catalogue does not hold as unavailable (a schema it
 //     cannot check, say: unavailable with the reason).
@@ -55,8 +61,9 @@
 //     Over it, the value is kept in the blob store (a string as its text, anything else as
 //     indented JSON, so line windows can be narrower than the value), charged as preserved
 //     bytes and the handle's own bytes as transfer, recorded as this execution's, and the
-//     program gets an outputs.HandleRef; without a store, or when it fails or the budget has
-//     no room left, binding_result_not_paged.
+//     program gets an outputs.HandleRef; without a store, or when it fails, the tenant's
+//     stored-bytes quota has no room (the message says so) or the budget has no room left,
+//     binding_result_not_paged.
 //  10. tool_call_finished (succeeded, failed, or aborted when cancelled; bytes produced,
 //     transferred, preserved; the handle as attachment) is written on its own goroutine while
 //     the Reply travels to the program. Execution.Wait waits for these before the execution's
@@ -80,6 +87,12 @@
 // engine and this package import) carries the kind to the engine, which writes it in the
 // `result` frame. Without a meter (no ledger) hops 7 and 10 are skipped and values cross
 // whole.
+//
+// A ledger record per built-in call: the per-Run half of the calls meter is counted from the
+// ledger, so a call counted per Run is a call recorded, and one that is not recorded would give
+// each new program of the Run a fresh allowance of reads. The cost is the cost of any call (two
+// commits) and is bounded by the same max_calls; a catalogue read that costs nothing is what
+// let a program pull 644 KB of catalogue with a budget of 5 calls and 20 KB.
 //
 // A host's direct call (Direct) takes hops 2, 4, 5 (the same approval, the same records), 7
 // (under budget.Direct: recorded, outside the binding budget), 8 and 10 (synchronously), and

@@ -54,6 +54,14 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // fresh blob store, both closed when t ends.
 func newExecution(t *testing.T, limits budget.Limits) *Execution {
 	t.Helper()
+	x, _ := newExecutionLedger(t, limits)
+	return x
+}
+
+// newExecutionLedger is newExecution that also returns the ledger, for a later execution of
+// the same Run ("r").
+func newExecutionLedger(t *testing.T, limits budget.Limits) (*Execution, budget.Ledger) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	led, err := budget.OpenSQLite(ctx, dir, nil)
@@ -69,7 +77,7 @@ func newExecution(t *testing.T, limits budget.Limits) *Execution {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(&Options{Meter: m, Blobs: blobs, Tenant: "t", Logger: discard()})
+	return New(&Options{Meter: m, Blobs: blobs, Tenant: "t", Logger: discard()}), led
 }
 
 // TestJSONHandleReadInWindows keeps a 20 MiB structured result under a handle and reads it in
@@ -89,7 +97,7 @@ func TestJSONHandleReadInWindows(t *testing.T) {
 	b.WriteString(`]}`)
 	value := json.RawMessage(b.Bytes())
 	tool := &upstream.Tool{Name: "docs__big", Server: "docs", Upstream: "big"}
-	tk, fe := admit(ctx, x.meter, "", tool, json.RawMessage(`{}`))
+	tk, fe := admit(ctx, x.meter, "", tool.Name, json.RawMessage(`{}`))
 	if fe != nil {
 		t.Fatal(fe)
 	}

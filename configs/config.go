@@ -60,6 +60,9 @@ type Config struct {
 	Ledger *Ledger `yaml:"ledger" json:"ledger,omitempty"`
 	// Blobs is where kept outputs and large results live; nil means files under DataDir.
 	Blobs *Blobs `yaml:"blobs" json:"blobs,omitempty"`
+	// Quotas bound what the server holds at once, every tenant together (concurrent
+	// executions, sessions, stored bytes); ServerQuotas fills the defaults.
+	Quotas ServerQuotas `yaml:"quotas" json:"quotas"`
 	// SandboxService is read by `mcp-sandbox sandbox-service` only: who may send it
 	// executions and which profile runs them. A config with it needs no tenant.
 	SandboxService *SandboxService `yaml:"sandbox_service" json:"sandbox_service,omitempty"`
@@ -250,6 +253,10 @@ type Policy struct {
 	// AllowNetwork false withdraws network from every agent of the tenant; nil leaves it to
 	// the profile and the agent.
 	AllowNetwork *bool `yaml:"allow_network" json:"allow_network"`
+	// Quotas bound what the tenant holds at once (concurrent executions and how long one
+	// waits for a slot, sessions, stored bytes); Config.TenantQuotas fills the defaults. They
+	// are the host's capacity, not the agent's definition: AgentVersion leaves them out.
+	Quotas TenantQuotas `yaml:"quotas" json:"quotas,omitzero"`
 }
 
 // Rule is an argument rule of a tenant's policy: for a call of a tool matching Tool, the value

@@ -54,6 +54,13 @@
 //     clean path inside the image; oci_runtime a name or an absolute path. The profile's own
 //     python (the host's interpreter) beside backend container is an error. Whether the
 //     runtime answers or the image is present is a run-time question (doctor, a refusal).
+//   - Quotas (the top-level `quotas:` for the whole server, `policy: {quotas: …}` per tenant)
+//     are read through Config.ServerQuotas and Config.TenantQuotas, which fill their
+//     defaults: a tenant's defaults depend on the server's (never above them), so they are
+//     not written into the Config, and a tenant value above the server's is an error, since
+//     it could never be reached. queue_seconds 0 is allowed (refuse at once): it is a wait,
+//     not a limit. Quotas are left out of AgentVersion: they are the host's capacity, not
+//     what the agent is.
 //   - Load resolves relative paths (data_dir, tenants_dir, bearer file, a command[0] with a
 //     slash) against the config file's directory; Parse leaves them as written.
 //   - AgentVersion hashes canonical JSON (encoding/json of the structs: fixed field order,

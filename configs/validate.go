@@ -76,6 +76,7 @@ func validate(c *Config, m *meta) Problems {
 		v.upstream(n, c.Upstreams[n])
 	}
 	v.storage()
+	v.serverQuotas(c.Quotas)
 	if len(c.Tenants) == 0 && c.TenantsDir == "" && c.SandboxService == nil {
 		v.add("tenants", "no tenant is defined; define one here or set tenants_dir")
 	}
@@ -442,6 +443,7 @@ func (v *validator) tenant(n string, t Tenant, tokens map[string]string) {
 	v.rules(at+".policy.rules", t.Policy.Rules)
 	v.budget(at+".policy.binding_budget", t.Policy.BindingBudget)
 	v.limits(at+".policy.limits", t.Policy.Limits)
+	v.tenantQuotas(at, t.Policy.Quotas)
 
 	if len(t.Agents) == 0 {
 		v.add(at+".agents", "no agent is defined; a session must name one")

@@ -393,6 +393,29 @@ func TestValidationProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "quotas",
+			data: doc(
+				"quotas: {max_concurrent_executions: 0, max_sessions: 10, max_stored_bytes: 1GiB}",
+				"tenants:",
+				"  t:",
+				"    policy:",
+				"      quotas: {max_concurrent_executions: -1, queue_seconds: -1, max_sessions: 11, max_stored_bytes: 2GiB}",
+				"    agents: {a: {}}",
+				"  u:",
+				"    policy: {quotas: {queue_seconds: 3601, max_sessions: 10, max_stored_bytes: 0}}",
+				"    agents: {a: {}}",
+			),
+			want: []string{
+				`t.yaml:1: quotas.max_concurrent_executions: must be positive, got 0`,
+				`t.yaml:5: tenants.t.policy.quotas.max_concurrent_executions: must be positive, got -1`,
+				`t.yaml:5: tenants.t.policy.quotas.queue_seconds: must be from 0 (refuse at once when every slot is busy) to 3600 seconds, got -1`,
+				`t.yaml:5: tenants.t.policy.quotas.max_sessions: 11 is more than the server's quotas.max_sessions (10), so it can never be reached; lower it, or raise quotas.max_sessions`,
+				`t.yaml:5: tenants.t.policy.quotas.max_stored_bytes: 2147483648 is more than the server's quotas.max_stored_bytes (1073741824), so it can never be reached; lower it, or raise quotas.max_stored_bytes`,
+				`t.yaml:8: tenants.u.policy.quotas.queue_seconds: must be from 0 (refuse at once when every slot is busy) to 3600 seconds, got 3601`,
+				`t.yaml:8: tenants.u.policy.quotas.max_stored_bytes: must be positive, got 0`,
+			},
+		},
+		{
 			name: "problems from every part, sorted by line",
 			data: doc(
 				"tenants:",

@@ -43,6 +43,7 @@ func (c *Config) AgentVersion(tenant, agent string) (string, error) {
 		return "", failure.New(failure.ConfigInvalid, "tenant %q has no agent %q", tenant, agent)
 	}
 	in := versionInput{Format: versionFormat, Agent: a, Policy: t.Policy, Upstreams: sortedSet(t.Upstreams)}
+	in.Policy.Quotas = TenantQuotas{} // capacity of the host, not what the agent is
 	in.Policy.Deny = sortedSet(in.Policy.Deny)
 	in.Policy.ApprovalRequired = sortedSet(in.Policy.ApprovalRequired)
 	if d := in.Policy.DestructiveNeedsApproval; d != nil && *d {

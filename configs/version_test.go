@@ -85,6 +85,7 @@ func TestAgentVersionStable(t *testing.T) {
 		"duplicate grant patterns":  with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*', 'docs__rm*']}"),
 		"destructive default":       with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], destructive_needs_approval: true}"),
 		"approvals default":         with(2, "  heavy: {hard_limits: {wall_seconds: 120}, approvals: {timeout_seconds: 120}}"),
+		"quotas":                    with(8, "    policy: {deny: ['docs__rm*', 'docs__drop*'], quotas: {max_concurrent_executions: 1, max_sessions: 2}}"),
 	}
 	for name, lines := range same {
 		if got := versionOf(t, name, lines); got != base {

@@ -172,6 +172,8 @@ return {
 	want := []ledgerCall{
 		{"inv__stock", "succeeded", ""}, {"support__lookup", "succeeded", ""},
 		{"inv__echo", "succeeded", ""}, {"inv__report", "succeeded", ""},
+		// Built-ins called from a program are calls too, recorded under their own names.
+		{"get_tool_info", "succeeded", ""}, {"list_tools", "succeeded", ""},
 	}
 	if d := cmp.Diff(want, calls); d != "" {
 		t.Errorf("ledger tool_calls (-want +got):\n%s", d)

@@ -223,6 +223,39 @@ return out
 	}
 }
 
+// The review's scenario through the built binary: a program calling list_tools and
+// get_tool_info 600 times under a budget of 5 calls and 20 KB gets 5 answers, within 20 KB,
+// and 595 budget_exceeded; the result's budget counts the 5 calls and their bytes.
+func TestBudgetCountsBuiltins(t *testing.T) {
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "counter.json")
+	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 5, max_total_bytes: 20KB}", ""))
+	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	var got struct {
+		Answered int            `json:"answered"`
+		Crossed  int            `json:"crossed"`
+		Kinds    map[string]int `json:"kinds"`
+	}
+	r := runIn(t, cs, "", `
+import json
+answered, crossed, kinds = 0, 0, {}
+for i in range(600):
+    try:
+        v = await (list_tools() if i % 2 == 0 else get_tool_info("support__lookup"))
+        answered += 1
+        crossed += len(json.dumps(v))
+    except ToolError as e:
+        kinds[e.kind] = kinds.get(e.kind, 0) + 1
+return {"answered": answered, "crossed": crossed, "kinds": kinds}
+`, &got)
+	if got.Answered != 5 || got.Crossed > 20_000 || got.Kinds["budget_exceeded"] != 595 {
+		t.Errorf("built-in calls: %+v; want 5 answered within 20 KB and 595 budget_exceeded", got)
+	}
+	if b := r.Budget; b.Execution.Calls != 5 || b.Run.Calls != 5 || b.Execution.TransferBytes == 0 || b.Execution.TransferBytes > 20_000 {
+		t.Errorf("budget = %+v, want 5 calls and their bytes (at most 20 KB)", b)
+	}
+}
+
 type bearer struct{ token string }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {

@@ -63,6 +63,9 @@ type Attachment struct {
 	Truncated   bool   `json:"truncated"`
 	// Location is inline (whole in the result), blob (kept under Handle) or preview_only.
 	Location string `json:"location"`
+	// Reason says why an attachment that was meant to be kept is preview_only (no blob store,
+	// the tenant's stored-bytes quota, the store failing); empty otherwise.
+	Reason string `json:"reason,omitempty"`
 }
 
 // OmittedFile is a workspace entry that was not collected, with the reason.

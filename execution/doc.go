@@ -9,6 +9,9 @@
 //
 //  1. A refusal the Spec carries (a network request the tenant or profile does not grant) is
 //     the result at once: nothing is recorded and nothing runs.
+//     Then the caller's Program.Admit, when set, takes the execution's place among those
+//     running at once (run_code: its tenant's quotas, waiting as they allow): a refusal
+//     (capacity_exceeded) is the result at once too, and nothing is recorded or runs.
 //  2. With a ledger, the execution is recorded (budget.Start) before anything runs; a ledger
 //     that cannot record it refuses the execution (internal), since an unrecorded program
 //     would spend an allowance nobody counts.

@@ -77,6 +77,11 @@ type Program struct {
 	Approvals *binding.Approvals
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
+	// Admit, when set, takes the execution's place among those running at once (mcpserver's
+	// quotas), after the refusal check and before anything is recorded: a failure it returns
+	// (capacity_exceeded, or cancelled while it waited) is the result, and nothing is recorded
+	// or run. release gives the place back; Execute calls it once it has recorded the end.
+	Admit func(ctx context.Context) (release func(), fail *engine.Failure)
 }
 
 // Execute runs one program of the agent spec describes: recorded and metered in the ledger,
@@ -92,6 +97,13 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 	}
 	if spec.Refusal != "" {
 		return observe(ctx, spec, engine.Refuse(spec.Terms, failure.NetworkUnavailable, spec.Refusal), o.Report, o.Logger)
+	}
+	if p.Admit != nil {
+		release, fail := p.Admit(ctx)
+		if fail != nil {
+			return observe(ctx, spec, engine.Refuse(spec.Terms, fail.Kind, fail.Message), o.Report, o.Logger)
+		}
+		defer release()
 	}
 	// Every line about this execution, here and in the binding calls and upstreams it
 	// reaches, names it and its Run.

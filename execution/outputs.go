@@ -3,6 +3,7 @@ package execution
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -37,8 +38,9 @@ type keeper struct {
 }
 
 // keep puts the streams larger than their preview, a value larger than ValuePreviewBytes and
-// every artifact in the blob store, filling in handles and locations; without a store (or when
-// a Put fails) they stay preview_only and the bytes let go are counted. It returns the ledger's
+// every artifact in the blob store, filling in handles and locations; without a store, when a
+// Put fails or the tenant's stored-bytes quota has no room, they stay preview_only with the
+// reason, and the bytes let go are counted. It returns the ledger's
 // attachment records.
 func (k *keeper) keep(ctx context.Context, res *engine.Result) []ledgerAttachment {
 	recs := []ledgerAttachment{}
@@ -83,21 +85,28 @@ func (k *keeper) put(ctx context.Context, a *engine.Attachment, data []byte, who
 		return 0
 	}
 	if k.blobs == nil {
-		a.Location = "preview_only"
-		k.lost = append(k.lost, a.Name)
-		return a.Size
+		return k.notKept(a, "there is no blob store")
 	}
 	hd, n, err := k.blobs.Put(ctx, k.tenant, a.Name, a.ContentType, bytes.NewReader(data), int64(len(data))+1)
 	if err != nil {
 		k.log.Warn("output not preserved", "name", a.Name, "err", err)
-		a.Location = "preview_only"
-		k.lost = append(k.lost, a.Name)
-		return a.Size
+		if errors.Is(err, outputs.ErrOverQuota) {
+			return k.notKept(a, err.Error()) // says which quota, in the tenant's own figures
+		}
+		return k.notKept(a, "the blob store failed to keep it")
 	}
 	a.Handle, a.Location = string(hd), "blob"
 	k.preserved += n
 	k.report.Kept("output", n)
 	return a.Size - n
+}
+
+// notKept leaves an output as a preview, saying why in its attachment; it returns the bytes
+// let go.
+func (k *keeper) notKept(a *engine.Attachment, reason string) int64 {
+	a.Location, a.Reason = "preview_only", reason
+	k.lost = append(k.lost, a.Name+" ("+reason+")")
+	return a.Size
 }
 
 // failure is, under preserve required, the failure of outputs that could not be kept.
@@ -106,5 +115,5 @@ func (k *keeper) failure(preserveRequired bool) *engine.Failure {
 		return nil
 	}
 	return &engine.Failure{Kind: failure.OutputNotPreserved, Executed: true,
-		Message: fmt.Sprintf("preserve is required, but %s could not be kept in the blob store", strings.Join(k.lost, ", "))}
+		Message: fmt.Sprintf("preserve is required, but %s could not be kept in the blob store", strings.Join(k.lost, "; "))}
 }

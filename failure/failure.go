@@ -31,6 +31,9 @@ const (
 	// BackendUnavailable: the backend is not ready (missing binary, image, service); nothing
 	// executed.
 	BackendUnavailable Kind = "backend_unavailable"
+	// CapacityExceeded: the tenant's, or the server's, limit of executions running at once
+	// was reached and no slot freed within the tenant's queue wait; nothing executed.
+	CapacityExceeded Kind = "capacity_exceeded"
 	// ProviderError: a remote sandbox service failed to deliver the execution.
 	ProviderError Kind = "provider_error"
 	// ProtocolViolation: the child broke the host⇄child protocol.
@@ -83,7 +86,7 @@ const (
 // in failure_test.go fails when one is renamed or removed.
 func ResultKinds() []Kind {
 	return []Kind{ProgramError, LimitExceeded, Timeout, Cancelled, ValueNotSerializable,
-		IsolationUnavailable, NetworkUnavailable, BackendUnavailable, ProviderError,
+		IsolationUnavailable, NetworkUnavailable, BackendUnavailable, CapacityExceeded, ProviderError,
 		ProtocolViolation, OutputNotPreserved, Internal, ConfigInvalid}
 }
 
@@ -109,7 +112,7 @@ func (k Kind) CallKind() bool {
 // Refusal reports whether k is a refusal: a failure decided before any program byte ran.
 func (k Kind) Refusal() bool {
 	switch k {
-	case IsolationUnavailable, NetworkUnavailable, BackendUnavailable:
+	case IsolationUnavailable, NetworkUnavailable, BackendUnavailable, CapacityExceeded:
 		return true
 	}
 	return false

@@ -10,7 +10,7 @@ import (
 var (
 	goldenResultKinds = []string{"program_error", "limit_exceeded", "timeout", "cancelled",
 		"value_not_serializable", "isolation_unavailable", "network_unavailable",
-		"backend_unavailable", "provider_error", "protocol_violation", "output_not_preserved",
+		"backend_unavailable", "capacity_exceeded", "provider_error", "protocol_violation", "output_not_preserved",
 		"internal", "config_invalid"}
 	goldenCallKinds = []string{"unavailable", "denied", "approval_required_in_program",
 		"excluded_builtin", "invalid_arguments", "argument_too_large", "budget_exceeded",

@@ -51,6 +51,17 @@
 //     kept apart by a prefix (execution.NamedRun for a named one, which `mcp-sandbox run --run`
 //     names the same way). With Options.Ledger set, each run_code is a recorded, metered
 //     execution; with Options.Blobs its outputs are kept under handles (execution's doc).
+//   - Quotas (quotas.go; Options.Quotas, one for every agent's server of a process): a
+//     run_code takes one of its tenant's execution slots and then one of the server's
+//     (execution.Program.Admit), waiting in arrival order up to the tenant's Quota.Wait, and
+//     otherwise answers a capacity_exceeded refusal (a result, isError, executed false;
+//     nothing is recorded, as for the other refusals); a cancelled wait answers cancelled.
+//     Over HTTP a request that makes a session (a 2025-11-25 POST without Mcp-Session-Id, any
+//     2026-07-28 POST) is refused before go-sdk sees it when its tenant holds MaxSessions
+//     (429) or the server does (503), each saying which and what to do. Quotas.Load reports,
+//     per tenant and for the server, programs running and queued and sessions open (for
+//     metrics). Stored bytes are the blob store's quota (outputs.WithQuota): an output past it
+//     is preview_only with its Reason, or output_not_preserved under output.preserve: required.
 //   - Direct calls of exposed tools are recorded too (budget.Direct), under the same Run, and
 //     do not count against the binding budget.
 //   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to
@@ -92,5 +103,7 @@
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
 // everything it holds after construction is read-only except the exposed tool set, guarded by
-// handlers.exposedMu (taken before go-sdk's own server lock, never inside it). HTTPHandler is safe for concurrent use.
+// handlers.exposedMu (taken before go-sdk's own server lock, never inside it). A Quotas' mu is
+// likewise taken before a go-sdk server's lock (it asks Sessions) and never held while a
+// program waits for a slot. HTTPHandler is safe for concurrent use.
 package mcpserver

@@ -62,6 +62,10 @@ type Options struct {
 	// blob store: outputs are previews only and a result over the per-call ceiling is
 	// binding_result_not_paged.
 	Blobs outputs.BlobStore
+	// Quotas, when set, bounds the executions running at once (and how long one waits for a
+	// slot) and, over HTTP, the sessions, per tenant and for the whole server; one Quotas is
+	// shared by every agent's server. nil bounds neither.
+	Quotas *Quotas
 	// Drain, when set, lets the caller's shutdown cancel and wait for executions in flight,
 	// and end the server's sessions (Drain.Close). Without one the caller owns the sessions it
 	// serves: each session's watcher ends with its session.
@@ -174,11 +178,11 @@ The program:
 - may use top-level await and a top-level return.
 - evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. The value must be JSON-serializable.
 - prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
-- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not).
+- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not); list_tools and get_tool_info count against the tool-call budget like any call.
 - a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
 - a call of a tool that needs a person's approval waits while the person is asked (when this host can ask): accepted, it runs once; declined, it raises ToolError kind denied; unanswered in time, or when this host cannot ask anyone, kind approval_required_in_program. Catch these and carry on.
 
-The result (structuredContent) has value, stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable) means nothing ran.
+The result (structuredContent) has value, stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable, capacity_exceeded) means nothing ran.
 `)
 	fmt.Fprintf(&b, "\nLimits in force: %s.", termsText(t))
 	if t.Network == engine.NetworkNone || t.Network == "" {
@@ -364,6 +368,10 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "traceback:\n%s\n", strings.TrimRight(res.Failure.Traceback, "\n"))
 	}
 	for _, a := range res.Artifacts {
+		if a.Handle == "" && a.Reason != "" {
+			fmt.Fprintf(&b, "artifact %s: %d bytes, not kept: %s\n", a.Name, a.Size, a.Reason)
+			continue
+		}
 		fmt.Fprintf(&b, "artifact %s: %d bytes, handle %s\n", a.Name, a.Size, a.Handle)
 	}
 	if len(res.Unavailable) > 0 {
@@ -387,6 +395,8 @@ func writeStream(b *strings.Builder, name, preview string, size int64, atts []en
 		case a.Name != name || !a.Truncated:
 		case a.Handle != "":
 			fmt.Fprintf(b, ", preview only; read_tool_output handle %s", a.Handle)
+		case a.Location == "preview_only" && a.Reason != "":
+			fmt.Fprintf(b, ", preview only; the rest was not kept: %s", a.Reason)
 		case a.Location == "preview_only":
 			b.WriteString(", preview only; the rest was not kept")
 		}

@@ -58,11 +58,15 @@ func agentHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		MaxRequestBodyBytes:          o.MaxBodyBytes,
 		PropagateRequestCancellation: true,
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var quotas *Quotas
+	if o.Server != nil {
+		quotas = o.Server.Quotas
+	}
+	return quotas.sessionGate(srv, o.SessionTimeout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sessionless(r) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)
-	})
+	}))
 }

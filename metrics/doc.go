@@ -1,6 +1,6 @@
 // Package metrics is the Prometheus side of telemetry.Metrics: the counters and histograms
 // the server reports into, the gauges read at scrape time (warm children per profile, live
-// upstream sessions), and the /metrics handler in the Prometheus exposition format.
+// upstream sessions, programs running and queued and sessions held under the quotas), and the /metrics handler in the Prometheus exposition format.
 //
 // It imports telemetry and github.com/prometheus/client_golang, and is imported by cmd only:
 // mcpserver, binding and upstream report through telemetry.Reporter and never link Prometheus.

@@ -64,3 +64,59 @@ func (c *upstreamCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, sum[k], v...)
 	}
 }
+
+// Load is what one tenant holds now: programs running, programs waiting for a slot, and MCP
+// sessions (2025-11-25 sessions, and 2026-07-28 requests in flight).
+type Load struct {
+	Tenant                    string
+	Running, Queued, Sessions int
+}
+
+// Quotas reports, at every scrape, what loads returns: per tenant with TenantLabels, else the
+// server's totals, as mcp_sandbox_executions_running, mcp_sandbox_executions_queued and
+// mcp_sandbox_sessions.
+func (m *Metrics) Quotas(loads func() []Load) {
+	labels := []string(nil)
+	if m.tenant {
+		labels = []string{"tenant"}
+	}
+	desc := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, labels, nil) }
+	m.reg.MustRegister(&loadCollector{m: m, loads: loads,
+		running:  desc("mcp_sandbox_executions_running", "Programs running now, each holding one of its tenant's and one of the server's execution slots."),
+		queued:   desc("mcp_sandbox_executions_queued", "run_code calls waiting for a free execution slot (refused with capacity_exceeded when the tenant's queue_seconds pass)."),
+		sessions: desc("mcp_sandbox_sessions", "MCP sessions held over HTTP: 2025-11-25 sessions and 2026-07-28 requests in flight."),
+	})
+}
+
+type loadCollector struct {
+	m                         *Metrics
+	loads                     func() []Load
+	running, queued, sessions *prometheus.Desc
+}
+
+func (c *loadCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.running
+	ch <- c.queued
+	ch <- c.sessions
+}
+
+func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(l Load, v ...string) {
+		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(l.Running), v...)
+		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(l.Queued), v...)
+		ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.GaugeValue, float64(l.Sessions), v...)
+	}
+	var total Load
+	for _, l := range c.loads() {
+		if c.m.tenant {
+			emit(l, l.Tenant)
+			continue
+		}
+		total.Running += l.Running
+		total.Queued += l.Queued
+		total.Sessions += l.Sessions
+	}
+	if !c.m.tenant {
+		emit(total)
+	}
+}

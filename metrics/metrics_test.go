@@ -106,3 +106,23 @@ func scrape(t *testing.T, m *Metrics) string {
 	}
 	return string(b)
 }
+
+// The quota gauges: per tenant with TenantLabels, else the server's totals, read at scrape.
+func TestQuotaGauges(t *testing.T) {
+	loads := []Load{{Tenant: "a", Running: 2, Queued: 3, Sessions: 4}, {Tenant: "b", Running: 1, Sessions: 1}}
+	plain := New(nil)
+	plain.Quotas(func() []Load { return loads })
+	labelled := New(&Options{TenantLabels: true})
+	labelled.Quotas(func() []Load { return loads })
+	for body, want := range map[string][]string{
+		scrape(t, plain): {"mcp_sandbox_executions_running 3", "mcp_sandbox_executions_queued 3", "mcp_sandbox_sessions 5"},
+		scrape(t, labelled): {`mcp_sandbox_executions_running{tenant="a"} 2`, `mcp_sandbox_executions_queued{tenant="a"} 3`,
+			`mcp_sandbox_sessions{tenant="b"} 1`},
+	} {
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("exposition lacks %s", w)
+			}
+		}
+	}
+}

@@ -97,6 +97,9 @@ type BlobStore interface {
 	// TenantBytes returns the bytes tenant's blobs occupy: what a per-tenant quota on stored
 	// bytes checks.
 	TenantBytes(ctx context.Context, tenant string) (int64, error)
+	// TotalBytes returns the bytes every tenant's blobs occupy together, counted as
+	// TenantBytes counts them: what the server's quota on stored bytes checks.
+	TotalBytes(ctx context.Context) (int64, error)
 }
 
 // CheckPut checks the arguments of a Put, as every BlobStore does before it reads anything.

@@ -189,7 +189,32 @@ func (s *FileStore) Stat(ctx context.Context, tenant string, h Handle) (BlobInfo
 // TenantBytes adds up the sizes of tenant's blob files, headers included: what the tenant
 // occupies on disk, a few hundred bytes a blob above its content.
 func (s *FileStore) TenantBytes(ctx context.Context, tenant string) (int64, error) {
-	entries, err := os.ReadDir(filepath.Join(s.dir, tenantDir(tenant)))
+	return dirBytes(ctx, filepath.Join(s.dir, tenantDir(tenant)))
+}
+
+// TotalBytes adds up TenantBytes over every tenant's directory.
+func (s *FileStore) TotalBytes(ctx context.Context) (int64, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("outputs: total bytes: %w", err)
+	}
+	var n int64
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "t_") {
+			continue
+		}
+		b, err := dirBytes(ctx, filepath.Join(s.dir, e.Name()))
+		if err != nil {
+			return 0, err
+		}
+		n += b
+	}
+	return n, nil
+}
+
+// dirBytes adds up the sizes of the blob files in one tenant's directory.
+func dirBytes(ctx context.Context, dir string) (int64, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -208,3 +208,40 @@ func TestCheckA2APeer(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorQuotas: doctor reports the quotas in force, the server's and each tenant's, with
+// defaults filled, as text and as JSON.
+func TestDoctorQuotas(t *testing.T) {
+	cfg := writeConfig(t, `
+data_dir: "-"
+profiles: {default: {backend: local, isolation: process, allow_same_uid: true}}
+quotas: {max_concurrent_executions: 6}
+tenants:
+  big: {policy: {quotas: {max_concurrent_executions: 5, queue_seconds: 10, max_sessions: 7, max_stored_bytes: 2GiB}}, agents: {a: {}}}
+  small: {agents: {a: {}}}
+`)
+	out, errOut, code := runCLI(t, "", "doctor", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"server (all tenants) 6 programs at once, 1024 sessions, 8GiB stored",
+		"tenant big         5 programs at once (a run waits 10s for a slot), 7 sessions, 2GiB stored",
+		"tenant small       4 programs at once (a run waits 60s for a slot), 128 sessions, 1GiB stored",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor does not say %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = runCLI(t, "", "doctor", "--json", "--config", cfg)
+	var rep struct {
+		Quotas struct {
+			Server  map[string]any            `json:"server"`
+			Tenants map[string]map[string]any `json:"tenants"`
+		} `json:"quotas"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Quotas.Server["max_concurrent_executions"] != 6.0 ||
+		rep.Quotas.Tenants["small"]["max_stored_bytes"] != float64(1<<30) || rep.Quotas.Tenants["big"]["queue_seconds"] != 10.0 {
+		t.Errorf("doctor --json quotas: %v\n%s", err, out)
+	}
+}

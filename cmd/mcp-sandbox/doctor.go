@@ -56,10 +56,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	}
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
+	quotas := quotaReportOf(cfg)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store})
+		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas})
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
 		for _, b := range detected {
@@ -106,6 +107,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			}
 			fmt.Fprintf(stdout, "  %-7s %-9s %s, %s\n", x.name, x.r.Kind, x.r.Location, state)
 		}
+		fmt.Fprintln(stdout)
+		quotas.write(stdout)
 	}
 	if !ready {
 		return exitFailure, nil
@@ -119,7 +122,36 @@ Lists the local sandbox backends this host offers (and, for each one it does not
 what to install), then describes every profile of the config: its backend, the isolation
 level it reached, each of the ten guarantees graded enforced, unverified or unavailable, the
 mechanisms in use, and any problem. It runs a fixed probe in each sandbox and never a program.
-Last it names the run ledger and the blob store in use (a DSN by its reference, env:NAME or
-file:PATH, never its text) and, for PostgreSQL, whether the server answers. Exit status 1 when
-a profile or a store is not ready.
+Then it names the run ledger and the blob store in use (a DSN by its reference, env:NAME or
+file:PATH, never its text) and, for PostgreSQL, whether the server answers. Last come the
+quotas in force, the server's and each tenant's: programs running at once (and how long one
+waits for a slot), sessions, and bytes kept in the blob store. Exit status 1 when a profile or
+a store is not ready.
 `
+
+// quotaReport is doctor's account of the quotas in force, defaults filled: the server's and
+// each tenant's.
+type quotaReport struct {
+	Server  configs.ServerQuotas            `json:"server"`
+	Tenants map[string]configs.TenantQuotas `json:"tenants"`
+}
+
+func quotaReportOf(cfg *configs.Config) quotaReport {
+	r := quotaReport{Server: cfg.ServerQuotas(), Tenants: map[string]configs.TenantQuotas{}}
+	for _, name := range sortedKeys(cfg.Tenants) {
+		r.Tenants[name] = cfg.TenantQuotas(name)
+	}
+	return r
+}
+
+func (r quotaReport) write(w io.Writer) {
+	fmt.Fprintln(w, "quotas (programs and sessions are per server process; stored bytes are the blob store's):")
+	s := r.Server
+	fmt.Fprintf(w, "  %-18s %d programs at once, %d sessions, %s stored\n", "server (all tenants)",
+		*s.MaxConcurrentExecutions, *s.MaxSessions, *s.MaxStoredBytes)
+	for _, name := range sortedKeys(r.Tenants) {
+		q := r.Tenants[name]
+		fmt.Fprintf(w, "  tenant %-11s %d programs at once (a run waits %gs for a slot), %d sessions, %s stored\n",
+			name, *q.MaxConcurrentExecutions, *q.QueueSeconds, *q.MaxSessions, *q.MaxStoredBytes)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,6 +140,27 @@ func watchSandboxes(m *metrics.Metrics, ps *profileSet, pools *tenantPools) {
 			for _, up := range sortedKeys(live) {
 				out = append(out, metrics.UpstreamState{Tenant: tname, Upstream: up, Connected: live[up]})
 			}
+		}
+		return out
+	})
+}
+
+// watchQuotas registers the gauges of what each tenant holds now (programs running and
+// queued, sessions), read from the quotas at scrape time.
+func watchQuotas(m *metrics.Metrics, q *mcpserver.Quotas, tenants []string) {
+	if m == nil || q == nil {
+		return
+	}
+	m.Quotas(func() []metrics.Load {
+		seen := map[string]bool{}
+		var out []metrics.Load
+		for _, t := range slices.Concat(tenants, q.Tenants()) {
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			l := q.Load(t)
+			out = append(out, metrics.Load{Tenant: t, Running: l.Running, Queued: l.Queued, Sessions: l.Sessions})
 		}
 		return out
 	})

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -18,7 +19,7 @@ import (
 // agent's upstream grant, deny and approval globs and bindings (a withdrawn tool is neither
 // listed nor callable, and hosts get tools/list_changed), and, over HTTP, the tenants' tokens.
 // What needs a restart, and is logged as such: new tenants or agents, profiles, upstream
-// definitions, limits. A config that does not load leaves the running one in place.
+// definitions, limits, quotas. A config that does not load leaves the running one in place.
 type reloader struct {
 	path   string
 	pools  *tenantPools
@@ -125,6 +126,9 @@ func (r *reloader) reload() {
 		if !slices.Equal(cfg.Tenants[tname].Upstreams, r.loaded.Tenants[tname].Upstreams) {
 			slog.Warn("a tenant's grant changed: servers newly granted connect after a restart; withdrawn ones are withdrawn now", "tenant", tname)
 		}
+	}
+	if !reflect.DeepEqual(quotaReportOf(cfg), quotaReportOf(r.loaded)) {
+		slog.Warn("quotas changed: the ones in force stay until a restart")
 	}
 	r.setTokens(cfg)
 	r.loaded = cfg

@@ -72,7 +72,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	defer st.close()
 	defer st.background(ctx, *retention)()
-	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain()}
+	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg)}
 	if *metricsListen != "" {
 		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
 		stopMetrics, err := serveMetrics(*metricsListen, m)
@@ -82,6 +82,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		defer stopMetrics()
 		opts.Metrics = m
 	}
+	watchQuotas(metricsOf(opts), opts.Quotas, sortedKeys(cfg.Tenants))
 	// However serve ends, programs still running are cancelled and waited for (bounded)
 	// before the ledger and blob store are closed; each transport also drains before it
 	// closes its runners and pools.
@@ -123,6 +124,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpLimits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
+}
+
+// serveQuotas converts the config's quotas (the server's, and each tenant's with defaults
+// filled) into what mcpserver admits executions and sessions by. Stored bytes are the blob
+// store's (openStorage).
+func serveQuotas(cfg *configs.Config) *mcpserver.Quotas {
+	s := cfg.ServerQuotas()
+	tenants := map[string]mcpserver.Quota{}
+	for name := range cfg.Tenants {
+		tenants[name] = tenantQuota(cfg.TenantQuotas(name))
+	}
+	// A tenant the config does not name (tenants_dir gained one; it is served after a
+	// restart) gets the defaults.
+	return mcpserver.NewQuotas(mcpserver.Quota{MaxExecutions: *s.MaxConcurrentExecutions, MaxSessions: *s.MaxSessions},
+		tenants, tenantQuota(cfg.TenantQuotas("")))
+}
+
+func tenantQuota(q configs.TenantQuotas) mcpserver.Quota {
+	return mcpserver.Quota{MaxExecutions: *q.MaxConcurrentExecutions, MaxSessions: *q.MaxSessions,
+		Wait: time.Duration(*q.QueueSeconds * float64(time.Second))}
 }
 
 // profileSet holds the sandboxes of the profiles in use, each opened and described once.
@@ -460,6 +481,10 @@ Each connection is bounded: --http-timeout (default 60s) for a request to arrive
 write of a response to leave and for an idle keep-alive connection; a streamed run_code stays
 open for as long as it runs. --max-connections (1024) and --max-connections-per-address
 (256; raise it behind a proxy, which is one address) refuse the next connection with 503.
+Quotas (the config's quotas: block, and each tenant's policy.quotas) bound programs running at
+once (a run waits its tenant's queue_seconds for a slot, then is refused with
+capacity_exceeded), sessions (past a tenant's limit 429, past the server's 503) and bytes kept
+in the blob store; "mcp-sandbox doctor" lists them.
 Requests carry "Authorization: Bearer <token>"; the config stores tokens as
 "sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
 tenant and no tokens needs none; listening beyond loopback needs tokens.

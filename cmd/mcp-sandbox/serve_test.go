@@ -386,7 +386,7 @@ func startHTTPWatching(t *testing.T, cfg string, env []string, onLine func(*exec
 			if onLine != nil {
 				onLine(cmd, sc.Text())
 			}
-			if m := re.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "serving") {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "serving over") {
 				addr <- m[1]
 			}
 		}

@@ -171,6 +171,9 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 		slog.Warn("no data_dir and no blobs.postgres: there is no blob store; outputs are previews only")
 	}
 	st.blobs, st.closeBlobs = blobs, closeBlobs
+	if st.blobs != nil {
+		st.blobs = outputs.WithQuota(st.blobs, storeQuota(cfg))
+	}
 	lost, err := st.ledger.Recover(ctx)
 	st.logLost(lost)
 	if err != nil {
@@ -277,6 +280,25 @@ func probeStorage(ctx context.Context, cfg *configs.Config) storageReport {
 		probe(&r.Blobs, "blobs", cfg.Blobs.Postgres.DSN)
 	}
 	return r
+}
+
+// storeQuota is the config's quotas on stored bytes: each tenant's (a tenant the config does
+// not name gets the defaults) and the server's.
+func storeQuota(cfg *configs.Config) outputs.StoreQuota {
+	tenants := map[string]int64{}
+	for name := range cfg.Tenants {
+		tenants[name] = int64(*cfg.TenantQuotas(name).MaxStoredBytes)
+	}
+	other := int64(*cfg.TenantQuotas("").MaxStoredBytes)
+	return outputs.StoreQuota{
+		Tenant: func(tenant string) int64 {
+			if n, ok := tenants[tenant]; ok {
+				return n
+			}
+			return other
+		},
+		Total: int64(*cfg.ServerQuotas().MaxStoredBytes),
+	}
 }
 
 // bindingBudget converts a config binding budget; unset fields are zero (no ceiling from it).

@@ -33,6 +33,7 @@ func RunBlobStoreContract(t *testing.T, newStore func(t *testing.T) outputs.Blob
 	t.Run("Sweep", func(t *testing.T) { contractSweep(t, newStore(t)) })
 	t.Run("ConcurrentSweeps", func(t *testing.T) { s := newStore(t); contractConcurrentSweeps(t, s, reopen(t, s)) })
 	t.Run("RunSweeper", func(t *testing.T) { contractRunSweeper(t, newStore(t)) })
+	t.Run("Quota", func(t *testing.T) { contractQuota(t, newStore(t)) })
 }
 
 func put(t *testing.T, s outputs.BlobStore, tenant, content string) outputs.Handle {
@@ -207,6 +208,10 @@ func contractTenants(t *testing.T, s outputs.BlobStore) {
 	}
 	if a, b := tenantBytes(t, s, "A"), tenantBytes(t, s, "B"); a < 7 || a > 7+4096 || b != 0 {
 		t.Errorf("tenant bytes: A %d (want 7, plus at most 4 KiB of metadata), B %d (want 0)", a, b)
+	}
+	put(t, s, "B", "other")
+	if total, err := s.TotalBytes(ctx); err != nil || total != tenantBytes(t, s, "A")+tenantBytes(t, s, "B") {
+		t.Errorf("total bytes %d (%v), want A's and B's together", total, err)
 	}
 	if err := s.Delete(ctx, "A", h); err != nil {
 		t.Errorf("A deleting its blob: %v", err)
@@ -522,5 +527,66 @@ func contractRunSweeper(t *testing.T, s outputs.BlobStore) {
 			t.Fatal("the sweeper never removed the blob")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// contractQuota: a store under WithQuota refuses, before keeping anything, a Put that would
+// take its tenant or the whole store past the quota, and keeps those that fit, exactly, with
+// Puts racing for the last of a tenant's room.
+func contractQuota(t *testing.T, inner outputs.BlobStore) {
+	ctx := t.Context()
+	s := outputs.WithQuota(inner, outputs.StoreQuota{
+		Tenant: func(tenant string) int64 {
+			if tenant == "A" {
+				return 10_000
+			}
+			return 0
+		},
+		Total: 40_000,
+	})
+	putN := func(tenant string, n int) error {
+		_, _, err := s.Put(ctx, tenant, "stdout", "text/plain", strings.NewReader(strings.Repeat("x", n)), int64(n))
+		return err
+	}
+	// Ten Puts of 3000 bytes race for A's 10,000: exactly three fit.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	kept, over := 0, 0
+	for range 10 {
+		wg.Go(func() {
+			err := putN("A", 3000)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				kept++
+			case errors.Is(err, outputs.ErrOverQuota):
+				over++
+			default:
+				t.Errorf("Put: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if kept != 3 || over != 7 {
+		t.Errorf("racing Puts: %d kept, %d over quota; want 3 and 7", kept, over)
+	}
+	before := tenantBytes(t, s, "A")
+	if err := putN("A", 3000); !errors.Is(err, outputs.ErrOverQuota) || !strings.Contains(err.Error(), "max_stored_bytes") {
+		t.Errorf("a Put past A's quota: %v, want ErrOverQuota naming max_stored_bytes", err)
+	}
+	if after := tenantBytes(t, s, "A"); after != before {
+		t.Errorf("tenant bytes %d → %d: a Put over quota kept something", before, after)
+	}
+	if err := putN("A", 100); err != nil {
+		t.Errorf("a Put within what is left: %v", err)
+	}
+	// B has no quota of its own; the store's total still bounds it.
+	if err := putN("B", 20_000); err != nil {
+		t.Errorf("B's Put within the total: %v", err)
+	}
+	err := putN("B", 15_000)
+	if !errors.Is(err, outputs.ErrOverQuota) || strings.Contains(err.Error(), `"A"`) {
+		t.Errorf("a Put past the total: %v, want ErrOverQuota not naming another tenant", err)
 	}
 }

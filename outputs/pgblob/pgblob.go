@@ -317,3 +317,12 @@ func (s *Store) TenantBytes(ctx context.Context, tenant string) (int64, error) {
 	}
 	return n, nil
 }
+
+// TotalBytes is the sum of every blob's size (an index-only scan of the index on tenant).
+func (s *Store) TotalBytes(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(size), 0) FROM blob_objects`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("pgblob: total bytes: %w", err)
+	}
+	return n, nil
+}
