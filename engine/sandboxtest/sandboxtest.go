@@ -48,6 +48,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("guarantees are graded", c.guarantees)
 	t.Run("tool calls without a caller are unavailable", c.noTools)
 	t.Run("artifacts, and what is never collected", c.artifacts)
+	t.Run("output written before a kill is kept", c.keptAtKill)
 	t.Run("hostile", func(t *testing.T) {
 		gate.Hostile(t)
 		for _, h := range Hostile {
@@ -289,9 +290,11 @@ while True:
 	if err != nil {
 		t.Fatalf("no report of the CPU time used in stdout %q", r.Stdout)
 	}
-	// The kernel kills in the tick that clock reaches the limit: nothing runs past it.
-	if last >= 2 || last < 2-0.5 {
-		t.Errorf("the program last reported %.3fs of CPU, want killed at 2s of it", last)
+	// SIGXCPU (at 2 s, the soft limit) ignored, the kernel kills in the tick that clock
+	// reaches the hard limit, CPUGraceSeconds later: nothing runs past it.
+	hard := float64(2 + engine.CPUGraceSeconds)
+	if last >= hard || last < hard-0.5 {
+		t.Errorf("the program last reported %.3fs of CPU, want killed at %gs of it", last, hard)
 	}
 	c.noSurvivors(t)
 }

@@ -213,7 +213,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	ls := &launch.Spec{
 		Python: b.bwrap, Argv: argv, Env: spawn.Env(workspace, b.opts.Env),
 		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
-		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
+		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
 		// Applied here, before bwrap: the filter is inherited by bwrap and everything under it.
 		DenyKernelObjects: !slices.Contains(b.opts.Disable, "seccomp"),
