@@ -21,8 +21,10 @@
 //   - Cancellation: go-sdk cancels the handler's context on notifications/cancelled; that
 //     context is the one passed to Sandbox.Run, which kills the program's tree.
 //   - HTTP routing: /mcp is the token's tenant's default agent (its only agent, or the one
-//     named "default"); /mcp/{agent} names one. A name that belongs only to another tenant is
-//     403, a name no tenant has is 404. Each (tenant, agent) pair has its own
+//     named "default"); /mcp/{agent} names one. A name that belongs only to another tenant
+//     answers exactly like a name no tenant has (404, same body), so names cannot be probed.
+//     A 401 carries WWW-Authenticate: Bearer (without it, clients start OAuth discovery).
+//     Each (tenant, agent) pair has its own
 //     StreamableHTTPHandler and sessions carry the tenant as their user, so a session id is
 //     never usable from another tenant.
 //   - Two revisions on one endpoint (stateless.go): a request whose MCP-Protocol-Version is

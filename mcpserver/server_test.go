@@ -240,6 +240,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
+	bodies := map[string]string{}
 	for _, c := range []struct {
 		name, method, path, token, host, origin string
 		want                                    int
@@ -250,7 +251,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		{"bad token", "POST", "/mcp", "zz", "", "", 401},
 		{"default agent", "POST", "/mcp", "ta", "", "", 200},
 		{"named agent", "POST", "/mcp/other", "ta", "", "", 200},
-		{"another tenant's agent", "POST", "/mcp/bee", "ta", "", "", 403},
+		{"another tenant's agent", "POST", "/mcp/bee", "ta", "", "", 404},
 		{"no such agent", "POST", "/mcp/nobody", "ta", "", "", 404},
 		{"tenant without default", "POST", "/mcp", "tb", "", "", 200},
 		{"foreign host", "POST", "/mcp", "ta", "evil.example:80", "", 403},
@@ -276,10 +277,20 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != c.want {
 			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.want)
 		}
+		// Without a challenge, MCP clients (Inspector among them) start OAuth discovery.
+		if got := resp.Header.Get("WWW-Authenticate"); c.want == 401 && !strings.HasPrefix(got, "Bearer") {
+			t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge", c.name, got)
+		}
+		bodies[c.name] = string(body)
+	}
+	// An agent of another tenant reads exactly like one nobody has: names cannot be probed.
+	if bodies["another tenant's agent"] != bodies["no such agent"] {
+		t.Errorf("another tenant's agent answers %q, an unknown one %q", bodies["another tenant's agent"], bodies["no such agent"])
 	}
 }
 
