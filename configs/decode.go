@@ -284,19 +284,25 @@ func fieldsOf(t reflect.Type) map[string]int {
 	return m
 }
 
-// suggest offers the known key closest to a misspelt one, when it is close enough to be a
-// typo (edit distance at most 2).
+// suggest offers the known key closest to a misspelt one.
 func suggest(name string, fields map[string]int) string {
+	best, ok := Nearest(name, slices.Sorted(maps.Keys(fields)))
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+// Nearest returns the first of known closest to a misspelt name, when it is close enough to
+// be a typo (edit distance at most 2). Config keys use it, and so does cmd for commands.
+func Nearest(name string, known []string) (string, bool) {
 	best, bestDist := "", 3
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
+	for _, k := range known {
 		if dist := editDistance(name, k); dist < bestDist {
 			best, bestDist = k, dist
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf("; did you mean %s?", best)
+	return best, best != ""
 }
 
 func editDistance(a, b string) int {

@@ -208,3 +208,24 @@ func TestCheckA2APeer(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	want, _, _ := runCLI(t, "", "version")
+	for _, args := range [][]string{{"--version"}, {"-V"}} {
+		if out, errOut, code := runCLI(t, "", args...); code != 0 || out != want || !strings.HasPrefix(out, "mcp-sandbox ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want what version prints (%q)", args, code, out, errOut, want)
+		}
+	}
+}
+
+func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
+	for typo, want := range map[string]string{"serv": "serve", "chek": "check", "doctr": "doctor", "versoin": "version", "--verison": "--version"} {
+		_, errOut, code := runCLI(t, "", typo)
+		if code != 2 || !strings.Contains(errOut, `did you mean "`+want+`"?`) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and a suggestion of %q", typo, code, errOut, want)
+		}
+	}
+	if _, errOut, _ := runCLI(t, "", "xyzzy-frobnicate"); strings.Contains(errOut, "did you mean") {
+		t.Errorf("a name close to nothing got a suggestion: %q", errOut)
+	}
+}
