@@ -343,14 +343,14 @@ func document(data []byte, source string) (root *yaml.Node, ps Problems) {
 	case errors.Is(err, io.EOF):
 		return nil, Problems{{Source: source, Message: "empty document"}}
 	case err != nil:
-		return nil, Problems{syntaxProblem(err, source)}
+		return nil, Problems{syntaxProblem(err, data, source)}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, Problems{{Source: source, Line: extra.Line, Column: extra.Column, Message: "more than one YAML document; a config is exactly one"}}
 	case !errors.Is(err, io.EOF):
-		return nil, Problems{syntaxProblem(err, source)}
+		return nil, Problems{syntaxProblem(err, data, source)}
 	}
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		return nil, Problems{{Source: source, Message: "empty document"}}
@@ -365,13 +365,60 @@ func document(data []byte, source string) (root *yaml.Node, ps Problems) {
 	return root, nil
 }
 
-func syntaxProblem(err error, source string) Problem {
-	msg := err.Error()
-	if m := yamlLineError.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return Problem{Source: source, Line: line, Message: "invalid YAML: " + m[2]}
+// syntaxProblem locates a YAML syntax error on the line where it is, and quotes that line.
+// yaml.v3 names the line where the enclosing construct began (a mis-indented key deep in a
+// mapping is reported at the mapping's first line), or no line at all; so the line is found
+// here as the one after the longest prefix of whole lines that still parses, starting from the
+// end: a construct left open on an earlier line (a flow mapping over several lines) does not
+// mislead it, and the first line whose content no later line can repair does stop it.
+func syntaxProblem(err error, data []byte, source string) Problem {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
 	}
-	return Problem{Source: source, Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) <= maxLocatedLines {
+		for k := len(lines) - 1; k >= 0; k-- {
+			if parses(bytes.Join(lines[:k], nil)) {
+				line = k + 1
+				break
+			}
+		}
+	}
+	p := Problem{Source: source, Line: line, Message: "invalid YAML: " + msg}
+	if line > 0 && line <= len(lines) {
+		text := strings.TrimRight(string(lines[line-1]), "\r\n")
+		if len(text) > 160 {
+			text = text[:160] + "…"
+		}
+		p.Message += fmt.Sprintf("; line %d reads %q", line, text)
+	}
+	return p
+}
+
+// maxLocatedLines bounds the documents whose syntax errors syntaxProblem locates itself (each
+// line costs a parse of what precedes it); a longer one keeps yaml.v3's line.
+const maxLocatedLines = 2000
+
+// parses reports whether data is a well-formed YAML stream (any number of documents).
+func parses(data []byte) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		switch err := dec.Decode(&n); {
+		case errors.Is(err, io.EOF):
+			return true
+		case err != nil:
+			return false
+		}
+	}
 }
 
 // decodeConfig decodes a whole config file. It also refuses `sandbox:` beside
