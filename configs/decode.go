@@ -389,13 +389,25 @@ func syntaxProblem(err error, data []byte, source string) Problem {
 	}
 	p := Problem{Source: source, Line: line, Message: "invalid YAML: " + msg}
 	if line > 0 && line <= len(lines) {
-		text := strings.TrimRight(string(lines[line-1]), "\r\n")
-		if len(text) > 160 {
-			text = text[:160] + "…"
-		}
-		p.Message += fmt.Sprintf("; line %d reads %q", line, text)
+		p.Message += fmt.Sprintf("; line %d reads %q", line, quotable(string(lines[line-1])))
 	}
 	return p
+}
+
+// secretKey matches a line whose key names a credential: its value is never quoted.
+var secretKey = regexp.MustCompile(`(?i)^(\s*-?\s*["']?[a-z_]*(?:token|bearer|secret|password|passwd|dsn)[a-z_]*["']?\s*:)`)
+
+// quotable is a line as a syntax error may quote it: without its line ending, at most 160
+// bytes, and with the value of a credential-like key left out.
+func quotable(line string) string {
+	line = strings.TrimRight(line, "\r\n")
+	if m := secretKey.FindString(line); m != "" && strings.TrimSpace(line[len(m):]) != "" {
+		return m + " …"
+	}
+	if len(line) > 160 {
+		line = strings.ToValidUTF8(line[:160], "") + "…"
+	}
+	return line
 }
 
 // maxLocatedLines bounds the documents whose syntax errors syntaxProblem locates itself (each
