@@ -25,8 +25,12 @@ type Result struct {
 	Artifacts       []Attachment    `json:"artifacts"`
 	ArtifactsOmit   []OmittedFile   `json:"artifacts_omitted"`
 	Unavailable     []string        `json:"unavailable_bindings"`
-	Budget          BudgetReport    `json:"budget"`
-	Approvals       ApprovalCounts  `json:"approvals"`
+	// UpstreamProblems are the granted upstream servers with something wrong with their tools
+	// at this execution (one that could not be started, and why: its tools are missing from
+	// TOOLS and have no alias), as list_tools reports them.
+	UpstreamProblems []UpstreamProblem `json:"upstream_problems,omitempty"`
+	Budget           BudgetReport      `json:"budget"`
+	Approvals        ApprovalCounts    `json:"approvals"`
 
 	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
 	// stay on the host and never enter the JSON.
@@ -63,6 +67,13 @@ type Attachment struct {
 	Truncated   bool   `json:"truncated"`
 	// Location is inline (whole in the result), blob (kept under Handle) or preview_only.
 	Location string `json:"location"`
+}
+
+// UpstreamProblem is what is wrong with a granted upstream server's tools, in words safe to
+// show the model.
+type UpstreamProblem struct {
+	Server  string `json:"server"`
+	Problem string `json:"problem"`
 }
 
 // OmittedFile is a workspace entry that was not collected, with the reason.

@@ -40,7 +40,8 @@
 //   - One run_code is execution.Execute (its doc lists the steps), the very path `mcp-sandbox
 //     run` takes: the ledger's execution record, a binding.Execution over the Turn (package
 //     binding's doc walks one call hop by hop) handed to the engine as the ToolCaller with its
-//     names and aliases, unavailable_bindings, outputs kept under handles, the budget report.
+//     names and aliases, unavailable_bindings, upstream_problems (and a "note on server" line
+//     of the text, as in list_tools), outputs kept under handles, the budget report.
 //     What is the session's is added here: the Run, the Turn (which also syncs the exposed
 //     tools), progress, the Drain. A direct call of an exposed tool is binding.Direct; the host's
 //     read_tool_output is binding.Read rendered for the host (any handle of the session's

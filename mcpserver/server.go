@@ -373,6 +373,9 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "approvals: %d asked (%d accepted, %d declined, %d timed out), %d refused without asking (this host cannot ask)\n",
 			a.Asked, a.Accepted, a.Declined, a.TimedOut, a.Unasked)
 	}
+	for _, u := range res.UpstreamProblems {
+		fmt.Fprintf(&b, "note on server %s: %s\n", u.Server, oneLine(u.Problem))
+	}
 	fmt.Fprintf(&b, "terms: %s; achieved isolation %s", termsText(res.Terms), res.Isolation)
 	return b.String()
 }
