@@ -1,0 +1,234 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// examplesHTTPUpstream is the loopback address the examples give their streamable HTTP
+// upstream; their comments say how to start one there.
+const examplesHTTPUpstream = "127.0.0.1:3001"
+
+// TestExamplesRunAsShipped starts `serve` on every file of configs/examples, as a user who
+// follows its comments would: /readyz answers 200, and every agent of every tenant lists the
+// tools of each upstream its tenant is granted, none unavailable. The only change is the port
+// of the examples' HTTP upstream (server-everything over streamable HTTP, started here), moved
+// to a free one so that tests running at once do not collide. The stdio upstreams start through
+// npx as written, which finds the pinned npm peers from conformance/ without the network.
+func TestExamplesRunAsShipped(t *testing.T) {
+	peers := ecoNeedPeers(t)
+	_, err := exec.LookPath("npx")
+	gate.Require(t, "npm-peers", err == nil, "npx is not on PATH: the examples start their stdio upstreams with it")
+
+	port := freePort(t)
+	dir := t.TempDir()
+	copyExamples(t, filepath.Join("..", "configs", "examples"), dir, "127.0.0.1:"+port)
+	home := t.TempDir()
+	env := append(peers.env(), "HOME="+home, "XDG_STATE_HOME="+filepath.Join(home, "state"),
+		"DOCS_TOKEN=example-token", "SEARCH_TOKEN=example-token")
+	startEverythingHTTP(t, peers, port)
+
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if len(files) < 3 {
+		t.Fatalf("found %d examples", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := configs.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := exampleServeHTTP(t, f, peers.dir, env)
+			if !waitUntil(90*time.Second, func() bool { return statusOf(base+"/readyz") == http.StatusOK }) {
+				t.Fatalf("/readyz answered %d, want 200", statusOf(base+"/readyz"))
+			}
+			for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
+				tenant := cfg.Tenants[tn]
+				for _, an := range slices.Sorted(maps.Keys(tenant.Agents)) {
+					t.Run(tn+"/"+an, func(t *testing.T) { exampleAgentTools(t, f, peers.dir, env, tn, an, tenant.Upstreams) })
+				}
+			}
+		})
+	}
+}
+
+// exampleAgentTools serves one agent over stdio and requires list_tools to name a tool of each
+// granted upstream and no unavailable server.
+func exampleAgentTools(t *testing.T, config, dir string, env []string, tenant, agent string, granted []string) {
+	cmd := exec.Command(built.sandbox, "serve", "--config", config, "--tenant", tenant, "--agent", agent)
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, env, &serverLog{t: t}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "examples", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_tools", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_tools: %v %s", err, textOf(res))
+	}
+	var page upstream.ListToolsPage
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &page); err != nil {
+		t.Fatalf("list_tools %s: %v", b, err)
+	}
+	if len(page.Unavailable) > 0 {
+		t.Errorf("unavailable upstream servers: %+v", page.Unavailable)
+	}
+	servers := map[string]bool{}
+	for _, tl := range page.Tools {
+		servers[tl.Server] = true
+	}
+	for _, u := range granted {
+		if !servers[u] {
+			t.Errorf("list_tools names no tool of the granted upstream %s:\n%s", u, textOf(res))
+		}
+	}
+}
+
+// copyExamples copies the examples tree from src into dst, moving the HTTP upstream's address.
+func copyExamples(t *testing.T, src, dst, httpUpstream string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), []byte(strings.ReplaceAll(string(b), examplesHTTPUpstream, httpUpstream)), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// startEverythingHTTP runs server-everything over streamable HTTP on port until t ends.
+func startEverythingHTTP(t *testing.T, peers ecoPeers, port string) {
+	t.Helper()
+	entry := filepath.Join(peers.dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	cmd := exec.Command(peers.node, entry, "streamableHttp")
+	cmd.Dir, cmd.Env, cmd.Stderr = peers.dir, append(peers.env(), "PORT="+port), &serverLog{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if !waitUntil(60*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatal("server-everything did not listen within 60s")
+	}
+}
+
+// exampleServeHTTP starts `serve --transport http` on a free loopback port with config, in dir
+// and with env, and returns its base URL; the server is interrupted when t ends.
+func exampleServeHTTP(t *testing.T, config, dir string, env []string) string {
+	t.Helper()
+	cmd := exec.Command(built.sandbox, "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--config", config)
+	cmd.Dir, cmd.Env = dir, env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		defer close(done)
+		re := regexp.MustCompile(`addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Logf("server: %s", sc.Text())
+			if m := re.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "serving") {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		cmd.Wait()
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case <-done:
+		t.Fatal("mcp-sandbox serve exited before listening")
+	case <-time.After(60 * time.Second):
+		t.Fatal("mcp-sandbox serve did not start listening in 60s")
+	}
+	return ""
+}
+
+func statusOf(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func waitUntil(d time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if ok() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
