@@ -25,9 +25,10 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 		res.Failure = ending
 	case done != nil && done.OK:
 		res.Value = done.Value
-		if len(res.Value) == 0 {
+		if len(res.Value) == 0 || done.ValueRepr != nil {
 			res.Value = json.RawMessage("null")
 		}
+		res.ValueRepr = done.ValueRepr
 	case done != nil:
 		res.Failure = s.programFailure(done.Error, tree, &limit)
 	default:
@@ -86,7 +87,7 @@ func (s *session) programFailure(pe *wire.ProgramError, tree TreeUsage, limit **
 	}
 	if pe.NotSerializable {
 		return &Failure{Kind: failure.ValueNotSerializable, Executed: true,
-			Message: "the program's value could not be returned as JSON: " + pe.Message + "; return JSON data (dict, list, str, int, float, bool, None)"}
+			Message: "the program's value could not be returned: " + pe.Message + "; return JSON data (dict, list, str, int, float, bool, None)"}
 	}
 	f := &Failure{Kind: failure.ProgramError, Executed: true, Traceback: pe.Traceback,
 		Message: strings.TrimSpace(pe.Type + ": " + pe.Message)}

@@ -8,23 +8,26 @@ import (
 
 // Result is the outcome of one execution, failures included, in the shape of DESIGN.md §3.4.
 type Result struct {
-	Value           json.RawMessage `json:"value"`
-	Stdout          string          `json:"stdout"`
-	Stderr          string          `json:"stderr"`
-	StdoutSize      int64           `json:"stdout_size"`
-	StderrSize      int64           `json:"stderr_size"`
-	Failure         *Failure        `json:"failure"`
-	LimitHit        *LimitName      `json:"limit_hit"`
-	Cancelled       bool            `json:"cancelled"`
-	DurationSeconds float64         `json:"duration_seconds"`
-	Terms           Terms           `json:"terms"`
-	Isolation       Level           `json:"isolation"`
-	Guarantees      Guarantees      `json:"guarantees"`
-	NetworkDenied   bool            `json:"network_denied"`
-	Attachments     []Attachment    `json:"attachments"`
-	Artifacts       []Attachment    `json:"artifacts"`
-	ArtifactsOmit   []OmittedFile   `json:"artifacts_omitted"`
-	Unavailable     []string        `json:"unavailable_bindings"`
+	Value json.RawMessage `json:"value"`
+	// ValueRepr is the repr of a final value that JSON cannot carry (a set, a datetime, a
+	// DataFrame): Value is then null and the program counts as completed. Absent otherwise.
+	ValueRepr       *string       `json:"value_repr,omitempty"`
+	Stdout          string        `json:"stdout"`
+	Stderr          string        `json:"stderr"`
+	StdoutSize      int64         `json:"stdout_size"`
+	StderrSize      int64         `json:"stderr_size"`
+	Failure         *Failure      `json:"failure"`
+	LimitHit        *LimitName    `json:"limit_hit"`
+	Cancelled       bool          `json:"cancelled"`
+	DurationSeconds float64       `json:"duration_seconds"`
+	Terms           Terms         `json:"terms"`
+	Isolation       Level         `json:"isolation"`
+	Guarantees      Guarantees    `json:"guarantees"`
+	NetworkDenied   bool          `json:"network_denied"`
+	Attachments     []Attachment  `json:"attachments"`
+	Artifacts       []Attachment  `json:"artifacts"`
+	ArtifactsOmit   []OmittedFile `json:"artifacts_omitted"`
+	Unavailable     []string      `json:"unavailable_bindings"`
 	// UpstreamProblems are the granted upstream servers with something wrong with their tools
 	// at this execution (one that could not be started, and why: its tools are missing from
 	// TOOLS and have no alias), as list_tools reports them.

@@ -172,7 +172,7 @@ func runCodeDescription(ce *CodeExec) string {
 The program:
 - runs in a fresh, empty workspace directory (its working directory); nothing is kept between calls, so do the whole task in one program.
 - may use top-level await and a top-level return.
-- evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. The value must be JSON-serializable.
+- evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. A value JSON cannot carry (a set, a datetime, a DataFrame) comes back as its repr in value_repr, with value null.
 - prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
 - calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not).
 - a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
@@ -342,21 +342,7 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "limit_hit: %s\n", *res.LimitHit)
 	}
 	if res.Failure == nil || res.Failure.Executed {
-		v := string(res.Value)
-		if v == "" {
-			v = "null"
-		}
-		if len(v) > execution.ValuePreviewBytes {
-			// The whole value is in structuredContent (and under a handle when a blob store
-			// is there); the model's text gets a preview.
-			v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), execution.ValuePreviewBytes)
-			for _, a := range res.Attachments {
-				if a.Name == "value" && a.Handle != "" {
-					v += fmt.Sprintf("\n(value: %d bytes; read_tool_output handle %s pages the rest)", a.Size, a.Handle)
-				}
-			}
-		}
-		fmt.Fprintf(&b, "value: %s\n", v)
+		b.WriteString(valueLine(res))
 	}
 	writeStream(&b, "stdout", res.Stdout, res.StdoutSize, res.Attachments)
 	writeStream(&b, "stderr", res.Stderr, res.StderrSize, res.Attachments)
@@ -378,6 +364,28 @@ func RenderText(res *engine.Result) string {
 	}
 	fmt.Fprintf(&b, "terms: %s; achieved isolation %s", termsText(res.Terms), res.Isolation)
 	return b.String()
+}
+
+// valueLine renders the program's value: its JSON, or, for a value JSON cannot carry, its
+// repr said to be one. Either is previewed when long: the whole is in structuredContent (and
+// under a handle when a blob store is there).
+func valueLine(res *engine.Result) string {
+	label, v, name := "value", string(res.Value), "value"
+	if res.ValueRepr != nil {
+		label, v, name = "value (no JSON for it; its repr)", *res.ValueRepr, "value_repr"
+	}
+	if v == "" {
+		v = "null"
+	}
+	if len(v) > execution.ValuePreviewBytes {
+		v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), execution.ValuePreviewBytes)
+		for _, a := range res.Attachments {
+			if a.Name == name && a.Handle != "" {
+				v += fmt.Sprintf("\n(%s: %d bytes; read_tool_output handle %s pages the rest)", name, a.Size, a.Handle)
+			}
+		}
+	}
+	return fmt.Sprintf("%s: %s\n", label, v)
 }
 
 func writeStream(b *strings.Builder, name, preview string, size int64, atts []engine.Attachment) {

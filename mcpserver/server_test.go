@@ -413,3 +413,17 @@ func drainAtCleanup(t *testing.T) *Drain {
 	})
 	return d
 }
+
+// A value JSON cannot carry reaches the model as its repr, marked as such, and the program
+// counts as completed; a long repr is previewed like a long value.
+func TestRenderTextShowsAValueRepr(t *testing.T) {
+	repr := "{1, 2}"
+	text := RenderText(&engine.Result{Value: json.RawMessage("null"), ValueRepr: &repr})
+	if !strings.HasPrefix(text, "completed") || !strings.Contains(text, "value (no JSON for it; its repr): {1, 2}\n") {
+		t.Fatalf("text:\n%s", text)
+	}
+	long := strings.Repeat("y", 100000)
+	if text := RenderText(&engine.Result{Value: json.RawMessage("null"), ValueRepr: &long}); len(text) > 5000 || !strings.Contains(text, "elided") {
+		t.Fatalf("a 100 kB repr rendered as %d bytes of text", len(text))
+	}
+}

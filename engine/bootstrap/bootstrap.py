@@ -479,14 +479,30 @@ def _run(frame):
             return {"type": "done", "ok": False, "error": _format_error(e, source)}
     try:
         encoded = _dumps(value)
-    except (TypeError, ValueError, RecursionError) as e:
-        return {"type": "done", "ok": False,
-                "error": {"type": type(e).__name__, "message": str(e), "traceback": "", "not_serializable": True}}
+    except (TypeError, ValueError, RecursionError):
+        return _done_repr(value)
     if len(encoded) > _max_value:
         return {"type": "done", "ok": False,
                 "error": {"type": "ValueTooLarge", "traceback": "", "not_serializable": True,
                           "message": "the value is %d bytes of JSON, over the %d-byte ceiling; return less, or print it" % (len(encoded), _max_value)}}
     return {"type": "done", "ok": True, "value": value}
+
+
+def _done_repr(value):
+    """A final value JSON cannot carry (a set, a datetime, a DataFrame) completes the program
+    all the same: value null, and its repr, cut to fit a frame, in value_repr. Only a value
+    whose repr fails too is value_not_serializable."""
+    try:
+        text = repr(value)
+        if not isinstance(text, str):
+            raise TypeError("__repr__ returned %s, not str" % type(text).__name__)
+    except BaseException as e:  # noqa: the program's __repr__ may raise anything
+        return {"type": "done", "ok": False,
+                "error": {"type": type(e).__name__, "traceback": "", "not_serializable": True,
+                          "message": "it is not JSON, and repr() of it failed with %s: %s" % (type(e).__name__, e)}}
+    if len(text) > _max_value // 6:  # \uXXXX escapes: six bytes of JSON a character at most
+        text = text[:_max_value // 6] + "…[repr cut at %d of %d characters]" % (_max_value // 6, len(text))
+    return {"type": "done", "ok": True, "value": None, "value_repr": text}
 
 
 def _main():

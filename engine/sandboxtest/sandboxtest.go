@@ -42,7 +42,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("await and return", c.awaitAndReturn)
 	t.Run("program error keeps stdout and names the line", c.programError)
 	t.Run("syntax error names its line", c.syntaxError)
-	t.Run("value not serializable", c.notSerializable)
+	t.Run("a value JSON cannot carry comes back as its repr", c.notSerializable)
 	t.Run("no state between executions", c.noState)
 	t.Run("environment built from nothing", c.environment)
 	t.Run("guarantees are graded", c.guarantees)
@@ -152,11 +152,29 @@ func (c *contract) syntaxError(t *testing.T) {
 	}
 }
 
+// notSerializable: a final value JSON cannot carry completes, with value null and its repr in
+// value_repr; only a value whose repr fails too is value_not_serializable.
 func (c *contract) notSerializable(t *testing.T) {
-	r := c.run(t, "{'s': {1, 2}}", engine.Limits{})
+	for program, want := range map[string]string{
+		"{'s': {1, 2}}": "{'s': {1, 2}}",
+		"import datetime\ndatetime.date(2026, 1, 2)":                                   "datetime.date(2026, 1, 2)",
+		"class Point:\n    def __repr__(self):\n        return 'Point(1, 2)'\nPoint()": "Point(1, 2)",
+		"float('nan')": "nan",
+	} {
+		r := c.run(t, program, engine.Limits{})
+		wantOK(t, r)
+		if string(r.Value) != "null" || r.ValueRepr == nil || *r.ValueRepr != want {
+			t.Errorf("%q: value %s, value_repr %v; want null and %q", program, r.Value, r.ValueRepr, want)
+		}
+	}
+	r := c.run(t, "print('kept')\nclass Broken:\n    def __repr__(self):\n        raise RuntimeError('no repr for you')\nBroken()", engine.Limits{})
 	wantKind(t, r, failure.ValueNotSerializable, "")
-	if !strings.Contains(r.Failure.Message, "set") {
-		t.Fatalf("message does not name the type: %s", r.Failure.Message)
+	if !strings.Contains(r.Failure.Message, "no repr for you") || r.Stdout != "kept\n" {
+		t.Fatalf("message %q, stdout %q: want the repr's error and the output kept", r.Failure.Message, r.Stdout)
+	}
+	r = c.run(t, "6*7", engine.Limits{})
+	if b, _ := json.Marshal(r); strings.Contains(string(b), "value_repr") {
+		t.Errorf("a JSON value's result carries value_repr: %s", b)
 	}
 }
 
