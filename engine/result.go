@@ -70,6 +70,10 @@ type Attachment struct {
 	Truncated   bool   `json:"truncated"`
 	// Location is inline (whole in the result), blob (kept under Handle) or preview_only.
 	Location string `json:"location"`
+	// Text is an artifact's whole content when it is text of at most the output preview size,
+	// so a model reads a small file without another call (Location is then inline; a Handle
+	// may still name the kept copy). Absent otherwise.
+	Text *string `json:"text,omitempty"`
 }
 
 // UpstreamProblem is what is wrong with a granted upstream server's tools, in words safe to

@@ -112,6 +112,9 @@ func newRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 	if opts.MaxFrame <= 0 {
 		opts.MaxFrame = wire.DefaultMaxFrame
 	}
+	if opts.Artifacts.InlineBytes <= 0 {
+		opts.Artifacts.InlineBytes = opts.PreviewBytes
+	}
 	if opts.MaxConcurrentCalls <= 0 {
 		opts.MaxConcurrentCalls = 16
 	}

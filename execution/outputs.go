@@ -77,7 +77,13 @@ func (k *keeper) keep(ctx context.Context, res *engine.Result) []ledgerAttachmen
 		if i >= len(res.ArtifactFiles) {
 			break
 		}
+		lostBefore := len(k.lost)
 		letGo := k.put(ctx, a, res.ArtifactFiles[i].Data, false)
+		if a.Text != nil {
+			// The whole file is in the result (its handle, if kept, is for read_tool_output):
+			// kept or not, nothing of it was let go.
+			a.Location, letGo, k.lost = "inline", 0, k.lost[:lostBefore]
+		}
 		recs = append(recs, ledgerAttachment{Attachment: *a, LetGoBytes: letGo})
 	}
 	return recs

@@ -54,6 +54,8 @@
 //     kept apart by a prefix (execution.NamedRun for a named one, which `mcp-sandbox run --run`
 //     names the same way). With Options.Ledger set, each run_code is a recorded, metered
 //     execution; with Options.Blobs its outputs are kept under handles (execution's doc).
+//   - A text artifact the engine returned whole (Attachment.Text, up to the profile's preview
+//     size) is rendered whole, beside its handle (execution keeps it location inline).
 //   - Direct calls of exposed tools are recorded too (budget.Direct), under the same Run, and
 //     do not count against the binding budget.
 //   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to

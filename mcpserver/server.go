@@ -350,7 +350,7 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "traceback:\n%s\n", strings.TrimRight(res.Failure.Traceback, "\n"))
 	}
 	for _, a := range res.Artifacts {
-		fmt.Fprintf(&b, "artifact %s: %d bytes, handle %s\n", a.Name, a.Size, a.Handle)
+		b.WriteString(artifactText(a))
 	}
 	if len(res.Unavailable) > 0 {
 		fmt.Fprintf(&b, "unavailable bindings: %s\n", strings.Join(res.Unavailable, ", "))
@@ -364,6 +364,20 @@ func RenderText(res *engine.Result) string {
 	}
 	fmt.Fprintf(&b, "terms: %s; achieved isolation %s", termsText(res.Terms), res.Isolation)
 	return b.String()
+}
+
+// artifactText renders one artifact: a small text one whole (the engine put it in Text, up
+// to the profile's preview size), so the model reads it without a read_tool_output call;
+// any other by name, size, type and handle.
+func artifactText(a engine.Attachment) string {
+	handle := a.Handle
+	if handle == "" {
+		handle = "none (not kept)"
+	}
+	if a.Text != nil {
+		return fmt.Sprintf("artifact %s (%d bytes, handle %s):\n%s\n", a.Name, a.Size, handle, strings.TrimRight(*a.Text, "\n"))
+	}
+	return fmt.Sprintf("artifact %s: %d bytes, %s, handle %s\n", a.Name, a.Size, a.ContentType, handle)
 }
 
 // valueLine renders the program's value: its JSON, or, for a value JSON cannot carry, its

@@ -427,3 +427,19 @@ func TestRenderTextShowsAValueRepr(t *testing.T) {
 		t.Fatalf("a 100 kB repr rendered as %d bytes of text", len(text))
 	}
 }
+
+// A small text artifact is shown whole, with its handle, rather than costing a read; a large
+// or binary one is named with its handle.
+func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
+	csv := "sku,count\nA,1\n"
+	text := RenderText(&engine.Result{Value: json.RawMessage("null"), Artifacts: []engine.Attachment{
+		{Name: "out/data.csv", Handle: "h_1", ContentType: "text/csv", Size: int64(len(csv)), Location: "inline", Text: &csv},
+		{Name: "plot.png", Handle: "h_2", ContentType: "image/png", Size: 264, Location: "blob"},
+	}})
+	if !strings.Contains(text, "artifact out/data.csv (14 bytes, handle h_1):\nsku,count\nA,1\n") {
+		t.Errorf("the csv is not shown whole:\n%s", text)
+	}
+	if !strings.Contains(text, "artifact plot.png: 264 bytes, image/png, handle h_2\n") {
+		t.Errorf("the png is not named with its handle:\n%s", text)
+	}
+}

@@ -253,6 +253,8 @@ with open("out/data.csv", "w") as f:
     f.write("sku,count\nA,1\nB,2\n")
 with open("plot.png", "wb") as f:
     f.write(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+with open("big.txt", "w") as f:
+    f.write("x" * 4999 + "\n")
 os.symlink("/etc/passwd", "etc-passwd")
 os.mkfifo("pipe")
 "written"`
@@ -268,7 +270,18 @@ os.mkfifo("pipe")
 	if a := got["plot.png"]; a.Size != 264 || a.ContentType != "image/png" {
 		t.Errorf("plot.png: %+v", a)
 	}
-	if len(r.Artifacts) != 2 || len(r.ArtifactFiles) != 2 || string(r.ArtifactFiles[0].Data) != "sku,count\nA,1\nB,2\n" {
+	// A few bytes of text come back whole, in the result; binary data and text over the
+	// preview size do not.
+	if a := got["out/data.csv"]; a.Text == nil || *a.Text != "sku,count\nA,1\nB,2\n" || a.Location != "inline" {
+		t.Errorf("out/data.csv: text %v, location %s; want its content inline", a.Text, a.Location)
+	}
+	if a := got["plot.png"]; a.Text != nil || a.Location == "inline" {
+		t.Errorf("plot.png: text %v, location %s; want no text", a.Text, a.Location)
+	}
+	if a := got["big.txt"]; a.Size != 5000 || a.Text != nil || a.Location == "inline" {
+		t.Errorf("big.txt: %d bytes, text %v, location %s; want no text over the 4000-byte preview", a.Size, a.Text != nil, a.Location)
+	}
+	if len(r.Artifacts) != 3 || len(r.ArtifactFiles) != 3 || string(r.ArtifactFiles[1].Data) != "sku,count\nA,1\nB,2\n" {
 		t.Errorf("artifacts %+v (%d files)", r.Artifacts, len(r.ArtifactFiles))
 	}
 	omitted := map[string]string{}
