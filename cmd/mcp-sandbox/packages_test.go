@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+)
+
+// A profile's python may be a virtual environment's interpreter: every backend runs it as
+// that environment (its sys.prefix, its site-packages) and makes its packages importable,
+// read-only. The venv is made here without the network (no pip: a package of its own is
+// written into site-packages), under the system temporary directory, which the isolated
+// backends cover with a tmpfs of their own.
+func TestVenvPackagesImportAtEveryLevel(t *testing.T) {
+	dir := t.TempDir()
+	// The sandbox identity (65534 when the tests run as root) must reach the venv.
+	for d := dir; d != filepath.Dir(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	venv := filepath.Join(dir, "venv")
+	if out, err := exec.Command("/usr/bin/python3", "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	site, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	if err != nil || len(site) != 1 {
+		t.Fatalf("site-packages of the venv: %v %v", site, err)
+	}
+	pkg := filepath.Join(site[0], "mcps_venv_probe")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "__init__.py"), []byte("VALUE = 42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	program := `import os, sys, mcps_venv_probe
+try:
+    open(os.path.join(os.path.dirname(mcps_venv_probe.__file__), "planted.py"), "w").write("x")
+    writable = True
+except OSError:
+    writable = False
+[mcps_venv_probe.VALUE, sys.prefix, writable]`
+
+	nsOK, nsWhy := namespaces.Available(namespaces.Options{})
+	_, bwWhy := bwrap.Find(bwrap.Options{})
+	for _, c := range []struct {
+		backend, isolation string
+		ok                 bool
+		why                string
+	}{
+		{"process", "process", true, ""},
+		{"namespaces", "isolated", nsOK, nsWhy},
+		{"bwrap", "isolated", bwWhy == "", bwWhy},
+	} {
+		t.Run(c.backend, func(t *testing.T) {
+			gate.Require(t, c.backend, c.ok, c.why)
+			cfg := filepath.Join(t.TempDir(), "c.yaml")
+			os.WriteFile(cfg, []byte("profiles:\n  default:\n    backend: "+c.backend+"\n    isolation: "+c.isolation+
+				"\n    python: "+strconv.Quote(filepath.Join(venv, "bin", "python3"))+
+				"\n    allow_same_uid: "+strconv.FormatBool(os.Geteuid() != 0)+
+				"\ntenants:\n  t: {agents: {a: {code_execution: {isolation: "+c.isolation+"}}}}\n"), 0o644)
+			out, errOut, code := runCLI(t, program, "run", "--config", cfg, "-")
+			r := decodeResult(t, out)
+			if code != 0 || r.Failure != nil {
+				t.Fatalf("exit %d, failure %+v\nstderr: %s", code, r.Failure, errOut)
+			}
+			var got []any
+			if err := json.Unmarshal(r.Value, &got); err != nil || len(got) != 3 {
+				t.Fatalf("value %s", r.Value)
+			}
+			if got[0] != float64(42) || got[1] != venv {
+				t.Errorf("imported %v with sys.prefix %v; want 42 from the venv %s", got[0], got[1], venv)
+			}
+			if got[2] != false {
+				t.Errorf("the program could write into the venv's site-packages")
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "planted.py")); err == nil {
+		t.Errorf("a program planted a file in the venv")
+	}
+}
