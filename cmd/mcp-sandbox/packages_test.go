@@ -47,6 +47,37 @@ except OSError:
     writable = False
 [mcps_venv_probe.VALUE, sys.prefix, writable]`
 
+	atEveryLevel(t, filepath.Join(venv, "bin", "python3"), program, func(t *testing.T, got []any) {
+		if len(got) != 3 || got[0] != float64(42) || got[1] != venv {
+			t.Errorf("got %v; want 42 imported with sys.prefix the venv %s", got, venv)
+		}
+		if len(got) == 3 && got[2] != false {
+			t.Errorf("the program could write into the venv's site-packages")
+		}
+	})
+	if _, err := os.Stat(filepath.Join(pkg, "planted.py")); err == nil {
+		t.Errorf("a program planted a file in the venv")
+	}
+}
+
+// Debian's python3-numpy, installed for the system interpreter (the default python), imports
+// at every level: its files and the BLAS it loads through /etc/alternatives are visible,
+// read-only.
+func TestDebianNumpyImportsAtEveryLevel(t *testing.T) {
+	err := exec.Command("/usr/bin/python3", "-c", "import numpy").Run()
+	gate.Require(t, "python3-numpy", err == nil, "Debian's python3-numpy is not installed (apt-get install python3-numpy)")
+	program := "import numpy as np\n[float(np.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]])).sum()), np.__file__]"
+	atEveryLevel(t, "/usr/bin/python3", program, func(t *testing.T, got []any) {
+		if len(got) != 2 || got[0] != 0.75 {
+			t.Errorf("got %v, want 0.75 from numpy", got)
+		}
+	})
+}
+
+// atEveryLevel runs program through the built binary with python as the profile's interpreter
+// on the process, namespaces and bwrap backends (each gated on this host having it), and
+// hands check the program's value, a JSON list.
+func atEveryLevel(t *testing.T, python, program string, check func(t *testing.T, got []any)) {
 	nsOK, nsWhy := namespaces.Available(namespaces.Options{})
 	_, bwWhy := bwrap.Find(bwrap.Options{})
 	for _, c := range []struct {
@@ -62,7 +93,7 @@ except OSError:
 			gate.Require(t, c.backend, c.ok, c.why)
 			cfg := filepath.Join(t.TempDir(), "c.yaml")
 			os.WriteFile(cfg, []byte("profiles:\n  default:\n    backend: "+c.backend+"\n    isolation: "+c.isolation+
-				"\n    python: "+strconv.Quote(filepath.Join(venv, "bin", "python3"))+
+				"\n    python: "+strconv.Quote(python)+
 				"\n    allow_same_uid: "+strconv.FormatBool(os.Geteuid() != 0)+
 				"\ntenants:\n  t: {agents: {a: {code_execution: {isolation: "+c.isolation+"}}}}\n"), 0o644)
 			out, errOut, code := runCLI(t, program, "run", "--config", cfg, "-")
@@ -71,18 +102,10 @@ except OSError:
 				t.Fatalf("exit %d, failure %+v\nstderr: %s", code, r.Failure, errOut)
 			}
 			var got []any
-			if err := json.Unmarshal(r.Value, &got); err != nil || len(got) != 3 {
+			if err := json.Unmarshal(r.Value, &got); err != nil {
 				t.Fatalf("value %s", r.Value)
 			}
-			if got[0] != float64(42) || got[1] != venv {
-				t.Errorf("imported %v with sys.prefix %v; want 42 from the venv %s", got[0], got[1], venv)
-			}
-			if got[2] != false {
-				t.Errorf("the program could write into the venv's site-packages")
-			}
+			check(t, got)
 		})
-	}
-	if _, err := os.Stat(filepath.Join(pkg, "planted.py")); err == nil {
-		t.Errorf("a program planted a file in the venv")
 	}
 }
