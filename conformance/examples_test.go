@@ -1,18 +1,15 @@
 package conformance
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -58,7 +55,7 @@ func TestExamplesRunAsShipped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base := exampleServeHTTP(t, f, peers.dir, env)
+			base := ecoStartHTTPIn(t, f, peers.dir, env)
 			if !waitUntil(90*time.Second, func() bool { return statusOf(base+"/readyz") == http.StatusOK }) {
 				t.Fatalf("/readyz answered %d, want 200", statusOf(base+"/readyz"))
 			}
@@ -158,57 +155,6 @@ func startEverythingHTTP(t *testing.T, peers ecoPeers, port string) {
 	}) {
 		t.Fatal("server-everything did not listen within 60s")
 	}
-}
-
-// exampleServeHTTP starts `serve --transport http` on a free loopback port with config, in dir
-// and with env, and returns its base URL; the server is interrupted when t ends.
-func exampleServeHTTP(t *testing.T, config, dir string, env []string) string {
-	t.Helper()
-	cmd := exec.Command(built.sandbox, "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--config", config)
-	cmd.Dir, cmd.Env = dir, env
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		defer close(done)
-		re := regexp.MustCompile(`addr=(\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			t.Logf("server: %s", sc.Text())
-			if m := re.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "serving") {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		cmd.Wait()
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case <-done:
-		t.Fatal("mcp-sandbox serve exited before listening")
-	case <-time.After(60 * time.Second):
-		t.Fatal("mcp-sandbox serve did not start listening in 60s")
-	}
-	return ""
 }
 
 func statusOf(url string) int {
