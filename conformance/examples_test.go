@@ -19,8 +19,12 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
+
+// examplesPGDSN is the variable the examples that keep state on PostgreSQL read the DSN from.
+const examplesPGDSN = "MCP_SANDBOX_PG_DSN"
 
 // examplesHTTPUpstream is the loopback address the examples give their streamable HTTP
 // upstream; their comments say how to start one there.
@@ -54,6 +58,11 @@ func TestExamplesRunAsShipped(t *testing.T) {
 			cfg, err := configs.Load(f)
 			if err != nil {
 				t.Fatal(err)
+			}
+			env := env
+			if text, _ := os.ReadFile(f); strings.Contains(string(text), examplesPGDSN) {
+				// State on PostgreSQL: the example's DSN variable names a schema of this test's.
+				env = append(slices.Clone(env), examplesPGDSN+"="+pgtest.Schema(t))
 			}
 			base := ecoStartHTTPIn(t, f, peers.dir, env)
 			if !waitUntil(90*time.Second, func() bool { return statusOf(base+"/readyz") == http.StatusOK }) {
