@@ -394,15 +394,16 @@ func syntaxProblem(err error, data []byte, source string) Problem {
 	return p
 }
 
-// secretKey matches a line whose key names a credential: its value is never quoted.
-var secretKey = regexp.MustCompile(`(?i)^(\s*-?\s*["']?[a-z_]*(?:token|bearer|secret|password|passwd|dsn)[a-z_]*["']?\s*:)`)
+// secretKey matches a key that names a credential, anywhere on a line (a flow mapping holds
+// several): what follows it is never quoted.
+var secretKey = regexp.MustCompile(`(?i)[a-z_]*(?:token|bearer|secret|password|passwd|dsn)[a-z_]*["']?\s*:`)
 
 // quotable is a line as a syntax error may quote it: without its line ending, at most 160
-// bytes, and with the value of a credential-like key left out.
+// bytes, and cut after the first key that names a credential.
 func quotable(line string) string {
 	line = strings.TrimRight(line, "\r\n")
-	if m := secretKey.FindString(line); m != "" && strings.TrimSpace(line[len(m):]) != "" {
-		return m + " …"
+	if loc := secretKey.FindStringIndex(line); loc != nil && strings.TrimSpace(line[loc[1]:]) != "" {
+		return line[:loc[1]] + " …"
 	}
 	if len(line) > 160 {
 		line = strings.ToValidUTF8(line[:160], "") + "…"

@@ -276,6 +276,11 @@ func TestStrictDecoding(t *testing.T) {
 			want: []string{`default.yaml:3: invalid YAML: found unexpected end of stream; line 3 reads "  bearer: …"`},
 		},
 		{
+			name: "nor in a flow mapping",
+			data: doc("upstreams:", "  u: {url: \"https://x.example\", bearer: {env: \"X}}", "tenants: {}"),
+			want: []string{`default.yaml:2: invalid YAML: found unexpected end of stream; line 2 reads "  u: {url: \"https://x.example\", bearer: …"`},
+		},
+		{
 			name: "a flow mapping over several lines, then an error",
 			data: doc("profiles: {default: {backend: local,", "  isolation: process}}", "tenants:", "  t: {agents: {a: {}}}", " x: 1"),
 			want: []string{`default.yaml:5: invalid YAML: did not find expected key; line 5 reads " x: 1"`},
