@@ -178,7 +178,7 @@ The program:
 - a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
 - a call of a tool that needs a person's approval waits while the person is asked (when this host can ask): accepted, it runs once; declined, it raises ToolError kind denied; unanswered in time, or when this host cannot ask anyone, kind approval_required_in_program. Catch these and carry on.
 
-The result (structuredContent) has value, stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable) means nothing ran.
+The result (structuredContent) has value (or value_repr), stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable) means nothing ran.
 `)
 	fmt.Fprintf(&b, "\nLimits in force: %s.", termsText(t))
 	if t.Network == engine.NetworkNone || t.Network == "" {
