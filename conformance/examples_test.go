@@ -26,39 +26,65 @@ import (
 // examplesPGDSN is the variable the examples that keep state on PostgreSQL read the DSN from.
 const examplesPGDSN = "MCP_SANDBOX_PG_DSN"
 
-// examplesHTTPUpstream is the loopback address the examples give their streamable HTTP
-// upstream; their comments say how to start one there.
-const examplesHTTPUpstream = "127.0.0.1:3001"
+// The loopback addresses the examples give what their comments say to start first: a
+// streamable HTTP upstream (server-everything), and the sandbox service of
+// sandbox-service.yaml that remote.yaml's profile reaches.
+const (
+	examplesHTTPUpstream = "127.0.0.1:3001"
+	examplesService      = "127.0.0.1:8443"
+)
 
-// TestExamplesRunAsShipped starts `serve` on every file of configs/examples, as a user who
-// follows its comments would: /readyz answers 200, and every agent of every tenant lists the
-// tools of each upstream its tenant is granted, none unavailable. The only change is the port
-// of the examples' HTTP upstream (server-everything over streamable HTTP, started here), moved
-// to a free one so that tests running at once do not collide. The stdio upstreams start through
-// npx as written, which finds the pinned npm peers from conformance/ without the network.
+// TestExamplesRunAsShipped starts every file of configs/examples, as a user who follows its
+// comments would: a sandbox service's config under `sandbox-service`, every other under
+// `serve`. /readyz answers 200; every agent of every tenant lists the tools of each upstream
+// its tenant is granted, none unavailable, and runs a program where it may. The only change
+// is the ports of what the examples' comments say to start first (server-everything over
+// streamable HTTP, the sandbox service), moved to free ones so that tests running at once do
+// not collide. The stdio upstreams start through npx as written, which finds the pinned npm
+// peers from conformance/ without the network.
 func TestExamplesRunAsShipped(t *testing.T) {
 	peers := ecoNeedPeers(t)
 	_, err := exec.LookPath("npx")
 	gate.Require(t, "npm-peers", err == nil, "npx is not on PATH: the examples start their stdio upstreams with it")
 
-	port := freePort(t)
+	upstreamPort, servicePort := freePort(t), freePort(t)
 	dir := t.TempDir()
-	copyExamples(t, filepath.Join("..", "configs", "examples"), dir, "127.0.0.1:"+port)
+	copyExamples(t, filepath.Join("..", "configs", "examples"), dir, strings.NewReplacer(
+		examplesHTTPUpstream, "127.0.0.1:"+upstreamPort, examplesService, "127.0.0.1:"+servicePort))
 	home := t.TempDir()
 	env := append(peers.env(), "HOME="+home, "XDG_STATE_HOME="+filepath.Join(home, "state"),
-		"DOCS_TOKEN=example-token", "SEARCH_TOKEN=example-token")
-	startEverythingHTTP(t, peers, port)
+		"DOCS_TOKEN=example-token", "SEARCH_TOKEN=example-token", "SANDBOX_TOKEN=example-token")
+	startEverythingHTTP(t, peers, upstreamPort)
 
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) < 3 {
 		t.Fatalf("found %d examples", len(files))
 	}
+	var services, servers []string
 	for _, f := range files {
+		cfg, err := configs.Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if cfg.SandboxService != nil && len(cfg.Tenants) == 0 {
+			services = append(services, f)
+		} else {
+			servers = append(servers, f)
+		}
+	}
+	// Services first, for as long as the whole test: the remote example's profile is not ready
+	// without one.
+	for _, f := range services {
+		base := ecoStartIn(t, peers.dir, env, "sandbox-service", "--listen", "127.0.0.1:"+servicePort, "--config", f)
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			cfg, err := configs.Load(f)
-			if err != nil {
-				t.Fatal(err)
+			if !waitUntil(90*time.Second, func() bool { return statusOf(base+"/readyz") == http.StatusOK }) {
+				t.Fatalf("/readyz answered %d, want 200", statusOf(base+"/readyz"))
 			}
+		})
+	}
+	for _, f := range servers {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, _ := configs.Load(f)
 			env := env
 			if text, _ := os.ReadFile(f); strings.Contains(string(text), examplesPGDSN) {
 				// State on PostgreSQL: the example's DSN variable names a schema of this test's.
@@ -71,16 +97,18 @@ func TestExamplesRunAsShipped(t *testing.T) {
 			for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
 				tenant := cfg.Tenants[tn]
 				for _, an := range slices.Sorted(maps.Keys(tenant.Agents)) {
-					t.Run(tn+"/"+an, func(t *testing.T) { exampleAgentTools(t, f, peers.dir, env, tn, an, tenant.Upstreams) })
+					runs := tenant.Agents[an].CodeExecution != nil
+					t.Run(tn+"/"+an, func(t *testing.T) { exampleAgent(t, f, peers.dir, env, tn, an, tenant.Upstreams, runs) })
 				}
 			}
 		})
 	}
 }
 
-// exampleAgentTools serves one agent over stdio and requires list_tools to name a tool of each
-// granted upstream and no unavailable server.
-func exampleAgentTools(t *testing.T, config, dir string, env []string, tenant, agent string, granted []string) {
+// exampleAgent serves one agent over stdio and requires list_tools to name a tool of each
+// granted upstream and no unavailable server, and, for an agent that may run code, a program
+// to complete.
+func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent string, granted []string, runs bool) {
 	cmd := exec.Command(built.sandbox, "serve", "--config", config, "--tenant", tenant, "--agent", agent)
 	cmd.Dir, cmd.Env, cmd.Stderr = dir, env, &serverLog{t: t}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -111,10 +139,17 @@ func exampleAgentTools(t *testing.T, config, dir string, env []string, tenant, a
 			t.Errorf("list_tools names no tool of the granted upstream %s:\n%s", u, textOf(res))
 		}
 	}
+	if runs {
+		var v int
+		run(t, cs, "print('hi'); 6*7", &v)
+		if v != 42 {
+			t.Errorf("a program's value is %d, want 42", v)
+		}
+	}
 }
 
-// copyExamples copies the examples tree from src into dst, moving the HTTP upstream's address.
-func copyExamples(t *testing.T, src, dst, httpUpstream string) {
+// copyExamples copies the examples tree from src into dst, moving addresses with r.
+func copyExamples(t *testing.T, src, dst string, r *strings.Replacer) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -128,7 +163,7 @@ func copyExamples(t *testing.T, src, dst, httpUpstream string) {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dst, rel), []byte(strings.ReplaceAll(string(b), examplesHTTPUpstream, httpUpstream)), 0o644)
+		return os.WriteFile(filepath.Join(dst, rel), []byte(r.Replace(string(b))), 0o644)
 	})
 	if err != nil {
 		t.Fatal(err)
