@@ -106,7 +106,7 @@ func TestExamplesRunAsShipped(t *testing.T) {
 }
 
 // exampleAgent serves one agent over stdio and requires list_tools to name a tool of each
-// granted upstream and no unavailable server, and, for an agent that may run code, a program
+// granted upstream and no server with a problem, and, for an agent that may run code, a program
 // to complete.
 func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent string, granted []string, runs bool) {
 	cmd := exec.Command(built.sandbox, "serve", "--config", config, "--tenant", tenant, "--agent", agent)
@@ -127,8 +127,8 @@ func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent 
 	if err := json.Unmarshal(b, &page); err != nil {
 		t.Fatalf("list_tools %s: %v", b, err)
 	}
-	if len(page.Unavailable) > 0 {
-		t.Errorf("unavailable upstream servers: %+v", page.Unavailable)
+	if len(page.Problems) > 0 {
+		t.Errorf("upstream servers with problems: %v", page.Problems)
 	}
 	servers := map[string]bool{}
 	for _, tl := range page.Tools {
