@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,26 +227,6 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 	}
 	if _, errOut, _ := runCLI(t, "", "xyzzy-frobnicate"); strings.Contains(errOut, "did you mean") {
 		t.Errorf("a name close to nothing got a suggestion: %q", errOut)
-	}
-}
-
-// check refuses a profile whose backend this build cannot run, naming the key and its line;
-// builtBackends is the one list of what this build has.
-func TestCheckRefusesABackendNotInThisBuild(t *testing.T) {
-	var missing string
-	for _, b := range []string{"container", "remote"} {
-		if !slices.Contains(builtBackends, b) {
-			missing = b
-		}
-	}
-	if missing == "" {
-		t.Skip("this build has every backend the schema names")
-	}
-	cfg := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(cfg, []byte("profiles:\n  default: {backend: local}\n  boxed:\n    backend: "+missing+"\ntenants:\n  t: {agents: {a: {code_execution: {}}}}\n"), 0o644)
-	_, errOut, code := runCLI(t, "", "check", "--config", cfg)
-	if code != 2 || !strings.Contains(errOut, "c.yaml:4: profiles.boxed.backend") || !strings.Contains(errOut, "not in this build") {
-		t.Fatalf("exit %d, stderr %q; want 2 naming profiles.boxed.backend at line 4", code, errOut)
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 
 // builtBackends are the profile backends this build can run: openProfile opens each (remote
 // itself, the others through openBackend's switch; TestBuiltBackendsAreTheSwitch holds them
-// together), and a config naming another is refused by every command, check included. A new
-// backend is added to both.
-var builtBackends = []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendRemote}
+// together), and a config naming another is refused by every command, check included
+// (configs.Options.Backends). A new backend is added to both.
+var builtBackends = []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendContainer, configs.BackendRemote}
 
 // loadOptions is what this build tells configs about itself.
 func loadOptions() configs.Options { return configs.Options{Backends: builtBackends} }
