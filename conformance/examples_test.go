@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -85,6 +86,12 @@ func TestExamplesRunAsShipped(t *testing.T) {
 	for _, f := range servers {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			cfg, _ := configs.Load(f)
+			for _, p := range cfg.Profiles {
+				if p.Backend == configs.BackendContainer {
+					d := container.Detect(context.Background(), container.Options{})
+					gate.Require(t, "container", d.Available, d.Reason)
+				}
+			}
 			env := env
 			if text, _ := os.ReadFile(f); strings.Contains(string(text), examplesPGDSN) {
 				// State on PostgreSQL: the example's DSN variable names a schema of this test's.
