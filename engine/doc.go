@@ -22,7 +22,9 @@
 //   - wall clock and cancellation (the host's own decisions): the host shuts down its half of
 //     the channel; the bootstrap, which armed the channel with O_ASYNC, gets SIGIO, flushes
 //     sys.stdout and sys.stderr (and the original streams, if the program replaced them) and
-//     exits. The host waits up to FlushGrace for that exit, then kills the tree.
+//     exits. The host waits up to FlushGrace for that exit, then kills the tree. A host that
+//     dies closes the channel, which ends a running program the same way (a container the
+//     host's death does not reach, say).
 //   - cpu: RLIMIT_CPU's soft limit is cpu_seconds and its hard limit CPUGraceSeconds more; at
 //     SIGXCPU the bootstrap flushes and ends the interpreter with SIGXCPU. A program that
 //     ignores SIGXCPU runs into the hard limit's SIGKILL.
