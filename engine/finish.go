@@ -147,12 +147,14 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 		Message: fmt.Sprintf("the interpreter exited with status %d before the program finished (os._exit, or a crash; see stderr)", exit.Code)}
 }
 
-// cpuLimitKill says whether the interpreter died of its CPU limit: RLIMIT_CPU set soft = hard
-// to limit seconds, so the kernel sends SIGKILL (SIGXCPU only where a backend sets the soft
-// limit lower).
+// cpuLimitKill says whether the interpreter died of its CPU limit: RLIMIT_CPU's soft limit is
+// limit seconds, where the kernel sends SIGXCPU (the bootstrap flushes the program's output
+// and ends the interpreter with that signal), and its hard limit CPUGraceSeconds later, where
+// it sends SIGKILL to a program that ignored SIGXCPU.
 //
 // A SIGKILL is the limit's when the interpreter's clock that RLIMIT_CPU is checked against
-// had reached the limit: the kernel sends SIGKILL in the very tick that clock reaches it, and
+// had reached the (soft) limit: the kernel sends SIGKILL in the very tick that clock reaches
+// the hard one, and
 // the clock only moves at ticks, so a program killing itself (or killed by its own children,
 // or by the OOM killer) has always used less. That clock is the tick-sampled utime+stime
 // (CPUCLOCK_PROF), not what rusage reports (the scheduler's precise runtime): under load the
