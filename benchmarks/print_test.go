@@ -1,3 +1,5 @@
+//go:build linux
+
 package benchmarks
 
 import (
@@ -25,7 +27,7 @@ var printProgram = fmt.Sprintf("line = 'x' * 99\nfor _ in range(%d):\n    print(
 // per line would have cost, and why the bootstrap keeps CPython's block buffering.
 func TestReportLargePrint(t *testing.T) {
 	ctx := context.Background()
-	pb, err := process.New(ctx, process.Options{})
+	pb, err := process.New(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestReportLargePrint(t *testing.T) {
 		}
 	}
 	sandboxed := func(b engine.Backend) func() time.Duration {
-		r, err := engine.NewRunner(b, engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0,
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0,
 			Ceiling: engine.Limits{CPUSeconds: 120, WallSeconds: 120, MemoryBytes: 1 << 30, FileSizeBytes: 1 << 20, ProcessCount: 64}})
 		if err != nil {
 			t.Fatal(err)
@@ -75,8 +77,8 @@ func TestReportLargePrint(t *testing.T) {
 		{name: "bare python3 -I, line-buffered (not used)", run: bare("-c", "import sys; sys.stdout.reconfigure(line_buffering=True)\n"+printProgram)},
 		{name: "process level", run: sandboxed(pb)},
 	}
-	if ok, why := namespaces.Available(namespaces.Options{}); ok {
-		nb, err := namespaces.New(ctx, namespaces.Options{})
+	if ok, why := namespaces.Available(nil); ok {
+		nb, err := namespaces.New(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

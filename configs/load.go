@@ -34,8 +34,13 @@ type Options struct {
 	Backends []string
 }
 
-// LoadWith is Load, validating against what this build has (o).
-func LoadWith(path string, o Options) (*Config, error) { return load(path, o) }
+// LoadWith is Load, validating against what this build has (o; nil is Load).
+func LoadWith(path string, o *Options) (*Config, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	return load(path, *o)
+}
 
 // Load reads, decodes and validates the config file at path, then the files of its
 // tenants_dir, if any. Relative data_dir, tenants_dir, bearer file paths and command paths

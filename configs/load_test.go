@@ -578,7 +578,7 @@ func TestLoadWithBackends(t *testing.T) {
 	if _, err := Load(path); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	_, err := LoadWith(path, Options{Backends: []string{BackendLocal, BackendProcess}})
+	_, err := LoadWith(path, &Options{Backends: []string{BackendLocal, BackendProcess}})
 	want := []string{path + `:3: profiles.boxed.backend: backend "container" is not in this build of mcp-sandbox (it has local, process)`}
 	if diff := cmp.Diff(want, problemsOf(t, err)); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package conformance
 
 import (
@@ -88,7 +90,7 @@ func TestExamplesRunAsShipped(t *testing.T) {
 			cfg, _ := configs.Load(f)
 			for _, p := range cfg.Profiles {
 				if p.Backend == configs.BackendContainer {
-					d := container.Detect(context.Background(), container.Options{})
+					d := container.Detect(context.Background(), nil)
 					gate.Require(t, "container", d.Available, d.Reason)
 				}
 			}

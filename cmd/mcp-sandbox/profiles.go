@@ -19,7 +19,7 @@ import (
 var builtBackends = []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendContainer, configs.BackendRemote}
 
 // loadOptions is what this build tells configs about itself.
-func loadOptions() configs.Options { return configs.Options{Backends: builtBackends} }
+func loadOptions() *configs.Options { return &configs.Options{Backends: builtBackends} }
 
 // loadConfig reads path, or the embedded default when path is empty.
 func loadConfig(path string) (*configs.Config, error) {
