@@ -1,9 +1,8 @@
 package engine
 
 import (
-	"errors"
-
 	"bytes"
+	"errors"
 	"io"
 	"io/fs"
 	"mime"
