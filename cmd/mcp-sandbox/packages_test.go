@@ -10,8 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
@@ -77,22 +76,20 @@ func TestDebianNumpyImportsAtEveryLevel(t *testing.T) {
 }
 
 // atEveryLevel runs program through the built binary with python as the profile's interpreter
-// on the process, namespaces and bwrap backends (each gated on this host having it), and
-// hands check the program's value, a JSON list.
+// on the process, namespaces and bwrap backends (each gated on this host having it, as doctor
+// finds it), and hands check the program's value, a JSON list. A backend that runs here but
+// cannot reach the isolated level (bwrap without root, say) is gated the same way.
 func atEveryLevel(t *testing.T, python, program string, check func(t *testing.T, got []any)) {
-	nsOK, nsWhy := namespaces.Available(nil)
-	_, bwWhy := bwrap.Find(nil)
-	for _, c := range []struct {
-		backend, isolation string
-		ok                 bool
-		why                string
-	}{
-		{"process", "process", true, ""},
-		{"namespaces", "isolated", nsOK, nsWhy},
-		{"bwrap", "isolated", bwWhy == "", bwWhy},
-	} {
+	available := map[string]string{}
+	for _, b := range detectLocal(configs.Profile{Python: python}) {
+		if !b.Available {
+			available[b.Name] = b.Reason
+		}
+	}
+	for _, c := range []struct{ backend, isolation string }{{"process", "process"}, {"namespaces", "isolated"}, {"bwrap", "isolated"}} {
 		t.Run(c.backend, func(t *testing.T) {
-			gate.Require(t, c.backend, c.ok, c.why)
+			why, missing := available[c.backend]
+			gate.Require(t, c.backend, !missing, why)
 			cfg := filepath.Join(t.TempDir(), "c.yaml")
 			os.WriteFile(cfg, []byte("profiles:\n  default:\n    backend: "+c.backend+"\n    isolation: "+c.isolation+
 				"\n    python: "+strconv.Quote(python)+
@@ -100,6 +97,9 @@ func atEveryLevel(t *testing.T, python, program string, check func(t *testing.T,
 				"\ntenants:\n  t: {agents: {a: {code_execution: {isolation: "+c.isolation+"}}}}\n"), 0o644)
 			out, errOut, code := runCLI(t, program, "run", "--config", cfg, "-")
 			r := decodeResult(t, out)
+			if f := r.Failure; f != nil && f.Kind == "isolation_unavailable" && !f.Executed {
+				gate.Require(t, c.backend, false, f.Message)
+			}
 			if code != 0 || r.Failure != nil {
 				t.Fatalf("exit %d, failure %+v\nstderr: %s", code, r.Failure, errOut)
 			}
