@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
@@ -76,12 +75,24 @@ func TestDebianNumpyImportsAtEveryLevel(t *testing.T) {
 }
 
 // atEveryLevel runs program through the built binary with python as the profile's interpreter
-// on the process, namespaces and bwrap backends (each gated on this host having it, as doctor
-// finds it), and hands check the program's value, a JSON list. A backend that runs here but
+// on the process, namespaces and bwrap backends (each gated on this host having it, as the
+// built binary's doctor finds it), and hands check the program's value, a JSON list. A backend that runs here but
 // cannot reach the isolated level (bwrap without root, say) is gated the same way.
 func atEveryLevel(t *testing.T, python, program string, check func(t *testing.T, got []any)) {
+	// The built binary's doctor, not this test binary: only the former is an init helper.
+	out, _, _ := runCLI(t, "", "doctor", "--json")
+	var doc struct {
+		Backends []struct {
+			Name      string `json:"name"`
+			Available bool   `json:"available"`
+			Reason    string `json:"reason"`
+		} `json:"backends"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
 	available := map[string]string{}
-	for _, b := range detectLocal(configs.Profile{Python: python}) {
+	for _, b := range doc.Backends {
 		if !b.Available {
 			available[b.Name] = b.Reason
 		}
