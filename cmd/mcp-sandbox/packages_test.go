@@ -20,8 +20,10 @@ import (
 // backends cover with a tmpfs of their own.
 func TestVenvPackagesImportAtEveryLevel(t *testing.T) {
 	dir := t.TempDir()
-	// The sandbox identity (65534 when the tests run as root) must reach the venv.
-	for d := dir; d != filepath.Dir(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+	// The sandbox identity (65534 when the tests run as root) must reach the venv. The
+	// system temporary directory itself is left as it is (1777): only the test's own
+	// directories below it are opened.
+	for d := dir; d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
 	venv := filepath.Join(dir, "venv")
