@@ -94,6 +94,10 @@ func (x *Execution) Unavailable() []string { return x.turn.Unavailable() }
 // Approvals returns the approval step's decisions so far: the result's approvals.
 func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
 
+// Problems maps each granted server with something wrong with its tools (one that could not
+// be started, and why) to a sentence safe to show the model: upstream_problems.
+func (x *Execution) Problems() map[string]string { return x.turn.Problems() }
+
 // Wait waits for the tool_call_finished records still being written. Call it once the program
 // can make no more calls (Sandbox.Run returned) and before the meters are read or the
 // execution is ended.

@@ -284,19 +284,25 @@ func fieldsOf(t reflect.Type) map[string]int {
 	return m
 }
 
-// suggest offers the known key closest to a misspelt one, when it is close enough to be a
-// typo (edit distance at most 2).
+// suggest offers the known key closest to a misspelt one.
 func suggest(name string, fields map[string]int) string {
+	best, ok := Nearest(name, slices.Sorted(maps.Keys(fields)))
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+// Nearest returns the first of known closest to a misspelt name, when it is close enough to
+// be a typo (edit distance at most 2). Config keys use it, and so does cmd for commands.
+func Nearest(name string, known []string) (string, bool) {
 	best, bestDist := "", 3
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
+	for _, k := range known {
 		if dist := editDistance(name, k); dist < bestDist {
 			best, bestDist = k, dist
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf("; did you mean %s?", best)
+	return best, best != ""
 }
 
 func editDistance(a, b string) int {
@@ -337,14 +343,14 @@ func document(data []byte, source string) (root *yaml.Node, ps Problems) {
 	case errors.Is(err, io.EOF):
 		return nil, Problems{{Source: source, Message: "empty document"}}
 	case err != nil:
-		return nil, Problems{syntaxProblem(err, source)}
+		return nil, Problems{syntaxProblem(err, data, source)}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, Problems{{Source: source, Line: extra.Line, Column: extra.Column, Message: "more than one YAML document; a config is exactly one"}}
 	case !errors.Is(err, io.EOF):
-		return nil, Problems{syntaxProblem(err, source)}
+		return nil, Problems{syntaxProblem(err, data, source)}
 	}
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		return nil, Problems{{Source: source, Message: "empty document"}}
@@ -359,13 +365,73 @@ func document(data []byte, source string) (root *yaml.Node, ps Problems) {
 	return root, nil
 }
 
-func syntaxProblem(err error, source string) Problem {
-	msg := err.Error()
-	if m := yamlLineError.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return Problem{Source: source, Line: line, Message: "invalid YAML: " + m[2]}
+// syntaxProblem locates a YAML syntax error on the line where it is, and quotes that line.
+// yaml.v3 names the line where the enclosing construct began (a mis-indented key deep in a
+// mapping is reported at the mapping's first line), or no line at all; so the line is found
+// here as the one after the longest prefix of whole lines that still parses, starting from the
+// end: a construct left open on an earlier line (a flow mapping over several lines) does not
+// mislead it, and the first line whose content no later line can repair does stop it.
+func syntaxProblem(err error, data []byte, source string) Problem {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
 	}
-	return Problem{Source: source, Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) <= maxLocatedLines {
+		for k := len(lines) - 1; k >= 0; k-- {
+			if parses(bytes.Join(lines[:k], nil)) {
+				line = k + 1
+				break
+			}
+		}
+	}
+	p := Problem{Source: source, Line: line, Message: "invalid YAML: " + msg}
+	if line > 0 && line <= len(lines) {
+		p.Message += fmt.Sprintf("; line %d reads %q", line, quotable(string(lines[line-1])))
+	}
+	return p
+}
+
+// secretKey matches a key that names a credential, anywhere on a line (a flow mapping holds
+// several): what follows it is never quoted.
+var secretKey = regexp.MustCompile(`(?i)[a-z_]*(?:token|bearer|secret|password|passwd|dsn)[a-z_]*["']?\s*:`)
+
+// quotable is a line as a syntax error may quote it: without its line ending, at most 160
+// bytes, and cut after the first key that names a credential.
+func quotable(line string) string {
+	line = strings.TrimRight(line, "\r\n")
+	if loc := secretKey.FindStringIndex(line); loc != nil && strings.TrimSpace(line[loc[1]:]) != "" {
+		return line[:loc[1]] + " …"
+	}
+	if len(line) > 160 {
+		line = strings.ToValidUTF8(line[:160], "") + "…"
+	}
+	return line
+}
+
+// maxLocatedLines bounds the documents whose syntax errors syntaxProblem locates itself (each
+// line costs a parse of what precedes it); a longer one keeps yaml.v3's line.
+const maxLocatedLines = 2000
+
+// parses reports whether data is a well-formed YAML stream (any number of documents).
+func parses(data []byte) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		switch err := dec.Decode(&n); {
+		case errors.Is(err, io.EOF):
+			return true
+		case err != nil:
+			return false
+		}
+	}
 }
 
 // decodeConfig decodes a whole config file. It also refuses `sandbox:` beside

@@ -21,7 +21,14 @@
 //     second document are errors; aliases are followed, with a bound on total nodes. A string
 //     field takes only a YAML string (`python: 3.12` is an error asking for quotes). Error
 //     messages describe a misplaced value ("got a string") and never quote it, so a secret
-//     pasted in the wrong place is not echoed into a log.
+//     pasted in the wrong place is not echoed into a log. A YAML syntax error is the exception
+//     that proves it: it names the line where it is (yaml.v3 names where the enclosing
+//     construct began, so the line is found again, see syntaxProblem) and quotes that line,
+//     because a typo is found by reading it, but never the value of a key that names a
+//     credential (token, bearer, secret, password, dsn).
+//   - Options.Backends (LoadWith) are the backends the loading build has; a profile naming
+//     another backend of the schema is an error there, so `check` refuses what `serve` could
+//     not run. Load, Parse and Validate accept every backend the schema names.
 //   - All problems are reported at once, sorted by file then line, as Problems inside a
 //     *failure.Error of kind ConfigInvalid. If decoding fails, validation is not attempted:
 //     checking a half-decoded config would add misleading problems.

@@ -26,6 +26,22 @@ func Parse(data []byte, source string) (*Config, error) {
 	return finish(c, m, source)
 }
 
+// Options are what a program that loads a config knows and the config schema does not.
+type Options struct {
+	// Backends are the profile backends this build can run; a profile naming another one
+	// the schema knows (container, remote) is a problem. Nil means every backend the schema
+	// names.
+	Backends []string
+}
+
+// LoadWith is Load, validating against what this build has (o; nil is Load).
+func LoadWith(path string, o *Options) (*Config, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	return load(path, *o)
+}
+
 // Load reads, decodes and validates the config file at path, then the files of its
 // tenants_dir, if any. Relative data_dir, tenants_dir, bearer file paths and command paths
 // (a relative command[0] containing a slash, like "./bin/server") are taken against the
@@ -34,7 +50,9 @@ func Parse(data []byte, source string) (*Config, error) {
 //
 // To pick up changed tenant files (SIGHUP), call Load again: the result is a new Config, and
 // the old one stays valid for whoever still holds it.
-func Load(path string) (*Config, error) {
+func Load(path string) (*Config, error) { return load(path, Options{}) }
+
+func load(path string, o Options) (*Config, error) {
 	data, err := readBounded(path)
 	if err != nil {
 		return nil, failure.Wrap(failure.ConfigInvalid, err, "cannot read config")
@@ -43,6 +61,7 @@ func Load(path string) (*Config, error) {
 	if len(ps) > 0 {
 		return nil, ps.asError(path)
 	}
+	m.backends = o.Backends
 	c.resolvePaths(filepath.Dir(path))
 	if c.TenantsDir != "" {
 		tenants, files, tps := loadTenantsDir(c.TenantsDir, m.pos)

@@ -249,15 +249,41 @@ func TestStrictDecoding(t *testing.T) {
 			want: []string{"default.yaml:1: expected a mapping at the top level, got a sequence"},
 		},
 		{
-			// yaml.v3 reports a parser error at the line before the construct it was in.
+			// yaml.v3 names the line where the enclosing construct began (here line 1); the
+			// problem is the line that opened what never closed.
 			name: "syntax error",
 			data: doc("profiles:", "  default: {", "tenants: x"),
-			want: []string{"default.yaml:1: invalid YAML: did not find expected ',' or '}'"},
+			want: []string{`default.yaml:2: invalid YAML: did not find expected ',' or '}'; line 2 reads "  default: {"`},
 		},
 		{
 			name: "scanner error",
 			data: doc("profiles:", "  default:", "	backend: local"),
-			want: []string{"default.yaml:3: invalid YAML: found character that cannot start any token"},
+			want: []string{`default.yaml:3: invalid YAML: found character that cannot start any token; line 3 reads "\tbackend: local"`},
+		},
+		{
+			name: "indentation",
+			data: doc("profiles:", "  default:", "    backend: local", "   isolation: process", "tenants: {}"),
+			want: []string{`default.yaml:4: invalid YAML: did not find expected key; line 4 reads "   isolation: process"`},
+		},
+		{
+			name: "an error yaml.v3 gives no line for",
+			data: doc("data_dir: x", "tenants: a: b"),
+			want: []string{`default.yaml:2: invalid YAML: mapping values are not allowed in this context; line 2 reads "tenants: a: b"`},
+		},
+		{
+			name: "the value of a credential-like key is not quoted",
+			data: doc("upstreams:", "  u: {url: \"https://x.example\"}", "  bearer: \"s3cret", "tenants: {}"),
+			want: []string{`default.yaml:3: invalid YAML: found unexpected end of stream; line 3 reads "  bearer: …"`},
+		},
+		{
+			name: "nor in a flow mapping",
+			data: doc("upstreams:", "  u: {url: \"https://x.example\", bearer: {env: \"X}}", "tenants: {}"),
+			want: []string{`default.yaml:2: invalid YAML: found unexpected end of stream; line 2 reads "  u: {url: \"https://x.example\", bearer: …"`},
+		},
+		{
+			name: "a flow mapping over several lines, then an error",
+			data: doc("profiles: {default: {backend: local,", "  isolation: process}}", "tenants:", "  t: {agents: {a: {}}}", " x: 1"),
+			want: []string{`default.yaml:5: invalid YAML: did not find expected key; line 5 reads " x: 1"`},
 		},
 		{
 			name: "sandbox beside profiles.default",
@@ -536,5 +562,25 @@ func TestDefaultDataDir(t *testing.T) {
 		if got := DefaultDataDir(func(k string) string { return tt.env[k] }); got != tt.want {
 			t.Errorf("DefaultDataDir(%v) = %q, want %q", tt.env, got, tt.want)
 		}
+	}
+}
+
+// LoadWith refuses a backend the schema knows but the loading build does not have, at its
+// line; Load (no Options) accepts every backend the schema names.
+func TestLoadWithBackends(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"c.yaml": string(doc(
+		"profiles:",
+		"  default: {backend: local}",
+		"  boxed: {backend: container}",
+		"tenants: {t: {agents: {a: {}}}}",
+	))})
+	path := filepath.Join(dir, "c.yaml")
+	if _, err := Load(path); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	_, err := LoadWith(path, &Options{Backends: []string{BackendLocal, BackendProcess}})
+	want := []string{path + `:3: profiles.boxed.backend: backend "container" is not in this build of mcp-sandbox (it has local, process)`}
+	if diff := cmp.Diff(want, problemsOf(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

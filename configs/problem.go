@@ -90,6 +90,7 @@ type position struct {
 type meta struct {
 	pos                map[string]position
 	defaultFromSandbox bool
+	backends           []string // Options.Backends
 }
 
 // at returns where path, or its nearest written ancestor, was written.

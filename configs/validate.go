@@ -111,6 +111,9 @@ func (v *validator) profile(n string, p Profile) {
 		v.add(at, "invalid profile name %q: %s", n, nameRule)
 	}
 	v.enum(at+".backend", "backend", p.Backend, backends)
+	if built := v.m.backends; built != nil && oneOf(p.Backend, backends) && !oneOf(p.Backend, built) {
+		v.add(at+".backend", "backend %q is not in this build of mcp-sandbox (it has %s)", p.Backend, strings.Join(built, ", "))
+	}
 	v.enum(at+".isolation", "isolation", p.Isolation, isolations)
 	if p.Backend == BackendProcess && p.Isolation == IsolationIsolated {
 		v.add(at+".isolation", "backend %q cannot reach isolation %q: it has no kernel boundary (use local, namespaces, bwrap, container or remote)", BackendProcess, IsolationIsolated)

@@ -1,7 +1,7 @@
 // A real A2A agent for the conformance tests, built with the official @a2a-js/sdk (v1.0-native,
 // serving v0.3 to clients that ask for it, as a deployed agent does during the migration).
 //
-//   node a2a-agent.mjs        listens on 127.0.0.1 (an ephemeral port) and prints
+//   node a2a-agent.mjs        listens on 127.0.0.1 (an ephemeral port, or $PORT) and prints
 //                             "listening <port>" on stdout once it accepts connections.
 //
 // Environment:
@@ -161,7 +161,7 @@ if (token) {
   });
 }
 
-const server = app.listen(0, '127.0.0.1', () => {
+const server = app.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
   const base = `http://127.0.0.1:${server.address().port}`;
   const card = {
     name: 'Inventory agent', description: 'A test agent for mcp-sandbox.', version: '1.0.0',

@@ -33,12 +33,13 @@ type fullResult struct {
 }
 
 type attachment struct {
-	Name        string `json:"name"`
-	Handle      string `json:"handle"`
-	ContentType string `json:"content_type"`
-	Size        int64  `json:"size"`
-	Truncated   bool   `json:"truncated"`
-	Location    string `json:"location"`
+	Name        string  `json:"name"`
+	Handle      string  `json:"handle"`
+	ContentType string  `json:"content_type"`
+	Size        int64   `json:"size"`
+	Truncated   bool    `json:"truncated"`
+	Location    string  `json:"location"`
+	Text        *string `json:"text"`
 }
 
 type usage struct {
@@ -399,7 +400,8 @@ return {"type": type(h).__name__, "total": len(w["text"]), "lines": w["count"]}
 	}
 }
 
-// Artifacts: a CSV and a PNG come back with handles; a symlink and a fifo are omitted.
+// Artifacts: a CSV and a PNG come back with handles, the small CSV whole in the result too
+// (inline, its text); a symlink and a fifo are omitted.
 func TestOutputsArtifacts(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}",
@@ -418,7 +420,7 @@ os.mkfifo("pipe")
 	for _, a := range r.Artifacts {
 		got[a.Name] = a
 	}
-	if a := got["table.csv"]; a.Handle == "" || a.Location != "blob" || a.Size != 8 {
+	if a := got["table.csv"]; a.Handle == "" || a.Location != "inline" || a.Size != 8 || a.Text == nil || *a.Text != "a,b\n1,2\n" {
 		t.Errorf("table.csv = %+v", a)
 	}
 	if a := got["dot.png"]; a.Handle == "" || a.Location != "blob" || a.ContentType != "image/png" {

@@ -84,7 +84,22 @@ func ecoBinary(t *testing.T) string {
 // returns its base URL; the server is interrupted when t ends.
 func ecoStartHTTP(t *testing.T, cfg string) string {
 	t.Helper()
-	cmd := exec.Command(ecoBinary(t), "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--config", cfg)
+	return ecoStartHTTPIn(t, cfg, "", nil)
+}
+
+// ecoStartHTTPIn is ecoStartHTTP with the server's working directory and environment (nil:
+// this process's).
+func ecoStartHTTPIn(t *testing.T, cfg, dir string, env []string) string {
+	t.Helper()
+	return ecoStartIn(t, dir, env, "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--config", cfg)
+}
+
+// ecoStartIn runs mcp-sandbox with args (a command that serves HTTP and logs "serving …
+// addr=…") in dir with env, and returns its base URL; it is interrupted when t ends.
+func ecoStartIn(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(ecoBinary(t), args...)
+	cmd.Dir, cmd.Env = dir, env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -19,6 +20,9 @@ type ArtifactPolicy struct {
 	Collect  bool
 	MaxFiles int   // default 64
 	MaxBytes int64 // all files together; default 16 MiB
+	// InlineBytes is the largest text artifact whose content comes back in the result itself
+	// (Attachment.Text); default the Runner's PreviewBytes.
+	InlineBytes int64
 }
 
 // ArtifactFile is the content of one collected artifact. It stays on the host: the caller
@@ -102,8 +106,8 @@ func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFil
 				}
 				remaining -= int64(len(data))
 				files = append(files, ArtifactFile{Name: name, Data: data})
-				atts = append(atts, Attachment{Name: name, ContentType: contentType(name, data),
-					Size: int64(len(data)), Location: "preview_only"})
+				atts = append(atts, inlineText(Attachment{Name: name, ContentType: contentType(name, data),
+					Size: int64(len(data)), Location: "preview_only"}, data, p.InlineBytes))
 			}
 		}
 	}
@@ -134,6 +138,33 @@ func readRegular(root *os.Root, name string, limit int64) ([]byte, string) {
 		return nil, "over artifacts.max_bytes"
 	}
 	return data, ""
+}
+
+// inlineText puts the content of a small text artifact (at most limit bytes of UTF-8 without
+// NUL, of a textual content type) into the attachment itself, whole: location inline.
+func inlineText(a Attachment, data []byte, limit int64) Attachment {
+	if int64(len(data)) > limit || !isText(a.ContentType) || !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return a
+	}
+	text := string(data)
+	a.Text, a.Location = &text, "inline"
+	return a
+}
+
+// isText reports whether a content type is text a model can read.
+func isText(ctype string) bool {
+	mt, _, _ := strings.Cut(ctype, ";")
+	mt = strings.TrimSpace(mt)
+	switch {
+	case strings.HasPrefix(mt, "text/"), strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+xml"):
+		return true
+	}
+	switch mt {
+	case "application/json", "application/xml", "application/yaml", "application/x-yaml", "application/toml",
+		"application/javascript", "application/x-sh", "application/sql", "application/x-ndjson":
+		return true
+	}
+	return false
 }
 
 func kindOf(m fs.FileMode) string {

@@ -25,9 +25,10 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 		res.Failure = ending
 	case done != nil && done.OK:
 		res.Value = done.Value
-		if len(res.Value) == 0 {
+		if len(res.Value) == 0 || done.ValueRepr != nil {
 			res.Value = json.RawMessage("null")
 		}
+		res.ValueRepr = done.ValueRepr
 	case done != nil:
 		res.Failure = s.programFailure(done.Error, tree, &limit)
 	default:
@@ -86,7 +87,7 @@ func (s *session) programFailure(pe *wire.ProgramError, tree TreeUsage, limit **
 	}
 	if pe.NotSerializable {
 		return &Failure{Kind: failure.ValueNotSerializable, Executed: true,
-			Message: "the program's value could not be returned as JSON: " + pe.Message + "; return JSON data (dict, list, str, int, float, bool, None)"}
+			Message: "the program's value could not be returned: " + pe.Message + "; return JSON data (dict, list, str, int, float, bool, None)"}
 	}
 	f := &Failure{Kind: failure.ProgramError, Executed: true, Traceback: pe.Traceback,
 		Message: strings.TrimSpace(pe.Type + ": " + pe.Message)}
@@ -146,12 +147,14 @@ func (s *session) exitFailure(exit *Exit, tree TreeUsage, limit **LimitName) *Fa
 		Message: fmt.Sprintf("the interpreter exited with status %d before the program finished (os._exit, or a crash; see stderr)", exit.Code)}
 }
 
-// cpuLimitKill says whether the interpreter died of its CPU limit: RLIMIT_CPU set soft = hard
-// to limit seconds, so the kernel sends SIGKILL (SIGXCPU only where a backend sets the soft
-// limit lower).
+// cpuLimitKill says whether the interpreter died of its CPU limit: RLIMIT_CPU's soft limit is
+// limit seconds, where the kernel sends SIGXCPU (the bootstrap flushes the program's output
+// and ends the interpreter with that signal), and its hard limit CPUGraceSeconds later, where
+// it sends SIGKILL to a program that ignored SIGXCPU.
 //
 // A SIGKILL is the limit's when the interpreter's clock that RLIMIT_CPU is checked against
-// had reached the limit: the kernel sends SIGKILL in the very tick that clock reaches it, and
+// had reached the (soft) limit: the kernel sends SIGKILL in the very tick that clock reaches
+// the hard one, and
 // the clock only moves at ticks, so a program killing itself (or killed by its own children,
 // or by the OOM killer) has always used less. That clock is the tick-sampled utime+stime
 // (CPUCLOCK_PROF), not what rusage reports (the scheduler's precise runtime): under load the

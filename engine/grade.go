@@ -19,7 +19,8 @@ import (
 //   - identity: the child's uid is the sandbox identity and not the host's: enforced.
 //     Otherwise unavailable, even behind a kernel boundary: the child runs as the host's
 //     own uid, and the result says so. Whether that is accepted is a Requirement.
-//   - cpu, memory, file_size: the child saw the rlimit in force (or a cgroup binds memory).
+//   - cpu, memory, file_size: the child saw the rlimit in force (or a cgroup binds memory);
+//     for cpu, soft at cpu_seconds and hard at most CPUGraceSeconds above it.
 //   - process_count: a pids cgroup enforces it, and so does RLIMIT_NPROC in a user namespace
 //     of the child's own (the kernel counts it per namespace and uid there); elsewhere
 //     RLIMIT_NPROC binds a uid, so it follows the identity grade, and means nothing for root.
@@ -77,14 +78,15 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 		g[DimIdentity] = Unavailable
 	}
 
-	rl := func(name string, want int64) Grade {
+	rlimit := func(name string, soft, hard int64) Grade {
 		v, ok := p.Rlimits[name]
-		if ok && v[0] >= 0 && v[0] <= want && v[1] >= 0 && v[1] <= want {
+		if ok && v[0] >= 0 && v[0] <= soft && v[1] >= 0 && v[1] <= hard {
 			return Enforced
 		}
 		return Unavailable
 	}
-	g[DimCPU] = rl("cpu", int64(CPURlimit(t.CPUSeconds)))
+	rl := func(name string, want int64) Grade { return rlimit(name, want, want) }
+	g[DimCPU] = rlimit("cpu", int64(CPURlimit(t.CPUSeconds)), int64(CPUHardRlimit(t.CPUSeconds)))
 	g[DimMemory] = rl("as", t.MemoryBytes)
 	if f.Cgroup {
 		g[DimMemory] = Enforced
@@ -140,8 +142,16 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 	}
 }
 
-// CPURlimit is the whole number of seconds RLIMIT_CPU is set to: the kernel counts CPU time
-// in whole seconds, so a fractional limit rounds up.
+// CPUGraceSeconds is how far RLIMIT_CPU's hard limit (SIGKILL) lies past its soft limit
+// (SIGXCPU): the bootstrap flushes the program's output at SIGXCPU and ends it there, and a
+// program that ignores SIGXCPU gets at most this much more CPU time.
+const CPUGraceSeconds = 1
+
+// CPUHardRlimit is RLIMIT_CPU's hard limit for a cpu_seconds limit.
+func CPUHardRlimit(seconds float64) uint64 { return CPURlimit(seconds) + CPUGraceSeconds }
+
+// CPURlimit is the whole number of seconds RLIMIT_CPU's soft limit is set to: the kernel
+// counts CPU time in whole seconds, so a fractional limit rounds up.
 func CPURlimit(seconds float64) uint64 {
 	s := uint64(seconds)
 	if float64(s) < seconds {

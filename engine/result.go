@@ -8,25 +8,32 @@ import (
 
 // Result is the outcome of one execution, failures included, in the shape of DESIGN.md §3.4.
 type Result struct {
-	Value           json.RawMessage `json:"value"`
-	Stdout          string          `json:"stdout"`
-	Stderr          string          `json:"stderr"`
-	StdoutSize      int64           `json:"stdout_size"`
-	StderrSize      int64           `json:"stderr_size"`
-	Failure         *Failure        `json:"failure"`
-	LimitHit        *LimitName      `json:"limit_hit"`
-	Cancelled       bool            `json:"cancelled"`
-	DurationSeconds float64         `json:"duration_seconds"`
-	Terms           Terms           `json:"terms"`
-	Isolation       Level           `json:"isolation"`
-	Guarantees      Guarantees      `json:"guarantees"`
-	NetworkDenied   bool            `json:"network_denied"`
-	Attachments     []Attachment    `json:"attachments"`
-	Artifacts       []Attachment    `json:"artifacts"`
-	ArtifactsOmit   []OmittedFile   `json:"artifacts_omitted"`
-	Unavailable     []string        `json:"unavailable_bindings"`
-	Budget          BudgetReport    `json:"budget"`
-	Approvals       ApprovalCounts  `json:"approvals"`
+	Value json.RawMessage `json:"value"`
+	// ValueRepr is the repr of a final value that JSON cannot carry (a set, a datetime, a
+	// DataFrame): Value is then null and the program counts as completed. Absent otherwise.
+	ValueRepr       *string       `json:"value_repr,omitempty"`
+	Stdout          string        `json:"stdout"`
+	Stderr          string        `json:"stderr"`
+	StdoutSize      int64         `json:"stdout_size"`
+	StderrSize      int64         `json:"stderr_size"`
+	Failure         *Failure      `json:"failure"`
+	LimitHit        *LimitName    `json:"limit_hit"`
+	Cancelled       bool          `json:"cancelled"`
+	DurationSeconds float64       `json:"duration_seconds"`
+	Terms           Terms         `json:"terms"`
+	Isolation       Level         `json:"isolation"`
+	Guarantees      Guarantees    `json:"guarantees"`
+	NetworkDenied   bool          `json:"network_denied"`
+	Attachments     []Attachment  `json:"attachments"`
+	Artifacts       []Attachment  `json:"artifacts"`
+	ArtifactsOmit   []OmittedFile `json:"artifacts_omitted"`
+	Unavailable     []string      `json:"unavailable_bindings"`
+	// UpstreamProblems are the granted upstream servers with something wrong with their tools
+	// at this execution (one that could not be started, and why: its tools are missing from
+	// TOOLS and have no alias), as list_tools reports them.
+	UpstreamProblems []UpstreamProblem `json:"upstream_problems,omitempty"`
+	Budget           BudgetReport      `json:"budget"`
+	Approvals        ApprovalCounts    `json:"approvals"`
 
 	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
 	// stay on the host and never enter the JSON.
@@ -66,6 +73,17 @@ type Attachment struct {
 	// Reason says why an attachment that was meant to be kept is preview_only (no blob store,
 	// the tenant's stored-bytes quota, the store failing); empty otherwise.
 	Reason string `json:"reason,omitempty"`
+	// Text is an artifact's whole content when it is text of at most the output preview size,
+	// so a model reads a small file without another call (Location is then inline; a Handle
+	// may still name the kept copy). Absent otherwise.
+	Text *string `json:"text,omitempty"`
+}
+
+// UpstreamProblem is what is wrong with a granted upstream server's tools, in words safe to
+// show the model.
+type UpstreamProblem struct {
+	Server  string `json:"server"`
+	Problem string `json:"problem"`
 }
 
 // OmittedFile is a workspace entry that was not collected, with the reason.

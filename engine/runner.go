@@ -112,6 +112,9 @@ func newRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 	if opts.MaxFrame <= 0 {
 		opts.MaxFrame = wire.DefaultMaxFrame
 	}
+	if opts.Artifacts.InlineBytes <= 0 {
+		opts.Artifacts.InlineBytes = opts.PreviewBytes
+	}
 	if opts.MaxConcurrentCalls <= 0 {
 		opts.MaxConcurrentCalls = 16
 	}
@@ -410,7 +413,9 @@ type session struct {
 	// helloSeen: the child's first frame arrived, so the init helper's setup is behind it
 	// and no exit status of the child can mean "setup failed" any more.
 	helloSeen bool
-	res       *Result
+	// running: the program was sent, so there may be output in the child's buffers to flush.
+	running bool
+	res     *Result
 
 	w      *wire.Writer
 	calls  sync.WaitGroup
@@ -426,7 +431,8 @@ type frameOrErr struct {
 // drive runs the protocol to its end and fills s.res, in four steps: open (the clocks and the
 // call context), loop (frames, exits and clocks until one ends the execution), teardown (kill,
 // wait for calls and the exit, close) and finish (the Result). Artifacts are collected between
-// loop and teardown, while the child still holds its workspace.
+// loop and teardown, while the child still holds its workspace; a program the host ends (wall
+// clock, cancel) is asked to flush its output there too (flushBeforeKill).
 //
 //	child                                  host (session)
 //	  │── hello {version, probe} ──────────▶│  accept: grade; refuse → abort, or
@@ -444,6 +450,7 @@ func (s *session) drive(ctx context.Context) {
 	if e.done != nil {
 		s.collect()
 	}
+	s.flushBeforeKill(&e)
 	tree := s.teardown(&e)
 	s.finish(e.done, e.exit, e.fail, e.limit, tree)
 }
@@ -566,6 +573,7 @@ func (s *session) onFrame(c *clocks, f wire.Frame) (*wire.Done, *Failure) {
 			_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
 			return nil, refusal
 		}
+		s.running = true
 	case *wire.Call:
 		s.call(c.callCtx, f)
 	case *wire.Read:
@@ -613,6 +621,42 @@ func (s *session) teardown(e *ending) TreeUsage {
 
 func endOfChannel(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isClosed(err)
+}
+
+// FlushGrace is how long the host waits, when it ends a running program (wall clock,
+// cancellation), for the child to flush what it printed and exit before the tree is killed.
+// A child that cooperates takes milliseconds; one that does not (it replaced the bootstrap's
+// SIGIO handler, or its main thread is stuck in C code) costs this much more, once.
+const FlushGrace = 500 * time.Millisecond
+
+// flushBeforeKill: when the host itself ended a running program (its wall clock, a cancel),
+// the child is asked to flush what it printed before teardown kills it (askToFlush).
+func (s *session) flushBeforeKill(e *ending) {
+	if e.exit != nil || !s.running || e.fail == nil || e.fail.Kind != failure.Timeout && e.fail.Kind != failure.Cancelled {
+		return
+	}
+	if x, ok := s.askToFlush(s.p.exited); ok {
+		e.exit = &x
+	}
+}
+
+// askToFlush tells the child the execution is over by shutting down the host's side of the
+// channel: the bootstrap, which armed the channel with O_ASYNC, gets SIGIO, flushes its
+// output streams and exits. It waits up to FlushGrace for that exit and reports it. A
+// channel without a write half to shut down gets no warning.
+func (s *session) askToFlush(exited <-chan Exit) (Exit, bool) {
+	cw, ok := s.p.child.Channel().(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return Exit{}, false
+	}
+	grace := time.NewTimer(FlushGrace)
+	defer grace.Stop()
+	select {
+	case e := <-exited:
+		return e, true
+	case <-grace.C:
+		return Exit{}, false
+	}
 }
 
 func isClosed(err error) bool {

@@ -81,7 +81,9 @@ type LaunchSpec struct {
 
 // Child is a started sandbox child.
 type Child interface {
-	// Channel is the host's end of the wire protocol.
+	// Channel is the host's end of the wire protocol. When it also has CloseWrite (a Unix
+	// socket does), the Runner shuts down its write half to ask the child to flush its output
+	// before a kill (FlushGrace); a channel without one gets no warning.
 	Channel() io.ReadWriteCloser
 	// Facts are what the backend knows from how it built the child's containment.
 	Facts() Facts

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
@@ -137,6 +139,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 	}
 	a := x.Approvals()
 	res.Approvals = engine.ApprovalCounts{Asked: a.Asked, Accepted: a.Accepted, Declined: a.Declined, TimedOut: a.TimedOut, Unasked: a.Unasked}
+	res.UpstreamProblems = upstreamProblems(x.Problems())
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer cancel()
 	k := keeper{blobs: o.Blobs, tenant: p.Run.Tenant, log: log, report: o.Report}
@@ -169,4 +172,15 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 
 func usageOf(u budget.Usage) engine.Usage {
 	return engine.Usage{Calls: u.Calls, TransferBytes: u.TransferBytes, ProducedBytes: u.ProducedBytes, PreservedBytes: u.PreservedBytes}
+}
+
+// upstreamProblems are the granted servers with something wrong with their tools (one that
+// could not be started, and why), for the result, in server order: a model whose program died
+// of a NameError for a missing alias learns why.
+func upstreamProblems(problems map[string]string) []engine.UpstreamProblem {
+	var out []engine.UpstreamProblem
+	for _, server := range slices.Sorted(maps.Keys(problems)) {
+		out = append(out, engine.UpstreamProblem{Server: server, Problem: problems[server]})
+	}
+	return out
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
-// ValuePreviewBytes is how much of a value a rendering for the model shows; a longer value is
-// also kept under a handle (attachment "value"), so the rest can be paged.
+// ValuePreviewBytes is how much of a value (or value_repr) a rendering for the model shows; a
+// longer one is also kept under a handle (attachment "value", "value_repr"), so the rest can
+// be paged.
 const ValuePreviewBytes = 4000
 
 // ledgerAttachment is an attachment as the ledger keeps it: the result's fields plus, for an
@@ -58,21 +59,33 @@ func (k *keeper) keep(ctx context.Context, res *engine.Result) []ledgerAttachmen
 		letGo := k.put(ctx, a, data, !a.Truncated && a.Location != "preview_only")
 		recs = append(recs, ledgerAttachment{Attachment: *a, LetGoBytes: letGo})
 	}
-	if len(res.Value) > ValuePreviewBytes {
-		// A large value is an attachment too: the model's text shows a preview, and the
-		// whole is kept under a handle, indented so line windows can page it.
-		content, ctype := binding.HandleContent(res.Value)
-		a := engine.Attachment{Name: "value", ContentType: ctype, Size: int64(len(content)), Truncated: true}
+	// A large value (or value_repr) is an attachment too: the model's text shows a preview,
+	// and the whole is kept under a handle, a value indented so line windows can page it.
+	attach := func(name, ctype string, content []byte) {
+		a := engine.Attachment{Name: name, ContentType: ctype, Size: int64(len(content)), Truncated: true}
 		letGo := k.put(ctx, &a, content, false)
 		res.Attachments = append(res.Attachments, a)
 		recs = append(recs, ledgerAttachment{Attachment: a, LetGoBytes: letGo})
+	}
+	if len(res.Value) > ValuePreviewBytes {
+		content, ctype := binding.HandleContent(res.Value)
+		attach("value", ctype, content)
+	}
+	if r := res.ValueRepr; r != nil && len(*r) > ValuePreviewBytes {
+		attach("value_repr", "text/plain", []byte(*r))
 	}
 	for i := range res.Artifacts {
 		a := &res.Artifacts[i]
 		if i >= len(res.ArtifactFiles) {
 			break
 		}
+		lostBefore := len(k.lost)
 		letGo := k.put(ctx, a, res.ArtifactFiles[i].Data, false)
+		if a.Text != nil {
+			// The whole file is in the result (its handle, if kept, is for read_tool_output):
+			// kept or not, nothing of it was let go.
+			a.Location, letGo, k.lost = "inline", 0, k.lost[:lostBefore]
+		}
 		recs = append(recs, ledgerAttachment{Attachment: *a, LetGoBytes: letGo})
 	}
 	return recs

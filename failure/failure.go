@@ -20,7 +20,8 @@ const (
 	Timeout Kind = "timeout"
 	// Cancelled: the caller withdrew the request and the program's tree was killed.
 	Cancelled Kind = "cancelled"
-	// ValueNotSerializable: the program's value could not be rendered as JSON.
+	// ValueNotSerializable: the program's value could not be returned at all: not as JSON,
+	// and not as its repr (value_repr) either, or it is over the value's size ceiling.
 	ValueNotSerializable Kind = "value_not_serializable"
 	// IsolationUnavailable: the backend could not reach the isolation the terms require;
 	// nothing executed.

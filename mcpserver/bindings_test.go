@@ -197,3 +197,35 @@ func TestListToolsTextOneLinePerTool(t *testing.T) {
 		t.Errorf("list_tools text:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A granted server that could not be started is told to the model with its reason: in
+// list_tools and in every run_code result (its tools are missing from TOOLS and have no alias,
+// so a program that used one died of a NameError), not only in the operator's log.
+func TestAFailedUpstreamIsToldToTheModel(t *testing.T) {
+	pool, err := upstream.NewPool(&upstream.PoolOptions{
+		Servers: []upstream.Server{{Name: "gone", Command: []string{"/nonexistent/mcp-server"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	sb := fakeSandbox{run: ok(`null`)}
+	u := &Upstreams{Catalogue: pool.Catalogue, Grant: []string{"gone"}}
+	cs := connect(t, Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}, nil)
+	const reason = `upstream server "gone" is unavailable: its command was not found`
+	if res := call(t, cs, ToolListTools, nil); !strings.Contains(textOf(res), reason) {
+		t.Errorf("list_tools text %q does not say %q", textOf(res), reason)
+	}
+	res := call(t, cs, ToolRunCode, map[string]any{"code": "pass"})
+	if !strings.Contains(textOf(res), reason) {
+		t.Errorf("run_code text %q does not say %q", textOf(res), reason)
+	}
+	var r struct {
+		Problems []engine.UpstreamProblem `json:"upstream_problems"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &r)
+	if len(r.Problems) != 1 || r.Problems[0].Server != "gone" || r.Problems[0].Problem != reason {
+		t.Errorf("upstream_problems = %+v", r.Problems)
+	}
+}

@@ -21,8 +21,10 @@
 //   - Cancellation: go-sdk cancels the handler's context on notifications/cancelled; that
 //     context is the one passed to Sandbox.Run, which kills the program's tree.
 //   - HTTP routing: /mcp is the token's tenant's default agent (its only agent, or the one
-//     named "default"); /mcp/{agent} names one. A name that belongs only to another tenant is
-//     403, a name no tenant has is 404. Each (tenant, agent) pair has its own
+//     named "default"); /mcp/{agent} names one. A name that belongs only to another tenant
+//     answers exactly like a name no tenant has (404, same body), so names cannot be probed.
+//     A 401 carries WWW-Authenticate: Bearer (without it, clients start OAuth discovery).
+//     Each (tenant, agent) pair has its own
 //     StreamableHTTPHandler and sessions carry the tenant as their user, so a session id is
 //     never usable from another tenant.
 //   - Two revisions on one endpoint (stateless.go): a request whose MCP-Protocol-Version is
@@ -38,7 +40,8 @@
 //   - One run_code is execution.Execute (its doc lists the steps), the very path `mcp-sandbox
 //     run` takes: the ledger's execution record, a binding.Execution over the Turn (package
 //     binding's doc walks one call hop by hop) handed to the engine as the ToolCaller with its
-//     names and aliases, unavailable_bindings, outputs kept under handles, the budget report.
+//     names and aliases, unavailable_bindings, upstream_problems (and a "note on server" line
+//     of the text, as in list_tools), outputs kept under handles, the budget report.
 //     What is the session's is added here: the Run, the Turn (which also syncs the exposed
 //     tools), progress, the Drain. A direct call of an exposed tool is binding.Direct; the host's
 //     read_tool_output is binding.Read rendered for the host (any handle of the session's
@@ -62,6 +65,8 @@
 //     per tenant and for the server, programs running and queued and sessions open (for
 //     metrics). Stored bytes are the blob store's quota (outputs.WithQuota): an output past it
 //     is preview_only with its Reason, or output_not_preserved under output.preserve: required.
+//   - A text artifact the engine returned whole (Attachment.Text, up to the profile's preview
+//     size) is rendered whole, beside its handle (execution keeps it location inline).
 //   - Direct calls of exposed tools are recorded too (budget.Direct), under the same Run, and
 //     do not count against the binding budget.
 //   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to

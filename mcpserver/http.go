@@ -54,14 +54,13 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &httpHandler{opts: o, agents: map[string]map[string]http.Handler{}, owner: map[string]bool{}}
+	h := &httpHandler{opts: o, agents: map[string]map[string]http.Handler{}}
 	for _, a := range o.Agents {
 		sh := agentHandler(NewServer(a, o.Server), o)
 		if h.agents[a.Tenant] == nil {
 			h.agents[a.Tenant] = map[string]http.Handler{}
 		}
 		h.agents[a.Tenant][a.Name] = sh
-		h.owner[a.Name] = true
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -86,7 +85,6 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 type httpHandler struct {
 	opts   HTTPOptions
 	agents map[string]map[string]http.Handler // tenant → agent → handler; read-only
-	owner  map[string]bool                    // agent names some tenant has; read-only
 }
 
 // hostCheck refuses a foreign Host on a loopback listener (DNS rebinding).
@@ -134,8 +132,29 @@ func (h *httpHandler) authenticated(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if _, err := verify(r.Context(), bearerToken(r), r); err != nil {
+			unauthorized(w)
+			return
+		}
 		withToken.ServeHTTP(w, r)
 	})
+}
+
+// unauthorized answers 401 with a Bearer challenge. go-sdk's middleware sends a challenge only
+// with OAuth resource metadata, and a client (the MCP Inspector among them) that gets a 401
+// without one starts OAuth discovery instead of asking for the token.
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sandbox"`)
+	http.Error(w, "unauthorized: send the tenant's token as Authorization: Bearer <token>", http.StatusUnauthorized)
+}
+
+// bearerToken is the token of an "Authorization: Bearer <token>" header, or "".
+func bearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 type tenantKey struct{}
@@ -173,10 +192,8 @@ func (h *httpHandler) route(w http.ResponseWriter, r *http.Request) {
 	}
 	sh, ok := agents[name]
 	if !ok {
-		if h.owner[name] {
-			http.Error(w, "forbidden: that agent belongs to another tenant", http.StatusForbidden)
-			return
-		}
+		// Another tenant's agent reads exactly like one nobody has, so agent names cannot be
+		// probed across tenants.
 		http.Error(w, "no such agent", http.StatusNotFound)
 		return
 	}

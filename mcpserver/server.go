@@ -176,13 +176,13 @@ func runCodeDescription(ce *CodeExec) string {
 The program:
 - runs in a fresh, empty workspace directory (its working directory); nothing is kept between calls, so do the whole task in one program.
 - may use top-level await and a top-level return.
-- evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. The value must be JSON-serializable.
+- evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. A value JSON cannot carry (a set, a datetime, a DataFrame) comes back as its repr in value_repr, with value null.
 - prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
 - calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not); list_tools and get_tool_info count against the tool-call budget like any call.
 - a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
 - a call of a tool that needs a person's approval waits while the person is asked (when this host can ask): accepted, it runs once; declined, it raises ToolError kind denied; unanswered in time, or when this host cannot ask anyone, kind approval_required_in_program. Catch these and carry on.
 
-The result (structuredContent) has value, stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable, capacity_exceeded) means nothing ran.
+The result (structuredContent) has value (or value_repr), stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable, capacity_exceeded) means nothing ran.
 `)
 	fmt.Fprintf(&b, "\nLimits in force: %s.", termsText(t))
 	if t.Network == engine.NetworkNone || t.Network == "" {
@@ -346,21 +346,7 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "limit_hit: %s\n", *res.LimitHit)
 	}
 	if res.Failure == nil || res.Failure.Executed {
-		v := string(res.Value)
-		if v == "" {
-			v = "null"
-		}
-		if len(v) > execution.ValuePreviewBytes {
-			// The whole value is in structuredContent (and under a handle when a blob store
-			// is there); the model's text gets a preview.
-			v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), execution.ValuePreviewBytes)
-			for _, a := range res.Attachments {
-				if a.Name == "value" && a.Handle != "" {
-					v += fmt.Sprintf("\n(value: %d bytes; read_tool_output handle %s pages the rest)", a.Size, a.Handle)
-				}
-			}
-		}
-		fmt.Fprintf(&b, "value: %s\n", v)
+		b.WriteString(valueLine(res))
 	}
 	writeStream(&b, "stdout", res.Stdout, res.StdoutSize, res.Attachments)
 	writeStream(&b, "stderr", res.Stderr, res.StderrSize, res.Attachments)
@@ -368,11 +354,7 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "traceback:\n%s\n", strings.TrimRight(res.Failure.Traceback, "\n"))
 	}
 	for _, a := range res.Artifacts {
-		if a.Handle == "" && a.Reason != "" {
-			fmt.Fprintf(&b, "artifact %s: %d bytes, not kept: %s\n", a.Name, a.Size, a.Reason)
-			continue
-		}
-		fmt.Fprintf(&b, "artifact %s: %d bytes, handle %s\n", a.Name, a.Size, a.Handle)
+		b.WriteString(artifactText(a))
 	}
 	if len(res.Unavailable) > 0 {
 		fmt.Fprintf(&b, "unavailable bindings: %s\n", strings.Join(res.Unavailable, ", "))
@@ -381,8 +363,50 @@ func RenderText(res *engine.Result) string {
 		fmt.Fprintf(&b, "approvals: %d asked (%d accepted, %d declined, %d timed out), %d refused without asking (this host cannot ask)\n",
 			a.Asked, a.Accepted, a.Declined, a.TimedOut, a.Unasked)
 	}
+	for _, u := range res.UpstreamProblems {
+		fmt.Fprintf(&b, "note on server %s: %s\n", u.Server, oneLine(u.Problem))
+	}
 	fmt.Fprintf(&b, "terms: %s; achieved isolation %s", termsText(res.Terms), res.Isolation)
 	return b.String()
+}
+
+// artifactText renders one artifact: a small text one whole (the engine put it in Text, up
+// to the profile's preview size), so the model reads it without a read_tool_output call;
+// any other by name, size, type and handle.
+func artifactText(a engine.Attachment) string {
+	handle := a.Handle
+	if handle == "" {
+		handle = "none (not kept)"
+		if a.Reason != "" {
+			handle = "none (not kept: " + a.Reason + ")"
+		}
+	}
+	if a.Text != nil {
+		return fmt.Sprintf("artifact %s (%d bytes, handle %s):\n%s\n", a.Name, a.Size, handle, strings.TrimRight(*a.Text, "\n"))
+	}
+	return fmt.Sprintf("artifact %s: %d bytes, %s, handle %s\n", a.Name, a.Size, a.ContentType, handle)
+}
+
+// valueLine renders the program's value: its JSON, or, for a value JSON cannot carry, its
+// repr said to be one. Either is previewed when long: the whole is in structuredContent (and
+// under a handle when a blob store is there).
+func valueLine(res *engine.Result) string {
+	label, v, name := "value", string(res.Value), "value"
+	if res.ValueRepr != nil {
+		label, v, name = "value (no JSON for it; its repr)", *res.ValueRepr, "value_repr"
+	}
+	if v == "" {
+		v = "null"
+	}
+	if len(v) > execution.ValuePreviewBytes {
+		v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), execution.ValuePreviewBytes)
+		for _, a := range res.Attachments {
+			if a.Name == name && a.Handle != "" {
+				v += fmt.Sprintf("\n(%s: %d bytes; read_tool_output handle %s pages the rest)", name, a.Size, a.Handle)
+			}
+		}
+	}
+	return fmt.Sprintf("%s: %s\n", label, v)
 }
 
 func writeStream(b *strings.Builder, name, preview string, size int64, atts []engine.Attachment) {

@@ -240,6 +240,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
+	bodies := map[string]string{}
 	for _, c := range []struct {
 		name, method, path, token, host, origin string
 		want                                    int
@@ -250,7 +251,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		{"bad token", "POST", "/mcp", "zz", "", "", 401},
 		{"default agent", "POST", "/mcp", "ta", "", "", 200},
 		{"named agent", "POST", "/mcp/other", "ta", "", "", 200},
-		{"another tenant's agent", "POST", "/mcp/bee", "ta", "", "", 403},
+		{"another tenant's agent", "POST", "/mcp/bee", "ta", "", "", 404},
 		{"no such agent", "POST", "/mcp/nobody", "ta", "", "", 404},
 		{"tenant without default", "POST", "/mcp", "tb", "", "", 200},
 		{"foreign host", "POST", "/mcp", "ta", "evil.example:80", "", 403},
@@ -276,10 +277,20 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != c.want {
 			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.want)
 		}
+		// Without a challenge, MCP clients (Inspector among them) start OAuth discovery.
+		if got := resp.Header.Get("WWW-Authenticate"); c.want == 401 && !strings.HasPrefix(got, "Bearer") {
+			t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge", c.name, got)
+		}
+		bodies[c.name] = string(body)
+	}
+	// An agent of another tenant reads exactly like one nobody has: names cannot be probed.
+	if bodies["another tenant's agent"] != bodies["no such agent"] {
+		t.Errorf("another tenant's agent answers %q, an unknown one %q", bodies["another tenant's agent"], bodies["no such agent"])
 	}
 }
 
@@ -401,4 +412,34 @@ func drainAtCleanup(t *testing.T) *Drain {
 		}
 	})
 	return d
+}
+
+// A value JSON cannot carry reaches the model as its repr, marked as such, and the program
+// counts as completed; a long repr is previewed like a long value.
+func TestRenderTextShowsAValueRepr(t *testing.T) {
+	repr := "{1, 2}"
+	text := RenderText(&engine.Result{Value: json.RawMessage("null"), ValueRepr: &repr})
+	if !strings.HasPrefix(text, "completed") || !strings.Contains(text, "value (no JSON for it; its repr): {1, 2}\n") {
+		t.Fatalf("text:\n%s", text)
+	}
+	long := strings.Repeat("y", 100000)
+	if text := RenderText(&engine.Result{Value: json.RawMessage("null"), ValueRepr: &long}); len(text) > 5000 || !strings.Contains(text, "elided") {
+		t.Fatalf("a 100 kB repr rendered as %d bytes of text", len(text))
+	}
+}
+
+// A small text artifact is shown whole, with its handle, rather than costing a read; a large
+// or binary one is named with its handle.
+func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
+	csv := "sku,count\nA,1\n"
+	text := RenderText(&engine.Result{Value: json.RawMessage("null"), Artifacts: []engine.Attachment{
+		{Name: "out/data.csv", Handle: "h_1", ContentType: "text/csv", Size: int64(len(csv)), Location: "inline", Text: &csv},
+		{Name: "plot.png", Handle: "h_2", ContentType: "image/png", Size: 264, Location: "blob"},
+	}})
+	if !strings.Contains(text, "artifact out/data.csv (14 bytes, handle h_1):\nsku,count\nA,1\n") {
+		t.Errorf("the csv is not shown whole:\n%s", text)
+	}
+	if !strings.Contains(text, "artifact plot.png: 264 bytes, image/png, handle h_2\n") {
+		t.Errorf("the png is not named with its handle:\n%s", text)
+	}
 }

@@ -89,8 +89,8 @@ func (t *Turn) ListTools(a ListToolsArgs) (ListToolsPage, error) {
 			Description: tool.Summary(), Deferred: tool.Deferred, Unavailable: tool.Unavailable,
 		})
 	}
-	for server, p := range t.cat.problems {
-		if t.granted[server] && (a.Server == "" || a.Server == server) {
+	for server, p := range t.Problems() {
+		if a.Server == "" || a.Server == server {
 			if page.Problems == nil {
 				page.Problems = map[string]string{}
 			}

@@ -96,7 +96,12 @@
 // Pool.Catalogue lists every page of tools/list once per server and again only after the
 // server sends notifications/tools/list_changed (or after a reconnect), so calling it at
 // every turn boundary is cheap. A server that cannot be listed keeps its last known tools and
-// is named in Catalogue.Problems; it is retried at most every ten seconds. A stdio server's environment is built from nothing: PATH and HOME from ours plus
+// is named in Catalogue.Problems with why, in words safe to show a model (its command was not
+// found, it exited while starting, it could not be reached: never a path, an address or a
+// credential; the whole error goes to the log); it is retried at most every ten seconds. The
+// model is told: list_tools notes each granted server's problem (problems), a call of one of
+// its tools is unavailable with that reason, and Turn.Problems gives the same to run_code's
+// result (upstream_problems). A stdio server's environment is built from nothing: PATH and HOME from ours plus
 // Server.Env; its stderr goes to the Pool's logger, one record per line, with the server's name.
 // Bearer credentials are resolved fresh for every HTTP request and never logged; plaintext http
 // with a credential is refused unless the host is loopback or AllowInsecureHTTP is set.

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -288,7 +291,7 @@ func (c *conn) refresh(ctx context.Context) {
 	}
 	c.pool.logger.Warn("upstream tools/list failed", "server", c.srv.Name, "err", redactErr(err))
 	c.mu.Lock()
-	c.problem = fmt.Sprintf("upstream server %q could not be listed", c.srv.Name)
+	c.problem = fmt.Sprintf("upstream server %q is unavailable: %s", c.srv.Name, reasonOf(c.srv, err))
 	c.retryAt = time.Now().Add(retryDelay)
 	c.mu.Unlock()
 }
@@ -498,10 +501,13 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error
 	defer wcancel()
 	cs, err := client.Connect(wctx, proc.transport(c.srv.maxFrame()), sopts)
 	if err != nil {
-		c.pool.spawn(proc.close)
 		if cause := context.Cause(wctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (%w)", err, cause)
+		} else if proc.exitedWithin(exitSettle) {
+			// The handshake saw the end of the server's stdout before the watch saw it exit.
+			err = fmt.Errorf("%w (%w)", err, errProcessExited)
 		}
+		c.pool.spawn(proc.close)
 		return nil, nil, fmt.Errorf("initializing %s: %w", c.srv.Name, err)
 	}
 	return cs, proc, nil
@@ -590,4 +596,29 @@ func redactErr(err error) error {
 		clean = "<url>"
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), ue.URL, clean))
+}
+
+// reasonOf says, in words safe to show a model (no path, address or credential), why a server
+// could not be connected to or listed. The whole error goes to the operator's log.
+func reasonOf(s Server, err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return "its command was not found"
+	case errors.Is(err, fs.ErrPermission):
+		return "its command could not be run (permission denied)"
+	case errors.Is(err, errProcessExited):
+		return "it exited while starting"
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("it did not answer within %s", s.connectTimeout())
+	case errors.As(err, &op):
+		return "it could not be reached"
+	case errors.Is(err, errPoolClosed):
+		return "the server is shutting down"
+	case s.URL != "" && strings.HasPrefix(err.Error(), "connecting to "):
+		return "connecting to it failed"
+	case strings.HasPrefix(err.Error(), "initializing "):
+		return "it did not complete the MCP handshake"
+	}
+	return "its tools could not be listed"
 }

@@ -152,6 +152,21 @@ func (p *process) close() {
 	})
 }
 
+// exitedWithin reports whether the process has exited, or does within d.
+func (p *process) exitedWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// exitSettle is how long a failed handshake waits to learn whether the server exited.
+const exitSettle = 200 * time.Millisecond
+
 // errProcessExited is what a connect reports when the server exits during initialize.
 var errProcessExited = errors.New("the server process exited")
 

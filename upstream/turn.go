@@ -49,6 +49,19 @@ type Turn struct {
 	unavailable       []string
 }
 
+// Problems maps each granted server with something wrong with its tools (it could not be
+// listed, and why; tools were skipped or cut) to a sentence safe to show a model:
+// Catalogue.Problems narrowed to the grant.
+func (t *Turn) Problems() map[string]string {
+	out := map[string]string{}
+	for server, p := range t.cat.problems {
+		if t.granted[server] {
+			out[server] = p
+		}
+	}
+	return out
+}
+
 // Resolve narrows c for one turn: grant names the servers the tenant is granted, deny and
 // approval are globs over model-facing names, and bindings (nil: every callable tool) narrows
 // what a program may call. Entries of bindings may be names or globs such as "docs__*". It is

@@ -627,3 +627,51 @@ func TestCloseEndsServersCleanly(t *testing.T) {
 		t.Errorf("a server did not exit cleanly at Close:\n%s", f.logs)
 	}
 }
+
+// A granted server that could not be started is reported to the model with its reason: in
+// list_tools (a program's and the host's) and in the unavailable answer to a call of its
+// tools, not only in the operator's log.
+func TestFailedServerIsReportedWithItsReason(t *testing.T) {
+	p, err := NewPool(&PoolOptions{
+		Servers: []Server{
+			{Name: "gone", Command: []string{"/nonexistent/mcp-server"}},
+			{Name: "quits", Command: []string{"sh", "-c", "echo oops >&2; exit 3"}},
+			{Name: "docs", Command: []string{mockBin}},
+			{Name: "other", Command: []string{"/nonexistent/other"}},
+		},
+		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	turn := p.Catalogue(context.Background()).Resolve([]string{"gone", "quits", "docs"}, nil, nil, nil)
+	want := map[string]string{"gone": "its command was not found", "quits": "it exited while starting"}
+	page, err := turn.ListTools(ListToolsArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := page.Problems
+	if len(got) != len(want) {
+		t.Errorf("list_tools names unavailable servers %v, want exactly %v (granted ones only)", got, want)
+	}
+	for server, reason := range want {
+		if !strings.Contains(got[server], reason) {
+			t.Errorf("list_tools: %s: reason %q, want it to say %q", server, got[server], reason)
+		}
+		r := call(t, turn, server+"__anything", "{}")
+		wantKind(t, r, failure.Unavailable)
+		if !strings.Contains(r.Message, reason) {
+			t.Errorf("calling a tool of %s: %q, want the reason %q", server, r.Message, reason)
+		}
+	}
+	if len(page.Tools) == 0 {
+		t.Errorf("the working server's tools are missing beside the failed ones")
+	}
+	if page, _ := turn.ListTools(ListToolsArgs{Server: "docs"}); len(page.Problems) != 0 {
+		t.Errorf("list_tools for docs only names %v", page.Problems)
+	}
+	if got := turn.Problems(); len(got) != 2 || got["other"] != "" {
+		t.Errorf("Problems() = %v, want the two granted failed servers", got)
+	}
+}

@@ -4,6 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
 )
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -18,6 +24,9 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, err
 	}
+	for _, w := range commandWarnings(cfg) {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 	name := *configPath
 	if name == "" {
 		name = "the embedded default config"
@@ -31,5 +40,34 @@ const checkUsage = `Usage: mcp-sandbox check [--config FILE]
 Validates a config the way the server does at startup ("publish"): strict YAML (an unknown
 key is an error), every profile, upstream, tenant, token and agent, without starting anything
 or contacting any upstream. Each problem names its key and line. Exit status 2 when the config
-is invalid.
+is invalid. An upstream whose command cannot be found is a warning (the server would start,
+and report that upstream unavailable): a path is taken against the config's directory, a bare
+name is looked up on PATH.
 `
+
+// commandWarnings names each upstream whose command this host cannot run as written: a
+// path (relative ones are already taken against the config's directory) that is not an
+// executable file, or a bare name not on PATH.
+func commandWarnings(cfg *configs.Config) []string {
+	var out []string
+	for _, name := range sortedKeys(cfg.Upstreams) {
+		cmd := cfg.Upstreams[name].Command
+		if len(cmd) == 0 {
+			continue
+		}
+		prog := cmd[0]
+		if !strings.ContainsRune(prog, filepath.Separator) {
+			if _, err := exec.LookPath(prog); err != nil {
+				out = append(out, fmt.Sprintf("upstreams.%s.command: %q was not found on PATH; that upstream will be unavailable", name, prog))
+			}
+			continue
+		}
+		switch st, err := os.Stat(prog); {
+		case err != nil:
+			out = append(out, fmt.Sprintf("upstreams.%s.command: %s was not found (a relative path is taken against the config's directory); that upstream will be unavailable", name, prog))
+		case st.IsDir() || st.Mode().Perm()&0o111 == 0:
+			out = append(out, fmt.Sprintf("upstreams.%s.command: %s is not an executable file; that upstream will be unavailable", name, prog))
+		}
+	}
+	return out
+}

@@ -245,3 +245,74 @@ tenants:
 		t.Errorf("doctor --json quotas: %v\n%s", err, out)
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	want, _, _ := runCLI(t, "", "version")
+	for _, args := range [][]string{{"--version"}, {"-V"}} {
+		if out, errOut, code := runCLI(t, "", args...); code != 0 || out != want || !strings.HasPrefix(out, "mcp-sandbox ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want what version prints (%q)", args, code, out, errOut, want)
+		}
+	}
+}
+
+func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
+	for typo, want := range map[string]string{"serv": "serve", "chek": "check", "doctr": "doctor", "versoin": "version", "--verison": "--version"} {
+		_, errOut, code := runCLI(t, "", typo)
+		if code != 2 || !strings.Contains(errOut, `did you mean "`+want+`"?`) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and a suggestion of %q", typo, code, errOut, want)
+		}
+	}
+	if _, errOut, _ := runCLI(t, "", "xyzzy-frobnicate"); strings.Contains(errOut, "did you mean") {
+		t.Errorf("a name close to nothing got a suggestion: %q", errOut)
+	}
+}
+
+func TestCheckWarnsAboutAnUpstreamCommandThatDoesNotExist(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(`profiles: {default: {}}
+upstreams:
+  gone: {command: ["./bin/no-such-server"]}
+  typo: {command: ["no-such-command-mcp-sandbox-test", "--stdio"]}
+  fine: {command: ["sh", "-c", "exit 0"]}
+tenants:
+  t: {upstreams: [gone, typo, fine], agents: {a: {code_execution: {}}}}
+`), 0o644)
+	out, errOut, code := runCLI(t, "", "check", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q: a missing command is a warning, not an invalid config", code, errOut)
+	}
+	for _, want := range []string{"upstreams.gone.command", filepath.Join(dir, "bin", "no-such-server"), "upstreams.typo.command", "no-such-command-mcp-sandbox-test", "not found"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q does not mention %q", errOut, want)
+		}
+	}
+	if strings.Contains(errOut, "upstreams.fine") || !strings.Contains(out, "valid") {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+}
+
+// doctor never prints an empty level or a zero ceiling, even for a profile that could not
+// start anything.
+func TestDoctorOnAProfileThatCannotStart(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(`profiles:
+  default: {backend: process, python: /no/such/python3, hard_limits: {cpu_seconds: 3}}
+tenants:
+  t: {agents: {a: {code_execution: {}}}}
+`), 0o644)
+	out, errOut, code := runCLI(t, "", "doctor", "--config", cfg)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (not ready)\n%s%s", code, out, errOut)
+	}
+	for _, bad := range []string{"isolation ,", " 0s", " 0 bytes", " 0 processes", "mechanisms: \n"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("doctor prints %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{"NOT READY", "cpu 3s", "/no/such/python3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor does not say %q:\n%s", want, out)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,5 +32,23 @@ func TestOpenBackendSelection(t *testing.T) {
 	_, err = openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("process at isolated: %v, want a refusal", err)
+	}
+}
+
+// TestBuiltBackendsAreTheSwitch: openProfile opens exactly the backends builtBackends names,
+// so what check accepts is what serve can run.
+func TestBuiltBackendsAreTheSwitch(t *testing.T) {
+	const notBuilt = "not available in this build"
+	for _, b := range []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendContainer, configs.BackendRemote} {
+		p := configs.Default().Profiles[configs.DefaultProfileName]
+		p.Backend = b
+		sb, err := openProfile(context.Background(), "p", p, 0)
+		if err == nil {
+			sb.Close()
+		}
+		opened := err == nil || !strings.Contains(err.Error(), notBuilt)
+		if built := slices.Contains(builtBackends, b); opened != built {
+			t.Errorf("backend %s: in builtBackends %v, but openBackend: %v", b, built, err)
+		}
 	}
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -23,6 +25,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	}
 	type profileReport struct {
 		Profile     string              `json:"profile"`
+		Requires    engine.Level        `json:"requires_isolation"`
 		Description *engine.Description `json:"description"`
 		// Identity: without root, what the profile's programs run as and how to do better.
 		Identity string `json:"identity,omitempty"`
@@ -43,16 +46,20 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	detected = append(detected, detectContainer(ctx, boxed))
 	for _, name := range sortedKeys(cfg.Profiles) {
 		p, _ := cfg.Profile(name)
-		d := &engine.Description{Backend: p.Backend, Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{}}
+		level, _ := engine.ParseLevel(p.Isolation)
+		// A profile whose backend cannot even be opened is described as the engine describes
+		// a child that could not start: the floor level, nothing graded, its hard limits.
+		d := &engine.Description{Backend: p.Backend, Isolation: engine.LevelProcess, Guarantees: engine.Guarantees{},
+			Mechanisms: []string{}, Problems: []string{}, LimitCeiling: engineLimits(p.HardLimits, engine.DefaultLimits)}
 		runner, err := openProfile(ctx, name, p, 0)
 		if err != nil {
-			d.Problems = append(d.Problems, err.Error())
+			d.Problems = append(d.Problems, failureMessage(err))
 		} else {
 			d = runner.Describe(ctx)
 			runner.Close()
 		}
 		ready = ready && d.Ready
-		reports = append(reports, profileReport{name, d, identityNote(euid, d, hostIdentityAdvice(p))})
+		reports = append(reports, profileReport{name, level, d, identityNote(euid, d, hostIdentityAdvice(p))})
 	}
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
@@ -72,28 +79,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		}
 		fmt.Fprintln(stdout)
 		for _, r := range reports {
-			d := r.Description
-			state := "ready"
-			if !d.Ready {
-				state = "NOT READY"
-			}
-			fmt.Fprintf(stdout, "profile %s: backend %s, isolation %s, %s\n", r.Profile, d.Backend, d.Isolation, state)
-			if d.Python != "" {
-				fmt.Fprintf(stdout, "  python %s\n", d.Python)
-			}
-			for _, dim := range engine.Dimensions {
-				fmt.Fprintf(stdout, "  %-14s %s\n", dim, d.Guarantees.Get(dim))
-			}
-			fmt.Fprintf(stdout, "  mechanisms: %s\n", strings.Join(d.Mechanisms, ", "))
-			l := d.LimitCeiling
-			fmt.Fprintf(stdout, "  hard limits: cpu %gs, wall %gs, memory %d bytes, file size %d bytes, %d processes\n",
-				l.CPUSeconds, l.WallSeconds, l.MemoryBytes, l.FileSizeBytes, l.ProcessCount)
-			if r.Identity != "" {
-				fmt.Fprintf(stdout, "  identity: %s\n", r.Identity)
-			}
-			for _, p := range d.Problems {
-				fmt.Fprintf(stdout, "  problem: %s\n", p)
-			}
+			printProfile(stdout, r.Profile, r.Requires, r.Description, r.Identity)
 		}
 		fmt.Fprintln(stdout)
 		fmt.Fprintln(stdout, "storage:")
@@ -154,4 +140,61 @@ func (r quotaReport) write(w io.Writer) {
 		fmt.Fprintf(w, "  tenant %-11s %d programs at once (a run waits %gs for a slot), %d sessions, %s stored\n",
 			name, *q.MaxConcurrentExecutions, *q.QueueSeconds, *q.MaxSessions, *q.MaxStoredBytes)
 	}
+}
+
+// printProfile renders one profile's description. A profile whose sandbox could not be
+// started says so instead of listing grades nobody observed.
+func printProfile(w io.Writer, name string, requires engine.Level, d *engine.Description, identity string) {
+	graded := len(d.Guarantees) > 0
+	switch {
+	case d.Ready:
+		fmt.Fprintf(w, "profile %s: backend %s, isolation %s, ready\n", name, d.Backend, d.Isolation)
+	case graded:
+		fmt.Fprintf(w, "profile %s: backend %s, isolation %s (requires %s), NOT READY\n", name, d.Backend, d.Isolation, requires)
+	default:
+		fmt.Fprintf(w, "profile %s: backend %s, NOT READY: no sandbox could be started (requires isolation %s)\n", name, d.Backend, requires)
+	}
+	if d.Python != "" {
+		fmt.Fprintf(w, "  python %s\n", d.Python)
+	}
+	if graded {
+		for _, dim := range engine.Dimensions {
+			fmt.Fprintf(w, "  %-14s %s\n", dim, d.Guarantees.Get(dim))
+		}
+	}
+	if len(d.Mechanisms) > 0 {
+		fmt.Fprintf(w, "  mechanisms: %s\n", strings.Join(d.Mechanisms, ", "))
+	}
+	l := d.LimitCeiling
+	fmt.Fprintf(w, "  hard limits: cpu %gs, wall %gs, memory %s, file size %s, %d processes\n",
+		l.CPUSeconds, l.WallSeconds, byteText(l.MemoryBytes), byteText(l.FileSizeBytes), l.ProcessCount)
+	if identity != "" {
+		fmt.Fprintf(w, "  identity: %s\n", identity)
+	}
+	for _, p := range d.Problems {
+		fmt.Fprintf(w, "  problem: %s\n", p)
+	}
+}
+
+// byteText is n bytes the way a config writes it: 512MiB rather than 536870912 bytes.
+func byteText(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// failureMessage is what a failure says, without its kind and without repeating its cause
+// (a *failure.Error's Error() carries both).
+func failureMessage(err error) string {
+	var fe *failure.Error
+	if errors.As(err, &fe) && fe.Message != "" {
+		return fe.Message
+	}
+	return err.Error()
 }

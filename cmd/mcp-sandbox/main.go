@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
 
@@ -73,6 +74,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-V" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
@@ -91,7 +95,15 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return code
 	}
-	fmt.Fprintf(stderr, "mcp-sandbox: unknown command %q\n\n", args[0])
+	fmt.Fprintf(stderr, "mcp-sandbox: unknown command %q", args[0])
+	known := []string{"--help", "--version"}
+	for _, c := range commands() {
+		known = append(known, c.name)
+	}
+	if near, ok := configs.Nearest(args[0], known); ok {
+		fmt.Fprintf(stderr, "; did you mean %q?", near)
+	}
+	fmt.Fprint(stderr, "\n\n")
 	printUsage(stderr)
 	return exitUsage
 }
@@ -102,6 +114,7 @@ and serves that as the MCP tool run_code.
 
 Usage:
   mcp-sandbox <command> [flags]
+  mcp-sandbox --version
 
 Commands:
 `)

@@ -12,12 +12,21 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
+// builtBackends are the profile backends this build can run: openProfile opens each (remote
+// itself, the others through openBackend's switch; TestBuiltBackendsAreTheSwitch holds them
+// together), and a config naming another is refused by every command, check included
+// (configs.Options.Backends). A new backend is added to both.
+var builtBackends = []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendContainer, configs.BackendRemote}
+
+// loadOptions is what this build tells configs about itself.
+func loadOptions() *configs.Options { return &configs.Options{Backends: builtBackends} }
+
 // loadConfig reads path, or the embedded default when path is empty.
 func loadConfig(path string) (*configs.Config, error) {
 	if path == "" {
 		return configs.Default(), nil
 	}
-	cfg, err := configs.Load(path)
+	cfg, err := configs.LoadWith(path, loadOptions())
 	if err != nil {
 		return nil, usagef("%v", err)
 	}

@@ -103,7 +103,7 @@ func (r *reloader) reload() {
 		slog.Info("SIGHUP: serving the embedded default config, which cannot change; nothing to reload")
 		return
 	}
-	cfg, err := configs.Load(r.path)
+	cfg, err := configs.LoadWith(r.path, loadOptions())
 	if err != nil {
 		slog.Error("config reload failed: the running config stays in force", "config", r.path, "err", err)
 		return

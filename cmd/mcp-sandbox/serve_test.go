@@ -434,7 +434,7 @@ func TestServeHTTP(t *testing.T) {
 		{"unknown token", "/mcp", "nope", "", 401},
 		{"own default agent", "/mcp", "token-a", "", 200},
 		{"own agent", "/mcp/bee", "token-b", "", 200},
-		{"other tenant's agent", "/mcp/bee", "token-a", "", 403},
+		{"other tenant's agent", "/mcp/bee", "token-a", "", 404},
 		{"foreign host", "/mcp", "token-a", "evil.example", 403},
 	} {
 		if got := do(c.path, c.token, c.host); got != c.want {

@@ -186,6 +186,71 @@ def _probe():
     return p
 
 
+# ---- nothing printed is lost when the program is killed ----
+# stdout stays block-buffered (a flush per line costs a system call per line: five times the
+# time of a large print), so what a program printed may still be in this interpreter's buffer
+# when it is killed. Three kills can be seen coming and flush first:
+#   - the host ends the execution (wall clock, cancel): it shuts down its side of the channel,
+#     which, armed with O_ASYNC, raises SIGIO here; the handler sees the hang-up, flushes and
+#     exits, and the host waits a moment (engine.FlushGrace) for that before it kills the tree.
+#   - the CPU limit: RLIMIT_CPU's soft limit raises SIGXCPU a second before the hard limit's
+#     SIGKILL; the handler flushes and ends the interpreter with SIGXCPU.
+#   - the memory limit as RLIMIT_AS: an ordinary MemoryError, after which _main flushes.
+# Not covered, and said so in engine's doc: a cgroup OOM kill (no warning), a program that
+# replaces or ignores these handlers or closes the channel, a main thread stuck in C code
+# that never returns to the interpreter, and file objects the program keeps to itself.
+# Only the small built-in modules are used (the signal package costs milliseconds to import).
+def _flush_streams():
+    seen = []
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if stream is None or any(stream is s for s in seen):
+            continue
+        seen.append(stream)
+        try:
+            stream.flush()
+        except Exception:  # a closed stream, or a flush re-entered from inside a write
+            pass
+
+
+_hangup = []  # [poll object watching the channel for the host's hang-up, its event mask]
+
+
+def _on_hangup(signum, frame):
+    if _is_child or not _hangup:
+        return
+    try:
+        hung_up = any(ev & _hangup[1] for _, ev in _hangup[0].poll(0))
+    except Exception:
+        return
+    if hung_up:  # not a result frame arriving: the host has ended the execution
+        _flush_streams()
+        os._exit(0)
+
+
+def _on_cpu_limit(signum, frame):
+    _flush_streams()
+    _signal.signal(_signal.SIGXCPU, _signal.SIG_DFL)
+    os.kill(os.getpid(), _signal.SIGXCPU)
+
+
+def _arm_flush_at_kill(chan):
+    global _signal
+    import _signal
+    import fcntl
+    import select
+
+    try:
+        p = select.poll()
+        p.register(chan, select.POLLRDHUP)
+        _hangup[:] = [p, select.POLLRDHUP | select.POLLHUP]
+        _signal.signal(_signal.SIGXCPU, _on_cpu_limit)
+        _signal.signal(_signal.SIGIO, _on_hangup)
+        fcntl.fcntl(chan, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(chan, fcntl.F_SETFL, fcntl.fcntl(chan, fcntl.F_GETFL) | os.O_ASYNC)
+    except Exception:  # no O_ASYNC here: a kill then loses what is still buffered
+        pass
+
+
 # ---- what the program can call ----
 class ToolError(Exception):
     """A tool call that did not produce a result. Branch on .kind, never on the message."""
@@ -414,14 +479,30 @@ def _run(frame):
             return {"type": "done", "ok": False, "error": _format_error(e, source)}
     try:
         encoded = _dumps(value)
-    except (TypeError, ValueError, RecursionError) as e:
-        return {"type": "done", "ok": False,
-                "error": {"type": type(e).__name__, "message": str(e), "traceback": "", "not_serializable": True}}
+    except (TypeError, ValueError, RecursionError):
+        return _done_repr(value)
     if len(encoded) > _max_value:
         return {"type": "done", "ok": False,
                 "error": {"type": "ValueTooLarge", "traceback": "", "not_serializable": True,
                           "message": "the value is %d bytes of JSON, over the %d-byte ceiling; return less, or print it" % (len(encoded), _max_value)}}
     return {"type": "done", "ok": True, "value": value}
+
+
+def _done_repr(value):
+    """A final value JSON cannot carry (a set, a datetime, a DataFrame) completes the program
+    all the same: value null, and its repr, cut to fit a frame, in value_repr. Only a value
+    whose repr fails too is value_not_serializable."""
+    try:
+        text = repr(value)
+        if not isinstance(text, str):
+            raise TypeError("__repr__ returned %s, not str" % type(text).__name__)
+    except BaseException as e:  # noqa: the program's __repr__ may raise anything
+        return {"type": "done", "ok": False,
+                "error": {"type": type(e).__name__, "traceback": "", "not_serializable": True,
+                          "message": "it is not JSON, and repr() of it failed with %s: %s" % (type(e).__name__, e)}}
+    if len(text) > _max_value // 6:  # \uXXXX escapes: six bytes of JSON a character at most
+        text = text[:_max_value // 6] + "…[repr cut at %d of %d characters]" % (_max_value // 6, len(text))
+    return {"type": "done", "ok": True, "value": None, "value_repr": text}
 
 
 def _main():
@@ -431,15 +512,12 @@ def _main():
     frame = _recv_blocking()
     if frame.get("type") != "run":
         os._exit(0)  # abort: nothing runs
+    _arm_flush_at_kill(_CHAN)
     try:
         done = _run(frame)
     except MemoryError:
         done = {"type": "done", "ok": False, "error": {"type": "MemoryError", "message": "", "traceback": "MemoryError\n"}}
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+    _flush_streams()
     if not _is_child:
         _send(done)
         # The host collects the workspace now; it closes the channel (or kills the tree) when

@@ -9,8 +9,9 @@
 // as the body of an async function: top-level await and return work, the value is the return
 // value or the final expression's, and every failure comes back as a done frame with the full
 // traceback. Its Python imports only what the interpreter has already loaded plus small C modules
-// (_json, _socket, resource), because every import is paid by every execution; asyncio is
-// loaded only for a program that awaits.
+// (_json, _socket, resource, and _signal, fcntl and select to flush the program's output
+// before a kill: see "Output at a kill" in package engine), because every import is paid by
+// every execution; asyncio is loaded only for a program that awaits.
 //
 // It imports the standard library only.
 package bootstrap

@@ -42,12 +42,13 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("await and return", c.awaitAndReturn)
 	t.Run("program error keeps stdout and names the line", c.programError)
 	t.Run("syntax error names its line", c.syntaxError)
-	t.Run("value not serializable", c.notSerializable)
+	t.Run("a value JSON cannot carry comes back as its repr", c.notSerializable)
 	t.Run("no state between executions", c.noState)
 	t.Run("environment built from nothing", c.environment)
 	t.Run("guarantees are graded", c.guarantees)
 	t.Run("tool calls without a caller are unavailable", c.noTools)
 	t.Run("artifacts, and what is never collected", c.artifacts)
+	t.Run("output written before a kill is kept", c.keptAtKill)
 	t.Run("hostile", func(t *testing.T) {
 		gate.Hostile(t)
 		for _, h := range Hostile {
@@ -151,11 +152,29 @@ func (c *contract) syntaxError(t *testing.T) {
 	}
 }
 
+// notSerializable: a final value JSON cannot carry completes, with value null and its repr in
+// value_repr; only a value whose repr fails too is value_not_serializable.
 func (c *contract) notSerializable(t *testing.T) {
-	r := c.run(t, "{'s': {1, 2}}", engine.Limits{})
+	for program, want := range map[string]string{
+		"{'s': {1, 2}}": "{'s': {1, 2}}",
+		"import datetime\ndatetime.date(2026, 1, 2)":                                   "datetime.date(2026, 1, 2)",
+		"class Point:\n    def __repr__(self):\n        return 'Point(1, 2)'\nPoint()": "Point(1, 2)",
+		"float('nan')": "nan",
+	} {
+		r := c.run(t, program, engine.Limits{})
+		wantOK(t, r)
+		if string(r.Value) != "null" || r.ValueRepr == nil || *r.ValueRepr != want {
+			t.Errorf("%q: value %s, value_repr %v; want null and %q", program, r.Value, r.ValueRepr, want)
+		}
+	}
+	r := c.run(t, "print('kept')\nclass Broken:\n    def __repr__(self):\n        raise RuntimeError('no repr for you')\nBroken()", engine.Limits{})
 	wantKind(t, r, failure.ValueNotSerializable, "")
-	if !strings.Contains(r.Failure.Message, "set") {
-		t.Fatalf("message does not name the type: %s", r.Failure.Message)
+	if !strings.Contains(r.Failure.Message, "no repr for you") || r.Stdout != "kept\n" {
+		t.Fatalf("message %q, stdout %q: want the repr's error and the output kept", r.Failure.Message, r.Stdout)
+	}
+	r = c.run(t, "6*7", engine.Limits{})
+	if b, _ := json.Marshal(r); strings.Contains(string(b), "value_repr") {
+		t.Errorf("a JSON value's result carries value_repr: %s", b)
 	}
 }
 
@@ -234,6 +253,8 @@ with open("out/data.csv", "w") as f:
     f.write("sku,count\nA,1\nB,2\n")
 with open("plot.png", "wb") as f:
     f.write(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+with open("big.txt", "w") as f:
+    f.write("x" * 4999 + "\n")
 os.symlink("/etc/passwd", "etc-passwd")
 os.mkfifo("pipe")
 "written"`
@@ -249,7 +270,18 @@ os.mkfifo("pipe")
 	if a := got["plot.png"]; a.Size != 264 || a.ContentType != "image/png" {
 		t.Errorf("plot.png: %+v", a)
 	}
-	if len(r.Artifacts) != 2 || len(r.ArtifactFiles) != 2 || string(r.ArtifactFiles[0].Data) != "sku,count\nA,1\nB,2\n" {
+	// A few bytes of text come back whole, in the result; binary data and text over the
+	// preview size do not.
+	if a := got["out/data.csv"]; a.Text == nil || *a.Text != "sku,count\nA,1\nB,2\n" || a.Location != "inline" {
+		t.Errorf("out/data.csv: text %v, location %s; want its content inline", a.Text, a.Location)
+	}
+	if a := got["plot.png"]; a.Text != nil || a.Location == "inline" {
+		t.Errorf("plot.png: text %v, location %s; want no text", a.Text, a.Location)
+	}
+	if a := got["big.txt"]; a.Size != 5000 || a.Text != nil || a.Location == "inline" {
+		t.Errorf("big.txt: %d bytes, text %v, location %s; want no text over the 4000-byte preview", a.Size, a.Text != nil, a.Location)
+	}
+	if len(r.Artifacts) != 3 || len(r.ArtifactFiles) != 3 || string(r.ArtifactFiles[1].Data) != "sku,count\nA,1\nB,2\n" {
 		t.Errorf("artifacts %+v (%d files)", r.Artifacts, len(r.ArtifactFiles))
 	}
 	omitted := map[string]string{}
@@ -289,9 +321,11 @@ while True:
 	if err != nil {
 		t.Fatalf("no report of the CPU time used in stdout %q", r.Stdout)
 	}
-	// The kernel kills in the tick that clock reaches the limit: nothing runs past it.
-	if last >= 2 || last < 2-0.5 {
-		t.Errorf("the program last reported %.3fs of CPU, want killed at 2s of it", last)
+	// SIGXCPU (at 2 s, the soft limit) ignored, the kernel kills in the tick that clock
+	// reaches the hard limit, CPUGraceSeconds later: nothing runs past it.
+	hard := float64(2 + engine.CPUGraceSeconds)
+	if last >= hard || last < hard-0.5 {
+		t.Errorf("the program last reported %.3fs of CPU, want killed at %gs of it", last, hard)
 	}
 	c.noSurvivors(t)
 }

@@ -78,7 +78,9 @@ type Done struct {
 	Type  string          `json:"type"`
 	OK    bool            `json:"ok"`
 	Value json.RawMessage `json:"value,omitempty"`
-	Error *ProgramError   `json:"error,omitempty"`
+	// ValueRepr, with OK and a null Value, is the repr of a final value JSON cannot carry.
+	ValueRepr *string       `json:"value_repr,omitempty"`
+	Error     *ProgramError `json:"error,omitempty"`
 }
 
 // ProgramError is an uncaught exception (or a value that would not serialize) as data.

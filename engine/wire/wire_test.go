@@ -50,7 +50,7 @@ func readTranscript(t *testing.T, name string) []transcriptLine {
 // TestGoldenTranscripts decodes every frame of a valid session with its direction's rules and
 // checks that encoding gives the same bytes back.
 func TestGoldenTranscripts(t *testing.T) {
-	for _, name := range []string{"session.transcript", "refused.transcript"} {
+	for _, name := range []string{"session.transcript", "refused.transcript", "repr.transcript"} {
 		for _, l := range readTranscript(t, name) {
 			allowed := childTypes
 			if l.from == "host" {

@@ -177,6 +177,9 @@ func execLimited(s *Spec, nproc uint64) error {
 	for i := range limits {
 		limits[i].rl = unix.Rlimit{Cur: limits[i].v, Max: limits[i].v}
 	}
+	if r.CPUHard > r.CPUSeconds && r.CPUSeconds > 0 {
+		limits[1].rl.Max = r.CPUHard
+	}
 	names := [...]string{"CORE", "CPU", "AS", "FSIZE", "NPROC", "NOFILE"}
 	for i := range limits {
 		if limits[i].v == 0 && limits[i].res != unix.RLIMIT_CORE {

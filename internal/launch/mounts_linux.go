@@ -24,6 +24,15 @@ func buildRoot(m *Mounts, uid, gid int) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=0755"); err != nil {
 		return fmt.Errorf("mounting the root tmpfs: %v", err)
 	}
+	// /tmp first: a read-only path under it (a virtual environment made in /tmp) is bound
+	// on top of the fresh tmpfs rather than hidden under it.
+	tmp := filepath.Join(root, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=1777", max(m.TmpBytes, 1<<20))); err != nil {
+		return fmt.Errorf("mounting /tmp: %v", err)
+	}
 	paths := append([]string(nil), m.ReadOnly...)
 	sort.Strings(paths)
 	var done []string
@@ -60,13 +69,6 @@ func buildRoot(m *Mounts, uid, gid int) error {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("writing %s: %v", name, err)
 		}
-	}
-	tmp := filepath.Join(root, "tmp")
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return err
-	}
-	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=1777", max(m.TmpBytes, 1<<20))); err != nil {
-		return fmt.Errorf("mounting /tmp: %v", err)
 	}
 	if m.Workspace != "" {
 		ws := filepath.Join(root, m.Workspace)

@@ -83,11 +83,15 @@ type Spec struct {
 }
 
 // Rlimits are set soft = hard, so a program cannot raise one back or ignore its signal into
-// more time. Zero leaves a limit as inherited.
+// more time; the one exception is CPUHard. Zero leaves a limit as inherited.
 type Rlimits struct {
 	CPUSeconds uint64 `json:"cpu,omitempty"`
-	AS         uint64 `json:"as,omitempty"`
-	FSize      uint64 `json:"fsize,omitempty"`
+	// CPUHard, when above CPUSeconds, is RLIMIT_CPU's hard limit: the kernel sends SIGXCPU at
+	// CPUSeconds (the bootstrap flushes the program's output and ends it) and SIGKILL at
+	// CPUHard, for a program that ignores SIGXCPU.
+	CPUHard uint64 `json:"cpu_hard,omitempty"`
+	AS      uint64 `json:"as,omitempty"`
+	FSize   uint64 `json:"fsize,omitempty"`
 	// NProc is the number of new processes; the helper adds what the uid already runs,
 	// because the kernel's limit is an absolute per-user count.
 	NProc  uint64 `json:"nproc,omitempty"`

@@ -16,7 +16,8 @@ import (
 // Candidates are tried in order after a configured interpreter.
 var Candidates = []string{"/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"}
 
-// Find returns the absolute, symlink-free path of an interpreter that uid/gid can execute:
+// Find returns the absolute path of an interpreter that uid/gid can execute (a symbolic link
+// is kept as it is, so a virtual environment stays one):
 // configured when it is set (an error if that one is not usable), otherwise the first usable
 // of lookPath("python3") and Candidates.
 func Find(configured string, uid, gid int, lookPath func(string) (string, error)) (string, error) {
@@ -44,13 +45,21 @@ func Find(configured string, uid, gid int, lookPath func(string) (string, error)
 	return "", fmt.Errorf("no python3 that uid %d can execute: tried %s; install python3 (apt-get install python3) or set python: in the profile", uid, strings.Join(tried, ", "))
 }
 
+// usable returns the absolute path to execute: the path as given, not the binary it links
+// to, because a virtual environment is the interpreter started through its own bin/python3
+// (the symlink next to pyvenv.cfg), and the same binary started as itself is the base
+// interpreter without the environment's packages. Both the path and the binary must be
+// reachable by uid/gid, and the binary must be a real interpreter.
 func usable(path string, uid, gid int) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
-	real, err = filepath.Abs(real)
+	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
+		return "", err
+	}
+	if err := Reachable(abs, uid, gid, 1); err != nil {
 		return "", err
 	}
 	if err := Reachable(real, uid, gid, 1); err != nil {
@@ -67,7 +76,7 @@ func usable(path string, uid, gid int) (string, error) {
 	if _, err := io.ReadFull(f, magic[:]); runtime.GOOS == "linux" && (err != nil || string(magic[:]) != "\x7fELF") {
 		return "", fmt.Errorf("%s is a wrapper script, not an interpreter binary", real)
 	}
-	return real, nil
+	return abs, nil
 }
 
 // Reachable checks that uid/gid may search every directory above path and has the access
@@ -91,7 +100,9 @@ func Reachable(path string, uid, gid int, want uint32) error {
 }
 
 // Dirs returns the directories the interpreter reads at run time: its prefixes and the
-// entries of its default sys.path, as the interpreter itself reports them.
+// entries of its default sys.path, as the interpreter itself reports them. For a virtual
+// environment that is the environment (prefix, site-packages) and its base interpreter's
+// (base_prefix, the standard library), so every backend binds or allows both.
 func Dirs(ctx context.Context, python string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -152,6 +152,9 @@ func (b *Backend) args(workspace string, netns bool) []string {
 	if netns {
 		a = append(a, "--unshare-net")
 	}
+	// /tmp first: a read-only path under it (a virtual environment made in /tmp) is bound on
+	// top of the fresh tmpfs rather than hidden under it.
+	a = append(a, "--size", strconv.FormatInt(b.opts.TmpBytes, 10), "--perms", "1777", "--tmpfs", "/tmp")
 	paths := append(append([]string{}, systemRO...), b.base.RODirs...)
 	sort.Strings(paths)
 	var done []string
@@ -173,7 +176,6 @@ func (b *Backend) args(workspace string, netns bool) []string {
 		done = append(done, p)
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev",
-		"--size", strconv.FormatInt(b.opts.TmpBytes, 10), "--perms", "1777", "--tmpfs", "/tmp",
 		"--size", strconv.FormatInt(b.opts.WorkspaceBytes, 10), "--perms", "0700", "--tmpfs", workspace,
 		"--remount-ro", "/", "--chdir", workspace, "--")
 	return a
@@ -213,7 +215,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	ls := &launch.Spec{
 		Python: b.bwrap, Argv: argv, Env: spawn.Env(workspace, b.opts.Env),
 		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
-		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
+		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
 		// Applied here, before bwrap: the filter is inherited by bwrap and everything under it.
 		DenyKernelObjects: !slices.Contains(b.opts.Disable, "seccomp"),

@@ -109,7 +109,10 @@ func (p *plan) args() []string {
 		s := strconv.FormatUint(v, 10)
 		a = append(a, "--ulimit", name+"="+s+":"+s)
 	}
-	ulimit("cpu", engine.CPURlimit(t.CPUSeconds))
+	// cpu: SIGXCPU at the limit (the bootstrap flushes and ends the program), SIGKILL
+	// engine.CPUGraceSeconds later for a program that ignores it.
+	a = append(a, "--ulimit", "cpu="+strconv.FormatUint(engine.CPURlimit(t.CPUSeconds), 10)+":"+
+		strconv.FormatUint(engine.CPUHardRlimit(t.CPUSeconds), 10))
 	// Neither runtime knows RLIMIT_AS; RLIMIT_DATA bounds what malloc maps, so an allocation
 	// over the limit is a MemoryError rather than an OOM kill (the cgroup binds either way).
 	// The OCI runtime's own init runs under it before the interpreter does, and needs some

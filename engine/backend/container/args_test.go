@@ -43,7 +43,7 @@ func TestRunArguments(t *testing.T) {
 				{"--network=none"}, {"--read-only"}, {"--cap-drop=all"}, {"--security-opt=no-new-privileges"},
 				{"--user", "100001:100002"}, {"--label", OwnerLabel + "=o"}, {"--name", "mcp-sandbox-o-t"},
 				{"--log-driver=none"}, {"--workdir", "/workspace-t"}, {"--volume", "/tmp/x/t:/run/mcp-sandbox:ro,z"},
-				{"--ulimit", "cpu=3:3"}, {"--ulimit", "data=268435456:268435456"}, {"--ulimit", "fsize=1048576:1048576"},
+				{"--ulimit", "cpu=3:4"}, {"--ulimit", "data=268435456:268435456"}, {"--ulimit", "fsize=1048576:1048576"},
 				{"--ulimit", "nofile=1024:1024"}, {"--ulimit", "nproc=32768:32768"}, {"--ulimit", "core=0:0"},
 				{"--pids-limit", "16"}, {"--memory", "268435456", "--memory-swap", "268435456"},
 				{"--env", "HOME=/workspace-t"}, {"--env", "PYTHONDONTWRITEBYTECODE=1"}, {"--env", "API_TOKEN"},

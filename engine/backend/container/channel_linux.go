@@ -284,6 +284,19 @@ func (c *channel) Write(p []byte) (int, error) {
 	return conn.Write(p)
 }
 
+// CloseWrite shuts down the host's half of an accepted connection: the bootstrap, which armed
+// its end with O_ASYNC, takes the hang-up as the sign to flush the program's output and exit
+// before the tree is killed (engine.FlushGrace).
+func (c *channel) CloseWrite() error {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return errors.New("the sandbox child never connected")
+	}
+	return conn.CloseWrite()
+}
+
 // SetWriteDeadline applies to the connection now or once it is accepted.
 func (c *channel) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()

@@ -52,9 +52,10 @@ func serveUntilKilled(dir string) int {
 	}
 	// Progress is called once the program runs: only then is the container past the point
 	// where the server's death would end it anyway (a bootstrap still waiting for its program
-	// exits when the channel closes).
+	// exits when the channel closes). A running program ends on that hang-up too, after
+	// flushing its output, unless it ignores SIGIO, as this one does: what sweeping is for.
 	var once sync.Once
-	r.Run(context.Background(), engine.Execution{Program: "import time\ntime.sleep(600)",
+	r.Run(context.Background(), engine.Execution{Program: "import signal, time\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\ntime.sleep(600)",
 		Terms: engine.Terms{Limits: engine.Limits{WallSeconds: 600}, Isolation: engine.LevelIsolated},
 		Progress: func(float64) {
 			once.Do(func() { _ = os.WriteFile(filepath.Join(dir, "owner"), []byte(b.Owner()), 0o600) })

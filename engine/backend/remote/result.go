@@ -33,7 +33,7 @@ func (x *execution) finish(r *engine.Result) *engine.Result {
 	// What only the caller knows: its budget and its catalogue.
 	res.Budget = engine.BudgetReport{}
 	res.Approvals = engine.ApprovalCounts{}
-	res.Unavailable = []string{}
+	res.Unavailable, res.UpstreamProblems = []string{}, nil
 	if len(res.Value) == 0 {
 		res.Value = json.RawMessage("null")
 	}
@@ -68,6 +68,10 @@ func (x *execution) finish(r *engine.Result) *engine.Result {
 				if sk != nil {
 					data = sk.kept
 				}
+				if a.Text != nil && *a.Text != string(data) {
+					// The whole of a small text file is what was sent of it, or nothing.
+					a.Text, a.Location = nil, "preview_only"
+				}
 				res.Artifacts = append(res.Artifacts, a)
 				res.ArtifactFiles = append(res.ArtifactFiles, engine.ArtifactFile{Name: a.Name, Data: data})
 			}
@@ -83,6 +87,16 @@ func (x *execution) scrubResult(res *engine.Result) {
 		return
 	}
 	res.Value = x.scrubBytes(res.Value)
+	if res.ValueRepr != nil {
+		v := x.scrub(*res.ValueRepr)
+		res.ValueRepr = &v
+	}
+	for i := range res.Artifacts {
+		if t := res.Artifacts[i].Text; t != nil {
+			v := x.scrub(*t)
+			res.Artifacts[i].Text = &v
+		}
+	}
 	res.Stdout, res.Stderr = x.scrub(res.Stdout), x.scrub(res.Stderr)
 	res.StdoutData, res.StderrData = x.scrubBytes(res.StdoutData), x.scrubBytes(res.StderrData)
 	if res.Failure != nil {

@@ -1,0 +1,78 @@
+package sandboxtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// keptAtKill: whatever the program wrote before a kill (wall clock, CPU, memory, cancel) is in
+// the result, in each of the ways CPython writes: print (block-buffered on a pipe), a partial
+// line, sys.stdout.buffer, a stream the program built itself and made sys.stdout, os.write,
+// and stderr.
+func (c *contract) keptAtKill(t *testing.T) {
+	hang := "\nimport time\ntime.sleep(100)"
+	wall := engine.Limits{WallSeconds: 2}
+	for _, tc := range []struct {
+		name, program  string
+		stdout, stderr string
+	}{
+		{"print", `print("before the hang")`, "before the hang\n", ""},
+		{"a partial line", `import sys; sys.stdout.write("no newline yet")`, "no newline yet", ""},
+		{"sys.stdout.buffer", `import sys; sys.stdout.buffer.write(b"raw bytes\n")`, "raw bytes\n", ""},
+		{"a stream of its own as sys.stdout", `import io, sys
+sys.stdout = io.TextIOWrapper(open(1, "wb", buffering=1 << 16, closefd=False))
+print("own buffer")`, "own buffer\n", ""},
+		{"os.write", `import os; os.write(1, b"direct\n")`, "direct\n", ""},
+		{"stderr", `import sys; sys.stderr.write("warning, no newline")`, "", "warning, no newline"},
+	} {
+		t.Run("wall clock, "+tc.name, func(t *testing.T) {
+			start := time.Now()
+			r := c.run(t, tc.program+hang, wall)
+			wantKind(t, r, failure.Timeout, engine.LimitWall)
+			within(t, start, 2+flushGraceSlack)
+			if r.Stdout != tc.stdout || r.Stderr != tc.stderr {
+				t.Fatalf("stdout %q, stderr %q; want %q and %q", r.Stdout, r.Stderr, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	t.Run("cpu", func(t *testing.T) {
+		r := c.run(t, "print('before the spin')\nwhile True:\n    pass", engine.Limits{CPUSeconds: 1})
+		wantKind(t, r, failure.LimitExceeded, engine.LimitCPU)
+		if r.Stdout != "before the spin\n" {
+			t.Fatalf("stdout %q, want the line printed before the spin", r.Stdout)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		r := c.run(t, "print('before the allocation')\nx = bytearray(2 << 30)", engine.Limits{MemoryBytes: 512 << 20})
+		wantKind(t, r, failure.LimitExceeded, engine.LimitMemory)
+		if r.Stdout != "before the allocation\n" {
+			t.Fatalf("stdout %q, want the line printed before the allocation", r.Stdout)
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { time.Sleep(time.Second); cancel() }()
+		start := time.Now()
+		r := c.runCtx(t, ctx, "print('before the cancel')"+hang, engine.Limits{})
+		wantKind(t, r, failure.Cancelled, "")
+		within(t, start, 1+flushGraceSlack)
+		if r.Stdout != "before the cancel\n" {
+			t.Fatalf("stdout %q, want the line printed before the cancel", r.Stdout)
+		}
+	})
+	t.Run("a program that ignores the request to flush still ends on time", func(t *testing.T) {
+		start := time.Now()
+		r := c.run(t, "import signal\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\nprint('may be lost')"+hang, wall)
+		wantKind(t, r, failure.Timeout, engine.LimitWall)
+		within(t, start, 2+flushGraceSlack)
+	})
+}
+
+// flushGraceSlack bounds, in seconds, how long after its limit a killed execution may return:
+// the host's wait for the child to flush (engine.FlushGrace) plus the kill and the teardown.
+const flushGraceSlack = 2.5
