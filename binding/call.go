@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -60,6 +61,8 @@ type Execution struct {
 	handles map[outputs.Handle]bool
 
 	finishing sync.WaitGroup // tool_call_finished records being written
+
+	received atomic.Int64 // bytes of the values the program received
 }
 
 // New returns the binding state of one execution.
@@ -99,10 +102,27 @@ func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
 // execution is ended.
 func (x *Execution) Wait() { x.finishing.Wait() }
 
+// ReceivedBytes is what the program has received from its calls and handle reads: the bytes
+// of every value (a handle as the JSON that crosses for it), the binding_bytes of run_code's
+// context report.
+func (x *Execution) ReceivedBytes() int64 { return x.received.Load() }
+
+// delivered counts what a reply hands the program.
+func (x *Execution) delivered(r outputs.Reply) outputs.Reply {
+	switch {
+	case r.Kind != "":
+	case r.Handle != nil:
+		x.received.Add(int64(len(handleJSON(r.Handle))))
+	default:
+		x.received.Add(int64(len(r.Value)))
+	}
+	return r
+}
+
 // CallTool is one binding call from the program, top to bottom (walk), traced and counted.
 func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
 	ctx, ob := x.observe(ctx, name)
-	rep := x.walk(ctx, name, args)
+	rep := x.delivered(x.walk(ctx, name, args))
 	ob.end(rep)
 	return rep
 }

@@ -79,7 +79,8 @@
 // failure.Kind values of failure.CallKinds, and the Reply (package outputs, the leaf both the
 // engine and this package import) carries the kind to the engine, which writes it in the
 // `result` frame. Without a meter (no ledger) hops 7 and 10 are skipped and values cross
-// whole.
+// whole. Every value handed to the program (a handle as the JSON that crosses for it) is
+// counted in ReceivedBytes, the binding_bytes of run_code's context report.
 //
 // A host's direct call (Direct) takes hops 2, 4, 5 (the same approval, the same records), 7
 // (under budget.Direct: recorded, outside the binding budget), 8 and 10 (synchronously), and

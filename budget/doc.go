@@ -27,7 +27,8 @@
 //
 // # The run ledger
 //
-// Ledger records run start/end, execution start/end, tool_call_started (before the upstream is
+// Ledger records run start/end, execution start/end (with the execution's context economy,
+// which RunContext sums per Run), tool_call_started (before the upstream is
 // called) and tool_call_finished (succeeded | failed | refused | aborted, with attachments as
 // JSON). The per-Run half of every meter is read from the ledger (RunUsage), so a restarted
 // process does not hand a Run a fresh allowance. Direct (non-program) tool calls are recorded

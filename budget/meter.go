@@ -241,14 +241,21 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 }
 
 // End records the execution's end. Calls admitted afterwards are refused. status is
-// "completed" or the failure kind; attachments is the JSON array of its outputs' attachments.
-func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage) error {
+// "completed" or the failure kind; attachments is the JSON array of its outputs' attachments;
+// c is its context economy.
+func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c Context) error {
 	m.mu.Lock()
 	m.ended = true
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments})
+	return m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c})
+}
+
+// RunContext returns the context economy of the Run's ended executions (this one included,
+// once End has recorded it), read from the ledger.
+func (m *Meter) RunContext(ctx context.Context) (Context, error) {
+	return m.ledger.RunContext(ctx, m.run)
 }
 
 // A Ticket is an admitted, spent call. Finish it exactly once.

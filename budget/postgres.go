@@ -120,6 +120,12 @@ var postgresSchema = []string{
 	);
 	CREATE INDEX ledger_approvals_open ON ledger_approvals (owner) WHERE status = 'pending';
 	CREATE INDEX ledger_approvals_run ON ledger_approvals (tenant, run_id);`,
+	// 3: the context economy of each execution, summed per Run on read.
+	`ALTER TABLE ledger_executions
+		ADD COLUMN binding_bytes  bigint NOT NULL DEFAULT 0,
+		ADD COLUMN returned_bytes bigint NOT NULL DEFAULT 0,
+		ADD COLUMN kept_out_bytes bigint NOT NULL DEFAULT 0;
+	CREATE INDEX ledger_executions_run ON ledger_executions (tenant, run_id);`,
 }
 
 // OpenPostgres connects to the database dsn names, applies the ledger's migrations and takes
@@ -265,8 +271,10 @@ func (p *Postgres) StartExecution(ctx context.Context, run RunRef, id, agentVers
 }
 
 func (p *Postgres) EndExecution(ctx context.Context, end ExecutionEnd) error {
-	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3 WHERE id = $1`,
-		end.ID, end.Status, nullJSON(end.Attachments))
+	c := end.Context
+	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
+		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6 WHERE id = $1`,
+		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes)
 	if err == nil && tag.RowsAffected() == 0 {
 		return ErrNotFound
 	}
@@ -478,6 +486,17 @@ func (p *Postgres) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
 		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
+}
+
+func (p *Postgres) RunContext(ctx context.Context, run RunRef) (Context, error) {
+	var c Context
+	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(binding_bytes), 0)::bigint, coalesce(sum(returned_bytes), 0)::bigint,
+		coalesce(sum(kept_out_bytes), 0)::bigint FROM ledger_executions WHERE tenant = $1 AND run_id = $2 AND ended_at IS NOT NULL`,
+		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
+	if err != nil {
+		return Context{}, wrapPG(err)
+	}
+	return c, nil
 }
 
 func scanPGCall(r pgx.Row) (CallRecord, error) {

@@ -74,7 +74,10 @@ CREATE TABLE IF NOT EXISTS executions (
 	transfer_bytes  INTEGER NOT NULL DEFAULT 0,
 	produced_bytes  INTEGER NOT NULL DEFAULT 0,
 	preserved_bytes INTEGER NOT NULL DEFAULT 0,
-	agent_version   TEXT    NOT NULL DEFAULT ''
+	agent_version   TEXT    NOT NULL DEFAULT '',
+	binding_bytes   INTEGER NOT NULL DEFAULT 0,
+	returned_bytes  INTEGER NOT NULL DEFAULT 0,
+	kept_out_bytes  INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS tool_calls (
 	id              TEXT    PRIMARY KEY,
@@ -114,6 +117,11 @@ CREATE TABLE IF NOT EXISTS approvals (
 );
 CREATE INDEX IF NOT EXISTS approvals_open ON approvals (owner) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS approvals_run ON approvals (tenant, run_id);
+`
+
+// indexesAdded are created after the migration, since they may name columnsAdded.
+const indexesAdded = `
+CREATE INDEX IF NOT EXISTS executions_run ON executions (tenant, run_id);
 `
 
 // OpenSQLite opens (creating if need be) the ledger in dataDir/LedgerFile.
@@ -192,6 +200,9 @@ func tighten(path string) error {
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
 var columnsAdded = []struct{ table, column, decl string }{
 	{"executions", "agent_version", `TEXT NOT NULL DEFAULT ''`},
+	{"executions", "binding_bytes", `INTEGER NOT NULL DEFAULT 0`},
+	{"executions", "returned_bytes", `INTEGER NOT NULL DEFAULT 0`},
+	{"executions", "kept_out_bytes", `INTEGER NOT NULL DEFAULT 0`},
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -207,7 +218,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			}
 		}
 	}
-	return nil
+	_, err := db.ExecContext(ctx, indexesAdded)
+	return err
 }
 
 // Close releases the ledger; calls still started stay so, for a later Recover.
@@ -320,8 +332,10 @@ func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id, agentVersio
 
 func (s *SQLite) EndExecution(ctx context.Context, end ExecutionEnd) error {
 	return s.write(ctx, func(tx *stmtTx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ? WHERE id = ?`,
-			now(), end.Status, nullJSON(end.Attachments), end.ID)
+		c := end.Context
+		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ?,
+			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ? WHERE id = ?`,
+			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes, end.ID)
 		return mustAffect(r, err)
 	})
 }
@@ -477,6 +491,17 @@ func (s *SQLite) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
 		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
+}
+
+func (s *SQLite) RunContext(ctx context.Context, run RunRef) (Context, error) {
+	var c Context
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(binding_bytes), 0), coalesce(sum(returned_bytes), 0),
+		coalesce(sum(kept_out_bytes), 0) FROM executions WHERE tenant = ? AND run_id = ? AND ended_at IS NOT NULL`,
+		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
+	if err != nil {
+		return Context{}, fmt.Errorf("budget: run context: %w", err)
+	}
+	return c, nil
 }
 
 const callColumns = `id, tenant, run_id, execution_id, tool, argument_bytes, status, spent, started_at,

@@ -48,7 +48,12 @@
 //     the call's _meta names one under "mcp-sandbox/run"; named, session and request Runs are
 //     kept apart by a prefix. With
 //     Options.Ledger set, each run_code is an execution (budget.Start … Meter.End, with its
-//     attachments), and its meter goes to the binding.Execution.
+//     attachments and its context economy), and its meter goes to the binding.Execution.
+//   - Context economy (execute.go): each run_code result reports context.execution, what the
+//     program received from its calls (binding.Execution.ReceivedBytes) beside the bytes of the
+//     text rendering the model reads (RenderText of the result as returned) and the difference;
+//     context.run is the same summed over the Run's executions in the ledger (without a ledger,
+//     the execution's own). A run_code refused before any execution began reports zeros.
 //   - Outputs: after a run, a stream larger than its preview and every artifact go to the blob
 //     store (location blob, with a handle, bytes charged as preserved); a stream that fits its
 //     preview stays inline. Without a store they are preview_only and the ledger's attachment

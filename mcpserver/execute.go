@@ -205,6 +205,11 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 			log.Error("run usage not read", "err", err)
 		}
 		res.Budget = engine.BudgetReport{Execution: usageOf(exec), Run: usageOf(runU)}
+	}
+	// The context economy last: what the model reads is the result as it now stands.
+	res.Context.Execution = engine.NewContextUsage(x.ReceivedBytes(), int64(len(RenderText(res))))
+	res.Context.Run = res.Context.Execution
+	if meter != nil {
 		status := "completed"
 		if res.Failure != nil {
 			status = string(res.Failure.Kind)
@@ -213,8 +218,12 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 			recs = []ledgerAttachment{}
 		}
 		aj, _ := json.Marshal(recs)
-		if err := meter.End(rctx, status, aj); err != nil {
+		if err := meter.End(rctx, status, aj, ledgerContext(res.Context.Execution)); err != nil {
 			log.Error("execution end not recorded", "err", err)
+		} else if c, err := meter.RunContext(rctx); err != nil {
+			log.Error("run context not read", "err", err)
+		} else {
+			res.Context.Run = engine.ContextUsage{BindingBytes: c.BindingBytes, ReturnedBytes: c.ReturnedBytes, KeptOutBytes: c.KeptOutBytes}
 		}
 	}
 	h.observe(ctx, res, log)
@@ -225,4 +234,8 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 func (h *handlers) refused(ctx context.Context, log *slog.Logger, res *engine.Result) *engine.Result {
 	h.observe(ctx, res, log)
 	return res
+}
+
+func ledgerContext(c engine.ContextUsage) budget.Context {
+	return budget.Context{BindingBytes: c.BindingBytes, ReturnedBytes: c.ReturnedBytes, KeptOutBytes: c.KeptOutBytes}
 }
