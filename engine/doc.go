@@ -14,10 +14,34 @@
 // was had (Result.Start: warm or cold), Runner.WarmIdle reads the warm pool's depth, and an
 // Execution may carry its logger (Execution.Logger) for a backend that logs about it.
 //
+// # Warm pools (pool.go)
+//
+// A child can be started, and report its containment, before its program exists: a Runner
+// with a WarmPolicy keeps pools of such children, one per owner (the tenant, Execution.Owner)
+// and terms, so a child started for one tenant is never handed to another, nor to other
+// terms. Each child runs one program, in the empty workspace it was started with, and its
+// hello is graded for the execution that takes it, exactly as a cold child's. A pool keeps
+// Min children once it has been used or prewarmed (Prewarm, for each agent a server serves),
+// and grows towards Max while executions find it empty or empty it: a take starts the
+// replacement at once, while the execution runs. Unused for Idle, it shrinks back to Min.
+// Background starts run at most startsAtOnce at a time (one per core), so a burst of refills
+// does not slow the executions running meanwhile. A warm child that died waiting is never
+// handed out. WarmStats reports the pools' depth and the hits and misses (WarmIdle, the depth
+// alone, for metrics), and Result.Start says which executions took a warm child. maxWarmPools
+// bounds the pools: the least recently used one that was not prewarmed makes room for a new
+// one.
+//
+// # Concurrency
+//
 // A Runner is safe for concurrent use; each Run owns its child, its goroutines (the frame
 // reader and the exit waiter started with the child, one per binding call in flight) and its
-// workspace, and returns only after all of them are gone; Close waits for the warm-child
-// refills and the probe listeners' accept loops. TestMain checks that no goroutine outlives
-// the tests. The protocol loop is tested without Python by golden transcripts
-// (testdata/sessions, session_test.go) replayed by a fake child.
+// workspace. Run returns once its Result is final: when the program completed and its output
+// streams have ended (the bootstrap lets go of them before done, so no byte can still be
+// coming), the child's end (kill, reap, cgroup and workspace removal) finishes on a goroutine
+// the Runner owns; otherwise (a failure, a kill, a daemon still holding the streams) Run
+// returns only after all of it. Close waits for those ends, for the warm children's starts
+// and discards, and for the probe listeners' accept loops. TestMain checks that no goroutine
+// outlives the tests. The protocol loop is tested without Python by golden transcripts
+// (testdata/sessions, session_test.go) replayed by a fake child, and the pools by fake
+// children too (pool_test.go).
 package engine

@@ -28,6 +28,9 @@ type Execution struct {
 	// Aliases are the names of ToolNames bound as Python names too. The host computes them
 	// once, by its one rule (upstream.Aliasable); the engine passes them on as they are.
 	Aliases []string
+	// Owner is who the execution runs for (the tenant). Warm pools are kept per owner: a child
+	// started ahead for one owner is never handed to another.
+	Owner string
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
 	// Logger, when set, is the execution's logger (its lines name the execution, tenant,

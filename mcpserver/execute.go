@@ -180,7 +180,8 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 	// No upstreams granted is an empty catalogue (binding's default), not an absent one:
 	// list_tools and get_tool_info still answer, and run_code is still excluded_builtin.
 	x := binding.New(opts)
-	ex := engine.Execution{Program: code, Terms: ce.Terms, Tools: x, ToolNames: x.Names(), Aliases: x.Aliases(), Logger: log}
+	ex := engine.Execution{Program: code, Terms: ce.Terms, Tools: x, ToolNames: x.Names(), Aliases: x.Aliases(), Logger: log,
+		Owner: h.agent.Tenant}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		p := newProgress(ctx, req.Session, tok)
 		defer p.wait()

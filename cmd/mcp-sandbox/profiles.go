@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -29,17 +30,18 @@ type profileSandbox interface {
 	engine.Sandbox
 	// Terms narrows requested terms against the profile's ceiling.
 	Terms(engine.Terms) engine.Terms
-	// Prewarm starts warm children for terms, where the backend keeps any.
-	Prewarm(engine.Terms)
+	// Prewarm starts the warm children of owner (a tenant) for terms, where the backend keeps
+	// any.
+	Prewarm(owner string, t engine.Terms)
 	Close() error
 }
 
 // openProfile builds the sandbox a profile names: its backend, with the profile's caps.
 // It starts no child; Describe does, with a fixed probe.
-// warm is how many started children to keep ready per distinct terms (engine.RunnerOptions.Warm):
-// a server keeps one, so a program does not wait for an interpreter to start; a one-shot
-// command keeps none.
-func openProfile(ctx context.Context, name string, p configs.Profile, warm int) (profileSandbox, error) {
+// warm says whether to keep the profile's warm pools (warm: {min, max, idle_seconds}): a
+// server does, so a program does not wait for an interpreter to start; a one-shot command
+// keeps none.
+func openProfile(ctx context.Context, name string, p configs.Profile, warm bool) (profileSandbox, error) {
 	level, err := engine.ParseLevel(p.Isolation)
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %v", name, err)
@@ -60,9 +62,17 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 		EnvAllowlist:   p.EnvAllowlist,
 		PreviewBytes:   int64(deref(p.Output.PreviewBytes)),
 		MaxBytes:       int64(deref(p.Output.MaxBytes)),
-		Warm:           warm,
+		Warm:           warmPolicy(p, warm),
 		Artifacts:      artifactPolicy(p),
 	})
+}
+
+func warmPolicy(p configs.Profile, warm bool) engine.WarmPolicy {
+	if !warm {
+		return engine.WarmPolicy{}
+	}
+	return engine.WarmPolicy{Min: deref(p.Warm.Min), Max: deref(p.Warm.Max),
+		Idle: time.Duration(deref(p.Warm.IdleSeconds) * float64(time.Second))}
 }
 
 func artifactPolicy(p configs.Profile) engine.ArtifactPolicy {

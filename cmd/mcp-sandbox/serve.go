@@ -154,9 +154,6 @@ func profileOf(ce *configs.CodeExecution) string {
 	return ce.Profile
 }
 
-// serveWarm is how many started children a server keeps ready per agent's terms.
-const serveWarm = 1
-
 // openProfiles opens and describes every profile the given agents use (tenant → agents).
 // An agent naming an unknown profile is a config error naming both.
 func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string) (*profileSet, error) {
@@ -177,7 +174,7 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 				return nil, usagef("agent %q of tenant %q names profile %q, which is not defined (profiles: %v)",
 					aname, tname, name, sortedKeys(cfg.Profiles))
 			}
-			runner, err := openProfile(ctx, name, p, serveWarm)
+			runner, err := openProfile(ctx, name, p, true)
 			if err != nil {
 				kind, reason := openRefusal(err)
 				slog.Error("profile unavailable: run_code will refuse", "profile", name, "kind", kind, "err", err)
@@ -243,7 +240,7 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 	if r, ok := ps.runners[name]; ok {
 		terms = r.Terms(terms) // the backend's ceiling and the profile's hard limits
 		if refusal == "" {
-			r.Prewarm(terms)
+			r.Prewarm(tname, terms)
 		}
 	} else {
 		terms.Limits = engineLimits(p.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
