@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
@@ -59,6 +60,10 @@ type Description struct {
 	LimitCeiling Limits     `json:"limit_ceiling"`
 	Python       string     `json:"python,omitempty"`
 }
+
+// BootstrapSource is the text every child runs first (package bootstrap), for a backend that
+// prepares it ahead: a local backend has its interpreter compile it once (internal/python).
+var BootstrapSource = bootstrap.Source
 
 // Backend starts sandbox children for a Runner. Each local isolation mechanism is one Backend.
 // Implementations must be safe for concurrent use.

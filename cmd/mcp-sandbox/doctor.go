@@ -44,7 +44,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	for _, name := range sortedKeys(cfg.Profiles) {
 		p, _ := cfg.Profile(name)
 		d := &engine.Description{Backend: p.Backend, Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{}}
-		runner, err := openProfile(ctx, name, p, false)
+		runner, err := openProfile(ctx, name, p, openOptions{cacheDir: dataDir(cfg)})
 		if err != nil {
 			d.Problems = append(d.Problems, err.Error())
 		} else {

@@ -38,10 +38,7 @@ type profileSandbox interface {
 
 // openProfile builds the sandbox a profile names: its backend, with the profile's caps.
 // It starts no child; Describe does, with a fixed probe.
-// warm says whether to keep the profile's warm pools (warm: {min, max, idle_seconds}): a
-// server does, so a program does not wait for an interpreter to start; a one-shot command
-// keeps none.
-func openProfile(ctx context.Context, name string, p configs.Profile, warm bool) (profileSandbox, error) {
+func openProfile(ctx context.Context, name string, p configs.Profile, o openOptions) (profileSandbox, error) {
 	level, err := engine.ParseLevel(p.Isolation)
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %v", name, err)
@@ -49,7 +46,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm bool)
 	if p.Backend == configs.BackendRemote {
 		return openRemote(name, p, level)
 	}
-	backend, err := openBackend(ctx, name, p, level)
+	backend, err := openBackend(ctx, name, p, level, o.cacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +59,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm bool)
 		EnvAllowlist:   p.EnvAllowlist,
 		PreviewBytes:   int64(deref(p.Output.PreviewBytes)),
 		MaxBytes:       int64(deref(p.Output.MaxBytes)),
-		Warm:           warmPolicy(p, warm),
+		Warm:           warmPolicy(p, o.warm),
 		Artifacts:      artifactPolicy(p),
 	})
 }
@@ -83,9 +80,19 @@ func artifactPolicy(p configs.Profile) engine.ArtifactPolicy {
 	}
 }
 
+// openOptions say how a command uses the profiles it opens.
+type openOptions struct {
+	// warm keeps the profile's warm pools (warm: {min, max, idle_seconds}): a server does, so
+	// a program does not wait for an interpreter to start; a one-shot command keeps none.
+	warm bool
+	// cacheDir is where a local backend remembers its interpreter's directories between
+	// starts (the data dir; "" for none).
+	cacheDir string
+}
+
 // openBackend picks the backend a profile names. `local` takes the strongest local backend
 // that reaches the profile's level, and never a weaker one.
-func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level) (engine.Backend, error) {
+func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level, cacheDir string) (engine.Backend, error) {
 	backend := p.Backend
 	if backend == "local" {
 		pick, err := engine.SelectLocal(detectLocal(p), level)
@@ -101,11 +108,11 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 			return nil, failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
 				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
-		return newProcess(ctx, p)
+		return newProcess(ctx, p, cacheDir)
 	case "namespaces":
-		return newNamespaces(ctx, p)
+		return newNamespaces(ctx, p, cacheDir)
 	case "bwrap":
-		return newBwrap(ctx, p)
+		return newBwrap(ctx, p, cacheDir)
 	case "container":
 		return newContainer(ctx, p)
 	}

@@ -53,7 +53,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if refusal != "" {
 		res = engine.Refuse(terms, failure.NetworkUnavailable, refusal)
 	} else {
-		runner, err := openProfile(ctx, profileName, profile, false)
+		runner, err := openProfile(ctx, profileName, profile, openOptions{cacheDir: dataDir(cfg)})
 		if err != nil {
 			kind, reason := openRefusal(err)
 			// No Runner to narrow the terms: report them under the profile's hard limits,

@@ -174,7 +174,7 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 				return nil, usagef("agent %q of tenant %q names profile %q, which is not defined (profiles: %v)",
 					aname, tname, name, sortedKeys(cfg.Profiles))
 			}
-			runner, err := openProfile(ctx, name, p, true)
+			runner, err := openProfile(ctx, name, p, openOptions{warm: true, cacheDir: dataDir(cfg)})
 			if err != nil {
 				kind, reason := openRefusal(err)
 				slog.Error("profile unavailable: run_code will refuse", "profile", name, "kind", kind, "err", err)
