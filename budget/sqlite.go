@@ -148,13 +148,28 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
 	db.SetMaxOpenConns(8)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	// A file this version has set up says so in user_version; only another needs the schema
+	// and migrations, which otherwise cost an open half its time.
+	var version int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("budget: ledger schema: %w", err)
+		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
-	if err := migrate(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("budget: ledger migration: %w", err)
+	if version != sqliteSchemaVersion {
+		if _, err := db.ExecContext(ctx, schema); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("budget: ledger schema: %w", err)
+		}
+		if err := migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("budget: ledger migration: %w", err)
+		}
+		if version < sqliteSchemaVersion { // a newer binary's file keeps its mark
+			if _, err := db.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, sqliteSchemaVersion)); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("budget: ledger schema version: %w", err)
+			}
+		}
 	}
 	own, err := newOwner(path + "-owners")
 	if err != nil {
@@ -195,6 +210,10 @@ func tighten(path string) error {
 	}
 	return nil
 }
+
+// sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
+// indexesAdded are in it. Bump it with each change to them.
+const sqliteSchemaVersion = 3
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.

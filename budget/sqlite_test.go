@@ -154,4 +154,16 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a", Run: RunRef{Tenant: "t", ID: "r"}, CallID: "c", Tool: "s__t", Status: ApprovalPending}); err != nil {
 		t.Fatalf("an approval in a migrated ledger: %v", err)
 	}
+	// The context economy's columns came too, and the file is marked as set up, so the next
+	// open skips the schema.
+	if err := l.EndExecution(ctx, ExecutionEnd{ID: "x", Status: "completed", Context: Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.RunContext(ctx, RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {
+		t.Fatalf("RunContext in a migrated ledger = %+v, %v", c, err)
+	}
+	var v int
+	if err := l.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqliteSchemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, sqliteSchemaVersion)
+	}
 }
