@@ -88,7 +88,12 @@
 // (internal/pgdb) and migrated on open under an advisory transaction lock, so replicas
 // starting together apply each step once.
 //
-// A binding call is two commits (started, then finished). SQLite in WAL mode with
+// A binding call is two records (started, then finished). The SQLite ledger commits writes
+// in batches (batch.go): writes that arrive while one commits share the next transaction,
+// each in a savepoint, and tool_call_finished (Ticket.FinishLater) waits for the next batch,
+// so a program's sequential calls cost one commit each (the finish of one call goes with the
+// start of the next), and the started record is still committed before its upstream is
+// touched. Admission is one conditional UPDATE of the Run's row, as on PostgreSQL. SQLite in WAL mode with
 // synchronous=NORMAL does not wait for the disk at a commit; PostgreSQL by default does, which
 // is most of its cost per call (benchmarks: TestReportLedger, about 4-8 ms a call on the loaded
 // 2-core test machine where SQLite takes 0.2-0.5 ms, and 1.5 ms with synchronous_commit=off).
@@ -99,6 +104,6 @@
 //
 // It imports failure, internal/pgdb, the standard library, modernc.org/sqlite and pgx. Meter,
 // Ticket and both ledgers are safe for concurrent use. Lock order: a Meter's mu is never held
-// while the ledger is called. A Postgres ledger owns one goroutine (lease renewal), which
-// Close stops and waits for.
+// while the ledger is called. A SQLite ledger owns one goroutine (the flusher of queued
+// writes), a Postgres ledger one (lease renewal); Close stops it and waits for it.
 package budget

@@ -110,7 +110,7 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	l.wmu <- struct{}{} // another write in progress
+	l.batch.wmu <- struct{}{} // another batch in progress
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
@@ -123,7 +123,7 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("write ignored its context while waiting for the write lock")
 	}
-	<-l.wmu
+	<-l.batch.wmu
 }
 
 // TestOlderLedgerIsMigrated: a ledger file from before the executions table had
