@@ -167,3 +167,80 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 		t.Fatalf("user_version = %d, %v; want %d", v, err, sqliteSchemaVersion)
 	}
 }
+
+// Writes queued while a batch commits are committed together, each in its own savepoint: one
+// failing leaves the others. A lazy finish is committed by the next write or a Flush, and a
+// read sees it.
+func TestSQLiteBatches(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenSQLite(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	run := RunRef{Tenant: "t", ID: "r"}
+	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c1", "c2"} {
+		if _, err := l.StartCall(ctx, CallStart{ID: id, Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
+	errs := make(chan error, 3)
+	go func() {
+		errs <- l.FinishCallLater(ctx, CallFinish{ID: "c1", Status: Succeeded, Usage: Usage{TransferBytes: 100}})
+	}()
+	go func() { errs <- l.FinishCall(ctx, CallFinish{ID: "nope", Status: Succeeded}) }()
+	go func() {
+		_, err := l.StartCall(ctx, CallStart{ID: "c3", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{})
+		errs <- err
+	}()
+	for {
+		l.batch.qmu.Lock()
+		n := len(l.batch.pending)
+		l.batch.qmu.Unlock()
+		if n == 3 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-l.batch.wmu // the start leads the next batch, with the finishes in it
+	var notFound, ok int
+	for range 3 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrNotFound):
+			notFound++
+		default:
+			t.Fatalf("unexpected %v", err)
+		}
+	}
+	if ok != 2 || notFound != 1 {
+		t.Fatalf("ok %d, not found %d: want the failing write alone to fail", ok, notFound)
+	}
+	if u := mustUsage(t, l, run); u.Calls != 3 || u.TransferBytes != 100 {
+		t.Fatalf("usage %+v: want 3 calls and c1's 100 bytes", u)
+	}
+	// A lazy finish with nothing after it: Flush commits it.
+	done := make(chan error, 1)
+	go func() { done <- l.FinishCallLater(ctx, CallFinish{ID: "c2", Status: Failed, Kind: "tool_error"}) }()
+	for {
+		if err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != Failed {
+				t.Fatalf("c2 = %+v, %v", rec, err)
+			}
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
