@@ -68,10 +68,18 @@ func countDir(dir string, keep func(string) bool) int {
 	return n
 }
 
-// takeSnapshot counts this process's descriptors, goroutines and mounts, the entries of its
-// temporary directory, and the cgroups named for it (owner tags carry the pid).
+// takeSnapshot counts this process's descriptors and goroutines, the entries of its temporary
+// directory, the cgroups named for it (owner tags carry the pid), and the mounts of its mount
+// namespace that are the sandbox's (under its temporary directory, or named mcp-sandbox):
+// other sessions on a shared machine mount and unmount in that namespace too.
 func takeSnapshot(tmp string) snapshot {
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	info, _ := os.ReadFile("/proc/self/mountinfo")
+	mounts := 0
+	for _, l := range strings.Split(string(info), "\n") {
+		if strings.Contains(l, tmp) || strings.Contains(l, "mcp-sandbox") {
+			mounts++
+		}
+	}
 	mine := "-" + strconv.Itoa(os.Getpid()) + "."
 	cg := 0
 	for _, ctrl := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"} {
@@ -82,7 +90,7 @@ func takeSnapshot(tmp string) snapshot {
 		goroutines:  runtime.NumGoroutine(),
 		tempEntries: countDir(tmp, nil),
 		cgroups:     cg,
-		mounts:      strings.Count(string(mounts), "\n"),
+		mounts:      mounts,
 	}
 }
 
