@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -42,8 +43,9 @@ const (
 type batcher struct {
 	wmu chan struct{} // one slot: the batch being committed; the leader holds it
 
-	qmu     sync.Mutex // guards pending
+	qmu     sync.Mutex // guards pending and closed
 	pending []*writeOp
+	closed  bool // closeBatches has begun: a write is refused
 
 	kick    chan struct{} // a lazy write arrived: the flusher starts its delay
 	stop    chan struct{}
@@ -69,6 +71,10 @@ func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool
 	b := s.batch
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	b.qmu.Lock()
+	if b.closed {
+		b.qmu.Unlock()
+		return errLedgerClosed
+	}
 	b.pending = append(b.pending, op)
 	b.qmu.Unlock()
 	var lead chan struct{} // nil (never ready) for a lazy write: it only waits
@@ -140,9 +146,15 @@ func (s *SQLite) flusher() {
 	}
 }
 
-// closeBatches stops the flusher and commits what is queued. Idempotent.
+// errLedgerClosed refuses a write that arrives once the ledger is closing.
+var errLedgerClosed = errors.New("budget: ledger: closed")
+
+// closeBatches refuses new writes, stops the flusher and commits what is queued. Idempotent.
 func (s *SQLite) closeBatches() {
 	b := s.batch
+	b.qmu.Lock()
+	b.closed = true
+	b.qmu.Unlock()
 	b.stopMu.Do(func() { close(b.stop) })
 	<-b.stopped
 	b.wmu <- struct{}{}

@@ -27,8 +27,9 @@ type pgFinish struct {
 
 // pgQueue is the PostgreSQL ledger's queue of lazy records and its flusher.
 type pgQueue struct {
-	mu      sync.Mutex // guards pending
+	mu      sync.Mutex // guards pending and closed
 	pending []*pgFinish
+	closed  bool // closeQueue has begun: a lazy record is written at once
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -49,6 +50,10 @@ func (p *Postgres) FinishCallLater(ctx context.Context, f CallFinish) error {
 	q := p.queue
 	op := &pgFinish{f: f, done: make(chan error, 1)}
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return p.FinishCall(ctx, f)
+	}
 	q.pending = append(q.pending, op)
 	q.mu.Unlock()
 	select {
@@ -166,6 +171,9 @@ func (p *Postgres) flusher() {
 // closeQueue stops the flusher and writes what is queued. Idempotent.
 func (p *Postgres) closeQueue() {
 	q := p.queue
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
 	q.once.Do(func() { close(q.stop) })
 	<-q.stopped
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
