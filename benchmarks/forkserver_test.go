@@ -91,9 +91,8 @@ func TestReportForkserver(t *testing.T) {
 	host, child := os.NewFile(uintptr(fds[0]), "zygote-host"), os.NewFile(uintptr(fds[1]), "zygote-child")
 	z := exec.Command("/usr/bin/python3", "-I", "-c", zygote)
 	z.ExtraFiles = []*os.File{child}
-	if err := z.Start(); err != nil {
-		t.Skipf("no /usr/bin/python3: %v", err)
-	}
+	err = z.Start()
+	gate.Require(t, "python", err == nil, fmt.Sprintf("no /usr/bin/python3 for the zygote: %v", err))
 	child.Close()
 	t.Cleanup(func() { host.Close(); _ = z.Wait() })
 	fork := func() time.Duration {

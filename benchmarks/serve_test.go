@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // serveConfig writes a config for one tenant and agent with the default profile, whose warm
@@ -86,9 +88,8 @@ func barePython(t *testing.T, n int) time.Duration {
 	var d []time.Duration
 	for range n {
 		start := time.Now()
-		if err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").Run(); err != nil {
-			t.Skipf("no /usr/bin/python3: %v", err)
-		}
+		err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").Run()
+		gate.Require(t, "python", err == nil, fmt.Sprintf("no /usr/bin/python3 for the baseline: %v", err))
 		d = append(d, time.Since(start))
 	}
 	return median(d)
