@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: help build run test integration conformance test-all check cross fuzz bench clean sandbox-image
+.PHONY: help build run test integration conformance test-all check cross fuzz bench soak clean sandbox-image
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -16,7 +16,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 #                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
-FAST_PKGS   := . ./binding ./budget ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/owner ./internal/pgdb ./internal/userns ./mcpserver ./outputs ./outputs/pgblob ./upstream ./telemetry ./metrics
+FAST_PKGS   := . ./binding ./budget ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/owner ./internal/pgdb ./internal/python ./internal/userns ./mcpserver ./outputs ./outputs/pgblob ./upstream ./telemetry ./metrics
 INTEG_PKGS  := ./engine/backend/... ./engine/bootstrap ./internal/launch ./cmd/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 TEST_TIMEOUT        ?= 10m
@@ -32,9 +32,14 @@ help:
 	@echo "make test-all     all three layers, as CI runs them"
 	@echo "make check        gofmt, go vet (linux, darwin, windows), staticcheck (when installed) and make test"
 	@echo "make fuzz         run each fuzz target for a short while"
-	@echo "make bench        measure execution latency beside a bare python3 start, a large print,"
-	@echo "                  and the run ledger's cost per binding call on PostgreSQL beside SQLite"
-	@echo "                  (PostgreSQL figures need MCP_SANDBOX_TEST_PG_DSN, as the tests do)"
+	@echo "make bench        measure, beside baselines taken in the same loop: execution latency per"
+	@echo "                  backend, back-to-back run_code over stdio, throughput over HTTP, run's"
+	@echo "                  cold start, binding calls, the server's memory, a forkserver's floor,"
+	@echo "                  the context a model reads with and without run_code, and the run"
+	@echo "                  ledger on PostgreSQL beside SQLite (PostgreSQL figures need"
+	@echo "                  MCP_SANDBOX_TEST_PG_DSN, as the tests do)"
+	@echo "make soak         10,000 executions through the MCP face, then fds, goroutines, temporary"
+	@echo "                  directories, cgroups and mounts must be where they started (CI runs 120)"
 	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
 	@echo "                  :latest from this host's Python with podman or docker, pulling nothing"
 
@@ -87,7 +92,11 @@ fuzz:
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME)
 
 bench:
-	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report
+	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report -timeout 30m
+
+SOAK_EXECUTIONS ?= 10000
+soak:
+	$(GO) test ./benchmarks -run '^TestSoak$$' -count=1 -v -timeout 120m -soak-executions $(SOAK_EXECUTIONS)
 
 clean:
 	rm -rf bin

@@ -1,7 +1,25 @@
 // Package benchmarks measures, and never asserts, how fast mcp-sandbox is beside a baseline
 // measured in the same run: these machines are noisy, so every figure is printed next to its
-// baseline as a ratio. `make bench` runs the TestReport* tests with -bench-report; a plain
-// `go test` runs them with a few samples only, to keep the harness from rotting. The run
-// ledger's figures (TestReportLedger, TestReportLedgerBindings) put PostgreSQL beside SQLite;
-// they need the database the tests use (MCP_SANDBOX_TEST_PG_DSN, internal/pgdb/pgtest).
+// baseline as a ratio, with the load average at the time. `make bench` runs the TestReport*
+// tests with -bench-report; a plain `go test` runs them with a few samples only, to keep the
+// harness from rotting.
+//
+//   - TestReport: one execution's latency per backend, cold and with a warm child, beside a
+//     bare interpreter start.
+//   - TestReportStdioLatency: back-to-back run_code of 6*7 over stdio, end to end.
+//   - TestReportHTTPThroughput: executions per second with eight clients over HTTP.
+//   - TestReportRunColdStart: `mcp-sandbox run` of pass beside `python3 -I -c pass`, in turn.
+//   - TestReportBindings: 1,000 sequential binding calls beside a Go client's direct calls.
+//   - TestReportHostCost: the server's memory per concurrent execution, and while a program
+//     prints 1 GiB.
+//   - TestReportForkserver: a forkserver's floor beside the namespaces backend's start (the
+//     verdict is in package engine's doc).
+//   - TestReportContext: what a model reads doing two tasks with direct tool calls and with
+//     one run_code, in bytes and tokens (bytes/4).
+//   - TestReportLedger, TestReportLedgerBindings: the run ledger on PostgreSQL beside SQLite;
+//     they need the database the tests use (MCP_SANDBOX_TEST_PG_DSN, internal/pgdb/pgtest).
+//
+// TestSoak is a test, not a report: it runs executions (-soak-executions; `make soak` runs
+// 10,000, CI a few hundred) and fails when file descriptors, goroutines, temporary
+// directories, cgroups or mounts are not where they started.
 package benchmarks

@@ -64,7 +64,7 @@ func TestReport(t *testing.T) {
 	}
 	var subjects []*subject
 	newRunner := func(b engine.Backend, warm int) *engine.Runner {
-		r, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: warm})
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Warm: engine.WarmPolicy{Min: warm, Max: warm}})
 		if err != nil {
 			t.Fatal(err)
 		}

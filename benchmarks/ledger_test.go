@@ -104,7 +104,7 @@ func perCall(t *testing.T, l budget.Ledger, run string, calls, workers int) time
 	}
 	wg.Wait()
 	d := time.Since(start) / time.Duration(calls)
-	if err := m.End(ctx, "completed", nil); err != nil {
+	if err := m.End(ctx, "completed", nil, budget.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	return d

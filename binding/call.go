@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -60,6 +62,9 @@ type Execution struct {
 	handles map[outputs.Handle]bool
 
 	finishing sync.WaitGroup // tool_call_finished records being written
+	ending    atomic.Bool    // Wait has begun: a record still to write is committed at once
+
+	received atomic.Int64 // bytes of the values the program received
 }
 
 // New returns the binding state of one execution.
@@ -98,15 +103,45 @@ func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
 // be started, and why) to a sentence safe to show the model: upstream_problems.
 func (x *Execution) Problems() map[string]string { return x.turn.Problems() }
 
-// Wait waits for the tool_call_finished records still being written. Call it once the program
-// can make no more calls (Sandbox.Run returned) and before the meters are read or the
-// execution is ended.
-func (x *Execution) Wait() { x.finishing.Wait() }
+// Wait waits for the tool_call_finished records still being written, committing those the
+// ledger holds queued. Call it once the program can make no more calls (Sandbox.Run
+// returned) and before the meters are read or the execution is ended.
+func (x *Execution) Wait() {
+	x.ending.Store(true)
+	if x.meter != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		if err := x.meter.Flush(ctx); err != nil {
+			x.log.Error("tool_call_finished records not committed", "err", err)
+		}
+	}
+	x.finishing.Wait()
+}
+
+// waitTimeout bounds Wait's commit of the queued records.
+const waitTimeout = 10 * time.Second
+
+// ReceivedBytes is what the program has received from its calls and handle reads: the bytes
+// of every value (a handle as the JSON that crosses for it), the binding_bytes of run_code's
+// context report.
+func (x *Execution) ReceivedBytes() int64 { return x.received.Load() }
+
+// delivered counts what a reply hands the program.
+func (x *Execution) delivered(r outputs.Reply) outputs.Reply {
+	switch {
+	case r.Kind != "":
+	case r.Handle != nil:
+		x.received.Add(int64(len(handleJSON(r.Handle))))
+	default:
+		x.received.Add(int64(len(r.Value)))
+	}
+	return r
+}
 
 // CallTool is one binding call from the program, top to bottom (walk), traced and counted.
 func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
 	ctx, ob := x.observe(ctx, name)
-	rep := x.walk(ctx, name, args)
+	rep := x.delivered(x.walk(ctx, name, args))
 	ob.end(rep)
 	return rep
 }
@@ -207,7 +242,9 @@ func outcome(a upstream.Answer) budget.Outcome {
 }
 
 // finish writes tool_call_finished on its own goroutine: the call was spent when it started,
-// and a crash before this lands is recorded unknown. Wait waits for every finish.
+// and a crash before this lands is recorded unknown. The record may lag (Ticket.FinishLater):
+// a ledger that batches commits it with the next call's tool_call_started, one transaction
+// for both. Wait waits for every finish.
 func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outcome) {
 	if tk == nil {
 		return
@@ -215,7 +252,11 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 	x.finishing.Add(1)
 	go func() {
 		defer x.finishing.Done()
-		if err := tk.Finish(context.WithoutCancel(ctx), o); err != nil {
+		finish := tk.FinishLater // committed with the next call's tool_call_started
+		if x.ending.Load() {
+			finish = tk.Finish
+		}
+		if err := finish(context.WithoutCancel(ctx), o); err != nil {
 			x.log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
 		}
 	}()

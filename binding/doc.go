@@ -86,7 +86,8 @@
 // failure.Kind values of failure.CallKinds, and the Reply (package outputs, the leaf both the
 // engine and this package import) carries the kind to the engine, which writes it in the
 // `result` frame. Without a meter (no ledger) hops 7 and 10 are skipped and values cross
-// whole.
+// whole. Every value handed to the program (a handle as the JSON that crosses for it) is
+// counted in ReceivedBytes, the binding_bytes of run_code's context report.
 //
 // A ledger record per built-in call: the per-Run half of the calls meter is counted from the
 // ledger, so a call counted per Run is a call recorded, and one that is not recorded would give

@@ -162,7 +162,7 @@ const noHandle = "no handle of this execution is known"
 // ReadHandle is a program's handle.read(): a window of one of this execution's own handles,
 // no wider than the transfer allowance, charged to the transfer meter.
 func (x *Execution) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) outputs.Reply {
-	return x.read(ctx, ReadArgs{Handle: handle, Offset: &offset, Limit: &limit, Pattern: &pattern})
+	return x.delivered(x.read(ctx, ReadArgs{Handle: handle, Offset: &offset, Limit: &limit, Pattern: &pattern}))
 }
 
 func (x *Execution) read(ctx context.Context, a ReadArgs) outputs.Reply {

@@ -79,6 +79,24 @@ type ExecutionEnd struct {
 	ID          string
 	Status      string // "completed", or the failure kind
 	Attachments json.RawMessage
+	// Context is the execution's context economy: what its program received from bindings,
+	// what came back to the model, and the difference.
+	Context Context
+}
+
+// Context is the context economy the ledger keeps per execution and sums per Run: bytes the
+// program received from its tool calls, bytes of the result that came back to the model, and
+// the bytes kept out of the model's context (the first less the second, never below zero).
+type Context struct {
+	BindingBytes  int64
+	ReturnedBytes int64
+	KeptOutBytes  int64
+}
+
+// Add returns the sum of c and d.
+func (c Context) Add(d Context) Context {
+	return Context{BindingBytes: c.BindingBytes + d.BindingBytes, ReturnedBytes: c.ReturnedBytes + d.ReturnedBytes,
+		KeptOutBytes: c.KeptOutBytes + d.KeptOutBytes}
 }
 
 // ApprovalStatus is where a call's approval by a person stands.
@@ -185,6 +203,9 @@ type Ledger interface {
 	// RunUsage returns what the Run has used, counted from the ledger. A Run never seen has
 	// zero usage.
 	RunUsage(ctx context.Context, run RunRef) (Usage, error)
+	// RunContext returns the context economy of the Run's ended executions, summed. A Run
+	// never seen has a zero Context.
+	RunContext(ctx context.Context, run RunRef) (Context, error)
 	// Call returns one recorded call.
 	Call(ctx context.Context, id string) (CallRecord, error)
 	// Recover marks every started call that has no end, and whose owner is gone (crashed or

@@ -26,6 +26,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) Ledger, reopen
 	t.Run("DirectCallsRecordedNotMetered", func(t *testing.T) { contractDirect(t, newLedger(t)) })
 	t.Run("ConcurrentStartsAreExact", func(t *testing.T) { l := newLedger(t); contractConcurrent(t, l, l, 64, 10) })
 	t.Run("RunsAndExecutions", func(t *testing.T) { contractLifecycle(t, newLedger(t)) })
+	t.Run("ContextSummedPerRun", func(t *testing.T) { contractContext(t, newLedger(t)) })
 	t.Run("RecoverLeavesLiveCalls", func(t *testing.T) { contractRecoverLive(t, newLedger(t)) })
 	t.Run("ApprovalsAreRecorded", func(t *testing.T) { contractApprovals(t, newLedger(t)) })
 	if reopen == nil {
@@ -312,6 +313,37 @@ func contractLifecycle(t *testing.T, l Ledger) {
 	}
 	if err := l.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// The context economy is kept per execution and summed per Run over its ended executions; an
+// execution ended twice counts once, with its last figures, and Runs are keyed by tenant.
+func contractContext(t *testing.T, l Ledger) {
+	ctx := t.Context()
+	run, other := RunRef{Tenant: "t", ID: "r"}, RunRef{Tenant: "u", ID: "r"}
+	if c, err := l.RunContext(ctx, run); err != nil || c != (Context{}) {
+		t.Fatalf("RunContext(never seen) = %+v, %v; want zero", c, err)
+	}
+	mustStartExec(t, l, run, "x1")
+	mustStartExec(t, l, run, "x2")
+	mustStartExec(t, l, run, "x3") // still running: not counted yet
+	mustStartExec(t, l, other, "y1")
+	end := func(id string, c Context) {
+		t.Helper()
+		if err := l.EndExecution(ctx, ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end("x1", Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900})
+	end("x2", Context{BindingBytes: 5, ReturnedBytes: 50})
+	end("x2", Context{BindingBytes: 10, ReturnedBytes: 60}) // the last end stands
+	end("y1", Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6})
+	want := Context{BindingBytes: 1010, ReturnedBytes: 160, KeptOutBytes: 900}
+	if c, err := l.RunContext(ctx, run); err != nil || c != want {
+		t.Fatalf("RunContext = %+v, %v; want %+v", c, err, want)
+	}
+	if c, err := l.RunContext(ctx, other); err != nil || c != (Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6}) {
+		t.Fatalf("RunContext(other tenant) = %+v, %v", c, err)
 	}
 }
 

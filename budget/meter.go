@@ -241,14 +241,21 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 }
 
 // End records the execution's end. Calls admitted afterwards are refused. status is
-// "completed" or the failure kind; attachments is the JSON array of its outputs' attachments.
-func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage) error {
+// "completed" or the failure kind; attachments is the JSON array of its outputs' attachments;
+// c is its context economy.
+func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c Context) error {
 	m.mu.Lock()
 	m.ended = true
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments})
+	return m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c})
+}
+
+// RunContext returns the context economy of the Run's ended executions (this one included,
+// once End has recorded it), read from the ledger.
+func (m *Meter) RunContext(ctx context.Context) (Context, error) {
+	return m.ledger.RunContext(ctx, m.run)
 }
 
 // A Ticket is an admitted, spent call. Finish it exactly once.
@@ -294,13 +301,44 @@ type Outcome struct {
 
 // Finish writes tool_call_finished and charges the call's bytes. It runs detached from ctx's
 // cancellation (a cancelled call must still be recorded). Later calls return the first result.
-func (t *Ticket) Finish(ctx context.Context, o Outcome) error {
+func (t *Ticket) Finish(ctx context.Context, o Outcome) error { return t.finish(ctx, o, false) }
+
+// FinishLater is Finish for a record that may lag: a ledger that batches its writes commits
+// it with its next batch (the next call's tool_call_started, Meter.Flush, or a few
+// milliseconds), and FinishLater returns once it has. The call's bytes stay reserved until
+// then, so the meters never undercount.
+func (t *Ticket) FinishLater(ctx context.Context, o Outcome) error { return t.finish(ctx, o, true) }
+
+// lazyFinisher is a Ledger that can commit tool_call_finished with a later batch.
+type lazyFinisher interface {
+	FinishCallLater(ctx context.Context, fin CallFinish) error
+}
+
+// flusher is a Ledger that queues writes (lazyFinisher's) until it commits a batch.
+type flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// Flush commits the records the meter's ledger still holds queued (FinishLater's), so the
+// Run's usage read next counts them.
+func (m *Meter) Flush(ctx context.Context) error {
+	if f, ok := m.ledger.(flusher); ok {
+		return f.Flush(ctx)
+	}
+	return nil
+}
+
+func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
 	t.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		defer cancel()
 		u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
-		t.err = t.m.ledger.FinishCall(ctx, CallFinish{ID: t.id, Status: o.Status, Usage: u,
-			Attachments: o.Attachments, Kind: o.Kind, Message: o.Message})
+		fin := CallFinish{ID: t.id, Status: o.Status, Usage: u, Attachments: o.Attachments, Kind: o.Kind, Message: o.Message}
+		if lf, ok := t.m.ledger.(lazyFinisher); ok && later {
+			t.err = lf.FinishCallLater(ctx, fin)
+		} else {
+			t.err = t.m.ledger.FinishCall(ctx, fin)
+		}
 		t.rmu.Lock()
 		promised := t.reserved
 		t.rmu.Unlock()

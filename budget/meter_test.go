@@ -91,7 +91,7 @@ func TestAdmitIsExact(t *testing.T) {
 	if exec != want || runU != want {
 		t.Errorf("usage = %+v / %+v, want %+v", exec, runU, want)
 	}
-	if err := m.End(t.Context(), "completed", nil); err != nil {
+	if err := m.End(t.Context(), "completed", nil, Context{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, fe := m.Admit(t.Context(), Call{Tool: "srv__t"}); fe == nil {

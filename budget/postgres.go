@@ -44,6 +44,8 @@ type Postgres struct {
 	stop context.CancelFunc
 	done chan struct{} // closed when the renewal goroutine has returned
 
+	queue *pgQueue // tool_call_finished records waiting for the next statement (pgbatch.go)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -120,6 +122,12 @@ var postgresSchema = []string{
 	);
 	CREATE INDEX ledger_approvals_open ON ledger_approvals (owner) WHERE status = 'pending';
 	CREATE INDEX ledger_approvals_run ON ledger_approvals (tenant, run_id);`,
+	// 3: the context economy of each execution, summed per Run on read.
+	`ALTER TABLE ledger_executions
+		ADD COLUMN binding_bytes  bigint NOT NULL DEFAULT 0,
+		ADD COLUMN returned_bytes bigint NOT NULL DEFAULT 0,
+		ADD COLUMN kept_out_bytes bigint NOT NULL DEFAULT 0;
+	CREATE INDEX ledger_executions_run ON ledger_executions (tenant, run_id);`,
 }
 
 // OpenPostgres connects to the database dsn names, applies the ledger's migrations and takes
@@ -150,7 +158,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 	if found > len(postgresSchema) {
 		o.Logger.Info("the ledger's schema is newer than this binary's; using it as it is", "schema_version", found, "known", len(postgresSchema))
 	}
-	p := &Postgres{pool: pool, owner: NewID("o_"), ttl: o.LeaseTTL, log: o.Logger, done: make(chan struct{})}
+	p := &Postgres{pool: pool, owner: NewID("o_"), ttl: o.LeaseTTL, log: o.Logger, done: make(chan struct{}), queue: newPGQueue()}
 	if err := p.relive(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("budget: postgres ledger lease: %w", err)
@@ -158,6 +166,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stop = stop
 	go p.renew(rctx)
+	go p.flusher()
 	return p, nil
 }
 
@@ -206,6 +215,7 @@ func (p *Postgres) renew(ctx context.Context) {
 // calls still started by this ledger as unknown; then it closes the pool.
 func (p *Postgres) Close() error {
 	p.closeOnce.Do(func() {
+		p.closeQueue()
 		p.stop()
 		<-p.done
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -265,8 +275,10 @@ func (p *Postgres) StartExecution(ctx context.Context, run RunRef, id, agentVers
 }
 
 func (p *Postgres) EndExecution(ctx context.Context, end ExecutionEnd) error {
-	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3 WHERE id = $1`,
-		end.ID, end.Status, nullJSON(end.Attachments))
+	c := end.Context
+	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
+		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6 WHERE id = $1`,
+		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes)
 	if err == nil && tag.RowsAffected() == 0 {
 		return ErrNotFound
 	}
@@ -297,13 +309,36 @@ const admitCall = `WITH lease AS (
 func (p *Postgres) StartCall(ctx context.Context, c CallStart, runLimits Limits) (Usage, error) {
 	var after Usage
 	var refusal *failure.Error
+	admitArgs := []any{c.Run.Tenant, c.Run.ID, c.ExecutionID, c.ID, c.Tool, c.ArgumentBytes, p.owner,
+		ceiling(int64(runLimits.MaxCalls)), ceiling(runLimits.MaxTotalBytes), ceiling(runLimits.MaxProducedBytes),
+		ceiling(runLimits.MaxPreservedBytes)}
+	scanAdmit := func(r pgx.Row) error {
+		return r.Scan(&after.Calls, &after.TransferBytes, &after.ProducedBytes, &after.PreservedBytes)
+	}
+	// The queued tool_call_finished records go first, in the same round trip and commit.
+	piped := false
+	if ops := p.takeFinishes(); len(ops) > 0 && c.ExecutionID != "" {
+		err := p.sendFinishes(ctx, ops, func(b *pgx.Batch) func(pgx.BatchResults) error {
+			b.Queue(admitCall, admitArgs...)
+			return func(br pgx.BatchResults) error { return scanAdmit(br.QueryRow()) }
+		})
+		switch {
+		case err == nil:
+			return after, nil
+		case errors.Is(err, pgx.ErrNoRows):
+			piped = true // committed: the Run is spent, missing, or the lease gone; see below
+		}
+	} else if len(ops) > 0 {
+		_ = p.sendFinishes(ctx, ops, nil)
+	}
 	err := p.retry(ctx, func() error {
 		refusal = nil
 		if c.ExecutionID != "" {
-			err := p.pool.QueryRow(ctx, admitCall, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.ID, c.Tool, c.ArgumentBytes, p.owner,
-				ceiling(int64(runLimits.MaxCalls)), ceiling(runLimits.MaxTotalBytes), ceiling(runLimits.MaxProducedBytes),
-				ceiling(runLimits.MaxPreservedBytes)).
-				Scan(&after.Calls, &after.TransferBytes, &after.ProducedBytes, &after.PreservedBytes)
+			err := pgx.ErrNoRows
+			if !piped {
+				err = scanAdmit(p.pool.QueryRow(ctx, admitCall, admitArgs...))
+			}
+			piped = false
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
@@ -415,11 +450,9 @@ func (p *Postgres) FinishCall(ctx context.Context, f CallFinish) error {
 	if !f.Status.finishing() {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
-	u := f.Usage
 	var n int
 	err := p.retry(ctx, func() error {
-		return p.pool.QueryRow(ctx, finishCall, f.ID, string(f.Status), u.TransferBytes, u.ProducedBytes, u.PreservedBytes,
-			nullJSON(f.Attachments), f.Kind, f.Message).Scan(&n)
+		return p.pool.QueryRow(ctx, finishCall, finishArgs(f)...).Scan(&n)
 	})
 	if err != nil {
 		return wrapPG(err)
@@ -427,15 +460,7 @@ func (p *Postgres) FinishCall(ctx context.Context, f CallFinish) error {
 	if n == 1 {
 		return nil
 	}
-	var status string
-	err = p.pool.QueryRow(ctx, `SELECT status FROM ledger_calls WHERE id = $1`, f.ID).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: call %s", ErrNotFound, f.ID)
-	}
-	if err != nil {
-		return wrapPG(err)
-	}
-	return fmt.Errorf("%w: call %s is %s", ErrAlreadyFinished, f.ID, status)
+	return p.notFinished(ctx, f.ID)
 }
 
 // charge adds bytes to a Run, making it if need be, and then to the execution $6 when set.
@@ -473,11 +498,24 @@ func pgRunUsage(ctx context.Context, q execer, run RunRef, lock bool) (Usage, er
 }
 
 func (p *Postgres) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
+	_ = p.Flush(ctx)
 	u, err := pgRunUsage(ctx, p.pool, run, false)
 	if err != nil {
 		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
+}
+
+func (p *Postgres) RunContext(ctx context.Context, run RunRef) (Context, error) {
+	_ = p.Flush(ctx)
+	var c Context
+	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(binding_bytes), 0)::bigint, coalesce(sum(returned_bytes), 0)::bigint,
+		coalesce(sum(kept_out_bytes), 0)::bigint FROM ledger_executions WHERE tenant = $1 AND run_id = $2 AND ended_at IS NOT NULL`,
+		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
+	if err != nil {
+		return Context{}, wrapPG(err)
+	}
+	return c, nil
 }
 
 func scanPGCall(r pgx.Row) (CallRecord, error) {
@@ -504,6 +542,7 @@ func scanPGCall(r pgx.Row) (CallRecord, error) {
 }
 
 func (p *Postgres) Call(ctx context.Context, id string) (CallRecord, error) {
+	_ = p.Flush(ctx)
 	c, err := scanPGCall(p.pool.QueryRow(ctx, `SELECT `+callColumns+` FROM ledger_calls WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CallRecord{}, fmt.Errorf("%w: call %s", ErrNotFound, id)
@@ -574,6 +613,7 @@ func (p *Postgres) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord,
 // and then, in a statement that sees those calls, marks every started call of a gone owner
 // unknown. A row is updated once however many replicas recover at the same time.
 func (p *Postgres) Recover(ctx context.Context) ([]CallRecord, error) {
+	_ = p.Flush(ctx)
 	var out []CallRecord
 	err := p.retry(ctx, func() error {
 		out = nil

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,4 +225,56 @@ func pgCrashChild(dsn string) {
 	p, _ := os.FindProcess(os.Getpid())
 	_ = p.Kill() // SIGKILL: no Close, the lease row stays until it expires
 	select {}
+}
+
+// A queued tool_call_finished goes with the next metered tool_call_started, in one batch, and
+// both are committed; a record for an unknown call fails alone; Flush writes what is queued.
+func TestPostgresPipelinesFinishes(t *testing.T) {
+	l := openPostgres(t, pgtest.Schema(t), nil)
+	ctx := t.Context()
+	run := RunRef{Tenant: "t", ID: "r"}
+	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartCall(ctx, CallStart{ID: "c1", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	// Queue two records directly (no flusher involved), then start the next call.
+	queue := func(f CallFinish) *pgFinish {
+		op := &pgFinish{f: f, done: make(chan error, 1)}
+		l.queue.mu.Lock()
+		l.queue.pending = append(l.queue.pending, op)
+		l.queue.mu.Unlock()
+		return op
+	}
+	good := queue(CallFinish{ID: "c1", Status: Succeeded, Usage: Usage{TransferBytes: 40}})
+	bad := queue(CallFinish{ID: "nope", Status: Succeeded})
+	u, err := l.StartCall(ctx, CallStart{ID: "c2", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{MaxCalls: 5})
+	if err != nil || u.Calls != 2 || u.TransferBytes != 40 {
+		t.Fatalf("StartCall with finishes in its batch = %+v, %v; want 2 calls and c1's 40 bytes", u, err)
+	}
+	if err := <-good.done; err != nil {
+		t.Fatalf("c1's finish: %v", err)
+	}
+	if err := <-bad.done; !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown call's finish = %v, want ErrNotFound", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.FinishCallLater(ctx, CallFinish{ID: "c2", Status: Failed, Kind: "tool_error"}) }()
+	for {
+		if err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != Failed {
+				t.Fatalf("c2 = %+v, %v", rec, err)
+			}
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
 }

@@ -26,9 +26,9 @@ type SQLiteOptions struct {
 }
 
 // SQLite is the single-machine Ledger: one SQLite file in WAL mode, shared safely by the
-// goroutines of this process (writes are serialised by a mutex, so they never spin on the
-// busy handler) and by other processes (write transactions are BEGIN IMMEDIATE and wait up to
-// the busy timeout).
+// goroutines of this process (writes are committed in batches, one at a time, so they never
+// spin on the busy handler: batch.go) and by other processes (write transactions are BEGIN
+// IMMEDIATE and wait up to the busy timeout).
 //
 // Each open ledger is an owner: calls it starts carry its owner id, and it holds an exclusive
 // flock on a file named for that id next to the database while open. Recover treats a call as
@@ -39,9 +39,8 @@ type SQLite struct {
 	db    *sql.DB
 	owner *owner
 
-	// wmu serialises this process's write transactions; a channel of one slot, so a writer
-	// waiting for it gives up when its context ends.
-	wmu chan struct{}
+	// batch is the write queue: writes are committed in batches, one batch at a time.
+	batch *batcher
 
 	smu   sync.Mutex // guards stmts
 	stmts map[string]*sql.Stmt
@@ -74,7 +73,10 @@ CREATE TABLE IF NOT EXISTS executions (
 	transfer_bytes  INTEGER NOT NULL DEFAULT 0,
 	produced_bytes  INTEGER NOT NULL DEFAULT 0,
 	preserved_bytes INTEGER NOT NULL DEFAULT 0,
-	agent_version   TEXT    NOT NULL DEFAULT ''
+	agent_version   TEXT    NOT NULL DEFAULT '',
+	binding_bytes   INTEGER NOT NULL DEFAULT 0,
+	returned_bytes  INTEGER NOT NULL DEFAULT 0,
+	kept_out_bytes  INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS tool_calls (
 	id              TEXT    PRIMARY KEY,
@@ -116,6 +118,11 @@ CREATE INDEX IF NOT EXISTS approvals_open ON approvals (owner) WHERE status = 'p
 CREATE INDEX IF NOT EXISTS approvals_run ON approvals (tenant, run_id);
 `
 
+// indexesAdded are created after the migration, since they may name columnsAdded.
+const indexesAdded = `
+CREATE INDEX IF NOT EXISTS executions_run ON executions (tenant, run_id);
+`
+
 // OpenSQLite opens (creating if need be) the ledger in dataDir/LedgerFile.
 func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLite, error) {
 	busy := 10 * time.Second
@@ -140,20 +147,37 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
 	db.SetMaxOpenConns(8)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	// A file this version has set up says so in user_version; only another needs the schema
+	// and migrations, which otherwise cost an open half its time.
+	var version int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("budget: ledger schema: %w", err)
+		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
-	if err := migrate(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("budget: ledger migration: %w", err)
+	if version != sqliteSchemaVersion {
+		if _, err := db.ExecContext(ctx, schema); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("budget: ledger schema: %w", err)
+		}
+		if err := migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("budget: ledger migration: %w", err)
+		}
+		if version < sqliteSchemaVersion { // a newer binary's file keeps its mark
+			if _, err := db.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, sqliteSchemaVersion)); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("budget: ledger schema version: %w", err)
+			}
+		}
 	}
 	own, err := newOwner(path + "-owners")
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &SQLite{db: db, owner: own, wmu: make(chan struct{}, 1)}, nil
+	s := &SQLite{db: db, owner: own, batch: newBatcher()}
+	go s.flusher()
+	return s, nil
 }
 
 // private makes the ledger's state readable by its owner only: dir 0700, and the ledger file
@@ -188,10 +212,17 @@ func tighten(path string) error {
 	return nil
 }
 
+// sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
+// indexesAdded are in it. Bump it with each change to them.
+const sqliteSchemaVersion = 3
+
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
 var columnsAdded = []struct{ table, column, decl string }{
 	{"executions", "agent_version", `TEXT NOT NULL DEFAULT ''`},
+	{"executions", "binding_bytes", `INTEGER NOT NULL DEFAULT 0`},
+	{"executions", "returned_bytes", `INTEGER NOT NULL DEFAULT 0`},
+	{"executions", "kept_out_bytes", `INTEGER NOT NULL DEFAULT 0`},
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -207,12 +238,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			}
 		}
 	}
-	return nil
+	_, err := db.ExecContext(ctx, indexesAdded)
+	return err
 }
 
 // Close releases the ledger; calls still started stay so, for a later Recover.
 func (s *SQLite) Close() error {
 	s.closeOnce.Do(func() {
+		s.closeBatches()
 		s.smu.Lock()
 		for _, st := range s.stmts {
 			st.Close()
@@ -226,7 +259,6 @@ func (s *SQLite) Close() error {
 
 func now() int64 { return time.Now().UnixNano() }
 
-// write runs fn in an immediate write transaction.
 // stmtTx is a write transaction whose statements are prepared once per ledger and reused:
 // parsing the SQL again for every statement was most of what a binding call's two records
 // cost.
@@ -269,27 +301,6 @@ func (s *SQLite) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func (s *SQLite) write(ctx context.Context, fn func(tx *stmtTx) error) error {
-	select {
-	case s.wmu <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
-	}
-	defer func() { <-s.wmu }()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("budget: ledger: %w", err)
-	}
-	if err := fn(&stmtTx{Tx: tx, s: s}); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("budget: ledger commit: %w", err)
-	}
-	return nil
-}
-
 const ensureRun = `INSERT INTO runs (tenant, run_id, started_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 
 func (s *SQLite) StartRun(ctx context.Context, run RunRef) error {
@@ -320,8 +331,10 @@ func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id, agentVersio
 
 func (s *SQLite) EndExecution(ctx context.Context, end ExecutionEnd) error {
 	return s.write(ctx, func(tx *stmtTx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ? WHERE id = ?`,
-			now(), end.Status, nullJSON(end.Attachments), end.ID)
+		c := end.Context
+		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ?,
+			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ? WHERE id = ?`,
+			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes, end.ID)
 		return mustAffect(r, err)
 	})
 }
@@ -332,34 +345,41 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 	err := s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if c.ExecutionID == "" {
-			// A direct call may be its Run's first record; an execution's Run was made by
-			// StartExecution.
+			// A direct call may be its Run's first record, and is recorded, not metered.
 			if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
 				return err
 			}
+			u, err := runUsage(ctx, tx, c.Run)
+			if err != nil {
+				return err
+			}
+			after = u
+			return insertCall(ctx, tx, c, s.owner.id, Started, true, t, "", "")
 		}
-		u, err := runUsage(ctx, tx, c.Run)
-		if err != nil {
-			return err
-		}
-		metered := c.ExecutionID != ""
-		if metered {
+		// One conditional UPDATE checks every meter of the Run and counts the call.
+		u, err := admitRun(ctx, tx, c.Run, runLimits)
+		if errors.Is(err, sql.ErrNoRows) {
+			// Spent, or (a Run StartExecution did not make) missing: the usage says which.
+			if u, err = runUsage(ctx, tx, c.Run); err != nil {
+				return err
+			}
 			if refusal = runRefusal(u, runLimits); refusal != nil {
 				after = u
 				return insertCall(ctx, tx, c, s.owner.id, Refused, false, t, string(refusal.Kind), refusal.Message)
 			}
+			if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
+				return err
+			}
+			u, err = admitRun(ctx, tx, c.Run, runLimits)
+		}
+		if err != nil {
+			return err
 		}
 		if err := insertCall(ctx, tx, c, s.owner.id, Started, true, t, "", ""); err != nil {
 			return err
 		}
-		if metered {
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET calls = calls + 1 WHERE tenant = ? AND run_id = ?`, c.Run.Tenant, c.Run.ID); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE executions SET calls = calls + 1 WHERE id = ?`, c.ExecutionID); err != nil {
-				return err
-			}
-			u.Calls++
+		if _, err := tx.ExecContext(ctx, `UPDATE executions SET calls = calls + 1 WHERE id = ?`, c.ExecutionID); err != nil {
+			return err
 		}
 		after = u
 		return nil
@@ -371,6 +391,18 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 		return after, refusal
 	}
 	return after, nil
+}
+
+// admitRun counts one call against run if every meter is below runLimits, and returns the
+// Run's usage after it; sql.ErrNoRows when a meter is spent or the Run is missing.
+func admitRun(ctx context.Context, tx *stmtTx, run RunRef, l Limits) (Usage, error) {
+	var u Usage
+	err := tx.QueryRowContext(ctx, `UPDATE runs SET calls = calls + 1 WHERE tenant = ? AND run_id = ?
+		AND calls < ? AND transfer_bytes < ? AND produced_bytes < ? AND preserved_bytes < ?
+		RETURNING calls, transfer_bytes, produced_bytes, preserved_bytes`,
+		run.Tenant, run.ID, ceiling(int64(l.MaxCalls)), ceiling(l.MaxTotalBytes), ceiling(l.MaxProducedBytes),
+		ceiling(l.MaxPreservedBytes)).Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+	return u, err
 }
 
 func insertCall(ctx context.Context, tx *stmtTx, c CallStart, owner string, st CallStatus, spent bool, t int64, kind, msg string) error {
@@ -399,7 +431,20 @@ func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
 	if !f.Status.finishing() {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
-	return s.write(ctx, func(tx *stmtTx) error {
+	return s.write(ctx, s.finishCall(ctx, f))
+}
+
+// FinishCallLater is FinishCall committed with the next batch of writes (batch.go): the
+// tool_call_finished of a program's call may lag; its tool_call_started may not.
+func (s *SQLite) FinishCallLater(ctx context.Context, f CallFinish) error {
+	if !f.Status.finishing() {
+		return fmt.Errorf("budget: %q does not finish a call", f.Status)
+	}
+	return s.writeLater(ctx, s.finishCall(ctx, f))
+}
+
+func (s *SQLite) finishCall(ctx context.Context, f CallFinish) func(tx *stmtTx) error {
+	return func(tx *stmtTx) error {
 		// One statement finds and finishes the call (RETURNING), so the common case costs no
 		// separate look-up; only a call that is not there, or not started, takes a second.
 		var tenant, runID, execID string
@@ -427,7 +472,7 @@ func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
 			return nil
 		}
 		return addBytes(ctx, tx, RunRef{Tenant: tenant, ID: runID}, execID, u)
-	})
+	}
 }
 
 func addBytes(ctx context.Context, tx *stmtTx, run RunRef, execID string, u Usage) error {
@@ -472,11 +517,28 @@ func runUsage(ctx context.Context, q querier, run RunRef) (Usage, error) {
 }
 
 func (s *SQLite) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
+	if err := s.Flush(ctx); err != nil {
+		return Usage{}, err
+	}
 	u, err := runUsage(ctx, s.db, run)
 	if err != nil {
 		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
+}
+
+func (s *SQLite) RunContext(ctx context.Context, run RunRef) (Context, error) {
+	if err := s.Flush(ctx); err != nil {
+		return Context{}, err
+	}
+	var c Context
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(binding_bytes), 0), coalesce(sum(returned_bytes), 0),
+		coalesce(sum(kept_out_bytes), 0) FROM executions WHERE tenant = ? AND run_id = ? AND ended_at IS NOT NULL`,
+		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
+	if err != nil {
+		return Context{}, fmt.Errorf("budget: run context: %w", err)
+	}
+	return c, nil
 }
 
 const callColumns = `id, tenant, run_id, execution_id, tool, argument_bytes, status, spent, started_at,
@@ -510,6 +572,9 @@ func scanCall(r scanner) (CallRecord, error) {
 }
 
 func (s *SQLite) Call(ctx context.Context, id string) (CallRecord, error) {
+	if err := s.Flush(ctx); err != nil {
+		return CallRecord{}, err
+	}
 	c, err := scanCall(s.db.QueryRowContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return CallRecord{}, fmt.Errorf("%w: call %s", ErrNotFound, id)
@@ -592,6 +657,9 @@ func (s *SQLite) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, e
 }
 
 func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
+	if err := s.Flush(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT owner FROM tool_calls WHERE status = 'started' AND owner != ?
 		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?`, s.owner.id, s.owner.id)
 	if err != nil {

@@ -110,7 +110,7 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	l.wmu <- struct{}{} // another write in progress
+	l.batch.wmu <- struct{}{} // another batch in progress
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
@@ -123,7 +123,7 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("write ignored its context while waiting for the write lock")
 	}
-	<-l.wmu
+	<-l.batch.wmu
 }
 
 // TestOlderLedgerIsMigrated: a ledger file from before the executions table had
@@ -153,5 +153,94 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	// The approvals table came later still.
 	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a", Run: RunRef{Tenant: "t", ID: "r"}, CallID: "c", Tool: "s__t", Status: ApprovalPending}); err != nil {
 		t.Fatalf("an approval in a migrated ledger: %v", err)
+	}
+	// The context economy's columns came too, and the file is marked as set up, so the next
+	// open skips the schema.
+	if err := l.EndExecution(ctx, ExecutionEnd{ID: "x", Status: "completed", Context: Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.RunContext(ctx, RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {
+		t.Fatalf("RunContext in a migrated ledger = %+v, %v", c, err)
+	}
+	var v int
+	if err := l.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqliteSchemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, sqliteSchemaVersion)
+	}
+}
+
+// Writes queued while a batch commits are committed together, each in its own savepoint: one
+// failing leaves the others. A lazy finish is committed by the next write or a Flush, and a
+// read sees it.
+func TestSQLiteBatches(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenSQLite(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	run := RunRef{Tenant: "t", ID: "r"}
+	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c1", "c2"} {
+		if _, err := l.StartCall(ctx, CallStart{ID: id, Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
+	errs := make(chan error, 3)
+	go func() {
+		errs <- l.FinishCallLater(ctx, CallFinish{ID: "c1", Status: Succeeded, Usage: Usage{TransferBytes: 100}})
+	}()
+	go func() { errs <- l.FinishCall(ctx, CallFinish{ID: "nope", Status: Succeeded}) }()
+	go func() {
+		_, err := l.StartCall(ctx, CallStart{ID: "c3", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{})
+		errs <- err
+	}()
+	for {
+		l.batch.qmu.Lock()
+		n := len(l.batch.pending)
+		l.batch.qmu.Unlock()
+		if n == 3 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-l.batch.wmu // the start leads the next batch, with the finishes in it
+	var notFound, ok int
+	for range 3 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrNotFound):
+			notFound++
+		default:
+			t.Fatalf("unexpected %v", err)
+		}
+	}
+	if ok != 2 || notFound != 1 {
+		t.Fatalf("ok %d, not found %d: want the failing write alone to fail", ok, notFound)
+	}
+	if u := mustUsage(t, l, run); u.Calls != 3 || u.TransferBytes != 100 {
+		t.Fatalf("usage %+v: want 3 calls and c1's 100 bytes", u)
+	}
+	// A lazy finish with nothing after it: Flush commits it.
+	done := make(chan error, 1)
+	go func() { done <- l.FinishCallLater(ctx, CallFinish{ID: "c2", Status: Failed, Kind: "tool_error"}) }()
+	for {
+		if err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != Failed {
+				t.Fatalf("c2 = %+v, %v", rec, err)
+			}
+			return
+		case <-time.After(time.Millisecond):
+		}
 	}
 }

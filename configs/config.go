@@ -125,12 +125,24 @@ type Profile struct {
 	Artifacts     ArtifactPolicy `yaml:"artifacts" json:"artifacts"`
 	// Approvals says how long a call that needs a person's approval waits for the answer.
 	Approvals Approvals `yaml:"approvals" json:"approvals"`
+	// Warm sizes the pools of started, graded children kept ready, one pool per tenant and
+	// terms; a remote profile's service sizes its own.
+	Warm Warm `yaml:"warm" json:"warm"`
 	// Remote is the sandbox service a `remote` profile runs its programs on; only that
 	// backend has it.
 	Remote *Remote `yaml:"remote" json:"remote,omitempty"`
 	// Container configures backend container; only such a profile may carry it, and after
 	// defaults every such profile does.
 	Container *Container `yaml:"container" json:"container,omitempty"`
+}
+
+// Warm sizes a profile's warm pools: each keeps between Min and Max children started ahead of
+// demand (growing towards Max while executions find it empty), and shrinks back to Min once
+// unused for IdleSeconds. Min 0 and Max 0 keep none.
+type Warm struct {
+	Min         *int     `yaml:"min" json:"min"`
+	Max         *int     `yaml:"max" json:"max"`
+	IdleSeconds *float64 `yaml:"idle_seconds" json:"idle_seconds"`
 }
 
 // Remote is where a remote profile's sandbox service listens, and the credential it wants.

@@ -37,6 +37,13 @@ func DefaultOutputPolicy() OutputPolicy {
 	return OutputPolicy{PreviewBytes: Bytes(4000), MaxBytes: Bytes(8 * MiB), Preserve: PreserveWhenAvailable}
 }
 
+// DefaultWarm returns the warm pool sizing a profile gets for each field it leaves out: one
+// child ready per tenant and terms, up to four while programs come back to back, for a
+// single desktop user; back to one after five idle minutes.
+func DefaultWarm() Warm {
+	return Warm{Min: Count(1), Max: Count(4), IdleSeconds: Seconds(300)}
+}
+
 // DefaultArtifactPolicy returns the artifact policy a profile gets for each field it leaves out.
 func DefaultArtifactPolicy() ArtifactPolicy {
 	return ArtifactPolicy{Collection: CollectionCollect, MaxFiles: Count(64), MaxBytes: Bytes(16 * MiB)}
@@ -92,6 +99,14 @@ func withProfileDefaults(p Profile) Profile {
 	orString(&a.Collection, da.Collection)
 	orPtr(&a.MaxFiles, da.MaxFiles)
 	orPtr(&a.MaxBytes, da.MaxBytes)
+
+	w, dw := &p.Warm, DefaultWarm()
+	if w.Max == nil && w.Min != nil && *w.Min > *dw.Max {
+		w.Max = w.Min // a min set above the default max raises it
+	}
+	orPtr(&w.Min, dw.Min)
+	orPtr(&w.Max, dw.Max)
+	orPtr(&w.IdleSeconds, dw.IdleSeconds)
 
 	if p.Backend == BackendContainer {
 		var c Container

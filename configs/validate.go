@@ -147,8 +147,27 @@ func (v *validator) profile(n string, p Profile) {
 	v.enum(at+".artifacts.collection", "collection", a.Collection, collects)
 	v.positive(at+".artifacts.max_files", a.MaxFiles)
 	v.positive(at+".artifacts.max_bytes", a.MaxBytes)
+	v.warm(at+".warm", p.Warm)
 	v.remote(at, p)
 	v.container(at, p)
+}
+
+// maxWarm bounds a warm pool: each child is a started interpreter holding its memory.
+const maxWarm = 64
+
+func (v *validator) warm(at string, w Warm) {
+	for _, f := range []struct {
+		key string
+		n   *int
+	}{{"min", w.Min}, {"max", w.Max}} {
+		if f.n != nil && (*f.n < 0 || *f.n > maxWarm) {
+			v.add(at+"."+f.key, "must be from 0 to %d, got %d", maxWarm, *f.n)
+		}
+	}
+	if w.Min != nil && w.Max != nil && *w.Max < *w.Min {
+		v.add(at+".max", "%d is less than warm.min (%d)", *w.Max, *w.Min)
+	}
+	v.positive(at+".idle_seconds", w.IdleSeconds)
 }
 
 // remote checks a profile's remote block: present exactly for backend remote, with a service

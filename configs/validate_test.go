@@ -142,6 +142,27 @@ func TestValidationProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "warm pools",
+			data: doc(
+				"profiles:",
+				"  default:",
+				"    warm: {min: 5, max: 2, idle_seconds: 0}",
+				"  huge:",
+				"    warm: {min: -1, max: 100}",
+				"  raised:",
+				"    warm: {min: 6}",
+				"  none:",
+				"    warm: {min: 0, max: 0}",
+				"tenants: {t: {agents: {a: {}}}}",
+			),
+			want: []string{
+				`t.yaml:3: profiles.default.warm.max: 2 is less than warm.min (5)`,
+				`t.yaml:3: profiles.default.warm.idle_seconds: must be a positive number of seconds, got 0`,
+				`t.yaml:5: profiles.huge.warm.min: must be from 0 to 64, got -1`,
+				`t.yaml:5: profiles.huge.warm.max: must be from 0 to 64, got 100`,
+			},
+		},
+		{
 			name: "upstreams",
 			data: doc(
 				"profiles: {default: {}}",

@@ -34,7 +34,7 @@ func (r *Runner) probe(ctx context.Context) *Description {
 	t := r.Terms(Terms{})
 	d := &Description{Backend: r.backend.Name(), Isolation: LevelProcess, Guarantees: Guarantees{},
 		Mechanisms: r.backend.Mechanisms(), Problems: []string{}, LimitCeiling: r.opts.Ceiling}
-	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(t), Stdout: io.Discard, Stderr: io.Discard})
+	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(false), Stdout: io.Discard, Stderr: io.Discard})
 	if err != nil {
 		d.Problems = append(d.Problems, err.Error())
 		return d

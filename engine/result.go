@@ -34,6 +34,7 @@ type Result struct {
 	UpstreamProblems []UpstreamProblem `json:"upstream_problems,omitempty"`
 	Budget           BudgetReport      `json:"budget"`
 	Approvals        ApprovalCounts    `json:"approvals"`
+	Context          ContextReport     `json:"context"`
 
 	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
 	// stay on the host and never enter the JSON.
@@ -116,6 +117,29 @@ type Usage struct {
 	TransferBytes  int64 `json:"transfer_bytes"`
 	ProducedBytes  int64 `json:"produced_bytes"`
 	PreservedBytes int64 `json:"preserved_bytes"`
+}
+
+// ContextReport is the context economy of run_code, per execution and per Run: what the
+// program received from its tool calls beside what came back to the model.
+type ContextReport struct {
+	Execution ContextUsage `json:"execution"`
+	Run       ContextUsage `json:"run"`
+}
+
+// ContextUsage is one half of a ContextReport. BindingBytes are the bytes of the values the
+// program received from its tool calls and handle reads (built-ins included); ReturnedBytes
+// the bytes of the result's text rendering, which is what the model reads; KeptOutBytes is
+// BindingBytes less ReturnedBytes, never below zero (per Run: the sum over its executions).
+type ContextUsage struct {
+	BindingBytes  int64 `json:"binding_bytes"`
+	ReturnedBytes int64 `json:"returned_bytes"`
+	KeptOutBytes  int64 `json:"kept_out_bytes"`
+}
+
+// NewContextUsage is the usage of one execution that received binding bytes and returned
+// returned bytes to the model.
+func NewContextUsage(binding, returned int64) ContextUsage {
+	return ContextUsage{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
 }
 
 // OK reports whether the execution completed without a failure.

@@ -44,9 +44,10 @@ type RunnerOptions struct {
 	MaxConcurrentCalls int
 	// Artifacts says whether files the program leaves in its workspace come back.
 	Artifacts ArtifactPolicy
-	// Warm is how many idle children to keep started, per distinct terms, so an execution
-	// does not wait for an interpreter to start (default 0: none). Each is used once.
-	Warm int
+	// Warm sizes the pools of children started ahead of demand, per owner and terms, so an
+	// execution does not wait for an interpreter to start (default: none). Each child runs one
+	// program; its containment is graded for the execution that takes it.
+	Warm WarmPolicy
 	// HelloTimeout bounds the wait for the child's first frame (default 10 s, and never more
 	// than the wall clock).
 	HelloTimeout time.Duration
@@ -70,12 +71,16 @@ type Runner struct {
 	port6    int
 	accepted sync.WaitGroup
 
-	mu         sync.Mutex // guards desc, warm, starting and closed
-	desc       *Description
-	warm       map[Terms][]*prepared
-	starting   map[Terms]int
-	closed     bool
-	background sync.WaitGroup // refills in flight
+	mu           sync.Mutex // guards desc, pools, hits, misses and closed
+	desc         *Description
+	pools        map[poolKey]*warmPool
+	hits, misses uint64
+	closed       bool
+
+	starts     chan struct{}  // a slot per background start in progress (startsAtOnce)
+	stop       chan struct{}  // closed by Close: ends tend and the starts waiting for a slot
+	background sync.WaitGroup // warm starts and discards in flight
+	tending    sync.WaitGroup // tend
 }
 
 // NewRunner returns a Runner over b. Close releases its listeners and state directory. The
@@ -124,7 +129,14 @@ func newRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 	if opts.HelloTimeout <= 0 {
 		opts.HelloTimeout = 10 * time.Second
 	}
-	r := &Runner{backend: b, opts: opts, stateDir: opts.StateDir, warm: map[Terms][]*prepared{}, starting: map[Terms]int{}}
+	if opts.Warm.Idle <= 0 {
+		opts.Warm.Idle = 5 * time.Minute
+	}
+	if opts.Warm.Min < 0 || opts.Warm.Max < opts.Warm.Min {
+		return nil, fmt.Errorf("warm pool: want 0 <= min <= max, got min %d, max %d", opts.Warm.Min, opts.Warm.Max)
+	}
+	r := &Runner{backend: b, opts: opts, stateDir: opts.StateDir, pools: map[poolKey]*warmPool{},
+		starts: make(chan struct{}, startsAtOnce()), stop: make(chan struct{})}
 	if r.stateDir == "" {
 		d, err := os.MkdirTemp("", "mcp-sandbox-state-")
 		if err != nil {
@@ -152,6 +164,10 @@ func newRunner(b Backend, opts RunnerOptions) (*Runner, error) {
 			go r.acceptAndClose(l)
 		}
 	}
+	if r.warmOn() {
+		r.tending.Add(1)
+		go r.tend()
+	}
 	return r, nil
 }
 
@@ -178,17 +194,7 @@ func (r *Runner) acceptAndClose(l net.Listener) {
 // backend when it is an io.Closer (the Runner owns the backend it was given). It is
 // idempotent; executions in flight must have returned.
 func (r *Runner) Close() error {
-	r.mu.Lock()
-	r.closed = true
-	warm := r.warm
-	r.warm = nil
-	r.mu.Unlock()
-	r.background.Wait()
-	for _, ps := range warm {
-		for _, p := range ps {
-			p.discard()
-		}
-	}
+	r.closePools()
 	for _, l := range []net.Listener{r.l4, r.l6} {
 		if l != nil {
 			l.Close()
@@ -217,9 +223,15 @@ func (r *Runner) Terms(req Terms) Terms {
 	return t
 }
 
-func (r *Runner) argv(t Terms) []string {
+// argv is the interpreter's argv: the bootstrap and its arguments. A warm child, whose program
+// may be a while coming, imports what programs commonly need once its hello is sent.
+func (r *Runner) argv(warm bool) []string {
+	mode := "cold"
+	if warm {
+		mode = "warm"
+	}
 	return []string{"-I", "-c", bootstrap.Source, r.canary, strconv.Itoa(r.port4), strconv.Itoa(r.port6),
-		strconv.Itoa(r.opts.MaxFrame - 64<<10)}
+		strconv.Itoa(r.opts.MaxFrame - 64<<10), mode}
 }
 
 // Run runs one program. Every ending, refusals included, is a Result.
@@ -244,11 +256,11 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 		res.Cancelled = true
 		return res
 	}
-	p, start := r.takeWarm(t), StartWarm
+	p, start := r.takeWarm(poolKey{owner: ex.Owner, terms: t}), StartWarm
 	if p == nil {
 		start = StartCold
 		var err error
-		if p, err = r.prepare(ctx, t); err != nil {
+		if p, err = r.prepare(ctx, t, false); err != nil {
 			k := failure.KindOf(err)
 			if k == failure.Internal {
 				k = failure.BackendUnavailable
@@ -261,7 +273,6 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 			return Refuse(t, k, fmt.Sprintf("the %s backend could not start the sandbox: %s", r.backend.Name(), msg))
 		}
 	}
-	defer r.refill(t)
 	ses := &session{r: r, ex: ex, t: t, p: p, res: emptyResult(t)}
 	ses.res.Start = start
 	ses.drive(ctx)
@@ -280,9 +291,10 @@ type prepared struct {
 	cancel         context.CancelFunc // stops the reader
 }
 
-// prepare starts a child for terms t and begins reading its frames. The child lives until an
-// execution drives it or discard ends it, independently of ctx once started.
-func (r *Runner) prepare(ctx context.Context, t Terms) (*prepared, error) {
+// prepare starts a child for terms t and begins reading its frames; warm says it is started
+// ahead of its execution. The child lives until an execution drives it or discard ends it,
+// independently of ctx once started.
+func (r *Runner) prepare(ctx context.Context, t Terms, warm bool) (*prepared, error) {
 	p := &prepared{
 		stdout:     outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes),
 		stderr:     outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes),
@@ -291,7 +303,7 @@ func (r *Runner) prepare(ctx context.Context, t Terms) (*prepared, error) {
 		exited:     make(chan Exit, 1),
 		waited:     make(chan struct{}),
 	}
-	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(t), Stdout: p.stdout, Stderr: p.stderr})
+	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(warm), Stdout: p.stdout, Stderr: p.stderr})
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +342,16 @@ func (p *prepared) reaped() {
 	}
 }
 
+// dead reports whether the child has exited (a warm one that died waiting).
+func (p *prepared) dead() bool {
+	select {
+	case <-p.waited:
+		return true
+	default:
+		return false
+	}
+}
+
 // discard ends a prepared child that will never run a program.
 func (p *prepared) discard() {
 	p.child.Kill()
@@ -337,71 +359,6 @@ func (p *prepared) discard() {
 	p.child.Close()
 	p.child.Channel().Close()
 	p.reaped()
-}
-
-// maxWarmTerms bounds how many distinct terms keep warm children.
-const maxWarmTerms = 4
-
-// takeWarm returns an idle child started for exactly t, or nil.
-func (r *Runner) takeWarm(t Terms) *prepared {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	idle := r.warm[t]
-	if len(idle) == 0 {
-		return nil
-	}
-	p := idle[0]
-	r.warm[t] = idle[1:]
-	return p
-}
-
-// WarmIdle returns how many started children are idle, over all terms: the warm pool's depth.
-func (r *Runner) WarmIdle() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, ps := range r.warm {
-		n += len(ps)
-	}
-	return n
-}
-
-// Prewarm starts the warm children for terms t now, rather than after the first execution
-// under them. It does nothing when RunnerOptions.Warm is zero.
-func (r *Runner) Prewarm(t Terms) { r.refill(r.Terms(t)) }
-
-// refill starts, in the background, the children that keep RunnerOptions.Warm idle ones ready
-// for terms t. A child is started only after the execution it replaces has ended, so a warm
-// child never shares anything with an execution but the terms.
-func (r *Runner) refill(t Terms) {
-	if r.opts.Warm <= 0 {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed || r.warm == nil || len(r.warm[t])+r.starting[t] >= r.opts.Warm {
-		return
-	}
-	if _, ok := r.warm[t]; !ok && len(r.warm) >= maxWarmTerms {
-		return
-	}
-	r.starting[t]++
-	r.background.Add(1)
-	go func() {
-		defer r.background.Done()
-		p, err := r.prepare(context.Background(), t)
-		r.mu.Lock()
-		r.starting[t]--
-		if err != nil || r.closed {
-			r.mu.Unlock()
-			if p != nil {
-				p.discard()
-			}
-			return
-		}
-		r.warm[t] = append(r.warm[t], p)
-		r.mu.Unlock()
-	}()
 }
 
 // session is one execution in flight.
@@ -450,9 +407,56 @@ func (s *session) drive(ctx context.Context) {
 	if e.done != nil {
 		s.collect()
 	}
+	if e.done != nil && e.done.OK && s.outputEnded() {
+		// The program completed and every byte it wrote is in: the result is known now, and
+		// nothing of the child's end (its exit, the tree's cgroup) can change it. The Runner
+		// ends the child in the background; Close waits for that.
+		s.cancel()
+		s.calls.Wait()
+		s.finish(e.done, e.exit, nil, nil, TreeUsage{})
+		s.r.background.Add(1)
+		go func() {
+			defer s.r.background.Done()
+			s.teardown(&e)
+		}()
+		return
+	}
 	s.flushBeforeKill(&e)
 	tree := s.teardown(&e)
 	s.finish(e.done, e.exit, e.fail, e.limit, tree)
+}
+
+// outputEnder is a Child that tells when its output streams have ended: every process let go
+// of their write ends, so every byte written is in the captures (spawned children are).
+type outputEnder interface {
+	OutputClosed() <-chan struct{}
+}
+
+// outputGrace is how long, after done, the host waits for the streams' end to be read: the
+// bootstrap closes them before it sends done, so only the copies' last read is left.
+const outputGrace = 5 * time.Millisecond
+
+// outputEnded reports whether the child's output streams have ended (waiting outputGrace at
+// most): a process of the program that still holds them (a daemon) may write more, and then
+// the tree must be killed before the output is final.
+func (s *session) outputEnded() bool {
+	oe, ok := s.p.child.(outputEnder)
+	if !ok {
+		return false
+	}
+	select {
+	case <-oe.OutputClosed():
+		return true
+	default:
+	}
+	t := time.NewTimer(outputGrace)
+	defer t.Stop()
+	select {
+	case <-oe.OutputClosed():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // clocks are one session's deadlines: the wall clock, the wait for hello, the progress ticks,

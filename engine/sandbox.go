@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
@@ -28,6 +29,9 @@ type Execution struct {
 	// Aliases are the names of ToolNames bound as Python names too. The host computes them
 	// once, by its one rule (upstream.Aliasable); the engine passes them on as they are.
 	Aliases []string
+	// Owner is who the execution runs for (the tenant). Warm pools are kept per owner: a child
+	// started ahead for one owner is never handed to another.
+	Owner string
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
 	// Logger, when set, is the execution's logger (its lines name the execution, tenant,
@@ -56,6 +60,10 @@ type Description struct {
 	LimitCeiling Limits     `json:"limit_ceiling"`
 	Python       string     `json:"python,omitempty"`
 }
+
+// BootstrapSource is the text every child runs first (package bootstrap), for a backend that
+// prepares it ahead: a local backend has its interpreter compile it once (internal/python).
+var BootstrapSource = bootstrap.Source
 
 // Backend starts sandbox children for a Runner. Each local isolation mechanism is one Backend.
 // Implementations must be safe for concurrent use.

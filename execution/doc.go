@@ -27,8 +27,12 @@
 //     a stream that fits its preview stays inline. Without a store, or when a Put fails, they
 //     are preview_only and the ledger's attachment record says how many bytes were let go
 //     (let_go_bytes); with Spec.PreserveRequired that is an output_not_preserved failure.
-//  6. The budget report (per execution and per Run, the Run half read from the ledger) and the
-//     execution's end, with its status and attachments, are recorded.
+//  6. The budget report (per execution and per Run, the Run half read from the ledger), then
+//     the context economy: context.execution is what the program received from its calls
+//     (binding_bytes) beside the size of what the model reads of the result (returned_bytes:
+//     Options.Render, mcpserver.RenderText for run_code, the result's JSON for `run`) and the
+//     difference (kept_out_bytes). The execution's end is recorded with its status,
+//     attachments and context, and context.run is the Run's sum, read back from the ledger.
 //  7. Every execution that ends, a refusal included, is reported (observe.go).
 //
 // What stays with each caller is what differs by nature: how the Run is named (an MCP

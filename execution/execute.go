@@ -59,6 +59,10 @@ type Options struct {
 	// Report counts executions, binding calls and kept outputs for the operator's metrics; the
 	// zero Reporter counts nothing.
 	Report telemetry.Reporter
+	// Render is the text a model reads of a result (mcpserver.RenderText), whose size is the
+	// context report's returned_bytes; nil means the result's JSON, what `mcp-sandbox run`
+	// prints.
+	Render func(*engine.Result) string
 }
 
 // Program is one program to execute and the turn it runs in.
@@ -132,7 +136,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
 		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report})
 	res := spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
-		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress, Logger: log})
+		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant})
 	x.Wait()
 	if u := x.Unavailable(); len(u) > 0 {
 		res.Unavailable = append([]string(nil), u...)
@@ -158,16 +162,36 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 			log.Error("run usage not read", "err", err)
 		}
 		res.Budget = engine.BudgetReport{Execution: usageOf(exec), Run: usageOf(run)}
+	}
+	// The context economy last: what the model reads is the result as it now stands.
+	res.Context.Execution = engine.NewContextUsage(x.ReceivedBytes(), renderedBytes(res, o.Render))
+	res.Context.Run = res.Context.Execution
+	if meter != nil {
 		status := "completed"
 		if res.Failure != nil {
 			status = string(res.Failure.Kind)
 		}
 		aj, _ := json.Marshal(recs)
-		if err := meter.End(rctx, status, aj); err != nil {
+		c := res.Context.Execution
+		if err := meter.End(rctx, status, aj, budget.Context{BindingBytes: c.BindingBytes, ReturnedBytes: c.ReturnedBytes, KeptOutBytes: c.KeptOutBytes}); err != nil {
 			log.Error("execution end not recorded", "err", err)
+		} else if c, err := meter.RunContext(rctx); err != nil {
+			log.Error("run context not read", "err", err)
+		} else {
+			res.Context.Run = engine.ContextUsage{BindingBytes: c.BindingBytes, ReturnedBytes: c.ReturnedBytes, KeptOutBytes: c.KeptOutBytes}
 		}
 	}
 	return observe(ctx, spec, res, o.Report, log)
+}
+
+// renderedBytes is the size of what the model reads of res: render's text, or the result's
+// JSON without one.
+func renderedBytes(res *engine.Result, render func(*engine.Result) string) int64 {
+	if render != nil {
+		return int64(len(render(res)))
+	}
+	b, _ := json.Marshal(res)
+	return int64(len(b))
 }
 
 func usageOf(u budget.Usage) engine.Usage {

@@ -67,6 +67,12 @@
 //     is preview_only with its Reason, or output_not_preserved under output.preserve: required.
 //   - A text artifact the engine returned whole (Attachment.Text, up to the profile's preview
 //     size) is rendered whole, beside its handle (execution keeps it location inline).
+//   - Context economy: each run_code result reports context.execution, what the program
+//     received from its calls (binding.Execution.ReceivedBytes) beside the bytes of the text
+//     rendering the model reads (execution.Options.Render is RenderText) and the difference;
+//     context.run is the same summed over the Run's executions in the ledger (without a
+//     ledger, the execution's own). A run_code refused before any execution began reports
+//     zeros.
 //   - Direct calls of exposed tools are recorded too (budget.Direct), under the same Run, and
 //     do not count against the binding budget.
 //   - Direct exposure (Upstreams.Expose): the granted tools of non-deferred servers are added to

@@ -25,11 +25,11 @@ func TestOpenBackendSelection(t *testing.T) {
 	if err != nil {
 		gate.Require(t, "isolated", false, fmt.Sprintf("this host has no isolated backend: %v", err))
 	}
-	b, err := openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated)
+	b, err := openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated, "")
 	if err != nil || b.Name() != best.Name {
 		t.Fatalf("local at isolated opened %v, %v; want %s", b, err, best.Name)
 	}
-	_, err = openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated)
+	_, err = openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated, "")
 	if err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("process at isolated: %v, want a refusal", err)
 	}
@@ -42,7 +42,7 @@ func TestBuiltBackendsAreTheSwitch(t *testing.T) {
 	for _, b := range []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendContainer, configs.BackendRemote} {
 		p := configs.Default().Profiles[configs.DefaultProfileName]
 		p.Backend = b
-		sb, err := openProfile(context.Background(), "p", p, 0)
+		sb, err := openProfile(context.Background(), "p", p, openOptions{})
 		if err == nil {
 			sb.Close()
 		}

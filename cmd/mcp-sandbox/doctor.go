@@ -51,7 +51,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		// a child that could not start: the floor level, nothing graded, its hard limits.
 		d := &engine.Description{Backend: p.Backend, Isolation: engine.LevelProcess, Guarantees: engine.Guarantees{},
 			Mechanisms: []string{}, Problems: []string{}, LimitCeiling: engineLimits(p.HardLimits, engine.DefaultLimits)}
-		runner, err := openProfile(ctx, name, p, 0)
+		runner, err := openProfile(ctx, name, p, openOptions{cacheDir: dataDir(cfg)})
 		if err != nil {
 			d.Problems = append(d.Problems, failureMessage(err))
 		} else {

@@ -13,16 +13,21 @@ import (
 
 // The local backends exist on Linux only (local_other.go says so elsewhere).
 
-func newProcess(ctx context.Context, p configs.Profile) (engine.Backend, error) {
-	return process.New(ctx, &process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()})
+func newProcess(ctx context.Context, p configs.Profile, cacheDir string) (engine.Backend, error) {
+	return process.New(ctx, &process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms(),
+		CacheDir: cacheDir})
 }
 
-func newNamespaces(ctx context.Context, p configs.Profile) (engine.Backend, error) {
-	return namespaces.New(ctx, nsOptions(p))
+func newNamespaces(ctx context.Context, p configs.Profile, cacheDir string) (engine.Backend, error) {
+	o := nsOptions(p)
+	o.CacheDir = cacheDir
+	return namespaces.New(ctx, o)
 }
 
-func newBwrap(ctx context.Context, p configs.Profile) (engine.Backend, error) {
-	return bwrap.New(ctx, bwrapOptions(p))
+func newBwrap(ctx context.Context, p configs.Profile, cacheDir string) (engine.Backend, error) {
+	o := bwrapOptions(p)
+	o.CacheDir = cacheDir
+	return bwrap.New(ctx, o)
 }
 
 func newContainer(ctx context.Context, p configs.Profile) (engine.Backend, error) {

@@ -30,10 +30,14 @@ func unavailable() (engine.Backend, error) {
 	return nil, failure.New(failure.BackendUnavailable, "%s", localWhy)
 }
 
-func newProcess(context.Context, configs.Profile) (engine.Backend, error)    { return unavailable() }
-func newNamespaces(context.Context, configs.Profile) (engine.Backend, error) { return unavailable() }
-func newBwrap(context.Context, configs.Profile) (engine.Backend, error)      { return unavailable() }
-func newContainer(context.Context, configs.Profile) (engine.Backend, error)  { return unavailable() }
+func newProcess(context.Context, configs.Profile, string) (engine.Backend, error) {
+	return unavailable()
+}
+func newNamespaces(context.Context, configs.Profile, string) (engine.Backend, error) {
+	return unavailable()
+}
+func newBwrap(context.Context, configs.Profile, string) (engine.Backend, error) { return unavailable() }
+func newContainer(context.Context, configs.Profile) (engine.Backend, error)     { return unavailable() }
 
 func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
 	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}

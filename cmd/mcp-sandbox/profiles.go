@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -38,17 +39,15 @@ type profileSandbox interface {
 	engine.Sandbox
 	// Terms narrows requested terms against the profile's ceiling.
 	Terms(engine.Terms) engine.Terms
-	// Prewarm starts warm children for terms, where the backend keeps any.
-	Prewarm(engine.Terms)
+	// Prewarm starts the warm children of owner (a tenant) for terms, where the backend keeps
+	// any.
+	Prewarm(owner string, t engine.Terms)
 	Close() error
 }
 
 // openProfile builds the sandbox a profile names: its backend, with the profile's caps.
 // It starts no child; Describe does, with a fixed probe.
-// warm is how many started children to keep ready per distinct terms (engine.RunnerOptions.Warm):
-// a server keeps one, so a program does not wait for an interpreter to start; a one-shot
-// command keeps none.
-func openProfile(ctx context.Context, name string, p configs.Profile, warm int) (profileSandbox, error) {
+func openProfile(ctx context.Context, name string, p configs.Profile, o openOptions) (profileSandbox, error) {
 	level, err := engine.ParseLevel(p.Isolation)
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %v", name, err)
@@ -56,7 +55,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 	if p.Backend == configs.BackendRemote {
 		return openRemote(name, p, level)
 	}
-	backend, err := openBackend(ctx, name, p, level)
+	backend, err := openBackend(ctx, name, p, level, o.cacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -69,9 +68,17 @@ func openProfile(ctx context.Context, name string, p configs.Profile, warm int) 
 		EnvAllowlist:   p.EnvAllowlist,
 		PreviewBytes:   int64(deref(p.Output.PreviewBytes)),
 		MaxBytes:       int64(deref(p.Output.MaxBytes)),
-		Warm:           warm,
+		Warm:           warmPolicy(p, o.warm),
 		Artifacts:      artifactPolicy(p),
 	})
+}
+
+func warmPolicy(p configs.Profile, warm bool) engine.WarmPolicy {
+	if !warm {
+		return engine.WarmPolicy{}
+	}
+	return engine.WarmPolicy{Min: deref(p.Warm.Min), Max: deref(p.Warm.Max),
+		Idle: time.Duration(deref(p.Warm.IdleSeconds) * float64(time.Second))}
 }
 
 func artifactPolicy(p configs.Profile) engine.ArtifactPolicy {
@@ -82,9 +89,19 @@ func artifactPolicy(p configs.Profile) engine.ArtifactPolicy {
 	}
 }
 
+// openOptions say how a command uses the profiles it opens.
+type openOptions struct {
+	// warm keeps the profile's warm pools (warm: {min, max, idle_seconds}): a server does, so
+	// a program does not wait for an interpreter to start; a one-shot command keeps none.
+	warm bool
+	// cacheDir is where a local backend remembers its interpreter's directories between
+	// starts (the data dir; "" for none).
+	cacheDir string
+}
+
 // openBackend picks the backend a profile names. `local` takes the strongest local backend
 // that reaches the profile's level, and never a weaker one.
-func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level) (engine.Backend, error) {
+func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level, cacheDir string) (engine.Backend, error) {
 	backend := p.Backend
 	if backend == "local" {
 		pick, err := engine.SelectLocal(detectLocal(p), level)
@@ -100,11 +117,11 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 			return nil, failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
 				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
-		return newProcess(ctx, p)
+		return newProcess(ctx, p, cacheDir)
 	case "namespaces":
-		return newNamespaces(ctx, p)
+		return newNamespaces(ctx, p, cacheDir)
 	case "bwrap":
-		return newBwrap(ctx, p)
+		return newBwrap(ctx, p, cacheDir)
 	case "container":
 		return newContainer(ctx, p)
 	}

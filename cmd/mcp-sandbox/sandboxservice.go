@@ -64,7 +64,7 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 			"add tokens (\"sha256:<hex>\") under sandbox_service or listen on 127.0.0.1", *listen)
 	}
 
-	sb, err := openProfile(ctx, name, p, serveWarm)
+	sb, err := openProfile(ctx, name, p, openOptions{warm: true, cacheDir: dataDir(cfg)})
 	if err != nil {
 		return exitFailure, err
 	}

@@ -166,14 +166,11 @@ func profileOf(ce *configs.CodeExecution) string {
 	return ce.Profile
 }
 
-// serveWarm is how many started children a server keeps ready per agent's terms.
-const serveWarm = 1
-
 // profileMode is how a command uses the profiles it opens.
 type profileMode int
 
 const (
-	// serving: each profile keeps serveWarm children ready and is described once at startup
+	// serving: each profile keeps its warm pools (warm: {min, max, idle_seconds}) and is described once at startup
 	// (logs, readiness), and a server none of whose profiles can run is not started.
 	serving profileMode = iota
 	// oneShot (run): no warm child and no describe probe, so a program's cold start is its own
@@ -238,11 +235,7 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 				return nil, usagef("agent %q of tenant %q names profile %q, which is not defined (profiles: %v)",
 					aname, tname, name, sortedKeys(cfg.Profiles))
 			}
-			warm := serveWarm
-			if mode == oneShot {
-				warm = 0
-			}
-			runner, err := openProfile(ctx, name, p, warm)
+			runner, err := openProfile(ctx, name, p, openOptions{warm: mode == serving, cacheDir: dataDir(cfg)})
 			if err != nil {
 				kind, reason := openRefusal(err)
 				slog.Error("profile unavailable: programs will be refused", "profile", name, "kind", kind, "err", err)
@@ -311,7 +304,7 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 	if r, ok := ps.runners[name]; ok {
 		terms = r.Terms(terms) // the backend's ceiling and the profile's hard limits
 		if refusal == "" {
-			r.Prewarm(terms)
+			r.Prewarm(tname, terms)
 		}
 	} else {
 		terms.Limits = engineLimits(p.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)

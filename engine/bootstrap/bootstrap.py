@@ -7,7 +7,8 @@ _CHAN = 3
 _VERSION = 1
 _PROGRAM = "<program>"
 _canary, _port4, _port6, _max_value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-_socket_mode = sys.argv[5:7]  # containers: the channel's socket, and the variables to keep
+_warm = sys.argv[5:6] == ["warm"]  # started ahead of its program: warm up while it waits
+_socket_mode = sys.argv[6:8]  # containers: the channel's socket, and the variables to keep
 sys.argv = [_PROGRAM]
 _is_child = False  # true in a process the program forked: it must never speak on the channel
 
@@ -505,10 +506,22 @@ def _done_repr(value):
     return {"type": "done", "ok": True, "value": None, "value_repr": text}
 
 
+def _warm_up():
+    """A warm child's program may be a while coming: load now what programs commonly need
+    (asyncio for any await, traceback for a failure), so no execution pays for it."""
+    for name in ("asyncio", "traceback", "linecache"):
+        try:
+            __import__(name)
+        except Exception:
+            pass
+
+
 def _main():
     if _socket_mode:
         _connect(*_socket_mode)
     _send({"type": "hello", "version": _VERSION, "probe": _probe()})
+    if _warm:
+        _warm_up()
     frame = _recv_blocking()
     if frame.get("type") != "run":
         os._exit(0)  # abort: nothing runs
@@ -519,6 +532,13 @@ def _main():
         done = {"type": "done", "ok": False, "error": {"type": "MemoryError", "message": "", "traceback": "MemoryError\n"}}
     _flush_streams()
     if not _is_child:
+        # Let go of the output streams before saying done: when no other process holds them,
+        # the host sees their end at once and knows it has every byte.
+        for fd in (1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         _send(done)
         # The host collects the workspace now; it closes the channel (or kills the tree) when
         # it is done with it.

@@ -1,7 +1,9 @@
 // Package bootstrap embeds bootstrap.py, the code that runs first inside every sandbox child.
 //
-// The child is started as `python3 -I -c <Source> CANARY PORT4 PORT6 MAXVALUE`, with the
-// channel on fd 3. In socket mode (containers) two more arguments follow, SOCKET and KEEP: the
+// The child is started as `python3 -I -c <Source> CANARY PORT4 PORT6 MAXVALUE MODE`, with the
+// channel on fd 3. MODE is "warm" for a child started ahead of its program (it imports asyncio
+// and traceback once its hello is sent, while it waits) and "cold" otherwise. In socket mode
+// (containers) two more arguments follow, SOCKET and KEEP: the
 // bootstrap reads the token line from stdin, connects to the Unix socket SOCKET, sends the
 // token line first, moves the socket to fd 3, and drops every environment variable not named
 // in the comma-separated KEEP (engine/wire documents the framing). Then it probes its
@@ -11,7 +13,7 @@
 // traceback. Its Python imports only what the interpreter has already loaded plus small C modules
 // (_json, _socket, resource, and _signal, fcntl and select to flush the program's output
 // before a kill: see "Output at a kill" in package engine), because every import is paid by
-// every execution; asyncio is loaded only for a program that awaits.
+// every execution; a cold child loads asyncio only for a program that awaits.
 //
 // It imports the standard library only.
 package bootstrap

@@ -36,7 +36,7 @@ func TestSocketMode(t *testing.T) {
 	}
 	defer ln.Close()
 	const token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	cmd := exec.Command(python(t), "-I", "-c", bootstrap.Source, "/nonexistent/canary", "0", "0", "1000000", sock, "HOME,KEEP_ME")
+	cmd := exec.Command(python(t), "-I", "-c", bootstrap.Source, "/nonexistent/canary", "0", "0", "1000000", "cold", sock, "HOME,KEEP_ME")
 	cmd.Env = []string{"HOME=/", "KEEP_ME=1", "DROP_ME=s3cret", "HOSTNAME=sandbox"}
 	cmd.Stdin = strings.NewReader(token + "\n")
 	var stderr strings.Builder
@@ -82,7 +82,7 @@ func TestSocketMode(t *testing.T) {
 
 // A socket that cannot be reached is a setup failure: exit status 125 and a line saying why.
 func TestSocketModeUnreachable(t *testing.T) {
-	cmd := exec.Command(python(t), "-I", "-c", bootstrap.Source, "/nonexistent/canary", "0", "0", "1000000",
+	cmd := exec.Command(python(t), "-I", "-c", bootstrap.Source, "/nonexistent/canary", "0", "0", "1000000", "cold",
 		filepath.Join(t.TempDir(), "absent.sock"), "HOME")
 	cmd.Stdin = strings.NewReader("token\n")
 	out, err := cmd.CombinedOutput()

@@ -136,12 +136,22 @@ func (g *Group) ProcsFiles() []string {
 
 // Kill kills every process in the group and returns once it is empty (or after a bound).
 func (g *Group) Kill() {
+	g.Signal()
+	KillAll(g.pids, 200)
+}
+
+// Signal sends SIGKILL to every process in the group, once, without waiting for them to go:
+// the caller waits for the tree's exit its own way, and Kill (or Remove) makes sure.
+func (g *Group) Signal() {
 	if g.v2 {
 		_ = os.WriteFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"), 0)
 	}
-	procs := filepath.Join(g.dirs[len(g.dirs)-1], "cgroup.procs")
-	KillAll(func() []int { return ReadPIDs(procs) }, 200)
+	for _, p := range g.pids() {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
 }
+
+func (g *Group) pids() []int { return ReadPIDs(filepath.Join(g.dirs[len(g.dirs)-1], "cgroup.procs")) }
 
 // KillAll sends SIGKILL to every process list returns, again and again, until it returns
 // none or rounds have passed: a process may fork between the list and the kill.
@@ -159,9 +169,7 @@ func KillAll(list func() []int, rounds int) {
 }
 
 // Empty reports whether no process is left in the group.
-func (g *Group) Empty() bool {
-	return len(ReadPIDs(filepath.Join(g.dirs[len(g.dirs)-1], "cgroup.procs"))) == 0
-}
+func (g *Group) Empty() bool { return len(g.pids()) == 0 }
 
 // ReadPIDs reads a cgroup.procs file; a missing one lists nothing.
 func ReadPIDs(path string) []int {

@@ -99,29 +99,74 @@ func Reachable(path string, uid, gid int, want uint32) error {
 	return nil
 }
 
-// Dirs returns the directories the interpreter reads at run time: its prefixes and the
-// entries of its default sys.path, as the interpreter itself reports them. For a virtual
-// environment that is the environment (prefix, site-packages) and its base interpreter's
-// (base_prefix, the standard library), so every backend binds or allows both.
-func Dirs(ctx context.Context, python string) ([]string, error) {
+// Info is what an interpreter says about itself: the directories it reads at run time (its
+// prefixes and the entries of its default sys.path; for a virtual environment that is the
+// environment's prefix and site-packages and its base interpreter's standard library, so every
+// backend binds or allows both), and, when a source was given and it
+// compiles, that source compiled by this interpreter (marshal, base64), which Argv hands to
+// the interpreter instead of the text: compiling the bootstrap costs as much as starting the
+// interpreter.
+type Info struct {
+	Dirs []string `json:"dirs"`
+	Code string   `json:"code,omitempty"`
+}
+
+// codeMarker separates the directories from the compiled source in the probe's answer.
+const codeMarker = "--mcp-sandbox-code--"
+
+// probe prints the directories, then codeMarker and the source read from stdin, compiled
+// with the name -c gives its code ("<string>") and marshalled, or nothing after the marker
+// when it does not compile here.
+const probe = `import sys
+for p in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path}:
+    print(p)
+print("` + codeMarker + `")
+src = sys.stdin.read()
+if src:
+    try:
+        import marshal, binascii
+        print(binascii.b2a_base64(marshal.dumps(compile(src, "<string>", "exec")), newline=False).decode())
+    except Exception:
+        pass
+`
+
+// Inspect asks the interpreter for its directories and compiles source with it ("" for none).
+func Inspect(ctx context.Context, python, source string) (Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-I", "-c",
-		"import sys\nfor p in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path}:\n    print(p)")
+	cmd := exec.CommandContext(ctx, python, "-I", "-c", probe)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdin = strings.NewReader(source)
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("asking %s for its directories: %w", python, err)
+		return Info{}, fmt.Errorf("asking %s for its directories: %w", python, err)
 	}
-	var dirs []string
-	for _, l := range bytes.Split(out, []byte("\n")) {
+	dirsPart, code, _ := bytes.Cut(out, []byte(codeMarker+"\n"))
+	info := Info{Code: string(bytes.TrimSpace(code))}
+	for _, l := range bytes.Split(dirsPart, []byte("\n")) {
 		p := string(bytes.TrimSpace(l))
 		if p == "" || !filepath.IsAbs(p) {
 			continue
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			dirs = append(dirs, p)
+			info.Dirs = append(info.Dirs, p)
 		}
 	}
-	return dirs, nil
+	return info, nil
+}
+
+// codeStub runs compiled code handed to it as its first argument, which it removes, so the
+// code sees the arguments that follow as the source would have. Its first line is the
+// bootstrap's own, which tests look for among running processes.
+const codeStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binascii\nexec(marshal.loads(binascii.a2b_base64(sys.argv.pop(1))))"
+
+// Argv is the interpreter's argv after the interpreter itself: argv ("-I", "-c", source,
+// args…) as it is, or, when info holds source compiled, the same run from the compiled code.
+func (info Info) Argv(argv []string, source string) []string {
+	if info.Code == "" || len(argv) < 3 || argv[0] != "-I" || argv[1] != "-c" || argv[2] != source {
+		return argv
+	}
+	out := make([]string, 0, len(argv)+1)
+	out = append(out, "-I", "-c", codeStub, info.Code)
+	return append(out, argv[3:]...)
 }

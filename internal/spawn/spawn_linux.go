@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,6 +77,8 @@ type Proc struct {
 
 	status  *os.File
 	copies  sync.WaitGroup
+	copying atomic.Int32  // output copies still running
+	copied  chan struct{} // closed when both have ended: every writer let go of the streams
 	readEnd []*os.File
 
 	waitOnce sync.Once
@@ -92,6 +95,7 @@ type Proc struct {
 func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAttr, stdout, stderr io.Writer) error {
 	p.initPath = initPath
 	p.waited = make(chan struct{})
+	p.copied = make(chan struct{})
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("socketpair failed: %w", err)
@@ -151,9 +155,13 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		p.readEnd = append(p.readEnd, r)
 		writeEnds = append(writeEnds, w)
 		p.copies.Add(1)
+		p.copying.Add(1)
 		go func(sink io.Writer, r *os.File) {
 			defer p.copies.Done()
 			_, _ = io.Copy(sink, r)
+			if p.copying.Add(-1) == 0 {
+				close(p.copied)
+			}
 		}(sink, r)
 	}
 	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
@@ -175,6 +183,10 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 	}
 	return nil
 }
+
+// OutputClosed is closed once both output streams have reached their end: no process holds
+// their write ends any more, so every byte written is in the sinks.
+func (p *Proc) OutputClosed() <-chan struct{} { return p.copied }
 
 // Conn is the host's end of the channel.
 func (p *Proc) Conn() net.Conn { return p.conn }
@@ -224,8 +236,10 @@ func (p *Proc) Wait() Exit {
 }
 
 // Kill kills the whole tree: the main process (for a pid namespace's init, the namespace),
-// its process group, the cgroup, and an exclusive uid. A Subreaper is asked to kill its tree
-// instead: killed first, it would hand that tree to the host's own parent.
+// its process group, the cgroup, and, where neither a cgroup nor a pid namespace holds the
+// tree, an exclusive uid. A Subreaper is asked to kill its tree instead: killed first, it
+// would hand that tree to the host's own parent. It signals and returns: Wait sees the main
+// process go, and Close makes sure nothing of the tree is left.
 func (p *Proc) Kill() {
 	switch {
 	case p.cmd == nil || p.cmd.Process == nil:
@@ -237,9 +251,12 @@ func (p *Proc) Kill() {
 		_ = p.cmd.Process.Kill()
 	}
 	if p.Group != nil {
-		p.Group.Kill()
+		p.Group.Signal()
 	}
-	if p.KillUID > 0 && p.initPath != "" {
+	// Every process of the tree is in the cgroup, or in the pid namespace whose init was just
+	// killed, and none can leave either: the kill by uid (a helper started for it) would
+	// find nothing more.
+	if p.KillUID > 0 && p.initPath != "" && p.Group == nil && !p.Status {
 		killer := exec.Command(p.initPath, launch.Command)
 		js, _ := json.Marshal(&launch.Spec{KillUID: p.KillUID})
 		killer.Env = []string{launch.SpecEnv + "=" + string(js)}

@@ -44,6 +44,9 @@ type Options struct {
 	// Host is where the host's user-namespace settings are read (without root bwrap needs
 	// them); the zero value reads the real ones.
 	Host userns.Host
+	// CacheDir is where the interpreter's directories are remembered between starts
+	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
+	CacheDir string
 }
 
 // Backend is the bwrap backend.
@@ -115,7 +118,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if b.env, err = exec.LookPath("env"); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "env(1) not found")
 	}
-	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
+	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable, CacheDir: opts.CacheDir})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +214,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	argv := append([]string{b.bwrap}, b.args(workspace, netns)...)
 	// bwrap always sets PWD after --chdir; env(1) takes it out again, so the environment
 	// stays built from nothing.
-	argv = append(append(argv, b.env, "-u", "PWD", b.base.Python), spec.Argv...)
+	argv = append(append(argv, b.env, "-u", "PWD", b.base.Python), b.base.Argv(spec.Argv)...)
 	ls := &launch.Spec{
 		Python: b.bwrap, Argv: argv, Env: spawn.Env(workspace, b.opts.Env),
 		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,

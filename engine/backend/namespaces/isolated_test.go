@@ -191,3 +191,20 @@ func TestRefusalBeforeRunning(t *testing.T) {
 		}
 	})
 }
+
+// The bootstrap runs as the interpreter compiled it once (internal/python), not compiled
+// again by every child; with a cache dir the compiled form is remembered between backends.
+func TestBootstrapRunsCompiled(t *testing.T) {
+	cache := t.TempDir()
+	for i := range 2 {
+		r := newRunner(t, engine.DefaultLimits, namespaces.Options{CacheDir: cache}, engine.RunnerOptions{})
+		res := run(t, r, `open("/proc/self/cmdline", "rb").read().split(b"\0")[3].decode().splitlines()[0]`, engine.Limits{})
+		ok(t, res)
+		if string(res.Value) != `"# mcp-sandbox bootstrap (compiled)"` {
+			t.Fatalf("backend %d: the child ran %s, not the compiled bootstrap", i, res.Value)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cache, "python-inspect.json")); err != nil {
+		t.Fatalf("nothing remembered in the cache dir: %v", err)
+	}
+}

@@ -49,6 +49,9 @@ type Options struct {
 	// Host is where the host's user-namespace settings and subordinate ids are read; the
 	// zero value reads the real ones (tests point it at a fake tree).
 	Host userns.Host
+	// CacheDir is where the interpreter's directories are remembered between starts
+	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
+	CacheDir string
 }
 
 // Backend is the namespaces backend.
@@ -96,7 +99,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if n := owner.Sweep(opts.RootBase, rootPrefix, os.Remove); n > 0 {
 		slog.Info("swept root mount points a stopped server left", "count", n, "dir", opts.RootBase)
 	}
-	so := &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable}
+	so := &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable, CacheDir: opts.CacheDir}
 	if !b.root {
 		b.sub, b.subWhy = b.subordinate()
 	}
@@ -284,7 +287,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c.WorkspacePath = func() string { return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + workspace }
 	home := workspace
 	ls := &launch.Spec{
-		Python: b.base.Python, Argv: append([]string{b.base.Python}, spec.Argv...), Env: spawn.Env(home, b.opts.Env),
+		Python: b.base.Python, Argv: append([]string{b.base.Python}, b.base.Argv(spec.Argv)...), Env: spawn.Env(home, b.opts.Env),
 		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop || b.sub != nil, UID: uid, GID: gid,
 		UserNamespace: !b.root,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),

@@ -34,6 +34,9 @@ type Options struct {
 	// Disable turns mechanisms off, to test that their absence is graded and refused:
 	// "cgroup", "landlock", "seccomp", "identity".
 	Disable []string
+	// CacheDir is where the interpreter's directories are remembered between starts
+	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
+	CacheDir string
 }
 
 // Backend is the process-level backend.
@@ -51,7 +54,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if options != nil {
 		opts = *options
 	}
-	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable})
+	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable, CacheDir: opts.CacheDir})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +148,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c.WorkspacePath = func() string { return workspace } // the host sees it as the program does
 	c.Cleanup = append([]func(){func() { _ = os.RemoveAll(workspace) }}, c.Cleanup...)
 	ls := &launch.Spec{
-		Python: b.base.Python, Argv: append([]string{b.base.Python}, spec.Argv...), Env: b.env(workspace),
+		Python: b.base.Python, Argv: append([]string{b.base.Python}, b.base.Argv(spec.Argv)...), Env: b.env(workspace),
 		Dir: workspace, ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},

@@ -16,7 +16,7 @@ import (
 // process and an empty workspace, and Close leaves nothing running.
 func TestWarmChildrenShareNothing(t *testing.T) {
 	b, err := process.New(context.Background(), &process.Options{})
-	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Warm: 1})
+	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 1}})
 	seen := map[float64]bool{}
 	for i := 0; i < 5; i++ {
 		res := r.Run(context.Background(), engine.Execution{Program: "import os\nopen('mine', 'w').write('x')\n[os.getpid(), sorted(os.listdir('.'))]"})

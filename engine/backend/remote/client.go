@@ -198,7 +198,7 @@ func (s *Sandbox) Terms(req engine.Terms) engine.Terms {
 }
 
 // Prewarm does nothing: the service keeps its own warm children.
-func (s *Sandbox) Prewarm(engine.Terms) {}
+func (s *Sandbox) Prewarm(string, engine.Terms) {}
 
 // credentialError is a credential that could not be resolved; its message names the
 // reference, never a value.

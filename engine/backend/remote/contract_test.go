@@ -60,13 +60,13 @@ const testToken = "remote-contract-token"
 
 // namespacesService is a sandbox service over the namespaces backend with hard limits
 // ceiling, on loopback, accepting testToken.
-func namespacesService(t *testing.T, ceiling engine.Limits, warm int) (url string, runner *engine.Runner) {
+func namespacesService(t *testing.T, ceiling engine.Limits) (url string, runner *engine.Runner) {
 	t.Helper()
 	ok, reason := namespaces.Available(&namespaces.Options{})
 	gate.Require(t, "namespaces", ok, reason)
 	b, err := namespaces.New(context.Background(), &namespaces.Options{})
 	runner = sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
-		Artifacts: engine.ArtifactPolicy{Collect: true}, Warm: warm})
+		Artifacts: engine.ArtifactPolicy{Collect: true}})
 	svc := remote.NewService(&remote.ServiceOptions{Sandbox: runner, Authenticate: func(tok string) (string, bool) {
 		return "caller", tok == testToken
 	}})
@@ -96,7 +96,7 @@ func TestContract(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Config{
 		Level: engine.LevelIsolated,
 		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
-			url, _ := namespacesService(t, ceiling, 0)
+			url, _ := namespacesService(t, ceiling)
 			return client(t, url, ceiling, engine.LevelIsolated)
 		},
 	})
@@ -105,7 +105,7 @@ func TestContract(t *testing.T) {
 // Binding calls from a real child travel back through the service to the caller's
 // ToolCaller, overlapping, with refusals as ToolError kinds and handles paged by reads.
 func TestBindingCallsTravelBack(t *testing.T) {
-	url, _ := namespacesService(t, engine.DefaultLimits, 0)
+	url, _ := namespacesService(t, engine.DefaultLimits)
 	sb := client(t, url, engine.DefaultLimits, engine.LevelIsolated)
 	tools := &callerTools{}
 	res := sb.Run(context.Background(), engine.Execution{Program: `import asyncio

@@ -30,9 +30,10 @@ func (x *execution) finish(r *engine.Result) *engine.Result {
 	}
 	res := *r
 	st := x.st
-	// What only the caller knows: its budget and its catalogue.
+	// What only the caller knows: its budget, its context economy and its catalogue.
 	res.Budget = engine.BudgetReport{}
 	res.Approvals = engine.ApprovalCounts{}
+	res.Context = engine.ContextReport{}
 	res.Unavailable, res.UpstreamProblems = []string{}, nil
 	if len(res.Value) == 0 {
 		res.Value = json.RawMessage("null")

@@ -294,7 +294,8 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools, Aliases: req.Aliases}
+	// Warm children are kept per principal: one caller's never run another's program.
+	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools, Aliases: req.Aliases, Owner: who}
 	if req.Calls {
 		ex.Tools = forwarder{x}
 	}

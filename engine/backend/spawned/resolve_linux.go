@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
@@ -22,6 +23,9 @@ type Options struct {
 	RunAs    string // "" means 65534:65534
 	InitPath string // "" means this executable
 	Disable  []string
+	// CacheDir is where the interpreter's directories are remembered between starts
+	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
+	CacheDir string
 	// HostIDs, when set, are the host uid and gid the sandbox runs as without root (a
 	// subordinate id): the interpreter must be executable by them.
 	HostIDs *[2]int
@@ -31,16 +35,19 @@ type Options struct {
 // host can drop to them, the interpreter those identities can execute and the directories it
 // reads, the init helper, and a cgroup manager where one is usable.
 type Base struct {
-	IDs      *identity.Pool
-	Drop     bool // the host is root and the identity drop is not disabled
-	Python   string
-	RODirs   []string
-	InitPath string
-	Cgroups  *cgroup.Manager // nil: no usable cgroup (not root, disabled, or none writable)
+	IDs    *identity.Pool
+	Drop   bool // the host is root and the identity drop is not disabled
+	Python string
+	RODirs []string
+	// Interpreter is what the interpreter said of itself: its directories, and the bootstrap
+	// it compiled (Argv hands it over instead of the text).
+	Interpreter python.Info
+	InitPath    string
+	Cgroups     *cgroup.Manager // nil: no usable cgroup (not root, disabled, or none writable)
 }
 
 // Resolve fills a Base. It starts no sandbox child; it asks the interpreter for its
-// directories.
+// directories and has it compile the bootstrap, unless CacheDir remembers both.
 func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	var o Options
 	if options != nil {
@@ -71,10 +78,10 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	if b.Python, err = python.Find(o.Python, uid, gid, exec.LookPath); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
-	if b.RODirs, err = python.Dirs(ctx, b.Python); err != nil {
+	if b.Interpreter, err = python.InspectCached(ctx, b.Python, engine.BootstrapSource, o.CacheDir); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
-	b.RODirs = append(b.RODirs, filepath.Dir(b.Python))
+	b.RODirs = append(slices.Clip(b.Interpreter.Dirs), filepath.Dir(b.Python))
 	if os.Geteuid() == 0 && !slices.Contains(o.Disable, "cgroup") {
 		b.Cgroups, _ = cgroup.Detect("mcp-sandbox")
 	}
@@ -86,6 +93,10 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	}
 	return b, nil
 }
+
+// Argv is the interpreter's argv (after the interpreter itself) for a launch's: the bootstrap
+// compiled once by this interpreter when it could be, so no child compiles it again.
+func (b *Base) Argv(argv []string) []string { return b.Interpreter.Argv(argv, engine.BootstrapSource) }
 
 // Lease leases an identity for one execution and fills c's identity facts: the host's uid,
 // and, when the host drops to a sandbox identity, that uid, whether it is exclusive, and

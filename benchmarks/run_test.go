@@ -1,0 +1,71 @@
+//go:build linux
+
+package benchmarks
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReportRunColdStart prints what `mcp-sandbox run` of `pass` costs beside a bare
+// `python3 -I -c pass`, each started in turn in the same loop: wall time, and CPU time (user
+// and system, of the command and every process it waited for) as a second figure that the
+// machine's load moves less. The embedded default config is used at the isolated level this
+// host reaches (namespaces as root) and, with the kernel boundaries disabled, at the process
+// level; the data dir is a fresh one, its interpreter cache filled by the first (unmeasured)
+// runs.
+func TestReportRunColdStart(t *testing.T) {
+	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	prog := filepath.Join(t.TempDir(), "pass.py")
+	if err := os.WriteFile(prog, []byte("pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	type subject struct {
+		name      string
+		argv, env []string
+		wall, cpu []time.Duration
+	}
+	subjects := []*subject{
+		{name: "bare /usr/bin/python3 -I -c pass (baseline)", argv: []string{"/usr/bin/python3", "-I", "-c", "pass"}},
+		{name: "mcp-sandbox run pass.py (default: strongest backend)", argv: []string{sandbox, "run", prog}},
+		{name: "mcp-sandbox run pass.py (process level)", argv: []string{sandbox, "run", prog},
+			env: []string{"MCP_SANDBOX_DISABLE=namespaces,bwrap"}},
+	}
+	n := 10
+	if *report {
+		n = 60
+	}
+	for i := 0; i < n+3; i++ {
+		for _, s := range subjects {
+			cmd := exec.Command(s.argv[0], s.argv[1:]...)
+			cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+state), s.env...)
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", s.name, err, out)
+			}
+			wall := time.Since(start)
+			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			if i >= 3 { // the first runs fill the caches
+				s.wall, s.cpu = append(s.wall, wall), append(s.cpu, cpu)
+			}
+		}
+	}
+	bw, bc := median(subjects[0].wall), median(subjects[0].cpu)
+	out := fmt.Sprintf("one-shot run of `pass` beside a bare interpreter start, median of %d in turn (load average %s)\n", n, loadAverage()) +
+		fmt.Sprintf("  %-54s %9s %6s   %9s %6s\n", "", "wall", "ratio", "cpu", "ratio")
+	for _, s := range subjects {
+		w, c := median(s.wall), median(s.cpu)
+		out += fmt.Sprintf("  %-54s %9s %5.2fx   %9s %5.2fx\n", s.name, w.Round(10*time.Microsecond), float64(w)/float64(bw),
+			c.Round(10*time.Microsecond), float64(c)/float64(bc))
+	}
+	out += "  (cpu: the command's and its waited-for descendants'; a sandbox child killed at the end is not counted)\n"
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
+}

@@ -1,0 +1,314 @@
+//go:build linux
+
+package benchmarks
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+)
+
+// serveConfig writes a config for one tenant and agent with the default profile, whose warm
+// pool is warm (a YAML flow mapping, or "" for the defaults).
+func serveConfig(t *testing.T, warm string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	w := ""
+	if warm != "" {
+		w = "    warm: " + warm + "\n"
+	}
+	cfg := fmt.Sprintf(`
+data_dir: %q
+profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+%stenants:
+  t:
+    agents:
+      default: {code_execution: {}}
+`, t.TempDir(), w)
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func loadAverage() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// percentile returns the p-th percentile (0-100) of d, nearest rank.
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func runCode(t *testing.T, cs *mcp.ClientSession, code string) (time.Duration, *mcp.CallToolResult) {
+	t.Helper()
+	start := time.Now()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
+	d := time.Since(start)
+	if err != nil {
+		t.Fatalf("run_code: %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("run_code failed: %s", textOf(res))
+	}
+	return d, res
+}
+
+// barePython is the median start of `python3 -I -c pass`, the baseline the figures sit beside.
+func barePython(t *testing.T, n int) time.Duration {
+	t.Helper()
+	var d []time.Duration
+	for range n {
+		start := time.Now()
+		err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").Run()
+		gate.Require(t, "python", err == nil, fmt.Sprintf("no /usr/bin/python3 for the baseline: %v", err))
+		d = append(d, time.Since(start))
+	}
+	return median(d)
+}
+
+// TestReportStdioLatency prints the end-to-end time of back-to-back run_code calls of `6*7`
+// over stdio (a host's view: request sent to result received), with the default warm pool:
+// median, p90, p99 and max, and how often a warm child was ready. A bare interpreter start is
+// measured before and after, for scale.
+func TestReportStdioLatency(t *testing.T) {
+	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	cs := connect(t, exec.Command(sandbox, "serve", "--config", serveConfig(t, "")))
+	for range 10 { // warm the session, the caches and the pool
+		runCode(t, cs, "6*7")
+	}
+	n := 40
+	if *report {
+		n = 500
+	}
+	load := loadAverage()
+	bare := barePython(t, 10)
+	var d []time.Duration
+	for range n {
+		rd, _ := runCode(t, cs, "6*7")
+		d = append(d, rd)
+	}
+	bareAfter := barePython(t, 10)
+	out := fmt.Sprintf("back-to-back run_code of 6*7 over stdio, %d calls, default warm pool (load average %s, then %s)\n", n, load, loadAverage()) +
+		fmt.Sprintf("  median %8s  p90 %8s  p99 %8s  max %8s\n", median(d).Round(10*time.Microsecond),
+			percentile(d, 90).Round(10*time.Microsecond), percentile(d, 99).Round(10*time.Microsecond), slices.Max(d).Round(10*time.Microsecond)) +
+		fmt.Sprintf("  a bare /usr/bin/python3 -I -c pass, for scale: %s before, %s after\n", bare.Round(10*time.Microsecond), bareAfter.Round(10*time.Microsecond))
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
+}
+
+// httpServer starts `mcp-sandbox serve --transport http` on a free loopback port and returns
+// its /mcp URL and the process.
+func httpServer(t *testing.T, sandbox, cfg string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(sandbox, "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--config", cfg)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	urls := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`url=(http://\S+/mcp)`)
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				urls <- m[1]
+				sent = true
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case u := <-urls:
+		return u, cmd
+	case <-time.After(60 * time.Second):
+		t.Fatal("the HTTP server did not say where it listens within 60s")
+	}
+	return "", nil
+}
+
+func httpClient(t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// throughputConcurrency is how many clients run programs at once.
+const throughputConcurrency = 8
+
+// TestReportHTTPThroughput prints executions per second of run_code `6*7` with eight clients
+// at once over streamable HTTP on loopback, and the errors (any is one too many). The
+// profile's warm pool may grow to 16 children, room for the eight in flight and their refills.
+func TestReportHTTPThroughput(t *testing.T) {
+	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	url, _ := httpServer(t, sandbox, serveConfig(t, "{min: 8, max: 16, idle_seconds: 300}"))
+	var clients []*mcp.ClientSession
+	for range throughputConcurrency {
+		cs := httpClient(t, url)
+		runCode(t, cs, "6*7")
+		clients = append(clients, cs)
+	}
+	dur := 3 * time.Second
+	if *report {
+		dur = 20 * time.Second
+	}
+	load := loadAverage()
+	var ok, failed atomic.Int64
+	var lat []time.Duration
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(dur)
+	start := time.Now()
+	for _, cs := range clients {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				s := time.Now()
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": "6*7"}})
+				d := time.Since(s)
+				if err != nil || res.IsError || !strings.Contains(textOf(res), "value: 42") {
+					failed.Add(1)
+					continue
+				}
+				ok.Add(1)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	out := fmt.Sprintf("run_code of 6*7 over streamable HTTP, %d clients at once for %s (load average %s, then %s)\n",
+		throughputConcurrency, el.Round(time.Millisecond), load, loadAverage()) +
+		fmt.Sprintf("  %.1f executions/s, %d completed, %d errors\n", float64(ok.Load())/el.Seconds(), ok.Load(), failed.Load())
+	if len(lat) > 0 {
+		out += fmt.Sprintf("  per execution: median %s, p99 %s\n", median(lat).Round(10*time.Microsecond), percentile(lat, 99).Round(10*time.Microsecond))
+	}
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
+	if failed.Load() > 0 {
+		t.Errorf("%d executions failed", failed.Load())
+	}
+}
+
+// procStatus reads a field of /proc/pid/status in KiB (VmRSS, VmHWM).
+func procStatus(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// TestReportHostCost prints what executions cost the server process: its resident memory
+// with 16 programs running at once beside idle, per execution; and how much its peak resident
+// memory grows while one program prints 1 GiB (all of it counted, 8 MiB of it kept).
+func TestReportHostCost(t *testing.T) {
+	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	const k = 16
+	url, cmd := httpServer(t, sandbox, serveConfig(t, "{min: 16, max: 16, idle_seconds: 300}"))
+	pid := cmd.Process.Pid
+	var clients []*mcp.ClientSession
+	for range k {
+		cs := httpClient(t, url)
+		runCode(t, cs, "6*7")
+		clients = append(clients, cs)
+	}
+	time.Sleep(2 * time.Second) // the pool refilled, the heap settled
+	idle := procStatus(t, pid, "VmRSS")
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if v := procStatus(t, pid, "VmRSS"); v > peak.Load() {
+				peak.Store(v)
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for _, cs := range clients {
+		wg.Go(func() { runCode(t, cs, "import time\ntime.sleep(3)\n6*7") })
+	}
+	wg.Wait()
+	close(stop)
+	sampler.Wait()
+	perExec := float64(peak.Load()-idle) / k / 1024
+
+	hwm := procStatus(t, pid, "VmHWM")
+	rss := procStatus(t, pid, "VmRSS")
+	_, res := runCode(t, clients[0], "import sys\nline = 'x' * 1023 + '\\n'\nchunk = line * 1024\nfor _ in range(1024):\n    sys.stdout.write(chunk)\nsys.stdout.flush()\n'printed'")
+	if !strings.Contains(textOf(res), "1073741824 bytes") {
+		t.Fatalf("the 1 GiB print did not report its size: %s", textOf(res))
+	}
+	hwmAfter := procStatus(t, pid, "VmHWM")
+	out := fmt.Sprintf("the server process's memory (load average %s)\n", loadAverage()) +
+		fmt.Sprintf("  %d programs running at once: resident %.1f MiB idle, %.1f MiB at peak: %.2f MiB per execution\n",
+			k, float64(idle)/1024, float64(peak.Load())/1024, perExec) +
+		fmt.Sprintf("  one program printing 1 GiB: peak resident %.1f MiB before (%.1f MiB resident), %.1f MiB after: grew %.1f MiB\n",
+			float64(hwm)/1024, float64(rss)/1024, float64(hwmAfter)/1024, float64(max(hwmAfter-max(hwm, rss), 0))/1024)
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
+}

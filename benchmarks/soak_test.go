@@ -1,0 +1,207 @@
+//go:build linux
+
+package benchmarks
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+var soakExecutions = flag.Int("soak-executions", 120, "executions the soak runs (make soak: 10000)")
+
+// soakPrograms cycle through what executions do: a value, output kept inline and under a
+// handle, a failure, binding calls to the upstream, an artifact, a built-in, a daemon left
+// behind for the tree kill, a subprocess, and an interpreter that exits by itself.
+var soakPrograms = []string{
+	"6*7",
+	"print('hello'); [1, 2, 3]",
+	"print('x' * 200000)",
+	"1 / 0",
+	"[ (await support__add(a=i, b=1))['sum'] for i in range(3) ]",
+	"open('artifact.txt', 'w').write('kept'); 'written'",
+	"len(await list_tools())",
+	"import os, time\nif os.fork() == 0:\n    time.sleep(60)\n'left a daemon'",
+	"import subprocess\nsubprocess.run(['/bin/true']).returncode",
+	"import os\nos._exit(3)",
+}
+
+// snapshot is what an execution could leak, counted for this process.
+type snapshot struct {
+	fds, goroutines, tempEntries, cgroups, mounts int
+}
+
+func (s snapshot) String() string {
+	return fmt.Sprintf("fds %d, goroutines %d, temporary entries %d, cgroups %d, mounts %d", s.fds, s.goroutines, s.tempEntries, s.cgroups, s.mounts)
+}
+
+func countDir(dir string, keep func(string) bool) int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if keep == nil || keep(e.Name()) {
+			n++
+		}
+	}
+	return n
+}
+
+// takeSnapshot counts this process's descriptors and goroutines, the entries of its temporary
+// directory, the cgroups named for it (owner tags carry the pid), and the mounts of its mount
+// namespace that are the sandbox's (under its temporary directory, or named mcp-sandbox):
+// other sessions on a shared machine mount and unmount in that namespace too.
+func takeSnapshot(tmp string) snapshot {
+	info, _ := os.ReadFile("/proc/self/mountinfo")
+	mounts := 0
+	for _, l := range strings.Split(string(info), "\n") {
+		if strings.Contains(l, tmp) || strings.Contains(l, "mcp-sandbox") {
+			mounts++
+		}
+	}
+	mine := "-" + strconv.Itoa(os.Getpid()) + "."
+	cg := 0
+	for _, ctrl := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"} {
+		cg += countDir(filepath.Join(ctrl, "mcp-sandbox"), func(n string) bool { return strings.Contains(n, mine) })
+	}
+	return snapshot{
+		fds:         countDir("/proc/self/fd", nil),
+		goroutines:  runtime.NumGoroutine(),
+		tempEntries: countDir(tmp, nil),
+		cgroups:     cg,
+		mounts:      mounts,
+	}
+}
+
+// TestSoak runs -soak-executions run_code calls (make soak: 10,000; CI: a few hundred)
+// through the MCP face in this process, on the strongest local backend with a warm pool, a
+// SQLite ledger, a blob store and the mock upstream, and checks that file descriptors,
+// goroutines, temporary directories, cgroups and mounts are where they started once everything
+// is closed.
+func TestSoak(t *testing.T) {
+	_, mock := buildBindingSubjects(t, t.TempDir())
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // everything the sandbox makes in a temporary directory lands here
+	data := t.TempDir()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	before := takeSnapshot(tmp)
+
+	ctx := context.Background()
+	var b engine.Backend
+	var err error
+	level := engine.LevelProcess
+	if ok, _ := namespaces.Available(&namespaces.Options{}); ok {
+		b, err = namespaces.New(ctx, &namespaces.Options{CacheDir: data})
+		level = engine.LevelIsolated
+	} else {
+		b, err = process.New(ctx, &process.Options{CacheDir: data})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := engine.NewRunner(b, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, Isolation: level,
+		Artifacts: engine.ArtifactPolicy{Collect: true, MaxFiles: 8, MaxBytes: 1 << 20},
+		Warm:      engine.WarmPolicy{Min: 1, Max: 4, Idle: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := budget.OpenSQLite(ctx, filepath.Join(data, "ledger"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := outputs.OpenFileStore(filepath.Join(data, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := upstream.NewPool(&upstream.PoolOptions{Servers: []upstream.Server{{Name: "support", Command: []string{mock}}}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := runner.Terms(engine.Terms{Isolation: level})
+	runner.Prewarm("t", terms)
+	agent := mcpserver.Agent{Tenant: "t", Name: "a",
+		CodeExecution: &mcpserver.CodeExec{Sandbox: runner, Terms: terms,
+			Budget: budget.Limits{MaxCalls: 1 << 30, MaxTotalBytes: 1 << 40, MaxProducedBytes: 1 << 40, MaxPreservedBytes: 1 << 40,
+				MaxArgumentBytes: 1 << 20, MaxResultBytes: 1 << 20}},
+		Upstreams: &mcpserver.Upstreams{Catalogue: pool.Catalogue, Grant: []string{"support"}}}
+	drain := mcpserver.NewDrain()
+	srv := mcpserver.NewServer(agent, &mcpserver.Options{Ledger: led, Blobs: blobs, Logger: quiet, Drain: drain})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "soak", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	failures := map[string]int{}
+	for i := range *soakExecutions {
+		code := soakPrograms[i%len(soakPrograms)]
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
+		if err != nil {
+			t.Fatalf("execution %d: %v", i, err)
+		}
+		if res.IsError {
+			kind := strings.SplitN(textOf(res), ":", 2)[0]
+			failures[kind]++
+			if code != "1 / 0" && code != "import os\nos._exit(3)" {
+				t.Fatalf("execution %d (%q) failed: %s", i, code, textOf(res))
+			}
+		}
+		if (i+1)%1000 == 0 {
+			t.Logf("%d executions, %.1f/s; now %s", i+1, float64(i+1)/time.Since(start).Seconds(), takeSnapshot(tmp))
+		}
+	}
+	elapsed := time.Since(start)
+	cs.Close()
+	ss.Close()
+	drain.Stop()
+	if !drain.Close(30 * time.Second) {
+		t.Error("the session did not close")
+	}
+	if err := runner.Close(); err != nil {
+		t.Error(err)
+	}
+	pool.Close()
+	led.Close()
+
+	var after snapshot
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		after = takeSnapshot(tmp)
+		if after == before || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out := fmt.Sprintf("soak: %d executions in %s (%.1f/s), failures as programmed: %v\n  before: %s\n  after:  %s\n",
+		*soakExecutions, elapsed.Round(time.Millisecond), float64(*soakExecutions)/elapsed.Seconds(), failures, before, after)
+	t.Log(out)
+	if after != before {
+		t.Errorf("the soak left something behind:\n%s", out)
+	}
+}

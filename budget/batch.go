@@ -1,0 +1,231 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The SQLite ledger commits its writes in batches (group commit): a write that arrives while
+// another batch is committing waits for it and is committed, with every other write queued by
+// then, in the next transaction, each in a savepoint of its own, so one failing write leaves
+// the others. A write is still committed before it returns. Writes that may lag, the
+// tool_call_finished records (Ticket.FinishLater), wait in the queue for the next write (a
+// call's tool_call_started, say, which must be durable before its upstream is touched), an
+// explicit Flush, or flushDelay, whichever comes first: a program's sequential calls then
+// cost one transaction each rather than two. Reads flush first, so they see every write.
+
+// flushDelay bounds how long a queued write waits for company.
+const flushDelay = 2 * time.Millisecond
+
+// batchTimeout bounds one batch's transaction (its BEGIN waits for another process's write
+// lock up to the busy timeout).
+const batchTimeout = 30 * time.Second
+
+// writeOp is one write waiting in the queue.
+type writeOp struct {
+	ctx   context.Context
+	fn    func(tx *stmtTx) error
+	done  chan error   // the result, once the op's batch has committed or failed
+	state atomic.Int32 // opQueued, then opTaken (a batch runs it) or opAbandoned (its caller left)
+}
+
+const (
+	opQueued int32 = iota
+	opTaken
+	opAbandoned
+)
+
+// batcher is the SQLite ledger's write queue and its flusher.
+type batcher struct {
+	wmu chan struct{} // one slot: the batch being committed; the leader holds it
+
+	qmu     sync.Mutex // guards pending and closed
+	pending []*writeOp
+	closed  bool // closeBatches has begun: a write is refused
+
+	kick    chan struct{} // a lazy write arrived: the flusher starts its delay
+	stop    chan struct{}
+	stopped chan struct{} // closed when the flusher has returned
+	stopMu  sync.Once
+}
+
+func newBatcher() *batcher {
+	return &batcher{wmu: make(chan struct{}, 1), kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// write runs fn in a write transaction, committed before it returns.
+func (s *SQLite) write(ctx context.Context, fn func(tx *stmtTx) error) error {
+	return s.submit(ctx, fn, true)
+}
+
+// writeLater queues fn for the next batch and returns once that batch has committed.
+func (s *SQLite) writeLater(ctx context.Context, fn func(tx *stmtTx) error) error {
+	return s.submit(ctx, fn, false)
+}
+
+func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool) error {
+	b := s.batch
+	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	b.qmu.Lock()
+	if b.closed {
+		b.qmu.Unlock()
+		return errLedgerClosed
+	}
+	b.pending = append(b.pending, op)
+	b.qmu.Unlock()
+	var lead chan struct{} // nil (never ready) for a lazy write: it only waits
+	if now {
+		lead = b.wmu
+	} else {
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+	for {
+		select {
+		case err := <-op.done:
+			return err
+		case lead <- struct{}{}:
+			// Leader: commit everything queued by now, this write included (it was queued
+			// before, so an earlier batch ran it or this one does).
+			s.commitPending()
+			<-b.wmu
+		case <-ctx.Done():
+			if op.state.CompareAndSwap(opQueued, opAbandoned) {
+				return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
+			}
+			return <-op.done // a batch has it: its result stands
+		}
+	}
+}
+
+// Flush commits every queued write now and returns once they are committed.
+func (s *SQLite) Flush(ctx context.Context) error {
+	b := s.batch
+	b.qmu.Lock()
+	empty := len(b.pending) == 0
+	b.qmu.Unlock()
+	if empty {
+		return nil
+	}
+	select {
+	case b.wmu <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("budget: ledger: waiting to flush: %w", context.Cause(ctx))
+	}
+	s.commitPending()
+	<-b.wmu
+	return nil
+}
+
+// flusher commits lazy writes flushDelay after the first of them arrives, until stop.
+func (s *SQLite) flusher() {
+	b := s.batch
+	defer close(b.stopped)
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.kick:
+		}
+		t := time.NewTimer(flushDelay)
+		select {
+		case <-b.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		b.wmu <- struct{}{}
+		s.commitPending()
+		<-b.wmu
+	}
+}
+
+// errLedgerClosed refuses a write that arrives once the ledger is closing.
+var errLedgerClosed = errors.New("budget: ledger: closed")
+
+// closeBatches refuses new writes, stops the flusher and commits what is queued. Idempotent.
+func (s *SQLite) closeBatches() {
+	b := s.batch
+	b.qmu.Lock()
+	b.closed = true
+	b.qmu.Unlock()
+	b.stopMu.Do(func() { close(b.stop) })
+	<-b.stopped
+	b.wmu <- struct{}{}
+	s.commitPending()
+	<-b.wmu
+}
+
+// commitPending runs every queued write in one transaction, each in a savepoint of its own
+// when there are several, and hands each its result. The caller holds wmu.
+func (s *SQLite) commitPending() {
+	b := s.batch
+	b.qmu.Lock()
+	queued := b.pending
+	b.pending = nil
+	b.qmu.Unlock()
+	ops := queued[:0]
+	for _, op := range queued {
+		if op.state.CompareAndSwap(opQueued, opTaken) {
+			ops = append(ops, op)
+		}
+	}
+	if len(ops) == 0 {
+		return
+	}
+	results := make([]error, len(ops))
+	deliver := func(all error) {
+		for i, op := range ops {
+			if all != nil {
+				results[i] = all
+			}
+			op.done <- results[i]
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		deliver(fmt.Errorf("budget: ledger: %w", err))
+		return
+	}
+	st := &stmtTx{Tx: tx, s: s}
+	if len(ops) == 1 {
+		if err := ops[0].fn(st); err != nil {
+			_ = tx.Rollback()
+			deliver(err)
+			return
+		}
+	} else {
+		for i, op := range ops {
+			if _, err := st.ExecContext(ctx, `SAVEPOINT op`); err != nil {
+				_ = tx.Rollback()
+				deliver(fmt.Errorf("budget: ledger: %w", err))
+				return
+			}
+			if results[i] = op.fn(st); results[i] != nil {
+				if _, err := st.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
+					_ = tx.Rollback()
+					deliver(fmt.Errorf("budget: ledger: %w", err))
+					return
+				}
+			}
+			if _, err := st.ExecContext(ctx, `RELEASE op`); err != nil {
+				_ = tx.Rollback()
+				deliver(fmt.Errorf("budget: ledger: %w", err))
+				return
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		deliver(fmt.Errorf("budget: ledger commit: %w", err))
+		return
+	}
+	deliver(nil)
+}

@@ -1,0 +1,115 @@
+//go:build unix
+
+package python
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakePython writes a shell script that answers Dirs with dirs and counts how often it runs.
+func fakePython(t *testing.T, dirs ...string) (python, count string) {
+	t.Helper()
+	d := t.TempDir()
+	python, count = filepath.Join(d, "python"), filepath.Join(d, "count")
+	script := "#!/bin/sh\necho x >> " + count + "\nprintf '%s\\n' " + strings.Join(dirs, " ") + " " + codeMarker + " compiled-$(cat | wc -c)\n"
+	if err := os.WriteFile(python, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return python, count
+}
+
+func runs(t *testing.T, count string) int {
+	b, _ := os.ReadFile(count)
+	return strings.Count(string(b), "x")
+}
+
+// The interpreter is asked once; the answer is reused until the interpreter, a directory it
+// listed, a .pth file of a site directory or the source changes, and a cache file that lies
+// is not used.
+func TestInspectCached(t *testing.T) {
+	source := "print('bootstrap')\n"
+	lib, site := t.TempDir(), filepath.Join(t.TempDir(), "site-packages")
+	if err := os.Mkdir(site, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	python, count := fakePython(t, lib, site)
+	cache := filepath.Join(t.TempDir(), "state")
+	ctx := context.Background()
+	ask := func(want int) {
+		t.Helper()
+		info, err := InspectCached(ctx, python, source, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dirs := info.Dirs; len(dirs) != 2 || dirs[0] != lib || dirs[1] != site || info.Code != fmt.Sprintf("compiled-%d", len(source)) {
+			t.Fatalf("info = %+v", info)
+		}
+		if n := runs(t, count); n != want {
+			t.Fatalf("the interpreter ran %d times, want %d", n, want)
+		}
+	}
+	ask(1)
+	ask(1)
+	if st, err := os.Stat(cache); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("cache dir: %v %v", st, err)
+	}
+	// A .pth file can add directories: a new one means asking again.
+	later := time.Now().Add(2 * time.Second)
+	pth := filepath.Join(site, "extra.pth")
+	if err := os.WriteFile(pth, []byte("/opt/extra\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ask(2)
+	ask(2)
+	// So does a rewritten one, and a changed interpreter.
+	if err := os.Chtimes(pth, later, later); err != nil {
+		t.Fatal(err)
+	}
+	ask(3)
+	if err := os.Chtimes(python, later, later); err != nil {
+		t.Fatal(err)
+	}
+	ask(4)
+	source = "print('another bootstrap')\n"
+	ask(5)
+	ask(5)
+	// A cache file naming what is not a directory is not believed.
+	if err := os.WriteFile(filepath.Join(cache, CacheFile), []byte(`{"`+python+` `+sourceHash(source)+`":{"stamp":"x","dirs":["relative"],"probed":1,"source":"`+sourceHash(source)+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ask(6)
+	// No cache dir: asked every time.
+	if _, err := InspectCached(ctx, python, source, ""); err != nil || runs(t, count) != 7 {
+		t.Fatalf("without a cache: %v, %d runs", err, runs(t, count))
+	}
+}
+
+// Argv swaps the bootstrap's text for its compiled form only when it is that text and the
+// interpreter compiled it.
+func TestInfoArgv(t *testing.T) {
+	argv := []string{"-I", "-c", "SOURCE", "canary", "1"}
+	if got := (Info{}).Argv(argv, "SOURCE"); !slices.Equal(got, argv) {
+		t.Errorf("without code: %v", got)
+	}
+	if got := (Info{Code: "Yw=="}).Argv(argv, "OTHER"); !slices.Equal(got, argv) {
+		t.Errorf("another source: %v", got)
+	}
+	want := []string{"-I", "-c", codeStub, "Yw==", "canary", "1"}
+	if got := (Info{Code: "Yw=="}).Argv(argv, "SOURCE"); !slices.Equal(got, want) {
+		t.Errorf("compiled: %v", got)
+	}
+}
+
+func sourceHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
