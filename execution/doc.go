@@ -30,7 +30,7 @@
 //  6. The budget report (per execution and per Run, the Run half read from the ledger), then
 //     the context economy: context.execution is what the program received from its calls
 //     (binding_bytes) beside the size of what the model reads of the result (returned_bytes:
-//     Options.Render, mcpserver.RenderText for run_code, the result's JSON for `run`) and the
+//     Options.Render: mcpserver.RenderText for run_code and `run` alike) and the
 //     difference (kept_out_bytes). The execution's end is recorded with its status,
 //     attachments and context, and context.run is the Run's sum, read back from the ledger.
 //  7. Every execution that ends, a refusal included, is reported (observe.go).

@@ -59,9 +59,9 @@ type Options struct {
 	// Report counts executions, binding calls and kept outputs for the operator's metrics; the
 	// zero Reporter counts nothing.
 	Report telemetry.Reporter
-	// Render is the text a model reads of a result (mcpserver.RenderText), whose size is the
-	// context report's returned_bytes; nil means the result's JSON, what `mcp-sandbox run`
-	// prints.
+	// Render is the text a model reads of a result (mcpserver.RenderText, which run_code and
+	// `mcp-sandbox run` both give), whose size is the context report's returned_bytes; nil
+	// means the result's JSON.
 	Render func(*engine.Result) string
 }
 

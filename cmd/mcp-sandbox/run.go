@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -72,7 +73,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	res := execution.Execute(ctx, a.CodeExecution,
 		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
 			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}},
-		&execution.Options{Ledger: st.ledger, Blobs: st.blobs})
+		// returned_bytes is what run_code would hand a model for this result, so the two agree.
+		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.RenderText})
 	if *runName == "" {
 		// A Run of its own ends with the command; a named one goes on, as a host's does.
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
