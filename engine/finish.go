@@ -36,7 +36,7 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 	}
 	res.LimitHit = limit
 	if tree.Escaped {
-		escaped(res)
+		escaped(res, tree.EscapedWhy)
 	}
 	if res.Failure != nil && !res.Failure.Executed && res.Failure.Kind.Refusal() {
 		res.Isolation = ""
@@ -52,10 +52,13 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 // escaped marks a result whose tree was not seen to die: never a clean result with a
 // possible survivor. The process_tree grade becomes unavailable, and the failure is a
 // protocol_violation (only the program could have kept the backend's own init from killing
-// its tree), unless a limit, the wall clock or a cancel had ended it already.
-func escaped(res *Result) {
-	const why = "the sandbox's init did not report the program's process tree dead (the program killed or stopped it), " +
-		"so processes the program started may have outlived the execution"
+// its tree, or the kernel refused the host's SIGKILL: why says so), unless a limit, the wall
+// clock or a cancel had ended it already.
+func escaped(res *Result, why string) {
+	if why == "" {
+		why = "the sandbox's init did not report the program's process tree dead (the program killed or stopped it)"
+	}
+	why += ", so processes the program started may have outlived the execution"
 	if res.Guarantees != nil {
 		res.Guarantees[DimProcessTree] = Unavailable
 	}

@@ -24,7 +24,8 @@ import (
 //   - process_count: a pids cgroup enforces it, and so does RLIMIT_NPROC in a user namespace
 //     of the child's own (the kernel counts it per namespace and uid there); elsewhere
 //     RLIMIT_NPROC binds a uid, so it follows the identity grade, and means nothing for root.
-//   - process_tree: a cgroup or a pid namespace enforces it, and so does a subreaper of the
+//   - process_tree: unavailable when the backend cannot kill the program's processes at all
+//     (Facts.Unkillable: a root host without CAP_KILL); otherwise a cgroup or a pid namespace enforces it, and so does a subreaper of the
 //     backend's own that the program cannot kill (another uid, or a Landlock signal scope);
 //     a subreaper the program could kill is unverified (and a result whose subreaper did
 //     not report the tree dead carries a failure); an exclusive uid kill is unverified; a
@@ -110,6 +111,8 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 	}
 
 	switch {
+	case f.Unkillable:
+		g[DimProcessTree] = Unavailable
 	case f.Cgroup || f.PIDNamespace:
 		g[DimProcessTree] = Enforced
 	case f.Subreaper && (f.SignalScoped || g[DimIdentity] == Enforced):

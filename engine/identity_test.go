@@ -68,7 +68,8 @@ func TestSameUIDBehindAKernelBoundary(t *testing.T) {
 	}
 }
 
-// TestSubreaperGrades: a subreaper keeps the tree only while the program cannot kill it.
+// TestSubreaperGrades: a subreaper keeps the tree only while the program cannot kill it, and
+// nothing keeps it that cannot signal the program's processes at all.
 func TestSubreaperGrades(t *testing.T) {
 	terms := Terms{Limits: DefaultLimits, Network: NetworkNone, Isolation: LevelProcess}
 	for _, tc := range []struct {
@@ -81,6 +82,8 @@ func TestSubreaperGrades(t *testing.T) {
 		{"same uid under a Landlock signal scope", 1000, Facts{HostUID: 1000, RunAsUID: 1000, Subreaper: true, SignalScoped: true}, Enforced},
 		{"same uid, nothing keeps its signals in", 1000, Facts{HostUID: 1000, RunAsUID: 1000, Subreaper: true}, Unverified},
 		{"a process group alone", 1000, Facts{HostUID: 1000, RunAsUID: 1000}, Unavailable},
+		{"another uid the host cannot signal (no CAP_KILL)", 65534, Facts{HostUID: 0, RunAsUID: 65534, Subreaper: true, Unkillable: true}, Unavailable},
+		{"a v1 cgroup the host cannot signal (no CAP_KILL)", 65534, Facts{HostUID: 0, RunAsUID: 65534, Cgroup: true, Unkillable: true}, Unavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if g := grade(probeOf(tc.uid, terms), tc.facts, terms, nil).guarantees.Get(DimProcessTree); g != tc.want {
@@ -94,7 +97,7 @@ func TestSubreaperGrades(t *testing.T) {
 // result into a failure, and says so beside any failure it already had.
 func TestEscapedTreeIsNeverClean(t *testing.T) {
 	clean := &Result{Value: []byte("42"), Guarantees: Guarantees{DimProcessTree: Enforced}}
-	escaped(clean)
+	escaped(clean, "")
 	if clean.Failure == nil || clean.Failure.Kind != "protocol_violation" || !clean.Failure.Executed || string(clean.Value) != "null" {
 		t.Fatalf("a clean result with an escaped tree: failure %+v value %s", clean.Failure, clean.Value)
 	}
@@ -102,7 +105,7 @@ func TestEscapedTreeIsNeverClean(t *testing.T) {
 		t.Errorf("process_tree %s, want unavailable", clean.Guarantees[DimProcessTree])
 	}
 	timedOut := &Result{Failure: &Failure{Kind: "timeout", Executed: true, Message: "the program did not finish"}, Guarantees: Guarantees{}}
-	escaped(timedOut)
+	escaped(timedOut, "")
 	if timedOut.Failure.Kind != "timeout" || !strings.Contains(timedOut.Failure.Message, "outlived") {
 		t.Errorf("a timeout with an escaped tree: %+v", timedOut.Failure)
 	}

@@ -333,9 +333,13 @@ func (r *Runner) prepare(ctx context.Context, t Terms, warm bool) (*prepared, er
 
 // reaped waits for prepare's two goroutines once the child is closed: the reader (its channel
 // is closed) and the waiter (Close killed what was left, so Wait returns; bounded all the
-// same, since a child that outlives SIGKILL must not hold the host).
-func (p *prepared) reaped() {
+// same, since a child that outlives SIGKILL must not hold the host). A tree Close reported
+// escaped may hold its main process for ever: its waiter is left to end when that does.
+func (p *prepared) reaped(tree TreeUsage) {
 	<-p.readerDone
+	if tree.Escaped {
+		return
+	}
 	select {
 	case <-p.waited:
 	case <-time.After(5 * time.Second):
@@ -356,9 +360,9 @@ func (p *prepared) dead() bool {
 func (p *prepared) discard() {
 	p.child.Kill()
 	p.cancel()
-	p.child.Close()
+	tree := p.child.Close()
 	p.child.Channel().Close()
-	p.reaped()
+	p.reaped(tree)
 }
 
 // session is one execution in flight.
@@ -619,7 +623,7 @@ func (s *session) teardown(e *ending) TreeUsage {
 	}
 	tree := s.p.child.Close()
 	s.p.child.Channel().Close()
-	s.p.reaped()
+	s.p.reaped(tree)
 	return tree
 }
 

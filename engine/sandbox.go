@@ -124,8 +124,14 @@ type Facts struct {
 	Subreaper bool
 	// SignalScoped: Landlock keeps the program's signals inside its own sandbox.
 	SignalScoped bool
-	Seccomp      bool
-	Landlock     bool
+	// Unkillable: nothing the backend has can kill the program's processes. The host is
+	// root without CAP_KILL (a narrowed bounding set), the program runs as another uid, and
+	// the tree's kill comes down to kill(2) from the host or a root init of its own (a v1
+	// cgroup, a subreaper, bwrap's namespace): every SIGKILL is refused. A program that does
+	// not end on its own outlives its wall clock, and its tree the execution.
+	Unkillable bool
+	Seccomp    bool
+	Landlock   bool
 	// HostUID is the host's uid; RunAsUID the uid the child was meant to run as.
 	HostUID, RunAsUID int
 	// Exclusive identity: no other execution shares RunAsUID, so a kill by uid is exact.
@@ -154,6 +160,10 @@ type TreeUsage struct {
 	OOMKilled    bool // the memory limit killed a process of the tree
 	PIDsLimitHit bool // a fork or thread creation was refused at the pids limit
 	// Escaped: the mechanism that kills the tree did not report it dead (a subreaper the
-	// program killed): processes of the execution may have outlived it.
+	// program killed, a SIGKILL the kernel refused): processes of the execution may have
+	// outlived it.
 	Escaped bool
+	// EscapedWhy says why, when the backend knows better than "the program killed or stopped
+	// its init" (the result's failure carries it).
+	EscapedWhy string
 }

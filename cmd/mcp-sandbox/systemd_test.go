@@ -139,3 +139,80 @@ tenants:
 		})
 	}
 }
+
+// TestWithoutCapKillTeardownIsBounded: a server that is root but lacks CAP_KILL (an
+// operator's unit that narrowed the bounding set further) cannot signal the sandbox
+// identity's processes, and the process backend's tree kill here rests on kill(2) (a v1
+// cgroup, or the subreaper). It used to wait for ever: for a warm child at shutdown, and for
+// a program past its wall clock that ignores the channel's end. Now every wait is bounded,
+// process_tree is graded unavailable from the start, the log names CAP_KILL, and the program
+// that outlived its kill is a failure that says why. Each run is in a pid namespace of its
+// own (unshare), whose end takes the survivor with it.
+func TestWithoutCapKillTeardownIsBounded(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	gate.Require(t, "root", os.Geteuid() == 0, "the case is a root server without CAP_KILL")
+	gate.Require(t, "setpriv", err == nil, "setpriv (util-linux) is not installed")
+	unshare, err := exec.LookPath("unshare")
+	gate.Require(t, "unshare", err == nil, "unshare (util-linux) is not installed")
+	set := "-all" // the unit's bounding set without CAP_KILL
+	for _, c := range strings.Fields(unitDirective(t, "CapabilityBoundingSet")[0]) {
+		if c != "CAP_KILL" {
+			set += ",+" + strings.ToLower(strings.TrimPrefix(c, "CAP_"))
+		}
+	}
+	cfg := writeConfig(t, `
+data_dir: "-"
+profiles:
+  default:
+    backend: process
+    isolation: process
+    hard_limits: {wall_seconds: 3}
+tenants:
+  local:
+    agents:
+      default: {code_execution: {profile: default}}
+`)
+	run := func(program string) (cliResult, string, time.Duration) {
+		t.Helper()
+		cmd := exec.Command(unshare, "--pid", "--fork", "--kill-child", "--mount-proc", setpriv, "--no-new-privs",
+			"--bounding-set", set, "--inh-caps=-all", "--", binary(t), "run", "--config", cfg, "-")
+		cmd.Stdin = strings.NewReader(program)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.WaitDelay = time.Second
+		began := time.Now()
+		timer := time.AfterFunc(90*time.Second, func() { _ = cmd.Process.Kill() }) // kills the namespace
+		out, _ := cmd.Output()
+		timer.Stop()
+		took := time.Since(began)
+		if len(out) == 0 {
+			t.Fatalf("no result after %v (killed at 90 s):\n%s", took, stderr.String())
+		}
+		return decodeResult(t, string(out)), stderr.String(), took
+	}
+
+	r, logs, took := run("6*7")
+	if r.Failure != nil || string(r.Value) != "42" {
+		t.Errorf("a clean program without CAP_KILL: %s %+v", r.Value, r.Failure)
+	}
+	if r.Guarantees["process_tree"] != "unavailable" {
+		t.Errorf("process_tree %q without CAP_KILL, want unavailable", r.Guarantees["process_tree"])
+	}
+	if !strings.Contains(logs, "lacks CAP_KILL") {
+		t.Errorf("no log line names the missing CAP_KILL:\n%s", logs)
+	}
+	if took > 20*time.Second {
+		t.Errorf("the server took %v to end after a clean program (its warm child could not be killed)", took)
+	}
+
+	r, _, took = run("import signal, time\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\ntime.sleep(300)")
+	if r.Failure == nil || r.Failure.Kind != "timeout" || !strings.Contains(r.Failure.Message, "CAP_KILL") {
+		t.Errorf("a program past its wall clock that SIGKILL cannot reach: %+v, want a timeout that names CAP_KILL", r.Failure)
+	}
+	if r.Guarantees["process_tree"] != "unavailable" {
+		t.Errorf("process_tree %q for a program that outlived its kill", r.Guarantees["process_tree"])
+	}
+	if took > 30*time.Second {
+		t.Errorf("a program SIGKILL cannot reach held the server %v (wall clock 3 s)", took)
+	}
+}

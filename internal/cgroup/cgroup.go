@@ -88,6 +88,18 @@ func (m *Manager) Version() string {
 	return "v1"
 }
 
+// KillsWithoutSignals reports whether a group's kill needs no signal permission: v2's
+// cgroup.kill (Linux 5.14) kills every member whatever its uid. Elsewhere Signal sends
+// SIGKILL to each member with kill(2), which a root host without CAP_KILL cannot do to a
+// process of another uid.
+func (m *Manager) KillsWithoutSignals() bool {
+	if !m.v2 {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(m.parents[0], "cgroup.kill"))
+	return err == nil
+}
+
 // Group is one execution's cgroup.
 type Group struct {
 	v2   bool

@@ -53,3 +53,18 @@ func clearCapabilities() error {
 	}
 	return nil
 }
+
+// HasCapability reports whether this process holds capability c (unix.CAP_*) in its
+// effective set. A root server under a narrowed bounding set (a systemd unit's
+// CapabilityBoundingSet) may lack one it would otherwise hold; a failed read says false.
+func HasCapability(c int) bool {
+	if c < 0 || c >= 64 {
+		return false
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[c/32].Effective&(1<<(uint(c)%32)) != 0
+}

@@ -20,3 +20,6 @@ func Main() {
 	fmt.Fprintln(os.Stderr, "mcp-sandbox-init: the sandbox init helper runs on Linux only")
 	os.Exit(ExitSetupFailed)
 }
+
+// HasCapability is false where there are no Linux capabilities.
+func HasCapability(int) bool { return false }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -36,14 +37,22 @@ type Usage struct {
 	OOMKilled    bool
 	PIDsLimitHit bool
 	// Escaped: the helper was a Subreaper that did not report its tree empty (the program
-	// killed it, or it had to be killed): processes of the tree may have outlived the
-	// execution.
+	// killed it, or it had to be killed), or the main process outlived SIGKILL by killGrace
+	// (the kernel refused the signal): processes of the tree may have outlived the execution.
 	Escaped bool
+	// EscapedWhy says why when the host knows (a refused SIGKILL); "" otherwise.
+	EscapedWhy string
 }
 
 // subreaperGrace is how long Close waits for a Subreaper to empty its tree after Kill before
 // it kills the subreaper itself (and reports Escaped).
 const subreaperGrace = 3 * time.Second
+
+// killGrace is how long Close waits for the main process after Kill before it gives up on
+// it: a process SIGKILL reached is gone in milliseconds, so one still there was never
+// reached (a root host without CAP_KILL, the program under another uid). Close then reports
+// the tree Escaped rather than wait for a process that may never end.
+const killGrace = 3 * time.Second
 
 // Proc is one started (or about to be started) child. Set the exported fields before Start;
 // Close undoes them even when Start was never called or failed.
@@ -68,6 +77,9 @@ type Proc struct {
 	// in (for subordinate ids, through newuidmap and newgidmap); the helper waits for it
 	// (launch.Spec.IDMapFD) before anything else, and Start fails when it fails.
 	MapIDs func(pid int) error
+	// Unkillable: the backend knows that nothing it has can kill the tree (engine.Facts
+	// Unkillable); Close's report of a tree that outlived it says why.
+	Unkillable bool
 	// Cleanup runs last in Close (remove the workspace, release an identity lease).
 	Cleanup []func()
 
@@ -85,6 +97,7 @@ type Proc struct {
 	exit     Exit
 	escaped  bool // set by Wait
 	waited   chan struct{}
+	refused  atomic.Bool // the kernel refused Kill's SIGKILL to the main process (EPERM)
 
 	closeOnce sync.Once
 	usage     Usage
@@ -248,7 +261,10 @@ func (p *Proc) Kill() {
 		_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	default:
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		_ = p.cmd.Process.Kill()
+		if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL); err == syscall.EPERM && p.refused.CompareAndSwap(false, true) {
+			slog.Warn("the kernel refused SIGKILL to a sandbox's process: the server lacks CAP_KILL, which signalling "+
+				"the sandbox identity's processes needs; the execution's tree may outlive it", "pid", p.cmd.Process.Pid)
+		}
 	}
 	if p.Group != nil {
 		p.Group.Signal()
@@ -256,7 +272,15 @@ func (p *Proc) Kill() {
 	// Every process of the tree is in the cgroup, or in the pid namespace whose init was just
 	// killed, and none can leave either: the kill by uid (a helper started for it) would
 	// find nothing more.
-	if p.KillUID > 0 && p.initPath != "" && p.Group == nil && !p.Status {
+	if p.Group == nil && !p.Status {
+		p.killByUID()
+	}
+}
+
+// killByUID kills every process of an exclusive KillUID through a helper that becomes that
+// uid, so no capability is needed to signal them (CAP_SETUID to become it).
+func (p *Proc) killByUID() {
+	if p.KillUID > 0 && p.initPath != "" {
 		killer := exec.Command(p.initPath, launch.Command)
 		js, _ := json.Marshal(&launch.Spec{KillUID: p.KillUID})
 		killer.Env = []string{launch.SpecEnv + "=" + string(js)}
@@ -264,30 +288,72 @@ func (p *Proc) Kill() {
 	}
 }
 
-// waitOrKill waits for the helper; a Subreaper gets subreaperGrace to empty its tree before
-// it is killed too.
-func (p *Proc) waitOrKill() {
-	if !p.Subreaper {
-		p.Wait()
-		return
-	}
+// waitOrKill waits for the helper, after Kill, and says whether it saw it end. A Subreaper
+// gets subreaperGrace to empty its tree before it is killed too (it runs as the host's uid,
+// so that kill is never refused). Any other main process gets killGrace: one still there
+// was not reached by SIGKILL, and waiting longer could be waiting forever (Wait goes on in
+// its own goroutine, which returns when the process ends, if ever). When the kernel refused
+// the SIGKILL, the channel is closed first, so a program that cooperates ends on its own.
+func (p *Proc) waitOrKill() bool {
 	done := make(chan struct{})
 	go func() { p.Wait(); close(done) }()
+	if !p.Subreaper {
+		grace := killGrace
+		if p.refused.Load() {
+			// SIGKILL never left: the program can only end by itself, which a running one
+			// does when its channel ends (the bootstrap's SIGIO). End it now, and wait less.
+			if p.conn != nil {
+				p.conn.Close()
+			}
+			grace = time.Second
+		}
+		select {
+		case <-done:
+			return true
+		case <-time.After(grace):
+			return false
+		}
+	}
 	select {
 	case <-done:
 	case <-time.After(subreaperGrace):
 		_ = p.cmd.Process.Kill()
 		<-done
 	}
+	return true
+}
+
+// escapedWhy is the reason Close gives for a tree that outlived it, when it knows one.
+func (p *Proc) escapedWhy(mainAlive bool) string {
+	switch {
+	case p.refused.Load() || mainAlive && p.Unkillable:
+		return "the kernel refused the host's SIGKILL to the program (the server lacks CAP_KILL, which signalling " +
+			"the sandbox identity's processes needs), and the program was still running after it"
+	case mainAlive:
+		return "the program was still running " + killGrace.String() + " after SIGKILL"
+	case p.Unkillable:
+		return "the sandbox's init could not kill the program's processes (the server lacks CAP_KILL, which " +
+			"signalling the sandbox identity's processes needs)"
+	}
+	return ""
 }
 
 // Close kills what is left, drains the output (bounded), reads and removes the cgroup and
 // runs Cleanup. It is idempotent.
 func (p *Proc) Close() Usage {
 	p.closeOnce.Do(func() {
+		ended := true
 		if p.cmd != nil {
 			p.Kill()
-			p.waitOrKill()
+			if ended = p.waitOrKill(); !ended && p.KillUID > 0 {
+				// SIGKILL did not reach the tree; an exclusive uid can still be killed as itself.
+				p.killByUID()
+				select {
+				case <-p.waited:
+					ended = true
+				case <-time.After(time.Second):
+				}
+			}
 		}
 		drained := make(chan struct{})
 		go func() { p.copies.Wait(); close(drained) }()
@@ -309,7 +375,14 @@ func (p *Proc) Close() Usage {
 		if p.status != nil {
 			p.status.Close()
 		}
-		p.usage.Escaped = p.escaped
+		if ended {
+			p.usage.Escaped = p.escaped
+		} else {
+			p.usage.Escaped = true
+		}
+		if p.usage.Escaped {
+			p.usage.EscapedWhy = p.escapedWhy(!ended)
+		}
 		if p.Group != nil {
 			ev := p.Group.Events()
 			p.usage.OOMKilled, p.usage.PIDsLimitHit = ev.OOMKills > 0, ev.PIDsMax > 0

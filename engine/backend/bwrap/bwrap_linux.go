@@ -189,8 +189,8 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	netns := spec.Terms.Network == engine.NetworkNone
 	// bwrap always runs unprivileged (as the sandbox identity, or the host's own uid without
 	// root), so it always makes a user namespace of its own.
-	c := &spawned.Child{SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: netns,
-		UserNamespace: true, InterpreterIsInit: true}}
+	c := &spawned.Child{Proc: &spawn.Proc{Unkillable: b.base.SignalRefused}, SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true,
+		PIDNamespace: true, NetNamespace: netns, UserNamespace: true, InterpreterIsInit: true, Unkillable: b.base.SignalRefused}}
 	id, err := b.base.Lease(ctx, c)
 	if err != nil {
 		return nil, err

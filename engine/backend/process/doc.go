@@ -21,7 +21,10 @@
 // (the identity drop) or under Landlock's signal scope (ABI 6), and process_tree is enforced;
 // otherwise it is unverified, and an execution whose init did not report the tree empty ends
 // with a failure (TreeUsage.Escaped), never a clean result. An exclusive uid (a range run_as)
-// is also killed by uid.
+// is also killed by uid. A root host without CAP_KILL can signal none of the identity's
+// processes, so neither a v1 cgroup nor the subreaper can kill them (a v2 cgroup.kill still
+// can): the backend marks its children Unkillable (process_tree unavailable), logs it once,
+// and spawn's Close waits a bounded time for a main process its SIGKILL never reached.
 //
 // It imports engine, engine/backend/spawned, failure, internal/… and x/sys. A Backend is safe for concurrent use.
 package process

@@ -128,8 +128,8 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	// interpreter itself. Without one the helper stays as the tree's subreaper, kills it to
 	// the last process, and reports the interpreter's status.
 	subreaper := b.base.Cgroups == nil
-	c := &spawned.Child{Proc: &spawn.Proc{Interpreter: !subreaper, Status: subreaper, Subreaper: subreaper}, Containment: engine.Facts{
-		Landlock: b.landlock, SignalScoped: b.landlock && landlockABI() >= 6, Subreaper: subreaper,
+	c := &spawned.Child{Proc: &spawn.Proc{Interpreter: !subreaper, Status: subreaper, Subreaper: subreaper, Unkillable: b.base.SignalRefused}, Containment: engine.Facts{
+		Landlock: b.landlock, SignalScoped: b.landlock && landlockABI() >= 6, Subreaper: subreaper, Unkillable: b.base.SignalRefused,
 		Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
 	id, err := b.base.Lease(ctx, c)
 	if err != nil {

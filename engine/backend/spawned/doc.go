@@ -3,6 +3,6 @@
 // per-execution cgroup the helper joins. Each backend keeps only what differs: how it builds
 // the containment, the facts it can claim, and where the host can read the workspace.
 //
-// It imports engine, failure, internal/spawn, internal/cgroup, internal/launch, internal/identity, internal/python and internal/owner. A Child's methods
+// It imports engine, failure, internal/spawn, internal/cgroup, internal/launch, internal/identity, internal/python, internal/owner and x/sys. A Child's methods
 // are safe for concurrent use as engine.Child requires.
 package spawned

@@ -7,14 +7,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/python"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+	"golang.org/x/sys/unix"
 )
 
 // Options are what every local backend resolves the same way.
@@ -44,7 +47,15 @@ type Base struct {
 	Interpreter python.Info
 	InitPath    string
 	Cgroups     *cgroup.Manager // nil: no usable cgroup (not root, disabled, or none writable)
+	// SignalRefused: the host drops to the sandbox identity but lacks CAP_KILL (a narrowed
+	// bounding set), so every kill(2) it sends that identity's processes is refused; only a
+	// v2 cgroup.kill, a root init of the host's own uid, or a kill as the uid itself reaches
+	// them. A backend whose tree kill rests on kill(2) marks its children Unkillable.
+	SignalRefused bool
 }
+
+// warnSignalRefused logs, once per process, that the tree kill is out of reach.
+var warnSignalRefused sync.Once
 
 // Resolve fills a Base. It starts no sandbox child; it asks the interpreter for its
 // directories and has it compile the bootstrap, unless CacheDir remembers both.
@@ -84,6 +95,15 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	b.RODirs = append(slices.Clip(b.Interpreter.Dirs), filepath.Dir(b.Python))
 	if os.Geteuid() == 0 && !slices.Contains(o.Disable, "cgroup") {
 		b.Cgroups, _ = cgroup.Detect("mcp-sandbox")
+	}
+	if b.Drop && !launch.HasCapability(unix.CAP_KILL) && (b.Cgroups == nil || !b.Cgroups.KillsWithoutSignals()) {
+		b.SignalRefused = true
+		warnSignalRefused.Do(func() {
+			slog.Warn("the server lacks CAP_KILL: it cannot signal the sandbox identity's processes, so the process and bwrap " +
+				"backends cannot kill a program's tree here (no cgroup v2 cgroup.kill either); their process_tree guarantee is " +
+				"unavailable and a program that does not end on its own outlives its execution. Add CAP_KILL to the " +
+				"capability bounding set (deploy/systemd/mcp-sandbox.service has it)")
+		})
 	}
 	if b.Cgroups != nil {
 		// The groups a killed server left (named by owner.Name, its owner provably dead).
