@@ -45,7 +45,8 @@
 //     its approval named. Decline or dismiss: denied. No answer within Approvals.Timeout (and
 //     a second before the program's wall clock): approval_required_in_program, and the
 //     program goes on. A host that cannot ask (no Asker, no elicitation capability, the
-//     sessionless revision) gets approval_required_in_program at once, recorded unasked, with
+//     sessionless revision) gets approval_required_in_program at once, recorded unasked
+//     (counted past the first few per tool: budget's "Refusals are counted"), with
 //     a message that says so and names no other tool. The person sees the model-facing name,
 //     the reasons and the arguments as redacted as a log line (upstream.Tool.RedactArguments).
 //     Nothing is spent: a refused call never reaches admission, and an acceptance that cannot
@@ -53,7 +54,8 @@
 //  6. A call slot: at most Options.MaxConcurrentCalls calls of the execution in flight. The
 //     wait ends with the context (timeout or cancelled) and such a call is never spent.
 //  7. Admission (budget.Meter.Admit): argument_too_large or budget_exceeded are recorded as
-//     refused and never spent; otherwise tool_call_started is written and the call is spent,
+//     refused and never spent (past the first few per tool and kind, counted and recorded
+//     as one summary when the execution ends); otherwise tool_call_started is written and the call is spent,
 //     whatever follows. A ledger failure is upstream_error: the call was not made.
 //  8. The upstream call (Turn.Invoke): tool_error (the upstream said isError), upstream_error,
 //     timeout, cancelled; an upstream.Answer with the value and the bytes produced.

@@ -17,13 +17,38 @@
 // still within its limits, in one write transaction. That write is the commit: from then on the
 // call is spent, whatever follows. With N calls racing against max_calls K exactly K are
 // admitted, per execution and per Run, across goroutines and across processes sharing the
-// ledger (the SQLite file, or the PostgreSQL database of several replicas). A refusal (budget_exceeded, argument_too_large) is recorded as a
-// refused call that was never spent.
+// ledger (the SQLite file, or the PostgreSQL database of several replicas). A refusal
+// (budget_exceeded, argument_too_large) is recorded as a refused call that was never spent,
+// within the bound below.
 //
 // The byte meters are checked before a call (a meter already at its ceiling refuses the next
 // call) and charged after it (Ticket.Finish, Meter.Charge): bytes are only known once the
 // upstream has answered. A single call's transfer is bounded by Ticket.TransferAllowance, so
 // the overshoot of a byte meter is at most what concurrently admitted calls deliver.
+//
+// # Refusals are counted, and their records bounded
+//
+// A refused call costs a program nothing, so a hostile one can loop on it; a record per
+// refusal would grow the ledger without limit. So an execution's Meter counts its refusals
+// per tool and kind (argument_too_large, budget_exceeded; an unasked approval per tool and
+// reason) in memory, records the first RecordedRefusals (8) of each one by one as before, and
+// at the execution's end (Meter.End, before the execution's end record) writes one summary
+// per tool and kind holding how many more there were: a refused call record (or an unasked
+// approval record) whose Times is that number, whose message says so, and whose
+// argument_bytes is the largest among them. Every other record has Times 1 (the column's
+// default, so records of older versions read right). The refusals of a kind number exactly
+// the sum of Times over its records:
+//
+//	SELECT tool, kind, sum(times) FROM tool_calls WHERE status = 'refused' GROUP BY tool, kind
+//
+// An execution thus writes at most 9 refusal records per tool and kind, however long its
+// program loops; the tools are those its tenant grants. A Meter that has seen the Run spent
+// refuses without asking the ledger (a Run's usage only grows); a few calls racing into the
+// ledger before it has seen it are each recorded by StartCall, and counted among the first.
+// Refusals spend nothing, so no meter changes. A direct Meter (no execution, no end to
+// summarise at) records every refusal. If the host dies before an execution's end, its
+// summaries are lost with it: the execution then has no end record, which says its counts
+// are incomplete.
 //
 // # The run ledger
 //

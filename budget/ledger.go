@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -61,6 +62,19 @@ type CallFinish struct {
 	Message     string
 }
 
+// Refusal is the record of calls refused before they were started: never spent.
+type Refusal struct {
+	// CallStart is the refused call. For a summary (Times > 1) ID is the summary's own,
+	// ArgumentBytes the largest among the calls it stands for.
+	CallStart
+	Kind    string // the ToolError kind: argument_too_large, budget_exceeded
+	Message string
+	// Times is how many refused calls the record stands for: 1 (0 means 1), or more for the
+	// summary a Meter writes at its execution's end of the refusals it counted without
+	// recording them one by one (RecordedRefusals).
+	Times int64
+}
+
 // CallRecord is a call as the ledger holds it.
 type CallRecord struct {
 	CallStart
@@ -72,6 +86,10 @@ type CallRecord struct {
 	Attachments json.RawMessage
 	Kind        string
 	Message     string
+	// Times is how many calls the record stands for: 1, or more for a summary of refusals
+	// (Refusal.Times). The refused calls of a Run number the sum of Times over its Refused
+	// records.
+	Times int64
 }
 
 // ExecutionEnd is the end record of one execution.
@@ -137,6 +155,10 @@ type ApprovalAsk struct {
 	// Status is ApprovalPending (the question is being put), or ApprovalUnasked for a call
 	// refused because this host cannot ask (recorded decided at once).
 	Status ApprovalStatus
+	// Times is how many calls the record stands for: 1 (0 means 1), or, for ApprovalUnasked
+	// only, more for the summary a Meter writes at its execution's end of the refusals it
+	// counted without recording them one by one (RecordedRefusals). A summary has no CallID.
+	Times int64
 }
 
 // ApprovalDecision ends a pending approval.
@@ -185,8 +207,9 @@ type Ledger interface {
 	// FinishCall writes tool_call_finished for a started call, adding its bytes to the Run's
 	// usage. ErrNotFound for an unknown id, ErrAlreadyFinished for one with an end.
 	FinishCall(ctx context.Context, fin CallFinish) error
-	// RefuseCall records a call refused before it was started (never spent).
-	RefuseCall(ctx context.Context, call CallStart, kind, message string) error
+	// RefuseCall records calls refused before they were started (never spent): one, or a
+	// summary of r.Times of them.
+	RefuseCall(ctx context.Context, r Refusal) error
 	// AskApproval records a call that needs a person's approval: pending while the question
 	// is put, or unasked when this host cannot ask. It spends nothing: the call is recorded
 	// (and spent) by StartCall only once it is approved.
@@ -208,6 +231,9 @@ type Ledger interface {
 	RunContext(ctx context.Context, run RunRef) (Context, error)
 	// Call returns one recorded call.
 	Call(ctx context.Context, id string) (CallRecord, error)
+	// Calls returns a Run's call records, summaries of refusals included, in the order they
+	// started.
+	Calls(ctx context.Context, run RunRef) ([]CallRecord, error)
 	// Recover marks every started call that has no end, and whose owner is gone (crashed or
 	// closed), as Unknown, and returns the calls this pass changed. They stay counted and are
 	// never replayed. Each open Ledger is an owner, alive while it holds its liveness token
@@ -219,6 +245,20 @@ type Ledger interface {
 	Recover(ctx context.Context) ([]CallRecord, error)
 
 	Close() error
+}
+
+// times is a record's Times as stored: 0 means 1.
+func times(n int64) int64 { return max(n, 1) }
+
+// checkAsk refuses an approval record no ledger may write.
+func checkAsk(a ApprovalAsk) error {
+	if a.Status != ApprovalPending && a.Status != ApprovalUnasked {
+		return fmt.Errorf("budget: an approval is asked pending or recorded unasked, not %q", a.Status)
+	}
+	if a.Times > 1 && a.Status != ApprovalUnasked {
+		return fmt.Errorf("budget: only unasked approvals are summarised, not %q", a.Status)
+	}
+	return nil
 }
 
 // runRefusal is the refusal of a metered call by a Run whose usage u has reached runLimits, or

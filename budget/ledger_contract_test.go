@@ -29,6 +29,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) Ledger, reopen
 	t.Run("ContextSummedPerRun", func(t *testing.T) { contractContext(t, newLedger(t)) })
 	t.Run("RecoverLeavesLiveCalls", func(t *testing.T) { contractRecoverLive(t, newLedger(t)) })
 	t.Run("ApprovalsAreRecorded", func(t *testing.T) { contractApprovals(t, newLedger(t)) })
+	t.Run("RefusalsAreBoundedAndExact", func(t *testing.T) { contractRefusalLoop(t, newLedger(t)) })
 	if reopen == nil {
 		return
 	}
@@ -94,7 +95,7 @@ func contractSpent(t *testing.T, l Ledger) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := CallRecord{CallStart: call("c1", run, "x1"), Status: Started, Spent: true, Usage: Usage{Calls: 1}}
+	want := CallRecord{CallStart: call("c1", run, "x1"), Status: Started, Spent: true, Usage: Usage{Calls: 1}, Times: 1}
 	if d := cmp.Diff(want, rec, cmpopts.IgnoreFields(CallRecord{}, "StartedAt")); d != "" {
 		t.Errorf("record (-want +got):\n%s", d)
 	}
@@ -485,12 +486,15 @@ func contractApprovals(t *testing.T, l Ledger) {
 	ctx := t.Context()
 	run := RunRef{Tenant: "t", ID: "r"}
 	mustStartExec(t, l, run, "x1")
-	ask := ApprovalAsk{ID: "a1", Run: run, ExecutionID: "x1", CallID: "c1", Tool: "srv__wipe", Reason: "destructive", Status: ApprovalPending}
+	ask := ApprovalAsk{ID: "a1", Run: run, ExecutionID: "x1", CallID: "c1", Tool: "srv__wipe", Reason: "destructive", Status: ApprovalPending, Times: 1}
 	if err := l.AskApproval(ctx, ask); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a0", Run: run, CallID: "c0", Tool: "srv__wipe", Status: ApprovalAccepted}); err == nil {
 		t.Error("an approval was asked already accepted")
+	}
+	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a0", Run: run, CallID: "c0", Tool: "srv__wipe", Status: ApprovalPending, Times: 2}); err == nil {
+		t.Error("a pending approval stood for two calls: only unasked ones are summarised")
 	}
 	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a2", Run: run, CallID: "c2", Tool: "srv__wipe", Reason: "destructive", Status: ApprovalUnasked}); err != nil {
 		t.Fatal(err)

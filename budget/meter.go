@@ -37,6 +37,7 @@ type Meter struct {
 	reserved Usage      // transfer and preserved bytes promised to calls not yet finished
 	runSeen  Usage      // the Run's usage as of the last ledger answer
 	ended    bool
+	refusals map[refusalKey]*refusalTally // refusals counted per tool and kind (refusals.go)
 }
 
 // Start records the start of execution executionID (NewID("x_") when empty) in run, by the
@@ -74,8 +75,9 @@ func (m *Meter) Limits() Limits { return m.limits }
 
 // Admit decides whether a call may reach its upstream. When it may, the call's
 // tool_call_started record has been written and the call is spent: the caller must end it
-// with Ticket.Finish whatever happens next. Otherwise the refusal has been recorded and the
-// error's kind is failure.ArgumentTooLarge or failure.BudgetExceeded; or failure.Cancelled when ctx ended, or
+// with Ticket.Finish whatever happens next. Otherwise the refusal has been recorded (or,
+// past RecordedRefusals of its tool and kind, counted for End's summary) and the error's kind
+// is failure.ArgumentTooLarge or failure.BudgetExceeded; or failure.Cancelled when ctx ended, or
 // failure.Internal when the ledger failed, before the call was recorded (it is then not made).
 func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	if c.ID == "" {
@@ -95,6 +97,12 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 		m.mu.Unlock()
 		return nil, m.refuse(ctx, start, failure.New(failure.BudgetExceeded, "the execution's binding budget is spent: %s reached", which))
 	}
+	// A Run's usage only grows: one this meter has seen spent is spent, and the ledger need
+	// not be asked (nor write a refusal per call: refuse counts them).
+	if fe := runRefusal(m.runSeen, m.limits); fe != nil {
+		m.mu.Unlock()
+		return nil, m.refuse(ctx, start, fe)
+	}
 	m.inflight++
 	m.mu.Unlock()
 
@@ -107,6 +115,8 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 		var fe *failure.Error
 		if errors.As(err, &fe) && fe.Kind == failure.BudgetExceeded {
 			m.noteRun(runAfter)
+			// The ledger recorded this refusal itself: it counts among those recorded.
+			m.countRecorded(refusalKey{tool: c.Tool, kind: string(fe.Kind)})
 			return nil, fe
 		}
 		if ctx.Err() != nil {
@@ -119,8 +129,16 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	return &Ticket{m: m, id: start.ID, tool: c.Tool}, nil
 }
 
+// refuse records a refusal of Admit, or only counts it once RecordedRefusals of its tool and
+// kind are recorded (End records the rest as one summary).
 func (m *Meter) refuse(ctx context.Context, c CallStart, fe *failure.Error) *failure.Error {
-	if err := m.ledger.RefuseCall(ctx, c, string(fe.Kind), fe.Message); err != nil {
+	m.mu.Lock()
+	record := m.countRefusal(refusalKey{tool: c.Tool, kind: string(fe.Kind)}, fe.Message, c.ArgumentBytes)
+	m.mu.Unlock()
+	if !record {
+		return fe
+	}
+	if err := m.ledger.RefuseCall(ctx, Refusal{CallStart: c, Kind: string(fe.Kind), Message: fe.Message}); err != nil {
 		fe.Err = err // the refusal stands; the operator learns it went unrecorded
 	}
 	return fe
@@ -226,9 +244,18 @@ func (m *Meter) Usage(ctx context.Context) (execution, run Usage, err error) {
 }
 
 // AskApproval records, under the meter's Run and execution, a call that needs a person's
-// approval (Ledger.AskApproval); it spends nothing.
+// approval (Ledger.AskApproval); it spends nothing. Unasked ones are counted per tool and
+// reason like Admit's refusals: past RecordedRefusals, End records them as one summary.
 func (m *Meter) AskApproval(ctx context.Context, a ApprovalAsk) error {
 	a.Run, a.ExecutionID = m.run, m.exec
+	if a.Status == ApprovalUnasked && times(a.Times) == 1 {
+		m.mu.Lock()
+		record := m.countRefusal(refusalKey{approval: true, tool: a.Tool, kind: a.Reason}, "", 0)
+		m.mu.Unlock()
+		if !record {
+			return nil
+		}
+	}
 	return m.ledger.AskApproval(ctx, a)
 }
 
@@ -240,16 +267,18 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 	return m.ledger.DecideApproval(ctx, d)
 }
 
-// End records the execution's end. Calls admitted afterwards are refused. status is
-// "completed" or the failure kind; attachments is the JSON array of its outputs' attachments;
-// c is its context economy.
+// End records the summaries of the refusals counted and not recorded one by one, then the
+// execution's end. Calls admitted afterwards are refused. status is "completed" or the
+// failure kind; attachments is the JSON array of its outputs' attachments; c is its context
+// economy.
 func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c Context) error {
 	m.mu.Lock()
 	m.ended = true
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c})
+	serr := m.recordSummaries(ctx)
+	return errors.Join(serr, m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c}))
 }
 
 // RunContext returns the context economy of the Run's ended executions (this one included,

@@ -128,6 +128,9 @@ var postgresSchema = []string{
 		ADD COLUMN returned_bytes bigint NOT NULL DEFAULT 0,
 		ADD COLUMN kept_out_bytes bigint NOT NULL DEFAULT 0;
 	CREATE INDEX ledger_executions_run ON ledger_executions (tenant, run_id);`,
+	// 4: a summary of refusals stands for several calls (Refusal.Times).
+	`ALTER TABLE ledger_calls ADD COLUMN times bigint NOT NULL DEFAULT 1;
+	ALTER TABLE ledger_approvals ADD COLUMN times bigint NOT NULL DEFAULT 1;`,
 }
 
 // OpenPostgres connects to the database dsn names, applies the ledger's migrations and takes
@@ -380,10 +383,10 @@ func (p *Postgres) admitSlow(ctx context.Context, c CallStart, runLimits Limits)
 		if metered {
 			if refusal = runRefusal(u, runLimits); refusal != nil {
 				after = u
-				return p.insertCall(ctx, tx, c, Refused, string(refusal.Kind), refusal.Message)
+				return p.insertCall(ctx, tx, Refusal{CallStart: c, Kind: string(refusal.Kind), Message: refusal.Message}, Refused)
 			}
 		}
-		if err := p.insertCall(ctx, tx, c, Started, "", ""); err != nil {
+		if err := p.insertCall(ctx, tx, Refusal{CallStart: c}, Started); err != nil {
 			return err
 		}
 		if metered {
@@ -407,21 +410,23 @@ type execer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func (p *Postgres) insertCall(ctx context.Context, q execer, c CallStart, st CallStatus, kind, msg string) error {
+// insertCall writes the record of r's call: started (r's Kind and Message empty), or refused.
+func (p *Postgres) insertCall(ctx context.Context, q execer, r Refusal, st CallStatus) error {
+	c := r.CallStart
 	_, err := q.Exec(ctx, `INSERT INTO ledger_calls (id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent,
-		finished_at, kind, message)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $8 = 'started' THEN NULL ELSE now() END, $10, $11)`,
-		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, p.owner, string(st), st == Started, kind, msg)
+		finished_at, kind, message, times)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $8 = 'started' THEN NULL ELSE now() END, $10, $11, $12)`,
+		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, p.owner, string(st), st == Started, r.Kind, r.Message, times(r.Times))
 	return err
 }
 
-func (p *Postgres) RefuseCall(ctx context.Context, c CallStart, kind, message string) error {
+func (p *Postgres) RefuseCall(ctx context.Context, r Refusal) error {
 	return wrapPG(p.retry(ctx, func() error {
 		return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.Run.Tenant, c.Run.ID); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, r.Run.Tenant, r.Run.ID); err != nil {
 				return err
 			}
-			return p.insertCall(ctx, tx, c, Refused, kind, message)
+			return p.insertCall(ctx, tx, r, Refused)
 		})
 	}))
 }
@@ -524,7 +529,7 @@ func scanPGCall(r pgx.Row) (CallRecord, error) {
 	var finished *time.Time
 	var att *string
 	err := r.Scan(&c.ID, &c.Run.Tenant, &c.Run.ID, &c.ExecutionID, &c.Tool, &c.ArgumentBytes, &status, &c.Spent,
-		&c.StartedAt, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message)
+		&c.StartedAt, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message, &c.Times)
 	if err != nil {
 		return CallRecord{}, err
 	}
@@ -550,15 +555,26 @@ func (p *Postgres) Call(ctx context.Context, id string) (CallRecord, error) {
 	return c, wrapPG(err)
 }
 
+func (p *Postgres) Calls(ctx context.Context, run RunRef) ([]CallRecord, error) {
+	_ = p.Flush(ctx)
+	rows, err := p.pool.Query(ctx, `SELECT `+callColumns+` FROM ledger_calls WHERE tenant = $1 AND run_id = $2
+		ORDER BY started_at, id`, run.Tenant, run.ID)
+	if err != nil {
+		return nil, wrapPG(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CallRecord, error) { return scanPGCall(r) })
+	return out, wrapPG(err)
+}
+
 func (p *Postgres) AskApproval(ctx context.Context, a ApprovalAsk) error {
-	if a.Status != ApprovalPending && a.Status != ApprovalUnasked {
-		return fmt.Errorf("budget: an approval is asked pending or recorded unasked, not %q", a.Status)
+	if err := checkAsk(a); err != nil {
+		return err
 	}
 	return wrapPG(p.retry(ctx, func() error {
 		_, err := p.pool.Exec(ctx, `WITH r AS (INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING)
-			INSERT INTO ledger_approvals (id, tenant, run_id, execution_id, call_id, tool, reason, owner, status, decided_at)
-			VALUES ($3, $1, $2, $4, $5, $6, $7, $8, $9, CASE WHEN $9 = 'pending' THEN NULL ELSE clock_timestamp() END)`,
-			a.Run.Tenant, a.Run.ID, a.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, p.owner, string(a.Status))
+			INSERT INTO ledger_approvals (id, tenant, run_id, execution_id, call_id, tool, reason, owner, status, decided_at, times)
+			VALUES ($3, $1, $2, $4, $5, $6, $7, $8, $9, CASE WHEN $9 = 'pending' THEN NULL ELSE clock_timestamp() END, $10)`,
+			a.Run.Tenant, a.Run.ID, a.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, p.owner, string(a.Status), times(a.Times))
 		return err
 	}))
 }
@@ -597,7 +613,7 @@ func (p *Postgres) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord,
 		var status string
 		var decided *time.Time
 		err := r.Scan(&a.ID, &a.Run.Tenant, &a.Run.ID, &a.ExecutionID, &a.CallID, &a.Tool, &a.Reason, &status,
-			&a.AnsweredBy, &a.AskedAt, &decided)
+			&a.AnsweredBy, &a.AskedAt, &decided, &a.Times)
 		a.Status = ApprovalStatus(status)
 		if decided != nil {
 			a.DecidedAt = *decided

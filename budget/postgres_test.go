@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 )
 
@@ -276,5 +277,36 @@ func TestPostgresPipelinesFinishes(t *testing.T) {
 			return
 		case <-time.After(time.Millisecond):
 		}
+	}
+}
+
+// TestPostgresOlderLedgerIsMigrated: a database at schema 3 gains the records' times, and a
+// refusal recorded before stands for one call.
+func TestPostgresOlderLedgerIsMigrated(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.Schema(t)
+	pool, err := pgdb.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgdb.Migrate(ctx, pool, "ledger", postgresSchema[:3]); err != nil {
+		pool.Close()
+		t.Fatal(err)
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO ledger_calls (id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent, kind)
+		VALUES ('old', 't', 'r', 'x0', 's__t', 9, 'o_gone', 'refused', false, 'budget_exceeded')`)
+	pool.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openPostgres(t, dsn, nil)
+	if c, err := l.Call(ctx, "old"); err != nil || c.Times != 1 || c.Status != Refused {
+		t.Fatalf("an older refusal = %+v, %v; want it refused, standing for one call", c, err)
+	}
+	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a", Run: RunRef{Tenant: "t", ID: "r"}, Tool: "s__t", Status: ApprovalUnasked, Times: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := l.Approvals(ctx, RunRef{Tenant: "t", ID: "r"}); err != nil || len(recs) != 1 || recs[0].Times != 5 {
+		t.Fatalf("a summary of approvals in a migrated ledger = %+v, %v; want Times 5", recs, err)
 	}
 }

@@ -95,7 +95,8 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 	preserved_bytes INTEGER NOT NULL DEFAULT 0,
 	attachments     TEXT,
 	kind            TEXT    NOT NULL DEFAULT '',
-	message         TEXT    NOT NULL DEFAULT ''
+	message         TEXT    NOT NULL DEFAULT '',
+	times           INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS tool_calls_open ON tool_calls (owner) WHERE status = 'started';
 CREATE INDEX IF NOT EXISTS tool_calls_run ON tool_calls (tenant, run_id);
@@ -112,7 +113,8 @@ CREATE TABLE IF NOT EXISTS approvals (
 	status          TEXT    NOT NULL,
 	answered_by     TEXT    NOT NULL DEFAULT '',
 	asked_at        INTEGER NOT NULL,
-	decided_at      INTEGER
+	decided_at      INTEGER,
+	times           INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS approvals_open ON approvals (owner) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS approvals_run ON approvals (tenant, run_id);
@@ -214,7 +216,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 3
+const sqliteSchemaVersion = 4
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
@@ -223,6 +225,9 @@ var columnsAdded = []struct{ table, column, decl string }{
 	{"executions", "binding_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"executions", "returned_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"executions", "kept_out_bytes", `INTEGER NOT NULL DEFAULT 0`},
+	// 4: a summary of refusals stands for several calls (Refusal.Times).
+	{"tool_calls", "times", `INTEGER NOT NULL DEFAULT 1`},
+	{"approvals", "times", `INTEGER NOT NULL DEFAULT 1`},
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -354,7 +359,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 				return err
 			}
 			after = u
-			return insertCall(ctx, tx, c, s.owner.id, Started, true, t, "", "")
+			return insertCall(ctx, tx, Refusal{CallStart: c}, s.owner.id, Started, true, t)
 		}
 		// One conditional UPDATE checks every meter of the Run and counts the call.
 		u, err := admitRun(ctx, tx, c.Run, runLimits)
@@ -365,7 +370,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 			}
 			if refusal = runRefusal(u, runLimits); refusal != nil {
 				after = u
-				return insertCall(ctx, tx, c, s.owner.id, Refused, false, t, string(refusal.Kind), refusal.Message)
+				return insertCall(ctx, tx, Refusal{CallStart: c, Kind: string(refusal.Kind), Message: refusal.Message}, s.owner.id, Refused, false, t)
 			}
 			if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
 				return err
@@ -375,7 +380,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 		if err != nil {
 			return err
 		}
-		if err := insertCall(ctx, tx, c, s.owner.id, Started, true, t, "", ""); err != nil {
+		if err := insertCall(ctx, tx, Refusal{CallStart: c}, s.owner.id, Started, true, t); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE executions SET calls = calls + 1 WHERE id = ?`, c.ExecutionID); err != nil {
@@ -405,25 +410,27 @@ func admitRun(ctx context.Context, tx *stmtTx, run RunRef, l Limits) (Usage, err
 	return u, err
 }
 
-func insertCall(ctx context.Context, tx *stmtTx, c CallStart, owner string, st CallStatus, spent bool, t int64, kind, msg string) error {
+// insertCall writes the record of r's call: started (r's Kind and Message empty), or refused.
+func insertCall(ctx context.Context, tx *stmtTx, r Refusal, owner string, st CallStatus, spent bool, t int64) error {
 	var fin any
 	if st != Started {
 		fin = t
 	}
+	c := r.CallStart
 	_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls
-		(id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent, started_at, finished_at, kind, message)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, owner, string(st), spent, t, fin, kind, msg)
+		(id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent, started_at, finished_at, kind, message, times)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, owner, string(st), spent, t, fin, r.Kind, r.Message, times(r.Times))
 	return err
 }
 
-func (s *SQLite) RefuseCall(ctx context.Context, c CallStart, kind, message string) error {
+func (s *SQLite) RefuseCall(ctx context.Context, r Refusal) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		t := now()
-		if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
+		if _, err := tx.ExecContext(ctx, ensureRun, r.Run.Tenant, r.Run.ID, t); err != nil {
 			return err
 		}
-		return insertCall(ctx, tx, c, s.owner.id, Refused, false, t, kind, message)
+		return insertCall(ctx, tx, r, s.owner.id, Refused, false, t)
 	})
 }
 
@@ -542,7 +549,7 @@ func (s *SQLite) RunContext(ctx context.Context, run RunRef) (Context, error) {
 }
 
 const callColumns = `id, tenant, run_id, execution_id, tool, argument_bytes, status, spent, started_at,
-	finished_at, transfer_bytes, produced_bytes, preserved_bytes, attachments, kind, message`
+	finished_at, transfer_bytes, produced_bytes, preserved_bytes, attachments, kind, message, times`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -553,7 +560,7 @@ func scanCall(r scanner) (CallRecord, error) {
 	var finished sql.NullInt64
 	var att sql.NullString
 	err := r.Scan(&c.ID, &c.Run.Tenant, &c.Run.ID, &c.ExecutionID, &c.Tool, &c.ArgumentBytes, &status, &c.Spent,
-		&started, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message)
+		&started, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message, &c.Times)
 	if err != nil {
 		return CallRecord{}, err
 	}
@@ -582,9 +589,30 @@ func (s *SQLite) Call(ctx context.Context, id string) (CallRecord, error) {
 	return c, err
 }
 
+func (s *SQLite) Calls(ctx context.Context, run RunRef) ([]CallRecord, error) {
+	if err := s.Flush(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE tenant = ? AND run_id = ?
+		ORDER BY started_at, rowid`, run.Tenant, run.ID)
+	if err != nil {
+		return nil, fmt.Errorf("budget: calls: %w", err)
+	}
+	defer rows.Close()
+	var out []CallRecord
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 func (s *SQLite) AskApproval(ctx context.Context, a ApprovalAsk) error {
-	if a.Status != ApprovalPending && a.Status != ApprovalUnasked {
-		return fmt.Errorf("budget: an approval is asked pending or recorded unasked, not %q", a.Status)
+	if err := checkAsk(a); err != nil {
+		return err
 	}
 	return s.write(ctx, func(tx *stmtTx) error {
 		t := now()
@@ -596,9 +624,9 @@ func (s *SQLite) AskApproval(ctx context.Context, a ApprovalAsk) error {
 			decided = t
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO approvals
-			(id, tenant, run_id, execution_id, call_id, tool, reason, owner, status, asked_at, decided_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Run.Tenant, a.Run.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, s.owner.id, string(a.Status), t, decided)
+			(id, tenant, run_id, execution_id, call_id, tool, reason, owner, status, asked_at, decided_at, times)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.Run.Tenant, a.Run.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, s.owner.id, string(a.Status), t, decided, times(a.Times))
 		return err
 	})
 }
@@ -628,7 +656,7 @@ func (s *SQLite) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 	})
 }
 
-const approvalColumns = `id, tenant, run_id, execution_id, call_id, tool, reason, status, answered_by, asked_at, decided_at`
+const approvalColumns = `id, tenant, run_id, execution_id, call_id, tool, reason, status, answered_by, asked_at, decided_at, times`
 
 func (s *SQLite) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE tenant = ? AND run_id = ?
@@ -644,7 +672,7 @@ func (s *SQLite) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, e
 		var asked int64
 		var decided sql.NullInt64
 		if err := rows.Scan(&a.ID, &a.Run.Tenant, &a.Run.ID, &a.ExecutionID, &a.CallID, &a.Tool, &a.Reason, &status,
-			&a.AnsweredBy, &asked, &decided); err != nil {
+			&a.AnsweredBy, &asked, &decided, &a.Times); err != nil {
 			return nil, err
 		}
 		a.Status, a.AskedAt = ApprovalStatus(status), time.Unix(0, asked)

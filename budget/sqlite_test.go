@@ -127,7 +127,8 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 }
 
 // TestOlderLedgerIsMigrated: a ledger file from before the executions table had
-// agent_version opens, gains the column, and records versions; and approvals.
+// agent_version opens, gains the column, and records versions; and approvals; and a call
+// record's times.
 func TestOlderLedgerIsMigrated(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -139,6 +140,16 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 		started_at INTEGER NOT NULL, ended_at INTEGER, status TEXT NOT NULL DEFAULT 'running', attachments TEXT,
 		calls INTEGER NOT NULL DEFAULT 0, transfer_bytes INTEGER NOT NULL DEFAULT 0, produced_bytes INTEGER NOT NULL DEFAULT 0,
 		preserved_bytes INTEGER NOT NULL DEFAULT 0)`); err != nil {
+		t.Fatal(err)
+	}
+	// A refusal recorded before records had Times stands for one call.
+	if _, err := db.Exec(`CREATE TABLE tool_calls (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, run_id TEXT NOT NULL,
+		execution_id TEXT NOT NULL, tool TEXT NOT NULL, argument_bytes INTEGER NOT NULL, owner TEXT NOT NULL, status TEXT NOT NULL,
+		spent INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER, transfer_bytes INTEGER NOT NULL DEFAULT 0,
+		produced_bytes INTEGER NOT NULL DEFAULT 0, preserved_bytes INTEGER NOT NULL DEFAULT 0, attachments TEXT,
+		kind TEXT NOT NULL DEFAULT '', message TEXT NOT NULL DEFAULT '');
+		INSERT INTO tool_calls (id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent, started_at, finished_at, kind)
+		VALUES ('old', 't', 'r', 'x0', 's__t', 9, 'o_gone', 'refused', 0, 1, 1, 'budget_exceeded')`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -161,6 +172,15 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 	if c, err := l.RunContext(ctx, RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {
 		t.Fatalf("RunContext in a migrated ledger = %+v, %v", c, err)
+	}
+	if c, err := l.Call(ctx, "old"); err != nil || c.Times != 1 || c.Status != Refused {
+		t.Fatalf("an older refusal = %+v, %v; want it refused, standing for one call", c, err)
+	}
+	if err := l.RefuseCall(ctx, Refusal{CallStart: call("new", RunRef{Tenant: "t", ID: "r"}, "x"), Kind: "budget_exceeded", Times: 12}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.Call(ctx, "new"); err != nil || c.Times != 12 {
+		t.Fatalf("a summary in a migrated ledger = %+v, %v; want Times 12", c, err)
 	}
 	var v int
 	if err := l.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqliteSchemaVersion {
