@@ -16,10 +16,13 @@ import (
 	"syscall"
 )
 
-// self is this process's tag and what Dead compares against, read once.
+// self is this process's tag and what DeadName compares against, read once; the first use
+// also takes this process's owner lock.
 var self = sync.OnceValue(func() (s struct {
 	tag, pidns, boot string
 	procOK           bool
+	locks            string // the lock directory, "" when there is none
+	lock             *os.File
 }) {
 	start, err := startTime(os.Getpid())
 	s.pidns = pidNamespace()
@@ -29,6 +32,8 @@ var self = sync.OnceValue(func() (s struct {
 	if s.procOK {
 		s.tag = fmt.Sprintf("%d.%d.%s.%s", os.Getpid(), start, s.pidns, s.boot)
 	}
+	s.locks = lockDir()
+	s.lock = holdLock(s.locks, s.tag)
 	return s
 })
 
@@ -46,39 +51,55 @@ func Name(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-var tagged = regexp.MustCompile(`-([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8})-[0-9a-f]+$`)
+var (
+	tagged  = regexp.MustCompile(`-(([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8}))-[0-9a-f]+$`)
+	tagOnly = regexp.MustCompile(`^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8})$`)
+)
 
 // DeadName reports whether name (as Name made it) carries the tag of a provably dead owner.
 func DeadName(name string) bool {
 	m := tagged.FindStringSubmatch(name)
-	if m == nil {
-		return false
+	return m != nil && dead(m[1], self().locks)
+}
+
+// dead reports whether tag's owner is provably dead. Where its pid and start time can be
+// checked (this boot's, in this pid namespace) they decide; elsewhere a free lock does.
+func dead(tag, locks string) bool {
+	if gone, known := pidDead(tagOnly.FindStringSubmatch(tag)); known {
+		return gone
 	}
+	return locks != "" && lockFree(filepath.Join(locks, tag+".lock"))
+}
+
+// pidDead is the proof by boot, pid and start time (m is tagOnly's match); known is false
+// where it cannot decide: another pid namespace, or no /proc of ours.
+func pidDead(m []string) (gone, known bool) {
 	me := self()
-	if !me.procOK {
-		return false
+	if m == nil || !me.procOK {
+		return false, false
 	}
 	if m[4] != me.boot {
-		return true // another boot: its every process is gone
+		return true, true // another boot: its every process is gone
 	}
 	if m[3] != me.pidns {
-		return false // another pid namespace: nothing here can prove it dead
+		return false, false // another pid namespace: its pid means nothing here
 	}
 	pid, err := strconv.Atoi(m[1])
 	if err != nil || pid <= 0 {
-		return false
+		return false, true
 	}
 	// kill(pid, 0) in this pid namespace: ESRCH is proof, whatever /proc may hide (hidepid).
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
+		return true, true
 	}
 	start, err := startTime(pid)
-	return err == nil && strconv.FormatUint(start, 10) != m[2]
+	return err == nil && strconv.FormatUint(start, 10) != m[2], true
 }
 
 // Sweep removes, with remove, every entry of dir named prefix-… whose owner is provably dead,
 // and returns how many it removed. A missing dir is nothing to sweep.
 func Sweep(dir, prefix string, remove func(path string) error) int {
+	pruneOnce()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
@@ -93,6 +114,13 @@ func Sweep(dir, prefix string, remove func(path string) error) int {
 	}
 	return n
 }
+
+// pruneOnce prunes the lock directory, once per process, at its first sweep.
+var pruneOnce = sync.OnceFunc(func() {
+	if locks := self().locks; locks != "" {
+		pruneLocks(locks, func(tag string) bool { return dead(tag, locks) })
+	}
+})
 
 // startTime is field 22 of /proc/pid/stat, after the command in parentheses.
 func startTime(pid int) (uint64, error) {

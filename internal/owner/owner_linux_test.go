@@ -3,12 +3,18 @@
 package owner
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
@@ -56,5 +62,115 @@ func TestDeadName(t *testing.T) {
 	left, _ := os.ReadDir(dir)
 	if len(left) != 3 {
 		t.Errorf("left %v", left)
+	}
+}
+
+// helperEnv makes the test binary an owner (TestLockProof): it prints its tag, holds its lock
+// until its stdin ends, then dies by SIGKILL, as a killed server does.
+const helperEnv = "MCP_SANDBOX_OWNER_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		fmt.Println(Tag())
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	os.Exit(m.Run())
+}
+
+// startOwner starts the helper owner (in a pid namespace of its own when unshare is given),
+// with its lock directory under tmp, and returns its tag and the end of its stdin.
+func startOwner(t *testing.T, tmp string, unshare ...string) (string, io.Closer, *exec.Cmd) {
+	t.Helper()
+	argv := append(unshare, os.Args[0], "-test.run=^$")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "TMPDIR="+tmp)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(io.LimitReader(out, 200)).ReadString('\n')
+	tag := strings.TrimSpace(line)
+	if err != nil || !tagOnly.MatchString(tag) {
+		t.Fatalf("the helper owner printed %q (%v), not a tag", line, err)
+	}
+	return tag, in, cmd
+}
+
+// TestLockProof: an owner in another pid namespace, whose pid proves nothing here, is proven
+// dead by its lock once it dies, and never while it lives; a lock file nobody made, or one in
+// a directory others may write, proves nothing.
+func TestLockProof(t *testing.T) {
+	me := self()
+	if !me.procOK {
+		gate.Require(t, "proc", false, "no /proc of this pid namespace here")
+	}
+	unshare, err := exec.LookPath("unshare")
+	gate.Require(t, "unshare", err == nil, "unshare (util-linux) is not installed")
+	gate.Require(t, "root", os.Geteuid() == 0, "a pid namespace of the owner's own is made as root")
+	tmp := t.TempDir()
+	locks := filepath.Join(tmp, "mcp-sandbox-owners-"+strconv.Itoa(os.Geteuid()))
+
+	tag, stdin, cmd := startOwner(t, tmp, unshare, "--pid", "--fork", "--mount-proc", "--kill-child")
+	if f := strings.Split(tag, "."); f[2] == me.pidns {
+		t.Fatalf("the helper owner %s is in this pid namespace", tag)
+	}
+	if _, known := pidDead(tagOnly.FindStringSubmatch(tag)); known {
+		t.Fatalf("the pid of %s, in another pid namespace, decides its death here", tag)
+	}
+	if dead(tag, locks) {
+		t.Fatal("a live owner in another pid namespace reads as dead")
+	}
+	// Another sweep in the same moment finds the lock taken too.
+	if dead(tag, locks) {
+		t.Fatal("a live owner reads as dead on a second look")
+	}
+	stdin.Close()
+	_ = cmd.Wait()
+	if !dead(tag, locks) {
+		t.Fatal("an owner that was killed is not proven dead by its free lock")
+	}
+	name := "w-" + tag + "-ab"
+	if m := tagged.FindStringSubmatch(name); m == nil || m[1] != tag {
+		t.Fatalf("%s does not carry its tag", name)
+	}
+
+	// A tag with no lock file: nothing proves it dead (an entry not made by an owner here).
+	if other := strings.Replace(tag, ".", "9.", 1); dead(other, locks) {
+		t.Errorf("%s has no lock file, yet reads as dead", other)
+	}
+	// A free lock file in a directory another account may write proves nothing.
+	if err := os.Chmod(locks, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if trusted(locks) {
+		t.Error("a lock directory others may write is trusted")
+	}
+	if err := os.Chmod(locks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	// Pruning: a dead owner's lock file goes once it is old; a live owner's never does.
+	liveTag, _, _ := startOwner(t, tmp)
+	old := time.Now().Add(-2 * lockPrune)
+	for _, tg := range []string{tag, liveTag} {
+		if err := os.Chtimes(filepath.Join(locks, tg+".lock"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pruneLocks(locks, func(tg string) bool { return dead(tg, locks) })
+	if _, err := os.Stat(filepath.Join(locks, tag+".lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead owner's old lock file was not pruned: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(locks, liveTag+".lock")); err != nil {
+		t.Errorf("a live owner's lock file was pruned: %v", err)
 	}
 }

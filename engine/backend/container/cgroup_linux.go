@@ -311,14 +311,14 @@ func removeTree(dir string) error {
 	}
 }
 
-// removeOwnerCgroups removes every execution cgroup whose name starts with prefix, in every
-// hierarchy: the sweep of a dead owner's leftovers.
-func removeOwnerCgroups(prefix string) {
+// removeOwnerCgroups removes every execution cgroup whose name dead accepts, in every
+// hierarchy: the sweep of dead owners' leftovers.
+func removeOwnerCgroups(dead func(name string) bool) {
 	for _, h := range hierarchies(cgroupRoot) {
 		base := filepath.Join(h.dir, cgroupBase)
 		entries, _ := os.ReadDir(base)
 		for _, e := range entries {
-			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+			if e.IsDir() && dead(e.Name()) {
 				g := &execCgroup{procs: filepath.Join(base, e.Name())}
 				g.kill()
 				_ = removeTree(g.procs)

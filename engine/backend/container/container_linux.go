@@ -58,8 +58,9 @@ type Backend struct {
 	opts   Options
 	rt     *Runtime
 	ids    *identity.Pool
-	owner  *owner
-	cgroup bool // executions get a cgroup of their own
+	id     string // the owner id: every container's OwnerLabel
+	dir    string // the owner's directory: the executions' socket directories
+	cgroup bool   // executions get a cgroup of their own
 	layout layout
 
 	executions sync.WaitGroup // started children not yet closed
@@ -67,7 +68,7 @@ type Backend struct {
 }
 
 // New finds the runtime, checks that the image is present (it is never pulled), sweeps what
-// dead owners left, and takes an owner lock of its own. It starts no container. Its failures
+// dead owners left, and makes its owner directory. It starts no container. Its failures
 // are backend_unavailable and say what to install or run.
 func New(ctx context.Context, options *Options) (*Backend, error) {
 	var opts Options
@@ -108,21 +109,21 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 		return nil, failure.New(failure.BackendUnavailable, "%s", ImageGuidance(rt, opts.Image))
 	}
 	sweep(ctx, rt, opts.StateDir)
-	o, err := newOwner(opts.StateDir)
+	id, dir, err := newOwner(opts.StateDir)
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the container backend's directory under %s failed: %v", opts.StateDir, err)
 	}
-	b := &Backend{opts: opts, rt: rt, ids: ids, owner: o, layout: detectLayout(cgroupRoot)}
+	b := &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: detectLayout(cgroupRoot)}
 	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
 	return b, nil
 }
 
-// Close waits for the children still open to be closed, then removes the owner's directory
-// and releases its lock. It is idempotent.
+// Close waits for the children still open to be closed, then removes the owner's directory.
+// It is idempotent.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.executions.Wait()
-		b.owner.close()
+		os.RemoveAll(b.dir)
 	})
 	return nil
 }
@@ -137,7 +138,7 @@ func (b *Backend) Runtime() *Runtime { return b.rt }
 func (b *Backend) Image() string { return b.opts.Image }
 
 // Owner is the id every container of this backend carries as its OwnerLabel.
-func (b *Backend) Owner() string { return b.owner.id }
+func (b *Backend) Owner() string { return b.id }
 
 // Mechanisms lists what this backend applies here.
 func (b *Backend) Mechanisms() []string {
@@ -177,7 +178,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
-	c := &child{b: b, name: "mcp-sandbox-" + b.owner.id + "-" + tag, workspace: "/workspace-" + tag, release: release,
+	c := &child{b: b, name: "mcp-sandbox-" + b.id + "-" + tag, workspace: "/workspace-" + tag, release: release,
 		cpuLimit: engine.CPURlimit(spec.Terms.CPUSeconds),
 		facts: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true,
 			Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
@@ -188,7 +189,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			c.Close()
 		}
 	}()
-	c.execDir = filepath.Join(b.owner.dir, tag)
+	c.execDir = filepath.Join(b.dir, tag)
 	if err := os.Mkdir(c.execDir, 0o755); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's socket directory failed: %v", err)
 	}
@@ -197,12 +198,12 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "listening on the execution's socket failed: %v", err)
 	}
 	c.ch.onEnd = c.settleExit
-	p := &plan{rt: b.rt, name: c.name, owner: b.owner.id, image: b.opts.Image, python: b.opts.Python,
+	p := &plan{rt: b.rt, name: c.name, owner: b.id, image: b.opts.Image, python: b.opts.Python,
 		uid: id.UID, gid: id.GID, terms: spec.Terms, workspace: c.workspace, execDir: c.execDir,
 		workspaceBytes: b.opts.WorkspaceBytes, tmpBytes: b.opts.TmpBytes, allowed: b.opts.Env,
 		interpreter: spec.Argv, nproc: nprocLimit(spec.Terms.ProcessCount)}
 	if b.cgroup {
-		if c.cg, err = newExecCgroup(cgroupName(b.owner.id, tag), spec.Terms.MemoryBytes); err != nil {
+		if c.cg, err = newExecCgroup(cgroupName(b.id, tag), spec.Terms.MemoryBytes); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed: %v", err)
 		}
 		p.cgroupParent = c.cg.Parent

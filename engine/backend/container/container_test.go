@@ -133,7 +133,7 @@ func containersOf(t *testing.T, b *container.Backend, owner string) []string {
 // cgroupsOf lists the execution cgroups of owner left in any hierarchy.
 func cgroupsOf(owner string) []string {
 	var out []string
-	for _, pattern := range []string{"/sys/fs/cgroup/*/mcp-sandbox/ctr-" + owner + "-*", "/sys/fs/cgroup/mcp-sandbox/ctr-" + owner + "-*"} {
+	for _, pattern := range []string{"/sys/fs/cgroup/*/mcp-sandbox/" + owner + "-*", "/sys/fs/cgroup/mcp-sandbox/" + owner + "-*"} {
 		m, _ := filepath.Glob(pattern)
 		out = append(out, m...)
 	}
@@ -300,14 +300,14 @@ func TestNothingLeftAfterAResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ownerDir := filepath.Join(state, "mcp-sandbox-ctr-"+b.Owner())
+	ownerDir := filepath.Join(state, "mcp-sandbox-"+b.Owner())
 	check := func(what string) {
 		t.Helper()
 		if ids := containersOf(t, b, b.Owner()); len(ids) > 0 {
 			t.Errorf("%s: containers left: %v", what, ids)
 		}
-		if entries, _ := os.ReadDir(ownerDir); len(entries) != 1 {
-			t.Errorf("%s: the owner directory holds %v, want only its lock", what, entries)
+		if entries, err := os.ReadDir(ownerDir); err != nil || len(entries) != 0 {
+			t.Errorf("%s: the owner directory holds %v (%v), want nothing", what, entries, err)
 		}
 		if cg := cgroupsOf(b.Owner()); len(cg) > 0 {
 			t.Errorf("%s: cgroups left: %v", what, cg)
@@ -349,9 +349,12 @@ func TestNothingLeftAfterAResult(t *testing.T) {
 	}
 }
 
-// A server killed outright leaves its container running; the next backend made on the same
-// state directory removes it, its cgroup and its directory, because the dead server's owner
-// lock can be taken. A live owner's container is left alone.
+// A server killed outright leaves its container running; the next backend removes it and its
+// cgroup, found by label and name wherever the dead server's directory went (a restarted
+// service's private /tmp is a new one), and its directory from the state directory, because
+// internal/owner proves the dead server's owner tag dead. A live owner's container is left
+// alone, and so is every container that is not provably a dead owner's: an older version's
+// label (no tag), an owner of another pid namespace with no lock here, no label at all.
 func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 	state := t.TempDir()
 	live := newBackend(t, container.Options{StateDir: state})
@@ -411,7 +414,29 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 		t.Error("the killed server's cgroup is gone already: nothing to sweep")
 	}
 
-	sweeper := newBackend(t, container.Options{StateDir: state})
+	// Decoys, stopped containers of this test's: labelled by an older version (no tag), by an
+	// owner of another pid namespace that holds no lock here, and one unlabelled, named as
+	// the dead owner's containers are.
+	f := strings.Split(strings.Split(dead, "-")[1], ".")
+	decoys := map[string]string{
+		"old":     "--label=" + container.OwnerLabel + "=0123456789ab",
+		"otherns": "--label=" + container.OwnerLabel + "=ctr-" + f[0] + "." + f[1] + ".1." + f[3] + "-00112233",
+		"nolabel": "--label=io.mcp-sandbox.decoy=1",
+	}
+	var decoyIDs []string
+	t.Cleanup(func() {
+		for _, id := range decoyIDs { // one at a time: a decoy a failed sweep removed is no error here
+			_ = exec.Command(live.Runtime().Path, "rm", "--force", id).Run()
+		}
+	})
+	for what, label := range decoys {
+		name := "mcp-sandbox-" + dead + "-decoy" + what
+		decoyIDs = append(decoyIDs, podman(t, live, "create", "--pull=never", label, "--name", name, live.Image(), "true"))
+	}
+
+	// A server with another state directory sweeps the containers and cgroups, not the
+	// directory it cannot see.
+	sweeper := newBackend(t, container.Options{StateDir: t.TempDir()})
 	defer sweeper.Close()
 	if ids := containersOf(t, live, dead); len(ids) > 0 {
 		t.Errorf("the dead owner's containers are still there: %v", ids)
@@ -419,11 +444,24 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 	if cg := cgroupsOf(dead); len(cg) > 0 {
 		t.Errorf("the dead owner's cgroups are still there: %v", cg)
 	}
-	if _, err := os.Stat(filepath.Join(state, "mcp-sandbox-ctr-"+dead)); !errors.Is(err, os.ErrNotExist) {
+	deadDir := filepath.Join(state, "mcp-sandbox-"+dead)
+	if _, err := os.Stat(deadDir); err != nil {
+		t.Errorf("the dead owner's directory, in another state directory, is gone: %v", err)
+	}
+	newBackend(t, container.Options{StateDir: state}).Close()
+	if _, err := os.Stat(deadDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the dead owner's directory is still there: %v", err)
 	}
 	if !running(live, live.Owner()) {
 		t.Error("the sweep removed a live owner's container")
+	}
+	if _, err := os.Stat(filepath.Join(state, "mcp-sandbox-"+live.Owner())); err != nil {
+		t.Errorf("the sweep removed a live owner's directory: %v", err)
+	}
+	for _, id := range decoyIDs {
+		if out := podman(t, live, "ps", "-a", "-q", "--no-trunc", "--filter", "id="+id); out == "" {
+			t.Errorf("the sweep removed decoy %s, which no dead owner of this program made", id)
+		}
 	}
 }
 

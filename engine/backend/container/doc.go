@@ -50,11 +50,14 @@
 // kills every process in the container's cgroup, and runs the runtime's kill when the container
 // has not ended within a moment; Close removes the container when `run --rm` could not, the
 // socket directory and the cgroup. Nothing else is created (no volume: the tmpfs mounts are not
-// volumes). A server killed outright leaves its containers behind: each Backend holds an owner
-// lock (flock on a file in its directory under the temporary directory) for its lifetime, and
-// New sweeps the containers (by the label io.mcp-sandbox.owner), cgroups and directories of
-// every owner whose lock it can take, which is proof that owner is dead. Nothing another live
-// process owns is touched, and nothing without the label.
+// volumes). A server killed outright leaves its containers behind: each Backend's owner id is
+// an internal/owner name (it carries the process's owner tag, backed by its owner lock) that
+// names its directory, its containers (and labels them io.mcp-sandbox.owner) and their
+// cgroups; New sweeps every labelled container, cgroup and directory whose owner id
+// internal/owner proves dead, finding containers by label, so those of a server whose
+// directory is gone (a restarted service's private /tmp) are swept too. Nothing another live
+// process owns is touched, nothing without the label, and no id without a tag (an older
+// version's).
 //
 // On a hybrid cgroup layout (v1 controllers plus a cgroup2 mount holding controllers) crun
 // refuses to run containers; with podman and no OCI runtime named, the backend passes
@@ -76,6 +79,6 @@
 // such a status itself is reported as killed by that signal, and 137 as its CPU limit.
 //
 // It imports engine, failure, internal/identity, internal/spawn (the child's environment),
-// internal/cgroup (its kill loop and readers),
+// internal/cgroup (its kill loop and readers), internal/owner (its owner id and sweep),
 // x/sys and the standard library. A Backend and its children are safe for concurrent use.
 package container

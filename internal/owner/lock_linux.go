@@ -1,0 +1,107 @@
+//go:build linux
+
+package owner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// lockPrune is how long a dead owner's lock file is kept for the sweeps that may still need
+// it (an owner in another pid namespace has no other proof).
+const lockPrune = 24 * time.Hour
+
+// lockDir is where owners' lock files live: one directory per effective uid under the
+// temporary directory, made 0700, so only this uid (and root) can make or remove a lock file
+// there. "" when it is not ours or cannot be made: there is no lock proof then.
+func lockDir() string {
+	dir := filepath.Join(os.TempDir(), "mcp-sandbox-owners-"+strconv.Itoa(os.Geteuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return ""
+	}
+	if !trusted(dir) {
+		return ""
+	}
+	return dir
+}
+
+// trusted reports whether dir is a directory (not a link) of this uid that no one else may
+// write: a lock file in it was made by a process of this uid.
+func trusted(dir string) bool {
+	info, err := os.Lstat(dir)
+	if err != nil || !info.IsDir() || info.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// holdLock makes dir/<tag>.lock and holds an exclusive flock on it for the rest of this
+// process's life (the file is never closed; the kernel drops the lock when the process dies,
+// however it dies). The file is locked before it gets its name, by a rename, so no sweep ever
+// finds it unlocked while its owner lives. It returns the open file, nil when it failed.
+func holdLock(dir, tag string) *os.File {
+	if dir == "" || tag == "" {
+		return nil
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := filepath.Join(dir, ".new-"+hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil
+	}
+	if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, tag+".lock"))
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil
+	}
+	return f
+}
+
+// lockFree reports whether path names a lock file that no process holds: proof that its
+// owner, which held it from before it made anything until it died, is dead. A missing file
+// proves nothing (an owner that made none, or whose lock is in another temporary directory).
+func lockFree(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// Released at once, by the Close: the owner is dead for good, and a concurrent sweep
+	// that finds the lock taken for that moment only leaves the sweep to this one.
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
+
+// pruneLocks removes, from dir, the lock files of dead owners that started (the file's
+// mtime) longer than lockPrune ago, and set-up files an owner died before naming. Removing a
+// dead owner's lock file only takes away one proof of a death: nothing live is touched.
+func pruneLocks(dir string, dead func(tag string) bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		switch tag, ok := strings.CutSuffix(e.Name(), ".lock"); {
+		case ok && tagOnly.MatchString(tag) && time.Since(info.ModTime()) > lockPrune && dead(tag):
+			os.Remove(path)
+		case strings.HasPrefix(e.Name(), ".new-") && time.Since(info.ModTime()) > time.Minute && lockFree(path):
+			os.Remove(path)
+		}
+	}
+}
