@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
@@ -157,7 +158,16 @@ type approval struct {
 	meter     *budget.Meter // nil: nothing is recorded
 	log       *slog.Logger
 	inProgram bool
+	// unaskedLogged counts the execution's unasked decisions logged so far (nil: log every
+	// one): a program looping on a call nobody can approve gets loggedUnasked lines, then
+	// one saying the rest are only counted (the result's approvals.unasked, the ledger's
+	// times).
+	unaskedLogged *atomic.Int64
 }
+
+// loggedUnasked is how many unasked decisions of one execution are logged one by one, as
+// many as the ledger records one by one (budget.RecordedRefusals).
+const loggedUnasked = budget.RecordedRefusals
 
 // approve is the approval step of a call (the package doc's hop 5): the policy's word on the
 // call's arguments (an argument rule may deny it), then, when the call needs a person's
@@ -284,6 +294,16 @@ func (c approval) record(ctx context.Context, ask budget.ApprovalAsk) error {
 func (c approval) logDecision(d Decision, q Question, ask budget.ApprovalAsk, by string) {
 	if d == NotNeeded {
 		return
+	}
+	if d == Unasked && c.unaskedLogged != nil {
+		switch n := c.unaskedLogged.Add(1); {
+		case n == loggedUnasked+1:
+			c.log.Info("approval: further unasked decisions of this execution are counted, not logged", "tool", q.Tool,
+				"logged", loggedUnasked)
+			return
+		case n > loggedUnasked:
+			return
+		}
 	}
 	c.log.Info("approval", "tool", q.Tool, "decision", string(d), "approval", ask.ID, "reason", ask.Reason,
 		"arguments", q.Arguments, "in_program", q.InProgram, "answered_by", by)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +298,37 @@ func TestDirectApproval(t *testing.T) {
 	}
 	if got := f.calls("wipe"); got != 1 {
 		t.Errorf("wipe called %d times, want 1", got)
+	}
+}
+
+// A program looping on a call nobody can approve fills neither the ledger nor the operator's
+// log: loggedUnasked decisions are logged one by one, then one line says the rest are only
+// counted; the counts stay exact.
+func TestUnaskedDecisionsLoggedBounded(t *testing.T) {
+	f := newFixture(t)
+	led, err := budget.OpenSQLite(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	m, err := budget.Start(context.Background(), led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxCalls: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	x := New(&Options{Turn: f.turn(t), Meter: m, Tenant: "t", Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	const loops = 50
+	for range loops {
+		if r := callOf(t, x, "up__wipe", `{"s":"all"}`); r.Kind != failure.ApprovalRequiredInProgram {
+			t.Fatalf("reply %+v, want approval_required_in_program", r)
+		}
+	}
+	x.Wait()
+	if got := x.Approvals(); got.Unasked != loops {
+		t.Errorf("counts %+v, want %d unasked", got, loops)
+	}
+	lines := strings.Count(logged.String(), "msg=approval ")
+	if lines != loggedUnasked || strings.Count(logged.String(), "counted, not logged") != 1 {
+		t.Errorf("%d decision lines (want %d) and one saying the rest are counted:\n%s", lines, loggedUnasked, logged.String())
 	}
 }

@@ -57,6 +57,8 @@ type Execution struct {
 	slots  chan struct{} // one per call in flight
 	appr   *Approvals
 	tally  tally // the approval step's decisions
+	// unaskedLogged counts the unasked decisions logged (approval.unaskedLogged).
+	unaskedLogged atomic.Int64
 
 	mu      sync.Mutex // guards handles
 	handles map[outputs.Handle]bool
@@ -168,7 +170,8 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	}
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
-	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true})
+	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true,
+		unaskedLogged: &x.unaskedLogged})
 	x.tally.add(d)
 	if fe != nil {
 		return outputs.Refused(fe)

@@ -46,8 +46,9 @@
 //     a second before the program's wall clock): approval_required_in_program, and the
 //     program goes on. A host that cannot ask (no Asker, no elicitation capability, the
 //     sessionless revision) gets approval_required_in_program at once, recorded unasked
-//     (counted past the first few per tool: budget's "Refusals are counted"), with
-//     a message that says so and names no other tool. The person sees the model-facing name,
+//     (counted past the first few per tool: budget's "Refusals are counted", and logged
+//     one by one only for the execution's first loggedUnasked), with a message that says so
+//     and names no other tool. The person sees the model-facing name,
 //     the reasons and the arguments as redacted as a log line (upstream.Tool.RedactArguments).
 //     Nothing is spent: a refused call never reaches admission, and an acceptance that cannot
 //     be recorded (or was recorded unknown after a restart) is not acted on.
