@@ -71,9 +71,10 @@ type Runner struct {
 	port6    int
 	accepted sync.WaitGroup
 
-	mu           sync.Mutex // guards desc, pools, hits, misses and closed
+	mu           sync.Mutex // guards desc, pools, pre, hits, misses and closed
 	desc         *Description
 	pools        map[poolKey]*warmPool
+	pre          *prestarted // Prestart's child, until a Run takes it
 	hits, misses uint64
 	closed       bool
 
@@ -256,7 +257,11 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 		res.Cancelled = true
 		return res
 	}
-	p, start := r.takeWarm(poolKey{owner: ex.Owner, terms: t}), StartWarm
+	k := poolKey{owner: ex.Owner, terms: t}
+	p, start := r.takePrestarted(ctx, k), StartCold // started for this execution, only earlier
+	if p == nil {
+		p, start = r.takeWarm(k), StartWarm
+	}
 	if p == nil {
 		start = StartCold
 		var err error
