@@ -29,6 +29,7 @@ const batchTimeout = 30 * time.Second
 type writeOp struct {
 	ctx   context.Context
 	fn    func(tx *stmtTx) error
+	lazy  time.Time    // when a lazy write was queued; zero for one committed at once
 	done  chan error   // the result, once the op's batch has committed or failed
 	state atomic.Int32 // opQueued, then opTaken (a batch runs it) or opAbandoned (its caller left)
 }
@@ -70,6 +71,9 @@ func (s *SQLite) writeLater(ctx context.Context, fn func(tx *stmtTx) error) erro
 func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool) error {
 	b := s.batch
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	if !now {
+		op.lazy = time.Now()
+	}
 	b.qmu.Lock()
 	if b.closed {
 		b.qmu.Unlock()
@@ -123,7 +127,10 @@ func (s *SQLite) Flush(ctx context.Context) error {
 	return nil
 }
 
-// flusher commits lazy writes flushDelay after the first of them arrives, until stop.
+// flusher commits a lazy write once it has waited flushDelay, until stop. While a program's
+// calls keep coming, each call's tool_call_started takes the previous call's finish along
+// before that is due: the flusher then waits on for the write queued since, rather than
+// commit a transaction of its own (which a call's start would then wait behind).
 func (s *SQLite) flusher() {
 	b := s.batch
 	defer close(b.stopped)
@@ -133,17 +140,41 @@ func (s *SQLite) flusher() {
 			return
 		case <-b.kick:
 		}
-		t := time.NewTimer(flushDelay)
-		select {
-		case <-b.stop:
-			t.Stop()
-			return
-		case <-t.C:
+		wait, queued := flushDelay, true
+		for queued && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-b.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait, queued = b.lazyWait()
+		}
+		if !queued {
+			continue // a batch took them all along
 		}
 		b.wmu <- struct{}{}
 		s.commitPending()
 		<-b.wmu
 	}
+}
+
+// lazyWait is how much longer the oldest lazy write still queued may wait (0 or less: it is
+// due), and whether there is one.
+func (b *batcher) lazyWait() (time.Duration, bool) {
+	b.qmu.Lock()
+	defer b.qmu.Unlock()
+	var oldest time.Time
+	for _, op := range b.pending {
+		if !op.lazy.IsZero() && op.state.Load() == opQueued && (oldest.IsZero() || op.lazy.Before(oldest)) {
+			oldest = op.lazy
+		}
+	}
+	if oldest.IsZero() {
+		return 0, false
+	}
+	return flushDelay - time.Since(oldest), true
 }
 
 // errLedgerClosed refuses a write that arrives once the ledger is closing.
