@@ -29,6 +29,7 @@ const batchTimeout = 30 * time.Second
 type writeOp struct {
 	ctx   context.Context
 	fn    func(tx *stmtTx) error
+	lazy  time.Time    // when a lazy write was queued; zero for one committed at once
 	done  chan error   // the result, once the op's batch has committed or failed
 	state atomic.Int32 // opQueued, then opTaken (a batch runs it) or opAbandoned (its caller left)
 }
@@ -70,6 +71,9 @@ func (s *SQLite) writeLater(ctx context.Context, fn func(tx *stmtTx) error) erro
 func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool) error {
 	b := s.batch
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	if !now {
+		op.lazy = time.Now()
+	}
 	b.qmu.Lock()
 	if b.closed {
 		b.qmu.Unlock()
@@ -123,7 +127,10 @@ func (s *SQLite) Flush(ctx context.Context) error {
 	return nil
 }
 
-// flusher commits lazy writes flushDelay after the first of them arrives, until stop.
+// flusher commits a lazy write once it has waited flushDelay, until stop. While a program's
+// calls keep coming, each call's tool_call_started takes the previous call's finish along
+// before that is due: the flusher then waits on for the write queued since, rather than
+// commit a transaction of its own (which a call's start would then wait behind).
 func (s *SQLite) flusher() {
 	b := s.batch
 	defer close(b.stopped)
@@ -133,17 +140,41 @@ func (s *SQLite) flusher() {
 			return
 		case <-b.kick:
 		}
-		t := time.NewTimer(flushDelay)
-		select {
-		case <-b.stop:
-			t.Stop()
-			return
-		case <-t.C:
+		wait, queued := flushDelay, true
+		for queued && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-b.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait, queued = b.lazyWait()
+		}
+		if !queued {
+			continue // a batch took them all along
 		}
 		b.wmu <- struct{}{}
 		s.commitPending()
 		<-b.wmu
 	}
+}
+
+// lazyWait is how much longer the oldest lazy write still queued may wait (0 or less: it is
+// due), and whether there is one.
+func (b *batcher) lazyWait() (time.Duration, bool) {
+	b.qmu.Lock()
+	defer b.qmu.Unlock()
+	var oldest time.Time
+	for _, op := range b.pending {
+		if !op.lazy.IsZero() && op.state.Load() == opQueued && (oldest.IsZero() || op.lazy.Before(oldest)) {
+			oldest = op.lazy
+		}
+	}
+	if oldest.IsZero() {
+		return 0, false
+	}
+	return flushDelay - time.Since(oldest), true
 }
 
 // errLedgerClosed refuses a write that arrives once the ledger is closing.
@@ -162,8 +193,11 @@ func (s *SQLite) closeBatches() {
 	<-b.wmu
 }
 
-// commitPending runs every queued write in one transaction, each in a savepoint of its own
-// when there are several, and hands each its result. The caller holds wmu.
+// commitPending runs every queued write in one transaction and hands each its result. Several
+// run one after another, as one; only when one of them fails does the batch run again with
+// each in a savepoint of its own (a savepoint and its release per write were a third of the
+// statements a binding call's records cost). So a write's fn may run twice, the first run
+// rolled back: it must set what it hands back afresh on each run. The caller holds wmu.
 func (s *SQLite) commitPending() {
 	b := s.batch
 	b.qmu.Lock()
@@ -202,7 +236,15 @@ func (s *SQLite) commitPending() {
 			deliver(err)
 			return
 		}
-	} else {
+	} else if !runAll(st, ops) {
+		// One of them failed: again from the start, each in a savepoint of its own, so the
+		// failure is its own and the others are committed.
+		_ = tx.Rollback()
+		if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+			deliver(fmt.Errorf("budget: ledger: %w", err))
+			return
+		}
+		st = &stmtTx{Tx: tx, s: s}
 		for i, op := range ops {
 			if _, err := st.ExecContext(ctx, `SAVEPOINT op`); err != nil {
 				_ = tx.Rollback()
@@ -228,4 +270,14 @@ func (s *SQLite) commitPending() {
 		return
 	}
 	deliver(nil)
+}
+
+// runAll runs every op in tx and reports whether each succeeded.
+func runAll(tx *stmtTx, ops []*writeOp) bool {
+	for _, op := range ops {
+		if op.fn(tx) != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -117,7 +117,8 @@
 // record rides with the next call's started one: a program's sequential calls cost one
 // commit each, and the started record is still committed before its upstream is touched. The
 // SQLite ledger commits writes in batches (batch.go): writes that arrive while one commits
-// share the next transaction, each in a savepoint, and tool_call_finished
+// share the next transaction, run as one (only when one of them fails does the batch run
+// again, each in a savepoint of its own), and tool_call_finished
 // (Ticket.FinishLater) waits for the next batch; admission is one conditional UPDATE of the
 // Run's row, as on PostgreSQL. The PostgreSQL ledger sends a queued tool_call_finished in the
 // same pgx batch (one round trip, one implicit transaction) as the next metered admission

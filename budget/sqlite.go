@@ -348,6 +348,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 	var after Usage
 	var refusal *failure.Error
 	err := s.write(ctx, func(tx *stmtTx) error {
+		after, refusal = Usage{}, nil // a batch may run this twice (batch.go)
 		t := now()
 		if c.ExecutionID == "" {
 			// A direct call may be its Run's first record, and is recorded, not metered.
@@ -715,7 +716,9 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 		if !gone {
 			continue
 		}
+		recovered := len(out)
 		err = s.write(ctx, func(tx *stmtTx) error {
+			out = out[:recovered] // a batch may run this twice (batch.go)
 			// RETURNING: only the calls this pass changed, so survivors recovering the same
 			// owner at once (a closed owner's lock file is gone, so none holds it) report each
 			// call once between them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,5 +263,62 @@ func TestSQLiteBatches(t *testing.T) {
 			return
 		case <-time.After(time.Millisecond):
 		}
+	}
+}
+
+// A batch whose writes all succeed runs them without savepoints; when one fails it runs
+// again with each in its own: the writes that ran the first time are run afresh, so a refused
+// call is recorded once and refused once.
+func TestSQLiteBatchRunsAgainAfresh(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenSQLite(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	run := RunRef{Tenant: "t", ID: "r"}
+	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartCall(ctx, CallStart{ID: "c1", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{MaxCalls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
+	refused, failed := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := l.StartCall(ctx, CallStart{ID: "c2", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{MaxCalls: 1})
+		refused <- err
+	}()
+	for {
+		l.batch.qmu.Lock()
+		n := len(l.batch.pending)
+		l.batch.qmu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	go func() { failed <- l.FinishCall(ctx, CallFinish{ID: "nope", Status: Succeeded}) }()
+	for {
+		l.batch.qmu.Lock()
+		n := len(l.batch.pending)
+		l.batch.qmu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-l.batch.wmu
+	if err := <-refused; failure.KindOf(err) != failure.BudgetExceeded {
+		t.Fatalf("c2: %v, want budget_exceeded", err)
+	}
+	if err := <-failed; !errors.Is(err, ErrNotFound) {
+		t.Fatalf("finish of an unknown call: %v, want not found", err)
+	}
+	if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != Refused {
+		t.Fatalf("c2 = %+v, %v; want it recorded refused", rec, err)
+	}
+	if u := mustUsage(t, l, run); u.Calls != 1 {
+		t.Fatalf("usage %+v: want the one admitted call", u)
 	}
 }

@@ -53,7 +53,10 @@
 // handed out. WarmStats reports the pools' depth and the hits and misses (WarmIdle, the depth
 // alone, for metrics), and Result.Start says which executions took a warm child. maxWarmPools
 // bounds the pools: the least recently used one that was not prewarmed makes room for a new
-// one.
+// one. Prestart (prestart.go) is the one-shot counterpart, without a pool: it starts one
+// child for an owner's next execution, so `mcp-sandbox run` starts its program's child while
+// it opens the ledger and records the execution; the Run takes it as a cold child, and nothing
+// is sent to it before that Run, after the record.
 //
 // # A forkserver: measured, not built
 //
@@ -79,8 +82,9 @@
 // # Concurrency
 //
 // A Runner is safe for concurrent use; each Run owns its child, its goroutines (the frame
-// reader and the exit waiter started with the child, one per binding call in flight) and its
-// workspace. Run returns once its Result is final: when the program completed and its output
+// reader and the exit waiter started with the child, and its call workers: at most one per
+// binding call in flight, each kept for the execution's next call, so sequential calls reuse
+// one goroutine and its grown stack) and its workspace. Run returns once its Result is final: when the program completed and its output
 // streams have ended (the bootstrap lets go of them before done, so no byte can still be
 // coming), the child's end (kill, reap, cgroup and workspace removal) finishes on a goroutine
 // the Runner owns; otherwise (a failure, a kill, a daemon still holding the streams) Run

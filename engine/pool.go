@@ -252,6 +252,10 @@ func (r *Runner) closePools() {
 	}
 	r.pools = map[poolKey]*warmPool{}
 	r.discardLater(idle...)
+	if r.pre != nil {
+		r.discardPrestarted(r.pre)
+		r.pre = nil
+	}
 	r.mu.Unlock()
 	r.tending.Wait()
 	r.background.Wait()

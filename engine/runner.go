@@ -71,9 +71,10 @@ type Runner struct {
 	port6    int
 	accepted sync.WaitGroup
 
-	mu           sync.Mutex // guards desc, pools, hits, misses and closed
+	mu           sync.Mutex // guards desc, pools, pre, hits, misses and closed
 	desc         *Description
 	pools        map[poolKey]*warmPool
+	pre          *prestarted // Prestart's child, until a Run takes it
 	hits, misses uint64
 	closed       bool
 
@@ -256,7 +257,11 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 		res.Cancelled = true
 		return res
 	}
-	p, start := r.takeWarm(poolKey{owner: ex.Owner, terms: t}), StartWarm
+	k := poolKey{owner: ex.Owner, terms: t}
+	p, start := r.takePrestarted(ctx, k), StartCold // started for this execution, only earlier
+	if p == nil {
+		p, start = r.takeWarm(k), StartWarm
+	}
 	if p == nil {
 		start = StartCold
 		var err error
@@ -378,10 +383,13 @@ type session struct {
 	running bool
 	res     *Result
 
-	w      *wire.Writer
-	calls  sync.WaitGroup
-	sem    chan struct{}
-	cancel context.CancelFunc
+	w     *wire.Writer
+	calls sync.WaitGroup // the call workers
+	sem   chan struct{}  // a slot per call in flight
+	jobs  chan func()    // hands a call to an idle worker
+	// workers counts the call workers started; only the protocol loop (dispatch) touches it.
+	workers int
+	cancel  context.CancelFunc
 }
 
 type frameOrErr struct {
@@ -490,6 +498,7 @@ func (s *session) open(ctx context.Context) *clocks {
 	ch := s.p.child.Channel()
 	s.w = wire.NewWriter(ch)
 	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
+	s.jobs = make(chan func())
 	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
 	deadline := time.Now().Add(wall)
 	c := &clocks{wall: time.NewTimer(wall), helloTimeout: min(s.r.opts.HelloTimeout, wall), started: time.Now()}
@@ -747,38 +756,73 @@ func (s *session) read(ctx context.Context, rd *wire.Read) {
 	})
 }
 
-// dispatch answers one call on its own goroutine, at most MaxConcurrentCalls at a time.
+// dispatch answers one call on a goroutine of its own, at most MaxConcurrentCalls at a time.
 //
 // The slot is taken here, on the protocol loop, before the next frame is read: a child that
 // floods calls, or stops reading their results, is held back by its own channel instead of
 // piling up goroutines and arguments on the host. Waiting for a slot ends with ctx (the wall
 // clock), after which the loop notices the timeout.
+//
+// The goroutines are the session's call workers, each kept for the next call once it has
+// answered one (until ctx ends; s.calls waits for them): a program's sequential calls then
+// reuse one goroutine, whose stack has grown to what a call needs (the ledger's SQLite is
+// deep), instead of starting and growing a fresh one per call. There are never more workers
+// than slots.
 func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) outputs.Reply) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
 		return
 	}
+	job := func() { s.answer(ctx, id, do) }
+	select {
+	case s.jobs <- job: // an idle worker took it
+		return
+	default:
+	}
+	if s.workers == cap(s.sem) {
+		// Every worker is busy or about to be idle (this call holds a slot, so one of them
+		// has finished its call): wait for it.
+		select {
+		case s.jobs <- job:
+		case <-ctx.Done():
+			<-s.sem
+		}
+		return
+	}
+	s.workers++
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		defer func() { <-s.sem }()
-		rep := do(ctx)
-		out := &wire.Result{ID: id, OK: rep.Kind == ""}
-		if out.OK {
-			if rep.Handle != nil {
-				out.Handle = &wire.Handle{ID: string(rep.Handle.ID), Size: rep.Handle.Size, Lines: rep.Handle.Lines}
-			} else {
-				out.Value = rep.Value
-				if out.Value == nil {
-					out.Value = []byte("null")
-				}
+		for {
+			job()
+			select {
+			case job = <-s.jobs:
+			case <-ctx.Done():
+				return
 			}
-		} else {
-			out.Kind, out.Message = string(rep.Kind), rep.Message
-		}
-		if ctx.Err() == nil {
-			_ = s.w.WriteFrame(out)
 		}
 	}()
+}
+
+// answer runs one call and writes its result frame, then gives its slot back.
+func (s *session) answer(ctx context.Context, id int64, do func(context.Context) outputs.Reply) {
+	defer func() { <-s.sem }()
+	rep := do(ctx)
+	out := &wire.Result{ID: id, OK: rep.Kind == ""}
+	if out.OK {
+		if rep.Handle != nil {
+			out.Handle = &wire.Handle{ID: string(rep.Handle.ID), Size: rep.Handle.Size, Lines: rep.Handle.Lines}
+		} else {
+			out.Value = rep.Value
+			if out.Value == nil {
+				out.Value = []byte("null")
+			}
+		}
+	} else {
+		out.Kind, out.Message = string(rep.Kind), rep.Message
+	}
+	if ctx.Err() == nil {
+		_ = s.w.WriteFrame(out)
+	}
 }

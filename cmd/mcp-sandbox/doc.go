@@ -24,7 +24,8 @@
 // (openAgent: the profile, terms and refusal, budget, preserve, the tenant's upstream pool and
 // policy), the same storage (openStorage), and hands the program to execution.Execute, the
 // function mcpserver's run_code calls. What differs is what a one-shot command has no use for:
-// no warm child and no describe probe at startup (oneShot), no blob sweeper or periodic
+// no warm child and no describe probe at startup (oneShot; its one child is started, with
+// engine.Runner.Prestart, before the ledger is opened, so the two overlap), no blob sweeper or periodic
 // recovery (a serving process on the same data dir does both; run recovers once, at open), and
 // its Run is its own (ended when it exits) unless --run names one (execution.NamedRun, the
 // Run a host's _meta "mcp-sandbox/run" names). Its --log-level is warn by default: the result is on stdout.

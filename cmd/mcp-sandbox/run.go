@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
@@ -58,18 +59,25 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		run = named
 	}
 	// What serve opens for the same agent, and nothing more: no warm child, no describe probe,
-	// no sweeper; the upstreams start when the turn lists them.
-	st, err := openStorage(ctx, cfg)
-	if err != nil {
-		return exitCode(err), err
-	}
-	defer st.close()
+	// no sweeper; the upstreams start when the turn lists them. The program's own child is
+	// started first, so it comes up while the ledger opens and records the execution (the
+	// program is sent to it only once that record is committed).
 	oa, err := openAgent(ctx, cfg, tname, aname, oneShot)
 	if err != nil {
 		return exitCode(err), err
 	}
 	defer oa.close()
 	a := oa.agent
+	if ce := a.CodeExecution; ce.Refusal == "" {
+		if p, ok := ce.Sandbox.(interface{ Prestart(string, engine.Terms) }); ok {
+			p.Prestart(tname, ce.Terms)
+		}
+	}
+	st, err := openStorage(ctx, cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer st.close()
 	res := execution.Execute(ctx, a.CodeExecution,
 		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
 			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}},

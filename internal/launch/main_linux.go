@@ -32,7 +32,10 @@ func Main() {
 		fail("reading the spec: %v", err)
 	}
 	if spec.IDMapFD > 0 {
-		awaitIDMap(spec.IDMapFD)
+		awaitParent(spec.IDMapFD, "the host did not map the user namespace's ids")
+	}
+	if spec.CgroupJoinFD > 0 {
+		awaitParent(spec.CgroupJoinFD, "the parent did not join this process to its cgroup")
 	}
 	if spec.Trial {
 		os.Exit(0)
@@ -51,8 +54,9 @@ func Main() {
 	fail("%v", err)
 }
 
-// awaitIDMap blocks until the host says the user namespace's ids are mapped: one byte on fd.
-func awaitIDMap(fd int) {
+// awaitParent blocks until the parent says a step of its own is done (the user namespace's
+// ids mapped, the cgroup joined): one byte on fd. Anything else fails with why.
+func awaitParent(fd int, why string) {
 	var b [1]byte
 	n, err := unix.Read(fd, b[:])
 	for err == unix.EINTR {
@@ -60,8 +64,19 @@ func awaitIDMap(fd int) {
 	}
 	unix.Close(fd)
 	if n != 1 {
-		fail("the host did not map the user namespace's ids (%v)", err)
+		fail("%s (%v)", why, err)
 	}
+}
+
+// JoinCgroup writes pid to each of procs (cgroup.procs files): the parent's half of
+// Spec.CgroupJoinFD.
+func JoinCgroup(procs []string, pid int) error {
+	for _, p := range procs {
+		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("joining cgroup %s: %v", p, err)
+		}
+	}
+	return nil
 }
 
 func fail(format string, args ...any) {
@@ -71,9 +86,9 @@ func fail(format string, args ...any) {
 
 // apply runs every step before the rlimits and returns the absolute RLIMIT_NPROC to set.
 func apply(s *Spec) (uint64, error) {
-	for _, procs := range s.CgroupProcs {
-		if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			return 0, fmt.Errorf("joining cgroup %s: %v", procs, err)
+	if s.CgroupJoinFD == 0 {
+		if err := JoinCgroup(s.CgroupProcs, os.Getpid()); err != nil {
+			return 0, err
 		}
 	}
 	// A pids cgroup bounds the tree exactly; RLIMIT_NPROC, an absolute per-user count, is

@@ -54,14 +54,34 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 	if setsid {
 		spec.ParentPID = os.Getpid() // its parent is this init, not the host
 	}
+	files := []uintptr{0, 1, 2, 3}
+	// This init joins the first process to its cgroup while that process's runtime starts
+	// (Spec.CgroupJoinFD), and stays outside itself.
+	var joined [2]int
+	if len(spec.CgroupProcs) > 0 {
+		if err := unix.Pipe2(joined[:], unix.O_CLOEXEC); err != nil {
+			fail("pipe: %v", err)
+		}
+		spec.CgroupJoinFD = len(files)
+		files = append(files, uintptr(joined[0]))
+	}
 	js, _ := json.Marshal(&spec)
 	pid, err := syscall.ForkExec(exe, []string{exe, Command}, &syscall.ProcAttr{
 		Env:   []string{SpecEnv + "=" + string(js)},
-		Files: []uintptr{0, 1, 2, 3},
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: setsid},
 	})
 	if err != nil {
 		fail("starting the sandbox's first process: %v", err)
+	}
+	if spec.CgroupJoinFD > 0 {
+		unix.Close(joined[0])
+		if err := JoinCgroup(spec.CgroupProcs, pid); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			fail("%v", err)
+		}
+		_, _ = unix.Write(joined[1], []byte{1})
+		unix.Close(joined[1])
 	}
 	if null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
 		for _, fd := range []int{0, 1, 2} {

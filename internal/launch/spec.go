@@ -28,8 +28,16 @@ type Spec struct {
 	// host is gone and the helper exits rather than run an orphan.
 	ParentPID int `json:"parent_pid"`
 
-	// CgroupProcs are cgroup.procs files the helper writes its pid to before anything else.
+	// CgroupProcs are cgroup.procs files the helper writes its pid to before anything else
+	// (or, with CgroupJoinFD, its parent writes it to them).
 	CgroupProcs []string `json:"cgroup_procs,omitempty"`
+	// CgroupJoinFD, when positive, is a descriptor the helper reads one byte from before
+	// anything else: its parent (the host, or a Reaper for its pid 2) writes the helper's pid
+	// to CgroupProcs itself, while the helper's runtime starts, and then that byte. A join
+	// waits out a kernel grace period (milliseconds, on cgroup v1), which this overlaps
+	// with the helper's start instead of adding to it. End of file instead means the parent
+	// could not join it, and the helper exits.
+	CgroupJoinFD int `json:"cgroup_join_fd,omitempty"`
 
 	// Landlock, when set, confines the filesystem; a kernel without Landlock is tolerated
 	// only when LandlockBestEffort is true.

@@ -122,9 +122,9 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		return fmt.Errorf("channel setup failed: %w", err)
 	}
 	p.conn = conn
-	js, _ := json.Marshal(spec)
+	copied := *spec
+	spec = &copied // the descriptors below are the helper's to know, not the caller's
 	cmd := exec.Command(initPath, launch.Command)
-	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
 	cmd.ExtraFiles = []*os.File{childEnd}
 	if p.Status {
 		r, w, err := os.Pipe()
@@ -145,11 +145,24 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		defer w.Close()
 		mapped = w
 		cmd.ExtraFiles = append(cmd.ExtraFiles, r)
-		copied := *spec
-		copied.IDMapFD = 2 + len(cmd.ExtraFiles)
-		js, _ = json.Marshal(&copied)
-		cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
+		spec.IDMapFD = 2 + len(cmd.ExtraFiles)
 	}
+	// A helper that is itself the program's first process (not a Reaper, which joins its
+	// own first process) is joined to its cgroup from here while its runtime starts.
+	var joined *os.File // the host's end of the join signal
+	if len(spec.CgroupProcs) > 0 && !spec.Reaper {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("pipe failed: %w", err)
+		}
+		defer r.Close()
+		defer w.Close()
+		joined = w
+		cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+		spec.CgroupJoinFD = 2 + len(cmd.ExtraFiles)
+	}
+	js, _ := json.Marshal(spec)
+	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
 	if attr == nil {
 		attr = &syscall.SysProcAttr{}
 	}
@@ -191,6 +204,14 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 			return fmt.Errorf("mapping the sandbox's ids: %w", err) // Close kills the waiting helper
 		}
 		if _, err := mapped.Write([]byte{1}); err != nil {
+			return fmt.Errorf("releasing the init helper: %w", err)
+		}
+	}
+	if joined != nil {
+		if err := launch.JoinCgroup(spec.CgroupProcs, cmd.Process.Pid); err != nil {
+			return err // Close kills the waiting helper
+		}
+		if _, err := joined.Write([]byte{1}); err != nil {
 			return fmt.Errorf("releasing the init helper: %w", err)
 		}
 	}
