@@ -69,8 +69,13 @@ conformance:
 test-all: test integration conformance
 
 # Both other platforms must keep building: the local backends are Linux's, the rest is not.
+# Each is built (the binary, then every package) and vetted.
 cross:
+	GOOS=darwin $(GO) build -o /dev/null ./cmd/mcp-sandbox
+	GOOS=darwin $(GO) build ./...
 	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) build -o /dev/null ./cmd/mcp-sandbox
+	GOOS=windows $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
 
 check:

@@ -15,11 +15,14 @@
 //     values down), and elsewhere only where envReaders and fileReaders say why.
 //   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
 //   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
+//   - TestMetaRulesCatchViolations: the import rules, the raw-skip check and the contract
+//     check are fed violations and must find them (and nothing in clean input).
 package mcpsandbox_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -164,18 +167,26 @@ func TestImportRules(t *testing.T) {
 			if exempt(p.rel()) {
 				continue
 			}
-			r, ok := ruleFor(p.rel())
-			if !ok {
-				t.Errorf("package %s has no import rule: add it to DESIGN.md §2 and to allowed, with its reason", p.rel())
-				continue
-			}
-			for _, imp := range p.Imports {
-				if !isStd(imp) && !slices.ContainsFunc(r.imports, func(e string) bool { return matches(imp, e) }) {
-					t.Errorf("GOOS=%s: %s imports %s, which DESIGN.md §2 does not allow", goos, p.rel(), imp)
-				}
+			for _, v := range importViolations(p.rel(), p.Imports) {
+				t.Errorf("GOOS=%s: %s", goos, v)
 			}
 		}
 	}
+}
+
+// importViolations says what breaks DESIGN.md §2 in a package rel importing imports.
+func importViolations(rel string, imports []string) []string {
+	r, ok := ruleFor(rel)
+	if !ok {
+		return []string{fmt.Sprintf("package %s has no import rule: add it to DESIGN.md §2 and to allowed, with its reason", rel)}
+	}
+	var out []string
+	for _, imp := range imports {
+		if !isStd(imp) && !slices.ContainsFunc(r.imports, func(e string) bool { return matches(imp, e) }) {
+			out = append(out, fmt.Sprintf("%s imports %s, which DESIGN.md §2 does not allow", rel, imp))
+		}
+	}
+	return out
 }
 
 func TestAllowlistIsReal(t *testing.T) {
@@ -373,14 +384,61 @@ func calls(f *ast.File, pkgName string, names ...string) []string {
 func TestNoRawSkip(t *testing.T) {
 	files := goFiles(t, func(name string) bool { return !strings.HasPrefix(name, "internal/gate/") })
 	for name, f := range files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			if c, ok := n.(*ast.CallExpr); ok {
-				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && slices.Contains([]string{"Skip", "Skipf", "SkipNow"}, sel.Sel.Name) {
-					t.Errorf("%s calls %s: skip through internal/gate (Require or AppliesOnly), which says why and fails in CI when required", name, sel.Sel.Name)
-				}
+		for _, call := range rawSkips(f) {
+			t.Errorf("%s calls %s: skip through internal/gate (Require or AppliesOnly), which says why and fails in CI when required", name, call)
+		}
+	}
+}
+
+// rawSkips returns the Skip, Skipf and SkipNow calls in f.
+func rawSkips(f *ast.File) []string {
+	var got []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && slices.Contains([]string{"Skip", "Skipf", "SkipNow"}, sel.Sel.Name) {
+				got = append(got, sel.Sel.Name)
 			}
-			return true
-		})
+		}
+		return true
+	})
+	return got
+}
+
+// TestMetaRulesCatchViolations: the checkers above find a violation when one is there, so a
+// rule cannot pass by checking nothing.
+func TestMetaRulesCatchViolations(t *testing.T) {
+	for _, tc := range []struct {
+		rel     string
+		imports []string
+		want    int
+	}{
+		{"engine", []string{module + "/outputs", module + "/engine/wire", "context"}, 0},
+		{"engine", []string{module + "/budget"}, 1},                                           // the core reaching a tool registry's meters
+		{"upstream", []string{module + "/outputs", "github.com/a2aproject/a2a-go/a2asrv"}, 2}, // a2a-go's types only
+		{"engine/backend/process", []string{module + "/engine", module + "/internal/launch"}, 0},
+		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
+		{"no/such/package", nil, 1}, // a package without a rule
+	} {
+		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {
+			t.Errorf("importViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
+		}
+	}
+	parse := func(src string) *ast.File {
+		f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", "package x\n"+src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if got := rawSkips(parse(`func TestA(t *testing.T) { if true { t.Skipf("no %s", "x") }; t.SkipNow() }`)); len(got) != 2 {
+		t.Errorf("rawSkips found %v, want Skipf and SkipNow", got)
+	}
+	if got := rawSkips(parse(`func TestA(t *testing.T) { gate.Require(t, "x", false, "why") }`)); len(got) != 0 {
+		t.Errorf("rawSkips found %v in a gated test", got)
+	}
+	if calls(parse(`func TestContract(t *testing.T) { sandboxtest.Run(t, nil) }`), "sandboxtest", "Run") == nil ||
+		calls(parse(`func TestContract(t *testing.T) { other.Run(t, nil) }`), "sandboxtest", "Run") != nil {
+		t.Error("calls does not tell a backend that runs the contract suite from one that does not")
 	}
 }
 
