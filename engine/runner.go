@@ -419,7 +419,7 @@ func (s *session) drive(ctx context.Context) {
 	if e.done != nil {
 		s.collect()
 	}
-	if e.done != nil && e.done.OK && s.outputEnded() {
+	if e.done != nil && e.done.OK && s.outputEnded() && s.treeKillCertain() {
 		// The program completed and every byte it wrote is in: the result is known now, and
 		// nothing of the child's end (its exit, the tree's cgroup) can change it. The Runner
 		// ends the child in the background; Close waits for that.
@@ -436,6 +436,15 @@ func (s *session) drive(ctx context.Context) {
 	s.flushBeforeKill(&e)
 	tree := s.teardown(&e)
 	s.finish(e.done, e.exit, e.fail, e.limit, tree)
+}
+
+// treeKillCertain reports whether the child's tree dies with it whatever the program did: a
+// cgroup or a pid namespace holds it and the host can signal it. Only then may the result
+// return before the teardown; otherwise (a subreaper the program could have killed, say) the
+// teardown's account of the tree (escaped or not) belongs in the result.
+func (s *session) treeKillCertain() bool {
+	f := s.p.child.Facts()
+	return (f.Cgroup || f.PIDNamespace) && !f.Unkillable
 }
 
 // outputEnder is a Child that tells when its output streams have ended: every process let go

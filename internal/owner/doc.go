@@ -25,7 +25,9 @@
 // namespace may hide (the systemd unit's PrivateTmp: a restarted service has a new, empty
 // /tmp, while its cgroups and containers are host-wide), and a missing lock file proves
 // nothing. The pid and start time need no file at all, but only within one pid namespace.
-// Anything a proof cannot settle is left alone: a name without a tag (older versions, other
+// What may belong to another machine (a container runtime's containers: the daemon may be a
+// remote one that servers elsewhere share) is judged by DeadNameThisBoot, for which another
+// boot proves nothing. Anything a proof cannot settle is left alone: a name without a tag (older versions, other
 // programs), an owner of another pid namespace whose lock is not in our lock directory (or
 // is in one another account may write).
 //

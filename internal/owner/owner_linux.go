@@ -62,6 +62,15 @@ func DeadName(name string) bool {
 	return m != nil && dead(m[1], self().locks)
 }
 
+// DeadNameThisBoot is DeadName for what may belong to another machine: a container runtime's
+// containers (the daemon may be a remote one, shared with servers elsewhere). An owner of
+// another boot is then not proof of death but unknown, and left alone; a local runtime's
+// leftovers from before a reboot are left too.
+func DeadNameThisBoot(name string) bool {
+	m := tagged.FindStringSubmatch(name)
+	return m != nil && self().procOK && m[5] == self().boot && dead(m[1], self().locks)
+}
+
 // dead reports whether tag's owner is provably dead. Where its pid and start time can be
 // checked (this boot's, in this pid namespace) they decide; elsewhere a free lock does.
 func dead(tag, locks string) bool {

@@ -49,6 +49,11 @@ func TestDeadName(t *testing.T) {
 		if got := DeadName(c.name); got != c.dead {
 			t.Errorf("DeadName(%q) = %v, want %v", c.name, got, c.dead)
 		}
+		// Another boot proves nothing about what may be another machine's.
+		thisBoot := c.dead && !strings.Contains(c.name, "."+otherBoot+"-")
+		if got := DeadNameThisBoot(c.name); got != thisBoot {
+			t.Errorf("DeadNameThisBoot(%q) = %v, want %v", c.name, got, thisBoot)
+		}
 	}
 	dir := t.TempDir()
 	for _, n := range []string{fmt.Sprintf("w-%d.5.%s.%s-ab", gone, me.pidns, me.boot), Name("w"), "w-0123", "v-" + strings.Repeat("0", 4)} {

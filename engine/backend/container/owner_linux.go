@@ -30,8 +30,9 @@ func newOwner(stateDir string) (id, dir string, err error) {
 
 // sweep removes what dead owners left: their containers (found by label, wherever their
 // directories went), their cgroups and their directories under stateDir. Only an owner id
-// that owner.DeadName proves dead is swept; a live owner's, an untagged one (an older
-// version's) and anything without the label are left alone.
+// that owner.DeadNameThisBoot proves dead is swept (the runtime may be a remote daemon shared
+// with servers on other machines, whose boot is not ours); a live owner's, another boot's,
+// an untagged one (an older version's) and anything without the label are left alone.
 func sweep(ctx context.Context, rt *Runtime, stateDir string) {
 	// The label's value, by the runtime's own template for it.
 	value := `{{index .Labels "` + OwnerLabel + `"}}`
@@ -46,7 +47,7 @@ func sweep(ctx context.Context, rt *Runtime, stateDir string) {
 	var ids []string
 	owners := map[string]bool{}
 	for _, line := range strings.Split(out, "\n") {
-		if id, o, ok := strings.Cut(strings.TrimSpace(line), " "); ok && owner.DeadName(o) {
+		if id, o, ok := strings.Cut(strings.TrimSpace(line), " "); ok && owner.DeadNameThisBoot(o) {
 			ids, owners[o] = append(ids, id), true
 		}
 	}
