@@ -140,6 +140,7 @@ func (m *Meter) refuse(ctx context.Context, c CallStart, fe *failure.Error) *fai
 	}
 	if err := m.ledger.RefuseCall(ctx, Refusal{CallStart: c, Kind: string(fe.Kind), Message: fe.Message}); err != nil {
 		fe.Err = err // the refusal stands; the operator learns it went unrecorded
+		m.unrecorded(refusalKey{tool: c.Tool, kind: string(fe.Kind)}, fe.Message, c.ArgumentBytes)
 	}
 	return fe
 }
@@ -255,6 +256,11 @@ func (m *Meter) AskApproval(ctx context.Context, a ApprovalAsk) error {
 		if !record {
 			return nil
 		}
+		if err := m.ledger.AskApproval(ctx, a); err != nil {
+			m.unrecorded(refusalKey{approval: true, tool: a.Tool, kind: a.Reason}, "", 0)
+			return err
+		}
+		return nil
 	}
 	return m.ledger.AskApproval(ctx, a)
 }

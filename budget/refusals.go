@@ -48,6 +48,22 @@ func (m *Meter) countRefusal(k refusalKey, message string, argBytes int64) bool 
 	return false
 }
 
+// unrecorded moves one refusal of k that countRefusal sent to be recorded, and whose record
+// failed, to the summary's count, so the ledger's sum stays exact while it can write at all.
+// Called with mu not held.
+func (m *Meter) unrecorded(k refusalKey, message string, argBytes int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exec == "" || m.ended {
+		return // recorded one by one, nothing to summarise: the error is the caller's to report
+	}
+	t := m.tally(k)
+	t.recorded--
+	t.more++
+	t.last = message
+	t.maxArgs = max(t.maxArgs, argBytes)
+}
+
 // countRecorded counts one refusal of k the ledger recorded itself (StartCall's, when the
 // Run was spent and this meter had not yet seen it). Called with mu held.
 func (m *Meter) countRecorded(k refusalKey) {
@@ -71,7 +87,7 @@ func (m *Meter) tally(k refusalKey) *refusalTally {
 }
 
 // recordSummaries writes one summary per key with refusals counted and not yet written, and
-// forgets them. End calls it with mu not held, after setting ended, so no refusal is counted
+// forgets each once it is written. End calls it with mu not held, after setting ended, so no refusal is counted
 // afterwards.
 func (m *Meter) recordSummaries(ctx context.Context) error {
 	m.mu.Lock()
@@ -85,7 +101,6 @@ func (m *Meter) recordSummaries(ctx context.Context) error {
 			todo = append(todo, pending{k, *t})
 		}
 	}
-	m.refusals = nil
 	m.mu.Unlock()
 	slices.SortFunc(todo, func(a, b pending) int {
 		if a.k.approval != b.k.approval {
@@ -112,7 +127,13 @@ func (m *Meter) recordSummaries(ctx context.Context) error {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("budget: the summary of %d refusals of %s (%s) was not recorded: %w", p.t.more, p.k.tool, p.k.kind, err))
+			continue
 		}
+		// Forgotten only once written: a summary that failed is still counted in memory
+		// (and in End's error), not lost to a later look.
+		m.mu.Lock()
+		delete(m.refusals, p.k)
+		m.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -165,5 +166,53 @@ func TestDirectMeterRecordsEveryUnasked(t *testing.T) {
 	got, err := l.Approvals(ctx, run)
 	if err != nil || len(got) != RecordedRefusals+2 {
 		t.Fatalf("Approvals = %d records, %v; want %d", len(got), err, RecordedRefusals+2)
+	}
+}
+
+// refuseFails is a ledger whose RefuseCall fails while failing is set.
+type refuseFails struct {
+	Ledger
+	failing bool
+}
+
+func (l *refuseFails) RefuseCall(ctx context.Context, r Refusal) error {
+	if l.failing {
+		return errors.New("the disk is full")
+	}
+	return l.Ledger.RefuseCall(ctx, r)
+}
+
+// A refusal whose own record fails is counted into the execution's summary instead, and a
+// summary that fails is still counted for End's error: the ledger's sum stays exact while it
+// can write at all.
+func TestRefusalNotRecordedIsSummarised(t *testing.T) {
+	ctx := context.Background()
+	l := &refuseFails{Ledger: openSQLite(t, t.TempDir())}
+	run := RunRef{Tenant: "t", ID: "r"}
+	m, err := Start(ctx, l, run, "x1", "sha256:test", Limits{MaxArgumentBytes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = RecordedRefusals + 5
+	for i := range n {
+		l.failing = i == 1 // the second refusal's own record fails
+		_, fe := m.Admit(ctx, Call{Tool: "srv__big", ArgumentBytes: 100})
+		if fe == nil || fe.Kind != failure.ArgumentTooLarge || (i == 1) != (fe.Err != nil) {
+			t.Fatalf("refusal %d: %+v", i, fe)
+		}
+	}
+	if err := m.End(ctx, "completed", nil, Context{}); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := l.Calls(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, c := range calls {
+		sum += times(c.Times)
+	}
+	if sum != n {
+		t.Errorf("the ledger's records stand for %d refusals, want %d", sum, n)
 	}
 }
