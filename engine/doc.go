@@ -50,8 +50,11 @@
 // replacement at once, while the execution runs. Unused for Idle, it shrinks back to Min.
 // Background starts run at most startsAtOnce at a time (one per core), so a burst of refills
 // does not slow the executions running meanwhile. A warm child that died waiting is never
-// handed out. WarmStats reports the pools' depth and the hits and misses (WarmIdle, the depth
-// alone, for metrics), and Result.Start says which executions took a warm child. maxWarmPools
+// handed out. A warm child is started with LaunchSpec.Ahead: it never waits for a scarce
+// resource, and with a run_as range warm children hold at most half its identities, so an
+// execution that finds no child ready waits for running executions only. WarmStats reports
+// the pools' depth and the hits and misses (WarmIdle, the depth alone, for metrics), and
+// Result.Start says which executions took a warm child. maxWarmPools
 // bounds the pools: the least recently used one that was not prewarmed makes room for a new
 // one. Prestart (prestart.go) is the one-shot counterpart, without a pool: it starts one
 // child for an owner's next execution, so `mcp-sandbox run` starts its program's child while

@@ -308,7 +308,7 @@ func (r *Runner) prepare(ctx context.Context, t Terms, warm bool) (*prepared, er
 		exited:     make(chan Exit, 1),
 		waited:     make(chan struct{}),
 	}
-	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(warm), Stdout: p.stdout, Stderr: p.stderr})
+	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(warm), Stdout: p.stdout, Stderr: p.stderr, Ahead: warm})
 	if err != nil {
 		return nil, err
 	}

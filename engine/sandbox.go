@@ -85,6 +85,10 @@ type LaunchSpec struct {
 	// Stdout and Stderr receive the child's streams; the backend copies into them until EOF
 	// or Child.Close.
 	Stdout, Stderr io.Writer
+	// Ahead marks a child started before its execution (a warm pool's): it must not wait for
+	// a scarce resource (an identity of a run_as range), nor take so much of one that an
+	// execution finding no child ready would wait for idle children.
+	Ahead bool
 }
 
 // Child is a started sandbox child.

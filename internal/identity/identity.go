@@ -43,10 +43,25 @@ func Parse(s string) (*Pool, error) {
 	return &Pool{shared: &Identity{UID: uid, GID: gid}}, nil
 }
 
-// Lease returns an identity and its release; with a range it waits for a free one until ctx ends.
-func (ids *Pool) Lease(ctx context.Context) (Identity, func(), error) {
+// Lease returns an identity and its release; with a range it waits for a free one until ctx
+// ends. ahead (a child started before its execution, for a warm pool) never waits, and takes
+// one only while more than half the range is free: children kept ready for some tenants and
+// terms can then never hold every identity, so an execution that finds no child ready waits
+// only for running executions, never for idle children.
+func (ids *Pool) Lease(ctx context.Context, ahead bool) (Identity, func(), error) {
 	if ids.shared != nil {
 		return *ids.shared, func() {}, nil
+	}
+	if ahead {
+		if len(ids.free) <= ids.size/2 {
+			return Identity{}, nil, fmt.Errorf("no sandbox identity to spare for a child started ahead (%d of %d free)", len(ids.free), ids.size)
+		}
+		select {
+		case id := <-ids.free:
+			return id, func() { ids.free <- id }, nil
+		default:
+			return Identity{}, nil, fmt.Errorf("no sandbox identity to spare for a child started ahead (all %d in use)", ids.size)
+		}
 	}
 	select {
 	case id := <-ids.free:

@@ -191,7 +191,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	// root), so it always makes a user namespace of its own.
 	c := &spawned.Child{Proc: &spawn.Proc{Unkillable: b.base.SignalRefused}, SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true,
 		PIDNamespace: true, NetNamespace: netns, UserNamespace: true, InterpreterIsInit: true, Unkillable: b.base.SignalRefused}}
-	id, err := b.base.Lease(ctx, c)
+	id, err := b.base.Lease(ctx, c, spec.Ahead)
 	if err != nil {
 		return nil, err
 	}

@@ -171,7 +171,7 @@ func (b *Backend) Mechanisms() []string {
 // Start runs one container; it returns once the runtime's CLI is running. The child connects
 // to the channel by itself.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	id, release, err := b.ids.Lease(ctx)
+	id, release, err := b.ids.Lease(ctx, spec.Ahead)
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}

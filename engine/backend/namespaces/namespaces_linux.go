@@ -143,7 +143,7 @@ func (b *Backend) subordinate() (*userns.SubIDs, string) {
 // Start will, and sees it come up: a broken range or newuidmap shows here, not on every
 // execution.
 func (b *Backend) trial(ctx context.Context, initPath string, ids *identity.Pool) error {
-	id, release, err := ids.Lease(ctx)
+	id, release, err := ids.Lease(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	netns := spec.Terms.Network == engine.NetworkNone
 	c := &spawned.Child{Proc: &spawn.Proc{Status: true}, Containment: engine.Facts{
 		MountBoundary: true, PIDNamespace: true, NetNamespace: netns, Seccomp: netns && !b.disabled("seccomp")}}
-	id, err := b.base.Lease(ctx, c)
+	id, err := b.base.Lease(ctx, c, spec.Ahead)
 	if err != nil {
 		return nil, err
 	}

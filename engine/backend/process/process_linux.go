@@ -131,7 +131,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c := &spawned.Child{Proc: &spawn.Proc{Interpreter: !subreaper, Status: subreaper, Subreaper: subreaper, Unkillable: b.base.SignalRefused}, Containment: engine.Facts{
 		Landlock: b.landlock, SignalScoped: b.landlock && landlockABI() >= 6, Subreaper: subreaper, Unkillable: b.base.SignalRefused,
 		Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
-	id, err := b.base.Lease(ctx, c)
+	id, err := b.base.Lease(ctx, c, spec.Ahead)
 	if err != nil {
 		return nil, err
 	}

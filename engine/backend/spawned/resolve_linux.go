@@ -77,7 +77,7 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 			return nil, err
 		}
 	}
-	probe, release, _ := ids.Lease(context.Background())
+	probe, release, _ := ids.Lease(context.Background(), false)
 	release()
 	uid, gid := os.Geteuid(), os.Getegid()
 	switch {
@@ -120,9 +120,10 @@ func (b *Base) Argv(argv []string) []string { return b.Interpreter.Argv(argv, en
 
 // Lease leases an identity for one execution and fills c's identity facts: the host's uid,
 // and, when the host drops to a sandbox identity, that uid, whether it is exclusive, and
-// the kill by uid an exclusive one allows. The lease is released when c closes.
-func (b *Base) Lease(ctx context.Context, c *Child) (identity.Identity, error) {
-	id, release, err := b.IDs.Lease(ctx)
+// the kill by uid an exclusive one allows. The lease is released when c closes. ahead is
+// LaunchSpec.Ahead (identity.Pool.Lease).
+func (b *Base) Lease(ctx context.Context, c *Child, ahead bool) (identity.Identity, error) {
+	id, release, err := b.IDs.Lease(ctx, ahead)
 	if err != nil {
 		return id, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
