@@ -92,4 +92,13 @@ var Hostile = []Case{
 	{Name: "a PostgreSQL DSN leaking through errors", Class: Escape, Where: "internal/pgdb/pgdb_test.go:TestOpenErrorsKeepTheDSNSecret"},
 	{Name: "a killed replica's calls replayed or given a fresh allowance", Class: Exhaustion, Where: "budget/postgres_test.go:TestPostgresRecoverAfterKill"},
 	{Name: "a config bomb (aliases, size)", Class: Exhaustion, Where: "configs/load_test.go:TestAliasesAreFollowedAndBounded"},
+	{Name: "one tenant running more programs than its share, or the server's", Class: Exhaustion, Where: "cmd/mcp-sandbox/quotas_test.go:TestServeQuotaExecutions"},
+	{Name: "one tenant opening sessions without bound", Class: Exhaustion, Where: "cmd/mcp-sandbox/quotas_test.go:TestServeQuotaSessions"},
+	{Name: "one tenant filling the blob store", Class: Exhaustion, Where: "cmd/mcp-sandbox/quotas_test.go:TestServeQuotaStoredBytes"},
+	{Name: "looping on the built-ins to bypass the call budget", Class: Exhaustion, Where: "binding/builtins_test.go:TestBuiltinsMetered"},
+	{Name: "looping on a refused call to fill the run ledger", Class: Exhaustion, Where: "conformance/refusals_test.go:TestRefusalLoopKeepsTheLedgerSmall"},
+	{Name: "an A2A agent card without bounds", Class: Exhaustion, Where: "upstream/a2a_test.go:TestA2ACardBounds"},
+	{Name: "an A2A card pointing its endpoint elsewhere", Class: Escape, Where: "upstream/a2a_test.go:TestA2AEndpointOrigin"},
+	{Name: "a server without CAP_KILL left waiting on a program it cannot kill", Class: TakeDown, Where: "cmd/mcp-sandbox/systemd_test.go:TestWithoutCapKillTeardownIsBounded"},
+	{Name: "a sweep removing a live or foreign owner's containers", Class: TakeDown, Where: "engine/backend/container/container_test.go:TestSweepRemovesOnlyDeadOwners"},
 }
