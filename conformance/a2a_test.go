@@ -329,3 +329,45 @@ except ToolError as e:
 		t.Errorf("a call to a stopped agent: %q, want upstream_error", kind)
 	}
 }
+
+// TestA2ASkillApprovedByAPerson: a skill that needs approval is asked of a person, as a tool
+// is: accepted, the agent runs it once and the program gets its answer; declined, the agent
+// never runs it and the program hears denied; the ledger keeps both decisions.
+func TestA2ASkillApprovedByAPerson(t *testing.T) {
+	dir := t.TempDir()
+	agentCounter := filepath.Join(dir, "agent.json")
+	url := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter).url
+	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
+	cfg := writeConfig(t, a2aConfig(dir, url, false, `{approval_required: ["inv__echo"]}`, "{}"))
+	p := newPerson()
+	cs, _ := serveProcWith(t, cfg, &serverLog{t: t}, &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	const program = `
+try:
+    r = {"answer": await inv__echo(text="approved words")}
+except ToolError as e:
+    r = {"kind": e.kind}
+return r
+`
+	var full approvalResult
+	p.set("accept", nil)
+	var accepted map[string]any
+	runInto(t, cs, "", program, &accepted, &full)
+	if !strings.Contains(strings.ToLower(fmt.Sprint(accepted["answer"])), "approved words") || full.Approvals.Accepted != 1 {
+		t.Errorf("accepted: %v, approvals %+v", accepted, full.Approvals)
+	}
+	if d := cmp.Diff(map[string]int{"echo": 1}, counts(t, agentCounter)); d != "" {
+		t.Errorf("accepted: skills the agent really ran (-want +got):\n%s", d)
+	}
+	p.set("decline", nil)
+	var declined map[string]any
+	runInto(t, cs, "", program, &declined, &full)
+	if declined["kind"] != "denied" || full.Approvals.Declined != 1 {
+		t.Errorf("declined: %v, approvals %+v", declined, full.Approvals)
+	}
+	if d := cmp.Diff(map[string]int{"echo": 1}, counts(t, agentCounter)); d != "" {
+		t.Errorf("declined: skills the agent really ran (-want +got):\n%s", d)
+	}
+	if q := p.questions(); len(q) != 2 || !strings.Contains(q[0], "inv__echo") {
+		t.Errorf("the person was asked %q, want two questions naming inv__echo", q)
+	}
+}
