@@ -48,14 +48,11 @@ type batcher struct {
 	pending []*writeOp
 	closed  bool // closeBatches has begun: a write is refused
 
-	kick    chan struct{} // a lazy write arrived: the flusher starts its delay
-	stop    chan struct{}
-	stopped chan struct{} // closed when the flusher has returned
-	stopMu  sync.Once
+	loop flushLoop
 }
 
 func newBatcher() *batcher {
-	return &batcher{wmu: make(chan struct{}, 1), kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	return &batcher{wmu: make(chan struct{}, 1), loop: newFlushLoop()}
 }
 
 // write runs fn in a write transaction, committed before it returns.
@@ -85,10 +82,7 @@ func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool
 	if now {
 		lead = b.wmu
 	} else {
-		select {
-		case b.kick <- struct{}{}:
-		default:
-		}
+		b.loop.poke()
 	}
 	for {
 		select {
@@ -133,21 +127,12 @@ func (s *SQLite) Flush(ctx context.Context) error {
 // commit a transaction of its own (which a call's start would then wait behind).
 func (s *SQLite) flusher() {
 	b := s.batch
-	defer close(b.stopped)
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-b.kick:
-		}
+	defer close(b.loop.stopped)
+	for b.loop.kicked() {
 		wait, queued := flushDelay, true
 		for queued && wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-b.stop:
-				t.Stop()
+			if !b.loop.sleep(wait) {
 				return
-			case <-t.C:
 			}
 			wait, queued = b.lazyWait()
 		}
@@ -186,8 +171,7 @@ func (s *SQLite) closeBatches() {
 	b.qmu.Lock()
 	b.closed = true
 	b.qmu.Unlock()
-	b.stopMu.Do(func() { close(b.stop) })
-	<-b.stopped
+	b.loop.halt()
 	b.wmu <- struct{}{}
 	s.commitPending()
 	<-b.wmu

@@ -568,3 +568,32 @@ func contractApprovalCrash(t *testing.T, dead Ledger, reopen func(t *testing.T, 
 		t.Errorf("the call of an unknown approval was recorded: %v", err)
 	}
 }
+
+// finishLazilyThenFlush finishes call id lazily (failed) with no write after it, and flushes
+// until the finish returns: Flush commits it, and a read sees it.
+func finishLazilyThenFlush(t *testing.T, l interface {
+	Ledger
+	lazyFinisher
+	flusher
+}, id string) {
+	t.Helper()
+	ctx := t.Context()
+	done := make(chan error, 1)
+	go func() { done <- l.FinishCallLater(ctx, CallFinish{ID: id, Status: Failed, Kind: "tool_error"}) }()
+	for {
+		if err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec, err := l.Call(ctx, id); err != nil || rec.Status != Failed {
+				t.Fatalf("%s = %+v, %v", id, rec, err)
+			}
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -31,14 +30,11 @@ type pgQueue struct {
 	pending []*pgFinish
 	closed  bool // closeQueue has begun: a lazy record is written at once
 
-	kick    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
+	loop flushLoop
 }
 
 func newPGQueue() *pgQueue {
-	return &pgQueue{kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	return &pgQueue{loop: newFlushLoop()}
 }
 
 // FinishCallLater is FinishCall sent with the next metered StartCall (or flushDelay later, or
@@ -56,10 +52,7 @@ func (p *Postgres) FinishCallLater(ctx context.Context, f CallFinish) error {
 	}
 	q.pending = append(q.pending, op)
 	q.mu.Unlock()
-	select {
-	case q.kick <- struct{}{}:
-	default:
-	}
+	q.loop.poke()
 	select {
 	case err := <-op.done:
 		return err
@@ -148,20 +141,8 @@ func (p *Postgres) Flush(ctx context.Context) error {
 // flusher sends lazy records flushDelay after the first of them arrives, until stop.
 func (p *Postgres) flusher() {
 	q := p.queue
-	defer close(q.stopped)
-	for {
-		select {
-		case <-q.stop:
-			return
-		case <-q.kick:
-		}
-		t := time.NewTimer(flushDelay)
-		select {
-		case <-q.stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	defer close(q.loop.stopped)
+	for q.loop.kicked() && q.loop.sleep(flushDelay) {
 		ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 		_ = p.Flush(ctx)
 		cancel()
@@ -174,8 +155,7 @@ func (p *Postgres) closeQueue() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	q.once.Do(func() { close(q.stop) })
-	<-q.stopped
+	q.loop.halt()
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	defer cancel()
 	_ = p.Flush(ctx)

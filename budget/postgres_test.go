@@ -260,24 +260,7 @@ func TestPostgresPipelinesFinishes(t *testing.T) {
 	if err := <-bad.done; !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown call's finish = %v, want ErrNotFound", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- l.FinishCallLater(ctx, CallFinish{ID: "c2", Status: Failed, Kind: "tool_error"}) }()
-	for {
-		if err := l.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != Failed {
-				t.Fatalf("c2 = %+v, %v", rec, err)
-			}
-			return
-		case <-time.After(time.Millisecond):
-		}
-	}
+	finishLazilyThenFlush(t, l, "c2")
 }
 
 // TestPostgresOlderLedgerIsMigrated: a database at schema 3 gains the records' times, and a

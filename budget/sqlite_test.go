@@ -194,20 +194,7 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 // read sees it.
 func TestSQLiteBatches(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenSQLite(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	run := RunRef{Tenant: "t", ID: "r"}
-	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"c1", "c2"} {
-		if _, err := l.StartCall(ctx, CallStart{ID: id, Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l, run := startedCalls(t, Limits{}, "c1", "c2")
 	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
 	errs := make(chan error, 3)
 	go func() {
@@ -246,24 +233,7 @@ func TestSQLiteBatches(t *testing.T) {
 		t.Fatalf("usage %+v: want 3 calls and c1's 100 bytes", u)
 	}
 	// A lazy finish with nothing after it: Flush commits it.
-	done := make(chan error, 1)
-	go func() { done <- l.FinishCallLater(ctx, CallFinish{ID: "c2", Status: Failed, Kind: "tool_error"}) }()
-	for {
-		if err := l.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != Failed {
-				t.Fatalf("c2 = %+v, %v", rec, err)
-			}
-			return
-		case <-time.After(time.Millisecond):
-		}
-	}
+	finishLazilyThenFlush(t, l, "c2")
 }
 
 // A batch whose writes all succeed runs them without savepoints; when one fails it runs
@@ -271,18 +241,7 @@ func TestSQLiteBatches(t *testing.T) {
 // call is recorded once and refused once.
 func TestSQLiteBatchRunsAgainAfresh(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenSQLite(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	run := RunRef{Tenant: "t", ID: "r"}
-	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.StartCall(ctx, CallStart{ID: "c1", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{MaxCalls: 1}); err != nil {
-		t.Fatal(err)
-	}
+	l, run := startedCalls(t, Limits{MaxCalls: 1}, "c1")
 	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
 	refused, failed := make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -321,4 +280,26 @@ func TestSQLiteBatchRunsAgainAfresh(t *testing.T) {
 	if u := mustUsage(t, l, run); u.Calls != 1 {
 		t.Fatalf("usage %+v: want the one admitted call", u)
 	}
+}
+
+// startedCalls is a SQLite ledger holding execution x of Run t/r with the calls ids started
+// under limits.
+func startedCalls(t *testing.T, limits Limits, ids ...string) (*SQLite, RunRef) {
+	t.Helper()
+	ctx := t.Context()
+	l, err := OpenSQLite(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	run := RunRef{Tenant: "t", ID: "r"}
+	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := l.StartCall(ctx, CallStart{ID: id, Run: run, ExecutionID: "x", Tool: "s__t"}, limits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l, run
 }
