@@ -55,6 +55,12 @@ func (a *asker) asked() []Question {
 // approvalSetup is an execution over f's turn, metered in a fresh ledger, asking through a.
 func approvalSetup(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals) (*Execution, budget.Ledger, *budget.Meter) {
 	t.Helper()
+	return approvalSetupLogged(t, f, turn, a, discard())
+}
+
+// approvalSetupLogged is approvalSetup logging to log.
+func approvalSetupLogged(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals, log *slog.Logger) (*Execution, budget.Ledger, *budget.Meter) {
+	t.Helper()
 	led, err := budget.OpenSQLite(context.Background(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +73,7 @@ func approvalSetup(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals) 
 	if turn == nil {
 		turn = f.turn(t)
 	}
-	return New(&Options{Turn: turn, Meter: m, Tenant: "t", Logger: discard(), Approvals: a}), led, m
+	return New(&Options{Turn: turn, Meter: m, Tenant: "t", Logger: log, Approvals: a}), led, m
 }
 
 func approvals(t *testing.T, led budget.Ledger) []budget.ApprovalRecord {
@@ -305,18 +311,8 @@ func TestDirectApproval(t *testing.T) {
 // log: loggedUnasked decisions are logged one by one, then one line says the rest are only
 // counted; the counts stay exact.
 func TestUnaskedDecisionsLoggedBounded(t *testing.T) {
-	f := newFixture(t)
-	led, err := budget.OpenSQLite(context.Background(), t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { led.Close() })
-	m, err := budget.Start(context.Background(), led, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxCalls: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logged strings.Builder
-	x := New(&Options{Turn: f.turn(t), Meter: m, Tenant: "t", Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	x, _, _ := approvalSetupLogged(t, newFixture(t), nil, nil, slog.New(slog.NewTextHandler(&logged, nil)))
 	const loops = 50
 	for range loops {
 		if r := callOf(t, x, "up__wipe", `{"s":"all"}`); r.Kind != failure.ApprovalRequiredInProgram {
