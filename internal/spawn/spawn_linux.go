@@ -137,29 +137,23 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 	}
 	var mapped *os.File // the host's end of the id-map signal
 	if p.MapIDs != nil {
-		r, w, err := os.Pipe()
+		fd, w, closeBoth, err := parentSignal(cmd)
 		if err != nil {
-			return fmt.Errorf("pipe failed: %w", err)
+			return err
 		}
-		defer r.Close()
-		defer w.Close()
-		mapped = w
-		cmd.ExtraFiles = append(cmd.ExtraFiles, r)
-		spec.IDMapFD = 2 + len(cmd.ExtraFiles)
+		defer closeBoth()
+		mapped, spec.IDMapFD = w, fd
 	}
 	// A helper that is itself the program's first process (not a Reaper, which joins its
 	// own first process) is joined to its cgroup from here while its runtime starts.
 	var joined *os.File // the host's end of the join signal
 	if len(spec.CgroupProcs) > 0 && !spec.Reaper {
-		r, w, err := os.Pipe()
+		fd, w, closeBoth, err := parentSignal(cmd)
 		if err != nil {
-			return fmt.Errorf("pipe failed: %w", err)
+			return err
 		}
-		defer r.Close()
-		defer w.Close()
-		joined = w
-		cmd.ExtraFiles = append(cmd.ExtraFiles, r)
-		spec.CgroupJoinFD = 2 + len(cmd.ExtraFiles)
+		defer closeBoth()
+		joined, spec.CgroupJoinFD = w, fd
 	}
 	js, _ := json.Marshal(spec)
 	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
@@ -203,17 +197,37 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		if err := p.MapIDs(cmd.Process.Pid); err != nil {
 			return fmt.Errorf("mapping the sandbox's ids: %w", err) // Close kills the waiting helper
 		}
-		if _, err := mapped.Write([]byte{1}); err != nil {
-			return fmt.Errorf("releasing the init helper: %w", err)
+		if err := letGo(mapped); err != nil {
+			return err
 		}
 	}
 	if joined != nil {
 		if err := launch.JoinCgroup(spec.CgroupProcs, cmd.Process.Pid); err != nil {
 			return err // Close kills the waiting helper
 		}
-		if _, err := joined.Write([]byte{1}); err != nil {
-			return fmt.Errorf("releasing the init helper: %w", err)
+		if err := letGo(joined); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// parentSignal gives cmd a descriptor the helper reads one byte from before it goes on (a
+// step of the host's done: the ids mapped, the cgroup joined): the helper's fd number for
+// it, the host's end to say go on (letGo), and what closes both of the host's copies.
+func parentSignal(cmd *exec.Cmd) (fd int, w *os.File, closeBoth func(), err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("pipe failed: %w", err)
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	return 2 + len(cmd.ExtraFiles), w, func() { r.Close(); w.Close() }, nil
+}
+
+// letGo tells the helper waiting on w (parentSignal) to go on.
+func letGo(w *os.File) error {
+	if _, err := w.Write([]byte{1}); err != nil {
+		return fmt.Errorf("releasing the init helper: %w", err)
 	}
 	return nil
 }
