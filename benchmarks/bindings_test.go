@@ -36,16 +36,10 @@ func buildBindingSubjects(t *testing.T, dir string) (sandbox, mock string) {
 // with budgets no benchmark reaches; extra is added at the top level (a ledger, say).
 func bindingConfig(t *testing.T, mock, extra string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
-	cfg := fmt.Sprintf(`
+	return writeConfig(t, fmt.Sprintf(`
 data_dir: %q
 %s
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 120}
+`+benchProfile+`    hard_limits: {wall_seconds: 120}
     binding_budget: {max_calls: 1000000, max_total_bytes: 1GiB, max_produced_bytes: 1GiB}
 upstreams:
   mock: {command: [%q]}
@@ -54,11 +48,7 @@ tenants:
     upstreams: [mock]
     agents:
       default: {code_execution: {limits: {wall_seconds: 120}}}
-`, t.TempDir(), extra, mock)
-	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+`, t.TempDir(), extra, mock))
 }
 
 func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
@@ -130,4 +120,23 @@ func TestReportBindings(t *testing.T) {
 		fmt.Sprintf("%-52s %10s  %9s/call\n", "a built-in from a program (recorded, no upstream)", (b-e).Round(time.Millisecond), per(b-e))
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
+}
+
+// benchProfile is the profile every benchmark's server runs its programs under, as the start
+// of a config's profiles block: more of the default profile's keys may follow.
+const benchProfile = `profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+`
+
+// writeConfig writes cfg to a config file of the test's own and returns its path.
+func writeConfig(t *testing.T, cfg string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -89,15 +89,9 @@ func textOf(res *mcp.CallToolResult) string {
 // "support" and the 351-tool mock as the deferred "big".
 func contextConfig(t *testing.T, mock string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
-	cfg := fmt.Sprintf(`
+	return writeConfig(t, fmt.Sprintf(`
 data_dir: %q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-upstreams:
+`+benchProfile+`upstreams:
   support: {command: [%[2]q]}
   big:     {command: [%[2]q, "--many", "351", "--page-size", "40"], deferred: true}
 tenants:
@@ -107,11 +101,7 @@ tenants:
       model:
         expose_upstream_tools: false
         code_execution: {}
-`, t.TempDir(), mock)
-	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+`, t.TempDir(), mock))
 }
 
 // The five tools scenario B asks for, among the deferred server's 351.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,27 +27,17 @@ import (
 // pool is warm (a YAML flow mapping, or "" for the defaults).
 func serveConfig(t *testing.T, warm string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
 	w := ""
 	if warm != "" {
 		w = "    warm: " + warm + "\n"
 	}
-	cfg := fmt.Sprintf(`
+	return writeConfig(t, fmt.Sprintf(`
 data_dir: %q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-%stenants:
+`+benchProfile+`%stenants:
   t:
     agents:
       default: {code_execution: {}}
-`, t.TempDir(), w)
-	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+`, t.TempDir(), w))
 }
 
 func loadAverage() string {
