@@ -46,14 +46,7 @@ func a2aAgent(t *testing.T, env ...string) *agent {
 	a := &agent{stop: func() {
 		once.Do(func() {
 			stdin.Close()
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
+			waitOrKill(cmd, 10*time.Second)
 		})
 	}}
 	t.Cleanup(a.stop)

@@ -229,3 +229,15 @@ func counts(t *testing.T, path string) map[string]int {
 	}
 	return m
 }
+
+// waitOrKill waits for cmd, asked to end, to exit, and kills it when it has not within d.
+func waitOrKill(cmd *exec.Cmd, d time.Duration) {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+	}
+}

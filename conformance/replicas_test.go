@@ -264,14 +264,7 @@ backend replicas
 	}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		waitOrKill(cmd, 10*time.Second)
 	})
 	url = fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	stats = fmt.Sprintf("http://127.0.0.1:%d/stats;csv", statsPort)

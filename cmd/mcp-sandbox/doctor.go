@@ -176,15 +176,11 @@ func printProfile(w io.Writer, name string, requires engine.Level, d *engine.Des
 	}
 }
 
-// byteText is n bytes the way a config writes it: 512MiB rather than 536870912 bytes.
+// byteText is n bytes the way a config writes it (configs.ByteSize): 512MiB rather than
+// 536870912 bytes; a size in no whole unit says "bytes".
 func byteText(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%d%s", n/u.size, u.name)
-		}
+	if n > 0 && n%int64(configs.KiB) == 0 {
+		return configs.ByteSize(n).String()
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
