@@ -1,7 +1,8 @@
 // Package mcpsandbox_test holds the rules of the house that tests enforce rather than memory.
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
-//   - TestImportRules: who may import whom (DESIGN.md §2), for linux, darwin and windows.
+//   - TestImportRules: who may import whom (DESIGN.md §2), for linux, darwin and windows; and
+//     what only tests may import (testOnly: the test kit).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -114,6 +115,8 @@ var allowed = []rule{
 	{"internal/pgdb", []string{"github.com/jackc/pgx"},
 		"what the PostgreSQL stores share: a pool opened without leaking the DSN, migrations under an advisory lock"},
 	{"internal/pgdb/pgtest", []string{"internal/gate", "github.com/jackc/pgx"}, "the tests' helper that gives each test a schema of its own"},
+	{"internal/testkit", []string{"github.com/modelcontextprotocol/go-sdk"},
+		"the tests' kit: the built binary and mock upstream, a tool result's text (go-sdk types), a log sink; only tests import it (testOnly)"},
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
@@ -164,6 +167,9 @@ func matches(imp, entry string) bool {
 func TestImportRules(t *testing.T) {
 	for _, goos := range platforms {
 		for _, p := range listPackages(t, goos) {
+			for _, v := range testOnlyViolations(p.rel(), p.Imports) {
+				t.Errorf("GOOS=%s: %s", goos, v)
+			}
 			if exempt(p.rel()) {
 				continue
 			}
@@ -172,6 +178,23 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testOnly are the packages only tests may import (a _test.go file, whose imports go list
+// does not count among a package's), with why.
+var testOnly = map[string]string{
+	"internal/testkit": "it builds binaries and writes files for a test; nothing the product runs may depend on it",
+}
+
+// testOnlyViolations says which of a package's non-test imports only tests may make.
+func testOnlyViolations(rel string, imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		if why, ok := testOnly[strings.TrimPrefix(imp, module+"/")]; ok && strings.HasPrefix(imp, module+"/") {
+			out = append(out, fmt.Sprintf("%s imports %s outside its tests: %s", rel, imp, why))
+		}
+	}
+	return out
 }
 
 // importViolations says what breaks DESIGN.md §2 in a package rel importing imports.
@@ -422,6 +445,12 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {
 			t.Errorf("importViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
 		}
+	}
+	if got := testOnlyViolations("cmd/mcp-sandbox", []string{module + "/internal/testkit", module + "/internal/gate"}); len(got) != 1 {
+		t.Errorf("testOnlyViolations found %q in a command importing the test kit, want 1", got)
+	}
+	if got := testOnlyViolations("engine", []string{module + "/engine/wire", "testing"}); len(got) != 0 {
+		t.Errorf("testOnlyViolations found %q in clean imports", got)
 	}
 	parse := func(src string) *ast.File {
 		f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", "package x\n"+src, 0)
