@@ -30,7 +30,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
-// Scale-out (issue 16, DESIGN.md §8): three `serve --transport http` replicas on loopback
+// Scale-out (issue 16, docs/design.md §8): three `serve --transport http` replicas on loopback
 // share a PostgreSQL ledger and blob store behind HAProxy from Debian, which the test
 // configures and runs itself: round robin, and affinity on Mcp-Session-Id for sessions of
 // 2025-11-25 (the session id a replica answers with is stored, and a request naming it goes
