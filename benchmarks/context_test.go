@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -115,8 +114,7 @@ var scenarioBTools = []int{17, 42, 99, 256, 347}
 // one get_tool_info for their arguments, and one program that finds the five in TOOLS, calls
 // them and combines.
 func TestReportContext(t *testing.T) {
-	mock := testkit.MockUpstream(t)
-	sandbox := filepath.Join(filepath.Dir(mock), "mcp-sandbox")
+	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
 	host := connect(t, exec.Command(sandbox, "serve", "--config", contextConfig(t, mock), "--agent", "model"))
 
 	type scenario struct {
