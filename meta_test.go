@@ -1,7 +1,8 @@
 // Package mcpsandbox_test holds the rules of the house that tests enforce rather than memory.
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
-//   - TestImportRules: who may import whom (DESIGN.md §2), for linux, darwin and windows.
+//   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows; and
+//     what only tests may import (testOnly: the test kit).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -15,8 +16,14 @@
 //     values down), and elsewhere only where envReaders and fileReaders say why.
 //   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
 //   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
-//   - TestMetaRulesCatchViolations: the import rules, the raw-skip check and the contract
-//     check are fed violations and must find them (and nothing in clean input).
+//   - TestDesignReferences: every "§N" a comment, the README or the design itself cites, and
+//     every link to an anchor of docs/design.md, names a section docs/design.md has; nothing
+//     cites a design file outside the repository.
+//   - TestDocLength: a package's doc.go is its job, imports and concurrency, at most
+//     maxDocLines lines; the design goes to docs/design.md.
+//   - TestMetaRulesCatchViolations: the import rules, the raw-skip check, the contract check,
+//     the design references and the doc length are fed violations and must find them (and
+//     nothing in clean input).
 package mcpsandbox_test
 
 import (
@@ -36,6 +43,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 )
 
 const module = "github.com/mcp-sandbox/mcp-sandbox"
@@ -108,12 +116,14 @@ var allowed = []rule{
 			"outputs because a backend that carries binding calls across a boundary (remote) speaks the engine.ToolCaller's outputs.Reply"},
 	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate"}, "the backend contract suite: the engine's interfaces and the test gate only"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
-		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries DESIGN.md §4 names"},
+		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries docs/design.md §4 names"},
 	{"budget", []string{"failure", "modernc.org/sqlite", "github.com/jackc/pgx", "internal/pgdb"},
 		"meters and the run ledger, on SQLite in pure Go or on PostgreSQL (pgx, through what internal/pgdb shares)"},
 	{"internal/pgdb", []string{"github.com/jackc/pgx"},
 		"what the PostgreSQL stores share: a pool opened without leaking the DSN, migrations under an advisory lock"},
 	{"internal/pgdb/pgtest", []string{"internal/gate", "github.com/jackc/pgx"}, "the tests' helper that gives each test a schema of its own"},
+	{"internal/testkit", []string{"github.com/modelcontextprotocol/go-sdk"},
+		"the tests' kit: the built binary and mock upstream, a tool result's text (go-sdk types), a log sink; only tests import it (testOnly)"},
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
@@ -164,6 +174,9 @@ func matches(imp, entry string) bool {
 func TestImportRules(t *testing.T) {
 	for _, goos := range platforms {
 		for _, p := range listPackages(t, goos) {
+			for _, v := range testOnlyViolations(p.rel(), p.Imports) {
+				t.Errorf("GOOS=%s: %s", goos, v)
+			}
 			if exempt(p.rel()) {
 				continue
 			}
@@ -174,16 +187,33 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// importViolations says what breaks DESIGN.md §2 in a package rel importing imports.
+// testOnly are the packages only tests may import (a _test.go file, whose imports go list
+// does not count among a package's), with why.
+var testOnly = map[string]string{
+	"internal/testkit": "it builds binaries and writes files for a test; nothing the product runs may depend on it",
+}
+
+// testOnlyViolations says which of a package's non-test imports only tests may make.
+func testOnlyViolations(rel string, imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		if why, ok := testOnly[strings.TrimPrefix(imp, module+"/")]; ok && strings.HasPrefix(imp, module+"/") {
+			out = append(out, fmt.Sprintf("%s imports %s outside its tests: %s", rel, imp, why))
+		}
+	}
+	return out
+}
+
+// importViolations says what breaks docs/design.md §2 in a package rel importing imports.
 func importViolations(rel string, imports []string) []string {
 	r, ok := ruleFor(rel)
 	if !ok {
-		return []string{fmt.Sprintf("package %s has no import rule: add it to DESIGN.md §2 and to allowed, with its reason", rel)}
+		return []string{fmt.Sprintf("package %s has no import rule: add it to docs/design.md §2 and to allowed, with its reason", rel)}
 	}
 	var out []string
 	for _, imp := range imports {
 		if !isStd(imp) && !slices.ContainsFunc(r.imports, func(e string) bool { return matches(imp, e) }) {
-			out = append(out, fmt.Sprintf("%s imports %s, which DESIGN.md §2 does not allow", rel, imp))
+			out = append(out, fmt.Sprintf("%s imports %s, which docs/design.md §2 does not allow", rel, imp))
 		}
 	}
 	return out
@@ -423,6 +453,12 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 			t.Errorf("importViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
 		}
 	}
+	if got := testOnlyViolations("cmd/mcp-sandbox", []string{module + "/internal/testkit", module + "/internal/gate"}); len(got) != 1 {
+		t.Errorf("testOnlyViolations found %q in a command importing the test kit, want 1", got)
+	}
+	if got := testOnlyViolations("engine", []string{module + "/engine/wire", "testing"}); len(got) != 0 {
+		t.Errorf("testOnlyViolations found %q in clean imports", got)
+	}
 	parse := func(src string) *ast.File {
 		f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", "package x\n"+src, 0)
 		if err != nil {
@@ -439,6 +475,139 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	if calls(parse(`func TestContract(t *testing.T) { sandboxtest.Run(t, nil) }`), "sandboxtest", "Run") == nil ||
 		calls(parse(`func TestContract(t *testing.T) { other.Run(t, nil) }`), "sandboxtest", "Run") != nil {
 		t.Error("calls does not tell a backend that runs the contract suite from one that does not")
+	}
+	design := designIndex("# d\n\n## 1. One\n\n### 1.2 Two and a half\n\n## 3. Three\n")
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"// as docs/design.md §1.2 says, and §3; issue 10 §7 is the issue's", 0},
+		{"see [it](docs/design.md#12-two-and-a-half) and (#3-three)", 0},
+		{"// the shape of docs/design.md §3.4", 1},                  // a section it does not have
+		{"// who may import whom (" + "DESIGN" + ".md §1)", 1},      // a design file outside the repository
+		{"see [it](docs/design.md#2-two) and §2", 2},                // an anchor and a section it lacks
+		{"the [layout](#1-one), in " + "design.md#13-one-three", 1}, // an anchor it lacks
+	} {
+		if got := designRefViolations("x.go", tc.text, design); len(got) != tc.want {
+			t.Errorf("designRefViolations(%q) = %q, want %d", tc.text, got, tc.want)
+		}
+	}
+	long := "// Package x is long.\n" + strings.Repeat("//\n", maxDocLines) + "package x\n"
+	if docLengthViolation("x/doc.go", long) == "" || docLengthViolation("x/doc.go", "// Package x is short.\npackage x\n") != "" {
+		t.Error("docLengthViolation does not tell a doc.go over the limit from one within it")
+	}
+}
+
+// designIndex returns the section numbers and the heading anchors of a design document.
+func designIndex(md string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#{1,6} (.+)$`).FindAllStringSubmatch(md, -1) {
+		if n := regexp.MustCompile(`^(\d+(?:\.\d+)*)\.? `).FindStringSubmatch(m[1]); n != nil {
+			out["§"+n[1]] = true
+		}
+		out["#"+anchor(m[1])] = true
+	}
+	return out
+}
+
+// anchor is the id GitHub gives a heading: lower case, spaces as hyphens, and nothing but
+// letters, digits, hyphens and underscores.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+var (
+	sectionRefRE = regexp.MustCompile(`(issue \d+ )?§ ?(\d+(?:\.\d+)*)`)
+	anchorRefRE  = regexp.MustCompile(`(design\.md|\]\()#([\w-]+)`)
+)
+
+// designRefViolations says which section references and design anchors in text (of file name)
+// the design, indexed by designIndex, does not have. "issue N §M" is the issue's section, not
+// the design's.
+func designRefViolations(name, text string, design map[string]bool) []string {
+	var out []string
+	for _, m := range sectionRefRE.FindAllStringSubmatch(text, -1) {
+		if m[1] == "" && !design["§"+m[2]] {
+			out = append(out, fmt.Sprintf("%s cites §%s, which docs/design.md does not have", name, m[2]))
+		}
+	}
+	for _, m := range anchorRefRE.FindAllStringSubmatch(text, -1) {
+		if !design["#"+m[2]] {
+			out = append(out, fmt.Sprintf("%s links to #%s, which is no heading of docs/design.md", name, m[2]))
+		}
+	}
+	if strings.Contains(text, "DESIGN"+".md") {
+		out = append(out, fmt.Sprintf("%s cites a design file outside the repository: cite docs/design.md", name))
+	}
+	return out
+}
+
+// TestDesignReferences: what the code, the README and the design itself cite of the design
+// is in docs/design.md.
+func TestDesignReferences(t *testing.T) {
+	md, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	design := designIndex(string(md))
+	out, err := exec.Command("git", "ls-files", "*.go", "README.md", "*.yaml").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(strings.Fields(string(out)), "docs/design.md") {
+		if name == "meta_test.go" {
+			continue // its violations are fed to the checker on purpose
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if name == "docs/design.md" {
+			text = strings.ReplaceAll(text, "](#", "](design.md#") // its own links, checked as links to it
+		} else if name != "README.md" && !strings.HasSuffix(name, ".go") {
+			text = strings.Join(regexp.MustCompile(`(?m)#.*$`).FindAllString(text, -1), "\n") // a YAML file's comments
+		}
+		for _, v := range designRefViolations(name, text, design) {
+			t.Error(v)
+		}
+	}
+}
+
+// maxDocLines is how long a doc.go may be: about a screen.
+const maxDocLines = 60
+
+// docLengthViolation says why the doc.go at name, holding src, is too long, or "".
+func docLengthViolation(name, src string) string {
+	if n := strings.Count(strings.TrimRight(src, "\n"), "\n") + 1; n > maxDocLines {
+		return fmt.Sprintf("%s has %d lines, over %d: keep the package's job, imports and concurrency, and move the rest to docs/design.md", name, n, maxDocLines)
+	}
+	return ""
+}
+
+// TestDocLength: no doc.go is over maxDocLines lines.
+func TestDocLength(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "doc.go", "*/doc.go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range strings.Fields(string(out)) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := docLengthViolation(name, string(b)); v != "" {
+			t.Error(v)
+		}
 	}
 }
 

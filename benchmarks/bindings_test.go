@@ -7,36 +7,22 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // bindingCalls is how many sequential calls each side makes.
 const bindingCalls = 1000
 
-// buildBindingSubjects builds mcp-sandbox and the mock upstream into dir.
-func buildBindingSubjects(t *testing.T, dir string) (sandbox, mock string) {
-	t.Helper()
-	sandbox, mock = filepath.Join(dir, "mcp-sandbox"), filepath.Join(dir, "mockupstream")
-	for _, args := range [][]string{
-		{"build", "-o", sandbox, "github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox"},
-		{"build", "-C", "../conformance/mockupstream", "-o", mock, "."},
-	} {
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			t.Fatalf("go %v: %v\n%s", args, err, out)
-		}
-	}
-	return sandbox, mock
-}
-
 // bindingConfig writes a config serving one agent of tenant t, granted the mock upstream,
 // with budgets no benchmark reaches; extra is added at the top level (a ledger, say).
 func bindingConfig(t *testing.T, mock, extra string) string {
 	t.Helper()
-	return writeConfig(t, fmt.Sprintf(`
+	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
 %s
 `+benchProfile+`    hard_limits: {wall_seconds: 120}
@@ -68,7 +54,7 @@ func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 // MCP client to the same mock upstream, and the ratio. The program's figure includes one
 // run_code's fixed cost (starting the child), shown separately as an empty program.
 func TestReportBindings(t *testing.T) {
-	sandbox, mock := buildBindingSubjects(t, t.TempDir())
+	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
 	cfgPath := bindingConfig(t, mock, "")
 	direct := connect(t, exec.Command(mock))
 	host := connect(t, exec.Command(sandbox, "serve", "--config", cfgPath))
@@ -132,11 +118,3 @@ const benchProfile = `profiles:
 `
 
 // writeConfig writes cfg to a config file of the test's own and returns its path.
-func writeConfig(t *testing.T, cfg string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}

@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // What the model reads is counted the same way on both sides, from what an MCP client
@@ -57,7 +58,7 @@ func (v *modelView) call(t *testing.T, cs *mcp.ClientSession, name string, args 
 		t.Fatalf("%s: %v", name, err)
 	}
 	if res.IsError {
-		t.Fatalf("%s: %s", name, textOf(res))
+		t.Fatalf("%s: %s", name, testkit.Text(res))
 	}
 	out, _ := json.Marshal(res)
 	v.perTurn += v.bytes() // the turn that made this call read everything before it
@@ -74,22 +75,12 @@ func (v *modelView) turns() int { return v.perTurn + v.bytes() }
 
 func tokens(n int) int { return (n + 3) / 4 }
 
-func textOf(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 // contextConfig serves agent "model" of tenant t: run_code and the built-ins only (no
 // upstream tool is exposed directly: the program reaches them), granted the mock as
 // "support" and the 351-tool mock as the deferred "big".
 func contextConfig(t *testing.T, mock string) string {
 	t.Helper()
-	return writeConfig(t, fmt.Sprintf(`
+	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
 `+benchProfile+`upstreams:
   support: {command: [%[2]q]}
@@ -123,8 +114,7 @@ var scenarioBTools = []int{17, 42, 99, 256, 347}
 // one get_tool_info for their arguments, and one program that finds the five in TOOLS, calls
 // them and combines.
 func TestReportContext(t *testing.T) {
-	_, mock := buildBindingSubjects(t, t.TempDir())
-	sandbox := filepath.Join(filepath.Dir(mock), "mcp-sandbox")
+	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
 	host := connect(t, exec.Command(sandbox, "serve", "--config", contextConfig(t, mock), "--agent", "model"))
 
 	type scenario struct {
@@ -155,7 +145,7 @@ for i in range(40):
     r = await support__lookup(sku=f"S{i}")
     names.append(r["name"])
 ", ".join(names)`})
-	if got := textOf(res); !strings.Contains(got, directA) {
+	if got := testkit.Text(res); !strings.Contains(got, directA) {
 		t.Fatalf("run_code's answer differs from the direct one:\n%s\nwant %s", got, directA)
 	}
 	out = append(out, a)
@@ -167,7 +157,7 @@ for i in range(40):
 	var parts []string
 	for _, n := range scenarioBTools {
 		res := b.direct.call(t, big, fmt.Sprintf("tool-%04d", n), map[string]any{"q": "report"})
-		parts = append(parts, textOf(res))
+		parts = append(parts, testkit.Text(res))
 	}
 	directB := strings.Join(parts, " | ")
 	// Scenario B, with run_code.
@@ -178,7 +168,7 @@ for i in range(40):
 found = [n for n in TOOLS if n.startswith("big__tool-") and n[-4:] in want]
 parts = [await call_tool(n, {"q": "report"}) for n in found]
 " | ".join(parts)`})
-	if got := textOf(res); !strings.Contains(got, directB) {
+	if got := testkit.Text(res); !strings.Contains(got, directB) {
 		t.Fatalf("run_code's answer differs from the direct one:\n%s\nwant %s", got, directB)
 	}
 	out = append(out, b)

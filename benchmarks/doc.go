@@ -13,7 +13,7 @@
 //   - TestReportHostCost: the server's memory per concurrent execution, and while a program
 //     prints 1 GiB.
 //   - TestReportForkserver: a forkserver's floor beside the namespaces backend's start (the
-//     verdict is in package engine's doc).
+//     verdict is in docs/design.md §4.4).
 //   - TestReportContext: what a model reads doing two tasks with direct tool calls and with
 //     one run_code, in bytes and tokens (bytes/4).
 //   - TestReportLedger, TestReportLedgerBindings: the run ledger on PostgreSQL beside SQLite;

@@ -56,7 +56,7 @@ while True:
 
 // TestReportForkserver measures what a forkserver would save: the time from asking for a
 // child to its hello, for the namespaces backend as it is (a fresh interpreter through the init
-// helper, confined in full) beside the zygote's floor above. The engine's package doc gives the
+// helper, confined in full) beside the zygote's floor above. docs/design.md §4.4 gives the
 // verdict.
 func TestReportForkserver(t *testing.T) {
 	gate.Require(t, "root", os.Geteuid() == 0, "the zygote makes namespaces and mounts as root")

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 var report = flag.Bool("bench-report", false, "take enough samples for a report")
@@ -29,7 +30,7 @@ var report = flag.Bool("bench-report", false, "take enough samples for a report"
 func TestMain(m *testing.M) {
 	launch.MaybeMain()
 	flag.Parse()
-	os.Exit(m.Run())
+	os.Exit(testkit.Run(m))
 }
 
 func samples() int {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // ledgerConcurrency is how many goroutines share one Run in the concurrent figure: calls of
@@ -115,7 +116,7 @@ func perCall(t *testing.T, l budget.Ledger, run string, calls, workers int) time
 // the ledger's cost is worth beside everything else a binding call does.
 func TestReportLedgerBindings(t *testing.T) {
 	pgDSN := pgtest.Schema(t)
-	sandbox, mock := buildBindingSubjects(t, t.TempDir())
+	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
 	serve := func(cfgPath string, env ...string) *mcp.ClientSession {
 		cmd := exec.Command(sandbox, "serve", "--config", cfgPath)
 		cmd.Env = append(os.Environ(), env...)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestReportRunColdStart prints what `mcp-sandbox run` of `pass` costs beside a bare
@@ -20,7 +22,7 @@ import (
 // level; the data dir is a fresh one, its interpreter cache filled by the first (unmeasured)
 // runs.
 func TestReportRunColdStart(t *testing.T) {
-	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	sandbox := testkit.Binary(t)
 	prog := filepath.Join(t.TempDir(), "pass.py")
 	if err := os.WriteFile(prog, []byte("pass\n"), 0o644); err != nil {
 		t.Fatal(err)

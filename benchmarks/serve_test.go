@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // serveConfig writes a config for one tenant and agent with the default profile, whose warm
@@ -31,7 +32,7 @@ func serveConfig(t *testing.T, warm string) string {
 	if warm != "" {
 		w = "    warm: " + warm + "\n"
 	}
-	return writeConfig(t, fmt.Sprintf(`
+	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
 `+benchProfile+`%stenants:
   t:
@@ -66,7 +67,7 @@ func runCode(t *testing.T, cs *mcp.ClientSession, code string) (time.Duration, *
 		t.Fatalf("run_code: %v", err)
 	}
 	if res.IsError {
-		t.Fatalf("run_code failed: %s", textOf(res))
+		t.Fatalf("run_code failed: %s", testkit.Text(res))
 	}
 	return d, res
 }
@@ -89,7 +90,7 @@ func barePython(t *testing.T, n int) time.Duration {
 // median, p90, p99 and max, and how often a warm child was ready. A bare interpreter start is
 // measured before and after, for scale.
 func TestReportStdioLatency(t *testing.T) {
-	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	sandbox := testkit.Binary(t)
 	cs := connect(t, exec.Command(sandbox, "serve", "--config", serveConfig(t, "")))
 	for range 10 { // warm the session, the caches and the pool
 		runCode(t, cs, "6*7")
@@ -178,7 +179,7 @@ const throughputConcurrency = 8
 // at once over streamable HTTP on loopback, and the errors (any is one too many). The
 // profile's warm pool may grow to 16 children, room for the eight in flight and their refills.
 func TestReportHTTPThroughput(t *testing.T) {
-	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	sandbox := testkit.Binary(t)
 	url, _ := httpServer(t, sandbox, serveConfig(t, "{min: 8, max: 16, idle_seconds: 300}"))
 	var clients []*mcp.ClientSession
 	for range throughputConcurrency {
@@ -203,7 +204,7 @@ func TestReportHTTPThroughput(t *testing.T) {
 				s := time.Now()
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": "6*7"}})
 				d := time.Since(s)
-				if err != nil || res.IsError || !strings.Contains(textOf(res), "value: 42") {
+				if err != nil || res.IsError || !strings.Contains(testkit.Text(res), "value: 42") {
 					failed.Add(1)
 					continue
 				}
@@ -250,7 +251,7 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 // with 16 programs running at once beside idle, per execution; and how much its peak resident
 // memory grows while one program prints 1 GiB (all of it counted, 8 MiB of it kept).
 func TestReportHostCost(t *testing.T) {
-	sandbox, _ := buildBindingSubjects(t, t.TempDir())
+	sandbox := testkit.Binary(t)
 	const k = 16
 	url, cmd := httpServer(t, sandbox, serveConfig(t, "{min: 16, max: 16, idle_seconds: 300}"))
 	pid := cmd.Process.Pid
@@ -289,8 +290,8 @@ func TestReportHostCost(t *testing.T) {
 	hwm := procStatus(t, pid, "VmHWM")
 	rss := procStatus(t, pid, "VmRSS")
 	_, res := runCode(t, clients[0], "import sys\nline = 'x' * 1023 + '\\n'\nchunk = line * 1024\nfor _ in range(1024):\n    sys.stdout.write(chunk)\nsys.stdout.flush()\n'printed'")
-	if !strings.Contains(textOf(res), "1073741824 bytes") {
-		t.Fatalf("the 1 GiB print did not report its size: %s", textOf(res))
+	if !strings.Contains(testkit.Text(res), "1073741824 bytes") {
+		t.Fatalf("the 1 GiB print did not report its size: %s", testkit.Text(res))
 	}
 	hwmAfter := procStatus(t, pid, "VmHWM")
 	out := fmt.Sprintf("the server process's memory (load average %s)\n", loadAverage()) +

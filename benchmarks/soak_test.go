@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -100,7 +101,7 @@ func takeSnapshot(tmp string) snapshot {
 // goroutines, temporary directories, cgroups and mounts are where they started once everything
 // is closed.
 func TestSoak(t *testing.T) {
-	_, mock := buildBindingSubjects(t, t.TempDir())
+	mock := testkit.MockUpstream(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // everything the sandbox makes in a temporary directory lands here
 	data := t.TempDir()
@@ -166,10 +167,10 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("execution %d: %v", i, err)
 		}
 		if res.IsError {
-			kind := strings.SplitN(textOf(res), ":", 2)[0]
+			kind := strings.SplitN(testkit.Text(res), ":", 2)[0]
 			failures[kind]++
 			if code != "1 / 0" && code != "import os\nos._exit(3)" {
-				t.Fatalf("execution %d (%q) failed: %s", i, code, textOf(res))
+				t.Fatalf("execution %d (%q) failed: %s", i, code, testkit.Text(res))
 			}
 		}
 		if (i+1)%1000 == 0 {

@@ -169,7 +169,7 @@ type approval struct {
 // many as the ledger records one by one (budget.RecordedRefusals).
 const loggedUnasked = budget.RecordedRefusals
 
-// approve is the approval step of a call (the package doc's hop 5): the policy's word on the
+// approve is the approval step of a call (docs/design.md §12.2, hop 5): the policy's word on the
 // call's arguments (an argument rule may deny it), then, when the call needs a person's
 // approval, the question, its answer and both records. The call may proceed when the returned
 // error is nil, under callID when that is not empty (the id its approval record names).

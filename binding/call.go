@@ -148,7 +148,7 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 	return rep
 }
 
-// walk takes the hops of one binding call; the package doc walks it.
+// walk takes the hops of one binding call; docs/design.md §12.2 walks it.
 func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {

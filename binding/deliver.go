@@ -80,7 +80,7 @@ func handleJSON(ref *outputs.HandleRef) []byte {
 }
 
 // attachment is a handle as the ledger's tool_call_finished record lists it: the shape of an
-// execution result's attachments (DESIGN.md §3.4).
+// execution result's attachments (docs/design.md §3.4).
 type attachment struct {
 	Name        string `json:"name"`
 	Handle      string `json:"handle,omitempty"`

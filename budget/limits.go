@@ -66,7 +66,7 @@ func ceiling(v int64) int64 {
 	return v
 }
 
-// Usage is what the meters have counted; it is the "budget" object of a result (DESIGN.md §3.4).
+// Usage is what the meters have counted; it is the "budget" object of a result (docs/design.md §3.4).
 type Usage struct {
 	Calls          int64 `json:"calls"`
 	TransferBytes  int64 `json:"transfer_bytes"`

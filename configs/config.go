@@ -40,7 +40,7 @@ const (
 	ToolReadToolOutput = "read_tool_output"
 )
 
-// Config is one deployment's configuration, DESIGN.md §3.2. After Parse or Load every profile
+// Config is one deployment's configuration, docs/design.md §3.2. After Parse or Load every profile
 // carries its defaults, `sandbox:` has been folded into Profiles["default"] (Sandbox is nil),
 // tenants from tenants_dir are merged into Tenants, and the whole has been validated.
 type Config struct {
@@ -178,7 +178,7 @@ type Limits struct {
 }
 
 // BindingBudget caps what a program's binding calls may cost the host, per execution and per
-// Run (DESIGN.md §6). A nil field means "whatever the next layer allows".
+// Run (docs/design.md §6). A nil field means "whatever the next layer allows".
 type BindingBudget struct {
 	MaxCalls          *int      `yaml:"max_calls" json:"max_calls"`
 	MaxTotalBytes     *ByteSize `yaml:"max_total_bytes" json:"max_total_bytes"`

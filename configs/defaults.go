@@ -1,6 +1,6 @@
 package configs
 
-// The defaults of DESIGN.md §3.2, filled after parsing wherever a profile leaves a field out.
+// The defaults of docs/design.md §3.2, filled after parsing wherever a profile leaves a field out.
 const (
 	defaultRunAs = "65534:65534"
 	// DefaultContainerImage is what `make sandbox-image` builds from the host's Python.

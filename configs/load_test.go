@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// A profile that says nothing gets every default of DESIGN.md §3.2; an agent's code_execution
+// A profile that says nothing gets every default of docs/design.md §3.2; an agent's code_execution
 // gets its own; nothing else is invented.
 func TestDefaults(t *testing.T) {
 	c, err := Parse(doc(

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The package imports only what DESIGN.md §2 allows it, and writes nothing to stdout.
+// The package imports only what docs/design.md §2 allows it, and writes nothing to stdout.
 func TestImportRules(t *testing.T) {
 	allowed := map[string]bool{
 		"github.com/mcp-sandbox/mcp-sandbox/failure": true,

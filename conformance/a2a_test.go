@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // agent is a running a2a-agent.mjs.
@@ -30,7 +32,7 @@ func a2aAgent(t *testing.T, env ...string) *agent {
 	node := nodeFor(t, "@a2a-js/sdk", filepath.Join("node_modules", "@a2a-js", "sdk", "package.json"))
 	cmd := exec.Command(node, "a2a-agent.mjs")
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = &serverLog{t: t}
+	cmd.Stderr = testkit.NewLog(t, "server")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +107,8 @@ func TestA2ASkillJoinsMCPTool(t *testing.T) {
 	const token = "a2a-s3cret-token"
 	url := a2aAgent(t, "A2A_AGENT_TOKEN="+token, "A2A_AGENT_COUNTER="+filepath.Join(dir, "agent.json")).url
 	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", token)
-	log := &serverLog{t: t}
-	cs, _ := serveProc(t, writeConfig(t, a2aConfig(dir, url, true, "{}", "{}")), log)
+	log := testkit.NewLog(t, "server")
+	cs, _ := serveProc(t, testkit.WriteConfig(t, a2aConfig(dir, url, true, "{}", "{}")), log)
 
 	var got struct {
 		Joined  map[string]any   `json:"joined"`
@@ -171,9 +173,7 @@ return {
 	if d := cmp.Diff(want, calls); d != "" {
 		t.Errorf("ledger tool_calls (-want +got):\n%s", d)
 	}
-	log.mu.Lock()
-	stderr := log.buf.String()
-	log.mu.Unlock()
+	stderr := log.String()
 	if !strings.Contains(got.Problem, "skipped 2 tools whose names break the MCP rules") || !strings.Contains(got.Problem, `"bad name"`) {
 		t.Errorf("list_tools does not say the skills with bad names were skipped: %q", got.Problem)
 	}
@@ -190,7 +190,7 @@ func TestA2APolicyAppliesToSkills(t *testing.T) {
 	url := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter).url
 	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
 	policy := `{deny: ["inv__fail", "support__add"], approval_required: ["inv__refund", "support__lookup"]}`
-	cs, _ := serveProc(t, writeConfig(t, a2aConfig(dir, url, false, policy, "{max_calls: 2}")), &serverLog{t: t})
+	cs, _ := serveProc(t, testkit.WriteConfig(t, a2aConfig(dir, url, false, policy, "{max_calls: 2}")), testkit.NewLog(t, "server"))
 
 	var got map[string]any
 	run(t, cs, `
@@ -242,8 +242,8 @@ return out
 		t.Errorf("host tools %v", host)
 	}
 	if res := call(t, cs, "inv__refund", map[string]any{"data": map[string]any{"order": "o-1"}}); !res.IsError ||
-		!strings.Contains(textOf(res), "approval_required_in_program") {
-		t.Errorf("direct inv__refund: %v %s", res.IsError, textOf(res))
+		!strings.Contains(testkit.Text(res), "approval_required_in_program") {
+		t.Errorf("direct inv__refund: %v %s", res.IsError, testkit.Text(res))
 	}
 	if d := cmp.Diff(map[string]int{"echo": 1}, counts(t, agentCounter)); d != "" {
 		t.Errorf("skills the agent really ran (-want +got):\n%s", d)
@@ -258,7 +258,7 @@ func TestA2AAgentAnswers(t *testing.T) {
 	agentCounter := filepath.Join(dir, "agent.json")
 	ag := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter)
 	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
-	cs, _ := serveProc(t, writeConfig(t, a2aConfig(dir, ag.url, true, "{}", "{max_result_bytes: 64KiB}")), &serverLog{t: t})
+	cs, _ := serveProc(t, testkit.WriteConfig(t, a2aConfig(dir, ag.url, true, "{}", "{max_result_bytes: 64KiB}")), testkit.NewLog(t, "server"))
 
 	var got map[string]any
 	run(t, cs, `
@@ -331,9 +331,9 @@ func TestA2ASkillApprovedByAPerson(t *testing.T) {
 	agentCounter := filepath.Join(dir, "agent.json")
 	url := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter).url
 	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
-	cfg := writeConfig(t, a2aConfig(dir, url, false, `{approval_required: ["inv__echo"]}`, "{}"))
+	cfg := testkit.WriteConfig(t, a2aConfig(dir, url, false, `{approval_required: ["inv__echo"]}`, "{}"))
 	p := newPerson()
-	cs, _ := serveProcWith(t, cfg, &serverLog{t: t}, &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
 	const program = `
 try:
     r = {"answer": await inv__echo(text="approved words")}

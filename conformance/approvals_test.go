@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // revisionElicit is the latest MCP revision in which a server asks with elicitation/create;
@@ -26,7 +27,7 @@ var revisionElicit = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 func approvalConfig(t *testing.T, timeout int, expose bool) (cfgPath, counter, dataDir string) {
 	dir := t.TempDir()
 	counter, dataDir = filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
-	return writeConfig(t, fmt.Sprintf(`
+	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %[3]q
 profiles:
   default:
@@ -152,7 +153,7 @@ func decisions(recs []budget.ApprovalRecord) string {
 func TestApprovalsInProgram(t *testing.T) {
 	cfg, counter, dataDir := approvalConfig(t, 3, false)
 	p := newPerson()
-	cs, cmd := serveProcWith(t, cfg, &serverLog{t: t}, &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, cmd := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
 	const runID = "approvals-in-program"
 
 	p.set("accept", func() { childWaitsIdle(t, cmd.Process.Pid) })
@@ -220,7 +221,7 @@ func TestApprovalsInProgram(t *testing.T) {
 func TestApprovalsDirect(t *testing.T) {
 	cfg, counter, dataDir := approvalConfig(t, 3, true)
 	p := newPerson()
-	cs, _ := serveProcWith(t, cfg, &serverLog{t: t}, &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
 	const runID = "approvals-direct"
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -244,17 +245,17 @@ func TestApprovalsDirect(t *testing.T) {
 		return res, time.Since(start)
 	}
 	p.set("accept", nil)
-	if res, _ := direct(); res.IsError || !strings.Contains(textOf(res), `"sum":5`) {
-		t.Errorf("accepted: %v %s", res.IsError, textOf(res))
+	if res, _ := direct(); res.IsError || !strings.Contains(testkit.Text(res), `"sum":5`) {
+		t.Errorf("accepted: %v %s", res.IsError, testkit.Text(res))
 	}
 	p.set("decline", nil)
-	if res, _ := direct(); !res.IsError || !strings.Contains(textOf(res), "declined") || !strings.Contains(textOf(res), "(denied)") {
-		t.Errorf("declined: %v %s", res.IsError, textOf(res))
+	if res, _ := direct(); !res.IsError || !strings.Contains(testkit.Text(res), "declined") || !strings.Contains(testkit.Text(res), "(denied)") {
+		t.Errorf("declined: %v %s", res.IsError, testkit.Text(res))
 	}
 	p.set("", nil)
 	res2, took := direct()
-	if !res2.IsError || !strings.Contains(textOf(res2), "approval_required_in_program") || took < 3*time.Second || took > 30*time.Second {
-		t.Errorf("unanswered after %v: %v %s", took, res2.IsError, textOf(res2))
+	if !res2.IsError || !strings.Contains(testkit.Text(res2), "approval_required_in_program") || took < 3*time.Second || took > 30*time.Second {
+		t.Errorf("unanswered after %v: %v %s", took, res2.IsError, testkit.Text(res2))
 	}
 	if n := counts(t, counter)["add"]; n != 1 {
 		t.Errorf("the mock ran add %d times, want exactly 1", n)
@@ -296,7 +297,7 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts.ElicitationHandler = p.handler // declared, but the revision forbids asking
 			}
-			cs, _ := serveProcWith(t, cfg, &serverLog{t: t}, tc.opts, tc.so)
+			cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), tc.opts, tc.so)
 			host := hostTools(t, cs)
 			check := func(where, msg string) {
 				t.Helper()
@@ -320,9 +321,9 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 			if tc.expose {
 				res := call(t, cs, "support__add", map[string]any{"a": 2, "b": 3})
 				if !res.IsError {
-					t.Errorf("direct: %s", textOf(res))
+					t.Errorf("direct: %s", testkit.Text(res))
 				}
-				check("direct", textOf(res))
+				check("direct", testkit.Text(res))
 			} else if host["support__add"] {
 				t.Errorf("support__add is offered to the host with expose_upstream_tools false")
 			}
@@ -341,7 +342,7 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 func TestApprovalsRestartRecordsUnknown(t *testing.T) {
 	cfg, counter, dataDir := approvalConfig(t, 120, false)
 	p := newPerson()
-	cs, cmd := serveProcWith(t, cfg, &serverLog{t: t}, &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, cmd := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
 	const runID = "approvals-restart"
 	done := make(chan struct{})
 	go func() {
@@ -365,7 +366,7 @@ func TestApprovalsRestartRecordsUnknown(t *testing.T) {
 	_ = cs.Wait()
 	<-done
 
-	serveProc(t, cfg, &serverLog{t: t}) // its start recovers the dead owner's records
+	serveProc(t, cfg, testkit.NewLog(t, "server")) // its start recovers the dead owner's records
 	recs := approvalsOf(t, dataDir, runID)
 	if got := decisions(recs); got != "unknown" || recs[0].DecidedAt.IsZero() {
 		t.Errorf("after the restart the ledger holds %q, want unknown", got)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // mockConfig serves tenant t with three upstreams, all the built mock: support and docs
@@ -108,8 +109,8 @@ func TestBindingsDeferredCatalogue(t *testing.T) {
 	}
 
 	res = call(t, cs, "get_tool_info", map[string]any{"name": "big__tool-0347"})
-	if res.IsError || !strings.Contains(textOf(res), `"q"`) || !strings.Contains(textOf(res), "Extra tool number 347.") {
-		t.Fatalf("get_tool_info = %s", textOf(res))
+	if res.IsError || !strings.Contains(testkit.Text(res), `"q"`) || !strings.Contains(testkit.Text(res), "Extra tool number 347.") {
+		t.Fatalf("get_tool_info = %s", testkit.Text(res))
 	}
 
 	var got string
@@ -216,14 +217,14 @@ func TestBindingsDirectCall(t *testing.T) {
 	cfg, counter := mockConfig(t)
 	cs, _ := serve(t, cfg, nil)
 	res := call(t, cs, "support__lookup", map[string]any{"sku": "D1"})
-	if res.IsError || !strings.Contains(textOf(res), "Product D1") {
-		t.Fatalf("direct call: %v %s", res.IsError, textOf(res))
+	if res.IsError || !strings.Contains(testkit.Text(res), "Product D1") {
+		t.Fatalf("direct call: %v %s", res.IsError, testkit.Text(res))
 	}
 	// A destructive tool needs a person's approval directly too, and this host (a go-sdk client
 	// of 2026-07-28) cannot be asked: refused, never run (approvals_test.go asks one that can).
 	res = call(t, cs, "support__delete-everything", nil)
-	if !res.IsError || !strings.Contains(textOf(res), "approval_required_in_program") {
-		t.Fatalf("direct destructive call: %v %s", res.IsError, textOf(res))
+	if !res.IsError || !strings.Contains(testkit.Text(res), "approval_required_in_program") {
+		t.Fatalf("direct destructive call: %v %s", res.IsError, testkit.Text(res))
 	}
 	if n := counts(t, counter)["delete-everything"]; n != 0 {
 		t.Errorf("delete-everything ran %d times, want 0", n)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // fullResult is run_code's structured result with the budget and attachments.
@@ -82,25 +82,16 @@ tenants:
 `, built.mock, counter, dataDir, budget, extra)
 }
 
-func writeConfig(t *testing.T, cfg string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // serveProc starts `serve` over stdio with the config file (and extra flags) and returns the
 // session and the process, so a test can kill it. Its stderr goes to log.
-func serveProc(t *testing.T, cfgPath string, log *serverLog, extra ...string) (*mcp.ClientSession, *exec.Cmd) {
+func serveProc(t *testing.T, cfgPath string, log *testkit.Log, extra ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	return serveProcWith(t, cfgPath, log, nil, nil, extra...)
 }
 
 // serveProcWith is serveProc with a client's options (handlers) and session options (the MCP
 // revision it speaks).
-func serveProcWith(t *testing.T, cfgPath string, log *serverLog, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, extra ...string) (*mcp.ClientSession, *exec.Cmd) {
+func serveProcWith(t *testing.T, cfgPath string, log *testkit.Log, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, extra ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(built.sandbox, append([]string{"serve", "--config", cfgPath}, extra...)...)
 	cmd.Stderr = log
@@ -131,8 +122,8 @@ return out
 func TestBudgetMaxCallsPerRun(t *testing.T) {
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "counter.json")
-	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 3}", ""))
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 3}", ""))
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var got []string
 	r := runIn(t, cs, "", fiveCalls, &got)
 	if want := "ok,ok,ok,budget_exceeded,budget_exceeded"; strings.Join(got, ",") != want {
@@ -145,7 +136,7 @@ func TestBudgetMaxCallsPerRun(t *testing.T) {
 	if want := "budget_exceeded,budget_exceeded,budget_exceeded,budget_exceeded,budget_exceeded"; strings.Join(got, ",") != want {
 		t.Errorf("second program in the same Run: %v, want %s", got, want)
 	}
-	cs2, _ := serveProc(t, cfg, &serverLog{t: t})
+	cs2, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	runIn(t, cs2, "", fiveCalls, &got)
 	if want := "ok,ok,ok,budget_exceeded,budget_exceeded"; strings.Join(got, ",") != want {
 		t.Errorf("a new Run: %v, want %s", got, want)
@@ -160,9 +151,9 @@ func TestBudgetMaxCallsPerRun(t *testing.T) {
 func TestBudgetCrashRecordsUnknown(t *testing.T) {
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "counter.json")
-	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 1}", ""))
+	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 1}", ""))
 	const runID = "crash-run-1"
-	cs, cmd := serveProc(t, cfg, &serverLog{t: t})
+	cs, cmd := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -181,11 +172,9 @@ func TestBudgetCrashRecordsUnknown(t *testing.T) {
 	}
 	_ = cs.Wait() // the client's transport owns the process and waits for it
 
-	log := &serverLog{t: t}
+	log := testkit.NewLog(t, "server")
 	cs2, _ := serveProc(t, cfg, log)
-	log.mu.Lock()
-	stderr := log.buf.String()
-	log.mu.Unlock()
+	stderr := log.String()
 	if !strings.Contains(stderr, "tool call recorded unknown") || !strings.Contains(stderr, "tool=support__slow") || !strings.Contains(stderr, "run=named:"+runID) {
 		t.Errorf("the restarted server did not report the in-flight call as unknown; stderr:\n%s", stderr)
 	}
@@ -204,8 +193,8 @@ func TestBudgetCrashRecordsUnknown(t *testing.T) {
 func TestBudgetConcurrentCallsExact(t *testing.T) {
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "counter.json")
-	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 10}", ""))
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 10}", ""))
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var got map[string]int
 	runIn(t, cs, "", `
 import asyncio
@@ -230,8 +219,8 @@ return out
 func TestBudgetCountsBuiltins(t *testing.T) {
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "counter.json")
-	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 5, max_total_bytes: 20KB}", ""))
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 5, max_total_bytes: 20KB}", ""))
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var got struct {
 		Answered int            `json:"answered"`
 		Crossed  int            `json:"crossed"`
@@ -282,7 +271,7 @@ func httpSession(t *testing.T, url, token string) *mcp.ClientSession {
 // by regex; another tenant learns nothing from the handle.
 func TestOutputsLargeStdoutHandle(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeConfig(t, fmt.Sprintf(`
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
 profiles:
   default:
@@ -325,8 +314,8 @@ for start in range(0, 524288, 4096):
 	for i := 1000; i < 1100; i++ {
 		want.WriteString(line(i))
 	}
-	if res.IsError || textOf(res) != want.String() {
-		t.Errorf("window 1000+100: error %v, %d bytes, starts %.60q", res.IsError, len(textOf(res)), textOf(res))
+	if res.IsError || testkit.Text(res) != want.String() {
+		t.Errorf("window 1000+100: error %v, %d bytes, starts %.60q", res.IsError, len(testkit.Text(res)), testkit.Text(res))
 	}
 	res = call(t, a, "read_tool_output", map[string]any{"handle": out.Handle, "pattern": `^line 00(01234|05678|99999) `})
 	var m struct {
@@ -347,8 +336,8 @@ for start in range(0, 524288, 4096):
 	bs := httpSession(t, base+"/mcp", "token-b")
 	foreign := call(t, bs, "read_tool_output", map[string]any{"handle": out.Handle})
 	never := call(t, bs, "read_tool_output", map[string]any{"handle": "h_0123456789abcdef0123456789abcdef"})
-	if !foreign.IsError || textOf(foreign) != textOf(never) {
-		t.Errorf("tenant B reading A's handle: %v %q; a handle that never existed: %q", foreign.IsError, textOf(foreign), textOf(never))
+	if !foreign.IsError || testkit.Text(foreign) != testkit.Text(never) {
+		t.Errorf("tenant B reading A's handle: %v %q; a handle that never existed: %q", foreign.IsError, testkit.Text(foreign), testkit.Text(never))
 	}
 }
 
@@ -357,9 +346,9 @@ for start in range(0, 524288, 4096):
 func TestBudgetLargeResultHandle(t *testing.T) {
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "counter.json")
-	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), counter,
+	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter,
 		"{max_result_bytes: 1MiB, max_total_bytes: 64MiB, max_produced_bytes: 64MiB, max_preserved_bytes: 128MiB}", ""))
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var v struct {
 		Type, Kind   string
 		Total, Lines int
@@ -404,9 +393,9 @@ return {"type": type(h).__name__, "total": len(w["text"]), "lines": w["count"]}
 // (inline, its text); a symlink and a fifo are omitted.
 func TestOutputsArtifacts(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}",
+	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}",
 		"    artifacts: {collection: collect, max_files: 10, max_bytes: 1MiB}"))
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	r := runIn(t, cs, "", `
 import os, base64
 with open("table.csv", "w") as f:
@@ -434,8 +423,8 @@ os.mkfifo("pipe")
 		t.Errorf("artifacts %+v, omitted %+v", r.Artifacts, r.Omitted)
 	}
 	res := call(t, cs, "read_tool_output", map[string]any{"handle": got["table.csv"].Handle})
-	if res.IsError || textOf(res) != "a,b\n1,2\n" {
-		t.Errorf("reading the CSV: %q", textOf(res))
+	if res.IsError || testkit.Text(res) != "a,b\n1,2\n" {
+		t.Errorf("reading the CSV: %q", testkit.Text(res))
 	}
 }
 
@@ -443,8 +432,8 @@ os.mkfifo("pipe")
 // kept under a handle that read_tool_output pages.
 func TestOutputsLargeValueHandle(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}", ""))
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}", ""))
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var items []map[string]any
 	r := runIn(t, cs, "", `[{"sku": f"S{i}", "qty": i} for i in range(5000)]`, &items)
 	if len(items) != 5000 {
@@ -460,7 +449,7 @@ func TestOutputsLargeValueHandle(t *testing.T) {
 		t.Fatalf("attachments %+v: want the value under a handle", r.Attachments)
 	}
 	res := call(t, cs, "read_tool_output", map[string]any{"handle": value.Handle, "pattern": `"S4321"`})
-	if res.IsError || !strings.Contains(textOf(res), "S4321") {
-		t.Fatalf("searching the value: %q", textOf(res))
+	if res.IsError || !strings.Contains(testkit.Text(res), "S4321") {
+		t.Fatalf("searching the value: %q", testkit.Text(res))
 	}
 }

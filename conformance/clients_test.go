@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // ecoToken is the test-only bearer token whose sha256 is in testdata/clients.yaml.
@@ -27,7 +29,7 @@ type ecoClientReport struct {
 // the tools and get value 42 from run_code with 6*7, over stdio and over HTTP with a token.
 func TestRealClients(t *testing.T) {
 	p := ecoNeedPeers(t)
-	bin := ecoBinary(t)
+	bin := testkit.Binary(t)
 	cfg, err := filepath.Abs("testdata/clients.yaml")
 	if err != nil {
 		t.Fatal(err)

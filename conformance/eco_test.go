@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // The helpers here are prefixed eco (the MCP ecosystem) so that they never collide with
@@ -53,33 +53,6 @@ func (p ecoPeers) env() []string {
 	return append(os.Environ(), "PATH="+filepath.Dir(p.node)+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
-var (
-	ecoBuildOnce sync.Once
-	ecoBinPath   string
-	ecoBuildErr  error
-)
-
-// ecoBinary builds mcp-sandbox once per test process.
-func ecoBinary(t *testing.T) string {
-	t.Helper()
-	ecoBuildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcp-sandbox-eco-")
-		if err != nil {
-			ecoBuildErr = err
-			return
-		}
-		ecoBinPath = filepath.Join(dir, "mcp-sandbox")
-		out, err := exec.Command("go", "build", "-o", ecoBinPath, "../cmd/mcp-sandbox").CombinedOutput()
-		if err != nil {
-			ecoBuildErr, ecoBinPath = err, string(out)
-		}
-	})
-	if ecoBuildErr != nil {
-		t.Fatalf("building mcp-sandbox: %v\n%s", ecoBuildErr, ecoBinPath)
-	}
-	return ecoBinPath
-}
-
 // ecoStartHTTP starts `serve --transport http` on a free loopback port with config cfg and
 // returns its base URL; the server is interrupted when t ends.
 func ecoStartHTTP(t *testing.T, cfg string) string {
@@ -98,7 +71,7 @@ func ecoStartHTTPIn(t *testing.T, cfg, dir string, env []string) string {
 // addr=…") in dir with env, and returns its base URL; it is interrupted when t ends.
 func ecoStartIn(t *testing.T, dir string, env []string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(ecoBinary(t), args...)
+	cmd := exec.Command(testkit.Binary(t), args...)
 	cmd.Dir, cmd.Env = dir, env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -122,7 +123,7 @@ func TestExamplesRunAsShipped(t *testing.T) {
 // to complete.
 func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent string, granted []string, runs bool) {
 	cmd := exec.Command(built.sandbox, "serve", "--config", config, "--tenant", tenant, "--agent", agent)
-	cmd.Dir, cmd.Env, cmd.Stderr = dir, env, &serverLog{t: t}
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, env, testkit.NewLog(t, "server")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "examples", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -132,7 +133,7 @@ func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent 
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_tools", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
-		t.Fatalf("list_tools: %v %s", err, textOf(res))
+		t.Fatalf("list_tools: %v %s", err, testkit.Text(res))
 	}
 	var page upstream.ListToolsPage
 	b, _ := json.Marshal(res.StructuredContent)
@@ -152,7 +153,7 @@ func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent 
 	}
 	for _, u := range granted {
 		if !servers[u] {
-			t.Errorf("list_tools names no tool of the granted upstream %s:\n%s", u, textOf(res))
+			t.Errorf("list_tools names no tool of the granted upstream %s:\n%s", u, testkit.Text(res))
 		}
 	}
 	if runs {
@@ -201,7 +202,7 @@ func startEverythingHTTP(t *testing.T, peers ecoPeers, port string) {
 	t.Helper()
 	entry := filepath.Join(peers.dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	cmd := exec.Command(peers.node, entry, "streamableHttp")
-	cmd.Dir, cmd.Env, cmd.Stderr = peers.dir, append(peers.env(), "PORT="+port), &serverLog{t: t}
+	cmd.Dir, cmd.Env, cmd.Stderr = peers.dir, append(peers.env(), "PORT="+port), testkit.NewLog(t, "server")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,66 +3,31 @@ package conformance
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
-// built holds the binaries TestMain builds once: mcp-sandbox and the mock upstream.
+// built holds the binaries the kit builds once: mcp-sandbox and the mock upstream.
 var built struct {
 	sandbox, mock string
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcp-sandbox-conformance-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	built.sandbox = filepath.Join(dir, "mcp-sandbox")
-	built.mock = filepath.Join(dir, "mockupstream")
-	for _, args := range [][]string{
-		{"build", "-o", built.sandbox, "github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox"},
-		{"build", "-C", "mockupstream", "-o", built.mock, "."},
-	} {
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go %s: %v\n%s", strings.Join(args, " "), err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
+	os.Exit(testkit.Run(m, func() (err error) {
+		if built.sandbox, err = testkit.BuildBinary(); err != nil {
+			return err
 		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// serverLog collects the server's stderr and echoes it into the test log.
-type serverLog struct {
-	t   *testing.T
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *serverLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	l.t.Logf("server: %s", strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// String is what the server has written so far.
-func (l *serverLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+		built.mock, err = testkit.BuildMockUpstream()
+		return err
+	}))
 }
 
 // transcript counts the JSON-RPC requests the client sends and the results it receives, by
@@ -100,7 +65,7 @@ func serveWithProc(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.Clie
 		t.Fatal(err)
 	}
 	cmd := exec.Command(built.sandbox, "serve", "--config", path)
-	cmd.Stderr = &serverLog{t: t}
+	cmd.Stderr = testkit.NewLog(t, "server")
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
 	tr := &transcript{sent: map[string]int{}, results: map[string]int{}}
 	client.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -188,16 +153,6 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 		t.Fatalf("%s: %v", name, err)
 	}
 	return res
-}
-
-func textOf(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 func hostTools(t *testing.T, cs *mcp.ClientSession) map[string]bool {

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestHostileUpstream drives the built binary against an upstream that sends a $ref cycle,
@@ -38,7 +40,7 @@ tenants:
 		}
 	}
 
-	text := textOf(call(t, cs, "list_tools", map[string]any{}))
+	text := testkit.Text(call(t, cs, "list_tools", map[string]any{}))
 	for _, line := range strings.Split(text, "\n") {
 		if !regexp.MustCompile(`^(evil__[A-Za-z0-9_.-]+(\s|:|$)|note on server evil: )`).MatchString(line) || len(line) > 1000 {
 			t.Errorf("list_tools line %.200q is neither a tool nor a note", line)

@@ -24,6 +24,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // The operator's view of the built binary (README "Operating it"): /metrics on its own
@@ -90,11 +92,11 @@ return h.size`},
 
 func TestMetricsMove(t *testing.T) {
 	dir := t.TempDir()
-	log := &serverLog{t: t}
+	log := testkit.NewLog(t, "server")
 	accept := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept"}, nil
 	}
-	cs, _ := serveProcWith(t, writeConfig(t, operateConfig(filepath.Join(dir, "data"))), log,
+	cs, _ := serveProcWith(t, testkit.WriteConfig(t, operateConfig(filepath.Join(dir, "data"))), log,
 		&mcp.ClientOptions{ElicitationHandler: accept}, revisionElicit, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
 	url := "http://" + logAttr(t, log, "serving metrics", "addr") + "/metrics"
 
@@ -181,8 +183,8 @@ func TestMetricsMove(t *testing.T) {
 
 func TestJSONLogsParse(t *testing.T) {
 	dir := t.TempDir()
-	log := &serverLog{t: t}
-	cs, cmd := serveProc(t, writeConfig(t, operateConfig(filepath.Join(dir, "data"))), log, "--log-format", "json", "--log-level", "debug")
+	log := testkit.NewLog(t, "server")
+	cs, cmd := serveProc(t, testkit.WriteConfig(t, operateConfig(filepath.Join(dir, "data"))), log, "--log-format", "json", "--log-level", "debug")
 	// An upstream that dies mid-call makes a warning inside the execution: it must name the
 	// execution as the run_code line does.
 	var v any
@@ -263,7 +265,7 @@ func waitForSeries(t *testing.T, url, name string, labels map[string]string, wan
 }
 
 // logAttr waits for the JSON log line whose msg is msg and returns its attribute key.
-func logAttr(t *testing.T, log *serverLog, msg, key string) string {
+func logAttr(t *testing.T, log *testkit.Log, msg, key string) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -400,9 +402,9 @@ func TestOTLPExport(t *testing.T) {
 	defer collector.Close()
 
 	dir := t.TempDir()
-	cmd := exec.Command(built.sandbox, "serve", "--config", writeConfig(t, operateConfig(filepath.Join(dir, "data"))))
+	cmd := exec.Command(built.sandbox, "serve", "--config", testkit.WriteConfig(t, operateConfig(filepath.Join(dir, "data"))))
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=ops-test")
-	cmd.Stderr = &serverLog{t: t}
+	cmd.Stderr = testkit.NewLog(t, "server")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, nil).Connect(ctx,

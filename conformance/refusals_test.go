@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestRefusalLoopKeepsTheLedgerSmall: `mcp-sandbox run` with a program that loops on refused
@@ -19,7 +20,7 @@ import (
 func TestRefusalLoopKeepsTheLedgerSmall(t *testing.T) {
 	const n = 2000
 	data := filepath.Join(t.TempDir(), "data")
-	cfg := writeConfig(t, fmt.Sprintf(`
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %[2]q
 profiles:
   default:

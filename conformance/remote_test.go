@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // Remote sandboxes (issue 15): the built binary as a sandbox service, and as the MCP server
@@ -26,15 +27,15 @@ const sandboxToken = "conformance-sandbox-token"
 
 // sandboxService starts `mcp-sandbox sandbox-service` on listen (127.0.0.1:0 for a fresh
 // port) and returns its address and its log. It holds no upstream and no tenant.
-func sandboxService(t *testing.T, listen string) (addr string, cmd *exec.Cmd, log *serverLog) {
+func sandboxService(t *testing.T, listen string) (addr string, cmd *exec.Cmd, log *testkit.Log) {
 	t.Helper()
-	cfg := writeConfig(t, fmt.Sprintf(`
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 profiles:
   default: {backend: local, isolation: process, allow_same_uid: true, hard_limits: {wall_seconds: 90}}
 sandbox_service: {tokens: [%q], profile: default}
 `, configs.HashToken(sandboxToken)))
 	cmd = exec.Command(built.sandbox, "sandbox-service", "--listen", listen, "--config", cfg)
-	log = &serverLog{t: t}
+	log = testkit.NewLog(t, "server")
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -45,9 +46,7 @@ sandbox_service: {tokens: [%q], profile: default}
 	})
 	re := regexp.MustCompile(`msg="serving sandbox executions" addr=(\S+)`)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		log.mu.Lock()
-		m := re.FindStringSubmatch(log.buf.String())
-		log.mu.Unlock()
+		m := re.FindStringSubmatch(log.String())
 		if m != nil {
 			return m[1], cmd, log
 		}
@@ -149,9 +148,7 @@ func TestRemoteBindingGoesThroughTheCaller(t *testing.T) {
 	// line may still be on its way when run_code has answered: wait for it, bounded.
 	var log string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		svcLog.mu.Lock()
-		log = svcLog.buf.String()
-		svcLog.mu.Unlock()
+		log = svcLog.String()
 		if strings.Contains(log, "execution ended") || time.Now().After(deadline) {
 			break
 		}

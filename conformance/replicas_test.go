@@ -27,9 +27,10 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
-// Scale-out (issue 16, DESIGN.md §8): three `serve --transport http` replicas on loopback
+// Scale-out (issue 16, docs/design.md §8): three `serve --transport http` replicas on loopback
 // share a PostgreSQL ledger and blob store behind HAProxy from Debian, which the test
 // configures and runs itself: round robin, and affinity on Mcp-Session-Id for sessions of
 // 2025-11-25 (the session id a replica answers with is stored, and a request naming it goes
@@ -60,30 +61,8 @@ type replica struct {
 	name string
 	cmd  *exec.Cmd
 	addr string
-	log  *replicaLog
+	log  *testkit.Log
 	done chan struct{} // closed when the process has been waited for
-}
-
-// replicaLog keeps a replica's stderr and echoes it into the test log.
-type replicaLog struct {
-	t    *testing.T
-	name string
-	mu   sync.Mutex
-	buf  strings.Builder
-}
-
-func (l *replicaLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	l.t.Logf("%s: %s", l.name, strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func (l *replicaLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 func replicaConfig(mockURL string) string {
@@ -118,7 +97,7 @@ func startCluster(t *testing.T) *cluster {
 	gate.Require(t, "haproxy", err == nil, "haproxy is not installed (apt-get install haproxy)")
 	c := &cluster{dsn: pgtest.Schema(t)}
 	c.mock = startHTTPMock(t) + "/mcp"
-	cfg := writeConfig(t, replicaConfig(c.mock))
+	cfg := testkit.WriteConfig(t, replicaConfig(c.mock))
 	for i := range 3 {
 		c.replicas = append(c.replicas, startReplica(t, fmt.Sprintf("r%d", i+1), cfg, c.dsn))
 	}
@@ -138,7 +117,7 @@ func startReplica(t *testing.T, name, cfg, dsn string) *replica {
 	t.Helper()
 	cmd := exec.Command(built.sandbox, "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--config", cfg)
 	cmd.Env = append(os.Environ(), "MCP_SANDBOX_PG_DSN="+dsn)
-	r := &replica{name: name, cmd: cmd, log: &replicaLog{t: t, name: name}, done: make(chan struct{})}
+	r := &replica{name: name, cmd: cmd, log: testkit.NewLog(t, name), done: make(chan struct{})}
 	r.addr = startLogged(t, cmd, name, regexp.MustCompile(`serving over streamable HTTP.* addr=(\S+)`), r)
 	return r
 }
@@ -154,7 +133,7 @@ func startLogged(t *testing.T, cmd *exec.Cmd, name string, re *regexp.Regexp, r 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	log := &replicaLog{t: t, name: name}
+	log := testkit.NewLog(t, name)
 	done := make(chan struct{})
 	if r != nil {
 		log, done = r.log, r.done
@@ -258,7 +237,7 @@ backend replicas
 	}
 	cmd := exec.Command(bin, "-db", "-f", path)
 	cmd.Stdout = io.Discard
-	cmd.Stderr = &replicaLog{t: t, name: "haproxy"}
+	cmd.Stderr = testkit.NewLog(t, "haproxy")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -521,8 +500,8 @@ func TestReplicasShareRunsAndHandles(t *testing.T) {
 		if s.last("tools/call") == made {
 			continue // the balancer sent it back to where it was made; the next goes elsewhere
 		}
-		if res.IsError || !strings.Contains(textOf(res), "line 2000") || !strings.Contains(textOf(res), "line 2001") {
-			t.Errorf("handle made on %s, read on %s: %s", made, s.last("tools/call"), textOf(res))
+		if res.IsError || !strings.Contains(testkit.Text(res), "line 2000") || !strings.Contains(testkit.Text(res), "line 2001") {
+			t.Errorf("handle made on %s, read on %s: %s", made, s.last("tools/call"), testkit.Text(res))
 		}
 		t.Logf("handle made on %s read on %s", made, s.last("tools/call"))
 		return

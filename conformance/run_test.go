@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // runConfig is one tenant t with two mock upstreams (support and docs), a data dir, a small
@@ -177,8 +179,8 @@ print("wrote it")
 // a handle either one got is readable by both (read_tool_output, read-output).
 func TestRunIsRunCode(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeConfig(t, runConfig(t, filepath.Join(dir, "data"), 20))
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cfg := testkit.WriteConfig(t, runConfig(t, filepath.Join(dir, "data"), 20))
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 
 	cases := []struct {
 		name, program string
@@ -240,8 +242,8 @@ func TestRunIsRunCode(t *testing.T) {
 					t.Errorf("read-output %s: exit %d, %q, stderr %s", h, code, got, errOut)
 				}
 				res := call(t, cs, "read_tool_output", map[string]any{"handle": h, "pattern": "^line 29[0-9]$", "limit": 2})
-				if res.IsError || textOf(res) != "290: line 290\n291: line 291\n(more matches were left out; narrow the pattern or raise limit)\n" {
-					t.Errorf("read_tool_output %s: %q", h, textOf(res))
+				if res.IsError || testkit.Text(res) != "290: line 290\n291: line 291\n(more matches were left out; narrow the pattern or raise limit)\n" {
+					t.Errorf("read_tool_output %s: %q", h, testkit.Text(res))
 				}
 			}
 			got, _, code := sandboxCLI(t, "", "read-output", "--config", cfg, runHandles["report.txt"])
@@ -257,7 +259,7 @@ func TestRunIsRunCode(t *testing.T) {
 // from the shell and from the host alike, counted in the ledger.
 func TestRunBudgetPerRun(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeConfig(t, runConfig(t, filepath.Join(dir, "data"), 3))
+	cfg := testkit.WriteConfig(t, runConfig(t, filepath.Join(dir, "data"), 3))
 	const twoCalls = `
 kinds = []
 for sku in ("A", "B"):
@@ -289,7 +291,7 @@ return kinds
 			t.Fatalf("run without --run #%d: exit %d, kinds %s: each run is a Run of its own", i+1, code, kinds([]byte(out)))
 		}
 	}
-	cs, _ := serveProc(t, cfg, &serverLog{t: t})
+	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	if got := kinds(runCodeIn(t, cs, "shared", twoCalls)); got != "budget_exceeded,budget_exceeded" {
 		t.Errorf("run_code in the Run the shell spent: %s", got)
 	}
@@ -303,7 +305,7 @@ return kinds
 func TestReadOutputRefusals(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	cfg := writeConfig(t, runConfig(t, data, 20)+`
+	cfg := testkit.WriteConfig(t, runConfig(t, data, 20)+`
   other:
     agents:
       default: {code_execution: {}}

@@ -6,7 +6,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-// Result is the outcome of one execution, failures included, in the shape of DESIGN.md §3.4.
+// Result is the outcome of one execution, failures included, in the shape of docs/design.md §3.4.
 type Result struct {
 	Value json.RawMessage `json:"value"`
 	// ValueRepr is the repr of a final value that JSON cannot carry (a set, a datetime, a

@@ -58,7 +58,7 @@ type Limits struct {
 	ProcessCount  int     `json:"process_count"`
 }
 
-// DefaultLimits are the limits of a profile that states none (DESIGN.md §3.2).
+// DefaultLimits are the limits of a profile that states none (docs/design.md §3.2).
 var DefaultLimits = Limits{CPUSeconds: 10, WallSeconds: 30, MemoryBytes: 512 << 20, FileSizeBytes: 10 << 20, ProcessCount: 64}
 
 // Narrow returns l with every dimension that other sets, and that is tighter, taken from
@@ -100,7 +100,7 @@ func (l Limits) Validate() error {
 }
 
 // Terms are what one execution runs under, after every narrowing: the backend's ceiling, the
-// tenant policy, the agent's request and the profile's hard limits (DESIGN.md §6).
+// tenant policy, the agent's request and the profile's hard limits (docs/design.md §4).
 type Terms struct {
 	Limits
 	Network   Network `json:"network"`

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Kind names what went wrong: with an execution (DESIGN.md §3.4, ResultKinds) or with one
-// binding call (§3.5, CallKinds). One type for both, because a call's timeout and cancelled are
+// Kind names what went wrong: with an execution (docs/design.md §3.6, ResultKinds) or with one
+// binding call (§3.6, CallKinds). One type for both, because a call's timeout and cancelled are
 // the same words as an execution's and a *Error carries either across package boundaries.
 type Kind string
 
@@ -48,8 +48,8 @@ const (
 	ConfigInvalid Kind = "config_invalid"
 )
 
-// The kinds a binding call can fail with, as a program's ToolError.kind sees it (DESIGN.md
-// §3.5). Timeout and Cancelled above are kinds of a call too. Whoever refuses or fails a call
+// The kinds a binding call can fail with, as a program's ToolError.kind sees it (docs/design.md
+// §3.6). Timeout and Cancelled above are kinds of a call too. Whoever refuses or fails a call
 // (upstream's policy and client, budget's meters, binding's paging and reads) uses these
 // constants; none is translated on the way to the program.
 const (
@@ -82,7 +82,7 @@ const (
 	UpstreamError Kind = "upstream_error"
 )
 
-// ResultKinds lists, in the order of DESIGN.md §3.4, the kinds an execution's result can carry
+// ResultKinds lists, in the order of docs/design.md §3.6, the kinds an execution's result can carry
 // (and ConfigInvalid, which check and startup report). Kinds are permanent API: the golden list
 // in failure_test.go fails when one is renamed or removed.
 func ResultKinds() []Kind {
@@ -91,7 +91,7 @@ func ResultKinds() []Kind {
 		ProtocolViolation, OutputNotPreserved, Internal, ConfigInvalid}
 }
 
-// CallKinds lists, in the order of DESIGN.md §3.5, the kinds a binding call can fail with: the
+// CallKinds lists, in the order of docs/design.md §3.6, the kinds a binding call can fail with: the
 // only values a program's ToolError.kind takes.
 func CallKinds() []Kind {
 	return []Kind{Unavailable, Denied, ApprovalRequiredInProgram, ExcludedBuiltin,

@@ -6,7 +6,7 @@ import (
 )
 
 // The golden lists: kinds are permanent API (hosts, models and programs branch on them). This
-// test fails when a kind is renamed or removed; a new kind is added here and in DESIGN.md.
+// test fails when a kind is renamed or removed; a new kind is added here and in docs/design.md §3.6.
 var (
 	goldenResultKinds = []string{"program_error", "limit_exceeded", "timeout", "cancelled",
 		"value_not_serializable", "isolation_unavailable", "network_unavailable",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // person answers elicitation/create as a go-sdk client's handler: with action, or (action "")
@@ -103,16 +104,16 @@ func TestApprovalsReachThePerson(t *testing.T) {
 	}
 
 	p.set("accept")
-	if res := call(t, cs, "up__wipe", map[string]any{"s": "a"}); res.IsError || text(res) != "wiped a" {
-		t.Errorf("accepted: %v %s", res.IsError, text(res))
+	if res := call(t, cs, "up__wipe", map[string]any{"s": "a"}); res.IsError || testkit.Text(res) != "wiped a" {
+		t.Errorf("accepted: %v %s", res.IsError, testkit.Text(res))
 	}
 	p.set("decline")
-	if res := call(t, cs, "up__wipe", map[string]any{"s": "b"}); !res.IsError || !strings.Contains(text(res), "declined") {
-		t.Errorf("declined: %v %s", res.IsError, text(res))
+	if res := call(t, cs, "up__wipe", map[string]any{"s": "b"}); !res.IsError || !strings.Contains(testkit.Text(res), "declined") {
+		t.Errorf("declined: %v %s", res.IsError, testkit.Text(res))
 	}
 	p.set("")
-	if res := call(t, cs, "up__echo", map[string]any{"s": "c"}); !res.IsError || !strings.Contains(text(res), "approval_required_in_program") {
-		t.Errorf("unanswered: %v %s", res.IsError, text(res))
+	if res := call(t, cs, "up__echo", map[string]any{"s": "c"}); !res.IsError || !strings.Contains(testkit.Text(res), "approval_required_in_program") {
+		t.Errorf("unanswered: %v %s", res.IsError, testkit.Text(res))
 	}
 	p.set("accept")
 	res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
@@ -126,8 +127,8 @@ func TestApprovalsReachThePerson(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil || r.Approvals != (engine.ApprovalCounts{Asked: 1, Accepted: 1}) {
 		t.Errorf("result approvals %s", b)
 	}
-	if !strings.Contains(text(res), "approvals: 1 asked (1 accepted") {
-		t.Errorf("text rendering lacks the approvals: %s", text(res))
+	if !strings.Contains(testkit.Text(res), "approvals: 1 asked (1 accepted") {
+		t.Errorf("text rendering lacks the approvals: %s", testkit.Text(res))
 	}
 	if n := wiped.Load(); n != 2 {
 		t.Errorf("wipe ran %d times, want 2 (the two accepted calls)", n)
@@ -181,7 +182,7 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 	a := Agent{Tenant: "t", Name: "a", Upstreams: u}
 	check := func(name string, res *mcp.CallToolResult, why string) {
 		t.Helper()
-		msg := text(res)
+		msg := testkit.Text(res)
 		if !res.IsError || !strings.Contains(msg, "needs a person's approval") || !strings.Contains(msg, why) ||
 			strings.Contains(msg, "directly") || strings.Count(msg, "__") != 1 {
 			t.Errorf("%s: %v %s", name, res.IsError, msg)
@@ -220,8 +221,8 @@ func TestApprovalsOverHTTPSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := call(t, cs, "up__wipe", map[string]any{"s": "h"}); res.IsError || text(res) != "wiped h" {
-		t.Errorf("accepted over HTTP: %v %s", res.IsError, text(res))
+	if res := call(t, cs, "up__wipe", map[string]any{"s": "h"}); res.IsError || testkit.Text(res) != "wiped h" {
+		t.Errorf("accepted over HTTP: %v %s", res.IsError, testkit.Text(res))
 	}
 	if len(p.questions()) != 1 || wiped.Load() != 1 {
 		t.Errorf("asked %d, wiped %d; want 1 and 1", len(p.questions()), wiped.Load())

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -102,8 +103,8 @@ func TestExposedUpstreamTools(t *testing.T) {
 		t.Fatalf("tools/list = %v: want up__echo and not the denied up__secret", names)
 	}
 	res := call(t, cs, "up__echo", map[string]any{"s": "hi"})
-	if res.IsError || textOf(res) != "echo hi" {
-		t.Fatalf("direct call: %v %q", res.IsError, textOf(res))
+	if res.IsError || testkit.Text(res) != "echo hi" {
+		t.Fatalf("direct call: %v %q", res.IsError, testkit.Text(res))
 	}
 	time.Sleep(200 * time.Millisecond) // go-sdk batches list_changed; let the first ones pass
 	for len(changed) > 0 {
@@ -142,12 +143,12 @@ func TestBindingsReachTheEngine(t *testing.T) {
 		t.Errorf("tools/list = %v: nothing is exposed without expose_upstream_tools", names)
 	}
 	res := call(t, cs, ToolListTools, nil)
-	if !strings.Contains(textOf(res), "up__echo") {
-		t.Errorf("list_tools = %s", textOf(res))
+	if !strings.Contains(testkit.Text(res), "up__echo") {
+		t.Errorf("list_tools = %s", testkit.Text(res))
 	}
 	res = call(t, cs, ToolGetToolInfo, map[string]any{"name": "up__echo"})
-	if res.IsError || !strings.Contains(textOf(res), `"input_schema"`) {
-		t.Errorf("get_tool_info = %s", textOf(res))
+	if res.IsError || !strings.Contains(testkit.Text(res), `"input_schema"`) {
+		t.Errorf("get_tool_info = %s", testkit.Text(res))
 	}
 	res = call(t, cs, ToolRunCode, map[string]any{"code": "pass"})
 	if !slices.Equal(got.ToolNames, []string{"up__echo"}) {
@@ -164,16 +165,6 @@ func TestBindingsReachTheEngine(t *testing.T) {
 	if !slices.Equal(r.Unavailable, []string{"up__gone"}) {
 		t.Errorf("unavailable_bindings = %v", r.Unavailable)
 	}
-}
-
-func textOf(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // TestListToolsTextOneLinePerTool: the list the model reads has one line per tool and one per
@@ -213,12 +204,12 @@ func TestAFailedUpstreamIsToldToTheModel(t *testing.T) {
 	u := &Upstreams{Catalogue: pool.Catalogue, Grant: []string{"gone"}}
 	cs := connect(t, Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}, nil)
 	const reason = `upstream server "gone" is unavailable: its command was not found`
-	if res := call(t, cs, ToolListTools, nil); !strings.Contains(textOf(res), reason) {
-		t.Errorf("list_tools text %q does not say %q", textOf(res), reason)
+	if res := call(t, cs, ToolListTools, nil); !strings.Contains(testkit.Text(res), reason) {
+		t.Errorf("list_tools text %q does not say %q", testkit.Text(res), reason)
 	}
 	res := call(t, cs, ToolRunCode, map[string]any{"code": "pass"})
-	if !strings.Contains(textOf(res), reason) {
-		t.Errorf("run_code text %q does not say %q", textOf(res), reason)
+	if !strings.Contains(testkit.Text(res), reason) {
+		t.Errorf("run_code text %q does not say %q", testkit.Text(res), reason)
 	}
 	var r struct {
 		Problems []engine.UpstreamProblem `json:"upstream_problems"`

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestRunCodeContextEconomy: every run_code result reports what its program received from
@@ -35,7 +36,7 @@ func TestRunCodeContextEconomy(t *testing.T) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}
-		want := engine.ContextUsage{BindingBytes: received, ReturnedBytes: int64(len(text(res))), KeptOutBytes: max(received-int64(len(text(res))), 0)}
+		want := engine.ContextUsage{BindingBytes: received, ReturnedBytes: int64(len(testkit.Text(res))), KeptOutBytes: max(received-int64(len(testkit.Text(res))), 0)}
 		if received == 0 || r.Context.Execution != want {
 			t.Fatalf("run %d: context.execution = %+v, want %+v", i, r.Context.Execution, want)
 		}

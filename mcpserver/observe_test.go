@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
@@ -59,10 +60,10 @@ func TestRunCodeReports(t *testing.T) {
 	a := Agent{Tenant: "acme", Name: "analyst", CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms, Profile: "p"}, Upstreams: f.upstreams(true)}
 	cs := connectWith(t, a, &Options{Metrics: rec, Logger: log}, nil)
 	if res := call(t, cs, ToolRunCode, map[string]any{"code": "x"}); res.IsError {
-		t.Fatalf("run_code: %s", text(res))
+		t.Fatalf("run_code: %s", testkit.Text(res))
 	}
 	if res := call(t, cs, "up__echo", map[string]any{"s": "y"}); res.IsError {
-		t.Fatalf("direct: %s", text(res))
+		t.Fatalf("direct: %s", testkit.Text(res))
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

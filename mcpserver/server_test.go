@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // fakeSandbox answers from a function; it never starts a process.
@@ -84,16 +85,6 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	return res
 }
 
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 func TestToolsOffered(t *testing.T) {
 	for _, c := range []struct {
 		agent Agent
@@ -134,12 +125,12 @@ func TestRunCodeResult(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil || string(r.Value) != "42" || r.Terms.WallSeconds != 30 {
 		t.Fatalf("structuredContent %s: %v", b, err)
 	}
-	if !strings.Contains(text(res), "value: 42") {
-		t.Errorf("text: %s", text(res))
+	if !strings.Contains(testkit.Text(res), "value: 42") {
+		t.Errorf("text: %s", testkit.Text(res))
 	}
 	// A missing argument is a tool error the model can fix, not a protocol error.
 	if res := call(t, cs, ToolRunCode, map[string]any{}); !res.IsError {
-		t.Errorf("run_code without code: %s", text(res))
+		t.Errorf("run_code without code: %s", testkit.Text(res))
 	}
 }
 
@@ -152,19 +143,19 @@ func TestRunCodeFailureAndRefusal(t *testing.T) {
 	}
 	cs := connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{fail}, Terms: testTerms}}, nil)
 	res := call(t, cs, ToolRunCode, map[string]any{"code": "raise ValueError('boom')"})
-	if !res.IsError || !strings.Contains(text(res), "Traceback") || !strings.Contains(text(res), "program_error") {
-		t.Errorf("program failure: isError %v, text %s", res.IsError, text(res))
+	if !res.IsError || !strings.Contains(testkit.Text(res), "Traceback") || !strings.Contains(testkit.Text(res), "program_error") {
+		t.Errorf("program failure: isError %v, text %s", res.IsError, testkit.Text(res))
 	}
 
 	ran := false
 	refuse := func(_ context.Context, ex engine.Execution) *engine.Result { ran = true; return ok("1")(nil, ex) }
 	cs = connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{refuse}, Terms: testTerms, Refusal: "policy says no network"}}, nil)
 	res = call(t, cs, ToolRunCode, map[string]any{"code": "1"})
-	if !res.IsError || ran || !strings.Contains(text(res), "network_unavailable") {
-		t.Errorf("refusal: isError %v, ran %v, text %s", res.IsError, ran, text(res))
+	if !res.IsError || ran || !strings.Contains(testkit.Text(res), "network_unavailable") {
+		t.Errorf("refusal: isError %v, ran %v, text %s", res.IsError, ran, testkit.Text(res))
 	}
 	if res := call(t, cs, ToolListTools, map[string]any{}); res.IsError {
-		t.Errorf("list_tools after a refusal: %s", text(res))
+		t.Errorf("list_tools after a refusal: %s", testkit.Text(res))
 	}
 }
 
@@ -175,11 +166,11 @@ func TestCatalogueTools(t *testing.T) {
 	if res.IsError || !strings.Contains(string(b), `"tools":[]`) {
 		t.Errorf("list_tools: %s", b)
 	}
-	if res := call(t, cs, ToolGetToolInfo, map[string]any{"name": "docs__x"}); !res.IsError || !strings.Contains(text(res), "docs__x") {
-		t.Errorf("get_tool_info: %s", text(res))
+	if res := call(t, cs, ToolGetToolInfo, map[string]any{"name": "docs__x"}); !res.IsError || !strings.Contains(testkit.Text(res), "docs__x") {
+		t.Errorf("get_tool_info: %s", testkit.Text(res))
 	}
-	if res := call(t, cs, ToolReadToolOutput, map[string]any{"handle": "h_1"}); !res.IsError || text(res) != binding.NoOutputKept {
-		t.Errorf("read_tool_output: %s", text(res))
+	if res := call(t, cs, ToolReadToolOutput, map[string]any{"handle": "h_1"}); !res.IsError || testkit.Text(res) != binding.NoOutputKept {
+		t.Errorf("read_tool_output: %s", testkit.Text(res))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // roundRobin sends each request to the next of servers, as a balancer without affinity does.
@@ -104,8 +105,8 @@ func TestStatelessRevisionNeedsNoAffinity(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run_code %d: %v", i, err)
 		}
-		if !strings.Contains(text(res), "value: 42") {
-			t.Errorf("run_code %d: %s", i, text(res))
+		if !strings.Contains(testkit.Text(res), "value: 42") {
+			t.Errorf("run_code %d: %s", i, testkit.Text(res))
 		}
 	}
 	rr.mu.Lock()
@@ -154,7 +155,7 @@ func TestStatelessRevisionNeedsNoAffinity(t *testing.T) {
 		t.Errorf("2025-11-25 client: revision %q, session %q; want a session", v, legacy.ID())
 	}
 	if res := call(t, legacy, ToolRunCode, map[string]any{"code": "6*7"}); res.IsError {
-		t.Errorf("run_code over a session: %s", text(res))
+		t.Errorf("run_code over a session: %s", testkit.Text(res))
 	}
 	if cs, err := connectHTTP(t, endpoint, rr, "2025-11-25", nil); err == nil {
 		if _, err := cs.ListTools(context.Background(), nil); err == nil {

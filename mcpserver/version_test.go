@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestAgentVersionRecorded: every execution's ledger record carries the version hash of the
@@ -18,7 +19,7 @@ func TestAgentVersionRecorded(t *testing.T) {
 		CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: ok("1")}, Terms: testTerms}}
 	cs := connectWith(t, a, &Options{Ledger: led}, nil)
 	if res := call(t, cs, "run_code", map[string]any{"code": "1"}); res.IsError {
-		t.Fatalf("run_code: %s", text(res))
+		t.Fatalf("run_code: %s", testkit.Text(res))
 	}
 	var version string
 	if err := db.QueryRow(`SELECT agent_version FROM executions`).Scan(&version); err != nil {
@@ -37,7 +38,7 @@ func TestDrainCloseRecordsRunEnds(t *testing.T) {
 	a := Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: ok("1")}, Terms: testTerms}}
 	cs := connectWith(t, a, &Options{Ledger: led, Drain: d}, nil)
 	if res := call(t, cs, "run_code", map[string]any{"code": "1"}); res.IsError {
-		t.Fatalf("run_code: %s", text(res))
+		t.Fatalf("run_code: %s", testkit.Text(res))
 	}
 	d.Stop()
 	if !d.Wait(5*time.Second) || !d.Close(5*time.Second) {

@@ -10,7 +10,7 @@ import (
 // for a result kept in the blob store, or a failure the program sees as ToolError(Kind).
 //
 // It lives here, a leaf both sides import, because the engine asks for it (engine.ToolCaller)
-// and package binding answers with it, and neither may import the other (DESIGN.md §2).
+// and package binding answers with it, and neither may import the other (docs/design.md §2).
 type Reply struct {
 	// Value is the JSON value delivered whole; nil means null. Unset when Handle or Kind is.
 	Value json.RawMessage

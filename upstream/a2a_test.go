@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // fakePeer is an A2A 0.3 agent scripted per test: it serves card at the well-known path and
@@ -125,13 +126,13 @@ func (f *fakePeer) calls(method string) []fakeRequest {
 }
 
 // pool returns a Pool with the fake as A2A peer "peer", its logs in logs.
-func (f *fakePeer) pool(t *testing.T, tweak func(*Server)) (*Pool, *syncBuffer) {
+func (f *fakePeer) pool(t *testing.T, tweak func(*Server)) (*Pool, *testkit.Log) {
 	t.Helper()
 	s := Server{Name: "peer", URL: f.srv.URL, A2A: true}
 	if tweak != nil {
 		tweak(&s)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Log{}
 	p, err := NewPool(&PoolOptions{Servers: []Server{s}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func (f *fakePeer) pool(t *testing.T, tweak func(*Server)) (*Pool, *syncBuffer) 
 	return p, logs
 }
 
-func (f *fakePeer) turn(t *testing.T, tweak func(*Server)) (*Turn, *syncBuffer) {
+func (f *fakePeer) turn(t *testing.T, tweak func(*Server)) (*Turn, *testkit.Log) {
 	t.Helper()
 	p, logs := f.pool(t, tweak)
 	cat := p.Catalogue(context.Background())

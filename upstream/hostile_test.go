@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // hostileUpstream is an MCP server over streamable HTTP that answers tools/list with whatever
@@ -86,11 +87,11 @@ func tool(name, description, schema string) string {
 
 // hostilePool serves h on loopback and returns a Pool with it as the server "evil", and the
 // log it writes.
-func hostilePool(t *testing.T, h *hostileUpstream) (*Pool, *syncBuffer) {
+func hostilePool(t *testing.T, h *hostileUpstream) (*Pool, *testkit.Log) {
 	t.Helper()
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	logs := &syncBuffer{}
+	logs := &testkit.Log{}
 	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "evil", URL: ts.URL, CallTimeout: 20 * time.Second}},
 		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

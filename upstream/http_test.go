@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestHTTPBearer serves a go-sdk server over streamable HTTP on loopback and checks that the
@@ -39,7 +40,7 @@ func TestHTTPBearer(t *testing.T) {
 	defer ts.Close()
 
 	var resolved atomic.Int32
-	logs := &syncBuffer{}
+	logs := &testkit.Log{}
 	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "web", URL: ts.URL, Bearer: func(context.Context) (string, error) {
 			resolved.Add(1)

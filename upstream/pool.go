@@ -85,7 +85,7 @@ func NewPool(options *PoolOptions) (*Pool, error) {
 	return p, nil
 }
 
-// Close closes every session, each bounded (see the package doc). It is idempotent; calls
+// Close closes every session, each bounded (docs/design.md §13.6). It is idempotent; calls
 // after Close fail with upstream_error.
 func (p *Pool) Close() error {
 	p.mu.Lock()

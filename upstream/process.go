@@ -29,7 +29,7 @@ type process struct {
 	once   sync.Once
 }
 
-// startProcess starts s.Command with the environment described in the package doc.
+// startProcess starts s.Command with the environment described in docs/design.md §13.6.
 func startProcess(s Server, logger *slog.Logger) (*process, error) {
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
 	cmd.Dir = s.Dir

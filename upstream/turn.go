@@ -17,7 +17,7 @@ import (
 )
 
 // Answer is what the upstream answered to one call (Turn.Invoke). Kind is empty on success,
-// and Value then holds the tool's value (see the package doc for the conversion); otherwise it
+// and Value then holds the tool's value (docs/design.md §13.4 for the conversion); otherwise it
 // is one of failure.CallKinds and Message says why, in words safe to show a model.
 type Answer struct {
 	Value   json.RawMessage
@@ -279,7 +279,7 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	return r
 }
 
-// resultValue converts a result as DESIGN.md §3.5 says: structuredContent when present; the
+// resultValue converts a result as docs/design.md §3.5 says: structuredContent when present; the
 // text of a single text block; otherwise the content blocks as objects.
 func resultValue(res *mcp.CallToolResult) (json.RawMessage, error) {
 	if res.StructuredContent != nil {

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,25 +17,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 var mockBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "upstream-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	mockBin = filepath.Join(dir, "mockupstream")
-	cmd := exec.Command("go", "build", "-C", "../conformance/mockupstream", "-o", mockBin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the mock upstream:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
+	code := testkit.Run(m, func() (err error) {
+		mockBin, err = testkit.BuildMockUpstream()
+		return err
+	})
 	// Every goroutine has an owner that waits for it: none may outlive the tests.
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -48,28 +37,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	pool    *Pool
 	counter string // the docs server's counter file
-	logs    *syncBuffer
+	logs    *testkit.Log
 	changed chan string
 }
 
@@ -78,7 +49,7 @@ type fixture struct {
 func newFixture(t *testing.T, tweak func(*Server)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{counter: filepath.Join(dir, "docs.json"), logs: &syncBuffer{}, changed: make(chan string, 16)}
+	f := &fixture{counter: filepath.Join(dir, "docs.json"), logs: &testkit.Log{}, changed: make(chan string, 16)}
 	docs := Server{Name: "docs", Command: []string{mockBin}, Env: map[string]string{"MOCK_COUNTER_FILE": f.counter}}
 	big := Server{Name: "big", Command: []string{mockBin, "--many", "351", "--page-size", "40"},
 		Env: map[string]string{"MOCK_COUNTER_FILE": filepath.Join(dir, "big.json")}, Deferred: true}
@@ -555,7 +526,7 @@ func TestServerValidate(t *testing.T) {
 func TestUnreachableServer(t *testing.T) {
 	p, err := NewPool(&PoolOptions{
 		Servers: []Server{{Name: "dead", Command: []string{"/nonexistent/mcp-server"}}},
-		Logger:  slog.New(slog.NewTextHandler(&syncBuffer{}, nil)),
+		Logger:  slog.New(slog.NewTextHandler(&testkit.Log{}, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -639,7 +610,7 @@ func TestFailedServerIsReportedWithItsReason(t *testing.T) {
 			{Name: "docs", Command: []string{mockBin}},
 			{Name: "other", Command: []string{"/nonexistent/other"}},
 		},
-		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil)),
+		Logger: slog.New(slog.NewTextHandler(&testkit.Log{}, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

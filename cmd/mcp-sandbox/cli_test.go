@@ -8,41 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-)
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
-
-// binary builds mcp-sandbox once per test run: these tests drive it the way a user does.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcp-sandbox-cli-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "mcp-sandbox")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			binPath = string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building the binary: %v\n%s", buildErr, binPath)
-	}
-	return binPath
-}
 
 func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(testkit.Binary(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	// run keeps its ledger and outputs in the default data dir, as serve does: the test's own.
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
@@ -212,7 +185,7 @@ func TestCheckA2APeer(t *testing.T) {
 // TestDoctorQuotas: doctor reports the quotas in force, the server's and each tenant's, with
 // defaults filled, as text and as JSON.
 func TestDoctorQuotas(t *testing.T) {
-	cfg := writeConfig(t, `
+	cfg := testkit.WriteConfig(t, `
 data_dir: "-"
 profiles: {default: {backend: local, isolation: process, allow_same_uid: true}}
 quotas: {max_concurrent_executions: 6}

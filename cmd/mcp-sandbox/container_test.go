@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // containerConfig: one profile on the container backend, required to reach isolated.
@@ -52,7 +53,7 @@ func allEnforced(t *testing.T, g map[string]string) {
 // guarantee enforced, and doctor lists the backend and the profile ready.
 func TestContainerRunServeDoctor(t *testing.T) {
 	requireContainer(t)
-	cfg := writeConfig(t, containerConfig)
+	cfg := testkit.WriteConfig(t, containerConfig)
 
 	out, errOut, code := runCLI(t, "6*7", "run", "--config", cfg, "-")
 	if code != 0 {
@@ -73,7 +74,7 @@ func TestContainerRunServeDoctor(t *testing.T) {
 	defer cancel()
 	res, r := runCode(t, ctx, cs, "6*7", nil)
 	if res.IsError || string(r.Value) != "42" {
-		t.Fatalf("serve: isError %v, value %s, failure %+v, text %s", res.IsError, r.Value, r.Failure, textOf(res))
+		t.Fatalf("serve: isError %v, value %s, failure %+v, text %s", res.IsError, r.Value, r.Failure, testkit.Text(res))
 	}
 	allEnforced(t, r.Guarantees)
 
@@ -114,7 +115,7 @@ func TestContainerRunServeDoctor(t *testing.T) {
 // A container profile whose image is not there: doctor says what to run, and exits non-zero.
 func TestContainerDoctorMissingImage(t *testing.T) {
 	kind := requireContainer(t)
-	cfg := writeConfig(t, `
+	cfg := testkit.WriteConfig(t, `
 data_dir: "-"
 profiles:
   boxed: {backend: container, isolation: isolated, container: {image: "localhost/mcp-sandbox-absent:never"}}

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestServeShutdownDrains: SIGTERM while a program runs ends it (its tree dies, its result
 // says cancelled) before serve closes its runners and ledger, and serve exits promptly.
 func TestServeShutdownDrains(t *testing.T) {
-	cmd := exec.Command(binary(t), "serve")
-	log := &testLog{t: t}
+	cmd := exec.Command(testkit.Binary(t), "serve")
+	log := testkit.NewLog(t, "server")
 	cmd.Stderr = log
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

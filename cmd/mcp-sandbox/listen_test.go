@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestServeHTTPConnectionsBounded drives the built binary: a keep-alive connection that sits
@@ -72,11 +74,11 @@ func TestServeHTTPConnectionsBounded(t *testing.T) {
 	defer cs.Close()
 	res, r := runCode(t, ctx, cs, "import time\ntime.sleep(3)\n'done'", "long")
 	if res.IsError || string(r.Value) != `"done"` {
-		t.Fatalf("a 3 s streamed run_code under a 1 s timeout: %s", textOf(res))
+		t.Fatalf("a 3 s streamed run_code under a 1 s timeout: %s", testkit.Text(res))
 	}
 	time.Sleep(1500 * time.Millisecond) // the session's connections idle out meanwhile
 	if res, r := runCode(t, ctx, cs, "6*7", nil); res.IsError || string(r.Value) != "42" {
-		t.Fatalf("the session after its connections idled out: %s", textOf(res))
+		t.Fatalf("the session after its connections idled out: %s", testkit.Text(res))
 	}
 	if progress.Load() == 0 {
 		t.Errorf("no progress arrived on the stream")

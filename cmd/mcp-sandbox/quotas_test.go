@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // quotaConfig: the server's quotas (the first %s), tenants a and b (two programs at once
@@ -59,7 +60,7 @@ func startQuotaServer(t *testing.T, server string) (base, metricsURL string) {
 	}
 	metricsAt := make(chan string, 1)
 	re := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
-	base, _ = startHTTPWatching(t, writeConfig(t, fmt.Sprintf(quotaConfig, hashes...)), nil, func(_ *exec.Cmd, line string) {
+	base, _ = startHTTPWatching(t, testkit.WriteConfig(t, fmt.Sprintf(quotaConfig, hashes...)), nil, func(_ *exec.Cmd, line string) {
 		if m := re.FindStringSubmatch(line); m != nil {
 			metricsAt <- "http://" + m[1] + "/metrics"
 		}
@@ -368,7 +369,7 @@ func TestServeQuotaStoredBytes(t *testing.T) {
 				t.Setenv("MCPS_TEST_BLOB_DSN", pgtest.Schema(t))
 				blobs = "blobs: {postgres: {dsn: {env: MCPS_TEST_BLOB_DSN}}}"
 			}
-			cfg := writeConfig(t, fmt.Sprintf(storedConfig, t.TempDir(), blobs))
+			cfg := testkit.WriteConfig(t, fmt.Sprintf(storedConfig, t.TempDir(), blobs))
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			type attachment struct{ Name, Handle, Location, Reason string }

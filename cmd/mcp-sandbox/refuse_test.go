@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // isolatedConfig: one agent whose profile requires the isolated level, one at the process
@@ -33,8 +35,8 @@ var noKernelBoundary = []string{DisableEnv + "=namespaces,bwrap"}
 // TestServeRefusesWhenNoProfileCanRun: when the only profile in use requires a level this
 // host cannot reach, serve stops at startup with guidance instead of refusing every call.
 func TestServeRefusesWhenNoProfileCanRun(t *testing.T) {
-	cfg := writeConfig(t, isolatedConfig)
-	cmd := exec.Command(binary(t), "serve", "--config", cfg, "--tenant", "t", "--agent", "strong")
+	cfg := testkit.WriteConfig(t, isolatedConfig)
+	cmd := exec.Command(testkit.Binary(t), "serve", "--config", cfg, "--tenant", "t", "--agent", "strong")
 	cmd.Env = append(os.Environ(), noKernelBoundary...)
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
@@ -53,7 +55,7 @@ func TestServeRefusesWhenNoProfileCanRun(t *testing.T) {
 // and the agent whose profile cannot be met gets a structured isolation_unavailable refusal:
 // nothing runs (no marker on the host) and its other tools keep working.
 func TestServeIsolationRefusalIsAResult(t *testing.T) {
-	cfg := writeConfig(t, isolatedConfig)
+	cfg := testkit.WriteConfig(t, isolatedConfig)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	marker := filepath.Join(dir, "marker")
@@ -68,7 +70,7 @@ func TestServeIsolationRefusalIsAResult(t *testing.T) {
 	defer cs.Close()
 	res, r := runCode(t, ctx, cs, "open("+strconv.Quote(marker)+", 'w').write('ran')\n42", nil)
 	if !res.IsError || r.Failure == nil || r.Failure.Kind != "isolation_unavailable" || r.Failure.Executed {
-		t.Fatalf("want an isolation_unavailable refusal, got %+v (%s)", r.Failure, textOf(res))
+		t.Fatalf("want an isolation_unavailable refusal, got %+v (%s)", r.Failure, testkit.Text(res))
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the refused program ran: its marker exists")
@@ -82,8 +84,8 @@ func TestServeIsolationRefusalIsAResult(t *testing.T) {
 // kind isolation_unavailable (not backend_unavailable), with the message as the failure says
 // it and the terms it would have run under, and exits 1.
 func TestRunIsolationRefusal(t *testing.T) {
-	cfg := writeConfig(t, isolatedConfig)
-	cmd := exec.Command(binary(t), "run", "--config", cfg, "--tenant", "t", "--agent", "strong", "-")
+	cfg := testkit.WriteConfig(t, isolatedConfig)
+	cmd := exec.Command(testkit.Binary(t), "run", "--config", cfg, "--tenant", "t", "--agent", "strong", "-")
 	cmd.Env = append(os.Environ(), noKernelBoundary...)
 	cmd.Stdin = strings.NewReader("42")
 	var out strings.Builder

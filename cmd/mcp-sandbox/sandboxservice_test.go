@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 func TestSandboxServiceUsage(t *testing.T) {
@@ -57,7 +58,7 @@ func TestSandboxServiceUsage(t *testing.T) {
 
 // startService starts the built sandbox-service on a loopback port with a token and returns
 // its base URL, the token and the process.
-func startService(t *testing.T, extra ...string) (string, string, *exec.Cmd, *testLog) {
+func startService(t *testing.T, extra ...string) (string, string, *exec.Cmd, *testkit.Log) {
 	t.Helper()
 	const token = "service-test-token"
 	cfg := filepath.Join(t.TempDir(), "service.yaml")
@@ -66,8 +67,8 @@ profiles:
   default: {backend: local, isolation: process, allow_same_uid: true}
 sandbox_service: {tokens: [%q]}
 `, configs.HashToken(token))), 0o644)
-	cmd := exec.Command(binary(t), append([]string{"sandbox-service", "--listen", "127.0.0.1:0", "--config", cfg}, extra...)...)
-	log := &testLog{t: t}
+	cmd := exec.Command(testkit.Binary(t), append([]string{"sandbox-service", "--listen", "127.0.0.1:0", "--config", cfg}, extra...)...)
+	log := testkit.NewLog(t, "server")
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestServeReadyWhenItsServiceComesUp(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cfg := writeConfig(t, fmt.Sprintf(`
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: "-"
 profiles:
   far: {backend: remote, isolation: process, remote: {url: "http://%s", bearer: {env: SANDBOX_TOKEN}}}

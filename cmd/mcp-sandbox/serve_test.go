@@ -21,20 +21,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // These tests drive the built binary as an MCP host would, with the go-sdk client.
-
-// binary (cli_test.go) builds mcp-sandbox once per test process.
-
-func writeConfig(t *testing.T, yaml string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // testConfig: profile "capped" (wall 10 s), agents with several requests.
 const testConfig = `
@@ -61,12 +51,12 @@ func connectStdio(t *testing.T, args []string, opts *mcp.ClientOptions) *mcp.Cli
 }
 
 // connectStdioLog also returns the server's stderr as it accumulates.
-func connectStdioLog(t *testing.T, args []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *testLog) {
+func connectStdioLog(t *testing.T, args []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *testkit.Log) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.Command(binary(t), append([]string{"serve"}, args...)...)
-	log := &testLog{t: t}
+	cmd := exec.Command(testkit.Binary(t), append([]string{"serve"}, args...)...)
+	log := testkit.NewLog(t, "server")
 	cmd.Stderr = log
 	client := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "0"}, opts)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -75,26 +65,6 @@ func connectStdioLog(t *testing.T, args []string, opts *mcp.ClientOptions) (*mcp
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs, log
-}
-
-type testLog struct {
-	t   *testing.T
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	l.t.Logf("server: %s", strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func (l *testLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
@@ -142,7 +112,7 @@ func runCode(t *testing.T, ctx context.Context, cs *mcp.ClientSession, code stri
 }
 
 func TestServeStdioTools(t *testing.T) {
-	cfg := writeConfig(t, testConfig)
+	cfg := testkit.WriteConfig(t, testConfig)
 	got := strings.Join(toolNames(t, connectStdio(t, []string{"--config", cfg, "--agent", "wide"}, nil)), ",")
 	if want := "get_tool_info,list_tools,read_tool_output,run_code"; got != want {
 		t.Errorf("tools with code_execution = %s, want %s", got, want)
@@ -162,45 +132,35 @@ func TestServeStdioRunCode(t *testing.T) {
 	defer cancel()
 	res, r := runCode(t, ctx, cs, "print('hi')\n6*7", nil)
 	if res.IsError || string(r.Value) != "42" || r.Stdout != "hi\n" {
-		t.Fatalf("run_code: isError %v, value %s, stdout %q, text %v", res.IsError, r.Value, r.Stdout, textOf(res))
+		t.Fatalf("run_code: isError %v, value %s, stdout %q, text %v", res.IsError, r.Value, r.Stdout, testkit.Text(res))
 	}
 	if r.Guarantees["wall_clock"] == "" {
 		t.Errorf("no guarantees in %+v", r)
 	}
-	if !strings.Contains(textOf(res), "value: 42") {
-		t.Errorf("text rendering lacks the value: %s", textOf(res))
+	if !strings.Contains(testkit.Text(res), "value: 42") {
+		t.Errorf("text rendering lacks the value: %s", testkit.Text(res))
 	}
 	res, r = runCode(t, ctx, cs, "raise ValueError('boom')", nil)
-	if !res.IsError || r.Failure == nil || r.Failure.Kind != "program_error" || !strings.Contains(textOf(res), "ValueError: boom") {
-		t.Errorf("failing program: isError %v, failure %+v, text %s", res.IsError, r.Failure, textOf(res))
+	if !res.IsError || r.Failure == nil || r.Failure.Kind != "program_error" || !strings.Contains(testkit.Text(res), "ValueError: boom") {
+		t.Errorf("failing program: isError %v, failure %+v, text %s", res.IsError, r.Failure, testkit.Text(res))
 	}
-}
-
-func textOf(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 func TestServeLimitsNarrow(t *testing.T) {
-	cfg := writeConfig(t, testConfig)
+	cfg := testkit.WriteConfig(t, testConfig)
 	for agent, want := range map[string]float64{"wide": 10, "narrow": 5} {
 		cs := connectStdio(t, []string{"--config", cfg, "--agent", agent}, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		res, r := runCode(t, ctx, cs, "1", nil)
 		cancel()
 		if res.IsError || r.Terms["wall_seconds"] != want {
-			t.Errorf("agent %s: isError %v, terms %v, want wall_seconds %v (%s)", agent, res.IsError, r.Terms, want, textOf(res))
+			t.Errorf("agent %s: isError %v, terms %v, want wall_seconds %v (%s)", agent, res.IsError, r.Terms, want, testkit.Text(res))
 		}
 	}
 }
 
 func TestServeNetworkRefusal(t *testing.T) {
-	cs := connectStdio(t, []string{"--config", writeConfig(t, testConfig), "--agent", "net"}, nil)
+	cs := connectStdio(t, []string{"--config", testkit.WriteConfig(t, testConfig), "--agent", "net"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, r := runCode(t, ctx, cs, "1", nil)
@@ -214,13 +174,13 @@ func TestServeNetworkRefusal(t *testing.T) {
 }
 
 func TestServeUnknownProfile(t *testing.T) {
-	cfg := writeConfig(t, `
+	cfg := testkit.WriteConfig(t, `
 tenants:
   t1:
     agents:
       a1: {code_execution: {profile: nosuch}}
 `)
-	cmd := exec.Command(binary(t), "serve", "--config", cfg)
+	cmd := exec.Command(testkit.Binary(t), "serve", "--config", cfg)
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
@@ -288,7 +248,7 @@ func TestServeCancel(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
 	if res, r := runCode(t, ctx2, cs, "7", nil); res.IsError || string(r.Value) != "7" {
-		t.Fatalf("run after cancel: %s", textOf(res))
+		t.Fatalf("run after cancel: %s", testkit.Text(res))
 	}
 }
 
@@ -308,7 +268,7 @@ func TestServeProgress(t *testing.T) {
 	defer cancel()
 	res, _ := runCode(t, ctx, cs, "import time; time.sleep(3)", "tok-1")
 	if res.IsError {
-		t.Fatalf("program failed: %s", textOf(res))
+		t.Fatalf("program failed: %s", testkit.Text(res))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -367,7 +327,7 @@ func startHTTPWatching(t *testing.T, cfg string, env []string, onLine func(*exec
 	if cfg != "" {
 		args = append(args, "--config", cfg)
 	}
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(testkit.Binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -406,7 +366,7 @@ func startHTTPWatching(t *testing.T, cfg string, env []string, onLine func(*exec
 }
 
 func TestServeHTTP(t *testing.T) {
-	cfg := writeConfig(t, fmt.Sprintf(httpConfig, configs.HashToken("token-a"), configs.HashToken("token-b")))
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(httpConfig, configs.HashToken("token-a"), configs.HashToken("token-b")))
 	base := startHTTP(t, cfg)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
 	do := func(path, token, host string) int {
@@ -482,7 +442,7 @@ func TestServeHTTP(t *testing.T) {
 				var r result
 				json.Unmarshal(b, &r)
 				if res.IsError || string(r.Value) != want {
-					t.Errorf("session %d: value %s, want %s (%s)", i, r.Value, want, textOf(res))
+					t.Errorf("session %d: value %s, want %s (%s)", i, r.Value, want, testkit.Text(res))
 				}
 			}
 		}()
@@ -502,12 +462,12 @@ func TestServeHTTPTokenlessLoopback(t *testing.T) {
 	}
 	defer cs.Close()
 	if res, r := runCode(t, ctx, cs, "6*7", nil); res.IsError || string(r.Value) != "42" {
-		t.Fatalf("run_code: %s", textOf(res))
+		t.Fatalf("run_code: %s", testkit.Text(res))
 	}
 }
 
 func TestServeHelp(t *testing.T) {
-	out, err := exec.Command(binary(t), "serve", "--help").CombinedOutput()
+	out, err := exec.Command(testkit.Binary(t), "serve", "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--transport") || !strings.Contains(string(out), "/mcp/{agent}") {
 		t.Fatalf("serve --help: %v\n%s", err, out)
 	}
@@ -522,7 +482,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestServeHTTPRefusesOpenListener(t *testing.T) {
-	cmd := exec.Command(binary(t), "serve", "--transport", "http", "--listen", "0.0.0.0:0")
+	cmd := exec.Command(testkit.Binary(t), "serve", "--transport", "http", "--listen", "0.0.0.0:0")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "token") {
 		t.Fatalf("serve beyond loopback without tokens: err %v, output %s", err, out)
@@ -549,7 +509,7 @@ for name, args in [("run_code", {"code": "1"}), ("get_tool_info", {"name": "x__y
 return out
 `, nil)
 	if res.IsError || r.Failure != nil {
-		t.Fatalf("program failed: %s", textOf(res))
+		t.Fatalf("program failed: %s", testkit.Text(res))
 	}
 	var got map[string]any
 	if err := json.Unmarshal(r.Value, &got); err != nil {
@@ -570,7 +530,7 @@ return out
 // (its first log line is written before the profiles are opened) is a reload, not the end of
 // the process, which is SIGHUP's default action until something subscribes to it.
 func TestServeSIGHUPDuringStartup(t *testing.T) {
-	cfg := writeConfig(t, fmt.Sprintf(httpConfig, configs.HashToken("token-a"), configs.HashToken("token-b")))
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(httpConfig, configs.HashToken("token-a"), configs.HashToken("token-b")))
 	var once sync.Once
 	reloaded := make(chan struct{})
 	base, _ := startHTTPWatching(t, cfg, nil, func(cmd *exec.Cmd, line string) {
@@ -608,7 +568,7 @@ tenants:
     tokens: [%s]
     agents: {default: {code_execution: {}}}
 `
-	cfg := writeConfig(t, fmt.Sprintf(cfgText, ""))
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(cfgText, ""))
 	base, cmd := startHTTPProc(t, cfg, nil)
 	post := func(token string) int {
 		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`

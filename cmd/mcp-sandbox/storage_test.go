@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // pgConfig is one tenant's agent with its ledger and blobs on PostgreSQL (the DSN in the
@@ -38,7 +39,7 @@ tenants:
 func TestServeStorageOnPostgres(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	t.Setenv("MCPS_TEST_DSN", dsn)
-	cfg := writeConfig(t, pgConfig)
+	cfg := testkit.WriteConfig(t, pgConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -68,8 +69,8 @@ func TestServeStorageOnPostgres(t *testing.T) {
 
 	two := connectStdio(t, []string{"--config", cfg}, nil)
 	rr, err := two.CallTool(ctx, &mcp.CallToolParams{Name: "read_tool_output", Arguments: map[string]any{"handle": handle, "offset": 1500, "limit": 2}})
-	if err != nil || rr.IsError || textOf(rr) != "line 1500\nline 1501\n" {
-		t.Fatalf("read_tool_output through the second server: %v %v %q", err, rr.IsError, textOf(rr))
+	if err != nil || rr.IsError || testkit.Text(rr) != "line 1500\nline 1501\n" {
+		t.Fatalf("read_tool_output through the second server: %v %v %q", err, rr.IsError, testkit.Text(rr))
 	}
 
 	conn, err := pgx.Connect(ctx, dsn)
@@ -92,7 +93,7 @@ func TestServeStorageOnPostgres(t *testing.T) {
 func TestServeRecoversAnotherReplicasCalls(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	t.Setenv("MCPS_TEST_DSN", dsn)
-	cs, log := connectStdioLog(t, []string{"--config", writeConfig(t, pgConfig)}, nil)
+	cs, log := connectStdioLog(t, []string{"--config", testkit.WriteConfig(t, pgConfig)}, nil)
 	_ = toolNames(t, cs) // serving: startup recovery is behind it
 	ctx := t.Context()
 	gone, err := budget.OpenPostgres(ctx, dsn, nil)
@@ -126,7 +127,7 @@ func TestServeStorageUnreachable(t *testing.T) {
 	const password = "pw-Nobody-Should-See"
 	dsn := "postgres://u:" + password + "@127.0.0.1:1/db?sslmode=disable&connect_timeout=3"
 	t.Setenv("MCPS_TEST_DSN", dsn)
-	cfg := writeConfig(t, pgConfig)
+	cfg := testkit.WriteConfig(t, pgConfig)
 	start := time.Now()
 	stdout, stderr, code := runCLI(t, "", "serve", "--config", cfg)
 	if code != exitFailure {
@@ -162,7 +163,7 @@ func TestDoctorStorage(t *testing.T) {
 	}
 	doctor := func(dsn string) (report, string, int) {
 		t.Setenv("MCPS_TEST_DSN", dsn)
-		out, stderr, code := runCLI(t, "", "doctor", "--json", "--config", writeConfig(t, pgConfig))
+		out, stderr, code := runCLI(t, "", "doctor", "--json", "--config", testkit.WriteConfig(t, pgConfig))
 		var r report
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("doctor --json: %v\n%s\n%s", err, out, stderr)

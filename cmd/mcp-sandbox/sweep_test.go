@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 const sweepConfig = `
@@ -68,7 +69,7 @@ func TestSweepAfterKill(t *testing.T) {
 	gate.Require(t, "cgroup", writable, "the leftovers worth sweeping (cgroups, a dropped identity's workspaces) are made as root with a cgroup hierarchy")
 	tmp := t.TempDir()
 	env := []string{"TMPDIR=" + tmp}
-	cfg := writeConfig(t, sweepConfig)
+	cfg := testkit.WriteConfig(t, sweepConfig)
 	wsDir := filepath.Join(tmp, "mcp-sandbox-workspaces")
 
 	_, first := startHTTPArgs(t, cfg, env)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // unitPath is the systemd unit deploy/ ships.
@@ -49,7 +50,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		t.Fatalf("ExecStart does not start %s", unitBinary)
 	}
 	unit := filepath.Join(t.TempDir(), "mcp-sandbox.service")
-	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(b), unitBinary, binary(t))), 0o644); err != nil {
+	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(b), unitBinary, testkit.Binary(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
@@ -89,7 +90,7 @@ func TestSystemdUnitSandboxWorks(t *testing.T) {
 	}
 	for _, c := range []struct{ backend, level string }{{"namespaces", "isolated"}, {"process", "process"}} {
 		t.Run(c.backend, func(t *testing.T) {
-			cfg := writeConfig(t, `
+			cfg := testkit.WriteConfig(t, `
 data_dir: "-"
 profiles:
   default:
@@ -104,7 +105,7 @@ tenants:
 			run := func(program string) (cliResult, map[string]any, time.Duration) {
 				t.Helper()
 				cmd := exec.Command(setpriv, "--no-new-privs", "--bounding-set", set, "--inh-caps=-all", "--",
-					binary(t), "run", "--config", cfg, "-")
+					testkit.Binary(t), "run", "--config", cfg, "-")
 				cmd.Stdin = strings.NewReader(program)
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
@@ -160,7 +161,7 @@ func TestWithoutCapKillTeardownIsBounded(t *testing.T) {
 			set += ",+" + strings.ToLower(strings.TrimPrefix(c, "CAP_"))
 		}
 	}
-	cfg := writeConfig(t, `
+	cfg := testkit.WriteConfig(t, `
 data_dir: "-"
 profiles:
   default:
@@ -175,7 +176,7 @@ tenants:
 	run := func(program string) (cliResult, string, time.Duration) {
 		t.Helper()
 		cmd := exec.Command(unshare, "--pid", "--fork", "--kill-child", "--mount-proc", setpriv, "--no-new-privs",
-			"--bounding-set", set, "--inh-caps=-all", "--", binary(t), "run", "--config", cfg, "-")
+			"--bounding-set", set, "--inh-caps=-all", "--", testkit.Binary(t), "run", "--config", cfg, "-")
 		cmd.Stdin = strings.NewReader(program)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

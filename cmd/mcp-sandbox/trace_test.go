@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
@@ -28,11 +27,8 @@ import (
 func TestTraceOfRunCode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mock := filepath.Join(t.TempDir(), "mockupstream")
-	if out, err := exec.Command("go", "build", "-C", "../../conformance/mockupstream", "-o", mock, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building the mock upstream: %v\n%s", err, out)
-	}
-	cfg, err := configs.Load(writeConfig(t, fmt.Sprintf(`
+	mock := testkit.MockUpstream(t)
+	cfg, err := configs.Load(testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: "-"
 profiles:
   default: {backend: process, isolation: process, allow_same_uid: true}

@@ -24,7 +24,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
+
+// TestMain removes, once the tests end, the binary the kit built for TestContainerArgsParse.
+func TestMain(m *testing.M) { os.Exit(testkit.Run(m)) }
 
 // manifestsDir holds the manifests, relative to this package.
 const manifestsDir = "../kubernetes"
@@ -717,12 +721,7 @@ func TestServerIsRestricted(t *testing.T) {
 // --help appended parse and exit 0.
 func TestContainerArgsParse(t *testing.T) {
 	s := load(t)
-	bin := filepath.Join(t.TempDir(), "mcp-sandbox")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mcp-sandbox")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building mcp-sandbox: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(t)
 	for _, k := range sortedKeys(s.deployments) {
 		for _, c := range s.deployments[k].Spec.Template.Spec.Containers {
 			if len(c.Command) > 0 {

@@ -1,0 +1,10 @@
+// Package testkit is what the tests of several packages would otherwise each rebuild: the
+// mcp-sandbox binary and the mock upstream (conformance/mockupstream), each built once per
+// test process and removed when the tests end (Run); the text of a tool result as a model
+// reads it (Text); a log sink that keeps a process's stderr and echoes it into the test log
+// (Log); and a config file written for one test (WriteConfig).
+//
+// It imports the go-sdk and the standard library. Only tests import it (meta_test.go keeps it
+// so). Builds are serialised by a sync.Once per program; a Log may be written from any
+// goroutine.
+package testkit
