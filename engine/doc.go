@@ -75,7 +75,7 @@
 // stay privileged (root, or CAP_SYS_ADMIN over the children's namespaces) for its whole life,
 // as a Python process on the host, and every confinement step the init helper takes in Go
 // through well-kept libraries (internal/launch: the root built and pivoted into, the cgroup,
-// the capability drop, Landlock, the seccomp filters with their foreign-ABI guard, the
+// the capability drop, Landlock, the seccomp policy with its foreign-ABI guard, the
 // rlimits, the reaper that reads the CPU clock for the limit's verdict) would be rewritten in
 // Python over ctypes, beside the helper, which the other paths still need. Today the only
 // privileged code is that small helper, which execs the interpreter at once. The warm pool

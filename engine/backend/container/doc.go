@@ -7,12 +7,30 @@
 // container's only process (pid 1 of its pid namespace, so the namespace dies with it), under:
 // the run_as identity (--user), --network=none unless the terms grant network, a read-only
 // root with a size-limited tmpfs workspace at a fresh path and a small /tmp, no capabilities,
-// no-new-privileges, the runtime's default seccomp profile, the terms' rlimits as --ulimit (cpu,
+// no-new-privileges, the project's seccomp policy in place of the runtime's default profile
+// (below), a user namespace of its own (below), the terms' rlimits as --ulimit (cpu,
 // data, fsize, and nofile and nproc explicitly: a runtime's defaults may exceed the host's hard
 // limits, which podman 4.3 with runc refuses; data stands in for as, which neither runtime
 // knows, so that a large allocation is a MemoryError), --pids-limit, and the environment built from
 // nothing (--unsetenv-all on podman; the bootstrap drops whatever else the runtime or the image
 // adds, HOSTNAME for one, before it probes).
+//
+// The seccomp policy is internal/launch's, the one every local backend's init helper loads:
+// New writes it as two JSON profiles (launch.OCIProfile) into the owner's directory, one for
+// terms that grant network and one that also refuses every socket family but AF_UNIX, and each
+// run names its own with --security-opt seccomp=FILE. The runtime's default profile allows
+// unshare, netlink and the keyring calls, so a program could make a user namespace and mount
+// over /usr in it, reach nf_tables, and leave a keyring for a later tenant; the policy refuses
+// them all, and Mechanisms names the profiles.
+//
+// With podman as root each execution also runs in a user namespace of its own (userns_linux.go):
+// the container's ids 0-65535 map to a block of host ids that no other execution of this host
+// holds while it runs, leased by an flock, so tenants never share a host uid, its keyrings or
+// its kernel quotas. --userns=auto would need subordinate ranges for podman's "containers"
+// user that an operator must set up; the explicit mapping needs nothing. A run_as at or above
+// 65536 runs without one (it does not fit the block), as do rootless podman (its containers
+// share the user's namespace) and docker (whose user namespaces are the daemon's, one for all);
+// the child's Facts.UserNamespace says which.
 //
 // The channel is a Unix socket in a per-execution directory, bind-mounted read-only at
 // /run/mcp-sandbox; its parent directory is the owner's, mode 0700, so no other local account
@@ -78,7 +96,7 @@
 // As with bwrap, a status of 128+N is read as "killed by signal N": a program that exits with
 // such a status itself is reported as killed by that signal, and 137 as its CPU limit.
 //
-// It imports engine, failure, internal/identity, internal/spawn (the child's environment),
+// It imports engine, failure, internal/identity, internal/launch (the seccomp policy), internal/spawn (the child's environment),
 // internal/cgroup (its kill loop and readers), internal/owner (its owner id and sweep),
 // x/sys and the standard library. A Backend and its children are safe for concurrent use.
 package container
