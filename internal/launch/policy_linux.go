@@ -87,34 +87,27 @@ func Program(networkNone bool) ([]unix.SockFilter, error) {
 	if !ok {
 		return nil, fmt.Errorf("seccomp: no policy for %s", runtime.GOARCH)
 	}
-	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow}
+	// One library program per refusal, chained: go-seccomp-bpf compares an argument by loading
+	// it over the system call's number, and a later group of the same program then compares
+	// the argument as if it were the number (an inet socket slipped past the refusal after the
+	// netlink one). Each chunk loads the number afresh, and its "allow" jumps to the next.
+	// A chunk with conditions holds one system call, for the same reason.
+	var chunks [][]unix.SockFilter
 	for _, r := range Policy(networkNone) {
-		g := seccomp.SyscallGroup{Action: seccomp.ActionErrno | seccomp.Action(r.Errno)}
-		if len(r.When) == 0 {
-			g.Names = r.Names
-		} else {
-			var conds []seccomp.Condition
-			for _, a := range r.When {
-				c := seccomp.Condition{Argument: uint32(a.Index), Value: a.Value}
-				switch a.Op {
-				case ArgEqual:
-					c.Operation = seccomp.Equal
-				case ArgNotEqual:
-					c.Operation = seccomp.NotEqual
-				case ArgHasBit:
-					c.Operation = seccomp.BitsSet
-				}
-				conds = append(conds, c)
-			}
+		parts := []Refusal{r}
+		if len(r.When) > 0 {
+			parts = parts[:0]
 			for _, n := range r.Names {
-				g.NamesWithCondtions = append(g.NamesWithCondtions, seccomp.NameWithConditions{Name: n, Conditions: conds})
+				parts = append(parts, Refusal{Names: []string{n}, Errno: r.Errno, When: r.When})
 			}
 		}
-		policy.Syscalls = append(policy.Syscalls, g)
-	}
-	insts, err := policy.Assemble()
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: %v", err)
+		for _, part := range parts {
+			chunk, err := compile(part)
+			if err != nil {
+				return nil, err
+			}
+			chunks = append(chunks, chunk)
+		}
 	}
 	const (
 		ldAbsW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -131,17 +124,59 @@ func Program(networkNone bool) ([]unix.SockFilter, error) {
 		{Code: jgeK, Jt: 0, Jf: 1, K: x32SyscallBit}, // x32 → deny
 		{Code: retK, K: deny},
 	}
-	for _, in := range insts {
-		raw, err := in.Assemble()
-		if err != nil {
-			return nil, fmt.Errorf("seccomp: %v", err)
+	for i, chunk := range chunks {
+		if i < len(chunks)-1 {
+			for j := range chunk {
+				if chunk[j].Code == unix.BPF_RET|unix.BPF_K && chunk[j].K == unix.SECCOMP_RET_ALLOW {
+					chunk[j] = unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA, K: uint32(len(chunk) - j - 1)}
+				}
+			}
 		}
-		prog = append(prog, unix.SockFilter{Code: raw.Op, Jt: raw.Jt, Jf: raw.Jf, K: raw.K})
+		prog = append(prog, chunk...)
 	}
 	if len(prog) > unix.BPF_MAXINSNS {
 		return nil, fmt.Errorf("seccomp: the policy compiles to %d instructions, past the kernel's %d", len(prog), unix.BPF_MAXINSNS)
 	}
 	return prog, nil
+}
+
+// compile is one refusal as a program of its own that allows everything else.
+func compile(r Refusal) ([]unix.SockFilter, error) {
+	g := seccomp.SyscallGroup{Action: seccomp.ActionErrno | seccomp.Action(r.Errno)}
+	if len(r.When) == 0 {
+		g.Names = r.Names
+	} else {
+		var conds []seccomp.Condition
+		for _, a := range r.When {
+			c := seccomp.Condition{Argument: uint32(a.Index), Value: a.Value}
+			switch a.Op {
+			case ArgEqual:
+				c.Operation = seccomp.Equal
+			case ArgNotEqual:
+				c.Operation = seccomp.NotEqual
+			case ArgHasBit:
+				c.Operation = seccomp.BitsSet
+			}
+			conds = append(conds, c)
+		}
+		for _, n := range r.Names {
+			g.NamesWithCondtions = append(g.NamesWithCondtions, seccomp.NameWithConditions{Name: n, Conditions: conds})
+		}
+	}
+	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{g}}
+	insts, err := policy.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %v", err)
+	}
+	out := make([]unix.SockFilter, 0, len(insts))
+	for _, in := range insts {
+		raw, err := in.Assemble()
+		if err != nil {
+			return nil, fmt.Errorf("seccomp: %v", err)
+		}
+		out = append(out, unix.SockFilter{Code: raw.Op, Jt: raw.Jt, Jf: raw.Jf, K: raw.K})
+	}
+	return out, nil
 }
 
 // loadPolicy installs Program(networkNone) on every thread of this process; no_new_privs must

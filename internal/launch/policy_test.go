@@ -3,7 +3,9 @@
 package launch
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -90,4 +92,120 @@ func TestPolicyOneDefinition(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProgramDecides runs the compiled program, as the kernel would, on system calls a
+// program makes: each refusal refuses what it names and nothing else, whatever came before it
+// in the program (a library program once compared an argument as if it were the number).
+func TestProgramDecides(t *testing.T) {
+	nr := func(name string) uint32 {
+		n, ok := map[string]map[string]uint32{
+			"amd64": {"socket": 41, "unshare": 272, "clone": 56, "clone3": 435, "keyctl": 250, "mount": 165, "open": 2, "read": 0,
+				"io_uring_setup": 425, "bpf": 321, "getpid": 39, "ptrace": 101},
+			"arm64": {"socket": 198, "unshare": 97, "clone": 220, "clone3": 435, "keyctl": 219, "mount": 40, "open": 56, "read": 63,
+				"io_uring_setup": 425, "bpf": 280, "getpid": 172, "ptrace": 117},
+		}[runtime.GOARCH][name]
+		if !ok {
+			t.Skipf("no system call numbers for %s", runtime.GOARCH)
+		}
+		return n
+	}
+	native, _ := nativeArch()
+	errno := func(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	for _, tc := range []struct {
+		networkNone bool
+		call        string
+		args        [6]uint64
+		arch        uint32
+		want        uint32
+	}{
+		{false, "socket", [6]uint64{unix.AF_INET, unix.SOCK_STREAM, 0}, 0, allow},
+		{true, "socket", [6]uint64{unix.AF_INET, unix.SOCK_STREAM, 0}, 0, errno(unix.EACCES)},
+		{true, "socket", [6]uint64{unix.AF_INET6, unix.SOCK_DGRAM, 17}, 0, errno(unix.EACCES)},
+		{true, "socket", [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0}, 0, allow},
+		{false, "socket", [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE}, 0, allow},
+		{false, "socket", [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_NETFILTER}, 0, errno(unix.EACCES)},
+		{false, "socket", [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_XFRM}, 0, errno(unix.EACCES)},
+		{true, "socket", [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE}, 0, errno(unix.EACCES)},
+		{false, "unshare", [6]uint64{unix.CLONE_NEWUSER}, 0, errno(unix.EPERM)},
+		{false, "unshare", [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_NEWNS}, 0, errno(unix.EPERM)},
+		{false, "unshare", [6]uint64{unix.CLONE_FILES}, 0, allow},
+		{false, "clone", [6]uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}, 0, errno(unix.EPERM)},
+		{false, "clone", [6]uint64{uint64(unix.SIGCHLD)}, 0, allow},
+		{false, "clone", [6]uint64{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND}, 0, allow},
+		{false, "clone3", [6]uint64{}, 0, errno(unix.ENOSYS)},
+		{false, "keyctl", [6]uint64{0, ^uint64(2), 1}, 0, errno(unix.EPERM)},
+		{false, "ptrace", [6]uint64{}, 0, errno(unix.EPERM)},
+		{false, "mount", [6]uint64{}, 0, errno(unix.EPERM)},
+		{false, "io_uring_setup", [6]uint64{}, 0, errno(unix.ENOSYS)},
+		{false, "bpf", [6]uint64{}, 0, errno(unix.EPERM)},
+		{false, "getpid", [6]uint64{}, 0, allow},
+		{true, "read", [6]uint64{3, 0, 4096}, 0, allow},
+		// An argument equal to a later rule's system call number changes nothing.
+		{true, "open", [6]uint64{uint64(nr("socket")), 0, uint64(nr("unshare"))}, 0, allow},
+		// Another ABI: refused whatever the call.
+		{false, "getpid", [6]uint64{}, native ^ 1, errno(unix.EPERM)},
+	} {
+		prog, err := Program(tc.networkNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arch := native
+		if tc.arch != 0 {
+			arch = tc.arch
+		}
+		if got := runFilter(t, prog, nr(tc.call), arch, tc.args); got != tc.want {
+			t.Errorf("network none %v, %s%v: %#x, want %#x", tc.networkNone, tc.call, tc.args[:3], got, tc.want)
+		}
+	}
+}
+
+// runFilter interprets prog (the classic BPF a seccomp filter is: loads of seccomp_data,
+// jumps, returns) on one system call.
+func runFilter(t *testing.T, prog []unix.SockFilter, nr, arch uint32, args [6]uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.NativeEndian.PutUint32(data[0:], nr)
+	binary.NativeEndian.PutUint32(data[4:], arch)
+	for i, a := range args {
+		binary.NativeEndian.PutUint64(data[16+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			if int(in.K)+4 > len(data) {
+				t.Fatalf("load past seccomp_data at %d", pc)
+			}
+			acc = binary.NativeEndian.Uint32(data[in.K:])
+		case unix.BPF_JMP | unix.BPF_JA:
+			pc += int(in.K)
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K,
+			unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			var cond bool
+			switch in.Code & 0xf0 {
+			case unix.BPF_JEQ:
+				cond = acc == in.K
+			case unix.BPF_JGT:
+				cond = acc > in.K
+			case unix.BPF_JGE:
+				cond = acc >= in.K
+			case unix.BPF_JSET:
+				cond = acc&in.K != 0
+			}
+			if cond {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("instruction %#x at %d not interpreted", in.Code, pc)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
 }
