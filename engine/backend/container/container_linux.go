@@ -49,7 +49,8 @@ type Options struct {
 	// StateDir holds the owners' directories (the sockets); default os.TempDir().
 	StateDir string
 	// Disable makes mechanisms count as absent: "container" (no runtime), "cgroup" (no
-	// execution cgroup: the runtime's flags carry the limits).
+	// execution cgroup: the runtime's flags carry the limits), "userns" (no user namespace of
+	// the execution's own).
 	Disable []string
 }
 
