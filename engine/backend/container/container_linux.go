@@ -197,7 +197,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c := &child{b: b, name: "mcp-sandbox-" + b.id + "-" + tag, workspace: "/workspace-" + tag, release: release,
 		cpuLimit: engine.CPURlimit(spec.Terms.CPUSeconds),
 		facts: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true,
-			Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
+			Seccomp: spec.Terms.Network != engine.NetworkUnrestricted, Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
 	b.executions.Add(1)
 	ok := false
 	defer func() {
