@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,6 +99,7 @@ func TestPolicyOneDefinition(t *testing.T) {
 // program makes: each refusal refuses what it names and nothing else, whatever came before it
 // in the program (a library program once compared an argument as if it were the number).
 func TestProgramDecides(t *testing.T) {
+	gate.AppliesOnly(t, runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64", "the table of system call numbers is amd64's and arm64's")
 	nr := func(name string) uint32 {
 		n, ok := map[string]map[string]uint32{
 			"amd64": {"socket": 41, "unshare": 272, "clone": 56, "clone3": 435, "keyctl": 250, "mount": 165, "open": 2, "read": 0,
@@ -106,7 +108,7 @@ func TestProgramDecides(t *testing.T) {
 				"io_uring_setup": 425, "bpf": 280, "getpid": 172, "ptrace": 117},
 		}[runtime.GOARCH][name]
 		if !ok {
-			t.Skipf("no system call numbers for %s", runtime.GOARCH)
+			t.Fatalf("no number for %s", name)
 		}
 		return n
 	}
