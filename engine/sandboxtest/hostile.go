@@ -62,6 +62,7 @@ var Hostile = []Case{
 	{Name: "netlink sockets to netfilter, xfrm and other kernel subsystems", Class: Escape, run: (*contract).netlink},
 	{Name: "the keyring calls", Class: Channel, run: (*contract).keyctl},
 	{Name: "a keyring across tenants", Class: Channel, run: (*contract).tenantKeyring},
+	{Name: "user namespaces, netlink and keyrings through the i386 ABI", Class: Escape, run: (*contract).foreignABI},
 
 	// Covered beside the code they attack.
 	{Name: "socket through the 32-bit ABI past the inet filter", Class: Escape, Where: "engine/backend/process/foreignabi_test.go:TestForeignABICannotMakeASocket"},

@@ -3,10 +3,12 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // Kernel attack surface: what recent kernel privilege escalations went through, reached from
@@ -258,4 +260,38 @@ return attempt(read)`
 	if f := found(read); len(f) > 0 {
 		t.Errorf("tenant beta's execution read what tenant alpha's left in a keyring: %v (alpha: %v)", f, wrote)
 	}
+}
+
+// foreignABI: the refusals hold through the i386 entry point (int 0x80), which a filter
+// written for x86-64 numbers never sees: a new user namespace, a netfilter socket, a keyring.
+// A call refused by the runtime's killing the caller (a container profile's bad-architecture
+// action) counts as refused: the attempt's child reports nothing.
+func (c *contract) foreignABI(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		gate.AppliesOnly(t, false, "the probe is x86-64 machine code")
+	}
+	program := attemptPrelude + `import mmap
+def int80(nr, a, b, c):
+    def fn():
+        le = lambda v: list((v & 0xffffffff).to_bytes(4, "little"))
+        code = bytes([0xb8] + le(nr) + [0xbb] + le(a) + [0xb9] + le(b) + [0xba] + le(c) + [0xcd, 0x80, 0xc3])
+        buf = mmap.mmap(-1, len(code), prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        buf.write(code)
+        ret = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(buf)))()
+        return "refused %d" % -ret if ret < 0 else "made"
+    return fn
+got = {}
+for name, call in (("unshare(NEWUSER)", (310, NEWUSER, 0, 0)), ("socket(NETLINK_NETFILTER)", (359, 16, 3, 12)),
+                   ("keyctl(get session keyring)", (288, 0, -3, 1))):
+    r = attempt(int80(*call))
+    got[name] = "refused: killed" if r == "no report" else r
+return got`
+	r := c.run(t, program, engine.Limits{})
+	wantOK(t, r)
+	var got map[string]any
+	value(t, r, &got)
+	if made := madeAny(got); len(made) > 0 {
+		t.Errorf("a call through the i386 ABI passed the policy: %v", made)
+	}
+	t.Logf("%v", got)
 }
