@@ -3,11 +3,15 @@
 package container
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"golang.org/x/sys/unix"
 )
 
 func testPlan(kind string) *plan {
@@ -129,5 +133,38 @@ func TestLayout(t *testing.T) {
 	}
 	if detectLayout(t.TempDir()) != (layout{detail: "cgroup v1"}) {
 		t.Errorf("a plain directory reads as %+v", detectLayout(t.TempDir()))
+	}
+}
+
+// Leased blocks of host ids never overlap while held, lie in their range, and come free when
+// released (the flock is the whole record, so a dead holder's come free too).
+func TestIDBlocksExclusive(t *testing.T) {
+	old := usernsDir
+	usernsDir = filepath.Join(t.TempDir(), "userns")
+	t.Cleanup(func() { usernsDir = old })
+	held := map[uint32]*idBlock{}
+	for i := 0; i < 64; i++ {
+		b, err := leaseIDBlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held[b.First] != nil {
+			t.Fatalf("block %d leased twice", b.First)
+		}
+		if b.First < usernsFirst || b.First >= usernsFirst+usernsBlocks*usernsBlock || (b.First-usernsFirst)%usernsBlock != 0 {
+			t.Fatalf("block %d outside the range", b.First)
+		}
+		held[b.First] = b
+	}
+	for first, b := range held {
+		b.Release()
+		f, err := os.OpenFile(filepath.Join(usernsDir, strconv.Itoa(int((first-usernsFirst)/usernsBlock))), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Errorf("block %d still locked after its release: %v", first, err)
+		}
+		f.Close()
 	}
 }
