@@ -32,6 +32,12 @@ import (
 //     process group alone is unavailable (setsid escapes it).
 //   - wall_clock: the host's timer, always enforced.
 //   - environment: enforced when the child saw only the variables it was meant to.
+//
+// The kernel's attack surface (new user namespaces, netlink to kernel subsystems, io_uring,
+// BPF, keyrings) is no dimension: the one seccomp policy (internal/launch) refuses it on every
+// backend whose Mechanisms list seccomp-policy, the container's naming the profile it passes
+// the runtime in place of the runtime's default. A backend that lacks it (switched off) says so
+// by that absence, never by a grade that would claim it.
 type grading struct {
 	guarantees    Guarantees
 	isolation     Level

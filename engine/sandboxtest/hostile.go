@@ -58,6 +58,11 @@ var Hostile = []Case{
 	{Name: "keyring across executions", Class: Channel, run: (*contract).keyring},
 	{Name: "POSIX shm, mqueue and shared tmp across executions", Class: Channel, run: (*contract).posixShared},
 	{Name: "reaching a concurrent execution", Class: Channel, run: (*contract).concurrent},
+	{Name: "a nested user namespace (alone, with mount or network namespaces) and mounts over /usr", Class: Escape, run: (*contract).nestedNamespaces},
+	{Name: "netlink sockets to netfilter, xfrm and other kernel subsystems", Class: Escape, run: (*contract).netlink},
+	{Name: "the keyring calls", Class: Channel, run: (*contract).keyctl},
+	{Name: "a keyring across tenants", Class: Channel, run: (*contract).tenantKeyring},
+	{Name: "user namespaces, netlink and keyrings through the i386 ABI", Class: Escape, run: (*contract).foreignABI},
 
 	// Covered beside the code they attack.
 	{Name: "socket through the 32-bit ABI past the inet filter", Class: Escape, Where: "engine/backend/process/foreignabi_test.go:TestForeignABICannotMakeASocket"},

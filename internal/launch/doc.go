@@ -15,7 +15,8 @@
 // period, and the helper waits for its word before anything else), count the uid's tasks, build the
 // private root and pivot into it when Spec.Mounts is set (the namespaces backend; the host's
 // /proc is still visible for the count), drop the identity, re-arm the parent-death signal (the kernel clears it on a uid change), enter the
-// workspace, set no_new_privs, Landlock, seccomp (kernel objects, then inet), then the rlimits (last, because this Go
+// workspace, set no_new_privs, Landlock, the seccomp policy (policy_linux.go, the one every backend applies: for bwrap the helper
+// hands it on instead, since bwrap makes the namespaces it refuses), then the rlimits (last, because this Go
 // helper itself needs more address space than a program may get), mark every descriptor but
 // 0-3 close-on-exec, exec. It runs on one locked OS thread, because Landlock and the
 // identity must hold on the thread that calls execve.

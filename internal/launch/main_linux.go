@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
@@ -153,13 +152,16 @@ func apply(s *Spec) (uint64, error) {
 			return 0, err
 		}
 	}
-	if s.DenyKernelObjects {
-		if err := denyKernelObjects(!s.DenyInet); err != nil {
+	switch {
+	case s.Seccomp && s.SeccompHandOff && len(s.Argv) > 0:
+		fd, err := handPolicyOn(s.DenyInet)
+		if err != nil {
 			return 0, err
 		}
-	}
-	if s.DenyInet {
-		if err := denyInet(); err != nil {
+		s.keepFD = fd
+		s.Argv = append([]string{s.Argv[0], "--seccomp", strconv.Itoa(fd)}, s.Argv[1:]...)
+	case s.Seccomp || s.DenyInet:
+		if err := loadPolicy(s.DenyInet); err != nil {
 			return 0, err
 		}
 	}
@@ -204,10 +206,20 @@ func execLimited(s *Spec, nproc uint64) error {
 			return fmt.Errorf("setting RLIMIT_%s to %d: %v", names[i], limits[i].v, e)
 		}
 	}
-	// Mark everything but stdio and the channel close-on-exec. CLOEXEC rather than close: the
-	// Go runtime still owns some of these descriptors until execve.
-	if _, _, e := unix.RawSyscall(unix.SYS_CLOSE_RANGE, 4, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC); e != 0 {
-		return fmt.Errorf("close_range: %v", e)
+	// Mark everything but stdio and the channel (and the policy handed on) close-on-exec.
+	// CLOEXEC rather than close: the Go runtime still owns some of these descriptors until
+	// execve.
+	ranges := [][2]uintptr{{4, ^uintptr(0)}}
+	if s.keepFD > 0 {
+		ranges = [][2]uintptr{{4, uintptr(s.keepFD) - 1}, {uintptr(s.keepFD) + 1, ^uintptr(0)}}
+	}
+	for _, r := range ranges {
+		if r[0] > r[1] {
+			continue
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_CLOSE_RANGE, r[0], r[1], unix.CLOSE_RANGE_CLOEXEC); e != 0 {
+			return fmt.Errorf("close_range: %v", e)
+		}
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
 	return fmt.Errorf("exec %s: %v", s.Python, e)
@@ -274,27 +286,6 @@ func applyLandlock(l *Landlock, bestEffort bool) error {
 		return fmt.Errorf("landlock scopes: %v", err)
 	}
 	return nil
-}
-
-func denyInet() error {
-	deny := seccomp.ActionErrno | seccomp.Action(unix.EACCES)
-	policy := seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{Action: deny, NamesWithCondtions: []seccomp.NameWithConditions{{
-				Name:       "socket",
-				Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}},
-			}}},
-			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}},
-		},
-	}
-	filter := seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: policy}
-	if err := seccomp.LoadFilter(filter); err != nil {
-		return fmt.Errorf("seccomp: %v", err)
-	}
-	// The library's filter lets a foreign ABI's calls through to its default action (allow):
-	// a second filter closes that door.
-	return denyForeignArch()
 }
 
 // killUID becomes uid and kills every process it owns. Only for an exclusive sandbox uid.

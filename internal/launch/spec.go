@@ -44,13 +44,21 @@ type Spec struct {
 	Landlock           *Landlock `json:"landlock,omitempty"`
 	LandlockBestEffort bool      `json:"landlock_best_effort,omitempty"`
 
-	// DenyInet installs the seccomp filter refusing every socket family but AF_UNIX (and
-	// io_uring, which could create sockets past the filter).
+	// Seccomp installs the policy (policy_linux.go): no new user namespaces, no mounts, no
+	// kernel objects an execution could share with another or leave behind (SysV IPC, POSIX
+	// message queues, keyrings, ptrace), no io_uring, BPF, userfaultfd or perf events, no
+	// netlink but NETLINK_ROUTE, and no call through a foreign ABI.
+	Seccomp bool `json:"seccomp,omitempty"`
+	// DenyInet adds the refusal of every socket family but AF_UNIX (network none).
 	DenyInet bool `json:"deny_inet,omitempty"`
-	// DenyKernelObjects installs the seccomp filter refusing SysV IPC, POSIX message queues,
-	// keyrings and ptrace (kernelobjects_linux.go): kernel objects an execution could share
-	// with another or leave behind.
-	DenyKernelObjects bool `json:"deny_kernel_objects,omitempty"`
+	// SeccompHandOff, with Seccomp, has the helper hand the policy on to bwrap instead of
+	// loading it: bwrap makes user and mount namespaces, which the policy refuses, and loads
+	// it itself just before it execs the program. The helper writes the policy compiled (a
+	// sock_filter array) to a pipe left open across exec, and puts "--seccomp FD" after
+	// Argv[0] (bwrap's options may come in any order before its "--").
+	SeccompHandOff bool `json:"seccomp_hand_off,omitempty"`
+	// keepFD is the descriptor the helper leaves open across exec for SeccompHandOff.
+	keepFD int
 
 	// Mounts, when set, builds a private root before the identity drop; the helper must then
 	// run in its own mount namespace (and, for Proc, its own pid namespace).

@@ -143,7 +143,7 @@ func (b *Backend) Mechanisms() []string {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
 	if !slices.Contains(b.opts.Disable, "seccomp") {
-		m = append(m, "seccomp-deny-kernel-objects")
+		m = append(m, "seccomp-policy", "seccomp-deny-inet")
 	}
 	return m
 }
@@ -187,10 +187,12 @@ func (b *Backend) args(workspace string, netns bool) []string {
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
 	netns := spec.Terms.Network == engine.NetworkNone
+	seccomp := !slices.Contains(b.opts.Disable, "seccomp")
 	// bwrap always runs unprivileged (as the sandbox identity, or the host's own uid without
 	// root), so it always makes a user namespace of its own.
 	c := &spawned.Child{Proc: &spawn.Proc{Unkillable: b.base.SignalRefused}, SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true,
-		PIDNamespace: true, NetNamespace: netns, UserNamespace: true, InterpreterIsInit: true, Unkillable: b.base.SignalRefused}}
+		PIDNamespace: true, NetNamespace: netns, UserNamespace: true, InterpreterIsInit: true, Unkillable: b.base.SignalRefused,
+		Seccomp: seccomp && netns}}
 	id, err := b.base.Lease(ctx, c, spec.Ahead)
 	if err != nil {
 		return nil, err
@@ -220,8 +222,9 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
-		// Applied here, before bwrap: the filter is inherited by bwrap and everything under it.
-		DenyKernelObjects: !slices.Contains(b.opts.Disable, "seccomp"),
+		// Handed on to bwrap, which loads it once it has made its namespaces (the policy
+		// refuses new user namespaces and mounts), just before it execs the interpreter.
+		Seccomp: seccomp, SeccompHandOff: true, DenyInet: seccomp && netns,
 	}
 	if b.base.Drop {
 		ls.Rlimits.NProc = uint64(spec.Terms.ProcessCount) + 2 // bwrap itself and its init

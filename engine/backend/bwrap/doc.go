@@ -22,12 +22,11 @@
 // keeps it off any terminal. Orphans stay zombies until the execution ends (the pids limit
 // bounds them), and the namespace dies with Python.
 //
-// The init helper installs the kernel-objects seccomp filter (SysV IPC, POSIX message queues,
-// keyrings, ptrace; internal/launch) before it execs bwrap, so bwrap and everything it starts
-// inherit it: the keyring of the sandbox uid is shared across executions even through bwrap's
-// user namespace when the kernel keeps user keyrings per uid. Not applied here: the inet
-// filter (bwrap needs netlink to bring lo up; the network namespace is the boundary) and
-// Landlock. Known gap against the contract: os.getppid() is
+// The seccomp policy (internal/launch: no nested user namespaces or mounts, no kernel objects
+// such as keyrings, no io_uring, BPF or netlink to kernel subsystems, and with network none no
+// inet sockets) cannot be loaded before bwrap, which makes a user namespace and mounts itself:
+// the init helper hands it compiled to bwrap (--seccomp on a pipe), which loads it once the
+// sandbox is built, just before it execs the interpreter. Not applied here: Landlock. Known gap against the contract: os.getppid() is
 // 0 inside, and a pid namespace's init ignores signals from inside, so a program's
 // os.kill(os.getppid(), 9) is a silent no-op rather than the PermissionError the contract
 // expects (the "killing the parent" case fails here; the program reaches nothing outside).

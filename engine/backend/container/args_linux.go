@@ -3,11 +3,14 @@
 package container
 
 import (
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
@@ -42,6 +45,11 @@ type plan struct {
 	// interpreter is the interpreter's argv after the interpreter itself.
 	interpreter []string
 	nproc       uint64
+	// seccomp is the policy's profile for these terms (launch.OCIProfile), a file.
+	seccomp string
+	// usernsFirst, when not 0, is the first host id of the block the container's ids 0-65535
+	// map to: a user namespace of the execution's own.
+	usernsFirst uint32
 }
 
 // env is the child's environment as NAME=VALUE for the fixed variables and NAME alone for
@@ -81,8 +89,11 @@ func (p *plan) args() []string {
 		"--name", p.name, "--label", OwnerLabel+"="+p.owner,
 		"--log-driver=none", "--hostname=sandbox",
 		"--user", strconv.Itoa(p.uid)+":"+strconv.Itoa(p.gid),
-		"--cap-drop=all", "--security-opt=no-new-privileges",
+		"--cap-drop=all", "--security-opt=no-new-privileges", "--security-opt", "seccomp="+p.seccomp,
 		"--read-only")
+	if p.usernsFirst != 0 {
+		a = append(a, usernsMap(p.usernsFirst)...)
+	}
 	if !podman && p.rt.OCIRuntime != "" {
 		a = append(a, "--runtime", p.rt.OCIRuntime)
 	}
@@ -134,4 +145,29 @@ func (p *plan) args() []string {
 	a = append(a, "--entrypoint", p.python, p.image)
 	a = append(a, p.interpreter...)
 	return append(a, channelDir+"/"+channelSocket, strings.Join(keep, ","))
+}
+
+// profileName is the file name of the policy's profile for network none or not.
+func profileName(networkNone bool) string {
+	if networkNone {
+		return "seccomp-network-none.json"
+	}
+	return "seccomp.json"
+}
+
+// writeProfile writes the policy's profile (launch.OCIProfile) into dir and returns its path.
+func writeProfile(dir string, networkNone bool) (string, error) {
+	b, err := launch.OCIProfile(networkNone)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, profileName(networkNone))
+	return path, os.WriteFile(path, b, 0o600)
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -3,11 +3,15 @@
 package container
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"golang.org/x/sys/unix"
 )
 
 func testPlan(kind string) *plan {
@@ -17,7 +21,7 @@ func testPlan(kind string) *plan {
 		terms: engine.Terms{Limits: engine.Limits{CPUSeconds: 2.5, WallSeconds: 9, MemoryBytes: 256 << 20, FileSizeBytes: 1 << 20,
 			ProcessCount: 16}, Network: engine.NetworkNone},
 		workspaceBytes: 64 << 20, tmpBytes: 16 << 20, allowed: map[string]string{"API_TOKEN": "s3cret"},
-		interpreter: []string{"-I", "-c", "SOURCE", "canary"}, nproc: 32768,
+		interpreter: []string{"-I", "-c", "SOURCE", "canary"}, nproc: 32768, seccomp: "/tmp/x/seccomp-network-none.json",
 	}
 }
 
@@ -45,6 +49,7 @@ func TestRunArguments(t *testing.T) {
 				{"--log-driver=none"}, {"--workdir", "/workspace-t"}, {"--volume", "/tmp/x/t:/run/mcp-sandbox:ro,z"},
 				{"--ulimit", "cpu=3:4"}, {"--ulimit", "data=268435456:268435456"}, {"--ulimit", "fsize=1048576:1048576"},
 				{"--ulimit", "nofile=1024:1024"}, {"--ulimit", "nproc=32768:32768"}, {"--ulimit", "core=0:0"},
+				{"--security-opt", "seccomp=/tmp/x/seccomp-network-none.json"},
 				{"--pids-limit", "16"}, {"--memory", "268435456", "--memory-swap", "268435456"},
 				{"--env", "HOME=/workspace-t"}, {"--env", "PYTHONDONTWRITEBYTECODE=1"}, {"--env", "API_TOKEN"},
 				{"--entrypoint", "/usr/bin/python3", "img", "-I", "-c", "SOURCE", "canary", "/run/mcp-sandbox/channel.sock",
@@ -90,6 +95,16 @@ func TestRunArguments(t *testing.T) {
 			if podman && !has(a, "--cgroup-manager=cgroupfs") {
 				t.Errorf("podman is not told to use cgroupfs with a cgroup path: %q", a)
 			}
+
+			// A user namespace of the execution's own maps the container's ids 0-65535 to its
+			// block; without one, no map.
+			if has(a, "--uidmap") || has(a, "--gidmap") {
+				t.Errorf("an id map without a block: %q", a)
+			}
+			p.usernsFirst = usernsFirst + 3*usernsBlock
+			if a := p.args(); !has(a, "--uidmap", "0:1610809344:65536", "--gidmap", "0:1610809344:65536") {
+				t.Errorf("the execution's id map: %q", a)
+			}
 		})
 	}
 }
@@ -118,5 +133,38 @@ func TestLayout(t *testing.T) {
 	}
 	if detectLayout(t.TempDir()) != (layout{detail: "cgroup v1"}) {
 		t.Errorf("a plain directory reads as %+v", detectLayout(t.TempDir()))
+	}
+}
+
+// Leased blocks of host ids never overlap while held, lie in their range, and come free when
+// released (the flock is the whole record, so a dead holder's come free too).
+func TestIDBlocksExclusive(t *testing.T) {
+	old := usernsDir
+	usernsDir = filepath.Join(t.TempDir(), "userns")
+	t.Cleanup(func() { usernsDir = old })
+	held := map[uint32]*idBlock{}
+	for i := 0; i < 64; i++ {
+		b, err := leaseIDBlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held[b.First] != nil {
+			t.Fatalf("block %d leased twice", b.First)
+		}
+		if b.First < usernsFirst || b.First >= usernsFirst+usernsBlocks*usernsBlock || (b.First-usernsFirst)%usernsBlock != 0 {
+			t.Fatalf("block %d outside the range", b.First)
+		}
+		held[b.First] = b
+	}
+	for first, b := range held {
+		b.Release()
+		f, err := os.OpenFile(filepath.Join(usernsDir, strconv.Itoa(int((first-usernsFirst)/usernsBlock))), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Errorf("block %d still locked after its release: %v", first, err)
+		}
+		f.Close()
 	}
 }

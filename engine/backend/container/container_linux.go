@@ -49,7 +49,8 @@ type Options struct {
 	// StateDir holds the owners' directories (the sockets); default os.TempDir().
 	StateDir string
 	// Disable makes mechanisms count as absent: "container" (no runtime), "cgroup" (no
-	// execution cgroup: the runtime's flags carry the limits).
+	// execution cgroup: the runtime's flags carry the limits), "userns" (no user namespace of
+	// the execution's own).
 	Disable []string
 }
 
@@ -62,6 +63,11 @@ type Backend struct {
 	dir    string // the owner's directory: the executions' socket directories
 	cgroup bool   // executions get a cgroup of their own
 	layout layout
+	// seccomp are the policy's profiles, files in dir: [0] for terms that grant network, [1]
+	// for network none.
+	seccomp [2]string
+	// userns: each execution gets a user namespace of its own (podman as root).
+	userns bool
 
 	executions sync.WaitGroup // started children not yet closed
 	closeOnce  sync.Once
@@ -115,6 +121,13 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	}
 	b := &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: detectLayout(cgroupRoot)}
 	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
+	b.userns = rt.Kind == "podman" && !rt.Rootless && !slices.Contains(opts.Disable, "userns")
+	for i, networkNone := range []bool{false, true} {
+		if b.seccomp[i], err = writeProfile(dir, networkNone); err != nil {
+			os.RemoveAll(dir)
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "writing the seccomp profile failed: %v", err)
+		}
+	}
 	return b, nil
 }
 
@@ -151,8 +164,11 @@ func (b *Backend) Mechanisms() []string {
 		m = append(m, oci)
 	}
 	m = append(m, "pid-namespace", "mount-namespace", "net-namespace", "ipc-namespace", "uts-namespace",
-		"read-only-root", "tmpfs-workspace", "cap-drop-all", "no_new_privs", "seccomp (runtime default)",
-		"rlimits", "pids-limit", "scrubbed-env", "token-socket")
+		"read-only-root", "tmpfs-workspace", "cap-drop-all", "no_new_privs", "seccomp-policy (profile "+profileName(false)+
+			" or, for network none, "+profileName(true)+")", "rlimits", "pids-limit", "scrubbed-env", "token-socket")
+	if b.userns {
+		m = append(m, "user-namespace per execution (run_as ids below 65536)")
+	}
 	if os.Geteuid() == 0 {
 		m = append(m, "identity-drop")
 	}
@@ -181,7 +197,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c := &child{b: b, name: "mcp-sandbox-" + b.id + "-" + tag, workspace: "/workspace-" + tag, release: release,
 		cpuLimit: engine.CPURlimit(spec.Terms.CPUSeconds),
 		facts: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true,
-			Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
+			Seccomp: spec.Terms.Network != engine.NetworkUnrestricted, Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
 	b.executions.Add(1)
 	ok := false
 	defer func() {
@@ -200,8 +216,18 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c.ch.onEnd = c.settleExit
 	p := &plan{rt: b.rt, name: c.name, owner: b.id, image: b.opts.Image, python: b.opts.Python,
 		uid: id.UID, gid: id.GID, terms: spec.Terms, workspace: c.workspace, execDir: c.execDir,
+		seccomp:        b.seccomp[boolIndex(spec.Terms.Network != engine.NetworkUnrestricted)],
 		workspaceBytes: b.opts.WorkspaceBytes, tmpBytes: b.opts.TmpBytes, allowed: b.opts.Env,
 		interpreter: spec.Argv, nproc: nprocLimit(spec.Terms.ProcessCount)}
+	if b.userns && id.UID < usernsBlock && id.GID < usernsBlock {
+		block, err := leaseIDBlock()
+		if err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "a user namespace for the execution: %v", err)
+		}
+		c.release = func() { block.Release(); release() }
+		p.usernsFirst = block.First
+		c.facts.UserNamespace = true
+	}
 	if b.cgroup {
 		if c.cg, err = newExecCgroup(cgroupName(b.id, tag), spec.Terms.MemoryBytes); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed: %v", err)

@@ -306,8 +306,16 @@ func TestNothingLeftAfterAResult(t *testing.T) {
 		if ids := containersOf(t, b, b.Owner()); len(ids) > 0 {
 			t.Errorf("%s: containers left: %v", what, ids)
 		}
-		if entries, err := os.ReadDir(ownerDir); err != nil || len(entries) != 0 {
-			t.Errorf("%s: the owner directory holds %v (%v), want nothing", what, entries, err)
+		// The seccomp profiles stay for the backend's life; nothing of an execution does.
+		entries, err := os.ReadDir(ownerDir)
+		var left []string
+		for _, e := range entries {
+			if n := e.Name(); n != "seccomp.json" && n != "seccomp-network-none.json" {
+				left = append(left, n)
+			}
+		}
+		if err != nil || len(left) != 0 {
+			t.Errorf("%s: the owner directory holds %v (%v), want only the seccomp profiles", what, left, err)
 		}
 		if cg := cgroupsOf(b.Owner()); len(cg) > 0 {
 			t.Errorf("%s: cgroups left: %v", what, cg)
@@ -539,4 +547,62 @@ func containerInterpreters(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// Two concurrent executions (two tenants') each run in a user namespace of their own, whose
+// ids map to host ids no other execution holds, and under the policy's profile, not the
+// runtime's default: the filter the kernel shows is ours (one filter, and a netlink socket to
+// netfilter refused with the policy's EACCES, which podman's default profile allows).
+func TestOwnUserNamespacePerExecution(t *testing.T) {
+	b := newBackend(t, container.Options{})
+	if b.Runtime().Kind != "podman" || os.Geteuid() != 0 {
+		gate.AppliesOnly(t, false, "only podman as root maps each execution's ids itself")
+	}
+	r := sandboxtest.Runner(t, b, nil, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	program := `import os, socket, time
+status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12).close()
+    netfilter = "made"
+except OSError as e:
+    netfilter = e.errno
+time.sleep(2)
+return {"uid_map": open("/proc/self/uid_map").read().split(), "uid": os.getuid(),
+        "seccomp": status.get("Seccomp", "").strip(), "netfilter": netfilter}`
+	type seen struct {
+		UIDMap    []string `json:"uid_map"`
+		UID       int      `json:"uid"`
+		Seccomp   string   `json:"seccomp"`
+		Netfilter any      `json:"netfilter"`
+	}
+	var (
+		wg  sync.WaitGroup
+		got [2]seen
+		res [2]*engine.Result
+	)
+	for i, owner := range []string{"tenant-alpha", "tenant-beta"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i] = r.Run(context.Background(), engine.Execution{Program: program, Owner: owner,
+				Terms: engine.Terms{Isolation: engine.LevelIsolated, Network: engine.NetworkNone}})
+		}()
+	}
+	wg.Wait()
+	for i := range res {
+		wantValue(t, res[i], &got[i])
+		g := got[i]
+		if len(g.UIDMap) != 3 || g.UIDMap[0] != "0" || g.UIDMap[2] != "65536" {
+			t.Fatalf("execution %d: uid_map %q, want the container's ids 0-65535 mapped to a block of their own", i, g.UIDMap)
+		}
+		if g.Seccomp != "2" || g.Netfilter != float64(13) {
+			t.Errorf("execution %d: seccomp mode %q, a netfilter socket %v; want the policy's filter (mode 2, EACCES)", i, g.Seccomp, g.Netfilter)
+		}
+		if res[i].Guarantees.Get(engine.DimProcessCount) != engine.Enforced {
+			t.Errorf("execution %d: process_count %s", i, res[i].Guarantees.Get(engine.DimProcessCount))
+		}
+	}
+	if got[0].UIDMap[1] == got[1].UIDMap[1] {
+		t.Errorf("two concurrent executions share the host ids from %s", got[0].UIDMap[1])
+	}
 }

@@ -6,7 +6,8 @@
 // How one execution is run, the socket channel, cgroups, kills, the sweep of what a killed
 // server left, and the runtimes' differences: docs/design.md §4.1.
 //
-// It imports engine, failure, internal/identity, internal/spawn (the child's environment),
-// internal/cgroup (its kill loop and readers), internal/owner (its owner id and sweep),
+// It imports engine, failure, internal/identity, internal/launch (the seccomp policy),
+// internal/spawn (the child's environment), internal/cgroup (its kill loop and readers),
+// internal/owner (its owner id and sweep),
 // x/sys and the standard library. A Backend and its children are safe for concurrent use.
 package container

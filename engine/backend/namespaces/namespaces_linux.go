@@ -242,7 +242,7 @@ func (b *Backend) Mechanisms() []string {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
 	if !b.disabled("seccomp") {
-		m = append(m, "seccomp-deny-inet", "seccomp-deny-kernel-objects")
+		m = append(m, "seccomp-policy", "seccomp-deny-inet")
 	}
 	return m
 }
@@ -292,7 +292,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		UserNamespace: !b.root,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.Containment.Seccomp, DenyKernelObjects: !b.disabled("seccomp"),
+		DenyInet: c.Containment.Seccomp, Seccomp: !b.disabled("seccomp"),
 		Mounts: &launch.Mounts{
 			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.base.RODirs...), Devices: devices,
 			Files: map[string]string{

@@ -6,9 +6,10 @@
 // hard), joins a fresh cgroup where one is writable (memory and pids over the whole tree, and
 // the kill), starts a new session, drops to the run_as identity when the host is root,
 // re-arms the parent-death signal, sets no_new_privs, applies Landlock (read-only to the
-// interpreter and system libraries, read-write to the workspace) and seccomp filters that
-// refuse inet sockets and the kernel objects an execution could share or leave behind (SysV
-// IPC, POSIX message queues, keyrings, ptrace), and execs python3 -I with an environment built
+// interpreter and system libraries, read-write to the workspace) and the seccomp policy
+// (internal/launch: no user namespaces or mounts, none of the kernel objects an execution
+// could share or leave behind, no io_uring, BPF or netlink to kernel subsystems, and no inet
+// sockets with network none), and execs python3 -I with an environment built
 // from nothing. The workspace is a fresh empty directory, removed afterwards; its name carries
 // the server's owner tag (internal/owner), so New sweeps the workspaces a killed server left,
 // and only those whose owner is provably dead.

@@ -113,7 +113,7 @@ func (b *Backend) Mechanisms() []string {
 		m = append(m, fmt.Sprintf("landlock-abi-%d", landlockABI()))
 	}
 	if b.seccomp {
-		m = append(m, "seccomp-deny-inet", "seccomp-deny-kernel-objects")
+		m = append(m, "seccomp-policy", "seccomp-deny-inet")
 	}
 	return m
 }
@@ -152,7 +152,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		Dir: workspace, ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.Containment.Seccomp, DenyKernelObjects: b.seccomp, Reaper: subreaper, Subreaper: subreaper,
+		DenyInet: c.Containment.Seccomp, Seccomp: b.seccomp, Reaper: subreaper, Subreaper: subreaper,
 	}
 	if b.landlock {
 		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.base.RODirs...), systemRO...),
