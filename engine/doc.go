@@ -1,5 +1,5 @@
 // Package engine is the core of mcp-sandbox: the terms of one execution, its limits and
-// isolation level, the ten guarantees and their grades, the Result, the Sandbox interface
+// isolation level, the ten guarantees and their grades, the Outcome, the Sandbox interface
 // (Run + Describe) and the Runner that drives any local backend through the host⇄child
 // protocol of package wire.
 //
@@ -10,8 +10,8 @@
 // registry that does not go through the host. The program's tool names and their aliases come
 // in the Execution, computed by the host once; the engine passes them on.
 //
-// For the operator, and without importing any of its libraries: a Result says how its child
-// was had (Result.Start: warm or cold), Runner.WarmIdle reads the warm pool's depth, and an
+// For the operator, and without importing any of its libraries: an Outcome says how its child
+// was had (Outcome.Start: warm or cold), Runner.WarmIdle reads the warm pool's depth, and an
 // Execution may carry its logger (Execution.Logger) for a backend that logs about it.
 //
 // Output at a kill. A program's stdout is a pipe, so CPython buffers it in blocks of 8 KiB:
@@ -54,7 +54,7 @@
 // resource, and with a run_as range warm children hold at most half its identities, so an
 // execution that finds no child ready waits for running executions only. WarmStats reports
 // the pools' depth and the hits and misses (WarmIdle, the depth alone, for metrics), and
-// Result.Start says which executions took a warm child. maxWarmPools
+// Outcome.Start says which executions took a warm child. maxWarmPools
 // bounds the pools: the least recently used one that was not prewarmed makes room for a new
 // one. Prestart (prestart.go) is the one-shot counterpart, without a pool: it starts one
 // child for an owner's next execution, so `mcp-sandbox run` starts its program's child while
@@ -87,7 +87,7 @@
 // A Runner is safe for concurrent use; each Run owns its child, its goroutines (the frame
 // reader and the exit waiter started with the child, and its call workers: at most one per
 // binding call in flight, each kept for the execution's next call, so sequential calls reuse
-// one goroutine and its grown stack) and its workspace. Run returns once its Result is final: when the program completed and its output
+// one goroutine and its grown stack) and its workspace. Run returns once its Outcome is final: when the program completed and its output
 // streams have ended (the bootstrap lets go of them before done, so no byte can still be
 // coming), the child's end (kill, reap, cgroup and workspace removal) finishes on a goroutine
 // the Runner owns; otherwise (a failure, a kill, a daemon still holding the streams) Run

@@ -58,7 +58,7 @@ type RunnerOptions struct {
 
 // Runner is the engine's Sandbox over a local Backend: it speaks the protocol, grades what
 // the child reports, refuses before running, enforces the wall clock and turns every ending
-// into a Result. It is safe for concurrent use.
+// into an Outcome. It is safe for concurrent use.
 type Runner struct {
 	backend Backend
 	opts    RunnerOptions
@@ -235,8 +235,8 @@ func (r *Runner) argv(warm bool) []string {
 		strconv.Itoa(r.opts.MaxFrame - 64<<10), mode}
 }
 
-// Run runs one program. Every ending, refusals included, is a Result.
-func (r *Runner) Run(ctx context.Context, ex Execution) *Result {
+// Run runs one program. Every ending, refusals included, is an Outcome.
+func (r *Runner) Run(ctx context.Context, ex Execution) *Outcome {
 	start := time.Now()
 	t := r.Terms(ex.Terms)
 	res := r.run(ctx, ex, t)
@@ -244,7 +244,7 @@ func (r *Runner) Run(ctx context.Context, ex Execution) *Result {
 	return res
 }
 
-func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
+func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Outcome {
 	if err := t.Limits.Validate(); err != nil {
 		return Refuse(t, failure.BackendUnavailable, "the terms are invalid: "+err.Error())
 	}
@@ -278,7 +278,7 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Result {
 			return Refuse(t, k, fmt.Sprintf("the %s backend could not start the sandbox: %s", r.backend.Name(), msg))
 		}
 	}
-	ses := &session{r: r, ex: ex, t: t, p: p, res: emptyResult(t)}
+	ses := &session{r: r, ex: ex, t: t, p: p, res: emptyOutcome(t)}
 	ses.res.Start = start
 	ses.drive(ctx)
 	return ses.res
@@ -381,7 +381,7 @@ type session struct {
 	helloSeen bool
 	// running: the program was sent, so there may be output in the child's buffers to flush.
 	running bool
-	res     *Result
+	res     *Outcome
 
 	w     *wire.Writer
 	calls sync.WaitGroup // the call workers
@@ -399,7 +399,7 @@ type frameOrErr struct {
 
 // drive runs the protocol to its end and fills s.res, in four steps: open (the clocks and the
 // call context), loop (frames, exits and clocks until one ends the execution), teardown (kill,
-// wait for calls and the exit, close) and finish (the Result). Artifacts are collected between
+// wait for calls and the exit, close) and finish (the Outcome). Artifacts are collected between
 // loop and teardown, while the child still holds its workspace; a program the host ends (wall
 // clock, cancel) is asked to flush its output there too (flushBeforeKill).
 //

@@ -11,9 +11,9 @@ import (
 )
 
 // Sandbox runs one program per execution. Run never returns an error: every failure, refusals
-// included, is data in the Result. Describe never runs model-written code.
+// included, is data in the Outcome. Describe never runs model-written code.
 type Sandbox interface {
-	Run(ctx context.Context, ex Execution) *Result
+	Run(ctx context.Context, ex Execution) *Outcome
 	Describe(ctx context.Context) *Description
 }
 

@@ -23,7 +23,7 @@ import (
 
 // The protocol loop (session.drive) tested without Python: a fake child over a pipe replays
 // the "child:" lines of a golden transcript, and the test compares what the engine wrote with
-// its "host:" lines and the Result with its result section. go test ./engine -run
+// its "host:" lines and the Outcome with its result section. go test ./engine -run
 // TestSessionTranscripts -update rewrites both from what the engine does now; review the diff.
 //
 // A transcript (testdata/sessions/*.txtar) has a script section of lines, played in order:
@@ -118,8 +118,8 @@ func runTranscript(t *testing.T, file string) {
 	}
 }
 
-// resultSection is the part of a Result the protocol loop decides, one JSON object a line.
-func resultSection(res *Result) string {
+// resultSection is the part of an Outcome the protocol loop decides, one JSON object a line.
+func resultSection(res *Outcome) string {
 	v := map[string]any{"value": res.Value, "failure": res.Failure, "limit_hit": res.LimitHit,
 		"cancelled": res.Cancelled, "isolation": res.Isolation}
 	b, _ := json.Marshal(v)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -130,7 +131,7 @@ func TestBindingsReachTheEngine(t *testing.T) {
 	f := newUpstreamFixture(t)
 	var got engine.Execution
 	var reply outputs.Reply
-	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		got = ex
 		reply = ex.Tools.CallTool(ctx, "up__secret", json.RawMessage(`{}`))
 		return ok(`null`)(ctx, ex)
@@ -221,7 +222,7 @@ func TestAFailedUpstreamIsToldToTheModel(t *testing.T) {
 		t.Errorf("run_code text %q does not say %q", textOf(res), reason)
 	}
 	var r struct {
-		Problems []engine.UpstreamProblem `json:"upstream_problems"`
+		Problems []execution.UpstreamProblem `json:"upstream_problems"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &r)

@@ -121,7 +121,7 @@ func TestSandboxServiceServesAndDrains(t *testing.T) {
 	}
 
 	marker := fmt.Sprintf("63.%d", time.Now().UnixNano()%100000)
-	running := make(chan *engine.Result, 1)
+	running := make(chan *engine.Outcome, 1)
 	go func() {
 		running <- client.Run(context.Background(), engine.Execution{Program: fmt.Sprintf(
 			"import subprocess, time\nsubprocess.Popen(['sleep', '%s'])\ntime.sleep(60)", marker)})

@@ -111,9 +111,9 @@ func resultFrame(t *testing.T, r *http.Request, id string, level engine.Level, s
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		t.Errorf("start request: %v", err)
 	}
-	res := engine.Result{Value: json.RawMessage("42"), Stdout: stdout, StdoutSize: int64(len(stdout)), Terms: req.Terms,
+	res := engine.Outcome{Value: json.RawMessage("42"), Stdout: stdout, StdoutSize: int64(len(stdout)), Terms: req.Terms,
 		Isolation: level, Guarantees: engine.Guarantees{}, Attachments: []engine.Attachment{{Name: "stdout", ContentType: "text/plain", Size: int64(len(stdout)), Location: "inline"}},
-		Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}, Unavailable: []string{}}
+		Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
 	b, _ := json.Marshal(remote.ResultFrame{Type: remote.FrameResult, Execution: id, Result: res})
 	return append(b, '\n')
 }
@@ -132,7 +132,7 @@ type hostileCase struct {
 	honest bool
 	// cancelAfter, when set, is when the caller cancels.
 	cancelAfter time.Duration
-	check       func(t *testing.T, res *engine.Result, f *fake)
+	check       func(t *testing.T, res *engine.Outcome, f *fake)
 }
 
 func hostileCases(otherHost *fake, otherURL string) []hostileCase {
@@ -185,7 +185,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			if res.LimitHit == nil || *res.LimitHit != engine.LimitWall {
 				t.Errorf("limit_hit %v, want wall_seconds", res.LimitHit)
 			}
@@ -201,7 +201,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 					time.Sleep(100 * time.Millisecond)
 				}
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			if !res.Cancelled {
 				t.Errorf("cancelled is false")
 			}
@@ -228,7 +228,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 				send := stream(w)
 				send(cat(string(accepted), string(res)))
 			}
-		}, check: func(t *testing.T, res *engine.Result, _ *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, _ *fake) {
 			if string(res.Value) != "null" {
 				t.Errorf("value %s handed on", res.Value)
 			}
@@ -244,7 +244,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, otherURL+remote.PathExecutions, http.StatusTemporaryRedirect)
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			otherHost.mu.Lock()
 			defer otherHost.mu.Unlock()
 			if len(otherHost.seen) != 0 {
@@ -257,7 +257,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 				send := stream(w)
 				send(cat(string(accepted), data("stdout", "read /etc/shadow\n"), string(res)))
 			}
-		}, check: func(t *testing.T, res *engine.Result, _ *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, _ *fake) {
 			if string(res.Value) != "null" || res.Stdout != "" || len(res.StdoutData) != 0 {
 				t.Errorf("the output of a program run below its isolation was handed on: value %s stdout %q", res.Value, res.Stdout)
 			}
@@ -275,7 +275,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			if n := f.count("POST " + remote.PathExecutions); n != 1 {
 				t.Errorf("the execution was sent %d times, want exactly once", n)
 			}

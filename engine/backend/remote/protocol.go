@@ -110,9 +110,9 @@ type Read struct {
 // ResultFrame ends a stream that was accepted: the execution's Result, whose captured bytes
 // (stdout, stderr, artifacts) came before it in data frames.
 type ResultFrame struct {
-	Type      string        `json:"type"`
-	Execution string        `json:"execution"`
-	Result    engine.Result `json:"result"`
+	Type      string         `json:"type"`
+	Execution string         `json:"execution"`
+	Result    engine.Outcome `json:"result"`
 }
 
 // Reply is the body of POST /v1/executions/{id}/results: the answer to one call or read.

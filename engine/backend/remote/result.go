@@ -24,17 +24,12 @@ var limitNames = map[engine.LimitName]bool{engine.LimitCPU: true, engine.LimitWa
 // (a weaker isolation than required, wider terms, output it did not send) is withheld whole:
 // provider_error, because a program that ran where it should not have cannot be un-run, but
 // its output need not be handed on.
-func (x *execution) finish(r *engine.Result) *engine.Result {
+func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 	if msg := x.check(r); msg != "" {
 		return x.providerError(true, "the sandbox service's result was withheld: "+msg)
 	}
 	res := *r
 	st := x.st
-	// What only the caller knows: its budget, its context economy and its catalogue.
-	res.Budget = engine.BudgetReport{}
-	res.Approvals = engine.ApprovalCounts{}
-	res.Context = engine.ContextReport{}
-	res.Unavailable, res.UpstreamProblems = []string{}, nil
 	if len(res.Value) == 0 {
 		res.Value = json.RawMessage("null")
 	}
@@ -83,7 +78,7 @@ func (x *execution) finish(r *engine.Result) *engine.Result {
 }
 
 // scrubResult removes the credential from every text of res the service wrote.
-func (x *execution) scrubResult(res *engine.Result) {
+func (x *execution) scrubResult(res *engine.Outcome) {
 	if x.secret == "" {
 		return
 	}
@@ -114,7 +109,7 @@ func (x *execution) scrubResult(res *engine.Result) {
 }
 
 // check returns why r cannot be handed on, or "".
-func (x *execution) check(r *engine.Result) string {
+func (x *execution) check(r *engine.Outcome) string {
 	t, st := x.t, x.st
 	if r.Failure != nil && !resultKinds[r.Failure.Kind] {
 		return fmt.Sprintf("it names an unknown failure kind %q", truncate(string(r.Failure.Kind)))

@@ -480,7 +480,7 @@ func (fw *frameWriter) send() error {
 }
 
 // result writes the captured bytes as data frames, then the result frame.
-func (fw *frameWriter) result(id string, res *engine.Result) error {
+func (fw *frameWriter) result(id string, res *engine.Outcome) error {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	if err := fw.data("stdout", res.StdoutData, false); err != nil {

@@ -24,11 +24,11 @@ import (
 // the service's side of the protocol exactly. The contract suite runs the real one.
 type scripted struct {
 	level engine.Level
-	run   func(ctx context.Context, ex engine.Execution) *engine.Result
+	run   func(ctx context.Context, ex engine.Execution) *engine.Outcome
 	runs  atomic.Int32
 }
 
-func (s *scripted) Run(ctx context.Context, ex engine.Execution) *engine.Result {
+func (s *scripted) Run(ctx context.Context, ex engine.Execution) *engine.Outcome {
 	s.runs.Add(1)
 	res := engine.Refuse(s.Terms(ex.Terms), "", "")
 	res.Failure, res.Isolation = nil, s.level
@@ -110,7 +110,7 @@ func post(t *testing.T, url, token, body string) *http.Response {
 // principal that started it.
 func TestServiceAuthenticates(t *testing.T) {
 	release := make(chan struct{})
-	sb := &scripted{level: engine.LevelIsolated, run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := &scripted{level: engine.LevelIsolated, run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		<-release
 		return nil
 	}}
@@ -147,7 +147,7 @@ func TestServiceAuthenticates(t *testing.T) {
 	}
 
 	// Alice's execution is not Bob's to answer or cancel.
-	done := make(chan *engine.Result, 1)
+	done := make(chan *engine.Outcome, 1)
 	go func() {
 		done <- as(t, url, "alice-token").Run(context.Background(), engine.Execution{Program: "x",
 			Progress: func(float64) {}})
@@ -226,7 +226,7 @@ func TestServiceRefusesBeforeRunning(t *testing.T) {
 // Binding calls travel back to the caller's ToolCaller, overlapping, and come back in any
 // order; a read of a handle goes the same way.
 func TestServiceForwardsCalls(t *testing.T) {
-	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		var wg sync.WaitGroup
 		got := make([]string, 8)
 		for i := range got {
@@ -309,7 +309,7 @@ func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit in
 // which their callers see as provider_error.
 func TestServiceBusyAndDrain(t *testing.T) {
 	release := make(chan struct{})
-	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -320,7 +320,7 @@ func TestServiceBusyAndDrain(t *testing.T) {
 		return nil
 	}}
 	svc, url, ids := scriptedService(t, sb, remote.ServiceOptions{MaxExecutions: 1})
-	first := make(chan *engine.Result, 1)
+	first := make(chan *engine.Outcome, 1)
 	go func() { first <- as(t, url, "alice-token").Run(context.Background(), engine.Execution{Program: "p"}) }()
 	<-ids
 	if res := as(t, url, "bob-token").Run(context.Background(), engine.Execution{Program: "p"}); res.Failure == nil ||
