@@ -17,7 +17,7 @@
 // engine.ToolCaller.CallTool, which is *Execution (mcpserver hands it to the engine in the
 // engine.Execution, with the program's names and aliases, which Execution computes once from
 // its upstream.Turn). CallTool then takes these hops, each of which may end the call with a
-// Reply whose Kind is one of failure.CallKinds:
+// wire.Answer whose Kind is one of failure.CallKinds:
 //
 //  1. Built-ins: list_tools and get_tool_info are answered from the Turn, and count like any
 //     call: a request they refuse (invalid arguments, an unknown or denied tool) is refused
@@ -59,17 +59,17 @@
 //     as one summary when the execution ends); otherwise tool_call_started is written and the call is spent,
 //     whatever follows. A ledger failure is upstream_error: the call was not made.
 //  8. The upstream call (Turn.Invoke): tool_error (the upstream said isError), upstream_error,
-//     timeout, cancelled; an upstream.Answer with the value and the bytes produced.
+//     timeout, cancelled; a wire.Answer with the value, and the bytes produced (upstream.Spent).
 //  9. Delivery: a value within the transfer allowance (budget.Ticket.Reserve) crosses whole.
 //     Over it, the value is kept in the blob store (a string as its text, anything else as
 //     indented JSON, so line windows can be narrower than the value), charged as preserved
 //     bytes and the handle's own bytes as transfer, recorded as this execution's, and the
-//     program gets an outputs.HandleRef; without a store, or when it fails, the tenant's
+//     program gets an wire.Handle; without a store, or when it fails, the tenant's
 //     stored-bytes quota has no room (the message says so) or the budget has no room left,
 //     binding_result_not_paged.
 //  10. tool_call_finished (succeeded, failed, or aborted when cancelled; bytes produced,
 //     transferred, preserved; the handle as attachment) is written on its own goroutine while
-//     the Reply travels to the program. Execution.Wait waits for these before the execution's
+//     the answer travels to the program. Execution.Wait waits for these before the execution's
 //     meters are read and its end recorded.
 //  11. Handle reads: the child's `read {handle, offset, limit, pattern}` frames, and
 //     read_tool_output called inside the program, reach Execution.ReadHandle: only this
@@ -80,14 +80,14 @@
 //
 // Traced and counted (observe.go): CallTool wraps the walk in a span (under the run_code's;
 // the upstream call's span is upstream's, under it) and, when it ends, reports the call
-// (telemetry.Reporter: upstream and outcome, duration), and reads off the Reply what else the
+// (telemetry.Reporter: upstream and outcome, duration), and reads off the answer what else the
 // operator counts: a budget refusal and its meter (budget.RefusedMeter), a result kept under a
 // handle. The walk itself holds no hook; the approval step reports each decision it makes, for
 // a program's call or a direct one, through Approvals.Report.
 //
 // Nothing is translated on the way: upstream, budget and this package fail a call with
-// failure.Kind values of failure.CallKinds, and the Reply (package outputs, the leaf both the
-// engine and this package import) carries the kind to the engine, which writes it in the
+// failure.Kind values of failure.CallKinds, and the wire.Answer (package engine/wire, the leaf
+// upstream, this package and the engine import) carries the kind to the engine, which writes it in the
 // `result` frame. Without a meter (no ledger) hops 7 and 10 are skipped and values cross
 // whole. Every value handed to the program (a handle as the JSON that crosses for it) is
 // counted in ReceivedBytes, the binding_bytes of run_code's context report.
@@ -104,9 +104,10 @@
 //
 // # Imports and concurrency
 //
-// It imports upstream, budget, outputs, failure and telemetry (DESIGN.md §2); never engine or mcpserver,
+// It imports upstream, budget, outputs, engine/wire (a call's answer), failure and telemetry
+// (DESIGN.md §2); never engine or mcpserver,
 // and the engine never imports it: the engine's ToolCaller is satisfied because both speak
-// outputs.Reply. An Execution is safe for concurrent use (calls overlap, approvals too: each
+// wire.Answer. An Execution is safe for concurrent use (calls overlap, approvals too: each
 // waits on its own question); mu guards only its handle set, and the tally's own mutex only
 // its counts; neither is held across a call or a question. Each finish goroutine is owned by its Execution
 // and waited for by Wait.

@@ -6,7 +6,7 @@
 // It imports failure, outputs, engine/wire and engine/bootstrap (leaves only). It never imports
 // the go-sdk, upstream, binding, mcpserver or a backend: a program's tool calls reach the host
 // through ToolCaller, an interface defined here and satisfied by package binding without
-// importing engine (both speak outputs.Reply), so there is no path from a program to a tool
+// importing engine (both speak wire.Answer), so there is no path from a program to a tool
 // registry that does not go through the host. The program's tool names and their aliases come
 // in the Execution, computed by the host once; the engine passes them on.
 //

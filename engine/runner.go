@@ -745,21 +745,21 @@ func (s *session) accept(h *wire.Hello) *Failure {
 }
 
 func (s *session) call(ctx context.Context, c *wire.Call) {
-	s.dispatch(ctx, c.ID, func(ctx context.Context) outputs.Reply {
+	s.dispatch(ctx, c.ID, func(ctx context.Context) wire.Answer {
 		// The ToolCaller is the authority on names: it answers a name outside ToolNames with
 		// the precise kind (denied, excluded_builtin, unavailable), which a blanket refusal
 		// here would hide.
 		if s.ex.Tools == nil {
-			return outputs.Reply{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
+			return wire.Answer{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
 		}
 		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
 	})
 }
 
 func (s *session) read(ctx context.Context, rd *wire.Read) {
-	s.dispatch(ctx, rd.ID, func(ctx context.Context) outputs.Reply {
+	s.dispatch(ctx, rd.ID, func(ctx context.Context) wire.Answer {
 		if s.ex.Tools == nil {
-			return outputs.Reply{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
+			return wire.Answer{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
 		}
 		return s.ex.Tools.ReadHandle(ctx, rd.Handle, rd.Offset, rd.Limit, rd.Pattern)
 	})
@@ -777,7 +777,7 @@ func (s *session) read(ctx context.Context, rd *wire.Read) {
 // reuse one goroutine, whose stack has grown to what a call needs (the ledger's SQLite is
 // deep), instead of starting and growing a fresh one per call. There are never more workers
 // than slots.
-func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) outputs.Reply) {
+func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) wire.Answer) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -815,22 +815,9 @@ func (s *session) dispatch(ctx context.Context, id int64, do func(context.Contex
 }
 
 // answer runs one call and writes its result frame, then gives its slot back.
-func (s *session) answer(ctx context.Context, id int64, do func(context.Context) outputs.Reply) {
+func (s *session) answer(ctx context.Context, id int64, do func(context.Context) wire.Answer) {
 	defer func() { <-s.sem }()
-	rep := do(ctx)
-	out := &wire.Result{ID: id, OK: rep.Kind == ""}
-	if out.OK {
-		if rep.Handle != nil {
-			out.Handle = &wire.Handle{ID: string(rep.Handle.ID), Size: rep.Handle.Size, Lines: rep.Handle.Lines}
-		} else {
-			out.Value = rep.Value
-			if out.Value == nil {
-				out.Value = []byte("null")
-			}
-		}
-	} else {
-		out.Kind, out.Message = string(rep.Kind), rep.Message
-	}
+	out := wire.ResultOf(id, do(ctx))
 	if ctx.Err() == nil {
 		_ = s.w.WriteFrame(out)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -130,7 +130,7 @@ func TestExposedUpstreamTools(t *testing.T) {
 func TestBindingsReachTheEngine(t *testing.T) {
 	f := newUpstreamFixture(t)
 	var got engine.Execution
-	var reply outputs.Reply
+	var reply wire.Answer
 	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		got = ex
 		reply = ex.Tools.CallTool(ctx, "up__secret", json.RawMessage(`{}`))

@@ -4,15 +4,15 @@
 // engine.Runner. Execution capacity can so live on other machines than the MCP server, and
 // scale as a pool of services.
 //
-// # Protocol, version 1
+// # Protocol, version 2
 //
 // Four routes under the service's base URL, each authenticated with
 // "Authorization: Bearer <token>" when the service has tokens:
 //
-//	GET  /v1/describe                  200 application/json DescribeAnswer
-//	POST /v1/executions                StartRequest → 200 application/x-ndjson frame stream
-//	POST /v1/executions/{id}/results   Reply → 204
-//	POST /v1/executions/{id}/cancel    {} → 204, once the program's tree is gone (bounded)
+//	GET  /v2/describe                  200 application/json DescribeAnswer
+//	POST /v2/executions                StartRequest → 200 application/x-ndjson frame stream
+//	POST /v2/executions/{id}/results   wire.Result → 204
+//	POST /v2/executions/{id}/cancel    {} → 204, once the program's tree is gone (bounded)
 //
 // and, unauthenticated, GET /healthz (200 while the process lives) and GET /readyz (200 while
 // the local sandbox is ready and the service is not draining). Every other answer is an
@@ -20,8 +20,8 @@
 // execution (or another token's), 409 no call with that id is waiting, 413 too large,
 // 503 busy or draining.
 //
-// The version is the /v1 of the path and the "protocol" field of a DescribeAnswer and a
-// StartRequest. Anything that changes a route, a frame or the Result's JSON shape is a new
+// The version is the /v2 of the path and the "protocol" field of a DescribeAnswer and a
+// StartRequest. Anything that changes a route, a frame or the Outcome's JSON shape is a new
 // version: frames and bodies are decoded strictly (exact-case keys, an unknown or repeated
 // key is an error), so a client and a service must agree on the shape.
 //
@@ -34,18 +34,21 @@
 //	                                                or backend_unavailable for terms it cannot meet.
 //	{"type":"accepted","execution":ID}              ID names the execution in its two routes.
 //	{"type":"progress","elapsed_seconds":S}         the heartbeat, about once a second.
-//	{"type":"call","id":N,"tool":T,"args":{…}}      the program calls T: run it, post a Reply.
+//	{"type":"call","id":N,"tool":T,"args":{…}}      the program calls T: run it, post a result.
 //	{"type":"read","id":N,"handle":H,"offset":O,"limit":L,"pattern":P}
 //	                                                the program reads a window of its handle H.
 //	{"type":"data","stream":S,"data":B64}           captured bytes, after the program ended: S is
 //	                                                stdout, stderr or artifact:I (the I-th listed
 //	                                                artifact, at least one frame each). Written in
 //	                                                exactly this form, so it decodes in place.
-//	{"type":"result","execution":ID,"result":R}     R is the Result JSON (DESIGN.md §3.4); the
-//	                                                stream ends.
+//	{"type":"result","execution":ID,"outcome":O}    O is the engine.Outcome JSON: the result
+//	                                                document (DESIGN.md §3.4) less what the
+//	                                                caller adds; the stream ends.
 //
-// Call and read ids increase strictly within a stream; calls overlap, and a Reply
-// ({"id","ok","value"|"handle"|"kind"+"message"}) may come in any order. Binding calls travel
+// The call and read frames, and the result posted for each, are package wire's, as between
+// the host and a child: one frame set on both boundaries. Call and read ids increase
+// strictly within a stream; calls overlap, and a result
+// ({"type":"result","id","ok","value"|"handle"|"kind"+"message"}) may come in any order. Binding calls travel
 // back to the caller, which runs them through its own policy, budgets and ledger (its
 // engine.ToolCaller): a service holds no upstream credential and reaches no tool.
 //
@@ -106,9 +109,9 @@
 // # A pool of services
 //
 // An execution's results and cancel must reach the service that holds its stream: behind a
-// load balancer, route /v1/executions/{id}/… by the id (or address each service directly).
+// load balancer, route /v2/executions/{id}/… by the id (or address each service directly).
 //
-// It imports engine, engine/wire (its strict decoder), failure, outputs (a binding call's Reply) and the standard library. A
+// It imports engine, engine/wire (its frames and strict decoder), failure and the standard library. A
 // Sandbox and a Service are safe for concurrent use; each Run owns its goroutines (the
 // stream reader, its calls, its cancel) and waits for them before it returns, and a Service's
 // start handler owns its heartbeat and returns only once the program's Run has.

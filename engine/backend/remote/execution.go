@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -168,7 +169,7 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 				if x.ex.Progress != nil {
 					x.ex.Progress(time.Since(x.start).Seconds())
 				}
-			case *Call, *Read:
+			case *wire.Call, *wire.Read:
 				x.dispatch(callCtx, f)
 			case dataStarted:
 				// The program has ended: what is left is delivering its output.
@@ -176,7 +177,7 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 				deadline.Reset(s.opts.TransferTimeout)
 			case *ResultFrame:
 				<-readerDone
-				return x.finish(&f.Result)
+				return x.finish(&f.Outcome)
 			}
 		case <-idle.C:
 			return x.providerError(x.id != "", fmt.Sprintf("the sandbox service sent nothing for %s", s.opts.IdleTimeout))
@@ -260,7 +261,7 @@ func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone
 		case ev := <-frames:
 			if f, ok := ev.f.(*ResultFrame); ok {
 				<-readerDone
-				return x.ended(kind, &f.Result)
+				return x.ended(kind, &f.Outcome)
 			}
 			if ev.err != nil || ev.f == nil {
 				return x.ended(kind, nil)

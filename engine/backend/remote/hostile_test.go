@@ -37,7 +37,7 @@ const (
 // fake is a scripted sandbox service.
 type fake struct {
 	describe func(w http.ResponseWriter, r *http.Request) // nil: an honest, ready, isolated one
-	execute  func(w http.ResponseWriter, r *http.Request) // POST /v1/executions
+	execute  func(w http.ResponseWriter, r *http.Request) // POST /v2/executions
 	// seen counts requests by "METHOD path".
 	mu   sync.Mutex
 	seen map[string]int
@@ -114,7 +114,7 @@ func resultFrame(t *testing.T, r *http.Request, id string, level engine.Level, s
 	res := engine.Outcome{Value: json.RawMessage("42"), Stdout: stdout, StdoutSize: int64(len(stdout)), Terms: req.Terms,
 		Isolation: level, Guarantees: engine.Guarantees{}, Attachments: []engine.Attachment{{Name: "stdout", ContentType: "text/plain", Size: int64(len(stdout)), Location: "inline"}},
 		Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
-	b, _ := json.Marshal(remote.ResultFrame{Type: remote.FrameResult, Execution: id, Result: res})
+	b, _ := json.Marshal(remote.ResultFrame{Type: remote.FrameResult, Execution: id, Outcome: res})
 	return append(b, '\n')
 }
 
@@ -189,7 +189,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 			if res.LimitHit == nil || *res.LimitHit != engine.LimitWall {
 				t.Errorf("limit_hit %v, want wall_seconds", res.LimitHit)
 			}
-			if n := f.count("POST /v1/executions/x1/cancel"); n != 1 {
+			if n := f.count("POST /v2/executions/x1/cancel"); n != 1 {
 				t.Errorf("%d cancels posted, want 1", n)
 			}
 		}},
@@ -205,7 +205,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 			if !res.Cancelled {
 				t.Errorf("cancelled is false")
 			}
-			if n := f.count("POST /v1/executions/x1/cancel"); n != 1 {
+			if n := f.count("POST /v2/executions/x1/cancel"); n != 1 {
 				t.Errorf("%d cancels posted, want 1", n)
 			}
 		}},

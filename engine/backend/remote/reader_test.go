@@ -56,7 +56,7 @@ func TestFrameReaderBounds(t *testing.T) {
 
 func TestStreamGrammar(t *testing.T) {
 	const acc = `{"type":"accepted","execution":"x1"}`
-	result := `{"type":"result","execution":"x1","result":{"value":1}}`
+	result := `{"type":"result","execution":"x1","outcome":{"value":1}}`
 	for _, c := range []struct {
 		name   string
 		frames []string

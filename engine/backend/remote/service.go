@@ -261,7 +261,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x := &serviceExecution{id: newExecutionID(), principal: who, cancel: cancel, done: make(chan struct{}),
-		w: fw, pending: map[int64]chan Reply{}}
+		w: fw, pending: map[int64]chan *wire.Result{}}
 	s.mu.Lock()
 	s.execs[x.id] = x
 	s.mu.Unlock()
@@ -359,11 +359,11 @@ func (s *Service) results(w http.ResponseWriter, r *http.Request) {
 	if x == nil {
 		return
 	}
-	var rep Reply
-	if !s.readBody(w, r, &rep) {
+	rep := &wire.Result{}
+	if !s.readBody(w, r, rep) {
 		return
 	}
-	if err := rep.check(); err != nil {
+	if err := checkReply(rep); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "the reply is malformed: "+err.Error())
 		return
 	}
@@ -408,11 +408,11 @@ type serviceExecution struct {
 	w             *frameWriter
 
 	mu      sync.Mutex // guards pending
-	pending map[int64]chan Reply
+	pending map[int64]chan *wire.Result
 }
 
 // deliver hands rep to the call waiting for it, and reports whether one was.
-func (x *serviceExecution) deliver(rep Reply) bool {
+func (x *serviceExecution) deliver(rep *wire.Result) bool {
 	x.mu.Lock()
 	ch, ok := x.pending[rep.ID]
 	delete(x.pending, rep.ID)
@@ -500,7 +500,7 @@ func (fw *frameWriter) result(id string, res *engine.Outcome) error {
 	if len(res.Artifacts) > maxArtifacts {
 		res.Artifacts = res.Artifacts[:maxArtifacts]
 	}
-	return fw.encode(&ResultFrame{Type: FrameResult, Execution: id, Result: *res})
+	return fw.encode(&ResultFrame{Type: FrameResult, Execution: id, Outcome: *res})
 }
 
 // data writes b in chunks; always at least one frame when always is set, so that an empty

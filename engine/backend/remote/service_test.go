@@ -16,8 +16,8 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // scripted is a LocalSandbox whose executions run a Go function instead of a child: it tests
@@ -154,7 +154,7 @@ func TestServiceAuthenticates(t *testing.T) {
 	}()
 	id := <-ids
 	for _, route := range []string{"/results", "/cancel"} {
-		resp := post(t, url+remote.PathExecutions+"/"+id+route, "bob-token", `{"id":1,"ok":true,"value":1}`)
+		resp := post(t, url+remote.PathExecutions+"/"+id+route, "bob-token", `{"type":"result","id":1,"ok":true,"value":1}`)
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("bob's %s on alice's execution: %s, want 404", route, resp.Status)
 		}
@@ -205,7 +205,7 @@ func TestServiceRefusesBeforeRunning(t *testing.T) {
 		{`{"network":"wide-open"}`, failure.BackendUnavailable},
 		{`{"memory_bytes":1024}`, failure.BackendUnavailable},
 	} {
-		resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":1,"program":"6*7","terms":`+c.terms+`,"tools":[],"calls":false}`)
+		resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":2,"program":"6*7","terms":`+c.terms+`,"tools":[],"calls":false}`)
 		var f remote.ErrorFrame
 		if err := json.NewDecoder(resp.Body).Decode(&f); err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %s %v", c.terms, resp.Status, err)
@@ -217,9 +217,9 @@ func TestServiceRefusesBeforeRunning(t *testing.T) {
 	if n := sb.runs.Load(); n != 0 {
 		t.Errorf("%d executions ran", n)
 	}
-	resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":2,"program":"","terms":{},"tools":[],"calls":false}`)
+	resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":3,"program":"","terms":{},"tools":[],"calls":false}`)
 	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("protocol 2: %s, want 400", resp.Status)
+		t.Errorf("protocol 3: %s, want 400", resp.Status)
 	}
 }
 
@@ -293,15 +293,15 @@ func TestServiceForwardsCalls(t *testing.T) {
 // recorder is a caller's ToolCaller: it answers each call with its arguments.
 type recorder struct{ calls, reads atomic.Int32 }
 
-func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) outputs.Reply {
+func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) wire.Answer {
 	r.calls.Add(1)
 	time.Sleep(time.Duration(r.calls.Load()%3) * time.Millisecond)
-	return outputs.Reply{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
+	return wire.Answer{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
 }
 
-func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) outputs.Reply {
+func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) wire.Answer {
 	r.reads.Add(1)
-	return outputs.Reply{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
+	return wire.Answer{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
 }
 
 // Past MaxExecutions a start is answered 503; draining refuses new executions, turns
