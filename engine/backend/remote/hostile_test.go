@@ -286,6 +286,18 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 				stream(w)(cat(string(accepted), res))
 			}
 		}},
+		{name: "a result naming an unknown failure kind", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
+			f.execute = func(w http.ResponseWriter, r *http.Request) {
+				res := strings.Replace(string(resultFrame(t, r, "x1", engine.LevelIsolated, "")), `"failure":null`, `"failure":{"kind":"all_fine","message":"m","executed":true}`, 1)
+				stream(w)(cat(string(accepted), res))
+			}
+		}},
+		{name: "a result naming an unknown limit", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
+			f.execute = func(w http.ResponseWriter, r *http.Request) {
+				res := strings.Replace(string(resultFrame(t, r, "x1", engine.LevelIsolated, "")), `"limit_hit":null`, `"limit_hit":"patience"`, 1)
+				stream(w)(cat(string(accepted), res))
+			}
+		}},
 		{name: "an echoed credential is scrubbed", want: failure.ProviderError, fake: func(t *testing.T, f *fake) {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")

@@ -3,21 +3,11 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
-
-// resultKinds are the failure kinds an execution's result may carry.
-var resultKinds = map[failure.Kind]bool{
-	failure.ProgramError: true, failure.LimitExceeded: true, failure.Timeout: true, failure.Cancelled: true,
-	failure.ValueNotSerializable: true, failure.IsolationUnavailable: true, failure.NetworkUnavailable: true,
-	failure.BackendUnavailable: true, failure.ProviderError: true, failure.ProtocolViolation: true,
-	failure.OutputNotPreserved: true, failure.Internal: true,
-}
-
-var limitNames = map[engine.LimitName]bool{engine.LimitCPU: true, engine.LimitWall: true, engine.LimitMemory: true,
-	engine.LimitFileSize: true, engine.LimitProcessCount: true}
 
 // finish checks the service's result against what was asked and what the stream delivered,
 // and assembles the Result the caller gets. A result that claims more than the service may
@@ -111,10 +101,10 @@ func (x *execution) scrubResult(res *engine.Outcome) {
 // check returns why r cannot be handed on, or "".
 func (x *execution) check(r *engine.Outcome) string {
 	t, st := x.t, x.st
-	if r.Failure != nil && !resultKinds[r.Failure.Kind] {
+	if r.Failure != nil && !slices.Contains(failure.ResultKinds(), r.Failure.Kind) {
 		return fmt.Sprintf("it names an unknown failure kind %q", truncate(string(r.Failure.Kind)))
 	}
-	if r.LimitHit != nil && !limitNames[*r.LimitHit] {
+	if r.LimitHit != nil && !r.LimitHit.Known() {
 		return fmt.Sprintf("it names an unknown limit %q", truncate(string(*r.LimitHit)))
 	}
 	if len(r.Value) > 0 && !json.Valid(r.Value) {
