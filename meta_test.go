@@ -17,6 +17,9 @@
 //   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
 //   - TestMetaRulesCatchViolations: the import rules, the raw-skip check and the contract
 //     check are fed violations and must find them (and nothing in clean input).
+//   - vocabulary_test.go: the engine depends on and names none of the host's concerns
+//     (TestEngineKnowsNoHost), and each frame, a call's answer and a handle have one
+//     definition, in engine/wire (TestOneDefinitionOfEachFrame).
 package mcpsandbox_test
 
 import (
