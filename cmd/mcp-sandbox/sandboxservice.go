@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 )
 
 func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) (int, error) {
@@ -75,7 +75,7 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 	} else {
 		slog.Warn("profile not ready: executions will be refused and /readyz answers 503", "profile", name, "backend", d.Backend, "problems", d.Problems)
 	}
-	svc := remote.NewService(&remote.ServiceOptions{
+	svc := service.New(&service.Options{
 		Sandbox:       sb,
 		AllowNetwork:  p.AllowNetwork,
 		Authenticate:  tokenTable(sc.Tokens),

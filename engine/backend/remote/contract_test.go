@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -67,7 +68,7 @@ func namespacesService(t *testing.T, ceiling engine.Limits) (url string, runner 
 	b, err := namespaces.New(context.Background(), &namespaces.Options{})
 	runner = sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
 		Artifacts: engine.ArtifactPolicy{Collect: true}})
-	svc := remote.NewService(&remote.ServiceOptions{Sandbox: runner, Authenticate: func(tok string) (string, bool) {
+	svc := service.New(&service.Options{Sandbox: runner, Authenticate: func(tok string) (string, bool) {
 		return "caller", tok == testToken
 	}})
 	t.Cleanup(func() {

@@ -1,8 +1,8 @@
-// Package remote is the remote sandbox: a small HTTP protocol, the client that makes a
-// sandbox service look like any other engine.Sandbox (the `remote` backend), and the Service
+// Package remote is the remote sandbox: a small HTTP protocol and the client that makes a
+// sandbox service look like any other engine.Sandbox (the `remote` backend). The service
 // that `mcp-sandbox sandbox-service` serves, which runs each execution on its own local
-// engine.Runner. Execution capacity can so live on other machines than the MCP server, and
-// scale as a pool of services.
+// engine.Runner, is package remote/service. Execution capacity can so live on other machines
+// than the MCP server, and scale as a pool of services.
 //
 // # Protocol, version 2
 //
@@ -111,8 +111,7 @@
 // An execution's results and cancel must reach the service that holds its stream: behind a
 // load balancer, route /v2/executions/{id}/… by the id (or address each service directly).
 //
-// It imports engine, engine/wire (its frames and strict decoder), failure and the standard library. A
-// Sandbox and a Service are safe for concurrent use; each Run owns its goroutines (the
-// stream reader, its calls, its cancel) and waits for them before it returns, and a Service's
-// start handler owns its heartbeat and returns only once the program's Run has.
+// It imports engine, engine/wire (its frames and strict decoder), failure and the standard
+// library. A Sandbox is safe for concurrent use; each Run owns its goroutines (the stream
+// reader, its calls, its cancel) and waits for them before it returns.
 package remote

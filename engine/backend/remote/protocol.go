@@ -113,14 +113,14 @@ const (
 	dataPrefix = `{"type":"data","stream":"`
 	dataMiddle = `","data":"`
 	dataSuffix = `"}`
-	// dataChunk is how many bytes one data frame carries at most.
-	dataChunk = 192 << 10
-	// maxArtifacts bounds the artifact index a data frame may name.
-	maxArtifacts = 4096
+	// DataChunk is how many bytes one data frame carries at most.
+	DataChunk = 192 << 10
+	// MaxArtifacts bounds the artifact index a data frame may name.
+	MaxArtifacts = 4096
 )
 
-// appendData appends the data frame carrying b for stream, with its newline, to dst.
-func appendData(dst []byte, stream string, b []byte) []byte {
+// AppendData appends the data frame carrying b for stream, with its newline, to dst.
+func AppendData(dst []byte, stream string, b []byte) []byte {
 	dst = append(dst, dataPrefix...)
 	dst = append(dst, stream...)
 	dst = append(dst, dataMiddle...)
@@ -159,7 +159,7 @@ func streamName(s string) (kind string, index int, err error) {
 	}
 	if digits, ok := cutPrefix(s, "artifact:"); ok {
 		n, err := strconv.Atoi(digits)
-		if err == nil && n >= 0 && n < maxArtifacts && strconv.Itoa(n) == digits {
+		if err == nil && n >= 0 && n < MaxArtifacts && strconv.Itoa(n) == digits {
 			return "artifact", n, nil
 		}
 	}

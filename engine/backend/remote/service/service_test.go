@@ -1,6 +1,6 @@
 //go:build linux
 
-package remote_test
+package service_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -71,15 +73,17 @@ func authenticate(tok string) (string, bool) {
 
 // scriptedService serves sb on loopback; the ids of accepted executions arrive on the
 // channel it returns.
-func scriptedService(t *testing.T, sb *scripted, opts remote.ServiceOptions) (*remote.Service, string, <-chan string) {
+func scriptedService(t *testing.T, sb *scripted, opts service.Options) (*service.Service, string, <-chan string) {
 	t.Helper()
 	opts.Sandbox = sb
 	if opts.Authenticate == nil {
 		opts.Authenticate = authenticate
 	}
-	svc := remote.NewService(&opts)
+	svc := service.New(&opts)
 	ids := make(chan string, 16)
-	return svc, serveOn(t, tap(svc, ids)), ids
+	srv := httptest.NewServer(tap(svc, ids))
+	t.Cleanup(srv.Close)
+	return svc, srv.URL, ids
 }
 
 func as(t testing.TB, url, token string) *remote.Sandbox {
@@ -114,7 +118,7 @@ func TestServiceAuthenticates(t *testing.T) {
 		<-release
 		return nil
 	}}
-	_, url, ids := scriptedService(t, sb, remote.ServiceOptions{})
+	_, url, ids := scriptedService(t, sb, service.Options{})
 	for _, route := range []string{remote.PathDescribe, remote.PathExecutions, remote.PathExecutions + "/x1/results", remote.PathExecutions + "/x1/cancel"} {
 		method := http.MethodPost
 		if route == remote.PathDescribe {
@@ -195,7 +199,7 @@ func (w *tapWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // A service asked for terms it cannot meet answers an error frame and runs nothing.
 func TestServiceRefusesBeforeRunning(t *testing.T) {
 	sb := &scripted{level: engine.LevelProcess}
-	_, url, _ := scriptedService(t, sb, remote.ServiceOptions{})
+	_, url, _ := scriptedService(t, sb, service.Options{})
 	for _, c := range []struct {
 		terms string
 		kind  failure.Kind
@@ -245,7 +249,7 @@ func TestServiceForwardsCalls(t *testing.T) {
 		res.Value = v
 		return res
 	}}
-	_, url, _ := scriptedService(t, sb, remote.ServiceOptions{})
+	_, url, _ := scriptedService(t, sb, service.Options{})
 	tools := &recorder{}
 	var resolved atomic.Int32
 	client, err := remote.New(&remote.Options{URL: url, Bearer: func(context.Context) (string, error) {
@@ -319,7 +323,7 @@ func TestServiceBusyAndDrain(t *testing.T) {
 		}
 		return nil
 	}}
-	svc, url, ids := scriptedService(t, sb, remote.ServiceOptions{MaxExecutions: 1})
+	svc, url, ids := scriptedService(t, sb, service.Options{MaxExecutions: 1})
 	first := make(chan *engine.Outcome, 1)
 	go func() { first <- as(t, url, "alice-token").Run(context.Background(), engine.Execution{Program: "p"}) }()
 	<-ids
