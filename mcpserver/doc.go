@@ -10,7 +10,7 @@
 //
 // Decisions:
 //   - Program failures and refusals (network_unavailable, isolation_unavailable,
-//     backend_unavailable) are CallToolResults with isError: true and the engine Result as
+//     backend_unavailable) are CallToolResults with isError: true and the execution.Result as
 //     structuredContent; JSON-RPC errors are kept for protocol faults (bad arguments).
 //   - The agent's version hash is in the server instructions and in every run_code result's
 //     _meta under "mcp-sandbox/agent_version".

@@ -313,7 +313,7 @@ func (p *progress) report(elapsed float64) {
 
 func (p *progress) wait() { p.wg.Wait() }
 
-// renderResult is the run_code CallToolResult: the Result as structuredContent and a compact
+// renderResult is the run_code CallToolResult: the execution.Result as structuredContent and a compact
 // text rendering for the model.
 func renderResult(res *execution.Result, version string) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{

@@ -10,7 +10,7 @@ import (
 )
 
 // finish checks the service's result against what was asked and what the stream delivered,
-// and assembles the Result the caller gets. A result that claims more than the service may
+// and assembles the Outcome the caller gets. A result that claims more than the service may
 // (a weaker isolation than required, wider terms, output it did not send) is withheld whole:
 // provider_error, because a program that ran where it should not have cannot be un-run, but
 // its output need not be handed on.
