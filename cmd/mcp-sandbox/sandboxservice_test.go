@@ -22,7 +22,7 @@ import (
 
 func TestSandboxServiceUsage(t *testing.T) {
 	_, stderr, code := runCLI(t, "", "sandbox-service", "--help")
-	if code != exitOK || !strings.Contains(stderr, "backend: remote") || !strings.Contains(stderr, "/v1/executions/{id}/results") {
+	if code != exitOK || !strings.Contains(stderr, "backend: remote") || !strings.Contains(stderr, "/v2/executions/{id}/results") {
 		t.Errorf("--help: exit %d\n%s", code, stderr)
 	}
 	dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,7 +96,7 @@ func New(options *Options) *Service {
 	s.mux.HandleFunc("GET "+remote.PathHealth, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET "+remote.PathReady, s.ready)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such route; see the protocol's routes under /v1")
+		writeError(w, http.StatusNotFound, "not_found", "no such route; see the protocol's routes under /v"+strconv.Itoa(remote.Version))
 	})
 	return s
 }
