@@ -24,6 +24,9 @@
 //   - TestMetaRulesCatchViolations: the import rules, the raw-skip check, the contract check,
 //     the design references and the doc length are fed violations and must find them (and
 //     nothing in clean input).
+//   - vocabulary_test.go: the engine depends on and names none of the host's concerns
+//     (TestEngineKnowsNoHost), and each frame, a call's answer and a handle have one
+//     definition, in engine/wire (TestOneDefinitionOfEachFrame).
 package mcpsandbox_test
 
 import (
@@ -107,13 +110,15 @@ type rule struct {
 var allowed = []rule{
 	{"failure", nil, "the leaf of kinds and the Error type: every package may import it, and it imports nothing"},
 	{"configs", []string{"failure", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder and nothing of the runtime"},
-	{"outputs", []string{"failure"}, "previews, blobs, handles and a binding call's Reply: a leaf both engine and binding import"},
+	{"outputs", []string{"failure"}, "previews, blobs and handles: a leaf both engine and binding import (failure allowed, as for every package)"},
 	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
-	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec"},
+	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec, and the one type of a call's answer and of a handle (Answer, Handle), a leaf every package on a call's path imports"},
 	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
-	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "outputs", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
+	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
 		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
-			"outputs because a backend that carries binding calls across a boundary (remote) speaks the engine.ToolCaller's outputs.Reply"},
+			"engine/wire because a backend that carries binding calls across a boundary (remote) speaks its frames"},
+	{"engine/backend/remote/service", []string{"engine", "engine/wire", "engine/backend/remote", "failure"},
+		"the sandbox service, the server half of the remote protocol (whose routes and frames, and the client, are package remote's), over a local engine.Runner"},
 	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate"}, "the backend contract suite: the engine's interfaces and the test gate only"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
 		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries docs/design.md §4 names"},
@@ -127,9 +132,9 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "telemetry", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a"},
-		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); an upstream call's span (telemetry); never budget, outputs, binding or engine"},
-	{"binding", []string{"upstream", "budget", "outputs", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), its span and metrics (telemetry); never engine"},
+	{"upstream", []string{"failure", "telemetry", "engine/wire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a"},
+		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); an upstream call's span (telemetry); a call's answer is engine/wire's Answer, the leaf of the program's channel; never budget, outputs, binding or engine"},
+	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
 	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
 	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "github.com/modelcontextprotocol/go-sdk"},

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -163,7 +164,7 @@ func remoteSandbox(t *testing.T, r *engine.Runner) engine.Sandbox {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := &http.Server{Handler: remote.NewService(&remote.ServiceOptions{Sandbox: r, Logger: quiet}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: service.New(&service.Options{Sandbox: r, Logger: quiet}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	sb, err := remote.New(&remote.Options{URL: "http://" + ln.Addr().String(), Logger: quiet})

@@ -112,10 +112,16 @@ const (
 	Unasked   Decision = Decision(budget.ApprovalUnasked)
 )
 
-// ApprovalCounts count one execution's decisions; see engine.ApprovalCounts, which mcpserver
-// fills from them.
+// ApprovalCounts are the decisions on an execution's calls that needed a person's approval, as
+// the result document carries them. Asked counts the questions put; each ends accepted,
+// declined (declined or dismissed), timed out, or, when the host failed to answer, in none of
+// these. Unasked counts calls refused because the host cannot ask anyone.
 type ApprovalCounts struct {
-	Asked, Accepted, Declined, TimedOut, Unasked int64
+	Asked    int64 `json:"asked"`
+	Accepted int64 `json:"accepted"`
+	Declined int64 `json:"declined"`
+	TimedOut int64 `json:"timed_out"`
+	Unasked  int64 `json:"unasked"`
 }
 
 // tally counts decisions; safe for concurrent use.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -289,7 +289,7 @@ func TestDirectApproval(t *testing.T) {
 	ctx := context.Background()
 	bindings := []string{}
 	turn := f.pool.Catalogue(ctx).Resolve([]string{"up"}, []string{"up__secret"}, nil, &bindings)
-	direct := func(a *Approvals) outputs.Reply {
+	direct := func(a *Approvals) wire.Answer {
 		return Direct(ctx, turn, nil, a, discard(), "up__wipe", json.RawMessage(`{"s":"x"}`))
 	}
 	if r := direct(&Approvals{Asker: &asker{action: AnswerAccept}}); r.Kind != "" {

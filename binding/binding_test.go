@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -98,14 +98,14 @@ func (f *fixture) turn(t *testing.T) *upstream.Turn {
 	return cat.Resolve([]string{"up"}, []string{"up__secret"}, nil, nil)
 }
 
-func callOf(t *testing.T, x *Execution, name, args string) outputs.Reply {
+func callOf(t *testing.T, x *Execution, name, args string) wire.Answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return x.CallTool(ctx, name, json.RawMessage(args))
 }
 
-func wantKind(t *testing.T, r outputs.Reply, k failure.Kind) {
+func wantKind(t *testing.T, r wire.Answer, k failure.Kind) {
 	t.Helper()
 	if r.Kind != k || r.Message == "" {
 		t.Fatalf("reply %+v (%s), want kind %q with a message", r, r.Value, k)

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -26,7 +26,7 @@ var excluded = map[string]string{
 
 // builtin serves or refuses the names that are not upstream tools; ok is false for a name
 // that is one ("<server>__<tool>"), which the rest of the walk takes.
-func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessage) (_ outputs.Reply, ok bool) {
+func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessage) (_ wire.Answer, ok bool) {
 	switch name {
 	case BuiltinListTools:
 		var a upstream.ListToolsArgs
@@ -47,7 +47,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		}
 		info, fe := x.turn.ToolInfo(a.Name)
 		if fe != nil {
-			return outputs.Refused(fe), true
+			return wire.Refused(fe), true
 		}
 		return x.metered(ctx, name, args, info), true
 	case BuiltinReadToolOutput:
@@ -63,7 +63,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 	if !strings.Contains(name, upstream.Separator) {
 		return refuse(failure.Unavailable, "no tool named %q: a program may call upstream tools (<server>__<tool>), list_tools, get_tool_info and read_tool_output", name), true
 	}
-	return outputs.Reply{}, false
+	return wire.Answer{}, false
 }
 
 // metered answers a built-in call with v the way any call is answered (hops 6, 7, 9 and 10
@@ -74,25 +74,25 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 // call's policy and argument refusals are. An answer over what may still cross is refused,
 // not cut: binding_result_too_large over max_result_bytes (narrow it: a server or a query),
 // else budget_exceeded.
-func (x *Execution) metered(ctx context.Context, name string, args json.RawMessage, v any) outputs.Reply {
+func (x *Execution) metered(ctx context.Context, name string, args json.RawMessage, v any) wire.Answer {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return refuse(failure.UpstreamError, "the answer could not be encoded")
 	}
 	release, fe := x.slot(ctx, name)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	defer release()
 	tk, fe := admit(ctx, x.meter, "", name, args)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	if tk == nil {
-		return outputs.Reply{Value: b}
+		return wire.Answer{Value: b}
 	}
 	o := budget.Outcome{Status: budget.Succeeded}
-	rep := outputs.Reply{Value: b}
+	rep := wire.Answer{Value: b}
 	if tk.Reserve(budget.Usage{TransferBytes: int64(len(b))}) {
 		o.TransferBytes = int64(len(b))
 	} else if ceiling := x.meter.Limits().MaxResultBytes; ceiling > 0 && int64(len(b)) > ceiling {

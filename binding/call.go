@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
@@ -129,7 +130,7 @@ const waitTimeout = 10 * time.Second
 func (x *Execution) ReceivedBytes() int64 { return x.received.Load() }
 
 // delivered counts what a reply hands the program.
-func (x *Execution) delivered(r outputs.Reply) outputs.Reply {
+func (x *Execution) delivered(r wire.Answer) wire.Answer {
 	switch {
 	case r.Kind != "":
 	case r.Handle != nil:
@@ -141,7 +142,7 @@ func (x *Execution) delivered(r outputs.Reply) outputs.Reply {
 }
 
 // CallTool is one binding call from the program, top to bottom (walk), traced and counted.
-func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
+func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
 	ctx, ob := x.observe(ctx, name)
 	rep := x.delivered(x.walk(ctx, name, args))
 	ob.end(rep)
@@ -149,7 +150,7 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 }
 
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
-func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
+func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage) wire.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -157,7 +158,7 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	// 2. Policy: a tool of a granted server that no deny glob matches.
 	tool, fe := x.turn.Lookup(name)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	// 3. Bindings: the agent's list narrows what its programs may call.
 	if !x.turn.Bound(tool) {
@@ -166,7 +167,7 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	// 4. Arguments: a JSON object matching the tool's input schema.
 	args, fe = tool.Arguments(args)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
@@ -174,32 +175,32 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 		unaskedLogged: &x.unaskedLogged})
 	x.tally.add(d)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	// 6. A call slot: at most MaxConcurrentCalls in flight. A call waits here, before it is
 	// spent, so one that never gets a slot costs nothing.
 	release, fe := x.slot(ctx, tool.Name)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	defer release()
 	// 7. Admission: tool_call_started is written, and the call is spent whatever follows.
 	tk, fe := admit(ctx, x.meter, callID, tool.Name, args)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	// 8. The upstream call.
-	a := x.turn.Invoke(ctx, tool, args)
+	a, spent := x.turn.Invoke(ctx, tool, args)
 	// 9. Delivery: whole within the transfer allowance, else kept in the blob store and handed
 	// over as a handle.
-	rep, o := x.deliver(ctx, tk, tool, a)
+	rep, o := x.deliver(ctx, tk, tool, a, spent)
 	// 10. tool_call_finished, written while the reply travels on to the program.
 	x.finish(ctx, tk, o)
 	return rep
 }
 
-func refuse(k failure.Kind, format string, args ...any) outputs.Reply {
-	return outputs.Reply{Kind: k, Message: fmt.Sprintf(format, args...)}
+func refuse(k failure.Kind, format string, args ...any) wire.Answer {
+	return wire.Answer{Kind: k, Message: fmt.Sprintf(format, args...)}
 }
 
 // slot takes one of the execution's call slots; release gives it back. Waiting ends with ctx,
@@ -233,8 +234,8 @@ func admit(ctx context.Context, meter *budget.Meter, id, name string, args json.
 
 // outcome is what tool_call_finished records of an answer that is not a value: failed, or
 // aborted when cancelled. The transfer is filled in by delivery.
-func outcome(a upstream.Answer) budget.Outcome {
-	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(a.Size)}
+func outcome(a wire.Answer, spent upstream.Spent) budget.Outcome {
+	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(spent.Size)}
 	if a.Kind != "" {
 		o.Status, o.Kind, o.Message = budget.Failed, string(a.Kind), a.Message
 		if a.Kind == failure.Cancelled {
@@ -269,25 +270,25 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 // as a program's call (appr asks the person; nil asks nobody), without bindings (an agent's
 // program setting); recorded under meter (budget.Direct; nil records nothing), outside the
 // binding budget, and never paged: the host gets the whole value.
-func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) outputs.Reply {
+func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) wire.Answer {
 	tool, fe := turn.Lookup(name)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	args, fe = tool.Arguments(args)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	_, callID, fe := appr.approve(ctx, approval{turn: turn, tool: tool, args: args, meter: meter, log: log})
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
 	tk, fe := admit(ctx, meter, callID, tool.Name, args)
 	if fe != nil {
-		return outputs.Refused(fe)
+		return wire.Refused(fe)
 	}
-	a := turn.Invoke(ctx, tool, args)
-	o := outcome(a)
+	a, spent := turn.Invoke(ctx, tool, args)
+	o := outcome(a, spent)
 	if a.Kind == "" {
 		o.TransferBytes = int64(len(a.Value))
 	}
@@ -296,5 +297,5 @@ func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr 
 			log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
 		}
 	}
-	return outputs.Reply{Value: a.Value, Kind: a.Kind, Message: a.Message}
+	return a
 }

@@ -5,14 +5,14 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // observation is what the operator sees of one binding call: its span (under the run_code's,
 // and the parent of the upstream call's) and, when it ends, its metrics, all read off the
-// Reply so the walk itself carries no hooks: the outcome, a budget refusal and the meter it
+// answer so the walk itself carries no hooks: the outcome, a budget refusal and the meter it
 // names, a result kept under a handle. (Approval decisions are counted by the approval step,
 // which direct calls take too.)
 type observation struct {
@@ -47,7 +47,7 @@ func (x *Execution) observe(ctx context.Context, name string) (context.Context, 
 }
 
 // end ends the span and counts the call.
-func (o observation) end(rep outputs.Reply) {
+func (o observation) end(rep wire.Answer) {
 	r := o.x.report
 	outcome := "ok"
 	if rep.Kind != "" {

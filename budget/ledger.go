@@ -106,9 +106,9 @@ type ExecutionEnd struct {
 // program received from its tool calls, bytes of the result that came back to the model, and
 // the bytes kept out of the model's context (the first less the second, never below zero).
 type Context struct {
-	BindingBytes  int64
-	ReturnedBytes int64
-	KeptOutBytes  int64
+	BindingBytes  int64 `json:"binding_bytes"`
+	ReturnedBytes int64 `json:"returned_bytes"`
+	KeptOutBytes  int64 `json:"kept_out_bytes"`
 }
 
 // Add returns the sum of c and d.

@@ -9,7 +9,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-// finish turns how the execution ended into the Result: value or failure, limit_hit, and the
+// finish turns how the execution ended into the Outcome: value or failure, limit_hit, and the
 // output streams.
 func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *LimitName, tree TreeUsage) {
 	res := s.res
@@ -54,7 +54,7 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 // protocol_violation (only the program could have kept the backend's own init from killing
 // its tree, or the kernel refused the host's SIGKILL: why says so), unless a limit, the wall
 // clock or a cancel had ended it already.
-func escaped(res *Result, why string) {
+func escaped(res *Outcome, why string) {
 	if why == "" {
 		why = "the sandbox's init did not report the program's process tree dead (the program killed or stopped it)"
 	}

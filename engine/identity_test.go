@@ -96,7 +96,7 @@ func TestSubreaperGrades(t *testing.T) {
 // TestEscapedTreeIsNeverClean: a tree its subreaper did not report dead turns a clean
 // result into a failure, and says so beside any failure it already had.
 func TestEscapedTreeIsNeverClean(t *testing.T) {
-	clean := &Result{Value: []byte("42"), Guarantees: Guarantees{DimProcessTree: Enforced}}
+	clean := &Outcome{Value: []byte("42"), Guarantees: Guarantees{DimProcessTree: Enforced}}
 	escaped(clean, "")
 	if clean.Failure == nil || clean.Failure.Kind != "protocol_violation" || !clean.Failure.Executed || string(clean.Value) != "null" {
 		t.Fatalf("a clean result with an escaped tree: failure %+v value %s", clean.Failure, clean.Value)
@@ -104,7 +104,7 @@ func TestEscapedTreeIsNeverClean(t *testing.T) {
 	if clean.Guarantees[DimProcessTree] != Unavailable {
 		t.Errorf("process_tree %s, want unavailable", clean.Guarantees[DimProcessTree])
 	}
-	timedOut := &Result{Failure: &Failure{Kind: "timeout", Executed: true, Message: "the program did not finish"}, Guarantees: Guarantees{}}
+	timedOut := &Outcome{Failure: &Failure{Kind: "timeout", Executed: true, Message: "the program did not finish"}, Guarantees: Guarantees{}}
 	escaped(timedOut, "")
 	if timedOut.Failure.Kind != "timeout" || !strings.Contains(timedOut.Failure.Message, "outlived") {
 		t.Errorf("a timeout with an escaped tree: %+v", timedOut.Failure)

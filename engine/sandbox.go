@@ -7,13 +7,13 @@ import (
 	"log/slog"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 )
 
 // Sandbox runs one program per execution. Run never returns an error: every failure, refusals
-// included, is data in the Result. Describe never runs model-written code.
+// included, is data in the Outcome. Describe never runs model-written code.
 type Sandbox interface {
-	Run(ctx context.Context, ex Execution) *Result
+	Run(ctx context.Context, ex Execution) *Outcome
 	Describe(ctx context.Context) *Description
 }
 
@@ -42,11 +42,11 @@ type Execution struct {
 // ToolCaller is the host's side of a binding call; package binding satisfies it without
 // importing engine. Implementations must be safe for concurrent use: calls may overlap.
 type ToolCaller interface {
-	// CallTool calls name with args (a JSON object). A Reply with a Kind is a refusal or a
+	// CallTool calls name with args (a JSON object). An Answer with a Kind is a refusal or a
 	// tool failure that the program sees as ToolError(kind).
-	CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply
+	CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer
 	// ReadHandle reads a window of a handle this execution's own calls produced.
-	ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) outputs.Reply
+	ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) wire.Answer
 }
 
 // Description is what a backend is and what it can prove, from a fixed probe.

@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // The protocol loop (session.drive) tested without Python: a fake child over a pipe replays
 // the "child:" lines of a golden transcript, and the test compares what the engine wrote with
-// its "host:" lines and the Result with its result section. go test ./engine -run
+// its "host:" lines and the Outcome with its result section. go test ./engine -run
 // TestSessionTranscripts -update rewrites both from what the engine does now; review the diff.
 //
 // A transcript (testdata/sessions/*.txtar) has a script section of lines, played in order:
@@ -118,8 +118,8 @@ func runTranscript(t *testing.T, file string) {
 	}
 }
 
-// resultSection is the part of a Result the protocol loop decides, one JSON object a line.
-func resultSection(res *Result) string {
+// resultSection is the part of an Outcome the protocol loop decides, one JSON object a line.
+func resultSection(res *Outcome) string {
 	v := map[string]any{"value": res.Value, "failure": res.Failure, "limit_hit": res.LimitHit,
 		"cancelled": res.Cancelled, "isolation": res.Isolation}
 	b, _ := json.Marshal(v)
@@ -153,25 +153,25 @@ type fakeTools struct {
 
 func (f *fakeTools) release() { f.once.Do(func() { close(f.gate) }) }
 
-func (f *fakeTools) CallTool(ctx context.Context, name string, args json.RawMessage) outputs.Reply {
+func (f *fakeTools) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
 	switch name {
 	case "slow":
 		select {
 		case <-f.gate:
 		case <-ctx.Done():
-			return outputs.Reply{Kind: failure.Cancelled, Message: "cancelled"}
+			return wire.Answer{Kind: failure.Cancelled, Message: "cancelled"}
 		}
-		return outputs.Reply{Value: json.RawMessage(`"slow done"`)}
+		return wire.Answer{Value: json.RawMessage(`"slow done"`)}
 	case "denied":
-		return outputs.Reply{Kind: failure.Denied, Message: "denied is denied by this tenant's policy"}
+		return wire.Answer{Kind: failure.Denied, Message: "denied is denied by this tenant's policy"}
 	case "big":
-		return outputs.Reply{Handle: &outputs.HandleRef{ID: "h_abc", Size: 20 << 20, Lines: 400000}}
+		return wire.Answer{Handle: &wire.Handle{ID: "h_abc", Size: 20 << 20, Lines: 400000}}
 	}
-	return outputs.Reply{Value: args}
+	return wire.Answer{Value: args}
 }
 
-func (f *fakeTools) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) outputs.Reply {
-	return outputs.Reply{Value: json.RawMessage(`"line 0\nline 1\n"`)}
+func (f *fakeTools) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) wire.Answer {
+	return wire.Answer{Value: json.RawMessage(`"line 0\nline 1\n"`)}
 }
 
 // fakeBackend starts one fakeChild that plays script.

@@ -117,3 +117,13 @@ const (
 	LimitFileSize     LimitName = "file_size_bytes"
 	LimitProcessCount LimitName = "process_count"
 )
+
+// Known reports whether n is one of the limit names above (a remote service's outcome may
+// name no other).
+func (n LimitName) Known() bool {
+	switch n {
+	case LimitCPU, LimitWall, LimitMemory, LimitFileSize, LimitProcessCount:
+		return true
+	}
+	return false
+}

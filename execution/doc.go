@@ -1,6 +1,7 @@
 // Package execution is one program's execution for an agent, whoever asked for it: run_code
 // (mcpserver) and `mcp-sandbox run` (cmd) both call Execute, so what a user tests from the
-// shell is what the model gets, and the two cannot drift apart.
+// shell is what the model gets, and the two cannot drift apart. Its Result is the result
+// document (result.go): the engine's Outcome, what the sandbox saw, and what the host adds.
 //
 // Execute takes the agent's code execution as the deployment resolved it (Spec: the sandbox,
 // the terms after every narrowing, a refusal, the binding budget, output.preserve), the turn

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
@@ -62,7 +60,7 @@ type Options struct {
 	// Render is the text a model reads of a result (mcpserver.RenderText, which run_code and
 	// `mcp-sandbox run` both give), whose size is the context report's returned_bytes; nil
 	// means the result's JSON.
-	Render func(*engine.Result) string
+	Render func(*Result) string
 }
 
 // Program is one program to execute and the turn it runs in.
@@ -93,7 +91,7 @@ type Program struct {
 // Execute runs one program of the agent spec describes: recorded and metered in the ledger,
 // its binding calls through package binding, its outputs kept under handles afterwards (the
 // package doc lists the steps). The result is never nil; failures are in it.
-func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.Result {
+func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -102,12 +100,12 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		o.Logger = slog.Default()
 	}
 	if spec.Refusal != "" {
-		return observe(ctx, spec, engine.Refuse(spec.Terms, failure.NetworkUnavailable, spec.Refusal), o.Report, o.Logger)
+		return observe(ctx, spec, refuse(spec.Terms, failure.NetworkUnavailable, spec.Refusal), o.Report, o.Logger)
 	}
 	if p.Admit != nil {
 		release, fail := p.Admit(ctx)
 		if fail != nil {
-			return observe(ctx, spec, engine.Refuse(spec.Terms, fail.Kind, fail.Message), o.Report, o.Logger)
+			return observe(ctx, spec, refuse(spec.Terms, fail.Kind, fail.Message), o.Report, o.Logger)
 		}
 		defer release()
 	}
@@ -122,10 +120,10 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		m, err := budget.Start(ctx, o.Ledger, p.Run, id, p.AgentVersion, spec.Budget)
 		if err != nil {
 			if ctx.Err() != nil {
-				return observe(ctx, spec, engine.Refuse(spec.Terms, failure.Cancelled, "the request was cancelled before the execution started"), o.Report, log)
+				return observe(ctx, spec, refuse(spec.Terms, failure.Cancelled, "the request was cancelled before the execution started"), o.Report, log)
 			}
 			log.Error("execution not recorded, so not run", "err", err)
-			return observe(ctx, spec, engine.Refuse(spec.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run"), o.Report, log)
+			return observe(ctx, spec, refuse(spec.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run"), o.Report, log)
 		}
 		meter = m
 	}
@@ -135,19 +133,18 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 	}
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
 		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report})
-	res := spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
-		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant})
+	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
+		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()
 	if u := x.Unavailable(); len(u) > 0 {
 		res.Unavailable = append([]string(nil), u...)
 	}
-	a := x.Approvals()
-	res.Approvals = engine.ApprovalCounts{Asked: a.Asked, Accepted: a.Accepted, Declined: a.Declined, TimedOut: a.TimedOut, Unasked: a.Unasked}
+	res.Approvals = x.Approvals()
 	res.UpstreamProblems = upstreamProblems(x.Problems())
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer cancel()
 	k := keeper{blobs: o.Blobs, tenant: p.Run.Tenant, log: log, report: o.Report}
-	recs := k.keep(rctx, res)
+	recs := k.keep(rctx, &res.Outcome)
 	if k.preserved > 0 && meter != nil {
 		if err := meter.Charge(rctx, budget.Usage{PreservedBytes: k.preserved}); err != nil {
 			log.Error("preserved bytes not charged", "err", err)
@@ -161,10 +158,10 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 		if err != nil {
 			log.Error("run usage not read", "err", err)
 		}
-		res.Budget = engine.BudgetReport{Execution: usageOf(exec), Run: usageOf(run)}
+		res.Budget = Budget{Execution: exec, Run: run}
 	}
 	// The context economy last: what the model reads is the result as it now stands.
-	res.Context.Execution = engine.NewContextUsage(x.ReceivedBytes(), renderedBytes(res, o.Render))
+	res.Context.Execution = contextOf(x.ReceivedBytes(), renderedBytes(res, o.Render))
 	res.Context.Run = res.Context.Execution
 	if meter != nil {
 		status := "completed"
@@ -172,39 +169,13 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *engine.
 			status = string(res.Failure.Kind)
 		}
 		aj, _ := json.Marshal(recs)
-		c := res.Context.Execution
-		if err := meter.End(rctx, status, aj, budget.Context{BindingBytes: c.BindingBytes, ReturnedBytes: c.ReturnedBytes, KeptOutBytes: c.KeptOutBytes}); err != nil {
+		if err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
 			log.Error("execution end not recorded", "err", err)
 		} else if c, err := meter.RunContext(rctx); err != nil {
 			log.Error("run context not read", "err", err)
 		} else {
-			res.Context.Run = engine.ContextUsage{BindingBytes: c.BindingBytes, ReturnedBytes: c.ReturnedBytes, KeptOutBytes: c.KeptOutBytes}
+			res.Context.Run = c
 		}
 	}
 	return observe(ctx, spec, res, o.Report, log)
-}
-
-// renderedBytes is the size of what the model reads of res: render's text, or the result's
-// JSON without one.
-func renderedBytes(res *engine.Result, render func(*engine.Result) string) int64 {
-	if render != nil {
-		return int64(len(render(res)))
-	}
-	b, _ := json.Marshal(res)
-	return int64(len(b))
-}
-
-func usageOf(u budget.Usage) engine.Usage {
-	return engine.Usage{Calls: u.Calls, TransferBytes: u.TransferBytes, ProducedBytes: u.ProducedBytes, PreservedBytes: u.PreservedBytes}
-}
-
-// upstreamProblems are the granted servers with something wrong with their tools (one that
-// could not be started, and why), for the result, in server order: a model whose program died
-// of a NameError for a missing alias learns why.
-func upstreamProblems(problems map[string]string) []engine.UpstreamProblem {
-	var out []engine.UpstreamProblem
-	for _, server := range slices.Sorted(maps.Keys(problems)) {
-		out = append(out, engine.UpstreamProblem{Server: server, Problem: problems[server]})
-	}
-	return out
 }

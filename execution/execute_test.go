@@ -19,9 +19,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeSandbox answers from a function; it never starts a process.
-type fakeSandbox func(ex engine.Execution) *engine.Result
+type fakeSandbox func(ex engine.Execution) *engine.Outcome
 
-func (f fakeSandbox) Run(_ context.Context, ex engine.Execution) *engine.Result { return f(ex) }
+func (f fakeSandbox) Run(_ context.Context, ex engine.Execution) *engine.Outcome { return f(ex) }
 func (f fakeSandbox) Describe(context.Context) *engine.Description {
 	return &engine.Description{Ready: true}
 }
@@ -31,7 +31,7 @@ var terms = engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNo
 // printed is a completed result whose stdout (size bytes of "x\n" lines) is larger than its
 // preview, and which collected one artifact named artifact.
 func printed(size int, artifact string) fakeSandbox {
-	return func(ex engine.Execution) *engine.Result {
+	return func(ex engine.Execution) *engine.Outcome {
 		r := engine.Refuse(ex.Terms, "", "")
 		r.Failure = nil
 		r.StdoutData = []byte(strings.Repeat("x\n", size/2))
@@ -64,7 +64,7 @@ func stores(t *testing.T) (budget.Ledger, outputs.BlobStore) {
 func TestRefusalRunsNothing(t *testing.T) {
 	led, blobs := stores(t)
 	ran, resolved := false, false
-	spec := &Spec{Sandbox: fakeSandbox(func(engine.Execution) *engine.Result { ran = true; return nil }), Terms: terms, Refusal: "no network here"}
+	spec := &Spec{Sandbox: fakeSandbox(func(engine.Execution) *engine.Outcome { ran = true; return nil }), Terms: terms, Refusal: "no network here"}
 	run := budget.RunRef{Tenant: "t", ID: "named:r"}
 	res := Execute(context.Background(), spec, Program{Code: "1", Run: run,
 		Turn: func(context.Context) *upstream.Turn { resolved = true; return nil }}, &Options{Ledger: led, Blobs: blobs})

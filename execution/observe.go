@@ -4,14 +4,13 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // observe reports one execution that ended, refusals included: its metrics, its span's
 // attributes and the log line that says how it ended ("run_code", whichever command asked),
 // on the execution's logger. It returns res.
-func observe(ctx context.Context, spec *Spec, res *engine.Result, report telemetry.Reporter, log *slog.Logger) *engine.Result {
+func observe(ctx context.Context, spec *Spec, res *Result, report telemetry.Reporter, log *slog.Logger) *Result {
 	e := telemetry.Execution{Profile: spec.Profile, Level: string(res.Isolation), Outcome: "completed",
 		Start: res.Start, Seconds: res.DurationSeconds}
 	if f := res.Failure; f != nil {

@@ -43,7 +43,7 @@ type keeper struct {
 // Put fails or the tenant's stored-bytes quota has no room, they stay preview_only with the
 // reason, and the bytes let go are counted. It returns the ledger's
 // attachment records.
-func (k *keeper) keep(ctx context.Context, res *engine.Result) []ledgerAttachment {
+func (k *keeper) keep(ctx context.Context, res *engine.Outcome) []ledgerAttachment {
 	recs := []ledgerAttachment{}
 	for i := range res.Attachments {
 		a := &res.Attachments[i]

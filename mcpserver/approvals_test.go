@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
@@ -82,7 +83,7 @@ func TestApprovalsReachThePerson(t *testing.T) {
 	u.ApprovalRequired = []string{"up__echo"}
 	u.ApprovalTimeout = 300 * time.Millisecond
 	var inProgram string
-	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		r := ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"p"}`))
 		inProgram = string(r.Kind) + string(r.Value)
 		return ok(`null`)(ctx, ex)
@@ -121,10 +122,10 @@ func TestApprovalsReachThePerson(t *testing.T) {
 		t.Errorf("the program's call answered %s", inProgram)
 	}
 	var r struct {
-		Approvals engine.ApprovalCounts `json:"approvals"`
+		Approvals binding.ApprovalCounts `json:"approvals"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &r); err != nil || r.Approvals != (engine.ApprovalCounts{Asked: 1, Accepted: 1}) {
+	if err := json.Unmarshal(b, &r); err != nil || r.Approvals != (binding.ApprovalCounts{Asked: 1, Accepted: 1}) {
 		t.Errorf("result approvals %s", b)
 	}
 	if !strings.Contains(testkit.Text(res), "approvals: 1 asked (1 accepted") {

@@ -14,8 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -130,8 +131,8 @@ func TestExposedUpstreamTools(t *testing.T) {
 func TestBindingsReachTheEngine(t *testing.T) {
 	f := newUpstreamFixture(t)
 	var got engine.Execution
-	var reply outputs.Reply
-	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	var reply wire.Answer
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		got = ex
 		reply = ex.Tools.CallTool(ctx, "up__secret", json.RawMessage(`{}`))
 		return ok(`null`)(ctx, ex)
@@ -212,7 +213,7 @@ func TestAFailedUpstreamIsToldToTheModel(t *testing.T) {
 		t.Errorf("run_code text %q does not say %q", testkit.Text(res), reason)
 	}
 	var r struct {
-		Problems []engine.UpstreamProblem `json:"upstream_problems"`
+		Problems []execution.UpstreamProblem `json:"upstream_problems"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &r)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -15,7 +17,7 @@ import (
 func TestRunCodeContextEconomy(t *testing.T) {
 	led, db := ledgerIn(t)
 	var received int64
-	calls := func(ctx context.Context, ex engine.Execution) *engine.Result {
+	calls := func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		received = 0
 		for range 3 { // a built-in answers from the catalogue: no upstream needed
 			rep := ex.Tools.CallTool(ctx, "list_tools", json.RawMessage(`{}`))
@@ -28,19 +30,19 @@ func TestRunCodeContextEconomy(t *testing.T) {
 	}
 	a := Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: calls}, Terms: testTerms}}
 	cs := connectWith(t, a, &Options{Ledger: led}, nil)
-	var runTotal engine.ContextUsage
+	var runTotal budget.Context
 	for i := range 2 {
 		res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
 		b, _ := json.Marshal(res.StructuredContent)
-		var r engine.Result
+		var r execution.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}
-		want := engine.ContextUsage{BindingBytes: received, ReturnedBytes: int64(len(testkit.Text(res))), KeptOutBytes: max(received-int64(len(testkit.Text(res))), 0)}
+		want := budget.Context{BindingBytes: received, ReturnedBytes: int64(len(testkit.Text(res))), KeptOutBytes: max(received-int64(len(testkit.Text(res))), 0)}
 		if received == 0 || r.Context.Execution != want {
 			t.Fatalf("run %d: context.execution = %+v, want %+v", i, r.Context.Execution, want)
 		}
-		runTotal = engine.ContextUsage{BindingBytes: runTotal.BindingBytes + want.BindingBytes,
+		runTotal = budget.Context{BindingBytes: runTotal.BindingBytes + want.BindingBytes,
 			ReturnedBytes: runTotal.ReturnedBytes + want.ReturnedBytes, KeptOutBytes: runTotal.KeptOutBytes + want.KeptOutBytes}
 		if r.Context.Run != runTotal {
 			t.Fatalf("run %d: context.run = %+v, want the session's sum %+v", i, r.Context.Run, runTotal)
@@ -50,7 +52,7 @@ func TestRunCodeContextEconomy(t *testing.T) {
 	if err := db.QueryRow(`SELECT sum(binding_bytes), sum(returned_bytes), sum(kept_out_bytes) FROM executions`).Scan(&binding, &returned, &keptOut); err != nil {
 		t.Fatal(err)
 	}
-	if got := (engine.ContextUsage{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: keptOut}); got != runTotal {
+	if got := (budget.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: keptOut}); got != runTotal {
 		t.Fatalf("ledger holds %+v, want %+v", got, runTotal)
 	}
 }

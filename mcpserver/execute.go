@@ -45,7 +45,7 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 // session's is added here: the Run (runOf), the turn (which also syncs the exposed tools), the
 // approval step's asker (elicitation on the session), progress notifications, the agent's
 // metrics reporter and the slot its tenant's quotas give it (Quotas).
-func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string) *engine.Result {
+func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string) *execution.Result {
 	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
 		Approvals: h.approvals(req)}
 	if q := h.opts.Quotas; q != nil {

@@ -50,7 +50,7 @@ func TestRunCodeReports(t *testing.T) {
 		return logged.Write(p)
 	}), nil))
 	rec := &recorder{}
-	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		for _, name := range []string{"up__echo", "up__secret", "made__up"} {
 			ex.Tools.CallTool(ctx, name, json.RawMessage(`{"s":"x"}`))
 		}

@@ -313,9 +313,9 @@ func (p *progress) report(elapsed float64) {
 
 func (p *progress) wait() { p.wg.Wait() }
 
-// renderResult is the run_code CallToolResult: the Result as structuredContent and a compact
+// renderResult is the run_code CallToolResult: the execution.Result as structuredContent and a compact
 // text rendering for the model.
-func renderResult(res *engine.Result, version string) *mcp.CallToolResult {
+func renderResult(res *execution.Result, version string) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{
 		IsError:           res.Failure != nil,
 		StructuredContent: res,
@@ -328,7 +328,7 @@ func renderResult(res *engine.Result, version string) *mcp.CallToolResult {
 }
 
 // RenderText is the compact text rendering of a Result that the model reads.
-func RenderText(res *engine.Result) string {
+func RenderText(res *execution.Result) string {
 	var b strings.Builder
 	switch f := res.Failure; {
 	case f == nil:
@@ -390,7 +390,7 @@ func artifactText(a engine.Attachment) string {
 // valueLine renders the program's value: its JSON, or, for a value JSON cannot carry, its
 // repr said to be one. Either is previewed when long: the whole is in structuredContent (and
 // under a handle when a blob store is there).
-func valueLine(res *engine.Result) string {
+func valueLine(res *execution.Result) string {
 	label, v, name := "value", string(res.Value), "value"
 	if res.ValueRepr != nil {
 		label, v, name = "value (no JSON for it; its repr)", *res.ValueRepr, "value_repr"

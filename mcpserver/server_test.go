@@ -16,16 +16,17 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // fakeSandbox answers from a function; it never starts a process.
 type fakeSandbox struct {
-	run func(ctx context.Context, ex engine.Execution) *engine.Result
+	run func(ctx context.Context, ex engine.Execution) *engine.Outcome
 }
 
-func (f fakeSandbox) Run(ctx context.Context, ex engine.Execution) *engine.Result {
+func (f fakeSandbox) Run(ctx context.Context, ex engine.Execution) *engine.Outcome {
 	return f.run(ctx, ex)
 }
 func (f fakeSandbox) Describe(context.Context) *engine.Description {
@@ -34,8 +35,8 @@ func (f fakeSandbox) Describe(context.Context) *engine.Description {
 
 var testTerms = engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelProcess}
 
-func ok(value string) func(context.Context, engine.Execution) *engine.Result {
-	return func(_ context.Context, ex engine.Execution) *engine.Result {
+func ok(value string) func(context.Context, engine.Execution) *engine.Outcome {
+	return func(_ context.Context, ex engine.Execution) *engine.Outcome {
 		r := engine.Refuse(ex.Terms, "", "")
 		r.Failure = nil
 		r.Value = json.RawMessage(value)
@@ -121,7 +122,7 @@ func TestRunCodeResult(t *testing.T) {
 		t.Fatalf("isError %v meta %v", res.IsError, res.Meta)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var r engine.Result
+	var r execution.Result
 	if err := json.Unmarshal(b, &r); err != nil || string(r.Value) != "42" || r.Terms.WallSeconds != 30 {
 		t.Fatalf("structuredContent %s: %v", b, err)
 	}
@@ -135,7 +136,7 @@ func TestRunCodeResult(t *testing.T) {
 }
 
 func TestRunCodeFailureAndRefusal(t *testing.T) {
-	fail := func(_ context.Context, ex engine.Execution) *engine.Result {
+	fail := func(_ context.Context, ex engine.Execution) *engine.Outcome {
 		r := engine.Refuse(ex.Terms, failure.ProgramError, "ValueError: boom")
 		r.Failure.Executed = true
 		r.Failure.Traceback = "Traceback (most recent call last):\nValueError: boom"
@@ -148,7 +149,7 @@ func TestRunCodeFailureAndRefusal(t *testing.T) {
 	}
 
 	ran := false
-	refuse := func(_ context.Context, ex engine.Execution) *engine.Result { ran = true; return ok("1")(nil, ex) }
+	refuse := func(_ context.Context, ex engine.Execution) *engine.Outcome { ran = true; return ok("1")(nil, ex) }
 	cs = connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{refuse}, Terms: testTerms, Refusal: "policy says no network"}}, nil)
 	res = call(t, cs, ToolRunCode, map[string]any{"code": "1"})
 	if !res.IsError || ran || !strings.Contains(testkit.Text(res), "network_unavailable") {
@@ -175,7 +176,7 @@ func TestCatalogueTools(t *testing.T) {
 }
 
 func TestProgressAndCancel(t *testing.T) {
-	slow := func(ctx context.Context, ex engine.Execution) *engine.Result {
+	slow := func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		for i := 1; ; i++ {
 			select {
 			case <-ctx.Done():
@@ -387,7 +388,7 @@ func TestHTTPBodyLimitStreamed(t *testing.T) {
 
 func TestRenderTextPreviewsALargeValue(t *testing.T) {
 	big := `"` + strings.Repeat("x", 100000) + `"`
-	text := RenderText(&engine.Result{Value: json.RawMessage(big)})
+	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage(big)}})
 	if len(text) > 5000 || !strings.Contains(text, "elided") {
 		t.Fatalf("a 100 kB value rendered as %d bytes of text", len(text))
 	}
@@ -409,12 +410,12 @@ func drainAtCleanup(t *testing.T) *Drain {
 // counts as completed; a long repr is previewed like a long value.
 func TestRenderTextShowsAValueRepr(t *testing.T) {
 	repr := "{1, 2}"
-	text := RenderText(&engine.Result{Value: json.RawMessage("null"), ValueRepr: &repr})
+	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), ValueRepr: &repr}})
 	if !strings.HasPrefix(text, "completed") || !strings.Contains(text, "value (no JSON for it; its repr): {1, 2}\n") {
 		t.Fatalf("text:\n%s", text)
 	}
 	long := strings.Repeat("y", 100000)
-	if text := RenderText(&engine.Result{Value: json.RawMessage("null"), ValueRepr: &long}); len(text) > 5000 || !strings.Contains(text, "elided") {
+	if text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), ValueRepr: &long}}); len(text) > 5000 || !strings.Contains(text, "elided") {
 		t.Fatalf("a 100 kB repr rendered as %d bytes of text", len(text))
 	}
 }
@@ -423,10 +424,10 @@ func TestRenderTextShowsAValueRepr(t *testing.T) {
 // or binary one is named with its handle.
 func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
 	csv := "sku,count\nA,1\n"
-	text := RenderText(&engine.Result{Value: json.RawMessage("null"), Artifacts: []engine.Attachment{
+	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), Artifacts: []engine.Attachment{
 		{Name: "out/data.csv", Handle: "h_1", ContentType: "text/csv", Size: int64(len(csv)), Location: "inline", Text: &csv},
 		{Name: "plot.png", Handle: "h_2", ContentType: "image/png", Size: 264, Location: "blob"},
-	}})
+	}}})
 	if !strings.Contains(text, "artifact out/data.csv (14 bytes, handle h_1):\nsku,count\nA,1\n") {
 		t.Errorf("the csv is not shown whole:\n%s", text)
 	}

@@ -168,7 +168,7 @@ func TestStatelessRevisionNeedsNoAffinity(t *testing.T) {
 // client within its request, and a client that gives up the request cancels the program.
 func TestStatelessProgressAndCancel(t *testing.T) {
 	cancelled := make(chan struct{})
-	slow := func(ctx context.Context, ex engine.Execution) *engine.Result {
+	slow := func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		for i := 1; ; i++ {
 			select {
 			case <-ctx.Done():

@@ -5,9 +5,6 @@
 // pgblob.Store (outputs/pgblob) on PostgreSQL for replicas on several machines; blobtest is
 // the contract both pass. BlobLines and BlobSearch read a blob in order through a bounded
 // buffer, so no blob is ever held whole in memory.
-// Reply is what a binding call hands into the sandbox (a value, a HandleRef, or a failure
-// kind): it lives here because the engine asks for it and package binding answers with it,
-// and this leaf is one both import.
 //
 // Bytes are counted as the child wrote them; text handed to a model is always valid UTF-8. Every
 // invalid input byte is shown as one U+FFFD (three bytes in the text), so a preview's budget is
@@ -18,7 +15,7 @@
 // Capture costs O(maxBytes+previewBytes) however long the stream, and Search uses Go's RE2
 // regexp, which runs in time linear in its input, so a hostile pattern cannot hang a search.
 //
-// It imports failure and the standard library; the PostgreSQL
+// It imports the standard library only; the PostgreSQL
 // store is a subpackage so that the engine, which imports this package, links no database
 // driver. Lines, Search and Preview are pure functions, safe for concurrent use; every
 // BlobStore is safe for concurrent use. A Capture is safe for concurrent use: a

@@ -12,17 +12,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
-// Answer is what the upstream answered to one call (Turn.Invoke). Kind is empty on success,
-// and Value then holds the tool's value (docs/design.md §13.4 for the conversion); otherwise it
-// is one of failure.CallKinds and Message says why, in words safe to show a model.
-type Answer struct {
-	Value   json.RawMessage
-	Kind    failure.Kind
-	Message string
+// Spent is what one call of an upstream tool (Turn.Invoke) cost, beside its wire.Answer (the
+// one type of a call's answer, from here to the program: Kind empty on success with Value the
+// tool's value, docs/design.md §13.4 for the conversion; otherwise one of failure.CallKinds
+// and a Message safe to show a model).
+type Spent struct {
 	// Size is the number of bytes the upstream produced for this call (its result, marshalled),
 	// zero when it was not called; budget meters count it whether or not the value is delivered.
 	Size int
@@ -236,7 +235,7 @@ func argumentObject(args json.RawMessage) (map[string]any, json.RawMessage, erro
 
 // Invoke calls tool on its upstream server with args (already checked by Arguments). It is
 // the one place a binding call reaches an upstream; every failure is an Answer, never replayed.
-func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a Answer) {
+func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a wire.Answer, spent Spent) {
 	ctx, span := startCall(ctx, tool)
 	defer func() { span.End(string(a.Kind)) }()
 	c := t.cat.pool.conns[tool.Server]
@@ -247,36 +246,35 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	case errors.As(err, &notSent):
 		// No session could be had, so the server never saw the call: nothing was spent.
 		if errors.Is(err, context.DeadlineExceeded) {
-			return Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s was not called: the time ran out while connecting to %q", tool.Name, tool.Server)}
+			return wire.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s was not called: the time ran out while connecting to %q", tool.Name, tool.Server)}, Spent{}
 		}
 		if errors.Is(err, context.Canceled) {
-			return Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}
+			return wire.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}, Spent{}
 		}
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream connect failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}
+		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}, Spent{}
 	case errors.Is(err, errCallTimeout) || errors.Is(err, context.DeadlineExceeded):
-		return Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name), Called: true}
+		return wire.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name)}, Spent{Called: true}
 	case errors.Is(err, context.Canceled):
-		return Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name), Called: true}
+		return wire.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name)}, Spent{Called: true}
 	default:
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name), Called: true}
+		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name)}, Spent{Called: true}
 	}
 	raw, _ := json.Marshal(res)
-	r := Answer{Size: len(raw), Called: true}
+	spent = Spent{Size: len(raw), Called: true}
 	if res.IsError {
-		r.Kind, r.Message = failure.ToolError, clip(resultText(res), 4000)
-		if r.Message == "" {
-			r.Message = tool.Name + " reported an error without text"
+		a = wire.Answer{Kind: failure.ToolError, Message: clip(resultText(res), 4000)}
+		if a.Message == "" {
+			a.Message = tool.Name + " reported an error without text"
 		}
-		return r
+		return a, spent
 	}
 	v, err := resultValue(res)
 	if err != nil {
-		return Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name), Called: true, Size: len(raw)}
+		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, Spent{Size: len(raw), Called: true}
 	}
-	r.Value = v
-	return r
+	return wire.Answer{Value: v}, spent
 }
 
 // resultValue converts a result as docs/design.md §3.5 says: structuredContent when present; the

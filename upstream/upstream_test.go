@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -97,9 +98,10 @@ func (f *fixture) count(t *testing.T, tool string) int {
 	return m[tool]
 }
 
-// reply is an Answer with the name called, as the tests below check it.
+// reply is an answer and what it spent, with the name called, as the tests below check it.
 type reply struct {
-	Answer
+	wire.Answer
+	Spent
 	Tool string
 }
 
@@ -126,9 +128,10 @@ func callCtx(ctx context.Context, turn *Turn, name string, args json.RawMessage)
 		canon, fe = tool.Arguments(args)
 	}
 	if fe != nil {
-		return reply{Answer{Kind: fe.Kind, Message: fe.Message}, name}
+		return reply{Answer: wire.Refused(fe), Tool: name}
 	}
-	return reply{turn.Invoke(ctx, tool, canon), name}
+	a, spent := turn.Invoke(ctx, tool, canon)
+	return reply{a, spent, name}
 }
 
 func wantOK(t *testing.T, r reply) string {
@@ -202,8 +205,8 @@ func TestConnectFailureNotCalled(t *testing.T) {
 	cat := p.Catalogue(context.Background())
 	tool := &Tool{Name: "gone__x", Server: "gone", Upstream: "x"}
 	turn := cat.Resolve([]string{"gone"}, nil, nil, nil)
-	r := turn.Invoke(context.Background(), tool, json.RawMessage(`{}`))
-	if r.Kind != failure.UpstreamError || r.Called {
+	r, spent := turn.Invoke(context.Background(), tool, json.RawMessage(`{}`))
+	if r.Kind != failure.UpstreamError || spent.Called {
 		t.Errorf("reply = %+v, want upstream_error with Called false", r)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 )
 
 func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) (int, error) {
@@ -75,7 +75,7 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 	} else {
 		slog.Warn("profile not ready: executions will be refused and /readyz answers 503", "profile", name, "backend", d.Backend, "problems", d.Problems)
 	}
-	svc := remote.NewService(&remote.ServiceOptions{
+	svc := service.New(&service.Options{
 		Sandbox:       sb,
 		AllowNetwork:  p.AllowNetwork,
 		Authenticate:  tokenTable(sc.Tokens),
@@ -168,10 +168,10 @@ put TLS in front (a proxy or a mesh); a server sends its credential over plainte
 loopback, unless its profile sets allow_insecure_http.
 
 Routes (the protocol is documented in the package engine/backend/remote):
-  GET  /v1/describe                  what this service's sandbox is and can prove
-  POST /v1/executions                run a program; the answer is a stream of NDJSON frames
-  POST /v1/executions/{id}/results   the result of one of its tool calls
-  POST /v1/executions/{id}/cancel    end it and every process it started
+  GET  /v2/describe                  what this service's sandbox is and can prove
+  POST /v2/executions                run a program; the answer is a stream of NDJSON frames
+  POST /v2/executions/{id}/results   the result of one of its tool calls
+  POST /v2/executions/{id}/cancel    end it and every process it started
   GET  /healthz                      200 while the process is alive
   GET  /readyz                       200 while the sandbox is ready and not draining
 

@@ -23,7 +23,7 @@ import (
 
 func TestSandboxServiceUsage(t *testing.T) {
 	_, stderr, code := runCLI(t, "", "sandbox-service", "--help")
-	if code != exitOK || !strings.Contains(stderr, "backend: remote") || !strings.Contains(stderr, "/v1/executions/{id}/results") {
+	if code != exitOK || !strings.Contains(stderr, "backend: remote") || !strings.Contains(stderr, "/v2/executions/{id}/results") {
 		t.Errorf("--help: exit %d\n%s", code, stderr)
 	}
 	dir := t.TempDir()
@@ -122,7 +122,7 @@ func TestSandboxServiceServesAndDrains(t *testing.T) {
 	}
 
 	marker := fmt.Sprintf("63.%d", time.Now().UnixNano()%100000)
-	running := make(chan *engine.Result, 1)
+	running := make(chan *engine.Outcome, 1)
 	go func() {
 		running <- client.Run(context.Background(), engine.Execution{Program: fmt.Sprintf(
 			"import subprocess, time\nsubprocess.Popen(['sleep', '%s'])\ntime.sleep(60)", marker)})

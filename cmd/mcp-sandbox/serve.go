@@ -330,7 +330,7 @@ type unavailableSandbox struct {
 	reason string
 }
 
-func (u unavailableSandbox) Run(_ context.Context, ex engine.Execution) *engine.Result {
+func (u unavailableSandbox) Run(_ context.Context, ex engine.Execution) *engine.Outcome {
 	return engine.Refuse(ex.Terms, u.kind, u.reason+"; nothing ran")
 }
 

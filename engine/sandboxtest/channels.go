@@ -281,7 +281,7 @@ for pid in pids:
 return res`, ctypesPrelude, name, bootstrapMarker)
 	var (
 		wg sync.WaitGroup
-		vr *engine.Result
+		vr *engine.Outcome
 	)
 	wg.Add(1)
 	go func() {

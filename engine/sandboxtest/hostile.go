@@ -93,7 +93,7 @@ var Hostile = []Case{
 	{Name: "a hostile sandbox service (endless lines, floods, forged and cut frames, lying describes, redirects, echoed credentials)", Class: ProtocolAbuse, Where: "engine/backend/remote/hostile_test.go:TestHostileStreams"},
 	{Name: "any remote stream", Class: ProtocolAbuse, Where: "engine/backend/remote/reader_test.go:FuzzStream"},
 	{Name: "a remote credential over plaintext or in a URL", Class: Escape, Where: "engine/backend/remote/hostile_test.go:TestNewRefusesAnExposedCredential"},
-	{Name: "unauthenticated or foreign callers of the sandbox service", Class: Escape, Where: "engine/backend/remote/service_test.go:TestServiceAuthenticates"},
+	{Name: "unauthenticated or foreign callers of the sandbox service", Class: Escape, Where: "engine/backend/remote/service/service_test.go:TestServiceAuthenticates"},
 	{Name: "a PostgreSQL DSN leaking through errors", Class: Escape, Where: "internal/pgdb/pgdb_test.go:TestOpenErrorsKeepTheDSNSecret"},
 	{Name: "a killed replica's calls replayed or given a fresh allowance", Class: Exhaustion, Where: "budget/postgres_test.go:TestPostgresRecoverAfterKill"},
 	{Name: "a config bomb (aliases, size)", Class: Exhaustion, Where: "configs/load_test.go:TestAliasesAreFollowedAndBounded"},

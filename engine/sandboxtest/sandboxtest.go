@@ -64,12 +64,12 @@ type contract struct {
 	sb  engine.Sandbox
 }
 
-func (c *contract) run(t *testing.T, program string, lim engine.Limits) *engine.Result {
+func (c *contract) run(t *testing.T, program string, lim engine.Limits) *engine.Outcome {
 	t.Helper()
 	return c.runCtx(t, context.Background(), program, lim)
 }
 
-func (c *contract) runCtx(t *testing.T, ctx context.Context, program string, lim engine.Limits) *engine.Result {
+func (c *contract) runCtx(t *testing.T, ctx context.Context, program string, lim engine.Limits) *engine.Outcome {
 	t.Helper()
 	start := time.Now()
 	res := c.sb.Run(ctx, engine.Execution{Program: program, Terms: engine.Terms{Limits: lim, Isolation: c.cfg.Level, Network: engine.NetworkNone}})
@@ -83,14 +83,14 @@ func (c *contract) runCtx(t *testing.T, ctx context.Context, program string, lim
 	return res
 }
 
-func wantOK(t *testing.T, r *engine.Result) {
+func wantOK(t *testing.T, r *engine.Outcome) {
 	t.Helper()
 	if r.Failure != nil {
 		t.Fatalf("failure %s: %s\n%s\nstderr: %s", r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)
 	}
 }
 
-func wantKind(t *testing.T, r *engine.Result, k failure.Kind, limit engine.LimitName) {
+func wantKind(t *testing.T, r *engine.Outcome, k failure.Kind, limit engine.LimitName) {
 	t.Helper()
 	if r.Failure == nil {
 		t.Fatalf("want failure %s, got none (value %s, stdout %q)", k, r.Value, r.Stdout)
@@ -107,7 +107,7 @@ func wantKind(t *testing.T, r *engine.Result, k failure.Kind, limit engine.Limit
 	}
 }
 
-func value(t *testing.T, r *engine.Result, into any) {
+func value(t *testing.T, r *engine.Outcome, into any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Value, into); err != nil {
 		t.Fatalf("value %s: %v", r.Value, err)

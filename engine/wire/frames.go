@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
 
 // Version is the protocol version the child announces in hello. A mismatch is a violation.
 const Version = 1
@@ -112,18 +116,54 @@ type Abort struct {
 	Reason string `json:"reason"`
 }
 
-// Result answers a Call or a Read.
+// Result answers a Call or a Read: OK, and the Answer in its canonical form (ResultOf).
 type Result struct {
-	Type    string          `json:"type"`
-	ID      int64           `json:"id"`
-	OK      bool            `json:"ok"`
-	Value   json.RawMessage `json:"value,omitempty"`
-	Handle  *Handle         `json:"handle,omitempty"`
-	Kind    string          `json:"kind,omitempty"`
-	Message string          `json:"message,omitempty"`
+	Type string `json:"type"`
+	ID   int64  `json:"id"`
+	OK   bool   `json:"ok"`
+	Answer
 }
 
-// Handle stands for a result too large to hand over whole.
+// Answer is what one binding call or handle read hands back to the program: a value, a Handle
+// for a result kept under one, or a failure the program sees as ToolError(Kind). It is the one
+// type of a call's answer from the upstream pool (upstream.Turn.Invoke) through the binding
+// step and the engine (engine.ToolCaller) to the program's channel, here and over the remote
+// protocol; it lives in this leaf because every one of those may import it (docs/design.md §2).
+type Answer struct {
+	// Value is the JSON value delivered whole; nil means null. Unset when Handle or Kind is.
+	Value json.RawMessage `json:"value,omitempty"`
+	// Handle, when set, stands for a result too large to hand over whole.
+	Handle *Handle `json:"handle,omitempty"`
+	// Kind is empty on success, else one of failure.CallKinds.
+	Kind failure.Kind `json:"kind,omitempty"`
+	// Message says why, in words safe to show a model.
+	Message string `json:"message,omitempty"`
+}
+
+// Refused returns the Answer of a call that failed with fe.
+func Refused(fe *failure.Error) Answer { return Answer{Kind: fe.Kind, Message: fe.Message} }
+
+// ResultOf is the result frame answering id with a, in its canonical form: a failure carries
+// its kind and message only; a success its handle, or else its value (null when nil).
+func ResultOf(id int64, a Answer) *Result {
+	out := &Result{ID: id, OK: a.Kind == ""}
+	switch {
+	case !out.OK:
+		out.Kind, out.Message = a.Kind, a.Message
+	case a.Handle != nil:
+		out.Handle = a.Handle
+	default:
+		out.Value = a.Value
+		if out.Value == nil {
+			out.Value = json.RawMessage("null")
+		}
+	}
+	return out
+}
+
+// Handle stands for a result too large to hand over whole: the id it is kept under (an
+// outputs.Handle), and how many bytes and lines the kept content has, so the program can page
+// it. It is the one type of a handle as a program, the engine and a remote caller see it.
 type Handle struct {
 	ID    string `json:"id"`
 	Size  int64  `json:"size"`

@@ -98,13 +98,13 @@ func TestContract(t *testing.T) {
 	})
 }
 
-func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Result {
+func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Outcome {
 	t.Helper()
 	return r.Run(context.Background(), engine.Execution{Program: program,
 		Terms: engine.Terms{Limits: lim, Isolation: engine.LevelIsolated, Network: engine.NetworkNone}})
 }
 
-func wantValue(t *testing.T, res *engine.Result, into any) {
+func wantValue(t *testing.T, res *engine.Outcome, into any) {
 	t.Helper()
 	if res.Failure != nil {
 		t.Fatalf("failure %s: %s\n%s\nstderr: %s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback, res.Stderr)
@@ -372,7 +372,7 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	liveDone := make(chan *engine.Result, 1)
+	liveDone := make(chan *engine.Outcome, 1)
 	go func() {
 		liveDone <- liveRunner.Run(ctx, engine.Execution{Program: "import time\ntime.sleep(600)",
 			Terms: engine.Terms{Limits: engine.Limits{WallSeconds: 120}, Isolation: engine.LevelIsolated}})
@@ -578,7 +578,7 @@ return {"uid_map": open("/proc/self/uid_map").read().split(), "uid": os.getuid()
 	var (
 		wg  sync.WaitGroup
 		got [2]seen
-		res [2]*engine.Result
+		res [2]*engine.Outcome
 	)
 	for i, owner := range []string{"tenant-alpha", "tenant-beta"} {
 		wg.Add(1)

@@ -21,7 +21,7 @@ func pyList(xs ...string) string {
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
-func valueMap(t *testing.T, r *engine.Result) map[string]string {
+func valueMap(t *testing.T, r *engine.Outcome) map[string]string {
 	t.Helper()
 	m := map[string]string{}
 	if err := json.Unmarshal(r.Value, &m); err != nil {

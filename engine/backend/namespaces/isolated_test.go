@@ -18,13 +18,13 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
-func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Result {
+func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Outcome {
 	t.Helper()
 	return r.Run(context.Background(), engine.Execution{Program: program,
 		Terms: engine.Terms{Limits: lim, Isolation: engine.LevelIsolated, Network: engine.NetworkNone}})
 }
 
-func ok(t *testing.T, r *engine.Result) {
+func ok(t *testing.T, r *engine.Outcome) {
 	t.Helper()
 	if r.Failure != nil {
 		t.Fatalf("failure %s: %s\n%s\nstderr: %s", r.Failure.Kind, r.Failure.Message, r.Failure.Traceback, r.Stderr)

@@ -20,7 +20,7 @@ func TestKillAllSparesOtherExecutions(t *testing.T) {
 	gate.Hostile(t)
 	r := newSandbox(t, engine.DefaultLimits, process.Options{})
 	var wg sync.WaitGroup
-	var victim *engine.Result
+	var victim *engine.Outcome
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -377,7 +377,7 @@ func (s *Sandbox) fetchDescribe(ctx context.Context) (a *DescribeAnswer, retry b
 
 // Run runs one program on the service. Every ending is a Result; an execution is never
 // retried.
-func (s *Sandbox) Run(ctx context.Context, ex engine.Execution) *engine.Result {
+func (s *Sandbox) Run(ctx context.Context, ex engine.Execution) *engine.Outcome {
 	start := time.Now()
 	t := s.Terms(ex.Terms)
 	res := s.run(ctx, ex, t)
@@ -385,7 +385,7 @@ func (s *Sandbox) Run(ctx context.Context, ex engine.Execution) *engine.Result {
 	return res
 }
 
-func (s *Sandbox) run(ctx context.Context, ex engine.Execution, t engine.Terms) *engine.Result {
+func (s *Sandbox) run(ctx context.Context, ex engine.Execution, t engine.Terms) *engine.Outcome {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()

@@ -18,11 +18,12 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // The service runs in this test binary, so a hostile program's processes live in the pid
@@ -67,7 +68,7 @@ func namespacesService(t *testing.T, ceiling engine.Limits) (url string, runner 
 	b, err := namespaces.New(context.Background(), &namespaces.Options{})
 	runner = sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
 		Artifacts: engine.ArtifactPolicy{Collect: true}})
-	svc := remote.NewService(&remote.ServiceOptions{Sandbox: runner, Authenticate: func(tok string) (string, bool) {
+	svc := service.New(&service.Options{Sandbox: runner, Authenticate: func(tok string) (string, bool) {
 		return "caller", tok == testToken
 	}})
 	t.Cleanup(func() {
@@ -148,20 +149,20 @@ return {"sums": [s["sum"] for s in sums], "denied": denied, "window": window}`,
 // is too large and comes back as a handle.
 type callerTools struct{ calls, reads atomic.Int32 }
 
-func (c *callerTools) CallTool(_ context.Context, name string, args json.RawMessage) outputs.Reply {
+func (c *callerTools) CallTool(_ context.Context, name string, args json.RawMessage) wire.Answer {
 	c.calls.Add(1)
 	switch name {
 	case "up__add":
 		var in struct{ A, B int }
 		_ = json.Unmarshal(args, &in)
-		return outputs.Reply{Value: json.RawMessage(fmt.Sprintf(`{"sum":%d}`, in.A+in.B))}
+		return wire.Answer{Value: json.RawMessage(fmt.Sprintf(`{"sum":%d}`, in.A+in.B))}
 	case "up__big":
-		return outputs.Reply{Handle: &outputs.HandleRef{ID: "h_big", Size: 1 << 30, Lines: 1000}}
+		return wire.Answer{Handle: &wire.Handle{ID: "h_big", Size: 1 << 30, Lines: 1000}}
 	}
-	return outputs.Reply{Kind: failure.Denied, Message: "the policy denies " + name}
+	return wire.Answer{Kind: failure.Denied, Message: "the policy denies " + name}
 }
 
-func (c *callerTools) ReadHandle(_ context.Context, handle string, offset, limit int, _ string) outputs.Reply {
+func (c *callerTools) ReadHandle(_ context.Context, handle string, offset, limit int, _ string) wire.Answer {
 	c.reads.Add(1)
-	return outputs.Reply{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d"`, handle, offset, limit))}
+	return wire.Answer{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d"`, handle, offset, limit))}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -41,7 +42,7 @@ type streamEvent struct {
 }
 
 // drive sends the program and follows its stream to the end.
-func (x *execution) drive(ctx context.Context) *engine.Result {
+func (x *execution) drive(ctx context.Context) *engine.Outcome {
 	s := x.s
 	names := append([]string{}, x.ex.ToolNames...)
 	aliases := append([]string{}, x.ex.Aliases...)
@@ -168,7 +169,7 @@ func (x *execution) drive(ctx context.Context) *engine.Result {
 				if x.ex.Progress != nil {
 					x.ex.Progress(time.Since(x.start).Seconds())
 				}
-			case *Call, *Read:
+			case *wire.Call, *wire.Read:
 				x.dispatch(callCtx, f)
 			case dataStarted:
 				// The program has ended: what is left is delivering its output.
@@ -176,7 +177,7 @@ func (x *execution) drive(ctx context.Context) *engine.Result {
 				deadline.Reset(s.opts.TransferTimeout)
 			case *ResultFrame:
 				<-readerDone
-				return x.finish(&f.Result)
+				return x.finish(&f.Outcome)
 			}
 		case <-idle.C:
 			return x.providerError(x.id != "", fmt.Sprintf("the sandbox service sent nothing for %s", s.opts.IdleTimeout))
@@ -240,7 +241,7 @@ func (x *execution) post(ctx context.Context, path string, v any) {
 // end ends an execution the caller cancelled or the client's clock timed out: it posts a
 // cancel, waits CancelGrace for the service's last result to keep the program's output, and
 // reports kind.
-func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone <-chan struct{}) *engine.Result {
+func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone <-chan struct{}) *engine.Outcome {
 	x.ending = kind
 	var wg sync.WaitGroup
 	graceCtx, cancel := context.WithTimeout(context.Background(), x.s.opts.CancelGrace)
@@ -260,7 +261,7 @@ func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone
 		case ev := <-frames:
 			if f, ok := ev.f.(*ResultFrame); ok {
 				<-readerDone
-				return x.ended(kind, &f.Result)
+				return x.ended(kind, &f.Outcome)
 			}
 			if ev.err != nil || ev.f == nil {
 				return x.ended(kind, nil)
@@ -277,7 +278,7 @@ func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone
 // ended is the result of a timeout or a cancellation: the service's own last result when it
 // came in time (for the output the program wrote before it was killed), with the kind that
 // ended it.
-func (x *execution) ended(kind failure.Kind, r *engine.Result) *engine.Result {
+func (x *execution) ended(kind failure.Kind, r *engine.Outcome) *engine.Outcome {
 	x.ending = kind
 	res := engine.Refuse(x.t, kind, "")
 	if r != nil {
@@ -300,7 +301,7 @@ func (x *execution) ended(kind failure.Kind, r *engine.Result) *engine.Result {
 }
 
 // refused is the result of an error frame: the service would not run the program.
-func (x *execution) refused(f *ErrorFrame) *engine.Result {
+func (x *execution) refused(f *ErrorFrame) *engine.Outcome {
 	k := failure.Kind(f.Kind)
 	if !k.Refusal() {
 		return x.providerError(false, "the sandbox service declined the execution: "+boundMessage(f.Message))
@@ -326,7 +327,7 @@ func (x *execution) scrubBytes(b []byte) []byte {
 
 // providerError is the result of a service that failed to deliver the execution. executed
 // is whether the program may have started.
-func (x *execution) providerError(executed bool, msg string) *engine.Result {
+func (x *execution) providerError(executed bool, msg string) *engine.Outcome {
 	msg = x.scrub(msg)
 	x.log.Warn("remote execution failed", "err", msg)
 	res := engine.Refuse(x.t, failure.ProviderError, msg+"; it is not retried")

@@ -37,7 +37,7 @@ const (
 // fake is a scripted sandbox service.
 type fake struct {
 	describe func(w http.ResponseWriter, r *http.Request) // nil: an honest, ready, isolated one
-	execute  func(w http.ResponseWriter, r *http.Request) // POST /v1/executions
+	execute  func(w http.ResponseWriter, r *http.Request) // POST /v2/executions
 	// seen counts requests by "METHOD path".
 	mu   sync.Mutex
 	seen map[string]int
@@ -111,10 +111,10 @@ func resultFrame(t *testing.T, r *http.Request, id string, level engine.Level, s
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		t.Errorf("start request: %v", err)
 	}
-	res := engine.Result{Value: json.RawMessage("42"), Stdout: stdout, StdoutSize: int64(len(stdout)), Terms: req.Terms,
+	res := engine.Outcome{Value: json.RawMessage("42"), Stdout: stdout, StdoutSize: int64(len(stdout)), Terms: req.Terms,
 		Isolation: level, Guarantees: engine.Guarantees{}, Attachments: []engine.Attachment{{Name: "stdout", ContentType: "text/plain", Size: int64(len(stdout)), Location: "inline"}},
-		Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}, Unavailable: []string{}}
-	b, _ := json.Marshal(remote.ResultFrame{Type: remote.FrameResult, Execution: id, Result: res})
+		Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
+	b, _ := json.Marshal(remote.ResultFrame{Type: remote.FrameResult, Execution: id, Outcome: res})
 	return append(b, '\n')
 }
 
@@ -132,7 +132,7 @@ type hostileCase struct {
 	honest bool
 	// cancelAfter, when set, is when the caller cancels.
 	cancelAfter time.Duration
-	check       func(t *testing.T, res *engine.Result, f *fake)
+	check       func(t *testing.T, res *engine.Outcome, f *fake)
 }
 
 func hostileCases(otherHost *fake, otherURL string) []hostileCase {
@@ -185,11 +185,11 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			if res.LimitHit == nil || *res.LimitHit != engine.LimitWall {
 				t.Errorf("limit_hit %v, want wall_seconds", res.LimitHit)
 			}
-			if n := f.count("POST /v1/executions/x1/cancel"); n != 1 {
+			if n := f.count("POST /v2/executions/x1/cancel"); n != 1 {
 				t.Errorf("%d cancels posted, want 1", n)
 			}
 		}},
@@ -201,11 +201,11 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 					time.Sleep(100 * time.Millisecond)
 				}
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			if !res.Cancelled {
 				t.Errorf("cancelled is false")
 			}
-			if n := f.count("POST /v1/executions/x1/cancel"); n != 1 {
+			if n := f.count("POST /v2/executions/x1/cancel"); n != 1 {
 				t.Errorf("%d cancels posted, want 1", n)
 			}
 		}},
@@ -228,7 +228,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 				send := stream(w)
 				send(cat(string(accepted), string(res)))
 			}
-		}, check: func(t *testing.T, res *engine.Result, _ *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, _ *fake) {
 			if string(res.Value) != "null" {
 				t.Errorf("value %s handed on", res.Value)
 			}
@@ -244,7 +244,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, otherURL+remote.PathExecutions, http.StatusTemporaryRedirect)
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			otherHost.mu.Lock()
 			defer otherHost.mu.Unlock()
 			if len(otherHost.seen) != 0 {
@@ -257,7 +257,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 				send := stream(w)
 				send(cat(string(accepted), data("stdout", "read /etc/shadow\n"), string(res)))
 			}
-		}, check: func(t *testing.T, res *engine.Result, _ *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, _ *fake) {
 			if string(res.Value) != "null" || res.Stdout != "" || len(res.StdoutData) != 0 {
 				t.Errorf("the output of a program run below its isolation was handed on: value %s stdout %q", res.Value, res.Stdout)
 			}
@@ -275,7 +275,7 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			}
-		}, check: func(t *testing.T, res *engine.Result, f *fake) {
+		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
 			if n := f.count("POST " + remote.PathExecutions); n != 1 {
 				t.Errorf("the execution was sent %d times, want exactly once", n)
 			}
@@ -283,6 +283,18 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 		{name: "a result claiming wider terms", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				res := strings.Replace(string(resultFrame(t, r, "x1", engine.LevelIsolated, "")), `"wall_seconds":2`, `"wall_seconds":3600`, 1)
+				stream(w)(cat(string(accepted), res))
+			}
+		}},
+		{name: "a result naming an unknown failure kind", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
+			f.execute = func(w http.ResponseWriter, r *http.Request) {
+				res := strings.Replace(string(resultFrame(t, r, "x1", engine.LevelIsolated, "")), `"failure":null`, `"failure":{"kind":"all_fine","message":"m","executed":true}`, 1)
+				stream(w)(cat(string(accepted), res))
+			}
+		}},
+		{name: "a result naming an unknown limit", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
+			f.execute = func(w http.ResponseWriter, r *http.Request) {
+				res := strings.Replace(string(resultFrame(t, r, "x1", engine.LevelIsolated, "")), `"limit_hit":null`, `"limit_hit":"patience"`, 1)
 				stream(w)(cat(string(accepted), res))
 			}
 		}},

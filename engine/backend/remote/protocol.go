@@ -12,16 +12,17 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 )
 
-// Version is the protocol version: the /v1 of every route, and the "protocol" field of a
+// Version is the protocol version: the /v2 of every route, and the "protocol" field of a
 // describe answer and of a start request. Anything that changes a route, a frame or the
-// result's shape is a new version.
-const Version = 1
+// result's shape is a new version. 2: the result frame carries an engine.Outcome under
+// "outcome", and a call's answer is a wire.Result (with its "type").
+const Version = 2
 
 // The routes. An execution's own routes are PathExecutions + "/{id}/results" and
 // PathExecutions + "/{id}/cancel".
 const (
-	PathDescribe   = "/v1/describe"
-	PathExecutions = "/v1/executions"
+	PathDescribe   = "/v2/describe"
+	PathExecutions = "/v2/executions"
 	PathHealth     = "/healthz"
 	PathReady      = "/readyz"
 )
@@ -32,18 +33,17 @@ const ContentType = "application/x-ndjson"
 func resultsPath(id string) string { return PathExecutions + "/" + id + "/results" }
 func cancelPath(id string) string  { return PathExecutions + "/" + id + "/cancel" }
 
-// Frame types of the stream, service to client.
+// Frame types of the stream, service to client (call and read are wire.TypeCall and
+// wire.TypeRead).
 const (
 	FrameAccepted = "accepted"
 	FrameError    = "error"
 	FrameProgress = "progress"
-	FrameCall     = "call"
-	FrameRead     = "read"
 	FrameData     = "data"
 	FrameResult   = "result"
 )
 
-// DescribeAnswer is the body of GET /v1/describe.
+// DescribeAnswer is the body of GET /v2/describe.
 type DescribeAnswer struct {
 	Protocol int `json:"protocol"`
 	// AllowNetwork: the service's profile may grant an execution network access.
@@ -51,7 +51,7 @@ type DescribeAnswer struct {
 	Description  engine.Description `json:"description"`
 }
 
-// StartRequest is the body of POST /v1/executions.
+// StartRequest is the body of POST /v2/executions.
 type StartRequest struct {
 	Protocol int          `json:"protocol"`
 	Program  string       `json:"program"`
@@ -88,48 +88,14 @@ type Progress struct {
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 }
 
-// Call asks the caller to call a tool for the program. IDs of calls and reads increase
-// strictly within a stream.
-type Call struct {
-	Type string          `json:"type"`
-	ID   int64           `json:"id"`
-	Tool string          `json:"tool"`
-	Args json.RawMessage `json:"args"`
-}
-
-// Read asks the caller for a window of a handle one of the program's calls produced.
-type Read struct {
-	Type    string `json:"type"`
-	ID      int64  `json:"id"`
-	Handle  string `json:"handle"`
-	Offset  int    `json:"offset"`
-	Limit   int    `json:"limit"`
-	Pattern string `json:"pattern"`
-}
-
-// ResultFrame ends a stream that was accepted: the execution's Result, whose captured bytes
-// (stdout, stderr, artifacts) came before it in data frames.
+// ResultFrame ends a stream that was accepted: what the sandbox saw of the execution, whose
+// captured bytes (stdout, stderr, artifacts) came before it in data frames. The call and read
+// frames of a stream, and the body a caller posts to answer one, are package wire's Call,
+// Read and Result: one frame set on both boundaries.
 type ResultFrame struct {
-	Type      string        `json:"type"`
-	Execution string        `json:"execution"`
-	Result    engine.Result `json:"result"`
-}
-
-// Reply is the body of POST /v1/executions/{id}/results: the answer to one call or read.
-type Reply struct {
-	ID      int64           `json:"id"`
-	OK      bool            `json:"ok"`
-	Value   json.RawMessage `json:"value,omitempty"`
-	Handle  *Handle         `json:"handle,omitempty"`
-	Kind    string          `json:"kind,omitempty"`
-	Message string          `json:"message,omitempty"`
-}
-
-// Handle stands for a result too large to hand over whole.
-type Handle struct {
-	ID    string `json:"id"`
-	Size  int64  `json:"size"`
-	Lines int    `json:"lines"`
+	Type      string         `json:"type"`
+	Execution string         `json:"execution"`
+	Outcome   engine.Outcome `json:"outcome"`
 }
 
 // ErrorBody is the JSON body of every answer other than 200 and 204.
@@ -147,14 +113,14 @@ const (
 	dataPrefix = `{"type":"data","stream":"`
 	dataMiddle = `","data":"`
 	dataSuffix = `"}`
-	// dataChunk is how many bytes one data frame carries at most.
-	dataChunk = 192 << 10
-	// maxArtifacts bounds the artifact index a data frame may name.
-	maxArtifacts = 4096
+	// DataChunk is how many bytes one data frame carries at most.
+	DataChunk = 192 << 10
+	// MaxArtifacts bounds the artifact index a data frame may name.
+	MaxArtifacts = 4096
 )
 
-// appendData appends the data frame carrying b for stream, with its newline, to dst.
-func appendData(dst []byte, stream string, b []byte) []byte {
+// AppendData appends the data frame carrying b for stream, with its newline, to dst.
+func AppendData(dst []byte, stream string, b []byte) []byte {
 	dst = append(dst, dataPrefix...)
 	dst = append(dst, stream...)
 	dst = append(dst, dataMiddle...)
@@ -193,7 +159,7 @@ func streamName(s string) (kind string, index int, err error) {
 	}
 	if digits, ok := cutPrefix(s, "artifact:"); ok {
 		n, err := strconv.Atoi(digits)
-		if err == nil && n >= 0 && n < maxArtifacts && strconv.Itoa(n) == digits {
+		if err == nil && n >= 0 && n < MaxArtifacts && strconv.Itoa(n) == digits {
 			return "artifact", n, nil
 		}
 	}
@@ -228,10 +194,10 @@ func decodeFrame(line []byte) (any, error) {
 		f = &ErrorFrame{}
 	case FrameProgress:
 		f = &Progress{}
-	case FrameCall:
-		f = &Call{}
-	case FrameRead:
-		f = &Read{}
+	case wire.TypeCall:
+		f = &wire.Call{}
+	case wire.TypeRead:
+		f = &wire.Read{}
 	case FrameResult:
 		f = &ResultFrame{}
 	case FrameData:

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 )
 
 // Bounds is what a client accepts from one stream. Each is applied to bytes as they arrive,
@@ -236,11 +238,11 @@ func (s *stream) take(line []byte) (any, error) {
 		if s.phase != 1 {
 			return nil, errors.New("a progress frame came outside the running phase")
 		}
-	case *Call:
+	case *wire.Call:
 		if err := s.callID(f.ID); err != nil {
 			return nil, err
 		}
-	case *Read:
+	case *wire.Read:
 		if err := s.callID(f.ID); err != nil {
 			return nil, err
 		}

@@ -56,7 +56,7 @@ func TestFrameReaderBounds(t *testing.T) {
 
 func TestStreamGrammar(t *testing.T) {
 	const acc = `{"type":"accepted","execution":"x1"}`
-	result := `{"type":"result","execution":"x1","result":{"value":1}}`
+	result := `{"type":"result","execution":"x1","outcome":{"value":1}}`
 	for _, c := range []struct {
 		name   string
 		frames []string
@@ -101,9 +101,9 @@ func TestStreamGrammar(t *testing.T) {
 func TestStreamKeepsWithinCeilings(t *testing.T) {
 	s := newStream(4, 5)
 	for _, f := range []string{`{"type":"accepted","execution":"x1"}`,
-		string(appendData(nil, "stdout", []byte("abc"))), string(appendData(nil, "stdout", []byte("def"))),
-		string(appendData(nil, "artifact:0", []byte("123"))), string(appendData(nil, "artifact:1", []byte("456"))),
-		string(appendData(nil, "artifact:0", []byte("7")))} {
+		string(AppendData(nil, "stdout", []byte("abc"))), string(AppendData(nil, "stdout", []byte("def"))),
+		string(AppendData(nil, "artifact:0", []byte("123"))), string(AppendData(nil, "artifact:1", []byte("456"))),
+		string(AppendData(nil, "artifact:0", []byte("7")))} {
 		if _, err := s.frame(bytes.TrimSuffix([]byte(f), []byte("\n"))); err != nil {
 			t.Fatal(err)
 		}

@@ -3,38 +3,23 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-// resultKinds are the failure kinds an execution's result may carry.
-var resultKinds = map[failure.Kind]bool{
-	failure.ProgramError: true, failure.LimitExceeded: true, failure.Timeout: true, failure.Cancelled: true,
-	failure.ValueNotSerializable: true, failure.IsolationUnavailable: true, failure.NetworkUnavailable: true,
-	failure.BackendUnavailable: true, failure.ProviderError: true, failure.ProtocolViolation: true,
-	failure.OutputNotPreserved: true, failure.Internal: true,
-}
-
-var limitNames = map[engine.LimitName]bool{engine.LimitCPU: true, engine.LimitWall: true, engine.LimitMemory: true,
-	engine.LimitFileSize: true, engine.LimitProcessCount: true}
-
 // finish checks the service's result against what was asked and what the stream delivered,
-// and assembles the Result the caller gets. A result that claims more than the service may
+// and assembles the Outcome the caller gets. A result that claims more than the service may
 // (a weaker isolation than required, wider terms, output it did not send) is withheld whole:
 // provider_error, because a program that ran where it should not have cannot be un-run, but
 // its output need not be handed on.
-func (x *execution) finish(r *engine.Result) *engine.Result {
+func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 	if msg := x.check(r); msg != "" {
 		return x.providerError(true, "the sandbox service's result was withheld: "+msg)
 	}
 	res := *r
 	st := x.st
-	// What only the caller knows: its budget, its context economy and its catalogue.
-	res.Budget = engine.BudgetReport{}
-	res.Approvals = engine.ApprovalCounts{}
-	res.Context = engine.ContextReport{}
-	res.Unavailable, res.UpstreamProblems = []string{}, nil
 	if len(res.Value) == 0 {
 		res.Value = json.RawMessage("null")
 	}
@@ -83,7 +68,7 @@ func (x *execution) finish(r *engine.Result) *engine.Result {
 }
 
 // scrubResult removes the credential from every text of res the service wrote.
-func (x *execution) scrubResult(res *engine.Result) {
+func (x *execution) scrubResult(res *engine.Outcome) {
 	if x.secret == "" {
 		return
 	}
@@ -114,12 +99,12 @@ func (x *execution) scrubResult(res *engine.Result) {
 }
 
 // check returns why r cannot be handed on, or "".
-func (x *execution) check(r *engine.Result) string {
+func (x *execution) check(r *engine.Outcome) string {
 	t, st := x.t, x.st
-	if r.Failure != nil && !resultKinds[r.Failure.Kind] {
+	if r.Failure != nil && !slices.Contains(failure.ResultKinds(), r.Failure.Kind) {
 		return fmt.Sprintf("it names an unknown failure kind %q", truncate(string(r.Failure.Kind)))
 	}
-	if r.LimitHit != nil && !limitNames[*r.LimitHit] {
+	if r.LimitHit != nil && !r.LimitHit.Known() {
 		return fmt.Sprintf("it names an unknown limit %q", truncate(string(*r.LimitHit)))
 	}
 	if len(r.Value) > 0 && !json.Valid(r.Value) {

@@ -6,8 +6,10 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-// Result is the outcome of one execution, failures included, in the shape of docs/design.md §3.4.
-type Result struct {
+// Outcome is what the sandbox saw of one execution, failures included: the part of the result
+// document (docs/design.md §3.4) a backend fills. What the host adds (budget, approvals, context,
+// bindings and upstream problems) is package execution's Result, which embeds it.
+type Outcome struct {
 	Value json.RawMessage `json:"value"`
 	// ValueRepr is the repr of a final value that JSON cannot carry (a set, a datetime, a
 	// DataFrame): Value is then null and the program counts as completed. Absent otherwise.
@@ -27,14 +29,6 @@ type Result struct {
 	Attachments     []Attachment  `json:"attachments"`
 	Artifacts       []Attachment  `json:"artifacts"`
 	ArtifactsOmit   []OmittedFile `json:"artifacts_omitted"`
-	Unavailable     []string      `json:"unavailable_bindings"`
-	// UpstreamProblems are the granted upstream servers with something wrong with their tools
-	// at this execution (one that could not be started, and why: its tools are missing from
-	// TOOLS and have no alias), as list_tools reports them.
-	UpstreamProblems []UpstreamProblem `json:"upstream_problems,omitempty"`
-	Budget           BudgetReport      `json:"budget"`
-	Approvals        ApprovalCounts    `json:"approvals"`
-	Context          ContextReport     `json:"context"`
 
 	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
 	// stay on the host and never enter the JSON.
@@ -47,7 +41,7 @@ type Result struct {
 	Start string `json:"-"`
 }
 
-// Values of Result.Start.
+// Values of Outcome.Start.
 const (
 	StartWarm = "warm" // a child started ahead of time, for the same terms
 	StartCold = "cold" // a child started for this execution
@@ -80,80 +74,24 @@ type Attachment struct {
 	Text *string `json:"text,omitempty"`
 }
 
-// UpstreamProblem is what is wrong with a granted upstream server's tools, in words safe to
-// show the model.
-type UpstreamProblem struct {
-	Server  string `json:"server"`
-	Problem string `json:"problem"`
-}
-
 // OmittedFile is a workspace entry that was not collected, with the reason.
 type OmittedFile struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
 }
 
-// BudgetReport is what the binding meters counted, per execution and per Run.
-type BudgetReport struct {
-	Execution Usage `json:"execution"`
-	Run       Usage `json:"run"`
-}
-
-// ApprovalCounts are the decisions on an execution's calls that needed a person's approval
-// (package binding's approval step). Asked counts the questions put; each ends accepted,
-// declined (declined or dismissed), timed out, or, when the host failed to answer, in none of
-// these. Unasked counts calls refused because the host cannot ask anyone.
-type ApprovalCounts struct {
-	Asked    int64 `json:"asked"`
-	Accepted int64 `json:"accepted"`
-	Declined int64 `json:"declined"`
-	TimedOut int64 `json:"timed_out"`
-	Unasked  int64 `json:"unasked"`
-}
-
-// Usage is one half of a BudgetReport.
-type Usage struct {
-	Calls          int64 `json:"calls"`
-	TransferBytes  int64 `json:"transfer_bytes"`
-	ProducedBytes  int64 `json:"produced_bytes"`
-	PreservedBytes int64 `json:"preserved_bytes"`
-}
-
-// ContextReport is the context economy of run_code, per execution and per Run: what the
-// program received from its tool calls beside what came back to the model.
-type ContextReport struct {
-	Execution ContextUsage `json:"execution"`
-	Run       ContextUsage `json:"run"`
-}
-
-// ContextUsage is one half of a ContextReport. BindingBytes are the bytes of the values the
-// program received from its tool calls and handle reads (built-ins included); ReturnedBytes
-// the bytes of the result's text rendering, which is what the model reads; KeptOutBytes is
-// BindingBytes less ReturnedBytes, never below zero (per Run: the sum over its executions).
-type ContextUsage struct {
-	BindingBytes  int64 `json:"binding_bytes"`
-	ReturnedBytes int64 `json:"returned_bytes"`
-	KeptOutBytes  int64 `json:"kept_out_bytes"`
-}
-
-// NewContextUsage is the usage of one execution that received binding bytes and returned
-// returned bytes to the model.
-func NewContextUsage(binding, returned int64) ContextUsage {
-	return ContextUsage{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
-}
-
 // OK reports whether the execution completed without a failure.
-func (r *Result) OK() bool { return r.Failure == nil }
+func (r *Outcome) OK() bool { return r.Failure == nil }
 
 // Refuse returns the result of an execution that was refused before anything ran.
-func Refuse(t Terms, k failure.Kind, message string) *Result {
-	r := emptyResult(t)
+func Refuse(t Terms, k failure.Kind, message string) *Outcome {
+	r := emptyOutcome(t)
 	r.Failure = &Failure{Kind: k, Message: message}
 	return r
 }
 
-func emptyResult(t Terms) *Result {
-	return &Result{
+func emptyOutcome(t Terms) *Outcome {
+	return &Outcome{
 		Value:         json.RawMessage("null"),
 		Terms:         t,
 		Isolation:     LevelProcess,
@@ -161,7 +99,6 @@ func emptyResult(t Terms) *Result {
 		Attachments:   []Attachment{},
 		Artifacts:     []Attachment{},
 		ArtifactsOmit: []OmittedFile{},
-		Unavailable:   []string{},
 	}
 }
 

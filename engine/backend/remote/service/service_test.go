@@ -1,6 +1,6 @@
 //go:build linux
 
-package remote_test
+package service_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,19 +17,20 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // scripted is a LocalSandbox whose executions run a Go function instead of a child: it tests
 // the service's side of the protocol exactly. The contract suite runs the real one.
 type scripted struct {
 	level engine.Level
-	run   func(ctx context.Context, ex engine.Execution) *engine.Result
+	run   func(ctx context.Context, ex engine.Execution) *engine.Outcome
 	runs  atomic.Int32
 }
 
-func (s *scripted) Run(ctx context.Context, ex engine.Execution) *engine.Result {
+func (s *scripted) Run(ctx context.Context, ex engine.Execution) *engine.Outcome {
 	s.runs.Add(1)
 	res := engine.Refuse(s.Terms(ex.Terms), "", "")
 	res.Failure, res.Isolation = nil, s.level
@@ -71,15 +73,17 @@ func authenticate(tok string) (string, bool) {
 
 // scriptedService serves sb on loopback; the ids of accepted executions arrive on the
 // channel it returns.
-func scriptedService(t *testing.T, sb *scripted, opts remote.ServiceOptions) (*remote.Service, string, <-chan string) {
+func scriptedService(t *testing.T, sb *scripted, opts service.Options) (*service.Service, string, <-chan string) {
 	t.Helper()
 	opts.Sandbox = sb
 	if opts.Authenticate == nil {
 		opts.Authenticate = authenticate
 	}
-	svc := remote.NewService(&opts)
+	svc := service.New(&opts)
 	ids := make(chan string, 16)
-	return svc, serveOn(t, tap(svc, ids)), ids
+	srv := httptest.NewServer(tap(svc, ids))
+	t.Cleanup(srv.Close)
+	return svc, srv.URL, ids
 }
 
 func as(t testing.TB, url, token string) *remote.Sandbox {
@@ -110,11 +114,11 @@ func post(t *testing.T, url, token, body string) *http.Response {
 // principal that started it.
 func TestServiceAuthenticates(t *testing.T) {
 	release := make(chan struct{})
-	sb := &scripted{level: engine.LevelIsolated, run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := &scripted{level: engine.LevelIsolated, run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		<-release
 		return nil
 	}}
-	_, url, ids := scriptedService(t, sb, remote.ServiceOptions{})
+	_, url, ids := scriptedService(t, sb, service.Options{})
 	for _, route := range []string{remote.PathDescribe, remote.PathExecutions, remote.PathExecutions + "/x1/results", remote.PathExecutions + "/x1/cancel"} {
 		method := http.MethodPost
 		if route == remote.PathDescribe {
@@ -147,14 +151,14 @@ func TestServiceAuthenticates(t *testing.T) {
 	}
 
 	// Alice's execution is not Bob's to answer or cancel.
-	done := make(chan *engine.Result, 1)
+	done := make(chan *engine.Outcome, 1)
 	go func() {
 		done <- as(t, url, "alice-token").Run(context.Background(), engine.Execution{Program: "x",
 			Progress: func(float64) {}})
 	}()
 	id := <-ids
 	for _, route := range []string{"/results", "/cancel"} {
-		resp := post(t, url+remote.PathExecutions+"/"+id+route, "bob-token", `{"id":1,"ok":true,"value":1}`)
+		resp := post(t, url+remote.PathExecutions+"/"+id+route, "bob-token", `{"type":"result","id":1,"ok":true,"value":1}`)
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("bob's %s on alice's execution: %s, want 404", route, resp.Status)
 		}
@@ -195,7 +199,7 @@ func (w *tapWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // A service asked for terms it cannot meet answers an error frame and runs nothing.
 func TestServiceRefusesBeforeRunning(t *testing.T) {
 	sb := &scripted{level: engine.LevelProcess}
-	_, url, _ := scriptedService(t, sb, remote.ServiceOptions{})
+	_, url, _ := scriptedService(t, sb, service.Options{})
 	for _, c := range []struct {
 		terms string
 		kind  failure.Kind
@@ -205,7 +209,7 @@ func TestServiceRefusesBeforeRunning(t *testing.T) {
 		{`{"network":"wide-open"}`, failure.BackendUnavailable},
 		{`{"memory_bytes":1024}`, failure.BackendUnavailable},
 	} {
-		resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":1,"program":"6*7","terms":`+c.terms+`,"tools":[],"calls":false}`)
+		resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":2,"program":"6*7","terms":`+c.terms+`,"tools":[],"calls":false}`)
 		var f remote.ErrorFrame
 		if err := json.NewDecoder(resp.Body).Decode(&f); err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %s %v", c.terms, resp.Status, err)
@@ -217,16 +221,16 @@ func TestServiceRefusesBeforeRunning(t *testing.T) {
 	if n := sb.runs.Load(); n != 0 {
 		t.Errorf("%d executions ran", n)
 	}
-	resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":2,"program":"","terms":{},"tools":[],"calls":false}`)
+	resp := post(t, url+remote.PathExecutions, "alice-token", `{"protocol":3,"program":"","terms":{},"tools":[],"calls":false}`)
 	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("protocol 2: %s, want 400", resp.Status)
+		t.Errorf("protocol 3: %s, want 400", resp.Status)
 	}
 }
 
 // Binding calls travel back to the caller's ToolCaller, overlapping, and come back in any
 // order; a read of a handle goes the same way.
 func TestServiceForwardsCalls(t *testing.T) {
-	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		var wg sync.WaitGroup
 		got := make([]string, 8)
 		for i := range got {
@@ -245,7 +249,7 @@ func TestServiceForwardsCalls(t *testing.T) {
 		res.Value = v
 		return res
 	}}
-	_, url, _ := scriptedService(t, sb, remote.ServiceOptions{})
+	_, url, _ := scriptedService(t, sb, service.Options{})
 	tools := &recorder{}
 	var resolved atomic.Int32
 	client, err := remote.New(&remote.Options{URL: url, Bearer: func(context.Context) (string, error) {
@@ -293,15 +297,15 @@ func TestServiceForwardsCalls(t *testing.T) {
 // recorder is a caller's ToolCaller: it answers each call with its arguments.
 type recorder struct{ calls, reads atomic.Int32 }
 
-func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) outputs.Reply {
+func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) wire.Answer {
 	r.calls.Add(1)
 	time.Sleep(time.Duration(r.calls.Load()%3) * time.Millisecond)
-	return outputs.Reply{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
+	return wire.Answer{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
 }
 
-func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) outputs.Reply {
+func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) wire.Answer {
 	r.reads.Add(1)
-	return outputs.Reply{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
+	return wire.Answer{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
 }
 
 // Past MaxExecutions a start is answered 503; draining refuses new executions, turns
@@ -309,7 +313,7 @@ func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit in
 // which their callers see as provider_error.
 func TestServiceBusyAndDrain(t *testing.T) {
 	release := make(chan struct{})
-	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Result {
+	sb := &scripted{level: engine.LevelProcess, run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -319,8 +323,8 @@ func TestServiceBusyAndDrain(t *testing.T) {
 		}
 		return nil
 	}}
-	svc, url, ids := scriptedService(t, sb, remote.ServiceOptions{MaxExecutions: 1})
-	first := make(chan *engine.Result, 1)
+	svc, url, ids := scriptedService(t, sb, service.Options{MaxExecutions: 1})
+	first := make(chan *engine.Outcome, 1)
 	go func() { first <- as(t, url, "alice-token").Run(context.Background(), engine.Execution{Program: "p"}) }()
 	<-ids
 	if res := as(t, url, "bob-token").Run(context.Background(), engine.Execution{Program: "p"}); res.Failure == nil ||

@@ -1,4 +1,4 @@
-package remote
+package service
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -26,9 +28,9 @@ type LocalSandbox interface {
 	Terms(engine.Terms) engine.Terms
 }
 
-// ServiceOptions configure a Service. The zero value of each field but Sandbox means its
+// Options configure a Service. The zero value of each field but Sandbox means its
 // default.
-type ServiceOptions struct {
+type Options struct {
 	Sandbox LocalSandbox
 	// AllowNetwork is the service profile's network grant.
 	AllowNetwork bool
@@ -53,7 +55,7 @@ type ServiceOptions struct {
 // credential and no tool: every binding call goes back to the caller. It is safe for
 // concurrent use.
 type Service struct {
-	opts  ServiceOptions
+	opts  Options
 	log   *slog.Logger
 	mux   *http.ServeMux
 	slots chan struct{}
@@ -64,9 +66,9 @@ type Service struct {
 	running  sync.WaitGroup // start handlers past admission
 }
 
-// NewService returns a Service over opts.Sandbox.
-func NewService(options *ServiceOptions) *Service {
-	var opts ServiceOptions
+// New returns a Service over opts.Sandbox.
+func New(options *Options) *Service {
+	var opts Options
 	if options != nil {
 		opts = *options
 	}
@@ -87,14 +89,14 @@ func NewService(options *ServiceOptions) *Service {
 	}
 	s := &Service{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxExecutions),
 		execs: map[string]*serviceExecution{}, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET "+PathDescribe, s.describe)
-	s.mux.HandleFunc("POST "+PathExecutions, s.start)
-	s.mux.HandleFunc("POST "+PathExecutions+"/{id}/results", s.results)
-	s.mux.HandleFunc("POST "+PathExecutions+"/{id}/cancel", s.cancel)
-	s.mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	s.mux.HandleFunc("GET "+PathReady, s.ready)
+	s.mux.HandleFunc("GET "+remote.PathDescribe, s.describe)
+	s.mux.HandleFunc("POST "+remote.PathExecutions, s.start)
+	s.mux.HandleFunc("POST "+remote.PathExecutions+"/{id}/results", s.results)
+	s.mux.HandleFunc("POST "+remote.PathExecutions+"/{id}/cancel", s.cancel)
+	s.mux.HandleFunc("GET "+remote.PathHealth, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	s.mux.HandleFunc("GET "+remote.PathReady, s.ready)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such route; see the protocol's routes under /v1")
+		writeError(w, http.StatusNotFound, "not_found", "no such route; see the protocol's routes under /v"+strconv.Itoa(remote.Version))
 	})
 	return s
 }
@@ -135,7 +137,7 @@ func (s *Service) isDraining() bool {
 }
 
 func writeError(w http.ResponseWriter, status int, kind, msg string) {
-	var b ErrorBody
+	var b remote.ErrorBody
 	b.Error.Kind, b.Error.Message = kind, msg
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -170,7 +172,7 @@ func (s *Service) describe(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(DescribeAnswer{Protocol: Version, AllowNetwork: s.opts.AllowNetwork, Description: d})
+	_ = json.NewEncoder(w).Encode(remote.DescribeAnswer{Protocol: remote.Version, AllowNetwork: s.opts.AllowNetwork, Description: d})
 }
 
 func (s *Service) ready(w http.ResponseWriter, r *http.Request) {
@@ -233,7 +235,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 	defer s.running.Done()
 	// The body is read before a slot is taken, within a deadline, so a caller that sends it
 	// slowly holds no slot.
-	var req StartRequest
+	var req remote.StartRequest
 	if !s.readBody(w, r, &req) {
 		return
 	}
@@ -244,11 +246,11 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "busy", fmt.Sprintf("the sandbox service is running %d executions, as many as it may", s.opts.MaxExecutions))
 		return
 	}
-	if req.Protocol != Version {
-		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("protocol %d is not spoken here; this service speaks %d", req.Protocol, Version))
+	if req.Protocol != remote.Version {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("protocol %d is not spoken here; this service speaks %d", req.Protocol, remote.Version))
 		return
 	}
-	w.Header().Set("Content-Type", ContentType)
+	w.Header().Set("Content-Type", remote.ContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	ctx, cancel := context.WithCancel(r.Context())
@@ -256,12 +258,12 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 	fw := &frameWriter{w: w, rc: http.NewResponseController(w), timeout: s.opts.WriteTimeout, onFail: cancel}
 	if kind, msg := s.refusal(ctx, req.Terms); kind != "" {
 		w.WriteHeader(http.StatusOK)
-		_ = fw.write(&ErrorFrame{Type: FrameError, Kind: string(kind), Message: msg})
+		_ = fw.write(&remote.ErrorFrame{Type: remote.FrameError, Kind: string(kind), Message: msg})
 		s.log.Info("execution refused before it ran", "kind", kind, "reason", msg)
 		return
 	}
 	x := &serviceExecution{id: newExecutionID(), principal: who, cancel: cancel, done: make(chan struct{}),
-		w: fw, pending: map[int64]chan Reply{}}
+		w: fw, pending: map[int64]chan *wire.Result{}}
 	s.mu.Lock()
 	s.execs[x.id] = x
 	s.mu.Unlock()
@@ -271,7 +273,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}()
 	w.WriteHeader(http.StatusOK)
-	if fw.write(&Accepted{Type: FrameAccepted, Execution: x.id}) != nil {
+	if fw.write(&remote.Accepted{Type: remote.FrameAccepted, Execution: x.id}) != nil {
 		return
 	}
 	log := s.log.With("execution", x.id)
@@ -288,7 +290,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		for {
 			select {
 			case <-tk.C:
-				_ = fw.write(&Progress{Type: FrameProgress, ElapsedSeconds: time.Since(started).Seconds()})
+				_ = fw.write(&remote.Progress{Type: remote.FrameProgress, ElapsedSeconds: time.Since(started).Seconds()})
 			case <-stopBeats:
 				return
 			}
@@ -318,7 +320,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 // refusal is why the service will not run an execution under terms, before anything runs.
 func (s *Service) refusal(ctx context.Context, req engine.Terms) (failure.Kind, string) {
 	if req.Network != "" && req.Network != engine.NetworkNone && req.Network != engine.NetworkUnrestricted {
-		return failure.BackendUnavailable, fmt.Sprintf("unknown network %q", truncate(string(req.Network)))
+		return failure.BackendUnavailable, fmt.Sprintf("unknown network %q", clip(string(req.Network)))
 	}
 	if _, err := engine.ParseLevel(string(req.Isolation)); err != nil {
 		return failure.BackendUnavailable, err.Error()
@@ -359,11 +361,11 @@ func (s *Service) results(w http.ResponseWriter, r *http.Request) {
 	if x == nil {
 		return
 	}
-	var rep Reply
-	if !s.readBody(w, r, &rep) {
+	rep := &wire.Result{}
+	if !s.readBody(w, r, rep) {
 		return
 	}
-	if err := rep.check(); err != nil {
+	if err := checkReply(rep); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "the reply is malformed: "+err.Error())
 		return
 	}
@@ -408,11 +410,11 @@ type serviceExecution struct {
 	w             *frameWriter
 
 	mu      sync.Mutex // guards pending
-	pending map[int64]chan Reply
+	pending map[int64]chan *wire.Result
 }
 
 // deliver hands rep to the call waiting for it, and reports whether one was.
-func (x *serviceExecution) deliver(rep Reply) bool {
+func (x *serviceExecution) deliver(rep *wire.Result) bool {
 	x.mu.Lock()
 	ch, ok := x.pending[rep.ID]
 	delete(x.pending, rep.ID)
@@ -480,7 +482,7 @@ func (fw *frameWriter) send() error {
 }
 
 // result writes the captured bytes as data frames, then the result frame.
-func (fw *frameWriter) result(id string, res *engine.Result) error {
+func (fw *frameWriter) result(id string, res *engine.Outcome) error {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	if err := fw.data("stdout", res.StdoutData, false); err != nil {
@@ -490,29 +492,37 @@ func (fw *frameWriter) result(id string, res *engine.Result) error {
 		return err
 	}
 	for i, f := range res.ArtifactFiles {
-		if i >= maxArtifacts || i >= len(res.Artifacts) {
+		if i >= remote.MaxArtifacts || i >= len(res.Artifacts) {
 			break
 		}
 		if err := fw.data(fmt.Sprintf("artifact:%d", i), f.Data, true); err != nil {
 			return err
 		}
 	}
-	if len(res.Artifacts) > maxArtifacts {
-		res.Artifacts = res.Artifacts[:maxArtifacts]
+	if len(res.Artifacts) > remote.MaxArtifacts {
+		res.Artifacts = res.Artifacts[:remote.MaxArtifacts]
 	}
-	return fw.encode(&ResultFrame{Type: FrameResult, Execution: id, Result: *res})
+	return fw.encode(&remote.ResultFrame{Type: remote.FrameResult, Execution: id, Outcome: *res})
 }
 
 // data writes b in chunks; always at least one frame when always is set, so that an empty
 // artifact is seen to have arrived.
 func (fw *frameWriter) data(stream string, b []byte, always bool) error {
 	for first := true; len(b) > 0 || (first && always); first = false {
-		n := min(len(b), dataChunk)
-		fw.buf = appendData(fw.buf[:0], stream, b[:n])
+		n := min(len(b), remote.DataChunk)
+		fw.buf = remote.AppendData(fw.buf[:0], stream, b[:n])
 		if err := fw.send(); err != nil {
 			return err
 		}
 		b = b[n:]
 	}
 	return nil
+}
+
+// clip shortens what a caller sent before it is quoted back.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }

@@ -1,0 +1,462 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// session is one execution in flight: the host's side of the host⇄child protocol over one
+// prepared child. It grades the child's hello (accept), sends the program, reads its frames
+// (loop, onFrame), answers its binding calls through the ToolCaller (call, read, dispatch),
+// and ends it (teardown, flushBeforeKill); finish.go turns the ending into the Outcome. The
+// Runner (runner.go) prepares children and starts one session per Run.
+type session struct {
+	r  *Runner
+	ex Execution
+	t  Terms
+	p  *prepared // the child, its output captures and its frames
+	// helloSeen: the child's first frame arrived, so the init helper's setup is behind it
+	// and no exit status of the child can mean "setup failed" any more.
+	helloSeen bool
+	// running: the program was sent, so there may be output in the child's buffers to flush.
+	running bool
+	res     *Outcome
+
+	w     *wire.Writer
+	calls sync.WaitGroup // the call workers
+	sem   chan struct{}  // a slot per call in flight
+	jobs  chan func()    // hands a call to an idle worker
+	// workers counts the call workers started; only the protocol loop (dispatch) touches it.
+	workers int
+	cancel  context.CancelFunc
+}
+
+type frameOrErr struct {
+	f   wire.Frame
+	err error
+}
+
+// drive runs the protocol to its end and fills s.res, in four steps: open (the clocks and the
+// call context), loop (frames, exits and clocks until one ends the execution), teardown (kill,
+// wait for calls and the exit, close) and finish (the Outcome). Artifacts are collected between
+// loop and teardown, while the child still holds its workspace; a program the host ends (wall
+// clock, cancel) is asked to flush its output there too (flushBeforeKill).
+//
+//	child                                  host (session)
+//	  │── hello {version, probe} ──────────▶│  accept: grade; refuse → abort, or
+//	  │◀──────────────── run {program, …} ──│
+//	  │── call / read {id, …} ─────────────▶│  dispatch: on its own goroutine, ≤ MaxConcurrentCalls
+//	  │◀────────────────── result {id, …} ──│  (in any order)
+//	  │── done {ok, value | error} ────────▶│  collect artifacts, teardown, finish
+func (s *session) drive(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	defer s.cancel()
+	defer s.p.cancel()
+	c := s.open(ctx)
+	defer c.stop()
+	e := s.loop(ctx, c)
+	if e.done != nil {
+		s.collect()
+	}
+	if e.done != nil && e.done.OK && s.outputEnded() && s.treeKillCertain() {
+		// The program completed and every byte it wrote is in: the result is known now, and
+		// nothing of the child's end (its exit, the tree's cgroup) can change it. The Runner
+		// ends the child in the background; Close waits for that.
+		s.cancel()
+		s.calls.Wait()
+		s.finish(e.done, e.exit, nil, nil, TreeUsage{})
+		s.r.background.Add(1)
+		go func() {
+			defer s.r.background.Done()
+			s.teardown(&e)
+		}()
+		return
+	}
+	s.flushBeforeKill(&e)
+	tree := s.teardown(&e)
+	s.finish(e.done, e.exit, e.fail, e.limit, tree)
+}
+
+// treeKillCertain reports whether the child's tree dies with it whatever the program did: a
+// cgroup or a pid namespace holds it and the host can signal it. Only then may the result
+// return before the teardown; otherwise (a subreaper the program could have killed, say) the
+// teardown's account of the tree (escaped or not) belongs in the result.
+func (s *session) treeKillCertain() bool {
+	f := s.p.child.Facts()
+	return (f.Cgroup || f.PIDNamespace) && !f.Unkillable
+}
+
+// outputEnder is a Child that tells when its output streams have ended: every process let go
+// of their write ends, so every byte written is in the captures (spawned children are).
+type outputEnder interface {
+	OutputClosed() <-chan struct{}
+}
+
+// outputGrace is how long, after done, the host waits for the streams' end to be read: the
+// bootstrap closes them before it sends done, so only the copies' last read is left.
+const outputGrace = 5 * time.Millisecond
+
+// outputEnded reports whether the child's output streams have ended (waiting outputGrace at
+// most): a process of the program that still holds them (a daemon) may write more, and then
+// the tree must be killed before the output is final.
+func (s *session) outputEnded() bool {
+	oe, ok := s.p.child.(outputEnder)
+	if !ok {
+		return false
+	}
+	select {
+	case <-oe.OutputClosed():
+		return true
+	default:
+	}
+	t := time.NewTimer(outputGrace)
+	defer t.Stop()
+	select {
+	case <-oe.OutputClosed():
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// clocks are one session's deadlines: the wall clock, the wait for hello, the progress ticks,
+// and the context its binding calls run under.
+type clocks struct {
+	wall, hello  *time.Timer
+	helloTimeout time.Duration
+	progress     <-chan time.Time
+	started      time.Time
+	callCtx      context.Context
+	stop         func()
+}
+
+// ending is how the protocol loop ended: done from the child, the child's exit, or a failure
+// the host decided (with the limit it names).
+type ending struct {
+	done  *wire.Done
+	exit  *Exit
+	fail  *Failure
+	limit *LimitName
+}
+
+// open starts the session's clocks and its writer. Binding calls, and every write to the
+// child, end with the wall clock at the latest: a child that stops reading its results cannot
+// hold the host past it.
+func (s *session) open(ctx context.Context) *clocks {
+	ch := s.p.child.Channel()
+	s.w = wire.NewWriter(ch)
+	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
+	s.jobs = make(chan func())
+	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
+	deadline := time.Now().Add(wall)
+	c := &clocks{wall: time.NewTimer(wall), helloTimeout: min(s.r.opts.HelloTimeout, wall), started: time.Now()}
+	c.hello = time.NewTimer(c.helloTimeout)
+	callCtx, cancelCalls := context.WithDeadline(ctx, deadline)
+	c.callCtx = callCtx
+	if d, ok := ch.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(deadline)
+	}
+	stopTicks := func() {}
+	if s.ex.Progress != nil {
+		tk := time.NewTicker(time.Second)
+		c.progress, stopTicks = tk.C, tk.Stop
+	}
+	c.stop = func() {
+		c.wall.Stop()
+		c.hello.Stop()
+		stopTicks()
+		cancelCalls()
+	}
+	return c
+}
+
+// loop reads the child's frames and watches its exit and the clocks until one of them ends the
+// execution.
+func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
+	frames, exited := s.p.frames, s.p.exited
+	var channelEOF <-chan time.Time
+	for {
+		select {
+		case fe := <-frames:
+			if fe.err != nil {
+				if !endOfChannel(fe.err) {
+					e.fail = violationFailure(fe.err, s.helloSeen)
+					return e
+				}
+				// The child closed its end: give its exit a moment to explain why.
+				frames = nil
+				if e.exit != nil {
+					return e
+				}
+				channelEOF = time.After(500 * time.Millisecond)
+				continue
+			}
+			if e.done, e.fail = s.onFrame(c, fe.f); e.done != nil || e.fail != nil {
+				return e
+			}
+		case x := <-exited:
+			// Frames the child wrote before it exited may still be queued: read them first.
+			e.exit, exited = &x, nil
+			if frames == nil {
+				return e
+			}
+			channelEOF = time.After(time.Second)
+		case <-channelEOF:
+			if e.exit == nil {
+				e.fail = &Failure{Kind: failure.ProtocolViolation, Executed: s.helloSeen,
+					Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
+			}
+			return e
+		case <-c.hello.C:
+			e.fail = &Failure{Kind: failure.BackendUnavailable,
+				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", c.helloTimeout)}
+			return e
+		case <-c.wall.C:
+			e.fail = &Failure{Kind: failure.Timeout, Executed: s.helloSeen,
+				Message: fmt.Sprintf("the program did not finish within wall_seconds=%g and was killed", s.t.WallSeconds)}
+			e.limit = limitPtr(LimitWall)
+			return e
+		case <-ctx.Done():
+			e.fail = &Failure{Kind: failure.Cancelled, Executed: s.helloSeen,
+				Message: "the request was cancelled; the program and every process it started were killed"}
+			s.res.Cancelled = true
+			return e
+		case <-c.progress:
+			s.ex.Progress(time.Since(c.started).Seconds())
+		}
+	}
+}
+
+// onFrame handles one frame of the child: hello is graded (and answered with run or abort),
+// calls and reads are dispatched, done ends the loop.
+func (s *session) onFrame(c *clocks, f wire.Frame) (*wire.Done, *Failure) {
+	switch f := f.(type) {
+	case *wire.Hello:
+		s.helloSeen = true
+		c.hello.Stop()
+		if refusal := s.accept(f); refusal != nil {
+			_ = s.w.WriteFrame(&wire.Abort{Kind: string(refusal.Kind), Reason: refusal.Message})
+			return nil, refusal
+		}
+		s.running = true
+	case *wire.Call:
+		s.call(c.callCtx, f)
+	case *wire.Read:
+		s.read(c.callCtx, f)
+	case *wire.Done:
+		return f, nil
+	}
+	return nil, nil
+}
+
+// collect gathers the artifacts after done: the interpreter waits after done until the host
+// closes the channel, so the workspace (and a namespace holding it) is still there.
+func (s *session) collect() {
+	if !s.r.opts.Artifacts.Collect {
+		return
+	}
+	if ws := s.p.child.Workspace(); ws != "" {
+		s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
+	} else {
+		s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
+			Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})
+	}
+}
+
+// teardown kills the tree, cancels and waits for the binding calls in flight, waits (bounded)
+// for the child's exit when the loop did not see it, and closes the child and its channel.
+func (s *session) teardown(e *ending) TreeUsage {
+	s.p.child.Kill()
+	s.cancel()
+	s.p.cancel()
+	s.calls.Wait()
+	if e.exit == nil {
+		select {
+		case x := <-s.p.exited:
+			e.exit = &x
+		case <-time.After(5 * time.Second):
+			e.exit = &Exit{Code: -1, Err: errors.New("the child did not exit after SIGKILL")}
+		}
+	}
+	tree := s.p.child.Close()
+	s.p.child.Channel().Close()
+	s.p.reaped(tree)
+	return tree
+}
+
+func endOfChannel(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isClosed(err)
+}
+
+// FlushGrace is how long the host waits, when it ends a running program (wall clock,
+// cancellation), for the child to flush what it printed and exit before the tree is killed.
+// A child that cooperates takes milliseconds; one that does not (it replaced the bootstrap's
+// SIGIO handler, or its main thread is stuck in C code) costs this much more, once.
+const FlushGrace = 500 * time.Millisecond
+
+// flushBeforeKill: when the host itself ended a running program (its wall clock, a cancel),
+// the child is asked to flush what it printed before teardown kills it (askToFlush).
+func (s *session) flushBeforeKill(e *ending) {
+	if e.exit != nil || !s.running || e.fail == nil || e.fail.Kind != failure.Timeout && e.fail.Kind != failure.Cancelled {
+		return
+	}
+	if x, ok := s.askToFlush(s.p.exited); ok {
+		e.exit = &x
+	}
+}
+
+// askToFlush tells the child the execution is over by shutting down the host's side of the
+// channel: the bootstrap, which armed the channel with O_ASYNC, gets SIGIO, flushes its
+// output streams and exits. It waits up to FlushGrace for that exit and reports it. A
+// channel without a write half to shut down gets no warning.
+func (s *session) askToFlush(exited <-chan Exit) (Exit, bool) {
+	cw, ok := s.p.child.Channel().(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return Exit{}, false
+	}
+	grace := time.NewTimer(FlushGrace)
+	defer grace.Stop()
+	select {
+	case e := <-exited:
+		return e, true
+	case <-grace.C:
+		return Exit{}, false
+	}
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)
+}
+
+func violationFailure(err error, executed bool) *Failure {
+	var v *wire.Violation
+	if errors.As(err, &v) {
+		return &Failure{Kind: failure.ProtocolViolation, Executed: executed,
+			Message: "the sandbox child broke the protocol (" + v.Reason + "); it was killed"}
+	}
+	return &Failure{Kind: failure.ProtocolViolation, Executed: executed,
+		Message: "reading from the sandbox child failed: " + err.Error()}
+}
+
+// accept grades the hello and returns a refusal when the terms are not met.
+func (s *session) accept(h *wire.Hello) *Failure {
+	if h.Version != wire.Version {
+		return &Failure{Kind: failure.ProtocolViolation,
+			Message: fmt.Sprintf("the sandbox child speaks protocol version %d, the host %d; nothing ran", h.Version, wire.Version)}
+	}
+	gr := grade(h.Probe, s.p.child.Facts(), s.t, s.r.opts.EnvAllowlist)
+	s.res.Guarantees, s.res.Isolation, s.res.NetworkDenied = gr.guarantees, gr.isolation, gr.networkDenied
+	if !gr.isolation.AtLeast(s.t.Isolation) {
+		return &Failure{Kind: failure.IsolationUnavailable, Message: fmt.Sprintf(
+			"isolation %q was required, but the %s backend reached only %q here; nothing ran",
+			s.t.Isolation, s.r.backend.Name(), gr.isolation)}
+	}
+	if unmet := s.r.unmet(s.t, gr); len(unmet) > 0 {
+		var parts []string
+		for _, u := range unmet {
+			parts = append(parts, fmt.Sprintf("%s is %s (%s)", u.Dimension, gr.guarantees.Get(u.Dimension), u.Why))
+		}
+		return &Failure{Kind: failure.IsolationUnavailable, Message: "the sandbox cannot meet the terms: " +
+			strings.Join(parts, "; ") + "; nothing ran"}
+	}
+	if s.t.Network == NetworkUnrestricted && gr.guarantees.Get(DimNetwork) == Enforced && !s.p.child.Facts().NetNamespace {
+		// Requested network that the backend denies anyway: say so rather than run without it.
+		return &Failure{Kind: failure.NetworkUnavailable,
+			Message: "network access was granted, but the " + s.r.backend.Name() + " backend denies it; nothing ran"}
+	}
+	run := &wire.Run{Program: s.ex.Program, Tools: append([]string{}, s.ex.ToolNames...),
+		Aliases: append([]string{}, s.ex.Aliases...)}
+	if err := s.w.WriteFrame(run); err != nil {
+		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox child went away before the program was sent: " + err.Error()}
+	}
+	return nil
+}
+
+func (s *session) call(ctx context.Context, c *wire.Call) {
+	s.dispatch(ctx, c.ID, func(ctx context.Context) wire.Answer {
+		// The ToolCaller is the authority on names: it answers a name outside ToolNames with
+		// the precise kind (denied, excluded_builtin, unavailable), which a blanket refusal
+		// here would hide.
+		if s.ex.Tools == nil {
+			return wire.Answer{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
+		}
+		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
+	})
+}
+
+func (s *session) read(ctx context.Context, rd *wire.Read) {
+	s.dispatch(ctx, rd.ID, func(ctx context.Context) wire.Answer {
+		if s.ex.Tools == nil {
+			return wire.Answer{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
+		}
+		return s.ex.Tools.ReadHandle(ctx, rd.Handle, rd.Offset, rd.Limit, rd.Pattern)
+	})
+}
+
+// dispatch answers one call on a goroutine of its own, at most MaxConcurrentCalls at a time.
+//
+// The slot is taken here, on the protocol loop, before the next frame is read: a child that
+// floods calls, or stops reading their results, is held back by its own channel instead of
+// piling up goroutines and arguments on the host. Waiting for a slot ends with ctx (the wall
+// clock), after which the loop notices the timeout.
+//
+// The goroutines are the session's call workers, each kept for the next call once it has
+// answered one (until ctx ends; s.calls waits for them): a program's sequential calls then
+// reuse one goroutine, whose stack has grown to what a call needs (the ledger's SQLite is
+// deep), instead of starting and growing a fresh one per call. There are never more workers
+// than slots.
+func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) wire.Answer) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	job := func() { s.answer(ctx, id, do) }
+	select {
+	case s.jobs <- job: // an idle worker took it
+		return
+	default:
+	}
+	if s.workers == cap(s.sem) {
+		// Every worker is busy or about to be idle (this call holds a slot, so one of them
+		// has finished its call): wait for it.
+		select {
+		case s.jobs <- job:
+		case <-ctx.Done():
+			<-s.sem
+		}
+		return
+	}
+	s.workers++
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		for {
+			job()
+			select {
+			case job = <-s.jobs:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// answer runs one call and writes its result frame, then gives its slot back.
+func (s *session) answer(ctx context.Context, id int64, do func(context.Context) wire.Answer) {
+	defer func() { <-s.sem }()
+	out := wire.ResultOf(id, do(ctx))
+	if ctx.Err() == nil {
+		_ = s.w.WriteFrame(out)
+	}
+}

@@ -1,0 +1,89 @@
+package execution
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// Result is the result document of one execution (docs/design.md §3.4), failures included: what
+// the sandbox saw (engine.Outcome, whose keys come first) and what the host adds, each in the
+// type of the package that computes it. testdata/keys.txt pins its keys.
+type Result struct {
+	engine.Outcome
+	// Unavailable are the agent's bindings that name no tool the turn can call.
+	Unavailable []string `json:"unavailable_bindings"`
+	// UpstreamProblems are the granted upstream servers with something wrong with their tools
+	// at this execution (one that could not be started, and why: its tools are missing from
+	// TOOLS and have no alias), as list_tools reports them.
+	UpstreamProblems []UpstreamProblem      `json:"upstream_problems,omitempty"`
+	Budget           Budget                 `json:"budget"`
+	Approvals        binding.ApprovalCounts `json:"approvals"`
+	Context          Context                `json:"context"`
+}
+
+// Budget is what the binding meters counted, per execution and per Run.
+type Budget struct {
+	Execution budget.Usage `json:"execution"`
+	Run       budget.Usage `json:"run"`
+}
+
+// Context is the context economy of run_code, per execution and per Run: what the program
+// received from its tool calls beside what came back to the model. BindingBytes are the bytes
+// of the values the program received from its tool calls and handle reads (built-ins
+// included); ReturnedBytes the bytes of the result's text rendering, which is what the model
+// reads; KeptOutBytes is BindingBytes less ReturnedBytes, never below zero (per Run: the sum
+// over its executions).
+type Context struct {
+	Execution budget.Context `json:"execution"`
+	Run       budget.Context `json:"run"`
+}
+
+// UpstreamProblem is what is wrong with a granted upstream server's tools, in words safe to
+// show the model.
+type UpstreamProblem struct {
+	Server  string `json:"server"`
+	Problem string `json:"problem"`
+}
+
+// resultOf is the result document of what the sandbox saw, with nothing added yet.
+func resultOf(o *engine.Outcome) *Result {
+	return &Result{Outcome: *o, Unavailable: []string{}}
+}
+
+// refuse is the result of an execution refused before anything ran.
+func refuse(t engine.Terms, k failure.Kind, message string) *Result {
+	return resultOf(engine.Refuse(t, k, message))
+}
+
+// contextOf is the context economy of an execution that received binding bytes and returned
+// returned bytes to the model.
+func contextOf(binding, returned int64) budget.Context {
+	return budget.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
+}
+
+// renderedBytes is the size of what the model reads of res: render's text, or the result's
+// JSON without one.
+func renderedBytes(res *Result, render func(*Result) string) int64 {
+	if render != nil {
+		return int64(len(render(res)))
+	}
+	b, _ := json.Marshal(res)
+	return int64(len(b))
+}
+
+// upstreamProblems are the granted servers with something wrong with their tools (one that
+// could not be started, and why), for the result, in server order: a model whose program died
+// of a NameError for a missing alias learns why.
+func upstreamProblems(problems map[string]string) []UpstreamProblem {
+	var out []UpstreamProblem
+	for _, server := range slices.Sorted(maps.Keys(problems)) {
+		out = append(out, UpstreamProblem{Server: server, Problem: problems[server]})
+	}
+	return out
+}
