@@ -1,5 +1,6 @@
-// Package budget meters what a program's tool calls cost the host, and keeps the durable run
-// ledger those meters are counted from.
+// Package budget meters what a program's tool calls cost the host, and defines the durable run
+// ledger those meters are counted from (Ledger; its implementations are budget/sqlite and
+// budget/postgres).
 //
 // # The five meters
 //
@@ -92,12 +93,11 @@
 //
 // # SQLite and PostgreSQL
 //
-// OpenSQLite is the single-machine ledger (modernc.org/sqlite, pure Go, WAL, busy timeout),
+// budget/sqlite is the single-machine ledger (modernc.org/sqlite, pure Go, WAL, busy timeout),
 // private to its owner: the data dir 0700, the ledger file created 0600 before SQLite opens it
 // (its -wal and -shm take the same mode), and looser ones an older version left tightened.
-// OpenPostgres (pgx v5, a pool) is the ledger for replicas on several machines. Both pass
-// RunLedgerContract (ledger_contract_test.go, in this package's tests because both
-// implementations live here).
+// budget/postgres (pgx v5, a pool) is the ledger for replicas on several machines. Both pass
+// the contract in budget/ledgertest.
 //
 // Per-Run meters stay exact across replicas through transactions and row locks, not advisory
 // locks: admitting a metered call is one statement whose conditional UPDATE of the Run's row
@@ -116,13 +116,13 @@
 // A binding call is two records (started, then finished), and on both ledgers the finished
 // record rides with the next call's started one: a program's sequential calls cost one
 // commit each, and the started record is still committed before its upstream is touched. The
-// SQLite ledger commits writes in batches (batch.go): writes that arrive while one commits
+// SQLite ledger commits writes in batches (budget/sqlite/batch.go): writes that arrive while one commits
 // share the next transaction, run as one (only when one of them fails does the batch run
 // again, each in a savepoint of its own), and tool_call_finished
 // (Ticket.FinishLater) waits for the next batch; admission is one conditional UPDATE of the
 // Run's row, as on PostgreSQL. The PostgreSQL ledger sends a queued tool_call_finished in the
 // same pgx batch (one round trip, one implicit transaction) as the next metered admission
-// (pgbatch.go). What finds nothing to ride with goes after a couple of milliseconds, or at a
+// (budget/postgres/pipeline.go). What finds nothing to ride with goes after a couple of milliseconds, or at a
 // Flush (binding's Execution.Wait), and reads flush first.
 //
 // SQLite in WAL mode with synchronous=NORMAL does not wait for the disk at a commit;
@@ -137,8 +137,6 @@
 //
 // # Imports and concurrency
 //
-// It imports failure, internal/pgdb, the standard library, modernc.org/sqlite and pgx. Meter,
-// Ticket and both ledgers are safe for concurrent use. Lock order: a Meter's mu is never held
-// while the ledger is called. A SQLite ledger owns one goroutine (the flusher of queued
-// writes), a Postgres ledger one (lease renewal); Close stops it and waits for it.
+// It imports failure and the standard library. Meter and Ticket are safe for concurrent use,
+// as every Ledger must be. Lock order: a Meter's mu is never held while the ledger is called.
 package budget
