@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"golang.org/x/sys/unix"
 )
@@ -53,6 +54,12 @@ type Options struct {
 	Disable []string
 }
 
+// monitorGroup is where podman (cgroupfs) puts its monitor under the cgroup parent it is given.
+const monitorGroup = "conmon"
+
+// HybridCgroups reports whether this host's cgroup layout is hybrid in the way crun refuses.
+func HybridCgroups() bool { return cgroup.DetectLayout(cgroup.Root).Hybrid }
+
 // Backend is the container backend. Close releases it.
 type Backend struct {
 	opts   Options
@@ -61,7 +68,7 @@ type Backend struct {
 	id     string // the owner id: every container's OwnerLabel
 	dir    string // the owner's directory: the executions' socket directories
 	cgroup bool   // executions get a cgroup of their own
-	layout layout
+	layout cgroup.Layout
 
 	executions sync.WaitGroup // started children not yet closed
 	closeOnce  sync.Once
@@ -113,7 +120,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the container backend's directory under %s failed: %v", opts.StateDir, err)
 	}
-	b := &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: detectLayout(cgroupRoot)}
+	b := &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: cgroup.DetectLayout(cgroup.Root)}
 	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
 	return b, nil
 }
@@ -158,7 +165,7 @@ func (b *Backend) Mechanisms() []string {
 	}
 	if b.cgroup {
 		v := "v1"
-		if b.layout.v2 {
+		if b.layout.V2 {
 			v = "v2"
 		}
 		m = append(m, "execution-cgroup-"+v)
@@ -203,10 +210,10 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		workspaceBytes: b.opts.WorkspaceBytes, tmpBytes: b.opts.TmpBytes, allowed: b.opts.Env,
 		interpreter: spec.Argv, nproc: nprocLimit(spec.Terms.ProcessCount)}
 	if b.cgroup {
-		if c.cg, err = newExecCgroup(cgroupName(b.id, tag), spec.Terms.MemoryBytes); err != nil {
+		if c.cg, err = cgroup.NewParent(cgroup.Base, cgroupName(b.id, tag), monitorGroup, spec.Terms.MemoryBytes); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed: %v", err)
 		}
-		p.cgroupParent = c.cg.Parent
+		p.cgroupParent = c.cg.Path()
 	}
 	env := os.Environ()
 	for k, v := range b.opts.Env {

@@ -79,6 +79,6 @@
 // such a status itself is reported as killed by that signal, and 137 as its CPU limit.
 //
 // It imports engine, failure, internal/identity, internal/spawn (the child's environment),
-// internal/cgroup (its kill loop and readers), internal/owner (its owner id and sweep),
+// internal/cgroup (the execution's cgroup parent, its layout and sweep), internal/owner (its owner id and sweep),
 // x/sys and the standard library. A Backend and its children are safe for concurrent use.
 package container

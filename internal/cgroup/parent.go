@@ -1,6 +1,6 @@
 //go:build linux
 
-package container
+package cgroup
 
 import (
 	"bufio"
@@ -13,51 +13,44 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
-	"golang.org/x/sys/unix"
 )
 
-// cgroupRoot is where cgroup hierarchies are mounted.
-const cgroupRoot = "/sys/fs/cgroup"
+// Base is the directory, in every hierarchy, under which each execution's cgroup is made, by
+// every local backend (Detect's name for the process, namespaces and bwrap backends; NewParent's
+// base for the container backend). It is never removed.
+const Base = "mcp-sandbox"
 
-// cgroupBase is the directory, in every hierarchy, under which each execution's cgroup is
-// made; it is shared with the other local backends (internal/cgroup) and never removed.
-const cgroupBase = "mcp-sandbox"
-
-// conmonGroup is where podman (cgroupfs) puts its monitor under the parent it is given.
-const conmonGroup = "conmon"
-
-// layout is the host's cgroup layout.
-type layout struct {
-	v2 bool // cgroupRoot is cgroup2
-	// hybrid: v1 controllers, and a cgroup2 mount that holds controllers of its own (crun
+// Layout is a host's cgroup layout.
+type Layout struct {
+	V2 bool // the root is cgroup2
+	// Hybrid: v1 controllers, and a cgroup2 mount that holds controllers of its own (crun
 	// refuses this layout).
-	hybrid bool
-	detail string
+	Hybrid bool
+	Detail string // what the layout is, in words
 }
 
-// HybridCgroups reports whether this host's cgroup layout is hybrid in the way crun refuses.
-func HybridCgroups() bool { return detectLayout(cgroupRoot).hybrid }
+// cgroup2Magic is CGROUP2_SUPER_MAGIC, a cgroup2 file system's statfs type.
+const cgroup2Magic = 0x63677270
 
 func isCgroup2(path string) bool {
-	var st unix.Statfs_t
-	return unix.Statfs(path, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
+	var st syscall.Statfs_t
+	return syscall.Statfs(path, &st) == nil && st.Type == cgroup2Magic
 }
 
-func detectLayout(root string) layout {
+// DetectLayout reads the layout of the hierarchies mounted at root (Root on a host).
+func DetectLayout(root string) Layout {
 	if isCgroup2(root) {
-		return layout{v2: true, detail: "cgroup v2"}
+		return Layout{V2: true, Detail: "cgroup v2"}
 	}
 	unified := filepath.Join(root, "unified")
 	if !isCgroup2(unified) {
-		return layout{detail: "cgroup v1"}
+		return Layout{Detail: "cgroup v1"}
 	}
 	ctrl, _ := os.ReadFile(filepath.Join(unified, "cgroup.controllers"))
 	if c := strings.Join(strings.Fields(string(ctrl)), " "); c != "" {
-		return layout{hybrid: true, detail: fmt.Sprintf("cgroup v1 controllers, and a cgroup v2 mount at %s holding %s", unified, c)}
+		return Layout{Hybrid: true, Detail: fmt.Sprintf("cgroup v1 controllers, and a cgroup v2 mount at %s holding %s", unified, c)}
 	}
-	return layout{detail: "cgroup v1, and an empty cgroup v2 mount at " + unified}
+	return Layout{Detail: "cgroup v1, and an empty cgroup v2 mount at " + unified}
 }
 
 // hierarchy is one mounted cgroup hierarchy.
@@ -104,25 +97,19 @@ func hierarchies(root string) []hierarchy {
 	return out
 }
 
-func (h hierarchy) has(controller string) bool {
-	for _, c := range h.controllers {
-		if c == controller {
-			return true
-		}
-	}
-	return false
-}
+func (h hierarchy) has(controller string) bool { return contains(h.controllers, controller) }
 
-// execCgroup is one execution's cgroup: the parent the runtime nests the container (and
-// podman's monitor) under. It carries the memory limit, and its counters outlive the
-// container's own cgroup.
-type execCgroup struct {
-	// Parent is the --cgroup-parent: "/mcp-sandbox/<name>".
-	Parent string
-	v2     bool
-	mem    string // the directory holding the memory limit and the OOM count
-	cpu    string // the directory holding the CPU usage
-	procs  string // a directory whose subdirectories list the container's processes
+// Parent is one execution's cgroup made for a container runtime: the parent it nests the
+// container (and its monitor) under. It carries the memory limit, and its counters outlive
+// the container's own cgroup. The container's processes are those of its subgroups other
+// than the monitor's.
+type Parent struct {
+	path    string // the runtime's --cgroup-parent: "/<base>/<name>"
+	monitor string // the subgroup of the runtime's monitor (podman's conmon), not the container's
+	v2      bool
+	mem     string // the directory holding the memory limit and the OOM count
+	cpu     string // the directory holding the CPU usage
+	procs   string // a directory whose subdirectories list the container's processes
 
 	mu sync.Mutex
 	// seenOOM is the most OOM kills the container's own cgroups were seen to count: on v1 the
@@ -130,17 +117,19 @@ type execCgroup struct {
 	seenOOM int64
 }
 
-// newExecCgroup creates the cgroup name with memoryBytes as its memory limit (swap included).
-func newExecCgroup(name string, memoryBytes int64) (*execCgroup, error) {
-	g := &execCgroup{Parent: "/" + cgroupBase + "/" + name}
+// NewParent creates the cgroup base/name in every hierarchy the runtime uses, with
+// memoryBytes as its memory limit (swap included). monitor names the subgroup the runtime's
+// monitor runs in, whose processes and CPU are not the container's.
+func NewParent(base, name, monitor string, memoryBytes int64) (*Parent, error) {
+	g := &Parent{path: "/" + base + "/" + name, monitor: monitor}
 	limit := strconv.FormatInt(memoryBytes, 10)
-	if isCgroup2(cgroupRoot) {
+	if isCgroup2(Root) {
 		g.v2 = true
-		base := filepath.Join(cgroupRoot, cgroupBase)
+		base := filepath.Join(Root, base)
 		if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, err
 		}
-		enable(cgroupRoot)
+		enable(Root)
 		enable(base)
 		dir := filepath.Join(base, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -149,18 +138,18 @@ func newExecCgroup(name string, memoryBytes int64) (*execCgroup, error) {
 		g.mem, g.cpu, g.procs = dir, dir, dir
 		enable(dir)
 		if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(limit), 0); err != nil {
-			g.remove()
+			g.Remove()
 			return nil, fmt.Errorf("setting memory.max: %w", err)
 		}
 		_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)
 		return g, nil
 	}
-	for _, h := range hierarchies(cgroupRoot) {
+	for _, h := range hierarchies(Root) {
 		if h.has("memory") {
-			g.mem = filepath.Join(h.dir, cgroupBase, name)
+			g.mem = filepath.Join(h.dir, base, name)
 		}
 		if h.has("cpuacct") {
-			g.cpu = filepath.Join(h.dir, cgroupBase, name)
+			g.cpu = filepath.Join(h.dir, base, name)
 		}
 	}
 	if g.mem == "" || g.cpu == "" {
@@ -169,12 +158,12 @@ func newExecCgroup(name string, memoryBytes int64) (*execCgroup, error) {
 	g.procs = g.mem
 	for _, d := range []string{g.mem, g.cpu} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			g.remove()
+			g.Remove()
 			return nil, err
 		}
 	}
 	if err := os.WriteFile(filepath.Join(g.mem, "memory.limit_in_bytes"), []byte(limit), 0); err != nil {
-		g.remove()
+		g.Remove()
 		return nil, fmt.Errorf("setting memory.limit_in_bytes: %w", err)
 	}
 	// Without swap accounting the file is absent, and swap is the host's to give.
@@ -190,25 +179,28 @@ func enable(dir string) {
 	}
 }
 
+// Path is the runtime's --cgroup-parent: "/<base>/<name>".
+func (g *Parent) Path() string { return g.path }
+
 // containerPIDs lists the processes of the container: those in the parent's subgroups other
 // than the runtime monitor's.
-func (g *execCgroup) containerPIDs() []int {
+func (g *Parent) containerPIDs() []int {
 	entries, _ := os.ReadDir(g.procs)
 	var pids []int
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != conmonGroup {
-			pids = append(pids, cgroup.ReadPIDs(filepath.Join(g.procs, e.Name(), "cgroup.procs"))...)
+		if e.IsDir() && e.Name() != g.monitor {
+			pids = append(pids, ReadPIDs(filepath.Join(g.procs, e.Name(), "cgroup.procs"))...)
 		}
 	}
 	return pids
 }
 
-// end sends SIGKILL to every process of the container once, then lifts the memory limit: a
+// End sends SIGKILL to every process of the container once, then lifts the memory limit: a
 // process exiting in a memory cgroup that is full of what the container wrote to its tmpfs
 // mounts (which only the container's end frees) can wait on that memory indefinitely. Every
 // process is killed first, so none can use what the lifted limit allows.
-func (g *execCgroup) end() {
-	g.noteOOM()
+func (g *Parent) End() {
+	g.NoteOOM()
 	for _, p := range g.containerPIDs() {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
@@ -221,44 +213,44 @@ func (g *execCgroup) end() {
 	_ = os.WriteFile(filepath.Join(g.mem, "memory.limit_in_bytes"), []byte("-1"), 0)
 }
 
-// kill kills every process of the container, and returns once none is left (or after a bound).
-func (g *execCgroup) kill() { cgroup.KillAll(g.containerPIDs, 100) }
+// Kill kills every process of the container, and returns once none is left (or after a bound).
+func (g *Parent) Kill() { KillAll(g.containerPIDs, 100) }
 
-// cpuSeconds is the CPU time the container used: the parent's usage, which keeps what
+// CPUSeconds is the CPU time the container used: the parent's usage, which keeps what
 // removed subgroups used, less the monitor's.
-func (g *execCgroup) cpuSeconds() float64 {
+func (g *Parent) CPUSeconds() float64 {
 	if g.v2 {
-		usec := func(dir string) int64 { return cgroup.Field(filepath.Join(dir, "cpu.stat"), "usage_usec") }
-		return float64(usec(g.cpu)-usec(filepath.Join(g.cpu, conmonGroup))) / 1e6
+		usec := func(dir string) int64 { return Field(filepath.Join(dir, "cpu.stat"), "usage_usec") }
+		return float64(usec(g.cpu)-usec(filepath.Join(g.cpu, g.monitor))) / 1e6
 	}
 	ns := func(dir string) int64 {
 		b, _ := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
 		n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 		return n
 	}
-	return float64(ns(g.cpu)-ns(filepath.Join(g.cpu, conmonGroup))) / 1e9
+	return float64(ns(g.cpu)-ns(filepath.Join(g.cpu, g.monitor))) / 1e9
 }
 
-// oomKills counts the processes the memory limit killed: on v2 the parent's count, which
-// includes its subgroups'; on v1 what noteOOM saw in the container's own cgroups.
-func (g *execCgroup) oomKills() int64 {
-	g.noteOOM()
+// OOMKills counts the processes the memory limit killed: on v2 the parent's count, which
+// includes its subgroups'; on v1 what NoteOOM saw in the container's own cgroups.
+func (g *Parent) OOMKills() int64 {
+	g.NoteOOM()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.seenOOM
 }
 
-// noteOOM records the OOM kills counted so far. Call it while the container's cgroups still
+// NoteOOM records the OOM kills counted so far. Call it while the container's cgroups still
 // exist: when its interpreter exits, and before it is killed.
-func (g *execCgroup) noteOOM() {
+func (g *Parent) NoteOOM() {
 	var n int64
 	if g.v2 {
-		n = cgroup.Field(filepath.Join(g.mem, "memory.events"), "oom_kill")
+		n = Field(filepath.Join(g.mem, "memory.events"), "oom_kill")
 	} else {
 		entries, _ := os.ReadDir(g.mem)
 		for _, e := range entries {
-			if e.IsDir() && e.Name() != conmonGroup {
-				n += cgroup.Field(filepath.Join(g.mem, e.Name(), "memory.oom_control"), "oom_kill")
+			if e.IsDir() && e.Name() != g.monitor {
+				n += Field(filepath.Join(g.mem, e.Name(), "memory.oom_control"), "oom_kill")
 			}
 		}
 	}
@@ -267,13 +259,13 @@ func (g *execCgroup) noteOOM() {
 	g.mu.Unlock()
 }
 
-// remove kills what is left and removes the cgroup from every hierarchy (the runtime makes
+// Remove kills what is left and removes the cgroup from every hierarchy (the runtime makes
 // the parent in each one it uses). It is idempotent.
-func (g *execCgroup) remove() error {
-	g.kill()
+func (g *Parent) Remove() error {
+	g.Kill()
 	var errs []error
-	for _, h := range hierarchies(cgroupRoot) {
-		if err := removeTree(filepath.Join(h.dir, strings.TrimPrefix(g.Parent, "/"))); err != nil {
+	for _, h := range hierarchies(Root) {
+		if err := removeTree(filepath.Join(h.dir, strings.TrimPrefix(g.path, "/"))); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -311,16 +303,17 @@ func removeTree(dir string) error {
 	}
 }
 
-// removeOwnerCgroups removes every execution cgroup whose name dead accepts, in every
-// hierarchy: the sweep of dead owners' leftovers.
-func removeOwnerCgroups(dead func(name string) bool) {
-	for _, h := range hierarchies(cgroupRoot) {
-		base := filepath.Join(h.dir, cgroupBase)
-		entries, _ := os.ReadDir(base)
+// SweepParents removes every Parent under base whose name dead accepts, in every hierarchy,
+// killing what is left in it first: the sweep of dead owners' leftovers. monitor is as for
+// NewParent.
+func SweepParents(base, monitor string, dead func(name string) bool) {
+	for _, h := range hierarchies(Root) {
+		dir := filepath.Join(h.dir, base)
+		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if e.IsDir() && dead(e.Name()) {
-				g := &execCgroup{procs: filepath.Join(base, e.Name())}
-				g.kill()
+				g := &Parent{monitor: monitor, procs: filepath.Join(dir, e.Name())}
+				g.Kill()
 				_ = removeTree(g.procs)
 			}
 		}
