@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -113,10 +114,10 @@ func TestSoak(t *testing.T) {
 	var err error
 	level := engine.LevelProcess
 	if ok, _ := namespaces.Available(&namespaces.Options{}); ok {
-		b, err = namespaces.New(ctx, &namespaces.Options{CacheDir: data})
+		b, err = namespaces.New(ctx, &namespaces.Options{Options: spawned.Options{CacheDir: data}})
 		level = engine.LevelIsolated
 	} else {
-		b, err = process.New(ctx, &process.Options{CacheDir: data})
+		b, err = process.New(ctx, &process.Options{Options: spawned.Options{CacheDir: data}})
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -23,30 +23,18 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
-// Options configure the bwrap backend. cmd/ resolves them from the profile.
+// Options configure the bwrap backend. cmd/ resolves them from the profile. Besides the local
+// backends' own, Disable may name "bwrap" (as if not installed) and "userns" (as if not root,
+// bwrap could not make its user namespace).
 type Options struct {
-	// Python is the interpreter; python.Find resolves it when empty.
-	Python string
+	spawned.Options
 	// Bwrap is the bwrap binary; exec.LookPath("bwrap") when empty.
 	Bwrap string
-	// RunAs is "uid:gid" or a range "FIRST-LAST"; used when the host is root.
-	RunAs string
-	// Env holds the env_allowlist variables with their values.
-	Env map[string]string
 	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
 	WorkspaceBytes, TmpBytes int64
-	// InitPath is the binary re-executed as the init helper (default: this executable).
-	InitPath string
-	// Disable makes mechanisms fail, to test grading and refusal: "bwrap" (as if not
-	// installed), "userns" (as if not root, bwrap could not make its user namespace),
-	// "cgroup", "identity", "seccomp".
-	Disable []string
 	// Host is where the host's user-namespace settings are read (without root bwrap needs
 	// them); the zero value reads the real ones.
 	Host userns.Host
-	// CacheDir is where the interpreter's directories are remembered between starts
-	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
-	CacheDir string
 }
 
 // Backend is the bwrap backend.
@@ -57,16 +45,13 @@ type Backend struct {
 	base  *spawned.Base
 }
 
-var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
-
 // Find returns the bwrap binary, or why there is none.
 func Find(options *Options) (string, string) {
 	var opts Options
 	if options != nil {
 		opts = *options
 	}
-	if slices.Contains(opts.Disable, "bwrap") {
+	if opts.Disabled("bwrap") {
 		return "", "bwrap not found (disabled): apt-get install bubblewrap"
 	}
 	if opts.Bwrap != "" {
@@ -82,7 +67,7 @@ func Find(options *Options) (string, string) {
 	if os.Geteuid() != 0 {
 		// Without root bwrap makes a user namespace; AppArmor's restriction is left to the
 		// profile a distribution may give bwrap itself, and to Describe.
-		if slices.Contains(opts.Disable, "userns") {
+		if opts.Disabled("userns") {
 			return "", "bwrap needs user namespaces without root, and user namespace creation is disabled"
 		}
 		if why := opts.Host.KernelBlocked(); why != "" {
@@ -97,9 +82,6 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	var opts Options
 	if options != nil {
 		opts = *options
-	}
-	if opts.RunAs == "" {
-		opts.RunAs = "65534:65534"
 	}
 	if opts.WorkspaceBytes <= 0 {
 		opts.WorkspaceBytes = 64 << 20
@@ -118,7 +100,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if b.env, err = exec.LookPath("env"); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "env(1) not found")
 	}
-	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable, CacheDir: opts.CacheDir})
+	base, err := spawned.Resolve(ctx, &opts.Options, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +124,7 @@ func (b *Backend) Mechanisms() []string {
 	if b.base.Cgroups != nil {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
-	if !slices.Contains(b.opts.Disable, "seccomp") {
+	if !b.opts.Disabled("seccomp") {
 		m = append(m, "seccomp-deny-kernel-objects")
 	}
 	return m
@@ -158,7 +140,7 @@ func (b *Backend) args(workspace string, netns bool) []string {
 	// /tmp first: a read-only path under it (a virtual environment made in /tmp) is bound on
 	// top of the fresh tmpfs rather than hidden under it.
 	a = append(a, "--size", strconv.FormatInt(b.opts.TmpBytes, 10), "--perms", "1777", "--tmpfs", "/tmp")
-	paths := append(append([]string{}, systemRO...), b.base.RODirs...)
+	paths := slices.Concat(spawned.SystemPaths, b.base.RODirs)
 	sort.Strings(paths)
 	var done []string
 	for _, p := range paths {
@@ -221,7 +203,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
 		// Applied here, before bwrap: the filter is inherited by bwrap and everything under it.
-		DenyKernelObjects: !slices.Contains(b.opts.Disable, "seccomp"),
+		DenyKernelObjects: !b.opts.Disabled("seccomp"),
 	}
 	if b.base.Drop {
 		ls.Rlimits.NProc = uint64(spec.Terms.ProcessCount) + 2 // bwrap itself and its init
