@@ -520,10 +520,11 @@ var (
 		"internal/launch":          "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
 		"upstream":                 "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
 		"internal/pgdb/pgtest":     "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",
+		"budget/ledgertest":        "a ledger test's crash child is the test binary run again, told by its environment where the ledger is",
 		"engine/backend/container": "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
 	}
 	fileReaders = map[string]string{
-		"budget":             "the run ledger's own files under data_dir (its owner locks)",
+		"budget/sqlite":      "the run ledger's own file under data_dir, created 0600 before SQLite opens it",
 		"configs":            "Load reads the file and tenants_dir that cmd names, so cmd, check and the tests share one strict loader",
 		"outputs":            "the blob store's own files",
 		"engine":             "artifacts, read from the workspace through os.Root; the canary it writes",

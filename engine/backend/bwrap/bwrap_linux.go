@@ -30,8 +30,7 @@ type Options struct {
 	spawned.Options
 	// Bwrap is the bwrap binary; exec.LookPath("bwrap") when empty.
 	Bwrap string
-	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
-	WorkspaceBytes, TmpBytes int64
+	spawned.Tmpfs
 	// Host is where the host's user-namespace settings are read (without root bwrap needs
 	// them); the zero value reads the real ones.
 	Host userns.Host
@@ -83,12 +82,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if options != nil {
 		opts = *options
 	}
-	if opts.WorkspaceBytes <= 0 {
-		opts.WorkspaceBytes = 64 << 20
-	}
-	if opts.TmpBytes <= 0 {
-		opts.TmpBytes = 16 << 20
-	}
+	opts.Tmpfs = opts.Tmpfs.Sized()
 	b := &Backend{opts: opts}
 	var (
 		reason string

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
@@ -45,8 +46,7 @@ type Options struct {
 	RunAs string
 	// Env holds the env_allowlist variables with their values.
 	Env map[string]string
-	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
-	WorkspaceBytes, TmpBytes int64
+	spawned.Tmpfs
 	// StateDir holds the owners' directories (the sockets); default os.TempDir().
 	StateDir string
 	// Disable makes mechanisms count as absent: "container" (no runtime), "cgroup" (no
@@ -91,12 +91,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if opts.RunAs == "" {
 		opts.RunAs = "65534:65534"
 	}
-	if opts.WorkspaceBytes <= 0 {
-		opts.WorkspaceBytes = 64 << 20
-	}
-	if opts.TmpBytes <= 0 {
-		opts.TmpBytes = 16 << 20
-	}
+	opts.Tmpfs = opts.Tmpfs.Sized()
 	if opts.StateDir == "" {
 		opts.StateDir = os.TempDir()
 	}

@@ -78,7 +78,8 @@
 // As with bwrap, a status of 128+N is read as "killed by signal N": a program that exits with
 // such a status itself is reported as killed by that signal, and 137 as its CPU limit.
 //
-// It imports engine, failure, internal/identity, internal/spawn (the child's environment),
-// internal/cgroup (the execution's cgroup parent, its layout and sweep), internal/owner (its owner id and sweep),
-// x/sys and the standard library. A Backend and its children are safe for concurrent use.
+// It imports engine, engine/backend/spawned (the tmpfs sizes), failure, internal/identity,
+// internal/spawn (the child's environment), internal/cgroup (the execution's cgroup parent,
+// the layout and the sweep), internal/owner (its owner id and sweep), x/sys and the standard
+// library. A Backend and its children are safe for concurrent use.
 package container

@@ -141,7 +141,7 @@ func TestForkBombHitsProcessCount(t *testing.T) {
 
 // Must show 3: a full tmpfs workspace is the program's own OSError, not a limit.
 func TestFullWorkspaceIsAnOSError(t *testing.T) {
-	r := newRunner(t, engine.DefaultLimits, namespaces.Options{WorkspaceBytes: 64 << 20}, engine.RunnerOptions{})
+	r := newRunner(t, engine.DefaultLimits, namespaces.Options{Tmpfs: spawned.Tmpfs{WorkspaceBytes: 64 << 20}}, engine.RunnerOptions{})
 	prog := "chunk = b'x' * (1 << 20)\nfor i in range(100):\n    with open('f%d' % i, 'wb') as f:\n        for _ in range(8):\n            f.write(chunk)"
 	res := run(t, r, prog, engine.Limits{FileSizeBytes: 10 << 20, MemoryBytes: 512 << 20})
 	if res.Failure == nil || res.Failure.Kind != failure.ProgramError || res.LimitHit != nil {

@@ -35,8 +35,7 @@ type Options struct {
 	// RootBase is where the per-execution (empty) root mount points are made on the host
 	// (default: the system temp dir).
 	RootBase string
-	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
-	WorkspaceBytes, TmpBytes int64
+	spawned.Tmpfs
 	// Host is where the host's user-namespace settings and subordinate ids are read; the
 	// zero value reads the real ones (tests point it at a fake tree).
 	Host userns.Host
@@ -60,12 +59,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if options != nil {
 		opts = *options
 	}
-	if opts.WorkspaceBytes <= 0 {
-		opts.WorkspaceBytes = 64 << 20
-	}
-	if opts.TmpBytes <= 0 {
-		opts.TmpBytes = 16 << 20
-	}
+	opts.Tmpfs = opts.Tmpfs.Sized()
 	if opts.RootBase == "" {
 		opts.RootBase = os.TempDir()
 	}
