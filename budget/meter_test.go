@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -297,9 +298,5 @@ func TestAdmitCancelled(t *testing.T) {
 func openLedger(t *testing.T, dir string) *sqlite.Ledger {
 	t.Helper()
 	l, err := sqlite.Open(t.Context(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return ledgertest.Opened(t, l, err)
 }

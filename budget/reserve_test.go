@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -16,11 +15,7 @@ import (
 // execution is charged exactly 1000.
 func TestReserveIsExactUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
-	l, err := sqlite.Open(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openLedger(t, t.TempDir())
 	m, err := budget.Start(ctx, l, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxCalls: 1000, MaxTotalBytes: 1000})
 	if err != nil {
 		t.Fatal(err)

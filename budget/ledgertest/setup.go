@@ -69,3 +69,14 @@ func KillChild(t *testing.T, test, place string) {
 		t.Fatalf("child never started its call: %v\n%s", err, out)
 	}
 }
+
+// Opened is the ledger l an Open returned with err: it fails t on err, and closes l when t
+// ends.
+func Opened[L budget.Ledger](t *testing.T, l L, err error) L {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}

@@ -21,11 +21,7 @@ import (
 func openLedger(t *testing.T, dsn string, opts *Options) *Ledger {
 	t.Helper()
 	l, err := Open(t.Context(), dsn, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return ledgertest.Opened(t, l, err)
 }
 
 func TestLedgerContract(t *testing.T) {

@@ -59,10 +59,7 @@ func (p *Ledger) FinishCallLater(ctx context.Context, f budget.CallFinish) error
 	case err := <-op.done:
 		return err
 	case <-ctx.Done():
-		if op.state.CompareAndSwap(lazy.Queued, lazy.Abandoned) {
-			return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
-		}
-		return <-op.done
+		return lazy.Leave(ctx, &op.state, op.done)
 	}
 }
 
@@ -73,13 +70,7 @@ func (p *Ledger) takeFinishes() []*pgFinish {
 	queued := q.pending
 	q.pending = nil
 	q.mu.Unlock()
-	ops := queued[:0]
-	for _, op := range queued {
-		if op.state.CompareAndSwap(lazy.Queued, lazy.Taken) {
-			ops = append(ops, op)
-		}
-	}
-	return ops
+	return lazy.Take(queued, func(op *pgFinish) *atomic.Int32 { return &op.state })
 }
 
 func finishArgs(f budget.CallFinish) []any {

@@ -86,10 +86,7 @@ func (s *Ledger) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool
 			s.commitPending()
 			<-b.wmu
 		case <-ctx.Done():
-			if op.state.CompareAndSwap(lazy.Queued, lazy.Abandoned) {
-				return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
-			}
-			return <-op.done // a batch has it: its result stands
+			return lazy.Leave(ctx, &op.state, op.done)
 		}
 	}
 }
@@ -180,12 +177,7 @@ func (s *Ledger) commitPending() {
 	queued := b.pending
 	b.pending = nil
 	b.qmu.Unlock()
-	ops := queued[:0]
-	for _, op := range queued {
-		if op.state.CompareAndSwap(lazy.Queued, lazy.Taken) {
-			ops = append(ops, op)
-		}
-	}
+	ops := lazy.Take(queued, func(op *writeOp) *atomic.Int32 { return &op.state })
 	if len(ops) == 0 {
 		return
 	}

@@ -17,11 +17,7 @@ import (
 func openLedger(t *testing.T, dir string) *Ledger {
 	t.Helper()
 	l, err := Open(t.Context(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return ledgertest.Opened(t, l, err)
 }
 
 func TestLedgerContract(t *testing.T) {
