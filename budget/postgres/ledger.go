@@ -45,7 +45,7 @@ type Ledger struct {
 	stop context.CancelFunc
 	done chan struct{} // closed when the renewal goroutine has returned
 
-	queue *pgQueue // tool_call_finished records waiting for the next statement (pgbatch.go)
+	queue *pgQueue // tool_call_finished records waiting for the next statement (pipeline.go)
 
 	closeOnce sync.Once
 	closeErr  error
