@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
@@ -23,8 +24,8 @@ func RunLedgerContractAt(t *testing.T, fresh func(t *testing.T) string, open fun
 		func(t *testing.T, l budget.Ledger) budget.Ledger { return open(t, places[l]) })
 }
 
-// Crash env names what a crash child reads: the place of its ledger, and the file it makes
-// once its call is started.
+// CrashPlaceEnv and CrashMarkerEnv name what a crash child reads: the place of its ledger,
+// and the file it makes once its call is started.
 const (
 	CrashPlaceEnv  = "BUDGET_CRASH_CHILD"
 	CrashMarkerEnv = "BUDGET_CRASH_MARKER"
@@ -58,7 +59,7 @@ func CrashChild(open func(ctx context.Context, place string) (budget.Ledger, err
 // was killed.
 func KillChild(t *testing.T, test, place string) {
 	t.Helper()
-	marker := t.TempDir() + "/started"
+	marker := filepath.Join(t.TempDir(), "started")
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(os.Environ(), CrashPlaceEnv+"="+place, CrashMarkerEnv+"="+marker)
 	out, err := cmd.CombinedOutput()
