@@ -172,11 +172,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, err
 	}
 	ok := false
-	defer func() {
-		if !ok {
-			c.Close()
-		}
-	}()
+	defer c.CloseUnless(&ok)
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])

@@ -227,11 +227,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, err
 	}
 	ok := false
-	defer func() {
-		if !ok {
-			c.Close()
-		}
-	}()
+	defer c.CloseUnless(&ok)
 	uid, gid := 0, 0 // inside a user namespace, the caller is mapped to 0
 	switch {
 	case b.base.Drop || b.sub != nil:

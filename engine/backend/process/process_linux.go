@@ -125,11 +125,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, err
 	}
 	ok := false
-	defer func() {
-		if !ok {
-			c.Close()
-		}
-	}()
+	defer c.CloseUnless(&ok)
 	workspace, err := b.makeWorkspace(id)
 	if err != nil {
 		return nil, err
