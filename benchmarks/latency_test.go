@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -85,7 +86,7 @@ func TestReport(t *testing.T) {
 	add("process level, warm child (Warm: 1)", pb, 1)
 	// Without a cgroup (no root, or none writable) the init helper stays as the tree's
 	// subreaper: one more process start per execution.
-	if pnc, err := process.New(ctx, &process.Options{Disable: []string{"cgroup"}}); err == nil {
+	if pnc, err := process.New(ctx, &process.Options{Options: spawned.Options{Disable: []string{"cgroup"}}}); err == nil {
 		add("process level, no cgroup (subreaper), cold start", pnc, 0)
 	}
 	local := engine.Backend(pb)

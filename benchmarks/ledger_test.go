@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -28,20 +30,20 @@ const ledgerConcurrency = 8
 // goroutines admitting calls on the same Run at once.
 func TestReportLedger(t *testing.T) {
 	ctx := context.Background()
-	sqlite, err := budget.OpenSQLite(ctx, t.TempDir(), nil)
+	lite, err := sqlite.Open(ctx, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sqlite.Close()
+	defer lite.Close()
 	dsn := pgtest.Schema(t)
-	pg, err := budget.OpenPostgres(ctx, dsn, nil)
+	pg, err := postgres.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pg.Close()
 	// SQLite's WAL with synchronous=NORMAL does not wait for the disk at each commit;
 	// PostgreSQL does, unless the DSN turns it off for the ledger's sessions.
-	pgAsync, err := budget.OpenPostgres(ctx, pgtest.WithParam(dsn, "synchronous_commit", "off"), nil)
+	pgAsync, err := postgres.Open(ctx, pgtest.WithParam(dsn, "synchronous_commit", "off"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestReportLedger(t *testing.T) {
 		l    budget.Ledger
 		seq  []time.Duration
 		conc []time.Duration
-	}{{name: "SQLite (baseline)", l: sqlite}, {name: "PostgreSQL", l: pg},
+	}{{name: "SQLite (baseline)", l: lite}, {name: "PostgreSQL", l: pg},
 		{name: "PostgreSQL, synchronous_commit=off", l: pgAsync}}
 	for i := range n {
 		for j := range ledgers {

@@ -19,9 +19,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -113,10 +115,10 @@ func TestSoak(t *testing.T) {
 	var err error
 	level := engine.LevelProcess
 	if ok, _ := namespaces.Available(&namespaces.Options{}); ok {
-		b, err = namespaces.New(ctx, &namespaces.Options{CacheDir: data})
+		b, err = namespaces.New(ctx, &namespaces.Options{Options: spawned.Options{CacheDir: data}})
 		level = engine.LevelIsolated
 	} else {
-		b, err = process.New(ctx, &process.Options{CacheDir: data})
+		b, err = process.New(ctx, &process.Options{Options: spawned.Options{CacheDir: data}})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +129,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	led, err := budget.OpenSQLite(ctx, filepath.Join(data, "ledger"), nil)
+	led, err := sqlite.Open(ctx, filepath.Join(data, "ledger"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -61,7 +62,7 @@ func approvalSetup(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals) 
 // approvalSetupLogged is approvalSetup logging to log.
 func approvalSetupLogged(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals, log *slog.Logger) (*Execution, budget.Ledger, *budget.Meter) {
 	t.Helper()
-	led, err := budget.OpenSQLite(context.Background(), t.TempDir(), nil)
+	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

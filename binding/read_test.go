@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -65,7 +66,7 @@ func newExecutionLedger(t *testing.T, limits budget.Limits) (*Execution, budget.
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	led, err := budget.OpenSQLite(ctx, dir, nil)
+	led, err := sqlite.Open(ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,12 @@
-// Package budget meters what a program's tool calls cost the host, and keeps the durable run
-// ledger those meters are counted from.
+// Package budget meters what a program's tool calls cost the host, and defines the durable run
+// ledger those meters are counted from (Ledger; its implementations are budget/sqlite and
+// budget/postgres).
 //
 // The meters, admission, the bounded records of refusals, the ledger's records, owners and
 // recovery, and the two ledgers: docs/design.md §6.
 //
 // # Imports and concurrency
 //
-// It imports failure, internal/pgdb, the standard library, modernc.org/sqlite and pgx. Meter,
-// Ticket and both ledgers are safe for concurrent use. Lock order: a Meter's mu is never held
-// while the ledger is called. A SQLite ledger owns one goroutine (the flusher of queued
-// writes), a Postgres ledger one (lease renewal); Close stops it and waits for it.
+// It imports failure and the standard library. Meter and Ticket are safe for concurrent use,
+// as every Ledger must be. Lock order: a Meter's mu is never held while the ledger is called.
 package budget

@@ -33,8 +33,8 @@ const (
 	Unknown   CallStatus = "unknown"
 )
 
-// finishing reports whether s may end a started call.
-func (s CallStatus) finishing() bool {
+// Finishing reports whether s may end a started call.
+func (s CallStatus) Finishing() bool {
 	switch s {
 	case Succeeded, Failed, Refused, Aborted:
 		return true
@@ -134,8 +134,8 @@ const (
 	ApprovalUnknown   ApprovalStatus = "unknown"
 )
 
-// deciding reports whether s may end a pending approval.
-func (s ApprovalStatus) deciding() bool {
+// Deciding reports whether s may end a pending approval.
+func (s ApprovalStatus) Deciding() bool {
 	switch s {
 	case ApprovalAccepted, ApprovalDeclined, ApprovalCancelled, ApprovalTimedOut, ApprovalFailed:
 		return true
@@ -250,8 +250,8 @@ type Ledger interface {
 // times is a record's Times as stored: 0 means 1.
 func times(n int64) int64 { return max(n, 1) }
 
-// checkAsk refuses an approval record no ledger may write.
-func checkAsk(a ApprovalAsk) error {
+// Check refuses an approval record no ledger may write.
+func (a ApprovalAsk) Check() error {
 	if a.Status != ApprovalPending && a.Status != ApprovalUnasked {
 		return fmt.Errorf("budget: an approval is asked pending or recorded unasked, not %q", a.Status)
 	}
@@ -261,13 +261,20 @@ func checkAsk(a ApprovalAsk) error {
 	return nil
 }
 
-// runRefusal is the refusal of a metered call by a Run whose usage u has reached runLimits, or
+// RunRefusal is the refusal of a metered call by a Run whose usage u has reached runLimits, or
 // nil while a call may still be admitted.
-func runRefusal(u Usage, runLimits Limits) *failure.Error {
+func RunRefusal(u Usage, runLimits Limits) *failure.Error {
 	if which := u.Exhausted(runLimits, 0); which != "" {
 		return failure.New(failure.BudgetExceeded, "the run's binding budget is spent: %s reached", which)
 	}
 	return nil
+}
+
+// RunCeiling is the usage at which a ledger's admission finds a Run spent: each of runLimits'
+// call and byte meters, an unset one as no ceiling (math.MaxInt64).
+func RunCeiling(runLimits Limits) Usage {
+	return Usage{Calls: ceiling(int64(runLimits.MaxCalls)), TransferBytes: ceiling(runLimits.MaxTotalBytes),
+		ProducedBytes: ceiling(runLimits.MaxProducedBytes), PreservedBytes: ceiling(runLimits.MaxPreservedBytes)}
 }
 
 // NewID returns a fresh random id with the given prefix: 128 bits, hex.

@@ -99,7 +99,7 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	}
 	// A Run's usage only grows: one this meter has seen spent is spent, and the ledger need
 	// not be asked (nor write a refusal per call: refuse counts them).
-	if fe := runRefusal(m.runSeen, m.limits); fe != nil {
+	if fe := RunRefusal(m.runSeen, m.limits); fe != nil {
 		m.mu.Unlock()
 		return nil, m.refuse(ctx, start, fe)
 	}

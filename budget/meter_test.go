@@ -1,4 +1,4 @@
-package budget
+package budget_test
 
 import (
 	"context"
@@ -9,22 +9,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 func TestNarrow(t *testing.T) {
-	profile := Limits{MaxCalls: 200, MaxTotalBytes: 8 << 20, MaxProducedBytes: 64 << 20,
+	profile := budget.Limits{MaxCalls: 200, MaxTotalBytes: 8 << 20, MaxProducedBytes: 64 << 20,
 		MaxPreservedBytes: 64 << 20, MaxArgumentBytes: 256 << 10, MaxResultBytes: 1 << 20}
 	tests := []struct {
 		name       string
-		a, b, want Limits
+		a, b, want budget.Limits
 	}{
-		{"empty policy narrows nothing", profile, Limits{}, profile},
-		{"empty profile takes policy", Limits{}, Limits{MaxCalls: 3}, Limits{MaxCalls: 3}},
-		{"policy lowers", profile, Limits{MaxCalls: 3, MaxResultBytes: 10},
-			func() Limits { l := profile; l.MaxCalls, l.MaxResultBytes = 3, 10; return l }()},
-		{"policy cannot raise", profile, Limits{MaxCalls: 1000, MaxTotalBytes: 1 << 40}, profile},
-		{"negative is ignored", Limits{MaxCalls: 5}, Limits{MaxCalls: -1}, Limits{MaxCalls: 5}},
+		{"empty policy narrows nothing", profile, budget.Limits{}, profile},
+		{"empty profile takes policy", budget.Limits{}, budget.Limits{MaxCalls: 3}, budget.Limits{MaxCalls: 3}},
+		{"policy lowers", profile, budget.Limits{MaxCalls: 3, MaxResultBytes: 10},
+			func() budget.Limits { l := profile; l.MaxCalls, l.MaxResultBytes = 3, 10; return l }()},
+		{"policy cannot raise", profile, budget.Limits{MaxCalls: 1000, MaxTotalBytes: 1 << 40}, profile},
+		{"negative is ignored", budget.Limits{MaxCalls: 5}, budget.Limits{MaxCalls: -1}, budget.Limits{MaxCalls: 5}},
 	}
 	for _, tc := range tests {
 		if d := cmp.Diff(tc.want, tc.a.Narrow(tc.b)); d != "" {
@@ -34,7 +37,7 @@ func TestNarrow(t *testing.T) {
 			t.Errorf("%s, reversed (-want +got):\n%s", tc.name, d)
 		}
 	}
-	if err := (Limits{MaxResultBytes: -1}).Validate(); err == nil {
+	if err := (budget.Limits{MaxResultBytes: -1}).Validate(); err == nil {
 		t.Error("negative limit validated")
 	}
 	if err := profile.Validate(); err != nil {
@@ -42,9 +45,9 @@ func TestNarrow(t *testing.T) {
 	}
 }
 
-func newMeter(t *testing.T, l Ledger, run RunRef, limits Limits) *Meter {
+func newMeter(t *testing.T, l budget.Ledger, run budget.RunRef, limits budget.Limits) *budget.Meter {
 	t.Helper()
-	m, err := Start(t.Context(), l, run, "", "", limits)
+	m, err := budget.Start(t.Context(), l, run, "", "", limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +57,9 @@ func newMeter(t *testing.T, l Ledger, run RunRef, limits Limits) *Meter {
 // TestAdmitIsExact: 64 goroutines race against max_calls 10; exactly 10 are admitted, and a
 // second execution of the same Run is refused at once while a new Run starts fresh.
 func TestAdmitIsExact(t *testing.T) {
-	l := openSQLite(t, t.TempDir())
-	run := RunRef{Tenant: "t", ID: "r"}
-	limits := Limits{MaxCalls: 10}
+	l := openLedger(t, t.TempDir())
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	limits := budget.Limits{MaxCalls: 10}
 	m := newMeter(t, l, run, limits)
 	var ok, exceeded atomic.Int64
 	var wg sync.WaitGroup
@@ -64,7 +67,7 @@ func TestAdmitIsExact(t *testing.T) {
 	for range 64 {
 		wg.Go(func() {
 			<-start
-			tk, fe := m.Admit(t.Context(), Call{Tool: "srv__t", ArgumentBytes: 2})
+			tk, fe := m.Admit(t.Context(), budget.Call{Tool: "srv__t", ArgumentBytes: 2})
 			if fe != nil {
 				if fe.Kind != failure.BudgetExceeded {
 					t.Errorf("Admit: %v", fe)
@@ -73,7 +76,7 @@ func TestAdmitIsExact(t *testing.T) {
 				return
 			}
 			ok.Add(1)
-			if err := tk.Finish(t.Context(), Outcome{Status: Succeeded, TransferBytes: 1}); err != nil {
+			if err := tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, TransferBytes: 1}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -87,23 +90,23 @@ func TestAdmitIsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Usage{Calls: 10, TransferBytes: 10}
+	want := budget.Usage{Calls: 10, TransferBytes: 10}
 	if exec != want || runU != want {
 		t.Errorf("usage = %+v / %+v, want %+v", exec, runU, want)
 	}
-	if err := m.End(t.Context(), "completed", nil, Context{}); err != nil {
+	if err := m.End(t.Context(), "completed", nil, budget.Context{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, fe := m.Admit(t.Context(), Call{Tool: "srv__t"}); fe == nil {
+	if _, fe := m.Admit(t.Context(), budget.Call{Tool: "srv__t"}); fe == nil {
 		t.Error("a call was admitted after End")
 	}
 
 	second := newMeter(t, l, run, limits)
-	if _, fe := second.Admit(t.Context(), Call{Tool: "srv__t"}); fe == nil || fe.Kind != failure.BudgetExceeded {
+	if _, fe := second.Admit(t.Context(), budget.Call{Tool: "srv__t"}); fe == nil || fe.Kind != failure.BudgetExceeded {
 		t.Errorf("second execution of a spent Run: %v, want budget_exceeded", fe)
 	}
-	fresh := newMeter(t, l, RunRef{Tenant: "t", ID: "r2"}, limits)
-	if _, fe := fresh.Admit(t.Context(), Call{Tool: "srv__t"}); fe != nil {
+	fresh := newMeter(t, l, budget.RunRef{Tenant: "t", ID: "r2"}, limits)
+	if _, fe := fresh.Admit(t.Context(), budget.Call{Tool: "srv__t"}); fe != nil {
 		t.Errorf("a new Run: %v", fe)
 	}
 }
@@ -112,10 +115,10 @@ func TestAdmitIsExact(t *testing.T) {
 // (as two processes would), race for the Run's allowance.
 func TestAdmitExactAcrossMeters(t *testing.T) {
 	dir := t.TempDir()
-	a, b := openSQLite(t, dir), openSQLite(t, dir)
-	run := RunRef{Tenant: "t", ID: "r"}
-	ma := newMeter(t, a, run, Limits{MaxCalls: 10})
-	mb := newMeter(t, b, run, Limits{MaxCalls: 10})
+	a, b := openLedger(t, dir), openLedger(t, dir)
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	ma := newMeter(t, a, run, budget.Limits{MaxCalls: 10})
+	mb := newMeter(t, b, run, budget.Limits{MaxCalls: 10})
 	var ok atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 64 {
@@ -124,9 +127,9 @@ func TestAdmitExactAcrossMeters(t *testing.T) {
 			m = mb
 		}
 		wg.Go(func() {
-			if tk, fe := m.Admit(t.Context(), Call{Tool: "x"}); fe == nil {
+			if tk, fe := m.Admit(t.Context(), budget.Call{Tool: "x"}); fe == nil {
 				ok.Add(1)
-				_ = tk.Finish(t.Context(), Outcome{Status: Succeeded})
+				_ = tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded})
 			}
 		})
 	}
@@ -139,24 +142,24 @@ func TestAdmitExactAcrossMeters(t *testing.T) {
 func TestAdmitRefusals(t *testing.T) {
 	tests := []struct {
 		name   string
-		limits Limits
-		before Outcome // the outcome of a first, admitted call
-		call   Call
+		limits budget.Limits
+		before budget.Outcome // the outcome of a first, admitted call
+		call   budget.Call
 		kind   failure.Kind // "" when the second call is admitted
 	}{
-		{"argument too large", Limits{MaxArgumentBytes: 10}, Outcome{Status: Succeeded}, Call{ArgumentBytes: 11}, failure.ArgumentTooLarge},
-		{"argument at ceiling", Limits{MaxArgumentBytes: 10}, Outcome{Status: Succeeded}, Call{ArgumentBytes: 10}, ""},
-		{"transfer spent", Limits{MaxTotalBytes: 5}, Outcome{Status: Succeeded, TransferBytes: 5}, Call{}, failure.BudgetExceeded},
-		{"produced spent", Limits{MaxProducedBytes: 5}, Outcome{Status: Failed, ProducedBytes: 9}, Call{}, failure.BudgetExceeded},
-		{"preserved spent", Limits{MaxPreservedBytes: 5}, Outcome{Status: Succeeded, PreservedBytes: 5}, Call{}, failure.BudgetExceeded},
-		{"aborted call is spent", Limits{MaxCalls: 1}, Outcome{Status: Aborted}, Call{}, failure.BudgetExceeded},
-		{"within budget", Limits{MaxCalls: 2, MaxTotalBytes: 5}, Outcome{Status: Succeeded, TransferBytes: 4}, Call{}, ""},
+		{"argument too large", budget.Limits{MaxArgumentBytes: 10}, budget.Outcome{Status: budget.Succeeded}, budget.Call{ArgumentBytes: 11}, failure.ArgumentTooLarge},
+		{"argument at ceiling", budget.Limits{MaxArgumentBytes: 10}, budget.Outcome{Status: budget.Succeeded}, budget.Call{ArgumentBytes: 10}, ""},
+		{"transfer spent", budget.Limits{MaxTotalBytes: 5}, budget.Outcome{Status: budget.Succeeded, TransferBytes: 5}, budget.Call{}, failure.BudgetExceeded},
+		{"produced spent", budget.Limits{MaxProducedBytes: 5}, budget.Outcome{Status: budget.Failed, ProducedBytes: 9}, budget.Call{}, failure.BudgetExceeded},
+		{"preserved spent", budget.Limits{MaxPreservedBytes: 5}, budget.Outcome{Status: budget.Succeeded, PreservedBytes: 5}, budget.Call{}, failure.BudgetExceeded},
+		{"aborted call is spent", budget.Limits{MaxCalls: 1}, budget.Outcome{Status: budget.Aborted}, budget.Call{}, failure.BudgetExceeded},
+		{"within budget", budget.Limits{MaxCalls: 2, MaxTotalBytes: 5}, budget.Outcome{Status: budget.Succeeded, TransferBytes: 4}, budget.Call{}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l := openSQLite(t, t.TempDir())
-			m := newMeter(t, l, RunRef{Tenant: "t", ID: "r"}, tc.limits)
-			tk, fe := m.Admit(t.Context(), Call{Tool: "a"})
+			l := openLedger(t, t.TempDir())
+			m := newMeter(t, l, budget.RunRef{Tenant: "t", ID: "r"}, tc.limits)
+			tk, fe := m.Admit(t.Context(), budget.Call{Tool: "a"})
 			if fe != nil {
 				t.Fatal(fe)
 			}
@@ -184,22 +187,22 @@ func TestAdmitRefusals(t *testing.T) {
 }
 
 func TestFinishOnce(t *testing.T) {
-	l := openSQLite(t, t.TempDir())
-	m := newMeter(t, l, RunRef{Tenant: "t", ID: "r"}, Limits{})
-	tk, fe := m.Admit(t.Context(), Call{Tool: "a"})
+	l := openLedger(t, t.TempDir())
+	m := newMeter(t, l, budget.RunRef{Tenant: "t", ID: "r"}, budget.Limits{})
+	tk, fe := m.Admit(t.Context(), budget.Call{Tool: "a"})
 	if fe != nil {
 		t.Fatal(fe)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // a cancelled request must still be recorded
-	if err := tk.Finish(ctx, Outcome{Status: Aborted, ProducedBytes: 3}); err != nil {
+	if err := tk.Finish(ctx, budget.Outcome{Status: budget.Aborted, ProducedBytes: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Finish(t.Context(), Outcome{Status: Succeeded, ProducedBytes: 100}); err != nil {
+	if err := tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, ProducedBytes: 100}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := l.Call(t.Context(), tk.ID())
-	if err != nil || rec.Status != Aborted || rec.Usage.ProducedBytes != 3 {
+	if err != nil || rec.Status != budget.Aborted || rec.Usage.ProducedBytes != 3 {
 		t.Errorf("record = %+v, %v", rec, err)
 	}
 	if exec, _, _ := m.Usage(t.Context()); exec.ProducedBytes != 3 {
@@ -208,21 +211,21 @@ func TestFinishOnce(t *testing.T) {
 }
 
 func TestTransferAllowance(t *testing.T) {
-	l := openSQLite(t, t.TempDir())
+	l := openLedger(t, t.TempDir())
 	tests := []struct {
 		name   string
-		limits Limits
+		limits budget.Limits
 		charge int64
 		want   int64
 	}{
-		{"unset", Limits{}, 0, math.MaxInt64},
-		{"per-call ceiling", Limits{MaxResultBytes: 100, MaxTotalBytes: 1000}, 0, 100},
-		{"what is left", Limits{MaxResultBytes: 100, MaxTotalBytes: 1000}, 950, 50},
-		{"spent", Limits{MaxTotalBytes: 1000}, 1200, 0},
+		{"unset", budget.Limits{}, 0, math.MaxInt64},
+		{"per-call ceiling", budget.Limits{MaxResultBytes: 100, MaxTotalBytes: 1000}, 0, 100},
+		{"what is left", budget.Limits{MaxResultBytes: 100, MaxTotalBytes: 1000}, 950, 50},
+		{"spent", budget.Limits{MaxTotalBytes: 1000}, 1200, 0},
 	}
 	for i, tc := range tests {
-		m := newMeter(t, l, RunRef{Tenant: "t", ID: string(rune('a' + i))}, tc.limits)
-		if err := m.Charge(t.Context(), Usage{TransferBytes: tc.charge}); err != nil {
+		m := newMeter(t, l, budget.RunRef{Tenant: "t", ID: string(rune('a' + i))}, tc.limits)
+		if err := m.Charge(t.Context(), budget.Usage{TransferBytes: tc.charge}); err != nil {
 			t.Fatal(err)
 		}
 		if got := m.TransferAllowance(); got != tc.want {
@@ -234,59 +237,66 @@ func TestTransferAllowance(t *testing.T) {
 // TestRestartKeepsRunAllowance: a Meter started on a reopened ledger sees the Run's usage.
 func TestRestartKeepsRunAllowance(t *testing.T) {
 	dir := t.TempDir()
-	run := RunRef{Tenant: "t", ID: "r"}
-	l := openSQLite(t, dir)
-	m := newMeter(t, l, run, Limits{MaxCalls: 3, MaxTotalBytes: 100})
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	l := openLedger(t, dir)
+	m := newMeter(t, l, run, budget.Limits{MaxCalls: 3, MaxTotalBytes: 100})
 	for range 2 {
-		tk, fe := m.Admit(t.Context(), Call{Tool: "a"})
+		tk, fe := m.Admit(t.Context(), budget.Call{Tool: "a"})
 		if fe != nil {
 			t.Fatal(fe)
 		}
-		_ = tk.Finish(t.Context(), Outcome{Status: Succeeded, TransferBytes: 30})
+		_ = tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, TransferBytes: 30})
 	}
 	l.Close()
-	l2 := openSQLite(t, dir)
-	m2 := newMeter(t, l2, run, Limits{MaxCalls: 3, MaxTotalBytes: 100})
+	l2 := openLedger(t, dir)
+	m2 := newMeter(t, l2, run, budget.Limits{MaxCalls: 3, MaxTotalBytes: 100})
 	if got := m2.TransferAllowance(); got != 40 {
 		t.Errorf("allowance after restart = %d, want 40", got)
 	}
-	if _, fe := m2.Admit(t.Context(), Call{Tool: "a"}); fe != nil {
+	if _, fe := m2.Admit(t.Context(), budget.Call{Tool: "a"}); fe != nil {
 		t.Fatal(fe)
 	}
-	if _, fe := m2.Admit(t.Context(), Call{Tool: "a"}); fe == nil || fe.Kind != failure.BudgetExceeded {
+	if _, fe := m2.Admit(t.Context(), budget.Call{Tool: "a"}); fe == nil || fe.Kind != failure.BudgetExceeded {
 		t.Errorf("fourth call of the Run: %v, want budget_exceeded", fe)
 	}
 }
 
 func TestDirectCallsAreRecorded(t *testing.T) {
-	l := openSQLite(t, t.TempDir())
-	run := RunRef{Tenant: "t", ID: "r"}
-	d := Direct(l, run)
-	tk, fe := d.Admit(t.Context(), Call{Tool: "srv__t", ArgumentBytes: 1 << 30})
+	l := openLedger(t, t.TempDir())
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	d := budget.Direct(l, run)
+	tk, fe := d.Admit(t.Context(), budget.Call{Tool: "srv__t", ArgumentBytes: 1 << 30})
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if err := tk.Finish(t.Context(), Outcome{Status: Succeeded, ProducedBytes: 5}); err != nil {
+	if err := tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, ProducedBytes: 5}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := l.Call(t.Context(), tk.ID())
-	if err != nil || rec.ExecutionID != "" || rec.Status != Succeeded {
+	if err != nil || rec.ExecutionID != "" || rec.Status != budget.Succeeded {
 		t.Errorf("record = %+v, %v", rec, err)
 	}
-	if u, _ := l.RunUsage(t.Context(), run); u != (Usage{}) {
+	if u, _ := l.RunUsage(t.Context(), run); u != (budget.Usage{}) {
 		t.Errorf("run usage = %+v, want zero: direct calls are not binding calls", u)
 	}
 }
 
 func TestAdmitCancelled(t *testing.T) {
-	l := openSQLite(t, t.TempDir())
-	m := newMeter(t, l, RunRef{Tenant: "t", ID: "r"}, Limits{MaxCalls: 1})
+	l := openLedger(t, t.TempDir())
+	m := newMeter(t, l, budget.RunRef{Tenant: "t", ID: "r"}, budget.Limits{MaxCalls: 1})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, fe := m.Admit(ctx, Call{Tool: "a"}); fe == nil || fe.Kind != failure.Cancelled {
+	if _, fe := m.Admit(ctx, budget.Call{Tool: "a"}); fe == nil || fe.Kind != failure.Cancelled {
 		t.Fatalf("Admit under a cancelled context: %v", fe)
 	}
-	if _, fe := m.Admit(t.Context(), Call{Tool: "a"}); fe != nil {
+	if _, fe := m.Admit(t.Context(), budget.Call{Tool: "a"}); fe != nil {
 		t.Errorf("a cancelled admission spent the budget: %v", fe)
 	}
+}
+
+// openLedger opens a SQLite ledger in dir, closed when t ends.
+func openLedger(t *testing.T, dir string) *sqlite.Ledger {
+	t.Helper()
+	l, err := sqlite.Open(t.Context(), dir, nil)
+	return ledgertest.Opened(t, l, err)
 }

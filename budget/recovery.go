@@ -30,7 +30,7 @@ func RunRecovery(ctx context.Context, l Ledger, interval time.Duration, report f
 	}
 }
 
-// sortByStart orders recovered calls as they were started.
-func sortByStart(cs []CallRecord) {
+// SortByStart orders recovered calls as they were started: the order Recover returns.
+func SortByStart(cs []CallRecord) {
 	slices.SortStableFunc(cs, func(a, b CallRecord) int { return a.StartedAt.Compare(b.StartedAt) })
 }

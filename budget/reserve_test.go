@@ -1,4 +1,4 @@
-package budget
+package budget_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -14,12 +15,8 @@ import (
 // execution is charged exactly 1000.
 func TestReserveIsExactUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenSQLite(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	m, err := Start(ctx, l, RunRef{Tenant: "t", ID: "r"}, "", "", Limits{MaxCalls: 1000, MaxTotalBytes: 1000})
+	l := openLedger(t, t.TempDir())
+	m, err := budget.Start(ctx, l, budget.RunRef{Tenant: "t", ID: "r"}, "", "", budget.Limits{MaxCalls: 1000, MaxTotalBytes: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +26,7 @@ func TestReserveIsExactUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk, fe := m.Admit(ctx, Call{Tool: "x__y", ArgumentBytes: 2})
+			tk, fe := m.Admit(ctx, budget.Call{Tool: "x__y", ArgumentBytes: 2})
 			if fe != nil {
 				// Once the bytes are spent, admission itself refuses: that call gets none.
 				if fe.Kind != failure.BudgetExceeded {
@@ -37,8 +34,8 @@ func TestReserveIsExactUnderConcurrency(t *testing.T) {
 				}
 				return
 			}
-			o := Outcome{Status: Succeeded, ProducedBytes: 100}
-			if tk.Reserve(Usage{TransferBytes: 100}) {
+			o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: 100}
+			if tk.Reserve(budget.Usage{TransferBytes: 100}) {
 				granted.Add(1)
 				o.TransferBytes = 100
 			}
@@ -69,7 +66,7 @@ func TestRefusedMeter(t *testing.T) {
 		{"the arguments of a__b are 10 bytes, over max_argument_bytes (4)", "max_argument_bytes", "call"},
 		{"the execution has ended", "", ""},
 	} {
-		if m, h := RefusedMeter(c.msg); m != c.meter || h != c.half {
+		if m, h := budget.RefusedMeter(c.msg); m != c.meter || h != c.half {
 			t.Errorf("RefusedMeter(%q) = %q, %q; want %q, %q", c.msg, m, h, c.meter, c.half)
 		}
 	}

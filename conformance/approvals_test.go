@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -121,7 +122,7 @@ type addOutcome struct {
 // approvalsOf reads the approvals of a named Run from the ledger under dataDir.
 func approvalsOf(t *testing.T, dataDir, runID string) []budget.ApprovalRecord {
 	t.Helper()
-	led, err := budget.OpenSQLite(context.Background(), dataDir, nil)
+	led, err := sqlite.Open(context.Background(), dataDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

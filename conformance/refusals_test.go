@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -70,7 +71,7 @@ return seen
 		t.Fatalf("the program saw (-want +got):\n%s\nunasked approvals %d, want %d", d, res.Approvals.Unasked, n)
 	}
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, budget.LedgerFile)+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, sqlite.LedgerFile)+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -106,7 +107,7 @@ type ledgerCall struct{ Tool, Status, Kind string }
 // ledgerCalls reads the tool calls the serve process recorded in its SQLite ledger.
 func ledgerCalls(t *testing.T, dataDir string) []ledgerCall {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, budget.LedgerFile)+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, sqlite.LedgerFile)+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -48,7 +49,7 @@ func printed(size int, artifact string) fakeSandbox {
 
 func stores(t *testing.T) (budget.Ledger, outputs.BlobStore) {
 	t.Helper()
-	led, err := budget.OpenSQLite(context.Background(), t.TempDir(), nil)
+	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -74,7 +75,7 @@ func approvalUpstream(t *testing.T) (*upstreamFixture, *atomic.Int32) {
 func TestApprovalsReachThePerson(t *testing.T) {
 	f, wiped := approvalUpstream(t)
 	dir := t.TempDir()
-	led, err := budget.OpenSQLite(context.Background(), dir, nil)
+	led, err := sqlite.Open(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestApprovalsReachThePerson(t *testing.T) {
 // ledgerApprovals returns the approvals of the one Run the ledger in dir holds.
 func ledgerApprovals(t *testing.T, dir string, led budget.Ledger) []budget.ApprovalRecord {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, budget.LedgerFile)+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.LedgerFile)+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}

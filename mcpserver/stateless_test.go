@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
@@ -78,7 +79,7 @@ func connectHTTP(t *testing.T, endpoint string, rt http.RoundTripper, version st
 // affinity: through the same three it fails).
 func TestStatelessRevisionNeedsNoAffinity(t *testing.T) {
 	dir := t.TempDir()
-	led, err := budget.OpenSQLite(context.Background(), dir, nil)
+	led, err := sqlite.Open(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestStatelessRevisionNeedsNoAffinity(t *testing.T) {
 	}
 	rr.mu.Unlock()
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, budget.LedgerFile)+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.LedgerFile)+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -55,15 +55,15 @@ func TestDrainCloseRecordsRunEnds(t *testing.T) {
 
 // ledgerIn opens a SQLite ledger in a fresh directory and a read-only view of its file, both
 // closed when t ends (after the sessions a test connects, which close first).
-func ledgerIn(t *testing.T) (*budget.SQLite, *sql.DB) {
+func ledgerIn(t *testing.T) (*sqlite.Ledger, *sql.DB) {
 	t.Helper()
 	dir := t.TempDir()
-	led, err := budget.OpenSQLite(context.Background(), dir, nil)
+	led, err := sqlite.Open(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { led.Close() })
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, budget.LedgerFile)+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.LedgerFile)+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}

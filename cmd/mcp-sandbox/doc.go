@@ -5,9 +5,9 @@
 // results, or protocol bytes only under `serve --transport stdio`.
 //
 // serve opens the data dir (data_dir, default $XDG_STATE_HOME/mcp-sandbox or
-// ~/.local/state/mcp-sandbox): the run ledger (budget.OpenSQLite) and the blob store
+// ~/.local/state/mcp-sandbox): the run ledger (sqlite.Open in budget/sqlite) and the blob store
 // (outputs.OpenFileStore in DATA_DIR/blobs); or, when the config has ledger.postgres or
-// blobs.postgres, PostgreSQL (budget.OpenPostgres, pgblob.Open; the DSN read from its
+// blobs.postgres, PostgreSQL (postgres.Open in budget/postgres, pgblob.Open; the DSN read from its
 // reference and never logged or printed). At startup it recovers the ledger, logging each
 // call a dead owner left in flight as unknown (counted, never replayed), and keeps doing so
 // periodically (a SQLite file is shared by processes, a PostgreSQL ledger by replicas, and

@@ -9,13 +9,15 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 )
 
 // The local backends exist on Linux only (local_other.go says so elsewhere).
 
 func newProcess(ctx context.Context, p configs.Profile, cacheDir string) (engine.Backend, error) {
-	return process.New(ctx, &process.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms(),
-		CacheDir: cacheDir})
+	o := &process.Options{Options: localOptions(p)}
+	o.CacheDir = cacheDir
+	return process.New(ctx, o)
 }
 
 func newNamespaces(ctx context.Context, p configs.Profile, cacheDir string) (engine.Backend, error) {
@@ -68,10 +70,15 @@ func namespacesWhy(p configs.Profile) string {
 	return why
 }
 
+// localOptions are what profile p sets for every local backend alike.
+func localOptions(p configs.Profile) spawned.Options {
+	return spawned.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+}
+
 func nsOptions(p configs.Profile) *namespaces.Options {
-	return &namespaces.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+	return &namespaces.Options{Options: localOptions(p)}
 }
 
 func bwrapOptions(p configs.Profile) *bwrap.Options {
-	return &bwrap.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+	return &bwrap.Options{Options: localOptions(p)}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -81,7 +83,7 @@ func plannedStorage(cfg *configs.Config) storageReport {
 	case dir == "":
 		r.Ledger = storeReport{Kind: "sqlite", Location: "private to each process, removed at exit (no data_dir)"}
 	default:
-		r.Ledger = storeReport{Kind: "sqlite", Location: filepath.Join(dir, budget.LedgerFile)}
+		r.Ledger = storeReport{Kind: "sqlite", Location: filepath.Join(dir, sqlite.LedgerFile)}
 	}
 	switch {
 	case cfg.Blobs != nil && cfg.Blobs.Postgres != nil:
@@ -132,12 +134,12 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts := &budget.PostgresOptions{}
+		opts := &postgres.Options{}
 		if s := cfg.Ledger.Postgres.LeaseSeconds; s != nil {
 			opts.LeaseTTL = time.Duration(*s * float64(time.Second))
 		}
 		octx, cancel := context.WithTimeout(ctx, connectTimeout)
-		led, err := budget.OpenPostgres(octx, dsn, opts)
+		led, err := postgres.Open(octx, dsn, opts)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("ledger: PostgreSQL (%s): %w", st.report.Ledger.Location, err)
@@ -154,7 +156,7 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 			st.tmp, ldir = tmp, tmp
 			slog.Warn("no data_dir: the run ledger is private to this process")
 		}
-		led, err := budget.OpenSQLite(ctx, ldir, nil)
+		led, err := sqlite.Open(ctx, ldir, nil)
 		if err != nil {
 			st.close()
 			return nil, fmt.Errorf("data_dir %s: %w", ldir, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -96,7 +97,7 @@ func TestServeRecoversAnotherReplicasCalls(t *testing.T) {
 	cs, log := connectStdioLog(t, []string{"--config", testkit.WriteConfig(t, pgConfig)}, nil)
 	_ = toolNames(t, cs) // serving: startup recovery is behind it
 	ctx := t.Context()
-	gone, err := budget.OpenPostgres(ctx, dsn, nil)
+	gone, err := postgres.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ var Hostile = []Case{
 	{Name: "a remote credential over plaintext or in a URL", Class: Escape, Where: "engine/backend/remote/hostile_test.go:TestNewRefusesAnExposedCredential"},
 	{Name: "unauthenticated or foreign callers of the sandbox service", Class: Escape, Where: "engine/backend/remote/service/service_test.go:TestServiceAuthenticates"},
 	{Name: "a PostgreSQL DSN leaking through errors", Class: Escape, Where: "internal/pgdb/pgdb_test.go:TestOpenErrorsKeepTheDSNSecret"},
-	{Name: "a killed replica's calls replayed or given a fresh allowance", Class: Exhaustion, Where: "budget/postgres_test.go:TestPostgresRecoverAfterKill"},
+	{Name: "a killed replica's calls replayed or given a fresh allowance", Class: Exhaustion, Where: "budget/postgres/ledger_test.go:TestRecoverAfterKill"},
 	{Name: "a config bomb (aliases, size)", Class: Exhaustion, Where: "configs/load_test.go:TestAliasesAreFollowedAndBounded"},
 	{Name: "one tenant running more programs than its share, or the server's", Class: Exhaustion, Where: "cmd/mcp-sandbox/quotas_test.go:TestServeQuotaExecutions"},
 	{Name: "one tenant opening sessions without bound", Class: Exhaustion, Where: "cmd/mcp-sandbox/quotas_test.go:TestServeQuotaSessions"},

@@ -19,6 +19,11 @@ import (
 // Root is where cgroup hierarchies are mounted.
 const Root = "/sys/fs/cgroup"
 
+// Base is the directory, in every hierarchy, under which each execution's cgroup is made, by
+// every local backend (Detect's name for the process, namespaces and bwrap backends; NewParent's
+// base for the container backend). It is never removed.
+const Base = "mcp-sandbox"
+
 // Manager creates groups under one parent directory per hierarchy.
 type Manager struct {
 	v2      bool
@@ -271,4 +276,304 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Layout is a host's cgroup layout.
+type Layout struct {
+	V2 bool // the root is cgroup2
+	// Hybrid: v1 controllers, and a cgroup2 mount that holds controllers of its own (crun
+	// refuses this layout).
+	Hybrid bool
+	Detail string // what the layout is, in words
+}
+
+// cgroup2Magic is CGROUP2_SUPER_MAGIC, a cgroup2 file system's statfs type.
+const cgroup2Magic = 0x63677270
+
+func isCgroup2(path string) bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(path, &st) == nil && st.Type == cgroup2Magic
+}
+
+// DetectLayout reads the layout of the hierarchies mounted at root (Root on a host).
+func DetectLayout(root string) Layout {
+	if isCgroup2(root) {
+		return Layout{V2: true, Detail: "cgroup v2"}
+	}
+	unified := filepath.Join(root, "unified")
+	if !isCgroup2(unified) {
+		return Layout{Detail: "cgroup v1"}
+	}
+	ctrl, _ := os.ReadFile(filepath.Join(unified, "cgroup.controllers"))
+	if c := strings.Join(strings.Fields(string(ctrl)), " "); c != "" {
+		return Layout{Hybrid: true, Detail: fmt.Sprintf("cgroup v1 controllers, and a cgroup v2 mount at %s holding %s", unified, c)}
+	}
+	return Layout{Detail: "cgroup v1, and an empty cgroup v2 mount at " + unified}
+}
+
+// hierarchy is one mounted cgroup hierarchy.
+type hierarchy struct {
+	dir         string
+	controllers []string // v1: the controllers it carries; v2: nil
+}
+
+// hierarchies lists the cgroup hierarchies mounted under root.
+func hierarchies(root string) []hierarchy {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []hierarchy
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 3 {
+			continue
+		}
+		mnt := fields[4]
+		if mnt != root && !strings.HasPrefix(mnt, root+"/") {
+			continue
+		}
+		switch tail[0] {
+		case "cgroup2":
+			out = append(out, hierarchy{dir: mnt})
+		case "cgroup":
+			var ctrl []string
+			for _, o := range strings.Split(tail[2], ",") {
+				switch o {
+				case "rw", "ro", "relatime", "noexec", "nosuid", "nodev":
+				default:
+					ctrl = append(ctrl, o)
+				}
+			}
+			out = append(out, hierarchy{dir: mnt, controllers: ctrl})
+		}
+	}
+	return out
+}
+
+func (h hierarchy) has(controller string) bool { return contains(h.controllers, controller) }
+
+// Parent is one execution's cgroup made for a container runtime: the parent it nests the
+// container (and its monitor) under. It carries the memory limit, and its counters outlive
+// the container's own cgroup. The container's processes are those of its subgroups other
+// than the monitor's.
+type Parent struct {
+	path    string // the runtime's --cgroup-parent: "/<base>/<name>"
+	monitor string // the subgroup of the runtime's monitor (podman's conmon), not the container's
+	v2      bool
+	mem     string // the directory holding the memory limit and the OOM count
+	cpu     string // the directory holding the CPU usage
+	procs   string // a directory whose subdirectories list the container's processes
+
+	mu sync.Mutex
+	// seenOOM is the most OOM kills the container's own cgroups were seen to count: on v1 the
+	// count stays where the victim was, and the runtime removes that cgroup with the container.
+	seenOOM int64
+}
+
+// NewParent creates the cgroup base/name in every hierarchy the runtime uses, with
+// memoryBytes as its memory limit (swap included). monitor names the subgroup the runtime's
+// monitor runs in, whose processes and CPU are not the container's.
+func NewParent(base, name, monitor string, memoryBytes int64) (*Parent, error) {
+	g := &Parent{path: "/" + base + "/" + name, monitor: monitor}
+	limit := strconv.FormatInt(memoryBytes, 10)
+	if isCgroup2(Root) {
+		g.v2 = true
+		base := filepath.Join(Root, base)
+		if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		enable(Root)
+		enable(base)
+		dir := filepath.Join(base, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		g.mem, g.cpu, g.procs = dir, dir, dir
+		enable(dir)
+		if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(limit), 0); err != nil {
+			g.Remove()
+			return nil, fmt.Errorf("setting memory.max: %w", err)
+		}
+		_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)
+		return g, nil
+	}
+	for _, h := range hierarchies(Root) {
+		if h.has("memory") {
+			g.mem = filepath.Join(h.dir, base, name)
+		}
+		if h.has("cpuacct") {
+			g.cpu = filepath.Join(h.dir, base, name)
+		}
+	}
+	if g.mem == "" || g.cpu == "" {
+		return nil, errors.New("no cgroup v1 memory and cpuacct hierarchies")
+	}
+	g.procs = g.mem
+	for _, d := range []string{g.mem, g.cpu} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			g.Remove()
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(g.mem, "memory.limit_in_bytes"), []byte(limit), 0); err != nil {
+		g.Remove()
+		return nil, fmt.Errorf("setting memory.limit_in_bytes: %w", err)
+	}
+	// Without swap accounting the file is absent, and swap is the host's to give.
+	_ = os.WriteFile(filepath.Join(g.mem, "memory.memsw.limit_in_bytes"), []byte(limit), 0)
+	return g, nil
+}
+
+// enable delegates the controllers the execution's cgroup uses to dir's children, one at a
+// time, so that one the kernel lacks does not keep the others off.
+func enable(dir string) {
+	for _, c := range []string{"+memory", "+pids", "+cpu"} {
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(c), 0)
+	}
+}
+
+// Path is the runtime's --cgroup-parent: "/<base>/<name>".
+func (g *Parent) Path() string { return g.path }
+
+// containerPIDs lists the processes of the container: those in the parent's subgroups other
+// than the runtime monitor's.
+func (g *Parent) containerPIDs() []int {
+	entries, _ := os.ReadDir(g.procs)
+	var pids []int
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != g.monitor {
+			pids = append(pids, ReadPIDs(filepath.Join(g.procs, e.Name(), "cgroup.procs"))...)
+		}
+	}
+	return pids
+}
+
+// End sends SIGKILL to every process of the container once, then lifts the memory limit: a
+// process exiting in a memory cgroup that is full of what the container wrote to its tmpfs
+// mounts (which only the container's end frees) can wait on that memory indefinitely. Every
+// process is killed first, so none can use what the lifted limit allows.
+func (g *Parent) End() {
+	g.NoteOOM()
+	for _, p := range g.containerPIDs() {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	if g.v2 {
+		_ = os.WriteFile(filepath.Join(g.mem, "memory.max"), []byte("max"), 0)
+		return
+	}
+	// The limit with swap must stay above the limit without: raise it first.
+	_ = os.WriteFile(filepath.Join(g.mem, "memory.memsw.limit_in_bytes"), []byte("-1"), 0)
+	_ = os.WriteFile(filepath.Join(g.mem, "memory.limit_in_bytes"), []byte("-1"), 0)
+}
+
+// Kill kills every process of the container, and returns once none is left (or after a bound).
+func (g *Parent) Kill() { KillAll(g.containerPIDs, 100) }
+
+// CPUSeconds is the CPU time the container used: the parent's usage, which keeps what
+// removed subgroups used, less the monitor's.
+func (g *Parent) CPUSeconds() float64 {
+	if g.v2 {
+		usec := func(dir string) int64 { return Field(filepath.Join(dir, "cpu.stat"), "usage_usec") }
+		return float64(usec(g.cpu)-usec(filepath.Join(g.cpu, g.monitor))) / 1e6
+	}
+	ns := func(dir string) int64 {
+		b, _ := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return n
+	}
+	return float64(ns(g.cpu)-ns(filepath.Join(g.cpu, g.monitor))) / 1e9
+}
+
+// OOMKills counts the processes the memory limit killed: on v2 the parent's count, which
+// includes its subgroups'; on v1 what NoteOOM saw in the container's own cgroups.
+func (g *Parent) OOMKills() int64 {
+	g.NoteOOM()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seenOOM
+}
+
+// NoteOOM records the OOM kills counted so far. Call it while the container's cgroups still
+// exist: when its interpreter exits, and before it is killed.
+func (g *Parent) NoteOOM() {
+	var n int64
+	if g.v2 {
+		n = Field(filepath.Join(g.mem, "memory.events"), "oom_kill")
+	} else {
+		entries, _ := os.ReadDir(g.mem)
+		for _, e := range entries {
+			if e.IsDir() && e.Name() != g.monitor {
+				n += Field(filepath.Join(g.mem, e.Name(), "memory.oom_control"), "oom_kill")
+			}
+		}
+	}
+	g.mu.Lock()
+	g.seenOOM = max(g.seenOOM, n)
+	g.mu.Unlock()
+}
+
+// Remove kills what is left and removes the cgroup from every hierarchy (the runtime makes
+// the parent in each one it uses). It is idempotent.
+func (g *Parent) Remove() error {
+	g.Kill()
+	var errs []error
+	for _, h := range hierarchies(Root) {
+		if err := removeTree(filepath.Join(h.dir, strings.TrimPrefix(g.path, "/"))); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeBound bounds the wait for a cgroup's last process to leave: the runtime's monitor
+// lingers while it runs the container's cleanup, which takes a moment on a busy host.
+const removeBound = 10 * time.Second
+
+// removeTree removes a cgroup directory and its subgroups, deepest first, retrying while
+// their last processes exit. A cgroup directory holds no files that need removing.
+func removeTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	deadline := time.Now().Add(removeBound)
+	for i := 1; ; i++ {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("removing cgroup %s: %w", dir, err)
+		}
+		time.Sleep(time.Duration(min(i, 20)) * time.Millisecond)
+	}
+}
+
+// SweepParents removes every Parent under base whose name dead accepts, in every hierarchy,
+// killing what is left in it first: the sweep of dead owners' leftovers. monitor is as for
+// NewParent.
+func SweepParents(base, monitor string, dead func(name string) bool) {
+	for _, h := range hierarchies(Root) {
+		dir := filepath.Join(h.dir, base)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() && dead(e.Name()) {
+				g := &Parent{monitor: monitor, procs: filepath.Join(dir, e.Name())}
+				g.Kill()
+				_ = removeTree(g.procs)
+			}
+		}
+	}
 }

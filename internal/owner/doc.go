@@ -36,6 +36,11 @@
 // dead owners that started over a day ago: that only takes away one proof of a death already
 // settled, for leftovers a day's sweeps did not reach.
 //
-// Linux only (elsewhere the package is empty). It imports the standard library only.
-// Everything here is safe for concurrent use.
+// Lock is the same proof for one open store that processes share (the SQLite run ledger): a
+// flock on dir/<id>.lock held while the store is open; Claim finds a holder gone, and holds
+// its lock while the caller settles what it left.
+//
+// The tags and sweeps are Linux only; Lock builds everywhere (where there is no flock every
+// other holder is taken as gone). It imports the standard library only. Everything here is
+// safe for concurrent use.
 package owner

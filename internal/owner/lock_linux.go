@@ -58,10 +58,11 @@ func holdLock(dir, tag string) *os.File {
 	if err != nil {
 		return nil
 	}
-	if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+	ok, err := tryLock(f)
+	if ok {
 		err = os.Rename(tmp, filepath.Join(dir, tag+".lock"))
 	}
-	if err != nil {
+	if !ok || err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return nil
@@ -80,7 +81,8 @@ func lockFree(path string) bool {
 	defer f.Close()
 	// Released at once, by the Close: the owner is dead for good, and a concurrent sweep
 	// that finds the lock taken for that moment only leaves the sweep to this one.
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	ok, _ := tryLock(f)
+	return ok
 }
 
 // pruneLocks removes, from dir, the lock files of dead owners that started (the file's

@@ -23,30 +23,17 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
-// Options configure the bwrap backend. cmd/ resolves them from the profile.
+// Options configure the bwrap backend. cmd/ resolves them from the profile. Besides the local
+// backends' own, Disable may name "bwrap" (as if not installed) and "userns" (as if not root,
+// bwrap could not make its user namespace).
 type Options struct {
-	// Python is the interpreter; python.Find resolves it when empty.
-	Python string
+	spawned.Options
 	// Bwrap is the bwrap binary; exec.LookPath("bwrap") when empty.
 	Bwrap string
-	// RunAs is "uid:gid" or a range "FIRST-LAST"; used when the host is root.
-	RunAs string
-	// Env holds the env_allowlist variables with their values.
-	Env map[string]string
-	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
-	WorkspaceBytes, TmpBytes int64
-	// InitPath is the binary re-executed as the init helper (default: this executable).
-	InitPath string
-	// Disable makes mechanisms fail, to test grading and refusal: "bwrap" (as if not
-	// installed), "userns" (as if not root, bwrap could not make its user namespace),
-	// "cgroup", "identity", "seccomp".
-	Disable []string
+	spawned.Tmpfs
 	// Host is where the host's user-namespace settings are read (without root bwrap needs
 	// them); the zero value reads the real ones.
 	Host userns.Host
-	// CacheDir is where the interpreter's directories are remembered between starts
-	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
-	CacheDir string
 }
 
 // Backend is the bwrap backend.
@@ -57,16 +44,13 @@ type Backend struct {
 	base  *spawned.Base
 }
 
-var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
-
 // Find returns the bwrap binary, or why there is none.
 func Find(options *Options) (string, string) {
 	var opts Options
 	if options != nil {
 		opts = *options
 	}
-	if slices.Contains(opts.Disable, "bwrap") {
+	if opts.Disabled("bwrap") {
 		return "", "bwrap not found (disabled): apt-get install bubblewrap"
 	}
 	if opts.Bwrap != "" {
@@ -82,7 +66,7 @@ func Find(options *Options) (string, string) {
 	if os.Geteuid() != 0 {
 		// Without root bwrap makes a user namespace; AppArmor's restriction is left to the
 		// profile a distribution may give bwrap itself, and to Describe.
-		if slices.Contains(opts.Disable, "userns") {
+		if opts.Disabled("userns") {
 			return "", "bwrap needs user namespaces without root, and user namespace creation is disabled"
 		}
 		if why := opts.Host.KernelBlocked(); why != "" {
@@ -98,15 +82,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if options != nil {
 		opts = *options
 	}
-	if opts.RunAs == "" {
-		opts.RunAs = "65534:65534"
-	}
-	if opts.WorkspaceBytes <= 0 {
-		opts.WorkspaceBytes = 64 << 20
-	}
-	if opts.TmpBytes <= 0 {
-		opts.TmpBytes = 16 << 20
-	}
+	opts.Tmpfs = opts.Tmpfs.Sized()
 	b := &Backend{opts: opts}
 	var (
 		reason string
@@ -118,7 +94,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if b.env, err = exec.LookPath("env"); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "env(1) not found")
 	}
-	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable, CacheDir: opts.CacheDir})
+	base, err := spawned.Resolve(ctx, &opts.Options, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +118,7 @@ func (b *Backend) Mechanisms() []string {
 	if b.base.Cgroups != nil {
 		m = append(m, "cgroup-"+b.base.Cgroups.Version())
 	}
-	if !slices.Contains(b.opts.Disable, "seccomp") {
+	if !b.opts.Disabled("seccomp") {
 		m = append(m, "seccomp-policy", "seccomp-deny-inet")
 	}
 	return m
@@ -158,7 +134,7 @@ func (b *Backend) args(workspace string, netns bool) []string {
 	// /tmp first: a read-only path under it (a virtual environment made in /tmp) is bound on
 	// top of the fresh tmpfs rather than hidden under it.
 	a = append(a, "--size", strconv.FormatInt(b.opts.TmpBytes, 10), "--perms", "1777", "--tmpfs", "/tmp")
-	paths := append(append([]string{}, systemRO...), b.base.RODirs...)
+	paths := slices.Concat(spawned.SystemPaths, b.base.RODirs)
 	sort.Strings(paths)
 	var done []string
 	for _, p := range paths {
@@ -187,7 +163,7 @@ func (b *Backend) args(workspace string, netns bool) []string {
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
 	netns := spec.Terms.Network == engine.NetworkNone
-	seccomp := !slices.Contains(b.opts.Disable, "seccomp")
+	seccomp := !b.opts.Disabled("seccomp")
 	// bwrap always runs unprivileged (as the sandbox identity, or the host's own uid without
 	// root), so it always makes a user namespace of its own.
 	c := &spawned.Child{Proc: &spawn.Proc{Unkillable: b.base.SignalRefused}, SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true,
@@ -198,11 +174,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, err
 	}
 	ok := false
-	defer func() {
-		if !ok {
-			c.Close()
-		}
-	}()
+	defer c.CloseUnless(&ok)
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])

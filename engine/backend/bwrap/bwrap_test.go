@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
@@ -40,7 +41,7 @@ func TestContract(t *testing.T) {
 }
 
 func TestMissingBwrapIsNamed(t *testing.T) {
-	_, err := bwrap.New(context.Background(), &bwrap.Options{Disable: []string{"bwrap"}})
+	_, err := bwrap.New(context.Background(), &bwrap.Options{Options: spawned.Options{Disable: []string{"bwrap"}}})
 	if err == nil || failure.KindOf(err) != failure.BackendUnavailable {
 		t.Fatalf("New with bwrap disabled: %v, want backend_unavailable", err)
 	}

@@ -121,21 +121,6 @@ func TestImageGuidance(t *testing.T) {
 	}
 }
 
-// The layout detection reads the mounts: a cgroup2 root is v2; v1 with a cgroup2 mount that
-// holds controllers is the hybrid crun refuses.
-func TestLayout(t *testing.T) {
-	l := detectLayout(cgroupRoot)
-	if l.v2 && l.hybrid {
-		t.Fatalf("both v2 and hybrid: %+v", l)
-	}
-	if l.detail == "" {
-		t.Errorf("no description of the layout: %+v", l)
-	}
-	if detectLayout(t.TempDir()) != (layout{detail: "cgroup v1"}) {
-		t.Errorf("a plain directory reads as %+v", detectLayout(t.TempDir()))
-	}
-}
-
 // Leased blocks of host ids never overlap while held, lie in their range, and come free when
 // released (the flock is the whole record, so a dead holder's come free too).
 func TestIDBlocksExclusive(t *testing.T) {

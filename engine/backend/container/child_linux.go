@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 )
 
 const (
@@ -34,7 +35,7 @@ type child struct {
 	execDir   string
 	cmd       *exec.Cmd
 	ch        *channel
-	cg        *execCgroup // nil when the runtime's flags carry the limits
+	cg        *cgroup.Parent // nil when the runtime's flags carry the limits
 	facts     engine.Facts
 	release   func() // the identity lease
 
@@ -78,7 +79,7 @@ func (c *child) start(args []string, env []string, token string, stdout, stderr 
 		go func() {
 			defer c.watch.Done()
 			if c.ch.awaitPeerExit(c.waited) {
-				c.cg.noteOOM()
+				c.cg.NoteOOM()
 			}
 		}()
 	}
@@ -102,7 +103,7 @@ func (c *child) wait() {
 	}
 	c.exit = engine.Exit{Code: ps.ExitCode()}
 	if c.cg != nil {
-		c.exit.CPUSeconds = c.cg.cpuSeconds()
+		c.exit.CPUSeconds = c.cg.CPUSeconds()
 	}
 	switch code := c.exit.Code; {
 	case code >= 125 && code <= 127 && !c.ch.connected():
@@ -126,7 +127,7 @@ func (c *child) wait() {
 // precise time the cgroup reports (1.6 s measured at a 2 s limit), so the CPU time reported
 // is at least the limit the kernel enforced.
 func (c *child) killedByCPULimit() bool {
-	return c.exit.Signal == syscall.SIGKILL.String() && c.cg != nil && !c.killed.Load() && c.cg.oomKills() == 0
+	return c.exit.Signal == syscall.SIGKILL.String() && c.cg != nil && !c.killed.Load() && c.cg.OOMKills() == 0
 }
 
 // explainSetupFailure adds, as the last line of stderr (the one a setup failure's message
@@ -170,7 +171,7 @@ func (c *child) settleExit() {
 		return
 	}
 	if c.cg != nil {
-		c.cg.end()
+		c.cg.End()
 	}
 	select {
 	case <-c.waited:
@@ -185,8 +186,8 @@ func (c *child) Kill() {
 	c.killed.Store(true)
 	c.ch.Close()
 	if c.cg != nil {
-		c.cg.end()
-		c.cg.kill()
+		c.cg.End()
+		c.cg.Kill()
 	}
 	c.killOnce.Do(func() {
 		c.killer.Add(1)
@@ -230,8 +231,8 @@ func (c *child) Close() engine.TreeUsage {
 			c.ch.Close()
 		}
 		if c.cg != nil {
-			c.usage.OOMKilled = c.cg.oomKills() > 0
-			if err := c.cg.remove(); err != nil {
+			c.usage.OOMKilled = c.cg.OOMKills() > 0
+			if err := c.cg.Remove(); err != nil {
 				slog.Warn("container backend: an execution's cgroup could not be removed; the next start's sweep retries", "err", err)
 			}
 		}

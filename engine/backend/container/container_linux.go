@@ -16,7 +16,9 @@ import (
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"golang.org/x/sys/unix"
 )
@@ -44,8 +46,7 @@ type Options struct {
 	RunAs string
 	// Env holds the env_allowlist variables with their values.
 	Env map[string]string
-	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
-	WorkspaceBytes, TmpBytes int64
+	spawned.Tmpfs
 	// StateDir holds the owners' directories (the sockets); default os.TempDir().
 	StateDir string
 	// Disable makes mechanisms count as absent: "container" (no runtime), "cgroup" (no
@@ -53,6 +54,12 @@ type Options struct {
 	// the execution's own).
 	Disable []string
 }
+
+// monitorGroup is where podman (cgroupfs) puts its monitor under the cgroup parent it is given.
+const monitorGroup = "conmon"
+
+// HybridCgroups reports whether this host's cgroup layout is hybrid in the way crun refuses.
+func HybridCgroups() bool { return cgroup.DetectLayout(cgroup.Root).Hybrid }
 
 // Backend is the container backend. Close releases it.
 type Backend struct {
@@ -62,7 +69,7 @@ type Backend struct {
 	id     string // the owner id: every container's OwnerLabel
 	dir    string // the owner's directory: the executions' socket directories
 	cgroup bool   // executions get a cgroup of their own
-	layout layout
+	layout cgroup.Layout
 	// seccomp are the policy's profiles, files in dir: [0] for terms that grant network, [1]
 	// for network none.
 	seccomp [2]string
@@ -90,12 +97,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if opts.RunAs == "" {
 		opts.RunAs = "65534:65534"
 	}
-	if opts.WorkspaceBytes <= 0 {
-		opts.WorkspaceBytes = 64 << 20
-	}
-	if opts.TmpBytes <= 0 {
-		opts.TmpBytes = 16 << 20
-	}
+	opts.Tmpfs = opts.Tmpfs.Sized()
 	if opts.StateDir == "" {
 		opts.StateDir = os.TempDir()
 	}
@@ -119,7 +121,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the container backend's directory under %s failed: %v", opts.StateDir, err)
 	}
-	b := &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: detectLayout(cgroupRoot)}
+	b := &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: cgroup.DetectLayout(cgroup.Root)}
 	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
 	b.userns = rt.Kind == "podman" && !rt.Rootless && !slices.Contains(opts.Disable, "userns")
 	for i, networkNone := range []bool{false, true} {
@@ -174,7 +176,7 @@ func (b *Backend) Mechanisms() []string {
 	}
 	if b.cgroup {
 		v := "v1"
-		if b.layout.v2 {
+		if b.layout.V2 {
 			v = "v2"
 		}
 		m = append(m, "execution-cgroup-"+v)
@@ -229,10 +231,10 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		c.facts.UserNamespace = true
 	}
 	if b.cgroup {
-		if c.cg, err = newExecCgroup(cgroupName(b.id, tag), spec.Terms.MemoryBytes); err != nil {
+		if c.cg, err = cgroup.NewParent(cgroup.Base, cgroupName(b.id, tag), monitorGroup, spec.Terms.MemoryBytes); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed: %v", err)
 		}
-		p.cgroupParent = c.cg.Parent
+		p.cgroupParent = c.cg.Path()
 	}
 	env := os.Environ()
 	for k, v := range b.opts.Env {

@@ -6,8 +6,9 @@
 // How one execution is run, the socket channel, cgroups, kills, the sweep of what a killed
 // server left, and the runtimes' differences: docs/design.md §4.1.
 //
-// It imports engine, failure, internal/identity, internal/launch (the seccomp policy),
-// internal/spawn (the child's environment), internal/cgroup (its kill loop and readers),
-// internal/owner (its owner id and sweep),
-// x/sys and the standard library. A Backend and its children are safe for concurrent use.
+// It imports engine, engine/backend/spawned (the tmpfs sizes), failure, internal/identity,
+// internal/launch (the seccomp policy), internal/spawn (the child's environment),
+// internal/cgroup (the execution's cgroup parent, the layout and the sweep), internal/owner
+// (its owner id and sweep), x/sys and the standard library. A Backend and its children are
+// safe for concurrent use.
 package container

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 )
 
@@ -58,7 +59,7 @@ func sweep(ctx context.Context, rt *Runtime, stateDir string) {
 		}
 		slog.Info("container sweep: removed the containers of owners that are gone", "owners", len(owners), "containers", len(ids))
 	}
-	removeOwnerCgroups(func(name string) bool {
+	cgroup.SweepParents(cgroup.Base, monitorGroup, func(name string) bool {
 		i := strings.LastIndexByte(name, '-')
 		return strings.HasPrefix(name, ownerPrefix+"-") && i > 0 && owner.DeadName(name[:i])
 	})

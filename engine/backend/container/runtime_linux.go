@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 )
 
 // Runtime is a container runtime's CLI as found on this host.
@@ -75,7 +76,7 @@ func FindRuntime(ctx context.Context, options *Options) (*Runtime, error) {
 	for _, c := range candidates {
 		rt, reason := probeRuntime(ctx, c)
 		if rt != nil {
-			if err := rt.chooseOCI(ctx, opts.OCIRuntime, detectLayout(cgroupRoot)); err != nil {
+			if err := rt.chooseOCI(ctx, opts.OCIRuntime, cgroup.DetectLayout(cgroup.Root)); err != nil {
 				return nil, err
 			}
 			return rt, nil
@@ -115,14 +116,14 @@ func probeRuntime(ctx context.Context, name string) (*Runtime, string) {
 // chooseOCI settles the OCI runtime. crun refuses a hybrid cgroup layout, so there podman
 // gets runc when none is named and runc is installed; a named crun, or a default crun with no
 // runc to fall back on, is a refusal that says what to do.
-func (rt *Runtime) chooseOCI(ctx context.Context, named string, l layout) error {
+func (rt *Runtime) chooseOCI(ctx context.Context, named string, l cgroup.Layout) error {
 	rt.OCIRuntime = named
-	if !l.hybrid {
+	if !l.Hybrid {
 		return nil
 	}
 	refuse := func(which string) error {
 		return failure.New(failure.BackendUnavailable, "%s cannot run containers on this host's hybrid cgroup layout (%s): "+
-			"install runc (apt-get install runc) and leave container.oci_runtime empty, or name runc there", which, l.detail)
+			"install runc (apt-get install runc) and leave container.oci_runtime empty, or name runc there", which, l.Detail)
 	}
 	if named != "" {
 		if filepath.Base(named) == "crun" {

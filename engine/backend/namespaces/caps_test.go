@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
@@ -20,7 +21,7 @@ func TestUIDZeroHoldsNoCapabilities(t *testing.T) {
 	if os.Geteuid() != 0 {
 		gate.AppliesOnly(t, false, "the identity drop can be switched off only when the host is root")
 	}
-	r := newRunner(t, engine.DefaultLimits, namespaces.Options{Disable: []string{"identity"}},
+	r := newRunner(t, engine.DefaultLimits, namespaces.Options{Options: spawned.Options{Disable: []string{"identity"}}},
 		engine.RunnerOptions{AllowSameUID: true})
 	res := r.Run(context.Background(), engine.Execution{Program: `import os, subprocess
 status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)

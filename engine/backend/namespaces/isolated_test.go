@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
@@ -89,7 +90,7 @@ func TestProcShowsOnlyOwnProcesses(t *testing.T) {
 
 // Must show 2: the host's loopback listeners are out of reach, with and without seccomp.
 func TestHostLoopbackUnreachable(t *testing.T) {
-	for _, opts := range []namespaces.Options{{}, {Disable: []string{"seccomp"}}} {
+	for _, opts := range []namespaces.Options{{}, {Options: spawned.Options{Disable: []string{"seccomp"}}}} {
 		t.Run(fmt.Sprintf("disable=%v", opts.Disable), func(t *testing.T) {
 			var ports []string
 			for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
@@ -140,7 +141,7 @@ func TestForkBombHitsProcessCount(t *testing.T) {
 
 // Must show 3: a full tmpfs workspace is the program's own OSError, not a limit.
 func TestFullWorkspaceIsAnOSError(t *testing.T) {
-	r := newRunner(t, engine.DefaultLimits, namespaces.Options{WorkspaceBytes: 64 << 20}, engine.RunnerOptions{})
+	r := newRunner(t, engine.DefaultLimits, namespaces.Options{Tmpfs: spawned.Tmpfs{WorkspaceBytes: 64 << 20}}, engine.RunnerOptions{})
 	prog := "chunk = b'x' * (1 << 20)\nfor i in range(100):\n    with open('f%d' % i, 'wb') as f:\n        for _ in range(8):\n            f.write(chunk)"
 	res := run(t, r, prog, engine.Limits{FileSizeBytes: 10 << 20, MemoryBytes: 512 << 20})
 	if res.Failure == nil || res.Failure.Kind != failure.ProgramError || res.LimitHit != nil {
@@ -160,7 +161,7 @@ func TestRefusalBeforeRunning(t *testing.T) {
 
 	t.Run("namespaces unavailable", func(t *testing.T) {
 		for _, d := range []string{"namespaces", "userns"} {
-			_, err := namespaces.New(context.Background(), &namespaces.Options{Disable: []string{d}})
+			_, err := namespaces.New(context.Background(), &namespaces.Options{Options: spawned.Options{Disable: []string{d}}})
 			if d == "userns" && os.Geteuid() == 0 {
 				if err != nil {
 					t.Errorf("as root the namespaces backend needs no user namespace, but New failed: %v", err)
@@ -197,7 +198,7 @@ func TestRefusalBeforeRunning(t *testing.T) {
 func TestBootstrapRunsCompiled(t *testing.T) {
 	cache := t.TempDir()
 	for i := range 2 {
-		r := newRunner(t, engine.DefaultLimits, namespaces.Options{CacheDir: cache}, engine.RunnerOptions{})
+		r := newRunner(t, engine.DefaultLimits, namespaces.Options{Options: spawned.Options{CacheDir: cache}}, engine.RunnerOptions{})
 		res := run(t, r, `open("/proc/self/cmdline", "rb").read().split(b"\0")[3].decode().splitlines()[0]`, engine.Limits{})
 		ok(t, res)
 		if string(res.Value) != `"# mcp-sandbox bootstrap (compiled)"` {

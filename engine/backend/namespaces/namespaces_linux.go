@@ -26,32 +26,19 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
-// Options configure the namespaces backend. cmd/ resolves them from the profile.
+// Options configure the namespaces backend. cmd/ resolves them from the profile. Besides the
+// local backends' own, Disable may name "namespaces" (the host cannot create them: New fails),
+// "userns" (New fails when a user namespace is needed, that is when not root) and "subids"
+// (the user's subordinate ids count as absent).
 type Options struct {
-	// Python is the interpreter; python.Find resolves it when empty.
-	Python string
-	// RunAs is "uid:gid" or a range "FIRST-LAST"; used when the host is root.
-	RunAs string
-	// Env holds the env_allowlist variables with their values.
-	Env map[string]string
+	spawned.Options
 	// RootBase is where the per-execution (empty) root mount points are made on the host
 	// (default: the system temp dir).
 	RootBase string
-	// WorkspaceBytes sizes the tmpfs workspace (default 64 MiB); TmpBytes the /tmp (16 MiB).
-	WorkspaceBytes, TmpBytes int64
-	// InitPath is the binary re-executed as the init helper (default: this executable).
-	InitPath string
-	// Disable makes mechanisms fail, to test grading and refusal: "namespaces" (the host
-	// cannot create them: New fails), "userns" (New fails when a user namespace is needed,
-	// that is when not root), "subids" (the user's subordinate ids count as absent),
-	// "cgroup", "seccomp", "identity".
-	Disable []string
+	spawned.Tmpfs
 	// Host is where the host's user-namespace settings and subordinate ids are read; the
 	// zero value reads the real ones (tests point it at a fake tree).
 	Host userns.Host
-	// CacheDir is where the interpreter's directories are remembered between starts
-	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
-	CacheDir string
 }
 
 // Backend is the namespaces backend.
@@ -65,12 +52,6 @@ type Backend struct {
 	subWhy string
 }
 
-// systemRO are the host paths every interpreter needs besides its own directories.
-var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
-
-var devices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}
-
 // New prepares the backend: it checks the namespaces can be made, resolves the interpreter
 // and its directories, and detects a cgroup. It starts no child.
 func New(ctx context.Context, options *Options) (*Backend, error) {
@@ -78,15 +59,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if options != nil {
 		opts = *options
 	}
-	if opts.RunAs == "" {
-		opts.RunAs = "65534:65534"
-	}
-	if opts.WorkspaceBytes <= 0 {
-		opts.WorkspaceBytes = 64 << 20
-	}
-	if opts.TmpBytes <= 0 {
-		opts.TmpBytes = 16 << 20
-	}
+	opts.Tmpfs = opts.Tmpfs.Sized()
 	if opts.RootBase == "" {
 		opts.RootBase = os.TempDir()
 	}
@@ -99,13 +72,11 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if n := owner.Sweep(opts.RootBase, rootPrefix, os.Remove); n > 0 {
 		slog.Info("swept root mount points a stopped server left", "count", n, "dir", opts.RootBase)
 	}
-	so := &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable, CacheDir: opts.CacheDir}
 	if !b.root {
 		b.sub, b.subWhy = b.subordinate()
 	}
 	if b.sub != nil {
-		so.HostIDs = &[2]int{b.sub.UID, b.sub.GID}
-		base, err := spawned.Resolve(ctx, so)
+		base, err := spawned.Resolve(ctx, &opts.Options, &[2]int{b.sub.UID, b.sub.GID})
 		if err == nil {
 			err = b.trial(ctx, base.InitPath, base.IDs)
 		}
@@ -113,10 +84,9 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 			b.base = base
 			return b, nil
 		}
-		b.sub, b.subWhy = nil, fmt.Sprintf("the subordinate uid %d cannot be used (%v)", so.HostIDs[0], err)
-		so.HostIDs = nil
+		b.sub, b.subWhy = nil, fmt.Sprintf("the subordinate uid %d cannot be used (%v)", b.sub.UID, err)
 	}
-	base, err := spawned.Resolve(ctx, so)
+	base, err := spawned.Resolve(ctx, &opts.Options, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +187,7 @@ func (b *Backend) unavailable() string {
 	return ""
 }
 
-func (b *Backend) disabled(what string) bool { return slices.Contains(b.opts.Disable, what) }
+func (b *Backend) disabled(what string) bool { return b.opts.Disabled(what) }
 
 // Name is "namespaces".
 func (b *Backend) Name() string { return "namespaces" }
@@ -257,11 +227,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, err
 	}
 	ok := false
-	defer func() {
-		if !ok {
-			c.Close()
-		}
-	}()
+	defer c.CloseUnless(&ok)
 	uid, gid := 0, 0 // inside a user namespace, the caller is mapped to 0
 	switch {
 	case b.base.Drop || b.sub != nil:
@@ -294,7 +260,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
 		DenyInet: c.Containment.Seccomp, Seccomp: !b.disabled("seccomp"),
 		Mounts: &launch.Mounts{
-			Root: root, ReadOnly: append(append([]string{}, systemRO...), b.base.RODirs...), Devices: devices,
+			Root: root, ReadOnly: slices.Concat(spawned.SystemPaths, b.base.RODirs), Devices: spawned.Devices,
 			Files: map[string]string{
 				"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
 				"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),

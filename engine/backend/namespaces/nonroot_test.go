@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
@@ -52,7 +53,7 @@ open("result.txt", "w").write("kept")
 // else holds, and the level reached is isolated.
 func TestOwnUIDBehindTheBoundary(t *testing.T) {
 	needNonRoot(t)
-	r := defaultRunner(t, namespaces.Options{Disable: []string{"subids"}})
+	r := defaultRunner(t, namespaces.Options{Options: spawned.Options{Disable: []string{"subids"}}})
 	res := r.Run(context.Background(), engine.Execution{Program: whoAmI, Terms: engine.Terms{Network: engine.NetworkNone}})
 	ok(t, res)
 	if res.Isolation != engine.LevelIsolated {
@@ -80,7 +81,7 @@ func TestOwnUIDBehindTheBoundary(t *testing.T) {
 
 func defaultRunnerNet(t *testing.T) *engine.Runner {
 	t.Helper()
-	b, err := namespaces.New(context.Background(), &namespaces.Options{Disable: []string{"subids"}})
+	b, err := namespaces.New(context.Background(), &namespaces.Options{Options: spawned.Options{Disable: []string{"subids"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -18,25 +19,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Options configure the process backend. cmd/ resolves them from the profile.
+// Options configure the process backend. cmd/ resolves them from the profile. Besides the
+// local backends' own, Disable may name "landlock".
 type Options struct {
-	// Python is the interpreter; python.Find resolves it when empty.
-	Python string
-	// RunAs is "uid:gid" or a range "FIRST-LAST"; used when the host is root.
-	RunAs string
-	// Env holds the env_allowlist variables with their values, resolved by the caller.
-	Env map[string]string
+	spawned.Options
 	// WorkspaceBase is where the directory holding per-execution workspaces is made (default:
 	// the system temp dir).
 	WorkspaceBase string
-	// InitPath is the binary re-executed as the init helper (default: this executable).
-	InitPath string
-	// Disable turns mechanisms off, to test that their absence is graded and refused:
-	// "cgroup", "landlock", "seccomp", "identity".
-	Disable []string
-	// CacheDir is where the interpreter's directories are remembered between starts
-	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
-	CacheDir string
 }
 
 // Backend is the process-level backend.
@@ -54,7 +43,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if options != nil {
 		opts = *options
 	}
-	base, err := spawned.Resolve(ctx, &spawned.Options{Python: opts.Python, RunAs: opts.RunAs, InitPath: opts.InitPath, Disable: opts.Disable, CacheDir: opts.CacheDir})
+	base, err := spawned.Resolve(ctx, &opts.Options, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -70,18 +59,9 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 		slog.Info("swept workspaces a stopped server left", "count", n, "dir", opts.WorkspaceBase)
 	}
 	b := &Backend{opts: opts, base: base}
-	b.landlock = !disabled(opts, "landlock") && landlockABI() > 0
-	b.seccomp = !disabled(opts, "seccomp")
+	b.landlock = !opts.Disabled("landlock") && landlockABI() > 0
+	b.seccomp = !opts.Disabled("seccomp")
 	return b, nil
-}
-
-func disabled(o Options, what string) bool {
-	for _, d := range o.Disable {
-		if d == what {
-			return true
-		}
-	}
-	return false
 }
 
 func landlockABI() int {
@@ -118,9 +98,18 @@ func (b *Backend) Mechanisms() []string {
 	return m
 }
 
-// systemRO are read-only paths every interpreter needs besides its own directories.
-var systemRO = []string{"/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/localtime",
-	"/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}
+// hostFiles are what Landlock grants read-only beyond spawned.SystemPaths and spawned.Devices:
+// the program runs in the host's own file system, where reading a user or group name (the
+// pwd and grp modules, getpass) reads the host's databases and the name service switch that
+// says where they are. The isolated backends have no such need: the namespaces backend writes
+// an /etc/passwd and /etc/group of its own into the root it makes, bwrap's root has none.
+var hostFiles = []string{"/etc/nsswitch.conf", "/etc/passwd", "/etc/group"}
+
+// readOnly is every path Landlock grants read-only: the interpreter's directories, the system
+// paths, the devices and the host files.
+func (b *Backend) readOnly() []string {
+	return slices.Concat(b.base.RODirs, spawned.SystemPaths, spawned.Devices, hostFiles)
+}
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
@@ -136,11 +125,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		return nil, err
 	}
 	ok := false
-	defer func() {
-		if !ok {
-			c.Close()
-		}
-	}()
+	defer c.CloseUnless(&ok)
 	workspace, err := b.makeWorkspace(id)
 	if err != nil {
 		return nil, err
@@ -155,7 +140,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		DenyInet: c.Containment.Seccomp, Seccomp: b.seccomp, Reaper: subreaper, Subreaper: subreaper,
 	}
 	if b.landlock {
-		ls.Landlock = &launch.Landlock{ReadOnly: append(append([]string{}, b.base.RODirs...), systemRO...),
+		ls.Landlock = &launch.Landlock{ReadOnly: b.readOnly(),
 			ReadWrite: []string{workspace, "/dev/null"}}
 	}
 	if err := c.JoinCgroup(b.base.Cgroups, filepath.Base(workspace), spec.Terms, 1, ls); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
@@ -42,7 +43,7 @@ func TestContractWithoutCgroup(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Config{
 		Level: engine.LevelProcess,
 		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
-			return newSandbox(t, ceiling, process.Options{Disable: []string{"cgroup"}})
+			return newSandbox(t, ceiling, process.Options{Options: spawned.Options{Disable: []string{"cgroup"}}})
 		},
 	})
 }

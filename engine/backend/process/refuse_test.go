@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -32,7 +33,7 @@ func TestRefusedBeforeRunning(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := process.New(context.Background(), &process.Options{Disable: append(tc.disable, "landlock")})
+			b, err := process.New(context.Background(), &process.Options{Options: spawned.Options{Disable: append(tc.disable, "landlock")}})
 			if err != nil {
 				t.Fatal(err)
 			}

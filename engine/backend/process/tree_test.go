@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
@@ -24,7 +25,7 @@ import (
 func TestKilledSubreaperIsNeverACleanResult(t *testing.T) {
 	gate.Hostile(t)
 	const marker = "mcp-sandbox-reaper-test-survivor"
-	b, err := process.New(context.Background(), &process.Options{Disable: []string{"cgroup", "identity", "landlock"}})
+	b, err := process.New(context.Background(), &process.Options{Options: spawned.Options{Disable: []string{"cgroup", "identity", "landlock"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,14 @@ func (c *Child) Workspace() string {
 	return c.WorkspacePath()
 }
 
+// CloseUnless closes c unless *started: deferred by a backend's Start, it closes a child that
+// failed on its way to being started.
+func (c *Child) CloseUnless(started *bool) {
+	if !*started {
+		c.Close()
+	}
+}
+
 func (c *Child) Wait() engine.Exit {
 	e := engine.Exit(c.Proc.Wait())
 	if c.SignalFromStatus && e.Signal == "" && e.Code > 128 && e.Code < 128+65 {

@@ -20,20 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Options are what every local backend resolves the same way.
-type Options struct {
-	Python   string // "" means discovered
-	RunAs    string // "" means 65534:65534
-	InitPath string // "" means this executable
-	Disable  []string
-	// CacheDir is where the interpreter's directories are remembered between starts
-	// (python.InspectCached: asking costs an interpreter start); "" asks every time.
-	CacheDir string
-	// HostIDs, when set, are the host uid and gid the sandbox runs as without root (a
-	// subordinate id): the interpreter must be executable by them.
-	HostIDs *[2]int
-}
-
 // Base is what a local backend resolves once, in New: the sandbox identities and whether the
 // host can drop to them, the interpreter those identities can execute and the directories it
 // reads, the init helper, and a cgroup manager where one is usable.
@@ -58,8 +44,10 @@ type Base struct {
 var warnSignalRefused sync.Once
 
 // Resolve fills a Base. It starts no sandbox child; it asks the interpreter for its
-// directories and has it compile the bootstrap, unless CacheDir remembers both.
-func Resolve(ctx context.Context, options *Options) (*Base, error) {
+// directories and has it compile the bootstrap, unless CacheDir remembers both. hostIDs, when
+// set, are the host uid and gid the sandbox runs as without root (a subordinate id): the
+// interpreter must be executable by them.
+func Resolve(ctx context.Context, options *Options, hostIDs *[2]int) (*Base, error) {
 	var o Options
 	if options != nil {
 		o = *options
@@ -71,7 +59,7 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Base{IDs: ids, InitPath: o.InitPath, Drop: os.Geteuid() == 0 && !slices.Contains(o.Disable, "identity")}
+	b := &Base{IDs: ids, InitPath: o.InitPath, Drop: os.Geteuid() == 0 && !o.Disabled("identity")}
 	if b.InitPath == "" {
 		if b.InitPath, err = os.Executable(); err != nil {
 			return nil, err
@@ -83,8 +71,8 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 	switch {
 	case b.Drop:
 		uid, gid = probe.UID, probe.GID
-	case o.HostIDs != nil:
-		uid, gid = o.HostIDs[0], o.HostIDs[1]
+	case hostIDs != nil:
+		uid, gid = hostIDs[0], hostIDs[1]
 	}
 	if b.Python, err = python.Find(o.Python, uid, gid, exec.LookPath); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
@@ -93,8 +81,8 @@ func Resolve(ctx context.Context, options *Options) (*Base, error) {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
 	b.RODirs = append(slices.Clip(b.Interpreter.Dirs), filepath.Dir(b.Python))
-	if os.Geteuid() == 0 && !slices.Contains(o.Disable, "cgroup") {
-		b.Cgroups, _ = cgroup.Detect("mcp-sandbox")
+	if os.Geteuid() == 0 && !o.Disabled("cgroup") {
+		b.Cgroups, _ = cgroup.Detect(cgroup.Base)
 	}
 	if b.Drop && !launch.HasCapability(unix.CAP_KILL) && (b.Cgroups == nil || !b.Cgroups.KillsWithoutSignals()) {
 		b.SignalRefused = true

@@ -1,4 +1,4 @@
-package budget
+package sqlite
 
 import (
 	"context"
@@ -12,32 +12,35 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // LedgerFile is the SQLite ledger's file name under the data dir.
 const LedgerFile = "ledger.db"
 
-// SQLiteOptions tunes OpenSQLite; nil means defaults.
-type SQLiteOptions struct {
+// Options tunes Open; nil means defaults.
+type Options struct {
 	// BusyTimeout is how long a write waits for another process's lock; default 10s.
 	BusyTimeout time.Duration
 }
 
-// SQLite is the single-machine Ledger: one SQLite file in WAL mode, shared safely by the
+// Ledger is the single-machine budget.Ledger: one SQLite file in WAL mode, shared safely by the
 // goroutines of this process (writes are committed in batches, one at a time, so they never
 // spin on the busy handler: batch.go) and by other processes (write transactions are BEGIN
 // IMMEDIATE and wait up to the busy timeout).
 //
 // Each open ledger is an owner: calls it starts carry its owner id, and it holds an exclusive
-// flock on a file named for that id next to the database while open. Recover treats a call as
+// flock (internal/owner.Lock) on a file named for that id next to the database while open. Recover treats a call as
 // orphaned only when its owner's lock can be taken, i.e. the owner closed or died (the kernel
 // drops a dead process's flocks), so a second process starting up never steals a live
 // process's calls.
-type SQLite struct {
+type Ledger struct {
 	db    *sql.DB
-	owner *owner
+	lock  *owner.Lock // this ledger's liveness lock, in locks
+	locks string      // the directory of every opener's lock
 
 	// batch is the write queue: writes are committed in batches, one batch at a time.
 	batch *batcher
@@ -125,8 +128,8 @@ const indexesAdded = `
 CREATE INDEX IF NOT EXISTS executions_run ON executions (tenant, run_id);
 `
 
-// OpenSQLite opens (creating if need be) the ledger in dataDir/LedgerFile.
-func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLite, error) {
+// Open opens (creating if need be) the ledger in dataDir/LedgerFile.
+func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 	busy := 10 * time.Second
 	if opts != nil && opts.BusyTimeout > 0 {
 		busy = opts.BusyTimeout
@@ -172,12 +175,12 @@ func OpenSQLite(ctx context.Context, dataDir string, opts *SQLiteOptions) (*SQLi
 			}
 		}
 	}
-	own, err := newOwner(path + "-owners")
+	lock, err := owner.Hold(path+"-owners", budget.NewID("o_"))
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("budget: ledger owner: %w", err)
 	}
-	s := &SQLite{db: db, owner: own, batch: newBatcher()}
+	s := &Ledger{db: db, lock: lock, locks: path + "-owners", batch: newBatcher()}
 	go s.flusher()
 	return s, nil
 }
@@ -248,7 +251,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 }
 
 // Close releases the ledger; calls still started stay so, for a later Recover.
-func (s *SQLite) Close() error {
+func (s *Ledger) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeBatches()
 		s.smu.Lock()
@@ -257,7 +260,7 @@ func (s *SQLite) Close() error {
 		}
 		s.stmts = nil
 		s.smu.Unlock()
-		s.closeErr = errors.Join(s.db.Close(), s.owner.release())
+		s.closeErr = errors.Join(s.db.Close(), s.lock.Release())
 	})
 	return s.closeErr
 }
@@ -269,7 +272,7 @@ func now() int64 { return time.Now().UnixNano() }
 // cost.
 type stmtTx struct {
 	*sql.Tx
-	s *SQLite
+	s *Ledger
 }
 
 func (t *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -289,7 +292,7 @@ func (t *stmtTx) QueryRowContext(ctx context.Context, query string, args ...any)
 }
 
 // stmt returns the ledger's prepared statement for query, preparing it the first time.
-func (s *SQLite) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+func (s *Ledger) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	if st, ok := s.stmts[query]; ok {
@@ -308,21 +311,21 @@ func (s *SQLite) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 const ensureRun = `INSERT INTO runs (tenant, run_id, started_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 
-func (s *SQLite) StartRun(ctx context.Context, run RunRef) error {
+func (s *Ledger) StartRun(ctx context.Context, run budget.RunRef) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		_, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, now())
 		return err
 	})
 }
 
-func (s *SQLite) EndRun(ctx context.Context, run RunRef) error {
+func (s *Ledger) EndRun(ctx context.Context, run budget.RunRef) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE runs SET ended_at = ? WHERE tenant = ? AND run_id = ?`, now(), run.Tenant, run.ID)
 		return mustAffect(r, err)
 	})
 }
 
-func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id, agentVersion string) error {
+func (s *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agentVersion string) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, t); err != nil {
@@ -334,7 +337,7 @@ func (s *SQLite) StartExecution(ctx context.Context, run RunRef, id, agentVersio
 	})
 }
 
-func (s *SQLite) EndExecution(ctx context.Context, end ExecutionEnd) error {
+func (s *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		c := end.Context
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ?,
@@ -344,11 +347,11 @@ func (s *SQLite) EndExecution(ctx context.Context, end ExecutionEnd) error {
 	})
 }
 
-func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (Usage, error) {
-	var after Usage
+func (s *Ledger) StartCall(ctx context.Context, c budget.CallStart, runLimits budget.Limits) (budget.Usage, error) {
+	var after budget.Usage
 	var refusal *failure.Error
 	err := s.write(ctx, func(tx *stmtTx) error {
-		after, refusal = Usage{}, nil // a batch may run this twice (batch.go)
+		after, refusal = budget.Usage{}, nil // a batch may run this twice (batch.go)
 		t := now()
 		if c.ExecutionID == "" {
 			// A direct call may be its Run's first record, and is recorded, not metered.
@@ -360,7 +363,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 				return err
 			}
 			after = u
-			return insertCall(ctx, tx, Refusal{CallStart: c}, s.owner.id, Started, true, t)
+			return insertCall(ctx, tx, budget.Refusal{CallStart: c}, s.lock.ID(), budget.Started, true, t)
 		}
 		// One conditional UPDATE checks every meter of the Run and counts the call.
 		u, err := admitRun(ctx, tx, c.Run, runLimits)
@@ -369,9 +372,9 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 			if u, err = runUsage(ctx, tx, c.Run); err != nil {
 				return err
 			}
-			if refusal = runRefusal(u, runLimits); refusal != nil {
+			if refusal = budget.RunRefusal(u, runLimits); refusal != nil {
 				after = u
-				return insertCall(ctx, tx, Refusal{CallStart: c, Kind: string(refusal.Kind), Message: refusal.Message}, s.owner.id, Refused, false, t)
+				return insertCall(ctx, tx, budget.Refusal{CallStart: c, Kind: string(refusal.Kind), Message: refusal.Message}, s.lock.ID(), budget.Refused, false, t)
 			}
 			if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
 				return err
@@ -381,7 +384,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 		if err != nil {
 			return err
 		}
-		if err := insertCall(ctx, tx, Refusal{CallStart: c}, s.owner.id, Started, true, t); err != nil {
+		if err := insertCall(ctx, tx, budget.Refusal{CallStart: c}, s.lock.ID(), budget.Started, true, t); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE executions SET calls = calls + 1 WHERE id = ?`, c.ExecutionID); err != nil {
@@ -391,7 +394,7 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 		return nil
 	})
 	if err != nil {
-		return Usage{}, err
+		return budget.Usage{}, err
 	}
 	if refusal != nil {
 		return after, refusal
@@ -401,20 +404,20 @@ func (s *SQLite) StartCall(ctx context.Context, c CallStart, runLimits Limits) (
 
 // admitRun counts one call against run if every meter is below runLimits, and returns the
 // Run's usage after it; sql.ErrNoRows when a meter is spent or the Run is missing.
-func admitRun(ctx context.Context, tx *stmtTx, run RunRef, l Limits) (Usage, error) {
-	var u Usage
+func admitRun(ctx context.Context, tx *stmtTx, run budget.RunRef, l budget.Limits) (budget.Usage, error) {
+	var u budget.Usage
+	c := budget.RunCeiling(l)
 	err := tx.QueryRowContext(ctx, `UPDATE runs SET calls = calls + 1 WHERE tenant = ? AND run_id = ?
 		AND calls < ? AND transfer_bytes < ? AND produced_bytes < ? AND preserved_bytes < ?
 		RETURNING calls, transfer_bytes, produced_bytes, preserved_bytes`,
-		run.Tenant, run.ID, ceiling(int64(l.MaxCalls)), ceiling(l.MaxTotalBytes), ceiling(l.MaxProducedBytes),
-		ceiling(l.MaxPreservedBytes)).Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+		run.Tenant, run.ID, c.Calls, c.TransferBytes, c.ProducedBytes, c.PreservedBytes).Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
 	return u, err
 }
 
 // insertCall writes the record of r's call: started (r's Kind and Message empty), or refused.
-func insertCall(ctx context.Context, tx *stmtTx, r Refusal, owner string, st CallStatus, spent bool, t int64) error {
+func insertCall(ctx context.Context, tx *stmtTx, r budget.Refusal, owner string, st budget.CallStatus, spent bool, t int64) error {
 	var fin any
-	if st != Started {
+	if st != budget.Started {
 		fin = t
 	}
 	c := r.CallStart
@@ -425,18 +428,18 @@ func insertCall(ctx context.Context, tx *stmtTx, r Refusal, owner string, st Cal
 	return err
 }
 
-func (s *SQLite) RefuseCall(ctx context.Context, r Refusal) error {
+func (s *Ledger) RefuseCall(ctx context.Context, r budget.Refusal) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if _, err := tx.ExecContext(ctx, ensureRun, r.Run.Tenant, r.Run.ID, t); err != nil {
 			return err
 		}
-		return insertCall(ctx, tx, r, s.owner.id, Refused, false, t)
+		return insertCall(ctx, tx, r, s.lock.ID(), budget.Refused, false, t)
 	})
 }
 
-func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
-	if !f.Status.finishing() {
+func (s *Ledger) FinishCall(ctx context.Context, f budget.CallFinish) error {
+	if !f.Status.Finishing() {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
 	return s.write(ctx, s.finishCall(ctx, f))
@@ -444,14 +447,14 @@ func (s *SQLite) FinishCall(ctx context.Context, f CallFinish) error {
 
 // FinishCallLater is FinishCall committed with the next batch of writes (batch.go): the
 // tool_call_finished of a program's call may lag; its tool_call_started may not.
-func (s *SQLite) FinishCallLater(ctx context.Context, f CallFinish) error {
-	if !f.Status.finishing() {
+func (s *Ledger) FinishCallLater(ctx context.Context, f budget.CallFinish) error {
+	if !f.Status.Finishing() {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
 	return s.writeLater(ctx, s.finishCall(ctx, f))
 }
 
-func (s *SQLite) finishCall(ctx context.Context, f CallFinish) func(tx *stmtTx) error {
+func (s *Ledger) finishCall(ctx context.Context, f budget.CallFinish) func(tx *stmtTx) error {
 	return func(tx *stmtTx) error {
 		// One statement finds and finishes the call (RETURNING), so the common case costs no
 		// separate look-up; only a call that is not there, or not started, takes a second.
@@ -466,12 +469,12 @@ func (s *SQLite) finishCall(ctx context.Context, f CallFinish) func(tx *stmtTx) 
 			var status string
 			err := tx.QueryRowContext(ctx, `SELECT status FROM tool_calls WHERE id = ?`, f.ID).Scan(&status)
 			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: call %s", ErrNotFound, f.ID)
+				return fmt.Errorf("%w: call %s", budget.ErrNotFound, f.ID)
 			}
 			if err != nil {
 				return err
 			}
-			return fmt.Errorf("%w: call %s is %s", ErrAlreadyFinished, f.ID, status)
+			return fmt.Errorf("%w: call %s is %s", budget.ErrAlreadyFinished, f.ID, status)
 		}
 		if err != nil {
 			return err
@@ -479,11 +482,11 @@ func (s *SQLite) finishCall(ctx context.Context, f CallFinish) func(tx *stmtTx) 
 		if execID == "" {
 			return nil
 		}
-		return addBytes(ctx, tx, RunRef{Tenant: tenant, ID: runID}, execID, u)
+		return addBytes(ctx, tx, budget.RunRef{Tenant: tenant, ID: runID}, execID, u)
 	}
 }
 
-func addBytes(ctx context.Context, tx *stmtTx, run RunRef, execID string, u Usage) error {
+func addBytes(ctx context.Context, tx *stmtTx, run budget.RunRef, execID string, u budget.Usage) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
 		preserved_bytes = preserved_bytes + ? WHERE tenant = ? AND run_id = ?`,
 		u.TransferBytes, u.ProducedBytes, u.PreservedBytes, run.Tenant, run.ID); err != nil {
@@ -497,7 +500,7 @@ func addBytes(ctx context.Context, tx *stmtTx, run RunRef, execID string, u Usag
 	return err
 }
 
-func (s *SQLite) Charge(ctx context.Context, run RunRef, execID string, u Usage) error {
+func (s *Ledger) Charge(ctx context.Context, run budget.RunRef, execID string, u budget.Usage) error {
 	if u.Calls != 0 {
 		return errors.New("budget: Charge cannot count calls")
 	}
@@ -513,38 +516,38 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func runUsage(ctx context.Context, q querier, run RunRef) (Usage, error) {
-	var u Usage
+func runUsage(ctx context.Context, q querier, run budget.RunRef) (budget.Usage, error) {
+	var u budget.Usage
 	err := q.QueryRowContext(ctx, `SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM runs
 		WHERE tenant = ? AND run_id = ?`, run.Tenant, run.ID).
 		Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Usage{}, nil
+		return budget.Usage{}, nil
 	}
 	return u, err
 }
 
-func (s *SQLite) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
+func (s *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage, error) {
 	if err := s.Flush(ctx); err != nil {
-		return Usage{}, err
+		return budget.Usage{}, err
 	}
 	u, err := runUsage(ctx, s.db, run)
 	if err != nil {
-		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
+		return budget.Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
 }
 
-func (s *SQLite) RunContext(ctx context.Context, run RunRef) (Context, error) {
+func (s *Ledger) RunContext(ctx context.Context, run budget.RunRef) (budget.Context, error) {
 	if err := s.Flush(ctx); err != nil {
-		return Context{}, err
+		return budget.Context{}, err
 	}
-	var c Context
+	var c budget.Context
 	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(binding_bytes), 0), coalesce(sum(returned_bytes), 0),
 		coalesce(sum(kept_out_bytes), 0) FROM executions WHERE tenant = ? AND run_id = ? AND ended_at IS NOT NULL`,
 		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
 	if err != nil {
-		return Context{}, fmt.Errorf("budget: run context: %w", err)
+		return budget.Context{}, fmt.Errorf("budget: run context: %w", err)
 	}
 	return c, nil
 }
@@ -554,8 +557,8 @@ const callColumns = `id, tenant, run_id, execution_id, tool, argument_bytes, sta
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanCall(r scanner) (CallRecord, error) {
-	var c CallRecord
+func scanCall(r scanner) (budget.CallRecord, error) {
+	var c budget.CallRecord
 	var status string
 	var started int64
 	var finished sql.NullInt64
@@ -563,9 +566,9 @@ func scanCall(r scanner) (CallRecord, error) {
 	err := r.Scan(&c.ID, &c.Run.Tenant, &c.Run.ID, &c.ExecutionID, &c.Tool, &c.ArgumentBytes, &status, &c.Spent,
 		&started, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message, &c.Times)
 	if err != nil {
-		return CallRecord{}, err
+		return budget.CallRecord{}, err
 	}
-	c.Status = CallStatus(status)
+	c.Status = budget.CallStatus(status)
 	c.StartedAt = time.Unix(0, started)
 	if finished.Valid {
 		c.FinishedAt = time.Unix(0, finished.Int64)
@@ -579,18 +582,18 @@ func scanCall(r scanner) (CallRecord, error) {
 	return c, nil
 }
 
-func (s *SQLite) Call(ctx context.Context, id string) (CallRecord, error) {
+func (s *Ledger) Call(ctx context.Context, id string) (budget.CallRecord, error) {
 	if err := s.Flush(ctx); err != nil {
-		return CallRecord{}, err
+		return budget.CallRecord{}, err
 	}
 	c, err := scanCall(s.db.QueryRowContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return CallRecord{}, fmt.Errorf("%w: call %s", ErrNotFound, id)
+		return budget.CallRecord{}, fmt.Errorf("%w: call %s", budget.ErrNotFound, id)
 	}
 	return c, err
 }
 
-func (s *SQLite) Calls(ctx context.Context, run RunRef) ([]CallRecord, error) {
+func (s *Ledger) Calls(ctx context.Context, run budget.RunRef) ([]budget.CallRecord, error) {
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
 	}
@@ -600,7 +603,7 @@ func (s *SQLite) Calls(ctx context.Context, run RunRef) ([]CallRecord, error) {
 		return nil, fmt.Errorf("budget: calls: %w", err)
 	}
 	defer rows.Close()
-	var out []CallRecord
+	var out []budget.CallRecord
 	for rows.Next() {
 		c, err := scanCall(rows)
 		if err != nil {
@@ -611,8 +614,8 @@ func (s *SQLite) Calls(ctx context.Context, run RunRef) ([]CallRecord, error) {
 	return out, rows.Err()
 }
 
-func (s *SQLite) AskApproval(ctx context.Context, a ApprovalAsk) error {
-	if err := checkAsk(a); err != nil {
+func (s *Ledger) AskApproval(ctx context.Context, a budget.ApprovalAsk) error {
+	if err := a.Check(); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *stmtTx) error {
@@ -621,19 +624,19 @@ func (s *SQLite) AskApproval(ctx context.Context, a ApprovalAsk) error {
 			return err
 		}
 		var decided any
-		if a.Status != ApprovalPending {
+		if a.Status != budget.ApprovalPending {
 			decided = t
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO approvals
 			(id, tenant, run_id, execution_id, call_id, tool, reason, owner, status, asked_at, decided_at, times)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Run.Tenant, a.Run.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, s.owner.id, string(a.Status), t, decided, times(a.Times))
+			a.ID, a.Run.Tenant, a.Run.ID, a.ExecutionID, a.CallID, a.Tool, a.Reason, s.lock.ID(), string(a.Status), t, decided, times(a.Times))
 		return err
 	})
 }
 
-func (s *SQLite) DecideApproval(ctx context.Context, d ApprovalDecision) error {
-	if !d.Status.deciding() {
+func (s *Ledger) DecideApproval(ctx context.Context, d budget.ApprovalDecision) error {
+	if !d.Status.Deciding() {
 		return fmt.Errorf("budget: %q does not decide an approval", d.Status)
 	}
 	return s.write(ctx, func(tx *stmtTx) error {
@@ -648,27 +651,27 @@ func (s *SQLite) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 		var status string
 		err = tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ?`, d.ID).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: approval %s", ErrNotFound, d.ID)
+			return fmt.Errorf("%w: approval %s", budget.ErrNotFound, d.ID)
 		}
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: approval %s is %s", ErrAlreadyFinished, d.ID, status)
+		return fmt.Errorf("%w: approval %s is %s", budget.ErrAlreadyFinished, d.ID, status)
 	})
 }
 
 const approvalColumns = `id, tenant, run_id, execution_id, call_id, tool, reason, status, answered_by, asked_at, decided_at, times`
 
-func (s *SQLite) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, error) {
+func (s *Ledger) Approvals(ctx context.Context, run budget.RunRef) ([]budget.ApprovalRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE tenant = ? AND run_id = ?
 		ORDER BY asked_at, id`, run.Tenant, run.ID)
 	if err != nil {
 		return nil, fmt.Errorf("budget: approvals: %w", err)
 	}
 	defer rows.Close()
-	var out []ApprovalRecord
+	var out []budget.ApprovalRecord
 	for rows.Next() {
-		var a ApprovalRecord
+		var a budget.ApprovalRecord
 		var status string
 		var asked int64
 		var decided sql.NullInt64
@@ -676,7 +679,7 @@ func (s *SQLite) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, e
 			&a.AnsweredBy, &asked, &decided, &a.Times); err != nil {
 			return nil, err
 		}
-		a.Status, a.AskedAt = ApprovalStatus(status), time.Unix(0, asked)
+		a.Status, a.AskedAt = budget.ApprovalStatus(status), time.Unix(0, asked)
 		if decided.Valid {
 			a.DecidedAt = time.Unix(0, decided.Int64)
 		}
@@ -685,12 +688,12 @@ func (s *SQLite) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, e
 	return out, rows.Err()
 }
 
-func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
+func (s *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT owner FROM tool_calls WHERE status = 'started' AND owner != ?
-		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?`, s.owner.id, s.owner.id)
+		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?`, s.lock.ID(), s.lock.ID())
 	if err != nil {
 		return nil, fmt.Errorf("budget: recover: %w", err)
 	}
@@ -707,9 +710,9 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	var out []CallRecord
+	var out []budget.CallRecord
 	for _, o := range owners {
-		gone, unlock, err := s.owner.claim(o)
+		gone, unlock, err := owner.Claim(s.locks, o)
 		if err != nil {
 			return out, err
 		}
@@ -747,7 +750,7 @@ func (s *SQLite) Recover(ctx context.Context) ([]CallRecord, error) {
 			return out, fmt.Errorf("budget: recover: %w", err)
 		}
 	}
-	sortByStart(out)
+	budget.SortByStart(out)
 	return out, nil
 }
 
@@ -758,7 +761,7 @@ func mustAffect(r sql.Result, err error) error {
 	if n, err := r.RowsAffected(); err != nil {
 		return err
 	} else if n == 0 {
-		return ErrNotFound
+		return budget.ErrNotFound
 	}
 	return nil
 }
@@ -769,3 +772,6 @@ func nullJSON(b []byte) any {
 	}
 	return string(b)
 }
+
+// times is a record's Times as stored: 0 means 1.
+func times(n int64) int64 { return max(n, 1) }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package budget
+package owner
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package budget
+package postgres
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
 )
@@ -22,8 +23,8 @@ import (
 // by a survivor within about this long plus one recovery interval.
 const DefaultLeaseTTL = 30 * time.Second
 
-// PostgresOptions tunes OpenPostgres; nil means defaults.
-type PostgresOptions struct {
+// Options tunes Open; nil means defaults.
+type Options struct {
 	// LeaseTTL is the lease's lifetime (default DefaultLeaseTTL, at least one second); it is
 	// renewed every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -31,11 +32,11 @@ type PostgresOptions struct {
 	Logger *slog.Logger
 }
 
-// Postgres is the Ledger for deployments that span processes or machines: every replica of
-// the server opens the same database. Each open Postgres is an owner holding a lease row,
-// renewed in the background; see the package doc for how meters stay exact and how a dead
+// Ledger is the budget.Ledger for deployments that span processes or machines: every replica of
+// the server opens the same database. Each open Ledger is an owner holding a lease row,
+// renewed in the background; see budget's package doc for how meters stay exact and how a dead
 // owner's calls are recovered.
-type Postgres struct {
+type Ledger struct {
 	pool  *pgxpool.Pool
 	owner string
 	ttl   time.Duration
@@ -44,7 +45,7 @@ type Postgres struct {
 	stop context.CancelFunc
 	done chan struct{} // closed when the renewal goroutine has returned
 
-	queue *pgQueue // tool_call_finished records waiting for the next statement (pgbatch.go)
+	queue *pgQueue // tool_call_finished records waiting for the next statement (pipeline.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -133,10 +134,10 @@ var postgresSchema = []string{
 	ALTER TABLE ledger_approvals ADD COLUMN times bigint NOT NULL DEFAULT 1;`,
 }
 
-// OpenPostgres connects to the database dsn names, applies the ledger's migrations and takes
+// Open connects to the database dsn names, applies the ledger's migrations and takes
 // a lease. No error it returns contains the DSN or its password.
-func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Postgres, error) {
-	var o PostgresOptions
+func Open(ctx context.Context, dsn string, opts *Options) (*Ledger, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -161,7 +162,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 	if found > len(postgresSchema) {
 		o.Logger.Info("the ledger's schema is newer than this binary's; using it as it is", "schema_version", found, "known", len(postgresSchema))
 	}
-	p := &Postgres{pool: pool, owner: NewID("o_"), ttl: o.LeaseTTL, log: o.Logger, done: make(chan struct{}), queue: newPGQueue()}
+	p := &Ledger{pool: pool, owner: budget.NewID("o_"), ttl: o.LeaseTTL, log: o.Logger, done: make(chan struct{}), queue: newPGQueue()}
 	if err := p.relive(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("budget: postgres ledger lease: %w", err)
@@ -174,10 +175,10 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 }
 
 // LeaseTTL is how long this ledger's lease lasts without renewal.
-func (p *Postgres) LeaseTTL() time.Duration { return p.ttl }
+func (p *Ledger) LeaseTTL() time.Duration { return p.ttl }
 
 // relive takes (or takes back) this owner's lease.
-func (p *Postgres) relive(ctx context.Context) error {
+func (p *Ledger) relive(ctx context.Context) error {
 	host, _ := os.Hostname()
 	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_leases (owner, host, pid, expires_at)
 		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
@@ -189,7 +190,7 @@ func (p *Postgres) relive(ctx context.Context) error {
 // renew extends the lease every ttl/3 until ctx ends. A lease found gone was taken by a
 // survivor's Recover (this process stalled past its lease): its calls then in flight were
 // recorded unknown, and it takes a fresh lease for the calls to come.
-func (p *Postgres) renew(ctx context.Context) {
+func (p *Ledger) renew(ctx context.Context) {
 	defer close(p.done)
 	t := time.NewTicker(p.ttl / 3)
 	defer t.Stop()
@@ -216,7 +217,7 @@ func (p *Postgres) renew(ctx context.Context) {
 
 // Close stops renewing the lease and gives it up, so a survivor's next Recover records the
 // calls still started by this ledger as unknown; then it closes the pool.
-func (p *Postgres) Close() error {
+func (p *Ledger) Close() error {
 	p.closeOnce.Do(func() {
 		p.closeQueue()
 		p.stop()
@@ -237,7 +238,7 @@ var errLeaseLost = errors.New("budget: ledger lease lost")
 
 // retry runs fn again after a deadlock or serialization failure (PostgreSQL rolled the whole
 // statement or transaction back), and after taking back a lost lease.
-func (p *Postgres) retry(ctx context.Context, fn func() error) error {
+func (p *Ledger) retry(ctx context.Context, fn func() error) error {
 	var err error
 	for range 4 {
 		err = fn()
@@ -255,20 +256,20 @@ func (p *Postgres) retry(ctx context.Context, fn func() error) error {
 	return err
 }
 
-func (p *Postgres) StartRun(ctx context.Context, run RunRef) error {
+func (p *Ledger) StartRun(ctx context.Context, run budget.RunRef) error {
 	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, run.Tenant, run.ID)
 	return wrapPG(err)
 }
 
-func (p *Postgres) EndRun(ctx context.Context, run RunRef) error {
+func (p *Ledger) EndRun(ctx context.Context, run budget.RunRef) error {
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_runs SET ended_at = now() WHERE tenant = $1 AND run_id = $2`, run.Tenant, run.ID)
 	if err == nil && tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return budget.ErrNotFound
 	}
 	return wrapPG(err)
 }
 
-func (p *Postgres) StartExecution(ctx context.Context, run RunRef, id, agentVersion string) error {
+func (p *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agentVersion string) error {
 	return wrapPG(p.retry(ctx, func() error {
 		_, err := p.pool.Exec(ctx, `WITH r AS (INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING)
 			INSERT INTO ledger_executions (id, tenant, run_id, agent_version) VALUES ($3, $1, $2, $4)`,
@@ -277,13 +278,13 @@ func (p *Postgres) StartExecution(ctx context.Context, run RunRef, id, agentVers
 	}))
 }
 
-func (p *Postgres) EndExecution(ctx context.Context, end ExecutionEnd) error {
+func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
 	c := end.Context
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
 		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6 WHERE id = $1`,
 		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes)
 	if err == nil && tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return budget.ErrNotFound
 	}
 	return wrapPG(err)
 }
@@ -309,12 +310,12 @@ const admitCall = `WITH lease AS (
 	)
 	SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM admit`
 
-func (p *Postgres) StartCall(ctx context.Context, c CallStart, runLimits Limits) (Usage, error) {
-	var after Usage
+func (p *Ledger) StartCall(ctx context.Context, c budget.CallStart, runLimits budget.Limits) (budget.Usage, error) {
+	var after budget.Usage
 	var refusal *failure.Error
+	ceil := budget.RunCeiling(runLimits)
 	admitArgs := []any{c.Run.Tenant, c.Run.ID, c.ExecutionID, c.ID, c.Tool, c.ArgumentBytes, p.owner,
-		ceiling(int64(runLimits.MaxCalls)), ceiling(runLimits.MaxTotalBytes), ceiling(runLimits.MaxProducedBytes),
-		ceiling(runLimits.MaxPreservedBytes)}
+		ceil.Calls, ceil.TransferBytes, ceil.ProducedBytes, ceil.PreservedBytes}
 	scanAdmit := func(r pgx.Row) error {
 		return r.Scan(&after.Calls, &after.TransferBytes, &after.ProducedBytes, &after.PreservedBytes)
 	}
@@ -351,7 +352,7 @@ func (p *Postgres) StartCall(ctx context.Context, c CallStart, runLimits Limits)
 		return err
 	})
 	if err != nil {
-		return Usage{}, wrapPG(err)
+		return budget.Usage{}, wrapPG(err)
 	}
 	if refusal != nil {
 		return after, refusal
@@ -362,7 +363,7 @@ func (p *Postgres) StartCall(ctx context.Context, c CallStart, runLimits Limits)
 // admitSlow is StartCall as a transaction of several statements, for a direct call, and for
 // a metered call admitCall did not admit: it checks the lease, makes the Run if need be, locks
 // its row, and then refuses (recording the refusal) or admits exactly as SQLite does.
-func (p *Postgres) admitSlow(ctx context.Context, c CallStart, runLimits Limits) (after Usage, refusal *failure.Error, err error) {
+func (p *Ledger) admitSlow(ctx context.Context, c budget.CallStart, runLimits budget.Limits) (after budget.Usage, refusal *failure.Error, err error) {
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		var owner string
 		err := tx.QueryRow(ctx, `SELECT owner FROM ledger_leases WHERE owner = $1 AND expires_at > now() FOR KEY SHARE`, p.owner).Scan(&owner)
@@ -381,12 +382,12 @@ func (p *Postgres) admitSlow(ctx context.Context, c CallStart, runLimits Limits)
 		}
 		metered := c.ExecutionID != ""
 		if metered {
-			if refusal = runRefusal(u, runLimits); refusal != nil {
+			if refusal = budget.RunRefusal(u, runLimits); refusal != nil {
 				after = u
-				return p.insertCall(ctx, tx, Refusal{CallStart: c, Kind: string(refusal.Kind), Message: refusal.Message}, Refused)
+				return p.insertCall(ctx, tx, budget.Refusal{CallStart: c, Kind: string(refusal.Kind), Message: refusal.Message}, budget.Refused)
 			}
 		}
-		if err := p.insertCall(ctx, tx, Refusal{CallStart: c}, Started); err != nil {
+		if err := p.insertCall(ctx, tx, budget.Refusal{CallStart: c}, budget.Started); err != nil {
 			return err
 		}
 		if metered {
@@ -411,22 +412,22 @@ type execer interface {
 }
 
 // insertCall writes the record of r's call: started (r's Kind and Message empty), or refused.
-func (p *Postgres) insertCall(ctx context.Context, q execer, r Refusal, st CallStatus) error {
+func (p *Ledger) insertCall(ctx context.Context, q execer, r budget.Refusal, st budget.CallStatus) error {
 	c := r.CallStart
 	_, err := q.Exec(ctx, `INSERT INTO ledger_calls (id, tenant, run_id, execution_id, tool, argument_bytes, owner, status, spent,
 		finished_at, kind, message, times)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $8 = 'started' THEN NULL ELSE now() END, $10, $11, $12)`,
-		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, p.owner, string(st), st == Started, r.Kind, r.Message, times(r.Times))
+		c.ID, c.Run.Tenant, c.Run.ID, c.ExecutionID, c.Tool, c.ArgumentBytes, p.owner, string(st), st == budget.Started, r.Kind, r.Message, times(r.Times))
 	return err
 }
 
-func (p *Postgres) RefuseCall(ctx context.Context, r Refusal) error {
+func (p *Ledger) RefuseCall(ctx context.Context, r budget.Refusal) error {
 	return wrapPG(p.retry(ctx, func() error {
 		return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, r.Run.Tenant, r.Run.ID); err != nil {
 				return err
 			}
-			return p.insertCall(ctx, tx, r, Refused)
+			return p.insertCall(ctx, tx, r, budget.Refused)
 		})
 	}))
 }
@@ -451,8 +452,8 @@ const finishCall = `WITH fin AS (
 	)
 	SELECT count(*) FROM fin`
 
-func (p *Postgres) FinishCall(ctx context.Context, f CallFinish) error {
-	if !f.Status.finishing() {
+func (p *Ledger) FinishCall(ctx context.Context, f budget.CallFinish) error {
+	if !f.Status.Finishing() {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
 	var n int
@@ -479,7 +480,7 @@ const charge = `WITH r AS (
 		preserved_bytes = preserved_bytes + $5
 	FROM r WHERE id = $6`
 
-func (p *Postgres) Charge(ctx context.Context, run RunRef, execID string, u Usage) error {
+func (p *Ledger) Charge(ctx context.Context, run budget.RunRef, execID string, u budget.Usage) error {
 	if u.Calls != 0 {
 		return errors.New("budget: Charge cannot count calls")
 	}
@@ -489,51 +490,51 @@ func (p *Postgres) Charge(ctx context.Context, run RunRef, execID string, u Usag
 	}))
 }
 
-func pgRunUsage(ctx context.Context, q execer, run RunRef, lock bool) (Usage, error) {
+func pgRunUsage(ctx context.Context, q execer, run budget.RunRef, lock bool) (budget.Usage, error) {
 	query := `SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM ledger_runs WHERE tenant = $1 AND run_id = $2`
 	if lock {
 		query += ` FOR UPDATE`
 	}
-	var u Usage
+	var u budget.Usage
 	err := q.QueryRow(ctx, query, run.Tenant, run.ID).Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Usage{}, nil
+		return budget.Usage{}, nil
 	}
 	return u, err
 }
 
-func (p *Postgres) RunUsage(ctx context.Context, run RunRef) (Usage, error) {
+func (p *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage, error) {
 	_ = p.Flush(ctx)
 	u, err := pgRunUsage(ctx, p.pool, run, false)
 	if err != nil {
-		return Usage{}, fmt.Errorf("budget: run usage: %w", err)
+		return budget.Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
 }
 
-func (p *Postgres) RunContext(ctx context.Context, run RunRef) (Context, error) {
+func (p *Ledger) RunContext(ctx context.Context, run budget.RunRef) (budget.Context, error) {
 	_ = p.Flush(ctx)
-	var c Context
+	var c budget.Context
 	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(binding_bytes), 0)::bigint, coalesce(sum(returned_bytes), 0)::bigint,
 		coalesce(sum(kept_out_bytes), 0)::bigint FROM ledger_executions WHERE tenant = $1 AND run_id = $2 AND ended_at IS NOT NULL`,
 		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
 	if err != nil {
-		return Context{}, wrapPG(err)
+		return budget.Context{}, wrapPG(err)
 	}
 	return c, nil
 }
 
-func scanPGCall(r pgx.Row) (CallRecord, error) {
-	var c CallRecord
+func scanPGCall(r pgx.Row) (budget.CallRecord, error) {
+	var c budget.CallRecord
 	var status string
 	var finished *time.Time
 	var att *string
 	err := r.Scan(&c.ID, &c.Run.Tenant, &c.Run.ID, &c.ExecutionID, &c.Tool, &c.ArgumentBytes, &status, &c.Spent,
 		&c.StartedAt, &finished, &c.Usage.TransferBytes, &c.Usage.ProducedBytes, &c.Usage.PreservedBytes, &att, &c.Kind, &c.Message, &c.Times)
 	if err != nil {
-		return CallRecord{}, err
+		return budget.CallRecord{}, err
 	}
-	c.Status = CallStatus(status)
+	c.Status = budget.CallStatus(status)
 	if finished != nil {
 		c.FinishedAt = *finished
 	}
@@ -546,28 +547,28 @@ func scanPGCall(r pgx.Row) (CallRecord, error) {
 	return c, nil
 }
 
-func (p *Postgres) Call(ctx context.Context, id string) (CallRecord, error) {
+func (p *Ledger) Call(ctx context.Context, id string) (budget.CallRecord, error) {
 	_ = p.Flush(ctx)
 	c, err := scanPGCall(p.pool.QueryRow(ctx, `SELECT `+callColumns+` FROM ledger_calls WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return CallRecord{}, fmt.Errorf("%w: call %s", ErrNotFound, id)
+		return budget.CallRecord{}, fmt.Errorf("%w: call %s", budget.ErrNotFound, id)
 	}
 	return c, wrapPG(err)
 }
 
-func (p *Postgres) Calls(ctx context.Context, run RunRef) ([]CallRecord, error) {
+func (p *Ledger) Calls(ctx context.Context, run budget.RunRef) ([]budget.CallRecord, error) {
 	_ = p.Flush(ctx)
 	rows, err := p.pool.Query(ctx, `SELECT `+callColumns+` FROM ledger_calls WHERE tenant = $1 AND run_id = $2
 		ORDER BY started_at, id`, run.Tenant, run.ID)
 	if err != nil {
 		return nil, wrapPG(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CallRecord, error) { return scanPGCall(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (budget.CallRecord, error) { return scanPGCall(r) })
 	return out, wrapPG(err)
 }
 
-func (p *Postgres) AskApproval(ctx context.Context, a ApprovalAsk) error {
-	if err := checkAsk(a); err != nil {
+func (p *Ledger) AskApproval(ctx context.Context, a budget.ApprovalAsk) error {
+	if err := a.Check(); err != nil {
 		return err
 	}
 	return wrapPG(p.retry(ctx, func() error {
@@ -579,8 +580,8 @@ func (p *Postgres) AskApproval(ctx context.Context, a ApprovalAsk) error {
 	}))
 }
 
-func (p *Postgres) DecideApproval(ctx context.Context, d ApprovalDecision) error {
-	if !d.Status.deciding() {
+func (p *Ledger) DecideApproval(ctx context.Context, d budget.ApprovalDecision) error {
+	if !d.Status.Deciding() {
 		return fmt.Errorf("budget: %q does not decide an approval", d.Status)
 	}
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_approvals SET status = $2, answered_by = $3, decided_at = clock_timestamp()
@@ -594,27 +595,27 @@ func (p *Postgres) DecideApproval(ctx context.Context, d ApprovalDecision) error
 	var status string
 	err = p.pool.QueryRow(ctx, `SELECT status FROM ledger_approvals WHERE id = $1`, d.ID).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: approval %s", ErrNotFound, d.ID)
+		return fmt.Errorf("%w: approval %s", budget.ErrNotFound, d.ID)
 	}
 	if err != nil {
 		return wrapPG(err)
 	}
-	return fmt.Errorf("%w: approval %s is %s", ErrAlreadyFinished, d.ID, status)
+	return fmt.Errorf("%w: approval %s is %s", budget.ErrAlreadyFinished, d.ID, status)
 }
 
-func (p *Postgres) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord, error) {
+func (p *Ledger) Approvals(ctx context.Context, run budget.RunRef) ([]budget.ApprovalRecord, error) {
 	rows, err := p.pool.Query(ctx, `SELECT `+approvalColumns+` FROM ledger_approvals WHERE tenant = $1 AND run_id = $2
 		ORDER BY asked_at, id`, run.Tenant, run.ID)
 	if err != nil {
 		return nil, wrapPG(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ApprovalRecord, error) {
-		var a ApprovalRecord
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (budget.ApprovalRecord, error) {
+		var a budget.ApprovalRecord
 		var status string
 		var decided *time.Time
 		err := r.Scan(&a.ID, &a.Run.Tenant, &a.Run.ID, &a.ExecutionID, &a.CallID, &a.Tool, &a.Reason, &status,
 			&a.AnsweredBy, &a.AskedAt, &decided, &a.Times)
-		a.Status = ApprovalStatus(status)
+		a.Status = budget.ApprovalStatus(status)
 		if decided != nil {
 			a.DecidedAt = *decided
 		}
@@ -628,9 +629,9 @@ func (p *Postgres) Approvals(ctx context.Context, run RunRef) ([]ApprovalRecord,
 // owners are starting at that moment (they hold a key-share lock on their lease) to commit,
 // and then, in a statement that sees those calls, marks every started call of a gone owner
 // unknown. A row is updated once however many replicas recover at the same time.
-func (p *Postgres) Recover(ctx context.Context) ([]CallRecord, error) {
+func (p *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 	_ = p.Flush(ctx)
-	var out []CallRecord
+	var out []budget.CallRecord
 	err := p.retry(ctx, func() error {
 		out = nil
 		return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
@@ -656,20 +657,20 @@ func (p *Postgres) Recover(ctx context.Context) ([]CallRecord, error) {
 			if err != nil {
 				return err
 			}
-			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (CallRecord, error) { return scanPGCall(r) })
+			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (budget.CallRecord, error) { return scanPGCall(r) })
 			return err
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("budget: recover: %w", err)
 	}
-	sortByStart(out)
+	budget.SortByStart(out)
 	return out, nil
 }
 
 // wrapPG leaves nil and the ledger's own errors alone and prefixes the rest.
 func wrapPG(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrAlreadyFinished) {
+	if err == nil || errors.Is(err, budget.ErrNotFound) || errors.Is(err, budget.ErrAlreadyFinished) {
 		return err
 	}
 	var fe *failure.Error
@@ -677,4 +678,21 @@ func wrapPG(err error) error {
 		return err
 	}
 	return fmt.Errorf("budget: postgres ledger: %w", err)
+}
+
+// The columns a call and an approval are read from, in scanPGCall's and scanPGApproval's order.
+const (
+	callColumns = `id, tenant, run_id, execution_id, tool, argument_bytes, status, spent, started_at,
+	finished_at, transfer_bytes, produced_bytes, preserved_bytes, attachments, kind, message, times`
+	approvalColumns = `id, tenant, run_id, execution_id, call_id, tool, reason, status, answered_by, asked_at, decided_at, times`
+)
+
+// times is a record's Times as stored: 0 means 1.
+func times(n int64) int64 { return max(n, 1) }
+
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
 }

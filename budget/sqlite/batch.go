@@ -1,9 +1,10 @@
-package budget
+package sqlite
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/internal/lazy"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,11 +16,8 @@ import (
 // the others. A write is still committed before it returns. Writes that may lag, the
 // tool_call_finished records (Ticket.FinishLater), wait in the queue for the next write (a
 // call's tool_call_started, say, which must be durable before its upstream is touched), an
-// explicit Flush, or flushDelay, whichever comes first: a program's sequential calls then
+// explicit Flush, or lazy.Delay, whichever comes first: a program's sequential calls then
 // cost one transaction each rather than two. Reads flush first, so they see every write.
-
-// flushDelay bounds how long a queued write waits for company.
-const flushDelay = 2 * time.Millisecond
 
 // batchTimeout bounds one batch's transaction (its BEGIN waits for another process's write
 // lock up to the busy timeout).
@@ -31,14 +29,8 @@ type writeOp struct {
 	fn    func(tx *stmtTx) error
 	lazy  time.Time    // when a lazy write was queued; zero for one committed at once
 	done  chan error   // the result, once the op's batch has committed or failed
-	state atomic.Int32 // opQueued, then opTaken (a batch runs it) or opAbandoned (its caller left)
+	state atomic.Int32 // lazy.Queued, then lazy.Taken (a batch runs it) or lazy.Abandoned (its caller left)
 }
-
-const (
-	opQueued int32 = iota
-	opTaken
-	opAbandoned
-)
 
 // batcher is the SQLite ledger's write queue and its flusher.
 type batcher struct {
@@ -48,24 +40,24 @@ type batcher struct {
 	pending []*writeOp
 	closed  bool // closeBatches has begun: a write is refused
 
-	loop flushLoop
+	loop *lazy.Loop
 }
 
 func newBatcher() *batcher {
-	return &batcher{wmu: make(chan struct{}, 1), loop: newFlushLoop()}
+	return &batcher{wmu: make(chan struct{}, 1), loop: lazy.NewLoop()}
 }
 
 // write runs fn in a write transaction, committed before it returns.
-func (s *SQLite) write(ctx context.Context, fn func(tx *stmtTx) error) error {
+func (s *Ledger) write(ctx context.Context, fn func(tx *stmtTx) error) error {
 	return s.submit(ctx, fn, true)
 }
 
 // writeLater queues fn for the next batch and returns once that batch has committed.
-func (s *SQLite) writeLater(ctx context.Context, fn func(tx *stmtTx) error) error {
+func (s *Ledger) writeLater(ctx context.Context, fn func(tx *stmtTx) error) error {
 	return s.submit(ctx, fn, false)
 }
 
-func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool) error {
+func (s *Ledger) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool) error {
 	b := s.batch
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	if !now {
@@ -82,7 +74,7 @@ func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool
 	if now {
 		lead = b.wmu
 	} else {
-		b.loop.poke()
+		b.loop.Poke()
 	}
 	for {
 		select {
@@ -94,16 +86,13 @@ func (s *SQLite) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool
 			s.commitPending()
 			<-b.wmu
 		case <-ctx.Done():
-			if op.state.CompareAndSwap(opQueued, opAbandoned) {
-				return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
-			}
-			return <-op.done // a batch has it: its result stands
+			return lazy.Leave(ctx, &op.state, op.done)
 		}
 	}
 }
 
 // Flush commits every queued write now and returns once they are committed.
-func (s *SQLite) Flush(ctx context.Context) error {
+func (s *Ledger) Flush(ctx context.Context) error {
 	b := s.batch
 	b.qmu.Lock()
 	empty := len(b.pending) == 0
@@ -121,17 +110,17 @@ func (s *SQLite) Flush(ctx context.Context) error {
 	return nil
 }
 
-// flusher commits a lazy write once it has waited flushDelay, until stop. While a program's
+// flusher commits a lazy write once it has waited lazy.Delay, until stop. While a program's
 // calls keep coming, each call's tool_call_started takes the previous call's finish along
 // before that is due: the flusher then waits on for the write queued since, rather than
 // commit a transaction of its own (which a call's start would then wait behind).
-func (s *SQLite) flusher() {
+func (s *Ledger) flusher() {
 	b := s.batch
-	defer close(b.loop.stopped)
-	for b.loop.kicked() {
-		wait, queued := flushDelay, true
+	defer b.loop.Done()
+	for b.loop.Kicked() {
+		wait, queued := lazy.Delay, true
 		for queued && wait > 0 {
-			if !b.loop.sleep(wait) {
+			if !b.loop.Sleep(wait) {
 				return
 			}
 			wait, queued = b.lazyWait()
@@ -152,26 +141,26 @@ func (b *batcher) lazyWait() (time.Duration, bool) {
 	defer b.qmu.Unlock()
 	var oldest time.Time
 	for _, op := range b.pending {
-		if !op.lazy.IsZero() && op.state.Load() == opQueued && (oldest.IsZero() || op.lazy.Before(oldest)) {
+		if !op.lazy.IsZero() && op.state.Load() == lazy.Queued && (oldest.IsZero() || op.lazy.Before(oldest)) {
 			oldest = op.lazy
 		}
 	}
 	if oldest.IsZero() {
 		return 0, false
 	}
-	return flushDelay - time.Since(oldest), true
+	return lazy.Delay - time.Since(oldest), true
 }
 
 // errLedgerClosed refuses a write that arrives once the ledger is closing.
 var errLedgerClosed = errors.New("budget: ledger: closed")
 
 // closeBatches refuses new writes, stops the flusher and commits what is queued. Idempotent.
-func (s *SQLite) closeBatches() {
+func (s *Ledger) closeBatches() {
 	b := s.batch
 	b.qmu.Lock()
 	b.closed = true
 	b.qmu.Unlock()
-	b.loop.halt()
+	b.loop.Halt()
 	b.wmu <- struct{}{}
 	s.commitPending()
 	<-b.wmu
@@ -182,18 +171,13 @@ func (s *SQLite) closeBatches() {
 // each in a savepoint of its own (a savepoint and its release per write were a third of the
 // statements a binding call's records cost). So a write's fn may run twice, the first run
 // rolled back: it must set what it hands back afresh on each run. The caller holds wmu.
-func (s *SQLite) commitPending() {
+func (s *Ledger) commitPending() {
 	b := s.batch
 	b.qmu.Lock()
 	queued := b.pending
 	b.pending = nil
 	b.qmu.Unlock()
-	ops := queued[:0]
-	for _, op := range queued {
-		if op.state.CompareAndSwap(opQueued, opTaken) {
-			ops = append(ops, op)
-		}
-	}
+	ops := lazy.Take(queued, func(op *writeOp) *atomic.Int32 { return &op.state })
 	if len(ops) == 0 {
 		return
 	}

@@ -1,48 +1,32 @@
-package budget
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-func openSQLite(t *testing.T, dir string) *SQLite {
+func openLedger(t *testing.T, dir string) *Ledger {
 	t.Helper()
-	l, err := OpenSQLite(t.Context(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	l, err := Open(t.Context(), dir, nil)
+	return ledgertest.Opened(t, l, err)
 }
 
-func TestSQLiteLedgerContract(t *testing.T) {
-	runLedgerContractAt(t, func(t *testing.T) string { return t.TempDir() },
-		func(t *testing.T, dir string) Ledger { return openSQLite(t, dir) })
+func TestLedgerContract(t *testing.T) {
+	ledgertest.RunLedgerContractAt(t, func(t *testing.T) string { return t.TempDir() },
+		func(t *testing.T, dir string) budget.Ledger { return openLedger(t, dir) })
 }
 
-// runLedgerContractAt runs RunLedgerContract on ledgers open makes at a place fresh makes (a
-// directory, a database schema); reopening a ledger opens its place again.
-func runLedgerContractAt(t *testing.T, fresh func(t *testing.T) string, open func(t *testing.T, at string) Ledger) {
-	places := map[Ledger]string{}
-	RunLedgerContract(t,
-		func(t *testing.T) Ledger {
-			at := fresh(t)
-			l := open(t, at)
-			places[l] = at
-			return l
-		},
-		func(t *testing.T, l Ledger) Ledger { return open(t, places[l]) })
-}
-
-func TestSQLiteIsWAL(t *testing.T) {
-	l := openSQLite(t, t.TempDir())
+func TestIsWAL(t *testing.T) {
+	l := openLedger(t, t.TempDir())
 	var mode string
 	if err := l.db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
 		t.Fatal(err)
@@ -52,61 +36,31 @@ func TestSQLiteIsWAL(t *testing.T) {
 	}
 }
 
-// TestSQLiteRecoverAfterKill kills a real process holding a started call (its flock dies with
-// it, and it never ran Close) and recovers in this one.
-func TestSQLiteRecoverAfterKill(t *testing.T) {
-	if os.Getenv("BUDGET_CRASH_CHILD") != "" {
-		crashChild()
-		return
+// TestRecoverAfterKill kills a real process holding a started call (its flock dies with it,
+// and it never ran Close) and recovers in this one.
+func TestRecoverAfterKill(t *testing.T) {
+	if os.Getenv(ledgertest.CrashPlaceEnv) != "" {
+		ledgertest.CrashChild(func(ctx context.Context, dir string) (budget.Ledger, error) { return Open(ctx, dir, nil) })
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSQLiteRecoverAfterKill$")
-	cmd.Env = append(os.Environ(), "BUDGET_CRASH_CHILD="+dir)
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("child exited cleanly; want killed. output:\n%s", out)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "started")); err != nil {
-		t.Fatalf("child never started its call: %v\n%s", err, out)
-	}
-	l := openSQLite(t, dir)
+	ledgertest.KillChild(t, "TestRecoverAfterKill", dir)
+	l := openLedger(t, dir)
 	got, err := l.Recover(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].ID != "c_child" || got[0].Status != Unknown {
+	if len(got) != 1 || got[0].ID != "c_child" || got[0].Status != budget.Unknown {
 		t.Fatalf("Recover = %+v", got)
 	}
-	u, err := l.RunUsage(t.Context(), RunRef{Tenant: "t", ID: "r"})
-	if err != nil || u.Calls != 1 {
-		t.Errorf("RunUsage = %+v, %v; want 1 call", u, err)
+	if u := ledgertest.Usage(t, l, budget.RunRef{Tenant: "t", ID: "r"}); u.Calls != 1 {
+		t.Errorf("RunUsage = %+v; want 1 call", u)
 	}
 }
 
-func crashChild() {
-	dir := os.Getenv("BUDGET_CRASH_CHILD")
-	ctx := context.Background()
-	l, err := OpenSQLite(ctx, dir, nil)
-	if err != nil {
-		os.Exit(3)
-	}
-	run := RunRef{Tenant: "t", ID: "r"}
-	if l.StartExecution(ctx, run, "x", "") != nil {
-		os.Exit(3)
-	}
-	if _, err := l.StartCall(ctx, CallStart{ID: "c_child", Run: run, ExecutionID: "x", Tool: "slow"}, Limits{}); err != nil {
-		os.Exit(3)
-	}
-	_ = os.WriteFile(filepath.Join(dir, "started"), nil, 0o600)
-	p, _ := os.FindProcess(os.Getpid())
-	_ = p.Kill() // SIGKILL: no Close, no deferred cleanup
-	select {}
-}
-
-// TestSQLiteWriteWaitHonoursContext: a writer waiting behind another write gives up when its
+// TestWriteWaitHonoursContext: a writer waiting behind another write gives up when its
 // context ends instead of blocking until the other write finishes.
-func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
-	l, err := OpenSQLite(t.Context(), t.TempDir(), nil)
+func TestWriteWaitHonoursContext(t *testing.T) {
+	l, err := Open(t.Context(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,30 +108,30 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	l, err := OpenSQLite(ctx, dir, nil)
+	l, err := Open(ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.StartExecution(ctx, RunRef{Tenant: "t", ID: "r"}, "x", "sha256:v1"); err != nil {
+	if err := l.StartExecution(ctx, budget.RunRef{Tenant: "t", ID: "r"}, "x", "sha256:v1"); err != nil {
 		t.Fatalf("an execution in a migrated ledger: %v", err)
 	}
 	// The approvals table came later still.
-	if err := l.AskApproval(ctx, ApprovalAsk{ID: "a", Run: RunRef{Tenant: "t", ID: "r"}, CallID: "c", Tool: "s__t", Status: ApprovalPending}); err != nil {
+	if err := l.AskApproval(ctx, budget.ApprovalAsk{ID: "a", Run: budget.RunRef{Tenant: "t", ID: "r"}, CallID: "c", Tool: "s__t", Status: budget.ApprovalPending}); err != nil {
 		t.Fatalf("an approval in a migrated ledger: %v", err)
 	}
 	// The context economy's columns came too, and the file is marked as set up, so the next
 	// open skips the schema.
-	if err := l.EndExecution(ctx, ExecutionEnd{ID: "x", Status: "completed", Context: Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x", Status: "completed", Context: budget.Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := l.RunContext(ctx, RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {
+	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {
 		t.Fatalf("RunContext in a migrated ledger = %+v, %v", c, err)
 	}
-	if c, err := l.Call(ctx, "old"); err != nil || c.Times != 1 || c.Status != Refused {
+	if c, err := l.Call(ctx, "old"); err != nil || c.Times != 1 || c.Status != budget.Refused {
 		t.Fatalf("an older refusal = %+v, %v; want it refused, standing for one call", c, err)
 	}
-	if err := l.RefuseCall(ctx, Refusal{CallStart: call("new", RunRef{Tenant: "t", ID: "r"}, "x"), Kind: "budget_exceeded", Times: 12}); err != nil {
+	if err := l.RefuseCall(ctx, budget.Refusal{CallStart: ledgertest.Call("new", budget.RunRef{Tenant: "t", ID: "r"}, "x"), Kind: "budget_exceeded", Times: 12}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := l.Call(ctx, "new"); err != nil || c.Times != 12 {
@@ -192,17 +146,17 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 // Writes queued while a batch commits are committed together, each in its own savepoint: one
 // failing leaves the others. A lazy finish is committed by the next write or a Flush, and a
 // read sees it.
-func TestSQLiteBatches(t *testing.T) {
+func TestBatches(t *testing.T) {
 	ctx := context.Background()
-	l, run := startedCalls(t, Limits{}, "c1", "c2")
+	l, run := startedCalls(t, budget.Limits{}, "c1", "c2")
 	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
 	errs := make(chan error, 3)
 	go func() {
-		errs <- l.FinishCallLater(ctx, CallFinish{ID: "c1", Status: Succeeded, Usage: Usage{TransferBytes: 100}})
+		errs <- l.FinishCallLater(ctx, budget.CallFinish{ID: "c1", Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 100}})
 	}()
-	go func() { errs <- l.FinishCall(ctx, CallFinish{ID: "nope", Status: Succeeded}) }()
+	go func() { errs <- l.FinishCall(ctx, budget.CallFinish{ID: "nope", Status: budget.Succeeded}) }()
 	go func() {
-		_, err := l.StartCall(ctx, CallStart{ID: "c3", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{})
+		_, err := l.StartCall(ctx, budget.CallStart{ID: "c3", Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{})
 		errs <- err
 	}()
 	for {
@@ -220,7 +174,7 @@ func TestSQLiteBatches(t *testing.T) {
 		switch err := <-errs; {
 		case err == nil:
 			ok++
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, budget.ErrNotFound):
 			notFound++
 		default:
 			t.Fatalf("unexpected %v", err)
@@ -229,23 +183,23 @@ func TestSQLiteBatches(t *testing.T) {
 	if ok != 2 || notFound != 1 {
 		t.Fatalf("ok %d, not found %d: want the failing write alone to fail", ok, notFound)
 	}
-	if u := mustUsage(t, l, run); u.Calls != 3 || u.TransferBytes != 100 {
+	if u := ledgertest.Usage(t, l, run); u.Calls != 3 || u.TransferBytes != 100 {
 		t.Fatalf("usage %+v: want 3 calls and c1's 100 bytes", u)
 	}
 	// A lazy finish with nothing after it: Flush commits it.
-	finishLazilyThenFlush(t, l, "c2")
+	ledgertest.FinishLazilyThenFlush(t, l, "c2")
 }
 
 // A batch whose writes all succeed runs them without savepoints; when one fails it runs
 // again with each in its own: the writes that ran the first time are run afresh, so a refused
 // call is recorded once and refused once.
-func TestSQLiteBatchRunsAgainAfresh(t *testing.T) {
+func TestBatchRunsAgainAfresh(t *testing.T) {
 	ctx := context.Background()
-	l, run := startedCalls(t, Limits{MaxCalls: 1}, "c1")
+	l, run := startedCalls(t, budget.Limits{MaxCalls: 1}, "c1")
 	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
 	refused, failed := make(chan error, 1), make(chan error, 1)
 	go func() {
-		_, err := l.StartCall(ctx, CallStart{ID: "c2", Run: run, ExecutionID: "x", Tool: "s__t"}, Limits{MaxCalls: 1})
+		_, err := l.StartCall(ctx, budget.CallStart{ID: "c2", Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{MaxCalls: 1})
 		refused <- err
 	}()
 	for {
@@ -257,7 +211,7 @@ func TestSQLiteBatchRunsAgainAfresh(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	go func() { failed <- l.FinishCall(ctx, CallFinish{ID: "nope", Status: Succeeded}) }()
+	go func() { failed <- l.FinishCall(ctx, budget.CallFinish{ID: "nope", Status: budget.Succeeded}) }()
 	for {
 		l.batch.qmu.Lock()
 		n := len(l.batch.pending)
@@ -271,33 +225,29 @@ func TestSQLiteBatchRunsAgainAfresh(t *testing.T) {
 	if err := <-refused; failure.KindOf(err) != failure.BudgetExceeded {
 		t.Fatalf("c2: %v, want budget_exceeded", err)
 	}
-	if err := <-failed; !errors.Is(err, ErrNotFound) {
+	if err := <-failed; !errors.Is(err, budget.ErrNotFound) {
 		t.Fatalf("finish of an unknown call: %v, want not found", err)
 	}
-	if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != Refused {
+	if rec, err := l.Call(ctx, "c2"); err != nil || rec.Status != budget.Refused {
 		t.Fatalf("c2 = %+v, %v; want it recorded refused", rec, err)
 	}
-	if u := mustUsage(t, l, run); u.Calls != 1 {
+	if u := ledgertest.Usage(t, l, run); u.Calls != 1 {
 		t.Fatalf("usage %+v: want the one admitted call", u)
 	}
 }
 
 // startedCalls is a SQLite ledger holding execution x of Run t/r with the calls ids started
 // under limits.
-func startedCalls(t *testing.T, limits Limits, ids ...string) (*SQLite, RunRef) {
+func startedCalls(t *testing.T, limits budget.Limits, ids ...string) (*Ledger, budget.RunRef) {
 	t.Helper()
 	ctx := t.Context()
-	l, err := OpenSQLite(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	run := RunRef{Tenant: "t", ID: "r"}
+	l := openLedger(t, t.TempDir())
+	run := budget.RunRef{Tenant: "t", ID: "r"}
 	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		if _, err := l.StartCall(ctx, CallStart{ID: id, Run: run, ExecutionID: "x", Tool: "s__t"}, limits); err != nil {
+		if _, err := l.StartCall(ctx, budget.CallStart{ID: id, Run: run, ExecutionID: "x", Tool: "s__t"}, limits); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package budget
+package postgres
 
 import (
 	"context"
@@ -8,20 +8,22 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/internal/lazy"
 )
 
 // The PostgreSQL ledger pipelines what may lag with what may not: a tool_call_finished queued
 // by FinishCallLater goes to the database with the next metered tool_call_started, in one
 // round trip and one implicit transaction (a pgx batch), so a program's sequential calls cost
 // one commit each; the started record is still committed before its upstream is touched.
-// What finds nothing to ride with is sent after flushDelay, or by Flush; reads flush first.
+// What finds nothing to ride with is sent after lazy.Delay, or by Flush; reads flush first.
 // Should the batch fail, each record is written on its own, as without it.
 
 // pgFinish is one tool_call_finished waiting in the queue.
 type pgFinish struct {
-	f     CallFinish
+	f     budget.CallFinish
 	done  chan error   // the result, once written or failed
-	state atomic.Int32 // opQueued, then opTaken or opAbandoned
+	state atomic.Int32 // lazy.Queued, then lazy.Taken or lazy.Abandoned
 }
 
 // pgQueue is the PostgreSQL ledger's queue of lazy records and its flusher.
@@ -30,17 +32,17 @@ type pgQueue struct {
 	pending []*pgFinish
 	closed  bool // closeQueue has begun: a lazy record is written at once
 
-	loop flushLoop
+	loop *lazy.Loop
 }
 
 func newPGQueue() *pgQueue {
-	return &pgQueue{loop: newFlushLoop()}
+	return &pgQueue{loop: lazy.NewLoop()}
 }
 
-// FinishCallLater is FinishCall sent with the next metered StartCall (or flushDelay later, or
+// FinishCallLater is FinishCall sent with the next metered StartCall (or lazy.Delay later, or
 // at a Flush); it returns once written.
-func (p *Postgres) FinishCallLater(ctx context.Context, f CallFinish) error {
-	if !f.Status.finishing() {
+func (p *Ledger) FinishCallLater(ctx context.Context, f budget.CallFinish) error {
+	if !f.Status.Finishing() {
 		return fmt.Errorf("budget: %q does not finish a call", f.Status)
 	}
 	q := p.queue
@@ -52,35 +54,26 @@ func (p *Postgres) FinishCallLater(ctx context.Context, f CallFinish) error {
 	}
 	q.pending = append(q.pending, op)
 	q.mu.Unlock()
-	q.loop.poke()
+	q.loop.Poke()
 	select {
 	case err := <-op.done:
 		return err
 	case <-ctx.Done():
-		if op.state.CompareAndSwap(opQueued, opAbandoned) {
-			return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
-		}
-		return <-op.done
+		return lazy.Leave(ctx, &op.state, op.done)
 	}
 }
 
 // takeFinishes claims every queued record.
-func (p *Postgres) takeFinishes() []*pgFinish {
+func (p *Ledger) takeFinishes() []*pgFinish {
 	q := p.queue
 	q.mu.Lock()
 	queued := q.pending
 	q.pending = nil
 	q.mu.Unlock()
-	ops := queued[:0]
-	for _, op := range queued {
-		if op.state.CompareAndSwap(opQueued, opTaken) {
-			ops = append(ops, op)
-		}
-	}
-	return ops
+	return lazy.Take(queued, func(op *pgFinish) *atomic.Int32 { return &op.state })
 }
 
-func finishArgs(f CallFinish) []any {
+func finishArgs(f budget.CallFinish) []any {
 	u := f.Usage
 	return []any{f.ID, string(f.Status), u.TransferBytes, u.ProducedBytes, u.PreservedBytes, nullJSON(f.Attachments), f.Kind, f.Message}
 }
@@ -89,7 +82,7 @@ func finishArgs(f CallFinish) []any {
 // batch, whose result more reads), and hands each op its result. When the batch fails,
 // nothing of it was committed: the records are written one by one, and more's error is
 // returned for its caller to retry its own statement alone.
-func (p *Postgres) sendFinishes(ctx context.Context, ops []*pgFinish, more func(b *pgx.Batch) func(pgx.BatchResults) error) error {
+func (p *Ledger) sendFinishes(ctx context.Context, ops []*pgFinish, more func(b *pgx.Batch) func(pgx.BatchResults) error) error {
 	b := &pgx.Batch{}
 	for _, op := range ops {
 		b.Queue(finishCall, finishArgs(op.f)...)
@@ -131,45 +124,45 @@ func (p *Postgres) sendFinishes(ctx context.Context, ops []*pgFinish, more func(
 }
 
 // Flush writes every queued record now.
-func (p *Postgres) Flush(ctx context.Context) error {
+func (p *Ledger) Flush(ctx context.Context) error {
 	if ops := p.takeFinishes(); len(ops) > 0 {
 		_ = p.sendFinishes(ctx, ops, nil) // each op has its result
 	}
 	return nil
 }
 
-// flusher sends lazy records flushDelay after the first of them arrives, until stop.
-func (p *Postgres) flusher() {
+// flusher sends lazy records lazy.Delay after the first of them arrives, until stop.
+func (p *Ledger) flusher() {
 	q := p.queue
-	defer close(q.loop.stopped)
-	for q.loop.kicked() && q.loop.sleep(flushDelay) {
-		ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer q.loop.Done()
+	for q.loop.Kicked() && q.loop.Sleep(lazy.Delay) {
+		ctx, cancel := context.WithTimeout(context.Background(), lazy.FlushTimeout)
 		_ = p.Flush(ctx)
 		cancel()
 	}
 }
 
 // closeQueue stops the flusher and writes what is queued. Idempotent.
-func (p *Postgres) closeQueue() {
+func (p *Ledger) closeQueue() {
 	q := p.queue
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	q.loop.halt()
-	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	q.loop.Halt()
+	ctx, cancel := context.WithTimeout(context.Background(), lazy.FlushTimeout)
 	defer cancel()
 	_ = p.Flush(ctx)
 }
 
 // notFinished says why finishing call id changed nothing: it is unknown, or already ended.
-func (p *Postgres) notFinished(ctx context.Context, id string) error {
+func (p *Ledger) notFinished(ctx context.Context, id string) error {
 	var status string
 	err := p.pool.QueryRow(ctx, `SELECT status FROM ledger_calls WHERE id = $1`, id).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: call %s", ErrNotFound, id)
+		return fmt.Errorf("%w: call %s", budget.ErrNotFound, id)
 	}
 	if err != nil {
 		return wrapPG(err)
 	}
-	return fmt.Errorf("%w: call %s is %s", ErrAlreadyFinished, id, status)
+	return fmt.Errorf("%w: call %s is %s", budget.ErrAlreadyFinished, id, status)
 }
