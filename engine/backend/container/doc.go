@@ -29,9 +29,10 @@
 // under (--cgroup-parent, cgroupfs). It carries the memory limit; its CPU usage, which keeps
 // what removed subgroups used, less the runtime monitor's (conmon), is the execution's CPU
 // time; and it is the tree kill that does not wait for the runtime's CLI. An OOM kill is
-// counted where the victim was (on cgroup v1 only there), in the container's own cgroup, which
-// the runtime removes with the container: the count is noted when the interpreter exits (a
-// pidfd) and before any kill. The interpreter is pid 1 of its pid namespace, which nothing
+// counted where the victim was (on cgroup v1 only there), in the container's (or monitor's)
+// cgroup, which the runtime removes with the container: the count is noted when the channel
+// ends, when the interpreter exits (a pidfd) and before any kill, and once one is counted the
+// exit is known (killed at the memory limit) without waiting for the runtime. The interpreter is pid 1 of its pid namespace, which nothing
 // inside can SIGKILL, so a SIGKILL the host did not send and no OOM kill explains is the
 // kernel's RLIMIT_CPU (reported with at least the limit as its CPU time: the kernel counts that
 // limit in ticks, ahead of the cgroup's precise figure on a busy host). Without the cgroup the
