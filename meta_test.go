@@ -511,7 +511,7 @@ var (
 	fileReads = []string{"ReadFile", "Open", "OpenFile", "ReadDir", "DirFS", "OpenRoot", "OpenInRoot"}
 
 	envReaders = map[string]string{
-		"internal/gate":            "the test gate reads MCP_SANDBOX_REQUIRE, and re-executes a test binary with its own environment",
+		"internal/gate":            "the test gate reads MCP_SANDBOX_REQUIRE and MCP_SANDBOX_TEST_SCALE, and re-executes a test binary with its own environment",
 		"internal/launch":          "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
 		"upstream":                 "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
 		"internal/pgdb/pgtest":     "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",

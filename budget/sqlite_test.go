@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,7 +122,7 @@ func TestSQLiteWriteWaitHonoursContext(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("write = %v, want a deadline error", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(gate.Scaled(5 * time.Second)):
 		t.Fatal("write ignored its context while waiting for the write lock")
 	}
 	<-l.batch.wmu

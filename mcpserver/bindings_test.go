@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -111,7 +112,7 @@ func TestExposedUpstreamTools(t *testing.T) {
 	}
 
 	mcp.AddTool(f.srv, &mcp.Tool{Name: "late", Description: "Added later."}, echoTool)
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(gate.Scaled(10 * time.Second))
 	for {
 		select {
 		case <-changed:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // TestAgentVersionRecorded: every execution's ledger record carries the version hash of the
@@ -40,7 +41,7 @@ func TestDrainCloseRecordsRunEnds(t *testing.T) {
 		t.Fatalf("run_code: %s", text(res))
 	}
 	d.Stop()
-	if !d.Wait(5*time.Second) || !d.Close(5*time.Second) {
+	if !d.Wait(gate.Scaled(5*time.Second)) || !d.Close(gate.Scaled(5*time.Second)) {
 		t.Fatal("the drain did not end")
 	}
 	var open int
