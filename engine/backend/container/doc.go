@@ -58,7 +58,8 @@
 // internal/owner proves dead, finding containers by label, so those of a server whose
 // directory is gone (a restarted service's private /tmp) are swept too. Nothing another live
 // process owns is touched, nothing without the label, and no id without a tag (an older
-// version's).
+// version's). Without root, the pause process podman starts at a user's first command is
+// ended when Detect returns and at Close, if New or Detect started it (PauseWatch).
 //
 // On a hybrid cgroup layout (v1 controllers plus a cgroup2 mount holding controllers) crun
 // refuses to run containers; with podman and no OCI runtime named, the backend passes
