@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
@@ -26,7 +27,7 @@ import (
 // two binding calls under it, an upstream call under each; and the mock upstream received in
 // its own _meta the trace id and the upstream call's span as parent.
 func TestTraceOfRunCode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(2*time.Minute))
 	defer cancel()
 	mock := filepath.Join(t.TempDir(), "mockupstream")
 	if out, err := exec.Command("go", "build", "-C", "../../conformance/mockupstream", "-o", mock, ".").CombinedOutput(); err != nil {

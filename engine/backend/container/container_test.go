@@ -464,7 +464,7 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 		return out != ""
 	}
 	var dead string
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(gate.Scaled(60 * time.Second))
 	for dead == "" || !running(live, dead) || !running(live, live.Owner()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server's and the live owner's containers did not start (server owner %q): %s", dead, podman(t, live, "ps", "-a", "--format", "{{.Names}} {{.Status}} {{.Labels}}"))
