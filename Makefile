@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: help build run test integration conformance test-all check cross fuzz bench soak clean sandbox-image
+.PHONY: help build run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -16,9 +16,11 @@ LDFLAGS := -X main.Version=$(VERSION)
 #                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
-FAST_PKGS   := . ./binding ./budget ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/userns ./mcpserver ./outputs ./outputs/pgblob ./upstream ./telemetry ./metrics
+FAST_PKGS   := . ./binding ./budget ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/gate ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/userns ./mcpserver ./outputs ./outputs/pgblob ./upstream ./telemetry ./metrics
 INTEG_PKGS  := ./engine/backend/... ./engine/bootstrap ./internal/launch ./cmd/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
+# The race detector needs cgo, so a C compiler: `make test RACE=` runs the fast layer without.
+RACE                ?= -race
 TEST_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 25m
 CONFORMANCE_TIMEOUT ?= 20m
@@ -55,18 +57,32 @@ run:
 # Kubernetes manifests, strict-decoded and cross-checked.
 K8STEST := deploy/k8stest
 
-test:
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(FAST_PKGS)
-	cd $(K8STEST) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+# all-of runs every command it is given (each a quoted string), whatever failed before it,
+# then fails naming those that failed: one failing package or module hides no other's result.
+define all-of
+@failed=""; for c in $(1); do echo "$$c"; (eval "$$c") || failed="$$failed  $$c\n"; done; \
+	if [ -n "$$failed" ]; then printf "make $@: these failed:\n%b" "$$failed" >&2; exit 1; fi
+endef
 
-integration:
-	$(GO) test -race -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEG_PKGS)
+# The race detector's C compiler is checked first, so its absence is said, not a cgo error.
+race-cc:
+	@if [ -n "$(RACE)" ] && ! command -v "$$($(GO) env CC)" >/dev/null 2>&1; then \
+	  echo "the race detector needs a C compiler ($$($(GO) env CC) is not installed): apt-get install gcc, or run make $(MAKECMDGOALS) RACE=" >&2; exit 1; fi
+
+test: race-cc
+	$(call all-of,"$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) $(FAST_PKGS)" \
+		"cd $(K8STEST) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...")
+
+integration: race-cc
+	$(GO) test $(RACE) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEG_PKGS)
 
 conformance:
-	@for m in $(NESTED); do (cd $$m && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; done
-	$(GO) test -count=1 -timeout $(CONFORMANCE_TIMEOUT) ./conformance/...
+	$(call all-of,$(foreach m,$(NESTED),"cd $(m) && $(GO) vet ./... && $(GO) test -count=1 ./...") \
+		"$(GO) test -count=1 -timeout $(CONFORMANCE_TIMEOUT) ./conformance/...")
 
-test-all: test integration conformance
+# Every layer runs, whatever an earlier one did; the target fails if any did.
+test-all:
+	$(call all-of,"$(MAKE) test" "$(MAKE) integration" "$(MAKE) conformance")
 
 # Both other platforms must keep building: the local backends are Linux's, the rest is not.
 # Each is built (the binary, then every package) and vetted.

@@ -128,7 +128,7 @@ var allowed = []rule{
 	{"budget/postgres", []string{"budget", "budget/internal/lazy", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the run ledger on PostgreSQL (pgx, through what internal/pgdb shares)"},
 	{"budget/internal/lazy", nil, "the waiting both ledgers share for records that may lag"},
-	{"budget/ledgertest", []string{"budget", "failure", "github.com/google/go-cmp"}, "the contract every run ledger passes"},
+	{"budget/ledgertest", []string{"budget", "failure", "internal/gate", "github.com/google/go-cmp"}, "the contract every run ledger passes (its waits stretched by internal/gate's load scale)"},
 	{"internal/pgdb", []string{"github.com/jackc/pgx"},
 		"what the PostgreSQL stores share: a pool opened without leaking the DSN, migrations under an advisory lock"},
 	{"internal/pgdb/pgtest", []string{"internal/gate", "github.com/jackc/pgx"}, "the tests' helper that gives each test a schema of its own"},
@@ -690,7 +690,7 @@ var (
 	fileReads = []string{"ReadFile", "Open", "OpenFile", "ReadDir", "DirFS", "OpenRoot", "OpenInRoot"}
 
 	envReaders = map[string]string{
-		"internal/gate":            "the test gate reads MCP_SANDBOX_REQUIRE, and re-executes a test binary with its own environment",
+		"internal/gate":            "the test gate reads MCP_SANDBOX_REQUIRE and MCP_SANDBOX_TEST_SCALE, and re-executes a test binary with its own environment",
 		"internal/launch":          "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
 		"upstream":                 "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
 		"internal/pgdb/pgtest":     "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -128,7 +129,7 @@ func TestApprovalStep(t *testing.T) {
 			start := time.Now()
 			r := callOf(t, x, "up__wipe", `{"s":"all"}`)
 			x.Wait()
-			if took := time.Since(start); took > 10*time.Second {
+			if took := time.Since(start); took > gate.Scaled(10*time.Second) {
 				t.Errorf("the call took %v", took)
 			}
 			if r.Kind != tc.kind || !strings.Contains(r.Message, tc.inText) {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -89,7 +90,7 @@ func (f *fixture) calls(name string) int {
 
 func (f *fixture) turn(t *testing.T) *upstream.Turn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	cat := f.pool.Catalogue(ctx)
 	if len(cat.Problems()) > 0 {
@@ -100,7 +101,7 @@ func (f *fixture) turn(t *testing.T) *upstream.Turn {
 
 func callOf(t *testing.T, x *Execution, name, args string) wire.Answer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	return x.CallTool(ctx, name, json.RawMessage(args))
 }

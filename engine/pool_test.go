@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // poolBackend starts echoChildren: each says hello at once and answers run with its own
@@ -138,10 +140,10 @@ func poolRunner(t *testing.T, b Backend, w WarmPolicy) *Runner {
 // eventually waits (bounded) for cond: pools fill in the background.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(gate.Scaled(10 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
+			t.Fatalf("%s: not within %v", what, gate.Scaled(10*time.Second))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

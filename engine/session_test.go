@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // The protocol loop (session.drive) tested without Python: a fake child over a pipe replays
@@ -74,12 +75,15 @@ func runTranscript(t *testing.T, file string) {
 	if o.WallSeconds == 0 {
 		o.WallSeconds = 5
 	}
+	// A busy machine takes longer to reach the program: the wall clock stretches with it, and
+	// the result still reads as the transcript's.
+	wall := o.WallSeconds * gate.Scale()
 	script := strings.Split(strings.TrimRight(a.section("script"), "\n"), "\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tools := &fakeTools{gate: make(chan struct{})}
 	b := &fakeBackend{script: script, cancel: cancel, tools: tools}
-	opts := RunnerOptions{Ceiling: Limits{CPUSeconds: 10, WallSeconds: o.WallSeconds, MemoryBytes: 512 << 20,
+	opts := RunnerOptions{Ceiling: Limits{CPUSeconds: 10, WallSeconds: wall, MemoryBytes: 512 << 20,
 		FileSizeBytes: 10 << 20, ProcessCount: 64}, StateDir: t.TempDir(), Isolation: o.Isolation}
 	if o.HelloMS > 0 {
 		opts.HelloTimeout = time.Duration(o.HelloMS) * time.Millisecond
@@ -92,7 +96,7 @@ func runTranscript(t *testing.T, file string) {
 	res := r.Run(ctx, Execution{Program: "return 42", Tools: tools,
 		ToolNames: []string{"docs__list-repos", "fast", "slow"}, Aliases: []string{"fast", "slow"}})
 	got := b.child.transcript()
-	outcome := resultSection(res)
+	outcome := strings.ReplaceAll(resultSection(res), fmt.Sprintf("wall_seconds=%g", wall), fmt.Sprintf("wall_seconds=%g", o.WallSeconds))
 	if *update {
 		if a.section("result") == "" {
 			a.files = append(a.files, archiveFile{name: "result"})
@@ -271,7 +275,7 @@ func (c *fakeChild) play(b *fakeBackend) {
 	}
 	select {
 	case <-c.killed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(gate.Scaled(10 * time.Second)):
 	}
 	c.exit(Exit{Code: -1, Signal: "killed"})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // TestQuotasExecutions: slots are taken from the tenant, then the server; a waiter gets the
@@ -28,7 +29,7 @@ func TestQuotasExecutions(t *testing.T) {
 		}
 		got <- r
 	}()
-	if !waitUntil(10*time.Second, func() bool { return q.Load("a") == Load{Running: 1, Queued: 1} }) {
+	if !waitUntil(gate.Scaled(10*time.Second), func() bool { return q.Load("a") == Load{Running: 1, Queued: 1} }) {
 		t.Fatalf("load of a = %+v, want one running and one queued", q.Load("a"))
 	}
 	releaseX, fail := q.startExecution(ctx, "x")

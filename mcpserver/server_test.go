@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -368,7 +369,7 @@ func TestHTTPBodyLimitStreamed(t *testing.T) {
 	defer srv.Close()
 	body := &endless{}
 	prefix := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"`)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(10*time.Second))
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp", io.MultiReader(prefix, io.LimitReader(body, 256<<20)))
 	req.Header.Set("Content-Type", "application/json")
@@ -399,7 +400,7 @@ func TestRenderTextPreviewsALargeValue(t *testing.T) {
 func drainAtCleanup(t *testing.T) *Drain {
 	d := NewDrain()
 	t.Cleanup(func() {
-		if !d.Close(5 * time.Second) {
+		if !d.Close(gate.Scaled(5 * time.Second)) {
 			t.Error("the drain's sessions did not close")
 		}
 	})

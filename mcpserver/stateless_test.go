@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -62,7 +63,7 @@ func replicas(t *testing.T, n int, a Agent, led budget.Ledger) (*roundRobin, str
 
 func connectHTTP(t *testing.T, endpoint string, rt http.RoundTripper, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(10*time.Second))
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, opts).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1},
@@ -199,13 +200,13 @@ func TestStatelessProgressAndCancel(t *testing.T) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunCode, Arguments: map[string]any{"code": "x"}, Meta: mcp.Meta{"progressToken": "p"}})
 		done <- err
 	}()
-	if !waitUntil(10*time.Second, func() bool { return got.Load() >= 2 }) {
+	if !waitUntil(gate.Scaled(10*time.Second), func() bool { return got.Load() >= 2 }) {
 		t.Fatalf("%d progress notifications in the sessionless revision, want several", got.Load())
 	}
 	cancel()
 	select {
 	case <-cancelled:
-	case <-time.After(10 * time.Second):
+	case <-time.After(gate.Scaled(10 * time.Second)):
 		t.Fatal("the program was not cancelled when the client gave up its request")
 	}
 	if err := <-done; err == nil {

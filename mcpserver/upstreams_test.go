@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -113,7 +114,7 @@ func TestExposedUpstreamTools(t *testing.T) {
 	}
 
 	mcp.AddTool(f.srv, &mcp.Tool{Name: "late", Description: "Added later."}, echoTool)
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(gate.Scaled(10 * time.Second))
 	for {
 		select {
 		case <-changed:

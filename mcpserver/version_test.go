@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -41,7 +42,7 @@ func TestDrainCloseRecordsRunEnds(t *testing.T) {
 		t.Fatalf("run_code: %s", testkit.Text(res))
 	}
 	d.Stop()
-	if !d.Wait(5*time.Second) || !d.Close(5*time.Second) {
+	if !d.Wait(gate.Scaled(5*time.Second)) || !d.Close(gate.Scaled(5*time.Second)) {
 		t.Fatal("the drain did not end")
 	}
 	var open int

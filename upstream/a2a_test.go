@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -368,7 +369,7 @@ func TestA2AOpenTask(t *testing.T) {
 	start := time.Now()
 	r := call(t, turn, "peer__stock", `{"text":"A"}`)
 	wantKind(t, r, failure.Timeout)
-	if !r.Called || time.Since(start) > 5*time.Second {
+	if !r.Called || time.Since(start) > gate.Scaled(5*time.Second) {
 		t.Errorf("reply %+v after %v", r, time.Since(start))
 	}
 	cancels := f.calls("tasks/cancel")

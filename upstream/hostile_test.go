@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -93,7 +94,7 @@ func hostilePool(t *testing.T, h *hostileUpstream) (*Pool, *testkit.Log) {
 	t.Cleanup(ts.Close)
 	logs := &testkit.Log{}
 	p, err := NewPool(&PoolOptions{
-		Servers: []Server{{Name: "evil", URL: ts.URL, CallTimeout: 20 * time.Second}},
+		Servers: []Server{{Name: "evil", URL: ts.URL, CallTimeout: gate.Scaled(20 * time.Second)}},
 		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -206,7 +207,7 @@ func TestSchemaValidationBounded(t *testing.T) {
 		if !strings.Contains(r.Message, "not checked") {
 			t.Errorf("%s: %s", c.name, r.Message)
 		}
-		if el := time.Since(start); el > 10*time.Second {
+		if el := time.Since(start); el > gate.Scaled(10*time.Second) {
 			t.Errorf("%s: refused after %v", c.name, el)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -72,7 +73,7 @@ func newFixture(t *testing.T, tweak func(*Server)) *fixture {
 
 func (f *fixture) turn(t *testing.T, deny, approval []string, bindings *[]string) *Turn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	cat := f.pool.Catalogue(ctx)
 	if len(cat.Problems()) > 0 {
@@ -107,7 +108,7 @@ type reply struct {
 
 func call(t *testing.T, turn *Turn, name, args string) reply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	return callCtx(ctx, turn, name, json.RawMessage(args))
 }
@@ -431,10 +432,10 @@ func TestListChanged(t *testing.T) {
 		if s != "docs" {
 			t.Errorf("OnToolsChanged(%q)", s)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(gate.Scaled(10 * time.Second)):
 		t.Fatal("no tools/list_changed")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(gate.Scaled(10 * time.Second))
 	for {
 		next := f.turn(t, nil, nil, nil)
 		if r := call(t, next, "docs__fresh", ""); r.Kind == "" {
@@ -481,7 +482,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	turn := f.turn(t, nil, nil, nil)
 	start := time.Now()
 	wantKind(t, call(t, turn, "docs__slow", `{"seconds":5}`), failure.Timeout)
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > gate.Scaled(2*time.Second) {
 		t.Errorf("timeout took %v", d)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -550,7 +551,7 @@ func TestCloseIsBounded(t *testing.T) {
 	start := time.Now()
 	f.pool.Close()
 	f.pool.Close()
-	if d := time.Since(start); d > 8*time.Second {
+	if d := time.Since(start); d > gate.Scaled(8*time.Second) {
 		t.Errorf("Close took %v", d)
 	}
 	wantKind(t, call(t, turn, "docs__2fa", ""), failure.UpstreamError)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // RunLedgerContract is the behaviour every Ledger implementation must show. newLedger returns
@@ -481,7 +482,7 @@ func contractWatch(t *testing.T, dead budget.Ledger, reopen func(t *testing.T, l
 		if len(lost) != 1 || lost[0].ID != "inflight" || lost[0].Status != budget.Unknown {
 			t.Errorf("reported %+v; want the in-flight call", lost)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(gate.Scaled(30 * time.Second)):
 		t.Fatal("the call of an owner that died was never recovered")
 	}
 	time.Sleep(100 * time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 )
@@ -188,7 +189,7 @@ func TestRecoverAfterKill(t *testing.T) {
 			t.Fatalf("recovered %+v", lost)
 		}
 		t.Logf("recorded unknown %v after the kill (lease %v)", took.Round(time.Millisecond), ttl)
-	case <-time.After(30 * time.Second):
+	case <-time.After(gate.Scaled(30 * time.Second)):
 		t.Fatal("the killed owner's call was never recovered")
 	}
 	var leases int

@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 func openLedger(t *testing.T, dir string) *Ledger {
@@ -75,7 +76,7 @@ func TestWriteWaitHonoursContext(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("write = %v, want a deadline error", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(gate.Scaled(5 * time.Second)):
 		t.Fatal("write ignored its context while waiting for the write lock")
 	}
 	<-l.batch.wmu

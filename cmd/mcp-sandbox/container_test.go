@@ -70,7 +70,7 @@ func TestContainerRunServeDoctor(t *testing.T) {
 	allEnforced(t, ran.Guarantees)
 
 	cs := connectStdio(t, []string{"--config", cfg}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(60*time.Second))
 	defer cancel()
 	res, r := runCode(t, ctx, cs, "6*7", nil)
 	if res.IsError || string(r.Value) != "42" {

@@ -31,6 +31,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		Identity string `json:"identity,omitempty"`
 	}
 	euid, _ := hostUser()
+	endPause := watchPause() // no probe leaves rootless podman's pause process running
 	var reports []profileReport
 	ready := true
 	detected := detectLocal(configs.Profile{})
@@ -61,6 +62,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		ready = ready && d.Ready
 		reports = append(reports, profileReport{name, level, d, identityNote(euid, d, hostIdentityAdvice(p))})
 	}
+	pauseNote := endPause()
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
 	quotas := quotaReportOf(cfg)
@@ -95,6 +97,10 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		}
 		fmt.Fprintln(stdout)
 		quotas.write(stdout)
+		if pauseNote != "" {
+			fmt.Fprintln(stdout)
+			fmt.Fprintln(stdout, "note: "+pauseNote)
+		}
 	}
 	if !ready {
 		return exitFailure, nil

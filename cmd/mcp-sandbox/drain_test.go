@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -20,7 +21,7 @@ func TestServeShutdownDrains(t *testing.T) {
 	cmd := exec.Command(testkit.Binary(t), "serve")
 	log := testkit.NewLog(t, "server")
 	cmd.Stderr = log
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "drain-test", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -43,7 +44,7 @@ func TestServeShutdownDrains(t *testing.T) {
 	go func() { exited <- cs.Wait() }()
 	select {
 	case <-exited:
-	case <-time.After(15 * time.Second):
+	case <-time.After(gate.Scaled(15 * time.Second)):
 		t.Fatal("serve did not exit within 15 s of SIGTERM")
 	}
 	t.Logf("serve closed the session %v after SIGTERM", time.Since(start))

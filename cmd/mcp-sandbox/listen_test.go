@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -61,7 +62,7 @@ func TestServeHTTPConnectionsBounded(t *testing.T) {
 	wantCapped(t, base, 6)
 
 	// A run_code streaming progress for three times the timeout completes.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	var progress atomic.Int32
 	client := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "0"}, &mcp.ClientOptions{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -34,6 +35,19 @@ func newBwrap(ctx context.Context, p configs.Profile, cacheDir string) (engine.B
 
 func newContainer(ctx context.Context, p configs.Profile) (engine.Backend, error) {
 	return container.New(ctx, containerOptions(p))
+}
+
+// watchPause watches for the pause process rootless podman starts at its first command (the
+// container backend's probes run podman); the function it returns ends the one the probes
+// started, and says why one stays when another podman process of the user uses it.
+func watchPause() func() string {
+	w := container.WatchPause()
+	return func() string {
+		if _, kept := w.End(); len(kept) > 0 {
+			return fmt.Sprintf("podman's pause process (pid %d), started by the container backend's probe, stays: another podman process of this user joined it", kept[0])
+		}
+		return ""
+	}
 }
 
 // detectContainer is the container backend as profile p would find it: a runtime that

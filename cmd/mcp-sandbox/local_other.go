@@ -42,3 +42,5 @@ func newContainer(context.Context, configs.Profile) (engine.Backend, error)     
 func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
 	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
 }
+
+func watchPause() func() string { return func() string { return "" } }

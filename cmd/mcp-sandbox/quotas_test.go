@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -67,7 +68,7 @@ func startQuotaServer(t *testing.T, server string) (base, metricsURL string) {
 	}, "--metrics-listen", "localhost:0", "--metrics-tenant-labels")
 	select {
 	case metricsURL = <-metricsAt:
-	case <-time.After(10 * time.Second):
+	case <-time.After(gate.Scaled(10 * time.Second)):
 		t.Fatal("the server did not say where its metrics are")
 	}
 	return base, metricsURL
@@ -126,7 +127,7 @@ func callRunCode(ctx context.Context, cs *mcp.ClientSession, code string, progre
 // go-sdk client's revision: each call a request of its own) and returns the answers in order.
 func runAll(t *testing.T, base, tenant string, codes ...string) []quotaResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(120*time.Second))
 	defer cancel()
 	sessions := make([]*mcp.ClientSession, len(codes))
 	for i := range codes {
@@ -276,7 +277,7 @@ func TestServeQuotaSessions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a 2026-07-28 client beside one session: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(60*time.Second))
 	defer cancel()
 	inFlight := make(chan error, 1)
 	go func() {
@@ -330,7 +331,7 @@ func TestServeQuotaSessions(t *testing.T) {
 // no retries, so a refusal is seen as it is; the session is closed when t ends.
 func connectHTTP(t *testing.T, endpoint string, rt http.RoundTripper, revision string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "quota-test", Version: "0"}, opts).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1},
@@ -370,7 +371,7 @@ func TestServeQuotaStoredBytes(t *testing.T) {
 				blobs = "blobs: {postgres: {dsn: {env: MCPS_TEST_BLOB_DSN}}}"
 			}
 			cfg := testkit.WriteConfig(t, fmt.Sprintf(storedConfig, t.TempDir(), blobs))
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(90*time.Second))
 			defer cancel()
 			type attachment struct{ Name, Handle, Location, Reason string }
 			run := func(cs *mcp.ClientSession) (bool, *struct{ Kind, Message string }, attachment) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -60,7 +61,7 @@ func TestServeIsolationRefusalIsAResult(t *testing.T) {
 	os.Chmod(dir, 0o777)
 	marker := filepath.Join(dir, "marker")
 	base := startHTTPEnv(t, cfg, noKernelBoundary)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "refuse-test", Version: "0"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/strong"}, nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -151,7 +152,7 @@ func TestSandboxServiceServesAndDrains(t *testing.T) {
 		if err != nil {
 			t.Errorf("exit: %v", err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(gate.Scaled(15 * time.Second)):
 		t.Fatal("the service did not exit within 15 s of SIGTERM")
 	}
 	t.Logf("exited %s after SIGTERM", time.Since(start).Round(time.Millisecond))

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -53,7 +54,7 @@ func connectStdio(t *testing.T, args []string, opts *mcp.ClientOptions) *mcp.Cli
 // connectStdioLog also returns the server's stderr as it accumulates.
 func connectStdioLog(t *testing.T, args []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *testkit.Log) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
 	cmd := exec.Command(testkit.Binary(t), append([]string{"serve"}, args...)...)
 	log := testkit.NewLog(t, "server")
@@ -128,7 +129,7 @@ func TestServeStdioRunCode(t *testing.T) {
 	if v := cs.InitializeResult().Instructions; !strings.Contains(v, "sha256:") {
 		t.Errorf("instructions do not report the agent version: %q", v)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
 	res, r := runCode(t, ctx, cs, "print('hi')\n6*7", nil)
 	if res.IsError || string(r.Value) != "42" || r.Stdout != "hi\n" {
@@ -150,7 +151,7 @@ func TestServeLimitsNarrow(t *testing.T) {
 	cfg := testkit.WriteConfig(t, testConfig)
 	for agent, want := range map[string]float64{"wide": 10, "narrow": 5} {
 		cs := connectStdio(t, []string{"--config", cfg, "--agent", agent}, nil)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 		res, r := runCode(t, ctx, cs, "1", nil)
 		cancel()
 		if res.IsError || r.Terms["wall_seconds"] != want {
@@ -161,7 +162,7 @@ func TestServeLimitsNarrow(t *testing.T) {
 
 func TestServeNetworkRefusal(t *testing.T) {
 	cs := connectStdio(t, []string{"--config", testkit.WriteConfig(t, testConfig), "--agent", "net"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
 	res, r := runCode(t, ctx, cs, "1", nil)
 	if !res.IsError || r.Failure == nil || r.Failure.Kind != "network_unavailable" || r.Failure.Executed {
@@ -234,7 +235,7 @@ func TestServeCancel(t *testing.T) {
 		if err == nil {
 			t.Fatal("a cancelled call returned no error")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(gate.Scaled(5 * time.Second)):
 		t.Fatal("the cancelled call did not return")
 	}
 	if !waitFor(time.Second, func() bool { return procsWith("sleep "+marker) == 0 }) {
@@ -245,7 +246,7 @@ func TestServeCancel(t *testing.T) {
 		t.Errorf("the server's record of the call does not say cancelled")
 	}
 	// The session keeps working after the cancel, and a new program runs.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel2()
 	if res, r := runCode(t, ctx2, cs, "7", nil); res.IsError || string(r.Value) != "7" {
 		t.Fatalf("run after cancel: %s", testkit.Text(res))
@@ -264,7 +265,7 @@ func TestServeProgress(t *testing.T) {
 			}
 		},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
 	res, _ := runCode(t, ctx, cs, "import time; time.sleep(3)", "tok-1")
 	if res.IsError {
@@ -359,7 +360,7 @@ func startHTTPWatching(t *testing.T, cfg string, env []string, onLine func(*exec
 			t.Fatal("server exited before listening")
 		}
 		return "http://" + a, cmd
-	case <-time.After(20 * time.Second):
+	case <-time.After(gate.Scaled(20 * time.Second)):
 		t.Fatal("server did not start")
 	}
 	return "", nil
@@ -414,7 +415,7 @@ func TestServeHTTP(t *testing.T) {
 	resp.Body.Close()
 
 	// Two tenants' concurrent sessions each see their own results.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, c := range []struct{ path, token string }{{"/mcp", "token-a"}, {"/mcp/bee", "token-b"}, {"/mcp", "token-a"}, {"/mcp/bee", "token-b"}} {
@@ -454,7 +455,7 @@ func TestServeHTTP(t *testing.T) {
 func TestServeHTTPTokenlessLoopback(t *testing.T) {
 	base := startHTTP(t, "")
 	client := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
 	if err != nil {
@@ -494,7 +495,7 @@ func TestServeHTTPRefusesOpenListener(t *testing.T) {
 // run_code is refused as excluded_builtin, and an unknown name is unavailable.
 func TestServeDefaultConfigBuiltins(t *testing.T) {
 	cs := connectStdio(t, nil, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	res, r := runCode(t, ctx, cs, `
 out = {}
@@ -549,7 +550,7 @@ func TestServeSIGHUPDuringStartup(t *testing.T) {
 	})
 	select {
 	case <-reloaded:
-	case <-time.After(20 * time.Second):
+	case <-time.After(gate.Scaled(20 * time.Second)):
 		t.Fatal("the SIGHUP sent during startup was never acted on")
 	}
 	resp, err := http.Get(base + "/healthz")

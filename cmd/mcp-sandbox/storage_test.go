@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -41,7 +42,7 @@ func TestServeStorageOnPostgres(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	t.Setenv("MCPS_TEST_DSN", dsn)
 	cfg := testkit.WriteConfig(t, pgConfig)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(60*time.Second))
 	defer cancel()
 
 	one, log := connectStdioLog(t, []string{"--config", cfg}, nil)
@@ -109,7 +110,7 @@ func TestServeRecoversAnotherReplicasCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone.Close() // its lease is given up; its call is still started
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(gate.Scaled(30 * time.Second))
 	for !strings.Contains(log.String(), "call=c_gone") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server never recorded the gone replica's call:\n%s", log)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
@@ -25,7 +26,7 @@ import (
 // two binding calls under it, an upstream call under each; and the mock upstream received in
 // its own _meta the trace id and the upstream call's span as parent.
 func TestTraceOfRunCode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(2*time.Minute))
 	defer cancel()
 	mock := testkit.MockUpstream(t)
 	cfg, err := configs.Load(testkit.WriteConfig(t, fmt.Sprintf(`

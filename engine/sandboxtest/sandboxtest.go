@@ -77,8 +77,8 @@ func (c *contract) runCtx(t *testing.T, ctx context.Context, program string, lim
 		t.Fatal("Run returned nil")
 	}
 	wall := res.Terms.WallSeconds
-	if el := time.Since(start).Seconds(); el > wall+5 {
-		t.Errorf("the execution took %.1fs, past its wall clock of %gs + 5s", el, wall)
+	if el, slack := time.Since(start).Seconds(), 5*gate.Scale(); el > wall+slack {
+		t.Errorf("the execution took %.1fs, past its wall clock of %gs + %.0fs", el, wall, slack)
 	}
 	return res
 }
@@ -590,6 +590,7 @@ func (c *contract) cancel(t *testing.T) {
 
 func within(t *testing.T, start time.Time, seconds float64) {
 	t.Helper()
+	seconds *= gate.Scale()
 	if el := time.Since(start).Seconds(); el > seconds {
 		t.Errorf("returned after %.2fs, want within %.1fs", el, seconds)
 	}

@@ -490,7 +490,7 @@ func (g *Parent) CPUSeconds() float64 {
 }
 
 // OOMKills counts the processes the memory limit killed: on v2 the parent's count, which
-// includes its subgroups'; on v1 what NoteOOM saw in the container's own cgroups.
+// includes its subgroups'; on v1 what NoteOOM saw in the parent and its subgroups.
 func (g *Parent) OOMKills() int64 {
 	g.NoteOOM()
 	g.mu.Lock()
@@ -499,22 +499,43 @@ func (g *Parent) OOMKills() int64 {
 }
 
 // NoteOOM records the OOM kills counted so far. Call it while the container's cgroups still
-// exist: when its interpreter exits, and before it is killed.
+// exist: when the channel ends, when its interpreter exits, and before it is killed.
+//
+// Only the parent has a limit, so every OOM kill below it is that limit's, the runtime
+// monitor's included (it is charged to the same limit, and a program that filled the memory
+// with files leaves the monitor, or the cleanup it starts, none). On v2 the parent's
+// memory.events counts its subgroups' kills; on v1 each kill is counted only in the victim's
+// own cgroup (memory.oom_control's oom_kill), so the parent and every subgroup are summed.
 func (g *Parent) NoteOOM() {
 	var n int64
 	if g.v2 {
 		n = Field(filepath.Join(g.mem, "memory.events"), "oom_kill")
 	} else {
-		entries, _ := os.ReadDir(g.mem)
-		for _, e := range entries {
-			if e.IsDir() && e.Name() != g.monitor {
-				n += Field(filepath.Join(g.mem, e.Name(), "memory.oom_control"), "oom_kill")
-			}
-		}
+		n = oomKillsV1(g.mem)
 	}
 	g.mu.Lock()
 	g.seenOOM = max(g.seenOOM, n)
 	g.mu.Unlock()
+}
+
+// oomKillsV1 sums memory.oom_control's oom_kill over dir and its subgroups, to a small depth
+// (the runtime nests the container and its monitor one level down).
+func oomKillsV1(dir string) int64 {
+	var walk func(dir string, depth int) int64
+	walk = func(dir string, depth int) int64 {
+		n := Field(filepath.Join(dir, "memory.oom_control"), "oom_kill")
+		if depth == 0 {
+			return n
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() {
+				n += walk(filepath.Join(dir, e.Name()), depth-1)
+			}
+		}
+		return n
+	}
+	return walk(dir, 3)
 }
 
 // Remove kills what is left and removes the cgroup from every hierarchy (the runtime makes

@@ -5,7 +5,8 @@
 // hostile program that escaped a half-built sandbox cannot reach the rest of the machine;
 // and Hostile, which admits a test of such programs only there, or when the tests run as a
 // throwaway non-root uid made for them (ThrowawayUIDEnv), whose own processes are all an
-// escape could reach.
+// escape could reach. Scaled stretches a test's deadline by the machine's load per CPU, or
+// by MCP_SANDBOX_TEST_SCALE where CI sets more, so that tests hold on a busy machine.
 //
 // It imports the standard library and x/sys. It is for tests and the init paths of test
 // binaries only.

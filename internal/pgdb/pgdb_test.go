@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // TestOpenErrorsKeepTheDSNSecret: neither a DSN that does not parse nor a server that does not
@@ -19,7 +21,7 @@ func TestOpenErrorsKeepTheDSNSecret(t *testing.T) {
 		{"unreachable pairs", "host=127.0.0.1 port=1 user=u password=" + secret + " sslmode=disable connect_timeout=2", "cannot connect"},
 	}
 	for _, tc := range tests {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(10*time.Second))
 		pool, err := Open(ctx, tc.dsn)
 		cancel()
 		if err == nil {

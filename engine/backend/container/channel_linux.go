@@ -255,6 +255,24 @@ func (c *channel) awaitPeerExit(stop <-chan struct{}) bool {
 	}
 }
 
+// awaitPeerExitFor waits up to d for the process that connected to be exiting (peerExited),
+// returning early when stop reports true; it reports whether the peer is exiting.
+func (c *channel) awaitPeerExitFor(d time.Duration, stop func() bool) bool {
+	if c.peer() <= 0 {
+		return false // not visible from here: nothing to wait for
+	}
+	deadline := time.Now().Add(d)
+	for {
+		if c.peerExited() {
+			return true
+		}
+		if stop() || !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // peerExited reports whether the process that connected has exited or is exiting. A dying
 // process frees its memory before it closes its files, and is reported exited (its pidfd
 // readable) only after both: so when the channel ends, a peer whose memory is gone is on its

@@ -45,7 +45,7 @@ func newChannel(t *testing.T, dir string) (ch *channel, path, token string) {
 // the host closed with bytes of ours unread.
 func dropped(t *testing.T, c net.Conn) bool {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(gate.Scaled(2 * time.Second)))
 	n, err := c.Read(make([]byte, 1))
 	var ne net.Error
 	return n == 0 && err != nil && !(errors.As(err, &ne) && ne.Timeout())

@@ -24,6 +24,10 @@ const (
 	runtimeKillAfter = 500 * time.Millisecond
 	// exitBound bounds the wait, in Close, for the CLI to return once the container is killed.
 	exitBound = 10 * time.Second
+	// peerExitGrace bounds how long the end of the channel waits for the interpreter that
+	// connected to be seen exiting: the channel closes as it exits, a moment before its exit
+	// is visible from here on a busy host.
+	peerExitGrace = 500 * time.Millisecond
 )
 
 // child is one container: the `run` CLI process the host waits for, the channel, and what
@@ -39,8 +43,13 @@ type child struct {
 	facts     engine.Facts
 	release   func() // the identity lease
 
-	waited chan struct{}
-	exit   engine.Exit
+	waited  chan struct{} // closed once the CLI is reaped; cliExit is then set
+	cliExit engine.Exit   // how the CLI said the container ended
+	// exited is closed once exit is known: from the CLI, or, when the memory limit's OOM
+	// killer ended the container, from the kernel's count without waiting for the CLI.
+	exited   chan struct{}
+	exitOnce sync.Once
+	exit     engine.Exit
 
 	cpuLimit  uint64         // RLIMIT_CPU's hard limit in the container
 	killed    atomic.Bool    // Kill was called
@@ -53,7 +62,7 @@ type child struct {
 
 // start runs the CLI, hands it the token on stdin, and begins waiting for it.
 func (c *child) start(args []string, env []string, token string, stdout, stderr io.Writer) error {
-	c.waited = make(chan struct{})
+	c.waited, c.exited = make(chan struct{}), make(chan struct{})
 	c.cmd = exec.Command(c.b.rt.Path, args...)
 	c.cmd.Env = env
 	c.cmd.Stdout, c.cmd.Stderr = stdout, stderr
@@ -88,36 +97,49 @@ func (c *child) start(args []string, env []string, token string, stdout, stderr 
 
 // wait reaps the CLI and turns its status into the container's exit.
 func (c *child) wait() {
-	defer close(c.waited)
+	x := c.reap()
+	c.cliExit = x
+	close(c.waited)
+	c.settle(x)
+}
+
+// settle makes x the container's exit, unless an exit is known already.
+func (c *child) settle(x engine.Exit) {
+	c.exitOnce.Do(func() {
+		c.exit = x
+		close(c.exited)
+	})
+}
+
+func (c *child) reap() engine.Exit {
 	err := c.cmd.Wait()
 	c.ch.fail(errNoChild)
 	ps := c.cmd.ProcessState
 	if ps == nil {
-		c.exit = engine.Exit{Code: -1, Err: err}
-		return
+		return engine.Exit{Code: -1, Err: err}
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		// The CLI itself was killed: how the container ended is unknown.
-		c.exit = engine.Exit{Code: -1, Signal: ws.Signal().String()}
-		return
+		return engine.Exit{Code: -1, Signal: ws.Signal().String()}
 	}
-	c.exit = engine.Exit{Code: ps.ExitCode()}
+	x := engine.Exit{Code: ps.ExitCode()}
 	if c.cg != nil {
-		c.exit.CPUSeconds = c.cg.CPUSeconds()
+		x.CPUSeconds = c.cg.CPUSeconds()
 	}
-	switch code := c.exit.Code; {
+	switch code := x.Code; {
 	case code >= 125 && code <= 127 && !c.ch.connected():
 		// The runtime's own failures (125: the CLI, 126: the OCI runtime, 127: no such
 		// interpreter in the image) before the child spoke: the sandbox was never set up.
-		c.exit.Code = 125
+		x.Code = 125
 		c.explainSetupFailure()
 	case code > 128 && code < 128+65:
 		// The runtime reports a process killed by signal N as 128+N.
-		c.exit.Code, c.exit.Signal = -1, syscall.Signal(code-128).String()
-		if c.killedByCPULimit() {
-			c.exit.CPUSeconds = max(c.exit.CPUSeconds, float64(c.cpuLimit))
+		x.Code, x.Signal = -1, syscall.Signal(code-128).String()
+		if c.killedByCPULimit(x) {
+			x.CPUSeconds = max(x.CPUSeconds, float64(c.cpuLimit))
 		}
 	}
+	return x
 }
 
 // killedByCPULimit: the interpreter is pid 1 of the container's pid namespace, which no
@@ -126,8 +148,8 @@ func (c *child) wait() {
 // The kernel counts that limit in scheduler ticks, which on a busy host run well ahead of the
 // precise time the cgroup reports (1.6 s measured at a 2 s limit), so the CPU time reported
 // is at least the limit the kernel enforced.
-func (c *child) killedByCPULimit() bool {
-	return c.exit.Signal == syscall.SIGKILL.String() && c.cg != nil && !c.killed.Load() && c.cg.OOMKills() == 0
+func (c *child) killedByCPULimit(x engine.Exit) bool {
+	return x.Signal == syscall.SIGKILL.String() && c.cg != nil && !c.killed.Load() && c.cg.OOMKills() == 0
 }
 
 // explainSetupFailure adds, as the last line of stderr (the one a setup failure's message
@@ -145,7 +167,7 @@ func (c *child) Channel() io.ReadWriteCloser { return c.ch }
 func (c *child) Facts() engine.Facts         { return c.facts }
 
 func (c *child) Wait() engine.Exit {
-	<-c.waited
+	<-c.exited
 	return c.exit
 }
 
@@ -159,22 +181,35 @@ func (c *child) Workspace() string {
 	return fmt.Sprintf("/proc/%d/root%s", pid, c.workspace)
 }
 
-// settleExit runs when the channel ends: if the interpreter that connected has exited, the
-// end of the channel is reported only once the runtime has reported how it exited, which
-// takes a moment after the container dies (podman's monitor, then the removal). Otherwise a
-// Runner would take a child killed at its CPU limit for one that closed its channel and kept
-// running. An interpreter still alive closed its channel itself: that is reported at once.
+// settleExit runs when the channel ends, before the Runner sees that end. If the interpreter
+// that connected has exited (or does within peerExitGrace), the end of the channel is reported
+// only once its exit is known, which the runtime reports a moment after the container dies
+// (podman's monitor, then the removal). Otherwise a Runner would take a child killed at a
+// limit for one that closed its channel and kept running. An interpreter still alive closed
+// its channel itself: that is reported after the grace.
+//
+// The memory limit's OOM kills are read first, while the container's cgroups still exist:
+// when the kernel's OOM killer ended any process of the container, the exit is known at once
+// (killed, at the memory limit), without waiting for the runtime's report, which a runtime
+// whose monitor shared that limit, or a busy host, can delay past any bound.
 // With the interpreter gone the execution is over: the container's processes are killed and
 // its memory limit lifted, so that none is held exiting by a limit full of its own files.
 func (c *child) settleExit() {
-	if !c.ch.peerExited() {
+	oom := func() bool { return c.cg != nil && c.cg.OOMKills() > 0 }
+	exited := c.ch.awaitPeerExitFor(peerExitGrace, oom)
+	oomKilled := oom()
+	if !exited && !oomKilled {
 		return
 	}
 	if c.cg != nil {
 		c.cg.End()
 	}
+	if oomKilled {
+		c.settle(engine.Exit{Code: -1, Signal: syscall.SIGKILL.String(), CPUSeconds: c.cg.CPUSeconds()})
+		return
+	}
 	select {
-	case <-c.waited:
+	case <-c.exited:
 	case <-time.After(exitBound):
 	}
 }
@@ -221,7 +256,7 @@ func (c *child) Close() engine.TreeUsage {
 			c.killer.Wait()
 			c.watch.Wait()
 			// `run --rm` removed the container unless the CLI was killed or failed itself.
-			if ps := c.cmd.ProcessState; ps == nil || !ps.Exited() || c.exit.Code == 125 {
+			if ps := c.cmd.ProcessState; ps == nil || !ps.Exited() || c.cliExit.Code == 125 {
 				ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 				_, _ = cli(ctx, c.b.rt.Path, append(rmArgs(c.b.rt), c.name)...)
 				cancel()

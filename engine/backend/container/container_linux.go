@@ -78,12 +78,21 @@ type Backend struct {
 
 	executions sync.WaitGroup // started children not yet closed
 	closeOnce  sync.Once
+	pause      *PauseWatch // podman's pause process, when New started it without root
 }
 
 // New finds the runtime, checks that the image is present (it is never pulled), sweeps what
 // dead owners left, and makes its owner directory. It starts no container. Its failures
 // are backend_unavailable and say what to install or run.
-func New(ctx context.Context, options *Options) (*Backend, error) {
+func New(ctx context.Context, options *Options) (b *Backend, err error) {
+	// Without root, podman's first command starts its pause process: a backend that fails
+	// here, or once closed, leaves none it started.
+	pause := WatchPause()
+	defer func() {
+		if err != nil {
+			pause.End()
+		}
+	}()
 	var opts Options
 	if options != nil {
 		opts = *options
@@ -121,7 +130,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the container backend's directory under %s failed: %v", opts.StateDir, err)
 	}
-	b := &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: cgroup.DetectLayout(cgroup.Root)}
+	b = &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: cgroup.DetectLayout(cgroup.Root), pause: pause}
 	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
 	b.userns = rt.Kind == "podman" && !rt.Rootless && !slices.Contains(opts.Disable, "userns")
 	for i, networkNone := range []bool{false, true} {
@@ -133,12 +142,13 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	return b, nil
 }
 
-// Close waits for the children still open to be closed, then removes the owner's directory.
-// It is idempotent.
+// Close waits for the children still open to be closed, then removes the owner's directory
+// and ends podman's pause process if this backend started it (PauseWatch). It is idempotent.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.executions.Wait()
 		os.RemoveAll(b.dir)
+		b.pause.End()
 	})
 	return nil
 }
@@ -274,8 +284,10 @@ type Detection struct {
 }
 
 // Detect reports whether the backend could run here with opts: a runtime that answers and
-// the image present. It starts nothing and creates nothing.
+// the image present. It starts nothing and creates nothing, and leaves no process behind (not
+// even rootless podman's pause process, unless another podman process of the user uses it).
 func Detect(ctx context.Context, options *Options) Detection {
+	defer WatchPause().End() // a probe leaves no pause process behind
 	var opts Options
 	if options != nil {
 		opts = *options

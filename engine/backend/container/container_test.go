@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,9 +31,17 @@ import (
 // killed (TestSweep): its value is the state directory.
 const helperEnv = "MCP_SANDBOX_CONTAINER_TEST_SERVER"
 
+// slowRuntimeEnv makes the test binary, run under the name podman, a runtime whose `run`
+// reports the container's end late (TestOOMKillGradedWhileTheRuntimeIsSlow): its value is
+// the real runtime's path.
+const slowRuntimeEnv = "MCP_SANDBOX_CONTAINER_TEST_SLOW_RUNTIME"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(serveUntilKilled(dir))
+	}
+	if real := os.Getenv(slowRuntimeEnv); real != "" && filepath.Base(os.Args[0]) == "podman" {
+		os.Exit(slowRuntime(real, os.Args[1:]))
 	}
 	gate.Main()
 	os.Exit(m.Run())
@@ -62,6 +71,33 @@ func serveUntilKilled(dir string) int {
 		}})
 	return 0
 }
+
+// slowRuntime runs the real runtime with args; a `run` returns its status only
+// slowRuntimeDelay after the runtime did, as a runtime whose monitor or removal is held up
+// would. One process: a kill of it leaves nothing behind.
+func slowRuntime(real string, args []string) int {
+	if !slices.Contains(args, "run") {
+		err := syscall.Exec(real, append([]string{real}, args...), os.Environ())
+		fmt.Fprintln(os.Stderr, err)
+		return 125
+	}
+	cmd := exec.Command(real, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	time.Sleep(slowRuntimeDelay)
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	case err != nil:
+		return 125
+	}
+	return 0
+}
+
+// slowRuntimeDelay is past the bound the backend ever waited for a runtime's report (10 s)
+// plus the moment a Runner gives an exit after the channel's end.
+const slowRuntimeDelay = 12 * time.Second
 
 // requireContainer skips (or fails, where MCP_SANDBOX_REQUIRE names "container") unless a
 // runtime answers and the default image is present: `make sandbox-image` builds it.
@@ -357,6 +393,43 @@ func TestNothingLeftAfterAResult(t *testing.T) {
 	}
 }
 
+// The memory limit's OOM kill is graded as memory_bytes however late the runtime reports the
+// container's end: the kernel's count says so before any protocol verdict. A runtime that
+// reports it later than any bound (its monitor charged to the same full memory limit, a busy
+// host) once made this a protocol_violation.
+func TestOOMKillGradedWhileTheRuntimeIsSlow(t *testing.T) {
+	gate.Require(t, "cgroup", os.Geteuid() == 0, "the OOM count is read from the execution's cgroup, which only root makes")
+	real, err := exec.LookPath("podman")
+	gate.Require(t, "container", err == nil, "the slow runtime wraps podman, which is not installed")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(t.TempDir(), "podman")
+	if err := os.Symlink(exe, slow); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(slowRuntimeEnv, real)
+	b := newBackend(t, container.Options{Runtime: slow, StateDir: t.TempDir()})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res := run(t, r, "i = 0\nwhile True:\n    with open('/dev/shm/f%d' % i, 'wb') as f:\n        f.write(b'x' * (4 << 20))\n    i += 1",
+		engine.Limits{MemoryBytes: 48 << 20})
+	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitMemory {
+		t.Fatalf("want memory_bytes exceeded by an OOM kill, got %+v (limit %v)", res.Failure, res.LimitHit)
+	}
+	// The late runtime was killed and the container removed all the same.
+	if ids := containersOf(t, b, b.Owner()); len(ids) > 0 {
+		t.Errorf("containers left: %v", ids)
+	}
+	if cg := cgroupsOf(b.Owner()); len(cg) > 0 {
+		t.Errorf("cgroups left: %v", cg)
+	}
+}
+
 // A server killed outright leaves its container running; the next backend removes it and its
 // cgroup, found by label and name wherever the dead server's directory went (a restarted
 // service's private /tmp is a new one), and its directory from the state directory, because
@@ -399,7 +472,7 @@ func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
 		return out != ""
 	}
 	var dead string
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(gate.Scaled(60 * time.Second))
 	for dead == "" || !running(live, dead) || !running(live, live.Owner()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server's and the live owner's containers did not start (server owner %q): %s", dead, podman(t, live, "ps", "-a", "--format", "{{.Names}} {{.Status}} {{.Labels}}"))

@@ -45,7 +45,7 @@ func serveOn(t testing.TB, h http.Handler) string {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(10*time.Second))
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			srv.Close()
@@ -72,7 +72,7 @@ func namespacesService(t *testing.T, ceiling engine.Limits) (url string, runner 
 		return "caller", tok == testToken
 	}})
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(10*time.Second))
 		defer cancel()
 		svc.Drain(ctx)
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // The hostile-stream suite: a fake service on loopback does one hostile thing each, and the
@@ -378,7 +379,7 @@ func TestHostileStreams(t *testing.T) {
 
 			sb.Close()
 			srv.Close()
-			for wait := time.Now().Add(3 * time.Second); runtime.NumGoroutine() > baseline; time.Sleep(10 * time.Millisecond) {
+			for wait := time.Now().Add(gate.Scaled(3 * time.Second)); runtime.NumGoroutine() > baseline; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(wait) {
 					buf := make([]byte, 1<<16)
 					t.Fatalf("%d goroutines, baseline %d:\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
