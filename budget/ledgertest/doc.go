@@ -5,5 +5,5 @@
 // recovery, once, of the calls of an owner that died, whoever survives it. KillChild and
 // CrashChild kill a real process that holds a started call.
 //
-// It imports budget, failure, go-cmp and the standard library, and is for tests only.
+// It imports budget, failure, internal/gate (its waits scale with load), go-cmp and the standard library, and is for tests only.
 package ledgertest
