@@ -51,6 +51,15 @@ func newFixture(t *testing.T) *fixture {
 	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "Echoes too."}, echo("add"))
 	mcp.AddTool(srv, &mcp.Tool{Name: "secret", Description: "Denied by policy."}, echo("secret"))
 	mcp.AddTool(srv, &mcp.Tool{Name: "wipe", Description: "Destructive.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, echo("wipe"))
+	// pay takes any keys beside its declared amount, to and pin (a writeOnly secret).
+	srv.AddTool(&mcp.Tool{Name: "pay", Description: "Pays.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"amount": map[string]any{"type": "number"}, "to": map[string]any{"type": "string"},
+			"pin": map[string]any{"type": "string", "writeOnly": true}}}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			f.count("pay")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid"}}}, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Sleeps."}, func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
 		n := f.inFlight.Add(1)
 		defer f.inFlight.Add(-1)

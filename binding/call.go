@@ -56,7 +56,8 @@ type Execution struct {
 	report telemetry.Reporter
 	slots  chan struct{} // one per call in flight
 	appr   *Approvals
-	tally  tally // the approval step's decisions
+	tally  tally  // the approval step's decisions
+	asking asking // its questions: one open at a time
 	// unaskedLogged counts the unasked decisions logged (approval.unaskedLogged).
 	unaskedLogged atomic.Int64
 
@@ -171,7 +172,7 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
 	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true,
-		unaskedLogged: &x.unaskedLogged})
+		asking: &x.asking, unaskedLogged: &x.unaskedLogged})
 	x.tally.add(d)
 	if fe != nil {
 		return outputs.Refused(fe)

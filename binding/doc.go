@@ -48,8 +48,16 @@
 //     sessionless revision) gets approval_required_in_program at once, recorded unasked
 //     (counted past the first few per tool: budget's "Refusals are counted", and logged
 //     one by one only for the execution's first loggedUnasked), with a message that says so
-//     and names no other tool. The person sees the model-facing name,
-//     the reasons and the arguments as redacted as a log line (upstream.Tool.RedactArguments).
+//     and names no other tool. The person sees the model-facing name, the reasons and every
+//     key path of the arguments with its value in full (upstream.Tool.ApprovalView: the
+//     schema's properties first, only schema-declared secrets hidden, and named with why);
+//     arguments that cannot be shown so (too deep, too large, a string under a secret-looking
+//     name) are refused unasked with the reason: a person is never asked an incomplete
+//     question. One question of an execution is open at a time (asking): the others wait
+//     their turn within their own approval wait, or are refused unasked when it lapses; after
+//     maxDeclinesInARow declines or dismissals of one tool in a row, its calls are refused
+//     (denied) unasked, so the ledger summarises them as it does unasked refusals. The log
+//     line shows the arguments redacted and cut (upstream.Tool.RedactArguments).
 //     Nothing is spent: a refused call never reaches admission, and an acceptance that cannot
 //     be recorded (or was recorded unknown after a restart) is not acted on.
 //  6. A call slot: at most Options.MaxConcurrentCalls calls of the execution in flight. The

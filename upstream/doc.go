@@ -40,7 +40,9 @@
 // (redact.go): URLs lose their userinfo, query and fragment (redactErr applies it to an
 // error's URL); a call's arguments (Tool.RedactArguments) also lose the values of
 // secret-looking keys and of properties the tool's schema marks writeOnly or format password,
-// long strings are cut, and the whole is bounded.
+// long strings are cut, and the whole is bounded. A person asked to approve a call sees more
+// (Tool.ApprovalView, approvalview.go): every key path with its value in full, only what the
+// schema declares secret hidden, or no view at all and the reason.
 //
 // # Calls
 //
