@@ -88,9 +88,15 @@
 //
 // # Connections
 //
-// Sessions are opened lazily, one per server per Pool. A session that ends (the process exits,
-// ErrConnectionClosed, ErrSessionMissing, EOF, an over-long frame: any failure that is not the
-// server's own JSON-RPC error answer) is dropped before the failed call returns; that call
+// Sessions are opened lazily, one per server per Pool. A stdio server's frames are read by
+// stdioconn.go, not the go-sdk's IOTransport: each at most its frame bound (8 MiB unless the
+// Server says otherwise; budgets never raise it), an answer over it read to its end, dropped
+// and refused with a message naming its size (upstream_error, its bytes metered as produced)
+// while the session goes on, large frames of every connection of the process bounded
+// together (largeFrames), and their buffers dropped and the heap returned to the system after
+// them. An HTTP server's bodies and events have the same bound. A session that ends (the
+// process exits, ErrConnectionClosed, ErrSessionMissing, EOF, an over-long frame whose id was
+// not seen: any failure that is not the server's own JSON-RPC error answer) is dropped before the failed call returns; that call
 // fails with upstream_error and is never replayed, and the next call reconnects (and the next
 // Catalogue re-lists that server). Every call has its own timeout. Close is bounded: calls in
 // flight are cancelled, stdin is closed, and the process group is killed after a grace period.
@@ -170,7 +176,7 @@
 // immutable snapshots. Every goroutine a Pool starts (session watchers, OnToolsChanged calls,
 // the closing of a server that failed to connect) is owned by the Pool and waited for by Close
 // (bounded by its grace period); a stdio server's stderr reader and waiter are owned by its
-// process and waited for when it is closed; an A2A call starts no goroutine of its own. The
+// process and waited for when it is closed, and its frame reader ends with its session; an A2A call starts no goroutine of its own. The
 // tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu before
 // peer.mu; conn.lock (a channel, so waiting honours the context) is never held while taking
 // Pool.mu.

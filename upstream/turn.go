@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -258,6 +259,13 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 		return Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name), Called: true}
 	case errors.Is(err, context.Canceled):
 		return Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name), Called: true}
+	case frameTooLarge(err) >= 0:
+		// Read and dropped at the transport (stdioconn.go): metered as produced, never kept.
+		n := frameTooLarge(err)
+		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream answer over the frame bound", "server", tool.Server, "tool", tool.Upstream, "bytes", n)
+		return Answer{Kind: failure.UpstreamError, Called: true, Size: int(n),
+			Message: fmt.Sprintf("the answer of %s was %d bytes, over the %d an answer from an upstream may be; it was refused (ask it for less: a page, a filter)",
+				tool.Name, n, t.cat.pool.conns[tool.Server].srv.maxFrame())}
 	default:
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
 		return Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name), Called: true}
@@ -335,4 +343,18 @@ func matchAny(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// frameTooLarge returns the size of the answer err stands for when it is the transport's
+// refusal of a frame over its bound (codeFrameTooLarge), else -1.
+func frameTooLarge(err error) int64 {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != codeFrameTooLarge {
+		return -1
+	}
+	var d struct {
+		Bytes int64 `json:"bytes"`
+	}
+	_ = json.Unmarshal(we.Data, &d)
+	return max(d.Bytes, 0)
 }

@@ -1,0 +1,88 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// TestStdioFrameBound: an answer over a stdio server's frame bound is read, dropped and
+// refused with a message naming the bound and its size; the connection goes on, and the next
+// call of the same server is answered.
+func TestStdioFrameBound(t *testing.T) {
+	f := newFixture(t, func(s *Server) { s.MaxFrameBytes = 2 << 20 })
+	turn := f.turn(t, nil, nil, nil)
+	tool, fe := turn.Lookup("docs__bytes")
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := turn.Invoke(ctx, tool, json.RawMessage(fmt.Sprintf(`{"n":%d}`, 3<<20)))
+	if a.Kind != failure.UpstreamError || !strings.Contains(a.Message, "over the 2097152 an answer from an upstream may be") ||
+		a.Size < 3<<20 || !a.Called {
+		t.Fatalf("an answer over the bound: %+v", a)
+	}
+	a = turn.Invoke(ctx, tool, json.RawMessage(`{"n":5}`))
+	if a.Kind != "" || !strings.Contains(string(a.Value), "xxxxx") {
+		t.Fatalf("the next call: %+v", a)
+	}
+	if n := f.count(t, "bytes"); n != 2 {
+		t.Errorf("the server ran bytes %d times, want 2 (one process, never restarted)", n)
+	}
+	// Just under the bound crosses whole.
+	if a := turn.Invoke(ctx, tool, json.RawMessage(fmt.Sprintf(`{"n":%d}`, 2<<20-4096))); a.Kind != "" {
+		t.Fatalf("an answer under the bound: %+v", a)
+	}
+}
+
+// TestIDScanner: the top-level id of a frame is found wherever it stands, never a nested one.
+func TestIDScanner(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":7,"result":{"x":"y"}}`, "7"},
+		{`{"result":{"id":99,"content":[{"id":"no"}]},"jsonrpc":"2.0","id":12}`, "12"},
+		{`{"result":"a \"id\":5, b","id":"s,1"}`, `"s,1"`},
+		{`{"result":["id",{"id":3}], "id" : 4 }`, "4"},
+		{`{"result":{"x":1}}`, ""},
+		{`{"id":"` + strings.Repeat("x", 200) + `","result":1}`, ""},
+	} {
+		var s idScanner
+		for i := 0; i < len(tc.in); i += 3 { // in pieces
+			s.feed([]byte(tc.in[i:min(i+3, len(tc.in))]))
+		}
+		if got := string(s.id()); got != tc.want {
+			t.Errorf("%s: id %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestLargeFramesBounded: the bytes of large frames held at once never pass the whole, and
+// a waiter goes when its connection closes.
+func TestLargeFramesBounded(t *testing.T) {
+	s := newByteSemaphore(10)
+	if !s.acquire(6, nil) {
+		t.Fatal("the first acquire failed")
+	}
+	done := make(chan struct{})
+	got := make(chan bool, 1)
+	go func() { got <- s.acquire(6, done) }()
+	select {
+	case <-got:
+		t.Fatal("12 of 10 bytes were held at once")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.release(6)
+	if !<-got {
+		t.Fatal("the waiter did not get its bytes once they were released")
+	}
+	closed := make(chan struct{})
+	close(closed)
+	if s.acquire(6, closed) {
+		t.Fatal("an acquire over the free bytes on a closed connection succeeded")
+	}
+}
