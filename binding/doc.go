@@ -68,7 +68,9 @@
 //     whatever follows. A ledger failure is upstream_error: the call was not made.
 //  8. The upstream call (Turn.Invoke): tool_error (the upstream said isError), upstream_error,
 //     timeout, cancelled; an upstream.Answer with the value and the bytes produced.
-//  9. Delivery: a value within the transfer allowance (budget.Ticket.Reserve) crosses whole.
+//  9. Delivery: a value nested deeper than maxResultDepth is invalid_result (a program's JSON
+//     decoder recurses, and one that died on it left the program waiting for its wall clock;
+//     upstream refuses one deeper than its decoder goes the same way). A value within the transfer allowance (budget.Ticket.Reserve) crosses whole.
 //     Over it, the value is kept in the blob store (a string as its text, anything else as
 //     indented JSON, so line windows can be narrower than the value), charged as preserved
 //     bytes and the handle's own bytes as transfer, recorded as this execution's, and the

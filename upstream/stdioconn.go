@@ -43,8 +43,15 @@ const smallFrame = 1 << 20
 const maxLargeFrameBytes = 4 * DefaultMaxFrameBytes
 
 // codeFrameTooLarge is the JSON-RPC error code of the answer that stands for a frame over its
-// bound (in the implementation-defined server error range).
-const codeFrameTooLarge = -32001
+// bound (in the implementation-defined server error range), codeFrameTooDeep for one nested
+// deeper than maxFrameDepth.
+const (
+	codeFrameTooLarge = -32001
+	codeFrameTooDeep  = -32002
+)
+
+// maxFrameDepth is how deep a frame may nest: the go-sdk's decoder refuses deeper ones.
+const maxFrameDepth = 1000
 
 // largeFrames is the process-wide share of large frames (see above).
 var largeFrames = newByteSemaphore(maxLargeFrameBytes)
@@ -124,6 +131,19 @@ func (c *stdioConn) read(br *bufio.Reader, limit int) {
 			buf = line
 			continue
 		}
+		if d := NestingDepth(line); d > maxFrameDepth {
+			// The go-sdk's decoder would refuse it and end the session: the call it answers
+			// is told instead, when its id can be read.
+			var s idScanner
+			s.feed(line)
+			if msg, ok := (&overFrame{bytes: int64(len(line)), id: s.id(), depth: d}).response(limit); ok {
+				buf = nil
+				if !c.deliver(frameOrErr{msg: msg}) {
+					return
+				}
+				continue
+			}
+		}
 		msg, derr := jsonrpc.DecodeMessage(line)
 		if cap(line) > smallFrame {
 			buf = nil // the decoded message holds its own copy; the grown buffer goes
@@ -140,10 +160,12 @@ func (c *stdioConn) read(br *bufio.Reader, limit int) {
 	}
 }
 
-// overFrame is a frame over its bound: its bytes, and its top-level id when one was seen.
+// overFrame is a frame over its bound (or, depth > 0, nested too deep): its bytes, and its
+// top-level id when one was seen.
 type overFrame struct {
 	bytes int64
 	id    json.RawMessage
+	depth int
 }
 
 func (o *overFrame) Error() string {
@@ -160,7 +182,12 @@ func (o *overFrame) response(limit int) (_ jsonrpc.Message, ok bool) {
 	if err != nil || !id.IsValid() {
 		return nil, false
 	}
-	data, _ := json.Marshal(map[string]int64{"bytes": o.bytes, "limit": int64(limit)})
+	data, _ := json.Marshal(map[string]int64{"bytes": o.bytes, "limit": int64(limit), "depth": int64(o.depth)})
+	if o.depth > 0 {
+		return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeFrameTooDeep,
+			Message: fmt.Sprintf("the answer nests %d levels deep, more than the %d a frame may", o.depth, maxFrameDepth),
+			Data:    data}}, true
+	}
 	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeFrameTooLarge,
 		Message: fmt.Sprintf("the answer was %d bytes, over the %d a frame from a stdio upstream may be", o.bytes, limit),
 		Data:    data}}, true
@@ -389,4 +416,31 @@ func releaseSoon() {
 		return
 	}
 	releaseTimer.Reset(releaseDelay)
+}
+
+// NestingDepth returns how deep the JSON text v nests its arrays and objects (0 for a
+// scalar), reading it once, without decoding it.
+func NestingDepth(v []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, b := range v {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return deepest
 }

@@ -3,10 +3,14 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -84,5 +88,43 @@ func TestLargeFramesBounded(t *testing.T) {
 	close(closed)
 	if s.acquire(6, closed) {
 		t.Fatal("an acquire over the free bytes on a closed connection succeeded")
+	}
+}
+
+// TestStdioConnRefusesFrames: over a stdio connection, a frame over its bound and one nested
+// past the decoder's depth each become an error answer to their own call, and the frames after
+// them are read as ever; the grown buffer is not kept.
+func TestStdioConnRefusesFrames(t *testing.T) {
+	deep := strings.Repeat("[", 1200) + strings.Repeat("]", 1200)
+	in := `{"jsonrpc":"2.0","result":{"content":"` + strings.Repeat("x", 5000) + `"},"id":1}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"result":{"structuredContent":` + deep + `}}` + "\n" +
+		"\n" +
+		`{"jsonrpc":"2.0","id":3,"result":{}}` + "\r\n"
+	c := newStdioConn(strings.NewReader(in), io.Discard, func() {}, 4096)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, want := range []struct {
+		id   int64
+		code int64
+	}{{1, codeFrameTooLarge}, {2, codeFrameTooDeep}, {3, 0}} {
+		msg, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("frame %d: %v", want.id, err)
+		}
+		r, ok := msg.(*jsonrpc.Response)
+		if !ok || r.ID.Raw() != want.id {
+			t.Fatalf("frame %d: %#v", want.id, msg)
+		}
+		var code int64
+		if we, ok := r.Error.(*jsonrpc.Error); ok {
+			code = we.Code
+		}
+		if code != want.code {
+			t.Errorf("frame %d: error %v, want code %d", want.id, r.Error, want.code)
+		}
+	}
+	if _, err := c.Read(ctx); !errors.Is(err, io.EOF) {
+		t.Errorf("after the last frame: %v, want EOF", err)
 	}
 }

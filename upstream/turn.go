@@ -259,6 +259,10 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 		return Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name), Called: true}
 	case errors.Is(err, context.Canceled):
 		return Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name), Called: true}
+	case tooDeep(err):
+		// The go-sdk's decoder goes 1,000 levels deep; a program's JSON decoder less deep still.
+		return Answer{Kind: failure.InvalidResult, Called: true, Size: int(max(frameTooLarge(err), 0)),
+			Message: fmt.Sprintf("the answer of %s nests deeper than the %d levels an answer may; it was not handed over", tool.Name, maxFrameDepth)}
 	case frameTooLarge(err) >= 0:
 		// Read and dropped at the transport (stdioconn.go): metered as produced, never kept.
 		n := frameTooLarge(err)
@@ -346,10 +350,10 @@ func matchAny(patterns []string, name string) bool {
 }
 
 // frameTooLarge returns the size of the answer err stands for when it is the transport's
-// refusal of a frame over its bound (codeFrameTooLarge), else -1.
+// refusal of a frame over its bound or too deep (codeFrameTooLarge, codeFrameTooDeep), else -1.
 func frameTooLarge(err error) int64 {
 	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != codeFrameTooLarge {
+	if !errors.As(err, &we) || (we.Code != codeFrameTooLarge && we.Code != codeFrameTooDeep) {
 		return -1
 	}
 	var d struct {
@@ -357,4 +361,15 @@ func frameTooLarge(err error) int64 {
 	}
 	_ = json.Unmarshal(we.Data, &d)
 	return max(d.Bytes, 0)
+}
+
+// tooDeep reports whether err says the answer nested too deep to decode: the stdio reader's
+// refusal (codeFrameTooDeep), or the go-sdk decoder's own over HTTP, which has no error value
+// to match (its package is internal), so its text is.
+func tooDeep(err error) bool {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == codeFrameTooDeep {
+		return true
+	}
+	return strings.Contains(err.Error(), "exceeded maximum nesting depth")
 }
