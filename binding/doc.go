@@ -79,7 +79,9 @@
 //     binding_result_not_paged.
 //  10. tool_call_finished (succeeded, failed, or aborted when cancelled; bytes produced,
 //     transferred, preserved; the handle as attachment) is written on its own goroutine while
-//     the Reply travels to the program. Execution.Wait waits for these before the execution's
+//     the Reply travels to the program; first, when the ledger's lease may have lapsed
+//     (budget.Meter.CallsSurelyOpen), and a call a survivor recorded unknown meanwhile has its
+//     result withheld (upstream_error saying so), its bytes charged all the same. Execution.Wait waits for these before the execution's
 //     meters are read and its end recorded.
 //  11. Handle reads: the child's `read {handle, offset, limit, pattern}` frames, and
 //     read_tool_output called inside the program, reach Execution.ReadHandle: only this

@@ -83,8 +83,12 @@
 //
 // A PostgreSQL owner that stalls past its lease (a long pause, a partition) may find that a
 // survivor has recorded its in-flight calls unknown: their FinishCall then returns
-// ErrAlreadyFinished (the unknown record stands, the call stays counted) and the owner takes a
-// new lease. A call is never started under a lease that has run out: StartCall holds a
+// ErrAlreadyFinished (the unknown record stands, the call stays counted), Ticket.Finish charges
+// the bytes that arrived to the Run and the execution all the same (Charge), and the owner
+// takes a new lease. Meter.CallsSurelyOpen says when that cannot have happened (no lease, or
+// one renewed recently enough by this process's clock: Postgres.LeaseHeldUntil); when it may
+// have, package binding writes tool_call_finished before it hands a result over, and withholds
+// the result of a call found recorded unknown. A call is never started under a lease that has run out: StartCall holds a
 // key-share lock on the owner's live lease row in the same statement that writes the call,
 // and Recover deletes an expired lease (waiting for those locks) before, in a later statement
 // of its transaction, it marks that owner's calls. Lease times are the database's clock, so
