@@ -420,27 +420,4 @@ func releaseSoon() {
 
 // NestingDepth returns how deep the JSON text v nests its arrays and objects (0 for a
 // scalar), reading it once, without decoding it.
-func NestingDepth(v []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
-	for _, b := range v {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case b == '}' || b == ']':
-			depth--
-		}
-	}
-	return deepest
-}
+func NestingDepth(v []byte) int { return jsonDepth(v) }
