@@ -465,7 +465,7 @@ func TestOneQuestionAtATime(t *testing.T) {
 }
 
 // TestQueuedQuestionsLapse: a call whose turn to ask does not come within its approval wait
-// is refused unasked, and says why.
+// (or comes with too little of it left) is refused unasked, and says why.
 func TestQueuedQuestionsLapse(t *testing.T) {
 	f := newFixture(t)
 	a := &asker{} // never answers
@@ -482,7 +482,10 @@ func TestQueuedQuestionsLapse(t *testing.T) {
 		msgs = append(msgs, r.Message)
 	}
 	if len(a.asked()) != 1 || !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "nobody answered") }) ||
-		!slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "another question of this program stayed open") }) {
+		!slices.ContainsFunc(msgs, func(m string) bool {
+			// The turn may come as the wait ends, with too little of it left to ask.
+			return strings.Contains(m, "another question of this program stayed open") || strings.Contains(m, "too little of the wait was left")
+		}) {
 		t.Errorf("asked %d; replies %q", len(a.asked()), msgs)
 	}
 }
