@@ -28,8 +28,17 @@ const (
 	minApprovalWait = time.Second
 )
 
-// maxShownArguments bounds the arguments a person is shown (and a log line holds).
+// maxShownArguments bounds the arguments a log line holds.
 const maxShownArguments = 2000
+
+// maxQuestionArguments bounds the arguments a question shows; arguments that take more to
+// show in full are not put to a person (upstream.Tool.ApprovalView).
+const maxQuestionArguments = 16 << 10
+
+// maxDeclinesInARow is how many calls of one tool a person may decline (or dismiss) in a row,
+// within one execution, before further calls of it are refused without asking: a program
+// looping on a call the person refuses does not keep asking.
+const maxDeclinesInARow = 3
 
 // Asker puts a question to the person at the MCP host: mcpserver's is elicitation/create on
 // the session that made the call.
@@ -46,7 +55,8 @@ type Asker interface {
 type Question struct {
 	// Tool is the model-facing name of the tenant's tool.
 	Tool string
-	// Arguments are the call's arguments, redacted and bounded (upstream.Tool.RedactArguments).
+	// Arguments are the call's arguments, every key path with its value in full, and the
+	// values not shown named with the reason (upstream.Tool.ApprovalView).
 	Arguments string
 	// Reasons say why approval is needed.
 	Reasons []string
@@ -65,7 +75,7 @@ func (q Question) Message() string {
 		who = "A program the assistant is running calls"
 	}
 	fmt.Fprintf(&b, "Approve one call of %s?\n%s %s, which needs your approval: %s.\n", q.Tool, who, q.Tool, strings.Join(q.Reasons, "; "))
-	fmt.Fprintf(&b, "Arguments: %s\n", q.Arguments)
+	fmt.Fprintf(&b, "Arguments, every one in full:\n%s", q.Arguments)
 	fmt.Fprintf(&b, "Accept to let this one call run; decline to refuse it. Without an answer within %s it is refused.", q.Wait.Round(time.Second))
 	return b.String()
 }
@@ -156,6 +166,67 @@ func (t *tally) counts() ApprovalCounts {
 	return t.c
 }
 
+// asking is one execution's questions: at most one open at a time (turn), and the declines
+// in a row per tool. The zero value is ready; a nil *asking (a direct call) queues nothing.
+type asking struct {
+	once sync.Once
+	turn chan struct{} // holds a token while a question is open
+
+	mu       sync.Mutex // guards declined
+	declined map[string]int
+}
+
+// wait takes the execution's turn to ask, waiting until ctx ends or d passes; release gives
+// it back. ok is false when the turn did not come; waited says whether it had to wait.
+func (q *asking) wait(ctx context.Context, d time.Duration) (release func(), waited, ok bool) {
+	if q == nil {
+		return func() {}, false, true
+	}
+	q.once.Do(func() { q.turn = make(chan struct{}, 1) })
+	select {
+	case q.turn <- struct{}{}:
+		return func() { <-q.turn }, false, true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case q.turn <- struct{}{}:
+		return func() { <-q.turn }, true, true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil, true, false
+}
+
+// declines returns how many calls of tool the person declined in a row.
+func (q *asking) declines(tool string) int {
+	if q == nil {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.declined[tool]
+}
+
+// decided counts d for tool: a decline or dismissal adds one to the row, an acceptance ends it.
+func (q *asking) decided(tool string, d Decision) {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch d {
+	case Declined, Cancelled:
+		if q.declined == nil {
+			q.declined = map[string]int{}
+		}
+		q.declined[tool]++
+	case Accepted:
+		delete(q.declined, tool)
+	}
+}
+
 // approval is one call at the approval step.
 type approval struct {
 	turn      *upstream.Turn
@@ -164,6 +235,8 @@ type approval struct {
 	meter     *budget.Meter // nil: nothing is recorded
 	log       *slog.Logger
 	inProgram bool
+	// asking is the execution's question state (nil: a direct call, asked at once).
+	asking *asking
 	// unaskedLogged counts the execution's unasked decisions logged so far (nil: log every
 	// one): a program looping on a call nobody can approve gets loggedUnasked lines, then
 	// one saying the rest are only counted (the result's approvals.unasked, the ledger's
@@ -187,11 +260,17 @@ func (a *Approvals) approve(ctx context.Context, c approval) (d Decision, callID
 	name := c.tool.Name
 	why := strings.Join(reasons, "; ")
 	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: budget.NewID("c_"), Tool: name, Reason: why}
-	q := Question{Tool: name, Arguments: c.tool.RedactArguments(c.args, maxShownArguments), Reasons: reasons,
-		InProgram: c.inProgram, Wait: a.timeout()}
+	q := Question{Tool: name, Reasons: reasons, InProgram: c.inProgram, Wait: a.timeout()}
 	var by string
 	defer func() { c.logDecision(d, q, ask, by); a.reportDecision(d) }()
 
+	// unasked refuses the call without asking, recorded unasked (summarised past the first
+	// few: budget.RecordedRefusals).
+	unasked := func(kind failure.Kind, format string, args ...any) (Decision, string, *failure.Error) {
+		ask.Status = budget.ApprovalUnasked
+		c.record(ctx, ask)
+		return Unasked, "", failure.New(kind, format, args...)
+	}
 	var cannot string
 	if a == nil || a.Asker == nil {
 		cannot = "nothing connects it to a person"
@@ -204,10 +283,42 @@ func (a *Approvals) approve(ctx context.Context, c approval) (d Decision, callID
 		}
 	}
 	if cannot != "" {
-		ask.Status = budget.ApprovalUnasked
-		c.record(ctx, ask)
-		return Unasked, "", failure.New(failure.ApprovalRequiredInProgram,
+		return unasked(failure.ApprovalRequiredInProgram,
 			"%s needs a person's approval (%s), and this host cannot ask for it: %s; it was not called", name, why, cannot)
+	}
+	// A question shows everything that decides it, or is not asked.
+	view, incomplete := c.tool.ApprovalView(c.args, maxQuestionArguments)
+	if incomplete != "" {
+		return unasked(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval (%s), and a question could not show its arguments in full: %s; nobody was asked and it was not called",
+			name, why, incomplete)
+	}
+	q.Arguments = view
+	// One question of an execution at a time: the others wait their turn within their own
+	// approval wait, so a program cannot pile questions on the person.
+	deadline := time.Now().Add(q.Wait)
+	release, waited, ok := c.asking.wait(ctx, q.Wait)
+	if !ok {
+		if ctx.Err() != nil {
+			return unasked(failure.Cancelled,
+				"the call of %s was cancelled while it waited to ask for a person's approval; it was not called", name)
+		}
+		return unasked(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval (%s), and another question of this program stayed open for the whole wait (%s); nobody was asked and it was not called",
+			name, why, q.Wait.Round(time.Second))
+	}
+	defer release()
+	if n := c.asking.declines(name); n >= maxDeclinesInARow {
+		return unasked(failure.Denied,
+			"the person declined the last %d calls of %s in this program, so it is refused without asking again; it was not called", n, name)
+	}
+	if waited {
+		q.Wait = time.Until(deadline)
+	}
+	if waited && q.Wait < minApprovalWait {
+		return unasked(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval (%s), and too little of the wait was left after other questions of this program; nobody was asked and it was not called",
+			name, why)
 	}
 	ask.Status = budget.ApprovalPending
 	if err := c.record(ctx, ask); err != nil {
@@ -219,6 +330,7 @@ func (a *Approvals) approve(ctx context.Context, c approval) (d Decision, callID
 	lapsed := errors.Is(actx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled)
 	cancel()
 	d, by = decision(ans, err, lapsed), ans.By
+	c.asking.decided(name, d)
 	if err != nil && d == Failed {
 		c.log.Warn("approval question failed", "tool", name, "err", err)
 	}
@@ -295,8 +407,8 @@ func (c approval) record(ctx context.Context, ask budget.ApprovalAsk) error {
 	return err
 }
 
-// logDecision is the operator's line for every decision, with the arguments as redacted as
-// the person saw them.
+// logDecision is the operator's line for every decision, with the arguments redacted and cut
+// for a log (upstream.Tool.RedactArguments), not in full as the person saw them.
 func (c approval) logDecision(d Decision, q Question, ask budget.ApprovalAsk, by string) {
 	if d == NotNeeded {
 		return
@@ -312,5 +424,5 @@ func (c approval) logDecision(d Decision, q Question, ask budget.ApprovalAsk, by
 		}
 	}
 	c.log.Info("approval", "tool", q.Tool, "decision", string(d), "approval", ask.ID, "reason", ask.Reason,
-		"arguments", q.Arguments, "in_program", q.InProgram, "answered_by", by)
+		"arguments", c.tool.RedactArguments(c.args, maxShownArguments), "in_program", q.InProgram, "answered_by", by)
 }

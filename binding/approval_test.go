@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,8 +172,8 @@ func TestApprovalStep(t *testing.T) {
 	}
 }
 
-// TestApprovalQuestion: the person is told the tool, why, and the arguments as redacted as a
-// log line shows them.
+// TestApprovalQuestion: the person is told the tool, why, and the arguments in full, but for
+// a URL's password, which is named as not shown.
 func TestApprovalQuestion(t *testing.T) {
 	f := newFixture(t)
 	a := &asker{action: AnswerDecline}
@@ -181,12 +184,13 @@ func TestApprovalQuestion(t *testing.T) {
 		t.Fatalf("asked %d questions", len(qs))
 	}
 	msg := qs[0].Message()
-	for _, want := range []string{"up__wipe", "destructive", "https://db.example/x", "A program", "1m0s"} {
+	for _, want := range []string{"up__wipe", "destructive", "https://u:[redacted]@db.example/x?token=abc", "A program", "1m0s",
+		"Not shown: s (the password in a URL's userinfo)"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("question lacks %q:\n%s", want, msg)
 		}
 	}
-	for _, secret := range []string{"pw@", "abc"} {
+	for _, secret := range []string{"pw@"} {
 		if strings.Contains(msg, secret) {
 			t.Errorf("question shows %q:\n%s", secret, msg)
 		}
@@ -328,5 +332,162 @@ func TestUnaskedDecisionsLoggedBounded(t *testing.T) {
 	lines := strings.Count(logged.String(), "msg=approval ")
 	if lines != loggedUnasked || strings.Count(logged.String(), "counted, not logged") != 1 {
 		t.Errorf("%d decision lines (want %d) and one saying the rest are counted:\n%s", lines, loggedUnasked, logged.String())
+	}
+}
+
+// TestApprovalQuestionShowsAllOrIsNotAsked: the three ways a redacted view hid what a person
+// approved (padding keys pushing a declared value out of a cut view, a secret-looking key
+// hiding a value, a value nested past the shown depth) each end with the decisive value in
+// the question or with no question at all: never an incomplete one.
+func TestApprovalQuestionShowsAllOrIsNotAsked(t *testing.T) {
+	f := newFixture(t)
+	padding := map[string]any{"amount": 999999, "to": "mallory", "pin": "1234"}
+	for i := range 300 {
+		padding[fmt.Sprintf("a%03d", i)] = strings.Repeat("x", 20)
+	}
+	tooMuch := map[string]any{"amount": 999999}
+	for i := range 2000 {
+		tooMuch[fmt.Sprintf("a%04d", i)] = strings.Repeat("x", 20)
+	}
+	deep := any(map[string]any{"amount": 999999})
+	for range 17 {
+		deep = map[string]any{"n": deep}
+	}
+	tests := []struct {
+		name string
+		args any
+		// shown: the question holds each; "" in refused: the call is asked.
+		shown   []string
+		refused string
+	}{
+		{name: "padding", args: padding, shown: []string{"  amount = 999999\n  pin = [redacted]\n  to = \"mallory\"\n  a000 = ",
+			"a299 = ", "Not shown: pin (the tool's schema marks it writeOnly)"}},
+		{name: "padding past the question's bound", args: tooMuch, refused: "bytes a question holds"},
+		{name: "secret-looking key", args: map[string]any{"amount": 1, "amount_token": "999999"}, refused: "amount_token is named like a secret"},
+		{name: "secret-looking number", args: map[string]any{"amount": 1, "max_tokens": 999999}, shown: []string{"max_tokens = 999999"}},
+		{name: "nested 18 deep", args: map[string]any{"amount": 1, "to": "x", "deep": deep}, refused: "nests deeper than the 16 levels"},
+		{name: "nested 16 deep", args: map[string]any{"deep": map[string]any{"a": map[string]any{"b": []any{map[string]any{"amount": 999999}}}}},
+			shown: []string{`deep.a.b[0].amount = 999999`}},
+		{name: "a forged line", args: map[string]any{"to": "x\n  amount = 1"}, shown: []string{`to = "x\n  amount = 1"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &asker{action: AnswerAccept}
+			x, led, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
+			args, _ := json.Marshal(tc.args)
+			before := f.calls("pay")
+			r := x.CallTool(context.Background(), "up__pay", args)
+			qs := a.asked()
+			if tc.refused != "" {
+				if len(qs) != 0 || r.Kind != failure.ApprovalRequiredInProgram || !strings.Contains(r.Message, tc.refused) ||
+					!strings.Contains(r.Message, "nobody was asked") {
+					t.Fatalf("asked %d, reply %+v; want refused unasked, mentioning %q", len(qs), r, tc.refused)
+				}
+				if recs := approvals(t, led); len(recs) != 1 || recs[0].Status != budget.ApprovalUnasked {
+					t.Errorf("approval records %+v; want one unasked", recs)
+				}
+				if f.calls("pay") != before {
+					t.Error("the upstream was called")
+				}
+				return
+			}
+			if len(qs) != 1 || r.Kind != "" {
+				t.Fatalf("asked %d, reply %+v; want one question, accepted", len(qs), r)
+			}
+			msg := qs[0].Message()
+			for _, want := range tc.shown {
+				if !strings.Contains(msg, want) {
+					t.Errorf("question lacks %q:\n%s", want, msg)
+				}
+			}
+			if strings.Contains(msg, "1234") {
+				t.Errorf("question shows the writeOnly pin:\n%s", msg)
+			}
+		})
+	}
+}
+
+// TestOneQuestionAtATime: 300 concurrent calls of one program that need approval put at most
+// one question to the person at a time; after maxDeclinesInARow declines the rest are refused
+// without asking, and the ledger holds them as unasked refusals are held: the first few one by
+// one, the rest in one summary.
+func TestOneQuestionAtATime(t *testing.T) {
+	f := newFixture(t)
+	var open, peak, asked atomic.Int32
+	a := &asker{action: AnswerDecline, during: func(Question) {
+		asked.Add(1)
+		n := open.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(time.Millisecond)
+		open.Add(-1)
+	}}
+	x, led, m := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
+	var wg sync.WaitGroup
+	kinds := make(chan failure.Kind, 300)
+	for range 300 {
+		wg.Go(func() { kinds <- x.CallTool(context.Background(), "up__wipe", json.RawMessage(`{"s":"x"}`)).Kind })
+	}
+	wg.Wait()
+	close(kinds)
+	if p := peak.Load(); p != 1 {
+		t.Errorf("at most %d questions were open at once, want 1", p)
+	}
+	if n := asked.Load(); n != maxDeclinesInARow {
+		t.Errorf("%d questions asked, want %d", n, maxDeclinesInARow)
+	}
+	for k := range kinds {
+		if k != failure.Denied {
+			t.Errorf("a call ended %q, want denied", k)
+		}
+	}
+	if got, want := x.Approvals(), (ApprovalCounts{Asked: maxDeclinesInARow, Declined: maxDeclinesInARow, Unasked: 300 - maxDeclinesInARow}); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+	if err := m.End(context.Background(), "completed", nil, budget.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	var declined, unasked, records int64
+	for _, r := range approvals(t, led) {
+		records++
+		switch r.Status {
+		case budget.ApprovalDeclined:
+			declined++
+		case budget.ApprovalUnasked:
+			unasked += max(r.Times, 1)
+		}
+	}
+	if declined != maxDeclinesInARow || unasked != 300-maxDeclinesInARow || records > maxDeclinesInARow+budget.RecordedRefusals+1 {
+		t.Errorf("ledger: %d records, %d declined, %d unasked; want %d declined, %d unasked in at most %d records",
+			records, declined, unasked, maxDeclinesInARow, 300-maxDeclinesInARow, maxDeclinesInARow+budget.RecordedRefusals+1)
+	}
+	if f.calls("wipe") != 0 {
+		t.Error("the upstream was called")
+	}
+}
+
+// TestQueuedQuestionsLapse: a call whose turn to ask does not come within its approval wait
+// (or comes with too little of it left) is refused unasked, and says why.
+func TestQueuedQuestionsLapse(t *testing.T) {
+	f := newFixture(t)
+	a := &asker{} // never answers
+	x, _, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: 1500 * time.Millisecond})
+	var wg sync.WaitGroup
+	replies := make(chan wire.Answer, 2)
+	for range 2 {
+		wg.Go(func() { replies <- x.CallTool(context.Background(), "up__wipe", json.RawMessage(`{"s":"x"}`)) })
+	}
+	wg.Wait()
+	close(replies)
+	var msgs []string
+	for r := range replies {
+		msgs = append(msgs, r.Message)
+	}
+	if len(a.asked()) != 1 || !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "nobody answered") }) ||
+		!slices.ContainsFunc(msgs, func(m string) bool {
+			// The turn may come as the wait ends, with too little of it left to ask.
+			return strings.Contains(m, "another question of this program stayed open") || strings.Contains(m, "too little of the wait was left")
+		}) {
+		t.Errorf("asked %d; replies %q", len(a.asked()), msgs)
 	}
 }

@@ -3,6 +3,7 @@ package binding
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,6 +53,23 @@ func newFixture(t *testing.T) *fixture {
 	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "Echoes too."}, echo("add"))
 	mcp.AddTool(srv, &mcp.Tool{Name: "secret", Description: "Denied by policy."}, echo("secret"))
 	mcp.AddTool(srv, &mcp.Tool{Name: "wipe", Description: "Destructive.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, echo("wipe"))
+	// pay takes any keys beside its declared amount, to and pin (a writeOnly secret).
+	srv.AddTool(&mcp.Tool{Name: "pay", Description: "Pays.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"amount": map[string]any{"type": "number"}, "to": map[string]any{"type": "string"},
+			"pin": map[string]any{"type": "string", "writeOnly": true}}}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			f.count("pay")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid"}}}, nil
+		})
+	// deep answers a structured value nested n objects deep.
+	srv.AddTool(&mcp.Tool{Name: "deep", Description: "Nests.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ N int }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			v := json.RawMessage(strings.Repeat(`{"a":`, in.N) + "1" + strings.Repeat("}", in.N))
+			return &mcp.CallToolResult{StructuredContent: v, Content: []mcp.Content{&mcp.TextContent{Text: "deep"}}}, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Sleeps."}, func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
 		n := f.inFlight.Add(1)
 		defer f.inFlight.Add(-1)
@@ -216,4 +234,36 @@ func TestCallSlots(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	wantKind(t, x.CallTool(ctx, "up__slow", json.RawMessage(`{"seconds":0}`)), failure.Timeout)
+}
+
+// TestDeepResultRefused: a result nested 5,000 deep (past the go-sdk's decoder), or 600
+// (past what a program's JSON decoder is handed: it would wait for the answer until its wall
+// clock), is refused as invalid_result at once, recorded failed; one at the bound crosses.
+func TestDeepResultRefused(t *testing.T) {
+	f := newFixture(t)
+	x, led, _ := approvalSetup(t, f, nil, nil)
+	for n, says := range map[int]string{5000: "nests deeper than the 1000 levels", 600: "nests 600 levels deep, more than the 256"} {
+		r := x.CallTool(context.Background(), "up__deep", json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)))
+		wantKind(t, r, failure.InvalidResult)
+		if !strings.Contains(r.Message, says) {
+			t.Errorf("%d deep: message %q", n, r.Message)
+		}
+	}
+	if r := x.CallTool(context.Background(), "up__deep", json.RawMessage(fmt.Sprintf(`{"n":%d}`, maxResultDepth))); r.Kind != "" {
+		t.Errorf("a result %d deep: %+v", maxResultDepth, r)
+	}
+	x.Wait()
+	calls, err := led.Calls(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, c := range calls {
+		if c.Status == budget.Failed && c.Kind == string(failure.InvalidResult) {
+			failed++
+		}
+	}
+	if len(calls) != 3 || failed != 2 {
+		t.Errorf("ledger: %+v", calls)
+	}
 }

@@ -3,6 +3,7 @@ package binding
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -57,7 +58,8 @@ type Execution struct {
 	report telemetry.Reporter
 	slots  chan struct{} // one per call in flight
 	appr   *Approvals
-	tally  tally // the approval step's decisions
+	tally  tally  // the approval step's decisions
+	asking asking // its questions: one open at a time
 	// unaskedLogged counts the unasked decisions logged (approval.unaskedLogged).
 	unaskedLogged atomic.Int64
 
@@ -172,7 +174,7 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
 	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true,
-		unaskedLogged: &x.unaskedLogged})
+		asking: &x.asking, unaskedLogged: &x.unaskedLogged})
 	x.tally.add(d)
 	if fe != nil {
 		return wire.Refused(fe)
@@ -194,9 +196,37 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	// 9. Delivery: whole within the transfer allowance, else kept in the blob store and handed
 	// over as a handle.
 	rep, o := x.deliver(ctx, tk, tool, a, spent)
-	// 10. tool_call_finished, written while the reply travels on to the program.
+	// 10. tool_call_finished, written while the reply travels on to the program; first, when
+	// the ledger's hold on the call may have lapsed, so a result is handed over only for a
+	// call still recorded started.
+	if tk != nil && !x.meter.CallsSurelyOpen() {
+		return x.finishFirst(ctx, tk, tool, rep, o)
+	}
 	x.finish(ctx, tk, o)
 	return rep
+}
+
+// finishFirst writes tool_call_finished before the reply goes: a call a survivor recorded
+// unknown while it ran (this process stalled past its ledger lease) has its result withheld,
+// since the ledger holds it as never answered; the bytes that arrived are charged all the
+// same (budget.Ticket.Finish).
+func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep wire.Answer, o budget.Outcome) wire.Answer {
+	err := tk.Finish(context.WithoutCancel(ctx), o)
+	if err == nil {
+		return rep
+	}
+	if !errors.Is(err, budget.ErrAlreadyFinished) {
+		x.log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
+		return rep
+	}
+	x.log.Warn("a call's result withheld: the ledger recorded it unknown while it ran", "call", tk.ID(), "tool", tool.Name, "err", err)
+	if rep.Handle != nil {
+		x.mu.Lock()
+		delete(x.handles, outputs.Handle(rep.Handle.ID))
+		x.mu.Unlock()
+	}
+	return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the call of %s was recorded as of unknown outcome while it ran "+
+		"(this server lost its hold on the ledger for a while), so its result is withheld; it was made and is counted", tool.Name)}
 }
 
 func refuse(k failure.Kind, format string, args ...any) wire.Answer {

@@ -21,6 +21,13 @@ func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstre
 	if a.Kind != "" {
 		return wire.Answer{Kind: a.Kind, Message: a.Message}, o
 	}
+	// A value the program's JSON decoder would die on (Python's recurses) is never sent: the
+	// program would wait for its answer until its wall clock.
+	if d := upstream.NestingDepth(a.Value); d > maxResultDepth {
+		o.Status, o.Kind = budget.Failed, string(failure.InvalidResult)
+		o.Message = fmt.Sprintf("the result of %s nests %d levels deep, more than the %d a program is handed; it was not handed over", tool.Name, d, maxResultDepth)
+		return wire.Answer{Kind: failure.InvalidResult, Message: o.Message}, o
+	}
 	if tk == nil {
 		return wire.Answer{Value: a.Value}, o
 	}
@@ -43,6 +50,11 @@ func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstre
 		Size: ref.Size, Truncated: true, Location: "blob"}})
 	return wire.Answer{Handle: ref}, o
 }
+
+// maxResultDepth bounds how deep a value handed to a program nests: well within Python's
+// default recursion limit (1000), which its JSON decoder counts against, wherever the program
+// awaits the call.
+const maxResultDepth = 256
 
 // page keeps a value over the transfer allowance in the blob store, charged as preserved bytes
 // and the handle's own bytes as transfer, and records the handle as this execution's. When it

@@ -354,6 +354,21 @@ type flusher interface {
 	Flush(ctx context.Context) error
 }
 
+// leaseHolder is a Ledger whose hold on its calls lapses unless renewed (Postgres's lease):
+// past LeaseHeldUntil a survivor may record this owner's calls in flight unknown.
+type leaseHolder interface {
+	LeaseHeldUntil() time.Time
+}
+
+// CallsSurelyOpen reports whether every call this meter started is surely still recorded
+// started: its ledger holds no lease (SQLite's owner lives as long as its process), or the
+// lease surely still holds. When it is false, a call's result is handed over only once
+// Finish has found its record still started (package binding).
+func (m *Meter) CallsSurelyOpen() bool {
+	lh, ok := m.ledger.(leaseHolder)
+	return !ok || time.Now().Before(lh.LeaseHeldUntil())
+}
+
 // Flush commits the records the meter's ledger still holds queued (FinishLater's), so the
 // Run's usage read next counts them.
 func (m *Meter) Flush(ctx context.Context) error {
@@ -374,13 +389,24 @@ func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
 		} else {
 			t.err = t.m.ledger.FinishCall(ctx, fin)
 		}
+		charged := t.err == nil
+		if errors.Is(t.err, ErrAlreadyFinished) && u != (Usage{}) {
+			// Recorded unknown by a survivor while it ran (this owner stalled past its lease):
+			// the record stands, and the bytes that arrived are charged to the Run and the
+			// execution all the same, so none escapes the meters.
+			if cerr := t.m.ledger.Charge(ctx, t.m.run, t.m.exec, u); cerr != nil {
+				t.err = errors.Join(t.err, cerr)
+			} else {
+				charged = true
+			}
+		}
 		t.rmu.Lock()
 		promised := t.reserved
 		t.rmu.Unlock()
 		t.m.mu.Lock()
 		t.m.reserved.TransferBytes -= promised.TransferBytes
 		t.m.reserved.PreservedBytes -= promised.PreservedBytes
-		if t.err == nil {
+		if charged {
 			t.m.used = t.m.used.Add(u)
 			t.m.runSeen = t.m.runSeen.Add(u)
 		}

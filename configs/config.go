@@ -275,7 +275,8 @@ type Policy struct {
 // at Argument must be one of Allow, or match Pattern whole; otherwise the call is denied
 // ("deny") or needs a person's approval ("approval_required"). Values are compared as text:
 // a string as it is, a number as written, a boolean as true or false; an array is allowed
-// when every element is; an absent value, null or an object is never allowed. Rules only add
+// when it is not empty and every element is; an absent value, null, an object or an empty
+// array is never allowed. Rules only add
 // refusals and approvals: a value a rule allows is still denied or asked about by the rest of
 // the policy.
 type Rule struct {

@@ -202,7 +202,7 @@ func TestApprovalsInProgram(t *testing.T) {
 		t.Errorf("the mock ran add %d times in all, want exactly 1", n)
 	}
 	qs := p.questions()
-	if len(qs) != 3 || !strings.Contains(qs[0], "support__add") || !strings.Contains(qs[0], `{"a":2,"b":3}`) ||
+	if len(qs) != 3 || !strings.Contains(qs[0], "support__add") || !strings.Contains(qs[0], "  a = 2\n  b = 3\n") ||
 		!strings.Contains(qs[0], "approval_required") {
 		t.Errorf("questions %q", qs)
 	}

@@ -80,6 +80,9 @@ const (
 	ToolError Kind = "tool_error"
 	// UpstreamError: the upstream could not be reached, or failed to answer.
 	UpstreamError Kind = "upstream_error"
+	// InvalidResult: the upstream answered with a value the program cannot be handed (nested
+	// deeper than a program's JSON decoder goes); the call was made and spent.
+	InvalidResult Kind = "invalid_result"
 )
 
 // ResultKinds lists, in the order of docs/design.md §3.6, the kinds an execution's result can carry
@@ -96,7 +99,7 @@ func ResultKinds() []Kind {
 func CallKinds() []Kind {
 	return []Kind{Unavailable, Denied, ApprovalRequiredInProgram, ExcludedBuiltin,
 		InvalidArguments, ArgumentTooLarge, BudgetExceeded, BindingResultTooLarge,
-		BindingResultNotPaged, ToolError, UpstreamError, Timeout, Cancelled}
+		BindingResultNotPaged, ToolError, UpstreamError, Timeout, Cancelled, InvalidResult}
 }
 
 // CallKind reports whether k is one of CallKinds.
@@ -104,7 +107,7 @@ func (k Kind) CallKind() bool {
 	switch k {
 	case Unavailable, Denied, ApprovalRequiredInProgram, ExcludedBuiltin, InvalidArguments,
 		ArgumentTooLarge, BudgetExceeded, BindingResultTooLarge, BindingResultNotPaged,
-		ToolError, UpstreamError, Timeout, Cancelled:
+		ToolError, UpstreamError, Timeout, Cancelled, InvalidResult:
 		return true
 	}
 	return false

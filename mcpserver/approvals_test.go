@@ -136,7 +136,7 @@ func TestApprovalsReachThePerson(t *testing.T) {
 		t.Errorf("wipe ran %d times, want 2 (the two accepted calls)", n)
 	}
 	qs := p.questions()
-	if len(qs) != 4 || !strings.Contains(qs[0], "up__wipe") || !strings.Contains(qs[0], `{"s":"a"}`) ||
+	if len(qs) != 4 || !strings.Contains(qs[0], "up__wipe") || !strings.Contains(qs[0], `s = "a"`) ||
 		!strings.Contains(qs[2], "approval_required") || !strings.Contains(qs[3], "A program") {
 		t.Errorf("questions: %q", qs)
 	}
@@ -228,5 +228,57 @@ func TestApprovalsOverHTTPSession(t *testing.T) {
 	}
 	if len(p.questions()) != 1 || wiped.Load() != 1 {
 		t.Errorf("asked %d, wiped %d; want 1 and 1", len(p.questions()), wiped.Load())
+	}
+}
+
+// TestApprovalsOneAtATime: 300 concurrent calls of one program that need approval reach the
+// host's elicitation handler one at a time, and once the person has declined a few the rest
+// are refused without asking.
+func TestApprovalsOneAtATime(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	u := f.upstreams(true)
+	u.ApprovalTimeout = time.Minute
+	var kinds sync.Map
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
+		var wg sync.WaitGroup
+		for i := range 300 {
+			wg.Go(func() { kinds.Store(i, string(ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"p"}`)).Kind)) })
+		}
+		wg.Wait()
+		return ok(`null`)(ctx, ex)
+	}}
+	var open, peak, asked atomic.Int32
+	handler := func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		n := open.Add(1)
+		defer open.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(5 * time.Millisecond) // long enough for a second question to overlap, were one sent
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	cs := connectAt(t, Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}},
+		&Options{Logger: discard()}, &mcp.ClientOptions{ElicitationHandler: handler}, revisionElicit)
+	res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
+	if p := peak.Load(); p != 1 {
+		t.Errorf("%d questions were open at once, want at most 1", p)
+	}
+	if n := asked.Load(); n < 1 || n > 5 {
+		t.Errorf("%d questions asked; the person declined, so only the first few are asked", n)
+	}
+	n := 0
+	kinds.Range(func(_, k any) bool {
+		n++
+		if k != "denied" {
+			t.Errorf("a call ended %q, want denied", k)
+		}
+		return true
+	})
+	if n != 300 || wiped.Load() != 0 {
+		t.Errorf("%d calls ended, wipe ran %d times", n, wiped.Load())
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), `"unasked":`) {
+		t.Errorf("result approvals %s", b)
 	}
 }

@@ -40,8 +40,10 @@ const (
 // Rule is one argument rule of a tenant's policy (policy.rules): for a call of a tool matching
 // Tool, the value at Argument must be allowed, else Otherwise applies. Allowed means: the value
 // is a string, a number or a boolean whose text (a number's as written, "true"/"false") is one
-// of Allow, or matches Pattern whole; an array is allowed when every element is. An absent
-// value, null, an object, or an array holding one, is not allowed. Passing a rule never lifts
+// of Allow, or matches Pattern whole; an array is allowed when it holds at least one element
+// and every element is. An absent value, null, an object, an empty array, or an array holding
+// an array or an object, is not allowed (an empty array said nothing the rule could check, and
+// `repo: []` reached the upstream). Passing a rule never lifts
 // another rule, a glob or a destructive hint: rules only add refusals and approvals.
 type Rule struct {
 	// Tool is a glob over model-facing names, as in Deny.
@@ -88,6 +90,9 @@ func (r *rule) allows(v any, present bool) bool {
 		return false
 	}
 	if vs, ok := v.([]any); ok {
+		if len(vs) == 0 {
+			return false
+		}
 		for _, e := range vs {
 			if _, nested := e.([]any); nested || !r.allows(e, true) {
 				return false

@@ -44,7 +44,8 @@ func TestApprovalRules(t *testing.T) {
 		reasons    int
 	}{
 		{"gh__create_issue", `{"repo":"acme/web","labels":["bug","ui-fix"]}`, false, 0},
-		{"gh__create_issue", `{"repo":"acme/web","labels":[]}`, false, 0},
+		{"gh__create_issue", `{"repo":"acme/web","labels":[]}`, false, 1}, // empty: allows nothing
+		{"gh__create_issue", `{"repo":[],"labels":["bug"]}`, true, 0},     // repo: [] never reaches the upstream
 		{"gh__create_issue", `{"repo":"acme/web","labels":["Bug"]}`, false, 1},
 		{"gh__create_issue", `{"repo":"acme/web","labels":[["bug"]]}`, false, 1},
 		{"gh__create_issue", `{"repo":"acme/web"}`, false, 1}, // absent: not allowed

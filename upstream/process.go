@@ -112,7 +112,7 @@ func logStderr(r io.Reader, server string, logger *slog.Logger) {
 
 // transport returns the go-sdk transport over p's pipes; closing it closes the process.
 func (p *process) transport(maxFrame int) mcp.Transport {
-	return &mcp.IOTransport{Reader: processReader{p}, Writer: processCloser{p}, MaxLineLength: maxFrame}
+	return &stdioTransport{r: processReader{p}, w: processCloser{p}, close: p.close, limit: maxFrame}
 }
 
 // processReader reads the server's stdout. go-sdk closes the reader before the writer; were

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
@@ -257,6 +258,17 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 		return wire.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name)}, Spent{Called: true}
 	case errors.Is(err, context.Canceled):
 		return wire.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name)}, Spent{Called: true}
+	case tooDeep(err):
+		// The go-sdk's decoder goes 1,000 levels deep; a program's JSON decoder less deep still.
+		return wire.Answer{Kind: failure.InvalidResult,
+			Message: fmt.Sprintf("the answer of %s nests deeper than the %d levels an answer may; it was not handed over", tool.Name, maxFrameDepth)}, Spent{Called: true, Size: int(max(frameTooLarge(err), 0))}
+	case frameTooLarge(err) >= 0:
+		// Read and dropped at the transport (stdioconn.go): metered as produced, never kept.
+		n := frameTooLarge(err)
+		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream answer over the frame bound", "server", tool.Server, "tool", tool.Upstream, "bytes", n)
+		return wire.Answer{Kind: failure.UpstreamError,
+			Message: fmt.Sprintf("the answer of %s was %d bytes, over the %d an answer from an upstream may be; it was refused (ask it for less: a page, a filter)",
+				tool.Name, n, t.cat.pool.conns[tool.Server].srv.maxFrame())}, Spent{Called: true, Size: int(n)}
 	default:
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
 		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name)}, Spent{Called: true}
@@ -333,4 +345,29 @@ func matchAny(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// frameTooLarge returns the size of the answer err stands for when it is the transport's
+// refusal of a frame over its bound or too deep (codeFrameTooLarge, codeFrameTooDeep), else -1.
+func frameTooLarge(err error) int64 {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || (we.Code != codeFrameTooLarge && we.Code != codeFrameTooDeep) {
+		return -1
+	}
+	var d struct {
+		Bytes int64 `json:"bytes"`
+	}
+	_ = json.Unmarshal(we.Data, &d)
+	return max(d.Bytes, 0)
+}
+
+// tooDeep reports whether err says the answer nested too deep to decode: the stdio reader's
+// refusal (codeFrameTooDeep), or the go-sdk decoder's own over HTTP, which has no error value
+// to match (its package is internal), so its text is.
+func tooDeep(err error) bool {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == codeFrameTooDeep {
+		return true
+	}
+	return strings.Contains(err.Error(), "exceeded maximum nesting depth")
 }

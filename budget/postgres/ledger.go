@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,8 @@ type Ledger struct {
 	done chan struct{} // closed when the renewal goroutine has returned
 
 	queue *pgQueue // tool_call_finished records waiting for the next statement (pipeline.go)
+
+	leaseSent atomic.Pointer[time.Time] // when the last renewal that held was sent (this clock)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -177,10 +180,28 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Ledger, error) {
 // LeaseTTL is how long this ledger's lease lasts without renewal.
 func (p *Ledger) LeaseTTL() time.Duration { return p.ttl }
 
+// LeaseHeldUntil returns when, by this process's clock, this ledger's lease may run out at
+// the earliest: two thirds of LeaseTTL after the last renewal that held was sent (a third is
+// margin for the database's clock and a renewal in flight). Until then no survivor records
+// its calls unknown (Meter.CallsSurelyOpen).
+func (p *Ledger) LeaseHeldUntil() time.Time {
+	t := p.leaseSent.Load()
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Add(p.ttl * 2 / 3)
+}
+
 // relive takes (or takes back) this owner's lease.
-func (p *Ledger) relive(ctx context.Context) error {
+func (p *Ledger) relive(ctx context.Context) (err error) {
+	sent := time.Now()
+	defer func() {
+		if err == nil {
+			p.leaseSent.Store(&sent)
+		}
+	}()
 	host, _ := os.Hostname()
-	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_leases (owner, host, pid, expires_at)
+	_, err = p.pool.Exec(ctx, `INSERT INTO ledger_leases (owner, host, pid, expires_at)
 		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
 		ON CONFLICT (owner) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
 		p.owner, host, os.Getpid(), p.ttl.Seconds())
@@ -201,8 +222,12 @@ func (p *Ledger) renew(ctx context.Context) {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, p.ttl/3)
+		sent := time.Now()
 		tag, err := p.pool.Exec(rctx, `UPDATE ledger_leases SET expires_at = now() + make_interval(secs => $2) WHERE owner = $1`,
 			p.owner, p.ttl.Seconds())
+		if err == nil && tag.RowsAffected() == 1 {
+			p.leaseSent.Store(&sent)
+		}
 		if err == nil && tag.RowsAffected() == 0 {
 			p.log.Warn("run ledger lease was lost: this process did not renew it in time, so its calls then in flight were recorded unknown; taking a new one",
 				"owner", p.owner)

@@ -16,9 +16,10 @@
 // shared store means no blob store and a private ledger removed at exit (budgets still meter,
 // but do not survive a restart); output.preserve: required then refuses to start. doctor names
 // the stores in use and whether PostgreSQL answers. An agent's
-// binding budget is its profile's binding_budget narrowed by its tenant policy's. A stdio
-// upstream's frame ceiling follows the largest max_produced_bytes of its tenant's profiles, so
-// a result a program may be handed as a handle is not cut off at the transport.
+// binding budget is its profile's binding_budget narrowed by its tenant policy's. An
+// upstream's frame bound stays upstream.DefaultMaxFrameBytes whatever the budgets say: a
+// larger answer is refused with a message that says so, since a bound that followed
+// max_produced_bytes let two concurrent answers take the server's memory past a gigabyte.
 //
 // run is run_code from the shell, by construction: it opens the agent the way stdio serve does
 // (openAgent: the profile, terms and refusal, budget, preserve, the tenant's upstream pool and

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"container/list"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -107,16 +110,34 @@ func (s *streamWriter) Flush() {
 
 func (s *streamWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// capListener refuses a connection past MaxConns open ones, or past MaxConnsPerIP from one
-// remote address, with a 503 that says which cap and why, and closes it. Close waits for
-// the refusals being written (each bounded by refusalTimeout).
+// preAuthTimeout is how long a connection may stay open without carrying an authenticated
+// request: long enough for any client to send its first request, short enough that
+// connections opened and left idle by someone without a token free their slots in seconds.
+const preAuthTimeout = 5 * time.Second
+
+// authReserve is the part of MaxConns (one in authReserve) that connections which have not
+// yet carried an authenticated request never hold: at least that many are there for
+// authenticated clients whatever the unauthenticated ones do.
+const authReserve = 4
+
+// capListener refuses a connection past MaxConnsPerIP open ones from one remote address, or
+// past MaxConns open ones when every one of them has carried an authenticated request, with a
+// 503 that says which cap and why, and closes it. Connections that have not yet carried an
+// authenticated request (authGate promotes the others) are "unauthenticated": they may hold
+// at most MaxConns minus a reserve (authReserve), they are closed preAuthTimeout after they
+// were accepted, and when a new connection finds no free slot for it, the oldest of them is
+// closed to make room: idle connections of someone without a token cannot shut out a client
+// with one. Close waits for the refusals being written (each bounded by refusalTimeout).
 type capListener struct {
 	net.Listener
-	limits httpLimits
+	limits    httpLimits
+	preAuth   time.Duration
+	unauthCap int // 0: no cap
 
 	mu      sync.Mutex
 	total   int
 	perIP   map[string]int
+	unauth  list.List // of *cappedConn, oldest first: the unauthenticated connections
 	refuse  sync.WaitGroup
 	pending int
 }
@@ -125,7 +146,11 @@ func newCapListener(inner net.Listener, l httpLimits) *capListener {
 	if l.refusalTimeout <= 0 {
 		l.refusalTimeout = time.Second
 	}
-	return &capListener{Listener: inner, limits: l, perIP: map[string]int{}}
+	cl := &capListener{Listener: inner, limits: l, perIP: map[string]int{}, preAuth: preAuthTimeout}
+	if l.MaxConns > 0 {
+		cl.unauthCap = max(1, l.MaxConns-l.MaxConns/authReserve)
+	}
+	return cl
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -137,17 +162,28 @@ func (l *capListener) Accept() (net.Conn, error) {
 		ip := remoteIP(c)
 		l.mu.Lock()
 		var why string
+		var evict *cappedConn
 		switch {
-		case l.limits.MaxConns > 0 && l.total >= l.limits.MaxConns:
-			why = fmt.Sprintf("the server holds its limit of %d connections", l.limits.MaxConns)
 		case l.limits.MaxConnsPerIP > 0 && l.perIP[ip] >= l.limits.MaxConnsPerIP:
 			why = fmt.Sprintf("%s holds its limit of %d connections to this server", ip, l.limits.MaxConnsPerIP)
+		case l.limits.MaxConns > 0 && l.total >= l.limits.MaxConns && l.unauth.Len() == 0:
+			why = fmt.Sprintf("the server holds its limit of %d connections", l.limits.MaxConns)
+		case l.limits.MaxConns > 0 && (l.total >= l.limits.MaxConns || l.unauth.Len() >= l.unauthCap):
+			// No slot for one more unauthenticated connection: the oldest makes room.
+			evict = l.unauth.Front().Value.(*cappedConn)
+			evict.once.Do(func() { l.releaseLocked(evict) })
 		}
 		if why == "" {
+			cc := &cappedConn{Conn: c, l: l, ip: ip}
 			l.total++
 			l.perIP[ip]++
+			cc.elem = l.unauth.PushBack(cc)
+			cc.timer = time.AfterFunc(l.preAuth, cc.preAuthExpired)
 			l.mu.Unlock()
-			return &cappedConn{Conn: c, release: func() { l.release(ip) }}, nil
+			if evict != nil {
+				_ = evict.Conn.Close()
+			}
+			return cc, nil
 		}
 		refusing := l.pending < maxRefusing
 		if refusing {
@@ -183,13 +219,17 @@ func (l *capListener) refuseConn(c net.Conn, why string) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 }
 
-func (l *capListener) release(ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// releaseLocked gives c's slot back. Called with mu held, once per connection (c.once).
+func (l *capListener) releaseLocked(c *cappedConn) {
 	l.total--
-	if l.perIP[ip]--; l.perIP[ip] <= 0 {
-		delete(l.perIP, ip)
+	if l.perIP[c.ip]--; l.perIP[c.ip] <= 0 {
+		delete(l.perIP, c.ip)
 	}
+	if c.elem != nil {
+		l.unauth.Remove(c.elem)
+		c.elem = nil
+	}
+	c.timer.Stop()
 }
 
 // Close closes the listener and waits for the refusals in flight.
@@ -207,14 +247,76 @@ func remoteIP(c net.Conn) string {
 	return host
 }
 
-// cappedConn gives its slot back when closed, once.
+// cappedConn gives its slot back when closed, once; until it has carried an authenticated
+// request it is among its listener's unauthenticated connections.
 type cappedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l     *capListener
+	ip    string
+	once  sync.Once
+	timer *time.Timer
+	elem  *list.Element // in l.unauth while unauthenticated; guarded by l.mu
 }
 
 func (c *cappedConn) Close() error {
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.releaseLocked(c)
+		c.l.mu.Unlock()
+	})
 	return c.Conn.Close()
+}
+
+// authenticated takes c out of the unauthenticated connections for good.
+func (c *cappedConn) authenticated() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.elem != nil {
+		c.l.unauth.Remove(c.elem)
+		c.elem = nil
+		c.timer.Stop()
+	}
+}
+
+// preAuthExpired closes c if it has not carried an authenticated request by now.
+func (c *cappedConn) preAuthExpired() {
+	c.l.mu.Lock()
+	unauth := c.elem != nil
+	c.l.mu.Unlock()
+	if unauth {
+		_ = c.Close()
+	}
+}
+
+type connKey struct{}
+
+// authGate makes srv's connections answer to authed, which says whether a request carries
+// a credential the handler accepts (or needs none): a connection that carries one leaves the
+// unauthenticated connections of its capListener; any other request (a 401, a 404, and the
+// public /healthz and /readyz alike) is answered with "Connection: close", so an answer
+// without a credential never leaves a connection open to hold a slot.
+func authGate(srv *http.Server, authed func(*http.Request) bool) {
+	next := srv.Handler
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if authed(r) {
+			if cc, ok := r.Context().Value(connKey{}).(*cappedConn); ok {
+				cc.authenticated()
+			}
+		} else {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearerToken is the token of an "Authorization: Bearer <token>" header, or "".
+func bearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }

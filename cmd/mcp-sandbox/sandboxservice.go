@@ -75,22 +75,32 @@ func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) 
 	} else {
 		slog.Warn("profile not ready: executions will be refused and /readyz answers 503", "profile", name, "backend", d.Backend, "problems", d.Problems)
 	}
+	tokens := tokenTable(sc.Tokens)
 	svc := service.New(&service.Options{
 		Sandbox:       sb,
 		AllowNetwork:  p.AllowNetwork,
-		Authenticate:  tokenTable(sc.Tokens),
+		Authenticate:  tokens,
 		MaxExecutions: *maxExec,
 	})
 	inner, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return exitFailure, err
 	}
-	// Connections past a cap are refused with a 503 that says which (listen.go), as on the
-	// MCP listener.
+	// The MCP listener's rules (listen.go): connections past a cap are refused with a 503
+	// that says which, unauthenticated ones are closed within seconds and after any answer
+	// and never hold the slots reserved for authenticated ones, and idle ones close after the
+	// same timeout.
 	ln := newCapListener(inner, httpLimits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	// No WriteTimeout: an execution's stream lasts as long as its program; each frame's
 	// write has its own deadline instead.
-	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: svc, ReadHeaderTimeout: defaultHTTPHeaderTimeout, IdleTimeout: defaultHTTPTimeout}
+	authGate(srv, func(r *http.Request) bool {
+		if tokens == nil {
+			return true // no tokens: every request is admitted (the listener is loopback)
+		}
+		_, ok := tokens(bearerToken(r))
+		return ok
+	})
 	slog.Info("serving sandbox executions", "addr", ln.Addr().String(), "profile", name, "tokens", len(sc.Tokens),
 		"max_executions", *maxExec)
 	errc := make(chan error, 1)
@@ -163,7 +173,9 @@ and on each MCP server that sends programs here:
       remote: {url: "https://sandboxes.internal:8443", bearer: {env: SANDBOX_TOKEN}}
 
 --max-connections (1024) and --max-connections-per-address (256) refuse the next connection
-with a 503 that says which limit. Without tokens the service listens on loopback only. It speaks plain HTTP: beyond one machine
+with a 503 that says which limit; as on serve's HTTP listener, a connection without a valid
+token is closed after its answer (/healthz too) or 5 s, never holds the last quarter of the
+connections, and an idle keep-alive connection closes after 60 s. Without tokens the service listens on loopback only. It speaks plain HTTP: beyond one machine
 put TLS in front (a proxy or a mesh); a server sends its credential over plaintext http only to
 loopback, unless its profile sets allow_insecure_http.
 

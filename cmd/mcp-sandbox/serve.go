@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -389,21 +390,22 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 	}
 	defer reload.start(ctx, hup)()
-	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
-		Agents: agents,
-		Authenticate: func(token string) (string, bool) {
-			want := configs.HashToken(token)
-			for h, t := range reload.tokenTable() {
-				if subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 {
-					return t, true
-				}
+	authenticate := func(token string) (string, bool) {
+		want := configs.HashToken(token)
+		for h, t := range reload.tokenTable() {
+			if subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 {
+				return t, true
 			}
-			return "", false
-		},
-		Tokenless: reload.tokenlessTenant,
-		Loopback:  loopback,
-		Ready:     newReadiness(ps).Ready,
-		Server:    opts,
+		}
+		return "", false
+	}
+	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
+		Agents:       agents,
+		Authenticate: authenticate,
+		Tokenless:    reload.tokenlessTenant,
+		Loopback:     loopback,
+		Ready:        newReadiness(ps).Ready,
+		Server:       opts,
 	})
 	inner, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -411,6 +413,15 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 	}
 	ln := newCapListener(inner, limits)
 	srv := limits.server(handler)
+	// As the handler decides (mcpserver.HTTPHandler): a request without a token is the
+	// tokenless tenant's while there is one, any other needs a token of a tenant.
+	authGate(srv, func(r *http.Request) bool {
+		if r.Header.Get("Authorization") == "" {
+			return reload.tokenlessTenant() != ""
+		}
+		_, ok := authenticate(bearerToken(r))
+		return ok
+	})
 	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -474,6 +485,10 @@ Each connection is bounded: --http-timeout (default 60s) for a request to arrive
 write of a response to leave and for an idle keep-alive connection; a streamed run_code stays
 open for as long as it runs. --max-connections (1024) and --max-connections-per-address
 (256; raise it behind a proxy, which is one address) refuse the next connection with 503.
+A connection that has not carried a request with a valid token (or, tokenless, any request)
+within 5 s is closed, as is one after any answer to a request without one (/healthz too), and
+such connections never hold the last quarter of --max-connections: when they would, the oldest
+is closed to make room, so connections opened without a token cannot shut a tenant out.
 Quotas (the config's quotas: block, and each tenant's policy.quotas) bound programs running at
 once (a run waits its tenant's queue_seconds for a slot, then is refused with
 capacity_exceeded), sessions (past a tenant's limit 429, past the server's 503) and bytes kept

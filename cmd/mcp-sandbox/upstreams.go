@@ -68,7 +68,6 @@ func openUpstreams(cfg *configs.Config, tenants []string) (*tenantPools, error) 
 				return nil, usagef("tenant %q is granted upstream %q, which is not defined (upstreams: %v)", tname, name, sortedKeys(cfg.Upstreams))
 			}
 			srv := upstreamServer(name, u)
-			srv.MaxFrameBytes = frameCeiling(cfg, tname)
 			servers = append(servers, srv)
 		}
 		pool, err := upstream.NewPool(&upstream.PoolOptions{
@@ -186,28 +185,4 @@ func approvalTimeout(cfg *configs.Config, tname, aname string) time.Duration {
 		s = p.Approvals.TimeoutSeconds
 	}
 	return time.Duration(*s * float64(time.Second))
-}
-
-// frameCeiling bounds one frame from a tenant's stdio upstream: large enough for the largest
-// result its programs may be produced (max_produced_bytes of the tenant's profiles, narrowed by
-// its policy), since a result over the per-call transfer ceiling is kept under a handle rather
-// than refused; never below upstream.DefaultMaxFrameBytes.
-func frameCeiling(cfg *configs.Config, tname string) int {
-	const slack = 64 << 10 // the JSON-RPC envelope and escaping
-	ceiling := int64(upstream.DefaultMaxFrameBytes)
-	t := cfg.Tenants[tname]
-	for _, a := range t.Agents {
-		if a.CodeExecution == nil {
-			continue
-		}
-		p, ok := cfg.Profile(profileOf(a.CodeExecution))
-		if !ok {
-			continue
-		}
-		b := bindingBudget(p.BindingBudget).Narrow(bindingBudget(t.Policy.BindingBudget))
-		if b.MaxProducedBytes > 0 {
-			ceiling = max(ceiling, b.MaxProducedBytes+b.MaxProducedBytes/8+slack)
-		}
-	}
-	return int(min(ceiling, 1<<30))
 }
