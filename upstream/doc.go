@@ -97,7 +97,8 @@
 // server sends notifications/tools/list_changed (or after a reconnect), so calling it at
 // every turn boundary is cheap. A server that cannot be listed keeps its last known tools and
 // is named in Catalogue.Problems with why, in words safe to show a model (its command was not
-// found, it exited while starting, it could not be reached: never a path, an address or a
+// found, it exited while starting, it timed out while starting (a first start gets
+// FirstStartTimeout, and its whole tree is killed), it could not be reached: never a path, an address or a
 // credential; the whole error goes to the log); it is retried at most every ten seconds. The
 // model is told: list_tools notes each granted server's problem (problems), a call of one of
 // its tools is unavailable with that reason, and Turn.Problems gives the same to run_code's
