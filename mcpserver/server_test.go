@@ -443,3 +443,17 @@ func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
 		t.Errorf("the png is not named with its handle:\n%s", text)
 	}
 }
+
+// The last line says the isolation level the terms asked for and the one reached, in words
+// that do not read as a downgrade (issue 23: "isolation process; achieved isolation
+// isolated").
+func TestRenderTextSaysIsolationAskedAndGot(t *testing.T) {
+	text := RenderText(&engine.Result{Value: json.RawMessage("null"),
+		Terms:     engine.Terms{Limits: engine.DefaultLimits, Isolation: engine.LevelProcess},
+		Isolation: engine.LevelIsolated})
+	last := text[strings.LastIndex(text, "\n")+1:]
+	if !strings.HasSuffix(last, "; isolation asked for process, got isolated") || strings.Contains(last, "achieved") ||
+		strings.Count(last, "isolation") != 1 {
+		t.Errorf("terms line = %q", last)
+	}
+}
