@@ -18,7 +18,7 @@ import (
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs, configPath := commandFlags("run", runUsage, stderr)
+	fs, configPath := commandFlags("run", runUsage, stdout, stderr)
 	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
 	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
 	runName := fs.String("run", "", "the Run the execution belongs to, as run_code's _meta \"mcp-sandbox/run\" names one (default: a Run of its own)")
