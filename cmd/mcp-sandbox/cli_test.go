@@ -319,3 +319,49 @@ tenants:
 		}
 	}
 }
+
+// run --limit narrows the agent's terms for one program as its spec would: a sleeper under
+// --limit wall_seconds=2 is killed by that wall clock, and the terms say 2. A wider value, an
+// unknown key and a malformed one are usage errors that say why.
+func TestRunLimitNarrows(t *testing.T) {
+	out, errOut, code := runCLI(t, "import time\nprint('started', flush=True)\ntime.sleep(600)\n",
+		"run", "--limit", "wall_seconds=2", "--limit", "memory_bytes=256MiB", "-")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (a failure)\n%s\n%s", code, out, errOut)
+	}
+	var r struct {
+		Stdout   string  `json:"stdout"`
+		LimitHit *string `json:"limit_hit"`
+		Failure  *struct {
+			Kind string `json:"kind"`
+		} `json:"failure"`
+		Terms struct {
+			WallSeconds float64 `json:"wall_seconds"`
+			MemoryBytes int64   `json:"memory_bytes"`
+		} `json:"terms"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Failure == nil || r.Failure.Kind != "timeout" || r.LimitHit == nil || *r.LimitHit != "wall_seconds" {
+		t.Errorf("failure %+v, limit_hit %v: want timeout, wall_seconds", r.Failure, r.LimitHit)
+	}
+	if r.Terms.WallSeconds != 2 || r.Terms.MemoryBytes != 256<<20 {
+		t.Errorf("terms wall_seconds %v, memory_bytes %d: want 2 and 256MiB", r.Terms.WallSeconds, r.Terms.MemoryBytes)
+	}
+	if r.Stdout != "started\n" {
+		t.Errorf("stdout %q: the program did not run", r.Stdout)
+	}
+	for _, tt := range []struct{ limit, want string }{
+		{"wall_seconds=3600", "would widen this agent's wall_seconds of 30s"},
+		{"process_count=100000", "would widen"},
+		{"wall_second=2", `did you mean "wall_seconds"?`},
+		{"memory_bytes=lots", "want a positive size"},
+		{"wall_seconds", "want KEY=VALUE"},
+	} {
+		out, errOut, code := runCLI(t, "1", "run", "--limit", tt.limit, "-")
+		if code != 2 || out != "" || !strings.Contains(errOut, tt.want) {
+			t.Errorf("--limit %s: exit %d, stdout %q, stderr %q; want exit 2 saying %q", tt.limit, code, out, errOut, tt.want)
+		}
+	}
+}
