@@ -23,7 +23,7 @@
 //     messages describe a misplaced value ("got a string") and never quote it, so a secret
 //     pasted in the wrong place is not echoed into a log. A YAML syntax error is the exception
 //     that proves it: it names the line where it is (yaml.v3 names where the enclosing
-//     construct began, so the line is found again, see syntaxProblem) and quotes that line,
+//     construct began, so the line is found again, see syntaxProblem and misindented) and quotes that line,
 //     because a typo is found by reading it, but never the value of a key that names a
 //     credential (token, bearer, secret, password, dsn).
 //   - Options.Backends (LoadWith) are the backends the loading build has; a profile naming
