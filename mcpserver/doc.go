@@ -22,7 +22,8 @@
 //     context is the one passed to Sandbox.Run, which kills the program's tree.
 //   - HTTP routing: /mcp is the token's tenant's default agent (its only agent, or the one
 //     named "default"); /mcp/{agent} names one. A name that belongs only to another tenant
-//     answers exactly like a name no tenant has (404, same body), so names cannot be probed.
+//     answers exactly like a name no tenant has (404, JSON naming only what was asked for and
+//     the caller's own agents), so names cannot be probed.
 //     A 401 carries WWW-Authenticate: Bearer (without it, clients start OAuth discovery).
 //     Each (tenant, agent) pair has its own
 //     StreamableHTTPHandler and sessions carry the tenant as their user, so a session id is
