@@ -621,8 +621,11 @@ func reasonOf(s Server, err error) string {
 	var (
 		op       *net.OpError
 		timedOut *startTimeoutError
+		cred     *CredentialError
 	)
 	switch {
+	case errors.As(err, &cred) && cred.Reason != "":
+		return "its credential is not available: " + cred.Reason
 	case errors.As(err, &timedOut) && timedOut.first:
 		return fmt.Sprintf("it timed out while starting: no answer to initialize within %s of its first start (which may be downloading its package); it was stopped, and is tried again at a later turn", timedOut.after)
 	case errors.As(err, &timedOut):

@@ -178,6 +178,25 @@ func (s Server) httpClient() *http.Client {
 
 var errCrossOriginRedirect = errors.New("a redirect to another scheme or host is refused")
 
+// CredentialError is what a Bearer resolver returns when the credential cannot be had. Reason
+// says why in words safe to show a model ("the environment variable DOCS_TOKEN is not set":
+// where the credential is looked up, never its value or a file's path); it is what list_tools
+// and upstream_problems say of the server, instead of "connecting to it failed". Err is the
+// whole error, for the operator's log.
+type CredentialError struct {
+	Reason string
+	Err    error
+}
+
+func (e *CredentialError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Reason
+}
+
+func (e *CredentialError) Unwrap() error { return e.Err }
+
 // sameOrigin reports whether u has the scheme and host (with port) of endpoint.
 func sameOrigin(u, endpoint *url.URL) bool {
 	return u != nil && endpoint != nil &&
