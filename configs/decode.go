@@ -29,6 +29,7 @@ type decoder struct {
 	pos    map[string]position
 	ps     Problems
 	nodes  int
+	limit  int // nodes visited at most; 0 means maxNodes
 }
 
 func newDecoder(source string, pos map[string]position) *decoder {
@@ -84,9 +85,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	if d.nodes++; d.nodes > maxNodes {
-		if d.nodes == maxNodes+1 {
-			d.fail(n, path, "document too large: more than %d nodes after expanding aliases", maxNodes)
+	limit := d.limit
+	if limit == 0 {
+		limit = maxNodes
+	}
+	if d.nodes++; d.nodes > limit {
+		if d.nodes == limit+1 {
+			d.fail(n, path, "document too large: more than %d nodes after expanding aliases", limit)
 		}
 		return
 	}
@@ -416,7 +421,11 @@ func fitOf(into reflect.Type) func([]byte) int {
 			return math.MaxInt
 		}
 		d := newDecoder("", map[string]position{})
+		d.limit = fitNodes
 		d.decode(doc.Content[0], reflect.New(into).Elem(), "")
+		if d.nodes > fitNodes {
+			return math.MaxInt
+		}
 		return len(d.ps)
 	}
 }
@@ -563,6 +572,10 @@ func quotable(line string) string {
 	}
 	return line
 }
+
+// fitNodes bounds the decoding of one guess (fitOf), far below maxNodes: a guess at a typo
+// is not worth a large document's aliases expanded hundreds of times.
+const fitNodes = 1 << 14
 
 // maxBlamedLines bounds the documents whose indentation errors misindented looks for (each
 // guess costs a parse of the whole document).

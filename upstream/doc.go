@@ -91,7 +91,7 @@
 // server's own JSON-RPC error answer) is dropped before the failed call returns; that call
 // fails with upstream_error and is never replayed, and the next call reconnects (and the next
 // Catalogue re-lists that server). Every call has its own timeout. Close is bounded: calls in
-// flight are cancelled, stdin is closed, and the process group is killed after a grace period.
+// flight are cancelled, stdin is closed, and the process tree is killed after a grace period.
 //
 // Pool.Catalogue lists every page of tools/list once per server and again only after the
 // server sends notifications/tools/list_changed (or after a reconnect), so calling it at
