@@ -705,6 +705,7 @@ var (
 		"engine/backend/*":   "kernel facts under /proc and /sys",
 		"engine/sandboxtest": "/proc, to find a test's surviving processes",
 		"internal/*":         "the init helper, cgroups and interpreter discovery: /proc, /sys/fs/cgroup, the interpreter",
+		"upstream":           "/proc, to find every process of a stdio server's tree when it is killed (tree_linux.go)",
 	}
 )
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -28,6 +29,7 @@ type decoder struct {
 	pos    map[string]position
 	ps     Problems
 	nodes  int
+	limit  int // nodes visited at most; 0 means maxNodes
 }
 
 func newDecoder(source string, pos map[string]position) *decoder {
@@ -83,9 +85,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	if d.nodes++; d.nodes > maxNodes {
-		if d.nodes == maxNodes+1 {
-			d.fail(n, path, "document too large: more than %d nodes after expanding aliases", maxNodes)
+	limit := d.limit
+	if limit == 0 {
+		limit = maxNodes
+	}
+	if d.nodes++; d.nodes > limit {
+		if d.nodes == limit+1 {
+			d.fail(n, path, "document too large: more than %d nodes after expanding aliases", limit)
 		}
 		return
 	}
@@ -328,7 +334,7 @@ func editDistance(a, b string) int {
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // document parses data as exactly one YAML document whose top level is a mapping.
-func document(data []byte, source string) (root *yaml.Node, ps Problems) {
+func document(data []byte, source string, into reflect.Type) (root *yaml.Node, ps Problems) {
 	defer func() {
 		// yaml.v3 panics on a few malformed inputs it should have reported; a config file
 		// must never crash the server, so the panic becomes a problem.
@@ -343,14 +349,14 @@ func document(data []byte, source string) (root *yaml.Node, ps Problems) {
 	case errors.Is(err, io.EOF):
 		return nil, Problems{{Source: source, Message: "empty document"}}
 	case err != nil:
-		return nil, Problems{syntaxProblem(err, data, source)}
+		return nil, Problems{syntaxProblem(err, data, source, fitOf(into))}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, Problems{{Source: source, Line: extra.Line, Column: extra.Column, Message: "more than one YAML document; a config is exactly one"}}
 	case !errors.Is(err, io.EOF):
-		return nil, Problems{syntaxProblem(err, data, source)}
+		return nil, Problems{syntaxProblem(err, data, source, fitOf(into))}
 	}
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		return nil, Problems{{Source: source, Message: "empty document"}}
@@ -371,7 +377,7 @@ func document(data []byte, source string) (root *yaml.Node, ps Problems) {
 // here as the one after the longest prefix of whole lines that still parses, starting from the
 // end: a construct left open on an earlier line (a flow mapping over several lines) does not
 // mislead it, and the first line whose content no later line can repair does stop it.
-func syntaxProblem(err error, data []byte, source string) Problem {
+func syntaxProblem(err error, data []byte, source string, fit func([]byte) int) Problem {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
@@ -386,12 +392,168 @@ func syntaxProblem(err error, data []byte, source string) Problem {
 				break
 			}
 		}
+		if line > 0 && len(lines) <= maxBlamedLines && indentationError(msg) {
+			line = misindented(lines, line, fit)
+		}
 	}
 	p := Problem{Source: source, Line: line, Message: "invalid YAML: " + msg}
 	if line > 0 && line <= len(lines) {
 		p.Message += fmt.Sprintf("; line %d reads %q", line, quotable(string(lines[line-1])))
 	}
 	return p
+}
+
+// fitOf returns how many problems a document has when decoded as a value of type into (a
+// document that does not parse, or holds no mapping, counts as many): how well a repair
+// fits the schema, for misindented. A nil into gives a nil fit.
+func fitOf(into reflect.Type) func([]byte) int {
+	if into == nil {
+		return nil
+	}
+	return func(data []byte) (n int) {
+		defer func() {
+			if recover() != nil {
+				n = math.MaxInt
+			}
+		}()
+		var doc yaml.Node
+		if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			return math.MaxInt
+		}
+		d := newDecoder("", map[string]position{})
+		d.limit = fitNodes
+		d.decode(doc.Content[0], reflect.New(into).Elem(), "")
+		if d.nodes > fitNodes {
+			return math.MaxInt
+		}
+		return len(d.ps)
+	}
+}
+
+// indentationError reports whether a syntax error's message is one a line at the wrong
+// indentation causes.
+func indentationError(msg string) bool {
+	for _, m := range []string{"did not find expected key", "mapping values are not allowed", "did not find expected '-' indicator", "did not find expected <document start>", "block end"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// misindented names the line an indentation error belongs to, given the line l (1-based)
+// where the document stopped parsing. That is often not the culprit: the first key of a block
+// sets the block's indentation, so when it is the one shifted, YAML objects only at its next
+// sibling (one line late, or a whole block late for a shifted parent). So each content line
+// from l back to where l's context began is tried at a neighbour's indentation, and the line
+// whose re-indentation lets the document parse past l, and a few lines more, is the one
+// named: first the one whose repaired document fits the schema best (fewest problems when
+// decoded: a key moved under the wrong parent is an unknown key there), then one whose
+// indentation is off the document's step (1 space where every other block steps by 2) and is
+// put back on it, then l itself, then the nearest to l. When no single re-indentation helps,
+// l stays.
+func misindented(lines [][]byte, l int, fit func([]byte) int) int {
+	const (
+		lookBack  = 64 // content lines tried before l
+		lookAhead = 3  // content lines after l that must parse too, when the rest never does
+	)
+	content := func(i int) bool {
+		t := bytes.TrimSpace(lines[i])
+		return len(t) > 0 && t[0] != '#'
+	}
+	indent := func(b []byte) int { return len(b) - len(bytes.TrimLeft(b, " ")) }
+	step := indentStep(lines, content, indent)
+	onStep := func(n int) bool { return step <= 1 || n%step == 0 }
+	var cands []int // 0-based, nearest first, l itself first
+	for i, n := l-1, 0; i >= 0 && n <= lookBack; i-- {
+		if content(i) {
+			cands = append(cands, i)
+			n++
+			if indent(lines[i]) == 0 && i < l-1 {
+				break // a top-level key: the context of l began here
+			}
+		}
+	}
+	// Each candidate is tried at every indentation the context uses: a line is shifted off
+	// its siblings', which are there.
+	var levels []int
+	for _, i := range cands {
+		if n := indent(lines[i]); !slices.Contains(levels, n) {
+			levels = append(levels, n)
+		}
+	}
+	// blame tries each candidate against lines[:end]: the whole document first, which tells
+	// a repair from a move of the error further down; only the next few lines when the
+	// document has another error later.
+	blame := func(end int) (int, bool) {
+		best, bestScore, bestFit := l, -1, math.MaxInt
+		for rank, i := range cands {
+			own := indent(lines[i])
+			for _, to := range levels {
+				if to == own {
+					continue
+				}
+				fixed := make([][]byte, end)
+				copy(fixed, lines[:end])
+				fixed[i] = append(bytes.Repeat([]byte(" "), to), bytes.TrimLeft(lines[i], " ")...)
+				doc := bytes.Join(fixed, nil)
+				if !parses(doc) {
+					continue
+				}
+				score := 1
+				if !onStep(own) && onStep(to) {
+					score = 3 // it was off the document's step, and is put back on it
+				} else if rank == 0 {
+					score = 2
+				}
+				f := 0
+				if fit != nil && end == len(lines) {
+					f = fit(doc) // fewer schema problems: the repair the author meant
+				}
+				if f < bestFit || f == bestFit && score > bestScore {
+					best, bestScore, bestFit = i+1, score, f
+				}
+			}
+		}
+		return best, bestScore >= 0
+	}
+	if best, ok := blame(len(lines)); ok {
+		return best
+	}
+	end := l // lines[:end] holds l; then lookAhead more content lines
+	for n := 0; end < len(lines) && n < lookAhead; end++ {
+		if content(end) {
+			n++
+		}
+	}
+	best, _ := blame(end)
+	return best
+}
+
+// indentStep is the indentation step the document keeps to: of 2, 3 and 4, the one most of
+// its content lines are indented by a multiple of (the smaller on a tie), when at least three
+// in four are; else 1, which judges no line off the step.
+func indentStep(lines [][]byte, content func(int) bool, indent func([]byte) int) int {
+	total := 0
+	on := map[int]int{}
+	for i := range lines {
+		if !content(i) {
+			continue
+		}
+		total++
+		for _, s := range []int{2, 3, 4} {
+			if indent(lines[i])%s == 0 {
+				on[s]++
+			}
+		}
+	}
+	step := 1
+	for _, s := range []int{2, 3, 4} {
+		if on[s]*4 >= total*3 && (step == 1 || on[s] > on[step]) {
+			step = s
+		}
+	}
+	return step
 }
 
 // secretKey matches a key that names a credential, anywhere on a line (a flow mapping holds
@@ -410,6 +572,14 @@ func quotable(line string) string {
 	}
 	return line
 }
+
+// fitNodes bounds the decoding of one guess (fitOf), far below maxNodes: a guess at a typo
+// is not worth a large document's aliases expanded hundreds of times.
+const fitNodes = 1 << 14
+
+// maxBlamedLines bounds the documents whose indentation errors misindented looks for (each
+// guess costs a parse of the whole document).
+const maxBlamedLines = 1000
 
 // maxLocatedLines bounds the documents whose syntax errors syntaxProblem locates itself (each
 // line costs a parse of what precedes it); a longer one keeps yaml.v3's line.
@@ -438,7 +608,7 @@ func parses(data []byte) (ok bool) {
 // profiles.default, since after folding only one could survive.
 func decodeConfig(data []byte, source string) (*Config, *meta, Problems) {
 	m := &meta{pos: map[string]position{"": {source, 0, 0}}}
-	root, ps := document(data, source)
+	root, ps := document(data, source, reflect.TypeFor[Config]())
 	if ps != nil {
 		return nil, m, ps
 	}
@@ -457,7 +627,7 @@ func decodeConfig(data []byte, source string) (*Config, *meta, Problems) {
 func decodeTenant(data []byte, source, name string, pos map[string]position) (Tenant, Problems) {
 	path := keyPath("tenants", name)
 	pos[path] = position{source, 1, 1}
-	root, ps := document(data, source)
+	root, ps := document(data, source, reflect.TypeFor[Tenant]())
 	if ps != nil {
 		return Tenant{}, ps
 	}

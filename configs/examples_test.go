@@ -3,6 +3,8 @@ package configs
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +75,40 @@ func TestExamplesLoad(t *testing.T) {
 	if len(m.Tenants) < 2 || len(m.Profiles) < 2 || isolated == 0 || !deferred || !bearer || !peer {
 		t.Errorf("multi-tenant.yaml: %d tenants, %d profiles (%d isolated), deferred %v, bearer env %v, a2a peer %v",
 			len(m.Tenants), len(m.Profiles), isolated, deferred, bearer, peer)
+	}
+}
+
+// Every token hash in an example comes with its example secret in a comment on its line, so
+// the example can be tried as shipped (issue 23: the multi-tenant example's tokens were
+// hashes of secrets given nowhere).
+func TestExampleTokensAreGiven(t *testing.T) {
+	hash := regexp.MustCompile(`sha256:([0-9a-f]{64})`)
+	given := regexp.MustCompile(`sha256:[0-9a-f]{64}\]?\s*#\s*([A-Za-z0-9._-]+)`)
+	files, _ := filepath.Glob(filepath.Join("examples", "*.yaml"))
+	more, _ := filepath.Glob(filepath.Join("examples", "*", "*.yaml"))
+	n := 0
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			h := hash.FindStringSubmatch(line)
+			if h == nil {
+				continue
+			}
+			n++
+			g := given.FindStringSubmatch(line)
+			if g == nil {
+				t.Errorf("%s:%d: a token hash without its example secret in a comment", f, i+1)
+				continue
+			}
+			if HashToken(g[1]) != "sha256:"+h[1] {
+				t.Errorf("%s:%d: %q is not the secret of %s", f, i+1, g[1], h[0])
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("found %d token hashes in the examples, want the multi-tenant example's three at least", n)
 	}
 }

@@ -267,6 +267,28 @@ func TestStrictDecoding(t *testing.T) {
 			want: []string{`default.yaml:4: invalid YAML: did not find expected key; line 4 reads "   isolation: process"`},
 		},
 		{
+			// The first key of a block sets its indentation, so yaml.v3 objects only at the
+			// next key: the shifted line is the one named (issue 23: one line late).
+			name: "a block's first key shifted",
+			data: doc("profiles:", "  default:", "     backend: local", "    isolation: process", "    run_as: \"1000\"", "tenants: {}"),
+			want: []string{`default.yaml:3: invalid YAML: did not find expected key; line 3 reads "     backend: local"`},
+		},
+		{
+			name: "a block's first key shifted left",
+			data: doc("profiles:", "  default:", "   backend: local", "    isolation: process", "    run_as: \"1000\"", "tenants: {}"),
+			want: []string{`default.yaml:3: invalid YAML: mapping values are not allowed in this context; line 3 reads "   backend: local"`},
+		},
+		{
+			name: "a key shifted out of its block",
+			data: doc("profiles:", "  default:", "    hard_limits:", "      cpu_seconds: 5", "    wall_seconds: 9", "      memory_bytes: 64MiB", "tenants: {}"),
+			want: []string{`default.yaml:5: invalid YAML: mapping values are not allowed in this context; line 5 reads "    wall_seconds: 9"`},
+		},
+		{
+			name: "a parent shifted off the document's step",
+			data: doc("profiles:", "   default:", "    backend: local", "  other:", "    backend: local", "tenants: {}"),
+			want: []string{`default.yaml:2: invalid YAML: did not find expected key; line 2 reads "   default:"`},
+		},
+		{
 			name: "an error yaml.v3 gives no line for",
 			data: doc("data_dir: x", "tenants: a: b"),
 			want: []string{`default.yaml:2: invalid YAML: mapping values are not allowed in this context; line 2 reads "tenants: a: b"`},

@@ -94,6 +94,9 @@ func (s *session) programFailure(pe *wire.ProgramError, tree TreeUsage, limit **
 	}
 	f := &Failure{Kind: failure.ProgramError, Executed: true, Traceback: pe.Traceback,
 		Message: strings.TrimSpace(pe.Type + ": " + pe.Message)}
+	if pe.Type == "ModuleNotFoundError" {
+		f.Message += moduleHint
+	}
 	if l := limitFromError(pe, tree); l != "" {
 		f.Kind = failure.LimitExceeded
 		f.Message = fmt.Sprintf("%s (the program hit its %s limit of %s)", f.Message, l, s.describeLimit(l))
@@ -101,6 +104,10 @@ func (s *session) programFailure(pe *wire.ProgramError, tree TreeUsage, limit **
 	}
 	return f
 }
+
+// moduleHint follows a ModuleNotFoundError: nothing can be installed from inside, so the way
+// out is the operator's, and a model can pass it on.
+const moduleHint = ` (a program imports only what its profile's interpreter has: install the package for the profile's "python:" interpreter, see the README section "Python packages")`
 
 func limitFromError(pe *wire.ProgramError, tree TreeUsage) LimitName {
 	switch {

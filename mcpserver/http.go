@@ -2,9 +2,13 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,18 +190,47 @@ func (h *httpHandler) route(w http.ResponseWriter, r *http.Request) {
 		case agents[DefaultAgentName] != nil:
 			name = DefaultAgentName
 		default:
-			http.Error(w, "this tenant has no default agent: use /mcp/{agent}", http.StatusNotFound)
+			names := agentNames(agents)
+			routeError(w, routeProblem{Error: "no_default_agent", Agents: names,
+				Message: fmt.Sprintf("this token's tenant has no default agent (one named %q, or its only agent): use /mcp/{agent}, one of: %s",
+					DefaultAgentName, strings.Join(names, ", "))})
 			return
 		}
 	}
 	sh, ok := agents[name]
 	if !ok {
-		// Another tenant's agent reads exactly like one nobody has, so agent names cannot be
+		// Another tenant's agent reads exactly like one nobody has (the answer names what was
+		// asked for and the caller's own agents, nothing else), so agent names cannot be
 		// probed across tenants.
-		http.Error(w, "no such agent", http.StatusNotFound)
+		names := agentNames(agents)
+		routeError(w, routeProblem{Error: "unknown_agent", Agent: name, Agents: names,
+			Message: fmt.Sprintf("this token's tenant has no agent %q: use /mcp/{agent}, one of: %s", name, strings.Join(names, ", "))})
 		return
 	}
 	sh.ServeHTTP(w, r)
+}
+
+// routeProblem is the JSON body of a 404 from /mcp or /mcp/{agent}: what is missing, named,
+// so that a person trying a URL by hand sees what to change rather than "Not Found".
+type routeProblem struct {
+	Error   string   `json:"error"` // no_default_agent | unknown_agent
+	Message string   `json:"message"`
+	Agent   string   `json:"agent,omitempty"` // the agent asked for
+	Agents  []string `json:"agents"`          // the caller's own agents
+}
+
+func routeError(w http.ResponseWriter, p routeProblem) {
+	if p.Agents == nil {
+		p.Agents = []string{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusNotFound)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+func agentNames(agents map[string]http.Handler) []string {
+	return slices.Sorted(maps.Keys(agents))
 }
 
 // limitBody bounds the request body at limit bytes before anything reads it, answering 413

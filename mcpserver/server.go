@@ -195,12 +195,27 @@ The result (structuredContent) has value (or value_repr), stdout, stderr, failur
 }
 
 func termsText(t engine.Terms) string {
+	return fmt.Sprintf("%s, isolation %s", limitsText(t), t.Isolation)
+}
+
+// limitsText is the terms but their isolation level, which a result says beside the level
+// reached.
+func limitsText(t engine.Terms) string {
 	network := t.Network
 	if network == "" {
 		network = engine.NetworkNone
 	}
-	return fmt.Sprintf("wall clock %gs, CPU %gs, memory %s, file size %s, %d processes, network %s, isolation %s",
-		t.WallSeconds, t.CPUSeconds, bytesText(t.MemoryBytes), bytesText(t.FileSizeBytes), t.ProcessCount, network, t.Isolation)
+	return fmt.Sprintf("wall clock %gs, CPU %gs, memory %s, file size %s, %d processes, network %s",
+		t.WallSeconds, t.CPUSeconds, bytesText(t.MemoryBytes), bytesText(t.FileSizeBytes), t.ProcessCount, network)
+}
+
+// isolationText says the level the terms asked for and the one the execution reached (at
+// least that one: a stronger level is no downgrade, and reads as none).
+func isolationText(asked, got engine.Level) string {
+	if got == "" {
+		got = "none (nothing ran)"
+	}
+	return fmt.Sprintf("asked for %s, got %s", asked, got)
 }
 
 func bytesText(n int64) string {
@@ -366,7 +381,7 @@ func RenderText(res *execution.Result) string {
 	for _, u := range res.UpstreamProblems {
 		fmt.Fprintf(&b, "note on server %s: %s\n", u.Server, oneLine(u.Problem))
 	}
-	fmt.Fprintf(&b, "terms: %s; achieved isolation %s", termsText(res.Terms), res.Isolation)
+	fmt.Fprintf(&b, "terms: %s; isolation %s", limitsText(res.Terms), isolationText(res.Terms.Isolation, res.Isolation))
 	return b.String()
 }
 

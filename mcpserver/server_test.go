@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,7 +215,8 @@ func TestProgressAndCancel(t *testing.T) {
 }
 
 func TestHTTPHandlerAuth(t *testing.T) {
-	agents := []Agent{{Tenant: "a", Name: "default"}, {Tenant: "a", Name: "other"}, {Tenant: "b", Name: "bee"}}
+	agents := []Agent{{Tenant: "a", Name: "default"}, {Tenant: "a", Name: "other"}, {Tenant: "b", Name: "bee"},
+		{Tenant: "c", Name: "left"}, {Tenant: "c", Name: "right"}}
 	h := HTTPHandler(&HTTPOptions{
 		Agents: agents,
 		Authenticate: func(tok string) (string, bool) {
@@ -223,6 +225,8 @@ func TestHTTPHandlerAuth(t *testing.T) {
 				return "a", true
 			case "tb":
 				return "b", true
+			case "tc":
+				return "c", true
 			}
 			return "", false
 		},
@@ -247,6 +251,7 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		{"another tenant's agent", "POST", "/mcp/bee", "ta", "", "", 404},
 		{"no such agent", "POST", "/mcp/nobody", "ta", "", "", 404},
 		{"tenant without default", "POST", "/mcp", "tb", "", "", 200},
+		{"no default", "POST", "/mcp", "tc", "", "", 404},
 		{"foreign host", "POST", "/mcp", "ta", "evil.example:80", "", 403},
 		{"cross origin", "POST", "/mcp", "ta", "", "http://evil.example", 403},
 	} {
@@ -281,9 +286,26 @@ func TestHTTPHandlerAuth(t *testing.T) {
 		}
 		bodies[c.name] = string(body)
 	}
-	// An agent of another tenant reads exactly like one nobody has: names cannot be probed.
-	if bodies["another tenant's agent"] != bodies["no such agent"] {
+	// An agent of another tenant reads exactly like one nobody has (but for the name asked
+	// for, echoed): names cannot be probed.
+	if strings.ReplaceAll(bodies["another tenant's agent"], "bee", "X") != strings.ReplaceAll(bodies["no such agent"], "nobody", "X") {
 		t.Errorf("another tenant's agent answers %q, an unknown one %q", bodies["another tenant's agent"], bodies["no such agent"])
+	}
+	// Both, and /mcp without a default agent, are JSON that names what is missing and the
+	// caller's own agents (issue 23: a bare "Not Found" told a newcomer nothing).
+	for name, want := range map[string]routeProblem{
+		"no such agent": {Error: "unknown_agent", Agent: "nobody", Agents: []string{"default", "other"}},
+		"no default":    {Error: "no_default_agent", Agents: []string{"left", "right"}},
+	} {
+		var got routeProblem
+		if err := json.Unmarshal([]byte(bodies[name]), &got); err != nil {
+			t.Errorf("%s: body %q is not JSON: %v", name, bodies[name], err)
+			continue
+		}
+		if got.Error != want.Error || got.Agent != want.Agent || !slices.Equal(got.Agents, want.Agents) ||
+			!strings.Contains(got.Message, "/mcp/{agent}") || want.Agent != "" && !strings.Contains(got.Message, `"nobody"`) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
 	}
 }
 
@@ -434,5 +456,19 @@ func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
 	}
 	if !strings.Contains(text, "artifact plot.png: 264 bytes, image/png, handle h_2\n") {
 		t.Errorf("the png is not named with its handle:\n%s", text)
+	}
+}
+
+// The last line says the isolation level the terms asked for and the one reached, in words
+// that do not read as a downgrade (issue 23: "isolation process; achieved isolation
+// isolated").
+func TestRenderTextSaysIsolationAskedAndGot(t *testing.T) {
+	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"),
+		Terms:     engine.Terms{Limits: engine.DefaultLimits, Isolation: engine.LevelProcess},
+		Isolation: engine.LevelIsolated}})
+	last := text[strings.LastIndex(text, "\n")+1:]
+	if !strings.HasSuffix(last, "; isolation asked for process, got isolated") || strings.Contains(last, "achieved") ||
+		strings.Count(last, "isolation") != 1 {
+		t.Errorf("terms line = %q", last)
 	}
 }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -196,5 +197,38 @@ func TestHTTPResponseBounded(t *testing.T) {
 		wantOK(t, call(t, p.Catalogue(context.Background()).Resolve([]string{"web"}, nil, nil, nil), "web__big", `{"n":1000}`))
 		p.Close()
 		ts.Close()
+	}
+}
+
+// A credential that cannot be had is what the model is told about the server (issue 23: the
+// model read "connecting to it failed" while only the log said DOCS_TOKEN is not set).
+func TestHTTPCredentialReasonReachesTheModel(t *testing.T) {
+	var reached atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	defer ts.Close()
+	p, err := NewPool(&PoolOptions{
+		Servers: []Server{{Name: "docs", URL: ts.URL, Bearer: func(context.Context) (string, error) {
+			return "", &CredentialError{Reason: "the environment variable DOCS_TOKEN is not set",
+				Err: errors.New("credential env:DOCS_TOKEN: environment variable DOCS_TOKEN is not set")}
+		}}},
+		Logger: slog.New(slog.NewTextHandler(&testkit.Log{}, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	turn := p.Catalogue(context.Background()).Resolve([]string{"docs"}, nil, nil, nil)
+	const want = "its credential is not available: the environment variable DOCS_TOKEN is not set"
+	if got := turn.Problems()["docs"]; !strings.Contains(got, want) {
+		t.Errorf("problem = %q, want it to say %q", got, want)
+	}
+	if r := call(t, turn, "docs__anything", "{}"); !strings.Contains(r.Message, "DOCS_TOKEN is not set") {
+		t.Errorf("a call of its tools says %q", r.Message)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the server was sent %d requests without a credential", n)
 	}
 }

@@ -214,6 +214,7 @@ type conn struct {
 	stale   bool      // list_changed since the listing, or reconnected
 	changes uint64    // list_changed notifications received, so one during a listing is not lost
 	problem string    // why the last refresh failed, safe to show a model
+	started bool      // a session was established once: later starts get the connect timeout
 	retryAt time.Time // no listing attempt before this, after a failure
 	// listings are the start times of the recent listings (at most relistBurst), and
 	// throttled is set while a change announced since waits for room among them.
@@ -383,7 +384,7 @@ func (c *conn) sessionLocked(ctx context.Context) (*mcp.ClientSession, error) {
 		_ = cs.Close()
 		return nil, errPoolClosed
 	}
-	c.session, c.proc = cs, proc
+	c.session, c.proc, c.started = cs, proc, true
 	relist := c.listed
 	if relist {
 		c.stale = true // the server may have changed while we were away
@@ -462,7 +463,14 @@ func (c *conn) shutdown() {
 }
 
 func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.srv.connectTimeout())
+	timeout := c.srv.connectTimeout()
+	c.mu.Lock()
+	first := c.srv.URL == "" && !c.started
+	c.mu.Unlock()
+	if first {
+		timeout = c.srv.firstStartTimeout()
+	}
+	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), timeout, &startTimeoutError{after: timeout, first: first})
 	defer cancel()
 	impl := c.pool.opts.Implementation
 	if impl == nil {
@@ -497,13 +505,22 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", c.srv.Name, err)
 	}
-	wctx, wcancel := proc.watch(ctx)
+	if first {
+		c.pool.logger.Info("upstream server starting for the first time", "server", c.srv.Name, "timeout", timeout.String())
+	}
+	wctx, wcancel := proc.watch(ctx, c.srv.Name, c.pool.logger)
 	defer wcancel()
 	cs, err := client.Connect(wctx, proc.transport(c.srv.maxFrame()), sopts)
 	if err != nil {
-		if cause := context.Cause(wctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		var timedOut *startTimeoutError
+		switch cause := context.Cause(wctx); {
+		case errors.As(cause, &timedOut):
+			// Timed out, whatever the handshake saw after: the watch killed the tree, so the
+			// server's end is ours and not an exit of its own.
 			err = fmt.Errorf("%w (%w)", err, cause)
-		} else if proc.exitedWithin(exitSettle) {
+		case cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded):
+			err = fmt.Errorf("%w (%w)", err, cause)
+		case proc.exitedWithin(exitSettle):
 			// The handshake saw the end of the server's stdout before the watch saw it exit.
 			err = fmt.Errorf("%w (%w)", err, errProcessExited)
 		}
@@ -601,8 +618,18 @@ func redactErr(err error) error {
 // reasonOf says, in words safe to show a model (no path, address or credential), why a server
 // could not be connected to or listed. The whole error goes to the operator's log.
 func reasonOf(s Server, err error) string {
-	var op *net.OpError
+	var (
+		op       *net.OpError
+		timedOut *startTimeoutError
+		cred     *CredentialError
+	)
 	switch {
+	case errors.As(err, &cred) && cred.Reason != "":
+		return "its credential is not available: " + cred.Reason
+	case errors.As(err, &timedOut) && timedOut.first:
+		return fmt.Sprintf("it timed out while starting: no answer to initialize within %s of its first start (which may be downloading its package); it was stopped, and is tried again at a later turn", timedOut.after)
+	case errors.As(err, &timedOut):
+		return fmt.Sprintf("it timed out while starting: no answer to initialize within %s; it was stopped", timedOut.after)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
 		return "its command was not found"
 	case errors.Is(err, fs.ErrPermission):

@@ -3,7 +3,10 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -21,7 +24,10 @@ const maxStderrLine = 4096
 // process is a running stdio server. The go-sdk's CommandTransport has a fixed frame limit and
 // no stderr capture, so the pipes are ours and the SDK sees them through an IOTransport.
 type process struct {
-	cmd    *exec.Cmd
+	cmd *exec.Cmd
+	// marker is the value of treeMarkerEnv in the server's environment, which its descendants
+	// inherit: what finds one that left the process group and its parent (killTree).
+	marker string
 	stdin  *os.File // our write end
 	stdout *os.File // our read end
 	exited chan struct{}
@@ -33,7 +39,8 @@ type process struct {
 func startProcess(s Server, logger *slog.Logger) (*process, error) {
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
 	cmd.Dir = s.Dir
-	cmd.Env = childEnv(s.Env)
+	marker := newMarker()
+	cmd.Env = append(childEnv(s.Env), treeMarkerEnv+"="+marker)
 	setProcessGroup(cmd)
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -55,7 +62,7 @@ func startProcess(s Server, logger *slog.Logger) (*process, error) {
 		return nil, err
 	}
 	closeAll(inR, outW, errW)
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{})}
+	p := &process{cmd: cmd, marker: marker, stdin: inW, stdout: outR, exited: make(chan struct{})}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -71,6 +78,28 @@ func startProcess(s Server, logger *slog.Logger) (*process, error) {
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// treeMarkerEnv names the variable that marks a stdio server's processes, so that killTree
+// finds every one of them, even one that started its own session and lost its parent.
+const treeMarkerEnv = "MCP_SANDBOX_UPSTREAM_TREE"
+
+func newMarker() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// kill ends the server's whole process tree at once (killTree); close still reaps it. Once
+// the server itself has exited, what is left of its tree (its group, the processes marked as
+// its own) is killed without signalling its reaped pid.
+func (p *process) kill() {
+	select {
+	case <-p.exited:
+		killTree(p.cmd, p.marker, false)
+	default:
+		killTree(p.cmd, p.marker, true)
+	}
 }
 
 func closeAll(fs ...*os.File) {
@@ -128,7 +157,7 @@ type processCloser struct{ p *process }
 func (c processCloser) Write(b []byte) (int, error) { return c.p.stdin.Write(b) }
 func (c processCloser) Close() error                { c.p.close(); return nil }
 
-// close ends the process: close stdin and let it exit, then kill its group. It is bounded by
+// close ends the process: close stdin and let it exit, then kill its tree. It is bounded by
 // about 2*closeGrace, idempotent and safe for concurrent use.
 func (p *process) close() {
 	p.once.Do(func() {
@@ -136,12 +165,13 @@ func (p *process) close() {
 		select {
 		case <-p.exited:
 		case <-time.After(closeGrace):
-			killProcessGroup(p.cmd)
+			p.kill()
 			select {
 			case <-p.exited:
 			case <-time.After(closeGrace):
 			}
 		}
+		p.kill() // helpers it left behind: nothing of a closed server's tree stays
 		_ = p.stdout.Close()
 		done := make(chan struct{})
 		go func() { p.wg.Wait(); close(done) }()
@@ -170,18 +200,57 @@ const exitSettle = 200 * time.Millisecond
 // errProcessExited is what a connect reports when the server exits during initialize.
 var errProcessExited = errors.New("the server process exited")
 
-// watch returns a context cancelled when p exits, for bounding connect. Its cancel function
-// also waits for the goroutine that watches.
-func (p *process) watch(ctx context.Context) (context.Context, context.CancelFunc) {
+// startProgressEvery is how often a start still waiting for initialize is logged.
+const startProgressEvery = 10 * time.Second
+
+// watch returns a context cancelled when p exits, for bounding connect. While it waits it
+// logs the start's progress every startProgressEvery, and when ctx ends with a
+// startTimeoutError it kills the server's whole tree at once, before the handshake gives up.
+// Its cancel function also waits for the goroutine that watches.
+func (p *process) watch(ctx context.Context, server string, logger *slog.Logger) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		select {
-		case <-p.exited:
-			cancel(errProcessExited)
-		case <-ctx.Done():
+		start := time.Now()
+		tick := time.NewTicker(startProgressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.exited:
+				cancel(errProcessExited)
+				return
+			case <-tick.C:
+				logger.Info("upstream server still starting: no answer to initialize yet", "server", server,
+					"waited", time.Since(start).Round(time.Second).String(), "timeout", startTimeoutOf(ctx))
+			case <-ctx.Done():
+				var st *startTimeoutError
+				if errors.As(context.Cause(ctx), &st) {
+					p.kill()
+					logger.Warn("upstream server timed out while starting; its process tree was killed", "server", server,
+						"after", st.after.String(), "first_start", st.first)
+				}
+				return
+			}
 		}
 	}()
 	return ctx, func() { cancel(nil); <-done }
+}
+
+// startTimeoutError is the cause of a start that did not complete initialize in time.
+type startTimeoutError struct {
+	after time.Duration
+	first bool // the server's first start in its Pool (FirstStartTimeout)
+}
+
+func (e *startTimeoutError) Error() string {
+	return fmt.Sprintf("timed out: no answer to initialize within %s", e.after)
+}
+
+// startTimeoutOf names the timeout a start is waiting under, for a progress line.
+func startTimeoutOf(ctx context.Context) string {
+	if d, ok := ctx.Deadline(); ok {
+		return "in " + time.Until(d).Round(time.Second).String()
+	}
+	return "none"
 }

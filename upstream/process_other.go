@@ -6,7 +6,7 @@ import "os/exec"
 
 func setProcessGroup(*exec.Cmd) {}
 
-func killProcessGroup(cmd *exec.Cmd) {
+func killTree(cmd *exec.Cmd, _ string, _ bool) {
 	if cmd.Process != nil {
 		_ = cmd.Process.Kill()
 	}

@@ -16,7 +16,10 @@ import (
 const (
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
-	DefaultMaxFrameBytes  = 8 << 20
+	// DefaultFirstStartTimeout bounds a stdio server's first start in a Pool, which may
+	// download its package before it answers (npx -y, uvx): minutes on a slow link.
+	DefaultFirstStartTimeout = 5 * time.Minute
+	DefaultMaxFrameBytes     = 8 << 20
 	// closeGrace is how long Close waits for a stdio server to exit after its stdin closes,
 	// and again after the kill, before giving up on it.
 	closeGrace = 2 * time.Second
@@ -50,6 +53,11 @@ type Server struct {
 	CallTimeout time.Duration
 	// ConnectTimeout bounds starting and initializing a session; zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// FirstStartTimeout bounds a stdio server's starts in a Pool until one has completed
+	// initialize (the first may download the server: npx -y); zero means
+	// DefaultFirstStartTimeout, and it is never shorter than the connect timeout. A start
+	// that times out is killed with its whole process tree.
+	FirstStartTimeout time.Duration
 	// MaxFrameBytes bounds one inbound stdio JSON-RPC frame; zero means DefaultMaxFrameBytes.
 	MaxFrameBytes int
 	// ProtocolVersion pins the protocol version offered at initialize, for peers that need it;
@@ -86,7 +94,7 @@ func (s Server) Validate() error {
 			return fmt.Errorf("upstream %q: a bearer credential over plaintext http to a non-loopback host is refused (use https, or set allow_insecure_http)", s.Name)
 		}
 	}
-	if s.CallTimeout < 0 || s.ConnectTimeout < 0 || s.MaxFrameBytes < 0 {
+	if s.CallTimeout < 0 || s.ConnectTimeout < 0 || s.FirstStartTimeout < 0 || s.MaxFrameBytes < 0 {
 		return fmt.Errorf("upstream %q: timeouts and frame limit must not be negative", s.Name)
 	}
 	return nil
@@ -129,6 +137,14 @@ func (s Server) connectTimeout() time.Duration {
 	return DefaultConnectTimeout
 }
 
+func (s Server) firstStartTimeout() time.Duration {
+	d := s.FirstStartTimeout
+	if d <= 0 {
+		d = DefaultFirstStartTimeout
+	}
+	return max(d, s.connectTimeout())
+}
+
 func (s Server) maxFrame() int {
 	if s.MaxFrameBytes > 0 {
 		return s.MaxFrameBytes
@@ -161,6 +177,25 @@ func (s Server) httpClient() *http.Client {
 }
 
 var errCrossOriginRedirect = errors.New("a redirect to another scheme or host is refused")
+
+// CredentialError is what a Bearer resolver returns when the credential cannot be had. Reason
+// says why in words safe to show a model ("the environment variable DOCS_TOKEN is not set":
+// where the credential is looked up, never its value or a file's path); it is what list_tools
+// and upstream_problems say of the server, instead of "connecting to it failed". Err is the
+// whole error, for the operator's log.
+type CredentialError struct {
+	Reason string
+	Err    error
+}
+
+func (e *CredentialError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Reason
+}
+
+func (e *CredentialError) Unwrap() error { return e.Err }
 
 // sameOrigin reports whether u has the scheme and host (with port) of endpoint.
 func sameOrigin(u, endpoint *url.URL) bool {

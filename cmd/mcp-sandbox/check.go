@@ -13,7 +13,7 @@ import (
 )
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs, configPath := commandFlags("check", checkUsage, stderr)
+	fs, configPath := commandFlags("check", checkUsage, stdout, stderr)
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}

@@ -139,32 +139,35 @@ func TestVersionAndHelp(t *testing.T) {
 	if out, _, code := runCLI(t, "", "version"); code != 0 || !strings.HasPrefix(out, "mcp-sandbox ") {
 		t.Errorf("version: %d %q", code, out)
 	}
-	if _, errOut, code := runCLI(t, "", "--help"); code != 0 || !strings.Contains(errOut, "run_code") {
-		t.Errorf("--help: %d %q", code, errOut)
-	}
-	for _, cmd := range []string{"run", "read-output"} {
-		if _, errOut, code := runCLI(t, "", cmd, "--help"); code != 0 || !strings.Contains(errOut, "Exit status") {
-			t.Errorf("%s --help: %d %q", cmd, code, errOut)
+	// Asked-for help is on stdout, usage first (`mcp-sandbox --help | head -1`), and nothing
+	// on stderr; usage beside a mistake stays on stderr.
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		out, errOut, code := runCLI(t, "", args...)
+		first, _, _ := strings.Cut(out, "\n")
+		if code != 0 || !strings.HasPrefix(first, "Usage: mcp-sandbox <command>") || !strings.Contains(out, "run_code") || errOut != "" {
+			t.Errorf("%v: exit %d, first line of stdout %q, stderr %q", args, code, first, errOut)
 		}
 	}
-}
-
-func TestDoctor(t *testing.T) {
-	out, errOut, code := runCLI(t, "", "doctor", "--json")
-	if code != 0 {
-		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, errOut)
+	for _, tt := range []struct {
+		args    []string
+		command string
+	}{
+		{[]string{"run", "--help"}, "run"},
+		{[]string{"read-output", "-h"}, "read-output"},
+		{[]string{"help", "run"}, "run"},
+		{[]string{"check", "--help"}, "check"},
+		{[]string{"serve", "--help"}, "serve"},
+	} {
+		out, errOut, code := runCLI(t, "", tt.args...)
+		if code != 0 || !strings.HasPrefix(out, "Usage: mcp-sandbox "+tt.command+" ") || !strings.Contains(out, "--config") || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", tt.args, code, out, errOut)
+		}
 	}
-	var rep struct {
-		Profiles []struct {
-			Profile     string `json:"profile"`
-			Description struct {
-				Ready      bool              `json:"ready"`
-				Guarantees map[string]string `json:"guarantees"`
-			} `json:"description"`
-		} `json:"profiles"`
+	if out, errOut, code := runCLI(t, ""); code != 2 || out != "" || !strings.HasPrefix(errOut, "Usage:") {
+		t.Errorf("no command: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Profiles) != 1 || !rep.Profiles[0].Description.Ready {
-		t.Fatalf("doctor --json: %v\n%s", err, out)
+	if out, errOut, code := runCLI(t, "", "run", "--bogus"); code != 2 || out != "" || !strings.Contains(errOut, "bogus") {
+		t.Errorf("run --bogus: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 
@@ -286,6 +289,52 @@ tenants:
 	for _, want := range []string{"NOT READY", "cpu 3s", "/no/such/python3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// run --limit narrows the agent's terms for one program as its spec would: a sleeper under
+// --limit wall_seconds=2 is killed by that wall clock, and the terms say 2. A wider value, an
+// unknown key and a malformed one are usage errors that say why.
+func TestRunLimitNarrows(t *testing.T) {
+	out, errOut, code := runCLI(t, "import time\nprint('started', flush=True)\ntime.sleep(600)\n",
+		"run", "--limit", "wall_seconds=2", "--limit", "memory_bytes=256MiB", "-")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (a failure)\n%s\n%s", code, out, errOut)
+	}
+	var r struct {
+		Stdout   string  `json:"stdout"`
+		LimitHit *string `json:"limit_hit"`
+		Failure  *struct {
+			Kind string `json:"kind"`
+		} `json:"failure"`
+		Terms struct {
+			WallSeconds float64 `json:"wall_seconds"`
+			MemoryBytes int64   `json:"memory_bytes"`
+		} `json:"terms"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Failure == nil || r.Failure.Kind != "timeout" || r.LimitHit == nil || *r.LimitHit != "wall_seconds" {
+		t.Errorf("failure %+v, limit_hit %v: want timeout, wall_seconds", r.Failure, r.LimitHit)
+	}
+	if r.Terms.WallSeconds != 2 || r.Terms.MemoryBytes != 256<<20 {
+		t.Errorf("terms wall_seconds %v, memory_bytes %d: want 2 and 256MiB", r.Terms.WallSeconds, r.Terms.MemoryBytes)
+	}
+	if r.Stdout != "started\n" {
+		t.Errorf("stdout %q: the program did not run", r.Stdout)
+	}
+	for _, tt := range []struct{ limit, want string }{
+		{"wall_seconds=3600", "would widen this agent's wall_seconds of 30s"},
+		{"process_count=100000", "would widen"},
+		{"wall_second=2", `did you mean "wall_seconds"?`},
+		{"memory_bytes=lots", "want a positive size"},
+		{"wall_seconds", "want KEY=VALUE"},
+	} {
+		out, errOut, code := runCLI(t, "1", "run", "--limit", tt.limit, "-")
+		if code != 2 || out != "" || !strings.Contains(errOut, tt.want) {
+			t.Errorf("--limit %s: exit %d, stdout %q, stderr %q; want exit 2 saying %q", tt.limit, code, out, errOut, tt.want)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs, configPath := commandFlags("doctor", doctorUsage, stderr)
+	fs, configPath := commandFlags("doctor", doctorUsage, stdout, stderr)
 	asJSON := fs.Bool("json", false, "print the descriptions as JSON")
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err

@@ -9,16 +9,25 @@ import (
 )
 
 // commandFlags returns a command's flag set with the flags every command but version has
-// (--config, --log-format, --log-level); --help prints usage, then the flags.
-func commandFlags(name, usage string, stderr io.Writer) (*pflag.FlagSet, *string) {
+// (--config, --log-format, --log-level, --help). Usage prints usage, then the flags: on
+// stdout when --help asked for it (so `mcp-sandbox run --help | less` works), on stderr
+// beside a mistake.
+func commandFlags(name, usage string, stdout, stderr io.Writer) (*pflag.FlagSet, *string) {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "config file (default: the embedded default)")
 	fs.String("log-format", "text", "log lines on stderr as text (key=value) or json (one object a line)")
 	fs.String("log-level", "info", "the least level logged: debug, info, warn or error")
+	help := fs.BoolP("help", "h", false, "print this help on standard output")
 	fs.Usage = func() {
-		io.WriteString(stderr, usage+"\nFlags:\n")
+		w := stderr
+		if *help {
+			w = stdout
+		}
+		io.WriteString(w, usage+"\nFlags:\n")
+		fs.SetOutput(w)
 		fs.PrintDefaults()
+		fs.SetOutput(stderr)
 	}
 	return fs, configPath
 }
@@ -32,6 +41,10 @@ func parseFlags(fs *pflag.FlagSet, args []string) (answered bool, code int, err 
 		return true, exitOK, nil
 	case err != nil:
 		return true, exitUsage, usagef("%v", err)
+	}
+	if h := fs.Lookup("help"); h != nil && h.Value.String() == "true" {
+		fs.Usage()
+		return true, exitOK, nil
 	}
 	if err := setLogger(fs); err != nil {
 		return true, exitUsage, err

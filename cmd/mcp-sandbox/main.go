@@ -67,11 +67,15 @@ func main() {
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
+	if len(args) == 0 {
+		printUsage(stderr) // a mistake: usage goes beside it, on stderr
+		return exitUsage
+	}
+	if args[0] == "help" && len(args) == 2 { // help COMMAND is COMMAND --help
+		args = []string{args[1], "--help"}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stdout) // asked for: stdout, so it pipes
 		return exitOK
 	}
 	if args[0] == "--version" || args[0] == "-V" {
@@ -109,12 +113,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprint(w, `mcp-sandbox runs Python programs that a model writes, contained in a separate process,
-and serves that as the MCP tool run_code.
+	fmt.Fprint(w, `Usage: mcp-sandbox <command> [flags]
+       mcp-sandbox --version
 
-Usage:
-  mcp-sandbox <command> [flags]
-  mcp-sandbox --version
+mcp-sandbox runs Python programs that a model writes, contained in a separate process,
+and serves that as the MCP tool run_code.
 
 Commands:
 `)
@@ -134,7 +137,7 @@ Examples:
   mcp-sandbox check --config deploy.yaml     # validate a config
   mcp-sandbox sandbox-service --listen 127.0.0.1:8443  # run programs for MCP servers elsewhere
 
-Run "mcp-sandbox <command> --help" for the flags of a command.
+Run "mcp-sandbox <command> --help" (or "mcp-sandbox help <command>") for the flags of a command.
 `)
 }
 

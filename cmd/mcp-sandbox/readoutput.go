@@ -14,7 +14,7 @@ import (
 const maxShellReadBytes = binding.MaxProgramReadBytes
 
 func runReadOutput(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs, configPath := commandFlags("read-output", readOutputUsage, stderr)
+	fs, configPath := commandFlags("read-output", readOutputUsage, stdout, stderr)
 	tenant := fs.String("tenant", "", "tenant the handle was issued to (default: the only one)")
 	offset := fs.Int("offset", 0, "first line of the window, 0-based")
 	limit := fs.Int("limit", binding.DefaultReadLines, "lines in the window; with --pattern, matching lines at most")

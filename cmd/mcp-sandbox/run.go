@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
@@ -18,9 +19,10 @@ import (
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs, configPath := commandFlags("run", runUsage, stderr)
+	fs, configPath := commandFlags("run", runUsage, stdout, stderr)
 	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
 	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
+	limits := fs.StringArray("limit", nil, "narrow one limit for this program, KEY=VALUE, repeatable ("+strings.Join(limitKeys, ", ")+"): as an agent's code_execution.limits would; never wider")
 	runName := fs.String("run", "", "the Run the execution belongs to, as run_code's _meta \"mcp-sandbox/run\" names one (default: a Run of its own)")
 	// The result is the JSON on stdout; stderr carries warnings and errors, unless --log-level
 	// asks for more.
@@ -49,6 +51,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	if cfg.Tenants[tname].Agents[aname].CodeExecution == nil {
 		return exitUsage, usagef("agent %q of tenant %q has no code_execution block: it may not run programs", aname, tname)
+	}
+	if len(*limits) > 0 {
+		if err := narrowAgent(cfg, tname, aname, *limits); err != nil {
+			return exitUsage, err
+		}
 	}
 	run := budget.RunRef{Tenant: tname, ID: budget.NewID("command:c_")}
 	if *runName != "" {
@@ -137,7 +144,7 @@ func readProgram(name string) (string, error) {
 	return string(b), nil
 }
 
-const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] [--run ID] FILE|-
+const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] [--run ID] [--limit KEY=VALUE]... FILE|-
 
 Runs one Python program exactly as the agent's run_code would, and prints the result JSON on
 stdout: value, stdout and stderr previews, failure (with the full traceback), limit_hit,
@@ -151,6 +158,10 @@ blob store in data_dir. Outputs larger than their preview are kept under handles
 with "mcp-sandbox read-output HANDLE". output.preserve: required makes an output that could not
 be kept a failure. A call that needs a person's approval is refused (approval_required_in_program):
 nobody can be asked from here.
+
+--limit KEY=VALUE (repeatable) narrows one limit for this program only, exactly as the agent's
+code_execution.limits would (--limit wall_seconds=5 --limit memory_bytes=64MiB); a value wider
+than the agent's terms is refused.
 
 Each run is a Run of its own, so the per-Run budget starts afresh; --run ID names a Run
 instead, the one run_code's _meta "mcp-sandbox/run" names by the same ID, so its budget is

@@ -14,8 +14,8 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 )
 
-func runSandboxService(ctx context.Context, args []string, _, stderr io.Writer) (int, error) {
-	fs, configPath := commandFlags("sandbox-service", sandboxServiceUsage, stderr)
+func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs, configPath := commandFlags("sandbox-service", sandboxServiceUsage, stdout, stderr)
 	listen := fs.String("listen", "", "address to serve on, e.g. 127.0.0.1:8443 (required)")
 	maxExec := fs.Int("max-executions", 16, "executions run at once; past it a start is answered 503")
 	drainFor := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, how long running executions may finish before they are cancelled")

@@ -23,9 +23,9 @@ import (
 )
 
 func TestSandboxServiceUsage(t *testing.T) {
-	_, stderr, code := runCLI(t, "", "sandbox-service", "--help")
-	if code != exitOK || !strings.Contains(stderr, "backend: remote") || !strings.Contains(stderr, "/v2/executions/{id}/results") {
-		t.Errorf("--help: exit %d\n%s", code, stderr)
+	stdout, _, code := runCLI(t, "", "sandbox-service", "--help")
+	if code != exitOK || !strings.Contains(stdout, "backend: remote") || !strings.Contains(stdout, "/v2/executions/{id}/results") {
+		t.Errorf("--help: exit %d\n%s", code, stdout)
 	}
 	dir := t.TempDir()
 	remoteOnly := filepath.Join(dir, "remote.yaml")

@@ -24,7 +24,7 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs, configPath := commandFlags("serve", serveUsage, stderr)
+	fs, configPath := commandFlags("serve", serveUsage, stdout, stderr)
 	transport := fs.String("transport", "stdio", "stdio | http")
 	listen := fs.String("listen", "127.0.0.1:8080", "address for --transport http")
 	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")

@@ -38,8 +38,32 @@ func bearerOf(c *configs.Credential) func(context.Context) (string, error) {
 	}
 	cred := *c
 	return func(context.Context) (string, error) {
-		return cred.Resolve(os.LookupEnv, os.ReadFile)
+		tok, err := cred.Resolve(os.LookupEnv, os.ReadFile)
+		if err != nil {
+			return "", &upstream.CredentialError{Reason: credentialReason(cred), Err: err}
+		}
+		return tok, nil
 	}
+}
+
+// credentialReason says why cred could not be resolved, for the model: the variable's name
+// (the operator's config names it; knowing it is how the problem gets fixed), never a value,
+// and never a file's path.
+func credentialReason(cred configs.Credential) string {
+	switch {
+	case cred.Env != "" && cred.File == "":
+		v, ok := os.LookupEnv(cred.Env)
+		switch {
+		case !ok:
+			return "the environment variable " + cred.Env + " is not set"
+		case v == "":
+			return "the environment variable " + cred.Env + " is empty"
+		}
+		return "the environment variable " + cred.Env + " holds a value that cannot be sent (a control character)"
+	case cred.File != "" && cred.Env == "":
+		return "its credential file could not be read, or holds no usable value"
+	}
+	return "its credential reference is not usable"
 }
 
 // tenantPools holds one upstream.Pool per tenant that is granted any upstream, and fans each

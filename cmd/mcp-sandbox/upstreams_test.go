@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
 // The bearer reference is resolved at every request, so a rotated secret takes effect at once.
@@ -84,5 +87,31 @@ func TestUpstreamA2APeer(t *testing.T) {
 	}
 	if got, err := s.Bearer(context.Background()); err != nil || got != "peer-secret" {
 		t.Errorf("Bearer = %q, %v", got, err)
+	}
+}
+
+// A credential that cannot be resolved carries a reason the model may read: the variable's
+// name and what is wrong with it, never a value or a file's path.
+func TestBearerReasonNamesTheVariable(t *testing.T) {
+	const name = "MCP_SANDBOX_TEST_UNSET_TOKEN"
+	t.Setenv(name, "")
+	os.Unsetenv(name)
+	for _, tt := range []struct {
+		cred configs.Credential
+		set  *string
+		want string
+	}{
+		{configs.Credential{Env: name}, nil, "the environment variable " + name + " is not set"},
+		{configs.Credential{Env: name}, new(""), "the environment variable " + name + " is empty"},
+		{configs.Credential{File: "/nonexistent/secret/token"}, nil, "its credential file could not be read"},
+	} {
+		if tt.set != nil {
+			t.Setenv(name, *tt.set)
+		}
+		_, err := bearerOf(&tt.cred)(context.Background())
+		var ce *upstream.CredentialError
+		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Reason, tt.want) || strings.Contains(ce.Reason, "/nonexistent") {
+			t.Errorf("%v: %v, want a CredentialError saying %q (and no path)", tt.cred, err, tt.want)
+		}
 	}
 }

@@ -1,0 +1,102 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+)
+
+// slowStart is a stdio server that starts helpers and then takes long before it answers
+// initialize, as npx does on a first start: a child in its process group, a grandchild in a
+// session of its own (a parent-pid walk still finds it), and a daemon that left both its
+// group and its parent (double fork; only the inherited marker finds it). Each writes its pid
+// to dir, then it sleeps delay seconds and becomes the mock.
+func slowStart(dir string, delay int) []string {
+	script := fmt.Sprintf(`sleep 600 & echo $! > %[1]s/child
+setsid sleep 601 & echo $! > %[1]s/session
+setsid sh -c 'sleep 602 & echo $! > %[1]s/daemon' &
+wait $!
+sleep %[2]d
+exec %[3]s`, dir, delay, mockBin)
+	return []string{"sh", "-c", script}
+}
+
+// A server whose first start passes its first-start timeout is killed there with its whole
+// process tree (its group, its descendants, and a daemon that left both), and the model is
+// told it timed out, not that it exited.
+func TestFirstStartTimeoutKillsTheWholeTree(t *testing.T) {
+	dir := t.TempDir()
+	tag := fmt.Sprintf("tree-%d-%d", os.Getpid(), time.Now().UnixNano())
+	logs := &testkit.Log{}
+	p, err := NewPool(&PoolOptions{
+		Servers: []Server{{Name: "slow", Command: slowStart(dir, 600), Env: map[string]string{"TEST_TREE_TAG": tag},
+			ConnectTimeout: time.Second, FirstStartTimeout: 3 * time.Second}},
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	problems := p.Catalogue(context.Background()).Problems()
+	got := problems["slow"]
+	if !strings.Contains(got, "timed out while starting") || !strings.Contains(got, "3s") || strings.Contains(got, "exited") {
+		t.Errorf("problem = %q, want it to say it timed out after 3s (and not that it exited)", got)
+	}
+	if !strings.Contains(logs.String(), "timed out while starting; its process tree was killed") {
+		t.Errorf("the log does not say the start timed out:\n%s", logs)
+	}
+	var pids []int
+	for _, name := range []string{"child", "session", "daemon"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("the server did not start its %s: %v\n%s", name, err, logs)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	// SIGKILL is delivered at once, but a killed process leaves /proc only once reaped: wait
+	// for that, bounded, rather than assume it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := tagged(tag)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of the server's tree outlived its timeout: %v (helpers were %v)", left, pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tagged lists the live processes whose environment holds TEST_TREE_TAG=tag (a zombie is
+// dead: it only waits to be reaped).
+func tagged(tag string) []int {
+	want := []byte("TEST_TREE_TAG=" + tag + "\x00")
+	var out []int
+	for _, p := range readProcs() {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
+			continue
+		}
+		if hasEnv(p.pid, want) {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
