@@ -34,8 +34,8 @@ type fakePeer struct {
 }
 
 type fakeRequest struct {
-	method, auth string
-	params       json.RawMessage
+	method, auth, version string // version: the A2A-Version header
+	params                json.RawMessage
 }
 
 func newFakePeer(t *testing.T) *fakePeer {
@@ -50,7 +50,7 @@ func newFakePeer(t *testing.T) *fakePeer {
 
 func (f *fakePeer) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/.well-known/agent-card.json" {
-		f.record(fakeRequest{method: "card", auth: r.Header.Get("Authorization")})
+		f.record(fakeRequest{method: "card", auth: r.Header.Get("Authorization"), version: r.Header.Get("A2A-Version")})
 		var card any = map[string]any{
 			"name": "fake", "description": "a fake", "version": "1", "protocolVersion": "0.3.0",
 			"url": f.srv.URL + "/rpc", "preferredTransport": "JSONRPC", "capabilities": map[string]any{},
@@ -81,7 +81,7 @@ func (f *fakePeer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	f.record(fakeRequest{method: req.Method, auth: r.Header.Get("Authorization"), params: req.Params})
+	f.record(fakeRequest{method: req.Method, auth: r.Header.Get("Authorization"), version: r.Header.Get("A2A-Version"), params: req.Params})
 	if req.Method == "tasks/cancel" {
 		writeJSON(w, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": task("t1", "canceled", nil)})
 		return
