@@ -454,10 +454,10 @@ func (e *rpcError) Error() string { return fmt.Sprintf("A2A error %d: %s", e.Cod
 
 // answerError turns the peer's JSON-RPC error answer into the tool's error, except the codes
 // that say the two sides do not speak the same protocol (parse error, invalid request, method
-// not found), which are the upstream's failure like any other.
+// not found, and 1.0's version not supported), which are the upstream's failure like any other.
 func (p *peer) answerError(err error) (*mcp.CallToolResult, error) {
 	var re *rpcError
-	if !errors.As(err, &re) || re.Code == -32700 || re.Code == -32600 || re.Code == -32601 {
+	if !errors.As(err, &re) || re.Code == -32700 || re.Code == -32600 || re.Code == -32601 || re.Code == -32009 {
 		return nil, err
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: clip(re.Error(), 2000)}}}, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -180,6 +181,7 @@ func TestA2AV1Answers(t *testing.T) {
 		{"failed", map[string]any{"task": map[string]any{"id": "t1", "status": map[string]any{"state": "TASK_STATE_FAILED",
 			"message": map[string]any{"role": "ROLE_AGENT", "parts": []any{map[string]any{"text": "out of stock"}}}}}}, failure.ToolError, "out of stock"},
 		{"input required", map[string]any{"task": v1TaskJSON("t1", "TASK_STATE_INPUT_REQUIRED")}, failure.ToolError, "input-required"},
+		{"version not supported", &rpcError{Code: -32009, Message: "The requested A2A protocol version '1.0' is not supported."}, failure.UpstreamError, "failed to answer"},
 		{"completed by number", map[string]any{"task": v1TaskJSON("t1", 3, map[string]any{"data": map[string]any{"n": 1}})}, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,6 +190,9 @@ func TestA2AV1Answers(t *testing.T) {
 			f.answer = func(method string, _ json.RawMessage) (any, *rpcError) {
 				if method == "CancelTask" {
 					return v1TaskJSON("t1", "TASK_STATE_CANCELED"), nil
+				}
+				if e, ok := c.answer.(*rpcError); ok {
+					return nil, e
 				}
 				return c.answer, nil
 			}
@@ -211,4 +216,35 @@ func TestA2AV1Answers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzV1Answer reads hostile SendMessage and GetTask results: an error or a task and message
+// of 0.3's types, never a panic; and what is read renders as a result or fails cleanly.
+func FuzzV1Answer(f *testing.F) {
+	for _, seed := range []string{
+		`{"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"parts":[{"text":"a"},{"data":[1]},{"raw":"aGk="},{"url":"u"}]}]}}`,
+		`{"message":{"parts":[{"data":null,"text":"x"}]}}`,
+		`{"task":{"status":{"state":8,"message":{"parts":[{}]}}}}`,
+		`{"task":null,"message":null}`, `[]`, `null`, `{"task":{"status":{"state":-1}}}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if ev, err := decodeV1Answer(json.RawMessage(raw)); err == nil {
+			switch ev := ev.(type) {
+			case *a2a.Message:
+				partsResult(ev.Parts)
+			case *a2a.Task:
+				if ev.Status.State == "" {
+					t.Errorf("a task without a state was read: %s", raw)
+				}
+				for _, a := range ev.Artifacts {
+					partsResult(a.Parts)
+				}
+			default:
+				t.Errorf("read as %T", ev)
+			}
+		}
+		decodeV1Task(json.RawMessage(raw))
+	})
 }
