@@ -286,7 +286,8 @@ func TestA2ACardBounds(t *testing.T) {
 }
 
 // The card names where calls go, but not where the credential goes: an endpoint on another
-// origin is refused, and a card that speaks only A2A 1.0 is named as such.
+// origin is refused, and so is a 0.3-shaped card that declares A2A 1.0 (a 1.0 card names its
+// endpoints in supportedInterfaces: a2a_v1_test.go).
 func TestA2AEndpointOrigin(t *testing.T) {
 	other := newFakePeer(t)
 	f := newFakePeer(t)
@@ -300,7 +301,7 @@ func TestA2AEndpointOrigin(t *testing.T) {
 		{"another transport", func(base string) any {
 			return map[string]any{"name": "x", "protocolVersion": "0.3.0", "url": base + "/rpc", "preferredTransport": "GRPC", "skills": f.skills}
 		}},
-		{"v1.0 only", func(base string) any {
+		{"1.0 without supportedInterfaces", func(base string) any {
 			return map[string]any{"name": "x", "protocolVersion": "1.0", "url": base + "/rpc", "skills": f.skills}
 		}},
 	} {
