@@ -61,9 +61,10 @@ var skillInputSchema = json.RawMessage(`{"type":"object",` +
 	`"minProperties":1,"additionalProperties":false}`)
 
 // peer is the A2A side of a conn: where a session would be for an MCP server. It reads the
-// peer's Agent Card for the conn's listing and makes one message/send per call. Its HTTP
-// client is the one MCP HTTP upstreams use (Server.httpClient): the bearer resolved per
-// request and sent to the configured origin only, cross-origin redirects refused.
+// peer's Agent Card for the conn's listing and sends one message per call, in A2A 1.0 or 0.3
+// as the card says (a2a_v1.go). Its HTTP client is the one MCP HTTP upstreams use
+// (Server.httpClient): the bearer resolved per request and sent to the configured origin
+// only, cross-origin redirects refused.
 type peer struct {
 	srv     Server
 	client  *http.Client
@@ -184,7 +185,7 @@ func (p *peer) readCard(body []byte) (dialect, []a2a.AgentSkill, error) {
 // endpointOf picks the card's JSON-RPC endpoint. It must be on the configured origin: the
 // card is the peer's word, and the credential goes nowhere else.
 func (p *peer) endpointOf(card *a2a.AgentCard) (string, error) {
-	if v := card.ProtocolVersion; v != "" && majorOf(v) != 0 {
+	if v := card.ProtocolVersion; v != "" && !strings.HasPrefix(v, "0.") {
 		return "", fmt.Errorf("the agent card declares A2A %q but lists no supportedInterfaces, which A2A 1.0 cards name their endpoints by", clip(v, 32))
 	}
 	raw := ""
