@@ -472,7 +472,14 @@ return out
 	if d := cmp.Diff(want, calls); d != "" {
 		t.Errorf("ledger tool_calls (-want +got):\n%s", d)
 	}
-	if s := log.String(); strings.Contains(s, "new-s3cret") || strings.Contains(s, "old-s3cret") {
+	s := log.String()
+	if strings.Contains(s, "new-s3cret") || strings.Contains(s, "old-s3cret") {
 		t.Errorf("a credential was logged")
+	}
+	// The operator reads which version each agent is spoken to in.
+	for _, want := range []string{"server=new protocol=1.0", "server=old protocol=0.3"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the server's log does not say %q", want)
+		}
 	}
 }

@@ -137,8 +137,12 @@ func (p *peer) list(ctx context.Context) (listing, error) {
 		return listing{}, err
 	}
 	p.mu.Lock()
+	changed := via.version != p.via.version
 	p.via, p.readAt = via, time.Now()
 	p.mu.Unlock()
+	if changed { // said once, and again if the agent moves: what the operator needs to know
+		p.logger.Info("a2a agent speaks", "server", p.srv.Name, "protocol", via.version)
+	}
 	return skillListing(skills), nil
 }
 

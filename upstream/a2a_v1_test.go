@@ -108,6 +108,9 @@ func TestA2AV1SkillIsATool(t *testing.T) {
 	if strings.Contains(logs.String(), "s3cret") {
 		t.Errorf("credential logged:\n%s", logs)
 	}
+	if !strings.Contains(logs.String(), `msg="a2a agent speaks" server=peer protocol=1.0`) {
+		t.Errorf("the log does not say which version the agent is spoken to in:\n%s", logs)
+	}
 }
 
 // Which interface of a card is spoken, or why none is: 0.3 listed alone is spoken as 0.3;
