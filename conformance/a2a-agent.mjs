@@ -1,5 +1,6 @@
-// A real A2A agent for the conformance tests, built with the official @a2a-js/sdk (v1.0-native,
-// serving v0.3 to clients that ask for it, as a deployed agent does during the migration).
+// A real A2A agent for the conformance tests, built with the official @a2a-js/sdk (v1.0-native;
+// by default serving v0.3 too to clients that ask for it, as a deployed agent does during the
+// migration).
 //
 //   node a2a-agent.mjs        listens on 127.0.0.1 (an ephemeral port, or $PORT) and prints
 //                             "listening <port>" on stdout once it accepts connections.
@@ -7,6 +8,12 @@
 // Environment:
 //   A2A_AGENT_TOKEN    when set, every request (the card too) needs "Authorization: Bearer <it>".
 //   A2A_AGENT_COUNTER  a JSON file counting how many times each skill really ran.
+//   A2A_AGENT_METHODS  a JSON file counting the JSON-RPC requests received, as
+//                      "<A2A-Version header> <method>".
+//   A2A_AGENT_PROTOCOL "1.0": A2A 1.0 only, the SDK's legacy layer off (its default), as a
+//                      freshly written agent is; "0.3": the legacy layer on and the card
+//                      listing only a 0.3 interface, as an agent not yet migrated; unset:
+//                      both, the legacy layer on.
 //
 // The skill a message is meant for is named by message.metadata.skillId (A2A has no skill
 // selector of its own; this is the convention mcp-sandbox documents).
@@ -40,8 +47,7 @@ const skills = [
   skill('x'.repeat(200), 'Long', 'A skill id of 200 characters.'),
 ];
 
-function count(name) {
-  const file = process.env.A2A_AGENT_COUNTER;
+function count(name, file = process.env.A2A_AGENT_COUNTER) {
   if (!file) return;
   let m = {};
   try { m = JSON.parse(fs.readFileSync(file, 'utf8')); } catch { /* first count */ }
@@ -152,11 +158,22 @@ class Executor {
   }
 }
 
+const protocol = process.env.A2A_AGENT_PROTOCOL || 'both';
+if (!['1.0', '0.3', 'both'].includes(protocol)) throw new Error(`A2A_AGENT_PROTOCOL=${protocol}`);
+const legacyCompat = { enabled: protocol !== '1.0' };
+
 const app = express();
 const token = process.env.A2A_AGENT_TOKEN;
 if (token) {
   app.use((req, res, next) => {
     if (req.get('authorization') !== `Bearer ${token}`) return res.status(401).json({ error: 'unauthorized' });
+    next();
+  });
+}
+
+if (process.env.A2A_AGENT_METHODS) {
+  app.use('/a2a/jsonrpc', express.json(), (req, res, next) => {
+    count(`${req.get('a2a-version') ?? '(none)'} ${req.body?.method}`, process.env.A2A_AGENT_METHODS);
     next();
   });
 }
@@ -168,7 +185,7 @@ const server = app.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
     supportedInterfaces: [
       { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '0.3', tenant: '' },
       { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
-    ],
+    ].filter((i) => protocol === 'both' || i.protocolVersion === protocol),
     provider: undefined,
     capabilities: { streaming: false, pushNotifications: false, extensions: [] },
     securitySchemes: {}, securityRequirements: [],
@@ -177,8 +194,8 @@ const server = app.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
     skills, signatures: [],
   };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Executor());
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   process.stdout.write(`listening ${server.address().port}\n`);
 });
 

@@ -364,3 +364,122 @@ return r
 		t.Errorf("the person was asked %q, want two questions naming inv__echo", q)
 	}
 }
+
+// TestA2AVersionsSideBySide (issue 30, must show 4): an agent on A2A 1.0 only (@a2a-js/sdk
+// with its legacy layer off, its default) and one on 0.3 (the layer on, its card listing only
+// a 0.3 interface) are both callable from one program, each in its own protocol; their
+// answers reach the program alike, and the ledger records every call.
+func TestA2AVersionsSideBySide(t *testing.T) {
+	dir := t.TempDir()
+	methods := map[string]string{"new": filepath.Join(dir, "new-methods.json"), "old": filepath.Join(dir, "old-methods.json")}
+	newURL := a2aAgent(t, "A2A_AGENT_PROTOCOL=1.0", "A2A_AGENT_TOKEN=new-s3cret", "A2A_AGENT_METHODS="+methods["new"]).url
+	oldURL := a2aAgent(t, "A2A_AGENT_PROTOCOL=0.3", "A2A_AGENT_TOKEN=old-s3cret", "A2A_AGENT_METHODS="+methods["old"]).url
+	t.Setenv("MCP_SANDBOX_TEST_A2A_NEW", "new-s3cret")
+	t.Setenv("MCP_SANDBOX_TEST_A2A_OLD", "old-s3cret")
+	log := testkit.NewLog(t, "server")
+	cs, _ := serveProc(t, testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: %q
+profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+    hard_limits: {wall_seconds: 60}
+upstreams:
+  new: {a2a: {url: %q, bearer: {env: MCP_SANDBOX_TEST_A2A_NEW}}}
+  old: {a2a: {url: %q, bearer: {env: MCP_SANDBOX_TEST_A2A_OLD}}}
+tenants:
+  t:
+    upstreams: [new, old]
+    policy: {deny: ["old__refund"]}
+    agents:
+      default:
+        code_execution: {limits: {wall_seconds: 60}}
+`, filepath.Join(dir, "data"), newURL, oldURL)), log)
+
+	var got map[string]any
+	run(t, cs, `
+out = {"problems": (await list_tools()).get("problems", {})}
+for server in ("new", "old"):
+    r = {}
+    r["stock"] = await call_tool(server + "__stock", {"data": {"sku": "C"}})
+    r["echo"] = await call_tool(server + "__echo", {"text": "both ways"})
+    r["report"] = await call_tool(server + "__report", {"text": server})
+    for name, args in [("fail", {"text": "x"}), ("ask", {"text": "x"}), ("refund", {"text": "o-1"})]:
+        try:
+            await call_tool(server + "__" + name, args)
+        except ToolError as e:
+            r[name] = e.kind
+    out[server] = r
+return out
+`, &got)
+	if p, _ := got["problems"].(map[string]any); p["new"] != nil || p["old"] != nil {
+		// The bad skill names are said; nothing else may be.
+		for _, s := range []any{p["new"], p["old"]} {
+			if !strings.HasPrefix(fmt.Sprint(s), "skipped 2 tools whose names break the MCP rules") {
+				t.Errorf("problems: %v", p)
+			}
+		}
+	}
+	report := func(who string) []any {
+		return []any{
+			map[string]any{"type": "text", "text": "report for " + who},
+			map[string]any{"type": "data", "data": map[string]any{"lines": 2.0, "ok": true}},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "a2a:file/r.csv", "mimeType": "text/csv", "blob": "Y29sCjEK"}},
+		}
+	}
+	for _, who := range []string{"new", "old"} {
+		want := map[string]any{
+			"stock": map[string]any{"sku": "C", "in_stock": 12.0}, "echo": "BOTH WAYS", "report": report(who),
+			"fail": "tool_error", "ask": "tool_error",
+		}
+		if who == "old" {
+			want["refund"] = "denied"
+		}
+		if d := cmp.Diff(want, got[who]); d != "" {
+			t.Errorf("%s (-want +got):\n%s", who, d)
+		}
+	}
+
+	// Each agent was spoken to in its own version, by its own method names.
+	wantMethods := map[string]map[string]int{
+		"new": {"1.0 SendMessage": 6, "1.0 CancelTask": 1},
+		"old": {"0.3 message/send": 5, "0.3 tasks/cancel": 1},
+	}
+	for who, want := range wantMethods {
+		got := counts(t, methods[who])
+		for m := range got {
+			if strings.HasSuffix(m, "GetTask") || strings.HasSuffix(m, "tasks/get") {
+				delete(got, m) // polls: as many as the timing makes
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: JSON-RPC requests (-want +got):\n%s", who, d)
+		}
+	}
+
+	calls := ledgerCalls(t, filepath.Join(dir, "data"))
+	var want []ledgerCall
+	for _, who := range []string{"new", "old"} {
+		want = append(want, ledgerCall{who + "__stock", "succeeded", ""}, ledgerCall{who + "__echo", "succeeded", ""},
+			ledgerCall{who + "__report", "succeeded", ""}, ledgerCall{who + "__fail", "failed", "tool_error"},
+			ledgerCall{who + "__ask", "failed", "tool_error"})
+		if who == "new" { // old__refund is denied: not in the turn, so no call to record
+			want = append(want, ledgerCall{"new__refund", "succeeded", ""})
+		}
+	}
+	want = append([]ledgerCall{{"list_tools", "succeeded", ""}}, want...)
+	if d := cmp.Diff(want, calls); d != "" {
+		t.Errorf("ledger tool_calls (-want +got):\n%s", d)
+	}
+	s := log.String()
+	if strings.Contains(s, "new-s3cret") || strings.Contains(s, "old-s3cret") {
+		t.Errorf("a credential was logged")
+	}
+	// The operator reads which version each agent is spoken to in.
+	for _, want := range []string{"server=new protocol=1.0", "server=old protocol=0.3"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the server's log does not say %q", want)
+		}
+	}
+}

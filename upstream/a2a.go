@@ -44,9 +44,9 @@ const (
 	pollMax   = 500 * time.Millisecond
 	// cancelGrace bounds the tasks/cancel sent for a task given up on.
 	cancelGrace = 2 * time.Second
-	// a2aVersion is the protocol version spoken: the one a2a-go v0.3 implements, which v1.0
-	// peers built on the official SDKs still serve to clients that ask for it.
-	a2aVersion = "0.3"
+	// cardVersion is the A2A-Version the card is asked for: an agent that serves both
+	// versions answers with its 1.0 card, which lists both; one on 0.3 only ignores it.
+	cardVersion = a2aV10
 	// SkillMetaKey is the key of message.metadata that names the skill a message is meant
 	// for. A2A has no skill selector in message/send; an agent with one skill may ignore it.
 	SkillMetaKey = "skillId"
@@ -61,9 +61,10 @@ var skillInputSchema = json.RawMessage(`{"type":"object",` +
 	`"minProperties":1,"additionalProperties":false}`)
 
 // peer is the A2A side of a conn: where a session would be for an MCP server. It reads the
-// peer's Agent Card for the conn's listing and makes one message/send per call. Its HTTP
-// client is the one MCP HTTP upstreams use (Server.httpClient): the bearer resolved per
-// request and sent to the configured origin only, cross-origin redirects refused.
+// peer's Agent Card for the conn's listing and sends one message per call, in A2A 1.0 or 0.3
+// as the card says (a2a_v1.go). Its HTTP client is the one MCP HTTP upstreams use
+// (Server.httpClient): the bearer resolved per request and sent to the configured origin
+// only, cross-origin redirects refused.
 type peer struct {
 	srv     Server
 	client  *http.Client
@@ -72,9 +73,30 @@ type peer struct {
 	logger  *slog.Logger
 	ids     atomic.Int64
 
-	mu       sync.Mutex
-	endpoint string    // the JSON-RPC URL the last card named
-	readAt   time.Time // when the last card was read
+	mu     sync.Mutex
+	via    dialect   // where and how to speak, as the last card said
+	readAt time.Time // when the last card was read
+}
+
+// dialect is what the card decides for the calls that follow it: the JSON-RPC endpoint, the
+// protocol version spoken there (a2aV03 or a2aV10) and, on 1.0, the interface's tenant. A
+// call takes it once, so its requests all speak the same.
+type dialect struct {
+	endpoint, version, tenant string
+}
+
+// method is op (a 0.3 method name) as this dialect names it.
+func (d dialect) method(op string) string {
+	if d.version == a2aV10 {
+		return v1Methods[op]
+	}
+	return op
+}
+
+func (p *peer) dialect() dialect {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.via
 }
 
 func newPeer(s Server, logger *slog.Logger) *peer {
@@ -105,30 +127,70 @@ func (p *peer) list(ctx context.Context) (listing, error) {
 		return listing{}, err
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("A2A-Version", a2aVersion)
+	req.Header.Set("A2A-Version", cardVersion)
 	body, err := p.do(req, maxCardBytes)
 	if err != nil {
 		return listing{}, fmt.Errorf("reading the agent card: %w", err)
 	}
-	var card a2a.AgentCard
-	if err := json.Unmarshal(body, &card); err != nil {
-		return listing{}, fmt.Errorf("the agent card is not valid JSON of A2A %s: %s", a2aVersion, clip(err.Error(), 300))
-	}
-	endpoint, err := p.endpointOf(&card)
+	via, skills, err := p.readCard(body)
 	if err != nil {
 		return listing{}, err
 	}
 	p.mu.Lock()
-	p.endpoint, p.readAt = endpoint, time.Now()
+	changed := via.version != p.via.version
+	p.via, p.readAt = via, time.Now()
 	p.mu.Unlock()
-	return skillListing(card.Skills), nil
+	if changed { // said once, and again if the agent moves: what the operator needs to know
+		p.logger.Info("a2a agent speaks", "server", p.srv.Name, "protocol", via.version)
+	}
+	return skillListing(skills), nil
+}
+
+// readCard reads a card of either version. A card listing supportedInterfaces is read as
+// 1.0's (a 0.3 card that embeds them too, as the JS SDK's legacy layer serves), and the
+// interface picked among them; any other as 0.3's.
+func (p *peer) readCard(body []byte) (dialect, []a2a.AgentSkill, error) {
+	var probe struct {
+		SupportedInterfaces json.RawMessage `json:"supportedInterfaces"`
+	}
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return dialect{}, nil, fmt.Errorf("the agent card is not a JSON object: %s", clip(err.Error(), 300))
+	}
+	if s := bytes.TrimSpace(probe.SupportedInterfaces); len(s) > 0 && !bytes.Equal(s, []byte("null")) && !bytes.Equal(s, []byte("[]")) {
+		var card v1Card
+		if err := json.Unmarshal(body, &card); err != nil {
+			return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A 1.0: %s", clip(err.Error(), 300))
+		}
+		in, version, ok := pickInterface(card.SupportedInterfaces)
+		if !ok {
+			return dialect{}, nil, errors.New("the agent card lists no JSON-RPC interface of A2A 1.0 or 0.3")
+		}
+		endpoint, err := p.onOrigin(in.URL)
+		if err != nil {
+			return dialect{}, nil, err
+		}
+		skills := make([]a2a.AgentSkill, len(card.Skills)) // as many as 1 MiB holds; skillListing cuts
+		for i, s := range card.Skills {
+			skills[i] = s.v03()
+		}
+		return dialect{endpoint: endpoint, version: version, tenant: in.Tenant}, skills, nil
+	}
+	var card a2a.AgentCard
+	if err := json.Unmarshal(body, &card); err != nil {
+		return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A %s: %s", a2aV03, clip(err.Error(), 300))
+	}
+	endpoint, err := p.endpointOf(&card)
+	if err != nil {
+		return dialect{}, nil, err
+	}
+	return dialect{endpoint: endpoint, version: a2aV03}, card.Skills, nil
 }
 
 // endpointOf picks the card's JSON-RPC endpoint. It must be on the configured origin: the
 // card is the peer's word, and the credential goes nowhere else.
 func (p *peer) endpointOf(card *a2a.AgentCard) (string, error) {
 	if v := card.ProtocolVersion; v != "" && !strings.HasPrefix(v, "0.") {
-		return "", fmt.Errorf("the agent card declares A2A %q; mcp-sandbox speaks A2A %s (a v1.0 agent serves it when its legacy compatibility is enabled)", clip(v, 32), a2aVersion)
+		return "", fmt.Errorf("the agent card declares A2A %q but lists no supportedInterfaces, which A2A 1.0 cards name their endpoints by", clip(v, 32))
 	}
 	raw := ""
 	if card.PreferredTransport == "" || card.PreferredTransport == a2a.TransportProtocolJSONRPC {
@@ -142,6 +204,11 @@ func (p *peer) endpointOf(card *a2a.AgentCard) (string, error) {
 	if raw == "" {
 		return "", errors.New("the agent card names no JSON-RPC endpoint")
 	}
+	return p.onOrigin(raw)
+}
+
+// onOrigin checks that the endpoint raw is on the configured origin.
+func (p *peer) onOrigin(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.User != nil || !sameOrigin(u, p.origin) {
 		return "", errors.New("the agent card's JSON-RPC endpoint is not on the configured origin; refused, since the credential goes nowhere else")
@@ -214,33 +281,49 @@ func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*m
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
 	msg.Metadata = map[string]any{SkillMetaKey: skill}
-	blocking, history := false, 0
+	d := p.dialect()
+	var params any
+	if d.version == a2aV10 {
+		v1, err := v1Request(msg, d.tenant)
+		if err != nil {
+			return nil, &notSentError{err}
+		}
+		params = v1
+	} else {
+		blocking, history := false, 0
+		params = a2a.MessageSendParams{
+			Message: msg,
+			Config:  &a2a.MessageSendConfig{Blocking: &blocking, HistoryLength: &history},
+		}
+	}
 	budget := 2 * int64(p.srv.maxFrame()) // every answer of one call, polls included
 	// The send outlives the call by cancelGrace: a call ended while its message is on the way
 	// still learns the task's id, so follow can cancel the task rather than leave it running.
 	sendCtx, stop := withGrace(ctx, cancelGrace)
 	defer stop()
-	raw, err := p.rpc(sendCtx, "message/send", a2a.MessageSendParams{
-		Message: msg,
-		Config:  &a2a.MessageSendConfig{Blocking: &blocking, HistoryLength: &history},
-	}, &budget, true)
+	raw, err := p.rpc(sendCtx, d, "message/send", params, &budget, true)
 	if err != nil && ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	if err != nil {
 		return p.answerError(err)
 	}
-	ev, err := a2a.UnmarshalEventJSON(raw)
+	var ev a2a.Event
+	if d.version == a2aV10 {
+		ev, err = decodeV1Answer(raw)
+	} else if ev, err = a2a.UnmarshalEventJSON(raw); err != nil {
+		err = fmt.Errorf("message/send answered neither a task nor a message: %s", clip(err.Error(), 300))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("message/send answered neither a task nor a message: %s", clip(err.Error(), 300))
+		return nil, err
 	}
 	switch ev := ev.(type) {
 	case *a2a.Message:
 		return partsResult(ev.Parts)
 	case *a2a.Task:
-		return p.follow(ctx, ev, &budget)
+		return p.follow(ctx, d, ev, &budget)
 	}
-	return nil, fmt.Errorf("message/send answered a %T", ev)
+	return nil, fmt.Errorf("%s answered a %T", d.method("message/send"), ev)
 }
 
 // withGrace returns a context carrying ctx's values that ends grace after ctx does, or when
@@ -267,7 +350,7 @@ func withGrace(ctx context.Context, grace time.Duration) (context.Context, conte
 
 // follow polls tasks/get until task ends, waiting longer each time up to pollMax. When ctx
 // ends first, the task is cancelled on the peer (best effort) and the cause returned.
-func (p *peer) follow(ctx context.Context, task *a2a.Task, budget *int64) (*mcp.CallToolResult, error) {
+func (p *peer) follow(ctx context.Context, d dialect, task *a2a.Task, budget *int64) (*mcp.CallToolResult, error) {
 	wait := pollFirst
 	for open(task.Status.State) {
 		if task.ID == "" {
@@ -275,18 +358,28 @@ func (p *peer) follow(ctx context.Context, task *a2a.Task, budget *int64) (*mcp.
 		}
 		select {
 		case <-ctx.Done():
-			p.cancelTask(task.ID)
+			p.cancelTask(d, task.ID)
 			return nil, context.Cause(ctx)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, pollMax)
-		raw, err := p.rpc(ctx, "tasks/get", a2a.TaskQueryParams{ID: task.ID, HistoryLength: new(int)}, budget, false)
+		var params any = a2a.TaskQueryParams{ID: task.ID, HistoryLength: new(int)}
+		if d.version == a2aV10 {
+			params = v1TaskParams{Tenant: d.tenant, ID: string(task.ID), HistoryLength: new(int)}
+		}
+		raw, err := p.rpc(ctx, d, "tasks/get", params, budget, false)
 		if err != nil {
 			if ctx.Err() != nil {
-				p.cancelTask(task.ID)
+				p.cancelTask(d, task.ID)
 				return nil, context.Cause(ctx)
 			}
 			return p.answerError(err)
+		}
+		if d.version == a2aV10 {
+			if task, err = decodeV1Task(raw); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		var next a2a.Task
 		if err := json.Unmarshal(raw, &next); err != nil {
@@ -294,7 +387,7 @@ func (p *peer) follow(ctx context.Context, task *a2a.Task, budget *int64) (*mcp.
 		}
 		task = &next
 	}
-	return p.taskResult(task)
+	return p.taskResult(d, task)
 }
 
 // open reports whether a task in state s is still running, so worth polling.
@@ -305,7 +398,7 @@ func open(s a2a.TaskState) bool {
 // taskResult turns an ended (or interrupted) task into a result: a completed task's artifacts
 // (or, with none, its final status message); any other state is the tool's error, with the
 // peer's status text.
-func (p *peer) taskResult(task *a2a.Task) (*mcp.CallToolResult, error) {
+func (p *peer) taskResult(d dialect, task *a2a.Task) (*mcp.CallToolResult, error) {
 	st := task.Status
 	if st.State == a2a.TaskStateCompleted {
 		var parts []a2a.Part
@@ -327,7 +420,7 @@ func (p *peer) taskResult(task *a2a.Task) (*mcp.CallToolResult, error) {
 	switch st.State {
 	case a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
 		// A binding call is one message; it cannot answer. The task is let go of.
-		p.cancelTask(task.ID)
+		p.cancelTask(d, task.ID)
 		text = fmt.Sprintf("the agent asked for more (%s), which a binding call cannot give: it sends one message", st.State)
 	default:
 		text = fmt.Sprintf("the agent's task ended %s", clip(string(st.State), 32))
@@ -340,14 +433,18 @@ func (p *peer) taskResult(task *a2a.Task) (*mcp.CallToolResult, error) {
 
 // cancelTask asks the peer to cancel task id, best effort and bounded, on a context of its
 // own since the call's has usually ended.
-func (p *peer) cancelTask(id a2a.TaskID) {
+func (p *peer) cancelTask(d dialect, id a2a.TaskID) {
 	if id == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
 	defer cancel()
 	budget := int64(p.srv.maxFrame())
-	if _, err := p.rpc(ctx, "tasks/cancel", a2a.TaskIDParams{ID: id}, &budget, false); err != nil {
+	var params any = a2a.TaskIDParams{ID: id}
+	if d.version == a2aV10 {
+		params = v1TaskParams{Tenant: d.tenant, ID: string(id)}
+	}
+	if _, err := p.rpc(ctx, d, "tasks/cancel", params, &budget, false); err != nil {
 		p.logger.Info("a2a tasks/cancel failed", "server", p.srv.Name, "err", redactErr(err))
 	}
 }
@@ -362,10 +459,10 @@ func (e *rpcError) Error() string { return fmt.Sprintf("A2A error %d: %s", e.Cod
 
 // answerError turns the peer's JSON-RPC error answer into the tool's error, except the codes
 // that say the two sides do not speak the same protocol (parse error, invalid request, method
-// not found), which are the upstream's failure like any other.
+// not found, and 1.0's version not supported), which are the upstream's failure like any other.
 func (p *peer) answerError(err error) (*mcp.CallToolResult, error) {
 	var re *rpcError
-	if !errors.As(err, &re) || re.Code == -32700 || re.Code == -32600 || re.Code == -32601 {
+	if !errors.As(err, &re) || re.Code == -32700 || re.Code == -32600 || re.Code == -32601 || re.Code == -32009 {
 		return nil, err
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: clip(re.Error(), 2000)}}}, nil
@@ -374,10 +471,8 @@ func (p *peer) answerError(err error) (*mcp.CallToolResult, error) {
 // rpc makes one JSON-RPC request to the endpoint and returns its result. Each answer is
 // bounded by the frame limit and all of one call's answers by *budget. first marks the
 // request a call opens with: only there does a refused connection mean nothing was sent.
-func (p *peer) rpc(ctx context.Context, method string, params any, budget *int64, first bool) (json.RawMessage, error) {
-	p.mu.Lock()
-	endpoint := p.endpoint
-	p.mu.Unlock()
+func (p *peer) rpc(ctx context.Context, d dialect, op string, params any, budget *int64, first bool) (json.RawMessage, error) {
+	method := d.method(op)
 	id := p.ids.Add(1)
 	body, err := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
@@ -388,13 +483,13 @@ func (p *peer) rpc(ctx context.Context, method string, params any, budget *int64
 	if err != nil {
 		return nil, &notSentError{err}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, &notSentError{err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("A2A-Version", a2aVersion)
+	req.Header.Set("A2A-Version", d.version)
 	telemetry.ToHeader(ctx, req.Header) // the upstream call's span, as W3C Trace Context headers
 	limit := min(int64(p.srv.maxFrame()), *budget)
 	data, err := p.do(req, limit)
@@ -438,7 +533,7 @@ func (p *peer) do(req *http.Request, limit int64) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("HTTP status %d", resp.StatusCode)
 	}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/json" {
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/json" && ct != "application/a2a+json" {
 		return nil, fmt.Errorf("the answer is %q, not application/json", clip(ct, 64))
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))

@@ -35,8 +35,8 @@ type fakePeer struct {
 }
 
 type fakeRequest struct {
-	method, auth string
-	params       json.RawMessage
+	method, auth, version string // version: the A2A-Version header
+	params                json.RawMessage
 }
 
 func newFakePeer(t *testing.T) *fakePeer {
@@ -51,7 +51,7 @@ func newFakePeer(t *testing.T) *fakePeer {
 
 func (f *fakePeer) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/.well-known/agent-card.json" {
-		f.record(fakeRequest{method: "card", auth: r.Header.Get("Authorization")})
+		f.record(fakeRequest{method: "card", auth: r.Header.Get("Authorization"), version: r.Header.Get("A2A-Version")})
 		var card any = map[string]any{
 			"name": "fake", "description": "a fake", "version": "1", "protocolVersion": "0.3.0",
 			"url": f.srv.URL + "/rpc", "preferredTransport": "JSONRPC", "capabilities": map[string]any{},
@@ -82,7 +82,7 @@ func (f *fakePeer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	f.record(fakeRequest{method: req.Method, auth: r.Header.Get("Authorization"), params: req.Params})
+	f.record(fakeRequest{method: req.Method, auth: r.Header.Get("Authorization"), version: r.Header.Get("A2A-Version"), params: req.Params})
 	if req.Method == "tasks/cancel" {
 		writeJSON(w, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": task("t1", "canceled", nil)})
 		return
@@ -287,7 +287,8 @@ func TestA2ACardBounds(t *testing.T) {
 }
 
 // The card names where calls go, but not where the credential goes: an endpoint on another
-// origin is refused, and a card that speaks only A2A 1.0 is named as such.
+// origin is refused, and so is a 0.3-shaped card that declares A2A 1.0 (a 1.0 card names its
+// endpoints in supportedInterfaces: a2a_v1_test.go).
 func TestA2AEndpointOrigin(t *testing.T) {
 	other := newFakePeer(t)
 	f := newFakePeer(t)
@@ -301,7 +302,7 @@ func TestA2AEndpointOrigin(t *testing.T) {
 		{"another transport", func(base string) any {
 			return map[string]any{"name": "x", "protocolVersion": "0.3.0", "url": base + "/rpc", "preferredTransport": "GRPC", "skills": f.skills}
 		}},
-		{"v1.0 only", func(base string) any {
+		{"1.0 without supportedInterfaces", func(base string) any {
 			return map[string]any{"name": "x", "protocolVersion": "1.0", "url": base + "/rpc", "skills": f.skills}
 		}},
 	} {
