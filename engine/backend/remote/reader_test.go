@@ -80,7 +80,7 @@ func TestStreamGrammar(t *testing.T) {
 		{name: "an id that cannot sit in a path", frames: []string{`{"type":"accepted","execution":"../x"}`}, err: "no valid execution id"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStream(1<<20, 1<<20)
+			s := newStream(1<<20, 4000, 1<<20)
 			var err error
 			for _, f := range c.frames {
 				if _, err = s.frame([]byte(f)); err != nil {
@@ -97,9 +97,10 @@ func TestStreamGrammar(t *testing.T) {
 	}
 }
 
-// Output past the ceiling is counted and dropped; an artifact is kept whole or not at all.
+// Output past the ceiling is counted and dropped but for its last preview bytes; an artifact
+// is kept whole or not at all.
 func TestStreamKeepsWithinCeilings(t *testing.T) {
-	s := newStream(4, 5)
+	s := newStream(4, 2, 5)
 	for _, f := range []string{`{"type":"accepted","execution":"x1"}`,
 		string(AppendData(nil, "stdout", []byte("abc"))), string(AppendData(nil, "stdout", []byte("def"))),
 		string(AppendData(nil, "artifact:0", []byte("123"))), string(AppendData(nil, "artifact:1", []byte("456"))),
@@ -108,8 +109,8 @@ func TestStreamKeepsWithinCeilings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if string(s.stdout.kept) != "abc" || s.stdout.n != 6 || !s.stdout.dropped {
-		t.Errorf("stdout kept %q of %d (dropped %v)", s.stdout.kept, s.stdout.n, s.stdout.dropped)
+	if string(s.stdout.kept) != "abcd" || s.stdout.n != 6 || !s.stdout.dropped || string(s.stdout.last) != "ef" {
+		t.Errorf("stdout kept %q of %d, last %q (dropped %v)", s.stdout.kept, s.stdout.n, s.stdout.last, s.stdout.dropped)
 	}
 	a0, a1 := s.artifacts[0], s.artifacts[1]
 	if string(a0.kept) != "1237" || a0.dropped || a1.kept != nil || !a1.dropped || a1.n != 3 {
@@ -128,7 +129,7 @@ func FuzzStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const maxFrame, maxKept = 256, 64
 		r := newFrameReader(bytes.NewReader(data), Bounds{MaxFrame: maxFrame, MaxStream: 4096, MaxLines: 64, MaxEmptyLines: 8})
-		s := newStream(maxKept, maxKept)
+		s := newStream(maxKept, 16, maxKept)
 		for i := 0; i <= len(data); i++ {
 			line, err := r.next()
 			if err != nil {
@@ -141,7 +142,7 @@ func FuzzStream(f *testing.F) {
 				break
 			}
 		}
-		if len(s.stdout.kept) > maxKept || len(s.stderr.kept) > maxKept || s.artifactBytes > maxKept {
+		if len(s.stdout.kept) > maxKept || len(s.stderr.kept) > maxKept || s.artifactBytes > maxKept || len(s.stdout.last) > 16 {
 			t.Fatalf("kept past the ceiling: %d %d %d", len(s.stdout.kept), len(s.stderr.kept), s.artifactBytes)
 		}
 		if r.total > 4096+1 {
