@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 func lines(t *testing.T, input string, b Bounds) ([]string, error) {
@@ -149,4 +152,39 @@ func FuzzStream(f *testing.F) {
 			t.Fatalf("read %d bytes past the stream ceiling", r.total)
 		}
 	})
+}
+
+// What an output stream keeps, its head to the ceiling and its last preview bytes, makes the
+// preview of everything that was sent, however the frames cut it.
+func TestStreamPreviewIsOfWhatWasSent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 7))
+	for round := range 200 {
+		maxOutput, preview := int64(64+rng.IntN(256)), 16+rng.IntN(48)
+		sent := make([]byte, rng.IntN(1200))
+		for i := range sent {
+			sent[i] = "ab\n\xe2\x82\xac\xff"[rng.IntN(7)]
+		}
+		s := newStream(maxOutput, preview, 0)
+		if _, err := s.frame([]byte(`{"type":"accepted","execution":"x1"}`)); err != nil {
+			t.Fatal(err)
+		}
+		for rest := sent; len(rest) > 0; {
+			k := min(len(rest), 1+rng.IntN(5000))
+			if _, err := s.frame(bytes.TrimSuffix(AppendData(nil, "stdout", rest[:k]), []byte("\n"))); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[k:]
+		}
+		sk := &s.stdout
+		if sk.n != int64(len(sent)) || int64(len(sk.kept)) != min(maxOutput, int64(len(sent))) || !bytes.Equal(sk.kept, sent[:len(sk.kept)]) {
+			t.Fatalf("round %d: kept %d of %d (n %d), not the head", round, len(sk.kept), len(sent), sk.n)
+		}
+		got := outputs.Preview(sk.kept, sk.kept, int64(len(sk.kept)), preview)
+		if sk.dropped {
+			got = outputs.Preview(sk.kept, sk.last, sk.n, preview)
+		}
+		if want := outputs.Preview(sent, sent, int64(len(sent)), preview); got != want {
+			t.Fatalf("round %d (%d bytes, ceiling %d, preview %d): preview %q, want %q", round, len(sent), maxOutput, preview, got, want)
+		}
+	}
 }
