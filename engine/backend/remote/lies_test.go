@@ -259,9 +259,6 @@ func slowService(t *testing.T, period time.Duration, beats, lines int, silence t
 // the first included, restarts the idle timer. The control, a service silent for 5 s after
 // its data, is ended as idle: the timer does run.
 func TestSlowDeliveryIsNotIdle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes 15 s")
-	}
 	const idle = 3 * time.Second
 	run := func(h http.HandlerFunc) (*engine.Outcome, time.Duration) {
 		srv := httptest.NewServer(&fake{execute: h})
