@@ -87,9 +87,12 @@ func lyingService(t *testing.T, fail bool, name, ctype string) http.HandlerFunc 
 }
 
 // lyingStdout is what the lying service sends of stdout: more than the client keeps (8 KiB
-// in these tests), with the credential at both ends.
+// in these tests), with the credential at both ends, and once across the client's ceiling
+// (its first 10 bytes kept).
 func lyingStdout(tok string) string {
-	return "BEGIN " + tok + " " + strings.Repeat("a", 20_000) + " " + tok + " END\n"
+	head := "BEGIN " + tok + " "
+	head += strings.Repeat("a", 8<<10-10-len(head))
+	return head + tok + strings.Repeat("a", 12_000) + " " + tok + " END\n"
 }
 
 func lyingClient(t *testing.T, h http.HandlerFunc) (*remote.Sandbox, *bytes.Buffer) {
@@ -154,7 +157,7 @@ func TestHostileServiceLies(t *testing.T) {
 				!strings.Contains(res.Stdout, "…[elided ") || len(res.Stdout) > 1000 {
 				t.Errorf("stdout preview %q is not the head and tail of what was sent", res.Stdout)
 			}
-			if string(res.StdoutData) != sent[:len(res.StdoutData)] || len(res.StdoutData) < 8<<10-len(lyingToken) {
+			if string(res.StdoutData) != sent[:len(res.StdoutData)] || !strings.HasSuffix(string(res.StdoutData), "aaa[credential]") {
 				t.Errorf("stdout kept %d bytes that are not the head of what was sent", len(res.StdoutData))
 			}
 			if !strings.HasPrefix(res.Stderr, "err [credential]\n…[elided ") || string(res.StderrData) != "err [credential]\n" {

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -91,7 +92,11 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 // the bytes the stream delivered, scrubbed of the credential.
 func (x *execution) output(name string, sk *sink, size int64) (string, []byte, engine.Attachment) {
 	preview := int(x.s.opts.PreviewBytes)
+	truncated := size > int64(len(sk.kept))
 	data := x.scrubBytes(sk.kept)
+	if truncated {
+		data = x.scrubCutEnd(data)
+	}
 	shift := int64(len(data) - len(sk.kept)) // what scrubbing changed, so the counts stay true
 	var p string
 	switch {
@@ -99,18 +104,43 @@ func (x *execution) output(name string, sk *sink, size int64) (string, []byte, e
 		// The service sent the first bytes only: of the rest the client knows the count.
 		p = outputs.Preview(data, nil, size+shift, preview)
 	case sk.dropped:
-		tail := x.scrubBytes(sk.last)
+		tail := x.scrubCutStart(x.scrubBytes(sk.last))
 		p = outputs.Preview(data, tail, sk.n+shift+int64(len(tail)-len(sk.last)), preview)
 	default:
 		p = outputs.Preview(data, data, int64(len(data)), preview)
 	}
-	truncated := size > int64(len(sk.kept))
 	a := engine.Attachment{Name: name, ContentType: "text/plain", Size: size, Truncated: truncated || size > int64(preview), Location: "inline"}
 	if a.Truncated {
 		a.Location = "preview_only"
 	}
 	return p, data, a
 }
+
+// scrubCutEnd marks the credential where b, cut from what followed, ends in at least
+// partMin of its first bytes: a whole credential cut by the client's ceiling would otherwise
+// leave a piece of itself in the kept bytes.
+func (x *execution) scrubCutEnd(b []byte) []byte {
+	for k := len(x.secret) - 1; k >= partMin(x.secret); k-- {
+		if bytes.HasSuffix(b, []byte(x.secret[:k])) {
+			return slices.Concat(b[:len(b)-k], []byte(credentialMark))
+		}
+	}
+	return b
+}
+
+// scrubCutStart is scrubCutEnd for bytes cut from what came before them.
+func (x *execution) scrubCutStart(b []byte) []byte {
+	for k := len(x.secret) - 1; k >= partMin(x.secret); k-- {
+		if bytes.HasPrefix(b, []byte(x.secret[len(x.secret)-k:])) {
+			return slices.Concat([]byte(credentialMark), b[k:])
+		}
+	}
+	return b
+}
+
+// partMin is the shortest piece of a credential a cut is taken to have left: 8 bytes, or
+// all but one of a shorter one. Shorter pieces tell little, and are often just text.
+func partMin(secret string) int { return max(1, min(8, len(secret)-1)) }
 
 // contentType is the service's content type for an artifact (check has parsed it), written
 // anew without the credential; a type the scrub leaves unwritable is application/octet-stream.
