@@ -117,6 +117,8 @@ var allowed = []rule{
 	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
 		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
 			"engine/wire because a backend that carries binding calls across a boundary (remote) speaks its frames"},
+	{"engine/backend/remote", []string{"engine", "engine/wire", "outputs", "failure"},
+		"the remote client: the engine's interfaces, the frames it carries (engine/wire), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
 	{"engine/backend/remote/service", []string{"engine", "engine/wire", "engine/backend/remote", "failure"},
 		"the sandbox service, the server half of the remote protocol (whose routes and frames, and the client, are package remote's), over a local engine.Runner"},
 	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate"}, "the backend contract suite: the engine's interfaces and the test gate only"},

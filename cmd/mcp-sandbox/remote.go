@@ -23,6 +23,7 @@ func openRemote(name string, p configs.Profile, level engine.Level) (*remote.San
 		Isolation:         level,
 		AllowNetwork:      p.AllowNetwork,
 		MaxOutputBytes:    int64(deref(p.Output.MaxBytes)),
+		PreviewBytes:      int64(deref(p.Output.PreviewBytes)),
 		Artifacts:         artifactPolicy(p),
 		Logger:            slog.Default().With("profile", name),
 		Bearer:            bearerOf(r.Bearer),

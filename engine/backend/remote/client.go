@@ -40,6 +40,9 @@ type Options struct {
 	// MaxOutputBytes bounds what is kept of each output stream (default 8 MiB); the rest is
 	// counted and dropped, and the stream marked truncated.
 	MaxOutputBytes int64
+	// PreviewBytes is the size of each output stream's preview (default 4000): the client
+	// makes the previews from the bytes it received, never from the service's.
+	PreviewBytes int64
 	// Artifacts says whether artifacts the service collected are kept, and how many bytes.
 	Artifacts engine.ArtifactPolicy
 
@@ -52,7 +55,7 @@ type Options struct {
 	// (default 60 s).
 	TransferTimeout time.Duration
 	// IdleTimeout ends a stream that sends nothing, not even a heartbeat, for this long
-	// (default 15 s).
+	// (default 15 s); every frame, a data frame too, starts it again.
 	IdleTimeout time.Duration
 	// CancelGrace is how long, after posting a cancel, the client waits for the service's
 	// final result to keep the output the program wrote before it was killed (default 750 ms).
@@ -114,6 +117,9 @@ func New(options *Options) (*Sandbox, error) {
 	}
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = 8 << 20
+	}
+	if opts.PreviewBytes <= 0 {
+		opts.PreviewBytes = 4000
 	}
 	if opts.Artifacts.MaxFiles <= 0 {
 		opts.Artifacts.MaxFiles = 64

@@ -98,12 +98,16 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != ContentType {
 		defer drainBody(resp)
-		return x.providerError(false, fmt.Sprintf("the sandbox service answered 200 with %q, not an %s frame stream", truncate(mt), ContentType))
+		return x.providerError(false, fmt.Sprintf("the sandbox service answered 200 with %q, not an %s frame stream", x.quote(mt), ContentType))
 	}
 
 	// One goroutine reads and checks the stream; this one acts on what it finds.
-	x.st = newStream(s.opts.MaxOutputBytes, s.opts.Artifacts.MaxBytes)
+	x.st = newStream(s.opts.MaxOutputBytes, int(s.opts.PreviewBytes), s.opts.Artifacts.MaxBytes)
+	x.st.secret = x.secret
 	frames := make(chan streamEvent)
+	// alive says a frame the reader takes itself (every data frame after the first) came,
+	// so a slow but live delivery is not idle.
+	alive := make(chan struct{}, 1)
 	stop := make(chan struct{})
 	readerDone := make(chan struct{})
 	go func() {
@@ -114,6 +118,10 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 			var f any
 			if err == nil {
 				if f, err = x.st.frame(line); err == nil && f == nil {
+					select {
+					case alive <- struct{}{}:
+					default:
+					}
 					continue
 				}
 			}
@@ -179,6 +187,8 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 				<-readerDone
 				return x.finish(&f.Outcome)
 			}
+		case <-alive:
+			idle.Reset(s.opts.IdleTimeout)
 		case <-idle.C:
 			return x.providerError(x.id != "", fmt.Sprintf("the sandbox service sent nothing for %s", s.opts.IdleTimeout))
 		case <-deadline.C:
@@ -304,26 +314,47 @@ func (x *execution) ended(kind failure.Kind, r *engine.Outcome) *engine.Outcome 
 func (x *execution) refused(f *ErrorFrame) *engine.Outcome {
 	k := failure.Kind(f.Kind)
 	if !k.Refusal() {
-		return x.providerError(false, "the sandbox service declined the execution: "+boundMessage(f.Message))
+		return x.providerError(false, "the sandbox service declined the execution: "+boundMessage(x.scrub(f.Message)))
 	}
-	return engine.Refuse(x.t, k, "the sandbox service refused: "+x.scrub(boundMessage(f.Message)))
+	return engine.Refuse(x.t, k, "the sandbox service refused: "+boundMessage(x.scrub(f.Message)))
 }
 
 // scrub removes the credential from what the service said: a service holds it, and a hostile
-// one could echo it into an error or an output that would otherwise reach a record.
+// one could echo it into an error or an output that would otherwise reach a record. It goes
+// before any cut (quote, boundMessage), which could leave a piece of it. Only the credential
+// as it is: a hostile service can always send it encoded (docs/design.md §7.6).
 func (x *execution) scrub(s string) string {
-	if x.secret == "" {
+	if x.secret == "" || !strings.Contains(s, x.secret) {
 		return s
 	}
-	return strings.ReplaceAll(s, x.secret, "[credential]")
+	return string(scrubbed([]byte(s), x.secret))
 }
 
 func (x *execution) scrubBytes(b []byte) []byte {
 	if x.secret == "" || !bytes.Contains(b, []byte(x.secret)) {
 		return b
 	}
-	return bytes.ReplaceAll(b, []byte(x.secret), []byte("[credential]"))
+	return scrubbed(b, x.secret)
 }
+
+// credentialMark stands where a credential was.
+const credentialMark = "[credential]"
+
+// scrubbed returns b without secret. The mark cannot form the secret with what surrounds it
+// unless the secret holds a bracket or is part of the mark; such a secret is removed instead,
+// again until none is left (each round shortens b, so it ends).
+func scrubbed(b []byte, secret string) []byte {
+	if !strings.ContainsAny(secret, "[]") && !strings.Contains(credentialMark, secret) {
+		return bytes.ReplaceAll(b, []byte(secret), []byte(credentialMark))
+	}
+	for bytes.Contains(b, []byte(secret)) {
+		b = bytes.ReplaceAll(b, []byte(secret), nil)
+	}
+	return b
+}
+
+// quote is a string of the service's for a message: scrubbed, then cut.
+func (x *execution) quote(s string) string { return truncate(x.scrub(s)) }
 
 // providerError is the result of a service that failed to deliver the execution. executed
 // is whether the program may have started.

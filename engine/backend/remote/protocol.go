@@ -174,8 +174,9 @@ func cutPrefix(s, prefix string) (string, bool) {
 }
 
 // decodeFrame strictly decodes one line that is not a data frame: a JSON object whose "type"
-// is one of the stream's frame types and whose keys are exactly that frame's.
-func decodeFrame(line []byte) (any, error) {
+// is one of the stream's frame types and whose keys are exactly that frame's. What an error
+// quotes of it is without secret.
+func decodeFrame(line []byte, secret string) (any, error) {
 	var head struct {
 		Type json.RawMessage `json:"type"`
 	}
@@ -203,12 +204,20 @@ func decodeFrame(line []byte) (any, error) {
 	case FrameData:
 		return nil, errors.New("a data frame is not in its fixed form")
 	default:
-		return nil, fmt.Errorf("unknown frame type %q", truncate(typ))
+		return nil, fmt.Errorf("unknown frame type %q", quote(typ, secret))
 	}
 	if err := wire.Unmarshal(line, f); err != nil {
 		return nil, fmt.Errorf("a %s frame is malformed: %v", typ, err)
 	}
 	return f, nil
+}
+
+// quote is a string of the service's for a message: without secret (when set), then cut.
+func quote(s, secret string) string {
+	if secret != "" {
+		s = string(scrubbed([]byte(s), secret))
+	}
+	return truncate(s)
 }
 
 func truncate(s string) string {

@@ -160,8 +160,11 @@ func (r *frameReader) next() ([]byte, error) {
 // It belongs to the goroutine that reads the stream until result or an error, and is read
 // by the execution only after that.
 type stream struct {
-	maxOutput    int64 // per output stream: bytes past it are checked, counted and dropped
+	maxOutput    int64 // per output stream: bytes past it are counted, and dropped but for a tail
+	preview      int   // the tail kept of an output stream past maxOutput, for its preview
 	maxArtifacts int64 // all artifacts together: an artifact that does not fit is dropped whole
+	scratch      []byte
+	secret       string // the credential, scrubbed from what a violation quotes
 
 	phase     int // 0: before accepted, 1: running, 2: data, 3: ended
 	execution string
@@ -177,10 +180,15 @@ type sink struct {
 	kept    []byte
 	n       int64 // bytes received, kept or not
 	dropped bool  // some were not kept
+	// last is, for an output stream that went past its ceiling, the last preview bytes
+	// received (kept or not): with kept, what its preview is made from.
+	last []byte
 }
 
-func newStream(maxOutput, maxArtifactBytes int64) *stream {
-	return &stream{maxOutput: maxOutput, maxArtifacts: maxArtifactBytes, artifacts: map[int]*sink{}}
+// newStream returns the grammar of one stream that keeps maxOutput bytes of each output
+// stream (and the last preview bytes past them) and maxArtifactBytes of artifacts.
+func newStream(maxOutput int64, preview int, maxArtifactBytes int64) *stream {
+	return &stream{maxOutput: maxOutput, preview: max(preview, 0), maxArtifacts: maxArtifactBytes, artifacts: map[int]*sink{}}
 }
 
 // dataStarted is what frame returns for the first data frame: the program has ended.
@@ -216,7 +224,7 @@ func (s *stream) take(line []byte) (any, error) {
 		}
 		return nil, nil
 	}
-	f, err := decodeFrame(line)
+	f, err := decodeFrame(line, s.secret)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +259,7 @@ func (s *stream) take(line []byte) (any, error) {
 			return nil, errors.New("a result frame came before the stream was accepted")
 		}
 		if f.Execution != s.execution {
-			return nil, fmt.Errorf("the result frame is for another execution (%q, not %q)", truncate(f.Execution), s.execution)
+			return nil, fmt.Errorf("the result frame is for another execution (%q, not %q)", quote(f.Execution, s.secret), s.execution)
 		}
 		s.phase = 3
 	}
@@ -278,43 +286,105 @@ func (s *stream) data(name string, b64 []byte) error {
 		return err
 	}
 	kind, index, _ := streamName(name)
-	var sk *sink
-	fits := false
 	switch kind {
 	case "stdout":
-		sk = &s.stdout
-		fits = int64(len(sk.kept)+n) <= s.maxOutput
+		return s.output(&s.stdout, b64, n)
 	case "stderr":
-		sk = &s.stderr
-		fits = int64(len(sk.kept)+n) <= s.maxOutput
-	default:
-		if sk = s.artifacts[index]; sk == nil {
-			sk = &sink{}
-			s.artifacts[index] = sk
-		}
-		fits = s.artifactBytes+int64(n) <= s.maxArtifacts
-		if !fits || sk.dropped {
-			// An artifact is kept whole or not at all.
-			s.artifactBytes -= int64(len(sk.kept))
-			sk.kept, fits = nil, false
-		}
+		return s.output(&s.stderr, b64, n)
+	}
+	sk := s.artifacts[index]
+	if sk == nil {
+		sk = &sink{}
+		s.artifacts[index] = sk
+	}
+	fits := s.artifactBytes+int64(n) <= s.maxArtifacts
+	if !fits || sk.dropped {
+		// An artifact is kept whole or not at all.
+		s.artifactBytes -= int64(len(sk.kept))
+		sk.kept, fits = nil, false
 	}
 	sk.n += int64(n)
 	if !fits || sk.dropped {
 		sk.dropped = true
-		return checkBase64(b64)
+		return s.decode(b64, nil)
 	}
-	if cap(sk.kept)-len(sk.kept) < n {
-		grown := make([]byte, len(sk.kept), max(2*cap(sk.kept), len(sk.kept)+n))
-		copy(grown, sk.kept)
-		sk.kept = grown
-	}
+	grow(sk, n, 1<<62)
 	if _, err := base64.StdEncoding.Decode(sk.kept[len(sk.kept):len(sk.kept)+n], b64); err != nil {
 		return errBase64
 	}
 	sk.kept = sk.kept[:len(sk.kept)+n]
-	if kind == "artifact" {
-		s.artifactBytes += int64(n)
+	s.artifactBytes += int64(n)
+	return nil
+}
+
+// output decodes n bytes of an output stream: the first maxOutput bytes of the stream are
+// kept, and past them its last preview bytes, which its preview needs (the client makes
+// previews from what it received, never from what the service says they are).
+func (s *stream) output(sk *sink, b64 []byte, n int) error {
+	sk.n += int64(n)
+	if !sk.dropped && int64(len(sk.kept)+n) <= s.maxOutput {
+		grow(sk, n, s.maxOutput)
+		if _, err := base64.StdEncoding.Decode(sk.kept[len(sk.kept):len(sk.kept)+n], b64); err != nil {
+			return errBase64
+		}
+		sk.kept = sk.kept[:len(sk.kept)+n]
+		return nil
+	}
+	return s.decode(b64, func(p []byte) {
+		if !sk.dropped {
+			k := int(min(int64(len(p)), s.maxOutput-int64(len(sk.kept))))
+			grow(sk, k, s.maxOutput)
+			sk.kept = append(sk.kept, p[:k]...)
+			if p = p[k:]; len(p) == 0 {
+				return
+			}
+			sk.dropped = true
+			sk.last = make([]byte, 0, s.preview)
+			sk.last = appendTail(sk.last, sk.kept, s.preview)
+		}
+		sk.last = appendTail(sk.last, p, s.preview)
+	})
+}
+
+// grow makes room for n more kept bytes, by doubling but never past limit.
+func grow(sk *sink, n int, limit int64) {
+	if cap(sk.kept)-len(sk.kept) >= n {
+		return
+	}
+	size := int64(max(2*cap(sk.kept), len(sk.kept)+n, 4<<10))
+	size = max(min(size, limit), int64(len(sk.kept)+n))
+	grown := make([]byte, len(sk.kept), size)
+	copy(grown, sk.kept)
+	sk.kept = grown
+}
+
+// appendTail appends p to tail and keeps its last limit bytes, in tail's own memory.
+func appendTail(tail, p []byte, limit int) []byte {
+	if len(p) >= limit {
+		return append(tail[:0], p[len(p)-limit:]...)
+	}
+	if over := len(tail) + len(p) - limit; over > 0 {
+		tail = tail[:copy(tail, tail[over:])]
+	}
+	return append(tail, p...)
+}
+
+// decode decodes b64 through a small scratch buffer, handing each piece to use (when not
+// nil): the form of bytes that are not kept is checked all the same.
+func (s *stream) decode(b64 []byte, use func([]byte)) error {
+	if s.scratch == nil {
+		s.scratch = make([]byte, 3<<10)
+	}
+	for len(b64) > 0 {
+		seg := b64[:min(len(b64), 4<<10)]
+		n, err := base64.StdEncoding.Decode(s.scratch, seg)
+		if err != nil {
+			return errBase64
+		}
+		if use != nil {
+			use(s.scratch[:n])
+		}
+		b64 = b64[len(seg):]
 	}
 	return nil
 }
@@ -333,19 +403,6 @@ func decodedLen(b64 []byte) (int, error) {
 		n -= len(b64) - i
 	}
 	return n, nil
-}
-
-// checkBase64 decodes b64 into a small scratch buffer, to check its form without keeping it.
-func checkBase64(b64 []byte) error {
-	var scratch [3 << 10]byte
-	for len(b64) > 0 {
-		seg := b64[:min(len(b64), 4<<10)]
-		if _, err := base64.StdEncoding.Decode(scratch[:], seg); err != nil {
-			return errBase64
-		}
-		b64 = b64[len(seg):]
-	}
-	return nil
 }
 
 // validID: an execution id is 1 to 64 characters of [A-Za-z0-9_-], so it can sit in a path.

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 func lines(t *testing.T, input string, b Bounds) ([]string, error) {
@@ -80,7 +83,7 @@ func TestStreamGrammar(t *testing.T) {
 		{name: "an id that cannot sit in a path", frames: []string{`{"type":"accepted","execution":"../x"}`}, err: "no valid execution id"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStream(1<<20, 1<<20)
+			s := newStream(1<<20, 4000, 1<<20)
 			var err error
 			for _, f := range c.frames {
 				if _, err = s.frame([]byte(f)); err != nil {
@@ -97,9 +100,10 @@ func TestStreamGrammar(t *testing.T) {
 	}
 }
 
-// Output past the ceiling is counted and dropped; an artifact is kept whole or not at all.
+// Output past the ceiling is counted and dropped but for its last preview bytes; an artifact
+// is kept whole or not at all.
 func TestStreamKeepsWithinCeilings(t *testing.T) {
-	s := newStream(4, 5)
+	s := newStream(4, 2, 5)
 	for _, f := range []string{`{"type":"accepted","execution":"x1"}`,
 		string(AppendData(nil, "stdout", []byte("abc"))), string(AppendData(nil, "stdout", []byte("def"))),
 		string(AppendData(nil, "artifact:0", []byte("123"))), string(AppendData(nil, "artifact:1", []byte("456"))),
@@ -108,8 +112,8 @@ func TestStreamKeepsWithinCeilings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if string(s.stdout.kept) != "abc" || s.stdout.n != 6 || !s.stdout.dropped {
-		t.Errorf("stdout kept %q of %d (dropped %v)", s.stdout.kept, s.stdout.n, s.stdout.dropped)
+	if string(s.stdout.kept) != "abcd" || s.stdout.n != 6 || !s.stdout.dropped || string(s.stdout.last) != "ef" {
+		t.Errorf("stdout kept %q of %d, last %q (dropped %v)", s.stdout.kept, s.stdout.n, s.stdout.last, s.stdout.dropped)
 	}
 	a0, a1 := s.artifacts[0], s.artifacts[1]
 	if string(a0.kept) != "1237" || a0.dropped || a1.kept != nil || !a1.dropped || a1.n != 3 {
@@ -128,7 +132,7 @@ func FuzzStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const maxFrame, maxKept = 256, 64
 		r := newFrameReader(bytes.NewReader(data), Bounds{MaxFrame: maxFrame, MaxStream: 4096, MaxLines: 64, MaxEmptyLines: 8})
-		s := newStream(maxKept, maxKept)
+		s := newStream(maxKept, 16, maxKept)
 		for i := 0; i <= len(data); i++ {
 			line, err := r.next()
 			if err != nil {
@@ -141,11 +145,46 @@ func FuzzStream(f *testing.F) {
 				break
 			}
 		}
-		if len(s.stdout.kept) > maxKept || len(s.stderr.kept) > maxKept || s.artifactBytes > maxKept {
+		if len(s.stdout.kept) > maxKept || len(s.stderr.kept) > maxKept || s.artifactBytes > maxKept || len(s.stdout.last) > 16 {
 			t.Fatalf("kept past the ceiling: %d %d %d", len(s.stdout.kept), len(s.stderr.kept), s.artifactBytes)
 		}
 		if r.total > 4096+1 {
 			t.Fatalf("read %d bytes past the stream ceiling", r.total)
 		}
 	})
+}
+
+// What an output stream keeps, its head to the ceiling and its last preview bytes, makes the
+// preview of everything that was sent, however the frames cut it.
+func TestStreamPreviewIsOfWhatWasSent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 7))
+	for round := range 200 {
+		maxOutput, preview := int64(64+rng.IntN(256)), 16+rng.IntN(48)
+		sent := make([]byte, rng.IntN(1200))
+		for i := range sent {
+			sent[i] = "ab\n\xe2\x82\xac\xff"[rng.IntN(7)]
+		}
+		s := newStream(maxOutput, preview, 0)
+		if _, err := s.frame([]byte(`{"type":"accepted","execution":"x1"}`)); err != nil {
+			t.Fatal(err)
+		}
+		for rest := sent; len(rest) > 0; {
+			k := min(len(rest), 1+rng.IntN(5000))
+			if _, err := s.frame(bytes.TrimSuffix(AppendData(nil, "stdout", rest[:k]), []byte("\n"))); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[k:]
+		}
+		sk := &s.stdout
+		if sk.n != int64(len(sent)) || int64(len(sk.kept)) != min(maxOutput, int64(len(sent))) || !bytes.Equal(sk.kept, sent[:len(sk.kept)]) {
+			t.Fatalf("round %d: kept %d of %d (n %d), not the head", round, len(sk.kept), len(sent), sk.n)
+		}
+		got := outputs.Preview(sk.kept, sk.kept, int64(len(sk.kept)), preview)
+		if sk.dropped {
+			got = outputs.Preview(sk.kept, sk.last, sk.n, preview)
+		}
+		if want := outputs.Preview(sent, sent, int64(len(sent)), preview); got != want {
+			t.Fatalf("round %d (%d bytes, ceiling %d, preview %d): preview %q, want %q", round, len(sent), maxOutput, preview, got, want)
+		}
+	}
 }

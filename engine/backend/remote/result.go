@@ -1,19 +1,30 @@
 package remote
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"mime"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // finish checks the service's result against what was asked and what the stream delivered,
 // and assembles the Outcome the caller gets. A result that claims more than the service may
-// (a weaker isolation than required, wider terms, output it did not send) is withheld whole:
-// provider_error, because a program that ran where it should not have cannot be un-run, but
-// its output need not be handed on.
+// (a weaker isolation than required, wider terms, output it did not send, an artifact name no
+// workspace holds) is withheld whole: provider_error, because a program that ran where it
+// should not have cannot be un-run, but its output need not be handed on.
+//
+// Nothing the service says about the output is taken as said: the stdout and stderr
+// attachments and previews are made here from the bytes that came (any other attachment it
+// lists is dropped), artifacts are listed anew from what it sent, and every string of the
+// result is scrubbed of the credential (docs/design.md §7.6).
 func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 	if msg := x.check(r); msg != "" {
 		return x.providerError(true, "the sandbox service's result was withheld: "+msg)
@@ -27,85 +38,244 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 		// The caller did not cancel: the service ended it (it is shutting down).
 		return x.providerError(true, "the sandbox service ended the execution before the program did (it may be shutting down)")
 	}
-	res.StdoutData, res.StderrData = st.stdout.kept, st.stderr.kept
-	res.Attachments = append([]engine.Attachment(nil), res.Attachments...)
-	for i := range res.Attachments {
-		a := &res.Attachments[i]
-		a.Handle = "" // handles are the caller's to make
-		if (a.Name == "stdout" && st.stdout.dropped) || (a.Name == "stderr" && st.stderr.dropped) {
-			a.Truncated, a.Location = true, "preview_only"
-		}
+	var out, errs engine.Attachment
+	res.Stdout, res.StdoutData, out = x.output("stdout", &st.stdout, r.StdoutSize)
+	res.Stderr, res.StderrData, errs = x.output("stderr", &st.stderr, r.StderrSize)
+	res.Attachments = []engine.Attachment{}
+	if len(r.Attachments) > 0 || r.StdoutSize > 0 || r.StderrSize > 0 {
+		// A program ran (a refusal has no streams): its two, and nothing else.
+		res.Attachments = append(res.Attachments, out, errs)
 	}
 	res.Artifacts, res.ArtifactFiles = []engine.Attachment{}, nil
 	res.ArtifactsOmit = append([]engine.OmittedFile{}, r.ArtifactsOmit...)
 	if x.s.opts.Artifacts.Collect {
-		for i, a := range r.Artifacts {
-			a.Handle = ""
+		for i, claimed := range r.Artifacts {
 			sk := st.artifacts[i]
 			switch {
 			case sk != nil && sk.dropped:
-				res.ArtifactsOmit = append(res.ArtifactsOmit, engine.OmittedFile{Path: a.Name,
+				res.ArtifactsOmit = append(res.ArtifactsOmit, engine.OmittedFile{Path: claimed.Name,
 					Reason: fmt.Sprintf("the artifacts together are over this profile's artifacts.max_bytes (%d)", x.s.opts.Artifacts.MaxBytes)})
 			case len(res.Artifacts) >= x.s.opts.Artifacts.MaxFiles:
-				res.ArtifactsOmit = append(res.ArtifactsOmit, engine.OmittedFile{Path: a.Name,
+				res.ArtifactsOmit = append(res.ArtifactsOmit, engine.OmittedFile{Path: claimed.Name,
 					Reason: fmt.Sprintf("over this profile's artifacts.max_files (%d)", x.s.opts.Artifacts.MaxFiles)})
 			default:
 				var data []byte
 				if sk != nil {
-					data = sk.kept
+					data = x.scrubBytes(sk.kept)
 				}
-				if a.Text != nil && *a.Text != string(data) {
+				// Only the name, the content type and (when it is what was sent) the text are
+				// the service's; handle, location and reason are the caller's to make.
+				a := engine.Attachment{Name: claimed.Name, ContentType: x.contentType(claimed.ContentType),
+					Size: int64(len(data)), Location: "preview_only"}
+				if claimed.Text != nil && x.scrub(*claimed.Text) == string(data) {
 					// The whole of a small text file is what was sent of it, or nothing.
-					a.Text, a.Location = nil, "preview_only"
+					text := string(data)
+					a.Text, a.Location = &text, "inline"
 				}
 				res.Artifacts = append(res.Artifacts, a)
 				res.ArtifactFiles = append(res.ArtifactFiles, engine.ArtifactFile{Name: a.Name, Data: data})
 			}
 		}
 	}
-	x.scrubResult(&res)
+	x.scrubAll(&res)
+	if msg := x.validArtifacts(&res); msg != "" {
+		return x.providerError(true, "the sandbox service's result was withheld: "+msg)
+	}
+	if !json.Valid(res.Value) {
+		return x.providerError(true, "the sandbox service's result was withheld: its value is not JSON once the credential is scrubbed from it")
+	}
 	return &res
 }
 
-// scrubResult removes the credential from every text of res the service wrote.
-func (x *execution) scrubResult(res *engine.Outcome) {
+// output is the preview, the kept bytes and the attachment of one output stream of which the
+// program wrote size bytes (the service's count, never less than what came), all made from
+// the bytes the stream delivered, scrubbed of the credential.
+func (x *execution) output(name string, sk *sink, size int64) (string, []byte, engine.Attachment) {
+	preview := int(x.s.opts.PreviewBytes)
+	truncated := size > int64(len(sk.kept))
+	data := x.scrubBytes(sk.kept)
+	if truncated {
+		data = x.scrubCutEnd(data)
+	}
+	shift := int64(len(data) - len(sk.kept)) // what scrubbing changed, so the counts stay true
+	var p string
+	switch {
+	case size > sk.n:
+		// The service sent the first bytes only: of the rest the client knows the count.
+		p = outputs.Preview(data, nil, size+shift, preview)
+	case sk.dropped:
+		tail := x.scrubCutStart(x.scrubBytes(sk.last))
+		p = outputs.Preview(data, tail, sk.n+shift+int64(len(tail)-len(sk.last)), preview)
+	default:
+		p = outputs.Preview(data, data, int64(len(data)), preview)
+	}
+	a := engine.Attachment{Name: name, ContentType: "text/plain", Size: size, Truncated: truncated || size > int64(preview), Location: "inline"}
+	if a.Truncated {
+		a.Location = "preview_only"
+	}
+	return p, data, a
+}
+
+// scrubCutEnd marks the credential where b, cut from what followed, ends in at least
+// partMin of its first bytes: a whole credential cut by the client's ceiling would otherwise
+// leave a piece of itself in the kept bytes.
+func (x *execution) scrubCutEnd(b []byte) []byte {
+	for k := len(x.secret) - 1; k >= partMin(x.secret); k-- {
+		if bytes.HasSuffix(b, []byte(x.secret[:k])) {
+			return slices.Concat(b[:len(b)-k], []byte(credentialMark))
+		}
+	}
+	return b
+}
+
+// scrubCutStart is scrubCutEnd for bytes cut from what came before them.
+func (x *execution) scrubCutStart(b []byte) []byte {
+	for k := len(x.secret) - 1; k >= partMin(x.secret); k-- {
+		if bytes.HasPrefix(b, []byte(x.secret[len(x.secret)-k:])) {
+			return slices.Concat([]byte(credentialMark), b[k:])
+		}
+	}
+	return b
+}
+
+// partMin is the shortest piece of a credential a cut is taken to have left: 8 bytes, or
+// all but one of a shorter one. Shorter pieces tell little, and are often just text.
+func partMin(secret string) int { return max(1, min(8, len(secret)-1)) }
+
+// contentType is the service's content type for an artifact (check has parsed it), written
+// anew without the credential; a type the scrub leaves unwritable is application/octet-stream.
+func (x *execution) contentType(ct string) string {
+	mt, params, _ := mime.ParseMediaType(ct)
+	for k, v := range params {
+		params[k] = x.scrub(v)
+	}
+	if out := mime.FormatMediaType(x.scrub(mt), params); out != "" {
+		return out
+	}
+	return "application/octet-stream"
+}
+
+// scrubAll removes the credential from every string and byte slice of res, whatever field
+// holds it: the walk is over the type, so a field added to the Outcome is scrubbed too.
+func (x *execution) scrubAll(res *engine.Outcome) {
 	if x.secret == "" {
 		return
 	}
-	res.Value = x.scrubBytes(res.Value)
-	if res.ValueRepr != nil {
-		v := x.scrub(*res.ValueRepr)
-		res.ValueRepr = &v
+	x.scrubValue(reflect.ValueOf(res).Elem())
+}
+
+func (x *execution) scrubValue(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(x.scrub(v.String()))
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			return
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			if v.CanSet() {
+				v.SetBytes(x.scrubBytes(v.Bytes()))
+			}
+			return
+		}
+		for i := range v.Len() {
+			x.scrubValue(v.Index(i))
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			x.scrubValue(v.Index(i))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			x.scrubValue(v.Elem())
+		}
+	case reflect.Interface:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		c := reflect.New(v.Elem().Type()).Elem()
+		c.Set(v.Elem())
+		x.scrubValue(c)
+		v.Set(c)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				x.scrubValue(v.Field(i))
+			}
+		}
+	case reflect.Map:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			k := reflect.New(v.Type().Key()).Elem()
+			k.Set(it.Key())
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(it.Value())
+			x.scrubValue(k)
+			x.scrubValue(e)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
 	}
-	for i := range res.Artifacts {
-		if t := res.Artifacts[i].Text; t != nil {
-			v := x.scrub(*t)
-			res.Artifacts[i].Text = &v
+}
+
+// validArtifacts returns why res's artifact names cannot be handed on, or "": each must be a
+// name a local backend could have collected (a clean workspace-relative path) and unique.
+func (x *execution) validArtifacts(res *engine.Outcome) string {
+	seen := map[string]bool{}
+	for i, a := range res.Artifacts {
+		if !validArtifactName(a.Name) {
+			return fmt.Sprintf("artifact %d has a name no workspace holds (%q)", i, x.quote(a.Name))
+		}
+		if seen[a.Name] {
+			return fmt.Sprintf("artifact %d repeats the name %q", i, x.quote(a.Name))
+		}
+		seen[a.Name] = true
+	}
+	return ""
+}
+
+// validArtifactName: a workspace-relative slash-separated path of at most 4096 bytes, each
+// element a file name of at most 255 bytes (no "", ".", ".." or NUL), as the local backends'
+// collection makes them.
+func validArtifactName(name string) bool {
+	if len(name) > 4096 || name == "." || !fs.ValidPath(name) || strings.IndexByte(name, 0) >= 0 {
+		return false
+	}
+	for el := range strings.SplitSeq(name, "/") {
+		if len(el) > 255 {
+			return false
 		}
 	}
-	res.Stdout, res.Stderr = x.scrub(res.Stdout), x.scrub(res.Stderr)
-	res.StdoutData, res.StderrData = x.scrubBytes(res.StdoutData), x.scrubBytes(res.StderrData)
-	if res.Failure != nil {
-		f := *res.Failure
-		f.Message, f.Traceback = x.scrub(f.Message), x.scrub(f.Traceback)
-		res.Failure = &f
+	return true
+}
+
+// validContentType: a MIME type, type "/" subtype with optional parameters (RFC 2045),
+// of at most 256 bytes.
+func validContentType(ct string) bool {
+	if len(ct) > 256 {
+		return false
 	}
-	for i := range res.ArtifactFiles {
-		res.ArtifactFiles[i].Data = x.scrubBytes(res.ArtifactFiles[i].Data)
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
 	}
-	for i := range res.ArtifactsOmit {
-		res.ArtifactsOmit[i].Reason = x.scrub(res.ArtifactsOmit[i].Reason)
-	}
+	typ, sub, ok := strings.Cut(mt, "/")
+	return ok && typ != "" && sub != "" && !strings.Contains(sub, "/")
 }
 
 // check returns why r cannot be handed on, or "".
 func (x *execution) check(r *engine.Outcome) string {
 	t, st := x.t, x.st
 	if r.Failure != nil && !slices.Contains(failure.ResultKinds(), r.Failure.Kind) {
-		return fmt.Sprintf("it names an unknown failure kind %q", truncate(string(r.Failure.Kind)))
+		return fmt.Sprintf("it names an unknown failure kind %q", x.quote(string(r.Failure.Kind)))
 	}
 	if r.LimitHit != nil && !r.LimitHit.Known() {
-		return fmt.Sprintf("it names an unknown limit %q", truncate(string(*r.LimitHit)))
+		return fmt.Sprintf("it names an unknown limit %q", x.quote(string(*r.LimitHit)))
 	}
 	if len(r.Value) > 0 && !json.Valid(r.Value) {
 		return "its value is not JSON"
@@ -119,7 +289,7 @@ func (x *execution) check(r *engine.Outcome) string {
 	}
 	for _, g := range r.Guarantees {
 		if g != engine.Enforced && g != engine.Unverified && g != engine.Unavailable {
-			return fmt.Sprintf("it names an unknown grade %q", truncate(string(g)))
+			return fmt.Sprintf("it names an unknown grade %q", x.quote(string(g)))
 		}
 	}
 	if st.stdout.n > r.StdoutSize || st.stderr.n > r.StderrSize {
@@ -131,6 +301,12 @@ func (x *execution) check(r *engine.Outcome) string {
 		}
 	}
 	for i, a := range r.Artifacts {
+		if !validArtifactName(a.Name) {
+			return fmt.Sprintf("artifact %d has a name no workspace holds (%q)", i, x.quote(a.Name))
+		}
+		if !validContentType(a.ContentType) {
+			return fmt.Sprintf("artifact %d has a content type that is not a MIME type (%q)", i, x.quote(a.ContentType))
+		}
 		var n int64
 		if sk := st.artifacts[i]; sk != nil {
 			n = sk.n
