@@ -30,3 +30,9 @@ func Args(p Policy, argv []string) ([]string, error) {
 	}
 	return append([]string{SandboxExec, "-p", Profile(p), p.Python}, argv...), nil
 }
+
+// IsolatedWhy is why macOS has no isolated level of its own: the reason doctor shows and a
+// profile requiring isolation is refused with.
+const IsolatedWhy = "macOS has no kernel boundary for a local child: Seatbelt confines its reads, but that is graded " +
+	"unverified (a canary cannot prove it), and no memory cap exists there; use the container backend " +
+	"(Docker Desktop or Podman machine) or a remote backend for the isolated level"
