@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -188,6 +189,7 @@ type child struct {
 	waited  chan struct{}
 	exit    engine.Exit
 	wait    sync.Once
+	reaped  atomic.Bool // the leader was reaped: its pid, the group's id, may be reused
 	closing sync.Once
 }
 
@@ -265,6 +267,7 @@ func (c *child) Wait() engine.Exit {
 			return
 		}
 		err := c.cmd.Wait()
+		c.reaped.Store(true)
 		st := c.cmd.ProcessState
 		if st == nil {
 			c.exit = engine.Exit{Code: -1, Err: err}
@@ -284,6 +287,12 @@ func (c *child) Kill() {
 		return
 	}
 	pgid := c.cmd.Process.Pid
+	if c.reaped.Load() && unix.Kill(pgid, 0) != unix.ESRCH {
+		// The leader was reaped and its pid is in use again: by another process, which may
+		// lead a group of that id. No group of ours can be left then (a pid is not handed out
+		// while a group of that id has members), so there is nothing to kill.
+		return
+	}
 	_ = unix.Kill(-pgid, unix.SIGKILL)
 	sweep(c.uid, pgid)
 }
