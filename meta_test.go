@@ -106,6 +106,9 @@ var allowed = []rule{
 	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "outputs", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
 		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
 			"outputs because a backend that carries binding calls across a boundary (remote) speaks the engine.ToolCaller's outputs.Reply"},
+	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
+		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
+			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
 	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate"}, "the backend contract suite: the engine's interfaces and the test gate only"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
 		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries DESIGN.md §4 names"},
@@ -417,6 +420,8 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"upstream", []string{module + "/outputs", "github.com/a2aproject/a2a-go/a2asrv"}, 2}, // a2a-go's types only
 		{"engine/backend/process", []string{module + "/engine", module + "/internal/launch"}, 0},
 		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
+		{"engine/backend/seatbelt", []string{module + "/engine", module + "/internal/launch", "golang.org/x/sys/unix"}, 0},
+		{"engine/backend/seatbelt", []string{module + "/engine/backend/spawned"}, 1}, // Linux's shared plumbing
 		{"no/such/package", nil, 1}, // a package without a rule
 	} {
 		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {
