@@ -126,6 +126,7 @@ $(GORELEASER):
 dist: $(GORELEASER)
 	MCP_SANDBOX_VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean $(if $(filter-out 0,$(DIST_PARALLELISM)),--parallelism $(DIST_PARALLELISM))
 	@cd dist && ls *.tar.gz *.zip checksums.txt && sha256sum --quiet -c checksums.txt
+	@n=$$(ls dist/*.tar.gz dist/*.zip | wc -l); [ "$$n" = 6 ] || { echo "dist/ holds $$n archives, want 6" >&2; exit 1; }
 
 # The bundle is packed from dist/'s binaries: run make dist first (make bundle does not
 # rebuild them). The staged manifest is validated, then packed, by the official mcpb CLI.
