@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: help build run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image
+.PHONY: help build run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image dist bundle
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -42,6 +42,10 @@ help:
 	@echo "                  MCP_SANDBOX_TEST_PG_DSN, as the tests do)"
 	@echo "make soak         10,000 executions through the MCP face, then fds, goroutines, temporary"
 	@echo "                  directories, cgroups and mounts must be where they started (CI runs 120)"
+	@echo "make dist         release archives for linux, darwin and windows (amd64, arm64) and"
+	@echo "                  checksums.txt in dist/, with goreleaser $(GORELEASER_VERSION) (snapshot: nothing published)"
+	@echo "make bundle       mcp-sandbox.mcpb, the MCP Bundle Claude Desktop installs, from dist/'s binaries"
+	@echo "                  (npm ci --prefix deploy/mcpb --no-audit --no-fund once first)"
 	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
 	@echo "                  :latest from this host's Python with podman or docker, pulling nothing"
 
@@ -90,6 +94,7 @@ cross:
 	GOOS=darwin $(GO) build -o /dev/null ./cmd/mcp-sandbox
 	GOOS=darwin $(GO) build ./...
 	GOOS=darwin $(GO) vet ./...
+	GOOS=darwin $(GO) test -c -o /dev/null ./engine/backend/seatbelt
 	GOOS=windows $(GO) build -o /dev/null ./cmd/mcp-sandbox
 	GOOS=windows $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
@@ -121,7 +126,33 @@ soak:
 	$(GO) test ./benchmarks -run '^TestSoak$$' -count=1 -v -timeout 120m -soak-executions $(SOAK_EXECUTIONS)
 
 clean:
-	rm -rf bin
+	rm -rf bin dist mcp-sandbox.mcpb
+
+# An install without Go. goreleaser is installed through the Go module proxy into bin/ the
+# first time (GORELEASER=path uses another); DIST_PARALLELISM bounds its concurrent builds
+# (CI runs them one at a time on a shared machine).
+GORELEASER_VERSION ?= v2.15.1
+GORELEASER         ?= bin/goreleaser-$(GORELEASER_VERSION)
+DIST_PARALLELISM   ?= 0
+MCPB               := deploy/mcpb/node_modules/.bin/mcpb
+
+$(GORELEASER):
+	GOBIN=$(CURDIR)/bin/goreleaser-tmp $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	mv bin/goreleaser-tmp/goreleaser $(GORELEASER) && rmdir bin/goreleaser-tmp
+
+dist: $(GORELEASER)
+	MCP_SANDBOX_VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean $(if $(filter-out 0,$(DIST_PARALLELISM)),--parallelism $(DIST_PARALLELISM))
+	@cd dist && ls *.tar.gz *.zip checksums.txt && sha256sum --quiet -c checksums.txt
+	@n=$$(ls dist/*.tar.gz dist/*.zip | wc -l); [ "$$n" = 6 ] || { echo "dist/ holds $$n archives, want 6" >&2; exit 1; }
+
+# The bundle is packed from dist/'s binaries: run make dist first (make bundle does not
+# rebuild them). The staged manifest is validated, then packed, by the official mcpb CLI.
+bundle:
+	@test -x $(MCPB) || { echo "no $(MCPB): npm ci --prefix deploy/mcpb --no-audit --no-fund" >&2; exit 1; }
+	@test -f dist/artifacts.json || { echo "no dist/artifacts.json: make dist first" >&2; exit 1; }
+	node deploy/mcpb/stage.mjs dist dist/mcpb
+	$(MCPB) validate dist/mcpb/manifest.json
+	$(MCPB) pack dist/mcpb mcp-sandbox.mcpb
 
 # The container backend's image: a root filesystem assembled from this host's interpreter, its
 # libraries and standard library, imported by the runtime. Nothing is pulled.

@@ -121,6 +121,9 @@ var allowed = []rule{
 		"the remote client: the engine's interfaces, the frames it carries (engine/wire), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
 	{"engine/backend/remote/service", []string{"engine", "engine/wire", "engine/backend/remote", "failure"},
 		"the sandbox service, the server half of the remote protocol (whose routes and frames, and the client, are package remote's), over a local engine.Runner"},
+	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
+		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
+			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
 	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate"}, "the backend contract suite: the engine's interfaces and the test gate only"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
 		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries docs/design.md §4 names"},
@@ -459,6 +462,8 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"upstream", []string{module + "/outputs", "github.com/a2aproject/a2a-go/a2asrv"}, 2}, // a2a-go's types only
 		{"engine/backend/process", []string{module + "/engine", module + "/internal/launch"}, 0},
 		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
+		{"engine/backend/seatbelt", []string{module + "/engine", module + "/internal/launch", "golang.org/x/sys/unix"}, 0},
+		{"engine/backend/seatbelt", []string{module + "/engine/backend/spawned"}, 1}, // Linux's shared plumbing
 		{"no/such/package", nil, 1}, // a package without a rule
 	} {
 		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// Every example config loads and validates; examples/tenants/ is the tenants_dir of
-// platform.yaml, and each of its files loads on its own too.
+// Every example config, and the MCP Bundle's, loads and validates; examples/tenants/ is the
+// tenants_dir of platform.yaml, and each of its files loads on its own too.
 func TestExamplesLoad(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("examples", "*.yaml"))
 	if err != nil {
@@ -18,6 +18,8 @@ func TestExamplesLoad(t *testing.T) {
 	if len(files) < 3 {
 		t.Fatalf("found %d examples, want at least claude-desktop, multi-tenant and platform", len(files))
 	}
+	// The MCP Bundle's configuration (make bundle) is one more.
+	files = append(files, filepath.Join("..", "deploy", "mcpb", "config.yaml"))
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			c, err := Load(f)

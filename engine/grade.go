@@ -47,6 +47,8 @@ type grading struct {
 	// it and everything the host's uid owns. Behind it the default accepts the host's own
 	// uid (Requirements).
 	boundary bool
+	// noMemoryCap: Facts.NoMemoryCap; the process level does not require memory.
+	noMemoryCap bool
 }
 
 // allowedEnv is the environment every backend sets itself, besides env_allowlist.
@@ -146,6 +148,7 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 		guarantees:    g,
 		isolation:     iso,
 		networkDenied: t.Network == NetworkNone && g[DimNetwork] != Unavailable,
+		noMemoryCap:   f.NoMemoryCap,
 		boundary: f.UserNamespace && f.MountBoundary && f.PIDNamespace && f.NetNamespace &&
 			g[DimFilesystem] == Enforced && g[DimNetwork] == Enforced && g[DimProcessTree] == Enforced,
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -371,7 +372,11 @@ func (p *prepared) discard() {
 
 // unmet lists what a graded child lacks for terms t, the identity's with this host's advice.
 func (r *Runner) unmet(t Terms, gr grading) []Requirement {
-	unmet := Unmet(gr.guarantees, Requirements(t, r.opts.AllowSameUID || gr.boundary))
+	reqs := Requirements(t, r.opts.AllowSameUID || gr.boundary)
+	if gr.noMemoryCap && !t.Isolation.AtLeast(LevelIsolated) {
+		reqs = slices.DeleteFunc(reqs, func(q Requirement) bool { return q.Dimension == DimMemory })
+	}
+	unmet := Unmet(gr.guarantees, reqs)
 	for i := range unmet {
 		if unmet[i].Dimension == DimIdentity && r.opts.IdentityAdvice != "" {
 			unmet[i].Why += "; " + r.opts.IdentityAdvice

@@ -144,6 +144,11 @@ type Facts struct {
 	// drops every signal sent from inside the namespace that it has no handler for, SIGKILL
 	// included. A SIGKILL it died of came from the kernel or from outside the sandbox.
 	InterpreterIsInit bool
+	// NoMemoryCap: the platform has no memory limit a child can be held to (macOS: no
+	// address-space rlimit CPython respects, no cgroup). memory is graded unavailable and,
+	// as the specification has it, the process level runs without it; the isolated level
+	// still requires it, so it is refused there.
+	NoMemoryCap bool
 }
 
 // Exit is how the child's main process ended.

@@ -106,8 +106,7 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 	if backend == "local" {
 		pick, err := engine.SelectLocal(detectLocal(p), level)
 		if err != nil {
-			return nil, failure.New(failure.IsolationUnavailable, "profile %q: %v; install bubblewrap (apt-get install bubblewrap) or enable user namespaces, "+
-				"or lower the profile's isolation", name, err)
+			return nil, failure.New(failure.IsolationUnavailable, "profile %q: %v; %s", name, err, localAdvice)
 		}
 		backend = pick.Name
 	}
@@ -124,6 +123,8 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 		return newBwrap(ctx, p, cacheDir)
 	case "container":
 		return newContainer(ctx, p)
+	case "seatbelt": // what local picks on macOS
+		return newSeatbelt(ctx, p, cacheDir)
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }

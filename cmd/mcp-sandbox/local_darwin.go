@@ -1,0 +1,52 @@
+//go:build darwin
+
+package main
+
+import (
+	"context"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/seatbelt"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
+
+// On macOS `local` is the seatbelt backend (the process level); Linux's own local backends
+// are reported absent with why, and the isolated level with the reason macOS has none.
+var localWhy = "this backend needs Linux; on macOS the local backend is seatbelt"
+
+// localAdvice follows a refusal of `backend: local`.
+const localAdvice = "use the container backend (Docker Desktop or Podman machine) or a remote backend, or lower the profile's isolation to process"
+
+func detectLocal(configs.Profile) []engine.LocalBackend {
+	ok, why := seatbelt.Available()
+	return engine.DetectLocalBackends([]engine.LocalBackend{
+		{Name: "seatbelt", Isolation: engine.LevelProcess, Available: ok, Reason: why},
+		{Name: "namespaces", Isolation: engine.LevelIsolated, Reason: seatbelt.IsolatedWhy},
+		{Name: "bwrap", Isolation: engine.LevelIsolated, Reason: localWhy},
+		{Name: "process", Isolation: engine.LevelProcess, Reason: localWhy},
+	})
+}
+
+func newSeatbelt(ctx context.Context, p configs.Profile, cacheDir string) (engine.Backend, error) {
+	return seatbelt.New(ctx, &seatbelt.Options{Python: p.Python, Env: allowedEnv(p.EnvAllowlist), CacheDir: cacheDir})
+}
+
+func namespacesWhy(configs.Profile) string { return seatbelt.IsolatedWhy }
+
+func unavailable() (engine.Backend, error) {
+	return nil, failure.New(failure.BackendUnavailable, "%s", localWhy)
+}
+
+func newProcess(context.Context, configs.Profile, string) (engine.Backend, error) {
+	return unavailable()
+}
+func newNamespaces(context.Context, configs.Profile, string) (engine.Backend, error) {
+	return unavailable()
+}
+func newBwrap(context.Context, configs.Profile, string) (engine.Backend, error) { return unavailable() }
+func newContainer(context.Context, configs.Profile) (engine.Backend, error)     { return unavailable() }
+
+func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
+	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
+}
