@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +142,97 @@ func mcpGoAsked(t *testing.T, mcpgo, cfg, url, revision, action string) askedRun
 		t.Fatalf("value %s: %v", s.Value, err)
 	}
 	return r
+}
+
+// TestApprovalStateAcrossRestart (must show 7's claim): a program paused on an approval does
+// not survive its server. The server is killed while the person is asked (input_required was
+// sent); the client's retry, with an acceptance, reaches the restarted server: with
+// approvals.state_key set the state opens but names a call the server no longer holds;
+// without it (the server logged that retries survive no restart) the state does not open.
+// Either way the retry is refused, the mock's add never runs and the ledger holds the
+// approval unknown.
+func TestApprovalStateAcrossRestart(t *testing.T) {
+	for _, keyed := range []bool{true, false} {
+		name, why := "keyed", "no longer holds"
+		if !keyed {
+			name, why = "random key", "does not open"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg, counter, dataDir := approvalConfig(t, 120, false)
+			env := os.Environ()
+			if keyed {
+				f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = f.WriteString("approvals: {state_key: [{env: MCP_SANDBOX_STATE_KEY}, {env: MCP_SANDBOX_OLD_STATE_KEY}]}\n")
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				env = append(env, "MCP_SANDBOX_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+					"MCP_SANDBOX_OLD_STATE_KEY=HxwdHBsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=")
+			}
+			start := func(name string) *replica {
+				cmd := exec.Command(built.sandbox, "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--config", cfg)
+				cmd.Env = env
+				r := &replica{name: name, cmd: cmd, log: testkit.NewLog(t, name), done: make(chan struct{})}
+				r.addr = startLogged(t, cmd, name, regexp.MustCompile(`serving over streamable HTTP.* addr=(\S+)`), r)
+				return r
+			}
+			client := func(r *replica) *mcp.ClientSession {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, &mcp.ClientOptions{
+					ElicitationHandler: newPerson().handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+				}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + r.addr + "/mcp", HTTPClient: &http.Client{Transport: bearer{ecoToken}}}, nil)
+				if err != nil {
+					t.Fatalf("connect: %v", err)
+				}
+				t.Cleanup(func() { cs.Close() })
+				return cs
+			}
+			const runID = "approval-restart"
+			params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": callAdd}, Meta: mcp.Meta{"mcp-sandbox/run": runID}}
+			first := start("first")
+			if logged := strings.Contains(first.log.String(), "survives no restart"); logged == keyed {
+				t.Errorf("the log says a retry survives no restart: %v; want %v", logged, !keyed)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := client(first).CallTool(ctx, params)
+			if err != nil || !res.NeedsInput() || len(res.InputRequests) != 1 {
+				t.Fatalf("first round: %v %v", err, res)
+			}
+			var q string
+			for id := range res.InputRequests {
+				q = id
+			}
+			if got := decisions(approvalsOf(t, dataDir, runID)); got != "pending" {
+				t.Fatalf("while asking, the ledger holds %q, want pending", got)
+			}
+			if err := first.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-first.done
+
+			second := start("second")
+			again := *params
+			again.RequestState = res.RequestState
+			again.InputResponses = mcp.InputResponseMap{q: &mcp.ElicitResult{Action: "accept"}}
+			res2, err := client(second).CallTool(ctx, &again)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := testkit.Text(res2); !res2.IsError || !strings.Contains(msg, "was refused") || !strings.Contains(msg, why) {
+				t.Errorf("the retry after a restart: %v %s; want refused: %s", res2.IsError, msg, why)
+			}
+			if n := counts(t, counter)["add"]; n != 0 {
+				t.Errorf("the mock ran add %d times, want never", n)
+			}
+			if got := decisions(approvalsOf(t, dataDir, runID)); got != "unknown" {
+				t.Errorf("after the restart the ledger holds %q, want unknown", got)
+			}
+		})
+	}
 }

@@ -165,10 +165,16 @@ func (h *handlers) serveCall(ctx context.Context, req *mcp.CallToolRequest, op h
 	hd := &hold{id: budget.NewID("h_"), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	hd.base = pendingState{Tenant: h.agent.Tenant, Agent: h.agent.Name, Run: h.runKey(req), Hold: hd.id, Call: callDigest(req)}
 	a.Asker = holdAsker{hd}
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The hold outlives the request; a Drain cancels it and waits for it like an execution.
+	hctx, end, ok := h.opts.Drain.begin(context.WithoutCancel(ctx))
+	if !ok {
+		return toolError("the server is shutting down; nothing ran")
+	}
+	hctx, cancel := context.WithCancel(hctx)
 	hd.cancel = cancel
 	h.holds.add(hd)
 	go func() {
+		defer end()
 		defer cancel()
 		hd.res = op(hctx, a)
 		h.holds.remove(hd)

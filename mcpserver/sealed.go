@@ -99,7 +99,7 @@ type pendingState struct {
 
 // errStateUnreadable is any state that does not open: tampered, truncated, sealed under
 // another key, or not one of ours at all. Which, it does not say.
-var errStateUnreadable = errors.New("it does not open under this server's key: it was altered, cut short, or sealed by a server with another key (a restart without approvals.state_key changes it)")
+var errStateUnreadable = errors.New("does not open under this server's key: it was altered, cut short, or sealed by a server with another key (a restart without approvals.state_key changes it)")
 
 // seal returns st as an opaque string.
 func (k *StateKeys) seal(st pendingState) string {
