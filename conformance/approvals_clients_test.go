@@ -29,7 +29,8 @@ type askedRun struct {
 // at their default revision (2026-07-28: the question comes as an input request and the client
 // retries the call) and pinned to 2025-11-25 (elicitation/create), over stdio and over HTTP:
 // accepted, the mock's add runs exactly once and the program gets its value; declined, it
-// never runs and the program sees kind denied.
+// never runs and the program sees kind denied. With go-sdk over stdio the program's child is
+// seen asleep, using no CPU, while the person is asked.
 func TestApprovalsEveryClient(t *testing.T) {
 	mcpgo := ecoBuildMCPGoClient(t)
 	for _, sdk := range []string{"go-sdk", "mcp-go"} {
@@ -89,7 +90,11 @@ func goSDKAsked(t *testing.T, cfg, url, revision, action string) askedRun {
 	}
 	var cs *mcp.ClientSession
 	if url == "" {
-		cs, _ = serveProcWith(t, cfg, testkit.NewLog(t, "server"), opts, so)
+		var cmd *exec.Cmd
+		cs, cmd = serveProcWith(t, cfg, testkit.NewLog(t, "server"), opts, so)
+		// While the person is asked (at 2026-07-28: after input_required was answered and
+		// before the retry), the program's interpreter sleeps on its channel.
+		p.set(action, func() { childWaitsIdle(t, cmd.Process.Pid) })
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -178,5 +180,52 @@ func TestHostileRequestStates(t *testing.T) {
 	refused("expired", retry(t, quick, "up__wipe", args, state, q, "accept"), "expired")
 	if wiped.Load() != 0 {
 		t.Errorf("wipe ran")
+	}
+}
+
+// TestInputRequestsSeveralQuestions: a program that asks twice is held across two round trips
+// (each answer continues it, never restarts it): the first call accepted runs once, the
+// second declined never runs, and the ledger records both with who answered.
+func TestInputRequestsSeveralQuestions(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	dir := t.TempDir()
+	led, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	var starts atomic.Int32
+	var answers []string
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
+		starts.Add(1)
+		for _, s := range []string{"one", "two"} {
+			r := ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"`+s+`"}`))
+			answers = append(answers, string(r.Kind)+string(r.Value))
+		}
+		return ok(`null`)(ctx, ex)
+	}}
+	var asked atomic.Int32
+	answer := func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		action := "accept"
+		if asked.Add(1) > 1 {
+			action = "decline"
+		}
+		return &mcp.ElicitResult{Action: action, Meta: mcp.Meta{MetaAnsweredBy: "ann@example.com"}}, nil
+	}
+	cs := connectAt(t, Agent{Tenant: "t", Name: "a", Upstreams: f.upstreams(false), CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}},
+		&Options{Ledger: led, Logger: discard()}, &mcp.ClientOptions{ElicitationHandler: answer}, "")
+	res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
+	if !strings.Contains(testkit.Text(res), "approvals: 2 asked (1 accepted, 1 declined") {
+		t.Errorf("result: %s", testkit.Text(res))
+	}
+	if got := strings.Join(answers, ","); got != `"wiped one",denied` || starts.Load() != 1 || wiped.Load() != 1 {
+		t.Errorf("answers %s, program started %d times, wipe ran %d; want one start and one wipe", got, starts.Load(), wiped.Load())
+	}
+	var statuses []string
+	for _, a := range ledgerApprovals(t, dir, led) {
+		statuses = append(statuses, string(a.Status)+":"+a.AnsweredBy)
+	}
+	if got := strings.Join(statuses, ","); got != "accepted:ann@example.com,declined:ann@example.com" {
+		t.Errorf("ledger approvals %s", got)
 	}
 }

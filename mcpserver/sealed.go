@@ -117,7 +117,7 @@ func (k *StateKeys) seal(st pendingState) string {
 // open returns the state s holds, or errStateUnreadable.
 func (k *StateKeys) open(s string) (pendingState, error) {
 	var st pendingState
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(b) < 1 || b[0] != stateVersion {
 		return st, errStateUnreadable
 	}
