@@ -51,11 +51,22 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 	if q := h.opts.Quotas; q != nil {
 		p.Admit = func(ctx context.Context) (func(), *engine.Failure) { return q.startExecution(ctx, h.agent.Tenant) }
 	}
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+	if held, ok := asker(a).(holdAsker); ok {
+		// Held across round trips: progress goes to whichever request waits on it.
+		p.Progress = held.hd.report
+	} else if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		pr := newProgress(ctx, req.Session, tok)
 		defer pr.wait()
 		p.Progress = pr.report
 	}
 	return execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
 		Logger: h.log, Report: h.report, Render: RenderText})
+}
+
+// asker is a's Asker, or nil.
+func asker(a *binding.Approvals) binding.Asker {
+	if a == nil {
+		return nil
+	}
+	return a.Asker
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,9 +52,19 @@ type hold struct {
 
 	// wake receives (without blocking the sender) when a question is added.
 	wake chan struct{}
+	// prog sends a program's progress to the request waiting on the hold, if it asked for
+	// progress; nil between round trips, when nobody listens.
+	prog atomic.Pointer[progress]
 	// mu guards open: the questions asked and not yet answered or withdrawn.
 	mu   sync.Mutex
 	open []*question
+}
+
+// report is the held program's progress callback.
+func (hd *hold) report(elapsed float64) {
+	if p := hd.prog.Load(); p != nil {
+		p.report(elapsed)
+	}
 }
 
 // question is one approval question parked on a hold.
@@ -180,12 +191,20 @@ func (h *handlers) serveCall(ctx context.Context, req *mcp.CallToolRequest, op h
 		h.holds.remove(hd)
 		close(hd.done)
 	}()
-	return h.await(ctx, hd)
+	return h.await(ctx, req, hd)
 }
 
 // await waits on hd for the request ctx: the call's result when it ends, or input_required
 // when it asks. A request cancelled while it waits cancels the call, as it would in place.
-func (h *handlers) await(ctx context.Context, hd *hold) *mcp.CallToolResult {
+func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, hd *hold) *mcp.CallToolResult {
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		pr := newProgress(ctx, req.Session, tok)
+		hd.prog.Store(pr)
+		defer func() {
+			hd.prog.CompareAndSwap(pr, nil)
+			pr.wait()
+		}()
+	}
 	for {
 		if res := h.inputRequired(hd); res != nil {
 			return res
@@ -230,7 +249,7 @@ func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest) *mcp.Ca
 		h.log.Warn("approval retry refused", "tool", req.Params.Name, "reason", why)
 		return toolError("the retried call of %s was refused: its requestState %s; nothing was answered or called", req.Params.Name, why)
 	}
-	return h.await(ctx, hd)
+	return h.await(ctx, req, hd)
 }
 
 // deliver checks a retry: its state opens, is this tenant's, agent's and Run's, for the same
