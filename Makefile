@@ -117,6 +117,7 @@ fuzz:
 	$(GO) test ./engine/backend/remote -run '^$$' -fuzz '^FuzzStream$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzV1Answer$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./mcpserver -run '^$$' -fuzz '^FuzzOpenState$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report -timeout 30m

@@ -66,7 +66,22 @@ type Config struct {
 	// SandboxService is read by `mcp-sandbox sandbox-service` only: who may send it
 	// executions and which profile runs them. A config with it needs no tenant.
 	SandboxService *SandboxService `yaml:"sandbox_service" json:"sandbox_service,omitempty"`
+	// Approvals is the top-level approvals block (docs/design.md §10): the server's side of
+	// asking, where a profile's approvals say how long a call waits.
+	Approvals ServerApprovals `yaml:"approvals" json:"approvals"`
 }
+
+// ServerApprovals configure what every agent's approvals share.
+type ServerApprovals struct {
+	// StateKey seals the requestState of an approval asked through input requests (MCP
+	// 2026-07-28): 32 bytes, base64. A list [new, old] rotates: the first seals, all open.
+	// Absent means a random key per process, so a retry survives no restart; replicas that
+	// answer one another's retries need the same key.
+	StateKey StateKeys `yaml:"state_key" json:"state_key,omitempty"`
+}
+
+// StateKeys are one key reference, {env: NAME} or {file: PATH}, or a list of them.
+type StateKeys []Credential
 
 // Ledger selects a shared run ledger, for replicas on several machines.
 type Ledger struct {

@@ -43,6 +43,7 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 var (
 	byteSizeType   = reflect.TypeFor[ByteSize]()
 	credentialType = reflect.TypeFor[Credential]()
+	stateKeysType  = reflect.TypeFor[StateKeys]()
 )
 
 // knownTags are the tags decode understands; any other (a local tag like !env) is refused
@@ -106,6 +107,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	switch {
 	case t == byteSizeType:
 		d.byteSize(n, v, path)
+	case t == stateKeysType && n.Kind == yaml.MappingNode:
+		// One reference alone, as well as a list [new, old].
+		var c Credential
+		d.decode(n, reflect.ValueOf(&c).Elem(), path)
+		v.Set(reflect.ValueOf(StateKeys{c}))
 	case t.Kind() == reflect.Pointer:
 		p := reflect.New(t.Elem())
 		d.decode(n, p.Elem(), path)

@@ -77,6 +77,9 @@ func validate(c *Config, m *meta) Problems {
 	}
 	v.storage()
 	v.serverQuotas(c.Quotas)
+	for i, k := range c.Approvals.StateKey {
+		v.credential(fmt.Sprintf("approvals.state_key[%d]", i), k)
+	}
 	if len(c.Tenants) == 0 && c.TenantsDir == "" && c.SandboxService == nil {
 		v.add("tenants", "no tenant is defined; define one here or set tenants_dir")
 	}

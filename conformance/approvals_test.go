@@ -20,7 +20,8 @@ import (
 )
 
 // revisionElicit is the latest MCP revision in which a server asks with elicitation/create;
-// go-sdk clients speak 2026-07-28 by default, where it cannot (see TestApprovalsWithoutElicitation).
+// go-sdk clients speak 2026-07-28 by default, where the question is an input request
+// (TestApprovalsEveryClient).
 var revisionElicit = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 
 // approvalConfig: tenant t with the mock as "support" (counting into counter), support__add
@@ -41,6 +42,7 @@ upstreams:
   support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}
 tenants:
   t:
+    tokens: ["sha256:f25304f25690670ae008ff9c122fbcfb785ec4541a0cad4c6d5591f1cb6de5e6"]  # ecoToken, for HTTP
     upstreams: [support]
     policy: {approval_required: ["support__add"]}
     agents:
@@ -275,8 +277,8 @@ func TestApprovalsDirect(t *testing.T) {
 // toolName finds model-facing tool names in a text.
 var toolName = regexp.MustCompile(`[a-z0-9][a-z0-9_-]*__[A-Za-z0-9_.-]+`)
 
-// Must show 3: a host that cannot ask (no elicitation capability; or a client of revision
-// 2026-07-28, in which go-sdk refuses server-to-client requests) gets a refusal that says the
+// Must show 3: a host that cannot ask (no elicitation capability, at either revision) gets a
+// refusal that says the
 // tool needs a person's approval and this host cannot ask, names no tool but the one refused
 // and tells nobody to call another; the tool is never reached and nobody is asked. With
 // exposure off (the default) a direct call is not even possible.
@@ -284,21 +286,17 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		expose bool
-		opts   *mcp.ClientOptions
 		so     *mcp.ClientSessionOptions
 		why    string
 	}{
-		{"no elicitation", false, nil, revisionElicit, "did not declare the elicitation capability"},
-		{"revision 2026-07-28", false, &mcp.ClientOptions{}, nil, "2026-07-28"},
-		{"exposed, no elicitation", true, nil, revisionElicit, "did not declare the elicitation capability"},
+		{"no elicitation", false, revisionElicit, "did not declare the elicitation capability"},
+		{"revision 2026-07-28", false, nil, "did not declare the elicitation capability"},
+		{"exposed, no elicitation", true, revisionElicit, "did not declare the elicitation capability"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, counter, dataDir := approvalConfig(t, 120, tc.expose)
 			p := newPerson()
-			if tc.opts != nil {
-				tc.opts.ElicitationHandler = p.handler // declared, but the revision forbids asking
-			}
-			cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), tc.opts, tc.so)
+			cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), nil, tc.so)
 			host := hostTools(t, cs)
 			check := func(where, msg string) {
 				t.Helper()

@@ -33,35 +33,28 @@ func (h *handlers) approvals(req *mcp.CallToolRequest) *binding.Approvals {
 // sessionAsker asks through elicitation/create on the session of a tools/call.
 type sessionAsker struct {
 	ss *mcp.ServerSession
-	// sessionless: the request is of the 2026-07-28 revision, in which go-sdk refuses every
-	// server-to-client request.
-	sessionless bool
 }
 
 func askerOf(req *mcp.CallToolRequest) sessionAsker {
-	a := sessionAsker{}
 	if req == nil {
-		return a
+		return sessionAsker{}
 	}
-	a.ss = req.Session
-	if req.Extra != nil && req.Extra.Header != nil {
-		a.sessionless = strings.TrimSpace(req.Extra.Header.Get(headerProtocolVersion)) >= revisionStateless
-	}
-	return a
+	return sessionAsker{ss: req.Session}
 }
 
-// CanAsk: the client declared form elicitation at initialize, over a revision that lets the
-// server send it a request.
+// CanAsk: the client declared form elicitation at initialize. A client of revision
+// 2026-07-28 or later that declared it is asked through input requests instead (mrtr.go), so
+// one reaching here has not declared it.
 func (a sessionAsker) CanAsk() (bool, string) {
 	if a.ss == nil {
 		return false, "no MCP session carries the call"
 	}
-	ip := a.ss.InitializeParams()
-	if a.sessionless || ip != nil && ip.ProtocolVersion >= revisionStateless {
-		// The revision asks through input requests in a tool's result (SEP-2322), which this
-		// server does not send yet; go-sdk refuses elicitation/create there.
-		return false, "the client speaks MCP revision " + revisionStateless + " or later, in which this server cannot put the question to the person"
-	}
+	return elicitationDeclared(a.ss.InitializeParams())
+}
+
+// elicitationDeclared reports whether a client's capabilities let it be asked with a form, and
+// why not when they do not.
+func elicitationDeclared(ip *mcp.InitializeParams) (bool, string) {
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return false, "the MCP client did not declare the elicitation capability"
 	}
@@ -76,10 +69,15 @@ func (a sessionAsker) Ask(ctx context.Context, q binding.Question) (binding.Answ
 	if err != nil {
 		return binding.Answer{}, err
 	}
-	by, _ := res.Meta[MetaAnsweredBy].(string)
+	return binding.Answer{Action: res.Action, By: answeredBy(res.Meta)}, nil
+}
+
+// answeredBy reads who answered from an elicitation result's _meta, bounded to one line.
+func answeredBy(meta mcp.Meta) string {
+	by, _ := meta[MetaAnsweredBy].(string)
 	by = oneLine(strings.TrimSpace(by))
 	if len(by) > maxAnsweredByBytes {
 		by = strings.ToValidUTF8(by[:maxAnsweredByBytes], "")
 	}
-	return binding.Answer{Action: res.Action, By: by}, nil
+	return by
 }

@@ -14,7 +14,9 @@
 // Goroutines: each session's Run-end watcher is counted by its server and, with a Drain, ended
 // and waited for by Drain.Close (which the caller runs after Drain.Wait and before closing the
 // ledger); progress senders are waited for by their run_code; a Drain's cancellation of an
-// execution is a context.AfterFunc, unhooked when the execution ends. TestMain checks that no
+// execution is a context.AfterFunc, unhooked when the execution ends; a call held for an
+// approval's round trips (mrtr.go) runs on a goroutine begun with the Drain like an execution
+// and ends with its call (at the latest when the approval times out). TestMain checks that no
 // goroutine outlives the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;

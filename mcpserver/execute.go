@@ -43,19 +43,30 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 // execute runs one program through execution.Execute, the path `mcp-sandbox run` takes too
 // (which also reports it: metrics, the span's attributes, the log line); what is the MCP
 // session's is added here: the Run (runOf), the turn (which also syncs the exposed tools), the
-// approval step's asker (elicitation on the session), progress notifications, the agent's
+// approval step's asker (a, elicitation on the session or input requests), progress notifications, the agent's
 // metrics reporter and the slot its tenant's quotas give it (Quotas).
-func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string) *execution.Result {
+func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string, a *binding.Approvals) *execution.Result {
 	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
-		Approvals: h.approvals(req)}
+		Approvals: a}
 	if q := h.opts.Quotas; q != nil {
 		p.Admit = func(ctx context.Context) (func(), *engine.Failure) { return q.startExecution(ctx, h.agent.Tenant) }
 	}
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+	if held, ok := asker(a).(holdAsker); ok {
+		// Held across round trips: progress goes to whichever request waits on it.
+		p.Progress = held.hd.report
+	} else if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		pr := newProgress(ctx, req.Session, tok)
 		defer pr.wait()
 		p.Progress = pr.report
 	}
 	return execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
 		Logger: h.log, Report: h.report, Render: RenderText})
+}
+
+// asker is a's Asker, or nil.
+func asker(a *binding.Approvals) binding.Asker {
+	if a == nil {
+		return nil
+	}
+	return a.Asker
 }

@@ -128,14 +128,16 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	if led := h.opts.Ledger; led != nil {
 		meter = budget.Direct(led, h.runOf(req))
 	}
-	start := time.Now()
-	r := binding.Direct(ctx, t, meter, h.approvals(req), h.log, name, req.Params.Arguments)
-	h.reportDirect(t, name, string(r.Kind), time.Since(start).Seconds())
-	h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
-	if r.Kind != "" {
-		return toolError("%s (%s)", r.Message, r.Kind), nil
-	}
-	return valueResult(r.Value), nil
+	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals) *mcp.CallToolResult {
+		start := time.Now()
+		r := binding.Direct(ctx, t, meter, a, h.log, name, req.Params.Arguments)
+		h.reportDirect(t, name, string(r.Kind), time.Since(start).Seconds())
+		h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
+		if r.Kind != "" {
+			return toolError("%s (%s)", r.Message, r.Kind)
+		}
+		return valueResult(r.Value)
+	}), nil
 }
 
 // valueResult renders a binding value for a host: an object as structuredContent with its

@@ -58,6 +58,15 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Server == nil || o.Server.StateKeys == nil {
+		// One key for every agent's server, as cmd gives it.
+		so := Options{}
+		if o.Server != nil {
+			so = *o.Server
+		}
+		so.StateKeys = RandomStateKeys()
+		o.Server = &so
+	}
 	h := &httpHandler{opts: o, agents: map[string]map[string]http.Handler{}}
 	for _, a := range o.Agents {
 		sh := agentHandler(NewServer(a, o.Server), o)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
@@ -73,6 +74,10 @@ type Options struct {
 	// Metrics receives what the server counts (executions, tool calls, budget refusals,
 	// approvals, kept outputs); nil counts nothing.
 	Metrics telemetry.Metrics
+	// StateKeys seal the requestState of an approval asked through input requests (revision
+	// 2026-07-28, mrtr.go); nil means a random key of this server's own, so a retry reaching
+	// another process, or this one after a restart, is refused. Share one across agents.
+	StateKeys *StateKeys
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
@@ -94,7 +99,10 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		Instructions: instructions(a),
 		Logger:       o.Logger,
 	})
-	h := &handlers{agent: a, srv: s, opts: o, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
+	if o.StateKeys == nil {
+		o.StateKeys = RandomStateKeys()
+	}
+	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
 		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
@@ -251,6 +259,11 @@ type handlers struct {
 	// definition's JSON, so a sync changes only what changed.
 	exposedMu sync.Mutex
 	exposed   map[string]string
+
+	// holds are the calls held across the round trips of an approval (mrtr.go), sealed
+	// under stateKeys.
+	holds     holds
+	stateKeys *StateKeys
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -284,13 +297,15 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(*in.Code) > maxCodeBytes {
 		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
-	ctx, end, ok := h.opts.Drain.begin(ctx)
-	if !ok {
-		return toolError("the server is shutting down; nothing ran"), nil
-	}
-	res := h.execute(ctx, req, *in.Code)
-	end()
-	return renderResult(res, h.agent.Version), nil
+	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals) *mcp.CallToolResult {
+		ctx, end, ok := h.opts.Drain.begin(ctx)
+		if !ok {
+			return toolError("the server is shutting down; nothing ran")
+		}
+		res := h.execute(ctx, req, *in.Code, a)
+		end()
+		return renderResult(res, h.agent.Version)
+	}), nil
 }
 
 // progress sends notifications/progress for one call. A send never blocks the engine: it runs

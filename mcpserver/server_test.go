@@ -192,25 +192,33 @@ func TestProgressAndCancel(t *testing.T) {
 			}
 		}
 	}
-	var mu sync.Mutex
-	var got int
-	cs := connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{slow}, Terms: testTerms}}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			got++
-			mu.Unlock()
-		},
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunCode, Arguments: map[string]any{"code": "x"}, Meta: mcp.Meta{"progressToken": "p"}})
-	if err == nil {
-		t.Fatal("a cancelled call returned no error")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if got < 2 {
-		t.Errorf("%d progress notifications, want several", got)
+	// With elicitation declared the program runs on a hold (mrtr.go): the same progress
+	// reaches the waiting request, and its cancellation ends the program.
+	for _, elicit := range []bool{false, true} {
+		var mu sync.Mutex
+		var got int
+		opts := &mcp.ClientOptions{
+			ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				got++
+				mu.Unlock()
+			},
+		}
+		if elicit {
+			opts.ElicitationHandler = (&person{}).handler
+		}
+		cs := connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{slow}, Terms: testTerms}}, opts)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunCode, Arguments: map[string]any{"code": "x"}, Meta: mcp.Meta{"progressToken": "p"}})
+		cancel()
+		if err == nil {
+			t.Fatalf("elicitation %v: a cancelled call returned no error", elicit)
+		}
+		mu.Lock()
+		if got < 2 {
+			t.Errorf("elicitation %v: %d progress notifications, want several", elicit, got)
+		}
+		mu.Unlock()
 	}
 }
 

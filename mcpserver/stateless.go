@@ -44,7 +44,7 @@ func sessionless(r *http.Request) bool {
 // A Run in a stateless request is the one its _meta names (MetaRun), else the request itself:
 // its throwaway session is its Run (runOf), recorded as ended when the request is answered.
 // Notifications reach the client only within a request (progress does), and server-to-client
-// requests are refused by go-sdk; run_code makes none.
+// requests are refused by go-sdk: an approval is asked through input requests (mrtr.go).
 func agentHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{

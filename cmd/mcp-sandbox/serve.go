@@ -73,7 +73,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	defer st.close()
 	defer st.background(ctx, *retention)()
-	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg)}
+	keys, err := stateKeys(cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
 	if *metricsListen != "" {
 		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
 		stopMetrics, err := serveMetrics(*metricsListen, m)
