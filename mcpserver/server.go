@@ -138,7 +138,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	s.AddTool(&mcp.Tool{
 		Name:        ToolGetToolInfo,
 		Title:       "Describe one tool",
-		Description: "The full input and output schema, annotations and Python alias of one tool that list_tools names.",
+		Description: "The full input and output schema, annotations and Python alias of one tool that list_tools names, and python_stub: its binding as a typed Python signature (the keywords it takes are exactly those).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the tool's name, <server>__<tool>"}},"required":["name"],"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.getToolInfo)
@@ -469,5 +469,15 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return toolError("the description of %s could not be encoded", in.Name), nil
 	}
-	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+	// The model reads the stub as Python, not as a JSON string full of escapes: the text is the
+	// description without it, then the stub itself.
+	textJSON, err := json.MarshalIndent(struct {
+		upstream.ToolInfo
+		PythonStub string `json:"python_stub,omitempty"` // shadows the embedded one: left out
+	}{ToolInfo: info}, "", "  ")
+	if err != nil {
+		return toolError("the description of %s could not be encoded", in.Name), nil
+	}
+	text := string(textJSON) + "\n\npython_stub:\n" + info.PythonStub
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 }

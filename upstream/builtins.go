@@ -51,6 +51,8 @@ type ToolInfo struct {
 	Deferred         bool    `json:"deferred,omitempty"`
 	ApprovalRequired bool    `json:"approval_required,omitempty"`
 	Unavailable      string  `json:"unavailable,omitempty"`
+	// PythonStub is the binding as a Python stub (Tool.PythonStub): what a program may rely on.
+	PythonStub string `json:"python_stub"`
 }
 
 // ListTools answers list_tools over the tools a program may call, deferred servers included.
@@ -135,6 +137,7 @@ func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
 		Description: tool.Def.Description, InputSchema: tool.Def.InputSchema,
 		OutputSchema: tool.Def.OutputSchema, Deferred: tool.Deferred,
 		ApprovalRequired: t.NeedsApproval(tool), Unavailable: tool.Unavailable,
+		PythonStub: tool.PythonStub(),
 	}
 	if tool.Def.Annotations != nil {
 		info.Annotations = tool.Def.Annotations
