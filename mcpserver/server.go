@@ -121,11 +121,12 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	}
 	if a.CodeExecution != nil {
 		s.AddTool(&mcp.Tool{
-			Name:        ToolRunCode,
-			Title:       "Run a Python program",
-			Description: runCodeDescription(a.CodeExecution),
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
-			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
+			Name:         ToolRunCode,
+			Title:        "Run a Python program",
+			Description:  runCodeDescription(a.CodeExecution),
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
+			OutputSchema: runCodeOutputSchema,
+			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
 		}, h.runCode)
 	}
 	s.AddTool(&mcp.Tool{
