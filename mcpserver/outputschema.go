@@ -37,12 +37,12 @@ var runCodeOutputSchema = func() json.RawMessage {
 		return map[string]any{"type": []string{"array", "null"}, "items": items}
 	}
 	schema := obj(map[string]any{
-		"value":            map[string]any{"description": "what the program's top level evaluated to (any JSON), or null"},
-		"value_repr":       map[string]any{"type": "string", "description": "repr of a final value JSON cannot carry"},
-		"stdout":           str,
-		"stderr":           str,
-		"stdout_size":      integer,
-		"stderr_size":      integer,
+		"value":       map[string]any{"description": "what the program's top level evaluated to (any JSON), or null"},
+		"value_repr":  map[string]any{"type": "string", "description": "repr of a final value JSON cannot carry"},
+		"stdout":      str,
+		"stderr":      str,
+		"stdout_size": integer,
+		"stderr_size": integer,
 		"failure": map[string]any{"oneOf": []any{map[string]any{"type": "null"}, obj(map[string]any{
 			"kind": map[string]any{"enum": kinds}, "message": str, "traceback": str, "executed": map[string]any{"type": "boolean"},
 		}, "kind", "message", "executed")}},

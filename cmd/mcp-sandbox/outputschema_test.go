@@ -70,7 +70,7 @@ func TestRunCodeOutputSchema(t *testing.T) {
 	check(wide, "print('hi')\n{'a': [1, 2.5, None]}", "")
 	check(wide, "{1, 2}", "")
 	check(wide, "raise ValueError('boom')", "program_error")
-	check(wide, "print('x' * 100)\n" + strings.Repeat("print('y' * 1000)\n", 300), "")
+	check(wide, "print('x' * 100)\n"+strings.Repeat("print('y' * 1000)\n", 300), "")
 	check(wide, "import time\ntime.sleep(600)", "timeout")
 	net := connectStdio(t, []string{"--config", cfg, "--agent", "net"}, nil)
 	check(net, "1", "network_unavailable")
