@@ -49,6 +49,15 @@ type Agent struct {
 // execution.Spec, the one `mcp-sandbox run` executes too.
 type CodeExec = execution.Spec
 
+// UnavailableSandbox is a Sandbox that stands in for a profile which cannot run on this host:
+// run_code stays offered and answers every call with the refusal, and its description says
+// why, so the model learns it before it writes a program.
+type UnavailableSandbox interface {
+	engine.Sandbox
+	// Unavailable is why nothing can run: a sentence safe to show the model.
+	Unavailable() string
+}
+
 // Options configure NewServer; nil means defaults.
 type Options struct {
 	// Name and Version of the implementation reported at initialize.
@@ -179,7 +188,7 @@ The program:
 - may use top-level await and a top-level return.
 - evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. A value JSON cannot carry (a set, a datetime, a DataFrame) comes back as its repr in value_repr, with value null.
 - prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
-- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not); list_tools and get_tool_info count against the tool-call budget like any call.
+- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier; get_tool_info's python_stub is its typed signature, and it takes exactly those keywords. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not); list_tools and get_tool_info count against the tool-call budget like any call.
 - a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
 - a call of a tool that needs a person's approval waits while the person is asked (when this host can ask): accepted, it runs once; declined, it raises ToolError kind denied; unanswered in time, or when this host cannot ask anyone, kind approval_required_in_program. Catch these and carry on.
 
@@ -191,6 +200,8 @@ The result (structuredContent) has value (or value_repr), stdout, stderr, failur
 	}
 	if ce.Refusal != "" {
 		fmt.Fprintf(&b, " Note: programs are currently refused: %s.", ce.Refusal)
+	} else if u, ok := ce.Sandbox.(UnavailableSandbox); ok {
+		fmt.Fprintf(&b, " Note: programs are currently refused: %s.", strings.TrimSuffix(u.Unavailable(), "."))
 	}
 	return b.String()
 }
