@@ -141,8 +141,8 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
 		Title:       "List the tools a program can call",
-		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server or by a query over names and descriptions; page with cursor.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"only this upstream server's tools"},"query":{"type":"string","description":"words to match in names and descriptions"},"cursor":{"type":"string","description":"next_cursor from the previous page"}},"additionalProperties":false}`),
+		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server; a query ranks tools by relevance (BM25 over name, title, description and parameter names), best first with their scores and how many matched; page with cursor.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"only this upstream server's tools"},"query":{"type":"string","description":"words describing the tool wanted"},"cursor":{"type":"string","description":"next_cursor from the previous page"}},"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.listTools)
 	s.AddTool(&mcp.Tool{

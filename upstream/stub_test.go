@@ -117,3 +117,39 @@ func TestSignatureChecksKeywords(t *testing.T) {
 		t.Errorf("a schema without properties refused a keyword: %v", fe)
 	}
 }
+
+// TestSearchTerms: words split at case, punctuation and digits' edges, lowercased and lightly
+// stemmed, so a query meets the forms a description uses.
+func TestSearchTerms(t *testing.T) {
+	got := strings.Join(terms("refundOrder: Refunding orders; list_invoices, get-sum, Replies 2FA"), " ")
+	if want := "refund order refund order list invoice get sum reply 2fa"; got != want {
+		t.Errorf("terms = %q, want %q", got, want)
+	}
+}
+
+// TestRank: a tool matching every word ranks above those matching one; a tool sharing only a
+// word nearly all tools have is not a match; parameter names count.
+func TestRank(t *testing.T) {
+	mk := func(name, schema string) *Tool { return stubTool(t, "s__"+name, schema, "") }
+	var tools []*Tool
+	for i := range 40 {
+		tl := mk(fmt.Sprintf("t%02d", i), `{"type":"object"}`)
+		tl.Def.Description = fmt.Sprintf("A tool that lists things number %d.", i)
+		tools = append(tools, tl)
+	}
+	target := mk("refund", `{"type":"object","properties":{"order_id":{"type":"string"}}}`)
+	target.Def.Description = "Gives the money back."
+	other := mk("cancel", `{"type":"object","properties":{"order_id":{"type":"string"}}}`)
+	other.Def.Description = "Cancels a tool's order."
+	tools = append(tools, target, other)
+	hits := rank(tools, "refund order tool")
+	if len(hits) != 2 || hits[0].tool != target || hits[1].tool != other {
+		for _, h := range hits {
+			t.Logf("%s %.3f", h.tool.Name, h.score)
+		}
+		t.Fatalf("rank gave %d hits, want s__refund then s__cancel", len(hits))
+	}
+	if len(rank(tools, "")) != 0 || len(rank(tools, "zebra")) != 0 {
+		t.Error("an empty or unmatched query matched")
+	}
+}
