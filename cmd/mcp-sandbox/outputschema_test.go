@@ -74,10 +74,10 @@ func TestRunCodeOutputSchema(t *testing.T) {
 	check(wide, "import time\ntime.sleep(600)", "timeout")
 	net := connectStdio(t, []string{"--config", cfg, "--agent", "net"}, nil)
 	check(net, "1", "network_unavailable")
-	// The schema is not vacuous: a failure of a kind no result has, or a result without its
-	// budget, does not validate.
+	// The schema is not vacuous: a failure without its message, or a result without most of
+	// its keys, does not validate.
 	for _, bad := range []string{
-		`{"value":null,"stdout":"","stderr":"","stdout_size":0,"stderr_size":0,"failure":{"kind":"nope","message":"","executed":false},"limit_hit":null,"cancelled":false,"duration_seconds":0,"terms":{},"isolation":"none","guarantees":{},"network_denied":true,"budget":{"execution":{"calls":0,"transfer_bytes":0,"produced_bytes":0,"preserved_bytes":0},"run":{"calls":0,"transfer_bytes":0,"produced_bytes":0,"preserved_bytes":0}},"approvals":{"asked":0,"accepted":0,"declined":0,"timed_out":0,"unasked":0},"context":{"execution":{"binding_bytes":0,"returned_bytes":0,"kept_out_bytes":0},"run":{"binding_bytes":0,"returned_bytes":0,"kept_out_bytes":0}}}`,
+		`{"value":null,"stdout":"","stderr":"","stdout_size":0,"stderr_size":0,"failure":{"kind":"program_error","executed":false},"limit_hit":null,"cancelled":false,"duration_seconds":0,"terms":{},"isolation":"none","guarantees":{},"network_denied":true,"budget":{"execution":{"calls":0,"transfer_bytes":0,"produced_bytes":0,"preserved_bytes":0},"run":{"calls":0,"transfer_bytes":0,"produced_bytes":0,"preserved_bytes":0}},"approvals":{"asked":0,"accepted":0,"declined":0,"timed_out":0,"unasked":0},"context":{"execution":{"binding_bytes":0,"returned_bytes":0,"kept_out_bytes":0},"run":{"binding_bytes":0,"returned_bytes":0,"kept_out_bytes":0}}}`,
 		`{"value":null,"stdout":""}`,
 	} {
 		var v any
