@@ -243,6 +243,14 @@ func (m *Meter) Charge(ctx context.Context, u Usage) error {
 	return nil
 }
 
+// Seen returns the execution's usage and the Run's as this meter last saw it, without asking
+// the ledger: what a program's budget.remaining() is answered from, however often it asks.
+func (m *Meter) Seen() (execution, run Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used, m.runSeen
+}
+
 // Usage returns the execution's usage and the Run's, the latter read from the ledger.
 func (m *Meter) Usage(ctx context.Context) (execution, run Usage, err error) {
 	run, err = m.ledger.RunUsage(ctx, m.run)

@@ -75,3 +75,59 @@ tenants:
 	run(t, cs, `return await list_tools(query="refund order")`, &prog)
 	check("program", prog)
 }
+
+// TestBudgetRemaining: a program reads what is left of its execution's and its Run's binding
+// budgets with await budget.remaining(): calls, transfer and produced bytes count down as it
+// calls, asking spends nothing, seconds is what is left of its wall clock, and a second
+// execution of the same Run sees the Run's budget as the first left it.
+func TestBudgetRemaining(t *testing.T) {
+	dir := t.TempDir()
+	cfg := budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "counter.json"),
+		"{max_calls: 10, max_total_bytes: 100000, max_produced_bytes: 100000}", "")
+	cs, _ := serve(t, cfg, nil)
+	type left struct {
+		Calls         *int64   `json:"calls"`
+		TransferBytes *int64   `json:"transfer_bytes"`
+		ProducedBytes *int64   `json:"produced_bytes"`
+		Seconds       *float64 `json:"seconds"`
+	}
+	type both struct{ Execution, Run left }
+	var got []both
+	code := `
+out = [await budget.remaining(), await budget.remaining()]
+await support__lookup(sku="A")
+await support__lookup(sku="B")
+out.append(await budget.remaining())
+return out
+`
+	run(t, cs, code, &got)
+	if len(got) != 3 {
+		t.Fatalf("got %+v", got)
+	}
+	a, b, c := got[0], got[1], got[2]
+	if a.Execution.Calls == nil || *a.Execution.Calls != 10 || *b.Execution.Calls != 10 || *c.Execution.Calls != 8 {
+		t.Errorf("execution calls left: %v %v %v, want 10 10 8", deref(a.Execution.Calls), deref(b.Execution.Calls), deref(c.Execution.Calls))
+	}
+	if c.Run.Calls == nil || *c.Run.Calls != 8 {
+		t.Errorf("run calls left = %v, want 8", deref(c.Run.Calls))
+	}
+	if *c.Execution.TransferBytes >= *a.Execution.TransferBytes || *c.Execution.ProducedBytes >= *a.Execution.ProducedBytes {
+		t.Errorf("bytes left did not fall: %+v then %+v", a.Execution, c.Execution)
+	}
+	if a.Execution.Seconds == nil || *a.Execution.Seconds <= 0 || *a.Execution.Seconds > 90 || a.Run.Seconds != nil {
+		t.Errorf("seconds left: execution %v, run %v; want (0, 90] and none", deref(a.Execution.Seconds), deref(a.Run.Seconds))
+	}
+	// The same session is the same Run: the next execution starts with a fresh execution
+	// budget and the Run's as the first left it.
+	run(t, cs, `return [await budget.remaining()]`, &got)
+	if len(got) != 1 || *got[0].Execution.Calls != 10 || *got[0].Run.Calls != 8 {
+		t.Errorf("second execution: %+v, want execution calls 10, run calls 8", got)
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -418,6 +418,18 @@ async def read_tool_output(handle, offset=None, limit=None, pattern=None):
     return await call_tool("read_tool_output", args)
 
 
+class _Budget:
+    """What is left of this execution's and this Run's binding budgets."""
+
+    async def remaining(self):
+        """{"execution": {...}, "run": {...}}, each with calls, transfer_bytes, produced_bytes and
+        seconds left (None where no ceiling is set). Asking spends nothing."""
+        return await _request({"type": "call", "tool": "budget.remaining", "args": {}}, "budget.remaining")
+
+    def __repr__(self):
+        return "<budget: await budget.remaining()>"
+
+
 def _alias(name):
     async def alias(**arguments):
         return await call_tool(name, arguments)
@@ -502,6 +514,7 @@ def _run(frame):
         "list_tools": list_tools,
         "get_tool_info": get_tool_info,
         "read_tool_output": read_tool_output,
+        "budget": _Budget(),
     }
     for name in frame.get("aliases") or ():
         g[name] = _alias(name)
