@@ -195,7 +195,59 @@ func (t *Tool) PythonStub() string {
 	if len(s) > stubBytes {
 		s = t.pythonStub(0)
 	}
+	if len(s) > stubBytes {
+		// Still too large (huge enums): the names alone, every type Any.
+		s = t.plainStub()
+	}
 	return s
+}
+
+// plainStub is the stub of last resort: the keywords without types.
+func (t *Tool) plainStub() string {
+	var b strings.Builder
+	b.WriteString(stubHeader + "\n")
+	sig := t.Signature()
+	alias := t.Alias()
+	parts := []string{}
+	for _, p := range sig.Params {
+		if !Aliasable(p) || len(p) > 100 {
+			alias = ""
+		}
+	}
+	if alias == "" {
+		fmt.Fprintf(&b, "async def call_tool(name: Literal[%s], arguments: dict[str, Any]) -> Any:\n    ...\n", pyString(t.Name))
+		return b.String()
+	}
+	req := map[string]bool{}
+	for _, r := range sig.Required {
+		req[r] = true
+	}
+	for _, p := range sig.Params {
+		if req[p] {
+			parts = append(parts, p+": Any")
+		}
+	}
+	for _, p := range sig.Params {
+		if !req[p] {
+			parts = append(parts, p+": Any = ...")
+		}
+	}
+	if len(parts) > 0 {
+		parts = append([]string{"*"}, parts...)
+	}
+	if sig.Open {
+		parts = append(parts, "**"+(&stubGen{}).free(paramsOf(sig.Params))+": Any")
+	}
+	fmt.Fprintf(&b, "async def %s(%s) -> Any:\n    ...\n", alias, strings.Join(parts, ", "))
+	return b.String()
+}
+
+func paramsOf(names []string) []stubParam {
+	out := make([]stubParam, len(names))
+	for i, n := range names {
+		out[i].name = n
+	}
+	return out
 }
 
 func (t *Tool) pythonStub(depth int) string {

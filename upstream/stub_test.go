@@ -66,6 +66,28 @@ func TestPythonStubs(t *testing.T) {
 		}
 		files = append(files, f)
 	}
+	// Hostile schemas neither crash the renderer nor make a stub past its bound, and a huge
+	// enum falls back to the plain stub, which still parses.
+	enum := `{"enum":[` + strings.TrimSuffix(strings.Repeat(`"\u2028\u2029\u0000\u00ff",`, 200), ",") + `]}`
+	var props []string
+	for i := range 8 {
+		props = append(props, fmt.Sprintf(`"p%d":%s`, i, enum))
+	}
+	huge := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":["p0"]}`
+	for i, s := range append(hostileSchemas, huge) {
+		stub := stubTool(t, "s__hostile", s, "").PythonStub()
+		if len(stub) > stubBytes {
+			t.Errorf("schema %d: a stub of %d bytes", i, len(stub))
+		}
+		f := filepath.Join(dir, fmt.Sprintf("hostile_%d.pyi", i))
+		if err := os.WriteFile(f, []byte(stub), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if s := stubTool(t, "s__huge", huge, "").PythonStub(); !strings.Contains(s, "async def s__huge(*, p0: Any, p1: Any = ..., p2: Any = ...") {
+		t.Errorf("huge enum stub:\n%.300s", s)
+	}
 	checkPython(t, files)
 }
 
