@@ -22,7 +22,7 @@ type Signature struct {
 	Required []string `json:"required"`
 	// Open is true when keywords beyond Params are accepted: the schema declares no properties
 	// and does not close the object, or it allows more (additionalProperties true or a schema,
-	// patternProperties).
+	// patternProperties), or takes keys from subschemas (allOf, anyOf, $ref, ...).
 	Open bool `json:"open,omitempty"`
 }
 
@@ -64,10 +64,24 @@ func newSignature(raw []byte) *Signature {
 		sig.Open = true
 	case top["patternProperties"] != nil:
 		sig.Open = true
+	case composed(top):
+		// Keys may come from a subschema (allOf, anyOf, a $ref, ...): they cannot be listed
+		// from the top level, so none is refused here; the schema still judges them.
+		sig.Open = true
 	case !hasProps && !hasAddl:
 		sig.Open = true
 	}
 	return sig
+}
+
+// composed reports whether a schema takes keys from subschemas applied in place.
+func composed(top map[string]json.RawMessage) bool {
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else", "dependentSchemas", "dependencies", "unevaluatedProperties"} {
+		if _, ok := top[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // objectKeys returns the keys of the JSON object raw in the order they appear (nil when raw is

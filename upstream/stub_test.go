@@ -134,9 +134,12 @@ func TestSignatureChecksKeywords(t *testing.T) {
 	if _, fe := tool.Arguments(json.RawMessage(`{"sku":"A","extra":1}`)); fe != nil {
 		t.Errorf("Arguments with an extra keyword: %v", fe)
 	}
-	open := stubTool(t, "s__plain", `{"type":"object"}`, "")
-	if _, fe := open.BindingArguments(json.RawMessage(`{"anything":1}`)); fe != nil {
-		t.Errorf("a schema without properties refused a keyword: %v", fe)
+	for _, schema := range []string{`{"type":"object"}`,
+		`{"type":"object","properties":{"a":{}},"anyOf":[{"properties":{"anything":{}}}]}`} {
+		open := stubTool(t, "s__plain", schema, "")
+		if _, fe := open.BindingArguments(json.RawMessage(`{"anything":1}`)); fe != nil {
+			t.Errorf("%s refused a keyword: %v", schema, fe)
+		}
 	}
 }
 
