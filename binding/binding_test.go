@@ -267,3 +267,43 @@ func TestDeepResultRefused(t *testing.T) {
 		t.Errorf("ledger: %+v", calls)
 	}
 }
+
+// TestKeywordsCheckedAndRecorded: a program's call with a keyword its binding does not take,
+// or without a required one, is refused invalid_arguments naming it before the upstream is
+// reached (the program's own check can be skipped by a hostile program; this one cannot), and
+// recorded as a refused call.
+func TestKeywordsCheckedAndRecorded(t *testing.T) {
+	f := newFixture(t)
+	x, led := newExecutionLedger(t, budget.Limits{MaxCalls: 10})
+	x.turn = f.turn(t)
+	r := callOf(t, x, "up__echo", `{"ss":"a"}`)
+	wantKind(t, r, failure.InvalidArguments)
+	if !strings.Contains(r.Message, `"ss"`) || !strings.Contains(r.Message, `did you mean "s"`) {
+		t.Errorf("message %q does not name the argument and the near one", r.Message)
+	}
+	if n := f.calls("echo"); n != 0 {
+		t.Errorf("echo really called %d times", n)
+	}
+	if r := callOf(t, x, "up__echo", `{"s":"a"}`); r.Kind != "" {
+		t.Fatalf("echo = %+v", r)
+	}
+	x.Wait()
+	calls, err := led.(interface {
+		Calls(context.Context, budget.RunRef) ([]budget.CallRecord, error)
+	}).Calls(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused, spent int
+	for _, c := range calls {
+		if c.Status == budget.Refused && c.Kind == string(failure.InvalidArguments) && c.Tool == "up__echo" {
+			refused++
+		}
+		if c.Spent {
+			spent++
+		}
+	}
+	if refused != 1 || spent != 1 {
+		t.Errorf("ledger holds %d invalid_arguments refusals and %d spent calls, want 1 and 1: %+v", refused, spent, calls)
+	}
+}

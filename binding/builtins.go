@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
@@ -17,6 +19,8 @@ const (
 	BuiltinListTools      = "list_tools"
 	BuiltinGetToolInfo    = "get_tool_info"
 	BuiltinReadToolOutput = "read_tool_output"
+	// BuiltinBudgetRemaining is what a program's budget.remaining() calls.
+	BuiltinBudgetRemaining = "budget.remaining"
 )
 
 // excluded says why a built-in of the MCP face is not callable from a program.
@@ -56,14 +60,59 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 			return refuse(failure.InvalidArguments, "read_tool_output takes {handle, offset?, limit?, pattern?}"), true
 		}
 		return x.read(ctx, a), true
+	case BuiltinBudgetRemaining:
+		if err := decodeStrict(args, &struct{}{}); err != nil {
+			return refuse(failure.InvalidArguments, "budget.remaining takes no arguments"), true
+		}
+		b, err := json.Marshal(x.remaining(ctx))
+		if err != nil {
+			return refuse(failure.UpstreamError, "the answer could not be encoded"), true
+		}
+		return outputs.Reply{Value: b}, true
 	}
 	if why, no := excluded[name]; no {
 		return refuse(failure.ExcludedBuiltin, "%s", why), true
 	}
 	if !strings.Contains(name, upstream.Separator) {
-		return refuse(failure.Unavailable, "no tool named %q: a program may call upstream tools (<server>__<tool>), list_tools, get_tool_info and read_tool_output", name), true
+		return refuse(failure.Unavailable, "no tool named %q: a program may call upstream tools (<server>__<tool>), list_tools, get_tool_info, read_tool_output and budget.remaining", name), true
 	}
 	return wire.Answer{}, false
+}
+
+// Remaining is what is left of one binding budget (docs/design.md §10): nil where no ceiling
+// is set (or, for seconds, no clock runs: a Run has none of its own).
+type Remaining struct {
+	Calls         *int64   `json:"calls"`
+	TransferBytes *int64   `json:"transfer_bytes"`
+	ProducedBytes *int64   `json:"produced_bytes"`
+	Seconds       *float64 `json:"seconds"`
+}
+
+// remaining answers budget.remaining(): the execution's and the Run's budgets less what the
+// meter has seen spent, and the seconds left of the execution's wall clock (the call's
+// deadline). It reads no ledger and spends nothing, so asking costs only the asking.
+func (x *Execution) remaining(ctx context.Context) map[string]Remaining {
+	var exec, run Remaining
+	if x.meter != nil {
+		l := x.meter.Limits()
+		used, runUsed := x.meter.Seen()
+		left := func(limit, used int64) *int64 {
+			if limit <= 0 {
+				return nil
+			}
+			v := max(limit-used, 0)
+			return &v
+		}
+		exec = Remaining{Calls: left(int64(l.MaxCalls), used.Calls), TransferBytes: left(l.MaxTotalBytes, used.TransferBytes),
+			ProducedBytes: left(l.MaxProducedBytes, used.ProducedBytes)}
+		run = Remaining{Calls: left(int64(l.MaxCalls), runUsed.Calls), TransferBytes: left(l.MaxTotalBytes, runUsed.TransferBytes),
+			ProducedBytes: left(l.MaxProducedBytes, runUsed.ProducedBytes)}
+	}
+	if d, ok := ctx.Deadline(); ok {
+		s := max(math.Round(time.Until(d).Seconds()*1000)/1000, 0)
+		exec.Seconds = &s
+	}
+	return map[string]Remaining{"execution": exec, "run": run}
 }
 
 // metered answers a built-in call with v the way any call is answered (hops 6, 7, 9 and 10

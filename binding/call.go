@@ -98,6 +98,17 @@ func (x *Execution) Names() []string { return x.turn.Names() }
 // here once and handed to the engine in its Execution.
 func (x *Execution) Aliases() []string { return x.turn.Aliases() }
 
+// Signatures returns, as JSON, the keywords each of Names' bindings takes
+// (upstream.Turn.Signatures): handed to the engine, so the program refuses other keywords
+// before it sends a call.
+func (x *Execution) Signatures() json.RawMessage {
+	b, err := json.Marshal(x.turn.Signatures())
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
 // Unavailable returns the bindings that resolve to no callable tool: unavailable_bindings.
 func (x *Execution) Unavailable() []string { return x.turn.Unavailable() }
 
@@ -166,11 +177,16 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	if !x.turn.Bound(tool) {
 		return refuse(failure.Unavailable, "%s is not among this agent's bindings", name)
 	}
-	// 4. Arguments: a JSON object matching the tool's input schema.
-	args, fe = tool.Arguments(args)
+	// 4. Arguments: a JSON object of exactly the keywords the binding takes (its stub's), matching
+	// the tool's input schema.
+	checked, fe := tool.BindingArguments(args)
 	if fe != nil {
+		if x.meter != nil {
+			fe = x.meter.Refuse(ctx, budget.Call{Tool: tool.Name, ArgumentBytes: int64(len(args))}, fe)
+		}
 		return wire.Refused(fe)
 	}
+	args = checked
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
 	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true,

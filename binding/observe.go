@@ -27,7 +27,7 @@ type observation struct {
 func (x *Execution) observe(ctx context.Context, name string) (context.Context, observation) {
 	up, known := telemetry.UpstreamUnknown, false
 	switch name {
-	case BuiltinListTools, BuiltinGetToolInfo, BuiltinReadToolOutput, "run_code":
+	case BuiltinListTools, BuiltinGetToolInfo, BuiltinReadToolOutput, BuiltinBudgetRemaining, "run_code":
 		up, known = telemetry.UpstreamBuiltin, true
 	default:
 		if s := x.turn.Server(name); s != "" {

@@ -129,6 +129,16 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	return &Ticket{m: m, id: start.ID, tool: c.Tool}, nil
 }
 
+// Refuse records a call the host refused before admitting it (invalid_arguments: keywords the
+// binding does not take, or arguments its input schema rejects), bounded as Admit's refusals
+// are (docs/design.md §6.3). It returns fe, with Err set when the record could not be written.
+func (m *Meter) Refuse(ctx context.Context, c Call, fe *failure.Error) *failure.Error {
+	if c.ID == "" {
+		c.ID = NewID("c_")
+	}
+	return m.refuse(ctx, CallStart{ID: c.ID, Run: m.run, ExecutionID: m.exec, Tool: c.Tool, ArgumentBytes: c.ArgumentBytes}, fe)
+}
+
 // refuse records a refusal of Admit, or only counts it once RecordedRefusals of its tool and
 // kind are recorded (End records the rest as one summary).
 func (m *Meter) refuse(ctx context.Context, c CallStart, fe *failure.Error) *failure.Error {
@@ -231,6 +241,14 @@ func (m *Meter) Charge(ctx context.Context, u Usage) error {
 	m.runSeen = m.runSeen.Add(u)
 	m.mu.Unlock()
 	return nil
+}
+
+// Seen returns the execution's usage and the Run's as this meter last saw it, without asking
+// the ledger: what a program's budget.remaining() is answered from, however often it asks.
+func (m *Meter) Seen() (execution, run Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used, m.runSeen
 }
 
 // Usage returns the execution's usage and the Run's, the latter read from the ledger.

@@ -29,6 +29,10 @@ type Execution struct {
 	// Aliases are the names of ToolNames bound as Python names too. The host computes them
 	// once, by its one rule (upstream.Aliasable); the engine passes them on as they are.
 	Aliases []string
+	// Signatures maps each of ToolNames to the keywords its binding takes (upstream.Signature:
+	// {params, required, open}), JSON the host computes; the engine passes it on as it is, and
+	// the program's binding refuses other keywords before a call is sent. Nil: unchecked there.
+	Signatures json.RawMessage
 	// Owner is who the execution runs for (the tenant). Warm pools are kept per owner: a child
 	// started ahead for one owner is never handed to another.
 	Owner string

@@ -375,7 +375,7 @@ func (s *session) accept(h *wire.Hello) *Failure {
 			Message: "network access was granted, but the " + s.r.backend.Name() + " backend denies it; nothing ran"}
 	}
 	run := &wire.Run{Program: s.ex.Program, Tools: append([]string{}, s.ex.ToolNames...),
-		Aliases: append([]string{}, s.ex.Aliases...)}
+		Aliases: append([]string{}, s.ex.Aliases...), Signatures: s.ex.Signatures}
 	if err := s.w.WriteFrame(run); err != nil {
 		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox child went away before the program was sent: " + err.Error()}
 	}

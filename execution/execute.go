@@ -134,7 +134,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
 		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report})
 	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
-		ToolNames: x.Names(), Aliases: x.Aliases(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
+		ToolNames: x.Names(), Aliases: x.Aliases(), Signatures: x.Signatures(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()
 	if u := x.Unavailable(); len(u) > 0 {
 		res.Unavailable = append([]string(nil), u...)

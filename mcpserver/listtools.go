@@ -16,9 +16,14 @@ func listToolsText(page upstream.ListToolsPage) string {
 	var b strings.Builder
 	if len(page.Tools) == 0 {
 		b.WriteString("No tool matches.\n")
+	} else if page.Matched != nil {
+		fmt.Fprintf(&b, "%d tools match, best first (BM25 score in brackets):\n", *page.Matched)
 	}
 	for _, t := range page.Tools {
 		b.WriteString(t.Name)
+		if t.Score != nil {
+			fmt.Fprintf(&b, " [%g]", *t.Score)
+		}
 		if t.Alias != nil {
 			b.WriteString(" (alias)")
 		}

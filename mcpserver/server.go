@@ -50,6 +50,15 @@ type Agent struct {
 // execution.Spec, the one `mcp-sandbox run` executes too.
 type CodeExec = execution.Spec
 
+// UnavailableSandbox is a Sandbox that stands in for a profile which cannot run on this host:
+// run_code stays offered and answers every call with the refusal, and its description says
+// why, so the model learns it before it writes a program.
+type UnavailableSandbox interface {
+	engine.Sandbox
+	// Unavailable is why nothing can run: a sentence safe to show the model.
+	Unavailable() string
+}
+
 // Options configure NewServer; nil means defaults.
 type Options struct {
 	// Name and Version of the implementation reported at initialize.
@@ -129,24 +138,25 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	}
 	if a.CodeExecution != nil {
 		s.AddTool(&mcp.Tool{
-			Name:        ToolRunCode,
-			Title:       "Run a Python program",
-			Description: runCodeDescription(a.CodeExecution),
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
-			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
+			Name:         ToolRunCode,
+			Title:        "Run a Python program",
+			Description:  runCodeDescription(a.CodeExecution),
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
+			OutputSchema: runCodeOutputSchema,
+			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
 		}, h.runCode)
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
 		Title:       "List the tools a program can call",
-		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server or by a query over names and descriptions; page with cursor.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"only this upstream server's tools"},"query":{"type":"string","description":"words to match in names and descriptions"},"cursor":{"type":"string","description":"next_cursor from the previous page"}},"additionalProperties":false}`),
+		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server; a query ranks tools by relevance (BM25 over name, title, description and parameter names), best first with their scores and how many matched; page with cursor.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"only this upstream server's tools"},"query":{"type":"string","description":"words describing the tool wanted"},"cursor":{"type":"string","description":"next_cursor from the previous page"}},"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.listTools)
 	s.AddTool(&mcp.Tool{
 		Name:        ToolGetToolInfo,
 		Title:       "Describe one tool",
-		Description: "The full input and output schema, annotations and Python alias of one tool that list_tools names.",
+		Description: "The full input and output schema, annotations and Python alias of one tool that list_tools names, and python_stub: its binding as a typed Python signature (the keywords it takes are exactly those).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the tool's name, <server>__<tool>"}},"required":["name"],"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.getToolInfo)
@@ -186,7 +196,7 @@ The program:
 - may use top-level await and a top-level return.
 - evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. A value JSON cannot carry (a set, a datetime, a DataFrame) comes back as its repr in value_repr, with value null.
 - prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
-- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not); list_tools and get_tool_info count against the tool-call budget like any call.
+- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier; get_tool_info's python_stub is its typed signature, and it takes exactly those keywords. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not); list_tools and get_tool_info count against the tool-call budget like any call; await budget.remaining() says what is left (free).
 - a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled, invalid_result) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
 - a call of a tool that needs a person's approval waits while the person is asked (when this host can ask): accepted, it runs once; declined, it raises ToolError kind denied; unanswered in time, or when this host cannot ask anyone, kind approval_required_in_program. Catch these and carry on.
 
@@ -198,6 +208,8 @@ The result (structuredContent) has value (or value_repr), stdout, stderr, failur
 	}
 	if ce.Refusal != "" {
 		fmt.Fprintf(&b, " Note: programs are currently refused: %s.", ce.Refusal)
+	} else if u, ok := ce.Sandbox.(UnavailableSandbox); ok {
+		fmt.Fprintf(&b, " Note: programs are currently refused: %s.", strings.TrimSuffix(u.Unavailable(), "."))
 	}
 	return b.String()
 }
@@ -499,5 +511,15 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return toolError("the description of %s could not be encoded", in.Name), nil
 	}
-	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+	// The model reads the stub as Python, not as a JSON string full of escapes: the text is the
+	// description without it, then the stub itself.
+	textJSON, err := json.MarshalIndent(struct {
+		upstream.ToolInfo
+		PythonStub string `json:"python_stub,omitempty"` // shadows the embedded one: left out
+	}{ToolInfo: info}, "", "  ")
+	if err != nil {
+		return toolError("the description of %s could not be encoded", in.Name), nil
+	}
+	text := string(textJSON) + "\n\npython_stub:\n" + info.PythonStub
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 }

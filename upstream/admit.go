@@ -228,6 +228,7 @@ func newTool(s Server, def *mcp.Tool, logger *slog.Logger) *Tool {
 		logger.Warn("upstream tool unavailable", "server", s.Name, "tool", def.Name, "reason", t.Unavailable)
 		return t
 	}
+	t.sig = newSignature(b)
 	in, unavailable, err := compileInput(b)
 	switch {
 	case unavailable != "":

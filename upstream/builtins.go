@@ -2,14 +2,19 @@ package upstream
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-// ListToolsPageSize is how many tools one list_tools page holds.
-const ListToolsPageSize = 50
+// ListToolsPageSize is how many tools one list_tools page holds; QueryPageSize how many a
+// page of search results holds (the best come first, so few are read).
+const (
+	ListToolsPageSize = 50
+	QueryPageSize     = 10
+)
 
 // ListToolsArgs are the arguments of list_tools; every field is optional.
 type ListToolsArgs struct {
@@ -27,12 +32,16 @@ type ToolSummary struct {
 	Deferred    bool    `json:"deferred,omitempty"`
 	// Unavailable says why the tool cannot be called, when it cannot.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Score is the tool's BM25 relevance to the query (three decimals), when one was given.
+	Score *float64 `json:"score,omitempty"`
 }
 
 // ListToolsPage is what list_tools answers.
 type ListToolsPage struct {
 	Tools      []ToolSummary `json:"tools"`
 	NextCursor string        `json:"next_cursor,omitempty"`
+	// Matched is how many tools matched the query, over all pages (absent without a query).
+	Matched *int `json:"matched,omitempty"`
 	// Problems maps a granted server (of those the page lists) to what is wrong with its
 	// tools: it could not be listed, or tools were skipped or cut (Catalogue.Problems).
 	Problems map[string]string `json:"problems,omitempty"`
@@ -51,11 +60,14 @@ type ToolInfo struct {
 	Deferred         bool    `json:"deferred,omitempty"`
 	ApprovalRequired bool    `json:"approval_required,omitempty"`
 	Unavailable      string  `json:"unavailable,omitempty"`
+	// PythonStub is the binding as a Python stub (Tool.PythonStub): what a program may rely on.
+	PythonStub string `json:"python_stub"`
 }
 
 // ListTools answers list_tools over the tools a program may call, deferred servers included.
-// query matches when every word of it appears, case-insensitively, in the name or the
-// description. The cursor is opaque to callers.
+// Without a query the tools come in name order. A query ranks them by BM25 (search.go) over
+// the words of name, title, description and parameter names: the best first, each with its
+// score, Matched saying how many matched in all. The cursor is opaque to callers.
 func (t *Turn) ListTools(a ListToolsArgs) (ListToolsPage, error) {
 	start := 0
 	if a.Cursor != "" {
@@ -65,29 +77,41 @@ func (t *Turn) ListTools(a ListToolsArgs) (ListToolsPage, error) {
 		}
 		start = n
 	}
-	words := strings.Fields(strings.ToLower(a.Query))
-	page := ListToolsPage{Tools: []ToolSummary{}}
-	seen := 0
+	var tools []*Tool
 	for _, n := range t.names {
-		tool := t.bound[n]
-		if a.Server != "" && tool.Server != a.Server {
-			continue
+		if tool := t.bound[n]; a.Server == "" || tool.Server == a.Server {
+			tools = append(tools, tool)
 		}
-		if !matchesQuery(tool, words) {
-			continue
+	}
+	size := ListToolsPageSize
+	var scores []float64
+	if strings.TrimSpace(a.Query) != "" {
+		size = QueryPageSize
+		hits := rank(tools, a.Query)
+		tools, scores = tools[:0], make([]float64, 0, len(hits))
+		for _, h := range hits {
+			tools = append(tools, h.tool)
+			scores = append(scores, math.Round(h.score*1000)/1000)
 		}
-		seen++
-		if seen <= start {
-			continue
-		}
-		if len(page.Tools) == ListToolsPageSize {
-			page.NextCursor = "o" + strconv.Itoa(start+ListToolsPageSize)
-			break
-		}
-		page.Tools = append(page.Tools, ToolSummary{
+	}
+	page := ListToolsPage{Tools: []ToolSummary{}}
+	if scores != nil {
+		matched := len(tools)
+		page.Matched = &matched
+	}
+	for i := start; i < len(tools) && i < start+size; i++ {
+		tool := tools[i]
+		s := ToolSummary{
 			Name: tool.Name, Alias: aliasPtr(tool), Server: tool.Server,
 			Description: tool.Summary(), Deferred: tool.Deferred, Unavailable: tool.Unavailable,
-		})
+		}
+		if scores != nil {
+			s.Score = &scores[i]
+		}
+		page.Tools = append(page.Tools, s)
+	}
+	if start+size < len(tools) {
+		page.NextCursor = "o" + strconv.Itoa(start+size)
 	}
 	for server, p := range t.Problems() {
 		if a.Server == "" || a.Server == server {
@@ -98,19 +122,6 @@ func (t *Turn) ListTools(a ListToolsArgs) (ListToolsPage, error) {
 		}
 	}
 	return page, nil
-}
-
-func matchesQuery(tool *Tool, words []string) bool {
-	if len(words) == 0 {
-		return true
-	}
-	hay := strings.ToLower(tool.Name + " " + tool.Def.Title + " " + tool.Def.Description)
-	for _, w := range words {
-		if !strings.Contains(hay, w) {
-			return false
-		}
-	}
-	return true
 }
 
 func aliasPtr(tool *Tool) *string {
@@ -135,6 +146,7 @@ func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
 		Description: tool.Def.Description, InputSchema: tool.Def.InputSchema,
 		OutputSchema: tool.Def.OutputSchema, Deferred: tool.Deferred,
 		ApprovalRequired: t.NeedsApproval(tool), Unavailable: tool.Unavailable,
+		PythonStub: tool.PythonStub(),
 	}
 	if tool.Def.Annotations != nil {
 		info.Annotations = tool.Def.Annotations

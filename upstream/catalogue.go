@@ -32,6 +32,7 @@ type Tool struct {
 	Unavailable string
 
 	input *inputSchema // nil: arguments are not validated here
+	sig   *Signature   // nil: any keyword is accepted
 }
 
 // CheckArguments checks a call's decoded arguments against the tool's input schema, within

@@ -203,9 +203,25 @@ func (t *Turn) Bound(tool *Tool) bool { return t.bound[tool.Name] != nil }
 // Arguments checks args (a JSON object; empty or null means {}) against tool's input schema
 // and returns the bytes to send, as sent. A mismatch is invalid_arguments.
 func (tool *Tool) Arguments(args json.RawMessage) (json.RawMessage, *failure.Error) {
+	return tool.arguments(args, false)
+}
+
+// BindingArguments is Arguments for a program's call: the keywords are checked first against
+// the binding's Signature (exactly those it takes, every required one present), as the
+// program's own binding checked them, so a program that skipped its side is refused the same.
+func (tool *Tool) BindingArguments(args json.RawMessage) (json.RawMessage, *failure.Error) {
+	return tool.arguments(args, true)
+}
+
+func (tool *Tool) arguments(args json.RawMessage, keywords bool) (json.RawMessage, *failure.Error) {
 	obj, canon, err := argumentObject(args)
 	if err != nil {
 		return nil, refusal(failure.InvalidArguments, "arguments for %s: %v", tool.Name, err)
+	}
+	if keywords {
+		if fe := tool.CheckKeywords(obj); fe != nil {
+			return nil, fe
+		}
 	}
 	if err := tool.CheckArguments(obj); err != nil {
 		return nil, refusal(failure.InvalidArguments, "arguments for %s %s", tool.Name, clip(err.Error(), 600))

@@ -33,22 +33,65 @@ tenants:
 // noKernelBoundary stands in for a host where nothing reaches the isolated level.
 var noKernelBoundary = []string{DisableEnv + "=namespaces,bwrap"}
 
-// TestServeRefusesWhenNoProfileCanRun: when the only profile in use requires a level this
-// host cannot reach, serve stops at startup with guidance instead of refusing every call.
-func TestServeRefusesWhenNoProfileCanRun(t *testing.T) {
+// TestServeWhenNoProfileCanRun: when the only profile in use requires a level this host
+// cannot reach, serve still serves: tools/list offers run_code (its description says why
+// programs are refused), a call of it returns the isolation_unavailable refusal as its result
+// and nothing runs, list_tools keeps working, and the log and doctor say why.
+func TestServeWhenNoProfileCanRun(t *testing.T) {
 	cfg := testkit.WriteConfig(t, isolatedConfig)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	marker := filepath.Join(dir, "marker")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	cmd := exec.Command(testkit.Binary(t), "serve", "--config", cfg, "--tenant", "t", "--agent", "strong")
 	cmd.Env = append(os.Environ(), noKernelBoundary...)
-	cmd.Stdin = strings.NewReader("")
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 1 {
-		t.Fatalf("serve: %v, want exit status 1\n%s", err, out)
+	log := testkit.NewLog(t, "server")
+	cmd.Stderr = log
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "refuse-test", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("serve did not start: %v\n%s", err, log.String())
 	}
-	for _, want := range []string{"no sandbox profile can run", `isolation "isolated"`, "apt-get install bubblewrap"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, out)
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc string
+	for _, tl := range tools.Tools {
+		if tl.Name == "run_code" {
+			desc = tl.Description
 		}
+	}
+	if desc == "" {
+		t.Fatalf("tools/list lacks run_code: %v", toolNames(t, cs))
+	}
+	if !strings.Contains(desc, "programs are currently refused") || !strings.Contains(desc, `isolation "isolated"`) {
+		t.Errorf("run_code's description does not say why programs are refused:\n%s", desc)
+	}
+	res, r := runCode(t, ctx, cs, "open("+strconv.Quote(marker)+", 'w').write('ran')\n42", nil)
+	if !res.IsError || r.Failure == nil || r.Failure.Kind != "isolation_unavailable" || r.Failure.Executed {
+		t.Fatalf("want an isolation_unavailable refusal as run_code's result, got %+v (%s)", r.Failure, testkit.Text(res))
+	}
+	if !strings.Contains(testkit.Text(res), "apt-get install bubblewrap") {
+		t.Errorf("the refusal does not say what to install: %s", testkit.Text(res))
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the refused program ran: its marker exists")
+	}
+	if lt, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_tools", Arguments: map[string]any{}}); err != nil || lt.IsError {
+		t.Fatalf("list_tools after the refusal: %v %+v", err, lt)
+	}
+	for _, want := range []string{"no sandbox profile can run on this host", "run_code will answer every call with the refusal", `isolation \"isolated\"`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
+	}
+	doctor := exec.Command(testkit.Binary(t), "doctor", "--config", cfg)
+	doctor.Env = append(os.Environ(), noKernelBoundary...)
+	out, _ := doctor.CombinedOutput()
+	if !strings.Contains(string(out), `isolation "isolated"`) || !strings.Contains(string(out), "apt-get install bubblewrap") {
+		t.Errorf("doctor does not say why profile strong cannot run:\n%s", out)
 	}
 }
 

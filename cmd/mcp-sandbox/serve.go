@@ -176,7 +176,8 @@ type profileMode int
 
 const (
 	// serving: each profile keeps its warm pools (warm: {min, max, idle_seconds}) and is described once at startup
-	// (logs, readiness), and a server none of whose profiles can run is not started.
+	// (logs, readiness); a server none of whose profiles can run still serves, its run_code
+	// answering with the refusal, and logs why.
 	serving profileMode = iota
 	// oneShot (run): no warm child and no describe probe, so a program's cold start is its own
 	// child's; a profile that cannot be opened is the result's refusal.
@@ -263,14 +264,15 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 		}
 	}
 	if mode == serving && len(ps.runners) == 0 && len(ps.sandboxes) > 0 {
-		// Not one profile in use can run anything here: a server that could only refuse
-		// is a deployment mistake, said now rather than on a customer's first request.
+		// Not one profile in use can run anything here. The server still serves: run_code
+		// stays offered and answers with the refusal (the spec's contract), and the agents'
+		// other tools keep working; the operator reads why here and in `doctor`.
 		var why []string
 		for _, name := range sortedKeys(ps.described) {
 			why = append(why, strings.Join(ps.described[name].Problems, "; "))
 		}
-		ps.close()
-		return nil, fmt.Errorf("no sandbox profile can run on this host: %s", strings.Join(why, "; "))
+		slog.Error("no sandbox profile can run on this host: run_code will answer every call with the refusal; "+
+			"the other tools keep working; `mcp-sandbox doctor` says what each profile lacks", "why", strings.Join(why, "; "))
 	}
 	return ps, nil
 }
@@ -338,6 +340,9 @@ type unavailableSandbox struct {
 func (u unavailableSandbox) Run(_ context.Context, ex engine.Execution) *engine.Outcome {
 	return engine.Refuse(ex.Terms, u.kind, u.reason+"; nothing ran")
 }
+
+// Unavailable is why nothing runs: run_code's description says it (mcpserver.UnavailableSandbox).
+func (u unavailableSandbox) Unavailable() string { return u.reason }
 
 func (u unavailableSandbox) Describe(context.Context) *engine.Description {
 	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}

@@ -25,7 +25,10 @@
 // The counts live in the file named by MOCK_COUNTER_FILE (JSON), so they survive a crash and a
 // restart; without it they are kept in memory only.
 //
-// Flags: --many N serves N extra tools tool-0001… ; --page-size P pages tools/list by P;
+// Flags: --many N serves N extra tools tool-0001… ("Extra tool number N."), with
+// --described each also described by what it would do ("Refunds orders.", "Lists invoices.":
+// one of 19 verbs on one of 19 nouns, no pair twice up to 361 tools), a catalogue to search;
+// --page-size P pages tools/list by P;
 // --hostile adds what a hostile upstream sends instead of the tools above: "loop" (an input
 // schema with a $ref cycle), "fan" (a schema whose validation work doubles 40 times), names
 // that break the MCP naming rules (one with a newline forging a line, one of 70,000
@@ -53,6 +56,7 @@ import (
 
 func main() {
 	many := flag.Int("many", 0, "serve N extra tools tool-0001…")
+	described := flag.Bool("described", false, "describe the extra tools by what they would do")
 	pageSize := flag.Int("page-size", 0, "page tools/list by P (0: one page)")
 	hostile := flag.Bool("hostile", false, "serve the hostile tools instead")
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
@@ -67,7 +71,7 @@ func main() {
 	if *hostile {
 		addHostile(s)
 	} else {
-		addTools(s, c, *many)
+		addTools(s, c, *many, *described)
 	}
 	if *httpAddr != "" {
 		ln, err := net.Listen("tcp", *httpAddr)
@@ -96,7 +100,17 @@ func safe() mcp.ToolOption { return mcp.WithDestructiveHintAnnotation(false) }
 
 func text(s string) *mcp.CallToolResult { return mcp.NewToolResultText(s) }
 
-func addTools(s *server.MCPServer, c *counter, many int) {
+// describeVerbs and describeNouns make the --described descriptions: tool i (from 1) does
+// verb (i-1)%19 on noun (i-1)/19%19.
+var (
+	describeVerbs = []string{"Lists", "Creates", "Updates", "Deletes", "Refunds", "Cancels", "Exports", "Archives", "Restores",
+		"Approves", "Rejects", "Assigns", "Merges", "Splits", "Validates", "Duplicates", "Schedules", "Summarises", "Searches"}
+	describeNouns = []string{"invoices", "customers", "payments", "shipments", "subscriptions", "tickets", "products", "coupons",
+		"orders", "carts", "refund requests", "warehouses", "suppliers", "employees", "contracts", "reports", "accounts",
+		"messages", "documents"}
+)
+
+func addTools(s *server.MCPServer, c *counter, many int, described bool) {
 	add := func(t mcp.Tool, h server.ToolHandlerFunc) {
 		name := t.Name
 		s.AddTool(t, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -208,7 +222,11 @@ func addTools(s *server.MCPServer, c *counter, many int) {
 		})
 	for i := 1; i <= many; i++ {
 		name := fmt.Sprintf("tool-%04d", i)
-		add(mcp.NewTool(name, mcp.WithDescription(fmt.Sprintf("Extra tool number %d.", i)), safe(),
+		desc := fmt.Sprintf("Extra tool number %d.", i)
+		if described {
+			desc = fmt.Sprintf("%s %s. %s", describeVerbs[(i-1)%len(describeVerbs)], describeNouns[(i-1)/len(describeVerbs)%len(describeNouns)], desc)
+		}
+		add(mcp.NewTool(name, mcp.WithDescription(desc), safe(),
 			mcp.WithString("q")),
 			func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return text(name + ":" + req.GetString("q", "")), nil

@@ -354,7 +354,52 @@ async def call_tool(name, arguments=None):
         _dumps(arguments)
     except (TypeError, ValueError) as e:
         raise ToolError("invalid_arguments", name, "arguments are not JSON: %s" % e) from None
+    _check_keywords(name, arguments)
     return await _request({"type": "call", "tool": name, "args": arguments}, name)
+
+
+# name -> {"params": [...], "required": [...], "open": bool}: the keywords each binding takes,
+# as the host computed them from the tool's input schema (its get_tool_info python_stub).
+_signatures = {}
+
+
+def _near(word, candidates):
+    best, best_d = None, 3
+    for c in candidates:
+        a, b = word.lower(), c.lower()
+        if len(a) > 200 or len(b) > 200:
+            continue
+        prev = list(range(len(b) + 1))
+        for i in range(1, len(a) + 1):
+            cur = [i] + [0] * len(b)
+            for j in range(1, len(b) + 1):
+                cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            prev = cur
+        if prev[-1] < best_d:
+            best, best_d = c, prev[-1]
+    return best
+
+
+def _check_keywords(name, arguments):
+    """Refuse, before anything is sent, a keyword the tool does not take or a missing required
+    one; the host checks the same again."""
+    sig = _signatures.get(name)
+    if not isinstance(sig, dict):
+        return
+    params = sig.get("params") or []
+    if not sig.get("open"):
+        unknown = sorted(str(k) for k in arguments if k not in params)
+        if unknown:
+            k = unknown[0]
+            msg = "%s takes no argument %s" % (name, _dumps(k[:100]))
+            near = _near(k, params)
+            if near is not None:
+                msg += " (did you mean %s?)" % _dumps(near)
+            msg += "; it takes " + (", ".join(params) if params else "no arguments")
+            raise ToolError("invalid_arguments", name, msg)
+    for r in sig.get("required") or []:
+        if r not in arguments:
+            raise ToolError("invalid_arguments", name, "%s is missing its required argument %s" % (name, _dumps(r[:100])))
 
 
 async def list_tools(server=None, query=None, cursor=None):
@@ -371,6 +416,18 @@ async def read_tool_output(handle, offset=None, limit=None, pattern=None):
         handle = handle.handle
     args = {k: v for k, v in (("handle", handle), ("offset", offset), ("limit", limit), ("pattern", pattern)) if v is not None}
     return await call_tool("read_tool_output", args)
+
+
+class _Budget:
+    """What is left of this execution's and this Run's binding budgets."""
+
+    async def remaining(self):
+        """{"execution": {...}, "run": {...}}, each with calls, transfer_bytes, produced_bytes and
+        seconds left (None where no ceiling is set). Asking spends nothing."""
+        return await _request({"type": "call", "tool": "budget.remaining", "args": {}}, "budget.remaining")
+
+    def __repr__(self):
+        return "<budget: await budget.remaining()>"
 
 
 def _alias(name):
@@ -457,9 +514,11 @@ def _run(frame):
         "list_tools": list_tools,
         "get_tool_info": get_tool_info,
         "read_tool_output": read_tool_output,
+        "budget": _Budget(),
     }
     for name in frame.get("aliases") or ():
         g[name] = _alias(name)
+    _signatures.update(frame.get("signatures") or {})
     value = None
     try:
         code = _compile(source)

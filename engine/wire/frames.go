@@ -107,6 +107,9 @@ type Run struct {
 	// Aliases are the tool names that are Python identifiers and not keywords: each is bound
 	// under its own name. Never a mangled one.
 	Aliases []string `json:"aliases"`
+	// Signatures maps tool names to the keywords their bindings take ({params, required,
+	// open}); absent, a binding sends any keywords and the host alone checks them.
+	Signatures json.RawMessage `json:"signatures,omitempty"`
 }
 
 // Abort refuses the execution: nothing runs.

@@ -46,7 +46,7 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 	s := x.s
 	names := append([]string{}, x.ex.ToolNames...)
 	aliases := append([]string{}, x.ex.Aliases...)
-	body, err := json.Marshal(StartRequest{Protocol: Version, Program: x.ex.Program, Terms: x.t, Tools: names, Aliases: aliases, Calls: x.ex.Tools != nil})
+	body, err := json.Marshal(StartRequest{Protocol: Version, Program: x.ex.Program, Terms: x.t, Tools: names, Aliases: aliases, Signatures: x.ex.Signatures, Calls: x.ex.Tools != nil})
 	if err != nil {
 		return engine.Refuse(x.t, failure.Internal, "the program could not be encoded")
 	}

@@ -61,6 +61,8 @@ type StartRequest struct {
 	// Aliases are the names of Tools bound as Python names too: the caller computes them once
 	// (engine.Execution.Aliases) and the service passes them on as they are.
 	Aliases []string `json:"aliases"`
+	// Signatures are engine.Execution.Signatures, passed on as they are.
+	Signatures json.RawMessage `json:"signatures,omitempty"`
 	// Calls: the caller answers binding calls. When false the service answers every call
 	// unavailable itself and sends no call or read frame.
 	Calls bool `json:"calls"`

@@ -297,7 +297,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	// Warm children are kept per principal: one caller's never run another's program.
-	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools, Aliases: req.Aliases, Owner: who}
+	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools, Aliases: req.Aliases, Signatures: req.Signatures, Owner: who}
 	if req.Calls {
 		ex.Tools = forwarder{x}
 	}

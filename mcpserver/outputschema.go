@@ -1,0 +1,39 @@
+package mcpserver
+
+import "encoding/json"
+
+// runCodeOutputSchema is run_code's outputSchema: the result of one execution
+// (docs/design.md §3.4), which is its structuredContent, refusals included. It is listed with
+// run_code, so every byte of it is context a host may spend: the top-level keys with their
+// types, the ones every result carries required, nested objects open and untyped beyond the
+// failure's own keys, so a key added to the result later does not make a client refuse it.
+var runCodeOutputSchema = func() json.RawMessage {
+	typ := func(t ...string) map[string]any {
+		if len(t) == 1 {
+			return map[string]any{"type": t[0]}
+		}
+		return map[string]any{"type": t}
+	}
+	str, integer, boolean, object, list := typ("string"), typ("integer"), typ("boolean"), typ("object"), typ("array", "null")
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"value": map[string]any{}, "value_repr": str,
+			"stdout": str, "stderr": str, "stdout_size": integer, "stderr_size": integer,
+			"failure": map[string]any{"type": []string{"object", "null"},
+				"properties": map[string]any{"kind": str, "message": str, "traceback": str, "executed": boolean},
+				"required":   []string{"kind", "message", "executed"}},
+			"limit_hit": typ("string", "null"), "cancelled": boolean, "duration_seconds": typ("number"),
+			"terms": object, "isolation": str, "guarantees": object, "network_denied": boolean,
+			"attachments": list, "artifacts": list, "artifacts_omitted": list, "unavailable_bindings": list,
+			"upstream_problems": list, "budget": object, "approvals": object, "context": object,
+		},
+		"required": []string{"value", "stdout", "stderr", "failure", "limit_hit", "cancelled",
+			"duration_seconds", "terms", "isolation", "guarantees", "budget", "approvals", "context"},
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		panic(err) // a literal above that cannot be encoded: a programming error
+	}
+	return b
+}()
