@@ -30,12 +30,7 @@ func approvalConfig(t *testing.T, timeout int, expose bool) (cfgPath, counter, d
 	counter, dataDir = filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
 	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %[3]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 90}
+`+processProfile+`    hard_limits: {wall_seconds: 90}
     approvals: {timeout_seconds: %[4]d}
 upstreams:
   support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}

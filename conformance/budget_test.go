@@ -63,12 +63,7 @@ func runIn(t *testing.T, cs *mcp.ClientSession, runID, code string, v any) fullR
 func budgetConfig(dataDir, counter, budget, extra string) string {
 	return fmt.Sprintf(`
 data_dir: %[3]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 90, memory_bytes: 1GiB}
+`+processProfile+`    hard_limits: {wall_seconds: 90, memory_bytes: 1GiB}
     binding_budget: %[4]s
 %[5]s
 upstreams:
@@ -273,12 +268,7 @@ func TestOutputsLargeStdoutHandle(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 90}
+`+processProfile+`    hard_limits: {wall_seconds: 90}
     output: {preview_bytes: 4000, max_bytes: 64MiB}
 tenants:
   a:
