@@ -327,8 +327,7 @@ func TestA2ASkillApprovedByAPerson(t *testing.T) {
 	url := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter).url
 	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
 	cfg := testkit.WriteConfig(t, a2aConfig(dir, url, false, `{approval_required: ["inv__echo"]}`, "{}"))
-	p := newPerson()
-	cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, p, _ := servePerson(t, cfg)
 	const program = `
 try:
     r = {"answer": await inv__echo(text="approved words")}
