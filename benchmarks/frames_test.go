@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,21 +71,7 @@ tenants:
 	out := fmt.Sprintf("the server process's memory, two stdio answers at once from two upstreams (load average %s); idle %.1f MiB\n",
 		loadAverage(), mib(idle))
 	for _, n := range []int{largeAnswerBytes, 8_000_000} {
-		var peak atomic.Int64
-		stop := make(chan struct{})
-		var sampler sync.WaitGroup
-		sampler.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(10 * time.Millisecond):
-				}
-				if v := procStatus(t, pid, "VmRSS"); v > peak.Load() {
-					peak.Store(v)
-				}
-			}
-		})
+		peakRSS := sampleRSS(t, pid, 10*time.Millisecond)
 		before := procStatus(t, pid, "VmRSS")
 		answers := make([]string, 2)
 		start := time.Now()
@@ -100,11 +85,10 @@ tenants:
 		wg.Wait()
 		took := time.Since(start)
 		time.Sleep(settle)
-		close(stop)
-		sampler.Wait()
+		peak := peakRSS()
 		after := procStatus(t, pid, "VmRSS")
 		out += fmt.Sprintf("  %d bytes each: resident %.1f MiB before, %.1f MiB at peak (+%.1f MiB over idle), %s later %.1f MiB (%+.1f%% of idle); answered in %s\n",
-			n, mib(before), mib(peak.Load()), mib(peak.Load()-idle), settle, mib(after), 100*float64(after-idle)/float64(idle), took.Round(time.Millisecond)) +
+			n, mib(before), mib(peak), mib(peak-idle), settle, mib(after), 100*float64(after-idle)/float64(idle), took.Round(time.Millisecond)) +
 			fmt.Sprintf("    the programs heard: %s | %s\n", answers[0], answers[1])
 	}
 	t.Log(out)

@@ -247,6 +247,31 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	return 0
 }
 
+// sampleRSS reads pid's VmRSS every interval until the returned peak is called, which stops
+// the sampling and returns the highest value read (KiB).
+func sampleRSS(t *testing.T, pid int, every time.Duration) (peak func() int64) {
+	var high atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(every):
+			}
+			if v := procStatus(t, pid, "VmRSS"); v > high.Load() {
+				high.Store(v)
+			}
+		}
+	})
+	return func() int64 {
+		close(stop)
+		sampler.Wait()
+		return high.Load()
+	}
+}
+
 // TestReportHostCost prints what executions cost the server process: its resident memory
 // with 16 programs running at once beside idle, per execution; and how much its peak resident
 // memory grows while one program prints 1 GiB (all of it counted, 8 MiB of it kept).
@@ -263,29 +288,14 @@ func TestReportHostCost(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // the pool refilled, the heap settled
 	idle := procStatus(t, pid, "VmRSS")
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	var sampler sync.WaitGroup
-	sampler.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			if v := procStatus(t, pid, "VmRSS"); v > peak.Load() {
-				peak.Store(v)
-			}
-		}
-	})
+	peakRSS := sampleRSS(t, pid, 20*time.Millisecond)
 	var wg sync.WaitGroup
 	for _, cs := range clients {
 		wg.Go(func() { runCode(t, cs, "import time\ntime.sleep(3)\n6*7") })
 	}
 	wg.Wait()
-	close(stop)
-	sampler.Wait()
-	perExec := float64(peak.Load()-idle) / k / 1024
+	peak := peakRSS()
+	perExec := float64(peak-idle) / k / 1024
 
 	hwm := procStatus(t, pid, "VmHWM")
 	rss := procStatus(t, pid, "VmRSS")
@@ -296,7 +306,7 @@ func TestReportHostCost(t *testing.T) {
 	hwmAfter := procStatus(t, pid, "VmHWM")
 	out := fmt.Sprintf("the server process's memory (load average %s)\n", loadAverage()) +
 		fmt.Sprintf("  %d programs running at once: resident %.1f MiB idle, %.1f MiB at peak: %.2f MiB per execution\n",
-			k, float64(idle)/1024, float64(peak.Load())/1024, perExec) +
+			k, float64(idle)/1024, float64(peak)/1024, perExec) +
 		fmt.Sprintf("  one program printing 1 GiB: peak resident %.1f MiB before (%.1f MiB resident), %.1f MiB after: grew %.1f MiB\n",
 			float64(hwm)/1024, float64(rss)/1024, float64(hwmAfter)/1024, float64(max(hwmAfter-max(hwm, rss), 0))/1024)
 	t.Log(out)

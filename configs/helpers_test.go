@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -30,4 +32,24 @@ func problemsOf(t *testing.T, err error) []string {
 		out[i] = p.String()
 	}
 	return out
+}
+
+// problemCase is a config and the problems Parse reports for it, in order.
+type problemCase struct {
+	name string
+	data []byte
+	want []string
+}
+
+// checkProblems parses each case's data as file and compares the problems with its want.
+func checkProblems(t *testing.T, file string, tests []problemCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.data, file)
+			if diff := cmp.Diff(tt.want, problemsOf(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -110,11 +110,7 @@ func TestDefaultYAML(t *testing.T) {
 
 // Every decoding problem names file, line and key path; all of them are reported at once.
 func TestStrictDecoding(t *testing.T) {
-	tests := []struct {
-		name string
-		data []byte
-		want []string
-	}{
+	checkProblems(t, "default.yaml", []problemCase{
 		{
 			name: "unknown key",
 			data: doc(
@@ -317,15 +313,7 @@ func TestStrictDecoding(t *testing.T) {
 			),
 			want: []string{"default.yaml:2: sandbox: conflicts with profiles.default: the sandbox block is the profile named \"default\"; keep one"},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(tt.data, "default.yaml")
-			if diff := cmp.Diff(tt.want, problemsOf(t, err)); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // The error reads as the design's example: file, line, key path, what is wrong.

@@ -3,17 +3,11 @@ package configs
 import (
 	"path/filepath"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // A remote profile and the sandbox_service block, each problem naming its key and line.
 func TestRemoteProblems(t *testing.T) {
-	tests := []struct {
-		name string
-		data []byte
-		want []string
-	}{
+	checkProblems(t, "t.yaml", []problemCase{
 		{
 			name: "a remote profile and a service config are valid",
 			data: doc(
@@ -89,15 +83,7 @@ func TestRemoteProblems(t *testing.T) {
 				`t.yaml:2: sandbox_service.listen: unknown key`,
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(tt.data, "t.yaml")
-			if diff := cmp.Diff(tt.want, problemsOf(t, err)); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 const hex64 = "0b36bc3241c198bd6e2ca4d0fe4c390a89b31fdde7fc287bd7a4617df307090f"

@@ -9,11 +9,7 @@ import (
 
 // Every validation message, each naming the key path and line that caused it.
 func TestValidationProblems(t *testing.T) {
-	tests := []struct {
-		name string
-		data []byte
-		want []string
-	}{
+	checkProblems(t, "t.yaml", []problemCase{
 		{
 			name: "profiles",
 			data: doc(
@@ -450,15 +446,7 @@ func TestValidationProblems(t *testing.T) {
 				`t.yaml:5: profiles.p.backend: unknown backend "x" (one of local, process, namespaces, bwrap, container, remote)`,
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(tt.data, "t.yaml")
-			if diff := cmp.Diff(tt.want, problemsOf(t, err)); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // Validate on a hand-built Config: zero values are the defaults, problems are sorted by path

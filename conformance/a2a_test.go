@@ -76,12 +76,7 @@ func a2aAgent(t *testing.T, env ...string) *agent {
 func a2aConfig(dir, url string, deferred bool, policy, budget string) string {
 	return fmt.Sprintf(`
 data_dir: %q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 60}
+`+processProfile+`    hard_limits: {wall_seconds: 60}
     binding_budget: %s
 upstreams:
   support: {command: [%q], env: {MOCK_COUNTER_FILE: %q}}
@@ -332,8 +327,7 @@ func TestA2ASkillApprovedByAPerson(t *testing.T) {
 	url := a2aAgent(t, "A2A_AGENT_COUNTER="+agentCounter).url
 	t.Setenv("MCP_SANDBOX_TEST_A2A_TOKEN", "unused-by-this-agent")
 	cfg := testkit.WriteConfig(t, a2aConfig(dir, url, false, `{approval_required: ["inv__echo"]}`, "{}"))
-	p := newPerson()
-	cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, p, _ := servePerson(t, cfg)
 	const program = `
 try:
     r = {"answer": await inv__echo(text="approved words")}
@@ -379,12 +373,7 @@ func TestA2AVersionsSideBySide(t *testing.T) {
 	log := testkit.NewLog(t, "server")
 	cs, _ := serveProc(t, testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 60}
+`+processProfile+`    hard_limits: {wall_seconds: 60}
 upstreams:
   new: {a2a: {url: %q, bearer: {env: MCP_SANDBOX_TEST_A2A_NEW}}}
   old: {a2a: {url: %q, bearer: {env: MCP_SANDBOX_TEST_A2A_OLD}}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -31,12 +32,7 @@ func approvalConfig(t *testing.T, timeout int, expose bool) (cfgPath, counter, d
 	counter, dataDir = filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
 	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %[3]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 90}
+`+processProfile+`    hard_limits: {wall_seconds: 90}
     approvals: {timeout_seconds: %[4]d}
 upstreams:
   support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}
@@ -63,6 +59,16 @@ type person struct {
 }
 
 func newPerson() *person { return &person{open: make(chan struct{}, 16)} }
+
+// servePerson starts `serve` with cfgPath for a client that declares elicitation, at a
+// revision that allows asking, answered by a new person; it returns the session, the person
+// and the server's process.
+func servePerson(t *testing.T, cfgPath string) (*mcp.ClientSession, *person, *exec.Cmd) {
+	t.Helper()
+	p := newPerson()
+	cs, cmd := serveProcWith(t, cfgPath, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	return cs, p, cmd
+}
 
 func (p *person) set(action string, during func()) {
 	p.mu.Lock()
@@ -155,8 +161,7 @@ func decisions(recs []budget.ApprovalRecord) string {
 // holds each decision, and the result counts them.
 func TestApprovalsInProgram(t *testing.T) {
 	cfg, counter, dataDir := approvalConfig(t, 3, false)
-	p := newPerson()
-	cs, cmd := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, p, cmd := servePerson(t, cfg)
 	const runID = "approvals-in-program"
 
 	p.set("accept", func() { childWaitsIdle(t, cmd.Process.Pid) })
@@ -223,8 +228,7 @@ func TestApprovalsInProgram(t *testing.T) {
 // under approval_required, listed to the host as destructive.
 func TestApprovalsDirect(t *testing.T) {
 	cfg, counter, dataDir := approvalConfig(t, 3, true)
-	p := newPerson()
-	cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, p, _ := servePerson(t, cfg)
 	const runID = "approvals-direct"
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -340,8 +344,7 @@ func TestApprovalsWithoutElicitation(t *testing.T) {
 // next start records it unknown, and the tool is never called.
 func TestApprovalsRestartRecordsUnknown(t *testing.T) {
 	cfg, counter, dataDir := approvalConfig(t, 120, false)
-	p := newPerson()
-	cs, cmd := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler}, revisionElicit)
+	cs, p, cmd := servePerson(t, cfg)
 	const runID = "approvals-restart"
 	done := make(chan struct{})
 	go func() {

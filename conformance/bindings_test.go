@@ -22,12 +22,7 @@ func mockConfig(t *testing.T) (cfg, supportCounter string) {
 	supportCounter = filepath.Join(dir, "support.json")
 	cfg = fmt.Sprintf(`
 data_dir: %[3]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 60}
+`+processProfile+`    hard_limits: {wall_seconds: 60}
 upstreams:
   support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}
   docs:    {command: [%[1]q]}

@@ -58,17 +58,21 @@ func runIn(t *testing.T, cs *mcp.ClientSession, runID, code string, v any) fullR
 	return r
 }
 
+// writeBudgetConfig writes budgetConfig in a new temporary directory (data_dir "data", the
+// mock's counter "counter.json") and returns the config's path and the counter's.
+func writeBudgetConfig(t *testing.T, budget, extra string) (cfg, counter string) {
+	t.Helper()
+	dir := t.TempDir()
+	counter = filepath.Join(dir, "counter.json")
+	return testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, budget, extra)), counter
+}
+
 // budgetConfig is one tenant t with the mock as upstream "support" (counting into counter),
 // data_dir dataDir and the profile's binding_budget and extra profile lines.
 func budgetConfig(dataDir, counter, budget, extra string) string {
 	return fmt.Sprintf(`
 data_dir: %[3]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 90, memory_bytes: 1GiB}
+`+processProfile+`    hard_limits: {wall_seconds: 90, memory_bytes: 1GiB}
     binding_budget: %[4]s
 %[5]s
 upstreams:
@@ -120,9 +124,7 @@ return out
 // max_calls 3: three results and two refusals; the Run stays spent for a second program; a
 // new session (a new Run) starts fresh.
 func TestBudgetMaxCallsPerRun(t *testing.T) {
-	dir := t.TempDir()
-	counter := filepath.Join(dir, "counter.json")
-	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 3}", ""))
+	cfg, counter := writeBudgetConfig(t, "{max_calls: 3}", "")
 	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var got []string
 	r := runIn(t, cs, "", fiveCalls, &got)
@@ -149,9 +151,7 @@ func TestBudgetMaxCallsPerRun(t *testing.T) {
 // kill -9 with a binding call in flight: after a restart on the same data_dir the call is
 // unknown, counts against the Run, and is never delivered again.
 func TestBudgetCrashRecordsUnknown(t *testing.T) {
-	dir := t.TempDir()
-	counter := filepath.Join(dir, "counter.json")
-	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 1}", ""))
+	cfg, counter := writeBudgetConfig(t, "{max_calls: 1}", "")
 	const runID = "crash-run-1"
 	cs, cmd := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	go func() {
@@ -191,9 +191,7 @@ func TestBudgetCrashRecordsUnknown(t *testing.T) {
 
 // 64 concurrent calls against max_calls 10: exactly 10 reach the upstream.
 func TestBudgetConcurrentCallsExact(t *testing.T) {
-	dir := t.TempDir()
-	counter := filepath.Join(dir, "counter.json")
-	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 10}", ""))
+	cfg, counter := writeBudgetConfig(t, "{max_calls: 10}", "")
 	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var got map[string]int
 	runIn(t, cs, "", `
@@ -217,9 +215,7 @@ return out
 // get_tool_info 600 times under a budget of 5 calls and 20 KB gets 5 answers, within 20 KB,
 // and 595 budget_exceeded; the result's budget counts the 5 calls and their bytes.
 func TestBudgetCountsBuiltins(t *testing.T) {
-	dir := t.TempDir()
-	counter := filepath.Join(dir, "counter.json")
-	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter, "{max_calls: 5, max_total_bytes: 20KB}", ""))
+	cfg, _ := writeBudgetConfig(t, "{max_calls: 5, max_total_bytes: 20KB}", "")
 	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var got struct {
 		Answered int            `json:"answered"`
@@ -254,10 +250,12 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// httpSession connects to url over streamable HTTP with token as its bearer, allowing a
+// server that is still starting its upstreams minutes; the session is closed when t ends.
 func httpSession(t *testing.T, url, token string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
 	if err != nil {
@@ -273,12 +271,7 @@ func TestOutputsLargeStdoutHandle(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 90}
+`+processProfile+`    hard_limits: {wall_seconds: 90}
     output: {preview_bytes: 4000, max_bytes: 64MiB}
 tenants:
   a:
@@ -345,10 +338,8 @@ for start in range(0, 524288, 4096):
 // it reads in windows; the transfer meter counts what crossed, not what was produced. (6 MiB:
 // under the 8 MiB an answer from a stdio upstream may be, whatever the budgets say.)
 func TestBudgetLargeResultHandle(t *testing.T) {
-	dir := t.TempDir()
-	counter := filepath.Join(dir, "counter.json")
-	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), counter,
-		"{max_result_bytes: 1MiB, max_total_bytes: 64MiB, max_produced_bytes: 64MiB, max_preserved_bytes: 128MiB}", ""))
+	cfg, _ := writeBudgetConfig(t,
+		"{max_result_bytes: 1MiB, max_total_bytes: 64MiB, max_produced_bytes: 64MiB, max_preserved_bytes: 128MiB}", "")
 	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var v struct {
 		Type, Kind   string
@@ -393,9 +384,8 @@ return {"type": type(h).__name__, "total": len(w["text"]), "lines": w["count"]}
 // Artifacts: a CSV and a PNG come back with handles, the small CSV whole in the result too
 // (inline, its text); a symlink and a fifo are omitted.
 func TestOutputsArtifacts(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}",
-		"    artifacts: {collection: collect, max_files: 10, max_bytes: 1MiB}"))
+	cfg, _ := writeBudgetConfig(t, "{}",
+		"    artifacts: {collection: collect, max_files: 10, max_bytes: 1MiB}")
 	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	r := runIn(t, cs, "", `
 import os, base64
@@ -432,8 +422,7 @@ os.mkfifo("pipe")
 // A large value is an attachment like the streams: a preview in the model's text, the whole
 // kept under a handle that read_tool_output pages.
 func TestOutputsLargeValueHandle(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testkit.WriteConfig(t, budgetConfig(filepath.Join(dir, "data"), filepath.Join(dir, "c.json"), "{}", ""))
+	cfg, _ := writeBudgetConfig(t, "{}", "")
 	cs, _ := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	var items []map[string]any
 	r := runIn(t, cs, "", `[{"sku": f"S{i}", "qty": i} for i in range(5000)]`, &items)

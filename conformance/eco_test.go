@@ -81,15 +81,7 @@ func ecoStartIn(t *testing.T, dir string, env []string, args ...string) string {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	interruptOnCleanup(t, cmd, done)
 	addr := make(chan string, 1)
 	go func() {
 		defer close(done)

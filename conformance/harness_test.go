@@ -15,6 +15,16 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
+// processProfile opens the profiles block of a test's config: profile "default" runs programs
+// with the process backend as the server's own uid (the tests run as one user; isolation is the
+// backends' contract suites' concern). The profile's further keys follow it, four spaces in.
+const processProfile = `profiles:
+  default:
+    backend: local
+    isolation: process
+    allow_same_uid: true
+`
+
 // built holds the binaries the kit builds once: mcp-sandbox and the mock upstream.
 var built struct {
 	sandbox, mock string
@@ -195,4 +205,18 @@ func waitOrKill(cmd *exec.Cmd, d time.Duration) {
 		cmd.Process.Kill()
 		<-done
 	}
+}
+
+// interruptOnCleanup interrupts cmd when t ends and waits until done is closed (by the goroutine
+// that waits for cmd), killing cmd when it has not ended within ten seconds.
+func interruptOnCleanup(t *testing.T, cmd *exec.Cmd, done <-chan struct{}) {
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
 }

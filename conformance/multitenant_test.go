@@ -4,7 +4,6 @@ package conformance
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
@@ -51,15 +48,7 @@ func TestMultiTenantExampleAsShipped(t *testing.T) {
 	}
 
 	t.Run("client", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		client := mcp.NewClient(&mcp.Implementation{Name: "example", Version: "0"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/analyst",
-			HTTPClient: &http.Client{Transport: bearer{exampleToken}}}, nil)
-		if err != nil {
-			t.Fatalf("connect with the example token: %v", err)
-		}
-		defer cs.Close()
+		cs := httpSession(t, base+"/mcp/analyst", exampleToken)
 		var full struct {
 			Problems []struct{ Server, Problem string } `json:"upstream_problems"`
 		}
@@ -132,15 +121,7 @@ func TestMultiTenantExampleAsShipped(t *testing.T) {
 		if !waitUntil(90*time.Second, func() bool { return statusOf(base+"/readyz") == http.StatusOK }) {
 			t.Fatalf("/readyz answered %d, want 200", statusOf(base+"/readyz"))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		client := mcp.NewClient(&mcp.Implementation{Name: "example", Version: "0"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/analyst",
-			HTTPClient: &http.Client{Transport: bearer{exampleToken}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
+		cs := httpSession(t, base+"/mcp/analyst", exampleToken)
 		var full struct {
 			Problems []struct{ Server, Problem string } `json:"upstream_problems"`
 		}

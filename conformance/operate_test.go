@@ -36,12 +36,7 @@ import (
 func operateConfig(dataDir string) string {
 	return fmt.Sprintf(`
 data_dir: %[2]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 60, memory_bytes: 1GiB}
+`+processProfile+`    hard_limits: {wall_seconds: 60, memory_bytes: 1GiB}
     binding_budget: {max_calls: 3}
 upstreams:
   mock: {command: [%[1]q]}

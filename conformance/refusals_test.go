@@ -23,12 +23,7 @@ func TestRefusalLoopKeepsTheLedgerSmall(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %[2]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 90}
+`+processProfile+`    hard_limits: {wall_seconds: 90}
     binding_budget: {max_calls: 1, max_argument_bytes: 200}
 upstreams:
   support: {command: [%[1]q]}

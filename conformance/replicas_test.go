@@ -70,12 +70,7 @@ func replicaConfig(mockURL string) string {
 data_dir: "-"
 ledger: {postgres: {dsn: {env: MCP_SANDBOX_PG_DSN}, lease_seconds: %d}}
 blobs:  {postgres: {dsn: {env: MCP_SANDBOX_PG_DSN}}}
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 120, memory_bytes: 1GiB}
+`+processProfile+`    hard_limits: {wall_seconds: 120, memory_bytes: 1GiB}
     binding_budget: {max_calls: 10}
     output: {preview_bytes: 4000}
 upstreams:
@@ -156,15 +151,7 @@ func startLogged(t *testing.T, cmd *exec.Cmd, name string, re *regexp.Regexp, r 
 		io.Copy(io.Discard, stderr)
 		cmd.Wait()
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	interruptOnCleanup(t, cmd, done)
 	select {
 	case v := <-found:
 		return v

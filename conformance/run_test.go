@@ -24,12 +24,7 @@ import (
 func runConfig(t *testing.T, dataDir string, maxCalls int) string {
 	return fmt.Sprintf(`
 data_dir: %[2]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-    hard_limits: {wall_seconds: 60}
+`+processProfile+`    hard_limits: {wall_seconds: 60}
     binding_budget: {max_calls: %[3]d}
     output: {preview_bytes: 200, preserve: required}
 upstreams:

@@ -21,12 +21,7 @@ func TestSlowFirstStartIsWaitedFor(t *testing.T) {
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`
 data_dir: %[1]q
-profiles:
-  default:
-    backend: local
-    isolation: process
-    allow_same_uid: true
-upstreams:
+`+processProfile+`upstreams:
   slow: {command: ["sh", "-c", "sleep %[2]d; exec \"$0\"", %[3]q]}
 tenants:
   t:

@@ -29,7 +29,10 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ConcurrentStartsAreExact", func(t *testing.T) { l := newLedger(t); contractConcurrent(t, l, l, 64, 10) })
 	t.Run("RunsAndExecutions", func(t *testing.T) { contractLifecycle(t, newLedger(t)) })
 	t.Run("ContextSummedPerRun", func(t *testing.T) { contractContext(t, newLedger(t)) })
-	t.Run("RecoverLeavesLiveCalls", func(t *testing.T) { contractRecoverLive(t, newLedger(t)) })
+	t.Run("RecoverLeavesLiveCalls", func(t *testing.T) {
+		l := newLedger(t)
+		contractRecoverLive(t, l, l, "this ledger's own")
+	})
 	t.Run("ApprovalsAreRecorded", func(t *testing.T) { contractApprovals(t, newLedger(t)) })
 	t.Run("RefusalsAreBoundedAndExact", func(t *testing.T) { contractRefusalLoop(t, newLedger(t)) })
 	if reopen == nil {
@@ -45,20 +48,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("RunRecoveryWatches", func(t *testing.T) { contractWatch(t, newLedger(t), reopen) })
 	t.Run("RecoverSparesOtherLiveOpener", func(t *testing.T) {
 		a := newLedger(t)
-		b := reopen(t, a)
-		ctx := t.Context()
-		run := budget.RunRef{Tenant: "t", ID: "r"}
-		StartExecution(t, a, run, "x1")
-		if _, err := a.StartCall(ctx, Call("c1", run, "x1"), budget.Limits{}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := b.Recover(ctx)
-		if err != nil || len(got) != 0 {
-			t.Fatalf("Recover by a second live opener = %v, %v; want nothing: the first is alive", got, err)
-		}
-		if rec, _ := a.Call(ctx, "c1"); rec.Status != budget.Started {
-			t.Fatalf("status = %s, want started", rec.Status)
-		}
+		contractRecoverLive(t, a, reopen(t, a), "a second live opener's, and the first is alive")
 	})
 }
 
@@ -361,16 +351,22 @@ func contractContext(t *testing.T, l budget.Ledger) {
 	}
 }
 
-func contractRecoverLive(t *testing.T, l budget.Ledger) {
+// contractRecoverLive starts a call on owner and recovers through by (owner itself, or a
+// second opener of its store): the call's opener is alive, so nothing is recovered and the
+// call stays started. whose says whose call it is to by.
+func contractRecoverLive(t *testing.T, owner, by budget.Ledger, whose string) {
 	ctx := t.Context()
 	run := budget.RunRef{Tenant: "t", ID: "r"}
-	StartExecution(t, l, run, "x1")
-	if _, err := l.StartCall(ctx, Call("c1", run, "x1"), budget.Limits{}); err != nil {
+	StartExecution(t, owner, run, "x1")
+	if _, err := owner.StartCall(ctx, Call("c1", run, "x1"), budget.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.Recover(ctx)
+	got, err := by.Recover(ctx)
 	if err != nil || len(got) != 0 {
-		t.Errorf("Recover = %v, %v; want nothing: the call is this ledger's own, in flight", got, err)
+		t.Fatalf("Recover = %v, %v; want nothing: the call in flight is %s", got, err, whose)
+	}
+	if rec, _ := owner.Call(ctx, "c1"); rec.Status != budget.Started {
+		t.Fatalf("status = %s, want started", rec.Status)
 	}
 }
 

@@ -597,19 +597,25 @@ func (s *Ledger) Calls(ctx context.Context, run budget.RunRef) ([]budget.CallRec
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE tenant = ? AND run_id = ?
+	return queryAll(ctx, s.db, "calls", scanCall, `SELECT `+callColumns+` FROM tool_calls WHERE tenant = ? AND run_id = ?
 		ORDER BY started_at, rowid`, run.Tenant, run.ID)
+}
+
+// queryAll runs query with args on db and scans every row it answers with scan; what names the
+// query in its error.
+func queryAll[T any](ctx context.Context, db *sql.DB, what string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("budget: calls: %w", err)
+		return nil, fmt.Errorf("budget: %s: %w", what, err)
 	}
 	defer rows.Close()
-	var out []budget.CallRecord
+	var out []T
 	for rows.Next() {
-		c, err := scanCall(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, c)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -663,29 +669,24 @@ func (s *Ledger) DecideApproval(ctx context.Context, d budget.ApprovalDecision) 
 const approvalColumns = `id, tenant, run_id, execution_id, call_id, tool, reason, status, answered_by, asked_at, decided_at, times`
 
 func (s *Ledger) Approvals(ctx context.Context, run budget.RunRef) ([]budget.ApprovalRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE tenant = ? AND run_id = ?
+	return queryAll(ctx, s.db, "approvals", scanApproval, `SELECT `+approvalColumns+` FROM approvals WHERE tenant = ? AND run_id = ?
 		ORDER BY asked_at, id`, run.Tenant, run.ID)
-	if err != nil {
-		return nil, fmt.Errorf("budget: approvals: %w", err)
+}
+
+func scanApproval(r scanner) (budget.ApprovalRecord, error) {
+	var a budget.ApprovalRecord
+	var status string
+	var asked int64
+	var decided sql.NullInt64
+	if err := r.Scan(&a.ID, &a.Run.Tenant, &a.Run.ID, &a.ExecutionID, &a.CallID, &a.Tool, &a.Reason, &status,
+		&a.AnsweredBy, &asked, &decided, &a.Times); err != nil {
+		return a, err
 	}
-	defer rows.Close()
-	var out []budget.ApprovalRecord
-	for rows.Next() {
-		var a budget.ApprovalRecord
-		var status string
-		var asked int64
-		var decided sql.NullInt64
-		if err := rows.Scan(&a.ID, &a.Run.Tenant, &a.Run.ID, &a.ExecutionID, &a.CallID, &a.Tool, &a.Reason, &status,
-			&a.AnsweredBy, &asked, &decided, &a.Times); err != nil {
-			return nil, err
-		}
-		a.Status, a.AskedAt = budget.ApprovalStatus(status), time.Unix(0, asked)
-		if decided.Valid {
-			a.DecidedAt = time.Unix(0, decided.Int64)
-		}
-		out = append(out, a)
+	a.Status, a.AskedAt = budget.ApprovalStatus(status), time.Unix(0, asked)
+	if decided.Valid {
+		a.DecidedAt = time.Unix(0, decided.Int64)
 	}
-	return out, rows.Err()
+	return a, nil
 }
 
 func (s *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {

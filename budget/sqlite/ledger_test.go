@@ -160,15 +160,7 @@ func TestBatches(t *testing.T) {
 		_, err := l.StartCall(ctx, budget.CallStart{ID: "c3", Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{})
 		errs <- err
 	}()
-	for {
-		l.batch.qmu.Lock()
-		n := len(l.batch.pending)
-		l.batch.qmu.Unlock()
-		if n == 3 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(l, 3)
 	<-l.batch.wmu // the start leads the next batch, with the finishes in it
 	var notFound, ok int
 	for range 3 {
@@ -203,25 +195,9 @@ func TestBatchRunsAgainAfresh(t *testing.T) {
 		_, err := l.StartCall(ctx, budget.CallStart{ID: "c2", Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{MaxCalls: 1})
 		refused <- err
 	}()
-	for {
-		l.batch.qmu.Lock()
-		n := len(l.batch.pending)
-		l.batch.qmu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(l, 1)
 	go func() { failed <- l.FinishCall(ctx, budget.CallFinish{ID: "nope", Status: budget.Succeeded}) }()
-	for {
-		l.batch.qmu.Lock()
-		n := len(l.batch.pending)
-		l.batch.qmu.Unlock()
-		if n == 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(l, 2)
 	<-l.batch.wmu
 	if err := <-refused; failure.KindOf(err) != failure.BudgetExceeded {
 		t.Fatalf("c2: %v, want budget_exceeded", err)
@@ -234,6 +210,19 @@ func TestBatchRunsAgainAfresh(t *testing.T) {
 	}
 	if u := ledgertest.Usage(t, l, run); u.Calls != 1 {
 		t.Fatalf("usage %+v: want the one admitted call", u)
+	}
+}
+
+// waitQueued waits until n writes are queued for l's next batch.
+func waitQueued(l *Ledger, n int) {
+	for {
+		l.batch.qmu.Lock()
+		queued := len(l.batch.pending)
+		l.batch.qmu.Unlock()
+		if queued == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

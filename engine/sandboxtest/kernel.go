@@ -108,17 +108,26 @@ return {
     "mount over /usr": attempt(mounts(0)),
     "mount over /usr in a user and mount namespace": attempt(mounts(NEWUSER | NEWNS)),
 }`
+	got := c.noneMade(t, program, "the sandbox let a program make a namespace or a mount")
+	if s, _ := got["clone3(NEWUSER)"].(string); !strings.HasPrefix(s, "refused 38") {
+		t.Errorf("clone3 = %v, want ENOSYS (38), so libc falls back to clone", got["clone3(NEWUSER)"])
+	}
+	t.Logf("%v", got)
+}
+
+// noneMade runs program, whose value is a map from each attempt to what came of it, and
+// reports what (with the attempts that were not refused, and all of them) when any was not
+// refused. It returns the map.
+func (c *contract) noneMade(t *testing.T, program, what string) map[string]any {
+	t.Helper()
 	r := c.run(t, program, engine.Limits{})
 	wantOK(t, r)
 	var got map[string]any
 	value(t, r, &got)
 	if made := madeAny(got); len(made) > 0 {
-		t.Errorf("the sandbox let a program make a namespace or a mount: %v (all: %v)", made, got)
+		t.Errorf("%s: %v (all: %v)", what, made, got)
 	}
-	if s, _ := got["clone3(NEWUSER)"].(string); !strings.HasPrefix(s, "refused 38") {
-		t.Errorf("clone3 = %v, want ENOSYS (38), so libc falls back to clone", got["clone3(NEWUSER)"])
-	}
-	t.Logf("%v", got)
+	return got
 }
 
 // madeAny lists the keys of got (nested maps included) whose value says an attempt succeeded
@@ -163,14 +172,7 @@ def open_all(flags):
         return out
     return fn
 return {"sockets": attempt(open_all(0)), "in a user and network namespace": attempt(open_all(NEWUSER | NEWNET))}`
-	r := c.run(t, program, engine.Limits{})
-	wantOK(t, r)
-	var got map[string]any
-	value(t, r, &got)
-	if made := madeAny(got); len(made) > 0 {
-		t.Errorf("the sandbox let a program open netlink sockets to kernel subsystems: %v", made)
-	}
-	t.Logf("%v", got)
+	t.Logf("%v", c.noneMade(t, program, "the sandbox let a program open netlink sockets to kernel subsystems"))
 }
 
 // keyctl: the keyring calls themselves are refused (keyctl, add_key), not only a key's
@@ -188,13 +190,7 @@ def calls():
     out["add_key"] = refused(libc.syscall(CALLS["add_key"], b"user", b"mcp-sandbox-test", b"x", 1, -3))
     return out
 return attempt(calls)`
-	r := c.run(t, program, engine.Limits{})
-	wantOK(t, r)
-	var got map[string]any
-	value(t, r, &got)
-	if made := madeAny(got); len(made) > 0 {
-		t.Errorf("the sandbox let a program use the keyring calls: %v", made)
-	}
+	c.noneMade(t, program, "the sandbox let a program use the keyring calls")
 }
 
 // tenantKeyring: what the review did on containers. Tenant alpha's execution makes a named
@@ -286,12 +282,5 @@ for name, call in (("unshare(NEWUSER)", (310, NEWUSER, 0, 0)), ("socket(NETLINK_
     r = attempt(int80(*call))
     got[name] = "refused: killed" if r == "no report" else r
 return got`
-	r := c.run(t, program, engine.Limits{})
-	wantOK(t, r)
-	var got map[string]any
-	value(t, r, &got)
-	if made := madeAny(got); len(made) > 0 {
-		t.Errorf("a call through the i386 ABI passed the policy: %v", made)
-	}
-	t.Logf("%v", got)
+	t.Logf("%v", c.noneMade(t, program, "a call through the i386 ABI passed the policy"))
 }

@@ -50,18 +50,20 @@ func Run(m *testing.M, setup ...func() error) int {
 // Binary is BuildBinary for a test: the path of mcp-sandbox, or the test fails.
 func Binary(t testing.TB) string {
 	t.Helper()
-	p, err := BuildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return built(t, BuildBinary)
 }
 
 // MockUpstream is BuildMockUpstream for a test: the path of the mock upstream, or the test
 // fails.
 func MockUpstream(t testing.TB) string {
 	t.Helper()
-	p, err := BuildMockUpstream()
+	return built(t, BuildMockUpstream)
+}
+
+// built is the path build returns, or t fails with its error.
+func built(t testing.TB, build func() (string, error)) string {
+	t.Helper()
+	p, err := build()
 	if err != nil {
 		t.Fatal(err)
 	}
