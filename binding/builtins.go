@@ -68,7 +68,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		if err != nil {
 			return refuse(failure.UpstreamError, "the answer could not be encoded"), true
 		}
-		return outputs.Reply{Value: b}, true
+		return wire.Answer{Value: b}, true
 	}
 	if why, no := excluded[name]; no {
 		return refuse(failure.ExcludedBuiltin, "%s", why), true
