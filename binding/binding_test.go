@@ -53,11 +53,13 @@ func newFixture(t *testing.T) *fixture {
 	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "Echoes too."}, echo("add"))
 	mcp.AddTool(srv, &mcp.Tool{Name: "secret", Description: "Denied by policy."}, echo("secret"))
 	mcp.AddTool(srv, &mcp.Tool{Name: "wipe", Description: "Destructive.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, echo("wipe"))
-	// pay takes any keys beside its declared amount, to and pin (a writeOnly secret).
+	// pay takes any keys beside its declared amount, to and pin (a writeOnly secret): its schema
+	// says so (additionalProperties), else its binding would refuse them as invalid_arguments.
 	srv.AddTool(&mcp.Tool{Name: "pay", Description: "Pays.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
 			"amount": map[string]any{"type": "number"}, "to": map[string]any{"type": "string"},
-			"pin": map[string]any{"type": "string", "writeOnly": true}}}},
+			"pin": map[string]any{"type": "string", "writeOnly": true}},
+			"additionalProperties": true}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			f.count("pay")
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid"}}}, nil

@@ -72,7 +72,7 @@ func TestApprovalsByInputRequests(t *testing.T) {
 			}
 		})
 	}
-	if qs := p.questions(); len(qs) != 8 || !strings.Contains(qs[0], "up__wipe") || !strings.Contains(qs[0], `{"s":"a"}`) ||
+	if qs := p.questions(); len(qs) != 8 || !strings.Contains(qs[0], "up__wipe") || !strings.Contains(qs[0], `s = "a"`) ||
 		!strings.Contains(qs[1], "A program") {
 		t.Errorf("questions: %q", qs)
 	}
