@@ -50,3 +50,6 @@ func newContainer(context.Context, configs.Profile) (engine.Backend, error)     
 func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
 	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
 }
+
+// watchPause: rootless podman's pause process is Linux's (on macOS podman runs in a VM).
+func watchPause() func() string { return func() string { return "" } }

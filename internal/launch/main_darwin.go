@@ -33,7 +33,7 @@ func Main() {
 	if err := json.Unmarshal([]byte(os.Getenv(SpecEnv)), &spec); err != nil {
 		fail("reading the spec: %v", err)
 	}
-	if spec.Drop || spec.Landlock != nil || spec.DenyInet || spec.DenyKernelObjects || spec.Mounts != nil || spec.Reaper ||
+	if spec.Drop || spec.Landlock != nil || spec.DenyInet || spec.Seccomp || spec.SeccompHandOff || spec.Mounts != nil || spec.Reaper ||
 		len(spec.CgroupProcs) > 0 || spec.CgroupJoinFD > 0 || spec.IDMapFD > 0 || spec.KillUID > 0 || spec.Rlimits.AS > 0 {
 		fail("the spec asks for a mechanism macOS does not have")
 	}
