@@ -8,7 +8,8 @@
 //     bare interpreter start.
 //   - TestReportStdioLatency: back-to-back run_code of 6*7 over stdio, end to end.
 //   - TestReportHTTPThroughput: executions per second with eight clients over HTTP.
-//   - TestReportRunColdStart: `mcp-sandbox run` of pass beside `python3 -I -c pass`, in turn.
+//   - TestReportRunColdStart: `mcp-sandbox run` of pass beside `python3 -I -c pass`, in turn,
+//     with the binary's own start (`--version`) and the init helper's.
 //   - TestReportBindings: 1,000 sequential binding calls beside a Go client's direct calls.
 //   - TestReportHostCost: the server's memory per concurrent execution, and while a program
 //     prints 1 GiB.

@@ -11,16 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // TestReportRunColdStart prints what `mcp-sandbox run` of `pass` costs beside a bare
 // `python3 -I -c pass`, each started in turn in the same loop: wall time, and CPU time (user
 // and system, of the command and every process it waited for) as a second figure that the
-// machine's load moves less. The embedded default config is used at the isolated level this
-// host reaches (namespaces as root) and, with the kernel boundaries disabled, at the process
-// level; the data dir is a fresh one, its interpreter cache filled by the first (unmeasured)
-// runs.
+// machine's load moves less. Beside them, the binary's own start, package initialisers
+// included: `mcp-sandbox --version`, and the init helper as a sandbox child starts it (the
+// same binary) with a trial spec, which exits as soon as it is up. The embedded default
+// config is used at the isolated level this host reaches (namespaces as root) and, with the
+// kernel boundaries disabled, at the process level; the data dir is a fresh one, its
+// interpreter cache filled by the first (unmeasured) runs.
 func TestReportRunColdStart(t *testing.T) {
 	sandbox := testkit.Binary(t)
 	prog := filepath.Join(t.TempDir(), "pass.py")
@@ -35,6 +38,9 @@ func TestReportRunColdStart(t *testing.T) {
 	}
 	subjects := []*subject{
 		{name: "bare /usr/bin/python3 -I -c pass (baseline)", argv: []string{"/usr/bin/python3", "-I", "-c", "pass"}},
+		{name: "mcp-sandbox --version (the binary's start)", argv: []string{sandbox, "--version"}},
+		{name: "init helper, trial spec (its start)", argv: []string{sandbox, launch.Command},
+			env: []string{launch.SpecEnv + `={"trial":true}`}},
 		{name: "mcp-sandbox run pass.py (default: strongest backend)", argv: []string{sandbox, "run", prog}},
 		{name: "mcp-sandbox run pass.py (process level)", argv: []string{sandbox, "run", prog},
 			env: []string{"MCP_SANDBOX_DISABLE=namespaces,bwrap"}},

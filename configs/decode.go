@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -337,7 +338,7 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLineError = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document parses data as exactly one YAML document whose top level is a mapping.
 func document(data []byte, source string, into reflect.Type) (root *yaml.Node, ps Problems) {
@@ -386,7 +387,7 @@ func document(data []byte, source string, into reflect.Type) (root *yaml.Node, p
 func syntaxProblem(err error, data []byte, source string, fit func([]byte) int) Problem {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
-	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLineError().FindStringSubmatch(err.Error()); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
@@ -564,13 +565,15 @@ func indentStep(lines [][]byte, content func(int) bool, indent func([]byte) int)
 
 // secretKey matches a key that names a credential, anywhere on a line (a flow mapping holds
 // several): what follows it is never quoted.
-var secretKey = regexp.MustCompile(`(?i)[a-z_]*(?:token|bearer|secret|password|passwd|dsn)[a-z_]*["']?\s*:`)
+var secretKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)[a-z_]*(?:token|bearer|secret|password|passwd|dsn)[a-z_]*["']?\s*:`)
+})
 
 // quotable is a line as a syntax error may quote it: without its line ending, at most 160
 // bytes, and cut after the first key that names a credential.
 func quotable(line string) string {
 	line = strings.TrimRight(line, "\r\n")
-	if loc := secretKey.FindStringIndex(line); loc != nil && strings.TrimSpace(line[loc[1]:]) != "" {
+	if loc := secretKey().FindStringIndex(line); loc != nil && strings.TrimSpace(line[loc[1]:]) != "" {
 		return line[:loc[1]] + " …"
 	}
 	if len(line) > 160 {

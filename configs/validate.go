@@ -10,25 +10,31 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
+// The patterns are compiled on first use, not at package init: every start of the binary runs
+// the initialisers, the init helper's (twice per sandbox child) included, and name's alone
+// costs about a third of a millisecond.
 var (
 	// upstreamName: lowercase words joined by single '-' or '_', so "__" never occurs in one
 	// and "<upstream>__<tool>" splits unambiguously at the first "__".
-	upstreamName = regexp.MustCompile(`^[a-z0-9]+(?:[-_][a-z0-9]+)*$`)
+	upstreamName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:[-_][a-z0-9]+)*$`) })
 	// name is for profiles, tenants and agents: they appear in flags, file names
 	// (tenants_dir) and records, so they are kept to a safe alphabet.
-	name       = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$`)
-	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	tokenHash  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	runAsPair  = regexp.MustCompile(`^([0-9]+):([0-9]+)$`)
-	runAsRange = regexp.MustCompile(`^([0-9]+)-([0-9]+)$`)
+	name       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$`) })
+	envName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	tokenHash  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	runAsPair  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+):([0-9]+)$`) })
+	runAsRange = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)-([0-9]+)$`) })
 	// imageRef: [registry[:port]/]path[:tag][@sha256:digest], the path in lowercase
 	// components joined by '/', each words separated by '.', '_', '__' or dashes.
-	imageRef = regexp.MustCompile(`^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?` +
-		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
-		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`)
-	ociRuntimeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	imageRef = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?` +
+			`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+			`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`)
+	})
+	ociRuntimeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })
 )
 
 const nameRule = "use letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most 64 characters"
@@ -110,7 +116,7 @@ func (v *validator) profilePath(n string) string {
 
 func (v *validator) profile(n string, p Profile) {
 	at := v.profilePath(n)
-	if !name.MatchString(n) {
+	if !name().MatchString(n) {
 		v.add(at, "invalid profile name %q: %s", n, nameRule)
 	}
 	v.enum(at+".backend", "backend", p.Backend, backends)
@@ -123,7 +129,7 @@ func (v *validator) profile(n string, p Profile) {
 	}
 	v.runAs(at+".run_as", p.RunAs)
 	for i, e := range p.EnvAllowlist {
-		if !envName.MatchString(e) {
+		if !envName().MatchString(e) {
 			v.add(indexPath(at+".env_allowlist", i), "%q is not an environment variable name", e)
 		}
 	}
@@ -215,7 +221,7 @@ func (v *validator) sandboxService(s SandboxService) {
 	for i, tok := range s.Tokens {
 		p := indexPath(at+".tokens", i)
 		switch {
-		case !tokenHash.MatchString(tok):
+		case !tokenHash().MatchString(tok):
 			// The value is not quoted: someone may have pasted the token itself.
 			v.add(p, `must be "sha256:" followed by 64 lowercase hex digits (the SHA-256 of the token, never the token)`)
 		case seen[tok]:
@@ -255,13 +261,13 @@ func (v *validator) container(at string, p Profile) {
 	default:
 		v.add(at+".runtime", "unknown runtime %q (docker, podman, or an absolute path to either; empty takes whichever answers)", rt)
 	}
-	if len(c.Image) > 255 || !imageRef.MatchString(c.Image) {
+	if len(c.Image) > 255 || !imageRef().MatchString(c.Image) {
 		v.add(at+".image", "%q is not an image reference (name[:tag] or name@sha256:<64 hex digits>, the name in lowercase, e.g. %s)", c.Image, DefaultContainerImage)
 	}
 	if !path.IsAbs(c.Python) || path.Clean(c.Python) != c.Python || strings.ContainsAny(c.Python, " \t\n\r,") {
 		v.add(at+".python", "%q is not an absolute, clean path inside the image (e.g. %s)", c.Python, DefaultContainerPython)
 	}
-	if o := c.OCIRuntime; o != "" && !ociRuntimeName.MatchString(o) && !(path.IsAbs(o) && path.Clean(o) == o) {
+	if o := c.OCIRuntime; o != "" && !ociRuntimeName().MatchString(o) && !(path.IsAbs(o) && path.Clean(o) == o) {
 		v.add(at+".oci_runtime", "%q is neither an OCI runtime's name (runc, crun, runsc) nor an absolute path to one", o)
 	}
 }
@@ -272,7 +278,7 @@ func (v *validator) runAs(at, s string) {
 		n, err := strconv.ParseUint(d, 10, 32)
 		return n, err == nil && n < 1<<32-1 // 4294967295 is (uid_t)-1, "no change"
 	}
-	if m := runAsPair.FindStringSubmatch(s); m != nil {
+	if m := runAsPair().FindStringSubmatch(s); m != nil {
 		_, ok1 := parse(m[1])
 		_, ok2 := parse(m[2])
 		if !ok1 || !ok2 {
@@ -280,7 +286,7 @@ func (v *validator) runAs(at, s string) {
 		}
 		return
 	}
-	if m := runAsRange.FindStringSubmatch(s); m != nil {
+	if m := runAsRange().FindStringSubmatch(s); m != nil {
 		lo, ok1 := parse(m[1])
 		hi, ok2 := parse(m[2])
 		switch {
@@ -333,7 +339,7 @@ func (v *validator) budget(at string, b BindingBudget) {
 
 func (v *validator) upstream(n string, u Upstream) {
 	at := keyPath("upstreams", n)
-	if !upstreamName.MatchString(n) {
+	if !upstreamName().MatchString(n) {
 		v.add(at, "invalid upstream name %q: use lowercase letters and digits, words joined by a single '-' or '_' (tool names are <upstream>__<tool>, so an upstream name never contains \"__\")", n)
 	}
 	hasCmd, hasURL, hasA2A := len(u.Command) > 0, u.URL != "", u.A2A != nil
@@ -357,7 +363,7 @@ func (v *validator) upstream(n string, u Upstream) {
 		v.add(at+".command[0]", "the program must not be empty")
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			v.add(keyPath(at+".env", k), "%q is not an environment variable name", k)
 		}
 	}
@@ -397,7 +403,7 @@ func (v *validator) credential(at string, b Credential) {
 		v.add(at, "set exactly one of env or file")
 	case b.Env == "" && b.File == "":
 		v.add(at, "set exactly one of env or file")
-	case b.Env != "" && !envName.MatchString(b.Env):
+	case b.Env != "" && !envName().MatchString(b.Env):
 		v.add(at+".env", "%q is not an environment variable name", b.Env)
 	}
 }
@@ -436,12 +442,12 @@ func loopback(host string) bool {
 
 func (v *validator) tenant(n string, t Tenant, tokens map[string]string) {
 	at := keyPath("tenants", n)
-	if !name.MatchString(n) {
+	if !name().MatchString(n) {
 		v.add(at, "invalid tenant name %q: %s", n, nameRule)
 	}
 	for i, tok := range t.Tokens {
 		p := indexPath(at+".tokens", i)
-		if !tokenHash.MatchString(tok) {
+		if !tokenHash().MatchString(tok) {
 			// The value is not quoted: someone may have pasted the token itself.
 			v.add(p, `must be "sha256:" followed by 64 lowercase hex digits (the SHA-256 of the token, never the token)`)
 			continue
@@ -529,7 +535,7 @@ const (
 var (
 	ruleEffects = []string{RuleDeny, RuleApprovalRequired}
 	// argumentKey is one key of an argument path: anything but "." and control characters.
-	argumentKey = regexp.MustCompile(`^[^.\x00-\x1f\x7f]+$`)
+	argumentKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^.\x00-\x1f\x7f]+$`) })
 )
 
 // rules checks a policy's argument rules: a tool glob as strict as deny's, a path of object
@@ -552,7 +558,7 @@ func (v *validator) rules(at string, rs []Rule) {
 			v.add(rp+".argument", `is required: the argument's name, or a path of keys joined by "." (target.owner)`)
 		case len(keys) > maxArgumentPath:
 			v.add(rp+".argument", "a path of %d keys, more than %d", len(keys), maxArgumentPath)
-		case !slices.ContainsFunc(keys, func(k string) bool { return !argumentKey.MatchString(k) }):
+		case !slices.ContainsFunc(keys, func(k string) bool { return !argumentKey().MatchString(k) }):
 		default:
 			v.add(rp+".argument", `%q is not a path of keys joined by "." (no empty key, no control character)`, r.Argument)
 		}
@@ -585,7 +591,7 @@ func (v *validator) agent(tn string, t Tenant, tat, an string, a Agent) {
 	switch {
 	case an == ToolRunCode:
 		v.add(at, "%q is a reserved tool name and cannot name an agent", ToolRunCode)
-	case !name.MatchString(an):
+	case !name().MatchString(an):
 		v.add(at, "invalid agent name %q: %s", an, nameRule)
 	}
 	ce := a.CodeExecution

@@ -1,13 +1,18 @@
 package mcpserver
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"sync"
+)
 
 // runCodeOutputSchema is run_code's outputSchema: the result of one execution
 // (docs/design.md §3.4), which is its structuredContent, refusals included. It is listed with
 // run_code, so every byte of it is context a host may spend: the top-level keys with their
 // types, the ones every result carries required, nested objects open and untyped beyond the
 // failure's own keys, so a key added to the result later does not make a client refuse it.
-var runCodeOutputSchema = func() json.RawMessage {
+// Built on first use: every start of this binary, the init helper's included, runs package
+// initialisers.
+var runCodeOutputSchema = sync.OnceValue(func() json.RawMessage {
 	typ := func(t ...string) map[string]any {
 		if len(t) == 1 {
 			return map[string]any{"type": t[0]}
@@ -36,4 +41,4 @@ var runCodeOutputSchema = func() json.RawMessage {
 		panic(err) // a literal above that cannot be encoded: a programming error
 	}
 	return b
-}()
+})

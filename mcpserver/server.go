@@ -142,7 +142,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 			Title:        "Run a Python program",
 			Description:  runCodeDescription(a.CodeExecution),
 			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
-			OutputSchema: runCodeOutputSchema,
+			OutputSchema: runCodeOutputSchema(),
 			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
 		}, h.runCode)
 	}

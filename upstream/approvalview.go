@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ApprovalView renders args (a call's JSON arguments) as the person asked to approve the call
@@ -87,11 +88,11 @@ func (w *viewWriter) add(line string) {
 	w.lines = append(w.lines, line)
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`) })
 
 // keyPath is path extended by object key k: ".k" for a plain key, else `["k"]` quoted.
 func keyPath(path, k string) string {
-	if plainKey.MatchString(k) {
+	if plainKey().MatchString(k) {
 		if path == "" {
 			return k
 		}
@@ -198,7 +199,7 @@ func hideUserinfoPasswords(s string) (string, bool) {
 		return s, false
 	}
 	hid := false
-	out := urlInText.ReplaceAllStringFunc(s, func(m string) string {
+	out := urlInText().ReplaceAllStringFunc(s, func(m string) string {
 		u, err := url.Parse(m)
 		if err != nil || u.User == nil {
 			return m

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Redaction is one rule for whatever shows a person or a log line something a call or an
@@ -60,14 +61,14 @@ func cleanURL(raw string) (string, bool) {
 	return clean.String(), true
 }
 
-var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+var urlInText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`) })
 
 // scrubURLs applies cleanURL to every URL in s.
 func scrubURLs(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	return urlInText.ReplaceAllStringFunc(s, func(m string) string {
+	return urlInText().ReplaceAllStringFunc(s, func(m string) string {
 		if c, ok := cleanURL(m); ok {
 			return c
 		}

@@ -2,8 +2,10 @@
 // hidden subcommand Command, and that short-lived process applies everything that Go cannot
 // apply race-free to a child from the parent (rlimits, cgroup membership, the identity drop,
 // no_new_privs, Landlock, seccomp, closing inherited descriptors) and then execs the
-// interpreter in its own place. `mcp-sandbox` dispatches to Main from the first line of main;
-// a test binary does the same from TestMain through MaybeMain.
+// interpreter in its own place. The dispatch is this package's initialiser (early.go), which Go
+// runs once launch's own imports are initialised, before the many packages only the server
+// needs: their initialisers were most of a child's start. So launch keeps its imports few
+// (path, not path/filepath, which is initialised late). main and TestMain call MaybeMain too.
 //
 // The helper reads its Spec from the environment variable SpecEnv, which never reaches the
 // interpreter: the interpreter's environment is Spec.Env, built by the backend from nothing.

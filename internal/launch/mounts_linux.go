@@ -5,7 +5,7 @@ package launch
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 
@@ -26,7 +26,7 @@ func buildRoot(m *Mounts, uid, gid int) error {
 	}
 	// /tmp first: a read-only path under it (a virtual environment made in /tmp) is bound
 	// on top of the fresh tmpfs rather than hidden under it.
-	tmp := filepath.Join(root, "tmp")
+	tmp := path.Join(root, "tmp")
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
@@ -40,30 +40,30 @@ func buildRoot(m *Mounts, uid, gid int) error {
 		if covered(p, done) {
 			continue
 		}
-		if err := bindRO(p, filepath.Join(root, p), false); err != nil {
+		if err := bindRO(p, path.Join(root, p), false); err != nil {
 			return err
 		}
 		done = append(done, p)
 	}
-	if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
+	if err := os.MkdirAll(path.Join(root, "dev"), 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("tmpfs", filepath.Join(root, "dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
+	if err := unix.Mount("tmpfs", path.Join(root, "dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
 		return fmt.Errorf("mounting /dev: %v", err)
 	}
 	for _, d := range m.Devices {
-		if err := bindRO(d, filepath.Join(root, d), true); err != nil {
+		if err := bindRO(d, path.Join(root, d), true); err != nil {
 			return err
 		}
 	}
 	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
-		if err := os.Symlink(target, filepath.Join(root, "dev", name)); err != nil {
+		if err := os.Symlink(target, path.Join(root, "dev", name)); err != nil {
 			return fmt.Errorf("/dev/%s: %v", name, err)
 		}
 	}
 	for name, content := range m.Files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		p := path.Join(root, name)
+		if err := os.MkdirAll(path.Dir(p), 0o755); err != nil {
 			return err
 		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -71,7 +71,7 @@ func buildRoot(m *Mounts, uid, gid int) error {
 		}
 	}
 	if m.Workspace != "" {
-		ws := filepath.Join(root, m.Workspace)
+		ws := path.Join(root, m.Workspace)
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func buildRoot(m *Mounts, uid, gid int) error {
 	if m.Proc {
 		// Mounted before the pivot, while the host's /proc is still visible: a kernel that
 		// checks a new proc mount against the ones already visible accepts it then.
-		p := filepath.Join(root, "proc")
+		p := path.Join(root, "proc")
 		if err := os.MkdirAll(p, 0o555); err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func buildRoot(m *Mounts, uid, gid int) error {
 			return fmt.Errorf("mounting /proc: %v", err)
 		}
 	}
-	old := filepath.Join(root, ".old-root")
+	old := path.Join(root, ".old-root")
 	if err := os.Mkdir(old, 0o700); err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func bindRO(src, dst string, device bool) error {
 	if err != nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return err
 	}
 	switch {

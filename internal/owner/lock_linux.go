@@ -100,7 +100,7 @@ func pruneLocks(dir string, dead func(tag string) bool) {
 		}
 		path := filepath.Join(dir, e.Name())
 		switch tag, ok := strings.CutSuffix(e.Name(), ".lock"); {
-		case ok && tagOnly.MatchString(tag) && time.Since(info.ModTime()) > lockPrune && dead(tag):
+		case ok && tagOnly().MatchString(tag) && time.Since(info.ModTime()) > lockPrune && dead(tag):
 			os.Remove(path)
 		case strings.HasPrefix(e.Name(), ".new-") && time.Since(info.ModTime()) > time.Minute && lockFree(path):
 			os.Remove(path)

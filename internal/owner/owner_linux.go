@@ -52,13 +52,15 @@ func Name(prefix string) string {
 }
 
 var (
-	tagged  = regexp.MustCompile(`-(([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8}))-[0-9a-f]+$`)
-	tagOnly = regexp.MustCompile(`^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8})$`)
+	tagged = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`-(([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8}))-[0-9a-f]+$`)
+	})
+	tagOnly = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9a-f]{8})$`) })
 )
 
 // DeadName reports whether name (as Name made it) carries the tag of a provably dead owner.
 func DeadName(name string) bool {
-	m := tagged.FindStringSubmatch(name)
+	m := tagged().FindStringSubmatch(name)
 	return m != nil && dead(m[1], self().locks)
 }
 
@@ -67,14 +69,14 @@ func DeadName(name string) bool {
 // another boot is then not proof of death but unknown, and left alone; a local runtime's
 // leftovers from before a reboot are left too.
 func DeadNameThisBoot(name string) bool {
-	m := tagged.FindStringSubmatch(name)
+	m := tagged().FindStringSubmatch(name)
 	return m != nil && self().procOK && m[5] == self().boot && dead(m[1], self().locks)
 }
 
 // dead reports whether tag's owner is provably dead. Where its pid and start time can be
 // checked (this boot's, in this pid namespace) they decide; elsewhere a free lock does.
 func dead(tag, locks string) bool {
-	if gone, known := pidDead(tagOnly.FindStringSubmatch(tag)); known {
+	if gone, known := pidDead(tagOnly().FindStringSubmatch(tag)); known {
 		return gone
 	}
 	return locks != "" && lockFree(filepath.Join(locks, tag+".lock"))

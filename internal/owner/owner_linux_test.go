@@ -104,7 +104,7 @@ func startOwner(t *testing.T, tmp string, unshare ...string) (string, io.Closer,
 	t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
 	line, err := bufio.NewReader(io.LimitReader(out, 200)).ReadString('\n')
 	tag := strings.TrimSpace(line)
-	if err != nil || !tagOnly.MatchString(tag) {
+	if err != nil || !tagOnly().MatchString(tag) {
 		t.Fatalf("the helper owner printed %q (%v), not a tag", line, err)
 	}
 	return tag, in, cmd
@@ -128,7 +128,7 @@ func TestLockProof(t *testing.T) {
 	if f := strings.Split(tag, "."); f[2] == me.pidns {
 		t.Fatalf("the helper owner %s is in this pid namespace", tag)
 	}
-	if _, known := pidDead(tagOnly.FindStringSubmatch(tag)); known {
+	if _, known := pidDead(tagOnly().FindStringSubmatch(tag)); known {
 		t.Fatalf("the pid of %s, in another pid namespace, decides its death here", tag)
 	}
 	if dead(tag, locks) {
@@ -144,7 +144,7 @@ func TestLockProof(t *testing.T) {
 		t.Fatal("an owner that was killed is not proven dead by its free lock")
 	}
 	name := "w-" + tag + "-ab"
-	if m := tagged.FindStringSubmatch(name); m == nil || m[1] != tag {
+	if m := tagged().FindStringSubmatch(name); m == nil || m[1] != tag {
 		t.Fatalf("%s does not carry its tag", name)
 	}
 
