@@ -25,6 +25,8 @@ type reloader struct {
 	pools  *tenantPools
 	served []servedAgent
 	tokens atomic.Pointer[map[string]string] // token hash → tenant (HTTP)
+	// subjects maps an OAuth token subject to its tenant (HTTP with auth.oauth).
+	subjects atomic.Pointer[map[string]oauthSubject]
 	// tokenless is the tenant a token-less request gets ("" for none), as of the last load.
 	tokenless atomic.Pointer[string]
 	// loopback: the HTTP listener is on loopback, the only place tokenless access is allowed.
@@ -58,8 +60,10 @@ func (r *reloader) setTokens(cfg *configs.Config) {
 		}
 	}
 	r.tokens.Store(&m)
+	subjects := oauthSubjects(cfg)
+	r.subjects.Store(&subjects)
 	tokenless := ""
-	if len(m) == 0 && len(cfg.Tenants) == 1 && r.loopback {
+	if len(m) == 0 && cfg.Auth.OAuth == nil && len(cfg.Tenants) == 1 && r.loopback {
 		tokenless = sortedKeys(cfg.Tenants)[0]
 	}
 	r.tokenless.Store(&tokenless)

@@ -360,7 +360,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 			hashes[h] = tname
 		}
 	}
-	if len(hashes) == 0 {
+	if len(hashes) == 0 && cfg.Auth.OAuth == nil {
 		if !loopback {
 			return exitUsage, usagef("refusing to listen on %s beyond loopback: no tenant has a token, so anyone who can reach it could run code; "+
 				"add tokens (\"sha256:<hex>\") to a tenant or listen on 127.0.0.1", listen)
@@ -408,9 +408,11 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 		return "", false
 	}
+	oauth := newOAuth(cfg, &reload.subjects)
 	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
 		Agents:       agents,
 		Authenticate: authenticate,
+		OAuth:        oauth,
 		Tokenless:    reload.tokenlessTenant,
 		Loopback:     loopback,
 		Ready:        newReadiness(ps).Ready,
@@ -428,8 +430,15 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		if r.Header.Get("Authorization") == "" {
 			return reload.tokenlessTenant() != ""
 		}
-		_, ok := authenticate(bearerToken(r))
-		return ok
+		token := bearerToken(r)
+		if _, ok := authenticate(token); ok {
+			return true
+		}
+		if oauth != nil && token != "" {
+			_, err := oauth.Verify(r.Context(), token)
+			return err == nil
+		}
+		return false
 	})
 	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver/oauthrs"
+)
+
+// oauthSubject is what a token subject admits: a tenant and the scopes it requires.
+type oauthSubject struct {
+	tenant string
+	scopes []string
+}
+
+// oauthSubjects maps each subject of the tenants' oauth blocks to its tenant.
+func oauthSubjects(cfg *configs.Config) map[string]oauthSubject {
+	m := map[string]oauthSubject{}
+	for _, tname := range sortedKeys(cfg.Tenants) {
+		if t := cfg.Tenants[tname].OAuth; t != nil {
+			for _, s := range t.Subjects {
+				m[s] = oauthSubject{tenant: tname, scopes: t.Scopes}
+			}
+		}
+	}
+	return m
+}
+
+// prmPath is where RFC 9728 §3.1 puts a resource's metadata: the well-known prefix followed
+// by the resource's path, on the resource's origin.
+func prmPath(resource string) (metadataURL, path string) {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return "", ""
+	}
+	path = "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
+	return u.Scheme + "://" + u.Host + path, path
+}
+
+// newOAuth wires auth.oauth into the HTTP face: a verifier whose subjects follow reloads
+// (subjects), and the resource metadata. nil when the config has no auth.oauth.
+func newOAuth(cfg *configs.Config, subjects *atomic.Pointer[map[string]oauthSubject]) *mcpserver.OAuth {
+	o := cfg.Auth.OAuth
+	if o == nil {
+		return nil
+	}
+	issuers := make([]string, 0, len(o.Issuers))
+	for _, is := range o.Issuers {
+		issuers = append(issuers, is.Issuer)
+	}
+	v := oauthrs.New(&oauthrs.Options{
+		Resource:    o.Resource,
+		Issuers:     issuers,
+		TenantClaim: o.TenantClaim,
+		Tenant: func(subject string) (string, []string, bool) {
+			s, ok := (*subjects.Load())[subject]
+			return s.tenant, s.scopes, ok
+		},
+	})
+	var scopes []string
+	for _, t := range cfg.Tenants {
+		if t.OAuth != nil {
+			scopes = append(scopes, t.OAuth.Scopes...)
+		}
+	}
+	slices.Sort(scopes)
+	murl, mpath := prmPath(o.Resource)
+	return &mcpserver.OAuth{
+		Metadata:     v.Metadata(slices.Compact(scopes)),
+		MetadataURL:  murl,
+		MetadataPath: mpath,
+		Verify: func(ctx context.Context, token string) (string, error) {
+			g, err := v.Verify(ctx, token)
+			if err != nil {
+				return "", err
+			}
+			return g.Tenant, nil
+		},
+	}
+}
