@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -81,5 +83,68 @@ func newOAuth(cfg *configs.Config, subjects *atomic.Pointer[map[string]oauthSubj
 			}
 			return g.Tenant, nil
 		},
+	}
+}
+
+// tenantAuth is how one tenant's HTTP callers authenticate, as doctor and check say it.
+type tenantAuth struct {
+	StaticTokens int              `json:"static_tokens"`
+	OAuth        *tenantOAuthAuth `json:"oauth,omitempty"`
+}
+
+type tenantOAuthAuth struct {
+	Issuers  []string `json:"issuers"`
+	Resource string   `json:"resource"`
+	Claim    string   `json:"claim"`
+	Subjects []string `json:"subjects"`
+	Scopes   []string `json:"scopes"`
+}
+
+// tenantAuthOf says, per tenant, how it authenticates over HTTP.
+func tenantAuthOf(cfg *configs.Config) map[string]tenantAuth {
+	out := map[string]tenantAuth{}
+	for _, name := range sortedKeys(cfg.Tenants) {
+		t := cfg.Tenants[name]
+		a := tenantAuth{StaticTokens: len(t.Tokens)}
+		if o := cfg.Auth.OAuth; o != nil && t.OAuth != nil {
+			claim := o.TenantClaim
+			if claim == "" {
+				claim = "sub"
+			}
+			a.OAuth = &tenantOAuthAuth{Resource: o.Resource, Claim: claim, Subjects: t.OAuth.Subjects, Scopes: t.OAuth.Scopes}
+			for _, is := range o.Issuers {
+				a.OAuth.Issuers = append(a.OAuth.Issuers, is.Issuer)
+			}
+			if a.OAuth.Scopes == nil {
+				a.OAuth.Scopes = []string{}
+			}
+		}
+		out[name] = a
+	}
+	return out
+}
+
+// writeTenantAuth prints tenantAuthOf, a line per tenant.
+func writeTenantAuth(w io.Writer, cfg *configs.Config) {
+	fmt.Fprintln(w, "how tenants authenticate over HTTP:")
+	auth := tenantAuthOf(cfg)
+	for _, name := range sortedKeys(auth) {
+		a := auth[name]
+		var ways []string
+		if a.StaticTokens > 0 {
+			ways = append(ways, fmt.Sprintf("%d static bearer token(s)", a.StaticTokens))
+		}
+		if o := a.OAuth; o != nil {
+			scopes := "no scope required"
+			if len(o.Scopes) > 0 {
+				scopes = "scopes " + strings.Join(o.Scopes, " ")
+			}
+			ways = append(ways, fmt.Sprintf("OAuth access tokens from %s for %s with %s in {%s} and %s",
+				strings.Join(o.Issuers, ", "), o.Resource, o.Claim, strings.Join(o.Subjects, ", "), scopes))
+		}
+		if len(ways) == 0 {
+			ways = append(ways, "no credential (only tokenless on loopback, when it is the only tenant and no tenant has one)")
+		}
+		fmt.Fprintf(w, "  tenant %-11s %s\n", name, strings.Join(ways, "; and "))
 	}
 }

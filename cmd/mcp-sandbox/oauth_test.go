@@ -288,3 +288,40 @@ func TestOAuthProtectedResourceMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSaysHowTenantsAuthenticate: check names, per tenant, its static tokens and the
+// OAuth subjects, issuer and scopes that admit it; invalid OAuth settings are refused.
+func TestCheckSaysHowTenantsAuthenticate(t *testing.T) {
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(oauthConfig, oauthResource, "https://login.example.test", configs.HashToken("static-token")))
+	out, errOut, code := runCLI(t, "", "check", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"tenant acme        OAuth access tokens from https://login.example.test for " + oauthResource + " with sub in {org-acme} and scopes mcp:run",
+		"tenant static      1 static bearer token(s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check's output lacks %q:\n%s", want, out)
+		}
+	}
+	bad := testkit.WriteConfig(t, `
+data_dir: "-"
+auth:
+  oauth:
+    resource: "http://mcp.example.test/mcp"
+    issuers: [{issuer: "https://login.example.test", introspection: {client_id: x, client_secret: {env: S}}}]
+tenants:
+  a: {oauth: {subjects: [one]}, agents: {default: {}}}
+  b: {oauth: {subjects: [one]}, agents: {default: {}}}
+`)
+	_, errOut, code = runCLI(t, "", "check", "--config", bad)
+	if code != 2 {
+		t.Fatalf("exit %d for an invalid auth block", code)
+	}
+	for _, want := range []string{"auth.oauth.resource", "auth.oauth.issuers[0].introspection", "tenants.b.oauth.subjects[0]"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("check's errors lack %s:\n%s", want, errOut)
+		}
+	}
+}
