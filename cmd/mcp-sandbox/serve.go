@@ -513,7 +513,12 @@ capacity_exceeded), sessions (past a tenant's limit 429, past the server's 503) 
 in the blob store; "mcp-sandbox doctor" lists them.
 Requests carry "Authorization: Bearer <token>"; the config stores tokens as
 "sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
-tenant and no tokens needs none; listening beyond loopback needs tokens.
+tenant and no tokens needs none; listening beyond loopback needs tokens (or auth.oauth).
+With auth.oauth the server is also an OAuth 2.1 resource server: an access token (a JWT from
+one of its issuers, for its resource) admits the tenant whose oauth.subjects hold the token's
+tenant_claim, when it carries the tenant's oauth.scopes (else 403 insufficient_scope);
+/.well-known/oauth-protected-resource (and the resource path's form) serves the metadata
+(RFC 9728) that 401 answers name. Every refusal is logged with the check that failed.
 
 Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-sandbox or
 ~/.local/state/mcp-sandbox; "-" for none): the run ledger and the blob store. A restart on
