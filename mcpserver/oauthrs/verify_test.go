@@ -28,7 +28,7 @@ type oidcIssuer struct {
 	fetches atomic.Int32
 }
 
-func newOIDCIssuer(t *testing.T) *oidcIssuer {
+func newOIDCIssuer(t testing.TB) *oidcIssuer {
 	is := &oidcIssuer{keys: map[string]*ecdsa.PrivateKey{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /tenant-x/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
@@ -54,7 +54,7 @@ func newOIDCIssuer(t *testing.T) *oidcIssuer {
 	return is
 }
 
-func (is *oidcIssuer) addKey(t *testing.T, kid string) {
+func (is *oidcIssuer) addKey(t testing.TB, kid string) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func (is *oidcIssuer) addKey(t *testing.T, kid string) {
 	is.mu.Unlock()
 }
 
-func (is *oidcIssuer) mint(t *testing.T, kid string, now time.Time) string {
+func (is *oidcIssuer) mint(t testing.TB, kid string, now time.Time) string {
 	is.mu.Lock()
 	k := is.keys[kid]
 	is.mu.Unlock()
@@ -118,5 +118,24 @@ func TestKeysDiscoveredCachedAndRotated(t *testing.T) {
 	advance(11 * time.Minute)
 	if _, err := v.Verify(ctx, is.mint(t, "a", clock())); err != nil || is.fetches.Load() != 3 {
 		t.Fatalf("after KeysTTL: %v after %d fetches, want accepted after 3", err, is.fetches.Load())
+	}
+}
+
+// BenchmarkVerify is one ES256 access token's verification with the issuer's keys cached:
+// the cost each OAuth request adds (twice: the connection gate and the handler).
+func BenchmarkVerify(b *testing.B) {
+	is := newOIDCIssuer(b)
+	is.addKey(b, "a")
+	v := New(&Options{Resource: "https://rs.example.test/mcp", Issuers: []string{is.id},
+		Tenant: func(s string) (string, []string, bool) { return s, nil, true }})
+	tok := is.mint(b, "a", time.Now())
+	if _, err := v.Verify(context.Background(), tok); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(context.Background(), tok); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
