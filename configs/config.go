@@ -91,8 +91,8 @@ type OAuth struct {
 // keys are discovered (RFC 8414, OpenID discovery).
 type OAuthIssuer struct {
 	Issuer string `yaml:"issuer" json:"issuer"`
-	// Introspection is for opaque tokens (RFC 7662); this build verifies JWTs only and
-	// refuses a config that sets it.
+	// Introspection, when set, checks opaque (non-JWT) tokens at the issuer's
+	// introspection_endpoint (RFC 7662) as this client.
 	Introspection *Introspection `yaml:"introspection" json:"introspection,omitempty"`
 }
 

@@ -715,8 +715,11 @@ func (v *validator) oauth() {
 			v.add(p+".issuer", "issuer given twice")
 		}
 		seen[is.Issuer] = true
-		if is.Introspection != nil {
-			v.add(p+".introspection", "token introspection (RFC 7662) is not supported by this build: access tokens are verified as JWTs against the issuer's keys")
+		if in := is.Introspection; in != nil {
+			if in.ClientID == "" {
+				v.add(p+".introspection.client_id", "required: the client this server introspects opaque tokens as")
+			}
+			v.credential(p+".introspection.client_secret", in.ClientSecret)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -52,13 +53,20 @@ func newOAuth(cfg *configs.Config, subjects *atomic.Pointer[map[string]oauthSubj
 		return nil
 	}
 	issuers := make([]string, 0, len(o.Issuers))
+	intro := map[string]*oauthrs.Introspection{}
 	for _, is := range o.Issuers {
 		issuers = append(issuers, is.Issuer)
+		if in := is.Introspection; in != nil {
+			secret := in.ClientSecret
+			intro[is.Issuer] = &oauthrs.Introspection{ClientID: in.ClientID,
+				Secret: func() (string, error) { return secret.Resolve(os.LookupEnv, os.ReadFile) }}
+		}
 	}
 	v := oauthrs.New(&oauthrs.Options{
-		Resource:    o.Resource,
-		Issuers:     issuers,
-		TenantClaim: o.TenantClaim,
+		Resource:      o.Resource,
+		Issuers:       issuers,
+		Introspection: intro,
+		TenantClaim:   o.TenantClaim,
 		Tenant: func(subject string) (string, []string, bool) {
 			s, ok := (*subjects.Load())[subject]
 			return s.tenant, s.scopes, ok
@@ -98,6 +106,8 @@ type tenantOAuthAuth struct {
 	Claim    string   `json:"claim"`
 	Subjects []string `json:"subjects"`
 	Scopes   []string `json:"scopes"`
+	// Introspected are the issuers that check opaque tokens by introspection.
+	Introspected []string `json:"introspected,omitempty"`
 }
 
 // tenantAuthOf says, per tenant, how it authenticates over HTTP.
@@ -114,6 +124,9 @@ func tenantAuthOf(cfg *configs.Config) map[string]tenantAuth {
 			a.OAuth = &tenantOAuthAuth{Resource: o.Resource, Claim: claim, Subjects: t.OAuth.Subjects, Scopes: t.OAuth.Scopes}
 			for _, is := range o.Issuers {
 				a.OAuth.Issuers = append(a.OAuth.Issuers, is.Issuer)
+				if is.Introspection != nil {
+					a.OAuth.Introspected = append(a.OAuth.Introspected, is.Issuer)
+				}
 			}
 			if a.OAuth.Scopes == nil {
 				a.OAuth.Scopes = []string{}
@@ -139,8 +152,14 @@ func writeTenantAuth(w io.Writer, cfg *configs.Config) {
 			if len(o.Scopes) > 0 {
 				scopes = "scopes " + strings.Join(o.Scopes, " ")
 			}
-			ways = append(ways, fmt.Sprintf("OAuth access tokens from %s for %s with %s in {%s} and %s",
-				strings.Join(o.Issuers, ", "), o.Resource, o.Claim, strings.Join(o.Subjects, ", "), scopes))
+			way := fmt.Sprintf("OAuth access tokens from %s for %s with %s in {%s} and %s",
+				strings.Join(o.Issuers, ", "), o.Resource, o.Claim, strings.Join(o.Subjects, ", "), scopes)
+			if len(o.Introspected) > 0 {
+				way += " (JWTs by the issuers' keys, opaque tokens by introspection at " + strings.Join(o.Introspected, ", ") + ")"
+			} else {
+				way += " (JWTs by the issuers' keys)"
+			}
+			ways = append(ways, way)
 		}
 		if len(ways) == 0 {
 			ways = append(ways, "no credential (only tokenless on loopback, when it is the only tenant and no tenant has one)")

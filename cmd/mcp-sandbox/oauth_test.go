@@ -32,6 +32,10 @@ type testIssuer struct {
 	srv *httptest.Server
 	key *ecdsa.PrivateKey
 	kid string
+	// opaque are the introspection answers by opaque token, for client rs:rs-secret.
+	mu             sync.Mutex
+	opaque         map[string]map[string]any
+	introspections int
 }
 
 func newTestIssuer(t *testing.T, kid string) *testIssuer {
@@ -40,7 +44,7 @@ func newTestIssuer(t *testing.T, kid string) *testIssuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := &testIssuer{key: key, kid: kid}
+	is := &testIssuer{key: key, kid: kid, opaque: map[string]map[string]any{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
 		u := is.srv.URL
@@ -48,8 +52,23 @@ func newTestIssuer(t *testing.T, kid string) *testIssuer {
 		json.NewEncoder(w).Encode(map[string]any{
 			"issuer": u, "authorization_endpoint": u + "/authorize", "token_endpoint": u + "/token",
 			"jwks_uri": u + "/jwks", "response_types_supported": []string{"code"},
-			"code_challenge_methods_supported": []string{"S256"},
+			"code_challenge_methods_supported": []string{"S256"}, "introspection_endpoint": u + "/introspect",
 		})
+	})
+	mux.HandleFunc("POST /introspect", func(w http.ResponseWriter, r *http.Request) {
+		if id, secret, ok := r.BasicAuth(); !ok || id != "rs" || secret != "rs-secret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		is.mu.Lock()
+		answer, ok := is.opaque[r.PostFormValue("token")]
+		is.introspections++
+		is.mu.Unlock()
+		if !ok {
+			answer = map[string]any{"active": false}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(answer)
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -298,7 +317,7 @@ func TestCheckSaysHowTenantsAuthenticate(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"tenant acme        OAuth access tokens from https://login.example.test for " + oauthResource + " with sub in {org-acme} and scopes mcp:run",
+		"tenant acme        OAuth access tokens from https://login.example.test for " + oauthResource + " with sub in {org-acme} and scopes mcp:run (JWTs by the issuers' keys)",
 		"tenant static      1 static bearer token(s)",
 	} {
 		if !strings.Contains(out, want) {
@@ -310,7 +329,7 @@ data_dir: "-"
 auth:
   oauth:
     resource: "http://mcp.example.test/mcp"
-    issuers: [{issuer: "https://login.example.test", introspection: {client_id: x, client_secret: {env: S}}}]
+    issuers: [{issuer: "https://login.example.test", introspection: {client_secret: {env: S}}}]
 tenants:
   a: {oauth: {subjects: [one]}, agents: {default: {}}}
   b: {oauth: {subjects: [one]}, agents: {default: {}}}
@@ -319,9 +338,76 @@ tenants:
 	if code != 2 {
 		t.Fatalf("exit %d for an invalid auth block", code)
 	}
-	for _, want := range []string{"auth.oauth.resource", "auth.oauth.issuers[0].introspection", "tenants.b.oauth.subjects[0]"} {
+	for _, want := range []string{"auth.oauth.resource", "auth.oauth.issuers[0].introspection.client_id", "tenants.b.oauth.subjects[0]"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("check's errors lack %s:\n%s", want, errOut)
 		}
+	}
+}
+
+// TestOAuthIntrospection: opaque tokens are checked at the issuer's introspection endpoint
+// (RFC 7662) with the client secret from the environment; an active one for this resource
+// admits its tenant, and inactive, wrong-audience and scope-less ones are refused with their
+// reasons, the tokens in no log line.
+func TestOAuthIntrospection(t *testing.T) {
+	is := newTestIssuer(t, "k1")
+	now := time.Now()
+	answer := func(edit func(map[string]any)) map[string]any {
+		c := map[string]any{"active": true, "iss": is.srv.URL, "sub": "org-acme", "aud": oauthResource,
+			"scope": "mcp:run", "exp": now.Add(10 * time.Minute).Unix()}
+		if edit != nil {
+			edit(c)
+		}
+		return c
+	}
+	is.opaque["opaque-valid-0123456789"] = answer(nil)
+	is.opaque["opaque-other-aud-0123456789"] = answer(func(c map[string]any) { c["aud"] = "https://other.example.test" })
+	is.opaque["opaque-no-scope-0123456789"] = answer(func(c map[string]any) { c["scope"] = "openid" })
+	cfg := strings.Replace(fmt.Sprintf(oauthConfig, oauthResource, is.srv.URL, configs.HashToken("static-token")),
+		"issuers: [{issuer: "+fmt.Sprintf("%q", is.srv.URL)+"}]",
+		"issuers: [{issuer: "+fmt.Sprintf("%q", is.srv.URL)+", introspection: {client_id: rs, client_secret: {env: MCP_SANDBOX_TEST_INTRO_SECRET}}}]", 1)
+	if !strings.Contains(cfg, "introspection") {
+		t.Fatal("the config has no introspection")
+	}
+	var log lines
+	base, _ := startHTTPWatching(t, testkit.WriteConfig(t, cfg), []string{"MCP_SANDBOX_TEST_INTRO_SECRET=rs-secret"}, log.add)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
+	for _, c := range []struct {
+		token  string
+		status int
+		logs   string
+	}{
+		{"opaque-valid-0123456789", 200, ""},
+		{"opaque-valid-0123456789", 200, ""}, // from the cache
+		{"opaque-unknown-0123456789", 401, "introspection says the token is not active"},
+		{"opaque-other-aud-0123456789", 401, "audience is not this resource"},
+		{"opaque-no-scope-0123456789", 403, `missing scope \"mcp:run\"`},
+	} {
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: status %d, want %d; log:\n%s", c.token, resp.StatusCode, c.status, log.text())
+		}
+		if c.logs != "" {
+			log.waitFor(t, c.logs)
+		}
+	}
+	// Each token is asked about once: the connection gate, the handler and the repeated
+	// request are answered from the cache.
+	is.mu.Lock()
+	n := is.introspections
+	is.mu.Unlock()
+	if n != 4 {
+		t.Errorf("%d introspection requests for 4 tokens, want 4", n)
+	}
+	if out := log.text(); strings.Contains(out, "opaque-") || strings.Contains(out, "rs-secret") {
+		t.Errorf("the log holds a token or the client secret:\n%s", out)
 	}
 }

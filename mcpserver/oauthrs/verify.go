@@ -24,6 +24,10 @@ type Options struct {
 	Resource string
 	// Issuers are the trusted issuers' identifiers.
 	Issuers []string
+	// Introspection, by issuer identifier, is the client this server introspects opaque
+	// tokens as (RFC 7662) at that issuer. A token that is not a JWS goes to each of them in
+	// turn; without any, it is refused.
+	Introspection map[string]*Introspection
 	// TenantClaim names the claim whose value is a tenant's subject (default "sub").
 	TenantClaim string
 	// Tenant maps a subject to its tenant and the scopes that tenant requires; ok false when
@@ -81,13 +85,16 @@ var algorithms = []jose.SignatureAlgorithm{
 type Verifier struct {
 	o       Options
 	issuers map[string]*issuer
+	cache   *introCache // introspection answers by the token's SHA-256
 }
 
 type issuer struct {
-	id string
+	id    string
+	intro *Introspection
 
 	mu      sync.Mutex
 	keys    *jose.JSONWebKeySet
+	meta    *oauthex.AuthServerMeta
 	fetched time.Time
 	// failed and failure are the last failed fetch: for retryAfter, verifications get its
 	// error rather than each asking the issuer again.
@@ -119,9 +126,9 @@ func New(options *Options) *Verifier {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	v := &Verifier{o: o, issuers: map[string]*issuer{}}
+	v := &Verifier{o: o, issuers: map[string]*issuer{}, cache: newIntroCache(maxCached)}
 	for _, id := range o.Issuers {
-		v.issuers[id] = &issuer{id: id}
+		v.issuers[id] = &issuer{id: id, intro: o.Introspection[id]}
 	}
 	return v
 }
@@ -145,8 +152,12 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Grant, error) {
 	}
 	tok, err := jwt.ParseSigned(token, algorithms)
 	if err != nil {
-		if alg := headerAlg(token); alg != "" && !slices.Contains(algorithms, jose.SignatureAlgorithm(alg)) {
+		alg := headerAlg(token)
+		if alg != "" && !slices.Contains(algorithms, jose.SignatureAlgorithm(alg)) {
 			return nil, refuse("signature algorithm %q is not accepted", alg)
+		}
+		if alg == "" && strings.Count(token, ".") != 2 {
+			return v.introspect(ctx, token)
 		}
 		return nil, refuse("not a signed JWT")
 	}
@@ -187,7 +198,12 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Grant, error) {
 	if claims.Expiry == nil {
 		return nil, refuse("no expiry (exp)")
 	}
-	subject, _ := extra[v.o.TenantClaim].(string)
+	return v.grant(extra, iss.id, claims.Expiry.Time())
+}
+
+// grant maps verified claims to their tenant and checks the tenant's scopes.
+func (v *Verifier) grant(claims map[string]any, issuer string, expiry time.Time) (*Grant, error) {
+	subject, _ := claims[v.o.TenantClaim].(string)
 	if subject == "" {
 		return nil, refuse("no %s claim", v.o.TenantClaim)
 	}
@@ -195,13 +211,13 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Grant, error) {
 	if !ok {
 		return nil, refuse("the %s claim names no tenant's subject", v.o.TenantClaim)
 	}
-	scopes := tokenScopes(extra)
+	scopes := tokenScopes(claims)
 	for _, s := range required {
 		if !slices.Contains(scopes, s) {
 			return nil, &Refusal{Reason: fmt.Sprintf("missing scope %q required by tenant %s", s, tenant), Forbidden: true, Scopes: required}
 		}
 	}
-	return &Grant{Tenant: tenant, Subject: subject, Issuer: iss.id, Scopes: scopes, Expiry: claims.Expiry.Time()}, nil
+	return &Grant{Tenant: tenant, Subject: subject, Issuer: issuer, Scopes: scopes, Expiry: expiry}, nil
 }
 
 // tokenScopes reads "scope" (a space-separated string, RFC 9068) or "scp" (an array).
@@ -309,6 +325,7 @@ func (i *issuer) fetchNow(ctx context.Context, v *Verifier) error {
 	if err != nil {
 		return fmt.Errorf("issuer %s: %w", i.id, err)
 	}
+	i.meta = meta
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, meta.JWKSURI, nil)
 	if err != nil {
 		return fmt.Errorf("issuer %s: jwks_uri: %w", i.id, err)
