@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -409,5 +411,42 @@ func TestOAuthIntrospection(t *testing.T) {
 	}
 	if out := log.text(); strings.Contains(out, "opaque-") || strings.Contains(out, "rs-secret") {
 		t.Errorf("the log holds a token or the client secret:\n%s", out)
+	}
+}
+
+// TestOAuthSubjectsReload: a reload (SIGHUP) that adds a subject to a tenant admits that
+// subject's tokens at once.
+func TestOAuthSubjectsReload(t *testing.T) {
+	is := newTestIssuer(t, "k1")
+	body := fmt.Sprintf(oauthConfig, oauthResource, is.srv.URL, configs.HashToken("static-token"))
+	cfg := testkit.WriteConfig(t, body)
+	var log lines
+	base, cmd := startHTTPWatching(t, cfg, nil, log.add)
+	now := time.Now()
+	tok := is.mint(t, map[string]any{"iss": is.srv.URL, "sub": "org-new", "aud": oauthResource, "scope": "mcp:run",
+		"exp": now.Add(10 * time.Minute).Unix()}, "")
+	status := func() int {
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := status(); s != 401 {
+		t.Fatalf("a subject no tenant names: %d, want 401", s)
+	}
+	body = strings.Replace(body, `subjects: ["org-acme"]`, `subjects: ["org-acme", "org-new"]`, 1)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitFor(t, "config reloaded")
+	if s := status(); s != 200 {
+		t.Fatalf("after the reload: %d, want 200; log:\n%s", s, log.text())
 	}
 }
