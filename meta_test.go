@@ -149,6 +149,8 @@ var allowed = []rule{
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
 	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "github.com/modelcontextprotocol/go-sdk"},
 		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry)"},
+	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
+		"the OAuth resource server: access tokens verified as JWTs by go-jose (never by code of ours) against keys found by go-sdk's oauthex discovery; never configs (cmd converts)"},
 	{"telemetry", []string{"go.opentelemetry.io/otel"},
 		"the seam to what an operator watches: the OpenTelemetry API (never its SDK: cmd installs that), a metrics interface, a logger in a context; engine stays free of it"},
 	{"metrics", []string{"telemetry", "github.com/prometheus/client_golang"},
@@ -296,6 +298,7 @@ var claimNames = map[string]string{
 	"go-landlock":       "github.com/landlock-lsm/go-landlock",
 	"go-seccomp-bpf":    "github.com/elastic/go-seccomp-bpf",
 	"pgx":               "github.com/jackc/pgx",
+	"go-jose":           "github.com/go-jose/go-jose/v4",
 	"go-cmp":            "github.com/google/go-cmp",
 	"a2a-go":            "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
 	"OpenTelemetry API": "go.opentelemetry.io/otel",

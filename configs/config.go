@@ -69,6 +69,44 @@ type Config struct {
 	// Approvals is the top-level approvals block (docs/design.md §10): the server's side of
 	// asking, where a profile's approvals say how long a call waits.
 	Approvals ServerApprovals `yaml:"approvals" json:"approvals"`
+	// Auth is how HTTP callers authenticate besides the tenants' static tokens.
+	Auth Auth `yaml:"auth" json:"auth,omitzero"`
+}
+
+// Auth is the top-level auth block (docs/design.md §10).
+type Auth struct {
+	// OAuth admits tenants by OAuth access tokens: this server is a resource server.
+	OAuth *OAuth `yaml:"oauth" json:"oauth,omitempty"`
+}
+
+// OAuth names the trusted issuers, this server's resource URI (the audience a token must
+// carry) and the claim that names a tenant's subject (tenants' oauth.subjects).
+type OAuth struct {
+	Resource    string        `yaml:"resource" json:"resource"`
+	Issuers     []OAuthIssuer `yaml:"issuers" json:"issuers"`
+	TenantClaim string        `yaml:"tenant_claim" json:"tenant_claim"` // default "sub"
+}
+
+// OAuthIssuer is one trusted authorization server, by its issuer identifier; its metadata and
+// keys are discovered (RFC 8414, OpenID discovery).
+type OAuthIssuer struct {
+	Issuer string `yaml:"issuer" json:"issuer"`
+	// Introspection, when set, checks opaque (non-JWT) tokens at the issuer's
+	// introspection_endpoint (RFC 7662) as this client.
+	Introspection *Introspection `yaml:"introspection" json:"introspection,omitempty"`
+}
+
+// Introspection is the client an issuer's introspection endpoint is called as.
+type Introspection struct {
+	ClientID     string     `yaml:"client_id" json:"client_id"`
+	ClientSecret Credential `yaml:"client_secret" json:"client_secret"`
+}
+
+// TenantOAuth admits OAuth access tokens as a tenant: their tenant claim (auth.oauth's
+// tenant_claim) must be one of Subjects, and they must carry every one of Scopes.
+type TenantOAuth struct {
+	Subjects []string `yaml:"subjects" json:"subjects"`
+	Scopes   []string `yaml:"scopes" json:"scopes"`
 }
 
 // ServerApprovals configure what every agent's approvals share.
@@ -257,7 +295,9 @@ type A2APeer struct {
 // agents.
 type Tenant struct {
 	// Tokens are HTTP bearer tokens as HashToken stores them: "sha256:" + 64 lowercase hex.
-	Tokens    []string         `yaml:"tokens" json:"tokens"`
+	Tokens []string `yaml:"tokens" json:"tokens"`
+	// OAuth admits access tokens from auth.oauth's issuers as this tenant.
+	OAuth     *TenantOAuth     `yaml:"oauth" json:"oauth,omitempty"`
 	Upstreams []string         `yaml:"upstreams" json:"upstreams"` // granted servers
 	Policy    Policy           `yaml:"policy" json:"policy"`
 	Agents    map[string]Agent `yaml:"agents" json:"agents"`

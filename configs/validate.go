@@ -96,6 +96,7 @@ func validate(c *Config, m *meta) Problems {
 	for _, n := range slices.Sorted(maps.Keys(c.Tenants)) {
 		v.tenant(n, c.Tenants[n], tokens)
 	}
+	v.oauth()
 	return v.ps
 }
 
@@ -666,5 +667,81 @@ func (v *validator) storage() {
 		} else {
 			v.credential("blobs.postgres.dsn", b.Postgres.DSN)
 		}
+	}
+}
+
+// oauth checks auth.oauth and the tenants' oauth blocks: a resource URI, trusted issuers by
+// https (or loopback http) URL, and each subject admitted as one tenant only.
+func (v *validator) oauth() {
+	o := v.c.Auth.OAuth
+	subjects := map[string]string{}
+	for _, n := range slices.Sorted(maps.Keys(v.c.Tenants)) {
+		t := v.c.Tenants[n].OAuth
+		if t == nil {
+			continue
+		}
+		at := keyPath("tenants", n) + ".oauth"
+		if o == nil {
+			v.add(at, "a tenant admitted by OAuth needs the top-level auth.oauth block (resource, issuers)")
+		}
+		if len(t.Subjects) == 0 {
+			v.add(at+".subjects", "name at least one subject (the value of auth.oauth.tenant_claim) admitted as this tenant")
+		}
+		for i, s := range t.Subjects {
+			p := indexPath(at+".subjects", i)
+			if s == "" {
+				v.add(p, "empty subject")
+				continue
+			}
+			if first, dup := subjects[s]; dup {
+				v.add(p, "subject already given at %s; a subject identifies exactly one tenant", first)
+				continue
+			}
+			subjects[s] = p
+		}
+		for i, s := range t.Scopes {
+			if s == "" || strings.ContainsAny(s, " \t\"\\") {
+				v.add(indexPath(at+".scopes", i), "a scope is a non-empty token without spaces, quotes or backslashes")
+			}
+		}
+	}
+	if o == nil {
+		return
+	}
+	at := "auth.oauth"
+	v.oauthURL(at+".resource", o.Resource)
+	if len(o.Issuers) == 0 {
+		v.add(at+".issuers", "name at least one trusted issuer")
+	}
+	seen := map[string]bool{}
+	for i, is := range o.Issuers {
+		p := indexPath(at+".issuers", i)
+		v.oauthURL(p+".issuer", is.Issuer)
+		if seen[is.Issuer] {
+			v.add(p+".issuer", "issuer given twice")
+		}
+		seen[is.Issuer] = true
+		if in := is.Introspection; in != nil {
+			if in.ClientID == "" {
+				v.add(p+".introspection.client_id", "required: the client this server introspects opaque tokens as")
+			}
+			v.credential(p+".introspection.client_secret", in.ClientSecret)
+		}
+	}
+}
+
+// oauthURL checks an issuer or resource identifier: an absolute https URL (http only on
+// loopback) without a query or fragment.
+func (v *validator) oauthURL(at, raw string) {
+	p, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		v.add(at, "required")
+	case err != nil || p.Host == "":
+		v.add(at, "not an absolute URL")
+	case p.Scheme != "https" && !(p.Scheme == "http" && loopback(p.Hostname())):
+		v.add(at, "must be an https URL (http only on a loopback host)")
+	case p.RawQuery != "" || p.Fragment != "" || p.User != nil:
+		v.add(at, "must have no query, fragment or credentials")
 	}
 }

@@ -4,7 +4,9 @@
 // client in the nested module mcpgoclient/) calling run_code over stdio and over HTTP with a
 // bearer token; an A2A agent of ours built on the official @a2a-js/sdk (a2a-agent.mjs, started
 // on 127.0.0.1 by the tests, on A2A 1.0, 0.3 or both) as a peer whose skills programs call
-// beside MCP tools; and the newcomer path, a fresh clone running the README's commands.
+// beside MCP tools; an authorization server (oidc-provider, oidc-issuer.mjs, on 127.0.0.1)
+// whose client-credentials tokens go-sdk's OAuth client runs run_code with; and the newcomer
+// path, a fresh clone running the README's commands.
 //
 // The npm peers are pinned in package.json and package-lock.json and installed by .ci/run
 // with `npm ci --prefix conformance`; Node 22, which the suite needs, comes from the npm

@@ -1,8 +1,9 @@
 // Package mcpserver is the MCP face of mcp-sandbox: for one agent it builds a go-sdk
 // mcp.Server offering run_code (only when the agent opted in to code execution), list_tools,
 // get_tool_info and read_tool_output, renders engine results for the model, and serves those
-// servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens, Host and
-// Origin protection and a request body limit.
+// servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens (static, or
+// OAuth access tokens through HTTPOptions.OAuth, with RFC 9728 metadata), Host and Origin
+// protection and a request body limit.
 //
 // Imports: engine, execution, binding, upstream, budget, outputs, failure, telemetry and the go-sdk only (docs/design.md §2). It never imports
 // configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,

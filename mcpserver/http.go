@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // DefaultAgentName is the agent /mcp serves when a tenant has more than one.
@@ -24,6 +26,9 @@ type HTTPOptions struct {
 	Agents []Agent
 	// Authenticate maps a bearer token to its tenant. It must be safe for concurrent use.
 	Authenticate func(token string) (tenant string, ok bool)
+	// OAuth, when set, also admits tenants by OAuth access tokens (docs/design.md §10): a
+	// token no static token matches goes to OAuth.Verify.
+	OAuth *OAuth
 	// Tokenless, when set, is asked for every request without an Authorization header and
 	// names its tenant, or "" to require a token (the answer can change while serving: a
 	// loopback listener for one tenant stays tokenless only while no tenant has a token). A
@@ -41,6 +46,21 @@ type HTTPOptions struct {
 	// Server configures each agent's server.
 	Server *Options
 	Logger *slog.Logger
+}
+
+// OAuth makes the HTTP face an OAuth 2.1 resource server.
+type OAuth struct {
+	// Metadata is the Protected Resource Metadata (RFC 9728), served at
+	// /.well-known/oauth-protected-resource and at MetadataPath.
+	Metadata *oauthex.ProtectedResourceMetadata
+	// MetadataURL is the document's URL that 401 and 403 challenges name as resource_metadata;
+	// MetadataPath is its path, served besides the root form.
+	MetadataURL, MetadataPath string
+	// Verify maps an access token to its tenant. Its error's text says which check failed and
+	// never holds the token; an error with a method InsufficientScope() bool answering true
+	// is a 403 insufficient_scope, with the scopes of its RequiredScopes() []string, if any.
+	// It must be safe for concurrent use.
+	Verify func(ctx context.Context, token string) (tenant string, err error)
 }
 
 // HTTPHandler serves the agents over streamable HTTP: /mcp, /mcp/{agent}, /healthz, /readyz.
@@ -88,6 +108,13 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
+	if o.OAuth != nil && o.OAuth.Metadata != nil {
+		prm := auth.ProtectedResourceMetadataHandler(o.OAuth.Metadata)
+		mux.Handle("/.well-known/oauth-protected-resource", prm)
+		if p := o.OAuth.MetadataPath; p != "" && p != "/.well-known/oauth-protected-resource" {
+			mux.Handle(p, prm)
+		}
+	}
 	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)
 	mux.Handle("/mcp/{agent}", mcpRoutes)
@@ -124,18 +151,15 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authenticated resolves the bearer token to a tenant and puts it in the request's context as
-// the go-sdk TokenInfo user, which binds each session to its tenant.
+// authenticated resolves the bearer token to a tenant (a static token, else an OAuth access
+// token) and puts it in the request's context as the go-sdk TokenInfo user, which binds each
+// session to its tenant. A refusal is logged with its reason, never with the token.
 func (h *httpHandler) authenticated(next http.Handler) http.Handler {
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		if h.opts.Authenticate == nil {
-			return nil, auth.ErrInvalidToken
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		if tenant, ok := ctx.Value(resolvedKey{}).(string); ok {
+			return &auth.TokenInfo{UserID: tenant}, nil
 		}
-		tenant, ok := h.opts.Authenticate(token)
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: tenant}, nil
+		return nil, auth.ErrInvalidToken
 	}
 	withToken := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,20 +169,73 @@ func (h *httpHandler) authenticated(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if _, err := verify(r.Context(), bearerToken(r), r); err != nil {
-			unauthorized(w)
+		token := bearerToken(r)
+		if token == "" {
+			h.opts.Logger.Warn("request refused: no bearer token", "reason", "no token", "path", r.URL.Path, "remote", r.RemoteAddr)
+			h.unauthorized(w, "")
 			return
 		}
-		withToken.ServeHTTP(w, r)
+		tenant, err := h.resolve(r.Context(), token)
+		if err != nil {
+			h.opts.Logger.Warn("request refused: "+err.Error(), "reason", err.Error(), "path", r.URL.Path, "remote", r.RemoteAddr)
+			if s, ok := err.(interface{ InsufficientScope() bool }); ok && s.InsufficientScope() {
+				h.forbidden(w, err)
+				return
+			}
+			h.unauthorized(w, `error="invalid_token"`)
+			return
+		}
+		withToken.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resolvedKey{}, tenant)))
 	})
 }
 
-// unauthorized answers 401 with a Bearer challenge. go-sdk's middleware sends a challenge only
-// with OAuth resource metadata, and a client (the MCP Inspector among them) that gets a 401
+// resolvedKey holds the tenant authenticated resolved, for the go-sdk middleware's verifier.
+type resolvedKey struct{}
+
+// errUnknownToken is a token that is neither a static token nor, without OAuth, anything else.
+var errUnknownToken = errors.New("token refused: no tenant has this static token")
+
+func (h *httpHandler) resolve(ctx context.Context, token string) (string, error) {
+	if h.opts.Authenticate != nil {
+		if tenant, ok := h.opts.Authenticate(token); ok {
+			return tenant, nil
+		}
+	}
+	if h.opts.OAuth == nil || h.opts.OAuth.Verify == nil {
+		return "", errUnknownToken
+	}
+	return h.opts.OAuth.Verify(ctx, token)
+}
+
+// unauthorized answers 401 with a Bearer challenge: with OAuth, one naming the resource
+// metadata (RFC 9728, section 5.1); without, a realm. go-sdk's middleware sends a challenge only with
+// OAuth resource metadata, and a client (the MCP Inspector among them) that gets a 401
 // without one starts OAuth discovery instead of asking for the token.
-func unauthorized(w http.ResponseWriter) {
+func (h *httpHandler) unauthorized(w http.ResponseWriter, params string) {
+	if o := h.opts.OAuth; o != nil && o.MetadataURL != "" {
+		challenge := fmt.Sprintf("Bearer resource_metadata=%q", o.MetadataURL)
+		if params != "" {
+			challenge = fmt.Sprintf("Bearer %s, resource_metadata=%q", params, o.MetadataURL)
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		http.Error(w, "unauthorized: send an access token for this resource, or the tenant's token, as Authorization: Bearer <token>", http.StatusUnauthorized)
+		return
+	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sandbox"`)
 	http.Error(w, "unauthorized: send the tenant's token as Authorization: Bearer <token>", http.StatusUnauthorized)
+}
+
+// forbidden answers 403 insufficient_scope (RFC 6750, section 3.1) naming the scopes required.
+func (h *httpHandler) forbidden(w http.ResponseWriter, err error) {
+	challenge := `Bearer error="insufficient_scope"`
+	if s, ok := err.(interface{ RequiredScopes() []string }); ok && len(s.RequiredScopes()) > 0 {
+		challenge += fmt.Sprintf(", scope=%q", strings.Join(s.RequiredScopes(), " "))
+	}
+	if o := h.opts.OAuth; o != nil && o.MetadataURL != "" {
+		challenge += fmt.Sprintf(", resource_metadata=%q", o.MetadataURL)
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, "forbidden: the access token lacks a scope this tenant requires", http.StatusForbidden)
 }
 
 // bearerToken is the token of an "Authorization: Bearer <token>" header, or "".

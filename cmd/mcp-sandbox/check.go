@@ -32,6 +32,7 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, 
 		name = "the embedded default config"
 	}
 	fmt.Fprintf(stdout, "%s is valid: %d profiles, %d upstreams, %d tenants\n", name, len(cfg.Profiles), len(cfg.Upstreams), len(cfg.Tenants))
+	writeTenantAuth(stdout, cfg)
 	return exitOK, nil
 }
 

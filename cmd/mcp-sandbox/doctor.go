@@ -69,7 +69,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas})
+		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg)})
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
 		for _, b := range detected {
@@ -97,6 +97,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		}
 		fmt.Fprintln(stdout)
 		quotas.write(stdout)
+		fmt.Fprintln(stdout)
+		writeTenantAuth(stdout, cfg)
 		if pauseNote != "" {
 			fmt.Fprintln(stdout)
 			fmt.Fprintln(stdout, "note: "+pauseNote)

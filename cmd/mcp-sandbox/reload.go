@@ -17,14 +17,16 @@ import (
 // reloader re-reads the config file (and its tenants_dir) on SIGHUP, the way a platform
 // hands a tenant a new policy without a restart. What changes at the next turn: each served
 // agent's upstream grant, deny and approval globs and bindings (a withdrawn tool is neither
-// listed nor callable, and hosts get tools/list_changed), and, over HTTP, the tenants' tokens.
-// What needs a restart, and is logged as such: new tenants or agents, profiles, upstream
+// listed nor callable, and hosts get tools/list_changed), and, over HTTP, the tenants' tokens
+// and OAuth subjects and scopes. What needs a restart, and is logged as such: new tenants or agents, profiles, upstream
 // definitions, limits, quotas. A config that does not load leaves the running one in place.
 type reloader struct {
 	path   string
 	pools  *tenantPools
 	served []servedAgent
 	tokens atomic.Pointer[map[string]string] // token hash → tenant (HTTP)
+	// subjects maps an OAuth token subject to its tenant (HTTP with auth.oauth).
+	subjects atomic.Pointer[map[string]oauthSubject]
 	// tokenless is the tenant a token-less request gets ("" for none), as of the last load.
 	tokenless atomic.Pointer[string]
 	// loopback: the HTTP listener is on loopback, the only place tokenless access is allowed.
@@ -58,8 +60,10 @@ func (r *reloader) setTokens(cfg *configs.Config) {
 		}
 	}
 	r.tokens.Store(&m)
+	subjects := oauthSubjects(cfg)
+	r.subjects.Store(&subjects)
 	tokenless := ""
-	if len(m) == 0 && len(cfg.Tenants) == 1 && r.loopback {
+	if len(m) == 0 && cfg.Auth.OAuth == nil && len(cfg.Tenants) == 1 && r.loopback {
 		tokenless = sortedKeys(cfg.Tenants)[0]
 	}
 	r.tokenless.Store(&tokenless)
@@ -129,6 +133,9 @@ func (r *reloader) reload() {
 	}
 	if !reflect.DeepEqual(quotaReportOf(cfg), quotaReportOf(r.loaded)) {
 		slog.Warn("quotas changed: the ones in force stay until a restart")
+	}
+	if !reflect.DeepEqual(cfg.Auth, r.loaded.Auth) {
+		slog.Warn("auth.oauth changed: its resource and issuers stay until a restart (tenants' oauth subjects and scopes take effect now)")
 	}
 	r.setTokens(cfg)
 	r.loaded = cfg

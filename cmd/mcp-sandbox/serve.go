@@ -360,7 +360,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 			hashes[h] = tname
 		}
 	}
-	if len(hashes) == 0 {
+	if len(hashes) == 0 && cfg.Auth.OAuth == nil {
 		if !loopback {
 			return exitUsage, usagef("refusing to listen on %s beyond loopback: no tenant has a token, so anyone who can reach it could run code; "+
 				"add tokens (\"sha256:<hex>\") to a tenant or listen on 127.0.0.1", listen)
@@ -408,9 +408,11 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 		return "", false
 	}
+	oauth := newOAuth(cfg, &reload.subjects)
 	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
 		Agents:       agents,
 		Authenticate: authenticate,
+		OAuth:        oauth,
 		Tokenless:    reload.tokenlessTenant,
 		Loopback:     loopback,
 		Ready:        newReadiness(ps).Ready,
@@ -428,8 +430,15 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		if r.Header.Get("Authorization") == "" {
 			return reload.tokenlessTenant() != ""
 		}
-		_, ok := authenticate(bearerToken(r))
-		return ok
+		token := bearerToken(r)
+		if _, ok := authenticate(token); ok {
+			return true
+		}
+		if oauth != nil && token != "" {
+			_, err := oauth.Verify(r.Context(), token)
+			return err == nil
+		}
+		return false
 	})
 	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
@@ -504,7 +513,12 @@ capacity_exceeded), sessions (past a tenant's limit 429, past the server's 503) 
 in the blob store; "mcp-sandbox doctor" lists them.
 Requests carry "Authorization: Bearer <token>"; the config stores tokens as
 "sha256:<hex>" (printf %s "$TOKEN" | sha256sum). On a loopback listener a config with a single
-tenant and no tokens needs none; listening beyond loopback needs tokens.
+tenant and no tokens needs none; listening beyond loopback needs tokens (or auth.oauth).
+With auth.oauth the server is also an OAuth 2.1 resource server: an access token (a JWT from
+one of its issuers, for its resource) admits the tenant whose oauth.subjects hold the token's
+tenant_claim, when it carries the tenant's oauth.scopes (else 403 insufficient_scope);
+/.well-known/oauth-protected-resource (and the resource path's form) serves the metadata
+(RFC 9728) that 401 answers name. Every refusal is logged with the check that failed.
 
 Runs, budgets and kept outputs live in data_dir (default $XDG_STATE_HOME/mcp-sandbox or
 ~/.local/state/mcp-sandbox; "-" for none): the run ledger and the blob store. A restart on
