@@ -11,9 +11,16 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
+// fileBearer is the bearer token cassetteConfig's second URL upstream reads from a file.
+const fileBearer = "file-bearer-value-4242424242"
+
 // cassetteConfig is an agent granted the mock upstream (command, which need not exist for a
-// replay), and one more upstream by URL with a bearer token from the environment.
+// replay), and two more upstreams by URL, with bearer tokens from the environment and a file.
 func cassetteConfig(t *testing.T, command string) string {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(fileBearer+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
 profiles:
@@ -21,12 +28,13 @@ profiles:
 upstreams:
   mock: {command: [%q]}
   web: {url: "http://127.0.0.1:9/mcp", bearer: {env: CASSETTE_TEST_BEARER}}
+  files: {url: "http://127.0.0.1:9/files", bearer: {file: %q}}
 tenants:
   t:
     upstreams: [mock]
     agents:
       a: {code_execution: {profile: default}}
-`, filepath.Join(t.TempDir(), "data"), command))
+`, filepath.Join(t.TempDir(), "data"), command, tokenFile))
 }
 
 const fiveCalls = `out = []
@@ -134,9 +142,9 @@ func TestReplayCassette(t *testing.T) {
 	}
 }
 
-// TestCassetteHasNoSecret records a program that sends the config's bearer token (of an
-// upstream the tenant is not even granted) as an argument, so it comes back in the result
-// too: it is nowhere in the cassette, neither in the program, the call nor the result (must
+// TestCassetteHasNoSecret records a program that sends the config's bearer tokens (of
+// upstreams the tenant is not even granted; one from the environment, one from a file) as
+// arguments, so they come back in the result too: neither is anywhere in the cassette, neither in the program, the call nor the result (must
 // show 3; a field redacted by its tool's schema: cassette.TestRecorderRedacts, since the
 // program refuses a keyword its binding does not take before it is sent).
 func TestCassetteHasNoSecret(t *testing.T) {
@@ -144,19 +152,22 @@ func TestCassetteHasNoSecret(t *testing.T) {
 	t.Setenv("CASSETTE_TEST_BEARER", bearer)
 	cass := filepath.Join(t.TempDir(), "secret.jsonl")
 	program := fmt.Sprintf(`r = await mock__lookup(sku=%q)
-return r`, bearer)
+s = await mock__lookup(sku=%q)
+return [r, s]`, bearer, fileBearer)
 	out, errOut, code := runCLI(t, program, "run", "--config", cassetteConfig(t, testkit.MockUpstream(t)), "--record", cass, "-")
-	if code != 0 || !strings.Contains(out, bearer) {
-		t.Fatalf("run --record: exit %d, want 0 and the token in the value:\n%s\n%s", code, out, errOut)
+	if code != 0 || !strings.Contains(out, bearer) || !strings.Contains(out, fileBearer) {
+		t.Fatalf("run --record: exit %d, want 0 and the tokens in the value:\n%s\n%s", code, out, errOut)
 	}
 	b, err := os.ReadFile(cass)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), bearer) {
-		t.Errorf("the cassette contains the bearer token:\n%s", b)
+	for _, s := range []string{bearer, fileBearer} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("the cassette contains the bearer token %q:\n%s", s, b)
+		}
 	}
-	if !strings.Contains(string(b), `"arguments":{"sku":"[redacted]"}`) || strings.Count(string(b), `"seq":`) != 1 {
+	if strings.Count(string(b), `"arguments":{"sku":"[redacted]"}`) != 2 || strings.Count(string(b), `"seq":`) != 2 {
 		t.Errorf("the cassette does not hold the call, the token scrubbed:\n%s", b)
 	}
 }
