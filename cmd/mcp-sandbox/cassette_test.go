@@ -24,7 +24,7 @@ func cassetteConfig(t *testing.T, command string) string {
 	return testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
 profiles:
-  default: {backend: process, isolation: process, allow_same_uid: true, hard_limits: {wall_seconds: 60}}
+  default: {backend: process, isolation: process, allow_same_uid: true, hard_limits: {wall_seconds: 60}, binding_budget: {max_result_bytes: 2000}}
 upstreams:
   mock: {command: [%q]}
   web: {url: "http://127.0.0.1:9/mcp", bearer: {env: CASSETTE_TEST_BEARER}}
@@ -169,5 +169,40 @@ return [r, s]`, bearer, fileBearer)
 	}
 	if strings.Count(string(b), `"arguments":{"sku":"[redacted]"}`) != 2 || strings.Count(string(b), `"seq":`) != 2 {
 		t.Errorf("the cassette does not hold the call, the token scrubbed:\n%s", b)
+	}
+}
+
+// TestReplayHandle records a result over the transfer allowance, kept under a handle, and a
+// read_tool_output of it: the cassette holds the handle and the kept bytes, and the replay,
+// with no upstream and no blob store, serves both calls and completes the same.
+func TestReplayHandle(t *testing.T) {
+	dir := t.TempDir()
+	cass := filepath.Join(dir, "handle.jsonl")
+	const program = `got = await mock__bytes(n=5000, line=50)
+page = await read_tool_output(got, limit=2)
+return {"got": got, "page": page}`
+	out, errOut, code := runCLI(t, program, "run", "--config", cassetteConfig(t, testkit.MockUpstream(t)), "--record", cass, "-")
+	if code != 0 {
+		t.Fatalf("run --record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	c, err := os.ReadFile(cass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(c)), "\n")
+	var first struct {
+		ResultRef struct {
+			Handle struct{ Size int }
+			Kept   string
+			Cut    bool
+		} `json:"result_ref"`
+	}
+	if len(lines) != 4 || json.Unmarshal([]byte(lines[1]), &first) != nil || first.ResultRef.Handle.Size != 5000 ||
+		len(first.ResultRef.Kept) != 5000 || first.ResultRef.Cut || !strings.Contains(lines[2], `"tool":"read_tool_output"`) {
+		t.Fatalf("the cassette does not hold the handle with its kept bytes and the read:\n%.2000s", c)
+	}
+	out, errOut, code = runCLI(t, "", "replay", "--config", cassetteConfig(t, filepath.Join(dir, "no-such-upstream")), cass)
+	if code != 0 || strings.TrimSpace(out) != cass+": same" {
+		t.Fatalf("replay: exit %d, want 0 and same:\n%s\n%s", code, out, errOut)
 	}
 }
