@@ -147,6 +147,8 @@ var allowed = []rule{
 	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
 	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
+	{"cassette", []string{"binding", "upstream", "engine/wire", "failure"},
+		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream), answers (engine/wire)"},
 	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "github.com/modelcontextprotocol/go-sdk"},
 		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry)"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},

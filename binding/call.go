@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +46,42 @@ type Options struct {
 	Logger *slog.Logger
 	// Report counts each call (telemetry.Metrics); the zero Reporter counts nothing.
 	Report telemetry.Reporter
+	// Tape, when set, sees every call with its answer (a cassette's recorder), or answers the
+	// calls itself (a cassette's player, under `mcp-sandbox replay`); nil sees nothing.
+	Tape Tape
 }
+
+// Tape records an execution's calls, or plays them back (package cassette). Its methods are
+// called concurrently, one call each per binding call.
+type Tape interface {
+	// Play answers call seq (numbered from 1 in the order the calls arrive) itself when ok;
+	// the call then goes no further.
+	Play(seq int, name string, args json.RawMessage) (a wire.Answer, ok bool)
+	// Record sees a call the walk answered.
+	Record(c TapedCall)
+	// Tools are names the program may call beside the turn's: those a cassette recorded.
+	Tools() []string
+}
+
+// TapedCall is one binding call as a Tape records it.
+type TapedCall struct {
+	Seq  int
+	Name string
+	// Tool is the tool the name resolved to, nil for a built-in or an unknown name: its
+	// definition redacts the arguments (upstream.Tool.RedactArguments).
+	Tool     *upstream.Tool
+	Args     json.RawMessage
+	Answer   wire.Answer
+	Approval Decision
+	Seconds  float64
+	// Kept are the first bytes of a result kept under a handle (Answer.Handle), at most
+	// MaxTapedBytes; Cut says there were more.
+	Kept []byte
+	Cut  bool
+}
+
+// MaxTapedBytes bounds the kept bytes a TapedCall carries of a result under a handle.
+const MaxTapedBytes = 1 << 20
 
 // Execution is one run_code's binding state: the turn it calls through, its meter, the handles
 // its calls produced (the only ones it may read) and the finish records still being written.
@@ -70,6 +107,9 @@ type Execution struct {
 	ending    atomic.Bool    // Wait has begun: a record still to write is committed at once
 
 	received atomic.Int64 // bytes of the values the program received
+
+	tape Tape
+	seq  atomic.Int64 // the calls numbered so far, for the tape
 }
 
 // New returns the binding state of one execution.
@@ -87,16 +127,34 @@ func New(opts *Options) *Execution {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals, report: o.Report,
+	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals, report: o.Report, tape: o.Tape,
 		slots: make(chan struct{}, o.MaxConcurrentCalls), handles: map[outputs.Handle]bool{}}
 }
 
-// Names returns the sorted names the program may call: its TOOLS.
-func (x *Execution) Names() []string { return x.turn.Names() }
+// Names returns the sorted names the program may call: its TOOLS (and a tape's).
+func (x *Execution) Names() []string {
+	if x.tape == nil {
+		return x.turn.Names()
+	}
+	names := append(x.turn.Names(), x.tape.Tools()...)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
 
 // Aliases returns the names of Names bound as Python names too (upstream.Aliasable): computed
 // here once and handed to the engine in its Execution.
-func (x *Execution) Aliases() []string { return x.turn.Aliases() }
+func (x *Execution) Aliases() []string {
+	if x.tape == nil {
+		return x.turn.Aliases()
+	}
+	var out []string
+	for _, n := range x.Names() {
+		if upstream.Aliasable(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Signatures returns, as JSON, the keywords each of Names' bindings takes
 // (upstream.Turn.Signatures): handed to the engine, so the program refuses other keywords
@@ -157,13 +215,52 @@ func (x *Execution) delivered(r wire.Answer) wire.Answer {
 // CallTool is one binding call from the program, top to bottom (walk), traced and counted.
 func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
 	ctx, ob := x.observe(ctx, name)
-	rep := x.delivered(x.walk(ctx, name, args))
+	if x.tape == nil {
+		rep := x.delivered(x.walk(ctx, name, args, nil))
+		ob.end(rep)
+		return rep
+	}
+	seq := int(x.seq.Add(1))
+	if a, ok := x.tape.Play(seq, name, args); ok {
+		rep := x.delivered(a)
+		ob.end(rep)
+		return rep
+	}
+	var d Decision
+	rep := x.delivered(x.walk(ctx, name, args, &d))
 	ob.end(rep)
+	c := TapedCall{Seq: seq, Name: name, Args: args, Answer: rep, Approval: d, Seconds: time.Since(ob.start).Seconds()}
+	if tool, fe := x.turn.Lookup(name); fe == nil {
+		c.Tool = tool
+	}
+	if rep.Handle != nil && x.blobs != nil {
+		c.Kept, c.Cut = x.keptBytes(ctx, outputs.Handle(rep.Handle.ID))
+	}
+	x.tape.Record(c)
 	return rep
 }
 
+// keptBytes reads the first MaxTapedBytes of a result kept under h, for the tape.
+func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle) ([]byte, bool) {
+	b, err := x.blobs.Open(context.WithoutCancel(ctx), x.tenant, h)
+	if err != nil {
+		x.log.Warn("a kept result not read for the cassette", "handle", h, "err", err)
+		return nil, false
+	}
+	defer b.Close()
+	kept, err := io.ReadAll(io.LimitReader(b, MaxTapedBytes+1))
+	if err != nil {
+		x.log.Warn("a kept result not read for the cassette", "handle", h, "err", err)
+	}
+	if len(kept) > MaxTapedBytes {
+		return kept[:MaxTapedBytes], true
+	}
+	return kept, false
+}
+
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
-func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage) wire.Answer {
+// The approval decision is left in decided when it is not nil.
+func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage, decided *Decision) wire.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -192,6 +289,9 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage)
 	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true,
 		asking: &x.asking, unaskedLogged: &x.unaskedLogged})
 	x.tally.add(d)
+	if decided != nil {
+		*decided = d
+	}
 	if fe != nil {
 		return wire.Refused(fe)
 	}

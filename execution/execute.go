@@ -79,6 +79,8 @@ type Program struct {
 	// means nobody can be asked, so a call that needs a person's approval is refused
 	// (approval_required_in_program).
 	Approvals *binding.Approvals
+	// Tape, when set, records the binding calls or plays them back (binding.Options.Tape).
+	Tape binding.Tape
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
 	// Admit, when set, takes the execution's place among those running at once (mcpserver's
@@ -132,7 +134,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		turn = p.Turn(ctx)
 	}
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
-		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report})
+		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report, Tape: p.Tape})
 	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Signatures: x.Signatures(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()

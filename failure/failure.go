@@ -83,6 +83,9 @@ const (
 	// InvalidResult: the upstream answered with a value the program cannot be handed (nested
 	// deeper than a program's JSON decoder goes); the call was made and spent.
 	InvalidResult Kind = "invalid_result"
+	// ReplayDiverged: under `mcp-sandbox replay`, the call is not the one the cassette recorded
+	// at its sequence number (another tool or other arguments), or is past its end.
+	ReplayDiverged Kind = "replay_diverged"
 )
 
 // ResultKinds lists, in the order of docs/design.md §3.6, the kinds an execution's result can carry
@@ -99,7 +102,7 @@ func ResultKinds() []Kind {
 func CallKinds() []Kind {
 	return []Kind{Unavailable, Denied, ApprovalRequiredInProgram, ExcludedBuiltin,
 		InvalidArguments, ArgumentTooLarge, BudgetExceeded, BindingResultTooLarge,
-		BindingResultNotPaged, ToolError, UpstreamError, Timeout, Cancelled, InvalidResult}
+		BindingResultNotPaged, ToolError, UpstreamError, Timeout, Cancelled, InvalidResult, ReplayDiverged}
 }
 
 // CallKind reports whether k is one of CallKinds.
@@ -107,7 +110,7 @@ func (k Kind) CallKind() bool {
 	switch k {
 	case Unavailable, Denied, ApprovalRequiredInProgram, ExcludedBuiltin, InvalidArguments,
 		ArgumentTooLarge, BudgetExceeded, BindingResultTooLarge, BindingResultNotPaged,
-		ToolError, UpstreamError, Timeout, Cancelled, InvalidResult:
+		ToolError, UpstreamError, Timeout, Cancelled, InvalidResult, ReplayDiverged:
 		return true
 	}
 	return false

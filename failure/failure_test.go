@@ -15,7 +15,7 @@ var (
 	goldenCallKinds = []string{"unavailable", "denied", "approval_required_in_program",
 		"excluded_builtin", "invalid_arguments", "argument_too_large", "budget_exceeded",
 		"binding_result_too_large", "binding_result_not_paged", "tool_error", "upstream_error",
-		"timeout", "cancelled", "invalid_result"}
+		"timeout", "cancelled", "invalid_result", "replay_diverged"}
 )
 
 func strs(ks []Kind) []string {

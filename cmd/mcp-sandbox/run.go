@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
@@ -23,6 +24,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	tenant := fs.String("tenant", "", "tenant whose agent runs the program (default: the only one)")
 	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
 	limits := fs.StringArray("limit", nil, "narrow one limit for this program, KEY=VALUE, repeatable ("+strings.Join(limitKeys, ", ")+"): as an agent's code_execution.limits would; never wider")
+	record := fs.String("record", "", "also write the execution's cassette to FILE: its binding calls, redacted, and its result (mcp-sandbox replay)")
 	runName := fs.String("run", "", "the Run the execution belongs to, as run_code's _meta \"mcp-sandbox/run\" names one (default: a Run of its own)")
 	// The result is the JSON on stdout; stderr carries warnings and errors, unless --log-level
 	// asks for more.
@@ -85,9 +87,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitCode(err), err
 	}
 	defer st.close()
+	var rec *cassette.Recorder
+	var tape binding.Tape
+	if *record != "" {
+		rec = cassette.NewRecorder(configSecrets(cfg))
+		tape = rec
+	}
 	res := execution.Execute(ctx, a.CodeExecution,
 		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
-			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}},
+			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}, Tape: tape},
 		// returned_bytes is what run_code would hand a model for this result, so the two agree.
 		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.RenderText})
 	if *runName == "" {
@@ -97,6 +105,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 			slog.Warn("run end not recorded", "run", run.ID, "err", err)
 		}
 		cancel()
+	}
+	if rec != nil {
+		if err := writeCassette(*record, rec, program, a.Version, res); err != nil {
+			return exitFailure, fmt.Errorf("--record: %w", err)
+		}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -144,7 +157,7 @@ func readProgram(name string) (string, error) {
 	return string(b), nil
 }
 
-const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] [--run ID] [--limit KEY=VALUE]... FILE|-
+const runUsage = `Usage: mcp-sandbox run [--config FILE] [--tenant T] [--agent A] [--run ID] [--limit KEY=VALUE]... [--record FILE] FILE|-
 
 Runs one Python program exactly as the agent's run_code would, and prints the result JSON on
 stdout: value, stdout and stderr previews, failure (with the full traceback), limit_hit,
@@ -168,6 +181,10 @@ instead, the one run_code's _meta "mcp-sandbox/run" names by the same ID, so its
 shared across runs and with the host. No warm child is started; the tenant's upstream servers
 are started just before the program (TOOLS names their tools), and a tenant granted none starts
 nothing.
+
+--record FILE also writes the execution's cassette (JSON Lines): the program, each binding
+call in order with its arguments redacted as logs show them and its answer, and the result;
+no secret the config names appears in it. "mcp-sandbox replay FILE" runs it again offline.
 
 Exit status: 0 when the program completed, 1 when the result carries a failure or a refusal
 (the result is still printed), 2 for usage or configuration errors.

@@ -1,0 +1,18 @@
+// Package cassette records one execution's binding calls and plays them back
+// (docs/design.md §17): `mcp-sandbox run --record FILE` writes a cassette, `mcp-sandbox
+// replay` runs a program against one with no upstream started.
+//
+// A cassette is JSON Lines: a Header (the program and its hash, the agent's version, the
+// terms, the sha256 of each recorded tool's definition), one Call per binding call in order of
+// its sequence number (built-ins included), and End, the execution's result document. A
+// Recorder is the binding.Tape that keeps the calls: arguments redacted as a log line shows
+// them (upstream.Tool.RedactArguments), a result kept under a handle as its handle and its
+// first bytes (binding.MaxTapedBytes, cut beyond and marked so), and every secret the caller
+// names replaced with "[redacted]" anywhere in the file. A Player is the binding.Tape that
+// answers each call from the cassette by sequence number; the first call of another tool or
+// with other arguments (compared redacted, with the recording's redacted places masked), or
+// past the end, is answered replay_diverged, and so is every call after it.
+//
+// It imports binding (the Tape it implements), upstream (redaction), engine/wire (answers)
+// and failure. Recorder and Player are safe for concurrent use.
+package cassette

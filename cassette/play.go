@@ -1,0 +1,149 @@
+package cassette
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// Player is the binding.Tape of `replay`: it answers every call from the cassette by sequence
+// number, until the first call that is not the recorded one. Safe for concurrent use.
+type Player struct {
+	c *Cassette
+
+	mu     sync.Mutex // guards played and div
+	played int
+	div    *Divergence
+}
+
+// Divergence is the first call that was not the cassette's: Recorded is nil past its end, and
+// Actual is nil when the program made fewer calls than were recorded.
+type Divergence struct {
+	Seq      int     `json:"seq"`
+	Recorded *Call   `json:"recorded"`
+	Actual   *Actual `json:"actual"`
+}
+
+// Actual is a call the replayed program made, its arguments redacted as the recording's were.
+type Actual struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// NewPlayer returns a Player of c.
+func NewPlayer(c *Cassette) *Player { return &Player{c: c} }
+
+// Tools are the upstream tools the cassette recorded, so the program finds its names bound.
+func (p *Player) Tools() []string {
+	var out []string
+	for n := range p.c.Header.Tools {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Record records nothing: every call is played.
+func (*Player) Record(binding.TapedCall) {}
+
+// Play answers call seq from the cassette, or with replay_diverged: for this call when it is
+// not the recorded one (another tool, other arguments, past the end), and for every call after.
+func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.div != nil {
+		return refuse("the replay diverged at call %d already; call %d is not answered", p.div.Seq, seq), true
+	}
+	if seq > len(p.c.Calls) {
+		p.div = &Divergence{Seq: seq, Actual: &Actual{Tool: name, Arguments: redactArguments(nil, args)}}
+		return refuse("call %d (%s) is past the cassette's end: it recorded %d calls", seq, name, len(p.c.Calls)), true
+	}
+	rec := &p.c.Calls[seq-1]
+	got := maskedArguments(args, rec.Arguments)
+	if name != rec.Tool || !bytes.Equal(got, rec.Arguments) {
+		p.div = &Divergence{Seq: seq, Recorded: rec, Actual: &Actual{Tool: name, Arguments: got}}
+		return refuse("call %d is %s with arguments %s; the cassette recorded %s with arguments %s", seq, name, got, rec.Tool, rec.Arguments), true
+	}
+	p.played = seq
+	switch {
+	case rec.Outcome != "ok":
+		return wire.Answer{Kind: failure.Kind(rec.Outcome), Message: rec.Message}, true
+	case rec.ResultRef != nil:
+		h := rec.ResultRef.Handle
+		return wire.Answer{Handle: &h}, true
+	}
+	return wire.Answer{Value: rec.Result}, true
+}
+
+// Divergence returns the first call that was not the cassette's, once the program has ended:
+// a diverging call, or else the first recorded call the program never made; nil when the
+// program made exactly the recorded calls.
+func (p *Player) Divergence() *Divergence {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.div != nil {
+		return p.div
+	}
+	if p.played < len(p.c.Calls) {
+		return &Divergence{Seq: p.played + 1, Recorded: &p.c.Calls[p.played]}
+	}
+	return nil
+}
+
+func refuse(format string, args ...any) wire.Answer {
+	return wire.Answer{Kind: failure.ReplayDiverged, Message: fmt.Sprintf(format, args...)}
+}
+
+// maskedArguments is args redacted as the recorded arguments were: what the tool's definition
+// redacted then (values recorded as upstream.Redacted) is masked at the same places, and the
+// rest redacted by key names, so equal arguments give equal bytes without the definition.
+func maskedArguments(args, recorded json.RawMessage) json.RawMessage {
+	var act, rec any
+	d := json.NewDecoder(bytes.NewReader(args))
+	d.UseNumber()
+	if d.Decode(&act) != nil || json.Unmarshal(recorded, &rec) != nil {
+		return redactArguments(nil, args)
+	}
+	b, err := json.Marshal(mask(act, rec))
+	if err != nil {
+		return redactArguments(nil, args)
+	}
+	return redactArguments(nil, b)
+}
+
+func mask(act, rec any) any {
+	switch r := rec.(type) {
+	case map[string]any:
+		a, ok := act.(map[string]any)
+		if !ok {
+			return act
+		}
+		for k, rv := range r {
+			if av, ok := a[k]; ok {
+				if s, _ := rv.(string); s == upstream.Redacted {
+					a[k] = upstream.Redacted
+				} else {
+					a[k] = mask(av, rv)
+				}
+			}
+		}
+		return a
+	case []any:
+		a, ok := act.([]any)
+		if !ok {
+			return act
+		}
+		for i := range min(len(a), len(r)) {
+			a[i] = mask(a[i], r[i])
+		}
+		return a
+	}
+	return act
+}

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+)
+
+// configSecrets are the values of every credential the config names (resolved now, as the
+// servers using them would) and the literal env values of command upstreams: what a cassette
+// must never contain. A credential that does not resolve has no value to hide.
+func configSecrets(cfg *configs.Config) []string {
+	var out []string
+	credType := reflect.TypeFor[configs.Credential]()
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			if v.Type() == credType {
+				if s, err := v.Interface().(configs.Credential).Resolve(os.LookupEnv, os.ReadFile); err == nil {
+					out = append(out, s)
+				}
+				return
+			}
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Map:
+			for _, k := range v.MapKeys() {
+				walk(v.MapIndex(k))
+			}
+		}
+	}
+	walk(reflect.ValueOf(cfg))
+	for _, u := range cfg.Upstreams {
+		for _, val := range u.Env {
+			// A short literal (a flag like "1") is no secret, and scrubbing it would maul the file.
+			if len(val) >= minEnvSecret {
+				out = append(out, val)
+			}
+		}
+	}
+	// The longest first, so a secret containing another is replaced whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(out)
+}
+
+// minEnvSecret is the least length of an upstream's literal env value scrubbed from a cassette.
+const minEnvSecret = 8
+
+// writeCassette writes rec's cassette of one execution to path.
+func writeCassette(path string, rec *cassette.Recorder, program, agentVersion string, res *execution.Result) error {
+	var buf bytes.Buffer
+	if err := rec.Write(&buf, program, agentVersion, res.Terms, res); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o600)
+}
+
+// replayOutcome is what replay prints of one cassette (--json: the whole of it).
+type replayOutcome struct {
+	Cassette      string               `json:"cassette"`
+	Verdict       string               `json:"verdict"` // same | diverged | different_value | unreadable
+	Divergence    *cassette.Divergence `json:"divergence,omitempty"`
+	Recorded      json.RawMessage      `json:"recorded_value,omitempty"`
+	Actual        json.RawMessage      `json:"actual_value,omitempty"`
+	Failure       any                  `json:"failure,omitempty"`
+	CallsRecorded int                  `json:"calls_recorded"`
+	Error         string               `json:"error,omitempty"`
+}
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs, configPath := commandFlags("replay", replayUsage, stdout, stderr)
+	tenant := fs.String("tenant", "", "tenant whose agent's profile runs the program (default: the only one)")
+	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
+	programPath := fs.String("program", "", "run this program FILE instead of the recorded one")
+	asJSON := fs.Bool("json", false, "print the comparison as JSON: one object per cassette")
+	if f := fs.Lookup("log-level"); f != nil {
+		f.DefValue = "warn"
+		_ = f.Value.Set("warn")
+	}
+	if answered, code, err := parseFlags(fs, args); answered {
+		return code, err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage, usagef("want exactly one cassette FILE or a DIR of them")
+	}
+	files, err := cassetteFiles(fs.Arg(0))
+	if err != nil {
+		return exitUsage, usagef("%v", err)
+	}
+	var program string
+	if *programPath != "" {
+		if program, err = readProgram(*programPath); err != nil {
+			return exitUsage, usagef("--program: %v", err)
+		}
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return exitUsage, err
+	}
+	tname, aname, err := pickAgent(cfg, *tenant, *agent)
+	if err != nil {
+		return exitUsage, err
+	}
+	if cfg.Tenants[tname].Agents[aname].CodeExecution == nil {
+		return exitUsage, usagef("agent %q of tenant %q has no code_execution block: it may not run programs", aname, tname)
+	}
+	// The profile's sandbox and nothing else: no upstream, no ledger, no blob store. Every
+	// call is answered from the cassette.
+	profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}}, oneShot)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer profiles.close()
+	a, err := serveAgent(cfg, profiles, tname, aname)
+	if err != nil {
+		return exitCode(err), err
+	}
+	code := exitOK
+	enc := json.NewEncoder(stdout)
+	for _, f := range files {
+		o := replayOne(ctx, a.CodeExecution, tname, f, program)
+		if o.Verdict != "same" {
+			code = exitFailure
+		}
+		if *asJSON {
+			if err := enc.Encode(o); err != nil {
+				return exitFailure, err
+			}
+			continue
+		}
+		fmt.Fprintln(stdout, o.line())
+	}
+	return code, nil
+}
+
+// replayOne runs program (empty: the recorded one) against the cassette in file.
+func replayOne(ctx context.Context, spec *execution.Spec, tenant, file, program string) *replayOutcome {
+	o := &replayOutcome{Cassette: file}
+	f, err := os.Open(file)
+	if err != nil {
+		o.Verdict, o.Error = "unreadable", err.Error()
+		return o
+	}
+	c, err := cassette.Read(io.LimitReader(f, maxCassetteBytes))
+	f.Close()
+	if err != nil {
+		o.Verdict, o.Error = "unreadable", err.Error()
+		return o
+	}
+	if program == "" {
+		program = c.Header.Program
+	}
+	player := cassette.NewPlayer(c)
+	res := execution.Execute(ctx, spec,
+		execution.Program{Code: program, Run: budget.RunRef{Tenant: tenant, ID: budget.NewID("command:c_")}, Tape: player},
+		&execution.Options{Render: mcpserver.RenderText})
+	o.CallsRecorded = len(c.Calls)
+	o.Recorded = c.Value()
+	o.Actual = res.Value
+	if res.Failure != nil {
+		o.Failure = res.Failure
+	}
+	switch o.Divergence = player.Divergence(); {
+	case o.Divergence != nil:
+		o.Verdict = "diverged"
+	case res.Failure != nil || !sameJSON(o.Recorded, o.Actual):
+		o.Verdict = "different_value"
+	default:
+		o.Verdict = "same"
+	}
+	return o
+}
+
+// line is replay's line for one cassette.
+func (o *replayOutcome) line() string {
+	switch o.Verdict {
+	case "same":
+		return o.Cassette + ": same"
+	case "diverged":
+		d := o.Divergence
+		s := fmt.Sprintf("%s: diverged at %d", o.Cassette, d.Seq)
+		if d.Recorded != nil {
+			s += fmt.Sprintf("\n  recorded: %s %s", d.Recorded.Tool, d.Recorded.Arguments)
+		} else {
+			s += "\n  recorded: (past the cassette's end)"
+		}
+		if d.Actual != nil {
+			s += fmt.Sprintf("\n  actual:   %s %s", d.Actual.Tool, d.Actual.Arguments)
+		} else {
+			s += "\n  actual:   (the program made no such call)"
+		}
+		return s
+	case "different_value":
+		s := fmt.Sprintf("%s: different value\n  recorded: %s\n  actual:   %s", o.Cassette, o.Recorded, o.Actual)
+		if o.Failure != nil {
+			b, _ := json.Marshal(o.Failure)
+			s += "\n  failure:  " + string(b)
+		}
+		return s
+	}
+	return o.Cassette + ": unreadable: " + o.Error
+}
+
+// maxCassetteBytes bounds a cassette read back.
+const maxCassetteBytes = 1 << 30
+
+// cassetteFiles is path, or the *.jsonl files of the directory path, sorted.
+func cassetteFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	files, err := filepath.Glob(filepath.Join(path, "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s holds no cassette (*.jsonl)", path)
+	}
+	return files, nil
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+const replayUsage = `Usage: mcp-sandbox replay [--config FILE] [--tenant T] [--agent A] [--program P] [--json] FILE|DIR
+
+Runs the program a cassette recorded ("mcp-sandbox run --record FILE"), or --program's, on the
+agent's profile with no upstream started: every binding call is answered from the cassette by
+its sequence number. The first call of another tool or with other arguments than the recorded
+one, or a call past the cassette's end, fails with replay_diverged (and so does every call
+after it). It prints, per cassette: "same" when the program made exactly the recorded calls and
+completed with the recorded value; "diverged at N" with the recorded and the actual call;
+"different value" with both values. A DIR replays each *.jsonl in it, one line each. --json
+prints one object per cassette instead: verdict, divergence {seq, recorded, actual},
+recorded_value, actual_value, failure.
+
+Exit status: 0 when every cassette is the same, 1 otherwise, 2 for usage or configuration
+errors.
+`

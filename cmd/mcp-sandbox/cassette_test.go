@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+)
+
+// fileBearer is the bearer token cassetteConfig's second URL upstream reads from a file.
+const fileBearer = "file-bearer-value-4242424242"
+
+// cassetteConfig is an agent granted the mock upstream (command, which need not exist for a
+// replay), and two more upstreams by URL, with bearer tokens from the environment and a file.
+func cassetteConfig(t *testing.T, command string) string {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(fileBearer+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: %q
+profiles:
+  default: {backend: process, isolation: process, allow_same_uid: true, hard_limits: {wall_seconds: 60}, binding_budget: {max_result_bytes: 2000}}
+upstreams:
+  mock: {command: [%q]}
+  web: {url: "http://127.0.0.1:9/mcp", bearer: {env: CASSETTE_TEST_BEARER}}
+  files: {url: "http://127.0.0.1:9/files", bearer: {file: %q}}
+tenants:
+  t:
+    upstreams: [mock]
+    agents:
+      a: {code_execution: {profile: default}}
+`, filepath.Join(t.TempDir(), "data"), command, tokenFile))
+}
+
+const fiveCalls = `out = []
+for a in (1, 2, 3, 4, 5):
+    out.append(await mock__add(a=a, b=10))
+return out`
+
+// TestReplayCassette records a program calling the mock upstream five times (run --record),
+// then replays it with the mock's command pointing nowhere, so no upstream can answer: the
+// replay completes with the recorded value, exit 0 (must show 1), alone and in a directory.
+// An edited program whose third call has another argument stops at sequence 3 with
+// replay_diverged, the recorded and the actual call shown (must show 2).
+func TestReplayCassette(t *testing.T) {
+	t.Setenv("CASSETTE_TEST_BEARER", "bearer-value-0123456789")
+	dir := t.TempDir()
+	cass := filepath.Join(dir, "five.jsonl")
+	out, errOut, code := runCLI(t, fiveCalls, "run", "--config", cassetteConfig(t, testkit.MockUpstream(t)), "--record", cass, "-")
+	if code != 0 {
+		t.Fatalf("run --record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res struct{ Value json.RawMessage }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(cass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("the cassette has %d lines, want a header, 5 calls and the result:\n%s", len(lines), b)
+	}
+	var third struct {
+		Seq       int
+		Tool      string
+		Arguments json.RawMessage
+		Outcome   string
+		Result    json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(lines[3]), &third); err != nil {
+		t.Fatal(err)
+	}
+	if third.Seq != 3 || third.Tool != "mock__add" || string(third.Arguments) != `{"a":3,"b":10}` || third.Outcome != "ok" || !strings.Contains(string(third.Result), "13") {
+		t.Errorf("the third call's line is %s", lines[3])
+	}
+
+	offline := cassetteConfig(t, filepath.Join(dir, "no-such-upstream"))
+	out, errOut, code = runCLI(t, "", "replay", "--config", offline, cass)
+	if code != 0 || strings.TrimSpace(out) != cass+": same" {
+		t.Fatalf("replay: exit %d, want 0 and same:\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "", "replay", "--config", offline, "--json", cass)
+	var o struct {
+		Verdict       string
+		RecordedValue json.RawMessage `json:"recorded_value"`
+		ActualValue   json.RawMessage `json:"actual_value"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 || o.Verdict != "same" || !sameJSON(o.ActualValue, res.Value) {
+		t.Fatalf("replay --json: exit %d, %v:\n%s\n%s", code, err, out, errOut)
+	}
+
+	edited := filepath.Join(dir, "edited.py")
+	if err := os.WriteFile(edited, []byte(strings.Replace(fiveCalls, "(1, 2, 3, 4, 5)", "(1, 2, 99, 4, 5)", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "", "replay", "--config", offline, "--program", edited, "--json", cass)
+	var d struct {
+		Verdict    string
+		Divergence struct {
+			Seq      int
+			Recorded struct {
+				Tool      string
+				Arguments json.RawMessage
+			}
+			Actual struct {
+				Tool      string
+				Arguments json.RawMessage
+			}
+		}
+		Failure struct{ Kind, Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != 1 {
+		t.Fatalf("replay of the edited program: exit %d, want 1; %v:\n%s\n%s", code, err, out, errOut)
+	}
+	if d.Verdict != "diverged" || d.Divergence.Seq != 3 || d.Divergence.Recorded.Tool != "mock__add" || string(d.Divergence.Recorded.Arguments) != `{"a":3,"b":10}` ||
+		d.Divergence.Actual.Tool != "mock__add" || string(d.Divergence.Actual.Arguments) != `{"a":99,"b":10}` {
+		t.Errorf("the divergence is not the third call, both shown:\n%s", out)
+	}
+	if !strings.Contains(d.Failure.Message, `call 3 is mock__add with arguments {"a":99,"b":10}`) {
+		t.Errorf("the program did not stop with replay_diverged: %+v", d.Failure)
+	}
+	out, _, code = runCLI(t, "", "replay", "--config", offline, "--program", edited, cass)
+	if code != 1 || !strings.Contains(out, "diverged at 3") || !strings.Contains(out, `mock__add {"a":3,"b":10}`) || !strings.Contains(out, `mock__add {"a":99,"b":10}`) {
+		t.Errorf("replay's line for the edited program: exit %d:\n%s", code, out)
+	}
+
+	// A directory: one line per cassette, exit 1 when any is not the same.
+	other := filepath.Join(dir, "other.jsonl")
+	if err := os.WriteFile(other, []byte(strings.Replace(string(b), `"a":3,`, `"a":7,`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "", "replay", "--config", offline, dir)
+	if code != 1 || !strings.Contains(out, cass+": same") || !strings.Contains(out, other+": diverged at 3") {
+		t.Errorf("replay DIR: exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestCassetteHasNoSecret records a program that sends the config's bearer tokens (of
+// upstreams the tenant is not even granted; one from the environment, one from a file) as
+// arguments, so they come back in the result too: neither is anywhere in the cassette, neither in the program, the call nor the result (must
+// show 3; a field redacted by its tool's schema: cassette.TestRecorderRedacts, since the
+// program refuses a keyword its binding does not take before it is sent).
+func TestCassetteHasNoSecret(t *testing.T) {
+	const bearer = "bearer-value-0123456789"
+	t.Setenv("CASSETTE_TEST_BEARER", bearer)
+	cass := filepath.Join(t.TempDir(), "secret.jsonl")
+	program := fmt.Sprintf(`r = await mock__lookup(sku=%q)
+s = await mock__lookup(sku=%q)
+return [r, s]`, bearer, fileBearer)
+	out, errOut, code := runCLI(t, program, "run", "--config", cassetteConfig(t, testkit.MockUpstream(t)), "--record", cass, "-")
+	if code != 0 || !strings.Contains(out, bearer) || !strings.Contains(out, fileBearer) {
+		t.Fatalf("run --record: exit %d, want 0 and the tokens in the value:\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(cass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{bearer, fileBearer} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("the cassette contains the bearer token %q:\n%s", s, b)
+		}
+	}
+	if strings.Count(string(b), `"arguments":{"sku":"[redacted]"}`) != 2 || strings.Count(string(b), `"seq":`) != 2 {
+		t.Errorf("the cassette does not hold the call, the token scrubbed:\n%s", b)
+	}
+}
+
+// TestReplayHandle records a result over the transfer allowance, kept under a handle, and a
+// read_tool_output of it: the cassette holds the handle and the kept bytes, and the replay,
+// with no upstream and no blob store, serves both calls and completes the same.
+func TestReplayHandle(t *testing.T) {
+	dir := t.TempDir()
+	cass := filepath.Join(dir, "handle.jsonl")
+	const program = `got = await mock__bytes(n=5000, line=50)
+page = await read_tool_output(got, limit=2)
+return {"got": got, "page": page}`
+	out, errOut, code := runCLI(t, program, "run", "--config", cassetteConfig(t, testkit.MockUpstream(t)), "--record", cass, "-")
+	if code != 0 {
+		t.Fatalf("run --record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	c, err := os.ReadFile(cass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(c)), "\n")
+	var first struct {
+		ResultRef struct {
+			Handle struct{ Size int }
+			Kept   string
+			Cut    bool
+		} `json:"result_ref"`
+	}
+	if len(lines) != 4 || json.Unmarshal([]byte(lines[1]), &first) != nil || first.ResultRef.Handle.Size != 5000 ||
+		len(first.ResultRef.Kept) != 5000 || first.ResultRef.Cut || !strings.Contains(lines[2], `"tool":"read_tool_output"`) {
+		t.Fatalf("the cassette does not hold the handle with its kept bytes and the read:\n%.2000s", c)
+	}
+	out, errOut, code = runCLI(t, "", "replay", "--config", cassetteConfig(t, filepath.Join(dir, "no-such-upstream")), cass)
+	if code != 0 || strings.TrimSpace(out) != cass+": same" {
+		t.Fatalf("replay: exit %d, want 0 and same:\n%s\n%s", code, out, errOut)
+	}
+}
