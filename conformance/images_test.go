@@ -24,24 +24,30 @@ import (
 // bytes the program wrote, beside their handles; the large one as its handle only; the text
 // file is no image, whatever its name.
 func TestImagesComeBackAsImageContent(t *testing.T) {
-	err := exec.Command("python3", "-c", "import matplotlib").Run()
-	gate.Require(t, "matplotlib", err == nil, "python3 cannot import matplotlib (apt-get install python3-matplotlib)")
+	// Debian's interpreter, where python3-matplotlib installs it (PATH may name another).
+	const python = "/usr/bin/python3"
+	err := exec.Command(python, "-c", "import matplotlib").Run()
+	gate.Require(t, "matplotlib", err == nil, python+" cannot import matplotlib (apt-get install python3-matplotlib)")
 	cfg := fmt.Sprintf(`
 data_dir: %q
-`+processProfile+`    hard_limits: {wall_seconds: 120}
+`+processProfile+`    python: %q
+    hard_limits: {wall_seconds: 120}
     images: {inline_bytes: 256KiB}
 tenants:
   t:
     agents:
       default:
         code_execution: {limits: {wall_seconds: 120}}
-`, filepath.Join(t.TempDir(), "data"))
+`, filepath.Join(t.TempDir(), "data"), python)
 	cs, _ := serve(t, cfg, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": `
 import base64, os, tempfile
 os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp())
+# Debian's matplotlib finds its rc file at /etc/matplotlibrc only, which the sandbox's root
+# does not hold; the same file is under /usr, which it does.
+os.environ.setdefault("MATPLOTLIBRC", "/usr/share/matplotlib/mpl-data")
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
