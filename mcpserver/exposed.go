@@ -141,6 +141,7 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 			return toolError("%s (%s)", r.Message, r.Kind)
 		}
 		if r.Handle != nil {
+			h.report.Kept("direct", r.Handle.Size)
 			return keptResult(name, r)
 		}
 		return valueResult(r.Value)
