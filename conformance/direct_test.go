@@ -13,8 +13,8 @@ import (
 )
 
 // TestDirectCallKeepsLargeResult: a host's direct call of an exposed tool whose result is 5 MB
-// gets what a program would: a head-and-tail preview and a handle, the text under the preview
-// size (4000 bytes); read_tool_output pages the handle by line window and by pattern; the
+// gets what a program would: a head-and-tail preview and a handle, the whole message (its
+// JSON) under the preview size (4000 bytes); read_tool_output pages the handle by line window and by pattern; the
 // ledger records the call with the handle, the bytes the host got and the bytes kept.
 func TestDirectCallKeepsLargeResult(t *testing.T) {
 	cfg, _ := mockConfig(t)
@@ -41,6 +41,9 @@ func TestDirectCallKeepsLargeResult(t *testing.T) {
 	}
 	if len(b) > 1000 {
 		t.Errorf("structuredContent is %d bytes: it should hold the handle, not the result", len(b))
+	}
+	if whole, _ := json.Marshal(res); len(whole) > 4000 {
+		t.Errorf("the host's message is %d bytes, over the 4000-byte preview size", len(whole))
 	}
 	wantLines := size/line + 1
 	if kept.Size != size || kept.Lines != wantLines || !strings.Contains(text, kept.Handle) || !strings.HasPrefix(text, strings.Repeat("x", 99)+"\n") {

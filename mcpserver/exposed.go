@@ -148,9 +148,10 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	}), nil
 }
 
-// keptNoteBytes is the room keptResult's note takes beside the preview, so that preview and
-// note together stay within execution.ValuePreviewBytes.
-const keptNoteBytes = 300
+// keptNoteBytes is the room keptResult's note and structuredContent take beside the preview,
+// so that the whole result (its JSON, for a preview of ordinary text) stays within
+// execution.ValuePreviewBytes.
+const keptNoteBytes = 700
 
 // Kept is the structuredContent of a direct call whose result was kept under a handle: the
 // handle read_tool_output pages, what it holds, and the call's context economy (the result's
