@@ -77,7 +77,7 @@ func tokens(n int) int { return (n + 3) / 4 }
 
 // contextConfig serves agent "model" of tenant t: run_code and the built-ins only (no
 // upstream tool is exposed directly: the program reaches them), granted the mock as
-// "support" and the 351-tool mock as the deferred "big".
+// "support", "docs" and "crm", and the 351-tool mock as the deferred "big".
 func contextConfig(t *testing.T, mock string) string {
 	t.Helper()
 	return testkit.WriteConfig(t, fmt.Sprintf(`
@@ -85,9 +85,11 @@ data_dir: %q
 `+benchProfile+`upstreams:
   support: {command: [%[2]q]}
   big:     {command: [%[2]q, "--many", "351", "--page-size", "40"], deferred: true}
+  docs:    {command: [%[2]q]}
+  crm:     {command: [%[2]q]}
 tenants:
   t:
-    upstreams: [support, big]
+    upstreams: [support, big, docs, crm]
     agents:
       model:
         expose_upstream_tools: false
@@ -113,6 +115,13 @@ var scenarioBTools = []int{17, 42, 99, 256, 347}
 // listed (the deferred server stays out of them), one list_tools to learn the tools' naming,
 // one get_tool_info for their arguments, and one program that finds the five in TOOLS, calls
 // them and combines.
+//
+// Scenario C: the "copy a transcript into a CRM" task: a 50 KB document read from one server
+// and written into a record of another. Directly: both servers' tools listed, the document
+// read (its result) and sent back whole (the record's request). With run_code: mcp-sandbox's
+// tools listed and one program of two calls; the document never enters the model's context.
+// The report also gives the reduction with the definitions listed left out: what the task
+// itself costs, beside the fixed cost of listing the tools.
 func TestReportContext(t *testing.T) {
 	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
 	host := connect(t, exec.Command(sandbox, "serve", "--config", contextConfig(t, mock), "--agent", "model"))
@@ -120,6 +129,7 @@ func TestReportContext(t *testing.T) {
 	type scenario struct {
 		name           string
 		direct, viaRun modelView
+		taskOnly       bool // report the reduction without the definitions listed too
 	}
 	var out []scenario
 
@@ -173,6 +183,28 @@ parts = [await call_tool(n, {"q": "report"}) for n in found]
 	}
 	out = append(out, b)
 
+	// Scenario C, directly: both servers' tools listed, the transcript read (its 50 KB
+	// result), then written into a record (its 50 KB request).
+	c := scenario{name: "C: a 50 KB transcript read from one server, written into a record of another", taskOnly: true}
+	docs, crm := connect(t, exec.Command(mock)), connect(t, exec.Command(mock))
+	c.direct.list(t, docs)
+	c.direct.list(t, crm)
+	doc := testkit.Text(c.direct.call(t, docs, "transcript", map[string]any{"meeting": "m-42"}))
+	if len(doc) < 50000 {
+		t.Fatalf("the transcript is %d bytes, want 50 KB", len(doc))
+	}
+	rec := c.direct.call(t, crm, "create_record", map[string]any{"title": "Meeting m-42", "body": doc})
+	directC, _ := json.Marshal(rec.StructuredContent)
+	// Scenario C, with run_code: the model knows the two tools' names from the task; the
+	// program's stubs are the binding's keywords (get_tool_info would add a few hundred bytes).
+	c.viaRun.list(t, host)
+	res = c.viaRun.call(t, host, "run_code", map[string]any{"code": `doc = await docs__transcript(meeting="m-42")
+return await crm__create_record(title="Meeting m-42", body=doc)`})
+	if got := testkit.Text(res); !strings.Contains(got, strings.ReplaceAll(string(directC), ",", ", ")) && !strings.Contains(got, string(directC)) {
+		t.Fatalf("run_code's record differs from the direct one:\n%s\nwant %s", got, directC)
+	}
+	out = append(out, c)
+
 	report := "what the model reads, in bytes and approximate tokens (bytes/4): tool definitions listed, every request, every result\n" +
 		"(per turn: each call a turn that reads the whole context so far, and a last turn that answers)\n"
 	for _, s := range out {
@@ -185,6 +217,10 @@ parts = [await call_tool(n, {"q": "report"}) for n in found]
 				"one run_code", r, tokens(r), s.viaRun.defs, s.viaRun.calls, s.viaRun.requests, s.viaRun.results, rt, tokens(rt)) +
 			fmt.Sprintf("  %-18s %6.1f %% fewer bytes with run_code; per turn %.1f %% fewer\n", "reduction",
 				100*(1-float64(r)/float64(d)), 100*(1-float64(rt)/float64(dt)))
+		if s.taskOnly {
+			report += fmt.Sprintf("  %-18s %6.1f %% fewer bytes with run_code, the definitions listed left out (direct %d, run_code %d)\n", "task only",
+				100*(1-float64(r-s.viaRun.defs)/float64(d-s.direct.defs)), d-s.direct.defs, r-s.viaRun.defs)
+		}
 	}
 	t.Log(report)
 	fmt.Fprintln(os.Stderr, report)

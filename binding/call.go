@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -415,33 +416,90 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 // Direct makes a host's direct call of an exposed tool: the same policy, arguments and approval
 // as a program's call (appr asks the person; nil asks nobody), without bindings (an agent's
 // program setting); recorded under meter (budget.Direct; nil records nothing), outside the
-// binding budget, and never paged: the host gets the whole value.
+// binding budget, and never paged: the host gets the whole value. DirectKept is the call that
+// keeps a large result under a handle instead.
 func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) wire.Answer {
+	return DirectKept(ctx, turn, meter, appr, log, name, args, Keep{}).Answer
+}
+
+// Keep says where a direct call's large result goes: a value whose kept form (HandleContent)
+// is over PreviewBytes is put in Blobs under Tenant, and the host gets a head-and-tail preview
+// and the handle, as a program would (docs/design.md §6). Blobs nil keeps nothing: the host
+// gets the whole value.
+type Keep struct {
+	Blobs        outputs.BlobStore
+	Tenant       string
+	PreviewBytes int
+}
+
+// DirectAnswer is a direct call's answer: Answer's Value whole, or, when the result was kept,
+// Answer.Handle with Preview (of the kept content, at most Keep.PreviewBytes) and ContentType;
+// Size is the bytes the upstream's value weighed.
+type DirectAnswer struct {
+	wire.Answer
+	Preview     string
+	ContentType string
+	Size        int64
+}
+
+// DirectKept is Direct with large results kept under a handle (keep): the handle is recorded
+// with tool_call_finished (attachments, preserved bytes) and the transfer is what the host
+// received, the preview and the handle. A result the store cannot keep is handed over whole,
+// with a warning logged: the host asked for it, and the value exists.
+func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
 	tool, fe := turn.Lookup(name)
 	if fe != nil {
-		return wire.Refused(fe)
+		return DirectAnswer{Answer: wire.Refused(fe)}
 	}
 	args, fe = tool.Arguments(args)
 	if fe != nil {
-		return wire.Refused(fe)
+		return DirectAnswer{Answer: wire.Refused(fe)}
 	}
 	_, callID, fe := appr.approve(ctx, approval{turn: turn, tool: tool, args: args, meter: meter, log: log})
 	if fe != nil {
-		return wire.Refused(fe)
+		return DirectAnswer{Answer: wire.Refused(fe)}
 	}
 	tk, fe := admit(ctx, meter, callID, tool.Name, args)
 	if fe != nil {
-		return wire.Refused(fe)
+		return DirectAnswer{Answer: wire.Refused(fe)}
 	}
 	a, spent := turn.Invoke(ctx, tool, args)
 	o := outcome(a, spent)
+	r := DirectAnswer{Answer: a, Size: int64(len(a.Value))}
 	if a.Kind == "" {
 		o.TransferBytes = int64(len(a.Value))
+		if k, ok := keepDirect(ctx, keep, tool, a.Value, log); ok {
+			k.Size = r.Size
+			r = k
+			o.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
+			o.PreservedBytes = r.Handle.Size
+			o.Attachments, _ = json.Marshal([]attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
+				Size: r.Handle.Size, Truncated: true, Location: "blob"}})
+		}
 	}
 	if tk != nil {
 		if err := tk.Finish(ctx, o); err != nil {
 			log.Error("tool_call_finished not recorded", "call", tk.ID(), "err", err)
 		}
 	}
-	return a
+	return r
+}
+
+// keepDirect puts v's kept form in keep.Blobs when it is over keep.PreviewBytes; ok is false
+// when it is not, or cannot be, kept.
+func keepDirect(ctx context.Context, keep Keep, tool *upstream.Tool, v json.RawMessage, log *slog.Logger) (DirectAnswer, bool) {
+	if keep.Blobs == nil || keep.PreviewBytes <= 0 || len(v) <= keep.PreviewBytes {
+		return DirectAnswer{}, false
+	}
+	content, ctype := HandleContent(v)
+	if len(content) <= keep.PreviewBytes {
+		return DirectAnswer{}, false
+	}
+	h, n, err := keep.Blobs.Put(ctx, keep.Tenant, tool.Name, ctype, bytes.NewReader(content), int64(len(content)))
+	if err != nil {
+		log.Warn("direct call result not kept under a handle; handed over whole", "tool", tool.Name, "bytes", len(content), "err", err)
+		return DirectAnswer{}, false
+	}
+	return DirectAnswer{Answer: wire.Answer{Handle: &wire.Handle{ID: string(h), Size: n, Lines: lineCount(content)}},
+		Preview: outputs.Preview(content, content, int64(len(content)), keep.PreviewBytes), ContentType: ctype}, true
 }

@@ -1,6 +1,7 @@
 // Package binding is the one home of a binding call: everything that happens between a
 // program's `await tool(...)` reaching the host and its answer going back, in order, in one
-// place (Execution.CallTool), plus a host's direct call (Direct) and read_tool_output (Read),
+// place (Execution.CallTool), plus a host's direct call (Direct; DirectKept keeps a large
+// result under a handle, as a program's call would) and read_tool_output (Read),
 // whose owner this package is for the host and the program alike.
 //
 // Why a package of its own, and the walk of one call hop by hop: docs/design.md §12.

@@ -176,6 +176,8 @@ type Profile struct {
 	BindingBudget BindingBudget  `yaml:"binding_budget" json:"binding_budget"`
 	Output        OutputPolicy   `yaml:"output" json:"output"`
 	Artifacts     ArtifactPolicy `yaml:"artifacts" json:"artifacts"`
+	// Images says which image artifacts come back to the model as images too.
+	Images Images `yaml:"images" json:"images"`
 	// Approvals says how long a call that needs a person's approval waits for the answer.
 	Approvals Approvals `yaml:"approvals" json:"approvals"`
 	// Warm sizes the pools of started, graded children kept ready, one pool per tenant and
@@ -254,6 +256,13 @@ type ArtifactPolicy struct {
 	Collection string    `yaml:"collection" json:"collection"` // collect | ignore
 	MaxFiles   *int      `yaml:"max_files" json:"max_files"`
 	MaxBytes   *ByteSize `yaml:"max_bytes" json:"max_bytes"`
+}
+
+// Images says how image artifacts (PNG, JPEG, GIF, WebP, known by their first bytes) come
+// back: one of at most InlineBytes as MCP ImageContent beside its handle; a larger one as its
+// handle only. Zero sends none as an image.
+type Images struct {
+	InlineBytes *ByteSize `yaml:"inline_bytes" json:"inline_bytes"`
 }
 
 // Approvals configure the asking of a person about calls that need approval.

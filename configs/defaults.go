@@ -49,6 +49,11 @@ func DefaultArtifactPolicy() ArtifactPolicy {
 	return ArtifactPolicy{Collection: CollectionCollect, MaxFiles: Count(64), MaxBytes: Bytes(16 * MiB)}
 }
 
+// DefaultImages returns the images block a profile gets for each field it leaves out.
+func DefaultImages() Images {
+	return Images{InlineBytes: Bytes(512 * KiB)}
+}
+
 func orString(s *string, d string) {
 	if *s == "" {
 		*s = d
@@ -99,6 +104,8 @@ func withProfileDefaults(p Profile) Profile {
 	orString(&a.Collection, da.Collection)
 	orPtr(&a.MaxFiles, da.MaxFiles)
 	orPtr(&a.MaxBytes, da.MaxBytes)
+
+	orPtr(&p.Images.InlineBytes, DefaultImages().InlineBytes)
 
 	w, dw := &p.Warm, DefaultWarm()
 	if w.Max == nil && w.Min != nil && *w.Min > *dw.Max {

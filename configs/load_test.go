@@ -39,6 +39,7 @@ func TestDefaults(t *testing.T) {
 		Output:        OutputPolicy{PreviewBytes: Bytes(4000), MaxBytes: Bytes(8 * MiB), Preserve: "when_available"},
 		Artifacts:     ArtifactPolicy{Collection: "collect", MaxFiles: Count(64), MaxBytes: Bytes(16 * MiB)},
 		Approvals:     Approvals{TimeoutSeconds: Seconds(120)},
+		Images:        Images{InlineBytes: Bytes(512 * KiB)},
 		Warm:          Warm{Min: Count(1), Max: Count(4), IdleSeconds: Seconds(300)},
 	}
 	partial := def

@@ -157,6 +157,9 @@ func (v *validator) profile(n string, p Profile) {
 	v.enum(at+".artifacts.collection", "collection", a.Collection, collects)
 	v.positive(at+".artifacts.max_files", a.MaxFiles)
 	v.positive(at+".artifacts.max_bytes", a.MaxBytes)
+	if n := p.Images.InlineBytes; n != nil && *n < 0 {
+		v.add(at+".images.inline_bytes", "%d is negative; 0 sends no image inline", *n)
+	}
 	v.warm(at+".warm", p.Warm)
 	v.remote(at, p)
 	v.container(at, p)

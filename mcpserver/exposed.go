@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -130,14 +133,45 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	}
 	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals) *mcp.CallToolResult {
 		start := time.Now()
-		r := binding.Direct(ctx, t, meter, a, h.log, name, req.Params.Arguments)
+		keep := binding.Keep{Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, PreviewBytes: execution.ValuePreviewBytes - keptNoteBytes}
+		r := binding.DirectKept(ctx, t, meter, a, h.log, name, req.Params.Arguments, keep)
 		h.reportDirect(t, name, string(r.Kind), time.Since(start).Seconds())
 		h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
 		if r.Kind != "" {
 			return toolError("%s (%s)", r.Message, r.Kind)
 		}
+		if r.Handle != nil {
+			h.report.Kept("direct", r.Handle.Size)
+			return keptResult(name, r)
+		}
 		return valueResult(r.Value)
 	}), nil
+}
+
+// keptNoteBytes is the room keptResult's note and structuredContent take beside the preview,
+// so that the whole result (its JSON, for a preview of ordinary text) stays within
+// execution.ValuePreviewBytes.
+const keptNoteBytes = 700
+
+// Kept is the structuredContent of a direct call whose result was kept under a handle: the
+// handle read_tool_output pages, what it holds, and the call's context economy (the result's
+// bytes, the bytes of the text the host got, and the difference kept out of its context).
+type Kept struct {
+	Handle      string         `json:"handle"`
+	ContentType string         `json:"content_type"`
+	Size        int64          `json:"size"`
+	Lines       int            `json:"lines"`
+	Context     budget.Context `json:"context"`
+}
+
+// keptResult renders a kept direct result: the head-and-tail preview and a note naming the
+// handle as text, and Kept as structuredContent (no second copy of the preview).
+func keptResult(name string, r binding.DirectAnswer) *mcp.CallToolResult {
+	text := fmt.Sprintf("%s\n(the result of %s is %d bytes, %d lines, shown as a head-and-tail preview; read_tool_output handle %s pages the rest by line window or pattern)",
+		strings.TrimRight(r.Preview, "\n"), name, r.Handle.Size, r.Handle.Lines, r.Handle.ID)
+	k := Kept{Handle: r.Handle.ID, ContentType: r.ContentType, Size: r.Handle.Size, Lines: r.Handle.Lines,
+		Context: budget.Context{BindingBytes: r.Size, ReturnedBytes: int64(len(text)), KeptOutBytes: max(r.Size-int64(len(text)), 0)}}
+	return &mcp.CallToolResult{StructuredContent: k, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
 // valueResult renders a binding value for a host: an object as structuredContent with its

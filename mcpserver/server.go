@@ -44,6 +44,10 @@ type Agent struct {
 	CodeExecution *CodeExec
 	// Upstreams nil means the agent has no upstream tools.
 	Upstreams *Upstreams
+	// ImageInlineBytes is the largest image artifact (PNG, JPEG, GIF, WebP by its first
+	// bytes) that comes back in run_code's result as ImageContent beside its handle (the
+	// profile's images.inline_bytes); 0 sends none.
+	ImageInlineBytes int64
 }
 
 // CodeExec is an agent's code execution: where programs run and under which terms. It is
@@ -316,7 +320,9 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		res := h.execute(ctx, req, *in.Code, a)
 		end()
-		return renderResult(res, h.agent.Version)
+		out := renderResult(res, h.agent.Version)
+		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
+		return out
 	}), nil
 }
 

@@ -80,7 +80,7 @@ func New(opts *Options) *Metrics {
 		Help: "Decisions on calls that need a person's approval, in programs and direct: accepted, declined, cancelled, timed_out, failed (the host could not put the question), unasked (this host cannot ask: refused)."},
 		labels("decision"))
 	m.kept = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_handles_stored_total",
-		Help: "Outputs kept in the blob store under a handle, by source (output: a stream, value or artifact of an execution; binding: a binding result over the transfer allowance)."},
+		Help: "Outputs kept in the blob store under a handle, by source (output: a stream, value or artifact of an execution; binding: a binding result over the transfer allowance; direct: a host's direct call's result over the preview size)."},
 		labels("source"))
 	m.keptBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_preserved_bytes_total",
 		Help: "Bytes kept in the blob store under handles, by source."},

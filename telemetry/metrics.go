@@ -16,8 +16,9 @@ type Metrics interface {
 	// host cannot ask a person), as the run ledger records it.
 	Approval(s Scope, decision string)
 	// Kept is one output kept in the blob store under a handle: source is "output" (a
-	// stream, a value or an artifact of an execution) or "binding" (a binding result over
-	// the transfer allowance), bytes what the store holds.
+	// stream, a value or an artifact of an execution), "binding" (a binding result over
+	// the transfer allowance) or "direct" (a host's direct call's result over the preview
+	// size), bytes what the store holds.
 	Kept(s Scope, source string, bytes int64)
 }
 

@@ -326,6 +326,7 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 		Budget:           bindingBudget(p.BindingBudget).Narrow(bindingBudget(t.Policy.BindingBudget)),
 		PreserveRequired: p.Output.Preserve == configs.PreserveRequired,
 	}
+	a.ImageInlineBytes = int64(deref(p.Images.InlineBytes))
 	return a, nil
 }
 

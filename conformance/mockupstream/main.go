@@ -40,6 +40,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -94,6 +96,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mockupstream:", err)
 		os.Exit(1)
 	}
+}
+
+// transcript is meeting's transcript: 50,000 bytes or a little more of speakers' lines.
+func transcript(meeting string) string {
+	var b strings.Builder
+	speakers := []string{"Ana", "Ben", "Chen", "Dara"}
+	for i := 0; b.Len() < 50000; i++ {
+		fmt.Fprintf(&b, "[%s %02d:%02d] %s: item %d of the agenda, discussed at some length so the line reads like speech.\n",
+			meeting, i/60, i%60, speakers[i%len(speakers)], i)
+	}
+	return b.String()
 }
 
 func safe() mcp.ToolOption { return mcp.WithDestructiveHintAnnotation(false) }
@@ -195,6 +208,18 @@ func addTools(s *server.MCPServer, c *counter, many int, described bool) {
 					return text("hello from " + name), nil
 				})
 			return text("added " + name), nil
+		})
+	add(mcp.NewTool("transcript", mcp.WithDescription("Returns a meeting's transcript: about 50 KB of text."), safe(),
+		mcp.WithString("meeting", mcp.Required(), mcp.Description("the meeting's id"))),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(transcript(req.GetString("meeting", ""))), nil
+		})
+	add(mcp.NewTool("create_record", mcp.WithDescription("Creates a record with a title and a body; returns its id and the body's length."), safe(),
+		mcp.WithString("title", mcp.Required()), mcp.WithString("body", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			body := req.GetString("body", "")
+			sum := sha256.Sum256([]byte(body))
+			return mcp.NewToolResultStructuredOnly(map[string]any{"id": "rec-" + hex.EncodeToString(sum[:4]), "bytes": len(body)}), nil
 		})
 	add(mcp.NewTool("mixed", mcp.WithDescription("Returns a text block and an image block."), safe()),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
