@@ -45,9 +45,6 @@ tenants:
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": `
 import base64, os, tempfile
 os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp())
-# Debian's matplotlib finds its rc file at /etc/matplotlibrc only, which the sandbox's root
-# does not hold; the same file is under /usr, which it does.
-os.environ.setdefault("MATPLOTLIBRC", "/usr/share/matplotlib/mpl-data")
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
