@@ -254,9 +254,12 @@ func nodeFor(t *testing.T, what, installed string) string {
 	return node
 }
 
-func TestBindingsServerEverything(t *testing.T) {
+// everythingConfig is tenant t with the reference server-everything as upstream "everything",
+// over stdio.
+func everythingConfig(t *testing.T) string {
+	t.Helper()
 	node, entry := npmPeer(t, "server-everything")
-	cfg := fmt.Sprintf(`
+	return fmt.Sprintf(`
 profiles:
   default: {backend: local, isolation: process, allow_same_uid: true}
 upstreams:
@@ -267,7 +270,10 @@ tenants:
     agents:
       default: {code_execution: {}}
 `, node, entry)
-	cs, _ := serve(t, cfg, nil)
+}
+
+func TestBindingsServerEverything(t *testing.T) {
+	cs, _ := serve(t, everythingConfig(t), nil)
 	var got string
 	run(t, cs, `
 import re

@@ -113,20 +113,7 @@ func TestStubsTypeCheck(t *testing.T) {
 		typeCheck(t, stubs)
 	})
 	t.Run("server-everything", func(t *testing.T) {
-		node, entry := npmPeer(t, "server-everything")
-		cfg := fmt.Sprintf(`
-data_dir: "-"
-profiles:
-  default: {backend: local, isolation: process, allow_same_uid: true}
-upstreams:
-  everything: {command: [%q, %q, "stdio"]}
-tenants:
-  t:
-    upstreams: [everything]
-    agents:
-      default: {code_execution: {}}
-`, node, entry)
-		cs, _ := serve(t, cfg, nil)
+		cs, _ := serve(t, "data_dir: \"-\"\n"+everythingConfig(t), nil)
 		stubs := toolStubs(t, cs, "everything")
 		if len(stubs) < 5 {
 			t.Fatalf("only %d tools: %v", len(stubs), stubs)
