@@ -66,22 +66,14 @@ func remoteServe(t *testing.T, addr string) (cs *mcp.ClientSession, counter, dat
 	counter, dataDir = filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
 	t.Setenv("MCP_SANDBOX_CONFORMANCE_TOKEN", sandboxToken)
 	cs, _ = serve(t, fmt.Sprintf(`
-data_dir: %[3]q
+data_dir: %q
 profiles:
   default:
     backend: remote
     isolation: process
     hard_limits: {wall_seconds: 90}
-    remote: {url: "http://%[4]s", bearer: {env: MCP_SANDBOX_CONFORMANCE_TOKEN}}
-upstreams:
-  support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}
-tenants:
-  t:
-    upstreams: [support]
-    agents:
-      default:
-        code_execution: {limits: {wall_seconds: 90}}
-`, built.mock, counter, dataDir, addr), nil)
+    remote: {url: "http://%s", bearer: {env: MCP_SANDBOX_CONFORMANCE_TOKEN}}
+`, dataDir, addr)+supportTenant(counter), nil)
 	return cs, counter, dataDir
 }
 
