@@ -52,7 +52,7 @@ func TestExamplesRunAsShipped(t *testing.T) {
 	_, err := exec.LookPath("npx")
 	gate.Require(t, "npm-peers", err == nil, "npx is not on PATH: the examples start their stdio upstreams with it")
 
-	upstreamPort, servicePort := freePort(t), freePort(t)
+	upstreamPort, servicePort := fmt.Sprint(freeLoopbackPort(t)), fmt.Sprint(freeLoopbackPort(t))
 	agent := a2aAgent(t)
 	dir := t.TempDir()
 	copyExamples(t, filepath.Join("..", "configs", "examples"), dir, strings.NewReplacer(
@@ -185,16 +185,6 @@ func copyExamples(t *testing.T, src, dst string, r *strings.Replacer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
 
 // startEverythingHTTP runs server-everything over streamable HTTP on port until t ends.

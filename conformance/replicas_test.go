@@ -163,6 +163,8 @@ func startLogged(t *testing.T, cmd *exec.Cmd, name string, re *regexp.Regexp, r 
 	return ""
 }
 
+// freeLoopbackPort is a TCP port free on 127.0.0.1 when it returns, for a server that must be
+// told its port before it starts.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
