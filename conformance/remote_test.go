@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -80,13 +79,7 @@ profiles:
 // callRunCode runs code and returns run_code's structured result, failed or not.
 func callRunCode(t *testing.T, cs *mcp.ClientSession, code string) fullResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
-	if err != nil {
-		t.Fatalf("run_code: %v", err)
-	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b := runCodeJSON(t, cs, "", code)
 	var r fullResult
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
