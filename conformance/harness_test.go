@@ -125,7 +125,7 @@ func run(t *testing.T, cs *mcp.ClientSession, code string, v any) result {
 // fails the test.
 func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full any) {
 	t.Helper()
-	b := runCodeJSON(t, cs, runID, code)
+	b := runCodeIn(t, cs, runID, code)
 	var r result
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
@@ -143,9 +143,9 @@ func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full an
 	}
 }
 
-// runCodeJSON runs code with run_code, in the Run named runID when it is not empty, and
+// runCodeIn runs code with run_code, in the Run named runID when it is not empty, and
 // returns the structured result as JSON, failed or not.
-func runCodeJSON(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
+func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()

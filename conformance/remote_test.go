@@ -79,7 +79,7 @@ profiles:
 // callRunCode runs code and returns run_code's structured result, failed or not.
 func callRunCode(t *testing.T, cs *mcp.ClientSession, code string) fullResult {
 	t.Helper()
-	b := runCodeJSON(t, cs, "", code)
+	b := runCodeIn(t, cs, "", code)
 	var r fullResult
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
