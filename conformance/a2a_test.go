@@ -43,17 +43,7 @@ func nodeListener(t *testing.T, name, node, script string, env ...string) (url s
 	cmd := exec.Command(node, script)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = testkit.NewLog(t, strings.TrimSuffix(script, ".mjs"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := testkit.StartPiped(t, cmd)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
