@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,8 +89,8 @@ func TestBindingsDeferredCatalogue(t *testing.T) {
 			Deferred bool   `json:"deferred"`
 		} `json:"tools"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &page); err != nil || len(page.Tools) != 1 || page.Tools[0].Name != "big__tool-0347" || !page.Tools[0].Deferred {
+	b, err := structured(res, &page)
+	if err != nil || len(page.Tools) != 1 || page.Tools[0].Name != "big__tool-0347" || !page.Tools[0].Deferred {
 		t.Fatalf("list_tools = %s (%v)", b, err)
 	}
 	// Every page of the upstream's tools/list was read: all 351 are bindable.

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -323,8 +322,8 @@ for start in range(0, 524288, 4096):
 			Text string `json:"text"`
 		} `json:"matches"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &m); err != nil || res.IsError || len(m.Matches) != 3 {
+	b, err := structured(res, &m)
+	if err != nil || res.IsError || len(m.Matches) != 3 {
 		t.Fatalf("search: %s (%v)", b, err)
 	}
 	for i, n := range []int{1234, 5678, 99999} {

@@ -4,7 +4,6 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -136,8 +135,8 @@ func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent 
 		t.Fatalf("list_tools: %v %s", err, testkit.Text(res))
 	}
 	var page upstream.ListToolsPage
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &page); err != nil {
+	b, err := structured(res, &page)
+	if err != nil {
 		t.Fatalf("list_tools %s: %v", b, err)
 	}
 	for server, p := range page.Problems {

@@ -161,6 +161,12 @@ func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	return b
 }
 
+// structured decodes res's structured content into v, and returns it as JSON for a message.
+func structured(res *mcp.CallToolResult, v any) ([]byte, error) {
+	b, _ := json.Marshal(res.StructuredContent)
+	return b, json.Unmarshal(b, v)
+}
+
 // call makes a direct tools/call and returns its structured content (or text) as JSON.
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()

@@ -392,11 +392,10 @@ func (c *cluster) mockCounts(t *testing.T) map[string]int {
 	if err != nil {
 		t.Fatalf("mock counter: %v", err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
 	var out struct {
 		Counts map[string]int `json:"counts"`
 	}
-	if err := json.Unmarshal(b, &out); err != nil {
+	if b, err := structured(res, &out); err != nil {
 		t.Fatalf("mock counter %s: %v", b, err)
 	}
 	return out.Counts
