@@ -124,7 +124,7 @@ var allowed = []rule{
 	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
 			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
-	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate"}, "the backend contract suite: the engine's interfaces and the test gate only"},
+	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces, the test gate, and the init helper's hook its Main runs first"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
 		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries docs/design.md §4 names"},
 	{"budget", []string{"failure"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none"},

@@ -30,28 +30,28 @@ type agent struct {
 func a2aAgent(t *testing.T, env ...string) *agent {
 	t.Helper()
 	node := nodeFor(t, "@a2a-js/sdk", filepath.Join("node_modules", "@a2a-js", "sdk", "package.json"))
-	cmd := exec.Command(node, "a2a-agent.mjs")
+	url, stop := nodeListener(t, "the A2A agent", node, "a2a-agent.mjs", env...)
+	return &agent{url: url, stop: stop}
+}
+
+// nodeListener starts a node script that prints "listening <port>" once it listens on
+// 127.0.0.1, with env added to ours and its stderr in the test log, and returns its URL and a
+// stop that closes its stdin (the script exits then) and waits for it; stop is idempotent and
+// runs at the end of the test too.
+func nodeListener(t *testing.T, name, node, script string, env ...string) (url string, stop func()) {
+	t.Helper()
+	cmd := exec.Command(node, script)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = testkit.NewLog(t, "server")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd.Stderr = testkit.NewLog(t, strings.TrimSuffix(script, ".mjs"))
+	stdin, stdout := testkit.StartPiped(t, cmd)
 	var once sync.Once
-	a := &agent{stop: func() {
+	stop = func() {
 		once.Do(func() {
 			stdin.Close()
 			waitOrKill(cmd, 10*time.Second)
 		})
-	}}
-	t.Cleanup(a.stop)
+	}
+	t.Cleanup(stop)
 	line := make(chan string, 1)
 	go func() {
 		l, _ := bufio.NewReader(io.LimitReader(stdout, 256)).ReadString('\n')
@@ -61,13 +61,13 @@ func a2aAgent(t *testing.T, env ...string) *agent {
 	case l := <-line:
 		port, ok := strings.CutPrefix(strings.TrimSpace(l), "listening ")
 		if !ok {
-			t.Fatalf("the A2A agent said %q instead of its port", l)
+			t.Fatalf("%s said %q instead of its port", name, l)
 		}
-		a.url = "http://127.0.0.1:" + port
+		return "http://127.0.0.1:" + port, stop
 	case <-time.After(30 * time.Second):
-		t.Fatal("the A2A agent did not listen within 30s")
+		t.Fatalf("%s did not listen within 30s", name)
 	}
-	return a
+	return "", stop
 }
 
 // a2aConfig is tenant t with the mock as upstream "support" (counting into dir/support.json)

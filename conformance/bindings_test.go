@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,8 +89,8 @@ func TestBindingsDeferredCatalogue(t *testing.T) {
 			Deferred bool   `json:"deferred"`
 		} `json:"tools"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &page); err != nil || len(page.Tools) != 1 || page.Tools[0].Name != "big__tool-0347" || !page.Tools[0].Deferred {
+	b, err := structured(res, &page)
+	if err != nil || len(page.Tools) != 1 || page.Tools[0].Name != "big__tool-0347" || !page.Tools[0].Deferred {
 		t.Fatalf("list_tools = %s (%v)", b, err)
 	}
 	// Every page of the upstream's tools/list was read: all 351 are bindable.
@@ -254,9 +253,12 @@ func nodeFor(t *testing.T, what, installed string) string {
 	return node
 }
 
-func TestBindingsServerEverything(t *testing.T) {
+// everythingConfig is tenant t with the reference server-everything as upstream "everything",
+// over stdio.
+func everythingConfig(t *testing.T) string {
+	t.Helper()
 	node, entry := npmPeer(t, "server-everything")
-	cfg := fmt.Sprintf(`
+	return fmt.Sprintf(`
 profiles:
   default: {backend: local, isolation: process, allow_same_uid: true}
 upstreams:
@@ -267,7 +269,10 @@ tenants:
     agents:
       default: {code_execution: {}}
 `, node, entry)
-	cs, _ := serve(t, cfg, nil)
+}
+
+func TestBindingsServerEverything(t *testing.T) {
+	cs, _ := serve(t, everythingConfig(t), nil)
 	var got string
 	run(t, cs, `
 import re

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -71,19 +70,25 @@ func writeBudgetConfig(t *testing.T, budget, extra string) (cfg, counter string)
 // data_dir dataDir and the profile's binding_budget and extra profile lines.
 func budgetConfig(dataDir, counter, budget, extra string) string {
 	return fmt.Sprintf(`
-data_dir: %[3]q
+data_dir: %q
 `+processProfile+`    hard_limits: {wall_seconds: 90, memory_bytes: 1GiB}
-    binding_budget: %[4]s
-%[5]s
-upstreams:
-  support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}
+    binding_budget: %s
+%s
+`, dataDir, budget, extra) + supportTenant(counter)
+}
+
+// supportTenant is what follows the profiles in a config with one tenant t: the mock as its
+// upstream "support" (counting into counter), and a default agent whose programs may run 90 s.
+func supportTenant(counter string) string {
+	return fmt.Sprintf(`upstreams:
+  support: {command: [%q], env: {MOCK_COUNTER_FILE: %q}}
 tenants:
   t:
     upstreams: [support]
     agents:
       default:
         code_execution: {limits: {wall_seconds: 90}}
-`, built.mock, counter, dataDir, budget, extra)
+`, built.mock, counter)
 }
 
 // serveProc starts `serve` over stdio with the config file (and extra flags) and returns the
@@ -317,8 +322,8 @@ for start in range(0, 524288, 4096):
 			Text string `json:"text"`
 		} `json:"matches"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &m); err != nil || res.IsError || len(m.Matches) != 3 {
+	b, err := structured(res, &m)
+	if err != nil || res.IsError || len(m.Matches) != 3 {
 		t.Fatalf("search: %s (%v)", b, err)
 	}
 	for i, n := range []int{1234, 5678, 99999} {

@@ -4,7 +4,6 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -52,7 +51,7 @@ func TestExamplesRunAsShipped(t *testing.T) {
 	_, err := exec.LookPath("npx")
 	gate.Require(t, "npm-peers", err == nil, "npx is not on PATH: the examples start their stdio upstreams with it")
 
-	upstreamPort, servicePort := freePort(t), freePort(t)
+	upstreamPort, servicePort := fmt.Sprint(freeLoopbackPort(t)), fmt.Sprint(freeLoopbackPort(t))
 	agent := a2aAgent(t)
 	dir := t.TempDir()
 	copyExamples(t, filepath.Join("..", "configs", "examples"), dir, strings.NewReplacer(
@@ -136,8 +135,8 @@ func exampleAgent(t *testing.T, config, dir string, env []string, tenant, agent 
 		t.Fatalf("list_tools: %v %s", err, testkit.Text(res))
 	}
 	var page upstream.ListToolsPage
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &page); err != nil {
+	b, err := structured(res, &page)
+	if err != nil {
 		t.Fatalf("list_tools %s: %v", b, err)
 	}
 	for server, p := range page.Problems {
@@ -185,16 +184,6 @@ func copyExamples(t *testing.T, src, dst string, r *strings.Replacer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
 
 // startEverythingHTTP runs server-everything over streamable HTTP on port until t ends.

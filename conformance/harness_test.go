@@ -125,17 +125,7 @@ func run(t *testing.T, cs *mcp.ClientSession, code string, v any) result {
 // fails the test.
 func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	p := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
-	if runID != "" {
-		p.Meta = mcp.Meta{"mcp-sandbox/run": runID}
-	}
-	res, err := cs.CallTool(ctx, p)
-	if err != nil {
-		t.Fatalf("run_code: %v", err)
-	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b := runCodeIn(t, cs, runID, code)
 	var r result
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)
@@ -151,6 +141,30 @@ func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full an
 			t.Fatalf("value %s: %v", r.Value, err)
 		}
 	}
+}
+
+// runCodeIn runs code with run_code, in the Run named runID when it is not empty, and
+// returns the structured result as JSON, failed or not.
+func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	p := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
+	if runID != "" {
+		p.Meta = mcp.Meta{"mcp-sandbox/run": runID}
+	}
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("run_code: %v", err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	return b
+}
+
+// structured decodes res's structured content into v, and returns it as JSON for a message.
+func structured(res *mcp.CallToolResult, v any) ([]byte, error) {
+	b, _ := json.Marshal(res.StructuredContent)
+	return b, json.Unmarshal(b, v)
 }
 
 // call makes a direct tools/call and returns its structured content (or text) as JSON.

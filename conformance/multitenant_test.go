@@ -5,6 +5,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -32,7 +33,7 @@ func TestMultiTenantExampleAsShipped(t *testing.T) {
 	peers := ecoNeedPeers(t)
 	_, err := exec.LookPath("npx")
 	gate.Require(t, "npm-peers", err == nil, "npx is not on PATH: the example starts its stdio upstreams with it")
-	upstreamPort := freePort(t)
+	upstreamPort := fmt.Sprint(freeLoopbackPort(t))
 	agent := a2aAgent(t)
 	dir := t.TempDir()
 	copyExamples(t, filepath.Join("..", "configs", "examples"), dir, strings.NewReplacer(

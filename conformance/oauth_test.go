@@ -1,16 +1,13 @@
 package conformance
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,39 +24,9 @@ import (
 func oidcIssuer(t *testing.T, resource, clientID, secret string) string {
 	t.Helper()
 	node := nodeFor(t, "oidc-provider", filepath.Join("node_modules", "oidc-provider", "package.json"))
-	cmd := exec.Command(node, "oidc-issuer.mjs")
-	cmd.Env = append(os.Environ(), "OIDC_RESOURCE="+resource, "OIDC_SCOPE=mcp:run",
+	url, _ := nodeListener(t, "the issuer", node, "oidc-issuer.mjs", "OIDC_RESOURCE="+resource, "OIDC_SCOPE=mcp:run",
 		"OIDC_CLIENT_ID="+clientID, "OIDC_CLIENT_SECRET="+secret)
-	cmd.Stderr = testkit.NewLog(t, "issuer")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { stdin.Close(); waitOrKill(cmd, 10*time.Second) }) })
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(io.LimitReader(stdout, 256)).ReadString('\n')
-		line <- l
-	}()
-	select {
-	case l := <-line:
-		port, ok := strings.CutPrefix(strings.TrimSpace(l), "listening ")
-		if !ok {
-			t.Fatalf("the issuer said %q instead of its port", l)
-		}
-		return "http://127.0.0.1:" + port
-	case <-time.After(30 * time.Second):
-		t.Fatal("the issuer did not listen within 30s")
-	}
-	return ""
+	return url
 }
 
 // TestOAuthClientCredentialsRunCode: a real authorization server (oidc-provider) issues a

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -66,35 +65,21 @@ func remoteServe(t *testing.T, addr string) (cs *mcp.ClientSession, counter, dat
 	counter, dataDir = filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
 	t.Setenv("MCP_SANDBOX_CONFORMANCE_TOKEN", sandboxToken)
 	cs, _ = serve(t, fmt.Sprintf(`
-data_dir: %[3]q
+data_dir: %q
 profiles:
   default:
     backend: remote
     isolation: process
     hard_limits: {wall_seconds: 90}
-    remote: {url: "http://%[4]s", bearer: {env: MCP_SANDBOX_CONFORMANCE_TOKEN}}
-upstreams:
-  support: {command: [%[1]q], env: {MOCK_COUNTER_FILE: %[2]q}}
-tenants:
-  t:
-    upstreams: [support]
-    agents:
-      default:
-        code_execution: {limits: {wall_seconds: 90}}
-`, built.mock, counter, dataDir, addr), nil)
+    remote: {url: "http://%s", bearer: {env: MCP_SANDBOX_CONFORMANCE_TOKEN}}
+`, dataDir, addr)+supportTenant(counter), nil)
 	return cs, counter, dataDir
 }
 
 // callRunCode runs code and returns run_code's structured result, failed or not.
 func callRunCode(t *testing.T, cs *mcp.ClientSession, code string) fullResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
-	if err != nil {
-		t.Fatalf("run_code: %v", err)
-	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b := runCodeIn(t, cs, "", code)
 	var r fullResult
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)

@@ -163,6 +163,8 @@ func startLogged(t *testing.T, cmd *exec.Cmd, name string, re *regexp.Regexp, r 
 	return ""
 }
 
+// freeLoopbackPort is a TCP port free on 127.0.0.1 when it returns, for a server that must be
+// told its port before it starts.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -390,11 +392,10 @@ func (c *cluster) mockCounts(t *testing.T) map[string]int {
 	if err != nil {
 		t.Fatalf("mock counter: %v", err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
 	var out struct {
 		Counts map[string]int `json:"counts"`
 	}
-	if err := json.Unmarshal(b, &out); err != nil {
+	if b, err := structured(res, &out); err != nil {
 		t.Fatalf("mock counter %s: %v", b, err)
 	}
 	return out.Counts

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -126,20 +125,6 @@ func wholeResult(t *testing.T, b []byte) map[string]any {
 		}
 	}
 	return m
-}
-
-// runCodeIn calls run_code in the named Run and returns its structured result as JSON.
-func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code},
-		Meta: mcp.Meta{"mcp-sandbox/run": runID}})
-	if err != nil {
-		t.Fatalf("run_code: %v", err)
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	return b
 }
 
 // The program a model would run with run_code and a user tries from the shell.

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -63,8 +62,8 @@ tenants:
 	}
 	res := call(t, cs, "list_tools", map[string]any{"query": "refund order"})
 	var host page
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &host); err != nil || res.IsError {
+	b, err := structured(res, &host)
+	if err != nil || res.IsError {
 		t.Fatalf("list_tools: %v %s", err, b)
 	}
 	check("host", host)

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,8 +32,8 @@ func toolStubs(t *testing.T, cs *mcp.ClientSession, server string) map[string]st
 			NextCursor string `json:"next_cursor"`
 		}
 		res := call(t, cs, "list_tools", args)
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, &page); err != nil || res.IsError {
+		b, err := structured(res, &page)
+		if err != nil || res.IsError {
 			t.Fatalf("list_tools %s: %v %s", server, err, b)
 		}
 		for _, tl := range page.Tools {
@@ -42,8 +41,8 @@ func toolStubs(t *testing.T, cs *mcp.ClientSession, server string) map[string]st
 			var info struct {
 				PythonStub string `json:"python_stub"`
 			}
-			b, _ := json.Marshal(res.StructuredContent)
-			if err := json.Unmarshal(b, &info); err != nil || res.IsError || info.PythonStub == "" {
+			b, err := structured(res, &info)
+			if err != nil || res.IsError || info.PythonStub == "" {
 				t.Fatalf("get_tool_info %s: %v %s", tl.Name, err, b)
 			}
 			if !strings.Contains(texts(res), "python_stub:\n"+info.PythonStub) {
@@ -113,20 +112,7 @@ func TestStubsTypeCheck(t *testing.T) {
 		typeCheck(t, stubs)
 	})
 	t.Run("server-everything", func(t *testing.T) {
-		node, entry := npmPeer(t, "server-everything")
-		cfg := fmt.Sprintf(`
-data_dir: "-"
-profiles:
-  default: {backend: local, isolation: process, allow_same_uid: true}
-upstreams:
-  everything: {command: [%q, %q, "stdio"]}
-tenants:
-  t:
-    upstreams: [everything]
-    agents:
-      default: {code_execution: {}}
-`, node, entry)
-		cs, _ := serve(t, cfg, nil)
+		cs, _ := serve(t, "data_dir: \"-\"\n"+everythingConfig(t), nil)
 		stubs := toolStubs(t, cs, "everything")
 		if len(stubs) < 5 {
 			t.Fatalf("only %d tools: %v", len(stubs), stubs)

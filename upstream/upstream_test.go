@@ -82,6 +82,14 @@ func (f *fixture) turn(t *testing.T, deny, approval []string, bindings *[]string
 	return cat.Resolve([]string{"docs", "big"}, deny, approval, bindings)
 }
 
+// wantRuns fails t unless the docs mock really ran tool want times.
+func (f *fixture) wantRuns(t *testing.T, tool string, want int) {
+	t.Helper()
+	if got := f.count(t, tool); got != want {
+		t.Errorf("%s really called %d times, want %d", tool, got, want)
+	}
+}
+
 // count reads how many times the docs mock really ran tool.
 func (f *fixture) count(t *testing.T, tool string) int {
 	t.Helper()
@@ -399,12 +407,8 @@ func TestInvalidArguments(t *testing.T) {
 	}
 	wantKind(t, call(t, turn, "docs__legacy", `{"n":-1}`), failure.InvalidArguments)
 	wantKind(t, call(t, turn, "docs__legacy", `{"n":1,"x":1}`), failure.InvalidArguments)
-	if got := f.count(t, "lookup"); got != 0 {
-		t.Errorf("lookup really called %d times with invalid arguments", got)
-	}
-	if got := f.count(t, "legacy"); got != 1 {
-		t.Errorf("legacy really called %d times, want 1", got)
-	}
+	f.wantRuns(t, "lookup", 0) // never with invalid arguments
+	f.wantRuns(t, "legacy", 1)
 }
 
 func TestCrashThenReconnect(t *testing.T) {
@@ -414,12 +418,8 @@ func TestCrashThenReconnect(t *testing.T) {
 	wantKind(t, call(t, turn, "docs__crash", ""), failure.UpstreamError)
 	// The next call reconnects; the failed one is not replayed.
 	wantOK(t, call(t, f.turn(t, nil, nil, nil), "docs__2fa", ""))
-	if got := f.count(t, "crash"); got != 1 {
-		t.Errorf("crash really called %d times, want 1 (no replay)", got)
-	}
-	if got := f.count(t, "2fa"); got != 2 {
-		t.Errorf("2fa really called %d times, want 2", got)
-	}
+	f.wantRuns(t, "crash", 1) // no replay
+	f.wantRuns(t, "2fa", 2)
 }
 
 func TestListChanged(t *testing.T) {
@@ -472,9 +472,7 @@ func TestConcurrentCalls(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	if got := f.count(t, "lookup"); got != 64 {
-		t.Errorf("lookup really called %d times, want 64", got)
-	}
+	f.wantRuns(t, "lookup", 64)
 }
 
 func TestTimeoutAndCancel(t *testing.T) {

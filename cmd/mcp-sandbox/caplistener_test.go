@@ -50,10 +50,25 @@ func request(t *testing.T, c net.Conn, br *bufio.Reader, auth bool) (int, bool) 
 }
 
 // closed reports whether the server has closed c (within 30 s).
-func closed(c net.Conn) bool {
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+func closed(c net.Conn) bool { return closedWithin(c, 30*time.Second) }
+
+// closedWithin reports whether the server closes c within d: EOF says it did, a timeout that
+// it is still open.
+func closedWithin(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
 	_, err := io.Copy(io.Discard, c)
 	return err == nil
+}
+
+// dialTCP connects to addr, closed when the test ends.
+func dialTCP(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // TestCapListenerReserve: connections that carried no authenticated request never hold the
@@ -62,14 +77,7 @@ func closed(c net.Conn) bool {
 // next connection is refused with a 503.
 func TestCapListenerReserve(t *testing.T) {
 	addr := capServer(t, httpLimits{MaxConns: 8}, time.Hour)
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	dial := func() net.Conn { return dialTCP(t, addr) }
 	// Two authenticated connections, kept alive.
 	var authed []net.Conn
 	for range 2 {

@@ -25,19 +25,7 @@ import (
 func TestServeHTTPConnectionsBounded(t *testing.T) {
 	base, _ := startHTTPArgs(t, "", nil, "--http-timeout", "1s", "--max-connections-per-address", "6")
 	addr := strings.TrimPrefix(base, "http://")
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	closedWithin := func(c net.Conn, d time.Duration) bool {
-		_ = c.SetReadDeadline(time.Now().Add(d))
-		_, err := io.Copy(io.Discard, c)
-		return err == nil // EOF: the server closed it; a timeout means it is still open
-	}
+	dial := func() net.Conn { return dialTCP(t, addr) }
 
 	// An idle keep-alive connection after one request.
 	idle := dial()

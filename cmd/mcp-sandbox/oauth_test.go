@@ -179,22 +179,6 @@ func TestOAuthRefusals(t *testing.T) {
 	}
 	algNone := b64(map[string]string{"alg": "none", "typ": "JWT", "kid": "k1"}) + "." + b64(claims(nil)) + "."
 
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
-	post := func(token string) *http.Response {
-		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(init))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
-
 	var tokens []string
 	for _, c := range []struct {
 		name, token string
@@ -227,7 +211,7 @@ func TestOAuthRefusals(t *testing.T) {
 			if c.token != "" && c.token != "static-token" {
 				tokens = append(tokens, c.token)
 			}
-			resp := post(c.token)
+			resp := send(t, initializeRequest(base+"/mcp", c.token))
 			if resp.StatusCode != c.status {
 				t.Fatalf("status %d, want %d; log:\n%s", resp.StatusCode, c.status, log.text())
 			}
@@ -373,7 +357,6 @@ func TestOAuthIntrospection(t *testing.T) {
 	}
 	var log lines
 	base, _ := startHTTPWatching(t, testkit.WriteConfig(t, cfg), []string{"MCP_SANDBOX_TEST_INTRO_SECRET=rs-secret"}, log.add)
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
 	for _, c := range []struct {
 		token  string
 		status int
@@ -385,15 +368,7 @@ func TestOAuthIntrospection(t *testing.T) {
 		{"opaque-other-aud-0123456789", 401, "audience is not this resource"},
 		{"opaque-no-scope-0123456789", 403, `missing scope \"mcp:run\"`},
 	} {
-		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(init))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := send(t, initializeRequest(base+"/mcp", c.token))
 		if resp.StatusCode != c.status {
 			t.Errorf("%s: status %d, want %d; log:\n%s", c.token, resp.StatusCode, c.status, log.text())
 		}
@@ -425,18 +400,7 @@ func TestOAuthSubjectsReload(t *testing.T) {
 	now := time.Now()
 	tok := is.mint(t, map[string]any{"iss": is.srv.URL, "sub": "org-new", "aud": oauthResource, "scope": "mcp:run",
 		"exp": now.Add(10 * time.Minute).Unix()}, "")
-	status := func() int {
-		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	status := func() int { return send(t, initializeRequest(base+"/mcp", tok)).StatusCode }
 	if s := status(); s != 401 {
 		t.Fatalf("a subject no tenant names: %d, want 401", s)
 	}

@@ -366,26 +366,38 @@ func startHTTPWatching(t *testing.T, cfg string, env []string, onLine func(*exec
 	return "", nil
 }
 
+// initializeRequest is a 2025-06-18 initialize POSTed to url, with token as the bearer (none
+// when empty): what the HTTP gates in front of the MCP handler decide on.
+func initializeRequest(url, token string) *http.Request {
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+// send sends req and returns the response with its body closed, for its status and headers.
+func send(t *testing.T, req *http.Request) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
 func TestServeHTTP(t *testing.T) {
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(httpConfig, configs.HashToken("token-a"), configs.HashToken("token-b")))
 	base := startHTTP(t, cfg)
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
 	do := func(path, token, host string) int {
-		req, _ := http.NewRequest("POST", base+path, strings.NewReader(init))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
+		req := initializeRequest(base+path, token)
 		if host != "" {
 			req.Host = host
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return send(t, req).StatusCode
 	}
 	for _, c := range []struct {
 		name, path, token, host string
@@ -571,21 +583,7 @@ tenants:
 `
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(cfgText, ""))
 	base, cmd := startHTTPProc(t, cfg, nil)
-	post := func(token string) int {
-		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
-		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := func(token string) int { return send(t, initializeRequest(base+"/mcp", token)).StatusCode }
 	if got := post(""); got != http.StatusOK {
 		t.Fatalf("token-less before the reload: status %d, want 200", got)
 	}

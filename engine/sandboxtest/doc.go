@@ -12,5 +12,7 @@
 // half-built sandbox must not reach the machine); elsewhere they skip with that reason, and
 // fail where MCP_SANDBOX_REQUIRE names "hostile".
 //
-// It imports engine, failure, internal/gate and the standard library.
+// Main is every backend test binary's TestMain: the init helper's hook, then the pid namespace.
+//
+// It imports engine, failure, internal/gate, internal/launch and the standard library.
 package sandboxtest

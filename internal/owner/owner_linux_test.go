@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 func TestDeadName(t *testing.T) {
@@ -90,17 +91,7 @@ func startOwner(t *testing.T, tmp string, unshare ...string) (string, io.Closer,
 	argv := append(unshare, os.Args[0], "-test.run=^$")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), helperEnv+"=1", "TMPDIR="+tmp)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testkit.StartPiped(t, cmd)
 	t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
 	line, err := bufio.NewReader(io.LimitReader(out, 200)).ReadString('\n')
 	tag := strings.TrimSpace(line)

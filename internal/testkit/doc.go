@@ -2,7 +2,9 @@
 // mcp-sandbox binary and the mock upstream (conformance/mockupstream), each built once per
 // test process and removed when the tests end (Run); the text of a tool result as a model
 // reads it (Text); a log sink that keeps a process's stderr and echoes it into the test log
-// (Log); and a config file written for one test (WriteConfig).
+// (Log); a config file written for one test (WriteConfig); a process started with its stdin
+// and stdout held by the test (StartPiped); and the check that a note or advice names what it
+// must, or is empty (Mentions).
 //
 // It imports the go-sdk and the standard library. Only tests import it (meta_test.go keeps it
 // so). Builds are serialised by a sync.Once per program; a Log may be written from any

@@ -21,6 +21,23 @@ func Text(res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
+// Mentions fails t unless text (what, in a message) contains each of want or, when want is
+// empty, unless text is empty: what a note or advice must say, or that there is none.
+func Mentions(t testing.TB, what, text string, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if text != "" {
+			t.Fatalf("%s %q, want none", what, text)
+		}
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s %q\nlacks %q", what, text, w)
+		}
+	}
+}
+
 // Log keeps what a process writes (its stderr, say) and, made by NewLog, echoes each write
 // into the test log. The zero Log keeps without echoing. It may be written concurrently.
 type Log struct {

@@ -4,7 +4,6 @@ package bwrap_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -13,14 +12,9 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
 
-func TestMain(m *testing.M) {
-	launch.MaybeMain()
-	gate.Main()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 func newRunner(t *testing.T, ceiling engine.Limits, opts bwrap.Options) *engine.Runner {
 	t.Helper()

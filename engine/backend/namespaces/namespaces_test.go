@@ -4,21 +4,15 @@ package namespaces_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
 
-func TestMain(m *testing.M) {
-	launch.MaybeMain()
-	gate.Main()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 func newRunner(t *testing.T, ceiling engine.Limits, opts namespaces.Options, ro engine.RunnerOptions) *engine.Runner {
 	t.Helper()

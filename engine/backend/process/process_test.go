@@ -4,22 +4,15 @@ package process_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
 
-func TestMain(m *testing.M) {
-	launch.MaybeMain()
-	gate.Main()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 func newSandbox(t *testing.T, ceiling engine.Limits, opts process.Options) *engine.Runner {
 	t.Helper()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,16 +22,11 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
 
 // The service runs in this test binary, so a hostile program's processes live in the pid
 // namespace gate.Main made, and the contract suite's scan of /proc for survivors sees them.
-func TestMain(m *testing.M) {
-	launch.MaybeMain()
-	gate.Main()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 // serveOn serves h on a fresh loopback listener until t ends, and returns its base URL.
 func serveOn(t testing.TB, h http.Handler) string {

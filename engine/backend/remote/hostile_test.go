@@ -143,6 +143,24 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 	atCeiling := cat(head, strings.Repeat(" ", hostileFrame-len(head)-1), "}\n")
 	empty := bytes.Repeat([]byte("\n"), 100_000)
 	beat := []byte(`{"type":"progress","elapsed_seconds":1}` + "\n")
+	// beating accepts the execution, then sends a valid heartbeat every d for as long as the
+	// client reads them.
+	beating := func(d time.Duration) func(t *testing.T, f *fake) {
+		return func(t *testing.T, f *fake) {
+			f.execute = func(w http.ResponseWriter, r *http.Request) {
+				send := stream(w)
+				send(accepted)
+				for send(beat) {
+					time.Sleep(d)
+				}
+			}
+		}
+	}
+	cancelledOnce := func(t *testing.T, f *fake) {
+		if n := f.count("POST /v2/executions/x1/cancel"); n != 1 {
+			t.Errorf("%d cancels posted, want 1", n)
+		}
+	}
 	return []hostileCase{
 		{name: "an endless line with no newline", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
@@ -178,38 +196,20 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 				hang(r)
 			}
 		}},
-		{name: "an endless stream of valid heartbeats", want: failure.Timeout, executed: true, fake: func(t *testing.T, f *fake) {
-			f.execute = func(w http.ResponseWriter, r *http.Request) {
-				send := stream(w)
-				send(accepted)
-				for send(beat) {
-					time.Sleep(10 * time.Millisecond)
+		{name: "an endless stream of valid heartbeats", want: failure.Timeout, executed: true, fake: beating(10 * time.Millisecond),
+			check: func(t *testing.T, res *engine.Outcome, f *fake) {
+				if res.LimitHit == nil || *res.LimitHit != engine.LimitWall {
+					t.Errorf("limit_hit %v, want wall_seconds", res.LimitHit)
 				}
-			}
-		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
-			if res.LimitHit == nil || *res.LimitHit != engine.LimitWall {
-				t.Errorf("limit_hit %v, want wall_seconds", res.LimitHit)
-			}
-			if n := f.count("POST /v2/executions/x1/cancel"); n != 1 {
-				t.Errorf("%d cancels posted, want 1", n)
-			}
-		}},
-		{name: "a caller that cancels", want: failure.Cancelled, executed: true, cancelAfter: 300 * time.Millisecond, fake: func(t *testing.T, f *fake) {
-			f.execute = func(w http.ResponseWriter, r *http.Request) {
-				send := stream(w)
-				send(accepted)
-				for send(beat) {
-					time.Sleep(100 * time.Millisecond)
+				cancelledOnce(t, f)
+			}},
+		{name: "a caller that cancels", want: failure.Cancelled, executed: true, cancelAfter: 300 * time.Millisecond, fake: beating(100 * time.Millisecond),
+			check: func(t *testing.T, res *engine.Outcome, f *fake) {
+				if !res.Cancelled {
+					t.Errorf("cancelled is false")
 				}
-			}
-		}, check: func(t *testing.T, res *engine.Outcome, f *fake) {
-			if !res.Cancelled {
-				t.Errorf("cancelled is false")
-			}
-			if n := f.count("POST /v2/executions/x1/cancel"); n != 1 {
-				t.Errorf("%d cancels posted, want 1", n)
-			}
-		}},
+				cancelledOnce(t, f)
+			}},
 		{name: "a 200 with HTML", want: failure.ProviderError, fake: func(t *testing.T, f *fake) {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html")

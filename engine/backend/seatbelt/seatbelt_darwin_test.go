@@ -4,21 +4,14 @@ package seatbelt_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/seatbelt"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
 
-func TestMain(m *testing.M) {
-	launch.MaybeMain()
-	gate.Main()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 // TestContract runs the contract suite on a Mac. It was compiled for darwin on Linux
 // (GOOS=darwin go test -c); it has not yet been run on a Mac. The child runs as the user's
