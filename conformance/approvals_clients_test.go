@@ -58,7 +58,7 @@ func TestApprovalsEveryClient(t *testing.T) {
 						if r.protocol != want {
 							t.Errorf("%s: the client spoke %q, want %s", action, r.protocol, want)
 						}
-						if len(r.asked) != 1 || !strings.Contains(r.asked[0], "support__add") || !strings.Contains(r.asked[0], `{"a":2,"b":3}`) {
+						if len(r.asked) != 1 || !strings.Contains(r.asked[0], "support__add") || !strings.Contains(r.asked[0], "a = 2\n  b = 3") {
 							t.Errorf("%s: questions %q, want one about support__add and its arguments", action, r.asked)
 						}
 						switch action {

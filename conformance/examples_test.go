@@ -4,6 +4,8 @@ package conformance
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"net"
@@ -28,6 +30,10 @@ import (
 
 // examplesPGDSN is the variable the examples that keep state on PostgreSQL read the DSN from.
 const examplesPGDSN = "MCP_SANDBOX_PG_DSN"
+
+// examplesStateKey is the variable the examples read approvals.state_key from; the tests give
+// it a key of their own (32 bytes, base64), as an operator gives every replica theirs.
+const examplesStateKey = "MCP_SANDBOX_STATE_KEY"
 
 // The loopback addresses the examples give what their comments say to start first: a
 // streamable HTTP upstream (server-everything), and the sandbox service of
@@ -101,6 +107,13 @@ func TestExamplesRunAsShipped(t *testing.T) {
 			if text, _ := os.ReadFile(f); strings.Contains(string(text), examplesPGDSN) {
 				// State on PostgreSQL: the example's DSN variable names a schema of this test's.
 				env = append(slices.Clone(env), examplesPGDSN+"="+pgtest.Schema(t))
+			}
+			if text, _ := os.ReadFile(f); strings.Contains(string(text), examplesStateKey) {
+				key := make([]byte, 32)
+				if _, err := rand.Read(key); err != nil {
+					t.Fatal(err)
+				}
+				env = append(slices.Clone(env), examplesStateKey+"="+base64.StdEncoding.EncodeToString(key))
 			}
 			base := ecoStartHTTPIn(t, f, peers.dir, env)
 			if !waitUntil(90*time.Second, func() bool { return statusOf(base+"/readyz") == http.StatusOK }) {
