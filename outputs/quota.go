@@ -61,25 +61,72 @@ type quotaStore struct {
 type stored struct {
 	bytes, promised int64
 	at              time.Time // when the store was asked; zero: never
+
+	inflight int           // Puts promised room and not yet landed
+	moved    uint64        // counts every promise and every landing, to see one during an ask
+	landed   int64         // every byte this process's Puts have added, ever
+	asking   chan struct{} // non-nil while one Put asks the store; closed when it has answered
 }
 
-// count returns c, asking the store (ask) first when its count is older than refresh.
+// count brings c up to date, asking the store (ask) once its count is older than refresh.
+//
+// One Put asks at a time; the others go on with the count they have, or wait for the first
+// answer when there is none yet. The store's answer is exact only if none of this process's
+// Puts was in flight or moved while it was asked: a Put that landed in the store before the
+// ask read it, and is added here after, would be counted twice; one added here before the
+// answer, and landed in the store after the ask read it, would be lost. Such an answer is
+// set aside, and this process's own count (exact for what it stored) kept, unless the count
+// is older than staleAfter times refresh: then the answer, plus every byte landed during the
+// ask, is taken. That can count a Put twice until the next quiet ask, and never lets one
+// through that does not fit.
 func (s *quotaStore) count(ctx context.Context, c *stored, refresh time.Duration, ask func(context.Context) (int64, error)) error {
-	s.mu.Lock()
-	fresh := !c.at.IsZero() && time.Since(c.at) < refresh
-	s.mu.Unlock()
-	if fresh {
+	for {
+		s.mu.Lock()
+		if !c.at.IsZero() && time.Since(c.at) < refresh {
+			s.mu.Unlock()
+			return nil
+		}
+		if wait := c.asking; wait != nil {
+			have := !c.at.IsZero()
+			s.mu.Unlock()
+			if have {
+				return nil
+			}
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("outputs: quota: %w", ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		c.asking = done
+		quiet, moved, landed := c.inflight == 0, c.moved, c.landed
+		s.mu.Unlock()
+
+		n, err := ask(ctx)
+
+		s.mu.Lock()
+		c.asking = nil
+		close(done)
+		switch {
+		case err != nil:
+		case quiet && c.moved == moved:
+			c.bytes, c.at = n, time.Now()
+		case c.at.IsZero() || time.Since(c.at) > staleAfter*refresh:
+			c.bytes, c.at = n+(c.landed-landed), time.Now()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("outputs: quota: %w", err)
+		}
 		return nil
 	}
-	n, err := ask(ctx)
-	if err != nil {
-		return fmt.Errorf("outputs: quota: %w", err)
-	}
-	s.mu.Lock()
-	c.bytes, c.at = n, time.Now()
-	s.mu.Unlock()
-	return nil
 }
+
+// staleAfter is how many refresh periods a count may go without a quiet ask before a busy
+// one is taken (count).
+const staleAfter = 5
 
 func (s *quotaStore) Put(ctx context.Context, tenant, name, contentType string, r io.Reader, maxBytes int64) (Handle, int64, error) {
 	if err := CheckPut(name, contentType, maxBytes); err != nil {
@@ -125,18 +172,24 @@ func (s *quotaStore) Put(ctx context.Context, tenant, name, contentType string, 
 		s.mu.Unlock()
 		return "", 0, why
 	}
-	t.promised += room
-	s.total.promised += room
+	for _, c := range []*stored{t, &s.total} {
+		c.promised += room
+		c.inflight++
+		c.moved++
+	}
 	s.mu.Unlock()
 
 	h, n, err := s.BlobStore.Put(ctx, tenant, name, contentType, r, room)
 
 	s.mu.Lock()
-	t.promised -= room
-	s.total.promised -= room
-	if err == nil {
-		t.bytes += n
-		s.total.bytes += n
+	for _, c := range []*stored{t, &s.total} {
+		c.promised -= room
+		c.inflight--
+		c.moved++
+		if err == nil {
+			c.bytes += n
+			c.landed += n
+		}
 	}
 	s.mu.Unlock()
 	if errors.Is(err, ErrBlobTooLarge) && room < maxBytes {
