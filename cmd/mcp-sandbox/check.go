@@ -51,8 +51,9 @@ is invalid. An upstream whose command cannot be found is a warning (the server w
 and report that upstream unavailable): a path is taken against the config's directory, a bare
 name is looked up on PATH. It says how each tenant authenticates, and how the server
 authenticates to each upstream: for one with oauth, a token is requested from its
-authorization server (and dropped, never sent anywhere), and a wrong secret or an unreachable
-server is a warning that names the problem.
+authorization server (found, without an issuer, through the upstream's resource metadata; the
+token is dropped, never sent anywhere), and a wrong secret or an unreachable server is a
+warning that names the problem.
 `
 
 // commandWarnings names each upstream whose command this host cannot run as written: a
