@@ -145,6 +145,7 @@ return {"seen": seen, "found": found, "refused": refused}
 			t.Errorf("call %d came with a new token %.1fs before the previous one expired", i, float64(seen[i-1].Exp)-w.Seen)
 		}
 	}
+	t.Logf("%d calls of orders came with %d tokens over %.1fs", len(seen), len(jtis), seen[len(seen)-1].Seen-seen[0].Seen)
 	if len(jtis) < 2 || len(jtis) > len(seen)/2 {
 		t.Errorf("%d calls came with %d distinct tokens, want at least 2 (it expired) and many calls per token", len(seen), len(jtis))
 	}
