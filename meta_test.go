@@ -153,6 +153,8 @@ var allowed = []rule{
 		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry)"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
 		"the OAuth resource server: access tokens verified as JWTs by go-jose (never by code of ours) against keys found by go-sdk's oauthex discovery; never configs (cmd converts)"},
+	{"upstream/oauthclient", []string{"upstream", "github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
+		"an upstream's OAuth access tokens by the client-credentials grant: the exchange by x/oauth2 (never by code of ours), discovery by the go-sdk's auth and oauthex, errors as upstream's CredentialError; never configs (cmd converts)"},
 	{"telemetry", []string{"go.opentelemetry.io/otel"},
 		"the seam to what an operator watches: the OpenTelemetry API (never its SDK: cmd installs that), a metrics interface, a logger in a context; engine stays free of it"},
 	{"metrics", []string{"telemetry", "github.com/prometheus/client_golang"},
@@ -301,6 +303,7 @@ var claimNames = map[string]string{
 	"go-seccomp-bpf":    "github.com/elastic/go-seccomp-bpf",
 	"pgx":               "github.com/jackc/pgx",
 	"go-jose":           "github.com/go-jose/go-jose/v4",
+	"x/oauth2":          "golang.org/x/oauth2",
 	"go-cmp":            "github.com/google/go-cmp",
 	"a2a-go":            "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
 	"OpenTelemetry API": "go.opentelemetry.io/otel",

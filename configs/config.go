@@ -288,6 +288,22 @@ type Upstream struct {
 	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allow_insecure_http"`
 	// A2A makes the upstream an A2A agent: its skills are its tools, "<upstream>__<skill id>".
 	A2A *A2APeer `yaml:"a2a" json:"a2a,omitempty"`
+	// OAuth has the server get access tokens for this url or a2a upstream by the
+	// client-credentials grant, instead of a static bearer.
+	OAuth *UpstreamOAuth `yaml:"oauth" json:"oauth,omitempty"`
+}
+
+// UpstreamOAuth is the client an upstream's access tokens are requested as (the
+// client-credentials grant, RFC 6749 §4.4). Issuer empty: the authorization server is the
+// first one the upstream's Protected Resource Metadata (RFC 9728) names, and the client secret
+// goes to it; set Issuer to pin it. Resource empty: the resource that metadata names, else the
+// upstream's URL (RFC 8707: the audience the token is asked for).
+type UpstreamOAuth struct {
+	Issuer       string     `yaml:"issuer" json:"issuer,omitempty"`
+	ClientID     string     `yaml:"client_id" json:"client_id"`
+	ClientSecret Credential `yaml:"client_secret" json:"client_secret"`
+	Scopes       []string   `yaml:"scopes" json:"scopes,omitempty"`
+	Resource     string     `yaml:"resource" json:"resource,omitempty"`
 }
 
 // A2APeer is an A2A agent reached over HTTP (JSON-RPC, A2A 0.3). Its Agent Card is read from

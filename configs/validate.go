@@ -398,6 +398,46 @@ func (v *validator) upstream(n string, u Upstream) {
 			v.credential(a+".bearer", *u.A2A.Bearer)
 		}
 	}
+	if u.OAuth != nil {
+		v.upstreamOAuth(at, u)
+	}
+}
+
+// upstreamOAuth checks an upstream's oauth block: a url or a2a upstream without a static
+// bearer, a client id and secret reference, and an issuer and resource, when given, that are
+// absolute URLs a secret may be sent to.
+func (v *validator) upstreamOAuth(at string, u Upstream) {
+	o, p := u.OAuth, at+".oauth"
+	switch {
+	case len(u.Command) > 0:
+		v.add(p, "applies only to a url or a2a upstream (a command upstream is not reached over HTTP)")
+	case u.Bearer != nil || (u.A2A != nil && u.A2A.Bearer != nil):
+		v.add(p, "oauth and bearer are both set; an upstream gets its credential one way")
+	}
+	if o.ClientID == "" {
+		v.add(p+".client_id", "required: the client the authorization server registered for this server")
+	}
+	v.credential(p+".client_secret", o.ClientSecret)
+	if o.Issuer != "" {
+		v.oauthURL(p+".issuer", o.Issuer)
+	}
+	if o.Resource != "" {
+		if r, err := url.Parse(o.Resource); err != nil || r.Host == "" || (r.Scheme != "https" && r.Scheme != "http") || r.Fragment != "" {
+			v.add(p+".resource", "must be an absolute http or https URL without a fragment (RFC 8707)")
+		}
+	}
+	for i, s := range o.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\n\"\\") {
+			v.add(fmt.Sprintf("%s.scopes[%d]", p, i), "a scope is a non-empty token without spaces or quotes")
+		}
+	}
+	insecure, raw := u.AllowInsecureHTTP, u.URL
+	if u.A2A != nil {
+		insecure, raw = u.A2A.AllowInsecureHTTP, u.A2A.URL
+	}
+	if e, err := url.Parse(raw); err == nil && e.Scheme == "http" && !insecure && !loopback(e.Hostname()) {
+		v.add(p, "an access token is refused over plaintext http to a non-loopback host; use https, or set allow_insecure_http: true if the network in between is trusted")
+	}
 }
 
 // credential checks a reference to a secret: exactly one of env and file.

@@ -5,8 +5,10 @@
 // bearer token; an A2A agent of ours built on the official @a2a-js/sdk (a2a-agent.mjs, started
 // on 127.0.0.1 by the tests, on A2A 1.0, 0.3 or both) as a peer whose skills programs call
 // beside MCP tools; an authorization server (oidc-provider, oidc-issuer.mjs, on 127.0.0.1)
-// whose client-credentials tokens go-sdk's OAuth client runs run_code with; and the newcomer
-// path, a fresh clone running the README's commands.
+// whose client-credentials tokens go-sdk's OAuth client runs run_code with, and which issues
+// mcp-sandbox itself the tokens of an upstream that wants OAuth (the mock upstream over HTTP
+// with --oauth-issuer, verifying them against the issuer's keys); and the newcomer path, a
+// fresh clone running the README's commands.
 //
 // The npm peers are pinned in package.json and package-lock.json and installed by .ci/run
 // with `npm ci --prefix conformance`; Node 22, which the suite needs, comes from the npm

@@ -4,13 +4,14 @@
 // "listening <port>" once it answers, and exits when its stdin closes.
 //
 // Environment: OIDC_RESOURCE (the resource URI), OIDC_SCOPE, OIDC_CLIENT_ID,
-// OIDC_CLIENT_SECRET.
+// OIDC_CLIENT_SECRET, OIDC_TTL (the access tokens' lifetime in seconds, default 300).
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
 import Provider from 'oidc-provider';
 
 const resource = process.env.OIDC_RESOURCE;
 const scope = process.env.OIDC_SCOPE || 'mcp:run';
+const ttl = Number(process.env.OIDC_TTL || 300);
 const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'test-es256', alg: 'ES256', use: 'sig' };
 
@@ -35,12 +36,12 @@ server.listen(0, '127.0.0.1', () => {
       resourceIndicators: {
         enabled: true,
         // go-sdk's client-credentials handler sends no resource parameter: the resource
-        // server's URI is the default.
+        // server's URI is the default. mcp-sandbox's upstream client sends it (RFC 8707).
         defaultResource: () => resource,
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, indicator) => {
           if (indicator !== resource) throw new Error(`unknown resource ${indicator}`);
-          return { scope, audience: resource, accessTokenFormat: 'jwt', accessTokenTTL: 300, jwt: { sign: { alg: 'ES256' } } };
+          return { scope, audience: resource, accessTokenFormat: 'jwt', accessTokenTTL: ttl, jwt: { sign: { alg: 'ES256' } } };
         },
       },
     },

@@ -3,7 +3,9 @@
 // names, the tenant policy narrowed per turn (a Turn), and binding calls made through it.
 //
 // Names, the policy of a turn, redaction, what a call returns, how untrusted listings are
-// admitted, connections and A2A peers: docs/design.md §13. A binding's keywords and Python stub
+// admitted, connections and A2A peers: docs/design.md §13. An HTTP server's credential is a
+// Bearer resolved per request, or OAuth access tokens from a TokenSource, renewed once on a
+// 401 (oauth.go; upstream/oauthclient is the client-credentials one): docs/design.md §10. A binding's keywords and Python stub
 // (stub.go) and list_tools' ranked search (search.go): docs/design.md §3.3 and §3.5.
 //
 // # Imports and concurrency

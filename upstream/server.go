@@ -45,7 +45,11 @@ type Server struct {
 	// Bearer, when set, returns the credential for one HTTP request. It is called for every
 	// request, and its result is never logged or put in an error.
 	Bearer func(ctx context.Context) (string, error)
-	// AllowInsecureHTTP permits a Bearer over plaintext http:// to a non-loopback host.
+	// OAuth, when set, supplies OAuth access tokens for the endpoint instead of Bearer: a
+	// request refused with 401 is sent once more with a renewed token (oauth.go).
+	OAuth TokenSource
+	// AllowInsecureHTTP permits a Bearer or OAuth token over plaintext http:// to a
+	// non-loopback host.
 	AllowInsecureHTTP bool
 	// Deferred keeps the server's tools out of Exposed; they stay bindable and searchable.
 	Deferred bool
@@ -77,8 +81,10 @@ func (s Server) Validate() error {
 		return fmt.Errorf("upstream %q: one of command or url is required", s.Name)
 	case len(s.Command) > 0 && s.Command[0] == "":
 		return fmt.Errorf("upstream %q: command is empty", s.Name)
-	case len(s.Command) > 0 && s.Bearer != nil:
-		return fmt.Errorf("upstream %q: bearer applies to a url only", s.Name)
+	case len(s.Command) > 0 && (s.Bearer != nil || s.OAuth != nil):
+		return fmt.Errorf("upstream %q: bearer and oauth apply to a url only", s.Name)
+	case s.Bearer != nil && s.OAuth != nil:
+		return fmt.Errorf("upstream %q: bearer and oauth are exclusive", s.Name)
 	case len(s.Command) > 0 && s.A2A:
 		return fmt.Errorf("upstream %q: an A2A peer is reached by url, not command", s.Name)
 	}
@@ -90,7 +96,7 @@ func (s Server) Validate() error {
 		if u.User != nil {
 			return fmt.Errorf("upstream %q: url must not carry credentials; use bearer", s.Name)
 		}
-		if u.Scheme == "http" && s.Bearer != nil && !s.AllowInsecureHTTP && !isLoopback(u.Hostname()) {
+		if u.Scheme == "http" && (s.Bearer != nil || s.OAuth != nil) && !s.AllowInsecureHTTP && !isLoopback(u.Hostname()) {
 			return fmt.Errorf("upstream %q: a bearer credential over plaintext http to a non-loopback host is refused (use https, or set allow_insecure_http)", s.Name)
 		}
 	}
@@ -161,6 +167,9 @@ func (s Server) httpClient() *http.Client {
 	var rt http.RoundTripper = &boundedTransport{limit: int64(s.maxFrame()), base: http.DefaultTransport}
 	if s.Bearer != nil {
 		rt = &bearerTransport{resolve: s.Bearer, base: rt, endpoint: endpoint}
+	}
+	if s.OAuth != nil {
+		rt = &oauthTransport{source: s.OAuth, base: rt, endpoint: endpoint}
 	}
 	return &http.Client{
 		Transport: rt,

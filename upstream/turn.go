@@ -257,9 +257,17 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	defer func() { span.End(string(a.Kind)) }()
 	c := t.cat.pool.conns[tool.Server]
 	res, err := c.call(ctx, tool.Upstream, args)
-	var notSent *notSentError
+	var (
+		notSent *notSentError
+		cred    *CredentialError
+	)
 	switch {
 	case err == nil:
+	case errors.As(err, &cred) && cred.Reason != "":
+		// No token could be had, or the server refused the one sent and a renewed one: the
+		// tool did not run, so nothing was spent.
+		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream credential failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
+		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q was not called for %s: its credential is not available: %s", tool.Server, tool.Name, cred.Reason)}, Spent{}
 	case errors.As(err, &notSent):
 		// No session could be had, so the server never saw the call: nothing was spent.
 		if errors.Is(err, context.DeadlineExceeded) {

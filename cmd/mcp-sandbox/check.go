@@ -8,11 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 )
 
-func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs, configPath := commandFlags("check", checkUsage, stdout, stderr)
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
@@ -24,7 +25,8 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, err
 	}
-	for _, w := range commandWarnings(cfg) {
+	upAuth := upstreamAuthOf(ctx, cfg, true, tokenProbeTimeout)
+	for _, w := range append(commandWarnings(cfg), tokenWarnings(upAuth)...) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	name := *configPath
@@ -33,8 +35,12 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	fmt.Fprintf(stdout, "%s is valid: %d profiles, %d upstreams, %d tenants\n", name, len(cfg.Profiles), len(cfg.Upstreams), len(cfg.Tenants))
 	writeTenantAuth(stdout, cfg)
+	writeUpstreamAuth(stdout, upAuth)
 	return exitOK, nil
 }
+
+// tokenProbeTimeout bounds how long check and doctor wait for an authorization server.
+const tokenProbeTimeout = 20 * time.Second
 
 const checkUsage = `Usage: mcp-sandbox check [--config FILE]
 
@@ -43,7 +49,11 @@ key is an error), every profile, upstream, tenant, token and agent, without star
 or contacting any upstream. Each problem names its key and line. Exit status 2 when the config
 is invalid. An upstream whose command cannot be found is a warning (the server would start,
 and report that upstream unavailable): a path is taken against the config's directory, a bare
-name is looked up on PATH.
+name is looked up on PATH. It says how each tenant authenticates, and how the server
+authenticates to each upstream: for one with oauth, a token is requested from its
+authorization server (found, without an issuer, through the upstream's resource metadata; the
+token is dropped, never sent anywhere), and a wrong secret or an unreachable server is a
+warning that names the problem.
 `
 
 // commandWarnings names each upstream whose command this host cannot run as written: a

@@ -66,10 +66,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
 	quotas := quotaReportOf(cfg)
+	upAuth := upstreamAuthOf(ctx, cfg, true, tokenProbeTimeout)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg)})
+		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg), "upstream_auth": upAuth})
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
 		for _, b := range detected {
@@ -99,6 +100,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		quotas.write(stdout)
 		fmt.Fprintln(stdout)
 		writeTenantAuth(stdout, cfg)
+		writeUpstreamAuth(stdout, upAuth)
 		if pauseNote != "" {
 			fmt.Fprintln(stdout)
 			fmt.Fprintln(stdout, "note: "+pauseNote)

@@ -152,6 +152,27 @@ func (l *lines) waitFor(t *testing.T, want string) string {
 	return ""
 }
 
+// waitAfter waits until a line at index from or later contains want, so that a refusal's
+// reason is the one its own request logged, not an earlier request's.
+func (l *lines) waitAfter(t *testing.T, from int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(gate.Scaled(10 * time.Second))
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		for _, s := range l.all[min(from, len(l.all)):] {
+			if strings.Contains(s, want) {
+				l.mu.Unlock()
+				return
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no log line after the request says %q; the log:\n%s", want, l.text())
+}
+
+func (l *lines) count() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.all) }
+
 // TestOAuthRefusals drives each refusal of an access token through serve over HTTP: the
 // status, the challenge, and a log line that names the failed check without the token.
 func TestOAuthRefusals(t *testing.T) {
@@ -178,6 +199,20 @@ func TestOAuthRefusals(t *testing.T) {
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	algNone := b64(map[string]string{"alg": "none", "typ": "JWT", "kid": "k1"}) + "." + b64(claims(nil)) + "."
+	algNoneCapital := b64(map[string]string{"alg": "None", "typ": "JWT"}) + "." + b64(claims(nil)) + "."
+	// The classic confusion: HMAC keyed with the issuer's public key, which anyone may read.
+	pub, err := json.Marshal(jose.JSONWebKey{Key: &trusted.key.PublicKey, KeyID: "k1", Algorithm: string(jose.ES256), Use: "sig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hmac, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: pub}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs256, err := jwt.Signed(hmac).Claims(claims(nil)).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var tokens []string
 	for _, c := range []struct {
@@ -197,6 +232,13 @@ func TestOAuthRefusals(t *testing.T) {
 			401, []string{`error="invalid_token"`}, "not valid yet (nbf)"},
 		{"unknown key id", trusted.mint(t, claims(nil), "k-rogue"), 401, []string{`error="invalid_token"`}, `unknown key id \"k-rogue\"`},
 		{"alg none", algNone, 401, []string{`error="invalid_token"`}, "alg none is refused"},
+		{"alg None without a key id", algNoneCapital, 401, []string{`error="invalid_token"`}, "alg none is refused"},
+		{"HS256 keyed with the public key", hs256, 401, []string{`error="invalid_token"`}, `signature algorithm \"HS256\" is not accepted`},
+		{"no expiry", trusted.mint(t, claims(func(c map[string]any) { delete(c, "exp") }), ""), 401, []string{`error="invalid_token"`}, "no expiry (exp)"},
+		{"issued in the future", trusted.mint(t, claims(func(c map[string]any) { c["iat"] = now.Add(10 * time.Minute).Unix() }), ""),
+			401, []string{`error="invalid_token"`}, "issued in the future (iat)"},
+		{"no tenant claim", trusted.mint(t, claims(func(c map[string]any) { delete(c, "sub") }), ""), 401, []string{`error="invalid_token"`}, "no sub claim"},
+		{"garbage", "aaaa.bbbb.cccc", 401, []string{`error="invalid_token"`}, "not a signed JWT"},
 		{"untrusted issuer", untrusted.mint(t, claims(func(c map[string]any) { c["iss"] = untrusted.srv.URL }), ""),
 			401, []string{`error="invalid_token"`}, "untrusted issuer"},
 		{"issuer claimed, other key", untrusted.mint(t, claims(nil), ""), 401, []string{`error="invalid_token"`}, "signature does not verify"},
@@ -211,6 +253,7 @@ func TestOAuthRefusals(t *testing.T) {
 			if c.token != "" && c.token != "static-token" {
 				tokens = append(tokens, c.token)
 			}
+			from := log.count()
 			resp := send(t, initializeRequest(base+"/mcp", c.token))
 			if resp.StatusCode != c.status {
 				t.Fatalf("status %d, want %d; log:\n%s", resp.StatusCode, c.status, log.text())
@@ -222,7 +265,7 @@ func TestOAuthRefusals(t *testing.T) {
 				}
 			}
 			if c.logs != "" {
-				log.waitFor(t, c.logs)
+				log.waitAfter(t, from, c.logs)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream/oauthclient"
 )
 
 // upstreamServer converts one configured upstream. A bearer reference is resolved fresh for
@@ -27,7 +28,24 @@ func upstreamServer(name string, u configs.Upstream) upstream.Server {
 	if a := u.A2A; a != nil {
 		s.A2A, s.URL, s.AllowInsecureHTTP, s.Bearer = true, a.URL, a.AllowInsecureHTTP, bearerOf(a.Bearer)
 	}
+	if o := u.OAuth; o != nil {
+		s.OAuth = oauthSource(s.URL, o)
+	}
 	return s
+}
+
+// oauthSource is the client-credentials token source of an upstream's oauth block; its
+// secret is resolved at every exchange, like a bearer.
+func oauthSource(endpoint string, o *configs.UpstreamOAuth) *oauthclient.Source {
+	secret := o.ClientSecret
+	return oauthclient.New(&oauthclient.Options{
+		URL:      endpoint,
+		Issuer:   o.Issuer,
+		ClientID: o.ClientID,
+		Secret:   bearerOf(&secret),
+		Scopes:   append([]string(nil), o.Scopes...),
+		Resource: o.Resource,
+	})
 }
 
 // bearerOf is the per-request resolver of a credential reference (a rotated secret takes

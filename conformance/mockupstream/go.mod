@@ -2,7 +2,10 @@ module github.com/mcp-sandbox/mcp-sandbox/conformance/mockupstream
 
 go 1.26.0
 
-require github.com/mark3labs/mcp-go v1.2.1
+require (
+	github.com/go-jose/go-jose/v4 v4.1.9
+	github.com/mark3labs/mcp-go v1.2.1
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.2 // indirect

@@ -36,6 +36,10 @@
 // --http ADDR serves streamable HTTP on ADDR (path /mcp) instead of stdio, so several clients
 // (the replicas of a scale-out test) share one upstream and one in-memory counter, and prints
 // "mockupstream: listening on HOST:PORT" to stderr once it listens.
+// --oauth-issuer URL (with --http) makes it an OAuth resource server (oauth.go): only JWT
+// access tokens from that issuer for its audience (--oauth-audience, default the /mcp URL)
+// are admitted, verified by go-jose against the issuer's JWKS, and the tool "whoami" says
+// which token a call came with (jti, client_id, scope, exp, when it arrived).
 package main
 
 import (
@@ -62,6 +66,8 @@ func main() {
 	pageSize := flag.Int("page-size", 0, "page tools/list by P (0: one page)")
 	hostile := flag.Bool("hostile", false, "serve the hostile tools instead")
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
+	oauthIssuer := flag.String("oauth-issuer", "", "with --http, admit only JWT access tokens from this issuer")
+	oauthAudience := flag.String("oauth-audience", "", "with --oauth-issuer, the audience a token must carry (default http://ADDR/mcp)")
 	flag.Parse()
 
 	c := &counter{path: os.Getenv("MOCK_COUNTER_FILE"), mem: map[string]int{}}
@@ -81,9 +87,21 @@ func main() {
 			fmt.Fprintln(os.Stderr, "mockupstream:", err)
 			os.Exit(1)
 		}
-		fmt.Fprintln(os.Stderr, "mockupstream: listening on", ln.Addr())
 		mux := http.NewServeMux()
-		mux.Handle("/mcp", server.NewStreamableHTTPServer(s))
+		if *oauthIssuer != "" {
+			addWhoami(s)
+			base := "http://" + ln.Addr().String()
+			g := &guard{issuer: *oauthIssuer, audience: *oauthAudience, metadataURL: base + "/.well-known/oauth-protected-resource/mcp",
+				tokenFile: os.Getenv("MOCK_TOKEN_FILE"), seen: map[string]bool{}}
+			if g.audience == "" {
+				g.audience = base + "/mcp"
+			}
+			mux.Handle("/mcp", g.wrap(server.NewStreamableHTTPServer(s, server.WithHTTPContextFunc(grantContext))))
+			mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", g.metadata)
+		} else {
+			mux.Handle("/mcp", server.NewStreamableHTTPServer(s))
+		}
+		fmt.Fprintln(os.Stderr, "mockupstream: listening on", ln.Addr())
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		if err := hs.Serve(ln); err != nil {
 			fmt.Fprintln(os.Stderr, "mockupstream:", err)
