@@ -21,6 +21,7 @@ const maxArgumentBytes = 64 << 10
 // Safe for concurrent use.
 type Recorder struct {
 	secrets []string
+	kept    int64
 
 	mu    sync.Mutex // guards calls and tools
 	calls []Call
@@ -28,10 +29,14 @@ type Recorder struct {
 }
 
 // NewRecorder returns a Recorder that writes none of secrets: every occurrence, anywhere in the
-// cassette, is replaced with "[redacted]".
-func NewRecorder(secrets []string) *Recorder {
-	return &Recorder{secrets: secrets, tools: map[string]string{}}
+// cassette, is replaced with "[redacted]". Of a result kept under a handle it keeps the first
+// keptBytes (configs' cassettes.kept_bytes), and marks the line cut when there were more.
+func NewRecorder(secrets []string, keptBytes int64) *Recorder {
+	return &Recorder{secrets: secrets, kept: keptBytes, tools: map[string]string{}}
 }
+
+// KeptBytes is how much of a result under a handle the Recorder keeps.
+func (r *Recorder) KeptBytes() int64 { return r.kept }
 
 // Play answers nothing: a Recorder only records.
 func (*Recorder) Play(int, string, json.RawMessage) (wire.Answer, bool) { return wire.Answer{}, false }

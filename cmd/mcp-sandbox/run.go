@@ -90,7 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	var rec *cassette.Recorder
 	var tape binding.Tape
 	if *record != "" {
-		rec = cassette.NewRecorder(configSecrets(cfg))
+		rec = cassette.NewRecorder(configSecrets(cfg), cfg.CassetteKeptBytes())
 		tape = rec
 	}
 	res := execution.Execute(ctx, a.CodeExecution,
