@@ -62,13 +62,14 @@ func cassetteKeeper(cfg *configs.Config, l budget.Ledger) (execution.CassetteKee
 // cassetteSweepInterval is how often serve removes the cassettes older than the retention.
 const cassetteSweepInterval = time.Hour
 
-// sweepCassettes removes, every interval (at most cassetteSweepInterval) until ctx ends, the
-// cassettes kept longer than retention; replicas sweeping at once remove each once.
-func sweepCassettes(ctx context.Context, store budget.Cassettes, retention time.Duration) {
+// sweepCassettes removes, at once and then every retention (at most cassetteSweepInterval)
+// until ctx ends, the cassettes kept longer than retention by the clock now; replicas
+// sweeping at once remove each once.
+func sweepCassettes(ctx context.Context, store budget.Cassettes, retention time.Duration, now func() time.Time) {
 	t := time.NewTicker(min(cassetteSweepInterval, retention))
 	defer t.Stop()
 	for {
-		n, err := store.SweepCassettes(ctx, time.Now().Add(-retention))
+		n, err := store.SweepCassettes(ctx, now().Add(-retention))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			slog.Warn("cassette sweep failed", "err", err)

@@ -230,7 +230,7 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if cs, ok := st.ledger.(budget.Cassettes); ok {
-		wg.Go(func() { sweepCassettes(ctx, cs, kept) })
+		wg.Go(func() { sweepCassettes(ctx, cs, kept, time.Now) })
 	}
 	if st.blobs != nil {
 		wg.Go(func() {
