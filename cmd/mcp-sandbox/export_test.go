@@ -236,3 +236,42 @@ func TestCassetteRetention(t *testing.T) {
 		t.Errorf("a cassette past the retention: %v, want ErrNotFound", err)
 	}
 }
+
+// TestExportScrubsAgain: `run` with cassettes.record keeps its execution in the ledger too;
+// a value that became a secret of the config after the recording (a rotated bearer token) is
+// not in the exported cassette either; an id nothing was recorded under exits 1, saying what
+// recording needs.
+func TestExportScrubsAgain(t *testing.T) {
+	const rotated = "rotated-bearer-9876543210"
+	t.Setenv("EXPORT_TEST_BEARER", exportBearer)
+	dir := t.TempDir()
+	cfg := exportConfig(t, fmt.Sprintf("data_dir: %q", filepath.Join(dir, "data")), testkit.MockUpstream(t))
+	program := fmt.Sprintf("r = await mock__lookup(sku=%q)\nreturn r", rotated)
+	if out, errOut, code := runCLI(t, program, "run", "--config", cfg, "--run", "rotation", "-"); code != 0 || !strings.Contains(out, rotated) {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := runCLI(t, "", "export", "--config", cfg, "rotation", "-o", filepath.Join(dir, "before")); code != 0 {
+		t.Fatalf("export: exit %d\n%s\n%s", code, out, errOut)
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "before", "*.jsonl"))
+	if len(before) != 1 || !strings.Contains(readFile(t, before[0]), rotated) {
+		t.Fatalf("run with cassettes.record kept %v, want one cassette holding the value", before)
+	}
+
+	t.Setenv("EXPORT_TEST_BEARER", rotated)
+	if out, errOut, code := runCLI(t, "", "export", "--config", cfg, "rotation", "-o", filepath.Join(dir, "after")); code != 0 {
+		t.Fatalf("export after the rotation: exit %d\n%s\n%s", code, out, errOut)
+	}
+	after, _ := filepath.Glob(filepath.Join(dir, "after", "*.jsonl"))
+	if len(after) != 1 {
+		t.Fatalf("export after the rotation wrote %v", after)
+	}
+	if c := readFile(t, after[0]); strings.Contains(c, rotated) || !strings.Contains(c, `"sku":"[redacted]"`) {
+		t.Errorf("the exported cassette holds the config's secret, or not the call:\n%s", c)
+	}
+
+	out, errOut, code := runCLI(t, "", "export", "--config", cfg, "x_none", "-o", filepath.Join(dir, "none.jsonl"))
+	if code != 1 || !strings.Contains(errOut, "cassettes.record") {
+		t.Errorf("export of an id nothing was recorded under: exit %d, want 1 and what recording needs\n%s\n%s", code, out, errOut)
+	}
+}
