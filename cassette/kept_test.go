@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,5 +48,23 @@ func TestPlayerBlobs(t *testing.T) {
 	}
 	if _, _, err := s.Put(ctx, "t", "n", "text/plain", strings.NewReader("x"), 10); err == nil {
 		t.Error("a replay's blob store took a Put")
+	}
+}
+
+// TestRecorderKeepsABoundedTotal: each result under a handle is kept up to the recorder's kept
+// bytes, and all of them together up to MaxKeptTotal; past it, a result is kept by its handle
+// alone.
+func TestRecorderKeepsABoundedTotal(t *testing.T) {
+	const each = 24 << 20
+	r := NewRecorder(nil, each)
+	var kept []int64
+	for i := range 4 {
+		n := r.KeptBytes()
+		kept = append(kept, n)
+		r.Record(binding.TapedCall{Seq: i + 1, Name: "m__big", Args: json.RawMessage(`{}`),
+			Answer: wire.Answer{Handle: &wire.Handle{ID: "h", Size: 1 << 30}}, Kept: make([]byte, n), Cut: true})
+	}
+	if want := []int64{each, each, MaxKeptTotal - 2*each, 0}; !slices.Equal(kept, want) {
+		t.Errorf("kept bytes offered per call %v, want %v", kept, want)
 	}
 }
