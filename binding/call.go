@@ -62,6 +62,8 @@ type Tape interface {
 	Record(c TapedCall)
 	// Tools are names the program may call beside the turn's: those a cassette recorded.
 	Tools() []string
+	// KeptBytes is how much of a result kept under a handle Record is handed (TapedCall.Kept).
+	KeptBytes() int64
 }
 
 // TapedCall is one binding call as a Tape records it.
@@ -75,14 +77,11 @@ type TapedCall struct {
 	Answer   wire.Answer
 	Approval Decision
 	Seconds  float64
-	// Kept are the first bytes of a result kept under a handle (Answer.Handle), at most
-	// MaxTapedBytes; Cut says there were more.
+	// Kept are the first bytes of a result kept under a handle (Answer.Handle), at most the
+	// Tape's KeptBytes; Cut says there were more.
 	Kept []byte
 	Cut  bool
 }
-
-// MaxTapedBytes bounds the kept bytes a TapedCall carries of a result under a handle.
-const MaxTapedBytes = 1 << 20
 
 // Execution is one run_code's binding state: the turn it calls through, its meter, the handles
 // its calls produced (the only ones it may read) and the finish records still being written.
@@ -223,6 +222,13 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 	}
 	seq := int(x.seq.Add(1))
 	if a, ok := x.tape.Play(seq, name, args); ok {
+		if a.Handle != nil {
+			// A played handle is this execution's: handle.read() reads it from the blob
+			// store the player gave (execution.Options.Blobs).
+			x.mu.Lock()
+			x.handles[outputs.Handle(a.Handle.ID)] = true
+			x.mu.Unlock()
+		}
 		rep := x.delivered(a)
 		ob.end(rep)
 		return rep
@@ -235,26 +241,30 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 		c.Tool = tool
 	}
 	if rep.Handle != nil && x.blobs != nil {
-		c.Kept, c.Cut = x.keptBytes(ctx, outputs.Handle(rep.Handle.ID))
+		c.Kept, c.Cut = x.keptBytes(ctx, outputs.Handle(rep.Handle.ID), x.tape.KeptBytes())
 	}
 	x.tape.Record(c)
 	return rep
 }
 
-// keptBytes reads the first MaxTapedBytes of a result kept under h, for the tape.
-func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle) ([]byte, bool) {
+// keptBytes reads the first n bytes of a result kept under h, for the tape; cut says there
+// were more.
+func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (kept []byte, cut bool) {
+	if n <= 0 {
+		return nil, true
+	}
 	b, err := x.blobs.Open(context.WithoutCancel(ctx), x.tenant, h)
 	if err != nil {
 		x.log.Warn("a kept result not read for the cassette", "handle", h, "err", err)
 		return nil, false
 	}
 	defer b.Close()
-	kept, err := io.ReadAll(io.LimitReader(b, MaxTapedBytes+1))
+	kept, err = io.ReadAll(io.LimitReader(b, n+1))
 	if err != nil {
 		x.log.Warn("a kept result not read for the cassette", "handle", h, "err", err)
 	}
-	if len(kept) > MaxTapedBytes {
-		return kept[:MaxTapedBytes], true
+	if int64(len(kept)) > n {
+		return kept[:n], true
 	}
 	return kept, false
 }

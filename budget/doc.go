@@ -3,7 +3,8 @@
 // budget/postgres).
 //
 // The meters, admission, the bounded records of refusals, the ledger's records, owners and
-// recovery, and the two ledgers: docs/design.md §6.
+// recovery, and the two ledgers: docs/design.md §6. Both ledgers also keep recorded
+// executions' cassettes as bytes (Cassettes, docs/design.md §17).
 //
 // # Imports and concurrency
 //

@@ -45,8 +45,9 @@ type Call struct {
 	Seconds   float64         `json:"seconds"`
 }
 
-// ResultRef is a result the program received as a handle: the handle, and the first bytes it
-// kept (binding.MaxTapedBytes at most; Cut says the rest is not in the cassette).
+// ResultRef is a result the program received as a handle: the handle (a reference to the blob
+// store that kept it), and the first bytes of it the cassette keeps (the recorder's kept
+// bytes at most; Cut says the rest is not in the cassette).
 type ResultRef struct {
 	Handle wire.Handle `json:"handle"`
 	Kept   string      `json:"kept"`
@@ -125,6 +126,10 @@ func strict(b []byte, v any) error {
 	d.DisallowUnknownFields()
 	return d.Decode(v)
 }
+
+// Scrub replaces every secret in a cassette's bytes with "[redacted]", as it is and as JSON
+// escapes it: `export` applies the exporting config's secrets to what the recorder kept.
+func Scrub(data []byte, secrets []string) []byte { return scrub(data, secrets) }
 
 // scrub replaces every secret in a line with "[redacted]", as it is and as JSON escapes it.
 func scrub(line []byte, secrets []string) []byte {

@@ -15,7 +15,7 @@ import (
 // record writes a cassette of calls, with secrets scrubbed, and reads it back.
 func record(t *testing.T, secrets []string, calls ...binding.TapedCall) (*Cassette, []byte) {
 	t.Helper()
-	r := NewRecorder(secrets)
+	r := NewRecorder(secrets, 1<<20)
 	for _, c := range calls {
 		r.Record(c)
 	}

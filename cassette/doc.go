@@ -7,12 +7,15 @@
 // its sequence number (built-ins included), and End, the execution's result document. A
 // Recorder is the binding.Tape that keeps the calls: arguments redacted as a log line shows
 // them (upstream.Tool.RedactArguments), a result kept under a handle as its handle and its
-// first bytes (binding.MaxTapedBytes, cut beyond and marked so), and every secret the caller
-// names replaced with "[redacted]" anywhere in the file. A Player is the binding.Tape that
-// answers each call from the cassette by sequence number; the first call of another tool or
-// with other arguments (compared redacted, with the recording's redacted places masked), or
-// past the end, is answered replay_diverged, and so is every call after it.
+// first bytes (the kept bytes it was made with, cassettes.kept_bytes; cut beyond and marked
+// so), and every secret the caller names replaced with "[redacted]" anywhere in the file
+// (Scrub does it again to a cassette exported from the ledger). A Player is the binding.Tape
+// that answers each call from the cassette by sequence number; the first call of another tool
+// or with other arguments (compared redacted, with the recording's redacted places masked), or
+// past the end, is answered replay_diverged, and so is every call after it. Its Blobs are the
+// replay's blob store: the kept bytes under the recorded handles, so handle.read() reads them.
 //
-// It imports binding (the Tape it implements), upstream (redaction), engine/wire (answers)
-// and failure. Recorder and Player are safe for concurrent use.
+// It imports binding (the Tape it implements), upstream (redaction), outputs (the BlobStore a
+// replay reads handles from), engine/wire (answers) and failure. Recorder and Player are safe
+// for concurrent use.
 package cassette

@@ -53,6 +53,9 @@ func (p *Player) Tools() []string {
 // Record records nothing: every call is played.
 func (*Player) Record(binding.TapedCall) {}
 
+// KeptBytes is 0: a Player records nothing.
+func (*Player) KeptBytes() int64 { return 0 }
+
 // Play answers call seq from the cassette, or with replay_diverged: for this call when it is
 // not the recorded one (another tool, other arguments, past the end), and for every call after.
 func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, bool) {

@@ -21,16 +21,34 @@ const maxArgumentBytes = 64 << 10
 // Safe for concurrent use.
 type Recorder struct {
 	secrets []string
+	kept    int64
 
-	mu    sync.Mutex // guards calls and tools
+	mu    sync.Mutex // guards calls, tools and keptSum
 	calls []Call
 	tools map[string]string
+	// keptSum are the kept bytes of the results recorded so far, all calls together.
+	keptSum int64
 }
 
+// MaxKeptTotal bounds the kept bytes of one cassette, all its results under handles together:
+// a program making many large calls keeps the first ones and then the handles alone, so a
+// server recording it holds a bounded amount (calls in flight at once may each still keep
+// their own share).
+const MaxKeptTotal = 64 << 20
+
 // NewRecorder returns a Recorder that writes none of secrets: every occurrence, anywhere in the
-// cassette, is replaced with "[redacted]".
-func NewRecorder(secrets []string) *Recorder {
-	return &Recorder{secrets: secrets, tools: map[string]string{}}
+// cassette, is replaced with "[redacted]". Of a result kept under a handle it keeps the first
+// keptBytes (configs' cassettes.kept_bytes), and marks the line cut when there were more.
+func NewRecorder(secrets []string, keptBytes int64) *Recorder {
+	return &Recorder{secrets: secrets, kept: keptBytes, tools: map[string]string{}}
+}
+
+// KeptBytes is how much of the next result under a handle the Recorder keeps: its kept
+// bytes, or what is left of MaxKeptTotal when that is less.
+func (r *Recorder) KeptBytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(min(r.kept, MaxKeptTotal-r.keptSum), 0)
 }
 
 // Play answers nothing: a Recorder only records.
@@ -59,6 +77,7 @@ func (r *Recorder) Record(c binding.TapedCall) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.keptSum += int64(len(c.Kept))
 	r.calls = append(r.calls, line)
 	if c.Tool != nil && c.Tool.Def != nil {
 		if b, err := json.Marshal(c.Tool.Def); err == nil {

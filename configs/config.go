@@ -69,6 +69,8 @@ type Config struct {
 	// Approvals is the top-level approvals block (docs/design.md §10): the server's side of
 	// asking, where a profile's approvals say how long a call waits.
 	Approvals ServerApprovals `yaml:"approvals" json:"approvals"`
+	// Cassettes says whether serve records executions for export, and what a cassette keeps.
+	Cassettes Cassettes `yaml:"cassettes" json:"cassettes"`
 	// Auth is how HTTP callers authenticate besides the tenants' static tokens.
 	Auth Auth `yaml:"auth" json:"auth,omitzero"`
 }
@@ -116,6 +118,22 @@ type ServerApprovals struct {
 	// Absent means a random key per process, so a retry survives no restart; replicas that
 	// answer one another's retries need the same key.
 	StateKey StateKeys `yaml:"state_key" json:"state_key,omitempty"`
+	// RetentionHours is how long the ledger keeps journals and pending states, and the
+	// cassettes of recorded executions (cassettes.record); nil means DefaultRetentionHours.
+	RetentionHours *float64 `yaml:"retention_hours" json:"retention_hours,omitempty"`
+}
+
+// Cassettes is the top-level cassettes block: whether the server records each execution's
+// binding calls in the ledger, so `mcp-sandbox export` can give its cassette (docs/design.md
+// §17), and how much of a large result a cassette keeps. `run --record` keeps as much.
+type Cassettes struct {
+	// Record makes serve record every execution's cassette in the ledger, kept for
+	// approvals.retention_hours.
+	Record bool `yaml:"record" json:"record"`
+	// KeptBytes is how much of a result kept under a handle a cassette holds, for a replay's
+	// handle reads; a longer one is cut there, and its line says so. 0 keeps the handle alone:
+	// the result stays by reference to the blob store. nil means DefaultCassetteKeptBytes.
+	KeptBytes *ByteSize `yaml:"kept_bytes" json:"kept_bytes,omitempty"`
 }
 
 // StateKeys are one key reference, {env: NAME} or {file: PATH}, or a list of them.

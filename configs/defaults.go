@@ -1,5 +1,7 @@
 package configs
 
+import "time"
+
 // The defaults of docs/design.md §3.2, filled after parsing wherever a profile leaves a field out.
 const (
 	defaultRunAs = "65534:65534"
@@ -64,6 +66,34 @@ func orPtr[T any](p **T, d *T) {
 	if *p == nil {
 		*p = d
 	}
+}
+
+// DefaultRetentionHours is how long the ledger keeps journals, pending states and recorded
+// cassettes where approvals.retention_hours is left out: three days.
+const DefaultRetentionHours = 72
+
+// DefaultCassetteKeptBytes is how much of a result under a handle a cassette keeps where
+// cassettes.kept_bytes is left out; MaxCassetteKeptBytes bounds what it may be set to.
+const (
+	DefaultCassetteKeptBytes = 1 * MiB
+	MaxCassetteKeptBytes     = 64 * MiB
+)
+
+// Retention returns how long the ledger keeps journals and recorded cassettes.
+func (c *Config) Retention() time.Duration {
+	h := float64(DefaultRetentionHours)
+	if r := c.Approvals.RetentionHours; r != nil {
+		h = *r
+	}
+	return time.Duration(h * float64(time.Hour))
+}
+
+// CassetteKeptBytes returns cassettes.kept_bytes with its default filled.
+func (c *Config) CassetteKeptBytes() int64 {
+	if b := c.Cassettes.KeptBytes; b != nil {
+		return int64(*b)
+	}
+	return int64(DefaultCassetteKeptBytes)
 }
 
 // DefaultApprovals returns the approvals block a profile gets for each field it leaves out.

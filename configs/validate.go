@@ -86,6 +86,12 @@ func validate(c *Config, m *meta) Problems {
 	for i, k := range c.Approvals.StateKey {
 		v.credential(fmt.Sprintf("approvals.state_key[%d]", i), k)
 	}
+	if r := c.Approvals.RetentionHours; r != nil && (*r <= 0 || *r > 24*366*10) {
+		v.add("approvals.retention_hours", "%g is outside (0, 87840]: journals and cassettes are kept at least a moment and at most ten years", *r)
+	}
+	if b := c.Cassettes.KeptBytes; b != nil && (*b < 0 || *b > MaxCassetteKeptBytes) {
+		v.add("cassettes.kept_bytes", "%v is outside 0 to %v", *b, ByteSize(MaxCassetteKeptBytes))
+	}
 	if len(c.Tenants) == 0 && c.TenantsDir == "" && c.SandboxService == nil {
 		v.add("tenants", "no tenant is defined; define one here or set tenants_dir")
 	}

@@ -34,6 +34,8 @@
 //     Options.Render: mcpserver.RenderText for run_code and `run` alike) and the
 //     difference (kept_out_bytes). The execution's end is recorded with its status,
 //     attachments and context, and context.run is the Run's sum, read back from the ledger.
+//     With Options.Cassettes (serve's cassettes.record), the execution's calls went through
+//     its Tape, and its cassette is kept now (docs/design.md §17).
 //  7. Every execution that ends, a refusal included, is reported (observe.go).
 //
 // What stays with each caller is what differs by nature: how the Run is named (an MCP

@@ -61,6 +61,18 @@ type Options struct {
 	// `mcp-sandbox run` both give), whose size is the context report's returned_bytes; nil
 	// means the result's JSON.
 	Render func(*Result) string
+	// Cassettes, when set, records each execution's binding calls and keeps its cassette
+	// once it has ended (cassettes.record); a Program with a Tape of its own is not recorded.
+	Cassettes CassetteKeeper
+}
+
+// CassetteKeeper records executions for `mcp-sandbox export` (package cassette, wired in
+// cmd): Tape is the tape one execution's calls go through, and Keep keeps the cassette of
+// what it recorded once the execution has ended, logging what goes wrong (an execution is not
+// failed for a cassette it could not keep). Safe for concurrent use.
+type CassetteKeeper interface {
+	Tape() binding.Tape
+	Keep(ctx context.Context, tape binding.Tape, executionID string, p Program, res *Result)
 }
 
 // Program is one program to execute and the turn it runs in.
@@ -129,6 +141,11 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		}
 		meter = m
 	}
+	var kept binding.Tape // the tape o.Cassettes keeps the cassette of
+	if o.Cassettes != nil && p.Tape == nil {
+		kept = o.Cassettes.Tape()
+		p.Tape = kept
+	}
 	var turn *upstream.Turn
 	if p.Turn != nil {
 		turn = p.Turn(ctx)
@@ -178,6 +195,9 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		} else {
 			res.Context.Run = c
 		}
+	}
+	if kept != nil {
+		o.Cassettes.Keep(rctx, kept, id, p, res)
 	}
 	return observe(ctx, spec, res, o.Report, log)
 }

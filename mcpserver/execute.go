@@ -60,7 +60,7 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 		p.Progress = pr.report
 	}
 	return execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
-		Logger: h.log, Report: h.report, Render: RenderText})
+		Logger: h.log, Report: h.report, Render: RenderText, Cassettes: h.opts.Cassettes})
 }
 
 // asker is a's Asker, or nil.

@@ -91,6 +91,8 @@ type Options struct {
 	// 2026-07-28, mrtr.go); nil means a random key of this server's own, so a retry reaching
 	// another process, or this one after a restart, is refused. Share one across agents.
 	StateKeys *StateKeys
+	// Cassettes, when set, records every execution's cassette (execution.Options.Cassettes).
+	Cassettes execution.CassetteKeeper
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.

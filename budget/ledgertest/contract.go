@@ -35,9 +35,14 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	})
 	t.Run("ApprovalsAreRecorded", func(t *testing.T) { contractApprovals(t, newLedger(t)) })
 	t.Run("RefusalsAreBoundedAndExact", func(t *testing.T) { contractRefusalLoop(t, newLedger(t)) })
+	t.Run("CassettesKeptAndSwept", func(t *testing.T) { l := newLedger(t); contractCassettes(t, l, l) })
 	if reopen == nil {
 		return
 	}
+	t.Run("CassettesShared", func(t *testing.T) {
+		a := newLedger(t)
+		contractCassettes(t, a, reopen(t, a))
+	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {
 		a := newLedger(t)

@@ -135,6 +135,16 @@ var postgresSchema = []string{
 	// 4: a summary of refusals stands for several calls (Refusal.Times).
 	`ALTER TABLE ledger_calls ADD COLUMN times bigint NOT NULL DEFAULT 1;
 	ALTER TABLE ledger_approvals ADD COLUMN times bigint NOT NULL DEFAULT 1;`,
+	// 5: the cassettes of recorded executions (cassettes.go), kept for export.
+	`CREATE TABLE ledger_cassettes (
+		execution_id    text        PRIMARY KEY,
+		tenant          text        NOT NULL,
+		run_id          text        NOT NULL,
+		data            bytea       NOT NULL,
+		recorded_at     timestamptz NOT NULL DEFAULT clock_timestamp()
+	);
+	CREATE INDEX ledger_cassettes_run ON ledger_cassettes (tenant, run_id);
+	CREATE INDEX ledger_cassettes_recorded ON ledger_cassettes (recorded_at);`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

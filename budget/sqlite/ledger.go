@@ -121,6 +121,16 @@ CREATE TABLE IF NOT EXISTS approvals (
 );
 CREATE INDEX IF NOT EXISTS approvals_open ON approvals (owner) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS approvals_run ON approvals (tenant, run_id);
+-- 5: the cassettes of recorded executions (cassettes.go), kept for export.
+CREATE TABLE IF NOT EXISTS cassettes (
+	execution_id    TEXT    PRIMARY KEY,
+	tenant          TEXT    NOT NULL,
+	run_id          TEXT    NOT NULL,
+	data            BLOB    NOT NULL,
+	recorded_at     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cassettes_run ON cassettes (tenant, run_id);
+CREATE INDEX IF NOT EXISTS cassettes_recorded ON cassettes (recorded_at);
 `
 
 // indexesAdded are created after the migration, since they may name columnsAdded.
@@ -219,7 +229,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 4
+const sqliteSchemaVersion = 5
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.

@@ -206,3 +206,83 @@ return {"got": got, "page": page}`
 		t.Fatalf("replay: exit %d, want 0 and same:\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestReplayLargeResult records a 5 MB result, kept under a handle, that the program reads
+// near its end with handle.read() (must show 4). With cassettes.kept_bytes over its size the
+// cassette keeps it whole and the replay, with no upstream and no blob store, serves the same
+// window: the same value. At the default (1 MiB) the line keeps the first MiB and says cut, and
+// the replay serves the handle and what was kept of it: the far window is not there.
+func TestReplayLargeResult(t *testing.T) {
+	const size = 5 << 20
+	const program = `got = await mock__bytes(n=5242880, line=100)
+w = await got.read(offset=50000, limit=2)
+return {"size": got.size, "text": w["text"], "total": w["total_lines"]}`
+	for _, c := range []struct {
+		name, kept string
+		whole      bool
+	}{
+		{"kept whole", "cassettes: {kept_bytes: 8MiB}", true},
+		{"cut", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := func(command string) string {
+				return testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: %q
+%s
+profiles:
+  default: {backend: process, isolation: process, allow_same_uid: true, hard_limits: {wall_seconds: 120}}
+upstreams:
+  mock: {command: [%q]}
+tenants:
+  t:
+    upstreams: [mock]
+    agents:
+      a: {code_execution: {profile: default}}
+`, filepath.Join(dir, "data"), c.kept, command))
+			}
+			cass := filepath.Join(dir, "large.jsonl")
+			out, errOut, code := runCLI(t, program, "run", "--config", cfg(testkit.MockUpstream(t)), "--record", cass, "-")
+			if code != 0 {
+				t.Fatalf("run --record: exit %d\n%.3000s\n%s", code, out, errOut)
+			}
+			var res struct{ Value struct{ Size, Total int } }
+			if err := json.Unmarshal([]byte(out), &res); err != nil || res.Value.Size != size || res.Value.Total != size/100+1 {
+				t.Fatalf("the recorded run did not read the handle: %v\n%.3000s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(readFile(t, cass)), "\n")
+			var first struct {
+				ResultRef struct {
+					Handle struct{ Size int }
+					Kept   string
+					Cut    bool
+				} `json:"result_ref"`
+			}
+			if len(lines) != 3 || json.Unmarshal([]byte(lines[1]), &first) != nil {
+				t.Fatalf("the cassette does not hold one call: %d lines", len(lines))
+			}
+			r := first.ResultRef
+			wantKept := size
+			if !c.whole {
+				wantKept = 1 << 20
+			}
+			if r.Handle.Size != size || len(r.Kept) != wantKept || r.Cut == c.whole {
+				t.Fatalf("the call's line keeps %d bytes of a %d-byte result, cut %v; want %d kept, cut %v", len(r.Kept), r.Handle.Size, r.Cut, wantKept, !c.whole)
+			}
+			out, errOut, code = runCLI(t, "", "replay", "--json", "--config", cfg(filepath.Join(dir, "no-such-upstream")), cass)
+			var o struct {
+				Verdict     string
+				ActualValue struct{ Size, Total int } `json:"actual_value"`
+			}
+			if err := json.Unmarshal([]byte(out), &o); err != nil {
+				t.Fatalf("replay: %v\n%.3000s\n%s", err, out, errOut)
+			}
+			switch {
+			case c.whole && (code != 0 || o.Verdict != "same"):
+				t.Errorf("replay of a result kept whole: exit %d, verdict %s; want 0, same\n%.3000s", code, o.Verdict, out)
+			case !c.whole && (code != 1 || o.Verdict != "different_value" || o.ActualValue.Size != size || o.ActualValue.Total != 1<<20/100+1):
+				t.Errorf("replay of a cut result: exit %d, verdict %s, value %+v; want the handle served with its first MiB\n%.3000s", code, o.Verdict, o.ActualValue, out)
+			}
+		})
+	}
+}

@@ -50,6 +50,7 @@ func commands() []command {
 		{"serve", "serve run_code to an MCP host over stdio or streamable HTTP", runServe},
 		{"run", "run one program as run_code would and print its result JSON", runRun},
 		{"replay", "run a recorded program against its cassette, with no upstream started", runReplay},
+		{"export", "write the cassette of an execution a server recorded in the ledger", runExport},
 		{"read-output", "print an output kept under a handle (read_tool_output at a shell)", runReadOutput},
 		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
 		{"check", "validate a config file without running anything", runCheck},

@@ -87,17 +87,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitCode(err), err
 	}
 	defer st.close()
+	// With cassettes.record the execution is kept in the ledger for export, as serve keeps
+	// it; --record writes it to a file instead.
+	keeper, err := cassetteKeeper(cfg, st.ledger)
+	if err != nil {
+		return exitFailure, err
+	}
 	var rec *cassette.Recorder
 	var tape binding.Tape
 	if *record != "" {
-		rec = cassette.NewRecorder(configSecrets(cfg))
+		rec = cassette.NewRecorder(configSecrets(cfg), cfg.CassetteKeptBytes())
 		tape = rec
 	}
 	res := execution.Execute(ctx, a.CodeExecution,
 		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
 			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}, Tape: tape},
 		// returned_bytes is what run_code would hand a model for this result, so the two agree.
-		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.RenderText})
+		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.RenderText, Cassettes: keeper})
 	if *runName == "" {
 		// A Run of its own ends with the command; a named one goes on, as a host's does.
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -72,12 +72,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return exitCode(err), err
 	}
 	defer st.close()
-	defer st.background(ctx, *retention)()
+	defer st.background(ctx, *retention, cfg.Retention())()
 	keys, err := stateKeys(cfg)
 	if err != nil {
 		return exitCode(err), err
 	}
 	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
+	if opts.Cassettes, err = cassetteKeeper(cfg, st.ledger); err != nil {
+		return exitFailure, err
+	}
 	if *metricsListen != "" {
 		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
 		stopMetrics, err := serveMetrics(*metricsListen, m)

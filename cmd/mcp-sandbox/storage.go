@@ -223,11 +223,15 @@ func (st *storage) logLost(lost []budget.CallRecord) {
 	}
 }
 
-// background runs, until ctx ends, the blob sweeper (blobs older than retention) and the
-// ledger's periodic recovery; the returned function stops both and waits for them.
-func (st *storage) background(ctx context.Context, retention time.Duration) (stop func()) {
+// background runs, until ctx ends, the blob sweeper (blobs older than retention), the
+// cassette sweeper (cassettes older than kept, approvals.retention_hours) and the ledger's
+// periodic recovery; the returned function stops them and waits for them.
+func (st *storage) background(ctx context.Context, retention, kept time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	if cs, ok := st.ledger.(budget.Cassettes); ok {
+		wg.Go(func() { sweepCassettes(ctx, cs, kept, time.Now) })
+	}
 	if st.blobs != nil {
 		wg.Go(func() {
 			outputs.RunSweeper(ctx, st.blobs, min(blobSweepInterval, retention), retention, func(err error) {

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
+)
+
+// ledgerCassettes is serve's execution.CassetteKeeper (cassettes.record): each execution's
+// cassette, written exactly as `run --record` writes one, kept in the ledger for export.
+type ledgerCassettes struct {
+	store budget.Cassettes
+	cfg   *configs.Config
+	log   *slog.Logger
+}
+
+// Tape is a Recorder hiding the config's secrets as they resolve now, at the execution's start.
+func (k *ledgerCassettes) Tape() binding.Tape {
+	return cassette.NewRecorder(configSecrets(k.cfg), k.cfg.CassetteKeptBytes())
+}
+
+func (k *ledgerCassettes) Keep(ctx context.Context, tape binding.Tape, id string, p execution.Program, res *execution.Result) {
+	rec, ok := tape.(*cassette.Recorder)
+	if !ok {
+		return
+	}
+	var buf bytes.Buffer
+	err := rec.Write(&buf, p.Code, p.AgentVersion, res.Terms, res)
+	if err == nil {
+		err = k.store.PutCassette(ctx, budget.Cassette{ExecutionID: id, Run: p.Run, Data: buf.Bytes()})
+	}
+	if err != nil {
+		k.log.Error("the execution's cassette was not kept", "execution", id, "run", p.Run.ID, "err", err)
+	}
+}
+
+// cassetteKeeper is serve's keeper when cassettes.record is on, else nil.
+func cassetteKeeper(cfg *configs.Config, l budget.Ledger) (execution.CassetteKeeper, error) {
+	if !cfg.Cassettes.Record {
+		return nil, nil
+	}
+	store, ok := l.(budget.Cassettes)
+	if !ok {
+		return nil, fmt.Errorf("cassettes.record: the ledger %T keeps no cassettes", l)
+	}
+	return &ledgerCassettes{store: store, cfg: cfg, log: slog.Default()}, nil
+}
+
+// cassetteSweepInterval is how often serve removes the cassettes older than the retention.
+const cassetteSweepInterval = time.Hour
+
+// sweepCassettes removes, at once and then every retention (at most cassetteSweepInterval)
+// until ctx ends, the cassettes kept longer than retention by the clock now; replicas
+// sweeping at once remove each once.
+func sweepCassettes(ctx context.Context, store budget.Cassettes, retention time.Duration, now func() time.Time) {
+	t := time.NewTicker(min(cassetteSweepInterval, retention))
+	defer t.Stop()
+	for {
+		n, err := store.SweepCassettes(ctx, now().Add(-retention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			slog.Warn("cassette sweep failed", "err", err)
+		case n > 0:
+			slog.Info("cassettes swept", "removed", n, "retention", retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs, configPath := commandFlags("export", exportUsage, stdout, stderr)
+	output := fs.StringP("output", "o", "", "write the cassette to FILE (an execution), or one per execution into DIR (a Run)")
+	tenant := fs.String("tenant", "", "the tenant whose Run it is (default: whichever tenant has a Run of that id)")
+	if f := fs.Lookup("log-level"); f != nil {
+		f.DefValue = "warn"
+		_ = f.Value.Set("warn")
+	}
+	if answered, code, err := parseFlags(fs, args); answered {
+		return code, err
+	}
+	if fs.NArg() != 1 || *output == "" {
+		fs.Usage()
+		return exitUsage, usagef("want exactly one EXECUTION or RUN, and -o FILE")
+	}
+	id := fs.Arg(0)
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return exitUsage, err
+	}
+	if dataDir(cfg) == "" && (cfg.Ledger == nil || cfg.Ledger.Postgres == nil) {
+		return exitUsage, usagef("the config has no data_dir and no ledger.postgres: there is no ledger to export from")
+	}
+	st, err := openStorage(ctx, cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer st.close()
+	store, ok := st.ledger.(budget.Cassettes)
+	if !ok {
+		return exitFailure, fmt.Errorf("the ledger %T keeps no cassettes", st.ledger)
+	}
+	secrets := configSecrets(cfg)
+	c, err := store.Cassette(ctx, id)
+	switch {
+	case err == nil:
+		if err := writePrivate(*output, cassette.Scrub(c.Data, secrets)); err != nil {
+			return exitFailure, err
+		}
+		fmt.Fprintf(stdout, "%s: the cassette of execution %s (run %s of tenant %s)\n", *output, c.ExecutionID, c.Run.ID, c.Run.Tenant)
+		return exitOK, nil
+	case !errors.Is(err, budget.ErrNotFound):
+		return exitFailure, err
+	}
+	found, err := runCassettes(ctx, store, cfg, *tenant, id)
+	if err != nil {
+		return exitFailure, err
+	}
+	if len(found) == 0 {
+		return exitFailure, fmt.Errorf("no recorded execution or Run %q in the ledger: recording needs cassettes.record in the server's config, "+
+			"and a cassette is kept approvals.retention_hours (%v)", id, cfg.Retention())
+	}
+	if err := os.MkdirAll(*output, 0o700); err != nil {
+		return exitFailure, err
+	}
+	for _, c := range found {
+		f := filepath.Join(*output, c.ExecutionID+".jsonl")
+		if err := writePrivate(f, cassette.Scrub(c.Data, secrets)); err != nil {
+			return exitFailure, err
+		}
+		fmt.Fprintf(stdout, "%s: the cassette of execution %s (run %s of tenant %s)\n", f, c.ExecutionID, c.Run.ID, c.Run.Tenant)
+	}
+	return exitOK, nil
+}
+
+// runCassettes are the cassettes of the Run id (as the ledger names it, or as a host or
+// `run --run` named it) of tenant, or of the one tenant that has such a Run.
+func runCassettes(ctx context.Context, store budget.Cassettes, cfg *configs.Config, tenant, id string) ([]budget.Cassette, error) {
+	tenants := []string{tenant}
+	if tenant == "" {
+		tenants = sortedKeys(cfg.Tenants)
+	}
+	var found []budget.Cassette
+	var whose []string
+	for _, t := range tenants {
+		refs := []budget.RunRef{{Tenant: t, ID: id}}
+		if named, ok := execution.NamedRun(t, id); ok {
+			refs = append(refs, named)
+		}
+		for _, r := range refs {
+			cs, err := store.RunCassettes(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			if len(cs) > 0 {
+				found = append(found, cs...)
+				whose = append(whose, t+" "+r.ID)
+			}
+		}
+	}
+	if len(whose) > 1 {
+		slices.Sort(whose)
+		return nil, usagef("Run %q is more than one Run (%v): name its tenant with --tenant", id, whose)
+	}
+	return found, nil
+}
+
+// writePrivate writes b to path, readable by its owner only: a cassette holds a program's
+// calls and results.
+func writePrivate(path string, b []byte) error {
+	return os.WriteFile(path, b, 0o600)
+}
+
+const exportUsage = `Usage: mcp-sandbox export [--config FILE] [--tenant T] EXECUTION|RUN -o FILE|DIR
+
+Writes the cassette of an execution a server recorded in the ledger (cassettes.record in its
+config), as "mcp-sandbox run --record FILE" writes one: the program, one line per binding call
+(arguments redacted, results or the kept bytes of their handles) and the result, with every
+secret of the config replaced by "[redacted]". Any process on the same ledger exports it: with
+ledger.postgres, an execution another replica ran. EXECUTION is an execution's id (x_…, named
+in the server's log lines); a RUN (its id, or the name a host gave it in _meta
+"mcp-sandbox/run") writes one EXECUTION.jsonl per recorded execution into the directory DIR,
+ready for "mcp-sandbox replay DIR". Cassettes are kept approvals.retention_hours (72 hours).
+
+Exit status: 0 when written, 1 when nothing was recorded under that id, 2 for usage or
+configuration errors.
+`
