@@ -222,6 +222,8 @@ return await crm__create_record(title="Meeting m-42", body=doc)`})
 				100*(1-float64(r-s.viaRun.defs)/float64(d-s.direct.defs)), d-s.direct.defs, r-s.viaRun.defs)
 		}
 	}
+	fixed := out[0].viaRun.defs
+	report += fmt.Sprintf("listing run_code and the three built-ins (tools/list, once per session): %d bytes %d tokens\n", fixed, tokens(fixed))
 	t.Log(report)
 	fmt.Fprintln(os.Stderr, report)
 }

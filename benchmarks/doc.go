@@ -15,8 +15,9 @@
 //     prints 1 GiB.
 //   - TestReportForkserver: a forkserver's floor beside the namespaces backend's start (the
 //     verdict is in docs/design.md §4.4).
-//   - TestReportContext: what a model reads doing two tasks with direct tool calls and with
-//     one run_code, in bytes and tokens (bytes/4).
+//   - TestReportContext: what a model reads doing three tasks with direct tool calls and with
+//     one run_code, in bytes and tokens (bytes/4), and the fixed cost of listing run_code and
+//     the built-ins.
 //   - TestReportLedger, TestReportLedgerBindings: the run ledger on PostgreSQL beside SQLite;
 //     they need the database the tests use (MCP_SANDBOX_TEST_PG_DSN, internal/pgdb/pgtest).
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -135,16 +136,24 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 		start := time.Now()
 		keep := binding.Keep{Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, PreviewBytes: execution.ValuePreviewBytes - keptNoteBytes}
 		r := binding.DirectKept(ctx, t, meter, a, h.log, name, req.Params.Arguments, keep)
-		h.reportDirect(t, name, string(r.Kind), time.Since(start).Seconds())
 		h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
-		if r.Kind != "" {
-			return toolError("%s (%s)", r.Message, r.Kind)
-		}
-		if r.Handle != nil {
+		var res *mcp.CallToolResult
+		var economy telemetry.Context
+		switch {
+		case r.Kind != "":
+			res = toolError("%s (%s)", r.Message, r.Kind)
+		case r.Handle != nil:
 			h.report.Kept("direct", r.Handle.Size)
-			return keptResult(name, r)
+			res = keptResult(name, r)
+		default:
+			res = valueResult(r.Value)
 		}
-		return valueResult(r.Value)
+		if r.Kind == "" {
+			returned := int64(len(resultText(res)))
+			economy = telemetry.Context{BindingBytes: r.Size, ReturnedBytes: returned, KeptOutBytes: max(r.Size-returned, 0)}
+		}
+		h.reportDirect(t, name, string(r.Kind), time.Since(start).Seconds(), economy)
+		return res
 	}), nil
 }
 
@@ -172,6 +181,17 @@ func keptResult(name string, r binding.DirectAnswer) *mcp.CallToolResult {
 	k := Kept{Handle: r.Handle.ID, ContentType: r.ContentType, Size: r.Handle.Size, Lines: r.Handle.Lines,
 		Context: budget.Context{BindingBytes: r.Size, ReturnedBytes: int64(len(text)), KeptOutBytes: max(r.Size-int64(len(text)), 0)}}
 	return &mcp.CallToolResult{StructuredContent: k, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// resultText is the text of res's text blocks: what the model reads of a direct call.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
 
 // valueResult renders a binding value for a host: an object as structuredContent with its

@@ -59,7 +59,7 @@ func (h *handlers) offers(name string) bool {
 }
 
 // reportDirect counts a host's direct call of an exposed tool.
-func (h *handlers) reportDirect(t *upstream.Turn, name string, kind string, seconds float64) {
+func (h *handlers) reportDirect(t *upstream.Turn, name string, kind string, seconds float64, economy telemetry.Context) {
 	up := t.Server(name)
 	if up == "" {
 		up = telemetry.UpstreamUnknown
@@ -68,5 +68,5 @@ func (h *handlers) reportDirect(t *upstream.Turn, name string, kind string, seco
 	if kind != "" {
 		outcome = kind
 	}
-	h.report.Call(telemetry.Call{Upstream: up, Outcome: outcome, Direct: true, Seconds: seconds})
+	h.report.Call(telemetry.Call{Upstream: up, Outcome: outcome, Direct: true, Seconds: seconds, Context: economy})
 }

@@ -155,14 +155,14 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
 		Title:       "List the tools a program can call",
-		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server; a query ranks tools by relevance (BM25 over name, title, description and parameter names), best first with their scores and how many matched; page with cursor.",
+		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server; a query ranks tools by relevance, best first with their scores and how many matched; page with cursor.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"only this upstream server's tools"},"query":{"type":"string","description":"words describing the tool wanted"},"cursor":{"type":"string","description":"next_cursor from the previous page"}},"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.listTools)
 	s.AddTool(&mcp.Tool{
 		Name:        ToolGetToolInfo,
 		Title:       "Describe one tool",
-		Description: "The full input and output schema, annotations and Python alias of one tool that list_tools names, and python_stub: its binding as a typed Python signature (the keywords it takes are exactly those).",
+		Description: "One tool's input and output schemas, annotations, Python alias and python_stub: its binding as a typed Python signature (exactly those keywords; the return type declared, or observed from results).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the tool's name, <server>__<tool>"}},"required":["name"],"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.getToolInfo)
@@ -170,7 +170,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		Name:        ToolReadToolOutput,
 		Title:       "Read more of a kept output",
 		Description: "Reads an output kept under a handle (a run_code stream or artifact, or a large tool result): a window of lines (offset is a 0-based line index, limit a line count), or the lines matching a regular expression with their line numbers.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"handle":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1},"pattern":{"type":"string","description":"a regular expression; when set, matching lines are returned instead of a window"}},"required":["handle"],"additionalProperties":false}`),
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"handle":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1},"pattern":{"type":"string","description":"a regular expression"}},"required":["handle"],"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.readToolOutput)
 	return s
@@ -198,15 +198,14 @@ func runCodeDescription(ce *CodeExec) string {
 	b.WriteString(`Runs one Python 3 program in a separate, contained process and returns what it did.
 
 The program:
-- runs in a fresh, empty workspace directory (its working directory); nothing is kept between calls, so do the whole task in one program.
-- may use top-level await and a top-level return.
-- evaluates to a value: an explicit top-level "return x", else the value of a final expression statement, else null. A value JSON cannot carry (a set, a datetime, a DataFrame) comes back as its repr in value_repr, with value null.
-- prints to stdout and stderr as usual; you see a head-and-tail preview of each and a handle to read the rest with read_tool_output.
-- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}) for any offered name, or the alias await <server>__<tool>(arg=1) where the name is a Python identifier; get_tool_info's python_stub is its typed signature, and it takes exactly those keywords. TOOLS is the sorted tuple of names it may call; await list_tools(), await get_tool_info(name) and await read_tool_output(handle, ...) work inside the program too (run_code itself does not); list_tools and get_tool_info count against the tool-call budget like any call; await budget.remaining() says what is left (free).
-- a tool call that fails raises ToolError with .kind (unavailable, denied, approval_required_in_program, excluded_builtin, invalid_arguments, argument_too_large, budget_exceeded, binding_result_too_large, binding_result_not_paged, tool_error, upstream_error, timeout, cancelled, invalid_result) and .tool; a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
-- a call of a tool that needs a person's approval waits while the person is asked (when this host can ask): accepted, it runs once; declined, it raises ToolError kind denied; unanswered in time, or when this host cannot ask anyone, kind approval_required_in_program. Catch these and carry on.
+- runs in a fresh, empty workspace (its working directory); nothing is kept between calls, so do the whole task in one program.
+- may use top-level await and return; its value is what it returns, else its final expression's value, else null (a value JSON cannot carry comes back as value_repr).
+- prints as usual; you see a head-and-tail preview of stdout and stderr and a handle to read the rest with read_tool_output.
+- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}), or the alias await <server>__<tool>(arg=1) where the name is a Python identifier, taking exactly the keywords of get_tool_info's python_stub. TOOLS is the sorted tuple of names it may call; await list_tools(), get_tool_info(name) and read_tool_output(handle, ...) work inside too, counted as calls; await budget.remaining() says what is left (free).
+- a failed call raises ToolError with .tool and .kind (invalid_arguments, denied, budget_exceeded, tool_error, upstream_error, timeout, ...); a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
+- a call needing a person's approval waits while the person is asked, if this host can ask: accepted, it runs once; declined, ToolError kind denied; unanswered or unaskable, kind approval_required_in_program. Catch these and carry on.
 
-The result (structuredContent) has value (or value_repr), stdout, stderr, failure {kind, message, traceback, executed}, limit_hit, cancelled, duration_seconds, terms, isolation, guarantees and approvals {asked, accepted, declined, timed_out, unasked}. A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (network_unavailable, isolation_unavailable, backend_unavailable, capacity_exceeded) means nothing ran.
+A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (failure.executed false) means nothing ran.
 `)
 	fmt.Fprintf(&b, "\nLimits in force: %s.", termsText(t))
 	if t.Network == engine.NetworkNone || t.Network == "" {

@@ -40,6 +40,9 @@ type Metrics struct {
 	approvals   *prometheus.CounterVec   // decision
 	kept        *prometheus.CounterVec   // source
 	keptBytes   *prometheus.CounterVec   // source
+	ctxBinding  *prometheus.CounterVec   // caller
+	ctxReturned *prometheus.CounterVec   // caller
+	ctxKeptOut  *prometheus.CounterVec   // caller
 }
 
 var _ telemetry.Metrics = (*Metrics)(nil)
@@ -85,10 +88,19 @@ func New(opts *Options) *Metrics {
 	m.keptBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_preserved_bytes_total",
 		Help: "Bytes kept in the blob store under handles, by source."},
 		labels("source"))
+	m.ctxBinding = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_context_binding_bytes_total",
+		Help: "Bytes tools gave, by caller (program: what run_code programs received from their calls; host: direct calls' results): context.binding_bytes summed."},
+		labels("caller"))
+	m.ctxReturned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_context_returned_bytes_total",
+		Help: "Bytes of text the model read, by caller (program: run_code results; host: direct calls' results): context.returned_bytes summed."},
+		labels("caller"))
+	m.ctxKeptOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_context_kept_out_bytes_total",
+		Help: "Bytes tools gave that were kept out of the model's context, by caller: context.kept_out_bytes summed (per execution or call, never below zero)."},
+		labels("caller"))
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_sandbox_build_info",
 		Help: "Always 1; the version label says which build is running.", ConstLabels: prometheus.Labels{"version": o.Version}})
 	build.Set(1)
-	m.reg.MustRegister(m.executions, m.execSeconds, m.calls, m.callSeconds, m.refusals, m.approvals, m.kept, m.keptBytes, build,
+	m.reg.MustRegister(m.executions, m.execSeconds, m.calls, m.callSeconds, m.refusals, m.approvals, m.kept, m.keptBytes, m.ctxBinding, m.ctxReturned, m.ctxKeptOut, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -113,6 +125,14 @@ func (m *Metrics) values(s telemetry.Scope, v ...string) []string {
 func (m *Metrics) Execution(s telemetry.Scope, e telemetry.Execution) {
 	m.executions.WithLabelValues(m.values(s, e.Profile, e.Level, e.Outcome, e.Kind)...).Inc()
 	m.execSeconds.WithLabelValues(m.values(s, e.Profile, e.Start)...).Observe(e.Seconds)
+	m.context(s, "program", e.Context)
+}
+
+// context adds one run_code's or direct call's context economy.
+func (m *Metrics) context(s telemetry.Scope, caller string, c telemetry.Context) {
+	m.ctxBinding.WithLabelValues(m.values(s, caller)...).Add(float64(max(c.BindingBytes, 0)))
+	m.ctxReturned.WithLabelValues(m.values(s, caller)...).Add(float64(max(c.ReturnedBytes, 0)))
+	m.ctxKeptOut.WithLabelValues(m.values(s, caller)...).Add(float64(max(c.KeptOutBytes, 0)))
 }
 
 // Call counts one tool call and observes its duration.
@@ -123,6 +143,9 @@ func (m *Metrics) Call(s telemetry.Scope, c telemetry.Call) {
 	}
 	m.calls.WithLabelValues(m.values(s, caller, c.Upstream, c.Outcome)...).Inc()
 	m.callSeconds.WithLabelValues(m.values(s, caller, c.Upstream)...).Observe(c.Seconds)
+	if c.Direct {
+		m.context(s, caller, c.Context)
+	}
 }
 
 // BudgetRefusal counts one refusal by the binding budget.

@@ -126,3 +126,39 @@ func TestQuotaGauges(t *testing.T) {
 		}
 	}
 }
+
+// TestContextSeries: each run_code's and each direct call's context economy adds to the
+// context series by caller (tenant and agent only with TenantLabels); a program's binding
+// call adds nothing of its own (its bytes are its execution's).
+func TestContextSeries(t *testing.T) {
+	for _, labels := range []bool{false, true} {
+		m := New(&Options{TenantLabels: labels})
+		m.Execution(acme, telemetry.Execution{Profile: "default", Outcome: "completed", Start: "warm",
+			Context: telemetry.Context{BindingBytes: 50_000, ReturnedBytes: 400, KeptOutBytes: 49_600}})
+		m.Execution(acme, telemetry.Execution{Profile: "default", Outcome: "completed", Start: "warm",
+			Context: telemetry.Context{BindingBytes: 10, ReturnedBytes: 300}})
+		m.Call(acme, telemetry.Call{Upstream: "docs", Outcome: "ok", Context: telemetry.Context{BindingBytes: 999, KeptOutBytes: 999}})
+		m.Call(acme, telemetry.Call{Upstream: "docs", Outcome: "ok", Direct: true,
+			Context: telemetry.Context{BindingBytes: 5 << 20, ReturnedBytes: 3000, KeptOutBytes: 5<<20 - 3000}})
+		scope := ""
+		if labels {
+			scope = `agent="analyst",`
+		}
+		tenant := ""
+		if labels {
+			tenant = `,tenant="acme"`
+		}
+		body := scrape(t, m)
+		for _, want := range []string{
+			`mcp_sandbox_context_binding_bytes_total{` + scope + `caller="program"` + tenant + `} 50010`,
+			`mcp_sandbox_context_returned_bytes_total{` + scope + `caller="program"` + tenant + `} 700`,
+			`mcp_sandbox_context_kept_out_bytes_total{` + scope + `caller="program"` + tenant + `} 49600`,
+			`mcp_sandbox_context_binding_bytes_total{` + scope + `caller="host"` + tenant + `} 5.24288e+06`,
+			`mcp_sandbox_context_kept_out_bytes_total{` + scope + `caller="host"` + tenant + `} 5.23988e+06`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("tenant labels %v: exposition lacks %s", labels, want)
+			}
+		}
+	}
+}

@@ -38,6 +38,15 @@ type Execution struct {
 	// remote one).
 	Start   string
 	Seconds float64
+	// Context is the execution's context economy (zeros for a refusal).
+	Context Context
+}
+
+// Context is the context economy of a run_code or of a host's direct call: BindingBytes are
+// the bytes tools gave (the values a program received; a direct call's result), ReturnedBytes
+// the bytes of the text the model reads, KeptOutBytes the difference, never below zero.
+type Context struct {
+	BindingBytes, ReturnedBytes, KeptOutBytes int64
 }
 
 // Call is one tool call's outcome.
@@ -51,6 +60,9 @@ type Call struct {
 	// Direct is a host's call of an exposed tool rather than a program's binding call.
 	Direct  bool
 	Seconds float64
+	// Context is a direct call's context economy (zeros for a program's call, whose bytes
+	// count in its execution's, and for a failed call).
+	Context Context
 }
 
 // Upstream label values that are no configured server's name (those never start with "_").

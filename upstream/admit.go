@@ -211,6 +211,7 @@ func newTool(s Server, def *mcp.Tool, logger *slog.Logger) *Tool {
 		Deferred: s.Deferred,
 		Def:      def,
 	}
+	defer func() { t.digest = defDigest(def) }() // def as finally admitted
 	if a := def.Annotations; a != nil && a.DestructiveHint != nil && *a.DestructiveHint {
 		t.Destructive = true
 	}

@@ -62,6 +62,8 @@ type ToolInfo struct {
 	Unavailable      string  `json:"unavailable,omitempty"`
 	// PythonStub is the binding as a Python stub (Tool.PythonStub): what a program may rely on.
 	PythonStub string `json:"python_stub"`
+	// OutputType says where the stub's return type comes from (observed.go).
+	OutputType OutputType `json:"output_type"`
 }
 
 // ListTools answers list_tools over the tools a program may call, deferred servers included.
@@ -132,7 +134,8 @@ func aliasPtr(tool *Tool) *string {
 }
 
 // ToolInfo answers get_tool_info for a tool a program may call. A name that is not one gives
-// the reason (unavailable or denied).
+// the reason (unavailable or denied). A tool without an output schema whose results this
+// tenant has seen ObservedAfter times or more returns their observed type in its stub.
 func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
 	tool := t.bound[name]
 	if tool == nil {
@@ -146,8 +149,10 @@ func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
 		Description: tool.Def.Description, InputSchema: tool.Def.InputSchema,
 		OutputSchema: tool.Def.OutputSchema, Deferred: tool.Deferred,
 		ApprovalRequired: t.NeedsApproval(tool), Unavailable: tool.Unavailable,
-		PythonStub: tool.PythonStub(),
 	}
+	var observed []byte
+	info.OutputType, observed = t.observations().outputType(tool)
+	info.PythonStub = tool.pythonStubReturning(observed, info.OutputType)
 	if tool.Def.Annotations != nil {
 		info.Annotations = tool.Def.Annotations
 	}

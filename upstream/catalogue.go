@@ -31,8 +31,9 @@ type Tool struct {
 	// exposed to hosts, and a call is refused as unavailable.
 	Unavailable string
 
-	input *inputSchema // nil: arguments are not validated here
-	sig   *Signature   // nil: any keyword is accepted
+	input  *inputSchema // nil: arguments are not validated here
+	sig    *Signature   // nil: any keyword is accepted
+	digest string       // sha256 of Def as admitted: what observed result shapes belong to
 }
 
 // CheckArguments checks a call's decoded arguments against the tool's input schema, within

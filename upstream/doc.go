@@ -5,8 +5,9 @@
 // Names, the policy of a turn, redaction, what a call returns, how untrusted listings are
 // admitted, connections and A2A peers: docs/design.md §13. An HTTP server's credential is a
 // Bearer resolved per request, or OAuth access tokens from a TokenSource, renewed once on a
-// 401 (oauth.go; upstream/oauthclient is the client-credentials one): docs/design.md §10. A binding's keywords and Python stub
-// (stub.go) and list_tools' ranked search (search.go): docs/design.md §3.3 and §3.5.
+// 401 (oauth.go; upstream/oauthclient is the client-credentials one): docs/design.md §10. A
+// binding's keywords and Python stub (stub.go), the return types observed from a tenant's
+// results (observed.go) and list_tools' ranked search (search.go): docs/design.md §3.3, §3.5.
 //
 // # Imports and concurrency
 //
@@ -23,5 +24,5 @@
 // process and waited for when it is closed; an A2A call starts no goroutine of its own. The
 // tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu before
 // peer.mu; conn.lock (a channel, so waiting honours the context) is never held while taking
-// Pool.mu.
+// Pool.mu. The Pool's observations have a mutex of their own, a leaf: nothing is taken under it.
 package upstream

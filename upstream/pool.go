@@ -54,6 +54,9 @@ type Pool struct {
 	cat     *Catalogue // last built; nil until the first Catalogue call
 	version uint64     // bumped when any server's tool list changes
 	catVer  uint64     // version cat was built at
+
+	// observed are the shapes of this tenant's results (observed.go), for no other Pool.
+	observed observations
 }
 
 // NewPool checks opts and returns a Pool. Nothing is started until a catalogue or a call

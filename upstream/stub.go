@@ -204,10 +204,14 @@ const stubHeader = "from typing import Any, Literal, NotRequired, TypedDict\n"
 // ...), enums as Literal, nested objects as TypedDict, and the return type from the output
 // schema (Any without one). A tool without an alias (its name is not a Python identifier) is
 // rendered as the call_tool it is called through, its arguments a TypedDict.
-func (t *Tool) PythonStub() string {
-	s := t.pythonStub(stubDepth)
+func (t *Tool) PythonStub() string { return t.pythonStubReturning(nil, OutputType{}) }
+
+// pythonStubReturning is PythonStub with the return type from observed, a JSON Schema of the
+// results seen (nil: none), marked by a comment saying so and how many results it comes from.
+func (t *Tool) pythonStubReturning(observed []byte, ot OutputType) string {
+	s := t.pythonStub(stubDepth, observed, ot)
 	if len(s) > stubBytes {
-		s = t.pythonStub(0)
+		s = t.pythonStub(0, observed, ot)
 	}
 	if len(s) > stubBytes {
 		// Still too large (huge enums): the names alone, every type Any.
@@ -264,7 +268,7 @@ func paramsOf(names []string) []stubParam {
 	return out
 }
 
-func (t *Tool) pythonStub(depth int) string {
+func (t *Tool) pythonStub(depth int, observed []byte, ot OutputType) string {
 	g := &stubGen{depth: depth, used: map[string]bool{}}
 	base := className(t.Name)
 	var in, out map[string]json.RawMessage
@@ -276,10 +280,20 @@ func (t *Tool) pythonStub(depth int) string {
 	if t.Def != nil && t.Def.OutputSchema != nil {
 		outRaw, _ = json.Marshal(t.Def.OutputSchema)
 		_ = json.Unmarshal(outRaw, &out)
+	} else if observed != nil {
+		_ = json.Unmarshal(observed, &out)
 	}
 	ret := "Any"
 	if out != nil {
 		ret = g.typeOf(out, base+"Result", 0)
+	}
+	var note string
+	if observed != nil && ot.Source == OutputObserved {
+		note = fmt.Sprintf("# the return type is observed, not declared: the shape of the %d results seen", ot.Samples)
+		if len(ot.Drift) > 0 {
+			note += " (it changed: get_tool_info's output_type.drift says how)"
+		}
+		note += "\n"
 	}
 	sig := t.Signature()
 	params := g.params(in, base, sig)
@@ -298,6 +312,7 @@ func (t *Tool) pythonStub(depth int) string {
 		}
 	}
 	if alias := t.Alias(); alias != "" && identOK {
+		b.WriteString(note)
 		fmt.Fprintf(&b, "async def %s(", alias)
 		var parts []string
 		if len(params) > 0 {
@@ -334,10 +349,12 @@ func (t *Tool) pythonStub(depth int) string {
 	b.WriteString("\n")
 	if alias := t.Alias(); alias != "" {
 		fmt.Fprintf(&b, "# call it as %s(**arguments) with arguments a %s\n", alias, td)
+		b.WriteString(note)
 		fmt.Fprintf(&b, "async def %s(**arguments: Any) -> %s:\n%s    ...\n", alias, ret, doc)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "# %s has no alias (its name is not a Python identifier): call it through call_tool\n", pyComment(t.Name))
+	b.WriteString(note)
 	fmt.Fprintf(&b, "async def call_tool(name: Literal[%s], arguments: %s) -> %s:\n%s    ...\n", pyString(t.Name), td, ret, doc)
 	return b.String()
 }

@@ -310,7 +310,16 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	if err != nil {
 		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, Spent{Size: len(raw), Called: true}
 	}
+	t.observations().observe(tool, v)
 	return wire.Answer{Value: v}, spent
+}
+
+// observations are what the turn's Pool (its tenant) learned of result shapes; nil without one.
+func (t *Turn) observations() *observations {
+	if t.cat.pool == nil {
+		return nil
+	}
+	return &t.cat.pool.observed
 }
 
 // resultValue converts a result as docs/design.md §3.5 says: structuredContent when present; the

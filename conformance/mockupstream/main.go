@@ -8,6 +8,10 @@
 //	list-repos, list_repos  distinct answers, so a mangled alias would be caught
 //	2fa, class              names that are not Python identifiers / are keywords
 //	lookup {sku}            structured content {sku, name, price}
+//	parcel {id}             structured content, no output schema, its shape set by the id:
+//	                        {id, total: int, items: [{sku, qty}]}, plus note (a string) when
+//	                        the id contains "note"; an id starting "v2" makes total a string
+//	                        and adds currency, a shape that drifts from the first one
 //	add {a, b}              structured content {sum}
 //	legacy {n}              a draft-07 input schema, as many real servers still send
 //	delete-everything       annotated destructiveHint=true
@@ -168,6 +172,19 @@ func addTools(s *server.MCPServer, c *counter, many int, described bool) {
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			sku := req.GetString("sku", "")
 			v := map[string]any{"sku": sku, "name": "Product " + sku, "price": 10 + len(sku)}
+			return mcp.NewToolResultStructuredOnly(v), nil
+		})
+	add(mcp.NewTool("parcel", mcp.WithDescription("Looks up a parcel by id."), safe(),
+		mcp.WithString("id", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			id := req.GetString("id", "")
+			v := map[string]any{"id": id, "total": 12, "items": []any{map[string]any{"sku": "A", "qty": 1}}}
+			if strings.Contains(id, "note") {
+				v["note"] = "leave at the door"
+			}
+			if strings.HasPrefix(id, "v2") {
+				v["total"], v["currency"] = "12.00", "EUR"
+			}
 			return mcp.NewToolResultStructuredOnly(v), nil
 		})
 	add(mcp.NewTool("add", mcp.WithDescription("Adds two numbers."), safe(),
