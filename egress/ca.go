@@ -61,8 +61,8 @@ func (ca *CA) PEM() []byte { return append([]byte(nil), ca.pem...) }
 // Certificate is the CA's certificate.
 func (ca *CA) Certificate() *x509.Certificate { return ca.cert }
 
-// leaf returns a certificate for host (a name, or an address), minted once.
-func (ca *CA) leaf(host string) (*tls.Certificate, error) {
+// Leaf returns a certificate for host (a name, or an address) signed by ca, minted once.
+func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	if c := ca.leaves[host]; c != nil {

@@ -345,7 +345,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 				sniRefused = true
 				return nil, fmt.Errorf("egress: SNI %q does not match the CONNECT name", hello.ServerName)
 			}
-			return p.ca.leaf(host)
+			return p.ca.Leaf(host)
 		},
 	}
 	tc := tls.Server(&buffered{Conn: c, r: br}, conf)
