@@ -393,7 +393,7 @@ func hostOnly(hostport string) string {
 	return hostport
 }
 
-// hopHeaders are a single hop's, never forwarded (RFC 9110 §7.6.1), and the proxy's own.
+// hopHeaders are a single hop's, never forwarded (RFC 9110, section 7.6.1), and the proxy's own.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
