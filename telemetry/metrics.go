@@ -38,6 +38,10 @@ type Execution struct {
 	// remote one).
 	Start   string
 	Seconds float64
+	// EgressAllowed counts the requests the execution's egress proxy forwarded, and
+	// EgressRefused its refusals by reason (network rules only; docs/design.md §18).
+	EgressAllowed int
+	EgressRefused map[string]int
 }
 
 // Call is one tool call's outcome.
