@@ -147,7 +147,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 			Description:  runCodeDescription(a.CodeExecution),
 			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
 			OutputSchema: runCodeOutputSchema(),
-			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
+			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network != engine.NetworkNone)},
 		}, h.runCode)
 	}
 	s.AddTool(&mcp.Tool{
