@@ -45,6 +45,13 @@ func Main() {
 	if spec.Reaper {
 		os.Exit(reap(spec))
 	}
+	if spec.EgressFD > 0 {
+		// A helper that execs a wrapper (bwrap) in a network namespace the host made for it:
+		// the listener is made here, while the helper still may bring lo up.
+		if err := handEgressListener(spec.EgressFD, spec.EgressPort); err != nil {
+			fail("the egress listener: %v", err)
+		}
+	}
 	nproc, err := apply(&spec)
 	if err != nil {
 		fail("%v", err)

@@ -93,7 +93,8 @@ type Spec struct {
 	// that it can start one where it means to, in a user namespace say.
 	Trial bool `json:"trial,omitempty"`
 
-	// EgressFD, with Reaper, is a Unix socket the init sends one descriptor on (SCM_RIGHTS)
+	// EgressFD is a Unix socket (a Reaper's, or a helper's that execs a wrapper in a network
+	// namespace of its own) the init sends one descriptor on (SCM_RIGHTS)
 	// before it starts the program: a TCP socket listening on 127.0.0.1:EgressPort of the
 	// sandbox's own network namespace (lo brought up first). The host accepts on it and
 	// proxies; the program, which cannot bind that port any more, has no other route out.
