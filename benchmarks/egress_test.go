@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // TestReportEgress prints what a program's 100 sequential HTTPS GETs of 1 KiB (urllib, a
@@ -27,9 +28,8 @@ import (
 // so both see the same machine. The origin listens on 127.0.0.1 with a CA of its own; the
 // program times its loop itself, so the figure is the requests' and not the child's start.
 func TestReportEgress(t *testing.T) {
-	if ok, why := namespaces.Available(&namespaces.Options{}); !ok {
-		t.Skip("the egress proxy needs the namespaces backend: " + why)
-	}
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, "the egress proxy needs the namespaces backend: "+why)
 	ctx := context.Background()
 	ca, err := egress.NewCA()
 	if err != nil {

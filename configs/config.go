@@ -312,8 +312,12 @@ type Upstream struct {
 	// the config file's directory; a bare name is looked up in PATH by whoever starts it.
 	Command []string          `yaml:"command" json:"command,omitempty"`
 	Env     map[string]string `yaml:"env" json:"env,omitempty"` // for a command; literal values
-	URL     string            `yaml:"url" json:"url,omitempty"`
-	Bearer  *Credential       `yaml:"bearer" json:"bearer,omitempty"` // for a URL
+	// Sandbox names a profile whose backend runs Command contained, as it runs programs (its
+	// hard limits but the CPU time, its network: none, or rules through the egress proxy);
+	// "" runs it as a process of the host's own.
+	Sandbox string      `yaml:"sandbox" json:"sandbox,omitempty"`
+	URL     string      `yaml:"url" json:"url,omitempty"`
+	Bearer  *Credential `yaml:"bearer" json:"bearer,omitempty"` // for a URL
 	// Deferred keeps the server's catalogue out of the prompt; its tools stay bindable.
 	Deferred bool `yaml:"deferred" json:"deferred"`
 	// AllowInsecureHTTP permits a bearer over plaintext http:// to a non-loopback host.

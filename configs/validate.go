@@ -468,6 +468,16 @@ func (v *validator) upstream(n string, u Upstream) {
 			v.add(keyPath(at+".env", k), "%q is not an environment variable name", k)
 		}
 	}
+	if u.Sandbox != "" {
+		switch p, ok := v.c.Profiles[u.Sandbox]; {
+		case !hasCmd:
+			v.add(at+".sandbox", "applies only to a command upstream")
+		case !ok:
+			v.add(at+".sandbox", "unknown profile %q (defined: %s)", u.Sandbox, list(slices.Sorted(maps.Keys(v.c.Profiles))))
+		case p.Backend == BackendRemote || p.Backend == BackendContainer || p.Backend == BackendProcess:
+			v.add(at+".sandbox", "profile %q's backend %s cannot run a server contained; use namespaces (or local reaching it)", u.Sandbox, p.Backend)
+		}
+	}
 	if len(u.Env) > 0 && !hasCmd {
 		v.add(at+".env", "applies only to a command upstream")
 	}

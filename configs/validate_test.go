@@ -511,3 +511,27 @@ tenants: {t: {agents: {a: {code_execution: {network: rules}}}}}
 		t.Errorf("a valid network block: %v", err)
 	}
 }
+
+// An upstream's sandbox names a profile that can contain a command server.
+func TestValidateUpstreamSandbox(t *testing.T) {
+	_, err := Parse([]byte(`
+profiles: {default: {}, far: {backend: remote, remote: {url: "https://s.example"}}}
+upstreams:
+  a: {command: [srv], sandbox: nowhere}
+  b: {url: "https://x.example/mcp", sandbox: default}
+  c: {command: [srv], sandbox: far}
+  d: {command: [srv], sandbox: default}
+tenants: {t: {upstreams: [a, b, c, d], agents: {x: {}}}}
+`), "u.yaml")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"upstreams.a.sandbox", "upstreams.b.sandbox", "upstreams.c.sandbox"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\ndoes not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "upstreams.d") {
+		t.Errorf("a command upstream in a local profile was refused: %v", err)
+	}
+}

@@ -43,6 +43,12 @@ type EgressBackend interface {
 	EgressByRules() bool
 }
 
+// CommandBackend is a Backend that can run LaunchSpec.Command, contained as a program is.
+type CommandBackend interface {
+	Backend
+	RunsCommands() bool
+}
+
 // EgressChild is a child started with LaunchSpec.Egress: EgressListener accepts the
 // connections made to 127.0.0.1:EgressPort inside its network namespace, the one route out
 // it has. The Runner serves the execution's proxy on it; the child's Close closes it.

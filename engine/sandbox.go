@@ -89,6 +89,12 @@ type LaunchSpec struct {
 	// Stdout and Stderr receive the child's streams; the backend copies into them until EOF
 	// or Child.Close.
 	Stdout, Stderr io.Writer
+	// Command, when set, is run instead of the interpreter (Argv is then unused): its first
+	// element an absolute path the sandbox can execute, the channel its stdin and stdout, and
+	// CommandEnv added to the environment built from nothing. An upstream stdio server runs so,
+	// contained like a program (a backend implementing CommandBackend).
+	Command    []string
+	CommandEnv map[string]string
 	// Egress is set under network rules: the backend gives the child a network namespace whose
 	// one route out is a listener it hands back (EgressChild), and the environment and trust
 	// store that lead there.

@@ -179,6 +179,15 @@ func apply(s *Spec) (uint64, error) {
 // address-space limit is in force, this Go process must not allocate, or its runtime could
 // fail before the interpreter starts. Everything execve needs is converted beforehand.
 func execLimited(s *Spec, nproc uint64) error {
+	if s.StdioChannel {
+		// A contained stdio server: the channel is its stdin and stdout, fd 3 nothing.
+		for _, fd := range []int{0, 1} {
+			if err := unix.Dup2(3, fd); err != nil {
+				return fmt.Errorf("dup2 the channel to %d: %v", fd, err)
+			}
+		}
+		unix.Close(3)
+	}
 	path, err := syscall.BytePtrFromString(s.Python)
 	if err != nil {
 		return err

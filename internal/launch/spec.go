@@ -101,6 +101,10 @@ type Spec struct {
 	EgressFD   int `json:"egress_fd,omitempty"`
 	EgressPort int `json:"egress_port,omitempty"`
 
+	// StdioChannel makes the channel (fd 3) the exec'd program's stdin and stdout, and closes
+	// fd 3: an upstream stdio server run contained speaks MCP on it.
+	StdioChannel bool `json:"stdio_channel,omitempty"`
+
 	// KillUID, when set, turns the helper into a killer: it becomes that uid and kills every
 	// process the uid owns, then exits. Used only for an exclusive sandbox uid.
 	KillUID int `json:"kill_uid,omitempty"`

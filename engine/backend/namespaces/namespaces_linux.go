@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -189,6 +190,9 @@ func (b *Backend) unavailable() string {
 
 func (b *Backend) disabled(what string) bool { return b.opts.Disabled(what) }
 
+// RunsCommands: a command runs in the same namespaces and limits as a program.
+func (b *Backend) RunsCommands() bool { return true }
+
 // EgressByRules: the child's network namespace can have the egress proxy as its one route.
 func (b *Backend) EgressByRules() bool { return true }
 
@@ -270,8 +274,15 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		}
 		files[engine.EgressCAPath] = string(spec.Egress.CAPEM)
 	}
+	python, argv := b.base.Python, append([]string{b.base.Python}, b.base.Argv(spec.Argv)...)
+	if len(spec.Command) > 0 {
+		python, argv = spec.Command[0], spec.Command
+		for _, k := range slices.Sorted(maps.Keys(spec.CommandEnv)) {
+			env = append(env, k+"="+spec.CommandEnv[k])
+		}
+	}
 	ls := &launch.Spec{
-		Python: b.base.Python, Argv: append([]string{b.base.Python}, b.base.Argv(spec.Argv)...), Env: env,
+		Python: python, Argv: argv, Env: env, StdioChannel: len(spec.Command) > 0,
 		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop || b.sub != nil, UID: uid, GID: gid,
 		UserNamespace: !b.root,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
