@@ -58,3 +58,24 @@ tenants: {local: {upstreams: [crm, far, fine], agents: {default: {code_execution
 		t.Fatalf("accept: %v", err)
 	}
 }
+
+// doctor names the stdio upstreams that run unconfined, and those a profile contains.
+func TestDoctorNamesUnconfinedUpstreams(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(`
+data_dir: "-"
+profiles: {default: {backend: process, allow_same_uid: true}, boxed: {backend: namespaces, isolation: isolated}}
+upstreams:
+  loose: {command: ["/bin/true"]}
+  boxed: {command: ["/bin/true"], sandbox: boxed}
+  web: {url: "https://x.example/mcp"}
+tenants: {local: {upstreams: [loose, boxed, web], agents: {default: {}}}}
+`), 0o644)
+	out, errOut, _ := runCLI(t, "", "doctor", "--config", cfg)
+	if !strings.Contains(out, "loose") || !strings.Contains(out, "UNCONFINED") || !strings.Contains(out, "contained by profile boxed") {
+		t.Errorf("doctor's stdout %q (stderr %q) does not name the unconfined and the contained upstream", out, errOut)
+	}
+	if strings.Contains(out, "  web ") {
+		t.Errorf("doctor lists an HTTP upstream as a stdio server: %q", out)
+	}
+}
