@@ -431,6 +431,13 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, scheme, host string, port
 		}
 	}
 	resp, err := p.tr.RoundTrip(out)
+	var dr *dialRefused
+	if errors.As(err, &dr) {
+		// The name resolves elsewhere now than when it was decided (DNS rebinding).
+		p.refuse(host, port, dr.reason, "")
+		refusal(c, req.Method+" "+scheme+"://"+net.JoinHostPort(host, strconv.Itoa(port)), dr.reason, explainAddr(dr.reason, host))
+		return false
+	}
 	if err != nil {
 		p.refuse(host, port, ReasonUpstreamFailed, "")
 		p.log.Info("egress origin failed", "host", host, "port", port, "err", err)
@@ -502,7 +509,7 @@ func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error
 	}
 	addrs, reason := p.resolve(ctx, canonicalHost(host))
 	if reason != "" {
-		return nil, fmt.Errorf("egress: %s refused (%s)", host, reason)
+		return nil, &dialRefused{host: host, reason: reason}
 	}
 	var d net.Dialer
 	var last error
@@ -515,6 +522,11 @@ func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error
 	}
 	return nil, last
 }
+
+// dialRefused is the dialer's refusal of every address a name resolves to by then.
+type dialRefused struct{ host, reason string }
+
+func (e *dialRefused) Error() string { return fmt.Sprintf("egress: %s refused (%s)", e.host, e.reason) }
 
 // buffered reads what a bufio.Reader holds before the connection itself.
 type buffered struct {

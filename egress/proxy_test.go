@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -205,5 +206,45 @@ func TestProxyByteCeiling(t *testing.T) {
 	st := p.Stats()
 	if len(st.Refused) != 1 || st.Refused[0].Reason != ReasonByteLimit {
 		t.Errorf("refused %+v, want the byte ceiling", st.Refused)
+	}
+}
+
+// rebinding answers first with an address a rule names, then with a private one: what a DNS
+// rebinding attack looks like to the proxy.
+type rebinding struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (r *rebinding) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if r.calls == 1 {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("10.11.12.13")}, nil
+}
+
+// A name that resolves to an allowed address when decided and to a private one when dialled
+// reaches nothing: the dialer checks again and refuses before any packet is sent.
+func TestProxyRefusesRebinding(t *testing.T) {
+	o := newOrigin(t)
+	pol := &Policy{Rules: mustRules(t, fmt.Sprintf("127.0.0.1:%d", o.port), fmt.Sprintf("*.example.com:%d", o.port)),
+		RootCAs: originRoots(o), Resolver: &rebinding{}}
+	p, c, _ := startProxy(t, pol)
+	resp, err := c.Get(fmt.Sprintf("https://rebind.example.com:%d/", o.port))
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("status %d, want 403", resp.StatusCode)
+		}
+	}
+	if got := o.seen(); len(got) != 0 {
+		t.Errorf("the origin was reached: %v", got)
+	}
+	p.Close()
+	if st := p.Stats(); len(st.Refused) != 1 || st.Refused[0].Reason != ReasonPrivateAddress || st.Allowed != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }
