@@ -100,6 +100,10 @@ type Proxy struct {
 	log *slog.Logger
 
 	in, out atomic.Int64
+	// ctx bounds every lookup, handshake and request to an origin: Close cancels it, so a
+	// slow origin never holds the end of an execution.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex // guards allowed, refused, conns, ls and closed
 	allowed int
@@ -117,6 +121,7 @@ func New(pol *Policy, ca *CA) *Proxy {
 		pol.Rules = &Rules{}
 	}
 	p := &Proxy{pol: pol, ca: ca, conns: map[net.Conn]struct{}{}, log: pol.Logger}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -185,6 +190,7 @@ func (p *Proxy) untrack(c net.Conn) {
 // Close stops accepting, ends every connection and waits for the proxy's goroutines. It is
 // idempotent.
 func (p *Proxy) Close() {
+	p.cancel()
 	p.mu.Lock()
 	p.closed = true
 	for _, l := range p.ls {
@@ -303,7 +309,7 @@ func (p *Proxy) plain(c net.Conn, req *http.Request) bool {
 		refusal(c, req.Method+" http://"+net.JoinHostPort(host, strconv.Itoa(port))+path, d.Reason, explain(d, host, port))
 		return false
 	}
-	if _, reason := p.resolve(context.Background(), host); reason != "" {
+	if _, reason := p.resolve(p.ctx, host); reason != "" {
 		p.refuse(host, port, reason, "")
 		refusal(c, "http://"+net.JoinHostPort(host, strconv.Itoa(port)), reason, explainAddr(reason, host))
 		return false
@@ -328,7 +334,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 		refusal(c, "CONNECT "+net.JoinHostPort(host, ps), d.Reason, explain(d, host, port))
 		return
 	}
-	if _, reason := p.resolve(context.Background(), host); reason != "" {
+	if _, reason := p.resolve(p.ctx, host); reason != "" {
 		p.refuse(host, port, reason, "")
 		refusal(c, "CONNECT "+net.JoinHostPort(host, ps), reason, explainAddr(reason, host))
 		return
@@ -349,7 +355,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 		},
 	}
 	tc := tls.Server(&buffered{Conn: c, r: br}, conf)
-	if err := tc.HandshakeContext(context.Background()); err != nil {
+	if err := tc.HandshakeContext(p.ctx); err != nil {
 		var rh tls.RecordHeaderError
 		switch {
 		case sniRefused:
@@ -400,7 +406,7 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 // forward sends req on to scheme://host:port and writes the answer to c; false ends the
 // connection. secure adds the credentials for host.
 func (p *Proxy) forward(c net.Conn, req *http.Request, scheme, host string, port int, secure bool) bool {
-	out := req.Clone(context.Background())
+	out := req.Clone(p.ctx)
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = scheme, net.JoinHostPort(host, strconv.Itoa(port))
 	if port == defaultPort(scheme) {

@@ -248,3 +248,35 @@ func TestProxyRefusesRebinding(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// Close ends a request an origin never answers: a slow origin cannot hold an execution's end.
+func TestProxyCloseEndsAHangingRequest(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	origin.StartTLS()
+	defer origin.Close()
+	defer close(release)
+	port := origin.Listener.Addr().(*net.TCPAddr).Port
+	roots := x509.NewCertPool()
+	roots.AddCert(origin.Certificate())
+	p, c, _ := startProxy(t, &Policy{Rules: mustRules(t, fmt.Sprintf("127.0.0.1:%d", port)), RootCAs: roots})
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Get(fmt.Sprintf("https://127.0.0.1:%d/", port))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-entered
+	p.Close() // returns although the origin still holds the request
+	if err := <-done; err == nil {
+		t.Error("the request through a closed proxy succeeded")
+	}
+}
