@@ -87,7 +87,7 @@ def get(u):
 // one tool reports what it can reach: a file in the host's home, a loopback listener of the
 // host's, and the processes it can see.
 const boxServer = `# TOKEN
-import json, os, socket, sys
+import json, os, socket, sys, urllib.request
 def probe():
     out = {"ppid": os.getppid(), "procs": len([n for n in os.listdir("/proc") if n.isdigit()])}
     try:
@@ -102,6 +102,11 @@ def probe():
         out["connect"] = "connected"
     except OSError as e:
         out["connect"] = "refused: " + type(e).__name__
+    if os.environ.get("PROBE_URL"):
+        try:
+            out["fetched"] = urllib.request.urlopen(os.environ["PROBE_URL"], timeout=120).read().decode()
+        except Exception as e:
+            out["fetched"] = repr(e)
     return out
 while True:
     line = sys.stdin.readline()
@@ -193,5 +198,52 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(token)) {
 			t.Errorf("a process of the server outlived its session: %s", p)
 		}
+	}
+}
+
+// A contained upstream under its profile's network rules reaches what they allow through an
+// egress proxy of its own, and nothing else.
+func TestUpstreamContainedWithRules(t *testing.T) {
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "plain hello %s", r.URL.Path)
+	}))
+	defer origin.Close()
+	host := strings.TrimPrefix(origin.URL, "http://")
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	script := strings.NewReplacer("TOKEN", "rules", "HOME_FILE", strconv.Quote("/nonexistent"),
+		"PORT", fmt.Sprint(l.Addr().(*net.TCPAddr).Port)).Replace(boxServer)
+	quoted, _ := json.Marshal(script)
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+profiles:
+  default: {}
+  boxed: {backend: namespaces, isolation: isolated, network: {allow: ["%s"]}}
+upstreams:
+  box: {command: ["/usr/bin/python3", "-c", %s], env: {PROBE_URL: "http://%s/x"}, sandbox: boxed}
+tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
+`, host, quoted, host))
+	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
+	if code != 0 {
+		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	var res struct {
+		Value map[string]any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("the server saw %v", res.Value)
+	if res.Value["fetched"] != "plain hello /x" || !strings.HasPrefix(fmt.Sprint(res.Value["connect"]), "refused") {
+		t.Errorf("the server saw %v: want the allowed origin through the proxy and no other route", res.Value)
+	}
+	l.(*net.TCPListener).SetDeadline(time.Now())
+	if c, err := l.Accept(); err == nil {
+		c.Close()
+		t.Error("the contained server connected to the host's listener")
 	}
 }
