@@ -47,11 +47,12 @@ type process struct {
 	marker string
 	stdin  io.WriteCloser // our write end
 	stdout io.ReadCloser  // our read end
-	// contained is the server's launch when a Launcher started it, nil for a host process.
-	contained *Launched
 	exited chan struct{}
 	wg     sync.WaitGroup // the stderr reader and the reaper
 	once   sync.Once
+
+	// contained is the server's launch when a Launcher started it, nil for a host process.
+	contained *Launched
 }
 
 // startProcess starts s.Command with the environment described in docs/design.md §13.6.

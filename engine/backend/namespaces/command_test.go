@@ -26,8 +26,8 @@ func TestCommandOnTheChannel(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	c, err := b.Start(context.Background(), engine.LaunchSpec{
-		Terms:   engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated},
-		Command: []string{"/usr/bin/python3", "-c", "import os, sys\nsys.stdout.write(os.environ['GREETING'] + sys.stdin.readline())\nsys.stdout.flush()"},
+		Terms:      engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated},
+		Command:    []string{"/usr/bin/python3", "-c", "import os, sys\nsys.stdout.write(os.environ['GREETING'] + sys.stdin.readline())\nsys.stdout.flush()"},
 		CommandEnv: map[string]string{"GREETING": "echo: "}, Stdout: io.Discard, Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)
