@@ -109,9 +109,10 @@ type rule struct {
 
 var allowed = []rule{
 	{"failure", nil, "the leaf of kinds and the Error type: every package may import it, and it imports nothing"},
-	{"configs", []string{"failure", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder and nothing of the runtime"},
+	{"configs", []string{"failure", "egress", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), and nothing of the runtime"},
 	{"outputs", []string{"failure"}, "previews, blobs and handles: a leaf both engine and binding import (failure allowed, as for every package)"},
-	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
+	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
+	{"egress", []string{"failure"}, "the egress proxy and its rule language: a leaf on the standard library's net/http and crypto/x509, which the engine runs per execution and cmd checks upstream URLs with"},
 	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec, and the one type of a call's answer and of a handle (Answer, Handle), a leaf every package on a call's path imports"},
 	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
 	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},

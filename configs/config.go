@@ -31,6 +31,7 @@ const (
 
 	NetworkNone         = "none"
 	NetworkUnrestricted = "unrestricted"
+	NetworkRules        = "rules" // through the egress proxy, by the profile's network block
 
 	// ToolRunCode is reserved: no agent, binding or upstream can claim it.
 	ToolRunCode = "run_code"
@@ -73,6 +74,35 @@ type Config struct {
 	Cassettes Cassettes `yaml:"cassettes" json:"cassettes"`
 	// Auth is how HTTP callers authenticate besides the tenants' static tokens.
 	Auth Auth `yaml:"auth" json:"auth,omitzero"`
+	// Egress, when set, is where the server itself may connect: every url and a2a upstream
+	// must pass its rules (docs/design.md §18), or the config is refused.
+	Egress *EgressRules `yaml:"egress" json:"egress,omitempty"`
+}
+
+// EgressRules are allow and deny lists in the network rule language (package egress): a host,
+// a *.suffix, an address, each with an optional :port, or a URL prefix with methods.
+type EgressRules struct {
+	Allow []string `yaml:"allow" json:"allow"`
+	Deny  []string `yaml:"deny" json:"deny"`
+}
+
+// ProfileNetwork is a profile's network by rules: what its programs may reach through the
+// host's egress proxy when an agent asks for network: rules.
+type ProfileNetwork struct {
+	Allow []string `yaml:"allow" json:"allow"`
+	Deny  []string `yaml:"deny" json:"deny"`
+	// Credentials are headers the proxy adds to HTTPS requests for a host; the program never
+	// sees the secret.
+	Credentials []NetworkCredential `yaml:"credentials" json:"credentials,omitempty"`
+	// MaxBytes bounds the bytes through the proxy per execution, both ways; nil: 64MiB.
+	MaxBytes *ByteSize `yaml:"max_bytes" json:"max_bytes,omitempty"`
+}
+
+// NetworkCredential is one header the egress proxy adds for Host (a name or *.suffix).
+type NetworkCredential struct {
+	Host   string     `yaml:"host" json:"host"`
+	Header string     `yaml:"header" json:"header"`
+	Value  Credential `yaml:"value" json:"value"`
 }
 
 // Auth is the top-level auth block (docs/design.md §10).
@@ -186,14 +216,16 @@ type Profile struct {
 	// Python is the interpreter; "" means discovered, one the sandbox identity can execute.
 	Python string `yaml:"python" json:"python"`
 	// RunAs is "uid:gid", or a range "A-B" for a pool, used when started as root.
-	RunAs         string         `yaml:"run_as" json:"run_as"`
-	AllowSameUID  bool           `yaml:"allow_same_uid" json:"allow_same_uid"`
-	EnvAllowlist  []string       `yaml:"env_allowlist" json:"env_allowlist"`
-	AllowNetwork  bool           `yaml:"allow_network" json:"allow_network"`
-	HardLimits    Limits         `yaml:"hard_limits" json:"hard_limits"`
-	BindingBudget BindingBudget  `yaml:"binding_budget" json:"binding_budget"`
-	Output        OutputPolicy   `yaml:"output" json:"output"`
-	Artifacts     ArtifactPolicy `yaml:"artifacts" json:"artifacts"`
+	RunAs        string   `yaml:"run_as" json:"run_as"`
+	AllowSameUID bool     `yaml:"allow_same_uid" json:"allow_same_uid"`
+	EnvAllowlist []string `yaml:"env_allowlist" json:"env_allowlist"`
+	AllowNetwork bool     `yaml:"allow_network" json:"allow_network"`
+	// Network, beside allow_network, lets agents ask for network: rules (docs/design.md §18).
+	Network       *ProfileNetwork `yaml:"network" json:"network,omitempty"`
+	HardLimits    Limits          `yaml:"hard_limits" json:"hard_limits"`
+	BindingBudget BindingBudget   `yaml:"binding_budget" json:"binding_budget"`
+	Output        OutputPolicy    `yaml:"output" json:"output"`
+	Artifacts     ArtifactPolicy  `yaml:"artifacts" json:"artifacts"`
 	// Images says which image artifacts come back to the model as images too.
 	Images Images `yaml:"images" json:"images"`
 	// Approvals says how long a call that needs a person's approval waits for the answer.
@@ -298,8 +330,12 @@ type Upstream struct {
 	// the config file's directory; a bare name is looked up in PATH by whoever starts it.
 	Command []string          `yaml:"command" json:"command,omitempty"`
 	Env     map[string]string `yaml:"env" json:"env,omitempty"` // for a command; literal values
-	URL     string            `yaml:"url" json:"url,omitempty"`
-	Bearer  *Credential       `yaml:"bearer" json:"bearer,omitempty"` // for a URL
+	// Sandbox names a profile whose backend runs Command contained, as it runs programs (its
+	// hard limits but the CPU time, its network: none, or rules through the egress proxy);
+	// "" runs it as a process of the host's own.
+	Sandbox string      `yaml:"sandbox" json:"sandbox,omitempty"`
+	URL     string      `yaml:"url" json:"url,omitempty"`
+	Bearer  *Credential `yaml:"bearer" json:"bearer,omitempty"` // for a URL
 	// Deferred keeps the server's catalogue out of the prompt; its tools stay bindable.
 	Deferred bool `yaml:"deferred" json:"deferred"`
 	// AllowInsecureHTTP permits a bearer over plaintext http:// to a non-loopback host.
@@ -414,7 +450,7 @@ type CodeExecution struct {
 	// built-ins or "<upstream>__<tool>" or "<upstream>__*".
 	Bindings *[]string `yaml:"bindings" json:"bindings"`
 	Limits   Limits    `yaml:"limits" json:"limits"`
-	Network  string    `yaml:"network" json:"network"` // none | unrestricted; default none
+	Network  string    `yaml:"network" json:"network"` // none | rules | unrestricted; default none
 }
 
 //go:embed default.yaml

@@ -2,6 +2,8 @@ package configs
 
 import (
 	"fmt"
+
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"maps"
 	"net"
 	"net/url"
@@ -44,7 +46,7 @@ var (
 	isolations = []string{IsolationProcess, IsolationIsolated}
 	preserves  = []string{PreserveWhenAvailable, PreserveRequired}
 	collects   = []string{CollectionCollect, CollectionIgnore}
-	networks   = []string{NetworkNone, NetworkUnrestricted}
+	networks   = []string{NetworkNone, NetworkRules, NetworkUnrestricted}
 	builtins   = []string{ToolListTools, ToolGetToolInfo, ToolReadToolOutput}
 )
 
@@ -103,7 +105,99 @@ func validate(c *Config, m *meta) Problems {
 		v.tenant(n, c.Tenants[n], tokens)
 	}
 	v.oauth()
+	v.egress()
 	return v.ps
+}
+
+// egress parses the server-wide rules and refuses every upstream URL they would refuse: an
+// operator pinned where the server may connect, so such an upstream is never connected to.
+func (v *validator) egress() {
+	if v.c.Egress == nil {
+		return
+	}
+	rs, ok := v.ruleList("egress", v.c.Egress.Allow, v.c.Egress.Deny)
+	if !ok {
+		return
+	}
+	for _, n := range slices.Sorted(maps.Keys(v.c.Upstreams)) {
+		u := v.c.Upstreams[n]
+		at, raw := keyPath("upstreams", n)+".url", u.URL
+		if u.A2A != nil {
+			at, raw = keyPath("upstreams", n)+".a2a.url", u.A2A.URL
+		}
+		if raw == "" {
+			continue
+		}
+		if d := rs.URL(raw); !d.Allowed() {
+			why := "no egress.allow rule names it"
+			if d.Reason == egress.ReasonDenied {
+				why = fmt.Sprintf("egress.deny rule %q refuses it", d.Rule)
+			}
+			v.add(at, "the server-wide egress rules refuse %s (%s): %s; it would never be connected to", redactURL(raw), d.Reason, why)
+		}
+	}
+}
+
+// ruleList parses allow and deny lists at at, reporting each bad rule.
+func (v *validator) ruleList(at string, allow, deny []string) (*egress.Rules, bool) {
+	good := true
+	for key, list := range map[string][]string{"allow": allow, "deny": deny} {
+		for i, s := range list {
+			if _, err := egress.ParseRule(s); err != nil {
+				v.add(indexPath(at+"."+key, i), "%v", err)
+				good = false
+			}
+		}
+	}
+	if !good {
+		return nil, false
+	}
+	rs, err := egress.ParseRules(allow, deny)
+	return rs, err == nil
+}
+
+// network checks a profile's network block.
+func (v *validator) network(at string, n *ProfileNetwork) {
+	at += ".network"
+	v.ruleList(at, n.Allow, n.Deny)
+	if len(n.Allow) == 0 {
+		v.add(at+".allow", "network rules with nothing allowed; use allow_network: false instead, or list what may be reached")
+	}
+	for i, c := range n.Credentials {
+		p := indexPath(at+".credentials", i)
+		if _, err := egress.ParseRule(c.Host); err != nil || strings.ContainsAny(c.Host, ":/") {
+			v.add(p+".host", "%q is not a host name or *.suffix", c.Host)
+		}
+		if !httpToken(c.Header) {
+			v.add(p+".header", "%q is not an HTTP header name", c.Header)
+		}
+		v.credential(p+".value", c.Value)
+	}
+	if n.MaxBytes != nil {
+		v.positive(at+".max_bytes", n.MaxBytes)
+	}
+}
+
+func httpToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c <= ' ' || c >= 0x7f || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// redactURL drops a URL's user information and query, which may carry secrets.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the upstream's URL"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 func oneOf(s string, allowed []string) bool { return slices.Contains(allowed, s) }
@@ -141,6 +235,9 @@ func (v *validator) profile(n string, p Profile) {
 		}
 	}
 	v.limits(at+".hard_limits", p.HardLimits)
+	if p.Network != nil {
+		v.network(at, p.Network)
+	}
 	v.budget(at+".binding_budget", p.BindingBudget)
 
 	o := p.Output
@@ -375,6 +472,16 @@ func (v *validator) upstream(n string, u Upstream) {
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
 		if !envName().MatchString(k) {
 			v.add(keyPath(at+".env", k), "%q is not an environment variable name", k)
+		}
+	}
+	if u.Sandbox != "" {
+		switch p, ok := v.c.Profiles[u.Sandbox]; {
+		case !hasCmd:
+			v.add(at+".sandbox", "applies only to a command upstream")
+		case !ok:
+			v.add(at+".sandbox", "unknown profile %q (defined: %s)", u.Sandbox, list(slices.Sorted(maps.Keys(v.c.Profiles))))
+		case p.Backend == BackendRemote || p.Backend == BackendContainer || p.Backend == BackendProcess:
+			v.add(at+".sandbox", "profile %q's backend %s cannot run a server contained; use namespaces (or local reaching it)", u.Sandbox, p.Backend)
 		}
 	}
 	if len(u.Env) > 0 && !hasCmd {
@@ -654,6 +761,9 @@ func (v *validator) agent(tn string, t Tenant, tat, an string, a Agent) {
 	}
 	v.enum(at+".isolation", "isolation", ce.Isolation, isolations)
 	v.enum(at+".network", "network", ce.Network, networks)
+	if p, ok := v.c.Profiles[ce.Profile]; ok && ce.Network == NetworkRules && p.Network == nil {
+		v.add(at+".network", "rules needs network rules on profile %q (network: {allow: [...]})", ce.Profile)
+	}
 	v.limits(at+".limits", ce.Limits)
 	if ce.Bindings == nil {
 		return

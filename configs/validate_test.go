@@ -378,7 +378,7 @@ func TestValidationProblems(t *testing.T) {
 				`t.yaml:7: tenants.acme.agents.run_code: "run_code" is a reserved tool name and cannot name an agent`,
 				`t.yaml:10: tenants.acme.agents.analyst.code_execution.profile: unknown profile "heavy" (defined: default)`,
 				`t.yaml:11: tenants.acme.agents.analyst.code_execution.isolation: unknown isolation "vm" (one of process, isolated)`,
-				`t.yaml:12: tenants.acme.agents.analyst.code_execution.network: unknown network "open" (one of none, unrestricted)`,
+				`t.yaml:12: tenants.acme.agents.analyst.code_execution.network: unknown network "open" (one of none, rules, unrestricted)`,
 				`t.yaml:17: tenants.acme.agents.coder.code_execution.bindings[0]: "run_code" is reserved: a program cannot call run_code`,
 				`t.yaml:23: tenants.acme.agents.coder.code_execution.bindings[6]: binding "docs__search" is listed twice`,
 				`t.yaml:24: tenants.acme.agents.coder.code_execution.bindings[7]: upstream "support" is not granted to tenant "acme" (granted: docs)`,
@@ -502,5 +502,64 @@ func TestValidateHandBuilt(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, problemsOf(t, c.Validate())); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// A profile's network block and the server-wide egress rules are validated in the rule
+// language of package egress; an agent asking for rules needs a profile that has them.
+func TestValidateNetworkRules(t *testing.T) {
+	_, err := Parse([]byte(`
+profiles:
+  default:
+    network:
+      allow: ["api.example.com", "*.", "http://h.example/v1/ G3T"]
+      credentials: [{host: "api.example.com/x", header: "Bad Header", value: {env: K}}]
+  plain: {}
+egress: {allow: ["ftp://x/"]}
+tenants:
+  t: {agents: {a: {code_execution: {network: rules}}, b: {code_execution: {profile: plain, network: rules}}}}
+`), "n.yaml")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"profiles.default.network.allow[1]", "profiles.default.network.allow[2]",
+		"profiles.default.network.credentials[0].host", "profiles.default.network.credentials[0].header",
+		"egress.allow[0]", "tenants.t.agents.b.code_execution.network"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\ndoes not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "agents.a.code_execution.network") {
+		t.Errorf("an agent of a profile with rules was refused: %v", err)
+	}
+	if _, err := Parse([]byte(`
+profiles: {default: {network: {allow: ["*.example.com:8443"], credentials: [{host: "api.example.com", header: Authorization, value: {env: K}}], max_bytes: 1MiB}}}
+tenants: {t: {agents: {a: {code_execution: {network: rules}}}}}
+`), "ok.yaml"); err != nil {
+		t.Errorf("a valid network block: %v", err)
+	}
+}
+
+// An upstream's sandbox names a profile that can contain a command server.
+func TestValidateUpstreamSandbox(t *testing.T) {
+	_, err := Parse([]byte(`
+profiles: {default: {}, far: {backend: remote, remote: {url: "https://s.example"}}}
+upstreams:
+  a: {command: [srv], sandbox: nowhere}
+  b: {url: "https://x.example/mcp", sandbox: default}
+  c: {command: [srv], sandbox: far}
+  d: {command: [srv], sandbox: default}
+tenants: {t: {upstreams: [a, b, c, d], agents: {x: {}}}}
+`), "u.yaml")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"upstreams.a.sandbox", "upstreams.b.sandbox", "upstreams.c.sandbox"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\ndoes not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "upstreams.d") {
+		t.Errorf("a command upstream in a local profile was refused: %v", err)
 	}
 }

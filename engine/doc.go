@@ -3,7 +3,7 @@
 // (Run + Describe) and the Runner that drives any local backend through the host⇄child
 // protocol of package wire.
 //
-// It imports failure, outputs, engine/wire and engine/bootstrap (leaves only). It never imports
+// It imports failure, outputs, engine/wire, engine/bootstrap and egress (leaves only). It never imports
 // the go-sdk, upstream, binding, mcpserver or a backend: a program's tool calls reach the host
 // through ToolCaller, an interface defined here and satisfied by package binding without
 // importing engine (both speak wire.Answer), so there is no path from a program to a tool

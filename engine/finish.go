@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -13,6 +14,14 @@ import (
 // output streams.
 func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *LimitName, tree TreeUsage) {
 	res := s.res
+	if s.proxy != nil {
+		// The program is over: what its proxy decided is final once no connection is left.
+		s.proxy.Close()
+		st := s.proxy.Stats()
+		res.Network = &st
+	} else if s.t.Network == NetworkRules {
+		res.Network = &egress.Stats{Refused: []egress.Refusal{}}
+	}
 	res.Stdout, res.StdoutSize, res.StdoutData = s.p.stdout.Preview(), s.p.stdout.Size(), s.p.stdout.Bytes()
 	res.Stderr, res.StderrSize, res.StderrData = s.p.stderr.Preview(), s.p.stderr.Size(), s.p.stderr.Bytes()
 	res.Attachments = []Attachment{

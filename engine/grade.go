@@ -135,7 +135,8 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 
 	g[DimEnvironment] = Enforced
 	for _, name := range p.Env {
-		if !slices.Contains(allowedEnv, name) && !slices.Contains(envAllowlist, name) {
+		if !slices.Contains(allowedEnv, name) && !slices.Contains(envAllowlist, name) &&
+			!(t.Network == NetworkRules && slices.Contains(EgressEnvNames, name)) {
 			g[DimEnvironment] = Unavailable
 		}
 	}

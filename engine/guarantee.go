@@ -91,6 +91,9 @@ func Requirements(t Terms, sameUIDAccepted bool) []Requirement {
 			reqs = append(reqs, Requirement{DimNetwork, Enforced, "the isolated level with network none needs a network boundary"})
 		}
 	}
+	if t.Network == NetworkRules {
+		reqs = append(reqs, Requirement{DimNetwork, Enforced, "network rules need a network boundary: the egress proxy must be the only route out"})
+	}
 	return reqs
 }
 

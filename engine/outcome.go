@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
@@ -13,22 +14,24 @@ type Outcome struct {
 	Value json.RawMessage `json:"value"`
 	// ValueRepr is the repr of a final value that JSON cannot carry (a set, a datetime, a
 	// DataFrame): Value is then null and the program counts as completed. Absent otherwise.
-	ValueRepr       *string       `json:"value_repr,omitempty"`
-	Stdout          string        `json:"stdout"`
-	Stderr          string        `json:"stderr"`
-	StdoutSize      int64         `json:"stdout_size"`
-	StderrSize      int64         `json:"stderr_size"`
-	Failure         *Failure      `json:"failure"`
-	LimitHit        *LimitName    `json:"limit_hit"`
-	Cancelled       bool          `json:"cancelled"`
-	DurationSeconds float64       `json:"duration_seconds"`
-	Terms           Terms         `json:"terms"`
-	Isolation       Level         `json:"isolation"`
-	Guarantees      Guarantees    `json:"guarantees"`
-	NetworkDenied   bool          `json:"network_denied"`
-	Attachments     []Attachment  `json:"attachments"`
-	Artifacts       []Attachment  `json:"artifacts"`
-	ArtifactsOmit   []OmittedFile `json:"artifacts_omitted"`
+	ValueRepr       *string    `json:"value_repr,omitempty"`
+	Stdout          string     `json:"stdout"`
+	Stderr          string     `json:"stderr"`
+	StdoutSize      int64      `json:"stdout_size"`
+	StderrSize      int64      `json:"stderr_size"`
+	Failure         *Failure   `json:"failure"`
+	LimitHit        *LimitName `json:"limit_hit"`
+	Cancelled       bool       `json:"cancelled"`
+	DurationSeconds float64    `json:"duration_seconds"`
+	Terms           Terms      `json:"terms"`
+	Isolation       Level      `json:"isolation"`
+	Guarantees      Guarantees `json:"guarantees"`
+	NetworkDenied   bool       `json:"network_denied"`
+	// Network is what the egress proxy decided, under network rules only.
+	Network       *egress.Stats `json:"network,omitempty"`
+	Attachments   []Attachment  `json:"attachments"`
+	Artifacts     []Attachment  `json:"artifacts"`
+	ArtifactsOmit []OmittedFile `json:"artifacts_omitted"`
 
 	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
 	// stay on the host and never enter the JSON.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -27,6 +28,10 @@ type RunnerOptions struct {
 	Isolation Level
 	// AllowNetwork is the profile's network grant; without it, a request for network is refused.
 	AllowNetwork bool
+	// Egress is the profile's network rules: an execution whose terms ask for network rules
+	// runs with a proxy of its own enforcing them (a copy of this policy), and is refused
+	// without one.
+	Egress *egress.Policy
 	// AllowSameUID accepts a child that runs as the host's own user even without a kernel
 	// boundary around it; behind one (Requirements) it is accepted anyway.
 	AllowSameUID bool
@@ -252,6 +257,16 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Outcome {
 		return Refuse(t, failure.NetworkUnavailable,
 			"network access was requested, but this sandbox profile does not allow network (allow_network: false); nothing ran")
 	}
+	if t.Network == NetworkRules {
+		if r.opts.Egress == nil {
+			return Refuse(t, failure.NetworkUnavailable,
+				"network by rules was requested, but this sandbox profile has no network rules (network: {allow: [...]}); nothing ran")
+		}
+		if eb, ok := r.backend.(EgressBackend); !ok || !eb.EgressByRules() {
+			return Refuse(t, failure.NetworkUnavailable, "network by rules was requested, but the "+r.backend.Name()+
+				" backend cannot make the egress proxy a program's only route out (the namespaces backend can); nothing ran")
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		res := Refuse(t, failure.Cancelled, "the request was cancelled before the program started")
 		res.Cancelled = true
@@ -294,6 +309,7 @@ type prepared struct {
 	exited         chan Exit
 	waited         chan struct{}      // closed when the goroutine waiting for the child ends
 	cancel         context.CancelFunc // stops the reader
+	ca             *egress.CA         // the execution's CA, under network rules
 }
 
 // prepare starts a child for terms t and begins reading its frames; warm says it is started
@@ -308,7 +324,15 @@ func (r *Runner) prepare(ctx context.Context, t Terms, warm bool) (*prepared, er
 		exited:     make(chan Exit, 1),
 		waited:     make(chan struct{}),
 	}
-	child, err := r.backend.Start(ctx, LaunchSpec{Terms: t, Argv: r.argv(warm), Stdout: p.stdout, Stderr: p.stderr, Ahead: warm})
+	spec := LaunchSpec{Terms: t, Argv: r.argv(warm), Stdout: p.stdout, Stderr: p.stderr, Ahead: warm}
+	if t.Network == NetworkRules {
+		ca, err := egress.NewCA()
+		if err != nil {
+			return nil, fmt.Errorf("minting the execution's CA: %w", err)
+		}
+		p.ca, spec.Egress = ca, &EgressLaunch{CAPEM: ca.PEM()}
+	}
+	child, err := r.backend.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -89,6 +89,16 @@ type LaunchSpec struct {
 	// Stdout and Stderr receive the child's streams; the backend copies into them until EOF
 	// or Child.Close.
 	Stdout, Stderr io.Writer
+	// Command, when set, is run instead of the interpreter (Argv is then unused): its first
+	// element an absolute path the sandbox can execute, the channel its stdin and stdout, and
+	// CommandEnv added to the environment built from nothing. An upstream stdio server runs so,
+	// contained like a program (a backend implementing CommandBackend).
+	Command    []string
+	CommandEnv map[string]string
+	// Egress is set under network rules: the backend gives the child a network namespace whose
+	// one route out is a listener it hands back (EgressChild), and the environment and trust
+	// store that lead there.
+	Egress *EgressLaunch
 	// Ahead marks a child started before its execution (a warm pool's): it must not wait for
 	// a scarce resource (an identity of a run_as range), nor take so much of one that an
 	// execution finding no child ready would wait for idle children.

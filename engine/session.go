@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -39,6 +40,8 @@ type session struct {
 	// workers counts the call workers started; only the protocol loop (dispatch) touches it.
 	workers int
 	cancel  context.CancelFunc
+	// proxy is the execution's egress proxy under network rules, from accept until finish.
+	proxy *egress.Proxy
 }
 
 type frameOrErr struct {
@@ -373,6 +376,19 @@ func (s *session) accept(h *wire.Hello) *Failure {
 		// Requested network that the backend denies anyway: say so rather than run without it.
 		return &Failure{Kind: failure.NetworkUnavailable,
 			Message: "network access was granted, but the " + s.r.backend.Name() + " backend denies it; nothing ran"}
+	}
+	if s.t.Network == NetworkRules {
+		ec, ok := s.p.child.(EgressChild)
+		if !ok || ec.EgressListener() == nil || s.p.ca == nil {
+			return &Failure{Kind: failure.NetworkUnavailable,
+				Message: "network by rules was granted, but the " + s.r.backend.Name() + " backend gave the sandbox no route to the egress proxy; nothing ran"}
+		}
+		pol := *s.r.opts.Egress
+		if s.ex.Logger != nil {
+			pol.Logger = s.ex.Logger
+		}
+		s.proxy = egress.New(&pol, s.p.ca)
+		s.proxy.Serve(ec.EgressListener())
 	}
 	run := &wire.Run{Program: s.ex.Program, Tools: append([]string{}, s.ex.ToolNames...),
 		Aliases: append([]string{}, s.ex.Aliases...), Signatures: s.ex.Signatures}

@@ -46,6 +46,9 @@ type Network string
 const (
 	NetworkNone         Network = "none"
 	NetworkUnrestricted Network = "unrestricted"
+	// NetworkRules: the program's one route out is the host's egress proxy, which allows
+	// and refuses by the profile's network rules (docs/design.md §18).
+	NetworkRules Network = "rules"
 )
 
 // Limits are the hard limits of one execution. A zero field means "no limit at this layer"

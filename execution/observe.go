@@ -26,12 +26,23 @@ func observe(ctx context.Context, spec *Spec, res *Result, report telemetry.Repo
 			e.Start = "unknown"
 		}
 	}
+	if n := res.Network; n != nil {
+		e.EgressAllowed = n.Allowed
+		e.EgressRefused = map[string]int{}
+		for _, r := range n.Refused {
+			e.EgressRefused[r.Reason]++
+		}
+	}
 	report.Execution(e)
 	telemetry.Current(ctx).Set(telemetry.String("mcp_sandbox.profile", e.Profile), telemetry.String("mcp_sandbox.isolation", e.Level),
 		telemetry.String("mcp_sandbox.outcome", e.Outcome), telemetry.String("mcp_sandbox.start", e.Start))
 	attrs := []any{"duration_seconds", res.DurationSeconds, "cancelled", res.Cancelled, "outcome", e.Outcome}
 	if res.Failure != nil {
 		attrs = append(attrs, "failure", string(res.Failure.Kind))
+	}
+	if n := res.Network; n != nil {
+		attrs = append(attrs, "network_allowed", n.Allowed, "network_refused", len(n.Refused),
+			"network_bytes_in", n.BytesIn, "network_bytes_out", n.BytesOut)
 	}
 	log.Info("run_code", attrs...)
 	return res

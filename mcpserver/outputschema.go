@@ -29,7 +29,7 @@ var runCodeOutputSchema = sync.OnceValue(func() json.RawMessage {
 				"properties": map[string]any{"kind": str, "message": str, "traceback": str, "executed": boolean},
 				"required":   []string{"kind", "message", "executed"}},
 			"limit_hit": typ("string", "null"), "cancelled": boolean, "duration_seconds": typ("number"),
-			"terms": object, "isolation": str, "guarantees": object, "network_denied": boolean,
+			"terms": object, "isolation": str, "guarantees": object, "network_denied": boolean, "network": object,
 			"attachments": list, "artifacts": list, "artifacts_omitted": list, "unavailable_bindings": list,
 			"upstream_problems": list, "budget": object, "approvals": object, "context": object,
 		},

@@ -149,7 +149,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 			Description:  runCodeDescription(a.CodeExecution),
 			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
 			OutputSchema: runCodeOutputSchema(),
-			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network == engine.NetworkUnrestricted)},
+			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network != engine.NetworkNone)},
 		}, h.runCode)
 	}
 	s.AddTool(&mcp.Tool{
@@ -414,6 +414,24 @@ func RenderText(res *execution.Result) string {
 	}
 	for _, u := range res.UpstreamProblems {
 		fmt.Fprintf(&b, "note on server %s: %s\n", u.Server, oneLine(u.Problem))
+	}
+	if n := res.Network; n != nil {
+		// The egress proxy's decisions: the first refusals with their reasons (the whole list
+		// is in structuredContent).
+		fmt.Fprintf(&b, "network: %d requests allowed, %d refused", n.Allowed, len(n.Refused))
+		const shown = 5
+		var parts []string
+		for i, r := range n.Refused {
+			if i == shown {
+				parts = append(parts, fmt.Sprintf("%d more", len(n.Refused)-shown))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s:%d %s", r.Host, r.Port, r.Reason))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "terms: %s; isolation %s", limitsText(res.Terms), isolationText(res.Terms.Isolation, res.Isolation))
 	return b.String()

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -478,5 +480,19 @@ func TestRenderTextSaysIsolationAskedAndGot(t *testing.T) {
 	if !strings.HasSuffix(last, "; isolation asked for process, got isolated") || strings.Contains(last, "achieved") ||
 		strings.Count(last, "isolation") != 1 {
 		t.Errorf("terms line = %q", last)
+	}
+}
+
+// Under network rules the text says what the egress proxy decided, the first refusals named.
+func TestRenderTextSaysTheNetworkDecisions(t *testing.T) {
+	var refused []egress.Refusal
+	for i := range 7 {
+		refused = append(refused, egress.Refusal{Host: fmt.Sprintf("h%d.example", i), Port: 443, Reason: egress.ReasonNotAllowed})
+	}
+	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"),
+		Network: &egress.Stats{Allowed: 3, Refused: refused}}})
+	if !strings.Contains(text, "network: 3 requests allowed, 7 refused (h0.example:443 not_allowed, ") ||
+		!strings.Contains(text, "h4.example:443 not_allowed, 2 more)\n") {
+		t.Errorf("text:\n%s", text)
 	}
 }

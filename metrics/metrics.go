@@ -34,6 +34,7 @@ type Metrics struct {
 
 	executions  *prometheus.CounterVec   // profile, level, outcome, kind
 	execSeconds *prometheus.HistogramVec // profile, start
+	egress      *prometheus.CounterVec   // decision, reason
 	calls       *prometheus.CounterVec   // caller, upstream, outcome
 	callSeconds *prometheus.HistogramVec // caller, upstream
 	refusals    *prometheus.CounterVec   // meter, half
@@ -70,6 +71,9 @@ func New(opts *Options) *Metrics {
 	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcp_sandbox_execution_duration_seconds",
 		Help:    "How long run_code executions took, by profile and start: warm (a child started ahead), cold (started for it), none (refused before a child started) or unknown (a remote backend).",
 		Buckets: ExecutionBuckets}, labels("profile", "start"))
+	m.egress = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_egress_decisions_total",
+		Help: "What programs' egress proxies decided under network rules: allowed (a request forwarded, reason empty) or refused, by reason (not_allowed, denied, ip_literal, private_address, sni_mismatch, ...)."},
+		labels("decision", "reason"))
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_tool_calls_total",
 		Help: "Tool calls that ended, by caller (program: a binding call; host: a direct call of an exposed tool), upstream (_builtin, _unknown) and outcome (ok or the failure kind)."},
 		labels("caller", "upstream", "outcome"))
@@ -100,7 +104,7 @@ func New(opts *Options) *Metrics {
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_sandbox_build_info",
 		Help: "Always 1; the version label says which build is running.", ConstLabels: prometheus.Labels{"version": o.Version}})
 	build.Set(1)
-	m.reg.MustRegister(m.executions, m.execSeconds, m.calls, m.callSeconds, m.refusals, m.approvals, m.kept, m.keptBytes, m.ctxBinding, m.ctxReturned, m.ctxKeptOut, build,
+	m.reg.MustRegister(m.executions, m.execSeconds, m.egress, m.calls, m.callSeconds, m.refusals, m.approvals, m.kept, m.keptBytes, m.ctxBinding, m.ctxReturned, m.ctxKeptOut, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -125,6 +129,12 @@ func (m *Metrics) values(s telemetry.Scope, v ...string) []string {
 func (m *Metrics) Execution(s telemetry.Scope, e telemetry.Execution) {
 	m.executions.WithLabelValues(m.values(s, e.Profile, e.Level, e.Outcome, e.Kind)...).Inc()
 	m.execSeconds.WithLabelValues(m.values(s, e.Profile, e.Start)...).Observe(e.Seconds)
+	if e.EgressAllowed > 0 {
+		m.egress.WithLabelValues(m.values(s, "allowed", "")...).Add(float64(e.EgressAllowed))
+	}
+	for reason, n := range e.EgressRefused {
+		m.egress.WithLabelValues(m.values(s, "refused", reason)...).Add(float64(n))
+	}
 	m.context(s, "program", e.Context)
 }
 

@@ -162,3 +162,21 @@ func TestContextSeries(t *testing.T) {
 		}
 	}
 }
+
+// An execution under network rules counts its proxy's decisions, refusals by reason.
+func TestEgressDecisions(t *testing.T) {
+	m := New(nil)
+	m.Execution(acme, telemetry.Execution{Profile: "p", Level: "isolated", Outcome: "completed", Start: "cold",
+		EgressAllowed: 3, EgressRefused: map[string]int{"not_allowed": 2, "sni_mismatch": 1}})
+	m.Execution(acme, telemetry.Execution{Profile: "p", Level: "isolated", Outcome: "completed", Start: "cold", EgressAllowed: 1})
+	body := scrape(t, m)
+	for _, want := range []string{
+		`mcp_sandbox_egress_decisions_total{decision="allowed",reason=""} 4`,
+		`mcp_sandbox_egress_decisions_total{decision="refused",reason="not_allowed"} 2`,
+		`mcp_sandbox_egress_decisions_total{decision="refused",reason="sni_mismatch"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("exposition lacks %s", want)
+		}
+	}
+}

@@ -40,6 +40,10 @@ type Execution struct {
 	Seconds float64
 	// Context is the execution's context economy (zeros for a refusal).
 	Context Context
+	// EgressAllowed counts the requests the execution's egress proxy forwarded, and
+	// EgressRefused its refusals by reason (network rules only; docs/design.md §18).
+	EgressAllowed int
+	EgressRefused map[string]int
 }
 
 // Context is the context economy of a run_code or of a host's direct call: BindingBytes are

@@ -21,6 +21,23 @@ import (
 // dropped.
 const maxStderrLine = 4096
 
+// Launcher starts a stdio server's Command contained. Env is the server's configured
+// environment (the launcher builds the rest from nothing).
+type Launcher func(ctx context.Context, command []string, env map[string]string) (*Launched, error)
+
+// Launched is a stdio server a Launcher started: its stdin and stdout (Close on Stdin ends
+// the server's input only), its stderr (read to its end), and its tree's end.
+type Launched struct {
+	Stdin  io.WriteCloser
+	Stdout io.ReadCloser
+	Stderr io.Reader
+	// Wait blocks until the server's main process has exited.
+	Wait func() error
+	// Kill kills the server's whole tree; Release, after it, removes what the launcher made.
+	// Both are idempotent.
+	Kill, Release func()
+}
+
 // process is a running stdio server. The go-sdk's CommandTransport has a fixed frame limit and
 // no stderr capture, so the pipes are ours and the SDK sees them through an IOTransport.
 type process struct {
@@ -28,15 +45,21 @@ type process struct {
 	// marker is the value of treeMarkerEnv in the server's environment, which its descendants
 	// inherit: what finds one that left the process group and its parent (killTree).
 	marker string
-	stdin  *os.File // our write end
-	stdout *os.File // our read end
+	stdin  io.WriteCloser // our write end
+	stdout io.ReadCloser  // our read end
 	exited chan struct{}
 	wg     sync.WaitGroup // the stderr reader and the reaper
 	once   sync.Once
+
+	// contained is the server's launch when a Launcher started it, nil for a host process.
+	contained *Launched
 }
 
 // startProcess starts s.Command with the environment described in docs/design.md §13.6.
 func startProcess(s Server, logger *slog.Logger) (*process, error) {
+	if s.Launch != nil {
+		return startContained(s, logger)
+	}
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
 	cmd.Dir = s.Dir
 	marker := newMarker()
@@ -80,6 +103,30 @@ func startProcess(s Server, logger *slog.Logger) (*process, error) {
 	return p, nil
 }
 
+// startContained starts s.Command through s.Launch: its tree lives and dies in a sandbox.
+func startContained(s Server, logger *slog.Logger) (*process, error) {
+	l, err := s.Launch(context.Background(), s.Command, s.Env)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{contained: l, stdin: l.Stdin, stdout: l.Stdout, exited: make(chan struct{})}
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		if l.Stderr != nil {
+			logStderr(l.Stderr, s.Name, logger)
+		}
+	}()
+	go func() {
+		defer p.wg.Done()
+		if err := l.Wait(); err != nil {
+			logger.Warn("upstream server exited", "server", s.Name, "err", err)
+		}
+		close(p.exited)
+	}()
+	return p, nil
+}
+
 // treeMarkerEnv names the variable that marks a stdio server's processes, so that killTree
 // finds every one of them, even one that started its own session and lost its parent.
 const treeMarkerEnv = "MCP_SANDBOX_UPSTREAM_TREE"
@@ -94,6 +141,10 @@ func newMarker() string {
 // the server itself has exited, what is left of its tree (its group, the processes marked as
 // its own) is killed without signalling its reaped pid.
 func (p *process) kill() {
+	if p.contained != nil {
+		p.contained.Kill()
+		return
+	}
 	select {
 	case <-p.exited:
 		killTree(p.cmd, p.marker, false)
@@ -173,6 +224,9 @@ func (p *process) close() {
 		}
 		p.kill() // helpers it left behind: nothing of a closed server's tree stays
 		_ = p.stdout.Close()
+		if p.contained != nil {
+			p.contained.Release()
+		}
 		done := make(chan struct{})
 		go func() { p.wg.Wait(); close(done) }()
 		select {

@@ -36,6 +36,9 @@ type Server struct {
 	Env map[string]string
 	// Dir is the working directory of Command; empty means ours.
 	Dir string
+	// Launch, when set, starts Command contained (a sandbox backend's, which cmd wires from
+	// the upstream's sandbox profile) instead of as a process of the host's own.
+	Launch Launcher
 	// URL is a streamable-HTTP endpoint, or with A2A the peer's base URL: its Agent Card is
 	// read from .well-known/agent-card.json below it (or from URL itself when it names the
 	// card).

@@ -67,10 +67,12 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
 	quotas := quotaReportOf(cfg)
 	upAuth := upstreamAuthOf(ctx, cfg, true, tokenProbeTimeout)
+	ups := upstreamContainment(cfg)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg), "upstream_auth": upAuth})
+		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg),
+			"upstream_auth": upAuth, "upstreams": ups})
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
 		for _, b := range detected {
@@ -101,6 +103,13 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		fmt.Fprintln(stdout)
 		writeTenantAuth(stdout, cfg)
 		writeUpstreamAuth(stdout, upAuth)
+		if len(ups) > 0 {
+			fmt.Fprintln(stdout)
+			fmt.Fprintln(stdout, "stdio upstream servers:")
+			for _, u := range ups {
+				fmt.Fprintf(stdout, "  %-16s %s\n", u.Name, u.State)
+			}
+		}
 		if pauseNote != "" {
 			fmt.Fprintln(stdout)
 			fmt.Fprintln(stdout, "note: "+pauseNote)
@@ -110,6 +119,33 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		return exitFailure, nil
 	}
 	return exitOK, nil
+}
+
+// upstreamState is doctor's account of one stdio upstream: contained by a profile, or
+// unconfined and why.
+type upstreamState struct {
+	Name      string `json:"name"`
+	Contained bool   `json:"contained"`
+	Profile   string `json:"profile,omitempty"`
+	State     string `json:"state"`
+}
+
+func upstreamContainment(cfg *configs.Config) []upstreamState {
+	var out []upstreamState
+	for _, name := range sortedKeys(cfg.Upstreams) {
+		u := cfg.Upstreams[name]
+		if len(u.Command) == 0 {
+			continue
+		}
+		s := upstreamState{Name: name, Profile: u.Sandbox, Contained: u.Sandbox != ""}
+		if s.Contained {
+			s.State = "contained by profile " + u.Sandbox + "'s backend (docs/design.md §18)"
+		} else {
+			s.State = "UNCONFINED: runs as a process of this server's user, with its files and network (no sandbox: PROFILE)"
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 const doctorUsage = `Usage: mcp-sandbox doctor [--config FILE] [--json]
@@ -122,7 +158,8 @@ Then it names the run ledger and the blob store in use (a DSN by its reference, 
 file:PATH, never its text) and, for PostgreSQL, whether the server answers. Last come the
 quotas in force, the server's and each tenant's: programs running at once (and how long one
 waits for a slot), sessions, and bytes kept in the blob store. Exit status 1 when a profile or
-a store is not ready.
+a store is not ready. Stdio upstream servers are listed as contained (sandbox: PROFILE) or
+unconfined.
 `
 
 // quotaReport is doctor's account of the quotas in force, defaults filled: the server's and

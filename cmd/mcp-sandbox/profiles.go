@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -59,7 +60,15 @@ func openProfile(ctx context.Context, name string, p configs.Profile, o openOpti
 	if err != nil {
 		return nil, err
 	}
+	pol, err := egressPolicy(p)
+	if err != nil {
+		if c, ok := backend.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, fmt.Errorf("profile %q: %v", name, err)
+	}
 	return engine.NewRunner(backend, &engine.RunnerOptions{
+		Egress:         pol,
 		Ceiling:        engineLimits(p.HardLimits, engine.Limits{}),
 		Isolation:      level,
 		AllowNetwork:   p.AllowNetwork,
@@ -191,8 +200,8 @@ func agentTerms(t configs.Tenant, ce *configs.CodeExecution) (terms engine.Terms
 	req := engineLimits(ce.Limits, engine.Limits{}).Narrow(engineLimits(t.Policy.Limits, engine.Limits{}))
 	level, _ := engine.ParseLevel(ce.Isolation)
 	network := engine.NetworkNone
-	if ce.Network == string(engine.NetworkUnrestricted) {
-		network = engine.NetworkUnrestricted
+	if ce.Network == string(engine.NetworkUnrestricted) || ce.Network == string(engine.NetworkRules) {
+		network = engine.Network(ce.Network)
 		if t.Policy.AllowNetwork != nil && !*t.Policy.AllowNetwork {
 			refusal = "network access was requested, but this tenant's policy does not allow network; nothing ran"
 		}

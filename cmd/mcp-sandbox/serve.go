@@ -324,6 +324,9 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 		// description, so the model is not surprised.
 		refusal = fmt.Sprintf("network access was requested (network: unrestricted), but sandbox profile %q does not allow network (allow_network: false); nothing ran", name)
 	}
+	if refusal == "" && terms.Network == engine.NetworkRules && p.Network == nil {
+		refusal = fmt.Sprintf("network by rules was requested (network: rules), but sandbox profile %q has no network rules; nothing ran", name)
+	}
 	a.CodeExecution = &mcpserver.CodeExec{Sandbox: ps.sandboxes[name], Terms: terms, Refusal: refusal, Profile: name,
 		// The agent's config carries no budget: the profile's, narrowed by the tenant policy.
 		Budget:           bindingBudget(p.BindingBudget).Narrow(bindingBudget(t.Policy.BindingBudget)),

@@ -110,6 +110,10 @@ func openUpstreams(cfg *configs.Config, tenants []string) (*tenantPools, error) 
 				return nil, usagef("tenant %q is granted upstream %q, which is not defined (upstreams: %v)", tname, name, sortedKeys(cfg.Upstreams))
 			}
 			srv := upstreamServer(name, u)
+			if u.Sandbox != "" {
+				p, _ := cfg.Profile(u.Sandbox)
+				srv.Launch = containedLauncher(u.Sandbox, p)
+			}
 			servers = append(servers, srv)
 		}
 		pool, err := upstream.NewPool(&upstream.PoolOptions{

@@ -45,6 +45,13 @@ func Main() {
 	if spec.Reaper {
 		os.Exit(reap(spec))
 	}
+	if spec.EgressFD > 0 {
+		// A helper that execs a wrapper (bwrap) in a network namespace the host made for it:
+		// the listener is made here, while the helper still may bring lo up.
+		if err := handEgressListener(spec.EgressFD, spec.EgressPort); err != nil {
+			fail("the egress listener: %v", err)
+		}
+	}
 	nproc, err := apply(&spec)
 	if err != nil {
 		fail("%v", err)
@@ -172,6 +179,15 @@ func apply(s *Spec) (uint64, error) {
 // address-space limit is in force, this Go process must not allocate, or its runtime could
 // fail before the interpreter starts. Everything execve needs is converted beforehand.
 func execLimited(s *Spec, nproc uint64) error {
+	if s.StdioChannel {
+		// A contained stdio server: the channel is its stdin and stdout, fd 3 nothing.
+		for _, fd := range []int{0, 1} {
+			if err := unix.Dup2(3, fd); err != nil {
+				return fmt.Errorf("dup2 the channel to %d: %v", fd, err)
+			}
+		}
+		unix.Close(3)
+	}
 	path, err := syscall.BytePtrFromString(s.Python)
 	if err != nil {
 		return err

@@ -39,6 +39,11 @@ func reap(spec Spec) int {
 	if err := unix.Chdir("/"); err != nil {
 		fail("chdir /: %v", err)
 	}
+	if spec.EgressFD > 0 {
+		if err := handEgressListener(spec.EgressFD, spec.EgressPort); err != nil {
+			fail("the egress listener: %v", err)
+		}
+	}
 	st, ok := waitFor(startFirst(spec, exe, false), nil, false)
 	if !ok {
 		return ExitSetupFailed
@@ -50,7 +55,7 @@ func reap(spec Spec) int {
 // of a namespace), and lets go of the program's streams and channel: the host sees their end
 // when the program's last process lets go of them, not when this init does.
 func startFirst(spec Spec, exe string, setsid bool) int {
-	spec.Reaper, spec.Subreaper, spec.IDMapFD = false, false, 0
+	spec.Reaper, spec.Subreaper, spec.IDMapFD, spec.EgressFD = false, false, 0, 0
 	if setsid {
 		spec.ParentPID = os.Getpid() // its parent is this init, not the host
 	}

@@ -93,6 +93,18 @@ type Spec struct {
 	// that it can start one where it means to, in a user namespace say.
 	Trial bool `json:"trial,omitempty"`
 
+	// EgressFD is a Unix socket (a Reaper's, or a helper's that execs a wrapper in a network
+	// namespace of its own) the init sends one descriptor on (SCM_RIGHTS)
+	// before it starts the program: a TCP socket listening on 127.0.0.1:EgressPort of the
+	// sandbox's own network namespace (lo brought up first). The host accepts on it and
+	// proxies; the program, which cannot bind that port any more, has no other route out.
+	EgressFD   int `json:"egress_fd,omitempty"`
+	EgressPort int `json:"egress_port,omitempty"`
+
+	// StdioChannel makes the channel (fd 3) the exec'd program's stdin and stdout, and closes
+	// fd 3: an upstream stdio server run contained speaks MCP on it.
+	StdioChannel bool `json:"stdio_channel,omitempty"`
+
 	// KillUID, when set, turns the helper into a killer: it becomes that uid and kills every
 	// process the uid owns, then exits. Used only for an exclusive sandbox uid.
 	KillUID int `json:"kill_uid,omitempty"`

@@ -3,7 +3,9 @@
 package spawn
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,6 +82,11 @@ type Proc struct {
 	// Unkillable: the backend knows that nothing it has can kill the tree (engine.Facts
 	// Unkillable); Close's report of a tree that outlived it says why.
 	Unkillable bool
+	// Egress: the helper is a Reaper in a network namespace of its own that sends back a
+	// listener on 127.0.0.1:EgressPort there (launch.Spec.EgressFD); ReceiveEgress takes it.
+	Egress bool
+	// EgressPort is that listener's port.
+	EgressPort int
 	// Cleanup runs last in Close (remove the workspace, release an identity lease).
 	Cleanup []func()
 
@@ -88,6 +95,8 @@ type Proc struct {
 	initPath string
 
 	status  *os.File
+	egress  *os.File     // the host's end of the socket the egress listener comes on
+	egressL net.Listener // the listener, once received
 	copies  sync.WaitGroup
 	copying atomic.Int32  // output copies still running
 	copied  chan struct{} // closed when both have ended: every writer let go of the streams
@@ -134,6 +143,17 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		defer w.Close()
 		p.status = r
 		cmd.ExtraFiles = append(cmd.ExtraFiles, w) // fd 4 = launch.StatusFD
+	}
+	if p.Egress {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socketpair failed: %w", err)
+		}
+		p.egress = os.NewFile(uintptr(fds[0]), "egress")
+		child := os.NewFile(uintptr(fds[1]), "egress-child")
+		defer child.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
+		spec.EgressFD, spec.EgressPort = 2+len(cmd.ExtraFiles), p.EgressPort
 	}
 	var mapped *os.File // the host's end of the id-map signal
 	if p.MapIDs != nil {
@@ -231,6 +251,53 @@ func letGo(w *os.File) error {
 	}
 	return nil
 }
+
+// ReceiveEgress waits for the listener the helper sends (Egress) and keeps it: the helper
+// sends it before it starts the program, and an end of file means it failed first. It
+// returns early with ctx's error.
+func (p *Proc) ReceiveEgress(ctx context.Context) error {
+	if p.egress == nil {
+		return errors.New("no egress socket")
+	}
+	c, err := net.FileConn(p.egress)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	uc := c.(*net.UnixConn)
+	stop := context.AfterFunc(ctx, func() { _ = uc.SetReadDeadline(time.Now()) })
+	defer stop()
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("receiving the egress listener: %w", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return fmt.Errorf("the init helper sent no egress listener (%v)", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("the init helper sent no egress listener (%v)", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "egress-listener")
+	defer f.Close()
+	l, err := net.FileListener(f)
+	if err != nil {
+		return fmt.Errorf("the egress listener: %w", err)
+	}
+	p.egressL = l
+	return nil
+}
+
+// EgressListener is the listener ReceiveEgress received, or nil; Close closes it.
+func (p *Proc) EgressListener() net.Listener { return p.egressL }
 
 // OutputClosed is closed once both output streams have reached their end: no process holds
 // their write ends any more, so every byte written is in the sinks.
@@ -403,6 +470,12 @@ func (p *Proc) Close() Usage {
 		}
 		for _, r := range p.readEnd {
 			r.Close()
+		}
+		if p.egressL != nil {
+			p.egressL.Close()
+		}
+		if p.egress != nil {
+			p.egress.Close()
 		}
 		if p.conn != nil {
 			p.conn.Close()

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
@@ -102,6 +104,10 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	return b, nil
 }
 
+// EgressByRules: as root, the init helper can be started in a network namespace whose one
+// route out is the egress proxy's listener, which bwrap then keeps.
+func (b *Backend) EgressByRules() bool { return os.Geteuid() == 0 }
+
 // Name is "bwrap".
 func (b *Backend) Name() string { return "bwrap" }
 
@@ -125,7 +131,7 @@ func (b *Backend) Mechanisms() []string {
 }
 
 // args are bwrap's arguments for one execution, up to and including "--".
-func (b *Backend) args(workspace string, netns bool) []string {
+func (b *Backend) args(workspace string, netns bool, binds ...string) []string {
 	a := []string{"--die-with-parent", "--as-pid-1", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc",
 		"--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"}
 	if netns {
@@ -154,6 +160,7 @@ func (b *Backend) args(workspace string, netns bool) []string {
 		}
 		done = append(done, p)
 	}
+	a = append(a, binds...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.FormatInt(b.opts.WorkspaceBytes, 10), "--perms", "0700", "--tmpfs", workspace,
 		"--remount-ro", "/", "--chdir", workspace, "--")
@@ -163,12 +170,20 @@ func (b *Backend) args(workspace string, netns bool) []string {
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
 	netns := spec.Terms.Network == engine.NetworkNone
+	// Under network rules the init helper is started in a network namespace of its own (root
+	// only), sends the host a listener on its loopback before it execs bwrap, and bwrap keeps
+	// that namespace (no --unshare-net): the egress proxy is the program's one route out.
+	rules := spec.Egress != nil
+	if rules && !b.EgressByRules() {
+		return nil, failure.New(failure.NetworkUnavailable, "the bwrap backend confines network by rules only when the server runs as root")
+	}
 	seccomp := !b.opts.Disabled("seccomp")
 	// bwrap always runs unprivileged (as the sandbox identity, or the host's own uid without
 	// root), so it always makes a user namespace of its own.
 	c := &spawned.Child{Proc: &spawn.Proc{Unkillable: b.base.SignalRefused}, SignalFromStatus: true, Containment: engine.Facts{MountBoundary: true,
-		PIDNamespace: true, NetNamespace: netns, UserNamespace: true, InterpreterIsInit: true, Unkillable: b.base.SignalRefused,
-		Seccomp: seccomp && netns}}
+		PIDNamespace: true, NetNamespace: netns || rules, UserNamespace: true, InterpreterIsInit: true, Unkillable: b.base.SignalRefused,
+		Seccomp: seccomp && (netns || rules)}}
+	c.Egress, c.EgressPort = rules, engine.EgressPort
 	id, err := b.base.Lease(ctx, c, spec.Ahead)
 	if err != nil {
 		return nil, err
@@ -185,12 +200,35 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		}
 		return ""
 	}
-	argv := append([]string{b.bwrap}, b.args(workspace, netns)...)
+	env := spawn.Env(workspace, b.opts.Env)
+	var binds []string
+	var attr *syscall.SysProcAttr
+	if rules {
+		dir, err := os.MkdirTemp("", "mcp-sandbox-egress-")
+		if err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "a directory for the execution's CA")
+		}
+		c.Cleanup = append(c.Cleanup, func() { _ = os.RemoveAll(dir) })
+		// bwrap runs as the sandbox identity, which must read the certificate to bind it.
+		ca := filepath.Join(dir, "ca.pem")
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "a directory for the execution's CA")
+		}
+		if err := os.WriteFile(ca, spec.Egress.CAPEM, 0o644); err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "writing the execution's CA")
+		}
+		binds = []string{"--ro-bind", ca, engine.EgressCAPath}
+		for k, v := range engine.EgressEnv() {
+			env = append(env, k+"="+v)
+		}
+		attr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	}
+	argv := append([]string{b.bwrap}, b.args(workspace, netns, binds...)...)
 	// bwrap always sets PWD after --chdir; env(1) takes it out again, so the environment
 	// stays built from nothing.
 	argv = append(append(argv, b.env, "-u", "PWD", b.base.Python), b.base.Argv(spec.Argv)...)
 	ls := &launch.Spec{
-		Python: b.bwrap, Argv: argv, Env: spawn.Env(workspace, b.opts.Env),
+		Python: b.bwrap, Argv: argv, Env: env,
 		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},
@@ -204,8 +242,13 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	if err := c.JoinCgroup(b.base.Cgroups, owner.Name("bwrap"), spec.Terms, 3, ls); err != nil {
 		return nil, err
 	}
-	if err := c.Start(b.base.InitPath, ls, nil, spec.Stdout, spec.Stderr); err != nil {
+	if err := c.Start(b.base.InitPath, ls, attr, spec.Stdout, spec.Stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	if rules {
+		if err := c.ReceiveEgress(ctx); err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+		}
 	}
 	ok = true
 	return c, nil

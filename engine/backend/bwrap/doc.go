@@ -17,6 +17,10 @@
 // cannot be sent SIGKILL by anything inside the sandbox, so a SIGKILL the host did not send
 // and the cgroup's OOM killer did not explain is the CPU limit's (Facts.InterpreterIsInit).
 //
+// Under network rules (root only) the host starts the init helper in a network namespace of
+// its own; the helper sends the host a listener on its loopback (the egress proxy's) before
+// it execs bwrap, which then keeps that namespace instead of unsharing one (docs/design.md §18).
+//
 // Python runs as pid 1 of bwrap's pid namespace (--as-pid-1), so the outer bwrap waits for
 // it directly and the CPU time in the host's wait status is the program's; --new-session
 // keeps it off any terminal. Orphans stay zombies until the execution ends (the pids limit

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -189,6 +190,12 @@ func (b *Backend) unavailable() string {
 
 func (b *Backend) disabled(what string) bool { return b.opts.Disabled(what) }
 
+// RunsCommands: a command runs in the same namespaces and limits as a program.
+func (b *Backend) RunsCommands() bool { return true }
+
+// EgressByRules: the child's network namespace can have the egress proxy as its one route.
+func (b *Backend) EgressByRules() bool { return true }
+
 // Name is "namespaces".
 func (b *Backend) Name() string { return "namespaces" }
 
@@ -219,9 +226,11 @@ func (b *Backend) Mechanisms() []string {
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
-	netns := spec.Terms.Network == engine.NetworkNone
-	c := &spawned.Child{Proc: &spawn.Proc{Status: true}, Containment: engine.Facts{
-		MountBoundary: true, PIDNamespace: true, NetNamespace: netns, Seccomp: netns && !b.disabled("seccomp")}}
+	// Under network rules the child has a network namespace too, and inet sockets (only its
+	// loopback is there, where the egress proxy listens): the proxy is its one route out.
+	netns := spec.Terms.Network == engine.NetworkNone || spec.Egress != nil
+	c := &spawned.Child{Proc: &spawn.Proc{Status: true, Egress: spec.Egress != nil, EgressPort: engine.EgressPort},
+		Containment: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: netns, Seccomp: netns && !b.disabled("seccomp")}}
 	id, err := b.base.Lease(ctx, c, spec.Ahead)
 	if err != nil {
 		return nil, err
@@ -252,21 +261,36 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	// program does.
 	c.WorkspacePath = func() string { return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + workspace }
 	home := workspace
+	env := spawn.Env(home, b.opts.Env)
+	files := map[string]string{
+		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
+		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
+		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+		"/etc/hostname": "sandbox\n",
+	}
+	if spec.Egress != nil {
+		for k, v := range engine.EgressEnv() {
+			env = append(env, k+"="+v)
+		}
+		files[engine.EgressCAPath] = string(spec.Egress.CAPEM)
+	}
+	python, argv := b.base.Python, append([]string{b.base.Python}, b.base.Argv(spec.Argv)...)
+	if len(spec.Command) > 0 {
+		python, argv = spec.Command[0], spec.Command
+		for _, k := range slices.Sorted(maps.Keys(spec.CommandEnv)) {
+			env = append(env, k+"="+spec.CommandEnv[k])
+		}
+	}
 	ls := &launch.Spec{
-		Python: b.base.Python, Argv: append([]string{b.base.Python}, b.base.Argv(spec.Argv)...), Env: spawn.Env(home, b.opts.Env),
+		Python: python, Argv: argv, Env: env, StdioChannel: len(spec.Command) > 0,
 		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop || b.sub != nil, UID: uid, GID: gid,
 		UserNamespace: !b.root,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
-		DenyInet: c.Containment.Seccomp, Seccomp: !b.disabled("seccomp"),
+		DenyInet: c.Containment.Seccomp && spec.Egress == nil, Seccomp: !b.disabled("seccomp"),
 		Mounts: &launch.Mounts{
 			Root: root, ReadOnly: slices.Concat(spawned.SystemPaths, b.base.RODirs), Devices: spawned.Devices,
-			Files: map[string]string{
-				"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
-				"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
-				"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
-				"/etc/hostname": "sandbox\n",
-			},
+			Files:     files,
 			Workspace: workspace, WorkspaceBytes: b.opts.WorkspaceBytes, TmpBytes: b.opts.TmpBytes,
 			Proc: true, Loopback: netns, Hostname: "sandbox",
 		},
@@ -300,6 +324,11 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	}
 	if err := c.Start(b.base.InitPath, ls, attr, spec.Stdout, spec.Stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	if spec.Egress != nil {
+		if err := c.ReceiveEgress(ctx); err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+		}
 	}
 	ok = true
 	return c, nil

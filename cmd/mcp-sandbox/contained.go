@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// serverCPUSeconds is a contained upstream server's CPU limit: it lives as long as its
+// session, so a profile's cpu_seconds, sized for one program, would end it mid-session.
+const serverCPUSeconds = 24 * 3600
+
+// containedLauncher starts an upstream's command through profile pname's backend (opened on
+// first use): in the same namespaces, identity, limits (but CPU time) and network as a
+// program of that profile, with the channel as its stdin and stdout.
+func containedLauncher(pname string, p configs.Profile) upstream.Launcher {
+	var (
+		once    sync.Once
+		backend engine.Backend
+		level   engine.Level
+		openErr error
+	)
+	return func(ctx context.Context, command []string, env map[string]string) (*upstream.Launched, error) {
+		once.Do(func() {
+			if level, openErr = engine.ParseLevel(p.Isolation); openErr == nil {
+				backend, openErr = openBackend(context.Background(), pname, p, level, "")
+			}
+		})
+		if openErr != nil {
+			return nil, openErr
+		}
+		cb, ok := backend.(engine.CommandBackend)
+		if !ok || !cb.RunsCommands() {
+			return nil, fmt.Errorf("profile %q's %s backend cannot run a server contained (namespaces can)", pname, backend.Name())
+		}
+		path, err := exec.LookPath(command[0])
+		if err == nil {
+			path, err = filepath.Abs(path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding %s: %w", command[0], err)
+		}
+		terms := engine.Terms{Limits: engineLimits(p.HardLimits, engine.DefaultLimits), Network: engine.NetworkNone, Isolation: level}
+		terms.CPUSeconds, terms.WallSeconds = serverCPUSeconds, serverCPUSeconds
+		spec := engine.LaunchSpec{Terms: terms, Command: append([]string{path}, command[1:]...), CommandEnv: env, Stdout: io.Discard}
+		var pol *egress.Policy
+		var ca *egress.CA
+		if p.Network != nil {
+			if pol, err = egressPolicy(p); err != nil {
+				return nil, err
+			}
+			if ca, err = egress.NewCA(); err != nil {
+				return nil, err
+			}
+			spec.Terms.Network, spec.Egress = engine.NetworkRules, &engine.EgressLaunch{CAPEM: ca.PEM()}
+		}
+		pr, pw := io.Pipe()
+		spec.Stderr = pw
+		child, err := backend.Start(ctx, spec)
+		if err != nil {
+			pw.Close()
+			return nil, err
+		}
+		var proxy *egress.Proxy
+		if spec.Egress != nil {
+			ec, ok := child.(engine.EgressChild)
+			if !ok || ec.EgressListener() == nil {
+				child.Close()
+				pw.Close()
+				return nil, fmt.Errorf("profile %q's backend gave the server no route to the egress proxy", pname)
+			}
+			proxy = egress.New(pol, ca)
+			proxy.Serve(ec.EgressListener())
+		}
+		ch := child.Channel()
+		return &upstream.Launched{
+			Stdin:  halfClose{ch},
+			Stdout: ch,
+			Stderr: pr,
+			Wait: func() error {
+				e := child.Wait()
+				switch {
+				case e.Err != nil:
+					return e.Err
+				case e.Signal != "":
+					return fmt.Errorf("killed by %s", e.Signal)
+				case e.Code != 0:
+					return fmt.Errorf("exit status %d", e.Code)
+				}
+				return nil
+			},
+			Kill: child.Kill,
+			Release: sync.OnceFunc(func() {
+				child.Close()
+				ch.Close()
+				pw.Close()
+				if proxy != nil {
+					proxy.Close()
+				}
+			}),
+		}, nil
+	}
+}
+
+// halfClose ends the server's input only, so it may still answer what it has read.
+type halfClose struct{ c io.ReadWriteCloser }
+
+func (h halfClose) Write(b []byte) (int, error) { return h.c.Write(b) }
+func (h halfClose) Close() error {
+	if cw, ok := h.c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return h.c.Close()
+}

@@ -1,0 +1,582 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Resolver finds a name's addresses; *net.Resolver is one. Tests give a Hosts.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Hosts is a Resolver that knows only its own names (lower case): a test's, or an operator's
+// pinned map. It never asks DNS.
+type Hosts map[string][]netip.Addr
+
+// LookupNetIP returns the addresses h maps host to, of network's family.
+func (h Hosts) LookupNetIP(_ context.Context, network, host string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, a := range h[canonicalHost(host)] {
+		if network == "ip" || network == "ip4" && a.Unmap().Is4() || network == "ip6" && a.Is6() && !a.Is4In6() {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &net.DNSError{Err: "no such host in the proxy's host map", Name: host, IsNotFound: true}
+	}
+	return out, nil
+}
+
+// Credential is a header the proxy adds to every HTTPS request for Host (a name, or *.suffix);
+// Value reads the secret at each request. The program never sees it: the header is added on
+// the host's side of the proxy's TLS termination.
+type Credential struct {
+	Host   string
+	Header string
+	Value  func() (string, error)
+}
+
+func (c Credential) applies(host string) bool {
+	h := strings.ToLower(c.Host)
+	if rest, ok := strings.CutPrefix(h, "*."); ok {
+		return strings.HasSuffix(host, "."+rest)
+	}
+	return host == h
+}
+
+// Policy is what a Proxy enforces.
+type Policy struct {
+	Rules       *Rules
+	Credentials []Credential
+	// Resolver resolves names; nil is the system's. The proxy, never the program, resolves.
+	Resolver Resolver
+	// RootCAs verify origins; nil is the system's roots.
+	RootCAs *x509.CertPool
+	// MaxBytes bounds the bytes crossing the proxy's sandbox side, both ways together; 0: none.
+	MaxBytes int64
+	// Logger receives a line per refusal (never a credential); nil discards.
+	Logger *slog.Logger
+}
+
+// Stats are the decisions of one proxy: the result's network block (docs/design.md §10).
+type Stats struct {
+	Allowed  int       `json:"allowed"`
+	Refused  []Refusal `json:"refused"`
+	BytesIn  int64     `json:"bytes_in"`  // into the sandbox
+	BytesOut int64     `json:"bytes_out"` // out of the sandbox
+}
+
+// Refusal is one refused connection or request.
+type Refusal struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Reason string `json:"reason"`
+}
+
+// maxRefusals bounds the refusals Stats lists: a program looping on a refused name must not
+// grow the result without bound. Further refusals are still refused, and logged.
+const maxRefusals = 256
+
+// Proxy is a forward proxy for one execution: HTTP CONNECT (terminated with the CA) and
+// plain HTTP, on whatever listener Serve is given.
+type Proxy struct {
+	pol *Policy
+	ca  *CA
+	tr  *http.Transport
+	log *slog.Logger
+
+	in, out atomic.Int64
+	// ctx bounds every lookup, handshake and request to an origin: Close cancels it, so a
+	// slow origin never holds the end of an execution.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // guards allowed, refused, conns, ls and closed
+	allowed int
+	refused []Refusal
+	conns   map[net.Conn]struct{}
+	ls      []net.Listener
+	closed  bool
+
+	wg sync.WaitGroup
+}
+
+// New returns a proxy enforcing pol, terminating TLS with ca.
+func New(pol *Policy, ca *CA) *Proxy {
+	if pol.Rules == nil {
+		pol.Rules = &Rules{}
+	}
+	p := &Proxy{pol: pol, ca: ca, conns: map[net.Conn]struct{}{}, log: pol.Logger}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.tr = &http.Transport{
+		DialContext:         p.dial,
+		TLSClientConfig:     &tls.Config{RootCAs: pol.RootCAs, MinVersion: tls.VersionTLS12},
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 4,
+	}
+	return p
+}
+
+// Serve accepts connections on l until Close, each on its own goroutine; it returns at once.
+func (p *Proxy) Serve(l net.Listener) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		l.Close()
+		return
+	}
+	p.ls = append(p.ls, l)
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				return
+			}
+			if !p.track(c) {
+				c.Close()
+				return
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				defer p.untrack(c)
+				p.serveConn(&counted{Conn: c, p: p})
+			}()
+		}
+	}()
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+// Close stops accepting, ends every connection and waits for the proxy's goroutines. It is
+// idempotent.
+func (p *Proxy) Close() {
+	p.cancel()
+	p.mu.Lock()
+	p.closed = true
+	for _, l := range p.ls {
+		l.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.tr.CloseIdleConnections()
+}
+
+// Stats returns the decisions so far.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{Allowed: p.allowed, Refused: append([]Refusal{}, p.refused...), BytesIn: p.in.Load(), BytesOut: p.out.Load()}
+}
+
+func (p *Proxy) allow() {
+	p.mu.Lock()
+	p.allowed++
+	p.mu.Unlock()
+}
+
+func (p *Proxy) refuse(host string, port int, reason, rule string) {
+	p.log.Info("egress refused", "host", host, "port", port, "reason", reason, "rule", rule)
+	p.mu.Lock()
+	if len(p.refused) < maxRefusals {
+		p.refused = append(p.refused, Refusal{Host: host, Port: port, Reason: reason})
+	}
+	p.mu.Unlock()
+}
+
+// counted counts the bytes on the sandbox's side and enforces MaxBytes.
+type counted struct {
+	net.Conn
+	p    *Proxy
+	once sync.Once
+}
+
+var errByteLimit = errors.New("egress: the execution's network byte ceiling is reached")
+
+func (c *counted) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.p.out.Add(int64(n))
+	if err == nil && c.over() {
+		return n, errByteLimit
+	}
+	return n, err
+}
+
+func (c *counted) Write(b []byte) (int, error) {
+	if c.over() {
+		return 0, errByteLimit
+	}
+	n, err := c.Conn.Write(b)
+	c.p.in.Add(int64(n))
+	return n, err
+}
+
+func (c *counted) over() bool {
+	m := c.p.pol.MaxBytes
+	if m <= 0 || c.p.in.Load()+c.p.out.Load() <= m {
+		return false
+	}
+	c.once.Do(func() { c.p.refuse("", 0, ReasonByteLimit, "max_bytes") })
+	c.Conn.Close()
+	return true
+}
+
+// serveConn reads requests from one connection of the program's until it ends.
+func (p *Proxy) serveConn(c net.Conn) {
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errByteLimit) {
+				p.refuse("", 0, ReasonBadRequest, "")
+				writeStatus(c, http.StatusBadRequest, "Bad Request", "mcp-sandbox egress: that was not an HTTP proxy request\n")
+			}
+			return
+		}
+		if req.Method == http.MethodConnect {
+			p.tunnel(c, br, req)
+			return
+		}
+		if !p.plain(c, req) {
+			return
+		}
+	}
+}
+
+// plain forwards one absolute-URI request; false ends the connection.
+func (p *Proxy) plain(c net.Conn, req *http.Request) bool {
+	u := req.URL
+	host, port := canonicalHost(u.Hostname()), 80
+	if u.Scheme != "http" || host == "" {
+		p.refuse(host, 0, ReasonScheme, "")
+		refusal(c, req.Method+" "+u.Redacted(), ReasonScheme,
+			"only http:// URLs are forwarded as requests; reach https:// through CONNECT (HTTPS_PROXY)")
+		return false
+	}
+	if s := u.Port(); s != "" {
+		n, err := parsePort(s)
+		if err != nil {
+			refusal(c, req.Method, ReasonBadRequest, "the URL's port is not 1-65535")
+			return false
+		}
+		port = n
+	}
+	path := u.EscapedPath()
+	if d := p.pol.Rules.Request("http", host, port, req.Method, path); !d.Allowed() {
+		p.refuse(host, port, d.Reason, d.Rule)
+		refusal(c, req.Method+" http://"+net.JoinHostPort(host, strconv.Itoa(port))+path, d.Reason, explain(d, host, port))
+		return false
+	}
+	if _, reason := p.resolve(p.ctx, host); reason != "" {
+		p.refuse(host, port, reason, "")
+		refusal(c, "http://"+net.JoinHostPort(host, strconv.Itoa(port)), reason, explainAddr(reason, host))
+		return false
+	}
+	return p.forward(c, req, "http", host, port, false)
+}
+
+// tunnel serves a CONNECT: decides it, terminates TLS with the CA, and forwards each request
+// inside it, with the credentials for its host.
+func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
+	hostport := req.Host
+	h, ps, err := net.SplitHostPort(hostport)
+	port, perr := parsePort(ps)
+	if err != nil || perr != nil {
+		p.refuse(hostport, 0, ReasonBadRequest, "")
+		refusal(c, "CONNECT "+hostport, ReasonBadRequest, "CONNECT needs host:port")
+		return
+	}
+	host := canonicalHost(h)
+	if d := p.pol.Rules.Connect(host, port); !d.Allowed() {
+		p.refuse(host, port, d.Reason, d.Rule)
+		refusal(c, "CONNECT "+net.JoinHostPort(host, ps), d.Reason, explain(d, host, port))
+		return
+	}
+	if _, reason := p.resolve(p.ctx, host); reason != "" {
+		p.refuse(host, port, reason, "")
+		refusal(c, "CONNECT "+net.JoinHostPort(host, ps), reason, explainAddr(reason, host))
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	var sniRefused bool
+	conf := &tls.Config{
+		NextProtos: []string{"http/1.1"},
+		MinVersion: tls.VersionTLS12,
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if hello.ServerName != "" && canonicalHost(hello.ServerName) != host {
+				sniRefused = true
+				return nil, fmt.Errorf("egress: SNI %q does not match the CONNECT name", hello.ServerName)
+			}
+			return p.ca.Leaf(host)
+		},
+	}
+	tc := tls.Server(&buffered{Conn: c, r: br}, conf)
+	if err := tc.HandshakeContext(p.ctx); err != nil {
+		var rh tls.RecordHeaderError
+		switch {
+		case sniRefused:
+			p.refuse(host, port, ReasonSNIMismatch, "")
+		case errors.As(err, &rh):
+			p.refuse(host, port, ReasonNotTLS, "")
+		}
+		return
+	}
+	tbr := bufio.NewReader(tc)
+	for {
+		r, err := http.ReadRequest(tbr)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errByteLimit) {
+				p.refuse(host, port, ReasonBadRequest, "")
+			}
+			return
+		}
+		if rh := r.Host; rh != "" && canonicalHost(hostOnly(rh)) != host {
+			p.refuse(host, port, ReasonSNIMismatch, "")
+			refusal(tc, r.Method+" "+r.URL.Path, ReasonSNIMismatch,
+				"the request's Host header names another host than the tunnel's CONNECT name")
+			return
+		}
+		path := r.URL.EscapedPath()
+		if d := p.pol.Rules.Request("https", host, port, r.Method, path); !d.Allowed() {
+			p.refuse(host, port, d.Reason, d.Rule)
+			refusal(tc, r.Method+" https://"+net.JoinHostPort(host, ps)+path, d.Reason, explain(d, host, port))
+			return
+		}
+		if !p.forward(tc, r, "https", host, port, true) {
+			return
+		}
+	}
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
+// hopHeaders are a single hop's, never forwarded (RFC 9110, section 7.6.1), and the proxy's own.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// forward sends req on to scheme://host:port and writes the answer to c; false ends the
+// connection. secure adds the credentials for host.
+func (p *Proxy) forward(c net.Conn, req *http.Request, scheme, host string, port int, secure bool) bool {
+	out := req.Clone(p.ctx)
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = scheme, net.JoinHostPort(host, strconv.Itoa(port))
+	if port == defaultPort(scheme) {
+		out.URL.Host = hostForURL(host)
+	}
+	out.Host = ""
+	for _, h := range req.Header.Values("Connection") {
+		for _, f := range strings.Split(h, ",") {
+			out.Header.Del(strings.TrimSpace(f))
+		}
+	}
+	for _, h := range hopHeaders {
+		out.Header.Del(h)
+	}
+	if secure {
+		for _, cr := range p.pol.Credentials {
+			if !cr.applies(host) {
+				continue
+			}
+			v, err := cr.Value()
+			if err != nil {
+				p.log.Warn("egress credential unavailable", "host", host, "header", cr.Header, "err", err)
+				refusal(c, req.Method+" "+req.URL.Path, ReasonUpstreamFailed,
+					"the credential for this host could not be read on the host; the request was not sent")
+				return false
+			}
+			out.Header.Set(cr.Header, v)
+		}
+	}
+	resp, err := p.tr.RoundTrip(out)
+	var dr *dialRefused
+	if errors.As(err, &dr) {
+		// The name resolves elsewhere now than when it was decided (DNS rebinding).
+		p.refuse(host, port, dr.reason, "")
+		refusal(c, req.Method+" "+scheme+"://"+net.JoinHostPort(host, strconv.Itoa(port)), dr.reason, explainAddr(dr.reason, host))
+		return false
+	}
+	if err != nil {
+		p.refuse(host, port, ReasonUpstreamFailed, "")
+		p.log.Info("egress origin failed", "host", host, "port", port, "err", err)
+		writeStatus(c, http.StatusBadGateway, "Bad Gateway",
+			fmt.Sprintf("mcp-sandbox egress: %s:%d could not be reached or did not prove its identity\n", host, port))
+		return false
+	}
+	defer resp.Body.Close()
+	p.allow()
+	for _, h := range resp.Header.Values("Connection") {
+		for _, f := range strings.Split(h, ",") {
+			resp.Header.Del(strings.TrimSpace(f))
+		}
+	}
+	for _, h := range hopHeaders {
+		if h != "Transfer-Encoding" {
+			resp.Header.Del(h)
+		}
+	}
+	resp.Close = resp.Close || req.Close
+	if err := resp.Write(c); err != nil {
+		return false
+	}
+	return !resp.Close
+}
+
+func hostForURL(host string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
+}
+
+// resolve returns the addresses host may be reached at, or why none may: a name resolves
+// through the policy's resolver, and an address a rule does not name must be public.
+func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, string) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a = a.Unmap(); Public(a) || p.pol.Rules.Names(a) {
+			return []netip.Addr{a}, ""
+		}
+		return nil, ReasonIPLiteral
+	}
+	var r Resolver = net.DefaultResolver
+	if p.pol.Resolver != nil {
+		r = p.pol.Resolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return nil, ReasonUnresolved
+	}
+	var ok []netip.Addr
+	for _, a := range addrs {
+		if a = a.Unmap(); Public(a) || p.pol.Rules.Names(a) {
+			ok = append(ok, a)
+		}
+	}
+	if len(ok) == 0 {
+		return nil, ReasonPrivateAddress
+	}
+	return ok, ""
+}
+
+// dial is the transport's: it resolves and checks again, so the address connected to is
+// always one the rules allow, whatever the name resolves to by now.
+func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, ps, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	addrs, reason := p.resolve(ctx, canonicalHost(host))
+	if reason != "" {
+		return nil, &dialRefused{host: host, reason: reason}
+	}
+	var d net.Dialer
+	var last error
+	for _, a := range addrs {
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(a.String(), ps))
+		if err == nil {
+			return c, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// dialRefused is the dialer's refusal of every address a name resolves to by then.
+type dialRefused struct{ host, reason string }
+
+func (e *dialRefused) Error() string { return fmt.Sprintf("egress: %s refused (%s)", e.host, e.reason) }
+
+// buffered reads what a bufio.Reader holds before the connection itself.
+type buffered struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *buffered) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func explain(d Decision, host string, port int) string {
+	switch d.Reason {
+	case ReasonDenied:
+		return fmt.Sprintf("the network rule %q of this execution denies %s:%d", d.Rule, host, port)
+	case ReasonIPLiteral:
+		return fmt.Sprintf("%s is an address asked for by number, and no allow rule names it with port %d", host, port)
+	}
+	return fmt.Sprintf("no allow rule of this execution's network names %s:%d for this request", host, port)
+}
+
+func explainAddr(reason, host string) string {
+	switch reason {
+	case ReasonPrivateAddress:
+		return fmt.Sprintf("%s resolves only to private, loopback, link-local or metadata addresses, and no allow rule names them", host)
+	case ReasonIPLiteral:
+		return fmt.Sprintf("%s is a private, loopback, link-local or metadata address no allow rule names", host)
+	}
+	return fmt.Sprintf("the proxy could not resolve %s", host)
+}
+
+// refusal answers 403 with a reason phrase and a body naming what was refused and why: a
+// program sees it whether its client shows the tunnel's status line (urllib's "Tunnel
+// connection failed") or a response body.
+func refusal(w io.Writer, what, reason, why string) {
+	writeStatus(w, http.StatusForbidden, "Forbidden by mcp-sandbox egress ("+reason+")",
+		fmt.Sprintf("mcp-sandbox egress refused %s: %s (%s)\n", what, why, reason))
+}
+
+func writeStatus(w io.Writer, code int, phrase, body string) {
+	phrase = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, phrase)
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, phrase, len(body), body)
+}
