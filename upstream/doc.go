@@ -7,7 +7,8 @@
 // Bearer resolved per request, or OAuth access tokens from a TokenSource, renewed once on a
 // 401 (oauth.go; upstream/oauthclient is the client-credentials one): docs/design.md §10. A
 // binding's keywords and Python stub (stub.go), the return types observed from a tenant's
-// results (observed.go; kept through a ShapeStore, observedstore.go) and list_tools' ranked search (search.go): docs/design.md §3.3, §3.5.
+// results (observed.go; kept through a ShapeStore, observedstore.go) and list_tools' ranked
+// search (search.go): docs/design.md §3.3, §3.5.
 //
 // # Imports and concurrency
 //
