@@ -422,6 +422,7 @@ type observations struct {
 	pending []pendingSample
 	wake    chan struct{} // one slot: there are pending samples
 	stop    chan struct{} // closed by Pool.Close: the flusher merges what is pending and returns
+	stopped chan struct{} // closed by the flusher as it returns
 	turn    chan struct{} // one slot: held while pending samples are merged into the store
 }
 

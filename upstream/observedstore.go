@@ -82,7 +82,9 @@ func (o *observations) queue(t *Tool, s *shape) {
 func (o *observations) startStore(store ShapeStore, log *slog.Logger) (flusher func()) {
 	o.store, o.log = store, log
 	o.wake, o.stop, o.turn = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
+	o.stopped = make(chan struct{})
 	return func() {
+		defer close(o.stopped)
 		for {
 			select {
 			case <-o.wake:
@@ -92,6 +94,21 @@ func (o *observations) startStore(store ShapeStore, log *slog.Logger) (flusher f
 				return
 			}
 		}
+	}
+}
+
+// closeStore stops the flusher, which merges what is pending first, and waits for it up to
+// storeTimeout and grace: a Pool's samples are kept however long its sessions took to close.
+func (o *observations) closeStore(grace time.Duration) bool {
+	if o.stop == nil {
+		return true
+	}
+	close(o.stop)
+	select {
+	case <-o.stopped:
+		return true
+	case <-time.After(storeTimeout + grace):
+		return false
 	}
 }
 

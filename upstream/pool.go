@@ -112,8 +112,8 @@ func (p *Pool) Close() error {
 		go func() { defer wg.Done(); c.shutdown() }()
 	}
 	wg.Wait()
-	if p.observed.stop != nil {
-		close(p.observed.stop) // the flusher merges what is pending, then returns
+	if !p.observed.closeStore(closeGrace) {
+		p.logger.Warn("observed result shapes still being merged into the ledger as the upstream pool closed")
 	}
 	done := make(chan struct{})
 	go func() { p.bg.Wait(); close(done) }()

@@ -160,3 +160,25 @@ func contractShapeBound(t *testing.T, l budget.Ledger) {
 		}
 	}
 }
+
+// BenchmarkShapeMerge measures one merge of a sample into a kept shape of about 2 KB (a
+// result with 40 keys), the store's work per result of a tool without an output schema;
+// parallel merges of one key take turns, as replicas' do.
+func BenchmarkShapeMerge(b *testing.B, l budget.Ledger) {
+	s := l.(budget.ObservedShapes)
+	shape := []byte(`{"v":1,"shape":{"kinds":64,"fields":[` + strings.Repeat(`{"name":"a_key_name","shape":{"kinds":16},"seen":3},`, 39) +
+		`{"name":"last","shape":{"kinds":4},"seen":3}],"objects":3},"drift":[]}`)
+	key := budget.ShapeKey{Tenant: "t", Upstream: "s", Tool: "t", Definition: strings.Repeat("d", 64)}
+	merge := func(old budget.ObservedShape) (budget.ObservedShape, error) {
+		return budget.ObservedShape{Samples: old.Samples + 1, Shape: shape}, nil
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.MergeObservedShape(b.Context(), key, merge); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
