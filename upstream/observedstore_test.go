@@ -20,7 +20,6 @@ type memShapes struct {
 	kept    map[ShapeKey]memShape
 	twice   bool
 	failing bool
-	merges  int
 }
 
 type memShape struct {
@@ -60,7 +59,6 @@ func (m *memShapes) MergeShape(ctx context.Context, key ShapeKey, merge func(int
 		m.kept = map[ShapeKey]memShape{}
 	}
 	m.kept[key] = memShape{n, s}
-	m.merges++
 	return n, s, nil
 }
 
