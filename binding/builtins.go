@@ -49,7 +49,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		if err := decodeStrict(args, &a); err != nil || a.Name == "" {
 			return refuse(failure.InvalidArguments, "get_tool_info takes {name}"), true
 		}
-		info, fe := x.turn.ToolInfo(a.Name)
+		info, fe := x.turn.ToolInfo(ctx, a.Name)
 		if fe != nil {
 			return wire.Refused(fe), true
 		}

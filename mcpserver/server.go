@@ -528,7 +528,7 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 	if t == nil {
 		return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
 	}
-	info, fe := t.ToolInfo(in.Name)
+	info, fe := t.ToolInfo(ctx, in.Name)
 	if fe != nil {
 		return toolError("%s (%s); list_tools names the tools available", fe.Message, fe.Kind), nil
 	}

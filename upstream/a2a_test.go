@@ -208,7 +208,7 @@ func TestA2ASkillIsATool(t *testing.T) {
 	}
 	wantKind(t, call(t, turn, "peer__echo", `{"txt":"hi"}`), failure.InvalidArguments)
 	wantKind(t, call(t, turn, "peer__echo", `{}`), failure.InvalidArguments)
-	info, fe := turn.ToolInfo("peer__stock")
+	info, fe := turn.ToolInfo(t.Context(), "peer__stock")
 	if fe != nil || info.Title != "Stock" || !strings.HasPrefix(info.Description, "Stock of a SKU.") {
 		t.Errorf("info = %+v", info)
 	}
@@ -263,7 +263,7 @@ func TestA2ACardBounds(t *testing.T) {
 	if len(names) != maxSkills-5 || names[0] != "peer__dots.and-dashes_1" || !strings.Contains(strings.Join(names, " "), "peer__ok ") {
 		t.Errorf("%d names, first %v", len(names), names[:3])
 	}
-	info, _ := turn.ToolInfo("peer__ok")
+	info, _ := turn.ToolInfo(t.Context(), "peer__ok")
 	if len(info.Description) > maxDescriptionBytes || info.Title != "A name" || !strings.Contains(info.Description, "cut]") {
 		t.Errorf("description of %d bytes, title %q", len(info.Description), info.Title)
 	}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -135,8 +136,9 @@ func aliasPtr(tool *Tool) *string {
 
 // ToolInfo answers get_tool_info for a tool a program may call. A name that is not one gives
 // the reason (unavailable or denied). A tool without an output schema whose results this
-// tenant has seen ObservedAfter times or more returns their observed type in its stub.
-func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
+// tenant has seen ObservedAfter times or more returns their observed type in its stub; with
+// a ShapeStore the results seen are every replica's, read from it under ctx.
+func (t *Turn) ToolInfo(ctx context.Context, name string) (ToolInfo, *failure.Error) {
 	tool := t.bound[name]
 	if tool == nil {
 		if matchAny(t.deny, name) {
@@ -151,7 +153,7 @@ func (t *Turn) ToolInfo(name string) (ToolInfo, *failure.Error) {
 		ApprovalRequired: t.NeedsApproval(tool), Unavailable: tool.Unavailable,
 	}
 	var observed []byte
-	info.OutputType, observed = t.observations().outputType(tool)
+	info.OutputType, observed = t.observations().outputType(ctx, tool)
 	info.PythonStub = tool.pythonStubReturning(observed, info.OutputType)
 	if tool.Def.Annotations != nil {
 		info.Annotations = tool.Def.Annotations

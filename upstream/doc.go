@@ -7,7 +7,8 @@
 // Bearer resolved per request, or OAuth access tokens from a TokenSource, renewed once on a
 // 401 (oauth.go; upstream/oauthclient is the client-credentials one): docs/design.md §10. A
 // binding's keywords and Python stub (stub.go), the return types observed from a tenant's
-// results (observed.go) and list_tools' ranked search (search.go): docs/design.md §3.3, §3.5.
+// results (observed.go; kept through a ShapeStore, observedstore.go) and list_tools' ranked
+// search (search.go): docs/design.md §3.3, §3.5.
 //
 // # Imports and concurrency
 //
@@ -24,5 +25,7 @@
 // process and waited for when it is closed; an A2A call starts no goroutine of its own. The
 // tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu before
 // peer.mu; conn.lock (a channel, so waiting honours the context) is never held while taking
-// Pool.mu. The Pool's observations have a mutex of their own, a leaf: nothing is taken under it.
+// Pool.mu. The Pool's observations have a mutex of their own, a leaf: nothing is taken under it;
+// with a ShapeStore their turn (a channel) is held while the store is called, and taken before
+// that mutex. The goroutine that merges observed samples into the store is the Pool's too.
 package upstream

@@ -133,7 +133,7 @@ func TestSchemaRefCycleUnavailable(t *testing.T) {
 		if !strings.Contains(r.Message, "$ref cycle") {
 			t.Errorf("%s: the refusal does not say why: %s", name, r.Message)
 		}
-		info, fe := turn.ToolInfo(name)
+		info, fe := turn.ToolInfo(t.Context(), name)
 		if fe != nil || !strings.Contains(info.Unavailable, "$ref cycle") {
 			t.Errorf("%s: get_tool_info does not carry the reason: %+v", name, info)
 		}

@@ -2,10 +2,12 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,11 +407,23 @@ func (s *shape) schema(b *bytes.Buffer) {
 }
 
 // observations are what one Pool (one tenant) learned of its tools' results: never shared
-// with another Pool, kept in memory only. mu is a leaf lock.
+// with another Pool. Without a store they are kept in memory only; with one (the tenant's
+// ledger records, observedstore.go) tools is its cache, and the samples are merged into the
+// store too. mu is a leaf lock.
 type observations struct {
 	mu    sync.Mutex
 	clock uint64
 	tools map[string]*observed // by toolKey
+
+	// The store's side (observedstore.go); store is nil without one. pending are samples not
+	// yet merged into it, in order; mu guards them.
+	store   ShapeStore
+	log     *slog.Logger // hears the store's failures
+	pending []pendingSample
+	wake    chan struct{} // one slot: there are pending samples
+	stop    chan struct{} // closed by Pool.Close: the flusher merges what is pending and returns
+	stopped chan struct{} // closed by the flusher as it returns
+	turn    chan struct{} // one slot: held while pending samples are merged into the store
 }
 
 type observed struct {
@@ -439,6 +453,10 @@ func (o *observations) observe(t *Tool, v []byte) {
 	if !ok {
 		return
 	}
+	var kept *shape
+	if o.store != nil {
+		kept = s.clone() // s itself is folded into the cache, and changes there
+	}
 	key := toolKey(t)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -455,9 +473,18 @@ func (o *observations) observe(t *Tool, v []byte) {
 		o.tools[key] = e
 	}
 	e.used = o.clock
-	e.samples++
+	e.add(s, 1)
+	if kept != nil {
+		o.queue(t, kept)
+	}
+}
+
+// add folds sample s, standing for n results, into e; once e's type is observed, the ways s
+// does not fit it are drift.
+func (e *observed) add(s *shape, n int) {
+	e.samples += n
 	var d *drifts
-	if e.samples > ObservedAfter {
+	if e.samples-n >= ObservedAfter {
 		d = &drifts{}
 	}
 	e.shape = fold(e.shape, s, "result", d)
@@ -522,8 +549,9 @@ func (o *observations) evict() {
 }
 
 // outputType says what is known of tool's return type, and the observed type as a JSON
-// Schema when it is known.
-func (o *observations) outputType(t *Tool) (OutputType, []byte) {
+// Schema when it is known. With a store, what is pending is merged into it first, and what
+// it keeps (every replica's samples) refreshes the cache.
+func (o *observations) outputType(ctx context.Context, t *Tool) (OutputType, []byte) {
 	if t.Def != nil && t.Def.OutputSchema != nil {
 		return OutputType{Source: OutputDeclared, Drift: []string{}}, nil
 	}
@@ -531,6 +559,7 @@ func (o *observations) outputType(t *Tool) (OutputType, []byte) {
 	if o == nil {
 		return ot, nil
 	}
+	o.refresh(ctx, t)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e := o.tools[toolKey(t)]

@@ -15,7 +15,7 @@ import (
 // observedSchema is the JSON Schema o holds for tool, decoded for comparison.
 func observedSchema(t *testing.T, o *observations, tool *Tool) (OutputType, any) {
 	t.Helper()
-	ot, raw := o.outputType(tool)
+	ot, raw := o.outputType(t.Context(), tool)
 	if raw == nil {
 		return ot, nil
 	}
@@ -100,7 +100,7 @@ func TestObservedStub(t *testing.T) {
 		`{"id":"b","total":2,"items":[],"note":"n","class":"y"}`, `{"id":"c","total":3,"items":[{"sku":"B","qty":2}],"class":"z"}`} {
 		o.observe(tool, []byte(r))
 	}
-	ot, raw := o.outputType(tool)
+	ot, raw := o.outputType(t.Context(), tool)
 	stub := tool.pythonStubReturning(raw, ot)
 	for _, w := range []string{"# the return type is observed, not declared: the shape of the 3 results seen\nasync def s__order(*, id: str) -> SOrderResult:",
 		`SOrderResult = TypedDict("SOrderResult", {"id": str, "total": int, "items": list[SOrderResultItemsItem], "class": str, "note": NotRequired[str]})`,
@@ -110,7 +110,7 @@ func TestObservedStub(t *testing.T) {
 		}
 	}
 	o.observe(tool, []byte(`{"id":"d","total":"4","items":[],"class":"w"}`))
-	ot, raw = o.outputType(tool)
+	ot, raw = o.outputType(t.Context(), tool)
 	drifted := tool.pythonStubReturning(raw, ot)
 	if !strings.Contains(drifted, `"total": int | str`) && !strings.Contains(drifted, `"total": str | int`) ||
 		!strings.Contains(drifted, "4 results seen (it changed: get_tool_info's output_type.drift says how)") {
@@ -120,7 +120,7 @@ func TestObservedStub(t *testing.T) {
 	for range 5 {
 		o.observe(declared, []byte(`{"ok":true,"extra":1}`))
 	}
-	if ot, raw := o.outputType(declared); ot.Source != OutputDeclared || ot.Samples != 0 || raw != nil {
+	if ot, raw := o.outputType(t.Context(), declared); ot.Source != OutputDeclared || ot.Samples != 0 || raw != nil {
 		t.Errorf("a declared tool: %+v %s", ot, raw)
 	}
 	dir := t.TempDir()
@@ -145,7 +145,7 @@ func TestObservedBounds(t *testing.T) {
 	for range ObservedAfter {
 		o.observe(tool, []byte(deep))
 	}
-	_, raw := o.outputType(tool)
+	_, raw := o.outputType(t.Context(), tool)
 	if n := bytes.Count(raw, []byte(`"properties"`)); n != shapeDepth {
 		t.Errorf("%d levels of objects followed, want %d: %s", n, shapeDepth, raw)
 	}
@@ -164,7 +164,7 @@ func TestObservedBounds(t *testing.T) {
 			t.Fatalf("after %d results: %d nodes (counted %d), over the bound %d", i+1, nodes, size, shapeNodes)
 		}
 	}
-	wot, wraw := o.outputType(wide)
+	wot, wraw := o.outputType(t.Context(), wide)
 	stub := wide.pythonStubReturning(wraw, wot)
 	if !strings.Contains(stub, "-> dict[str, ") {
 		t.Errorf("a shape of many distinct keys is not a map:\n%.2000s", stub)
@@ -179,7 +179,7 @@ func TestObservedBounds(t *testing.T) {
 	if len(many.tools) != maxObserved {
 		t.Errorf("%d tools remembered, want %d", len(many.tools), maxObserved)
 	}
-	if ot, _ := many.outputType(first); ot.Samples != 0 {
+	if ot, _ := many.outputType(t.Context(), first); ot.Samples != 0 {
 		t.Errorf("the least recently observed tool is remembered: %+v", ot)
 	}
 
@@ -187,7 +187,7 @@ func TestObservedBounds(t *testing.T) {
 	for range ObservedAfter {
 		o.observe(big, []byte(`"`+strings.Repeat("x", observeMaxBytes)+`"`))
 	}
-	if ot, _ := o.outputType(big); ot.Samples != 0 {
+	if ot, _ := o.outputType(t.Context(), big); ot.Samples != 0 {
 		t.Errorf("a result over %d bytes was read: %+v", observeMaxBytes, ot)
 	}
 }
@@ -200,10 +200,10 @@ func TestObservedDefinitionChange(t *testing.T) {
 		o.observe(v1, []byte(`{"a":1}`))
 	}
 	v2 := stubTool(t, "s__tool", `{"type":"object","properties":{"b":{"type":"string"}}}`, "")
-	if ot, _ := o.outputType(v2); ot.Source != OutputNone || ot.Samples != 0 {
+	if ot, _ := o.outputType(t.Context(), v2); ot.Source != OutputNone || ot.Samples != 0 {
 		t.Errorf("a changed definition keeps the old observations: %+v", ot)
 	}
-	if ot, _ := o.outputType(v1); ot.Source != OutputObserved {
+	if ot, _ := o.outputType(t.Context(), v1); ot.Source != OutputObserved {
 		t.Errorf("the old definition lost its observations: %+v", ot)
 	}
 }
@@ -219,14 +219,14 @@ func TestObservedConcurrent(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			for i := range 50 {
 				o.observe(tool, []byte(fmt.Sprintf(`{"g%d":%d,"all":[%d]}`, g, i, i)))
-				o.outputType(tool)
+				o.outputType(t.Context(), tool)
 			}
 		}()
 	}
 	for range 8 {
 		<-done
 	}
-	if ot, _ := o.outputType(tool); ot.Samples != 400 || ot.Source != OutputObserved {
+	if ot, _ := o.outputType(t.Context(), tool); ot.Samples != 400 || ot.Source != OutputObserved {
 		t.Errorf("%+v, want 400 samples", ot)
 	}
 }

@@ -33,6 +33,10 @@ type PoolOptions struct {
 	OnToolsChanged func(server string)
 	// Implementation names this client to upstream servers; nil means "mcp-sandbox".
 	Implementation *mcp.Implementation
+	// Shapes, when set, keeps the shapes observed of this tenant's results beyond the
+	// process (docs/design.md §3.3): the Pool merges its samples into it, on a goroutine of
+	// its own, and get_tool_info reads every replica's from it. Nil: kept in memory only.
+	Shapes ShapeStore
 }
 
 // Pool holds one tenant's client sessions, one per upstream server, opened lazily. It is safe
@@ -85,6 +89,9 @@ func NewPool(options *PoolOptions) (*Pool, error) {
 		p.conns[s.Name] = c
 		p.order = append(p.order, s.Name)
 	}
+	if opts.Shapes != nil {
+		p.bg.Go(p.observed.startStore(opts.Shapes, p.logger))
+	}
 	return p, nil
 }
 
@@ -105,6 +112,9 @@ func (p *Pool) Close() error {
 		go func() { defer wg.Done(); c.shutdown() }()
 	}
 	wg.Wait()
+	if !p.observed.closeStore(closeGrace) {
+		p.logger.Warn("observed result shapes still being merged into the ledger as the upstream pool closed")
+	}
 	done := make(chan struct{})
 	go func() { p.bg.Wait(); close(done) }()
 	select {

@@ -329,7 +329,7 @@ func TestDeferredCatalogue(t *testing.T) {
 	if len(seen) != 351+len(cat.Exposed()) {
 		t.Errorf("list_tools over big: %d tools, want %d", len(seen), 351+len(cat.Exposed()))
 	}
-	info, fe := turn.ToolInfo("big__tool-0342")
+	info, fe := turn.ToolInfo(t.Context(), "big__tool-0342")
 	if fe != nil {
 		t.Fatal(fe)
 	}
@@ -356,7 +356,7 @@ func TestPolicy(t *testing.T) {
 			t.Errorf("denied %s in Names", n)
 		}
 	}
-	if _, r := turn.ToolInfo("docs__list_repos"); r == nil || r.Kind != failure.Denied {
+	if _, r := turn.ToolInfo(t.Context(), "docs__list_repos"); r == nil || r.Kind != failure.Denied {
 		t.Errorf("get_tool_info of a denied tool: %+v", r)
 	}
 	if got := f.count(t, "delete-everything") + f.count(t, "fail") + f.count(t, "list_repos"); got != 0 {

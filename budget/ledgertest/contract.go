@@ -36,12 +36,18 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ApprovalsAreRecorded", func(t *testing.T) { contractApprovals(t, newLedger(t)) })
 	t.Run("RefusalsAreBoundedAndExact", func(t *testing.T) { contractRefusalLoop(t, newLedger(t)) })
 	t.Run("CassettesKeptAndSwept", func(t *testing.T) { l := newLedger(t); contractCassettes(t, l, l) })
+	t.Run("ObservedShapesMerged", func(t *testing.T) { l := newLedger(t); contractShapes(t, l, l) })
+	t.Run("ObservedShapesBounded", func(t *testing.T) { contractShapeBound(t, newLedger(t)) })
 	if reopen == nil {
 		return
 	}
 	t.Run("CassettesShared", func(t *testing.T) {
 		a := newLedger(t)
 		contractCassettes(t, a, reopen(t, a))
+	})
+	t.Run("ObservedShapesShared", func(t *testing.T) {
+		a := newLedger(t)
+		contractShapes(t, a, reopen(t, a))
 	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {

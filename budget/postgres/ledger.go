@@ -145,6 +145,18 @@ var postgresSchema = []string{
 	);
 	CREATE INDEX ledger_cassettes_run ON ledger_cassettes (tenant, run_id);
 	CREATE INDEX ledger_cassettes_recorded ON ledger_cassettes (recorded_at);`,
+	// 6: the shapes of tools' results, per tenant, upstream, tool and definition (observed.go).
+	`CREATE TABLE ledger_observed_shapes (
+		tenant          text        NOT NULL,
+		upstream        text        NOT NULL,
+		tool            text        NOT NULL,
+		definition      text        NOT NULL,
+		samples         bigint      NOT NULL DEFAULT 0,
+		shape           bytea       NOT NULL DEFAULT ''::bytea,
+		updated_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+		PRIMARY KEY (tenant, upstream, tool, definition)
+	);
+	CREATE INDEX ledger_observed_shapes_age ON ledger_observed_shapes (tenant, updated_at);`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

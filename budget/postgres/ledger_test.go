@@ -263,3 +263,12 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 		t.Fatalf("a summary of approvals in a migrated ledger = %+v, %v; want Times 5", recs, err)
 	}
 }
+
+func BenchmarkShapeMerge(b *testing.B) {
+	l, err := Open(b.Context(), pgtest.Schema(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ledgertest.BenchmarkShapeMerge(b, l)
+}

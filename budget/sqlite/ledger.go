@@ -131,6 +131,18 @@ CREATE TABLE IF NOT EXISTS cassettes (
 );
 CREATE INDEX IF NOT EXISTS cassettes_run ON cassettes (tenant, run_id);
 CREATE INDEX IF NOT EXISTS cassettes_recorded ON cassettes (recorded_at);
+-- 6: the shapes of tools' results, per tenant, upstream, tool and definition (observed.go).
+CREATE TABLE IF NOT EXISTS observed_shapes (
+	tenant          TEXT    NOT NULL,
+	upstream        TEXT    NOT NULL,
+	tool            TEXT    NOT NULL,
+	definition      TEXT    NOT NULL,
+	samples         INTEGER NOT NULL,
+	shape           BLOB    NOT NULL,
+	updated_at      INTEGER NOT NULL,
+	PRIMARY KEY (tenant, upstream, tool, definition)
+);
+CREATE INDEX IF NOT EXISTS observed_shapes_age ON observed_shapes (tenant, updated_at);
 `
 
 // indexesAdded are created after the migration, since they may name columnsAdded.
@@ -229,7 +241,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 5
+const sqliteSchemaVersion = 6
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.

@@ -243,3 +243,12 @@ func startedCalls(t *testing.T, limits budget.Limits, ids ...string) (*Ledger, b
 	}
 	return l, run
 }
+
+func BenchmarkShapeMerge(b *testing.B) {
+	l, err := Open(b.Context(), b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ledgertest.BenchmarkShapeMerge(b, l)
+}

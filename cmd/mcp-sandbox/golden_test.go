@@ -94,7 +94,7 @@ func TestGoldenResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oa, err := openAgent(ctx, cfg, "t", "a", oneShot)
+	oa, err := openAgent(ctx, cfg, "t", "a", oneShot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	// no sweeper; the upstreams start when the turn lists them. The program's own child is
 	// started first, so it comes up while the ledger opens and records the execution (the
 	// program is sent to it only once that record is committed).
-	oa, err := openAgent(ctx, cfg, tname, aname, oneShot)
+	// Its pools learn result shapes in memory only (nil ledger): the ledger is opened after
+	// them and closed before them.
+	oa, err := openAgent(ctx, cfg, tname, aname, oneShot, nil)
 	if err != nil {
 		return exitCode(err), err
 	}

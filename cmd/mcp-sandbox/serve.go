@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -104,7 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if err != nil {
 			return exitUsage, err
 		}
-		oa, err := openAgent(ctx, cfg, tname, aname, serving)
+		oa, err := openAgent(ctx, cfg, tname, aname, serving, st.ledger)
 		if err != nil {
 			return exitCode(err), err
 		}
@@ -199,12 +200,12 @@ type openedAgent struct {
 // shell gets the agent (terms, refusal, budget, preserve, bindings, policy, upstreams) that a
 // host gets. Nothing of the upstreams is started: a pool connects when a turn first needs
 // its catalogue.
-func openAgent(ctx context.Context, cfg *configs.Config, tname, aname string, mode profileMode) (*openedAgent, error) {
+func openAgent(ctx context.Context, cfg *configs.Config, tname, aname string, mode profileMode, ledger budget.Ledger) (*openedAgent, error) {
 	profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}}, mode)
 	if err != nil {
 		return nil, err
 	}
-	pools, err := openUpstreams(cfg, []string{tname})
+	pools, err := openUpstreams(cfg, []string{tname}, ledger)
 	if err != nil {
 		profiles.close()
 		return nil, err
@@ -386,7 +387,7 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		return exitCode(err), err
 	}
 	defer ps.close()
-	pools, err := openUpstreams(cfg, sortedKeys(use))
+	pools, err := openUpstreams(cfg, sortedKeys(use), opts.Ledger)
 	if err != nil {
 		return exitUsage, err
 	}

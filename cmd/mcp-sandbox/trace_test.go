@@ -55,7 +55,7 @@ tenants:
 		t.Fatal(err)
 	}
 	defer ps.close()
-	pools, err := openUpstreams(cfg, []string{"t"})
+	pools, err := openUpstreams(cfg, []string{"t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -94,8 +95,10 @@ type tenantPools struct {
 }
 
 // openUpstreams builds the pools of the given tenants. Nothing is started: a pool connects to
-// a server when a turn first needs its catalogue.
-func openUpstreams(cfg *configs.Config, tenants []string) (*tenantPools, error) {
+// a server when a turn first needs its catalogue. A pool keeps the shapes it observes of its
+// tenant's results in ledger, when that keeps them (nil: in memory only); ledger must outlive
+// the pools, which merge what they hold into it as they close.
+func openUpstreams(cfg *configs.Config, tenants []string, ledger budget.Ledger) (*tenantPools, error) {
 	tp := &tenantPools{pools: map[string]*upstream.Pool{}, watchers: map[string][]func(){}}
 	for _, tname := range tenants {
 		grant := cfg.Tenants[tname].Upstreams
@@ -120,6 +123,7 @@ func openUpstreams(cfg *configs.Config, tenants []string) (*tenantPools, error) 
 			Servers:        servers,
 			Logger:         slog.Default().With("tenant", tname),
 			OnToolsChanged: func(string) { tp.changed(tname) },
+			Shapes:         shapeStore(ledger, tname),
 		})
 		if err != nil {
 			tp.close()

@@ -46,7 +46,7 @@ func TestAgentUpstreams(t *testing.T) {
 			"none": {Agents: map[string]configs.Agent{"a": {}}},
 		},
 	}
-	tp, err := openUpstreams(cfg, []string{"t", "none"})
+	tp, err := openUpstreams(cfg, []string{"t", "none"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestAgentUpstreams(t *testing.T) {
 		t.Errorf("a tenant granted nothing has upstreams")
 	}
 	cfg.Tenants["bad"] = configs.Tenant{Upstreams: []string{"missing"}}
-	if _, err := openUpstreams(cfg, []string{"bad"}); err == nil {
+	if _, err := openUpstreams(cfg, []string{"bad"}, nil); err == nil {
 		t.Errorf("a grant of an undefined upstream was accepted")
 	}
 }
