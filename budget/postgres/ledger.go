@@ -135,6 +135,27 @@ var postgresSchema = []string{
 	// 4: a summary of refusals stands for several calls (Refusal.Times).
 	`ALTER TABLE ledger_calls ADD COLUMN times bigint NOT NULL DEFAULT 1;
 	ALTER TABLE ledger_approvals ADD COLUMN times bigint NOT NULL DEFAULT 1;`,
+	// 5: calls paused on a person's approval, with their program's journal (pause.go).
+	`CREATE TABLE ledger_pauses (
+		id          text        PRIMARY KEY,
+		tenant      text        NOT NULL,
+		agent       text        NOT NULL,
+		run_key     text        NOT NULL,
+		hold        text        NOT NULL,
+		tool        text        NOT NULL,
+		arguments   text        NOT NULL,
+		reason      text        NOT NULL,
+		seq         bigint      NOT NULL,
+		journal     text,
+		resumable   boolean     NOT NULL,
+		asked_at    timestamptz NOT NULL,
+		expires_at  timestamptz NOT NULL,
+		status      text        NOT NULL,
+		answered_by text        NOT NULL DEFAULT '',
+		decided_at  timestamptz,
+		claimed     boolean     NOT NULL DEFAULT false
+	);
+	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

@@ -121,6 +121,27 @@ CREATE TABLE IF NOT EXISTS approvals (
 );
 CREATE INDEX IF NOT EXISTS approvals_open ON approvals (owner) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS approvals_run ON approvals (tenant, run_id);
+-- 5: calls paused on a person's approval, with their program's journal (pause.go).
+CREATE TABLE IF NOT EXISTS pauses (
+	id              TEXT    PRIMARY KEY,
+	tenant          TEXT    NOT NULL,
+	agent           TEXT    NOT NULL,
+	run_key         TEXT    NOT NULL,
+	hold            TEXT    NOT NULL,
+	tool            TEXT    NOT NULL,
+	arguments       TEXT    NOT NULL,
+	reason          TEXT    NOT NULL,
+	seq             INTEGER NOT NULL,
+	journal         TEXT,
+	resumable       INTEGER NOT NULL,
+	asked_at        INTEGER NOT NULL,
+	expires_at      INTEGER NOT NULL,
+	status          TEXT    NOT NULL,
+	answered_by     TEXT    NOT NULL DEFAULT '',
+	decided_at      INTEGER,
+	claimed         INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS pauses_pending ON pauses (asked_at) WHERE status = 'pending';
 `
 
 // indexesAdded are created after the migration, since they may name columnsAdded.
@@ -219,7 +240,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 4
+const sqliteSchemaVersion = 5
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
