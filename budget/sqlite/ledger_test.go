@@ -29,7 +29,9 @@ func TestLedgerContract(t *testing.T) {
 func TestPausesContract(t *testing.T) {
 	ledgertest.RunPausesContract(t,
 		func(t *testing.T) budget.Pauses { return openLedger(t, t.TempDir()) },
-		func(t *testing.T, p budget.Pauses) budget.Pauses { return openLedger(t, filepath.Dir(p.(*Ledger).locks)) })
+		func(t *testing.T, p budget.Pauses) budget.Pauses {
+			return openLedger(t, filepath.Dir(p.(*Ledger).locks))
+		})
 }
 
 func TestIsWAL(t *testing.T) {
