@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -43,12 +44,17 @@ type Pause struct {
 	// Claimed says a process has taken the decision to carry on the call (the holder, or
 	// one resuming from the journal): it is carried on once.
 	Claimed bool
+	// Owner is the ledger owner that paused it (set by SavePause): the process holding it.
+	Owner string
 }
+
+// ErrHeldElsewhere is ClaimPause's refusal of a pause whose owner is another process, alive.
+var ErrHeldElsewhere = errors.New("budget: the pause is held by another process, which is alive")
 
 // Pauses keep paused calls. budget/sqlite and budget/postgres implement it beside Ledger;
 // safe for concurrent use, and by several processes on one store.
 type Pauses interface {
-	// SavePause records p as pending.
+	// SavePause records p as pending, owned by this ledger (p.Owner is ignored).
 	SavePause(ctx context.Context, p Pause) error
 	// Pause returns one pause; ErrNotFound when there is none (dropped, or never kept).
 	Pause(ctx context.Context, id string) (Pause, error)
@@ -57,8 +63,9 @@ type Pauses interface {
 	// DecidePause answers a pending pause (accepted, declined or cancelled) once: the first
 	// answer stands, and a later one gets ErrAlreadyFinished with the pause as decided.
 	DecidePause(ctx context.Context, id string, status ApprovalStatus, answeredBy string) (Pause, error)
-	// ClaimPause takes a decided pause for carrying on, once: ErrAlreadyFinished when it was
-	// claimed before (or is still pending).
+	// ClaimPause takes a decided pause for carrying on, once: by its owner, or by anyone once
+	// the owner is gone (as Recover judges an owner gone); ErrHeldElsewhere while another
+	// owner is alive, ErrAlreadyFinished when it was claimed before (or is still pending).
 	ClaimPause(ctx context.Context, id string) error
 	// DropPause forgets a pause; dropping one that is gone does nothing.
 	DropPause(ctx context.Context, id string) error

@@ -87,14 +87,34 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	if _, err := p.DecidePause(ctx, "q_1", budget.ApprovalTimedOut, ""); err == nil {
 		t.Errorf("a pause was answered timed_out")
 	}
-	claimed := 0
-	for _, l := range []budget.Pauses{p, other, p} {
-		if l.ClaimPause(ctx, "q_1") == nil {
-			claimed++
-		}
+	if err := other.ClaimPause(ctx, "q_1"); !errors.Is(err, budget.ErrHeldElsewhere) {
+		t.Errorf("claimed by another ledger while its owner is open: %v, want ErrHeldElsewhere", err)
 	}
-	if claimed != 1 {
-		t.Errorf("claimed %d times, want once", claimed)
+	if err := p.ClaimPause(ctx, "q_1"); err != nil {
+		t.Errorf("claimed by its owner: %v", err)
+	}
+	if err := p.ClaimPause(ctx, "q_1"); !errors.Is(err, budget.ErrAlreadyFinished) {
+		t.Errorf("claimed twice: %v, want ErrAlreadyFinished", err)
+	}
+	// An owner gone (closed here; a process killed drops its lock or lease too): any may claim.
+	gone := reopen(t, p)
+	if err := gone.SavePause(ctx, budget.Pause{ID: "q_2", Tenant: "t", Agent: "a", Hold: "h_3", Tool: "x", AskedAt: asked, Expires: asked}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.DecidePause(ctx, "q_2", budget.ApprovalAccepted, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.ClaimPause(ctx, "q_2"); !errors.Is(err, budget.ErrHeldElsewhere) {
+		t.Errorf("claimed while its owner is open: %v, want ErrHeldElsewhere", err)
+	}
+	if err := gone.(interface{ Close() error }).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.ClaimPause(ctx, "q_2"); err != nil {
+		t.Errorf("claimed once its owner is gone: %v", err)
+	}
+	if err := other.DropPause(ctx, "q_2"); err != nil {
+		t.Fatal(err)
 	}
 	if d, err := other.Pause(ctx, "q_1"); err != nil || !d.Claimed || d.AnsweredBy != "someone" || d.DecidedAt.IsZero() {
 		t.Errorf("decided and claimed: %+v, %v", d, err)

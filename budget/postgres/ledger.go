@@ -153,7 +153,8 @@ var postgresSchema = []string{
 		status      text        NOT NULL,
 		answered_by text        NOT NULL DEFAULT '',
 		decided_at  timestamptz,
-		claimed     boolean     NOT NULL DEFAULT false
+		claimed     boolean     NOT NULL DEFAULT false,
+		owner       text        NOT NULL
 	);
 	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
 }

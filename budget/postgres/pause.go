@@ -21,15 +21,15 @@ func (p *Ledger) SavePause(ctx context.Context, ps budget.Pause) error {
 		journal = &j
 	}
 	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_pauses
-		(id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at, status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'pending')`,
+		(id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at, status, owner)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'pending', $14)`,
 		ps.ID, ps.Tenant, ps.Agent, ps.Run, ps.Hold, ps.Tool, ps.Arguments, ps.Reason, ps.Seq, journal, ps.Resumable,
-		ps.AskedAt, ps.Expires)
+		ps.AskedAt, ps.Expires, p.owner)
 	return wrapPG(err)
 }
 
 const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at,
-	status, answered_by, decided_at, claimed`
+	status, answered_by, decided_at, claimed, owner`
 
 func scanPause(r pgx.Row) (budget.Pause, error) {
 	var ps budget.Pause
@@ -37,7 +37,7 @@ func scanPause(r pgx.Row) (budget.Pause, error) {
 	var decided *time.Time
 	var status string
 	err := r.Scan(&ps.ID, &ps.Tenant, &ps.Agent, &ps.Run, &ps.Hold, &ps.Tool, &ps.Arguments, &ps.Reason, &ps.Seq, &journal,
-		&ps.Resumable, &ps.AskedAt, &ps.Expires, &status, &ps.AnsweredBy, &decided, &ps.Claimed)
+		&ps.Resumable, &ps.AskedAt, &ps.Expires, &status, &ps.AnsweredBy, &decided, &ps.Claimed, &ps.Owner)
 	if journal != nil {
 		ps.Journal = json.RawMessage(*journal)
 	}
@@ -82,14 +82,26 @@ func (p *Ledger) DecidePause(ctx context.Context, id string, status budget.Appro
 }
 
 func (p *Ledger) ClaimPause(ctx context.Context, id string) error {
-	tag, err := p.pool.Exec(ctx, `UPDATE ledger_pauses SET claimed = true WHERE id = $1 AND status != 'pending' AND NOT claimed`, id)
+	// Another replica's pause only once its lease has expired or is gone (it closed), as
+	// Recover judges an owner gone.
+	tag, err := p.pool.Exec(ctx, `UPDATE ledger_pauses ps SET claimed = true
+		WHERE ps.id = $1 AND ps.status <> 'pending' AND NOT ps.claimed
+			AND (ps.owner = $2 OR NOT EXISTS (SELECT 1 FROM ledger_leases l WHERE l.owner = ps.owner AND l.expires_at >= now()))`,
+		id, p.owner)
 	if err != nil {
 		return wrapPG(err)
 	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("%w: pause %s was claimed already, or is not decided", budget.ErrAlreadyFinished, id)
+	if tag.RowsAffected() == 1 {
+		return nil
 	}
-	return nil
+	ps, err := p.Pause(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case ps.Status != budget.ApprovalPending && !ps.Claimed:
+		return fmt.Errorf("%w: pause %s", budget.ErrHeldElsewhere, id)
+	}
+	return fmt.Errorf("%w: pause %s was claimed already, or is not decided", budget.ErrAlreadyFinished, id)
 }
 
 func (p *Ledger) DropPause(ctx context.Context, id string) error {

@@ -139,7 +139,8 @@ CREATE TABLE IF NOT EXISTS pauses (
 	status          TEXT    NOT NULL,
 	answered_by     TEXT    NOT NULL DEFAULT '',
 	decided_at      INTEGER,
-	claimed         INTEGER NOT NULL DEFAULT 0
+	claimed         INTEGER NOT NULL DEFAULT 0,
+	owner           TEXT    NOT NULL
 );
 CREATE INDEX IF NOT EXISTS pauses_pending ON pauses (asked_at) WHERE status = 'pending';
 `

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 )
 
 var _ budget.Pauses = (*Ledger)(nil)
@@ -20,16 +21,16 @@ func (s *Ledger) SavePause(ctx context.Context, p budget.Pause) error {
 	}
 	return s.write(ctx, func(tx *stmtTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO pauses
-			(id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')`,
+			(id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at, status, owner)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
 			p.ID, p.Tenant, p.Agent, p.Run, p.Hold, p.Tool, p.Arguments, p.Reason, p.Seq, journal, p.Resumable,
-			p.AskedAt.UnixNano(), p.Expires.UnixNano())
+			p.AskedAt.UnixNano(), p.Expires.UnixNano(), s.lock.ID())
 		return err
 	})
 }
 
 const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at,
-	status, answered_by, decided_at, claimed`
+	status, answered_by, decided_at, claimed, owner`
 
 func scanPause(r scanner) (budget.Pause, error) {
 	var p budget.Pause
@@ -38,7 +39,7 @@ func scanPause(r scanner) (budget.Pause, error) {
 	var decided sql.NullInt64
 	var status string
 	if err := r.Scan(&p.ID, &p.Tenant, &p.Agent, &p.Run, &p.Hold, &p.Tool, &p.Arguments, &p.Reason, &p.Seq, &journal,
-		&p.Resumable, &asked, &expires, &status, &p.AnsweredBy, &decided, &p.Claimed); err != nil {
+		&p.Resumable, &asked, &expires, &status, &p.AnsweredBy, &decided, &p.Claimed, &p.Owner); err != nil {
 		return p, err
 	}
 	if journal.Valid {
@@ -90,6 +91,22 @@ func (s *Ledger) DecidePause(ctx context.Context, id string, status budget.Appro
 }
 
 func (s *Ledger) ClaimPause(ctx context.Context, id string) error {
+	p, err := s.Pause(ctx, id)
+	if err != nil {
+		return err
+	}
+	if p.Owner != s.lock.ID() {
+		// Another opener's pause: only once its lock can be taken (it closed or died), and
+		// held while the claim is written, so the owner cannot come back meanwhile.
+		gone, unlock, err := owner.Claim(s.locks, p.Owner)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if !gone {
+			return fmt.Errorf("%w: pause %s", budget.ErrHeldElsewhere, id)
+		}
+	}
 	return s.write(ctx, func(tx *stmtTx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE pauses SET claimed = 1 WHERE id = ? AND status != 'pending' AND claimed = 0`, id)
 		if err != nil {
