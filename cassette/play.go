@@ -21,7 +21,7 @@ type Player struct {
 	// from its journal, NewResumer); pending, when set, is what the first of them must be.
 	live    bool
 	pending *Call
-	reached bool // the pending call was made
+	reached bool   // the pending call was made
 	what    string // "cassette", or "journal"
 
 	mu     sync.Mutex // guards played and div
