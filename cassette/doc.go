@@ -13,6 +13,12 @@
 // with other arguments (compared redacted, with the recording's redacted places masked), or
 // past the end, is answered replay_diverged, and so is every call after it.
 //
+// A Journal is the tape of a program that may pause on a person's approval (mcpserver keeps
+// it in the ledger with the pause): the same lines, results whole, and the calls in flight.
+// A program run again after its process was gone resumes from one: NewResumer is a Player
+// whose calls past the journal are made live, the first of them checked to be the call the
+// program paused on (docs/design.md §11).
+//
 // It imports binding (the Tape it implements), upstream (redaction), engine/wire (answers)
 // and failure. Recorder and Player are safe for concurrent use.
 package cassette

@@ -87,6 +87,9 @@ func (j *Journal) InFlight(except int) []int {
 	return out
 }
 
+// Resuming reports whether the journal resumes an earlier one.
+func (j *Journal) Resuming() bool { return j.play != nil }
+
 // Replayed is how many calls were answered from the earlier journal.
 func (j *Journal) Replayed() int {
 	if j.play == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -117,6 +118,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	}
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
 		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
+	h.pauses, _ = o.Ledger.(budget.Pauses)
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
@@ -280,6 +282,9 @@ type handlers struct {
 	// under stateKeys.
 	holds     holds
 	stateKeys *StateKeys
+	// pauses keep calls paused on an approval beyond this process (pause.go): the ledger's,
+	// when it keeps them; nil otherwise.
+	pauses budget.Pauses
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -313,12 +318,12 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(*in.Code) > maxCodeBytes {
 		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
-	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals) *mcp.CallToolResult {
+	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals, j *cassette.Journal) *mcp.CallToolResult {
 		ctx, end, ok := h.opts.Drain.begin(ctx)
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, *in.Code, a)
+		res := h.execute(ctx, req, *in.Code, a, j)
 		end()
 		out := renderResult(res, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)

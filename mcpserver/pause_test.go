@@ -1,0 +1,241 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+)
+
+// pauseFixture is an upstream whose count tool counts its calls beside wipe (which needs
+// approval), and a program that counts "before", wipes, and counts "after"; diverge makes its
+// second and later starts count something else first, as a program reading the clock would.
+type pauseFixture struct {
+	f              *upstreamFixture
+	counted, wiped *atomic.Int32
+	starts         atomic.Int32
+	diverge        bool
+
+	mu      sync.Mutex
+	answers []string
+}
+
+func newPauseFixture(t *testing.T) *pauseFixture {
+	f, wiped := approvalUpstream(t)
+	px := &pauseFixture{f: f, wiped: wiped, counted: &atomic.Int32{}}
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "count", Description: "Counts."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			n := px.counted.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.S + "#" + string(rune('0'+n))}}}, nil, nil
+		})
+	return px
+}
+
+func (px *pauseFixture) agent() Agent {
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
+		first := "before"
+		if px.starts.Add(1) > 1 && px.diverge {
+			first = "clock"
+		}
+		var got []string
+		for _, c := range []struct{ tool, s string }{{"up__count", first}, {"up__wipe", "x"}, {"up__count", "after"}} {
+			r := ex.Tools.CallTool(ctx, c.tool, json.RawMessage(`{"s":"`+c.s+`"}`))
+			got = append(got, string(r.Kind)+string(r.Value))
+		}
+		px.mu.Lock()
+		px.answers = got
+		px.mu.Unlock()
+		return ok(`null`)(ctx, ex)
+	}}
+	u := px.f.upstreams(false)
+	u.ApprovalTimeout = time.Hour // the question outlives every wait of the test
+	return Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}
+}
+
+func (px *pauseFixture) programSaw() string {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	return strings.Join(px.answers, ",")
+}
+
+// runParams is run_code in the named Run r, which a retry reaching another process names too.
+func runParams(state, question, action string) *mcp.CallToolParams {
+	p := &mcp.CallToolParams{Name: ToolRunCode, Arguments: map[string]any{"code": "..."}, Meta: mcp.Meta{MetaRun: "r"}}
+	if state != "" {
+		p.RequestState, p.InputResponses = state, mcp.InputResponseMap{question: &mcp.ElicitResult{Action: action}}
+	}
+	return p
+}
+
+func callRun(t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// pausedOn runs the program on a server of ledger led until it asks, and returns the state and
+// the question.
+func (px *pauseFixture) pausedOn(t *testing.T, led budget.Ledger, keys *StateKeys) (state, question string) {
+	t.Helper()
+	manual := &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	cs := connectAt(t, px.agent(), &Options{Ledger: led, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, manual, "")
+	res := callRun(t, cs, runParams("", "", ""))
+	if !res.NeedsInput() || len(res.InputRequests) != 1 {
+		t.Fatalf("want input_required, got %s", testkit.Text(res))
+	}
+	for id := range res.InputRequests {
+		question = id
+	}
+	return res.RequestState, question
+}
+
+func resultOfRun(t *testing.T, res *mcp.CallToolResult) execution.Result {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r execution.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return r
+}
+
+// TestPausedProgramResumes: a program paused on an approval whose process is gone (its
+// ledger owner closed, as a killed process's is) is carried on by another process on the same
+// ledger when the retry reaches it: run again from its start with the calls before the pause
+// answered from the journal (the upstream's counter does not move for them), the approved
+// call made once, the rest live; the result says resumed with 1 call replayed. A replay of
+// the same retry is refused and calls nothing.
+func TestPausedProgramResumes(t *testing.T) {
+	px := newPauseFixture(t)
+	dir := t.TempDir()
+	keys := RandomStateKeys()
+	first, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, q := px.pausedOn(t, first, keys)
+	if n := px.counted.Load(); n != 1 {
+		t.Fatalf("count ran %d times before the pause, want 1", n)
+	}
+	first.Close() // the holder is gone
+	second, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Close() })
+	cs := connectAt(t, px.agent(), &Options{Ledger: second, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, nil, "")
+	res := callRun(t, cs, runParams(state, q, "accept"))
+	r := resultOfRun(t, res)
+	if r.Failure != nil || r.Resumed == nil || r.Resumed.ReplayedCalls != 1 {
+		t.Fatalf("resumed: failure %+v, resumed %+v; %s", r.Failure, r.Resumed, testkit.Text(res))
+	}
+	if got := px.programSaw(); got != `"before#1","wiped x","after#2"` {
+		t.Errorf("the resumed program saw %s", got)
+	}
+	if c, w := px.counted.Load(), px.wiped.Load(); c != 2 || w != 1 {
+		t.Errorf("count ran %d times, wipe %d; want 2 (before once, after once) and 1", c, w)
+	}
+	if p, err := second.Pause(context.Background(), q); err != nil || p.Status != budget.ApprovalAccepted || !p.Claimed || p.Tool != "up__wipe" {
+		t.Errorf("the pause: %+v, %v", p, err)
+	}
+	again := callRun(t, cs, runParams(state, q, "accept"))
+	if msg := testkit.Text(again); !again.IsError || !strings.Contains(msg, "already answered") {
+		t.Errorf("the retry replayed: %s", msg)
+	}
+	if w := px.wiped.Load(); w != 1 {
+		t.Errorf("wipe ran %d times after a replayed retry", w)
+	}
+}
+
+// TestResumedProgramDiverges (must show 5): a program that takes another path when run again
+// (it read the clock) ends replay_diverged naming the call, and nothing at or past the
+// divergence is made: the approved wipe never runs and count only ran in the first run.
+func TestResumedProgramDiverges(t *testing.T) {
+	px := newPauseFixture(t)
+	px.diverge = true
+	dir := t.TempDir()
+	keys := RandomStateKeys()
+	first, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, q := px.pausedOn(t, first, keys)
+	first.Close()
+	second, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Close() })
+	cs := connectAt(t, px.agent(), &Options{Ledger: second, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, nil, "")
+	r := resultOfRun(t, callRun(t, cs, runParams(state, q, "accept")))
+	if r.Failure == nil || r.Failure.Kind != "replay_diverged" || !strings.Contains(r.Failure.Message, "call 1 was up__count") ||
+		!strings.Contains(r.Failure.Message, `"clock"`) || r.Resumed == nil {
+		t.Errorf("diverged: %+v, resumed %+v", r.Failure, r.Resumed)
+	}
+	if c, w := px.counted.Load(), px.wiped.Load(); c != 1 || w != 0 {
+		t.Errorf("count ran %d times, wipe %d; want 1 (the first run's) and 0", c, w)
+	}
+}
+
+// TestPauseHeldByALiveProcess: a retry reaching a process that does not hold the call while
+// its holder is alive records the answer and is refused (it never runs the program a second
+// time); the holder, seeing the answer in the ledger, carries its own call on, and a retry
+// reaching it collects the result. The call is made once.
+func TestPauseHeldByALiveProcess(t *testing.T) {
+	old := pausePoll
+	pausePoll = 20 * time.Millisecond
+	t.Cleanup(func() { pausePoll = old })
+	px := newPauseFixture(t)
+	dir := t.TempDir()
+	keys := RandomStateKeys()
+	open := func() *sqlite.Ledger {
+		l, err := sqlite.Open(context.Background(), dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	holder := open()
+	manual := &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	held := connectAt(t, px.agent(), &Options{Ledger: holder, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, manual, "")
+	res := callRun(t, held, runParams("", "", ""))
+	var q string
+	for id := range res.InputRequests {
+		q = id
+	}
+	other := connectAt(t, px.agent(), &Options{Ledger: open(), StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, nil, "")
+	refused := callRun(t, other, runParams(res.RequestState, q, "accept"))
+	if msg := testkit.Text(refused); !refused.IsError || !strings.Contains(msg, "alive and carries it on") {
+		t.Fatalf("a retry at another process: %s", msg)
+	}
+	r := resultOfRun(t, callRun(t, held, runParams(res.RequestState, q, "decline")))
+	if r.Failure != nil || r.Resumed != nil {
+		t.Errorf("collected: %+v", r)
+	}
+	if got := px.programSaw(); got != `"before#1","wiped x","after#2"` || px.starts.Load() != 1 {
+		t.Errorf("the program saw %s in %d starts; want the first answer (accept) to stand, one start", got, px.starts.Load())
+	}
+	if w := px.wiped.Load(); w != 1 {
+		t.Errorf("wipe ran %d times, want 1", w)
+	}
+}
