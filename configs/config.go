@@ -1,6 +1,9 @@
 package configs
 
-import _ "embed"
+import (
+	_ "embed"
+	"time"
+)
 
 // Values the schema gives a meaning to. They are spelled here once so that cmd, the engine's
 // wiring and the tests agree on them.
@@ -116,6 +119,21 @@ type ServerApprovals struct {
 	// Absent means a random key per process, so a retry survives no restart; replicas that
 	// answer one another's retries need the same key.
 	StateKey StateKeys `yaml:"state_key" json:"state_key,omitempty"`
+	// RetentionHours is how long the ledger keeps a call paused on an approval (its question
+	// and its program's journal) after it was asked; nil means DefaultApprovalRetentionHours.
+	RetentionHours *float64 `yaml:"retention_hours" json:"retention_hours,omitempty"`
+}
+
+// DefaultApprovalRetentionHours is approvals.retention_hours when the config leaves it out.
+const DefaultApprovalRetentionHours = 72
+
+// Retention is how long paused calls are kept (approvals.retention_hours).
+func (a ServerApprovals) Retention() time.Duration {
+	h := float64(DefaultApprovalRetentionHours)
+	if a.RetentionHours != nil {
+		h = *a.RetentionHours
+	}
+	return time.Duration(h * float64(time.Hour))
 }
 
 // StateKeys are one key reference, {env: NAME} or {file: PATH}, or a list of them.

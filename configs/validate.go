@@ -86,6 +86,9 @@ func validate(c *Config, m *meta) Problems {
 	for i, k := range c.Approvals.StateKey {
 		v.credential(fmt.Sprintf("approvals.state_key[%d]", i), k)
 	}
+	if h := c.Approvals.RetentionHours; h != nil && !(*h > 0) {
+		v.add("approvals.retention_hours", "must be more than 0 (hours a paused call and its journal are kept)")
+	}
 	if len(c.Tenants) == 0 && c.TenantsDir == "" && c.SandboxService == nil {
 		v.add("tenants", "no tenant is defined; define one here or set tenants_dir")
 	}

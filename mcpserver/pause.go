@@ -95,7 +95,8 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
 		expires = dl
 	}
-	if !a.save(ctx, id, q, expires) {
+	saved, resumable := a.save(ctx, id, q, expires)
+	if !saved {
 		return a.inner.askAs(ctx, id, q)
 	}
 	ictx, cancel := context.WithCancel(ctx)
@@ -114,7 +115,7 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 	for {
 		select {
 		case r := <-got:
-			return a.answered(ctx, id, r.ans, r.err)
+			return a.answered(ctx, id, resumable, r.ans, r.err)
 		case <-tick.C:
 			p, err := a.h.pauses.Pause(ctx, id)
 			if err != nil || p.Status == budget.ApprovalPending {
@@ -123,7 +124,7 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 			// Answered on another channel: the question put to the client is withdrawn.
 			cancel()
 			if r := <-got; r.err == nil {
-				return a.answered(ctx, id, r.ans, nil) // both at once: the ledger says which stands
+				return a.answered(ctx, id, resumable, r.ans, nil) // both at once: the ledger says which stands
 			}
 			if a.hd != nil {
 				a.h.holds.releasedElsewhere(a.hd, id, expires)
@@ -134,9 +135,9 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 	}
 }
 
-// save keeps q as a pause; false when the ledger would not (the call is then asked as
-// without pauses, and logged).
-func (a *pausingAsker) save(ctx context.Context, id string, q binding.Question, expires time.Time) bool {
+// save keeps q as a pause, and says whether another process could carry it on; saved is
+// false when the ledger would not (the call is then asked as without pauses, and logged).
+func (a *pausingAsker) save(ctx context.Context, id string, q binding.Question, expires time.Time) (saved, resumable bool) {
 	p := budget.Pause{ID: id, Tenant: a.h.agent.Tenant, Agent: a.h.agent.Name, Run: a.run, Tool: q.Tool,
 		Arguments: q.Redacted, Reason: strings.Join(q.Reasons, "; "), Seq: q.Seq, AskedAt: time.Now(), Expires: expires}
 	if a.hd != nil {
@@ -158,20 +159,21 @@ func (a *pausingAsker) save(ctx context.Context, id string, q binding.Question, 
 	}
 	if err != nil {
 		a.h.log.Warn("approval question not kept in the ledger: it lasts only as long as this process", "tool", q.Tool, "err", err)
-		return false
+		return false, false
 	}
-	return true
+	return true, p.Resumable
 }
 
 // answered records the person's answer as the pause's, unless an operator answered first:
-// then that answer stands. A question that lapsed is forgotten (refused, as it always was);
-// one whose wait was cancelled (the request, or this process stopping) is kept, for a retry
-// or an operator, until it expires.
-func (a *pausingAsker) answered(ctx context.Context, id string, ans binding.Answer, err error) (binding.Answer, error) {
+// then that answer stands. A question that lapsed is forgotten (refused, as it always was),
+// and so is one no other process could carry on; a resumable one whose wait was cancelled
+// (the request, or this process stopping) is kept, for a retry or an operator, until it
+// expires.
+func (a *pausingAsker) answered(ctx context.Context, id string, resumable bool, ans binding.Answer, err error) (binding.Answer, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseWriteTimeout)
 	defer cancel()
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) || !resumable {
 			if derr := a.h.pauses.DropPause(wctx, id); derr != nil {
 				a.h.log.Warn("lapsed approval not dropped from the ledger", "question", id, "err", derr)
 			}

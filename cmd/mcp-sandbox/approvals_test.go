@@ -95,3 +95,37 @@ func TestApprovalsCommand(t *testing.T) {
 		t.Errorf("approve without an ID: exit %d, want 2", code)
 	}
 }
+
+// TestPausesRetention: approvals.retention_hours (default 72) drops the paused calls asked
+// before it, and keeps the younger ones; a retention of 0 is a config error.
+func TestPausesRetention(t *testing.T) {
+	cfg, err := loadConfig(testkit.WriteConfig(t, "data_dir: \"-\"\napprovals: {retention_hours: 2}\ntenants: {acme: {agents: {default: {}}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Approvals.Retention(); got != 2*time.Hour {
+		t.Errorf("retention %v, want 2h", got)
+	}
+	if _, err := loadConfig(testkit.WriteConfig(t, "approvals: {retention_hours: 0}\ntenants: {acme: {agents: {default: {}}}}\n")); err == nil ||
+		!strings.Contains(err.Error(), "approvals.retention_hours") {
+		t.Errorf("retention 0: %v", err)
+	}
+	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	now := time.Now()
+	for id, asked := range map[string]time.Time{"q_old": now.Add(-3 * time.Hour), "q_young": now.Add(-time.Hour)} {
+		if err := led.SavePause(context.Background(), budget.Pause{ID: id, Tenant: "acme", Tool: "x", AskedAt: asked, Expires: asked}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropOldPauses(context.Background(), led, cfg.Approvals.Retention())
+	if _, err := led.Pause(context.Background(), "q_old"); err == nil {
+		t.Errorf("a pause past the retention was kept")
+	}
+	if _, err := led.Pause(context.Background(), "q_young"); err != nil {
+		t.Errorf("a pause within the retention: %v", err)
+	}
+}
