@@ -27,7 +27,7 @@ import (
 // kept by a Journal tape on the execution). Then two channels may answer it, and the first
 // answer stands (DecidePause): the client (elicitation/create, or a retry with input
 // responses), or an operator (`mcp-sandbox approvals`), whose answer the waiting call sees
-// within pausePoll. Whoever carries the call on claims the pause once (ClaimPause).
+// within Options.PausePoll. Whoever carries the call on claims the pause once (ClaimPause).
 //
 // When the process holding a program is gone (killed, restarted), a client of 2026-07-28 that
 // retries with its requestState reaches a process with no such hold; that process reads the
@@ -39,8 +39,9 @@ import (
 // divergence is made. A pause with calls in flight besides the paused one is not resumable:
 // their outcome is unknown, so the program is never run again.
 
-// pausePoll is how often a call waiting for an answer looks for an operator's in the ledger.
-var pausePoll = time.Second
+// DefaultPausePoll is how often a call waiting for an answer looks for an operator's in the
+// ledger (Options.PausePoll).
+const DefaultPausePoll = time.Second
 
 // pauseWriteTimeout bounds a pause's records written after the call's context ended.
 const pauseWriteTimeout = 10 * time.Second
@@ -110,7 +111,7 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 		ans, err := a.inner.askAs(ictx, id, q)
 		got <- reply{ans, err}
 	}()
-	tick := time.NewTicker(pausePoll)
+	tick := time.NewTicker(a.h.opts.PausePoll)
 	defer tick.Stop()
 	for {
 		select {
@@ -121,13 +122,15 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 			if err != nil || p.Status == budget.ApprovalPending {
 				continue
 			}
-			// Answered on another channel: the question put to the client is withdrawn.
+			// Answered on another channel: the question put to the client is withdrawn. A
+			// retry of it waits on the hold from now on (marked before the withdrawal, so
+			// no retry finds it neither open nor answered).
+			if a.hd != nil {
+				a.h.holds.releasedElsewhere(a.hd, id, expires)
+			}
 			cancel()
 			if r := <-got; r.err == nil {
 				return a.answered(ctx, id, resumable, r.ans, nil) // both at once: the ledger says which stands
-			}
-			if a.hd != nil {
-				a.h.holds.releasedElsewhere(a.hd, id, expires)
 			}
 			a.h.log.Info("approval answered by the operator's channel", "question", id, "tool", q.Tool, "answer", p.Status, "by", p.AnsweredBy)
 			return a.claim(ctx, id, p)

@@ -201,9 +201,6 @@ func TestResumedProgramDiverges(t *testing.T) {
 // time); the holder, seeing the answer in the ledger, carries its own call on, and a retry
 // reaching it collects the result. The call is made once.
 func TestPauseHeldByALiveProcess(t *testing.T) {
-	old := pausePoll
-	pausePoll = 20 * time.Millisecond
-	t.Cleanup(func() { pausePoll = old })
 	px := newPauseFixture(t)
 	dir := t.TempDir()
 	keys := RandomStateKeys()
@@ -217,7 +214,7 @@ func TestPauseHeldByALiveProcess(t *testing.T) {
 	}
 	holder := open()
 	manual := &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
-	held := connectAt(t, px.agent(), &Options{Ledger: holder, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, manual, "")
+	held := connectAt(t, px.agent(), &Options{Ledger: holder, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t), PausePoll: 20 * time.Millisecond}, manual, "")
 	res := callRun(t, held, runParams("", "", ""))
 	var q string
 	for id := range res.InputRequests {

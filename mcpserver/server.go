@@ -92,6 +92,9 @@ type Options struct {
 	// 2026-07-28, mrtr.go); nil means a random key of this server's own, so a retry reaching
 	// another process, or this one after a restart, is refused. Share one across agents.
 	StateKeys *StateKeys
+	// PausePoll is how often a call waiting for a person's answer looks in the ledger for an
+	// operator's (pause.go); zero means DefaultPausePoll.
+	PausePoll time.Duration
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
@@ -115,6 +118,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	})
 	if o.StateKeys == nil {
 		o.StateKeys = RandomStateKeys()
+	}
+	if o.PausePoll <= 0 {
+		o.PausePoll = DefaultPausePoll
 	}
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
 		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
