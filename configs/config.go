@@ -119,6 +119,10 @@ type ServerApprovals struct {
 	// Absent means a random key per process, so a retry survives no restart; replicas that
 	// answer one another's retries need the same key.
 	StateKey StateKeys `yaml:"state_key" json:"state_key,omitempty"`
+	// OperatorTokens are the bearer tokens of the operator's route /v1/approvals on the
+	// serving port, as HashToken stores them ("sha256:" + 64 lowercase hex); they admit
+	// nothing else, and no tenant's token admits that route.
+	OperatorTokens []string `yaml:"operator_tokens" json:"operator_tokens,omitempty"`
 	// RetentionHours is how long the ledger keeps a call paused on an approval (its question
 	// and its program's journal) after it was asked; nil means DefaultApprovalRetentionHours.
 	RetentionHours *float64 `yaml:"retention_hours" json:"retention_hours,omitempty"`

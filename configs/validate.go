@@ -86,6 +86,16 @@ func validate(c *Config, m *meta) Problems {
 	for i, k := range c.Approvals.StateKey {
 		v.credential(fmt.Sprintf("approvals.state_key[%d]", i), k)
 	}
+	for i, h := range c.Approvals.OperatorTokens {
+		if !tokenHash().MatchString(h) {
+			v.add(fmt.Sprintf("approvals.operator_tokens[%d]", i), `must be "sha256:" and 64 lowercase hex digits (printf %%s "$TOKEN" | sha256sum), never the token itself`)
+		}
+		for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
+			if slices.Contains(c.Tenants[tn].Tokens, h) {
+				v.add(fmt.Sprintf("approvals.operator_tokens[%d]", i), "is also tenant %s's token; an operator's token must be its own", tn)
+			}
+		}
+	}
 	if h := c.Approvals.RetentionHours; h != nil && !(*h > 0) {
 		v.add("approvals.retention_hours", "must be more than 0 (hours a paused call and its journal are kept)")
 	}

@@ -3,6 +3,9 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,5 +237,78 @@ func TestPauseHeldByALiveProcess(t *testing.T) {
 	}
 	if w := px.wiped.Load(); w != 1 {
 		t.Errorf("wipe ran %d times, want 1", w)
+	}
+}
+
+// TestApprovalsRoute (must show 6, the HTTP side): /v1/approvals refuses a request without a
+// token (401) and a tenant's token (403), and answers the operator's token: the pending
+// approvals with tenant, tool and redacted arguments; approve decides one once (409 after,
+// 404 for an unknown one), recorded with who decided, and the list no longer has it.
+func TestApprovalsRoute(t *testing.T) {
+	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	now := time.Now()
+	if err := led.SavePause(context.Background(), budget.Pause{ID: "q_1", Tenant: "t", Agent: "a", Tool: "up__wipe",
+		Arguments: `{"password":"[redacted]","s":"x"}`, Resumable: true, AskedAt: now, Expires: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{
+		Agents:       []Agent{{Tenant: "t", Name: "a"}},
+		Authenticate: func(tok string) (string, bool) { return "t", tok == "tenant-token" },
+		Operator:     func(tok string) bool { return tok == "operator-token" },
+		Loopback:     true,
+		Server:       &Options{Ledger: led, Logger: discard(), Drain: drainAtCleanup(t)},
+		Logger:       discard(),
+	}))
+	t.Cleanup(srv.Close)
+	do := func(method, path, token, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, _ := do("GET", "/v1/approvals", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if code, body := do("GET", "/v1/approvals", "tenant-token", ""); code != http.StatusForbidden || !strings.Contains(body, "operator token") {
+		t.Errorf("a tenant's token: %d %s, want 403", code, body)
+	}
+	if code, _ := do("POST", "/v1/approvals/q_1/approve", "tenant-token", ""); code != http.StatusForbidden {
+		t.Errorf("a tenant's token approving: %d, want 403", code)
+	}
+	code, body := do("GET", "/v1/approvals", "operator-token", "")
+	var list []Approval
+	if err := json.Unmarshal([]byte(body), &list); err != nil || code != http.StatusOK || len(list) != 1 || list[0].ID != "q_1" ||
+		list[0].Tenant != "t" || list[0].Tool != "up__wipe" || list[0].Arguments != `{"password":"[redacted]","s":"x"}` {
+		t.Fatalf("the operator's list: %d %s", code, body)
+	}
+	if code, body := do("POST", "/v1/approvals/q_1/approve", "operator-token", `{"by":"ann"}`); code != http.StatusOK || !strings.Contains(body, `"status":"accepted"`) {
+		t.Errorf("approve: %d %s", code, body)
+	}
+	if code, body := do("POST", "/v1/approvals/q_1/deny", "operator-token", ""); code != http.StatusConflict || !strings.Contains(body, "accepted by operator ann") {
+		t.Errorf("deny after approve: %d %s, want 409", code, body)
+	}
+	if code, _ := do("POST", "/v1/approvals/q_none/approve", "operator-token", ""); code != http.StatusNotFound {
+		t.Errorf("an unknown approval: %d, want 404", code)
+	}
+	if code, body := do("GET", "/v1/approvals", "operator-token", ""); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		t.Errorf("the list after: %d %s", code, body)
+	}
+	if code, _ := do("POST", "/mcp", "operator-token", `{}`); code != http.StatusUnauthorized {
+		t.Errorf("the operator's token on /mcp: %d, want 401 (it admits nothing else)", code)
 	}
 }

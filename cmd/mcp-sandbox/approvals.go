@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
 // runApprovals is the operator's channel for approvals (docs/design.md §10, §11): the calls
@@ -60,39 +60,10 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return decideApproval(ctx, pauses, rest[0], verb == "approve", who, *asJSON, stdout)
 }
 
-// pendingApproval is one pending approval as list --json prints it.
-type pendingApproval struct {
-	ID        string    `json:"id"`
-	Tenant    string    `json:"tenant"`
-	Agent     string    `json:"agent"`
-	Tool      string    `json:"tool"`
-	Arguments string    `json:"arguments"`
-	Reason    string    `json:"reason"`
-	AskedAt   time.Time `json:"asked_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// Resumable: a client's retry can carry the program on in another process, should the
-	// one holding it be gone.
-	Resumable bool   `json:"resumable"`
-	Status    string `json:"status"`
-	By        string `json:"answered_by,omitempty"`
-}
-
-func pendingOf(p budget.Pause) pendingApproval {
-	return pendingApproval{ID: p.ID, Tenant: p.Tenant, Agent: p.Agent, Tool: p.Tool, Arguments: p.Arguments, Reason: p.Reason,
-		AskedAt: p.AskedAt.UTC(), ExpiresAt: p.Expires.UTC(), Resumable: p.Resumable, Status: string(p.Status), By: p.AnsweredBy}
-}
-
 func listApprovals(ctx context.Context, pauses budget.Pauses, tenant string, asJSON bool, stdout io.Writer) (int, error) {
-	all, err := pauses.PendingPauses(ctx)
+	out, err := mcpserver.PendingApprovals(ctx, pauses, tenant)
 	if err != nil {
 		return exitFailure, err
-	}
-	now := time.Now()
-	out := []pendingApproval{}
-	for _, p := range all {
-		if (tenant == "" || p.Tenant == tenant) && now.Before(p.Expires) {
-			out = append(out, pendingOf(p))
-		}
 	}
 	if asJSON {
 		return exitOK, json.NewEncoder(stdout).Encode(out)
@@ -101,6 +72,7 @@ func listApprovals(ctx context.Context, pauses budget.Pauses, tenant string, asJ
 		fmt.Fprintln(stdout, "no approval is pending")
 		return exitOK, nil
 	}
+	now := time.Now()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tTOOL\tASKED\tEXPIRES IN\tARGUMENTS (redacted)")
 	for _, a := range out {
@@ -120,34 +92,16 @@ func shortArguments(s string) string {
 }
 
 func decideApproval(ctx context.Context, pauses budget.Pauses, id string, approve bool, by string, asJSON bool, stdout io.Writer) (int, error) {
-	status, verb := budget.ApprovalDeclined, "denied"
+	verb := "denied"
 	if approve {
-		status, verb = budget.ApprovalAccepted, "approved"
+		verb = "approved"
 	}
-	p, err := pauses.Pause(ctx, id)
-	switch {
-	case errors.Is(err, budget.ErrNotFound):
-		return exitFailure, fmt.Errorf("no approval %s is kept (never asked, or dropped after its retention); `mcp-sandbox approvals list` shows the pending ones", id)
-	case err != nil:
-		return exitFailure, err
-	case p.Status == budget.ApprovalPending && time.Now().After(p.Expires):
-		return exitFailure, fmt.Errorf("approval %s expired at %s: the call was refused unanswered, and %s changes nothing", id,
-			p.Expires.UTC().Format(time.RFC3339), verb)
-	}
-	p, err = pauses.DecidePause(ctx, id, status, by)
-	if errors.Is(err, budget.ErrAlreadyFinished) {
-		who := ""
-		if p.AnsweredBy != "" {
-			who = " by " + p.AnsweredBy
-		}
-		return exitFailure, fmt.Errorf("approval %s was already answered: %s%s at %s; a decision is final", id, p.Status, who,
-			p.DecidedAt.UTC().Format(time.RFC3339))
-	}
+	p, err := mcpserver.DecideApproval(ctx, pauses, id, approve, by)
 	if err != nil {
 		return exitFailure, err
 	}
 	if asJSON {
-		return exitOK, json.NewEncoder(stdout).Encode(pendingOf(p))
+		return exitOK, json.NewEncoder(stdout).Encode(mcpserver.ApprovalOf(p))
 	}
 	fmt.Fprintf(stdout, "%s %s: %s of tenant %s, arguments %s\n", verb, id, p.Tool, p.Tenant, shortArguments(p.Arguments))
 	fmt.Fprintln(stdout, "The server holding the call sees the decision within a second and carries it on.")

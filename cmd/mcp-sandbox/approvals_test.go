@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
 // TestApprovalsCommand (must show 6, the command's side): `approvals list` shows each pending,
@@ -46,7 +47,7 @@ func TestApprovalsCommand(t *testing.T) {
 		t.Errorf("list: exit %d\n%s%s", code, out, errOut)
 	}
 	out, _, code = runCLI(t, "", "approvals", "list", "--tenant", "acme", "--json", "--config", cfg)
-	var listed []pendingApproval
+	var listed []mcpserver.Approval
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || code != 0 || len(listed) != 1 || listed[0].ID != "q_open" ||
 		listed[0].Tenant != "acme" || listed[0].Tool != "crm__wipe" || !listed[0].Resumable {
 		t.Errorf("list --json --tenant acme: exit %d, %+v (%v)\n%s", code, listed, err, out)
@@ -57,7 +58,7 @@ func TestApprovalsCommand(t *testing.T) {
 		t.Errorf("approve: exit %d\n%s%s", code, out, errOut)
 	}
 	_, errOut, code = runCLI(t, "", "approvals", "deny", "q_open", "--config", cfg)
-	if code != 1 || !strings.Contains(errOut, "already answered: accepted by ann@example.com") {
+	if code != 1 || !strings.Contains(errOut, "already answered: q_open: accepted by ann@example.com") {
 		t.Errorf("deny after approve: exit %d\n%s", code, errOut)
 	}
 	_, errOut, code = runCLI(t, "", "approvals", "approve", "q_gone", "--config", cfg)
@@ -65,7 +66,7 @@ func TestApprovalsCommand(t *testing.T) {
 		t.Errorf("approve an expired one: exit %d\n%s", code, errOut)
 	}
 	_, errOut, code = runCLI(t, "", "approvals", "approve", "q_never", "--config", cfg)
-	if code != 1 || !strings.Contains(errOut, "no approval q_never is kept") {
+	if code != 1 || !strings.Contains(errOut, "no such approval is kept: q_never") {
 		t.Errorf("approve an unknown one: exit %d\n%s", code, errOut)
 	}
 	out, _, _ = runCLI(t, "", "approvals", "list", "--tenant", "acme", "--config", cfg)
@@ -97,7 +98,8 @@ func TestApprovalsCommand(t *testing.T) {
 }
 
 // TestPausesRetention: approvals.retention_hours (default 72) drops the paused calls asked
-// before it, and keeps the younger ones; a retention of 0 is a config error.
+// before it, and keeps the younger ones; a retention of 0 is a config error, and so is an
+// operator token given in clear or shared with a tenant.
 func TestPausesRetention(t *testing.T) {
 	cfg, err := loadConfig(testkit.WriteConfig(t, "data_dir: \"-\"\napprovals: {retention_hours: 2}\ntenants: {acme: {agents: {default: {}}}}\n"))
 	if err != nil {
@@ -109,6 +111,21 @@ func TestPausesRetention(t *testing.T) {
 	if _, err := loadConfig(testkit.WriteConfig(t, "approvals: {retention_hours: 0}\ntenants: {acme: {agents: {default: {}}}}\n")); err == nil ||
 		!strings.Contains(err.Error(), "approvals.retention_hours") {
 		t.Errorf("retention 0: %v", err)
+	}
+	const hash = "sha256:f25304f25690670ae008ff9c122fbcfb785ec4541a0cad4c6d5591f1cb6de5e6"
+	for yaml, want := range map[string]string{
+		"approvals: {operator_tokens: [plain-token]}\ntenants: {acme: {agents: {default: {}}}}\n":                                  "never the token itself",
+		"approvals: {operator_tokens: [\"" + hash + "\"]}\ntenants: {acme: {tokens: [\"" + hash + "\"], agents: {default: {}}}}\n": "also tenant acme's token",
+	} {
+		if _, err := loadConfig(testkit.WriteConfig(t, yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", yaml, err, want)
+		}
+	}
+	if ok := operatorTokens([]string{hash}); ok == nil || ok("other") {
+		t.Errorf("operatorTokens admits another token")
+	}
+	if operatorTokens(nil) != nil {
+		t.Errorf("without operator tokens the route is served")
 	}
 	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
 	if err != nil {
