@@ -46,6 +46,9 @@ type Pause struct {
 	Claimed bool
 	// Owner is the ledger owner that paused it (set by SavePause): the process holding it.
 	Owner string
+	// Result is what the call came to after the answer, as its owner relays it to a retry
+	// that reached another process (JSON; nil until then).
+	Result json.RawMessage
 }
 
 // ErrHeldElsewhere is ClaimPause's refusal of a pause whose owner is another process, alive.
@@ -67,6 +70,9 @@ type Pauses interface {
 	// the owner is gone (as Recover judges an owner gone); ErrHeldElsewhere while another
 	// owner is alive, ErrAlreadyFinished when it was claimed before (or is still pending).
 	ClaimPause(ctx context.Context, id string) error
+	// SetPauseResult records what a decided pause's call came to, for a retry waiting in
+	// another process; setting it again replaces it.
+	SetPauseResult(ctx context.Context, id string, result json.RawMessage) error
 	// DropPause forgets a pause; dropping one that is gone does nothing.
 	DropPause(ctx context.Context, id string) error
 	// DropPausesBefore forgets the pauses asked before t: the retention period's end.

@@ -127,6 +127,7 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 			// no retry finds it neither open nor answered).
 			if a.hd != nil {
 				a.h.holds.releasedElsewhere(a.hd, id, expires)
+				a.h.relay(a.hd, id)
 			}
 			cancel()
 			if r := <-got; r.err == nil {
@@ -318,10 +319,20 @@ func (h *handlers) resumePause(ctx context.Context, req *mcp.CallToolRequest, op
 	}
 	switch err := h.pauses.ClaimPause(ctx, id); {
 	case errors.Is(err, budget.ErrHeldElsewhere):
-		return refuse("was answered (%s) and the answer recorded; the process holding the call is alive and carries it on, "+
-			"so the result goes to a retry that reaches that process", p.Status)
+		// The process holding the call is alive: it sees the answer and carries the call on,
+		// and relays what it comes to through the ledger.
+		return h.awaitRelay(ctx, req, op, id)
 	case err != nil:
 		return refuse("was already answered (a question is answered once)")
+	}
+	return h.resumeFrom(ctx, req, op, id, p)
+}
+
+// resumeFrom runs the call of pause p, claimed by this process, again from its journal.
+func (h *handlers) resumeFrom(ctx context.Context, req *mcp.CallToolRequest, op heldOp, id string, p budget.Pause) *mcp.CallToolResult {
+	refuse := func(why string) *mcp.CallToolResult {
+		h.log.Warn("approval retry refused", "tool", req.Params.Name, "reason", why)
+		return toolError("the retried call of %s was refused: its requestState %s; nothing was called", req.Params.Name, why)
 	}
 	h.holds.mu.Lock()
 	if h.holds.answered == nil {
@@ -366,4 +377,73 @@ func divergenceMessage(d *cassette.Divergence) string {
 	return fmt.Sprintf("the program was run again from its start after it paused for approval and its process was gone, and it took another path "+
 		"(it read the clock, a random number or something else that changed): call %d was %s where its first run made %s; "+
 		"nothing past that call was made", d.Seq, act, rec)
+}
+
+// relay waits, on behalf of a retry that reached another process, for what hd comes to after
+// the answer to question id (its result, or its next question) and records it with the pause,
+// where that process reads it (awaitRelay). It runs begun with the Drain, like the hold.
+func (h *handlers) relay(hd *hold, id string) {
+	ctx, end, ok := h.opts.Drain.begin(context.Background())
+	if !ok {
+		return
+	}
+	go func() {
+		defer end()
+		tick := time.NewTicker(h.opts.PausePoll)
+		defer tick.Stop()
+		var res *mcp.CallToolResult
+		for res == nil {
+			if res = h.inputRequired(hd); res != nil {
+				break
+			}
+			select {
+			case <-hd.done:
+				res = hd.res
+			case <-tick.C: // a wake another waiter took
+			case <-ctx.Done():
+				return
+			}
+		}
+		b, err := json.Marshal(res)
+		if err == nil {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseWriteTimeout)
+			err = h.pauses.SetPauseResult(wctx, id, b)
+			cancel()
+		}
+		if err != nil {
+			h.log.Warn("a held call's outcome not relayed through the ledger", "question", id, "err", err)
+		}
+	}()
+}
+
+// awaitRelay waits for the outcome the process holding pause id relays (relay), and returns
+// it as this retry's. Should that process die before it took the answer, the pause is claimed
+// here and the call carried on from its journal; should it die after, the outcome is unknown
+// and the wait ends with the request.
+func (h *handlers) awaitRelay(ctx context.Context, req *mcp.CallToolRequest, op heldOp, id string) *mcp.CallToolResult {
+	h.log.Info("approval retry waits for the process holding the call", "question", id)
+	tick := time.NewTicker(h.opts.PausePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return toolError("the retried call of %s was cancelled while another process, holding the call, carried it on with the answer", req.Params.Name)
+		case <-tick.C:
+		}
+		p, err := h.pauses.Pause(ctx, id)
+		if err != nil {
+			continue
+		}
+		if p.Result != nil {
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(p.Result, &res); err != nil {
+				h.log.Error("relayed outcome unreadable", "question", id, "err", err)
+				return toolError("the retried call of %s was carried on by the process holding it, but what it came to could not be read", req.Params.Name)
+			}
+			return &res
+		}
+		if !p.Claimed && h.pauses.ClaimPause(ctx, id) == nil {
+			return h.resumeFrom(ctx, req, op, id, p) // the holder died before it took the answer
+		}
+	}
 }

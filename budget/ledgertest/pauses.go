@@ -116,8 +116,14 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	if err := other.DropPause(ctx, "q_2"); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := other.Pause(ctx, "q_1"); err != nil || !d.Claimed || d.AnsweredBy != "someone" || d.DecidedAt.IsZero() {
+	if d, err := other.Pause(ctx, "q_1"); err != nil || !d.Claimed || d.AnsweredBy != "someone" || d.DecidedAt.IsZero() || d.Result != nil {
 		t.Errorf("decided and claimed: %+v, %v", d, err)
+	}
+	if err := p.SetPauseResult(ctx, "q_1", json.RawMessage(`{"content":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := other.Pause(ctx, "q_1"); err != nil || string(d.Result) != `{"content":[]}` {
+		t.Errorf("the result relayed: %s, %v", d.Result, err)
 	}
 	if pending, _ := p.PendingPauses(ctx); len(pending) != 1 || pending[0].ID != "q_old" {
 		t.Errorf("pending after the answer: %+v", pending)

@@ -154,7 +154,8 @@ var postgresSchema = []string{
 		answered_by text        NOT NULL DEFAULT '',
 		decided_at  timestamptz,
 		claimed     boolean     NOT NULL DEFAULT false,
-		owner       text        NOT NULL
+		owner       text        NOT NULL,
+		result      text
 	);
 	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
 }

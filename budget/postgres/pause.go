@@ -29,20 +29,23 @@ func (p *Ledger) SavePause(ctx context.Context, ps budget.Pause) error {
 }
 
 const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at,
-	status, answered_by, decided_at, claimed, owner`
+	status, answered_by, decided_at, claimed, owner, result`
 
 func scanPause(r pgx.Row) (budget.Pause, error) {
 	var ps budget.Pause
-	var journal *string
+	var journal, result *string
 	var decided *time.Time
 	var status string
 	err := r.Scan(&ps.ID, &ps.Tenant, &ps.Agent, &ps.Run, &ps.Hold, &ps.Tool, &ps.Arguments, &ps.Reason, &ps.Seq, &journal,
-		&ps.Resumable, &ps.AskedAt, &ps.Expires, &status, &ps.AnsweredBy, &decided, &ps.Claimed, &ps.Owner)
+		&ps.Resumable, &ps.AskedAt, &ps.Expires, &status, &ps.AnsweredBy, &decided, &ps.Claimed, &ps.Owner, &result)
 	if journal != nil {
 		ps.Journal = json.RawMessage(*journal)
 	}
 	if decided != nil {
 		ps.DecidedAt = *decided
+	}
+	if result != nil {
+		ps.Result = json.RawMessage(*result)
 	}
 	ps.Status = budget.ApprovalStatus(status)
 	return ps, err
@@ -102,6 +105,11 @@ func (p *Ledger) ClaimPause(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: pause %s", budget.ErrHeldElsewhere, id)
 	}
 	return fmt.Errorf("%w: pause %s was claimed already, or is not decided", budget.ErrAlreadyFinished, id)
+}
+
+func (p *Ledger) SetPauseResult(ctx context.Context, id string, result json.RawMessage) error {
+	_, err := p.pool.Exec(ctx, `UPDATE ledger_pauses SET result = $2 WHERE id = $1`, id, string(result))
+	return wrapPG(err)
 }
 
 func (p *Ledger) DropPause(ctx context.Context, id string) error {

@@ -140,7 +140,8 @@ CREATE TABLE IF NOT EXISTS pauses (
 	answered_by     TEXT    NOT NULL DEFAULT '',
 	decided_at      INTEGER,
 	claimed         INTEGER NOT NULL DEFAULT 0,
-	owner           TEXT    NOT NULL
+	owner           TEXT    NOT NULL,
+	result          TEXT
 );
 CREATE INDEX IF NOT EXISTS pauses_pending ON pauses (asked_at) WHERE status = 'pending';
 `

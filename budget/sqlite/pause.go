@@ -30,20 +30,23 @@ func (s *Ledger) SavePause(ctx context.Context, p budget.Pause) error {
 }
 
 const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at,
-	status, answered_by, decided_at, claimed, owner`
+	status, answered_by, decided_at, claimed, owner, result`
 
 func scanPause(r scanner) (budget.Pause, error) {
 	var p budget.Pause
-	var journal sql.NullString
+	var journal, result sql.NullString
 	var asked, expires int64
 	var decided sql.NullInt64
 	var status string
 	if err := r.Scan(&p.ID, &p.Tenant, &p.Agent, &p.Run, &p.Hold, &p.Tool, &p.Arguments, &p.Reason, &p.Seq, &journal,
-		&p.Resumable, &asked, &expires, &status, &p.AnsweredBy, &decided, &p.Claimed, &p.Owner); err != nil {
+		&p.Resumable, &asked, &expires, &status, &p.AnsweredBy, &decided, &p.Claimed, &p.Owner, &result); err != nil {
 		return p, err
 	}
 	if journal.Valid {
 		p.Journal = json.RawMessage(journal.String)
+	}
+	if result.Valid {
+		p.Result = json.RawMessage(result.String)
 	}
 	p.AskedAt, p.Expires, p.Status = time.Unix(0, asked), time.Unix(0, expires), budget.ApprovalStatus(status)
 	if decided.Valid {
@@ -116,6 +119,13 @@ func (s *Ledger) ClaimPause(ctx context.Context, id string) error {
 			return err
 		}
 		return fmt.Errorf("%w: pause %s was claimed already, or is not decided", budget.ErrAlreadyFinished, id)
+	})
+}
+
+func (s *Ledger) SetPauseResult(ctx context.Context, id string, result json.RawMessage) error {
+	return s.write(ctx, func(tx *stmtTx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE pauses SET result = ? WHERE id = ?`, string(result), id)
+		return err
 	})
 }
 
