@@ -127,10 +127,14 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 			// no retry finds it neither open nor answered).
 			if a.hd != nil {
 				a.h.holds.releasedElsewhere(a.hd, id, expires)
-				a.h.relay(a.hd, id)
 			}
 			cancel()
-			if r := <-got; r.err == nil {
+			r := <-got
+			if a.hd != nil {
+				// Once the question is withdrawn: what the call comes to next is relayed.
+				a.h.relay(a.hd, id)
+			}
+			if r.err == nil {
 				return a.answered(ctx, id, resumable, r.ans, nil) // both at once: the ledger says which stands
 			}
 			a.h.log.Info("approval answered by the operator's channel", "question", id, "tool", q.Tool, "answer", p.Status, "by", p.AnsweredBy)
