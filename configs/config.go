@@ -123,9 +123,17 @@ type ServerApprovals struct {
 	// serving port, as HashToken stores them ("sha256:" + 64 lowercase hex); they admit
 	// nothing else, and no tenant's token admits that route.
 	OperatorTokens []string `yaml:"operator_tokens" json:"operator_tokens,omitempty"`
+	// Webhook, when set, is told of each new pending approval: a POST of its JSON.
+	Webhook *Webhook `yaml:"webhook" json:"webhook,omitempty"`
 	// RetentionHours is how long the ledger keeps a call paused on an approval (its question
 	// and its program's journal) after it was asked; nil means DefaultApprovalRetentionHours.
 	RetentionHours *float64 `yaml:"retention_hours" json:"retention_hours,omitempty"`
+}
+
+// Webhook is where a notice of each pending approval is POSTed, with an optional bearer token.
+type Webhook struct {
+	URL    string      `yaml:"url" json:"url"`
+	Bearer *Credential `yaml:"bearer" json:"bearer,omitempty"`
 }
 
 // DefaultApprovalRetentionHours is approvals.retention_hours when the config leaves it out.

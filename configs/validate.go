@@ -96,6 +96,14 @@ func validate(c *Config, m *meta) Problems {
 			}
 		}
 	}
+	if w := c.Approvals.Webhook; w != nil {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			v.add("approvals.webhook.url", "must be an http:// or https:// URL, not %q", w.URL)
+		}
+		if w.Bearer != nil {
+			v.credential("approvals.webhook.bearer", *w.Bearer)
+		}
+	}
 	if h := c.Approvals.RetentionHours; h != nil && !(*h > 0) {
 		v.add("approvals.retention_hours", "must be more than 0 (hours a paused call and its journal are kept)")
 	}

@@ -3,7 +3,12 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,11 +38,14 @@ func operatorPending(t *testing.T, cfg string) []struct{ ID, Tenant, Tool, Argum
 // releases it: the call runs once and the program gets its value. For a client of
 // 2025-11-25 the question put by elicitation/create is withdrawn and the waiting run_code
 // returns; for a client of 2026-07-28 its retry collects the result, and the operator's
-// decision stands over the client's own later answer (here a decline).
+// decision stands over the client's own later answer (here a decline). The webhook
+// (approvals.webhook) hears of the pending approval once, with its bearer token.
 func TestOperatorApproves(t *testing.T) {
 	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(revision, func(t *testing.T) {
 			cfg, counter, _ := approvalConfig(t, 300, false)
+			hook := startHook(t)
+			appendConfig(t, cfg, fmt.Sprintf("approvals: {webhook: {url: %q, bearer: {file: %q}}}\n", hook.url, hook.tokenFile))
 			p := newPerson()
 			p.set("", nil) // the person never answers in the client
 			opts := &mcp.ClientOptions{ElicitationHandler: p.handler}
@@ -67,6 +75,12 @@ func TestOperatorApproves(t *testing.T) {
 				if first.err != nil || !first.res.NeedsInput() {
 					t.Fatalf("first round: %v %+v", first.err, first.res)
 				}
+			}
+			var notice hookNotice
+			select {
+			case notice = <-hook.notices:
+			case <-ctx.Done():
+				t.Fatal("the webhook heard of no pending approval")
 			}
 			pending := operatorPending(t, cfg)
 			if len(pending) != 1 || pending[0].Tenant != "t" || pending[0].Tool != "support__add" || pending[0].Arguments != `{"a":2,"b":3}` {
@@ -107,6 +121,61 @@ func TestOperatorApproves(t *testing.T) {
 			if pending := operatorPending(t, cfg); len(pending) != 0 {
 				t.Errorf("still pending: %+v", pending)
 			}
+			if notice.Event != "approval_pending" || notice.Approval.ID != pending[0].ID || notice.Approval.Tenant != "t" ||
+				notice.Approval.Tool != "support__add" || notice.Approval.Arguments != `{"a":2,"b":3}` || notice.Bearer != "Bearer hook-secret" {
+				t.Errorf("the webhook's notice: %+v", notice)
+			}
+			if n := len(hook.notices); n != 0 {
+				t.Errorf("the webhook heard %d more notices, want one per pending approval", n)
+			}
 		})
+	}
+}
+
+// hookNotice is one POST the test's webhook received.
+type hookNotice struct {
+	Event    string `json:"event"`
+	Approval struct {
+		ID, Tenant, Tool, Arguments string
+	} `json:"approval"`
+	Bearer string `json:"-"`
+}
+
+type hook struct {
+	url, tokenFile string
+	notices        chan hookNotice
+}
+
+// startHook serves a webhook on loopback that keeps every notice it is POSTed.
+func startHook(t *testing.T) *hook {
+	t.Helper()
+	h := &hook{notices: make(chan hookNotice, 16), tokenFile: filepath.Join(t.TempDir(), "hook-token")}
+	if err := os.WriteFile(h.tokenFile, []byte("hook-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n hookNotice
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n.Bearer = r.Header.Get("Authorization")
+		h.notices <- n
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL + "/hook"
+	return h
+}
+
+// appendConfig adds text to the config file at path.
+func appendConfig(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -169,6 +169,10 @@ func (a *pausingAsker) save(ctx context.Context, id string, q binding.Question, 
 		a.h.log.Warn("approval question not kept in the ledger: it lasts only as long as this process", "tool", q.Tool, "err", err)
 		return false, false
 	}
+	if tell := a.h.opts.Paused; tell != nil {
+		p.Status = budget.ApprovalPending
+		tell(ApprovalOf(p))
+	}
 	return true, p.Resumable
 }
 

@@ -95,6 +95,9 @@ type Options struct {
 	// PausePoll is how often a call waiting for a person's answer looks in the ledger for an
 	// operator's (pause.go); zero means DefaultPausePoll.
 	PausePoll time.Duration
+	// Paused, when set, hears of each question kept as a pause, once, after it is saved
+	// (approvals.webhook). It must not block.
+	Paused func(Approval)
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.

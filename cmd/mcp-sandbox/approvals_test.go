@@ -115,6 +115,7 @@ func TestPausesRetention(t *testing.T) {
 	const hash = "sha256:f25304f25690670ae008ff9c122fbcfb785ec4541a0cad4c6d5591f1cb6de5e6"
 	for yaml, want := range map[string]string{
 		"approvals: {operator_tokens: [plain-token]}\ntenants: {acme: {agents: {default: {}}}}\n":                                  "never the token itself",
+		"approvals: {webhook: {url: \"ftp://ops.example/hook\"}}\ntenants: {acme: {agents: {default: {}}}}\n":                      "approvals.webhook.url",
 		"approvals: {operator_tokens: [\"" + hash + "\"]}\ntenants: {acme: {tokens: [\"" + hash + "\"], agents: {default: {}}}}\n": "also tenant acme's token",
 	} {
 		if _, err := loadConfig(testkit.WriteConfig(t, yaml)); err == nil || !strings.Contains(err.Error(), want) {

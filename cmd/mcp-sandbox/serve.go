@@ -78,6 +78,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return exitCode(err), err
 	}
 	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
+	hook, err := startWebhook(cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer hook.close()
+	if hook != nil {
+		opts.Paused = hook.notify
+	}
 	if *metricsListen != "" {
 		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
 		stopMetrics, err := serveMetrics(*metricsListen, m)
