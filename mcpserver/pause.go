@@ -201,6 +201,11 @@ func (a *pausingAsker) answered(ctx context.Context, id string, resumable bool, 
 		a.h.log.Warn("approval answer not recorded with its pause", "question", id, "err", derr)
 		return ans, nil
 	}
+	if derr != nil && a.hd != nil {
+		// Another answer stood first, perhaps a retry's waiting in another process: it hears
+		// what the call comes to.
+		a.h.relay(a.hd, id)
+	}
 	return a.claim(wctx, id, p)
 }
 

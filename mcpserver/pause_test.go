@@ -236,6 +236,10 @@ func TestPauseHeldByALiveProcess(t *testing.T) {
 	if again.Failure != nil || again.Approvals.Accepted != 1 {
 		t.Errorf("collected at the holder: %+v", again)
 	}
+	replayed := callRun(t, other, runParams(res.RequestState, q, "accept"))
+	if msg := testkit.Text(replayed); !replayed.IsError || !strings.Contains(msg, "already answered") {
+		t.Errorf("the state replayed at the other process: %s", msg)
+	}
 	if w, c := px.wiped.Load(), px.counted.Load(); w != 1 || c != 2 {
 		t.Errorf("wipe ran %d times, count %d; want 1 and 2", w, c)
 	}

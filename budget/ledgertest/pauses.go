@@ -96,6 +96,9 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	if err := p.ClaimPause(ctx, "q_1"); !errors.Is(err, budget.ErrAlreadyFinished) {
 		t.Errorf("claimed twice: %v, want ErrAlreadyFinished", err)
 	}
+	if err := other.ClaimPause(ctx, "q_1"); !errors.Is(err, budget.ErrAlreadyFinished) {
+		t.Errorf("claimed by another ledger once claimed, its owner alive: %v, want ErrAlreadyFinished", err)
+	}
 	// An owner gone (closed here; a process killed drops its lock or lease too): any may claim.
 	gone := reopen(t, p)
 	if err := gone.SavePause(ctx, budget.Pause{ID: "q_2", Tenant: "t", Agent: "a", Hold: "h_3", Tool: "x", AskedAt: asked, Expires: asked}); err != nil {

@@ -98,6 +98,9 @@ func (s *Ledger) ClaimPause(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if p.Claimed || p.Status == budget.ApprovalPending {
+		return fmt.Errorf("%w: pause %s was claimed already, or is not decided", budget.ErrAlreadyFinished, id)
+	}
 	if p.Owner != s.lock.ID() {
 		// Another opener's pause: only once its lock can be taken (it closed or died), and
 		// held while the claim is written, so the owner cannot come back meanwhile.
