@@ -317,3 +317,74 @@ func TestApprovalsRoute(t *testing.T) {
 		t.Errorf("the operator's token on /mcp: %d, want 401 (it admits nothing else)", code)
 	}
 }
+
+// TestPauseWithCallsInFlight: a program paused while another of its calls was still in flight
+// is not run again from its journal when its holder is gone, since that call's outcome is
+// unknown: the retry is refused and neither call is made again.
+func TestPauseWithCallsInFlight(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var blocked atomic.Int32
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "block", Description: "Blocks."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			blocked.Add(1)
+			select {
+			case started <- struct{}{}: // the blocking call has reached the upstream
+			default:
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "unblocked"}}}, nil, nil
+		})
+	t.Cleanup(func() { close(release) })
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ex.Tools.CallTool(ctx, "up__block", json.RawMessage(`{"s":"b"}`))
+		}()
+		<-started // the blocking call has reached the upstream
+		ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"x"}`))
+		<-done
+		return ok(`null`)(ctx, ex)
+	}}
+	u := f.upstreams(false)
+	u.ApprovalTimeout = time.Hour
+	a := Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}
+	dir := t.TempDir()
+	keys := RandomStateKeys()
+	first, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual := &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	cs := connectAt(t, a, &Options{Ledger: first, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, manual, "")
+	res := callRun(t, cs, runParams("", "", ""))
+	if !res.NeedsInput() {
+		t.Fatalf("want input_required, got %s", testkit.Text(res))
+	}
+	var q string
+	for id := range res.InputRequests {
+		q = id
+	}
+	first.Close()
+	second, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Close() })
+	if p, err := second.Pause(context.Background(), q); err != nil || p.Resumable {
+		t.Fatalf("the pause with a call in flight: %+v, %v; want kept, not resumable", p, err)
+	}
+	cs2 := connectAt(t, a, &Options{Ledger: second, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, nil, "")
+	refused := callRun(t, cs2, runParams(res.RequestState, q, "accept"))
+	if msg := testkit.Text(refused); !refused.IsError || !strings.Contains(msg, "cannot be carried on by another process") {
+		t.Errorf("the retry: %s", msg)
+	}
+	if w, b := wiped.Load(), blocked.Load(); w != 0 || b != 1 {
+		t.Errorf("wipe ran %d times, block %d; want 0 and 1 (never again)", w, b)
+	}
+}
