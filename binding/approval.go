@@ -31,6 +31,10 @@ const (
 // maxShownArguments bounds the arguments a log line holds.
 const maxShownArguments = 2000
 
+// maxRedactedArguments bounds a question's Redacted arguments: as a journal keeps them
+// (package cassette's bound), so a resumed call compares equal.
+const maxRedactedArguments = 64 << 10
+
 // maxQuestionArguments bounds the arguments a question shows; arguments that take more to
 // show in full are not put to a person (upstream.Tool.ApprovalView).
 const maxQuestionArguments = 16 << 10
@@ -64,6 +68,12 @@ type Question struct {
 	InProgram bool
 	// Wait is how long the question stays open.
 	Wait time.Duration
+	// Seq is the call's number in its program's tape (Options.Tape), 0 for a direct call or
+	// without a tape.
+	Seq int
+	// Redacted are the arguments as a log line shows them (upstream.Tool.RedactArguments): what
+	// an operator's list shows, and a journal keeps.
+	Redacted string
 }
 
 // Message is the text a person reads: the tool, who calls it, why it needs approval, the
@@ -235,6 +245,8 @@ type approval struct {
 	meter     *budget.Meter // nil: nothing is recorded
 	log       *slog.Logger
 	inProgram bool
+	// seq is the call's number on the execution's tape (0: none).
+	seq int
 	// asking is the execution's question state (nil: a direct call, asked at once).
 	asking *asking
 	// unaskedLogged counts the execution's unasked decisions logged so far (nil: log every
@@ -260,7 +272,8 @@ func (a *Approvals) approve(ctx context.Context, c approval) (d Decision, callID
 	name := c.tool.Name
 	why := strings.Join(reasons, "; ")
 	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: budget.NewID("c_"), Tool: name, Reason: why}
-	q := Question{Tool: name, Reasons: reasons, InProgram: c.inProgram, Wait: a.timeout()}
+	q := Question{Tool: name, Reasons: reasons, InProgram: c.inProgram, Wait: a.timeout(), Seq: c.seq,
+		Redacted: c.tool.RedactArguments(c.args, maxRedactedArguments)}
 	var by string
 	defer func() { c.logDecision(d, q, ask, by); a.reportDecision(d) }()
 

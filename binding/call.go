@@ -216,7 +216,7 @@ func (x *Execution) delivered(r wire.Answer) wire.Answer {
 func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
 	ctx, ob := x.observe(ctx, name)
 	if x.tape == nil {
-		rep := x.delivered(x.walk(ctx, name, args, nil))
+		rep := x.delivered(x.walk(ctx, 0, name, args, nil))
 		ob.end(rep)
 		return rep
 	}
@@ -224,7 +224,8 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 	if a, ok := x.tape.Play(seq, name, args); ok {
 		if a.Handle != nil {
 			// A played handle is this execution's: handle.read() reads it from the blob
-			// store the player gave (execution.Options.Blobs).
+			// store the player gave (execution.Options.Blobs), or, for a resumed program's,
+			// where its first run kept it.
 			x.mu.Lock()
 			x.handles[outputs.Handle(a.Handle.ID)] = true
 			x.mu.Unlock()
@@ -234,17 +235,24 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 		return rep
 	}
 	var d Decision
-	rep := x.delivered(x.walk(ctx, name, args, &d))
+	rep := x.delivered(x.walk(ctx, seq, name, args, &d))
 	ob.end(rep)
 	c := TapedCall{Seq: seq, Name: name, Args: args, Answer: rep, Approval: d, Seconds: time.Since(ob.start).Seconds()}
 	if tool, fe := x.turn.Lookup(name); fe == nil {
 		c.Tool = tool
 	}
-	if rep.Handle != nil && x.blobs != nil {
+	if rep.Handle != nil && x.blobs != nil && keepsBytes(x.tape) {
 		c.Kept, c.Cut = x.keptBytes(ctx, outputs.Handle(rep.Handle.ID), x.tape.KeptBytes())
 	}
 	x.tape.Record(c)
 	return rep
+}
+
+// keepsBytes reports whether t wants a kept result's first bytes (TapedCall.Kept): a tape
+// that says NoKeptBytes (a journal, which serves the handle itself) is spared the read.
+func keepsBytes(t Tape) bool {
+	n, ok := t.(interface{ NoKeptBytes() bool })
+	return !ok || !n.NoKeptBytes()
 }
 
 // keptBytes reads the first n bytes of a result kept under h, for the tape; cut says there
@@ -270,8 +278,9 @@ func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (k
 }
 
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
-// The approval decision is left in decided when it is not nil.
-func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage, decided *Decision) wire.Answer {
+// The approval decision is left in decided when it is not nil; seq is the call's number on
+// the tape (0 without one), which a question carries.
+func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *Decision) wire.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -297,7 +306,7 @@ func (x *Execution) walk(ctx context.Context, name string, args json.RawMessage,
 	args = checked
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
-	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true,
+	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true, seq: seq,
 		asking: &x.asking, unaskedLogged: &x.unaskedLogged})
 	x.tally.add(d)
 	if decided != nil {

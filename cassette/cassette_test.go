@@ -88,3 +88,70 @@ func TestPlayerDiverges(t *testing.T) {
 		t.Errorf("a call past the end answered %+v, divergence %+v", a, q.Divergence())
 	}
 }
+
+// TestResumedJournal: a program run again from its journal has its journaled calls answered
+// from it, not made; the call it paused on, made again the same, goes live and so does every
+// later one, and the new journal holds them all. Taking another path at any journaled call
+// or at the paused one is replay_diverged for it and every later call, so nothing past the
+// divergence is made; ending before the paused call is a divergence too.
+func TestResumedJournal(t *testing.T) {
+	first := NewJournal()
+	first.Play(1, "m__read", json.RawMessage(`{"id":1}`))
+	first.Record(binding.TapedCall{Seq: 1, Name: "m__read", Args: json.RawMessage(`{"id":1,"token":"s3cret"}`), Answer: wire.Answer{Value: json.RawMessage(`{"n":7}`)}})
+	first.Play(2, "m__wipe", json.RawMessage(`{"id":1}`))
+	if got := first.InFlight(2); len(got) != 0 {
+		t.Errorf("in flight besides the paused call: %v", got)
+	}
+	first.Play(3, "m__read", json.RawMessage(`{"id":2}`))
+	if got := first.InFlight(2); len(got) != 1 || got[0] != 3 {
+		t.Errorf("in flight besides the paused call: %v, want [3]", got)
+	}
+	calls := first.Calls()
+	if len(calls) != 1 || string(calls[0].Result) != `{"n":7}` || strings.Contains(string(calls[0].Arguments), "s3cret") {
+		t.Fatalf("journal %+v", calls)
+	}
+	pending := PendingCall(2, "m__wipe", `{"id":1}`)
+
+	j := NewResumedJournal(calls, pending)
+	if a, ok := j.Play(1, "m__read", json.RawMessage(`{"token":"other","id":1}`)); !ok || string(a.Value) != `{"n":7}` {
+		t.Errorf("journaled call answered %+v, %v", a, ok)
+	}
+	if _, ok := j.Play(2, "m__wipe", json.RawMessage(`{"id":1}`)); ok {
+		t.Errorf("the paused call was answered from the journal, want made")
+	}
+	j.Record(binding.TapedCall{Seq: 2, Name: "m__wipe", Args: json.RawMessage(`{"id":1}`), Answer: wire.Answer{Value: json.RawMessage(`"wiped"`)}})
+	if _, ok := j.Play(3, "m__read", json.RawMessage(`{"id":9}`)); ok {
+		t.Errorf("a call past the pause was answered, want made")
+	}
+	if d := j.Divergence(); d != nil || j.Replayed() != 1 || len(j.Calls()) != 2 {
+		t.Errorf("divergence %+v, replayed %d, calls %d; want none, 1, 2", d, j.Replayed(), len(j.Calls()))
+	}
+
+	for _, c := range []struct {
+		name  string
+		calls [][2]string // tool, arguments, in order
+		seq   int
+	}{
+		{"another first call", [][2]string{{"m__read", `{"id":5}`}, {"m__wipe", `{"id":1}`}}, 1},
+		{"another paused call", [][2]string{{"m__read", `{"id":1,"token":"t"}`}, {"m__wipe", `{"id":2}`}, {"m__read", `{"id":3}`}}, 2},
+		{"another tool at the pause", [][2]string{{"m__read", `{"id":1,"token":"t"}`}, {"m__read", `{"id":1}`}}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j := NewResumedJournal(calls, pending)
+			for i, call := range c.calls {
+				a, ok := j.Play(i+1, call[0], json.RawMessage(call[1]))
+				if i+1 >= c.seq && (!ok || a.Kind != failure.ReplayDiverged) {
+					t.Errorf("call %d answered %+v, %v; want replay_diverged, not made", i+1, a, ok)
+				}
+			}
+			if d := j.Divergence(); d == nil || d.Seq != c.seq {
+				t.Errorf("divergence %+v, want at %d", d, c.seq)
+			}
+		})
+	}
+	ended := NewResumedJournal(calls, pending)
+	ended.Play(1, "m__read", json.RawMessage(`{"id":1,"token":"t"}`))
+	if d := ended.Divergence(); d == nil || d.Seq != 2 || d.Actual != nil {
+		t.Errorf("ended before the paused call: divergence %+v, want at 2", d)
+	}
+}

@@ -15,6 +15,12 @@
 // past the end, is answered replay_diverged, and so is every call after it. Its Blobs are the
 // replay's blob store: the kept bytes under the recorded handles, so handle.read() reads them.
 //
+// A Journal is the tape of a program that may pause on a person's approval (mcpserver keeps
+// it in the ledger with the pause): the same lines, results whole, and the calls in flight.
+// A program run again after its process was gone resumes from one: NewResumer is a Player
+// whose calls past the journal are made live, the first of them checked to be the call the
+// program paused on (docs/design.md §11).
+//
 // It imports binding (the Tape it implements), upstream (redaction), outputs (the BlobStore a
 // replay reads handles from), engine/wire (answers) and failure. Recorder and Player are safe
 // for concurrent use.

@@ -17,6 +17,12 @@ import (
 // number, until the first call that is not the recorded one. Safe for concurrent use.
 type Player struct {
 	c *Cassette
+	// live: a call past the recorded ones is not answered but made (a paused program resumed
+	// from its journal, NewResumer); pending, when set, is what the first of them must be.
+	live    bool
+	pending *Call
+	reached bool   // the pending call was made
+	what    string // "cassette", or "journal"
 
 	mu     sync.Mutex // guards played and div
 	played int
@@ -38,7 +44,24 @@ type Actual struct {
 }
 
 // NewPlayer returns a Player of c.
-func NewPlayer(c *Cassette) *Player { return &Player{c: c} }
+func NewPlayer(c *Cassette) *Player { return &Player{c: c, what: "cassette"} }
+
+// NewResumer returns the Player of a paused program run again from its journal: calls are
+// answered from it up to its end, exactly as a cassette's; the first call past it must be
+// pending (the call the person was asked about: same tool, same arguments), and it and every
+// later call are not answered (Play's ok is false), so they are made. A call that is not the
+// journal's, pending included, is replay_diverged, and so is every call after it: nothing
+// past a divergence is made.
+func NewResumer(calls []Call, pending *Call) *Player {
+	return &Player{c: &Cassette{Calls: calls}, live: true, pending: pending, what: "journal"}
+}
+
+// Played is how many recorded calls were answered.
+func (p *Player) Played() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.played
+}
 
 // Tools are the upstream tools the cassette recorded, so the program finds its names bound.
 func (p *Player) Tools() []string {
@@ -64,6 +87,18 @@ func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, 
 	if p.div != nil {
 		return refuse("the replay diverged at call %d already; call %d is not answered", p.div.Seq, seq), true
 	}
+	if seq > len(p.c.Calls) && p.live {
+		if seq == len(p.c.Calls)+1 && p.pending != nil {
+			got := maskedArguments(args, p.pending.Arguments)
+			if name != p.pending.Tool || !bytes.Equal(got, p.pending.Arguments) {
+				p.div = &Divergence{Seq: seq, Recorded: p.pending, Actual: &Actual{Tool: name, Arguments: got}}
+				return refuse("call %d is %s with arguments %s; the program paused on %s with arguments %s, so it took another path this time and is not carried on",
+					seq, name, got, p.pending.Tool, p.pending.Arguments), true
+			}
+			p.reached = true
+		}
+		return wire.Answer{}, false
+	}
 	if seq > len(p.c.Calls) {
 		p.div = &Divergence{Seq: seq, Actual: &Actual{Tool: name, Arguments: redactArguments(nil, args)}}
 		return refuse("call %d (%s) is past the cassette's end: it recorded %d calls", seq, name, len(p.c.Calls)), true
@@ -72,7 +107,7 @@ func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, 
 	got := maskedArguments(args, rec.Arguments)
 	if name != rec.Tool || !bytes.Equal(got, rec.Arguments) {
 		p.div = &Divergence{Seq: seq, Recorded: rec, Actual: &Actual{Tool: name, Arguments: got}}
-		return refuse("call %d is %s with arguments %s; the cassette recorded %s with arguments %s", seq, name, got, rec.Tool, rec.Arguments), true
+		return refuse("call %d is %s with arguments %s; the %s recorded %s with arguments %s", seq, name, got, p.what, rec.Tool, rec.Arguments), true
 	}
 	p.played = seq
 	switch {
@@ -87,7 +122,7 @@ func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, 
 
 // Divergence returns the first call that was not the cassette's, once the program has ended:
 // a diverging call, or else the first recorded call the program never made; nil when the
-// program made exactly the recorded calls.
+// program made exactly the recorded calls (a resumer's: at least those).
 func (p *Player) Divergence() *Divergence {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -96,6 +131,9 @@ func (p *Player) Divergence() *Divergence {
 	}
 	if p.played < len(p.c.Calls) {
 		return &Divergence{Seq: p.played + 1, Recorded: &p.c.Calls[p.played]}
+	}
+	if p.live && p.pending != nil && !p.reached {
+		return &Divergence{Seq: len(p.c.Calls) + 1, Recorded: p.pending}
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package configs
 
-import _ "embed"
+import (
+	_ "embed"
+)
 
 // Values the schema gives a meaning to. They are spelled here once so that cmd, the engine's
 // wiring and the tests agree on them.
@@ -148,9 +150,21 @@ type ServerApprovals struct {
 	// Absent means a random key per process, so a retry survives no restart; replicas that
 	// answer one another's retries need the same key.
 	StateKey StateKeys `yaml:"state_key" json:"state_key,omitempty"`
+	// OperatorTokens are the bearer tokens of the operator's route /v1/approvals on the
+	// serving port, as HashToken stores them ("sha256:" + 64 lowercase hex); they admit
+	// nothing else, and no tenant's token admits that route.
+	OperatorTokens []string `yaml:"operator_tokens" json:"operator_tokens,omitempty"`
+	// Webhook, when set, is told of each new pending approval: a POST of its JSON.
+	Webhook *Webhook `yaml:"webhook" json:"webhook,omitempty"`
 	// RetentionHours is how long the ledger keeps journals and pending states, and the
 	// cassettes of recorded executions (cassettes.record); nil means DefaultRetentionHours.
 	RetentionHours *float64 `yaml:"retention_hours" json:"retention_hours,omitempty"`
+}
+
+// Webhook is where a notice of each pending approval is POSTed, with an optional bearer token.
+type Webhook struct {
+	URL    string      `yaml:"url" json:"url"`
+	Bearer *Credential `yaml:"bearer" json:"bearer,omitempty"`
 }
 
 // Cassettes is the top-level cassettes block: whether the server records each execution's

@@ -88,6 +88,24 @@ func validate(c *Config, m *meta) Problems {
 	for i, k := range c.Approvals.StateKey {
 		v.credential(fmt.Sprintf("approvals.state_key[%d]", i), k)
 	}
+	for i, h := range c.Approvals.OperatorTokens {
+		if !tokenHash().MatchString(h) {
+			v.add(fmt.Sprintf("approvals.operator_tokens[%d]", i), `must be "sha256:" and 64 lowercase hex digits (printf %%s "$TOKEN" | sha256sum), never the token itself`)
+		}
+		for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
+			if slices.Contains(c.Tenants[tn].Tokens, h) {
+				v.add(fmt.Sprintf("approvals.operator_tokens[%d]", i), "is also tenant %s's token; an operator's token must be its own", tn)
+			}
+		}
+	}
+	if w := c.Approvals.Webhook; w != nil {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			v.add("approvals.webhook.url", "must be an http:// or https:// URL, not %q", w.URL)
+		}
+		if w.Bearer != nil {
+			v.credential("approvals.webhook.bearer", *w.Bearer)
+		}
+	}
 	if r := c.Approvals.RetentionHours; r != nil && (*r <= 0 || *r > 24*366*10) {
 		v.add("approvals.retention_hours", "%g is outside (0, 87840]: journals and cassettes are kept at least a moment and at most ten years", *r)
 	}

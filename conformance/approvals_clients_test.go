@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,20 +150,32 @@ func mcpGoAsked(t *testing.T, mcpgo, cfg, url, revision, action string) askedRun
 	return r
 }
 
-// TestApprovalStateAcrossRestart (must show 7's claim): a program paused on an approval does
-// not survive its server. The server is killed while the person is asked (input_required was
-// sent); the client's retry, with an acceptance, reaches the restarted server: with
-// approvals.state_key set the state opens but names a call the server no longer holds;
-// without it (the server logged that retries survive no restart) the state does not open.
-// Either way the retry is refused, the mock's add never runs and the ledger holds the
-// approval unknown.
+// TestApprovalStateAcrossRestart (must show 3 on one machine, and 7's claim): a program paused
+// on an approval survives its server. The server is killed (SIGKILL) while the person is asked
+// (input_required was sent) after the program looked a product up; the client's retry, with an
+// acceptance, reaches a new server on the same data_dir. With approvals.state_key set the
+// state opens, the ledger kept the pause and its journal, and the program runs again from its
+// start: the lookup is answered from the journal (the mock's lookup counter stays at 1), add
+// runs once, and the result says resumed with 1 call replayed; the ledger holds the first
+// approval unknown and the resumed one accepted. Without a key (the server logged that
+// retries survive no restart) the state does not open: refused, add never runs.
 func TestApprovalStateAcrossRestart(t *testing.T) {
-	for _, keyed := range []bool{true, false} {
-		name, why := "keyed", "no longer holds"
-		if !keyed {
-			name, why = "random key", "does not open"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		keyed, diverge bool
+		program, why   string
+		// clean stops the first server with SIGTERM (it drains, cancelling the paused
+		// program) instead of SIGKILL; first is how the ledger then holds its approval.
+		clean bool
+		first string
+	}{
+		{"keyed", true, false, lookupThenAdd, "", false, "unknown"},
+		{"keyed, stopped cleanly", true, false, lookupThenAdd, "", true, "failed"},
+		{"keyed, the program reads the clock", true, true, clockThenAdd, "", false, "unknown"},
+		{"random key", false, false, lookupThenAdd, "does not open", false, "unknown"},
+	} {
+		keyed, why := c.keyed, c.why
+		t.Run(c.name, func(t *testing.T) {
 			cfg, counter, dataDir := approvalConfig(t, 120, false)
 			env := os.Environ()
 			if keyed {
@@ -198,12 +211,12 @@ func TestApprovalStateAcrossRestart(t *testing.T) {
 				return cs
 			}
 			const runID = "approval-restart"
-			params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": callAdd}, Meta: mcp.Meta{"mcp-sandbox/run": runID}}
+			params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": c.program}, Meta: mcp.Meta{"mcp-sandbox/run": runID}}
 			first := start("first")
 			if logged := strings.Contains(first.log.String(), "survives no restart"); logged == keyed {
 				t.Errorf("the log says a retry survives no restart: %v; want %v", logged, !keyed)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := client(first).CallTool(ctx, params)
 			if err != nil || !res.NeedsInput() || len(res.InputRequests) != 1 {
@@ -216,7 +229,14 @@ func TestApprovalStateAcrossRestart(t *testing.T) {
 			if got := decisions(approvalsOf(t, dataDir, runID)); got != "pending" {
 				t.Fatalf("while asking, the ledger holds %q, want pending", got)
 			}
-			if err := first.cmd.Process.Kill(); err != nil {
+			if n := counts(t, counter)["lookup"]; n != 1 {
+				t.Fatalf("before the pause the mock ran lookup %d times, want 1", n)
+			}
+			stop := first.cmd.Process.Kill
+			if c.clean {
+				stop = func() error { return first.cmd.Process.Signal(syscall.SIGTERM) }
+			}
+			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
 			<-first.done
@@ -229,15 +249,83 @@ func TestApprovalStateAcrossRestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if msg := testkit.Text(res2); !res2.IsError || !strings.Contains(msg, "was refused") || !strings.Contains(msg, why) {
-				t.Errorf("the retry after a restart: %v %s; want refused: %s", res2.IsError, msg, why)
+			n := counts(t, counter)
+			if c.diverge {
+				// Must show 5: another path on the second run; nothing past the divergence runs.
+				var r struct {
+					Failure *struct{ Kind, Message string } `json:"failure"`
+				}
+				b, _ := json.Marshal(res2.StructuredContent)
+				if err := json.Unmarshal(b, &r); err != nil || r.Failure == nil || r.Failure.Kind != "replay_diverged" ||
+					!strings.Contains(r.Failure.Message, "call 1 was support__lookup") {
+					t.Errorf("the resumed program that read the clock: %s", testkit.Text(res2))
+				}
+				if n["add"] != 0 || n["lookup"] != 1 {
+					t.Errorf("the mock ran add %d and lookup %d times, want 0 and 1 (the first run's)", n["add"], n["lookup"])
+				}
+				return
 			}
-			if n := counts(t, counter)["add"]; n != 0 {
-				t.Errorf("the mock ran add %d times, want never", n)
+			if !keyed {
+				if msg := testkit.Text(res2); !res2.IsError || !strings.Contains(msg, "was refused") || !strings.Contains(msg, why) {
+					t.Errorf("the retry after a restart: %v %s; want refused: %s", res2.IsError, msg, why)
+				}
+				if n["add"] != 0 || n["lookup"] != 1 {
+					t.Errorf("the mock ran add %d and lookup %d times, want 0 and 1", n["add"], n["lookup"])
+				}
+				if got := decisions(approvalsOf(t, dataDir, runID)); got != "unknown" {
+					t.Errorf("after the restart the ledger holds %q, want unknown", got)
+				}
+				return
 			}
-			if got := decisions(approvalsOf(t, dataDir, runID)); got != "unknown" {
-				t.Errorf("after the restart the ledger holds %q, want unknown", got)
+			var r struct {
+				Value struct {
+					Value map[string]float64 `json:"value"`
+					Found map[string]any     `json:"found"`
+				} `json:"value"`
+				Failure *struct{ Kind, Message string } `json:"failure"`
+				Resumed *struct {
+					ReplayedCalls int `json:"replayed_calls"`
+				} `json:"resumed"`
+			}
+			b, _ := json.Marshal(res2.StructuredContent)
+			if err := json.Unmarshal(b, &r); err != nil || res2.IsError || r.Failure != nil {
+				t.Fatalf("the resumed program: %v %s (%v)", res2.IsError, testkit.Text(res2), err)
+			}
+			if r.Resumed == nil || r.Resumed.ReplayedCalls != 1 || r.Value.Value["sum"] != 5 || r.Value.Found["sku"] != "S1" {
+				t.Errorf("resumed %+v, value %+v; want 1 call replayed, the sum and the journaled lookup", r.Resumed, r.Value)
+			}
+			if n["add"] != 1 || n["lookup"] != 1 {
+				t.Errorf("the mock ran add %d and lookup %d times, want exactly 1 and 1 (the lookup not again)", n["add"], n["lookup"])
+			}
+			if !strings.Contains(testkit.Text(res2), "approvals: 1 asked (1 accepted") {
+				t.Errorf("the resumed result's text: %s", testkit.Text(res2))
+			}
+			if got := decisions(approvalsOf(t, dataDir, runID)); got != c.first+", accepted" {
+				t.Errorf("after the resumption the ledger holds %q, want the first %s and the second accepted", got, c.first)
 			}
 		})
 	}
 }
+
+// lookupThenAdd looks a product up, then adds under approval: the lookup is the call a
+// resumed program must not make again.
+const lookupThenAdd = `
+found = await support__lookup(sku="S1")
+try:
+    out = {"value": await support__add(a=2, b=3)}
+except ToolError as e:
+    out = {"kind": e.kind, "tool": e.tool, "message": str(e)}
+out["found"] = found
+return out
+`
+
+// clockThenAdd looks up a SKU made of the clock: run again, it asks for another one.
+const clockThenAdd = `
+import time
+found = await support__lookup(sku="S%d" % time.time_ns())
+try:
+    out = {"value": await support__add(a=2, b=3)}
+except ToolError as e:
+    out = {"kind": e.kind, "tool": e.tool, "message": str(e)}
+return out
+`

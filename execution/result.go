@@ -25,6 +25,15 @@ type Result struct {
 	Budget           Budget                 `json:"budget"`
 	Approvals        binding.ApprovalCounts `json:"approvals"`
 	Context          Context                `json:"context"`
+	// Resumed is set when the program was run again from its journal after it paused on an
+	// approval and the process holding it was gone (docs/design.md §11).
+	Resumed *Resumed `json:"resumed,omitempty"`
+}
+
+// Resumed says how a resumed execution began: how many of its calls were answered from the
+// journal of its first run, not made again.
+type Resumed struct {
+	ReplayedCalls int `json:"replayed_calls"`
 }
 
 // Budget is what the binding meters counted, per execution and per Run.

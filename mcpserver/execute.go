@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -45,22 +46,27 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 // session's is added here: the Run (runOf), the turn (which also syncs the exposed tools), the
 // approval step's asker (a, elicitation on the session or input requests), progress notifications, the agent's
 // metrics reporter and the slot its tenant's quotas give it (Quotas).
-func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string, a *binding.Approvals) *execution.Result {
+func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string, a *binding.Approvals, j *cassette.Journal) *execution.Result {
 	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
 		Approvals: a}
+	if j != nil {
+		p.Tape = j
+	}
 	if q := h.opts.Quotas; q != nil {
 		p.Admit = func(ctx context.Context) (func(), *engine.Failure) { return q.startExecution(ctx, h.agent.Tenant) }
 	}
-	if held, ok := asker(a).(holdAsker); ok {
+	if hd := heldBy(asker(a)); hd != nil {
 		// Held across round trips: progress goes to whichever request waits on it.
-		p.Progress = held.hd.report
+		p.Progress = hd.report
 	} else if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		pr := newProgress(ctx, req.Session, tok)
 		defer pr.wait()
 		p.Progress = pr.report
 	}
-	return execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
+	res := execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
 		Logger: h.log, Report: h.report, Render: RenderText, Cassettes: h.opts.Cassettes})
+	resumedResult(res, j)
+	return res
 }
 
 // asker is a's Asker, or nil.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
 // DefaultAgentName is the agent /mcp serves when a tenant has more than one.
@@ -43,6 +45,11 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 	// Ready answers /readyz; nil means always ready.
 	Ready func() bool
+	// Operator, when set, says whether a bearer token is an operator's
+	// (approvals.operator_tokens): /v1/approvals is then served (operator.go), to operator
+	// tokens only, over the ledger of Server.Ledger when it keeps pauses. It must be safe for
+	// concurrent use.
+	Operator func(token string) bool
 	// Server configures each agent's server.
 	Server *Options
 	Logger *slog.Logger
@@ -114,6 +121,9 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 		if p := o.OAuth.MetadataPath; p != "" && p != "/.well-known/oauth-protected-resource" {
 			mux.Handle(p, prm)
 		}
+	}
+	if pauses, ok := o.Server.Ledger.(budget.Pauses); ok && o.Operator != nil {
+		h.approvalRoutes(mux, pauses)
 	}
 	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)

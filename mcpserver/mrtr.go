@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 )
 
 // Approvals for clients of revision 2026-07-28 and later (multi round-trip requests, SEP-2322).
@@ -58,6 +59,8 @@ type hold struct {
 	// mu guards open: the questions asked and not yet answered or withdrawn.
 	mu   sync.Mutex
 	open []*question
+	// released are the expiries of the questions an operator answered (holds.mu guards it).
+	released []time.Time
 }
 
 // report is the held program's progress callback.
@@ -78,26 +81,75 @@ type question struct {
 // holds are a server's held calls and recently answered questions.
 type holds struct {
 	mu sync.Mutex
-	// byID are the held calls still running.
+	// byID are the held calls still running, and those an operator released, kept ended
+	// until their last question would have expired, for the client's retry to collect.
 	byID map[string]*hold
 	// answered are the questions answered, until their state expires (after which an expired
 	// state is refused as expired anyway).
 	answered map[string]time.Time
+	// elsewhere are the questions an operator answered (pause.go), until they would have
+	// expired: a retry of one waits on its hold rather than answering it.
+	elsewhere map[string]time.Time
 }
 
 func (hs *holds) add(hd *hold) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.byID == nil {
-		hs.byID, hs.answered = map[string]*hold{}, map[string]time.Time{}
+		hs.byID, hs.answered, hs.elsewhere = map[string]*hold{}, map[string]time.Time{}, map[string]time.Time{}
 	}
 	hs.byID[hd.id] = hd
 }
 
-func (hs *holds) remove(hd *hold) {
+// finished forgets an ended hold, at once unless an operator answered one of its questions:
+// then when that question would have expired.
+func (hs *holds) finished(hd *hold) {
 	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	var keep time.Time
+	for _, exp := range hd.released {
+		if exp.After(keep) {
+			keep = exp
+		}
+	}
+	if d := time.Until(keep); d > 0 {
+		time.AfterFunc(d, func() { hs.forget(hd) })
+		return
+	}
 	delete(hs.byID, hd.id)
-	hs.mu.Unlock()
+}
+
+func (hs *holds) forget(hd *hold) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	delete(hs.byID, hd.id)
+	for id, exp := range hs.elsewhere {
+		if time.Now().After(exp) {
+			delete(hs.elsewhere, id)
+		}
+	}
+}
+
+// releasedElsewhere records that an operator answered question id of hd.
+func (hs *holds) releasedElsewhere(hd *hold, id string, expires time.Time) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.elsewhere == nil {
+		hs.elsewhere = map[string]time.Time{}
+	}
+	hs.elsewhere[id] = expires
+	hd.released = append(hd.released, expires)
+}
+
+// decidedElsewhere reports whether an operator answered any of the questions ids; hs.mu is
+// held.
+func (hs *holds) decidedElsewhere(ids []string) bool {
+	for _, id := range ids {
+		if _, ok := hs.elsewhere[id]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // holdAsker is the Asker of a held call: it parks each question on the hold, for the request
@@ -107,7 +159,12 @@ type holdAsker struct{ hd *hold }
 func (a holdAsker) CanAsk() (bool, string) { return true, "" }
 
 func (a holdAsker) Ask(ctx context.Context, q binding.Question) (binding.Answer, error) {
-	qu := &question{id: budget.NewID("q_"), q: q, expires: time.Now().Add(q.Wait), answer: make(chan binding.Answer, 1)}
+	return a.askAs(ctx, budget.NewID("q_"), q)
+}
+
+// askAs asks q as the input request named id.
+func (a holdAsker) askAs(ctx context.Context, id string, q binding.Question) (binding.Answer, error) {
+	qu := &question{id: id, q: q, expires: time.Now().Add(q.Wait), answer: make(chan binding.Answer, 1)}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(qu.expires) {
 		qu.expires = dl
 	}
@@ -159,23 +216,49 @@ func sessionlessRequest(req *mcp.CallToolRequest) bool {
 	return ip != nil && ip.ProtocolVersion >= revisionStateless
 }
 
-// heldOp is a call that may be held: it runs with a.Asker asking the person.
-type heldOp func(ctx context.Context, a *binding.Approvals) *mcp.CallToolResult
+// heldOp is a call that may be held: it runs with a.Asker asking the person. j, when not nil,
+// is the tape of a program's calls (pause.go): the journal its pauses keep, and, for a
+// program resumed after its holder was gone, the journal it is answered from up to its pause.
+type heldOp func(ctx context.Context, a *binding.Approvals, j *cassette.Journal) *mcp.CallToolResult
 
 // serveCall runs op for req: in the handler, asking by elicitation/create or not at all, as
 // for every client before 2026-07-28; on a hold, for a client asked through input requests;
-// and a retry carrying a requestState continues the hold it names.
+// and a retry carrying a requestState continues the hold it names, or, when no process holds
+// it any more, the pause the ledger kept of it (pause.go).
 func (h *handlers) serveCall(ctx context.Context, req *mcp.CallToolRequest, op heldOp) *mcp.CallToolResult {
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-		return h.resume(ctx, req)
+		return h.resume(ctx, req, op)
 	}
 	a := h.approvals(req)
 	if !asksByInput(req) {
-		return op(ctx, a)
+		pz := h.pausing(req, a.Asker, nil, nil)
+		if pz == nil {
+			return op(ctx, a, nil)
+		}
+		a.Asker = pz
+		return op(ctx, a, pz.journal)
 	}
+	return h.startHold(ctx, req, op, a, nil)
+}
+
+// startHold runs op on a new hold and waits on it for req. from, when set, is the pause a
+// resumed call carries on: its journal answers the program's calls up to the pause, and its
+// answer the question asked there.
+func (h *handlers) startHold(ctx context.Context, req *mcp.CallToolRequest, op heldOp, a *binding.Approvals, from *resumed) *mcp.CallToolResult {
 	hd := &hold{id: budget.NewID("h_"), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	hd.base = pendingState{Tenant: h.agent.Tenant, Agent: h.agent.Name, Run: h.runKey(req), Hold: hd.id, Call: callDigest(req)}
-	a.Asker = holdAsker{hd}
+	var j *cassette.Journal
+	var asker binding.Asker = holdAsker{hd}
+	if from != nil {
+		j = from.journal
+	}
+	if pz := h.pausing(req, asker, hd, j); pz != nil {
+		asker, j = pz, pz.journal
+	}
+	if from != nil {
+		asker = &answeredAsker{inner: asker, seq: from.seq, tool: from.tool, ans: from.ans}
+	}
+	a.Asker = asker
 	// The hold outlives the request; a Drain cancels it and waits for it like an execution.
 	hctx, end, ok := h.opts.Drain.begin(context.WithoutCancel(ctx))
 	if !ok {
@@ -187,8 +270,8 @@ func (h *handlers) serveCall(ctx context.Context, req *mcp.CallToolRequest, op h
 	go func() {
 		defer end()
 		defer cancel()
-		hd.res = op(hctx, a)
-		h.holds.remove(hd)
+		hd.res = op(hctx, a, j)
+		h.holds.finished(hd)
 		close(hd.done)
 	}()
 	return h.await(ctx, req, hd)
@@ -242,9 +325,13 @@ func (h *handlers) inputRequired(hd *hold) *mcp.CallToolResult {
 }
 
 // resume continues the hold a retry's requestState names with the answers it carries, or
-// refuses it, changing nothing.
-func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
+// the pause the ledger kept of it when no process holds it any more, or refuses it, changing
+// nothing.
+func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest, op heldOp) *mcp.CallToolResult {
 	hd, why := h.deliver(req)
+	if why == whyNoHold && h.pauses != nil {
+		return h.resumePause(ctx, req, op)
+	}
 	if why != "" {
 		h.log.Warn("approval retry refused", "tool", req.Params.Name, "reason", why)
 		return toolError("the retried call of %s was refused: its requestState %s; nothing was answered or called", req.Params.Name, why)
@@ -292,7 +379,12 @@ func (h *handlers) deliver(req *mcp.CallToolRequest) (*hold, string) {
 	}
 	hd := h.holds.byID[st.Hold]
 	if hd == nil {
-		return nil, "names a call this server no longer holds (it ended, or the server restarted)"
+		return nil, whyNoHold
+	}
+	if h.holds.decidedElsewhere(st.Questions) {
+		// An operator answered (pause.go): the retry only waits on the call, or collects
+		// its result.
+		return hd, ""
 	}
 	hd.mu.Lock()
 	defer hd.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -93,6 +94,12 @@ type Options struct {
 	StateKeys *StateKeys
 	// Cassettes, when set, records every execution's cassette (execution.Options.Cassettes).
 	Cassettes execution.CassetteKeeper
+	// PausePoll is how often a call waiting for a person's answer looks in the ledger for an
+	// operator's (pause.go); zero means DefaultPausePoll.
+	PausePoll time.Duration
+	// Paused, when set, hears of each question kept as a pause, once, after it is saved
+	// (approvals.webhook). It must not block.
+	Paused func(Approval)
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
@@ -117,8 +124,12 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	if o.StateKeys == nil {
 		o.StateKeys = RandomStateKeys()
 	}
+	if o.PausePoll <= 0 {
+		o.PausePoll = DefaultPausePoll
+	}
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
 		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
+	h.pauses, _ = o.Ledger.(budget.Pauses)
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
@@ -281,6 +292,9 @@ type handlers struct {
 	// under stateKeys.
 	holds     holds
 	stateKeys *StateKeys
+	// pauses keep calls paused on an approval beyond this process (pause.go): the ledger's,
+	// when it keeps them; nil otherwise.
+	pauses budget.Pauses
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -314,12 +328,12 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(*in.Code) > maxCodeBytes {
 		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
-	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals) *mcp.CallToolResult {
+	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals, j *cassette.Journal) *mcp.CallToolResult {
 		ctx, end, ok := h.opts.Drain.begin(ctx)
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, *in.Code, a)
+		res := h.execute(ctx, req, *in.Code, a, j)
 		end()
 		out := renderResult(res, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)

@@ -157,6 +157,29 @@ var postgresSchema = []string{
 		PRIMARY KEY (tenant, upstream, tool, definition)
 	);
 	CREATE INDEX ledger_observed_shapes_age ON ledger_observed_shapes (tenant, updated_at);`,
+	// 7: calls paused on a person's approval, with their program's journal (pause.go).
+	`CREATE TABLE ledger_pauses (
+		id          text        PRIMARY KEY,
+		tenant      text        NOT NULL,
+		agent       text        NOT NULL,
+		run_key     text        NOT NULL,
+		hold        text        NOT NULL,
+		tool        text        NOT NULL,
+		arguments   text        NOT NULL,
+		reason      text        NOT NULL,
+		seq         bigint      NOT NULL,
+		journal     text,
+		resumable   boolean     NOT NULL,
+		asked_at    timestamptz NOT NULL,
+		expires_at  timestamptz NOT NULL,
+		status      text        NOT NULL,
+		answered_by text        NOT NULL DEFAULT '',
+		decided_at  timestamptz,
+		claimed     boolean     NOT NULL DEFAULT false,
+		owner       text        NOT NULL,
+		result      text
+	);
+	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

@@ -143,6 +143,29 @@ CREATE TABLE IF NOT EXISTS observed_shapes (
 	PRIMARY KEY (tenant, upstream, tool, definition)
 );
 CREATE INDEX IF NOT EXISTS observed_shapes_age ON observed_shapes (tenant, updated_at);
+-- 7: calls paused on a person's approval, with their program's journal (pause.go).
+CREATE TABLE IF NOT EXISTS pauses (
+	id              TEXT    PRIMARY KEY,
+	tenant          TEXT    NOT NULL,
+	agent           TEXT    NOT NULL,
+	run_key         TEXT    NOT NULL,
+	hold            TEXT    NOT NULL,
+	tool            TEXT    NOT NULL,
+	arguments       TEXT    NOT NULL,
+	reason          TEXT    NOT NULL,
+	seq             INTEGER NOT NULL,
+	journal         TEXT,
+	resumable       INTEGER NOT NULL,
+	asked_at        INTEGER NOT NULL,
+	expires_at      INTEGER NOT NULL,
+	status          TEXT    NOT NULL,
+	answered_by     TEXT    NOT NULL DEFAULT '',
+	decided_at      INTEGER,
+	claimed         INTEGER NOT NULL DEFAULT 0,
+	owner           TEXT    NOT NULL,
+	result          TEXT
+);
+CREATE INDEX IF NOT EXISTS pauses_pending ON pauses (asked_at) WHERE status = 'pending';
 `
 
 // indexesAdded are created after the migration, since they may name columnsAdded.
@@ -241,7 +264,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 6
+const sqliteSchemaVersion = 7
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.

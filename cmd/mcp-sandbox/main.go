@@ -52,6 +52,7 @@ func commands() []command {
 		{"replay", "run a recorded program against its cassette, with no upstream started", runReplay},
 		{"export", "write the cassette of an execution a server recorded in the ledger", runExport},
 		{"read-output", "print an output kept under a handle (read_tool_output at a shell)", runReadOutput},
+		{"approvals", "list the calls waiting for a person's approval, and approve or deny them", runApprovals},
 		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
 		{"check", "validate a config file without running anything", runCheck},
 		{"sandbox-service", "serve executions to remote backends of MCP servers elsewhere", runSandboxService},
@@ -135,6 +136,7 @@ Examples:
   mcp-sandbox serve                          # stdio, for Claude Desktop and other local hosts
   echo 'print("hi"); 6*7' | mcp-sandbox run -  # one program, result JSON on stdout
   mcp-sandbox read-output h_…                # more of an output a result kept under a handle
+  mcp-sandbox approvals list --config deploy.yaml  # calls waiting for a person's approval
   mcp-sandbox doctor                         # what this machine can contain, per profile
   mcp-sandbox check --config deploy.yaml     # validate a config
   mcp-sandbox sandbox-service --listen 127.0.0.1:8443  # run programs for MCP servers elsewhere

@@ -82,6 +82,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if opts.Cassettes, err = cassetteKeeper(cfg, st.ledger); err != nil {
 		return exitFailure, err
 	}
+	hook, err := startWebhook(cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer hook.close()
+	if hook != nil {
+		opts.Paused = hook.notify
+	}
 	if *metricsListen != "" {
 		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
 		stopMetrics, err := serveMetrics(*metricsListen, m)
@@ -417,7 +425,9 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		return "", false
 	}
 	oauth := newOAuth(cfg, &reload.subjects)
+	operator := operatorTokens(cfg.Approvals.OperatorTokens)
 	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
+		Operator:     operator,
 		Agents:       agents,
 		Authenticate: authenticate,
 		OAuth:        oauth,
@@ -440,6 +450,9 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 		token := bearerToken(r)
 		if _, ok := authenticate(token); ok {
+			return true
+		}
+		if operator != nil && token != "" && operator(token) {
 			return true
 		}
 		if oauth != nil && token != "" {
@@ -549,3 +562,19 @@ SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approva
 agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts
 are sent tools/list_changed. New tenants, agents, profiles and upstreams need a restart.
 `
+
+// operatorTokens is the check of approvals.operator_tokens (hashes), or nil when there are
+// none: the route /v1/approvals is then not served.
+func operatorTokens(hashes []string) func(token string) bool {
+	if len(hashes) == 0 {
+		return nil
+	}
+	return func(token string) bool {
+		want := configs.HashToken(token)
+		ok := 0
+		for _, h := range hashes {
+			ok |= subtle.ConstantTimeCompare([]byte(h), []byte(want))
+		}
+		return ok == 1
+	}
+}

@@ -43,8 +43,10 @@ type storage struct {
 	report storageReport     // what is in use, for logs and doctor
 
 	recoverEvery time.Duration
-	closeBlobs   func()
-	lost         atomic.Int64 // calls recorded unknown since this process started
+	// pauseRetention is how long calls paused on an approval are kept (approvals.retention_hours).
+	pauseRetention time.Duration
+	closeBlobs     func()
+	lost           atomic.Int64 // calls recorded unknown since this process started
 }
 
 // storeReport says which store is in use and where, never a secret: a DSN appears as its
@@ -118,7 +120,7 @@ func resolveDSN(what string, ref configs.Credential) (string, error) {
 // error naming the DSN's reference and the cause, never the DSN.
 func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 	dir := dataDir(cfg)
-	st := &storage{report: plannedStorage(cfg), closeBlobs: func() {}}
+	st := &storage{report: plannedStorage(cfg), closeBlobs: func() {}, pauseRetention: cfg.Retention()}
 	pgLedger := cfg.Ledger != nil && cfg.Ledger.Postgres != nil
 	pgBlobs := cfg.Blobs != nil && cfg.Blobs.Postgres != nil
 	if dir == "" && !pgBlobs {
@@ -247,8 +249,38 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 			}
 		})
 	})
+	if p, ok := st.ledger.(budget.Pauses); ok && st.pauseRetention > 0 {
+		wg.Go(func() { sweepPauses(ctx, p, st.pauseRetention) })
+	}
 	return func() { cancel(); wg.Wait() }
 }
+
+// sweepPauses drops, until ctx ends, the paused calls asked longer than retention ago: their
+// questions have long closed, and their journals are kept no longer.
+func sweepPauses(ctx context.Context, p budget.Pauses, retention time.Duration) {
+	t := time.NewTicker(min(pauseSweepInterval, retention))
+	defer t.Stop()
+	for {
+		dropOldPauses(ctx, p, retention)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// dropOldPauses is one pass of sweepPauses.
+func dropOldPauses(ctx context.Context, p budget.Pauses, retention time.Duration) {
+	if n, err := p.DropPausesBefore(ctx, time.Now().Add(-retention)); err != nil && ctx.Err() == nil {
+		slog.Warn("paused calls past their retention not dropped", "err", err)
+	} else if n > 0 {
+		slog.Info("paused calls past their retention dropped", "dropped", n, "retention", retention)
+	}
+}
+
+// pauseSweepInterval is how often the paused calls past their retention are dropped.
+const pauseSweepInterval = time.Hour
 
 func (st *storage) close() {
 	if st.ledger != nil {

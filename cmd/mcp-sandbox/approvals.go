@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
+	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+)
+
+// runApprovals is the operator's channel for approvals (docs/design.md §10, §11): the calls
+// paused on a person's approval, listed from the run ledger the servers share, and decided
+// there. A decision is final and recorded once: the server holding the call sees it within a
+// second and carries the call on (or refuses it), and the client's own answer, if it comes
+// later, finds it decided.
+func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs, configPath := commandFlags("approvals", approvalsUsage, stdout, stderr)
+	asJSON := fs.Bool("json", false, "print as JSON: list, an array of pending approvals; approve and deny, the approval decided")
+	tenant := fs.String("tenant", "", "list only this tenant's approvals")
+	by := fs.String("by", "", `who decides, recorded with the decision (default: "operator" and $USER)`)
+	if answered, code, err := parseFlags(fs, args); answered {
+		return code, err
+	}
+	verb, rest := "", fs.Args()
+	if len(rest) > 0 {
+		verb, rest = rest[0], rest[1:]
+	}
+	switch {
+	case verb == "list" && len(rest) == 0:
+	case (verb == "approve" || verb == "deny") && len(rest) == 1:
+	default:
+		fs.Usage()
+		return exitUsage, usagef("want list, approve ID or deny ID")
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return exitUsage, err
+	}
+	pauses, closeLedger, err := openPauses(ctx, cfg)
+	if err != nil {
+		return exitCode(err), err
+	}
+	defer closeLedger()
+	if verb == "list" {
+		return listApprovals(ctx, pauses, *tenant, *asJSON, stdout)
+	}
+	who := *by
+	if who == "" {
+		who = strings.TrimSpace("operator " + os.Getenv("USER"))
+	}
+	return decideApproval(ctx, pauses, rest[0], verb == "approve", who, *asJSON, stdout)
+}
+
+func listApprovals(ctx context.Context, pauses budget.Pauses, tenant string, asJSON bool, stdout io.Writer) (int, error) {
+	out, err := mcpserver.PendingApprovals(ctx, pauses, tenant)
+	if err != nil {
+		return exitFailure, err
+	}
+	if asJSON {
+		return exitOK, json.NewEncoder(stdout).Encode(out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(stdout, "no approval is pending")
+		return exitOK, nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tTOOL\tASKED\tEXPIRES IN\tARGUMENTS (redacted)")
+	for _, a := range out {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s\t%s\n", a.ID, a.Tenant, a.Agent, a.Tool,
+			now.Sub(a.AskedAt).Round(time.Second), a.ExpiresAt.Sub(now).Round(time.Second), shortArguments(a.Arguments))
+	}
+	return exitOK, tw.Flush()
+}
+
+// shortArguments keeps a table row to one line of a readable length; --json has them whole.
+func shortArguments(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
+}
+
+func decideApproval(ctx context.Context, pauses budget.Pauses, id string, approve bool, by string, asJSON bool, stdout io.Writer) (int, error) {
+	verb := "denied"
+	if approve {
+		verb = "approved"
+	}
+	p, err := mcpserver.DecideApproval(ctx, pauses, id, approve, by)
+	if err != nil {
+		return exitFailure, err
+	}
+	if asJSON {
+		return exitOK, json.NewEncoder(stdout).Encode(mcpserver.ApprovalOf(p))
+	}
+	fmt.Fprintf(stdout, "%s %s: %s of tenant %s, arguments %s\n", verb, id, p.Tool, p.Tenant, shortArguments(p.Arguments))
+	fmt.Fprintln(stdout, "The server holding the call sees the decision within a second and carries it on.")
+	if p.Resumable {
+		fmt.Fprintln(stdout, "If that server is gone, the program is run again from its journal when the client retries the call.")
+	}
+	return exitOK, nil
+}
+
+// openPauses opens the run ledger the config names, where the servers keep paused calls:
+// ledger.postgres, or the SQLite ledger under data_dir. Without either there is nothing
+// shared to read.
+func openPauses(ctx context.Context, cfg *configs.Config) (budget.Pauses, func(), error) {
+	if cfg.Ledger != nil && cfg.Ledger.Postgres != nil {
+		dsn, err := resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
+		if err != nil {
+			return nil, nil, err
+		}
+		octx, cancel := context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
+		led, err := postgres.Open(octx, dsn, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ledger: PostgreSQL (dsn %s): %w", cfg.Ledger.Postgres.DSN.String(), err)
+		}
+		return led, func() { led.Close() }, nil
+	}
+	dir := dataDir(cfg)
+	if dir == "" {
+		return nil, nil, usagef("there is no data_dir and no ledger.postgres, so each server's ledger is private to it and no approval can be read here")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s: %w (has a server run with this config?)", dir, err)
+	}
+	led, err := sqlite.Open(ctx, dir, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	return led, func() { led.Close() }, nil
+}
+
+const approvalsUsage = `Usage: mcp-sandbox approvals list [--config FILE] [--tenant T] [--json]
+       mcp-sandbox approvals approve ID [--config FILE] [--by NAME] [--json]
+       mcp-sandbox approvals deny ID [--config FILE] [--by NAME] [--json]
+
+The operator's side of approvals. A tool call that needs a person's approval (the policy's
+approval_required, a tool marked destructive, an argument rule) is put to the person through
+the MCP client: elicitation/create for clients of MCP 2025-11-25, an input_required answer for
+clients of 2026-07-28. Each such question is also kept in the run ledger the servers share
+(data_dir's SQLite file, or ledger.postgres), where this command lists and decides it:
+
+  list      the pending approvals: their ID, tenant, agent, tool, how long ago they were asked,
+            how long they stay open, and the call's arguments redacted as a log line shows them
+            (secret-looking keys, writeOnly and password fields are "[redacted]")
+  approve   accept call ID: the program (or direct call) holding it makes the call
+  deny      decline call ID: the program sees a ToolError of kind "denied" and goes on
+
+The first answer stands, from either channel: the person's in the client, or yours here. The
+server holding the call sees your decision within a second. If that server is gone (killed,
+restarted), a client of 2026-07-28 that retries the call reaches another server on the same
+ledger, which runs the program again from its start, answering the calls it had made from
+their journal (they are not made again) and the approved one with the decision.
+
+Examples:
+  mcp-sandbox approvals list --config deploy.yaml
+  mcp-sandbox approvals approve q_5d1c… --config deploy.yaml --by ann@example.com
+  mcp-sandbox approvals deny q_5d1c… --config deploy.yaml
+
+Exit status: 0 when listed or decided; 1 when the approval is not kept, expired, was already
+answered (a decision is final), or the ledger failed; 2 for usage or configuration errors.
+`

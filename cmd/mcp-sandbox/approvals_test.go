@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
+)
+
+// TestApprovalsCommand (must show 6, the command's side): `approvals list` shows each pending,
+// unexpired approval with its tenant, tool and redacted arguments (as text and JSON);
+// `approve ID` decides it once, recorded with who decided; a second decision, an expired one
+// and an unknown ID are refused with the reason (exit 1); without a shared ledger it is a
+// configuration error (exit 2). The server's side (the decision releases the program) is in
+// conformance.
+func TestApprovalsCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	cfg := testkit.WriteConfig(t, fmt.Sprintf("data_dir: %q\ntenants: {acme: {agents: {default: {}}}}\n", dir))
+	led, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, p := range []budget.Pause{
+		{ID: "q_open", Tenant: "acme", Agent: "default", Hold: "h_1", Tool: "crm__wipe", Arguments: `{"api_key":"[redacted]","id":7}`,
+			Reason: "crm__wipe is marked destructive", Seq: 2, Resumable: true, AskedAt: now, Expires: now.Add(time.Hour)},
+		{ID: "q_gone", Tenant: "acme", Agent: "default", Tool: "crm__wipe", Arguments: `{}`, AskedAt: now.Add(-time.Hour), Expires: now.Add(-time.Minute)},
+		{ID: "q_other", Tenant: "globex", Agent: "default", Tool: "docs__drop", Arguments: `{"name":"x"}`, AskedAt: now, Expires: now.Add(time.Hour)},
+	} {
+		if err := led.SavePause(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	led.Close()
+
+	out, errOut, code := runCLI(t, "", "approvals", "list", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "q_open") || !strings.Contains(out, "acme") || !strings.Contains(out, "crm__wipe") ||
+		!strings.Contains(out, `{"api_key":"[redacted]","id":7}`) || strings.Contains(out, "q_gone") || !strings.Contains(out, "q_other") {
+		t.Errorf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = runCLI(t, "", "approvals", "list", "--tenant", "acme", "--json", "--config", cfg)
+	var listed []mcpserver.Approval
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || code != 0 || len(listed) != 1 || listed[0].ID != "q_open" ||
+		listed[0].Tenant != "acme" || listed[0].Tool != "crm__wipe" || !listed[0].Resumable {
+		t.Errorf("list --json --tenant acme: exit %d, %+v (%v)\n%s", code, listed, err, out)
+	}
+
+	out, errOut, code = runCLI(t, "", "approvals", "approve", "q_open", "--by", "ann@example.com", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "approved q_open") || !strings.Contains(out, "crm__wipe of tenant acme") {
+		t.Errorf("approve: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "approvals", "deny", "q_open", "--config", cfg)
+	if code != 1 || !strings.Contains(errOut, "already answered: q_open: accepted by ann@example.com") {
+		t.Errorf("deny after approve: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "approvals", "approve", "q_gone", "--config", cfg)
+	if code != 1 || !strings.Contains(errOut, "expired") {
+		t.Errorf("approve an expired one: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "", "approvals", "approve", "q_never", "--config", cfg)
+	if code != 1 || !strings.Contains(errOut, "no such approval is kept: q_never") {
+		t.Errorf("approve an unknown one: exit %d\n%s", code, errOut)
+	}
+	out, _, _ = runCLI(t, "", "approvals", "list", "--tenant", "acme", "--config", cfg)
+	if !strings.Contains(out, "no approval is pending") {
+		t.Errorf("list after the decision:\n%s", out)
+	}
+
+	led, err = sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	if p, err := led.Pause(context.Background(), "q_open"); err != nil || p.Status != budget.ApprovalAccepted || p.AnsweredBy != "ann@example.com" {
+		t.Errorf("recorded: %+v, %v", p, err)
+	}
+
+	_, errOut, code = runCLI(t, "", "approvals", "list", "--config", testkit.WriteConfig(t, "data_dir: \"-\"\ntenants: {acme: {agents: {default: {}}}}\n"))
+	if code != 2 || !strings.Contains(errOut, "no data_dir and no ledger.postgres") {
+		t.Errorf("without a shared ledger: exit %d\n%s", code, errOut)
+	}
+	out, _, code = runCLI(t, "", "approvals", "--help")
+	if code != 0 || !strings.Contains(out, "approvals approve ID") || !strings.Contains(out, "The first answer stands") {
+		t.Errorf("help: exit %d\n%s", code, out)
+	}
+	_, _, code = runCLI(t, "", "approvals", "approve")
+	if code != 2 {
+		t.Errorf("approve without an ID: exit %d, want 2", code)
+	}
+}
+
+// TestPausesRetention: approvals.retention_hours (default 72) drops the paused calls asked
+// before it, and keeps the younger ones; a retention of 0 is a config error, and so is an
+// operator token given in clear or shared with a tenant.
+func TestPausesRetention(t *testing.T) {
+	cfg, err := loadConfig(testkit.WriteConfig(t, "data_dir: \"-\"\napprovals: {retention_hours: 2}\ntenants: {acme: {agents: {default: {}}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Retention(); got != 2*time.Hour {
+		t.Errorf("retention %v, want 2h", got)
+	}
+	if _, err := loadConfig(testkit.WriteConfig(t, "approvals: {retention_hours: 0}\ntenants: {acme: {agents: {default: {}}}}\n")); err == nil ||
+		!strings.Contains(err.Error(), "approvals.retention_hours") {
+		t.Errorf("retention 0: %v", err)
+	}
+	const hash = "sha256:f25304f25690670ae008ff9c122fbcfb785ec4541a0cad4c6d5591f1cb6de5e6"
+	for yaml, want := range map[string]string{
+		"approvals: {operator_tokens: [plain-token]}\ntenants: {acme: {agents: {default: {}}}}\n":                                  "never the token itself",
+		"approvals: {webhook: {url: \"ftp://ops.example/hook\"}}\ntenants: {acme: {agents: {default: {}}}}\n":                      "approvals.webhook.url",
+		"approvals: {operator_tokens: [\"" + hash + "\"]}\ntenants: {acme: {tokens: [\"" + hash + "\"], agents: {default: {}}}}\n": "also tenant acme's token",
+	} {
+		if _, err := loadConfig(testkit.WriteConfig(t, yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", yaml, err, want)
+		}
+	}
+	if ok := operatorTokens([]string{hash}); ok == nil || ok("other") {
+		t.Errorf("operatorTokens admits another token")
+	}
+	if operatorTokens(nil) != nil {
+		t.Errorf("without operator tokens the route is served")
+	}
+	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	now := time.Now()
+	for id, asked := range map[string]time.Time{"q_old": now.Add(-3 * time.Hour), "q_young": now.Add(-time.Hour)} {
+		if err := led.SavePause(context.Background(), budget.Pause{ID: id, Tenant: "acme", Tool: "x", AskedAt: asked, Expires: asked}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropOldPauses(context.Background(), led, cfg.Retention())
+	if _, err := led.Pause(context.Background(), "q_old"); err == nil {
+		t.Errorf("a pause past the retention was kept")
+	}
+	if _, err := led.Pause(context.Background(), "q_young"); err != nil {
+		t.Errorf("a pause within the retention: %v", err)
+	}
+}
