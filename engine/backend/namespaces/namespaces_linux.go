@@ -39,6 +39,10 @@ type Options struct {
 	// Host is where the host's user-namespace settings and subordinate ids are read; the
 	// zero value reads the real ones (tests point it at a fake tree).
 	Host userns.Host
+	// Template: a warm pool's children are forked from a template kept per owner and terms
+	// (the profile's warm.start: template) instead of exec'd, where this host allows it
+	// (templateWhy); elsewhere they are exec'd and the log says why, once.
+	Template bool
 }
 
 // Backend is the namespaces backend.
@@ -50,6 +54,7 @@ type Backend struct {
 	// from the run_as identity inside); nil when there are none, and subWhy says why.
 	sub    *userns.SubIDs
 	subWhy string
+	tpl    templates
 }
 
 // New prepares the backend: it checks the namespaces can be made, resolves the interpreter
@@ -219,6 +224,15 @@ func (b *Backend) Mechanisms() []string {
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
+	if why := b.templateWhy(spec); why == "" {
+		c, err := b.startForked(ctx, spec)
+		if err == nil {
+			return c, nil
+		}
+		b.logTemplateWhy(err.Error())
+	} else if b.opts.Template && spec.Pooled {
+		b.logTemplateWhy(why)
+	}
 	netns := spec.Terms.Network == engine.NetworkNone
 	c := &spawned.Child{Proc: &spawn.Proc{Status: true}, Containment: engine.Facts{
 		MountBoundary: true, PIDNamespace: true, NetNamespace: netns, Seccomp: netns && !b.disabled("seccomp")}}

@@ -1,0 +1,42 @@
+//go:build linux
+
+package namespaces_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+)
+
+// templateRunner is a Runner whose warm pools fork their children from a template. A warm
+// miss forks too (the pool's template serves it), so every execution here runs in a forked
+// child, which each test checks through the result's start block.
+func templateRunner(t *testing.T, ceiling engine.Limits, ro engine.RunnerOptions) *engine.Runner {
+	t.Helper()
+	gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
+	ro.Warm = engine.WarmPolicy{Min: 1, Max: 2}
+	return newRunner(t, ceiling, namespaces.Options{Template: true}, ro)
+}
+
+func wantForked(t *testing.T, r *engine.Outcome) {
+	t.Helper()
+	if r.Started == nil || r.Started.Kind != engine.StartForked {
+		t.Fatalf("start %+v, want forked (failure %+v, stderr %q)", r.Started, r.Failure, r.Stderr)
+	}
+}
+
+func TestTemplateForksAChild(t *testing.T) {
+	r := templateRunner(t, engine.DefaultLimits, engine.RunnerOptions{})
+	res := r.Run(t.Context(), engine.Execution{Program: "print('hi')\n6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+	wantForked(t, res)
+	if !res.OK() || string(res.Value) != "42" || res.Stdout != "hi\n" {
+		t.Fatalf("value %s stdout %q failure %+v", res.Value, res.Stdout, res.Failure)
+	}
+	t.Logf("guarantees %v isolation %s start %+v", res.Guarantees, res.Isolation, *res.Started)
+}
+
+var _ = sandboxtest.Run
