@@ -43,6 +43,8 @@ type Options struct {
 	// (the profile's warm.start: template) instead of exec'd, where this host allows it
 	// (templateWhy); elsewhere they are exec'd and the log says why, once.
 	Template bool
+	// forkAll (tests: export_test.go) forks every child, not only a warm pool's.
+	forkAll bool
 }
 
 // Backend is the namespaces backend.
@@ -230,7 +232,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			return c, nil
 		}
 		b.logTemplateWhy(err.Error())
-	} else if b.opts.Template && spec.Pooled {
+	} else if b.opts.Template && (spec.Pooled || b.opts.forkAll) {
 		b.logTemplateWhy(why)
 	}
 	netns := spec.Terms.Network == engine.NetworkNone

@@ -1,5 +1,7 @@
 # mcp-sandbox template: forks one sandbox child per request. See engine/backend/namespaces/doc.go.
-# argv: BOOTSTRAP CANARY PORT4 PORT6 MAXVALUE WORKSPACE SECCOMP_HEX. The control socket is fd 3.
+# argv: CANARY PORT4 PORT6 MAXVALUE WORKSPACE SECCOMP_HEX. The control socket is fd 3; the host
+# sends the bootstrap's text on it first (8 bytes of length, then the text), so that no
+# template's command line reads as a sandbox child's (only the bootstrap's first line does).
 # It never receives program text, environment values or tool results: only descriptors and
 # fixed numeric fields. The one policy it installs, the seccomp program, was built in Go.
 import ctypes
@@ -15,7 +17,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS = 1, 4, 22, 38
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
-_REQUEST = struct.Struct("<12q")  # id uid gid cpu cpu_hard as fsize nproc nofile ws_bytes tmp_bytes netns
+_REQUEST = struct.Struct("<13q")  # id uid gid cpu cpu_hard as fsize nproc nofile ws_bytes tmp_bytes netns tag
 _REPLY = struct.Struct("<2q")  # id, the child's pid here (or -errno)
 
 
@@ -34,8 +36,24 @@ def _mount(src, target, fstype, flags, data):
 
 
 _prctl(_PR_SET_DUMPABLE, 0)  # execve reset it: no process of the pool's uid opens this one's memory
-_source, _workspace, _filter = sys.argv[1], sys.argv[6], bytes.fromhex(sys.argv[7])
-sys.argv = ["-c"] + sys.argv[2:6] + ["cold"]
+_workspace, _filter = sys.argv[5], bytes.fromhex(sys.argv[6])
+sys.argv = ["-c"] + sys.argv[1:5] + ["cold"]
+
+
+def _read_exactly(n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(3, n - len(data))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    return data
+
+
+_source = _read_exactly(struct.unpack("<q", _read_exactly(8))[0]).decode()
+# unshare(CLONE_NEWPID) needs the namespace for children to be this process's own: after each
+# fork into a new one, setns back (design §5.3).
+_own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
 _B = {"__name__": "__mcp_sandbox_bootstrap__", "__builtins__": __builtins__}
 _body = _source.rstrip()
 if not _body.endswith("_main()"):
@@ -70,7 +88,8 @@ def _closeexcept(keep, low):
 
 def _program(req, chan, out, err):
     """H, pid 2 of the child's namespace: the program's interpreter."""
-    _, uid, gid, cpu, cpu_hard, as_, fsize, nproc, nofile, _, _, _ = req
+    _, uid, gid, cpu, cpu_hard, as_, fsize, nproc, nofile, _, _, _, tag = req
+    home = "%s/%016x" % (_workspace, tag & (1 << 64) - 1)
     os.dup2(chan, 3)
     os.dup2(out, 1)
     os.dup2(err, 2)
@@ -87,7 +106,9 @@ def _program(req, chan, out, err):
                             (resource.RLIMIT_NPROC, nproc, nproc), (resource.RLIMIT_NOFILE, nofile, nofile)):
         if hard > 0 or res == resource.RLIMIT_CORE:
             resource.setrlimit(res, (soft, hard))
-    os.chdir(_workspace)
+    os.mkdir(home, 0o755)  # a name of its own, in its own tmpfs: no workspace path is reused
+    os.chdir(home)
+    os.environ["HOME"] = os.environ["TMPDIR"] = home
     buf = ctypes.create_string_buffer(_filter, len(_filter))
 
     class _Fprog(ctypes.Structure):
@@ -193,6 +214,8 @@ def _serve():
             os._exit(125)
         for fd in fds:
             os.close(fd)
+        if _libc.setns(ctypes.c_int(_own_pid_ns), ctypes.c_int(_CLONE_NEWPID)) != 0:
+            os._exit(125)  # every later fork would fail
         if pid < 0:
             ctl.sendall(_REPLY.pack(req[0], pid))
             continue

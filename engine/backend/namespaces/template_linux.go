@@ -92,7 +92,7 @@ func (b *Backend) templateWhy(spec engine.LaunchSpec) string {
 	switch {
 	case !b.opts.Template:
 		return "templates are off (warm.start)"
-	case !spec.Pooled:
+	case !spec.Pooled && !b.opts.forkAll:
 		return "the child is not for a warm pool"
 	case !b.root:
 		return "this version starts templates only on a root host (the pool's user namespace is mapped by the host)"
@@ -266,7 +266,7 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	ok := false
 	defer t.proc.CloseUnless(&ok)
 	// argv is the bootstrap's: -I -c SOURCE CANARY PORT4 PORT6 MAXVALUE MODE.
-	targv := []string{b.base.Python, "-I", "-c", templateSource, argv[2], argv[3], argv[4], argv[5], argv[6], workspace, hex.EncodeToString(filter)}
+	targv := []string{b.base.Python, "-I", "-c", templateSource, argv[3], argv[4], argv[5], argv[6], workspace, hex.EncodeToString(filter)}
 	ls := &launch.Spec{
 		Python: b.base.Python, Argv: targv, Env: spawn.Env(workspace, b.opts.Env), Dir: "/",
 		ChannelParent: true, Reaper: true, Template: true, UserNamespace: true,
@@ -295,6 +295,10 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 		return nil, fmt.Errorf("the template's control socket is not a unix socket")
 	}
 	t.ctl = ctl
+	source := binary.LittleEndian.AppendUint64(nil, uint64(len(argv[2])))
+	if _, err := ctl.Write(append(source, argv[2]...)); err != nil {
+		return nil, failure.New(failure.BackendUnavailable, "the template did not come up (%v): %s", err, t.stderr.String())
+	}
 	// Ready: 32 bytes, "ready PYTHON-VERSION". The start takes an interpreter start and the
 	// preloads; ctx bounds it, and so does the template's end (its socket closes).
 	stop := context.AfterFunc(ctx, func() { _ = ctl.SetReadDeadline(time.Now()) })
@@ -399,6 +403,9 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 		c.group = g
 		c.facts.Cgroup = true
 	}
+	var tag [8]byte
+	_, _ = rand.Read(tag[:])
+	c.workspace = fmt.Sprintf("%s/%016x", t.workspace, binary.LittleEndian.Uint64(tag[:]))
 	nproc := int64(spec.Terms.ProcessCount)
 	if c.group != nil && !id.Exclusive {
 		nproc = 0 // the pids cgroup binds the tree; a shared uid's count would include siblings
@@ -406,7 +413,7 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	ws := b.opts.WorkspaceBytes
 	req := []int64{0, int64(id.UID), int64(id.GID), int64(engine.CPURlimit(spec.Terms.CPUSeconds)),
 		int64(engine.CPUHardRlimit(spec.Terms.CPUSeconds)), spec.Terms.MemoryBytes, spec.Terms.FileSizeBytes, nproc, 1024,
-		ws, b.opts.TmpBytes, 1}
+		ws, b.opts.TmpBytes, 1, int64(binary.LittleEndian.Uint64(tag[:]))}
 	msg := make([]byte, 8*len(req))
 	for i, v := range req {
 		binary.LittleEndian.PutUint64(msg[8*i:], uint64(v))
@@ -431,7 +438,7 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	_ = pid
 	if c.group != nil {
 		if err := launch.JoinCgroup(c.group.ProcsFiles(), hostPid); err != nil {
-			return nil, failure.Wrap(failure.BackendUnavailable, err, "joining the execution's cgroup failed")
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "joining the execution's cgroup failed (%v): %s", err, t.stderr.String())
 		}
 	}
 	if _, err := goW.Write([]byte{1}); err != nil {
@@ -501,19 +508,20 @@ func pidOfPidfd(pidfd int) (int, error) {
 // forked is a child forked from a template: C (pid 1 of its namespace, which reports H's
 // status on the status pipe) and H (the program's interpreter).
 type forked struct {
-	t        *template
-	b        *Backend
-	facts    engine.Facts
-	conn     net.Conn
-	pidfd    int
-	hostPid  int
-	children int
-	group    *cgroup.Group
-	status   *os.File
-	readEnd  []*os.File
-	copies   sync.WaitGroup
-	copied   chan struct{}
-	cleanup  []func()
+	t         *template
+	b         *Backend
+	facts     engine.Facts
+	conn      net.Conn
+	pidfd     int
+	hostPid   int
+	workspace string // inside the child
+	children  int
+	group     *cgroup.Group
+	status    *os.File
+	readEnd   []*os.File
+	copies    sync.WaitGroup
+	copied    chan struct{}
+	cleanup   []func()
 
 	exit   engine.Exit
 	waited chan struct{}
@@ -530,7 +538,7 @@ func (c *forked) Workspace() string {
 	case <-c.waited:
 		return ""
 	default:
-		return "/proc/" + strconv.Itoa(c.hostPid) + "/root" + c.t.workspace
+		return "/proc/" + strconv.Itoa(c.hostPid) + "/root" + c.workspace
 	}
 }
 

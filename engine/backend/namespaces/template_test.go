@@ -3,6 +3,7 @@
 package namespaces_test
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -39,4 +40,32 @@ func TestTemplateForksAChild(t *testing.T) {
 	t.Logf("guarantees %v isolation %s start %+v", res.Guarantees, res.Isolation, *res.Started)
 }
 
-var _ = sandboxtest.Run
+// forkedOnly is a Sandbox that fails its test when an execution's child was not forked.
+type forkedOnly struct {
+	*engine.Runner
+	t *testing.T
+}
+
+func (s forkedOnly) Run(ctx context.Context, ex engine.Execution) *engine.Outcome {
+	res := s.Runner.Run(ctx, ex)
+	if res.Started != nil && res.Started.Kind != engine.StartForked {
+		s.t.Errorf("an execution's child was %s, not forked: %+v", res.Started.Kind, res.Failure)
+	}
+	return res
+}
+
+// TestTemplateContract runs the contract suite, hostile list included, with every child
+// forked from a template: concurrent executions with the same terms are siblings of one
+// template there ("hostile/concurrent executions" is the sibling case of the suite).
+func TestTemplateContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelIsolated,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
+			var opts namespaces.Options
+			namespaces.ForkAll(&opts)
+			r := newRunner(t, ceiling, opts, engine.RunnerOptions{Artifacts: engine.ArtifactPolicy{Collect: true}})
+			return forkedOnly{r, t}
+		},
+	})
+}
