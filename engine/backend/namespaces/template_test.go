@@ -4,12 +4,16 @@ package namespaces_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
@@ -68,4 +72,169 @@ func TestTemplateContract(t *testing.T) {
 			return forkedOnly{r, t}
 		},
 	})
+}
+
+// gateTools is the tools two sibling executions synchronise through, without any timing: the
+// first calls "ready" once it holds what its sibling will look for, and "wait", which returns
+// when the test lets it.
+type gateTools struct {
+	ready, release chan struct{}
+}
+
+func (g *gateTools) CallTool(ctx context.Context, name string, _ json.RawMessage) wire.Answer {
+	switch name {
+	case "ready":
+		close(g.ready)
+	case "wait":
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	}
+	return wire.Answer{Value: json.RawMessage("null")}
+}
+
+func (g *gateTools) ReadHandle(context.Context, string, int, int, string) wire.Answer {
+	return wire.Answer{Kind: "not_found", Message: "no handles here"}
+}
+
+func forkAllRunner(t *testing.T) *engine.Runner {
+	t.Helper()
+	gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
+	var opts namespaces.Options
+	namespaces.ForkAll(&opts)
+	return newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{})
+}
+
+// TestTemplateSiblingsApart runs two siblings of one template at once: the second sees no
+// process of the first (its /proc holds its own pid 1 and itself), cannot signal its pid 1,
+// cannot connect to the abstract socket the first listens on, and finds neither the first's
+// workspace nor its /tmp file.
+func TestTemplateSiblingsApart(t *testing.T) {
+	r := forkAllRunner(t)
+	name := "mcp-sandbox-sibling-" + itoa(os.Getpid())
+	first := `import os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0" + ` + strconv.Quote(name) + `)
+s.listen(1)
+open("/tmp/` + name + `", "w").write("x")
+open("mine", "w").write("x")
+await call_tool("ready")
+await call_tool("wait")
+s.setblocking(False)
+try:
+    s.accept()
+    reached = True
+except BlockingIOError:
+    reached = False
+{"reached": reached, "cwd": os.getcwd()}`
+	second := `import os, socket
+res = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "me": os.getpid()}
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    c.connect("\0" + ` + strconv.Quote(name) + `)
+    res["connected"] = True
+except OSError as e:
+    res["connected"] = False
+try:
+    os.kill(1, 0)
+    res["signalled_init"] = True
+except PermissionError:
+    res["signalled_init"] = False
+res["tmp"] = os.listdir("/tmp")
+res["workspaces"] = os.listdir("..")
+res`
+	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan *engine.Outcome, 1)
+	go func() {
+		done <- r.Run(context.Background(), engine.Execution{Program: first, Tools: tools, ToolNames: []string{"ready", "wait"},
+			Terms: engine.Terms{Network: engine.NetworkNone}})
+	}()
+	var a *engine.Outcome
+	select {
+	case <-tools.ready:
+	case a = <-done:
+		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
+	}
+	b := r.Run(t.Context(), engine.Execution{Program: second, Terms: engine.Terms{Network: engine.NetworkNone}})
+	close(tools.release)
+	a = <-done
+	wantForked(t, a)
+	wantForked(t, b)
+	if a.Started.Template != b.Started.Template {
+		t.Fatalf("not siblings: templates %s and %s", a.Started.Template, b.Started.Template)
+	}
+	if !a.OK() || !b.OK() {
+		t.Fatalf("first %+v, second %+v (%s)", a.Failure, b.Failure, b.Stderr)
+	}
+	var got struct {
+		Pids          []int    `json:"pids"`
+		Me            int      `json:"me"`
+		Connected     bool     `json:"connected"`
+		SignalledInit bool     `json:"signalled_init"`
+		Tmp           []string `json:"tmp"`
+		Workspaces    []string `json:"workspaces"`
+	}
+	if err := json.Unmarshal(b.Value, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Pids, []int{1, got.Me}) || got.Connected || got.SignalledInit || len(got.Tmp) != 0 || len(got.Workspaces) != 1 {
+		t.Errorf("the second sibling reached the first: %+v", got)
+	}
+	var av map[string]any
+	if err := json.Unmarshal(a.Value, &av); err != nil || av["reached"] != false {
+		t.Errorf("the first sibling was reached: %s", a.Value)
+	}
+}
+
+// TestTemplateNoStateBetweenSiblings runs two children of one template in turn: what the
+// first sets in a module, the builtins or a preloaded module is not in the second, and
+// random draws differ.
+func TestTemplateNoStateBetweenSiblings(t *testing.T) {
+	r := forkAllRunner(t)
+	set := `import builtins, sys, asyncio, random
+builtins.LEFT_BEHIND = 1
+asyncio.LEFT_BEHIND = 1
+sys.modules["left_behind"] = sys
+random.random()`
+	check := `import builtins, sys, asyncio, random
+[hasattr(builtins, "LEFT_BEHIND"), hasattr(asyncio, "LEFT_BEHIND"), "left_behind" in sys.modules, random.random()]`
+	a := r.Run(t.Context(), engine.Execution{Program: set, Terms: engine.Terms{Network: engine.NetworkNone}})
+	b := r.Run(t.Context(), engine.Execution{Program: check, Terms: engine.Terms{Network: engine.NetworkNone}})
+	wantForked(t, a)
+	wantForked(t, b)
+	if a.Started.Template != b.Started.Template || !a.OK() || !b.OK() {
+		t.Fatalf("templates %s and %s; failures %+v %+v", a.Started.Template, b.Started.Template, a.Failure, b.Failure)
+	}
+	var first float64
+	var got []any
+	if json.Unmarshal(a.Value, &first) != nil || json.Unmarshal(b.Value, &got) != nil || len(got) != 4 {
+		t.Fatalf("values %s and %s", a.Value, b.Value)
+	}
+	if got[0] != false || got[1] != false || got[2] != false {
+		t.Errorf("the second child saw the first one's state: %v", got)
+	}
+	if got[3] == first {
+		t.Errorf("both children drew %v first from random", first)
+	}
+}
+
+// TestTemplateOutlivesAForkBomb runs a fork bomb in one forked child; the template then
+// forks the next child as before, and that child completes. Hostile: only in the tests' own
+// pid namespace.
+func TestTemplateOutlivesAForkBomb(t *testing.T) {
+	gate.Hostile(t)
+	r := forkAllRunner(t)
+	bomb := r.Run(t.Context(), engine.Execution{Program: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+		Terms: engine.Terms{Network: engine.NetworkNone, Limits: engine.Limits{WallSeconds: 3, ProcessCount: 16}}})
+	wantForked(t, bomb)
+	if bomb.OK() {
+		t.Fatalf("the fork bomb completed")
+	}
+	next := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone,
+		Limits: engine.Limits{WallSeconds: 3, ProcessCount: 16}}})
+	wantForked(t, next)
+	if !next.OK() || string(next.Value) != "42" || next.Started.Template != bomb.Started.Template {
+		t.Fatalf("after the bomb: %s %+v, template %s (the bomb's %s)", next.Value, next.Failure, next.Started.Template, bomb.Started.Template)
+	}
 }
