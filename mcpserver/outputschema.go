@@ -31,7 +31,7 @@ var runCodeOutputSchema = sync.OnceValue(func() json.RawMessage {
 			"limit_hit": typ("string", "null"), "cancelled": boolean, "duration_seconds": typ("number"),
 			"terms": object, "isolation": str, "guarantees": object, "network_denied": boolean,
 			"attachments": list, "artifacts": list, "artifacts_omitted": list, "unavailable_bindings": list,
-			"upstream_problems": list, "budget": object, "approvals": object, "context": object,
+			"upstream_problems": list, "budget": object, "approvals": object, "context": object, "start": object,
 		},
 		"required": []string{"value", "stdout", "stderr", "failure", "limit_hit", "cancelled",
 			"duration_seconds", "terms", "isolation", "guarantees", "budget", "approvals", "context"},
