@@ -54,10 +54,12 @@ while True:
     os.waitpid(pid, 0)
 `
 
-// TestReportForkserver measures what a forkserver would save: the time from asking for a
-// child to its hello, for the namespaces backend as it is (a fresh interpreter through the init
-// helper, confined in full) beside the zygote's floor above. docs/design.md §4.4 gives the
-// verdict.
+// TestReportForkserver measures what the template saves: the time from asking for a child to
+// its hello, for the namespaces backend's exec'd child (a fresh interpreter through the init
+// helper, confined in full), for its child forked from a template (warm.start: template,
+// confined in full as well), and for the zygote's floor above, each as a ratio to a bare
+// interpreter start and to the exec'd child, taken in turn in one loop. docs/design.md §4.4
+// has the figures.
 func TestReportForkserver(t *testing.T) {
 	gate.Require(t, "root", os.Geteuid() == 0, "the zygote makes namespaces and mounts as root")
 	ok, why := namespaces.Available(&namespaces.Options{})
@@ -69,9 +71,15 @@ func TestReportForkserver(t *testing.T) {
 	}
 	terms := engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated}
 	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
-	startToHello := func() time.Duration {
+	// The template (warm.start: template): the same backend forking a warm pool's child.
+	tb, err := namespaces.New(ctx, &namespaces.Options{Template: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tb.Close() })
+	startToHello := func(b *namespaces.Backend, pooled bool) time.Duration {
 		start := time.Now()
-		c, err := b.Start(ctx, engine.LaunchSpec{Terms: terms, Argv: argv, Stdout: io.Discard, Stderr: io.Discard})
+		c, err := b.Start(ctx, engine.LaunchSpec{Terms: terms, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: pooled, Owner: "bench"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,9 +87,19 @@ func TestReportForkserver(t *testing.T) {
 			t.Fatalf("hello: %v", err)
 		}
 		d := time.Since(start)
+		if got := c.Facts().Forked != nil; got != pooled {
+			t.Fatalf("the child was forked: %v, want %v", got, pooled)
+		}
 		c.Kill()
 		c.Close()
 		return d
+	}
+	bare := func() time.Duration {
+		start := time.Now()
+		if out, err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").CombinedOutput(); err != nil {
+			t.Fatalf("python3: %v %s", err, out)
+		}
+		return time.Since(start)
 	}
 
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -111,17 +129,22 @@ func TestReportForkserver(t *testing.T) {
 	if *report {
 		n = 60
 	}
-	var cold, forked []time.Duration
+	var cold, tpl, forked, py []time.Duration
 	for i := 0; i < n+2; i++ {
-		c, f := startToHello(), fork()
+		c, tf, f, p := startToHello(b, false), startToHello(tb, true), fork(), bare()
 		if i >= 2 {
-			cold, forked = append(cold, c), append(forked, f)
+			cold, tpl, forked, py = append(cold, c), append(tpl, tf), append(forked, f), append(py, p)
 		}
 	}
-	mc, mf := median(cold), median(forked)
-	out := fmt.Sprintf("from asking for a child to its hello, median of %d (load average %s)\n", n, loadAverage()) +
-		fmt.Sprintf("  %-62s %9s\n", "namespaces backend: interpreter through the init helper", mc.Round(10*time.Microsecond)) +
-		fmt.Sprintf("  %-62s %9s  %5.1fx faster\n", "forkserver floor: fork, unshare, fork, tmpfs, drop, hello", mf.Round(10*time.Microsecond), float64(mc)/float64(mf)) +
+	mc, mt, mf, mp := median(cold), median(tpl), median(forked), median(py)
+	row := func(name string, d time.Duration) string {
+		return fmt.Sprintf("  %-62s %9s  %5.2fx bare  %5.2fx exec'd\n", name, d.Round(10*time.Microsecond), float64(d)/float64(mp), float64(d)/float64(mc))
+	}
+	out := fmt.Sprintf("from asking for a child to its hello, median of %d, in turn in one loop (load average %s)\n", n, loadAverage()) +
+		row("bare /usr/bin/python3 -I -c pass (baseline)", mp) +
+		row("namespaces backend, exec'd: interpreter through the init helper", mc) +
+		row("namespaces backend, forked from its template (warm.start)", mt) +
+		row("forkserver floor: fork, unshare, fork, tmpfs, drop, hello", mf) +
 		"  (pid " + strconv.Itoa(z.Process.Pid) + " was the zygote)\n"
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
