@@ -33,8 +33,8 @@ const (
 	bootstrapMarker = "# mcp-sandbox bootstrap"
 	survivorMarker  = "mcp-sandbox-survivor-marker"
 	// templateMarker is the first line of a template's (engine/backend/namespaces), which a
-	// child forked from it keeps in its command line: such a process under another uid than
-	// this binary's (the template's own) is an execution's.
+	// child forked from it keeps in its command line: such a process whose parent has it too
+	// (a template's own parent is the init helper) is an execution's.
 	templateMarker = "# mcp-sandbox template"
 )
 
@@ -608,19 +608,20 @@ func (c *contract) answersNext(t *testing.T) {
 	}
 }
 
-// ownedByMe reports whether /proc/pid belongs to this binary's uid.
-func ownedByMe(pid string) bool {
+// parentForked reports whether /proc/pid's parent runs a template's code: pid was forked
+// by a template, or by one of its children.
+func parentForked(pid string) bool {
 	b, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
 	if err != nil {
-		return true
+		return false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-			f := strings.Fields(v)
-			return len(f) > 0 && f[0] == strconv.Itoa(os.Geteuid())
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			cmdline, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(v), "cmdline"))
+			return err == nil && bytes.Contains(cmdline, []byte(templateMarker))
 		}
 	}
-	return true
+	return false
 }
 
 // noSurvivors fails when any process of an execution is still alive: a bootstrap interpreter
@@ -642,7 +643,7 @@ func (c *contract) noSurvivors(t *testing.T) {
 				continue // gone, or a zombie
 			}
 			if bytes.Contains(cmdline, []byte(bootstrapMarker)) || bytes.Contains(cmdline, []byte(survivorMarker)) ||
-				bytes.Contains(cmdline, []byte(templateMarker)) && !ownedByMe(e.Name()) {
+				bytes.Contains(cmdline, []byte(templateMarker)) && parentForked(e.Name()) {
 				alive = append(alive, e.Name())
 			}
 		}

@@ -57,6 +57,11 @@ type Backend struct {
 	sub    *userns.SubIDs
 	subWhy string
 	tpl    templates
+	// tplSub, on a root host with templates on, is the host uid and gid a template's uid 0
+	// maps to: the last of root's subordinate ranges, so the template holds no host identity
+	// of any worth; nil when root has none, and tplSubWhy says why.
+	tplSub    *userns.SubIDs
+	tplSubWhy string
 }
 
 // New prepares the backend: it checks the namespaces can be made, resolves the interpreter
@@ -81,6 +86,8 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	}
 	if !b.root {
 		b.sub, b.subWhy = b.subordinate()
+	} else if opts.Template {
+		b.tplSub, b.tplSubWhy = b.opts.Host.Subordinate("root", 0)
 	}
 	if b.sub != nil {
 		base, err := spawned.Resolve(ctx, &opts.Options, &[2]int{b.sub.UID, b.sub.GID})

@@ -102,8 +102,13 @@ func (b *Backend) templateWhy(spec engine.LaunchSpec) string {
 		return "a template serves only executions without network"
 	case b.disabled("seccomp"):
 		return "seccomp is disabled: a forked child installs the policy itself"
+	case b.tplSub == nil:
+		return "the template's uid 0 needs an unprivileged host uid of its own: " + b.tplSubWhy
 	}
-	_, _, n := b.base.IDs.Span()
+	uid, gid, n := b.base.IDs.Span()
+	if b.tplSub.UID >= uid && b.tplSub.UID < uid+n || b.tplSub.GID >= gid && b.tplSub.GID < gid+n {
+		return fmt.Sprintf("root's subordinate id %d is also a run_as identity", b.tplSub.UID)
+	}
 	if b.base.Cgroups == nil && n == 1 {
 		return "no cgroup and one shared run_as identity: RLIMIT_NPROC would count every sibling's processes"
 	}
@@ -240,9 +245,9 @@ func (t *template) close() {
 }
 
 // startTemplate starts a template for k: the init helper in a user namespace of the pool's
-// own (even on a root host; uid 0 inside is the host's root without any capability outside
-// it, and the run_as identities are mapped to themselves), with the same mount, pid, network,
-// IPC and UTS namespaces and root as an exec'd child; pid 2 keeps only launch.TemplateCaps,
+// own (even on a root host: uid 0 inside is root's last subordinate uid outside, an
+// unprivileged host uid, and the run_as identities are mapped to themselves), with the same
+// mount, pid, network, IPC and UTS namespaces and root as an exec'd child; pid 2 keeps only launch.TemplateCaps,
 // loads launch.TemplatePolicy and execs the template's interpreter.
 func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*template, error) {
 	if len(argv) < 7 || argv[0] != "-I" || argv[1] != "-c" {
@@ -256,7 +261,8 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
 	root := filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
-	if err := os.Mkdir(root, 0o700); err != nil {
+	// 0755: the helper that mounts on it is the template's host uid, not root.
+	if err := os.Mkdir(root, 0o755); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
 	}
 	workspace := "/workspace-" + tag
@@ -283,9 +289,12 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	attr := &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
 			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: uid, HostID: uid, Size: n}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: gid, HostID: gid, Size: n}},
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.UID, Size: 1}, {ContainerID: uid, HostID: uid, Size: n}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.GID, Size: 1}, {ContainerID: gid, HostID: gid, Size: n}},
 		GidMappingsEnableSetgroups: true,
+		// The helper is cloned as the host's root, which this namespace does not map: it becomes
+		// uid 0 inside (the subordinate uid outside) before it execs.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0},
 	}
 	if err := t.proc.Start(b.base.InitPath, ls, attr, t.stderr, t.stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "starting a template: %v", err)

@@ -5,16 +5,23 @@ package namespaces_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // templateRunner is a Runner whose warm pools fork their children from a template. A warm
@@ -22,9 +29,59 @@ import (
 // child, which each test checks through the result's start block.
 func templateRunner(t *testing.T, ceiling engine.Limits, ro engine.RunnerOptions) *engine.Runner {
 	t.Helper()
-	gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
 	ro.Warm = engine.WarmPolicy{Min: 1, Max: 2}
-	return newRunner(t, ceiling, namespaces.Options{Template: true}, ro)
+	return newRunner(t, ceiling, templateOptions(t), ro)
+}
+
+// templateUID is the host uid a test template's uid 0 maps to: the last of the subordinate
+// range templateOptions gives root.
+const templateUID = 300000 + 65535
+
+// templateOptions turns templates on, on a root host, with root given a subordinate range in
+// files of the test's own (the template's uid 0 maps to its last id, an unprivileged host
+// uid), and the init helper a copy of this test binary that such a uid may execute: the
+// build directory go test runs it from is its user's alone.
+func templateOptions(t *testing.T) namespaces.Options {
+	t.Helper()
+	gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ranges := filepath.Join(dir, "subids")
+	if err := os.WriteFile(ranges, []byte("root:300000:65536\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return namespaces.Options{Template: true, Options: spawned.Options{InitPath: worldExecutable(t)},
+		Host: userns.Host{SubUID: ranges, SubGID: ranges}}
+}
+
+var (
+	copyOnce   sync.Once
+	copiedPath string
+	copyErr    error
+)
+
+// worldExecutable copies this test binary, once per process, where any uid may execute it.
+func worldExecutable(t *testing.T) string {
+	t.Helper()
+	copyOnce.Do(func() {
+		var dir string
+		if dir, copyErr = os.MkdirTemp("", "mcp-sandbox-init-"); copyErr != nil {
+			return
+		}
+		_ = os.Chmod(dir, 0o755)
+		var exe []byte
+		if exe, copyErr = os.ReadFile("/proc/self/exe"); copyErr != nil {
+			return
+		}
+		copiedPath = filepath.Join(dir, "init")
+		copyErr = os.WriteFile(copiedPath, exe, 0o755)
+	})
+	if copyErr != nil {
+		t.Fatal(copyErr)
+	}
+	return copiedPath
 }
 
 func wantForked(t *testing.T, r *engine.Outcome) {
@@ -65,8 +122,7 @@ func TestTemplateContract(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Config{
 		Level: engine.LevelIsolated,
 		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
-			gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
-			var opts namespaces.Options
+			opts := templateOptions(t)
 			namespaces.ForkAll(&opts)
 			r := newRunner(t, ceiling, opts, engine.RunnerOptions{Artifacts: engine.ArtifactPolicy{Collect: true}})
 			return forkedOnly{r, t}
@@ -100,8 +156,7 @@ func (g *gateTools) ReadHandle(context.Context, string, int, int, string) wire.A
 
 func forkAllRunner(t *testing.T) *engine.Runner {
 	t.Helper()
-	gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
-	var opts namespaces.Options
+	opts := templateOptions(t)
 	namespaces.ForkAll(&opts)
 	return newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{})
 }
@@ -236,5 +291,85 @@ func TestTemplateOutlivesAForkBomb(t *testing.T) {
 	wantForked(t, next)
 	if !next.OK() || string(next.Value) != "42" || next.Started.Template != bomb.Started.Template {
 		t.Fatalf("after the bomb: %s %+v, template %s (the bomb's %s)", next.Value, next.Failure, next.Started.Template, bomb.Started.Template)
+	}
+}
+
+// TestTemplateUnprivilegedOnTheHost looks at a forked child's pid 1 (C) and at the template
+// from the host while the child waits for its program: both run as the unprivileged host uid
+// the template's user namespace maps its uid 0 to, and their bounding set holds only the
+// capabilities the template keeps (launch.TemplateCaps).
+func TestTemplateUnprivilegedOnTheHost(t *testing.T) {
+	opts := templateOptions(t)
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
+	c, err := b.Start(t.Context(), engine.LaunchSpec{Terms: engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone,
+		Isolation: engine.LevelIsolated}, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: true, Owner: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Facts().Forked == nil {
+		t.Fatal("the child was exec'd")
+	}
+	if _, err := wire.NewReader(c.Channel(), 0).ReadFrame(wire.TypeHello); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	// Workspace is /proc/<C's host pid>/root/...
+	ws := strings.Split(c.Workspace(), "/")
+	if len(ws) < 3 || ws[1] != "proc" {
+		t.Fatalf("workspace %q", c.Workspace())
+	}
+	var want uint64
+	for _, cp := range launch.TemplateCaps {
+		want |= 1 << cp
+	}
+	pid := ws[2]
+	for _, who := range []string{"the child's pid 1", "the template"} {
+		st := procStatus(t, pid)
+		if f := strings.Fields(st["Uid"]); len(f) != 4 || slices.ContainsFunc(f, func(u string) bool { return u != itoa(templateUID) }) {
+			t.Errorf("%s (pid %s) runs as uids %q on the host, want %d", who, pid, st["Uid"], templateUID)
+		}
+		if bnd, err := strconv.ParseUint(st["CapBnd"], 16, 64); err != nil || bnd != want {
+			t.Errorf("%s (pid %s) has the bounding set %s, want %x", who, pid, st["CapBnd"], want)
+		}
+		pid = st["PPid"]
+	}
+}
+
+// procStatus reads /proc/pid/status into its fields, trimmed.
+func procStatus(t *testing.T, pid string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+// TestTemplateNeedsAnUnprivilegedUID: where root has no subordinate range for the template's
+// uid 0, warm children are exec'd, and the result says so.
+func TestTemplateNeedsAnUnprivilegedUID(t *testing.T) {
+	opts := templateOptions(t)
+	empty := filepath.Join(t.TempDir(), "subids")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts.Host = userns.Host{SubUID: empty, SubGID: empty}
+	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
+	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
+		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
 	}
 }
