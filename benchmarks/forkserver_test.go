@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // zygote is the floor of a forkserver: an interpreter started once, with what the bootstrap
@@ -71,8 +74,30 @@ func TestReportForkserver(t *testing.T) {
 	}
 	terms := engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated}
 	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
-	// The template (warm.start: template): the same backend forking a warm pool's child.
-	tb, err := namespaces.New(ctx, &namespaces.Options{Template: true})
+	// The template (warm.start: template): the same backend forking a warm pool's child. Its
+	// uid 0 maps to root's last subordinate uid, given here in a file of the test's own, and
+	// that uid must be able to execute the init helper: a copy of this binary outside the
+	// build directory, which is go test's user's alone.
+	dir, err := os.MkdirTemp("", "mcp-sandbox-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "subids"), []byte("root:300000:65536\n"), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := namespaces.New(ctx, &namespaces.Options{Template: true, Options: spawned.Options{InitPath: filepath.Join(dir, "init")},
+		Host: userns.Host{SubUID: filepath.Join(dir, "subids"), SubGID: filepath.Join(dir, "subids")}})
 	if err != nil {
 		t.Fatal(err)
 	}
