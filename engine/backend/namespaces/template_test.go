@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
@@ -372,4 +373,99 @@ func TestTemplateNeedsAnUnprivilegedUID(t *testing.T) {
 	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
 		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
 	}
+}
+
+// TestTemplateLeavesNothing runs executions on forked children, completed, failed and killed,
+// then closes the Runner: no descriptor of the host, no cgroup of this process's, no root mount
+// point and no template or child process is left.
+func TestTemplateLeavesNothing(t *testing.T) {
+	opts := templateOptions(t)
+	namespaces.ForkAll(&opts)
+	// The template's uid mounts its root there: a directory it may search (t.TempDir's
+	// parent is the tests' user's alone).
+	base, err := os.MkdirTemp("", "mcp-sandbox-roots-")
+	if err == nil {
+		err = os.Chmod(base, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	opts.RootBase = base
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	groups := ownCgroups() // owner.Tag holds a lock file from its first call: before counting
+	fds := countFDs(t)
+	b, err := namespaces.New(t.Context(), &opts)
+	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: engine.DefaultLimits, Isolation: engine.LevelIsolated})
+	for i, program := range []string{"6*7", "raise ValueError('x')", "import time\ntime.sleep(60)", "open('f', 'w').write('x')"} {
+		for j := 0; j < 3; j++ {
+			res := r.Run(t.Context(), engine.Execution{Program: program, Owner: "t" + itoa(j%2),
+				Terms: engine.Terms{Network: engine.NetworkNone, Limits: engine.Limits{WallSeconds: 1}}})
+			wantForked(t, res)
+			if i == 0 && !res.OK() {
+				t.Fatalf("6*7: %+v", res.Failure)
+			}
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(opts.RootBase); len(left) != 0 {
+		t.Errorf("root mount points left: %v", left)
+	}
+	if got := countFDs(t); got > fds {
+		es, _ := os.ReadDir("/proc/self/fd")
+		var links []string
+		for _, e := range es {
+			l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			links = append(links, e.Name()+"="+l)
+		}
+		t.Errorf("%d descriptors open after, %d before: %v", got, fds, links)
+	}
+	if got := ownCgroups(); len(got) > len(groups) {
+		t.Errorf("cgroups left: %v (before: %v)", got, groups)
+	}
+	for _, pid := range gatePids() {
+		if cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline"); strings.Contains(string(cmd), "# mcp-sandbox template") {
+			t.Errorf("a template's process is left: pid %s", pid)
+		}
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+// ownCgroups lists this process's execution cgroups (named with its owner tag) in every
+// hierarchy of the machine.
+func ownCgroups() []string {
+	var got []string
+	tag := "-" + owner.Tag() + "-"
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/mcp-sandbox/*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/mcp-sandbox/*")
+	for _, d := range append(dirs, more...) {
+		if owner.Tag() != "" && strings.Contains(filepath.Base(d), tag) {
+			got = append(got, d)
+		}
+	}
+	return got
+}
+
+// gatePids lists the processes this test binary started (gate.Ours).
+func gatePids() []string {
+	ours := gate.Ours()
+	var pids []string
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && ours(pid) && pid != os.Getpid() {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
