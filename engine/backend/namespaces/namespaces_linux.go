@@ -43,8 +43,10 @@ type Options struct {
 	// (the profile's warm.start: template) instead of exec'd, where this host allows it
 	// (templateWhy); elsewhere they are exec'd and the log says why, once.
 	Template bool
-	// forkAll (tests: export_test.go) forks every child, not only a warm pool's.
-	forkAll bool
+	// forkAll (tests: export_linux_test.go) forks every child, not only a warm pool's;
+	// recycleAfter, when positive, replaces templateChildren.
+	forkAll      bool
+	recycleAfter int
 }
 
 // Backend is the namespaces backend.

@@ -71,18 +71,23 @@ type template struct {
 	started   time.Time
 	stderr    *boundedBuffer
 
-	mu       sync.Mutex // one request at a time on ctl; guards forked
-	forked   int
-	lastUse  time.Time
-	live     int  // children not yet closed; the Backend's tmu guards it and retired
-	retired  bool // no longer handed out; ends when live reaches 0
-	closeOne sync.Once
+	mu     sync.Mutex // one request at a time on ctl; guards forked
+	forked int
+	// The Backend's templates.mu guards live, retired, succeeding and lastUse.
+	live       int  // children not yet closed
+	retired    bool // no longer handed out; ends when live reaches 0
+	succeeding bool // its successor is being started
+	lastUse    time.Time
+	closeOne   sync.Once
 }
 
 // templates is the Backend's set of templates.
 type templates struct {
-	mu    sync.Mutex
-	byKey map[tplKey]*template
+	mu     sync.Mutex
+	byKey  map[tplKey]*template
+	closed bool // Close was called: no template is started or kept any more
+	// wg counts the goroutines that end retired templates and start successors.
+	wg sync.WaitGroup
 	// why says, once per reason, why a child was exec'd although templates are on.
 	why sync.Map
 }
@@ -138,9 +143,20 @@ func (b *Backend) template(ctx context.Context, k tplKey, argv []string) (*templ
 		b.tpl.byKey = map[tplKey]*template{}
 	}
 	t := b.tpl.byKey[k]
-	if t != nil && (t.forkedCount() >= templateChildren || time.Since(t.started) > templateAge) {
-		b.retireLocked(k, t)
-		t = nil
+	if t != nil {
+		n, limit, age := t.forkedCount(), b.recycleAfter(), time.Since(t.started)
+		switch {
+		case n >= 2*limit || age > 2*templateAge:
+			// Its successor never came up: stop using it all the same.
+			b.retireLocked(k, t)
+			t = nil
+		case (n >= limit || age > templateAge) && !t.succeeding && !b.tpl.closed:
+			// Start its successor now and keep forking from it until that one is ready: a
+			// recycle never stalls an execution.
+			t.succeeding = true
+			b.tpl.wg.Add(1)
+			go b.succeed(k, t, argv)
+		}
 	}
 	if t != nil {
 		t.live++
@@ -174,6 +190,41 @@ func (b *Backend) template(ctx context.Context, k tplKey, argv []string) (*templ
 	return t, nil
 }
 
+// recycleAfter is how many children a template forks before its successor is started.
+func (b *Backend) recycleAfter() int {
+	if b.opts.recycleAfter > 0 {
+		return b.opts.recycleAfter
+	}
+	return templateChildren
+}
+
+// succeed starts old's successor for k and puts it in old's place once it is ready; old then
+// ends with its last child. A successor that fails to start leaves old in place, to be tried
+// again at the next start.
+func (b *Backend) succeed(k tplKey, old *template, argv []string) {
+	defer b.tpl.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t, err := b.startTemplate(ctx, k, argv)
+	b.tpl.mu.Lock()
+	defer b.tpl.mu.Unlock()
+	old.succeeding = false
+	if err != nil {
+		b.logTemplateWhy("a template's successor did not start: " + err.Error())
+		return
+	}
+	if b.tpl.closed {
+		b.tpl.wg.Add(1)
+		go func() { defer b.tpl.wg.Done(); t.close() }()
+		return
+	}
+	if cur := b.tpl.byKey[k]; cur != nil {
+		b.retireLocked(k, cur)
+	}
+	t.lastUse = time.Now()
+	b.tpl.byKey[k] = t
+}
+
 // retire stops handing t out; it ends once its last child has.
 func (b *Backend) retire(t *template) {
 	b.tpl.mu.Lock()
@@ -187,7 +238,8 @@ func (b *Backend) retire(t *template) {
 	if !t.retired {
 		t.retired = true
 		if t.live == 0 {
-			go t.close()
+			b.tpl.wg.Add(1)
+			go func() { defer b.tpl.wg.Done(); t.close() }()
 		}
 	}
 }
@@ -196,7 +248,8 @@ func (b *Backend) retireLocked(k tplKey, t *template) {
 	delete(b.tpl.byKey, k)
 	t.retired = true
 	if t.live == 0 {
-		go t.close()
+		b.tpl.wg.Add(1)
+		go func() { defer b.tpl.wg.Done(); t.close() }()
 	}
 }
 
@@ -216,17 +269,12 @@ func (b *Backend) release(t *template) {
 // calls it when it closes.
 func (b *Backend) Close() error {
 	b.tpl.mu.Lock()
-	var ending []*template
+	b.tpl.closed = true
 	for k, t := range b.tpl.byKey {
 		b.retireLocked(k, t)
-		if t.live == 0 {
-			ending = append(ending, t)
-		}
 	}
 	b.tpl.mu.Unlock()
-	for _, t := range ending {
-		t.close() // already started in the background by retireLocked; this waits for it
-	}
+	b.tpl.wg.Wait() // the ends retireLocked started, and any successor starting
 	return nil
 }
 

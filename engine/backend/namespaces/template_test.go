@@ -469,3 +469,35 @@ func gatePids() []string {
 	}
 	return pids
 }
+
+// TestTemplateRecycled: a template that has forked its share is succeeded by a new one,
+// started beside it, while executions go on forking from the old one; the next execution
+// after the successor is ready forks from it.
+func TestTemplateRecycled(t *testing.T) {
+	opts := templateOptions(t)
+	namespaces.ForkAll(&opts)
+	namespaces.RecycleAfter(&opts, 2)
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: engine.DefaultLimits, Isolation: engine.LevelIsolated})
+	run := func() *engine.Outcome {
+		res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+		wantForked(t, res)
+		if !res.OK() {
+			t.Fatalf("6*7: %+v", res.Failure)
+		}
+		return res
+	}
+	first := run().Started.Template
+	for i := 0; i < 2; i++ { // the third start finds the template due: its successor starts
+		if got := run().Started.Template; got != first {
+			t.Fatalf("execution %d forked from %s before the first template was due", i+2, got)
+		}
+	}
+	namespaces.WaitSuccessors(b)
+	if next := run(); next.Started.Template == first || *next.Started.TemplateChildren != 1 {
+		t.Fatalf("after the successor was ready: template %s child %d (the first was %s)", next.Started.Template,
+			*next.Started.TemplateChildren, first)
+	}
+}
