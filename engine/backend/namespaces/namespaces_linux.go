@@ -230,6 +230,9 @@ func (b *Backend) Mechanisms() []string {
 	if !b.disabled("seccomp") {
 		m = append(m, "seccomp-policy", "seccomp-deny-inet")
 	}
+	if b.templateUnusable() == "" {
+		m = append(m, "warm-template-fork") // a warm pool's children without network are forked
+	}
 	return m
 }
 

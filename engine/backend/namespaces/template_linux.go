@@ -99,12 +99,21 @@ func (b *Backend) templateWhy(spec engine.LaunchSpec) string {
 		return "templates are off (warm.start)"
 	case !spec.Pooled && !b.opts.forkAll:
 		return "the child is not for a warm pool"
+	case spec.Terms.Network != engine.NetworkNone:
+		return "a template serves only executions without network"
+	}
+	return b.templateUnusable()
+}
+
+// templateUnusable says why this host cannot fork children from templates at all, or "".
+func (b *Backend) templateUnusable() string {
+	switch {
+	case !b.opts.Template:
+		return "templates are off (warm.start)"
 	case !b.root:
 		return "this version starts templates only on a root host (the pool's user namespace is mapped by the host)"
 	case !b.base.Drop:
 		return "the identity drop is disabled: a forked child would keep the template's uid"
-	case spec.Terms.Network != engine.NetworkNone:
-		return "a template serves only executions without network"
 	case b.disabled("seccomp"):
 		return "seccomp is disabled: a forked child installs the policy itself"
 	case b.tplSub == nil:

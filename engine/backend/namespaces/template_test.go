@@ -308,6 +308,9 @@ func TestTemplateUnprivilegedOnTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	if !slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("mechanisms %v do not name the template", b.Mechanisms())
+	}
 	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
 	c, err := b.Start(t.Context(), engine.LaunchSpec{Terms: engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone,
 		Isolation: engine.LevelIsolated}, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: true, Owner: "t"})
@@ -368,6 +371,13 @@ func TestTemplateNeedsAnUnprivilegedUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.Host = userns.Host{SubUID: empty, SubGID: empty}
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("without a subordinate range for root, the mechanisms name the template: %v", b.Mechanisms())
+	}
 	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
 	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
 	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
