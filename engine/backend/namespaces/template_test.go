@@ -281,14 +281,16 @@ random.random()`
 func TestTemplateOutlivesAForkBomb(t *testing.T) {
 	gate.Hostile(t)
 	r := forkAllRunner(t)
+	// The same terms for both, so that both fork from one template: a wall clock the bomb
+	// ends at, and that the next program meets even on a loaded machine.
+	lim := engine.Limits{WallSeconds: 3 * gate.Scale(), ProcessCount: 16}
 	bomb := r.Run(t.Context(), engine.Execution{Program: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-		Terms: engine.Terms{Network: engine.NetworkNone, Limits: engine.Limits{WallSeconds: 3, ProcessCount: 16}}})
+		Terms: engine.Terms{Network: engine.NetworkNone, Limits: lim}})
 	wantForked(t, bomb)
 	if bomb.OK() {
 		t.Fatalf("the fork bomb completed")
 	}
-	next := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone,
-		Limits: engine.Limits{WallSeconds: 3, ProcessCount: 16}}})
+	next := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone, Limits: lim}})
 	wantForked(t, next)
 	if !next.OK() || string(next.Value) != "42" || next.Started.Template != bomb.Started.Template {
 		t.Fatalf("after the bomb: %s %+v, template %s (the bomb's %s)", next.Value, next.Failure, next.Started.Template, bomb.Started.Template)
@@ -408,10 +410,14 @@ func TestTemplateLeavesNothing(t *testing.T) {
 	fds := countFDs(t)
 	b, err := namespaces.New(t.Context(), &opts)
 	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: engine.DefaultLimits, Isolation: engine.LevelIsolated})
-	for i, program := range []string{"6*7", "raise ValueError('x')", "import time\ntime.sleep(60)", "open('f', 'w').write('x')"} {
+	for i, program := range []string{"6*7", "raise ValueError('x')", "import time\ntime.sleep(600)", "open('f', 'w').write('x')"} {
+		var lim engine.Limits
+		if i == 2 {
+			lim.WallSeconds = 1 // the sleeper is killed at its wall clock
+		}
 		for j := 0; j < 3; j++ {
 			res := r.Run(t.Context(), engine.Execution{Program: program, Owner: "t" + itoa(j%2),
-				Terms: engine.Terms{Network: engine.NetworkNone, Limits: engine.Limits{WallSeconds: 1}}})
+				Terms: engine.Terms{Network: engine.NetworkNone, Limits: lim}})
 			wantForked(t, res)
 			if i == 0 && !res.OK() {
 				t.Fatalf("6*7: %+v", res.Failure)
