@@ -74,30 +74,8 @@ func TestReportForkserver(t *testing.T) {
 	}
 	terms := engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated}
 	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
-	// The template (warm.start: template): the same backend forking a warm pool's child. Its
-	// uid 0 maps to root's last subordinate uid, given here in a file of the test's own, and
-	// that uid must be able to execute the init helper: a copy of this binary outside the
-	// build directory, which is go test's user's alone.
-	dir, err := os.MkdirTemp("", "mcp-sandbox-bench-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	exe, err := os.ReadFile("/proc/self/exe")
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "subids"), []byte("root:300000:65536\n"), 0o644)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := namespaces.New(ctx, &namespaces.Options{Template: true, Options: spawned.Options{InitPath: filepath.Join(dir, "init")},
-		Host: userns.Host{SubUID: filepath.Join(dir, "subids"), SubGID: filepath.Join(dir, "subids")}})
+	// The template (warm.start: template): the same backend forking a warm pool's child.
+	tb, err := namespaces.New(ctx, templateOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +149,98 @@ func TestReportForkserver(t *testing.T) {
 		row("namespaces backend, forked from its template (warm.start)", mt) +
 		row("forkserver floor: fork, unshare, fork, tmpfs, drop, hello", mf) +
 		"  (pid " + strconv.Itoa(z.Process.Pid) + " was the zygote)\n"
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
+}
+
+// templateOptions turns the namespaces backend's templates on. A template's uid 0 maps to
+// root's last subordinate uid, given here in a file of the test's own, and that uid must be
+// able to execute the init helper: a copy of this binary outside the build directory, which
+// is go test's user's alone.
+func templateOptions(t *testing.T) *namespaces.Options {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mcp-sandbox-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "subids"), []byte("root:300000:65536\n"), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &namespaces.Options{Template: true, Options: spawned.Options{InitPath: filepath.Join(dir, "init")},
+		Host: userns.Host{SubUID: filepath.Join(dir, "subids"), SubGID: filepath.Join(dir, "subids")}}
+}
+
+// TestReportWarmTemplate measures back-to-back executions of 6*7 through a Runner with warm
+// pools, its children exec'd or forked from a template (warm.start), in turn in one loop: the
+// engine's side of the stdio latency target (median 5 ms, p99 20 ms), without the MCP
+// layer, beside a bare interpreter start measured in the same loop.
+func TestReportWarmTemplate(t *testing.T) {
+	gate.Require(t, "root", os.Geteuid() == 0, "templates are made only on a root host")
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	ctx := context.Background()
+	runner := func(o *namespaces.Options) *engine.Runner {
+		b, err := namespaces.New(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{Ceiling: engine.DefaultLimits, Isolation: engine.LevelIsolated,
+			Warm: engine.WarmPolicy{Min: 1, Max: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	execd, forked := runner(&namespaces.Options{}), runner(templateOptions(t))
+	run := func(r *engine.Runner, kind string) time.Duration {
+		start := time.Now()
+		res := r.Run(ctx, engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+		d := time.Since(start)
+		if !res.OK() || res.Started == nil || res.Started.Kind != kind {
+			t.Fatalf("%s: %+v %+v", kind, res.Started, res.Failure)
+		}
+		return d
+	}
+	bare := func() time.Duration {
+		start := time.Now()
+		if out, err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").CombinedOutput(); err != nil {
+			t.Fatalf("python3: %v %s", err, out)
+		}
+		return time.Since(start)
+	}
+	n := 30
+	if *report {
+		n = 300
+	}
+	var ex, fk, py []time.Duration
+	for i := 0; i < n+5; i++ {
+		e, f, p := run(execd, engine.StartExec), run(forked, engine.StartForked), bare()
+		if i >= 5 {
+			ex, fk, py = append(ex, e), append(fk, f), append(py, p)
+		}
+	}
+	mp := median(py)
+	row := func(name string, d []time.Duration) string {
+		m, p99 := median(d), percentile(d, 99)
+		return fmt.Sprintf("  %-44s median %9s (%5.2fx bare)  p99 %9s\n", name, m.Round(10*time.Microsecond),
+			float64(m)/float64(mp), p99.Round(10*time.Microsecond))
+	}
+	out := fmt.Sprintf("back-to-back Run of 6*7, warm pools min 1 max 4, %d each, in turn in one loop (load average %s)\n", n, loadAverage()) +
+		row("bare /usr/bin/python3 -I -c pass (baseline)", py) +
+		row("namespaces, warm children exec'd", ex) +
+		row("namespaces, warm children forked (template)", fk)
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
 }

@@ -596,6 +596,11 @@ type forked struct {
 	usage     engine.TreeUsage
 }
 
+// OutputClosed is closed once both output streams have reached their end (no process holds
+// their write ends: H let go of them before done): the Runner may then return the result
+// before the child's teardown, as for an exec'd child.
+func (c *forked) OutputClosed() <-chan struct{} { return c.copied }
+
 func (c *forked) Channel() io.ReadWriteCloser { return c.conn }
 func (c *forked) Facts() engine.Facts         { return c.facts }
 
