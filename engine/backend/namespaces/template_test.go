@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -57,32 +56,25 @@ func templateOptions(t *testing.T) namespaces.Options {
 		Host: userns.Host{SubUID: ranges, SubGID: ranges}}
 }
 
-var (
-	copyOnce   sync.Once
-	copiedPath string
-	copyErr    error
-)
-
-// worldExecutable copies this test binary, once per process, where any uid may execute it.
+// worldExecutable copies this test binary where any uid may execute it, for t's duration.
 func worldExecutable(t *testing.T) string {
 	t.Helper()
-	copyOnce.Do(func() {
-		var dir string
-		if dir, copyErr = os.MkdirTemp("", "mcp-sandbox-init-"); copyErr != nil {
-			return
-		}
-		_ = os.Chmod(dir, 0o755)
-		var exe []byte
-		if exe, copyErr = os.ReadFile("/proc/self/exe"); copyErr != nil {
-			return
-		}
-		copiedPath = filepath.Join(dir, "init")
-		copyErr = os.WriteFile(copiedPath, exe, 0o755)
-	})
-	if copyErr != nil {
-		t.Fatal(copyErr)
+	dir, err := os.MkdirTemp("", "mcp-sandbox-init-")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return copiedPath
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "init")
 }
 
 func wantForked(t *testing.T, r *engine.Outcome) {
