@@ -486,7 +486,7 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	}
 	rights := unix.UnixRights(int(childEnd.Fd()), int(streams[0].Fd()), int(streams[1].Fd()), int(statusW.Fd()), int(goR.Fd()))
 	t.mu.Lock()
-	pid, pidfd, err := t.request(ctx, msg, rights)
+	_, pidfd, err := t.request(ctx, msg, rights)
 	if err == nil {
 		t.forked++
 		c.children = t.forked
@@ -501,7 +501,6 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 		return nil, err
 	}
 	c.hostPid = hostPid
-	_ = pid
 	if c.group != nil {
 		if err := launch.JoinCgroup(c.group.ProcsFiles(), hostPid); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "joining the execution's cgroup failed (%v): %s", err, t.stderr.String())
