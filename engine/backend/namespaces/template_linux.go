@@ -367,14 +367,14 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	}
 	// Ready: 32 bytes, "ready PYTHON-VERSION". The start takes an interpreter start and the
 	// preloads; ctx bounds it, and so does the template's end (its socket closes).
-	stop := context.AfterFunc(ctx, func() { _ = ctl.SetReadDeadline(time.Now()) })
 	var ready [32]byte
-	_, err = io.ReadFull(ctl, ready[:])
-	stop()
+	err = untilDone(ctx, ctl, func() error {
+		_, err := io.ReadFull(ctl, ready[:])
+		return err
+	})
 	if err != nil || !bytes.HasPrefix(ready[:], []byte("ready ")) {
 		return nil, failure.New(failure.BackendUnavailable, "the template did not come up (%v): %s", err, t.stderr.String())
 	}
-	_ = ctl.SetReadDeadline(time.Time{})
 	t.started = time.Now()
 	ok = true
 	return t, nil
@@ -519,14 +519,17 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 // request sends one fork request and reads its answer: the child's pid in the template's
 // namespace and a pidfd of it. Called with t.mu held.
 func (t *template) request(ctx context.Context, msg, rights []byte) (int, int, error) {
-	stop := context.AfterFunc(ctx, func() { _ = t.ctl.SetDeadline(time.Now()) })
-	defer stop()
-	if _, _, err := t.ctl.WriteMsgUnix(msg, rights, nil); err != nil {
-		return 0, 0, err
-	}
 	var reply [16]byte
 	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := t.ctl.ReadMsgUnix(reply[:], oob)
+	var n, oobn int
+	err := untilDone(ctx, t.ctl, func() error {
+		if _, _, err := t.ctl.WriteMsgUnix(msg, rights, nil); err != nil {
+			return err
+		}
+		var err error
+		n, oobn, _, _, err = t.ctl.ReadMsgUnix(reply[:], oob)
+		return err
+	})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -550,6 +553,26 @@ func (t *template) request(ctx context.Context, msg, rights []byte) (int, int, e
 	}
 	unix.CloseOnExec(fds[0])
 	return int(binary.LittleEndian.Uint64(reply[8:])), fds[0], nil
+}
+
+// untilDone runs fn, which reads and writes conn, and cuts it short when ctx ends first (a
+// deadline in the past); when it returns, conn has no deadline left, whichever came first.
+func untilDone(ctx context.Context, conn net.Conn, fn func() error) error {
+	done := make(chan struct{})
+	cut := make(chan struct{})
+	go func() {
+		defer close(cut)
+		select {
+		case <-ctx.Done():
+			_ = conn.SetDeadline(time.Now())
+		case <-done:
+		}
+	}()
+	err := fn()
+	close(done)
+	<-cut
+	_ = conn.SetDeadline(time.Time{})
+	return err
 }
 
 // pidOfPidfd is the host pid of the process pidfd refers to, from its fdinfo.
