@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // zygote is the floor of a forkserver: an interpreter started once, with what the bootstrap
@@ -54,10 +57,12 @@ while True:
     os.waitpid(pid, 0)
 `
 
-// TestReportForkserver measures what a forkserver would save: the time from asking for a
-// child to its hello, for the namespaces backend as it is (a fresh interpreter through the init
-// helper, confined in full) beside the zygote's floor above. docs/design.md §4.4 gives the
-// verdict.
+// TestReportForkserver measures what the template saves: the time from asking for a child to
+// its hello, for the namespaces backend's exec'd child (a fresh interpreter through the init
+// helper, confined in full), for its child forked from a template (warm.start: template,
+// confined in full as well), and for the zygote's floor above, each as a ratio to a bare
+// interpreter start and to the exec'd child, taken in turn in one loop. docs/design.md §4.4
+// has the figures.
 func TestReportForkserver(t *testing.T) {
 	gate.Require(t, "root", os.Geteuid() == 0, "the zygote makes namespaces and mounts as root")
 	ok, why := namespaces.Available(&namespaces.Options{})
@@ -69,9 +74,15 @@ func TestReportForkserver(t *testing.T) {
 	}
 	terms := engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated}
 	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
-	startToHello := func() time.Duration {
+	// The template (warm.start: template): the same backend forking a warm pool's child.
+	tb, err := namespaces.New(ctx, templateOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tb.Close() })
+	startToHello := func(b *namespaces.Backend, pooled bool) time.Duration {
 		start := time.Now()
-		c, err := b.Start(ctx, engine.LaunchSpec{Terms: terms, Argv: argv, Stdout: io.Discard, Stderr: io.Discard})
+		c, err := b.Start(ctx, engine.LaunchSpec{Terms: terms, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: pooled, Owner: "bench"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,9 +90,19 @@ func TestReportForkserver(t *testing.T) {
 			t.Fatalf("hello: %v", err)
 		}
 		d := time.Since(start)
+		if got := c.Facts().Forked != nil; got != pooled {
+			t.Fatalf("the child was forked: %v, want %v", got, pooled)
+		}
 		c.Kill()
 		c.Close()
 		return d
+	}
+	bare := func() time.Duration {
+		start := time.Now()
+		if out, err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").CombinedOutput(); err != nil {
+			t.Fatalf("python3: %v %s", err, out)
+		}
+		return time.Since(start)
 	}
 
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -111,18 +132,115 @@ func TestReportForkserver(t *testing.T) {
 	if *report {
 		n = 60
 	}
-	var cold, forked []time.Duration
+	var cold, tpl, forked, py []time.Duration
 	for i := 0; i < n+2; i++ {
-		c, f := startToHello(), fork()
+		c, tf, f, p := startToHello(b, false), startToHello(tb, true), fork(), bare()
 		if i >= 2 {
-			cold, forked = append(cold, c), append(forked, f)
+			cold, tpl, forked, py = append(cold, c), append(tpl, tf), append(forked, f), append(py, p)
 		}
 	}
-	mc, mf := median(cold), median(forked)
-	out := fmt.Sprintf("from asking for a child to its hello, median of %d (load average %s)\n", n, loadAverage()) +
-		fmt.Sprintf("  %-62s %9s\n", "namespaces backend: interpreter through the init helper", mc.Round(10*time.Microsecond)) +
-		fmt.Sprintf("  %-62s %9s  %5.1fx faster\n", "forkserver floor: fork, unshare, fork, tmpfs, drop, hello", mf.Round(10*time.Microsecond), float64(mc)/float64(mf)) +
+	mc, mt, mf, mp := median(cold), median(tpl), median(forked), median(py)
+	row := func(name string, d time.Duration) string {
+		return fmt.Sprintf("  %-62s %9s  %5.2fx bare  %5.2fx exec'd\n", name, d.Round(10*time.Microsecond), float64(d)/float64(mp), float64(d)/float64(mc))
+	}
+	out := fmt.Sprintf("from asking for a child to its hello, median of %d, in turn in one loop (load average %s)\n", n, loadAverage()) +
+		row("bare /usr/bin/python3 -I -c pass (baseline)", mp) +
+		row("namespaces backend, exec'd: interpreter through the init helper", mc) +
+		row("namespaces backend, forked from its template (warm.start)", mt) +
+		row("forkserver floor: fork, unshare, fork, tmpfs, drop, hello", mf) +
 		"  (pid " + strconv.Itoa(z.Process.Pid) + " was the zygote)\n"
+	t.Log(out)
+	fmt.Fprintln(os.Stderr, out)
+}
+
+// templateOptions turns the namespaces backend's templates on. A template's uid 0 maps to
+// root's last subordinate uid, given here in a file of the test's own, and that uid must be
+// able to execute the init helper: a copy of this binary outside the build directory, which
+// is go test's user's alone.
+func templateOptions(t *testing.T) *namespaces.Options {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mcp-sandbox-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "subids"), []byte("root:300000:65536\n"), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &namespaces.Options{Template: true, Options: spawned.Options{InitPath: filepath.Join(dir, "init")},
+		Host: userns.Host{SubUID: filepath.Join(dir, "subids"), SubGID: filepath.Join(dir, "subids")}}
+}
+
+// TestReportWarmTemplate measures back-to-back executions of 6*7 through a Runner with warm
+// pools, its children exec'd or forked from a template (warm.start), in turn in one loop: the
+// engine's side of the stdio latency target (median 5 ms, p99 20 ms), without the MCP
+// layer, beside a bare interpreter start measured in the same loop.
+func TestReportWarmTemplate(t *testing.T) {
+	gate.Require(t, "root", os.Geteuid() == 0, "templates are made only on a root host")
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	ctx := context.Background()
+	runner := func(o *namespaces.Options) *engine.Runner {
+		b, err := namespaces.New(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := engine.NewRunner(b, &engine.RunnerOptions{Ceiling: engine.DefaultLimits, Isolation: engine.LevelIsolated,
+			Warm: engine.WarmPolicy{Min: 1, Max: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	execd, forked := runner(&namespaces.Options{}), runner(templateOptions(t))
+	run := func(r *engine.Runner, kind string) time.Duration {
+		start := time.Now()
+		res := r.Run(ctx, engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+		d := time.Since(start)
+		if !res.OK() || res.Started == nil || res.Started.Kind != kind {
+			t.Fatalf("%s: %+v %+v", kind, res.Started, res.Failure)
+		}
+		return d
+	}
+	bare := func() time.Duration {
+		start := time.Now()
+		if out, err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").CombinedOutput(); err != nil {
+			t.Fatalf("python3: %v %s", err, out)
+		}
+		return time.Since(start)
+	}
+	n := 30
+	if *report {
+		n = 300
+	}
+	var ex, fk, py []time.Duration
+	for i := 0; i < n+5; i++ {
+		e, f, p := run(execd, engine.StartExec), run(forked, engine.StartForked), bare()
+		if i >= 5 {
+			ex, fk, py = append(ex, e), append(fk, f), append(py, p)
+		}
+	}
+	mp := median(py)
+	row := func(name string, d []time.Duration) string {
+		m, p99 := median(d), percentile(d, 99)
+		return fmt.Sprintf("  %-44s median %9s (%5.2fx bare)  p99 %9s\n", name, m.Round(10*time.Microsecond),
+			float64(m)/float64(mp), p99.Round(10*time.Microsecond))
+	}
+	out := fmt.Sprintf("back-to-back Run of 6*7, warm pools min 1 max 4, %d each, in turn in one loop (load average %s)\n", n, loadAverage()) +
+		row("bare /usr/bin/python3 -I -c pass (baseline)", py) +
+		row("namespaces, warm children exec'd", ex) +
+		row("namespaces, warm children forked (template)", fk)
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
 }

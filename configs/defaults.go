@@ -43,7 +43,7 @@ func DefaultOutputPolicy() OutputPolicy {
 // child ready per tenant and terms, up to four while programs come back to back, for a
 // single desktop user; back to one after five idle minutes.
 func DefaultWarm() Warm {
-	return Warm{Min: Count(1), Max: Count(4), IdleSeconds: Seconds(300)}
+	return Warm{Min: Count(1), Max: Count(4), IdleSeconds: Seconds(300), Start: Text(WarmStartAuto)}
 }
 
 // DefaultArtifactPolicy returns the artifact policy a profile gets for each field it leaves out.
@@ -144,6 +144,7 @@ func withProfileDefaults(p Profile) Profile {
 	orPtr(&w.Min, dw.Min)
 	orPtr(&w.Max, dw.Max)
 	orPtr(&w.IdleSeconds, dw.IdleSeconds)
+	orPtr(&w.Start, dw.Start)
 
 	if p.Backend == BackendContainer {
 		var c Container
@@ -202,3 +203,6 @@ func (c *Config) withDefaults() *Config {
 	}
 	return &out
 }
+
+// Text returns a pointer to a copy of s: a string field's default.
+func Text(s string) *string { return &s }

@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 		Artifacts:     ArtifactPolicy{Collection: "collect", MaxFiles: Count(64), MaxBytes: Bytes(16 * MiB)},
 		Approvals:     Approvals{TimeoutSeconds: Seconds(120)},
 		Images:        Images{InlineBytes: Bytes(512 * KiB)},
-		Warm:          Warm{Min: Count(1), Max: Count(4), IdleSeconds: Seconds(300)},
+		Warm:          Warm{Min: Count(1), Max: Count(4), IdleSeconds: Seconds(300), Start: Text(WarmStartAuto)},
 	}
 	partial := def
 	partial.HardLimits.WallSeconds = Seconds(60)

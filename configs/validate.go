@@ -302,6 +302,9 @@ func (v *validator) warm(at string, w Warm) {
 		v.add(at+".max", "%d is less than warm.min (%d)", *w.Max, *w.Min)
 	}
 	v.positive(at+".idle_seconds", w.IdleSeconds)
+	if w.Start != nil {
+		v.enum(at+".start", "warm start", *w.Start, []string{WarmStartAuto, WarmStartExec, WarmStartTemplate})
+	}
 }
 
 // remote checks a profile's remote block: present exactly for backend remote, with a service

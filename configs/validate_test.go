@@ -149,6 +149,10 @@ func TestValidationProblems(t *testing.T) {
 				"    warm: {min: 6}",
 				"  none:",
 				"    warm: {min: 0, max: 0}",
+				"  forked:",
+				"    warm: {start: template}",
+				"  zygote:",
+				"    warm: {start: zygote}",
 				"tenants: {t: {agents: {a: {}}}}",
 			),
 			want: []string{
@@ -156,6 +160,7 @@ func TestValidationProblems(t *testing.T) {
 				`t.yaml:3: profiles.default.warm.idle_seconds: must be a positive number of seconds, got 0`,
 				`t.yaml:5: profiles.huge.warm.min: must be from 0 to 64, got -1`,
 				`t.yaml:5: profiles.huge.warm.max: must be from 0 to 64, got 100`,
+				`t.yaml:13: profiles.zygote.warm.start: unknown warm start "zygote" (one of auto, exec, template)`,
 			},
 		},
 		{

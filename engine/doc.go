@@ -10,7 +10,8 @@
 // registry that does not go through the host. The program's tool names and their aliases come
 // in the Execution, computed by the host once; the engine passes them on.
 //
-// Output at a kill, warm pools and the forkserver not yet built: docs/design.md §4.2-§4.4.
+// Output at a kill, warm pools and the namespaces backend's template (a warm child forked,
+// not exec'd; the result's start block): docs/design.md §4.2-§4.4.
 //
 // # Concurrency
 //

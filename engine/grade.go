@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 )
@@ -174,4 +177,33 @@ func CPURlimit(seconds float64) uint64 {
 		s = 1
 	}
 	return s
+}
+
+// separated says why a child forked from a template (Facts.Forked) is not kept apart from its
+// siblings, as its probe saw itself before any program byte, or "" when it is, or was not
+// forked: it must see only its own pid 1 and itself in /proc, be refused a signal to that
+// pid 1, and run with no_new_privs, a seccomp filter and no effective capability. A step the
+// template or its child skipped or that failed silently shows here, and the host refuses the
+// child (fail closed) rather than grade around it.
+func separated(p wire.Probe, f Facts) string {
+	if f.Forked == nil {
+		return ""
+	}
+	var why []string
+	if p.ProcPIDs != 2 {
+		why = append(why, fmt.Sprintf("it sees %d processes, not its pid 1 and itself", p.ProcPIDs))
+	}
+	if p.InitSignal != "refused" {
+		why = append(why, "a signal to its pid 1 was not refused ("+p.InitSignal+")")
+	}
+	if p.NoNewPrivs != 1 {
+		why = append(why, fmt.Sprintf("NoNewPrivs is %d", p.NoNewPrivs))
+	}
+	if p.Seccomp != 2 {
+		why = append(why, fmt.Sprintf("Seccomp is %d, not a filter", p.Seccomp))
+	}
+	if strings.Trim(p.CapEff, "0") != "" || p.CapEff == "" {
+		why = append(why, "effective capabilities "+strconv.Quote(p.CapEff))
+	}
+	return strings.Join(why, "; ")
 }

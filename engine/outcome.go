@@ -32,6 +32,9 @@ type Outcome struct {
 	Attachments   []Attachment  `json:"attachments"`
 	Artifacts     []Attachment  `json:"artifacts"`
 	ArtifactsOmit []OmittedFile `json:"artifacts_omitted"`
+	// Started is the start block: exec'd or forked, for an execution that had a child; absent
+	// for a refusal before one, or a backend that does not say (remote).
+	Started *StartInfo `json:"start,omitempty"`
 
 	// StdoutData and StderrData are the captured bytes (at most the output ceiling each); they
 	// stay on the host and never enter the JSON.

@@ -161,7 +161,7 @@ func (r *Runner) startWarm(k poolKey, p *warmPool) {
 	var c *prepared
 	select {
 	case r.starts <- struct{}{}:
-		c, _ = r.prepare(context.Background(), k.terms, true) // a failed start: the next take retries
+		c, _ = r.prepare(context.Background(), k.owner, k.terms, true) // a failed start: the next take retries
 		<-r.starts
 	case <-r.stop:
 	}

@@ -31,7 +31,7 @@ func (r *Runner) Prestart(owner string, t Terms) {
 	go func() {
 		defer r.background.Done()
 		defer close(pre.done)
-		pre.p, pre.err = r.prepare(context.Background(), k.terms, false)
+		pre.p, pre.err = r.prepare(context.Background(), k.owner, k.terms, false)
 	}()
 }
 

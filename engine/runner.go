@@ -280,7 +280,7 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Outcome {
 	if p == nil {
 		start = StartCold
 		var err error
-		if p, err = r.prepare(ctx, t, false); err != nil {
+		if p, err = r.prepare(ctx, ex.Owner, t, false); err != nil {
 			k := failure.KindOf(err)
 			if k == failure.Internal {
 				k = failure.BackendUnavailable
@@ -295,6 +295,10 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Outcome {
 	}
 	ses := &session{r: r, ex: ex, t: t, p: p, res: emptyOutcome(t)}
 	ses.res.Start = start
+	ses.res.Started = &StartInfo{Kind: StartExec}
+	if f := p.child.Facts().Forked; f != nil {
+		ses.res.Started = f
+	}
 	ses.drive(ctx)
 	return ses.res
 }
@@ -315,7 +319,7 @@ type prepared struct {
 // prepare starts a child for terms t and begins reading its frames; warm says it is started
 // ahead of its execution. The child lives until an execution drives it or discard ends it,
 // independently of ctx once started.
-func (r *Runner) prepare(ctx context.Context, t Terms, warm bool) (*prepared, error) {
+func (r *Runner) prepare(ctx context.Context, owner string, t Terms, warm bool) (*prepared, error) {
 	p := &prepared{
 		stdout:     outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes),
 		stderr:     outputs.NewCapture(r.opts.MaxBytes, r.opts.PreviewBytes),
@@ -324,7 +328,8 @@ func (r *Runner) prepare(ctx context.Context, t Terms, warm bool) (*prepared, er
 		exited:     make(chan Exit, 1),
 		waited:     make(chan struct{}),
 	}
-	spec := LaunchSpec{Terms: t, Argv: r.argv(warm), Stdout: p.stdout, Stderr: p.stderr, Ahead: warm}
+	spec := LaunchSpec{Terms: t, Argv: r.argv(warm), Stdout: p.stdout, Stderr: p.stderr, Ahead: warm,
+		Owner: owner, Pooled: r.warmOn()}
 	if t.Network == NetworkRules {
 		ca, err := egress.NewCA()
 		if err != nil {

@@ -103,6 +103,11 @@ type LaunchSpec struct {
 	// a scarce resource (an identity of a run_as range), nor take so much of one that an
 	// execution finding no child ready would wait for idle children.
 	Ahead bool
+	// Owner and Pooled: the child is for owner's warm pool of these terms (the Runner keeps
+	// warm pools): a backend that forks children from a template kept per owner and terms
+	// (namespaces, warm.start: template) may fork this one. Without Pooled it execs.
+	Owner  string
+	Pooled bool
 }
 
 // Child is a started sandbox child.
@@ -163,7 +168,28 @@ type Facts struct {
 	// as the specification has it, the process level runs without it; the isolated level
 	// still requires it, so it is refused there.
 	NoMemoryCap bool
+	// Forked, when set, says the child was forked from a template rather than exec'd: the
+	// result's start block (StartInfo). Nil for an exec'd child.
+	Forked *StartInfo
 }
+
+// StartInfo is the result's start block: how the execution's child was made. Kind is
+// StartExec or StartForked; a forked child says which template it came from, how old that
+// template was and how many children it had forked, and what it shares with its siblings
+// (the children of the same template: executions of the same tenant and terms).
+type StartInfo struct {
+	Kind               string   `json:"kind"`
+	Template           string   `json:"template,omitempty"`
+	TemplateAgeSeconds *float64 `json:"template_age_seconds,omitempty"`
+	TemplateChildren   *int     `json:"template_children,omitempty"`
+	SharedWithSiblings []string `json:"shared_with_siblings,omitempty"`
+}
+
+// Values of StartInfo.Kind.
+const (
+	StartExec   = "exec"   // the child's interpreter was exec'd for it
+	StartForked = "forked" // the child was forked from a template (Facts.Forked)
+)
 
 // Exit is how the child's main process ended.
 type Exit struct {

@@ -359,6 +359,10 @@ func (s *session) accept(h *wire.Hello) *Failure {
 	}
 	gr := grade(h.Probe, s.p.child.Facts(), s.t, s.r.opts.EnvAllowlist)
 	s.res.Guarantees, s.res.Isolation, s.res.NetworkDenied = gr.guarantees, gr.isolation, gr.networkDenied
+	if why := separated(h.Probe, s.p.child.Facts()); why != "" {
+		return &Failure{Kind: failure.IsolationUnavailable,
+			Message: "the child forked from a template is not kept apart from its siblings (" + why + "); nothing ran"}
+	}
 	if !gr.isolation.AtLeast(s.t.Isolation) {
 		return &Failure{Kind: failure.IsolationUnavailable, Message: fmt.Sprintf(
 			"isolation %q was required, but the %s backend reached only %q here; nothing ran",

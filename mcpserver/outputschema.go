@@ -31,7 +31,7 @@ var runCodeOutputSchema = sync.OnceValue(func() json.RawMessage {
 			"limit_hit": typ("string", "null"), "cancelled": boolean, "duration_seconds": typ("number"),
 			"terms": object, "isolation": str, "guarantees": object, "network_denied": boolean, "network": object,
 			"attachments": list, "artifacts": list, "artifacts_omitted": list, "unavailable_bindings": list,
-			"upstream_problems": list, "budget": object, "approvals": object, "context": object, "resumed": object,
+			"upstream_problems": list, "budget": object, "approvals": object, "context": object, "resumed": object, "start": object,
 		},
 		"required": []string{"value", "stdout", "stderr", "failure", "limit_hit", "cancelled",
 			"duration_seconds", "terms", "isolation", "guarantees", "budget", "approvals", "context"},

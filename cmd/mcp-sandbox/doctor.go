@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
@@ -29,6 +30,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		Description *engine.Description `json:"description"`
 		// Identity: without root, what the profile's programs run as and how to do better.
 		Identity string `json:"identity,omitempty"`
+		// WarmStart: how the profile's warm children are made (exec'd or forked), and why.
+		WarmStart string `json:"warm_start"`
 	}
 	euid, _ := hostUser()
 	endPause := watchPause() // no probe leaves rootless podman's pause process running
@@ -60,7 +63,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			runner.Close()
 		}
 		ready = ready && d.Ready
-		reports = append(reports, profileReport{name, level, d, identityNote(euid, d, hostIdentityAdvice(p))})
+		reports = append(reports, profileReport{name, level, d, identityNote(euid, d, hostIdentityAdvice(p)), warmStartNote(p, d)})
 	}
 	pauseNote := endPause()
 	store := probeStorage(ctx, cfg)
@@ -85,6 +88,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		fmt.Fprintln(stdout)
 		for _, r := range reports {
 			printProfile(stdout, r.Profile, r.Requires, r.Description, r.Identity)
+			fmt.Fprintf(stdout, "  warm start: %s\n", r.WarmStart)
 		}
 		fmt.Fprintln(stdout)
 		fmt.Fprintln(stdout, "storage:")
@@ -187,6 +191,26 @@ func (r quotaReport) write(w io.Writer) {
 		fmt.Fprintf(w, "  tenant %-11s %d programs at once (a run waits %gs for a slot), %d sessions, %s stored\n",
 			name, *q.MaxConcurrentExecutions, *q.QueueSeconds, *q.MaxSessions, *q.MaxStoredBytes)
 	}
+}
+
+// warmStartNote says how profile p's warm children are made, as described by d, and why:
+// forked from a template only where warm.start is template and the namespaces backend names
+// warm-template-fork among its mechanisms (it does where this host allows it).
+func warmStartNote(p configs.Profile, d *engine.Description) string {
+	start := configs.WarmStartAuto
+	if p.Warm.Start != nil {
+		start = *p.Warm.Start
+	}
+	switch {
+	case start != configs.WarmStartTemplate:
+		return "exec (warm.start: " + start + "; templates are opt-in: warm.start: template)"
+	case d.Backend != "namespaces":
+		return "exec: only the namespaces backend forks from templates, not " + d.Backend
+	case slices.Contains(d.Mechanisms, "warm-template-fork"):
+		return "template: warm children without network are forked from a template per tenant and terms"
+	}
+	return "exec: warm.start is template, but this host cannot fork from templates (root, a subordinate " +
+		"uid range for root in /etc/subuid, the identity drop and seccomp are needed; the server's log says which is missing)"
 }
 
 // printProfile renders one profile's description. A profile whose sandbox could not be

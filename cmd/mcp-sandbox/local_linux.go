@@ -90,7 +90,7 @@ func localOptions(p configs.Profile) spawned.Options {
 }
 
 func nsOptions(p configs.Profile) *namespaces.Options {
-	return &namespaces.Options{Options: localOptions(p)}
+	return &namespaces.Options{Options: localOptions(p), Template: p.Warm.Start != nil && *p.Warm.Start == configs.WarmStartTemplate}
 }
 
 func bwrapOptions(p configs.Profile) *bwrap.Options {

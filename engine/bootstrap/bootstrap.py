@@ -184,6 +184,21 @@ def _probe():
     except OSError:
         p["workspace_writable"] = False
     p["python"] = sys.version.split()[0]
+    p["no_new_privs"], p["seccomp"], p["cap_eff"] = -1, -1, ""
+    try:
+        with open("/proc/self/status") as f:
+            st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        p["no_new_privs"], p["seccomp"] = int(st["NoNewPrivs"]), int(st["Seccomp"])
+        p["cap_eff"] = st["CapEff"].strip()
+    except (OSError, KeyError, ValueError):
+        pass
+    try:
+        os.kill(1, 0)
+        p["init_signal"] = "allowed"
+    except PermissionError:
+        p["init_signal"] = "refused"
+    except OSError:
+        p["init_signal"] = "absent"
     return p
 
 

@@ -32,6 +32,10 @@ type Config struct {
 const (
 	bootstrapMarker = "# mcp-sandbox bootstrap"
 	survivorMarker  = "mcp-sandbox-survivor-marker"
+	// templateMarker is the first line of a template's (engine/backend/namespaces), which a
+	// child forked from it keeps in its command line: such a process whose parent has it too
+	// (a template's own parent is the init helper) is an execution's.
+	templateMarker = "# mcp-sandbox template"
 )
 
 // Run runs the whole contract against one backend.
@@ -604,6 +608,22 @@ func (c *contract) answersNext(t *testing.T) {
 	}
 }
 
+// parentForked reports whether /proc/pid's parent runs a template's code: pid was forked
+// by a template, or by one of its children.
+func parentForked(pid string) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			cmdline, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(v), "cmdline"))
+			return err == nil && bytes.Contains(cmdline, []byte(templateMarker))
+		}
+	}
+	return false
+}
+
 // noSurvivors fails when any process of an execution is still alive: a bootstrap interpreter
 // or a helper a hostile program started (of this test binary's: gate.Ours).
 func (c *contract) noSurvivors(t *testing.T) {
@@ -622,7 +642,8 @@ func (c *contract) noSurvivors(t *testing.T) {
 			if err != nil || len(cmdline) == 0 {
 				continue // gone, or a zombie
 			}
-			if bytes.Contains(cmdline, []byte(bootstrapMarker)) || bytes.Contains(cmdline, []byte(survivorMarker)) {
+			if bytes.Contains(cmdline, []byte(bootstrapMarker)) || bytes.Contains(cmdline, []byte(survivorMarker)) ||
+				bytes.Contains(cmdline, []byte(templateMarker)) && parentForked(e.Name()) {
 				alive = append(alive, e.Name())
 			}
 		}

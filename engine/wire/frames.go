@@ -57,6 +57,14 @@ type Probe struct {
 	// WorkspaceWritable: the child could create a file in its working directory.
 	WorkspaceWritable bool   `json:"workspace_writable"`
 	Python            string `json:"python"`
+	// NoNewPrivs, Seccomp and CapEff are those lines of the child's /proc/self/status (-1 and
+	// "" when unreadable); InitSignal is what kill(1, 0) gave: "refused", "allowed" or
+	// "absent". A child forked from a template is refused unless they show it apart from its
+	// siblings (engine: separated).
+	NoNewPrivs int    `json:"no_new_privs,omitempty"`
+	Seccomp    int    `json:"seccomp,omitempty"`
+	CapEff     string `json:"cap_eff,omitempty"`
+	InitSignal string `json:"init_signal,omitempty"`
 }
 
 // Call asks the host to call a tool on the program's behalf.

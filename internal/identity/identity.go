@@ -18,6 +18,16 @@ type Pool struct {
 	shared *Identity
 	free   chan Identity
 	size   int
+	first  int // a range's first uid (and gid)
+}
+
+// Span is every identity the pool may lease: count consecutive uids from uid, with gids from
+// gid (a range's gid is its uid): what a user namespace must map for any of them to run.
+func (ids *Pool) Span() (uid, gid, count int) {
+	if ids.shared != nil {
+		return ids.shared.UID, ids.shared.GID, 1
+	}
+	return ids.first, ids.first, ids.size
 }
 
 // Parse reads "uid:gid" or a range "A-B" (each uid with the same-numbered gid).
@@ -28,7 +38,7 @@ func Parse(s string) (*Pool, error) {
 		if err1 != nil || err2 != nil || lo <= 0 || hi < lo {
 			return nil, fmt.Errorf("run_as %q: a range is \"FIRST-LAST\" with 0 < FIRST <= LAST", s)
 		}
-		ids := &Pool{free: make(chan Identity, hi-lo+1), size: hi - lo + 1}
+		ids := &Pool{free: make(chan Identity, hi-lo+1), size: hi - lo + 1, first: lo}
 		for u := lo; u <= hi; u++ {
 			ids.free <- Identity{UID: u, GID: u, Exclusive: true}
 		}

@@ -5,6 +5,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,29 @@ func lockCapabilities() error {
 			if !errors.Is(err, unix.EPERM) {
 				return fmt.Errorf("dropping capability %d from the bounding set: %v", c, err)
 			}
+		}
+	}
+	return nil
+}
+
+// TemplateCaps are the capabilities a template (Spec.Template) keeps, all of them over its own
+// user namespace only: SYS_ADMIN for each child's namespaces and mounts, NET_ADMIN to bring up
+// lo in a child's network namespace, SETUID and SETGID to drop a child to its identity.
+var TemplateCaps = []int{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID}
+
+// boundTemplate empties the bounding set but for TemplateCaps. Unlike lockCapabilities it
+// leaves the securebits alone: the template is uid 0 of its user namespace and gets its
+// capabilities through the exec of its interpreter.
+func boundTemplate() error {
+	for c := 0; c < 64; c++ {
+		if slices.Contains(TemplateCaps, c) {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break
+			}
+			return fmt.Errorf("dropping capability %d from the bounding set: %v", c, err)
 		}
 	}
 	return nil

@@ -117,6 +117,12 @@ func apply(s *Spec) (uint64, error) {
 			return 0, err
 		}
 	}
+	if s.Template {
+		if s.Drop {
+			return 0, fmt.Errorf("a template keeps its identity: Drop must be false")
+		}
+		return 0, applyTemplate(s)
+	}
 	if err := lockCapabilities(); err != nil {
 		return 0, err
 	}
@@ -173,6 +179,32 @@ func apply(s *Spec) (uint64, error) {
 		}
 	}
 	return nproc, nil
+}
+
+// applyTemplate is apply's end for Spec.Template: the bounding set narrowed to TemplateCaps,
+// no_new_privs, and TemplatePolicy.
+func applyTemplate(s *Spec) error {
+	if err := boundTemplate(); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %v", err)
+	}
+	if s.ChannelParent && channelHungUp() {
+		return fmt.Errorf("the host exited during setup")
+	}
+	if s.Dir != "" {
+		if err := unix.Chdir(s.Dir); err != nil {
+			return fmt.Errorf("entering the workspace: %v", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %v", err)
+	}
+	if s.Seccomp || s.DenyInet {
+		return loadProgram(programOf(TemplatePolicy(s.DenyInet)))
+	}
+	return nil
 }
 
 // execLimited sets the rlimits and execs the interpreter with raw system calls only: once the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/elastic/go-seccomp-bpf"
@@ -83,6 +84,34 @@ func Policy(networkNone bool) []Refusal {
 // for native numbers does not see those, so without it a few bytes of machine code would make
 // an inet socket anyway.
 func Program(networkNone bool) ([]unix.SockFilter, error) {
+	return programOf(Policy(networkNone))
+}
+
+// TemplatePolicy is Policy(networkNone) without the refusal of setns and mounts: the filter of
+// a template (Spec.Template), which makes a mount and a pid namespace per child and mounts its
+// tmpfs workspace, /tmp and /proc. Every child then installs Program(networkNone) itself (its
+// bytes are ProgramBytes), stacked on this one, before any program byte.
+func TemplatePolicy(networkNone bool) []Refusal {
+	var p []Refusal
+	for _, r := range Policy(networkNone) {
+		if !slices.Contains(r.Names, "mount") {
+			p = append(p, r)
+		}
+	}
+	return p
+}
+
+// ProgramBytes is Program(networkNone) as the kernel reads a sock_filter array: what a template's
+// child hands to prctl(PR_SET_SECCOMP) unchanged.
+func ProgramBytes(networkNone bool) ([]byte, error) {
+	prog, err := Program(networkNone)
+	if err != nil {
+		return nil, err
+	}
+	return programBytes(prog), nil
+}
+
+func programOf(policy []Refusal) ([]unix.SockFilter, error) {
 	native, ok := nativeArch()
 	if !ok {
 		return nil, fmt.Errorf("seccomp: no policy for %s", runtime.GOARCH)
@@ -93,7 +122,7 @@ func Program(networkNone bool) ([]unix.SockFilter, error) {
 	// netlink one). Each chunk loads the number afresh, and its "allow" jumps to the next.
 	// A chunk with conditions holds one system call, for the same reason.
 	var chunks [][]unix.SockFilter
-	for _, r := range Policy(networkNone) {
+	for _, r := range policy {
 		parts := []Refusal{r}
 		if len(r.When) > 0 {
 			parts = parts[:0]
@@ -182,7 +211,11 @@ func compile(r Refusal) ([]unix.SockFilter, error) {
 // loadPolicy installs Program(networkNone) on every thread of this process; no_new_privs must
 // be set already.
 func loadPolicy(networkNone bool) error {
-	prog, err := Program(networkNone)
+	return loadProgram(Program(networkNone))
+}
+
+// loadProgram installs prog on every thread of this process.
+func loadProgram(prog []unix.SockFilter, err error) error {
 	if err != nil {
 		return err
 	}

@@ -211,3 +211,31 @@ func runFilter(t *testing.T, prog []unix.SockFilter, nr, arch uint32, args [6]ui
 	t.Fatal("the program ran off its end")
 	return 0
 }
+
+// TestTemplatePolicy: a template's filter is the policy without the one refusal of mounts and
+// setns (which it needs for each child), every other refusal kept, the refusal of new user
+// namespaces first among them; and ProgramBytes is Program as the kernel reads it.
+func TestTemplatePolicy(t *testing.T) {
+	for _, networkNone := range []bool{false, true} {
+		full, tpl := Policy(networkNone), TemplatePolicy(networkNone)
+		if len(tpl) != len(full)-1 {
+			t.Fatalf("TemplatePolicy(%v) has %d refusals, the policy %d", networkNone, len(tpl), len(full))
+		}
+		for _, r := range tpl {
+			if slices.Contains(r.Names, "mount") || slices.Contains(r.Names, "setns") {
+				t.Errorf("the template refuses %v", r.Names)
+			}
+		}
+		if !slices.Contains(tpl[0].Names, "unshare") || tpl[0].When[0].Value != unix.CLONE_NEWUSER {
+			t.Errorf("the template's first refusal is %v, not new user namespaces", tpl[0].Names)
+		}
+		if _, err := programOf(tpl); err != nil {
+			t.Errorf("TemplatePolicy(%v) does not compile: %v", networkNone, err)
+		}
+		prog, _ := Program(networkNone)
+		b, err := ProgramBytes(networkNone)
+		if err != nil || len(b) != 8*len(prog) || binary.LittleEndian.Uint32(b[4:8]) != prog[0].K && binary.BigEndian.Uint32(b[4:8]) != prog[0].K {
+			t.Errorf("ProgramBytes(%v): %d bytes for %d instructions (%v)", networkNone, len(b), len(prog), err)
+		}
+	}
+}

@@ -89,6 +89,13 @@ type Spec struct {
 	// RLIMIT_NPROC per (namespace, uid), so the limit needs nothing added for processes the
 	// uid already runs elsewhere.
 	UserNamespace bool `json:"userns,omitempty"`
+	// Template: the helper execs a template (engine/backend/namespaces) rather than a program:
+	// it builds the root as for a child but keeps, as root of its own user namespace, the
+	// capabilities the template needs to make each child's namespaces and mounts and to drop
+	// each child to its identity (TemplateCaps; everything else leaves the bounding set), and it
+	// loads TemplatePolicy instead of Policy. Drop must be false. The helper never runs a
+	// program in this mode: each forked child installs Program and drops itself.
+	Template bool `json:"template,omitempty"`
 	// Trial: the helper exits 0 once it is up (and its ids are mapped): the host checks
 	// that it can start one where it means to, in a user namespace say.
 	Trial bool `json:"trial,omitempty"`

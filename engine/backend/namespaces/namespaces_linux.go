@@ -40,6 +40,14 @@ type Options struct {
 	// Host is where the host's user-namespace settings and subordinate ids are read; the
 	// zero value reads the real ones (tests point it at a fake tree).
 	Host userns.Host
+	// Template: a warm pool's children are forked from a template kept per owner and terms
+	// (the profile's warm.start: template) instead of exec'd, where this host allows it
+	// (templateWhy); elsewhere they are exec'd and the log says why, once.
+	Template bool
+	// forkAll (tests: export_linux_test.go) forks every child, not only a warm pool's;
+	// recycleAfter, when positive, replaces templateChildren.
+	forkAll      bool
+	recycleAfter int
 }
 
 // Backend is the namespaces backend.
@@ -51,6 +59,12 @@ type Backend struct {
 	// from the run_as identity inside); nil when there are none, and subWhy says why.
 	sub    *userns.SubIDs
 	subWhy string
+	tpl    templates
+	// tplSub, on a root host with templates on, is the host uid and gid a template's uid 0
+	// maps to: the last of root's subordinate ranges, so the template holds no host identity
+	// of any worth; nil when root has none, and tplSubWhy says why.
+	tplSub    *userns.SubIDs
+	tplSubWhy string
 }
 
 // New prepares the backend: it checks the namespaces can be made, resolves the interpreter
@@ -75,6 +89,8 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	}
 	if !b.root {
 		b.sub, b.subWhy = b.subordinate()
+	} else if opts.Template {
+		b.tplSub, b.tplSubWhy = b.opts.Host.Subordinate("root", 0)
 	}
 	if b.sub != nil {
 		base, err := spawned.Resolve(ctx, &opts.Options, &[2]int{b.sub.UID, b.sub.GID})
@@ -221,11 +237,23 @@ func (b *Backend) Mechanisms() []string {
 	if !b.disabled("seccomp") {
 		m = append(m, "seccomp-policy", "seccomp-deny-inet")
 	}
+	if b.templateUnusable() == "" {
+		m = append(m, "warm-template-fork") // a warm pool's children without network are forked
+	}
 	return m
 }
 
 // Start launches one child.
 func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
+	if why := b.templateWhy(spec); why == "" {
+		c, err := b.startForked(ctx, spec)
+		if err == nil {
+			return c, nil
+		}
+		b.logTemplateWhy(err.Error())
+	} else if b.opts.Template && (spec.Pooled || b.opts.forkAll) {
+		b.logTemplateWhy(why)
+	}
 	// Under network rules the child has a network namespace too, and inet sockets (only its
 	// loopback is there, where the egress proxy listens): the proxy is its one route out.
 	netns := spec.Terms.Network == engine.NetworkNone || spec.Egress != nil

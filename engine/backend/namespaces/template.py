@@ -1,0 +1,229 @@
+# mcp-sandbox template: forks one sandbox child per request. See engine/backend/namespaces/doc.go.
+# argv: CANARY PORT4 PORT6 MAXVALUE WORKSPACE SECCOMP_HEX. The control socket is fd 3; the host
+# sends the bootstrap's text on it first (8 bytes of length, then the text), so that no
+# template's command line reads as a sandbox child's (only the bootstrap's first line does).
+# It never receives program text, environment values or tool results: only descriptors and
+# fixed numeric fields. The one policy it installs, the seccomp program, was built in Go.
+import ctypes
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+import time
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS = 1, 4, 22, 38
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_REQUEST = struct.Struct("<13q")  # id uid gid cpu cpu_hard as fsize nproc nofile ws_bytes tmp_bytes netns tag
+_REPLY = struct.Struct("<2q")  # id, the child's pid here (or -errno)
+
+
+def _ok(r, what):
+    if r != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+
+
+def _prctl(op, a=0):
+    _ok(_libc.prctl(ctypes.c_int(op), ctypes.c_ulong(a), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)), "prctl %d" % op)
+
+
+def _mount(src, target, fstype, flags, data):
+    _ok(_libc.mount(src, target.encode(), fstype, ctypes.c_ulong(flags), data.encode() if data else None), "mount " + target)
+
+
+_prctl(_PR_SET_DUMPABLE, 0)  # execve reset it: no process of the pool's uid opens this one's memory
+_workspace, _filter = sys.argv[5], bytes.fromhex(sys.argv[6])
+sys.argv = ["-c"] + sys.argv[1:5] + ["cold"]
+
+
+def _read_exactly(n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(3, n - len(data))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    return data
+
+
+_source = _read_exactly(struct.unpack("<q", _read_exactly(8))[0]).decode()
+# unshare(CLONE_NEWPID) needs the namespace for children to be this process's own: after each
+# fork into a new one, setns back (design §5.3).
+_own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+_B = {"__name__": "__mcp_sandbox_bootstrap__", "__builtins__": __builtins__}
+_body = _source.rstrip()
+if not _body.endswith("_main()"):
+    os.write(2, b"mcp-sandbox-template: the bootstrap does not end with _main()\n")
+    os._exit(125)
+exec(compile(_body[: -len("_main()")], "<bootstrap>", "exec"), _B)
+for _name in ("asyncio", "traceback", "linecache"):  # what a warm child would import, once for all
+    try:
+        __import__(_name)
+    except Exception:
+        pass
+
+
+def _reap(signum, frame):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _closeexcept(keep, low):
+    """Close every descriptor from low up but those in keep."""
+    start = low
+    for fd in sorted(k for k in keep if k >= low) + [1 << 20]:
+        if fd > start:
+            os.closerange(start, fd)
+        start = fd + 1
+
+
+def _program(req, chan, out, err):
+    """H, pid 2 of the child's namespace: the program's interpreter."""
+    _, uid, gid, cpu, cpu_hard, as_, fsize, nproc, nofile, _, _, _, tag = req
+    home = "%s/%016x" % (_workspace, tag & (1 << 64) - 1)
+    os.dup2(chan, 3)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.closerange(4, 1 << 20)
+    os.setgroups([gid])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)  # to a uid other than 0: every capability goes
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    for res, soft, hard in ((resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_CPU, cpu, max(cpu, cpu_hard)),
+                            (resource.RLIMIT_AS, as_, as_), (resource.RLIMIT_FSIZE, fsize, fsize),
+                            (resource.RLIMIT_NPROC, nproc, nproc), (resource.RLIMIT_NOFILE, nofile, nofile)):
+        if hard > 0 or res == resource.RLIMIT_CORE:
+            resource.setrlimit(res, (soft, hard))
+    os.mkdir(home, 0o755)  # a name of its own, in its own tmpfs: no workspace path is reused
+    os.chdir(home)
+    os.environ["HOME"] = os.environ["TMPDIR"] = home
+    buf = ctypes.create_string_buffer(_filter, len(_filter))
+
+    class _Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = _Fprog(len(_filter) // 8, ctypes.addressof(buf))
+    _ok(_libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(2), ctypes.byref(prog), ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp")
+    _B["_is_child"] = False
+    _B["_main"]()
+    os._exit(0)
+
+
+def _child(ctl, req, fds):
+    """C, pid 1 of the child's own pid namespace: builds its mounts, forks H, reaps, reports."""
+    ctl.detach()  # the bootstrap's at-fork hook closed fd 3 already
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    chan, out, err, status, go = fds
+    _closeexcept(set(fds), 3)
+    uid, gid, ws_bytes, tmp_bytes, netns = req[1], req[2], req[9], req[10], req[11]
+    flags = _CLONE_NEWNS | _CLONE_NEWIPC | _CLONE_NEWUTS | (_CLONE_NEWNET if netns else 0)
+    _ok(_libc.unshare(ctypes.c_int(flags)), "unshare")
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
+    _mount(b"tmpfs", _workspace, b"tmpfs", _MS_NOSUID | _MS_NODEV,
+           "size=%d,mode=0755,uid=%d,gid=%d" % (max(ws_bytes, 1 << 20), uid, gid))
+    _mount(b"tmpfs", "/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, "size=%d,mode=1777" % max(tmp_bytes, 1 << 20))
+    _mount(b"proc", "/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    if netns:  # lo up: SIOCSIFFLAGS IFF_UP|IFF_RUNNING, through a unix socket of this namespace
+        import fcntl
+
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sh22x", b"lo", 0x41))
+        s.close()
+    # The host joins this process to the execution's cgroup, then says go: one byte.
+    if os.read(go, 1) != b"\x01":
+        os._exit(125)
+    os.close(go)
+    h = os.fork()
+    if h == 0:
+        try:
+            os.close(status)
+            _program(req, chan, out, err)
+        except BaseException as e:  # noqa: a setup step failed: say which, nothing ran
+            try:
+                os.write(2, ("mcp-sandbox-init: %s\n" % e).encode())
+            except OSError:
+                pass
+        os._exit(125)
+    for fd in (chan, out, err):
+        os.close(fd)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            os._exit(125)
+        if info is None:
+            continue
+        if info.si_pid != h:
+            try:
+                os.waitpid(info.si_pid, 0)
+            except ChildProcessError:
+                pass
+            continue
+        try:
+            rlimit_cpu = time.clock_gettime((~h) << 3)  # CPUCLOCK_PROF: what RLIMIT_CPU counts
+        except OSError:
+            rlimit_cpu = 0.0
+        _, ws, ru = os.wait4(h, 0)
+        code, sig = (-1, os.WTERMSIG(ws)) if os.WIFSIGNALED(ws) else (os.WEXITSTATUS(ws), 0)
+        os.write(status, ('{"code":%d,"signal":%d,"cpu":%r,"rlimit_cpu":%r}' % (
+            code, sig, ru.ru_utime + ru.ru_stime, rlimit_cpu)).encode())
+        os._exit(0)  # pid 1 ends: the kernel kills whatever is left in the namespace
+
+
+def _serve():
+    ctl = socket.socket(fileno=3)
+    signal.signal(signal.SIGCHLD, _reap)
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    os.write(3, ("ready %s" % sys.version.split()[0]).ljust(32).encode())
+    while True:
+        msg, fds, _, _ = socket.recv_fds(ctl, _REQUEST.size, 8)
+        if not msg:
+            os._exit(0)  # the host closed the control socket: retire
+        if len(msg) != _REQUEST.size or len(fds) != 5:
+            os._exit(125)  # not the host's protocol
+        req = _REQUEST.unpack(msg)
+        try:
+            _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWPID)), "unshare")
+            pid = os.fork()
+        except OSError as e:
+            pid = -(e.errno or 1)
+        if pid == 0:
+            try:
+                _child(ctl, req, fds)
+            except BaseException as e:  # noqa
+                try:
+                    os.write(2, ("mcp-sandbox-init: %s\n" % e).encode())
+                except OSError:
+                    pass
+            os._exit(125)
+        for fd in fds:
+            os.close(fd)
+        if _libc.setns(ctypes.c_int(_own_pid_ns), ctypes.c_int(_CLONE_NEWPID)) != 0:
+            os._exit(125)  # every later fork would fail
+        if pid < 0:
+            ctl.sendall(_REPLY.pack(req[0], pid))
+            continue
+        pidfd = os.pidfd_open(pid)
+        try:
+            socket.send_fds(ctl, [_REPLY.pack(req[0], pid)], [pidfd])
+        finally:
+            os.close(pidfd)
+
+
+_serve()

@@ -1,0 +1,759 @@
+//go:build linux
+
+package namespaces
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+	"golang.org/x/sys/unix"
+)
+
+// templateSource is the template's Python: it loads the bootstrap without running it, then
+// forks one child per request on its control socket (fd 3).
+//
+//go:embed template.py
+var templateSource string
+
+// Template recycling: a template forks at most templateChildren children and lives at most
+// templateAge; then the next start makes a new one, and the old one ends once its last child
+// has. This bounds how long siblings share one address layout and hash key.
+const (
+	templateChildren = 1000
+	templateAge      = 10 * time.Minute
+	// maxTemplates bounds the templates a Backend keeps (one per owner and terms); a new one
+	// beyond it retires the least recently used.
+	maxTemplates = 8
+)
+
+// sharedWithSiblings is what a forked child shares with the other children of its template
+// (design §6 of the forkserver note): the template's image (address layout, hash key, what
+// it preloaded) and its user namespace. The network namespace is the child's own.
+var sharedWithSiblings = []string{"address_layout", "hash_key", "preloaded_state", "user_namespace"}
+
+// tplKey is what a template was started for: the warm pool's key.
+type tplKey struct {
+	owner string
+	terms engine.Terms
+}
+
+// template is one running template: a namespaces child (pid 1 the Go reaper, pid 2 the
+// template's interpreter) that forks children on request.
+type template struct {
+	proc      *spawned.Child
+	ctl       *net.UnixConn
+	name      string
+	workspace string
+	started   time.Time
+	stderr    *boundedBuffer
+
+	mu     sync.Mutex // one request at a time on ctl; guards forked
+	forked int
+	// The Backend's templates.mu guards live, retired, succeeding and lastUse.
+	live       int  // children not yet closed
+	retired    bool // no longer handed out; ends when live reaches 0
+	succeeding bool // its successor is being started
+	lastUse    time.Time
+	closeOne   sync.Once
+}
+
+// templates is the Backend's set of templates.
+type templates struct {
+	mu     sync.Mutex
+	byKey  map[tplKey]*template
+	closed bool // Close was called: no template is started or kept any more
+	// wg counts the goroutines that end retired templates and start successors.
+	wg sync.WaitGroup
+	// why says, once per reason, why a child was exec'd although templates are on.
+	why sync.Map
+}
+
+// templateWhy says why this Backend cannot fork t's children here, or "" when it can.
+func (b *Backend) templateWhy(spec engine.LaunchSpec) string {
+	switch {
+	case !b.opts.Template:
+		return "templates are off (warm.start)"
+	case !spec.Pooled && !b.opts.forkAll:
+		return "the child is not for a warm pool"
+	case spec.Terms.Network != engine.NetworkNone:
+		return "a template serves only executions without network"
+	}
+	return b.templateUnusable()
+}
+
+// templateUnusable says why this host cannot fork children from templates at all, or "".
+func (b *Backend) templateUnusable() string {
+	switch {
+	case !b.opts.Template:
+		return "templates are off (warm.start)"
+	case !b.root:
+		return "this version starts templates only on a root host (the pool's user namespace is mapped by the host)"
+	case !b.base.Drop:
+		return "the identity drop is disabled: a forked child would keep the template's uid"
+	case b.disabled("seccomp"):
+		return "seccomp is disabled: a forked child installs the policy itself"
+	case b.tplSub == nil:
+		return "the template's uid 0 needs an unprivileged host uid of its own: " + b.tplSubWhy
+	}
+	uid, gid, n := b.base.IDs.Span()
+	if b.tplSub.UID >= uid && b.tplSub.UID < uid+n || b.tplSub.GID >= gid && b.tplSub.GID < gid+n {
+		return fmt.Sprintf("root's subordinate id %d is also a run_as identity", b.tplSub.UID)
+	}
+	if b.base.Cgroups == nil && n == 1 {
+		return "no cgroup and one shared run_as identity: RLIMIT_NPROC would count every sibling's processes"
+	}
+	return ""
+}
+
+// startForked forks a child from the template of spec's owner and terms, starting that
+// template first when there is none.
+func (b *Backend) startForked(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
+	t, err := b.template(ctx, tplKey{owner: spec.Owner, terms: spec.Terms}, spec.Argv)
+	if err != nil {
+		return nil, err
+	}
+	c, err := b.fork(ctx, t, spec)
+	if err != nil {
+		b.release(t)
+		b.retire(t) // a template that failed a fork is not asked again
+		return nil, err
+	}
+	return c, nil
+}
+
+// template returns k's template, ready, with one more live child counted on it.
+func (b *Backend) template(ctx context.Context, k tplKey, argv []string) (*template, error) {
+	b.tpl.mu.Lock()
+	if b.tpl.byKey == nil {
+		b.tpl.byKey = map[tplKey]*template{}
+	}
+	t := b.tpl.byKey[k]
+	if t != nil {
+		n, limit, age := t.forkedCount(), b.recycleAfter(), time.Since(t.started)
+		switch {
+		case n >= 2*limit || age > 2*templateAge:
+			// Its successor never came up: stop using it all the same.
+			b.retireLocked(k, t)
+			t = nil
+		case (n >= limit || age > templateAge) && !t.succeeding && !b.tpl.closed:
+			// Start its successor now and keep forking from it until that one is ready: a
+			// recycle never stalls an execution.
+			t.succeeding = true
+			b.tpl.wg.Add(1)
+			go b.succeed(k, t, argv)
+		}
+	}
+	if t != nil {
+		t.live++
+		t.lastUse = time.Now()
+		b.tpl.mu.Unlock()
+		return t, nil
+	}
+	b.tpl.mu.Unlock()
+	t, err := b.startTemplate(ctx, k, argv)
+	if err != nil {
+		return nil, err
+	}
+	b.tpl.mu.Lock()
+	defer b.tpl.mu.Unlock()
+	if old := b.tpl.byKey[k]; old != nil {
+		b.retireLocked(k, old) // another start won the race; the newer serves
+	}
+	if len(b.tpl.byKey) >= maxTemplates {
+		var lru tplKey
+		var oldest *template
+		for key, o := range b.tpl.byKey {
+			if oldest == nil || o.lastUse.Before(oldest.lastUse) {
+				lru, oldest = key, o
+			}
+		}
+		b.retireLocked(lru, oldest)
+	}
+	b.tpl.byKey[k] = t
+	t.live++
+	t.lastUse = time.Now()
+	return t, nil
+}
+
+// recycleAfter is how many children a template forks before its successor is started.
+func (b *Backend) recycleAfter() int {
+	if b.opts.recycleAfter > 0 {
+		return b.opts.recycleAfter
+	}
+	return templateChildren
+}
+
+// succeed starts old's successor for k and puts it in old's place once it is ready; old then
+// ends with its last child. A successor that fails to start leaves old in place, to be tried
+// again at the next start.
+func (b *Backend) succeed(k tplKey, old *template, argv []string) {
+	defer b.tpl.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t, err := b.startTemplate(ctx, k, argv)
+	b.tpl.mu.Lock()
+	defer b.tpl.mu.Unlock()
+	old.succeeding = false
+	if err != nil {
+		b.logTemplateWhy("a template's successor did not start: " + err.Error())
+		return
+	}
+	if b.tpl.closed {
+		b.tpl.wg.Add(1)
+		go func() { defer b.tpl.wg.Done(); t.close() }()
+		return
+	}
+	if cur := b.tpl.byKey[k]; cur != nil {
+		b.retireLocked(k, cur)
+	}
+	t.lastUse = time.Now()
+	b.tpl.byKey[k] = t
+}
+
+// retire stops handing t out; it ends once its last child has.
+func (b *Backend) retire(t *template) {
+	b.tpl.mu.Lock()
+	defer b.tpl.mu.Unlock()
+	for k, o := range b.tpl.byKey {
+		if o == t {
+			b.retireLocked(k, t)
+			return
+		}
+	}
+	if !t.retired {
+		t.retired = true
+		if t.live == 0 {
+			b.tpl.wg.Add(1)
+			go func() { defer b.tpl.wg.Done(); t.close() }()
+		}
+	}
+}
+
+func (b *Backend) retireLocked(k tplKey, t *template) {
+	delete(b.tpl.byKey, k)
+	t.retired = true
+	if t.live == 0 {
+		b.tpl.wg.Add(1)
+		go func() { defer b.tpl.wg.Done(); t.close() }()
+	}
+}
+
+// release counts one child of t closed; a retired template ends with its last child, because
+// its end (pid 1 of its namespace exiting) kills every child still running.
+func (b *Backend) release(t *template) {
+	b.tpl.mu.Lock()
+	t.live--
+	end := t.retired && t.live == 0
+	b.tpl.mu.Unlock()
+	if end {
+		t.close()
+	}
+}
+
+// Close ends every template once its children have ended. It is idempotent; the Runner
+// calls it when it closes.
+func (b *Backend) Close() error {
+	b.tpl.mu.Lock()
+	b.tpl.closed = true
+	for k, t := range b.tpl.byKey {
+		b.retireLocked(k, t)
+	}
+	b.tpl.mu.Unlock()
+	b.tpl.wg.Wait() // the ends retireLocked started, and any successor starting
+	return nil
+}
+
+func (t *template) forkedCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.forked
+}
+
+// close ends the template: its control socket closes (it exits), then its namespace.
+func (t *template) close() {
+	t.closeOne.Do(func() {
+		t.ctl.CloseWrite()
+		t.proc.Close()
+	})
+}
+
+// startTemplate starts a template for k: the init helper in a user namespace of the pool's
+// own (even on a root host: uid 0 inside is root's last subordinate uid outside, an
+// unprivileged host uid, and the run_as identities are mapped to themselves), with the same
+// mount, pid, network, IPC and UTS namespaces and root as an exec'd child; pid 2 keeps only launch.TemplateCaps,
+// loads launch.TemplatePolicy and execs the template's interpreter.
+func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*template, error) {
+	if len(argv) < 7 || argv[0] != "-I" || argv[1] != "-c" {
+		return nil, fmt.Errorf("unexpected interpreter arguments for a template")
+	}
+	filter, err := launch.ProgramBytes(true)
+	if err != nil {
+		return nil, err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tag := hex.EncodeToString(rnd[:])
+	root := filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
+	// 0755: the helper that mounts on it is the template's host uid, not root.
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	}
+	workspace := "/workspace-" + tag
+	t := &template{name: "tpl-" + tag, workspace: workspace, stderr: &boundedBuffer{max: 4096}}
+	t.proc = &spawned.Child{Proc: &spawn.Proc{Status: true}}
+	t.proc.Cleanup = append(t.proc.Cleanup, func() { _ = os.Remove(root) })
+	ok := false
+	defer t.proc.CloseUnless(&ok)
+	// argv is the bootstrap's: -I -c SOURCE CANARY PORT4 PORT6 MAXVALUE MODE.
+	targv := []string{b.base.Python, "-I", "-c", templateSource, argv[3], argv[4], argv[5], argv[6], workspace, hex.EncodeToString(filter)}
+	ls := &launch.Spec{
+		Python: b.base.Python, Argv: targv, Env: spawn.Env(workspace, b.opts.Env), Dir: "/",
+		ChannelParent: true, Reaper: true, Template: true, UserNamespace: true,
+		Rlimits:  launch.Rlimits{NoFile: 1024},
+		DenyInet: true, Seccomp: true,
+		Mounts: &launch.Mounts{
+			Root: root, ReadOnly: slices.Concat(spawned.SystemPaths, b.base.RODirs), Devices: spawned.Devices,
+			Files:     b.etcFiles(),
+			Workspace: workspace, WorkspaceBytes: 1 << 20, TmpBytes: 1 << 20,
+			Proc: true, Loopback: true, Hostname: "sandbox",
+		},
+	}
+	uid, gid, n := b.base.IDs.Span()
+	attr := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.UID, Size: 1}, {ContainerID: uid, HostID: uid, Size: n}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.GID, Size: 1}, {ContainerID: gid, HostID: gid, Size: n}},
+		GidMappingsEnableSetgroups: true,
+		// The helper is cloned as the host's root, which this namespace does not map: it becomes
+		// uid 0 inside (the subordinate uid outside) before it execs.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0},
+	}
+	if err := t.proc.Start(b.base.InitPath, ls, attr, t.stderr, t.stderr); err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "starting a template: %v", err)
+	}
+	ctl, isUnix := t.proc.Conn().(*net.UnixConn)
+	if !isUnix {
+		return nil, fmt.Errorf("the template's control socket is not a unix socket")
+	}
+	t.ctl = ctl
+	source := binary.LittleEndian.AppendUint64(nil, uint64(len(argv[2])))
+	if _, err := ctl.Write(append(source, argv[2]...)); err != nil {
+		return nil, failure.New(failure.BackendUnavailable, "the template did not come up (%v): %s", err, t.stderr.String())
+	}
+	// Ready: 32 bytes, "ready PYTHON-VERSION". The start takes an interpreter start and the
+	// preloads; ctx bounds it, and so does the template's end (its socket closes).
+	var ready [32]byte
+	err = untilDone(ctx, ctl, func() error {
+		_, err := io.ReadFull(ctl, ready[:])
+		return err
+	})
+	if err != nil || !bytes.HasPrefix(ready[:], []byte("ready ")) {
+		return nil, failure.New(failure.BackendUnavailable, "the template did not come up (%v): %s", err, t.stderr.String())
+	}
+	t.started = time.Now()
+	ok = true
+	return t, nil
+}
+
+// etcFiles is the minimal /etc of every child's root.
+func (b *Backend) etcFiles() map[string]string {
+	uid, gid, _ := b.base.IDs.Span()
+	return map[string]string{
+		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/:/usr/sbin/nologin\n", uid, gid),
+		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
+		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+		"/etc/hostname": "sandbox\n",
+	}
+}
+
+// fork asks t for one child: its channel, streams, a status pipe and a go pipe go over as
+// descriptors with fixed numeric fields, never a string. The template forks C, pid 1 of a
+// pid namespace of the child's own, and answers with C's pidfd; the host joins C to the
+// execution's cgroup and lets it go on to fork the program's interpreter.
+func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec) (_ engine.Child, err error) {
+	c := &forked{t: t, b: b, copied: make(chan struct{}), waited: make(chan struct{}), pidfd: -1}
+	c.facts = engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true, Seccomp: true}
+	defer func() {
+		if err != nil {
+			c.closeResources()
+		}
+	}()
+	id, release, err := b.base.IDs.Lease(ctx, spec.Ahead)
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
+	}
+	c.cleanup = append(c.cleanup, release)
+	if id.UID == 0 || id.GID == 0 {
+		return nil, fmt.Errorf("run_as %d:%d: a forked child must not stay uid 0", id.UID, id.GID)
+	}
+	c.facts.HostUID, c.facts.RunAsUID, c.facts.ExclusiveUID = os.Geteuid(), id.UID, id.Exclusive
+	// RLIMIT_NPROC counts per (user namespace, uid): exact for an exclusive uid, shared with
+	// the siblings otherwise, when only the cgroup below binds the tree.
+	c.facts.UserNamespace = id.Exclusive
+	var closeAfter []*os.File // the child's ends, closed once sent
+	defer func() {
+		for _, f := range closeAfter {
+			f.Close()
+		}
+	}()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	hostEnd, childEnd := os.NewFile(uintptr(fds[0]), "channel"), os.NewFile(uintptr(fds[1]), "channel-child")
+	closeAfter = append(closeAfter, childEnd)
+	conn, err := net.FileConn(hostEnd)
+	hostEnd.Close()
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	var streams []*os.File
+	for _, sink := range []io.Writer{spec.Stdout, spec.Stderr} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		closeAfter = append(closeAfter, w)
+		streams = append(streams, w)
+		c.readEnd = append(c.readEnd, r)
+		c.copies.Add(1)
+		go func(sink io.Writer, r *os.File) {
+			defer c.copies.Done()
+			_, _ = io.Copy(sink, r)
+		}(sink, r)
+	}
+	go func() { c.copies.Wait(); close(c.copied) }()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.status = statusR
+	closeAfter = append(closeAfter, statusW)
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	closeAfter = append(closeAfter, goR)
+	defer goW.Close()
+	if m := b.base.Cgroups; m != nil {
+		g, err := m.New(owner.Name("nsf"), spec.Terms.MemoryBytes, spec.Terms.ProcessCount+1)
+		if err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed")
+		}
+		c.group = g
+		c.facts.Cgroup = true
+	}
+	var tag [8]byte
+	_, _ = rand.Read(tag[:])
+	c.workspace = fmt.Sprintf("%s/%016x", t.workspace, binary.LittleEndian.Uint64(tag[:]))
+	nproc := int64(spec.Terms.ProcessCount)
+	if c.group != nil && !id.Exclusive {
+		nproc = 0 // the pids cgroup binds the tree; a shared uid's count would include siblings
+	}
+	ws := b.opts.WorkspaceBytes
+	req := []int64{0, int64(id.UID), int64(id.GID), int64(engine.CPURlimit(spec.Terms.CPUSeconds)),
+		int64(engine.CPUHardRlimit(spec.Terms.CPUSeconds)), spec.Terms.MemoryBytes, spec.Terms.FileSizeBytes, nproc, 1024,
+		ws, b.opts.TmpBytes, 1, int64(binary.LittleEndian.Uint64(tag[:]))}
+	msg := make([]byte, 8*len(req))
+	for i, v := range req {
+		binary.LittleEndian.PutUint64(msg[8*i:], uint64(v))
+	}
+	rights := unix.UnixRights(int(childEnd.Fd()), int(streams[0].Fd()), int(streams[1].Fd()), int(statusW.Fd()), int(goR.Fd()))
+	t.mu.Lock()
+	_, pidfd, err := t.request(ctx, msg, rights)
+	if err == nil {
+		t.forked++
+		c.children = t.forked
+	}
+	t.mu.Unlock()
+	if err != nil {
+		return nil, failure.Wrap(failure.BackendUnavailable, err, "the template did not fork a child: %v", err)
+	}
+	c.pidfd = pidfd
+	hostPid, err := pidOfPidfd(pidfd)
+	if err != nil {
+		return nil, err
+	}
+	c.hostPid = hostPid
+	if c.group != nil {
+		if err := launch.JoinCgroup(c.group.ProcsFiles(), hostPid); err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "joining the execution's cgroup failed (%v): %s", err, t.stderr.String())
+		}
+	}
+	if _, err := goW.Write([]byte{1}); err != nil {
+		return nil, fmt.Errorf("releasing the forked child: %w", err)
+	}
+	age := time.Since(t.started).Seconds()
+	c.facts.Forked = &engine.StartInfo{Kind: engine.StartForked, Template: t.name, TemplateAgeSeconds: &age,
+		TemplateChildren: &c.children, SharedWithSiblings: sharedWithSiblings}
+	go c.wait()
+	return c, nil
+}
+
+// request sends one fork request and reads its answer: the child's pid in the template's
+// namespace and a pidfd of it. Called with t.mu held.
+func (t *template) request(ctx context.Context, msg, rights []byte) (int, int, error) {
+	var reply [16]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	var n, oobn int
+	err := untilDone(ctx, t.ctl, func() error {
+		if _, _, err := t.ctl.WriteMsgUnix(msg, rights, nil); err != nil {
+			return err
+		}
+		var err error
+		n, oobn, _, _, err = t.ctl.ReadMsgUnix(reply[:], oob)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	var fds []int
+	if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range cmsgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	if n != len(reply) || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		pid := int64(binary.LittleEndian.Uint64(reply[8:]))
+		if n == len(reply) && pid < 0 {
+			return 0, 0, fmt.Errorf("fork: %v", syscall.Errno(-pid))
+		}
+		return 0, 0, fmt.Errorf("a malformed answer (%d bytes, %d descriptors)", n, len(fds))
+	}
+	unix.CloseOnExec(fds[0])
+	return int(binary.LittleEndian.Uint64(reply[8:])), fds[0], nil
+}
+
+// untilDone runs fn, which reads and writes conn, and cuts it short when ctx ends first (a
+// deadline in the past); when it returns, conn has no deadline left, whichever came first.
+func untilDone(ctx context.Context, conn net.Conn, fn func() error) error {
+	done := make(chan struct{})
+	cut := make(chan struct{})
+	go func() {
+		defer close(cut)
+		select {
+		case <-ctx.Done():
+			_ = conn.SetDeadline(time.Now())
+		case <-done:
+		}
+	}()
+	err := fn()
+	close(done)
+	<-cut
+	_ = conn.SetDeadline(time.Time{})
+	return err
+}
+
+// pidOfPidfd is the host pid of the process pidfd refers to, from its fdinfo.
+func pidOfPidfd(pidfd int) (int, error) {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+			pid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || pid <= 0 {
+				return 0, fmt.Errorf("the forked child is gone already")
+			}
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no pid in the pidfd's fdinfo")
+}
+
+// forked is a child forked from a template: C (pid 1 of its namespace, which reports H's
+// status on the status pipe) and H (the program's interpreter).
+type forked struct {
+	t         *template
+	b         *Backend
+	facts     engine.Facts
+	conn      net.Conn
+	pidfd     int
+	hostPid   int
+	workspace string // inside the child
+	children  int
+	group     *cgroup.Group
+	status    *os.File
+	readEnd   []*os.File
+	copies    sync.WaitGroup
+	copied    chan struct{}
+	cleanup   []func()
+
+	exit   engine.Exit
+	waited chan struct{}
+
+	closeOnce sync.Once
+	usage     engine.TreeUsage
+}
+
+// OutputClosed is closed once both output streams have reached their end (no process holds
+// their write ends: H let go of them before done): the Runner may then return the result
+// before the child's teardown, as for an exec'd child.
+func (c *forked) OutputClosed() <-chan struct{} { return c.copied }
+
+func (c *forked) Channel() io.ReadWriteCloser { return c.conn }
+func (c *forked) Facts() engine.Facts         { return c.facts }
+
+func (c *forked) Workspace() string {
+	select {
+	case <-c.waited:
+		return ""
+	default:
+		return "/proc/" + strconv.Itoa(c.hostPid) + "/root" + c.workspace
+	}
+}
+
+// wait blocks until C has exited (its pidfd turns readable), then reads the status C wrote.
+// No status means C was killed before H ended: the execution was killed.
+func (c *forked) wait() {
+	defer close(c.waited)
+	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err == nil && fds[0].Revents != 0 {
+			break
+		}
+		if err != nil && err != unix.EINTR {
+			c.exit = engine.Exit{Code: -1, Err: err}
+			return
+		}
+	}
+	c.exit = engine.Exit{Code: -1, Signal: syscall.SIGKILL.String()}
+	b, _ := io.ReadAll(io.LimitReader(c.status, 4096))
+	var st launch.Status
+	if len(b) > 0 && json.Unmarshal(b, &st) == nil {
+		c.exit = engine.Exit{Code: st.Code, CPUSeconds: st.CPUSeconds, RlimitCPUSeconds: st.RlimitCPU}
+		if st.Signal != 0 {
+			c.exit.Signal = syscall.Signal(st.Signal).String()
+		}
+	}
+}
+
+func (c *forked) Wait() engine.Exit {
+	<-c.waited
+	return c.exit
+}
+
+// Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup.
+func (c *forked) Kill() {
+	if c.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	}
+	if c.group != nil {
+		c.group.Signal()
+	}
+}
+
+// Close kills what is left, drains the output (bounded), reads and removes the cgroup, and
+// counts the child off its template. It is idempotent.
+func (c *forked) Close() engine.TreeUsage {
+	c.closeOnce.Do(func() {
+		c.Kill()
+		select {
+		case <-c.waited:
+		case <-time.After(3 * time.Second):
+			c.usage.Escaped, c.usage.EscapedWhy = true, "the forked child was still running 3s after SIGKILL"
+		}
+		select {
+		case <-c.copied:
+		case <-time.After(2 * time.Second):
+			for _, r := range c.readEnd {
+				r.Close()
+			}
+			<-c.copied
+		}
+		if c.group != nil {
+			ev := c.group.Events()
+			c.usage.OOMKilled, c.usage.PIDsLimitHit = ev.OOMKills > 0, ev.PIDsMax > 0
+		}
+		c.closeResources()
+		c.b.release(c.t)
+	})
+	return c.usage
+}
+
+// closeResources releases what the host holds for the child (also for one that never
+// started: then it is all there is to undo).
+func (c *forked) closeResources() {
+	for _, r := range c.readEnd {
+		r.Close()
+	}
+	if c.conn != nil {
+		c.conn.Close()
+	}
+	if c.status != nil {
+		c.status.Close()
+	}
+	if c.group != nil {
+		_ = c.group.Remove()
+	}
+	if c.pidfd >= 0 {
+		unix.Close(c.pidfd)
+	}
+	for _, f := range c.cleanup {
+		f()
+	}
+	c.cleanup = nil
+}
+
+// boundedBuffer keeps the first max bytes written to it: a template's own stderr, for the
+// reason it did not come up.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (w *boundedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (w *boundedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.TrimSpace(w.buf.String())
+}
+
+// logTemplateWhy logs, once per reason, why a child was exec'd although templates are on.
+func (b *Backend) logTemplateWhy(why string) {
+	if _, seen := b.tpl.why.LoadOrStore(why, true); !seen {
+		slog.Info("warm children are exec'd, not forked from a template", "why", why)
+	}
+}

@@ -1,0 +1,511 @@
+//go:build linux
+
+package namespaces_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
+)
+
+// templateRunner is a Runner whose warm pools fork their children from a template. A warm
+// miss forks too (the pool's template serves it), so every execution here runs in a forked
+// child, which each test checks through the result's start block.
+func templateRunner(t *testing.T, ceiling engine.Limits, ro engine.RunnerOptions) *engine.Runner {
+	t.Helper()
+	ro.Warm = engine.WarmPolicy{Min: 1, Max: 2}
+	return newRunner(t, ceiling, templateOptions(t), ro)
+}
+
+// templateUID is the host uid a test template's uid 0 maps to: the last of the subordinate
+// range templateOptions gives root.
+const templateUID = 300000 + 65535
+
+// templateOptions turns templates on, on a root host, with root given a subordinate range in
+// files of the test's own (the template's uid 0 maps to its last id, an unprivileged host
+// uid), and the init helper a copy of this test binary that such a uid may execute: the
+// build directory go test runs it from is its user's alone.
+func templateOptions(t *testing.T) namespaces.Options {
+	t.Helper()
+	gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ranges := filepath.Join(dir, "subids")
+	if err := os.WriteFile(ranges, []byte("root:300000:65536\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return namespaces.Options{Template: true, Options: spawned.Options{InitPath: worldExecutable(t)},
+		Host: userns.Host{SubUID: ranges, SubGID: ranges}}
+}
+
+// worldExecutable copies this test binary where any uid may execute it, for t's duration.
+func worldExecutable(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mcp-sandbox-init-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "init")
+}
+
+func wantForked(t *testing.T, r *engine.Outcome) {
+	t.Helper()
+	if r.Started == nil || r.Started.Kind != engine.StartForked {
+		t.Fatalf("start %+v, want forked (failure %+v, stderr %q)", r.Started, r.Failure, r.Stderr)
+	}
+}
+
+func TestTemplateForksAChild(t *testing.T) {
+	r := templateRunner(t, engine.DefaultLimits, engine.RunnerOptions{})
+	res := r.Run(t.Context(), engine.Execution{Program: "print('hi')\n6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+	wantForked(t, res)
+	if !res.OK() || string(res.Value) != "42" || res.Stdout != "hi\n" {
+		t.Fatalf("value %s stdout %q failure %+v", res.Value, res.Stdout, res.Failure)
+	}
+	t.Logf("guarantees %v isolation %s start %+v", res.Guarantees, res.Isolation, *res.Started)
+}
+
+// forkedOnly is a Sandbox that fails its test when an execution's child was not forked.
+type forkedOnly struct {
+	*engine.Runner
+	t *testing.T
+}
+
+func (s forkedOnly) Run(ctx context.Context, ex engine.Execution) *engine.Outcome {
+	res := s.Runner.Run(ctx, ex)
+	if res.Started != nil && res.Started.Kind != engine.StartForked {
+		s.t.Errorf("an execution's child was %s, not forked: %+v", res.Started.Kind, res.Failure)
+	}
+	return res
+}
+
+// TestTemplateContract runs the contract suite, hostile list included, with every child
+// forked from a template: concurrent executions with the same terms are siblings of one
+// template there ("hostile/concurrent executions" is the sibling case of the suite).
+func TestTemplateContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelIsolated,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			opts := templateOptions(t)
+			namespaces.ForkAll(&opts)
+			r := newRunner(t, ceiling, opts, engine.RunnerOptions{Artifacts: engine.ArtifactPolicy{Collect: true}})
+			return forkedOnly{r, t}
+		},
+	})
+}
+
+// gateTools is the tools two sibling executions synchronise through, without any timing: the
+// first calls "ready" once it holds what its sibling will look for, and "wait", which returns
+// when the test lets it.
+type gateTools struct {
+	ready, release chan struct{}
+}
+
+func (g *gateTools) CallTool(ctx context.Context, name string, _ json.RawMessage) wire.Answer {
+	switch name {
+	case "ready":
+		close(g.ready)
+	case "wait":
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	}
+	return wire.Answer{Value: json.RawMessage("null")}
+}
+
+func (g *gateTools) ReadHandle(context.Context, string, int, int, string) wire.Answer {
+	return wire.Answer{Kind: "not_found", Message: "no handles here"}
+}
+
+func forkAllRunner(t *testing.T) *engine.Runner {
+	t.Helper()
+	opts := templateOptions(t)
+	namespaces.ForkAll(&opts)
+	return newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{})
+}
+
+// TestTemplateSiblingsApart runs two siblings of one template at once: the second sees no
+// process of the first (its /proc holds its own pid 1 and itself), cannot signal its pid 1,
+// cannot connect to the abstract socket the first listens on, and finds neither the first's
+// workspace nor its /tmp file.
+func TestTemplateSiblingsApart(t *testing.T) {
+	r := forkAllRunner(t)
+	name := "mcp-sandbox-sibling-" + itoa(os.Getpid())
+	first := `import os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0" + ` + strconv.Quote(name) + `)
+s.listen(1)
+open("/tmp/` + name + `", "w").write("x")
+open("mine", "w").write("x")
+await call_tool("ready")
+await call_tool("wait")
+s.setblocking(False)
+try:
+    s.accept()
+    reached = True
+except BlockingIOError:
+    reached = False
+{"reached": reached, "cwd": os.getcwd()}`
+	second := `import os, socket
+res = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "me": os.getpid()}
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    c.connect("\0" + ` + strconv.Quote(name) + `)
+    res["connected"] = True
+except OSError as e:
+    res["connected"] = False
+try:
+    os.kill(1, 0)
+    res["signalled_init"] = True
+except PermissionError:
+    res["signalled_init"] = False
+res["tmp"] = os.listdir("/tmp")
+res["workspaces"] = os.listdir("..")
+res`
+	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan *engine.Outcome, 1)
+	go func() {
+		done <- r.Run(context.Background(), engine.Execution{Program: first, Tools: tools, ToolNames: []string{"ready", "wait"},
+			Terms: engine.Terms{Network: engine.NetworkNone}})
+	}()
+	var a *engine.Outcome
+	select {
+	case <-tools.ready:
+	case a = <-done:
+		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
+	}
+	b := r.Run(t.Context(), engine.Execution{Program: second, Terms: engine.Terms{Network: engine.NetworkNone}})
+	close(tools.release)
+	a = <-done
+	wantForked(t, a)
+	wantForked(t, b)
+	if a.Started.Template != b.Started.Template {
+		t.Fatalf("not siblings: templates %s and %s", a.Started.Template, b.Started.Template)
+	}
+	if !a.OK() || !b.OK() {
+		t.Fatalf("first %+v, second %+v (%s)", a.Failure, b.Failure, b.Stderr)
+	}
+	var got struct {
+		Pids          []int    `json:"pids"`
+		Me            int      `json:"me"`
+		Connected     bool     `json:"connected"`
+		SignalledInit bool     `json:"signalled_init"`
+		Tmp           []string `json:"tmp"`
+		Workspaces    []string `json:"workspaces"`
+	}
+	if err := json.Unmarshal(b.Value, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Pids, []int{1, got.Me}) || got.Connected || got.SignalledInit || len(got.Tmp) != 0 || len(got.Workspaces) != 1 {
+		t.Errorf("the second sibling reached the first: %+v", got)
+	}
+	var av map[string]any
+	if err := json.Unmarshal(a.Value, &av); err != nil || av["reached"] != false {
+		t.Errorf("the first sibling was reached: %s", a.Value)
+	}
+}
+
+// TestTemplateNoStateBetweenSiblings runs two children of one template in turn: what the
+// first sets in a module, the builtins or a preloaded module is not in the second, and
+// random draws differ.
+func TestTemplateNoStateBetweenSiblings(t *testing.T) {
+	r := forkAllRunner(t)
+	set := `import builtins, sys, asyncio, random
+builtins.LEFT_BEHIND = 1
+asyncio.LEFT_BEHIND = 1
+sys.modules["left_behind"] = sys
+random.random()`
+	check := `import builtins, sys, asyncio, random
+[hasattr(builtins, "LEFT_BEHIND"), hasattr(asyncio, "LEFT_BEHIND"), "left_behind" in sys.modules, random.random()]`
+	a := r.Run(t.Context(), engine.Execution{Program: set, Terms: engine.Terms{Network: engine.NetworkNone}})
+	b := r.Run(t.Context(), engine.Execution{Program: check, Terms: engine.Terms{Network: engine.NetworkNone}})
+	wantForked(t, a)
+	wantForked(t, b)
+	if a.Started.Template != b.Started.Template || !a.OK() || !b.OK() {
+		t.Fatalf("templates %s and %s; failures %+v %+v", a.Started.Template, b.Started.Template, a.Failure, b.Failure)
+	}
+	var first float64
+	var got []any
+	if json.Unmarshal(a.Value, &first) != nil || json.Unmarshal(b.Value, &got) != nil || len(got) != 4 {
+		t.Fatalf("values %s and %s", a.Value, b.Value)
+	}
+	if got[0] != false || got[1] != false || got[2] != false {
+		t.Errorf("the second child saw the first one's state: %v", got)
+	}
+	if got[3] == first {
+		t.Errorf("both children drew %v first from random", first)
+	}
+}
+
+// TestTemplateOutlivesAForkBomb runs a fork bomb in one forked child; the template then
+// forks the next child as before, and that child completes. Hostile: only in the tests' own
+// pid namespace.
+func TestTemplateOutlivesAForkBomb(t *testing.T) {
+	gate.Hostile(t)
+	r := forkAllRunner(t)
+	// The same terms for both, so that both fork from one template: a wall clock the bomb
+	// ends at, and that the next program meets even on a loaded machine.
+	lim := engine.Limits{WallSeconds: 3 * gate.Scale(), ProcessCount: 16}
+	bomb := r.Run(t.Context(), engine.Execution{Program: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+		Terms: engine.Terms{Network: engine.NetworkNone, Limits: lim}})
+	wantForked(t, bomb)
+	if bomb.OK() {
+		t.Fatalf("the fork bomb completed")
+	}
+	next := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone, Limits: lim}})
+	wantForked(t, next)
+	if !next.OK() || string(next.Value) != "42" || next.Started.Template != bomb.Started.Template {
+		t.Fatalf("after the bomb: %s %+v, template %s (the bomb's %s)", next.Value, next.Failure, next.Started.Template, bomb.Started.Template)
+	}
+}
+
+// TestTemplateUnprivilegedOnTheHost looks at a forked child's pid 1 (C) and at the template
+// from the host while the child waits for its program: both run as the unprivileged host uid
+// the template's user namespace maps its uid 0 to, and their bounding set holds only the
+// capabilities the template keeps (launch.TemplateCaps).
+func TestTemplateUnprivilegedOnTheHost(t *testing.T) {
+	opts := templateOptions(t)
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if !slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("mechanisms %v do not name the template", b.Mechanisms())
+	}
+	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
+	c, err := b.Start(t.Context(), engine.LaunchSpec{Terms: engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone,
+		Isolation: engine.LevelIsolated}, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: true, Owner: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Facts().Forked == nil {
+		t.Fatal("the child was exec'd")
+	}
+	if _, err := wire.NewReader(c.Channel(), 0).ReadFrame(wire.TypeHello); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	// Workspace is /proc/<C's host pid>/root/...
+	ws := strings.Split(c.Workspace(), "/")
+	if len(ws) < 3 || ws[1] != "proc" {
+		t.Fatalf("workspace %q", c.Workspace())
+	}
+	var want uint64
+	for _, cp := range launch.TemplateCaps {
+		want |= 1 << cp
+	}
+	pid := ws[2]
+	for _, who := range []string{"the child's pid 1", "the template"} {
+		st := procStatus(t, pid)
+		if f := strings.Fields(st["Uid"]); len(f) != 4 || slices.ContainsFunc(f, func(u string) bool { return u != itoa(templateUID) }) {
+			t.Errorf("%s (pid %s) runs as uids %q on the host, want %d", who, pid, st["Uid"], templateUID)
+		}
+		if bnd, err := strconv.ParseUint(st["CapBnd"], 16, 64); err != nil || bnd != want {
+			t.Errorf("%s (pid %s) has the bounding set %s, want %x", who, pid, st["CapBnd"], want)
+		}
+		pid = st["PPid"]
+	}
+}
+
+// procStatus reads /proc/pid/status into its fields, trimmed.
+func procStatus(t *testing.T, pid string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+// TestTemplateNeedsAnUnprivilegedUID: where root has no subordinate range for the template's
+// uid 0, warm children are exec'd, and the result says so.
+func TestTemplateNeedsAnUnprivilegedUID(t *testing.T) {
+	opts := templateOptions(t)
+	empty := filepath.Join(t.TempDir(), "subids")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts.Host = userns.Host{SubUID: empty, SubGID: empty}
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("without a subordinate range for root, the mechanisms name the template: %v", b.Mechanisms())
+	}
+	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
+	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
+		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
+	}
+}
+
+// TestTemplateLeavesNothing runs executions on forked children, completed, failed and killed,
+// then closes the Runner: no descriptor of the host, no cgroup of this process's, no root mount
+// point and no template or child process is left.
+func TestTemplateLeavesNothing(t *testing.T) {
+	opts := templateOptions(t)
+	namespaces.ForkAll(&opts)
+	// The template's uid mounts its root there: a directory it may search (t.TempDir's
+	// parent is the tests' user's alone).
+	base, err := os.MkdirTemp("", "mcp-sandbox-roots-")
+	if err == nil {
+		err = os.Chmod(base, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	opts.RootBase = base
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	groups := ownCgroups() // owner.Tag holds a lock file from its first call: before counting
+	fds := countFDs(t)
+	b, err := namespaces.New(t.Context(), &opts)
+	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: engine.DefaultLimits, Isolation: engine.LevelIsolated})
+	for i, program := range []string{"6*7", "raise ValueError('x')", "import time\ntime.sleep(600)", "open('f', 'w').write('x')"} {
+		var lim engine.Limits
+		if i == 2 {
+			lim.WallSeconds = 1 // the sleeper is killed at its wall clock
+		}
+		for j := 0; j < 3; j++ {
+			res := r.Run(t.Context(), engine.Execution{Program: program, Owner: "t" + itoa(j%2),
+				Terms: engine.Terms{Network: engine.NetworkNone, Limits: lim}})
+			wantForked(t, res)
+			if i == 0 && !res.OK() {
+				t.Fatalf("6*7: %+v", res.Failure)
+			}
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(opts.RootBase); len(left) != 0 {
+		t.Errorf("root mount points left: %v", left)
+	}
+	if got := countFDs(t); got > fds {
+		es, _ := os.ReadDir("/proc/self/fd")
+		var links []string
+		for _, e := range es {
+			l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			links = append(links, e.Name()+"="+l)
+		}
+		t.Errorf("%d descriptors open after, %d before: %v", got, fds, links)
+	}
+	if got := ownCgroups(); len(got) > len(groups) {
+		t.Errorf("cgroups left: %v (before: %v)", got, groups)
+	}
+	for _, pid := range gatePids() {
+		if cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline"); strings.Contains(string(cmd), "# mcp-sandbox template") {
+			t.Errorf("a template's process is left: pid %s", pid)
+		}
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+// ownCgroups lists this process's execution cgroups (named with its owner tag) in every
+// hierarchy of the machine.
+func ownCgroups() []string {
+	var got []string
+	tag := "-" + owner.Tag() + "-"
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/mcp-sandbox/*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/mcp-sandbox/*")
+	for _, d := range append(dirs, more...) {
+		if owner.Tag() != "" && strings.Contains(filepath.Base(d), tag) {
+			got = append(got, d)
+		}
+	}
+	return got
+}
+
+// gatePids lists the processes this test binary started (gate.Ours).
+func gatePids() []string {
+	ours := gate.Ours()
+	var pids []string
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && ours(pid) && pid != os.Getpid() {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+// TestTemplateRecycled: a template that has forked its share is succeeded by a new one,
+// started beside it, while executions go on forking from the old one; the next execution
+// after the successor is ready forks from it.
+func TestTemplateRecycled(t *testing.T) {
+	opts := templateOptions(t)
+	namespaces.ForkAll(&opts)
+	namespaces.RecycleAfter(&opts, 2)
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: engine.DefaultLimits, Isolation: engine.LevelIsolated})
+	run := func() *engine.Outcome {
+		res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+		wantForked(t, res)
+		if !res.OK() {
+			t.Fatalf("6*7: %+v", res.Failure)
+		}
+		return res
+	}
+	first := run().Started.Template
+	for i := 0; i < 2; i++ { // the third start finds the template due: its successor starts
+		if got := run().Started.Template; got != first {
+			t.Fatalf("execution %d forked from %s before the first template was due", i+2, got)
+		}
+	}
+	namespaces.WaitSuccessors(b)
+	if next := run(); next.Started.Template == first || *next.Started.TemplateChildren != 1 {
+		t.Fatalf("after the successor was ready: template %s child %d (the first was %s)", next.Started.Template,
+			*next.Started.TemplateChildren, first)
+	}
+}

@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+)
+
+// TestSeparated pins the fail-closed check of a forked child's probe: each way a sibling
+// could reach another, or a confinement step be missing, refuses the child; an exec'd child
+// is not checked.
+func TestSeparated(t *testing.T) {
+	apart := wire.Probe{ProcPIDs: 2, InitSignal: "refused", NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000"}
+	forked := Facts{Forked: &StartInfo{Kind: StartForked}}
+	if why := separated(apart, forked); why != "" {
+		t.Fatalf("a child kept apart was refused: %s", why)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*wire.Probe)
+		want   string
+	}{
+		{"a sibling's process in /proc", func(p *wire.Probe) { p.ProcPIDs = 3 }, "sees 3 processes"},
+		{"/proc unreadable", func(p *wire.Probe) { p.ProcPIDs = -1 }, "sees -1 processes"},
+		{"its pid 1 signalled", func(p *wire.Probe) { p.InitSignal = "allowed" }, "not refused (allowed)"},
+		{"no pid 1 at all", func(p *wire.Probe) { p.InitSignal = "absent" }, "not refused (absent)"},
+		{"no no_new_privs", func(p *wire.Probe) { p.NoNewPrivs = 0 }, "NoNewPrivs is 0"},
+		{"no seccomp filter", func(p *wire.Probe) { p.Seccomp = 0 }, "Seccomp is 0"},
+		{"a capability left", func(p *wire.Probe) { p.CapEff = "0000000000200000" }, "effective capabilities"},
+		{"status unreadable", func(p *wire.Probe) { p.NoNewPrivs, p.Seccomp, p.CapEff = -1, -1, "" }, "NoNewPrivs is -1"},
+	} {
+		p := apart
+		tc.change(&p)
+		if why := separated(p, forked); !strings.Contains(why, tc.want) {
+			t.Errorf("%s: %q, want it to say %q", tc.name, why, tc.want)
+		}
+		if why := separated(p, Facts{}); why != "" {
+			t.Errorf("%s: an exec'd child was checked: %s", tc.name, why)
+		}
+	}
+}
