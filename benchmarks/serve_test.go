@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,8 +177,10 @@ func httpClient(t *testing.T, url string) *mcp.ClientSession {
 const throughputConcurrency = 8
 
 // TestReportHTTPThroughput prints executions per second of run_code `6*7` with eight clients
-// at once over streamable HTTP on loopback, and the errors (any is one too many). The
-// profile's warm pool may grow to 16 children, room for the eight in flight and their refills.
+// at once over streamable HTTP on loopback, and the errors (any is one too many), beside the
+// rate at which the same cores start a bare interpreter back to back right after (one loop
+// per core), as a ratio that holds on slower machines. The profile's warm pool may grow to 16
+// children, room for the eight in flight and their refills.
 func TestReportHTTPThroughput(t *testing.T) {
 	sandbox := testkit.Binary(t)
 	url, _ := httpServer(t, sandbox, serveConfig(t, "{min: 8, max: 16, idle_seconds: 300}"))
@@ -217,17 +220,44 @@ func TestReportHTTPThroughput(t *testing.T) {
 	}
 	wg.Wait()
 	el := time.Since(start)
+	rate := float64(ok.Load()) / el.Seconds()
+	bareRate := bareStartRate(t, dur/2)
 	out := fmt.Sprintf("run_code of 6*7 over streamable HTTP, %d clients at once for %s (load average %s, then %s)\n",
 		throughputConcurrency, el.Round(time.Millisecond), load, loadAverage()) +
-		fmt.Sprintf("  %.1f executions/s, %d completed, %d errors\n", float64(ok.Load())/el.Seconds(), ok.Load(), failed.Load())
+		fmt.Sprintf("  %.1f executions/s, %d completed, %d errors\n", rate, ok.Load(), failed.Load())
 	if len(lat) > 0 {
 		out += fmt.Sprintf("  per execution: median %s, p99 %s\n", median(lat).Round(10*time.Microsecond), percentile(lat, 99).Round(10*time.Microsecond))
 	}
+	out += fmt.Sprintf("  bare /usr/bin/python3 -I -c pass started back to back, one loop per core (%d), right after: %.1f/s; executions/s %.2fx that\n",
+		runtime.NumCPU(), bareRate, rate/bareRate)
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
 	if failed.Load() > 0 {
 		t.Errorf("%d executions failed", failed.Load())
 	}
+}
+
+// bareStartRate is how many bare `python3 -I -c pass` the machine's cores start a second,
+// one loop per core running them back to back for d: the rate the throughput is set beside,
+// as the same cores make it in the same run.
+func bareStartRate(t *testing.T, d time.Duration) float64 {
+	t.Helper()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for range runtime.NumCPU() {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if exec.Command("/usr/bin/python3", "-I", "-c", "pass").Run() == nil {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	gate.Require(t, "python", n.Load() > 0, "no /usr/bin/python3 for the baseline")
+	return float64(n.Load()) / time.Since(start).Seconds()
 }
 
 // procStatus reads a field of /proc/pid/status in KiB (VmRSS, VmHWM).
