@@ -1,0 +1,46 @@
+package sqlite
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+)
+
+// BenchmarkExecutionReads measures the reads the server makes at the end of every execution
+// (the Run's usage and its context economy) in a Run that already holds 1 and 500 ended
+// executions, as a long session's does.
+func BenchmarkExecutionReads(b *testing.B) {
+	for _, n := range []int{1, 500} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchmarkExecutionReads(b, n) })
+	}
+}
+
+func benchmarkExecutionReads(b *testing.B, n int) {
+	l, err := Open(b.Context(), b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	ctx := b.Context()
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	for i := range n {
+		id := fmt.Sprintf("x%d", i)
+		if err := l.StartExecution(ctx, run, id, "v"); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: budget.Context{BindingBytes: 3, ReturnedBytes: 1, KeptOutBytes: 2}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := l.RunUsage(ctx, run); err != nil {
+			b.Fatal(err)
+		}
+		c, err := l.RunContext(ctx, run)
+		if err != nil || c.KeptOutBytes != 2*int64(n) {
+			b.Fatal(c, err)
+		}
+	}
+}
