@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
@@ -43,4 +44,41 @@ func benchmarkExecutionReads(b *testing.B, n int) {
 			b.Fatal(c, err)
 		}
 	}
+}
+
+// BenchmarkBindingCallRecords measures the records of one binding call as a program's
+// sequential calls write them: tool_call_started committed (with the previous call's
+// tool_call_finished riding along), then tool_call_finished queued on a goroutine of its own,
+// as package binding does.
+func BenchmarkBindingCallRecords(b *testing.B) {
+	l, err := Open(b.Context(), b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	ctx := b.Context()
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	if err := l.StartExecution(ctx, run, "x", "v"); err != nil {
+		b.Fatal(err)
+	}
+	limits := budget.Limits{MaxCalls: 1 << 40, MaxTotalBytes: 1 << 50, MaxProducedBytes: 1 << 50}
+	var finishing sync.WaitGroup
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprintf("c%d", i)
+		if _, err := l.StartCall(ctx, budget.CallStart{ID: id, Run: run, ExecutionID: "x", Tool: "mock__add", ArgumentBytes: 13}, limits); err != nil {
+			b.Fatal(err)
+		}
+		finishing.Go(func() {
+			if err := l.FinishCallLater(ctx, budget.CallFinish{ID: id, Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 1, ProducedBytes: 60}}); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	b.StopTimer()
+	if err := l.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	finishing.Wait()
 }
