@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"testing"
 
@@ -63,6 +64,9 @@ func BenchmarkBindingCallRecords(b *testing.B) {
 	}
 	limits := budget.Limits{MaxCalls: 1 << 40, MaxTotalBytes: 1 << 50, MaxProducedBytes: 1 << 50}
 	var finishing sync.WaitGroup
+	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(created)
+	before := created[0].Value.Uint64()
 	i := 0
 	for b.Loop() {
 		i++
@@ -81,4 +85,8 @@ func BenchmarkBindingCallRecords(b *testing.B) {
 		b.Fatal(err)
 	}
 	finishing.Wait()
+	metrics.Read(created)
+	// The goroutines a call's records start: the finish's own (as package binding's), the
+	// batch's transaction's (database/sql's), and any the driver starts per statement.
+	b.ReportMetric(float64(created[0].Value.Uint64()-before)/float64(i), "goroutines/call")
 }

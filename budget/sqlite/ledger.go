@@ -280,12 +280,18 @@ func now() int64 { return time.Now().UnixNano() }
 // stmtTx is a write transaction whose statements are prepared once per ledger and reused:
 // parsing the SQL again for every statement was most of what a binding call's two records
 // cost.
+//
+// Its statements run without their caller's cancellation (context.WithoutCancel): a write a
+// batch has taken runs to its end and its result stands (lazy.Leave), and the driver starts a
+// goroutine to watch a cancellable context for every statement it runs: with the batch's
+// BEGIN and COMMIT (batch.go), eight a binding call's two records, started and woken.
 type stmtTx struct {
 	*sql.Tx
 	s *Ledger
 }
 
 func (t *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = context.WithoutCancel(ctx)
 	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -294,6 +300,7 @@ func (t *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (t *stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = context.WithoutCancel(ctx)
 	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return t.Tx.QueryRowContext(ctx, query, args...) // reports the same error through Scan
