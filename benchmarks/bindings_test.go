@@ -52,12 +52,16 @@ func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 // TestReportBindings prints the time of 1,000 sequential binding calls made by one program
 // (through mcp-sandbox, the sandbox child and the host) beside 1,000 direct calls from a Go
 // MCP client to the same mock upstream, and the ratio. The program's figure includes one
-// run_code's fixed cost (starting the child), shown separately as an empty program.
+// run_code's fixed cost (starting the child), shown separately as an empty program, and
+// two floors under a call measured the same way: a recorded built-in (the round trip and the
+// ledger's records) and budget.remaining (the round trip alone); and the server's own CPU a
+// call of each (processCPU), which other load on the machine does not blur.
 func TestReportBindings(t *testing.T) {
 	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
 	cfgPath := bindingConfig(t, mock, "")
 	direct := connect(t, exec.Command(mock))
-	host := connect(t, exec.Command(sandbox, "serve", "--config", cfgPath))
+	server := exec.Command(sandbox, "serve", "--config", cfgPath)
+	host := connect(t, server)
 	ctx := context.Background()
 
 	runCode := func(code string) time.Duration {
@@ -84,26 +88,46 @@ func TestReportBindings(t *testing.T) {
 	// the call's ledger records (a built-in is metered as any call), with no upstream: the
 	// floor under every binding call.
 	builtin := fmt.Sprintf("for i in range(%d):\n    await get_tool_info('mock__add')\n", bindingCalls)
+	// The same loop over the one built-in that is neither recorded nor metered: the
+	// program⇄host round trip alone (the program's asyncio loop, the frames both ways).
+	roundTrip := fmt.Sprintf("for i in range(%d):\n    await budget.remaining()\n", bindingCalls)
 
 	// Warm both sides: the upstream session, the catalogue, the caches.
 	runCode("await mock__add(a=1, b=1)")
 	directCalls()
 
 	n := min(samples(), 10)
-	var viaProgram, viaClient, empty, viaBuiltin []time.Duration
+	var viaProgram, viaClient, empty, viaBuiltin, viaRoundTrip []time.Duration
+	// The server's own CPU over each kind of loop, summed over the samples.
+	var cpuProgram, cpuBuiltin, cpuRoundTrip time.Duration
+	serverCPU := func(sum *time.Duration, code string) time.Duration {
+		self0, _ := processCPU(t, server.Process.Pid)
+		d := runCode(code)
+		self1, _ := processCPU(t, server.Process.Pid)
+		*sum += self1 - self0
+		return d
+	}
 	for range n {
 		empty = append(empty, runCode("pass"))
-		viaProgram = append(viaProgram, runCode(program))
+		viaProgram = append(viaProgram, serverCPU(&cpuProgram, program))
 		viaClient = append(viaClient, directCalls())
-		viaBuiltin = append(viaBuiltin, runCode(builtin))
+		viaBuiltin = append(viaBuiltin, serverCPU(&cpuBuiltin, builtin))
+		viaRoundTrip = append(viaRoundTrip, serverCPU(&cpuRoundTrip, roundTrip))
 	}
-	p, c, e, b := median(viaProgram), median(viaClient), median(empty), median(viaBuiltin)
+	p, c, e, b, r := median(viaProgram), median(viaClient), median(empty), median(viaBuiltin), median(viaRoundTrip)
 	per := func(d time.Duration) time.Duration { return (d / bindingCalls).Round(100 * time.Nanosecond) }
+	cpuPer := func(sum time.Duration) time.Duration {
+		return (sum / time.Duration(n*bindingCalls)).Round(time.Microsecond)
+	}
 	out := fmt.Sprintf("median of %d samples each, %d sequential calls of the mock's add\n", n, bindingCalls) +
 		fmt.Sprintf("%-52s %10s  %9s/call\n", "direct, Go MCP client → mock (baseline)", c.Round(time.Millisecond), per(c)) +
 		fmt.Sprintf("%-52s %10s  %9s/call  %5.2fx\n", "one program through mcp-sandbox (whole run_code)", p.Round(time.Millisecond), per(p), float64(p)/float64(c)) +
 		fmt.Sprintf("%-52s %10s  %9s/call  %5.2fx\n", "  less an empty run_code ("+e.Round(time.Millisecond).String()+")", (p-e).Round(time.Millisecond), per(p-e), float64(p-e)/float64(c)) +
-		fmt.Sprintf("%-52s %10s  %9s/call\n", "a built-in from a program (recorded, no upstream)", (b-e).Round(time.Millisecond), per(b-e))
+		fmt.Sprintf("%-52s %10s  %9s/call\n", "a built-in from a program (recorded, no upstream)", (b-e).Round(time.Millisecond), per(b-e)) +
+		fmt.Sprintf("%-52s %10s  %9s/call\n", "the round trip alone (budget.remaining: unrecorded)", (r-e).Round(time.Millisecond), per(r-e)) +
+		fmt.Sprintf("binding calls %.2fx the direct client's (target <= 1.5x)\n", float64(p-e)/float64(c)) +
+		fmt.Sprintf("the server's own CPU a call (its execution's share included): %s a mock call, %s a recorded built-in, %s budget.remaining\n",
+			cpuPer(cpuProgram), cpuPer(cpuBuiltin), cpuPer(cpuRoundTrip))
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
 }

@@ -7,7 +7,12 @@
 //   - TestReport: one execution's latency per backend, cold and with a warm child, beside a
 //     bare interpreter start.
 //   - TestReportStdioLatency: back-to-back run_code of 6*7 over stdio, end to end.
-//   - TestReportHTTPThroughput: executions per second with eight clients over HTTP.
+//   - TestReportHTTPThroughput: executions per second with eight clients over HTTP, beside
+//     the rate the same cores start a bare interpreter back to back.
+//
+// Both print the CPU time one execution costs the server itself and its sandbox children,
+// read from /proc (processCPU): where an execution's CPU goes, whatever else loads the machine.
+//
 //   - TestReportRunColdStart: `mcp-sandbox run` of pass beside `python3 -I -c pass`, in turn,
 //     with the binary's own start (`--version`) and the init helper's.
 //   - TestReportBindings: 1,000 sequential binding calls beside a Go client's direct calls.

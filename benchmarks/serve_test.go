@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,10 +89,12 @@ func barePython(t *testing.T, n int) time.Duration {
 // TestReportStdioLatency prints the end-to-end time of back-to-back run_code calls of `6*7`
 // over stdio (a host's view: request sent to result received), with the default warm pool:
 // median, p90, p99 and max, and how often a warm child was ready. A bare interpreter start is
-// measured before and after, for scale.
+// measured before and after, for scale, and the CPU each execution cost the server and its
+// sandbox children (processCPU), which other load on the machine does not blur.
 func TestReportStdioLatency(t *testing.T) {
 	sandbox := testkit.Binary(t)
-	cs := connect(t, exec.Command(sandbox, "serve", "--config", serveConfig(t, "")))
+	cmd := exec.Command(sandbox, "serve", "--config", serveConfig(t, ""))
+	cs := connect(t, cmd)
 	for range 10 { // warm the session, the caches and the pool
 		runCode(t, cs, "6*7")
 	}
@@ -102,15 +105,18 @@ func TestReportStdioLatency(t *testing.T) {
 	load := loadAverage()
 	bare := barePython(t, 10)
 	var d []time.Duration
+	self0, child0 := processCPU(t, cmd.Process.Pid)
 	for range n {
 		rd, _ := runCode(t, cs, "6*7")
 		d = append(d, rd)
 	}
+	self1, child1 := processCPU(t, cmd.Process.Pid)
 	bareAfter := barePython(t, 10)
 	out := fmt.Sprintf("back-to-back run_code of 6*7 over stdio, %d calls, default warm pool (load average %s, then %s)\n", n, load, loadAverage()) +
 		fmt.Sprintf("  median %8s  p90 %8s  p99 %8s  max %8s\n", median(d).Round(10*time.Microsecond),
 			percentile(d, 90).Round(10*time.Microsecond), percentile(d, 99).Round(10*time.Microsecond), slices.Max(d).Round(10*time.Microsecond)) +
-		fmt.Sprintf("  a bare /usr/bin/python3 -I -c pass, for scale: %s before, %s after\n", bare.Round(10*time.Microsecond), bareAfter.Round(10*time.Microsecond))
+		fmt.Sprintf("  a bare /usr/bin/python3 -I -c pass, for scale: %s before, %s after\n", bare.Round(10*time.Microsecond), bareAfter.Round(10*time.Microsecond)) +
+		cpuPerExecution(self0, child0, self1, child1, int64(n))
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
 }
@@ -176,11 +182,13 @@ func httpClient(t *testing.T, url string) *mcp.ClientSession {
 const throughputConcurrency = 8
 
 // TestReportHTTPThroughput prints executions per second of run_code `6*7` with eight clients
-// at once over streamable HTTP on loopback, and the errors (any is one too many). The
-// profile's warm pool may grow to 16 children, room for the eight in flight and their refills.
+// at once over streamable HTTP on loopback, and the errors (any is one too many), beside the
+// rate at which the same cores start a bare interpreter back to back right after (one loop
+// per core), as a ratio that holds on slower machines. The profile's warm pool may grow to 16
+// children, room for the eight in flight and their refills.
 func TestReportHTTPThroughput(t *testing.T) {
 	sandbox := testkit.Binary(t)
-	url, _ := httpServer(t, sandbox, serveConfig(t, "{min: 8, max: 16, idle_seconds: 300}"))
+	url, cmd := httpServer(t, sandbox, serveConfig(t, "{min: 8, max: 16, idle_seconds: 300}"))
 	var clients []*mcp.ClientSession
 	for range throughputConcurrency {
 		cs := httpClient(t, url)
@@ -196,6 +204,7 @@ func TestReportHTTPThroughput(t *testing.T) {
 	var lat []time.Duration
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	self0, child0 := processCPU(t, cmd.Process.Pid)
 	deadline := time.Now().Add(dur)
 	start := time.Now()
 	for _, cs := range clients {
@@ -217,17 +226,85 @@ func TestReportHTTPThroughput(t *testing.T) {
 	}
 	wg.Wait()
 	el := time.Since(start)
+	self1, child1 := processCPU(t, cmd.Process.Pid)
+	rate := float64(ok.Load()) / el.Seconds()
+	bareRate := bareStartRate(t, dur/2)
 	out := fmt.Sprintf("run_code of 6*7 over streamable HTTP, %d clients at once for %s (load average %s, then %s)\n",
 		throughputConcurrency, el.Round(time.Millisecond), load, loadAverage()) +
-		fmt.Sprintf("  %.1f executions/s, %d completed, %d errors\n", float64(ok.Load())/el.Seconds(), ok.Load(), failed.Load())
+		fmt.Sprintf("  %.1f executions/s, %d completed, %d errors\n", rate, ok.Load(), failed.Load())
 	if len(lat) > 0 {
 		out += fmt.Sprintf("  per execution: median %s, p99 %s\n", median(lat).Round(10*time.Microsecond), percentile(lat, 99).Round(10*time.Microsecond))
 	}
+	out += cpuPerExecution(self0, child0, self1, child1, ok.Load()+failed.Load())
+	out += fmt.Sprintf("  bare /usr/bin/python3 -I -c pass started back to back, one loop per core (%d), right after: %.1f/s; executions/s %.2fx that\n",
+		runtime.NumCPU(), bareRate, rate/bareRate)
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
 	if failed.Load() > 0 {
 		t.Errorf("%d executions failed", failed.Load())
 	}
+}
+
+// bareStartRate is how many bare `python3 -I -c pass` the machine's cores start a second,
+// one loop per core running them back to back for d: the rate the throughput is set beside,
+// as the same cores make it in the same run.
+func bareStartRate(t *testing.T, d time.Duration) float64 {
+	t.Helper()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for range runtime.NumCPU() {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if exec.Command("/usr/bin/python3", "-I", "-c", "pass").Run() == nil {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	gate.Require(t, "python", n.Load() > 0, "no /usr/bin/python3 for the baseline")
+	return float64(n.Load()) / time.Since(start).Seconds()
+}
+
+// processCPU is the CPU time a process has used itself and the CPU time of its children
+// that it has waited for (utime+stime, cutime+cstime of /proc/pid/stat): the server's own
+// share of an execution, and its sandbox children's (each init helper reaps its interpreter
+// before the server reaps it, so theirs reach the server's children time too). Other
+// engineers' load on the machine is in neither.
+func processCPU(t *testing.T, pid int) (self, children time.Duration) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name, in parentheses, may hold spaces: fields are counted after it.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 15 {
+		t.Fatalf("cannot read /proc/%d/stat: %q", pid, b)
+	}
+	tick := func(i int) time.Duration {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		return time.Duration(n) * time.Second / clockTicks
+	}
+	// Fields 14-17 of proc(5) (utime, stime, cutime, cstime) are 11-14 after the name.
+	return tick(11) + tick(12), tick(13) + tick(14)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/pid/stat's times: 100 on every Linux ABI Go
+// supports.
+const clockTicks = 100
+
+// cpuPerExecution says how much CPU the server spent per execution between two processCPU
+// readings, itself and its children.
+func cpuPerExecution(self0, child0, self1, child1 time.Duration, n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	per := func(d time.Duration) time.Duration { return (d / time.Duration(n)).Round(10 * time.Microsecond) }
+	return fmt.Sprintf("  CPU per execution: the server's own %s, its sandbox children's %s\n", per(self1-self0), per(child1-child0))
 }
 
 // procStatus reads a field of /proc/pid/status in KiB (VmRSS, VmHWM).

@@ -19,10 +19,6 @@ import (
 // explicit Flush, or lazy.Delay, whichever comes first: a program's sequential calls then
 // cost one transaction each rather than two. Reads flush first, so they see every write.
 
-// batchTimeout bounds one batch's transaction (its BEGIN waits for another process's write
-// lock up to the busy timeout).
-const batchTimeout = 30 * time.Second
-
 // writeOp is one write waiting in the queue.
 type writeOp struct {
 	ctx   context.Context
@@ -190,8 +186,10 @@ func (s *Ledger) commitPending() {
 			op.done <- results[i]
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-	defer cancel()
+	// A context that is never done: the driver watches a cancellable one with a goroutine of
+	// its own for each statement, the BEGIN and the COMMIT included (stmtTx), and a batch's
+	// only wait, its BEGIN's for another process's write lock, ends at the busy timeout.
+	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		deliver(fmt.Errorf("budget: ledger: %w", err))

@@ -315,12 +315,18 @@ func now() int64 { return time.Now().UnixNano() }
 // stmtTx is a write transaction whose statements are prepared once per ledger and reused:
 // parsing the SQL again for every statement was most of what a binding call's two records
 // cost.
+//
+// Its statements run without their caller's cancellation (context.WithoutCancel): a write a
+// batch has taken runs to its end and its result stands (lazy.Leave), and the driver starts a
+// goroutine to watch a cancellable context for every statement it runs: with the batch's
+// BEGIN and COMMIT (batch.go), eight a binding call's two records, started and woken.
 type stmtTx struct {
 	*sql.Tx
 	s *Ledger
 }
 
 func (t *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = context.WithoutCancel(ctx)
 	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -329,6 +335,7 @@ func (t *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (t *stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = context.WithoutCancel(ctx)
 	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return t.Tx.QueryRowContext(ctx, query, args...) // reports the same error through Scan
@@ -352,6 +359,18 @@ func (s *Ledger) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	s.stmts[query] = st
 	return st, nil
+}
+
+// prepared runs a read through the ledger's prepared statements (Ledger.stmt), so the
+// reads every execution makes are not parsed and planned again each time.
+type prepared struct{ s *Ledger }
+
+func (p prepared) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := p.s.stmt(ctx, query)
+	if err != nil {
+		return p.s.db.QueryRowContext(ctx, query, args...) // reports the same error through Scan
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 const ensureRun = `INSERT INTO runs (tenant, run_id, started_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
@@ -576,7 +595,7 @@ func (s *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage,
 	if err := s.Flush(ctx); err != nil {
 		return budget.Usage{}, err
 	}
-	u, err := runUsage(ctx, s.db, run)
+	u, err := runUsage(ctx, prepared{s}, run)
 	if err != nil {
 		return budget.Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
@@ -588,7 +607,7 @@ func (s *Ledger) RunContext(ctx context.Context, run budget.RunRef) (budget.Cont
 		return budget.Context{}, err
 	}
 	var c budget.Context
-	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(binding_bytes), 0), coalesce(sum(returned_bytes), 0),
+	err := prepared{s}.QueryRowContext(ctx, `SELECT coalesce(sum(binding_bytes), 0), coalesce(sum(returned_bytes), 0),
 		coalesce(sum(kept_out_bytes), 0) FROM executions WHERE tenant = ? AND run_id = ? AND ended_at IS NOT NULL`,
 		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
 	if err != nil {
@@ -631,7 +650,7 @@ func (s *Ledger) Call(ctx context.Context, id string) (budget.CallRecord, error)
 	if err := s.Flush(ctx); err != nil {
 		return budget.CallRecord{}, err
 	}
-	c, err := scanCall(s.db.QueryRowContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE id = ?`, id))
+	c, err := scanCall(prepared{s}.QueryRowContext(ctx, `SELECT `+callColumns+` FROM tool_calls WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return budget.CallRecord{}, fmt.Errorf("%w: call %s", budget.ErrNotFound, id)
 	}
