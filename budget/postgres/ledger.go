@@ -157,6 +157,8 @@ var postgresSchema = []string{
 		PRIMARY KEY (tenant, upstream, tool, definition)
 	);
 	CREATE INDEX ledger_observed_shapes_age ON ledger_observed_shapes (tenant, updated_at);`,
+	// 7: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
+	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes
@@ -328,8 +330,9 @@ func (p *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agen
 func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
 	c := end.Context
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
-		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6 WHERE id = $1`,
-		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes)
+		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7 WHERE id = $1`,
+		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
+		nullJSON(budget.MarshalNetwork(end.Network)))
 	if err == nil && tag.RowsAffected() == 0 {
 		return budget.ErrNotFound
 	}

@@ -4,19 +4,29 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
@@ -245,5 +255,124 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 	if c, err := l.Accept(); err == nil {
 		c.Close()
 		t.Error("the contained server connected to the host's listener")
+	}
+}
+
+// Issue 28: every decision of the proxy is kept in the run ledger with the execution, and the
+// credential never is. `run` under rules with a header credential for a local HTTPS origin
+// (its CA given to the host as its system roots, SSL_CERT_FILE): the origin gets the header,
+// and the ledger's record of the execution holds the allowed request, each refusal counted
+// by host, port and reason, and bytes both ways; no file of the data dir holds the secret.
+func TestRunNetworkRulesInLedger(t *testing.T) {
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	const secret = "sk-ledger-3b9e1d7c44"
+	ca, err := egress.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{} // path → Authorization
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path] = r.Header.Get("Authorization")
+		mu.Unlock()
+		fmt.Fprintf(w, "tls hello %s", r.URL.Path)
+	}))
+	leaf, err := ca.Leaf("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	origin.StartTLS()
+	defer origin.Close()
+	port := origin.Listener.Addr().(*net.TCPAddr).Port
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: %q
+profiles:
+  default:
+    backend: namespaces
+    isolation: isolated
+    network:
+      allow: ["127.0.0.1:%d"]
+      credentials: [{host: 127.0.0.1, header: Authorization, value: {env: LEDGER_TEST_SECRET}}]
+tenants: {local: {agents: {default: {code_execution: {isolation: isolated, network: rules}}}}}
+`, data, port))
+	prog := fmt.Sprintf(`
+import urllib.request, urllib.error
+def get(u):
+    try:
+        return urllib.request.urlopen(u, timeout=120).read().decode()
+    except urllib.error.HTTPError as e:
+        return "%%d" %% e.code
+    except OSError as e:
+        return "refused: %%s" %% e
+[get("https://127.0.0.1:%[1]d/data"), get("https://other.example.test:%[1]d/"), get("https://other.example.test:%[1]d/again"),
+ get("http://127.0.0.2:%[1]d/")]
+`, port)
+	cmd := exec.Command(testkit.Binary(t), "run", "--log-level", "info", "--config", cfg, "-")
+	cmd.Stdin = strings.NewReader(prog)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "SSL_CERT_FILE="+roots, "LEDGER_TEST_SECRET=Bearer "+secret)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+	}
+	var res struct {
+		Value []string `json:"value"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if len(res.Value) != 4 || res.Value[0] != "tls hello /data" {
+		t.Fatalf("value %q\nstderr %s", res.Value, stderr.String())
+	}
+	mu.Lock()
+	got := seen["/data"]
+	mu.Unlock()
+	if got != "Bearer "+secret {
+		t.Errorf("the origin saw Authorization %q, want the credential", got)
+	}
+	m := regexp.MustCompile(`execution=(x_[0-9a-f]+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no execution id in the log:\n%s", stderr.String())
+	}
+	l, err := sqlite.Open(t.Context(), data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Execution(t.Context(), m[1])
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := rec.Network
+	if n == nil {
+		t.Fatalf("the ledger's record of %s has no network block: %+v", m[1], rec)
+	}
+	want := []budget.NetworkRefusal{
+		{Host: "other.example.test", Port: port, Reason: egress.ReasonNotAllowed, Times: 2},
+		{Host: "127.0.0.2", Port: port, Reason: egress.ReasonIPLiteral, Times: 1},
+	}
+	if n.Allowed != 1 || n.Refused != 3 || !slices.Equal(n.Refusals, want) || n.BytesIn == 0 || n.BytesOut == 0 {
+		t.Errorf("the ledger holds network %+v; want 1 allowed, refusals %+v, bytes both ways", n, want)
+	}
+	// Nothing the server keeps holds the secret: the ledger's files, its outputs, its logs.
+	filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s holds the credential", p)
+		}
+		return nil
+	})
+	if strings.Contains(stdout.String()+stderr.String(), secret) {
+		t.Error("the result or the log holds the credential")
 	}
 }
