@@ -95,6 +95,10 @@ type LaunchSpec struct {
 	// contained like a program (a backend implementing CommandBackend).
 	Command    []string
 	CommandEnv map[string]string
+	// Paths are host paths bound into a Command's root at the same place, read-only or
+	// read-write: what a contained upstream server was declared to need. A backend that
+	// runs commands must honour them or fail the start; each must exist.
+	Paths []Path
 	// Egress is set under network rules: the backend gives the child a network namespace whose
 	// one route out is a listener it hands back (EgressChild), and the environment and trust
 	// store that lead there.
@@ -103,6 +107,12 @@ type LaunchSpec struct {
 	// a scarce resource (an identity of a run_as range), nor take so much of one that an
 	// execution finding no child ready would wait for idle children.
 	Ahead bool
+}
+
+// Path is one host path given to a sandboxed command (LaunchSpec.Paths).
+type Path struct {
+	Path     string
+	Writable bool
 }
 
 // Child is a started sandbox child.

@@ -20,8 +20,18 @@ const serverCPUSeconds = 24 * 3600
 
 // containedLauncher starts an upstream's command through profile pname's backend (opened on
 // first use): in the same namespaces, identity, limits (but CPU time) and network as a
-// program of that profile, with the channel as its stdin and stdout.
-func containedLauncher(pname string, p configs.Profile) upstream.Launcher {
+// program of that profile, with the channel as its stdin and stdout, and the host paths the
+// upstream declares (paths, nil for none) bound into its root.
+func containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamPaths) upstream.Launcher {
+	var binds []engine.Path
+	if paths != nil {
+		for _, s := range paths.ReadOnly {
+			binds = append(binds, engine.Path{Path: s})
+		}
+		for _, s := range paths.ReadWrite {
+			binds = append(binds, engine.Path{Path: s, Writable: true})
+		}
+	}
 	var (
 		once    sync.Once
 		backend engine.Backend
@@ -50,7 +60,7 @@ func containedLauncher(pname string, p configs.Profile) upstream.Launcher {
 		}
 		terms := engine.Terms{Limits: engineLimits(p.HardLimits, engine.DefaultLimits), Network: engine.NetworkNone, Isolation: level}
 		terms.CPUSeconds, terms.WallSeconds = serverCPUSeconds, serverCPUSeconds
-		spec := engine.LaunchSpec{Terms: terms, Command: append([]string{path}, command[1:]...), CommandEnv: env, Stdout: io.Discard}
+		spec := engine.LaunchSpec{Terms: terms, Command: append([]string{path}, command[1:]...), CommandEnv: env, Paths: binds, Stdout: io.Discard}
 		var pol *egress.Policy
 		var ca *egress.CA
 		if p.Network != nil {

@@ -112,6 +112,24 @@ def probe():
         out["connect"] = "connected"
     except OSError as e:
         out["connect"] = "refused: " + type(e).__name__
+    if os.environ.get("PROBE_RO"):
+        ro = os.environ["PROBE_RO"]
+        try:
+            out["ro_read"] = open(ro + "/in.txt").read()
+        except OSError as e:
+            out["ro_read"] = "error: " + type(e).__name__
+        try:
+            open(ro + "/new.txt", "w").write("x")
+            out["ro_write"] = "written"
+        except OSError as e:
+            out["ro_write"] = "refused: " + type(e).__name__
+        out["beside"] = os.path.exists(os.path.dirname(ro) + "/beside.txt")
+    if os.environ.get("PROBE_RW"):
+        try:
+            open(os.environ["PROBE_RW"] + "/out.txt", "w").write("from the box")
+            out["rw_write"] = "written"
+        except OSError as e:
+            out["rw_write"] = "refused: " + type(e).__name__
     if os.environ.get("PROBE_URL"):
         try:
             out["fetched"] = urllib.request.urlopen(os.environ["PROBE_URL"], timeout=120).read().decode()
@@ -374,5 +392,63 @@ def get(u):
 	})
 	if strings.Contains(stdout.String()+stderr.String(), secret) {
 		t.Error("the result or the log holds the credential")
+	}
+}
+
+// Issue 28: a contained upstream is given the host paths it declares and no others: it reads
+// a read-only one but cannot write there, writes a read-write one (the host sees the file),
+// and a file beside them is not in its root.
+func TestUpstreamContainedPaths(t *testing.T) {
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	base := t.TempDir()
+	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
+	for _, d := range []string{ro, rw} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o777) // the server's identity is another uid when the test runs as root
+	}
+	if err := os.WriteFile(filepath.Join(ro, "in.txt"), []byte("declared input"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "beside.txt"), []byte("not declared"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.NewReplacer("TOKEN", "paths", "HOME_FILE", strconv.Quote("/nonexistent"), "PORT", "9").Replace(boxServer)
+	quoted, _ := json.Marshal(script)
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+profiles:
+  default: {}
+  boxed: {backend: namespaces, isolation: isolated}
+upstreams:
+  box:
+    command: ["/usr/bin/python3", "-c", %s]
+    env: {PROBE_RO: %q, PROBE_RW: %q}
+    sandbox: boxed
+    paths: {read_only: [%q], read_write: [%q]}
+tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
+`, quoted, ro, rw, ro, rw))
+	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
+	if code != 0 {
+		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	var res struct {
+		Value map[string]any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("the server saw %v", res.Value)
+	v := res.Value
+	if v["ro_read"] != "declared input" || !strings.HasPrefix(fmt.Sprint(v["ro_write"]), "refused") ||
+		v["rw_write"] != "written" || v["beside"] != false {
+		t.Errorf("the server saw %v: want the read-only path read and not written, the read-write one written, nothing beside", v)
+	}
+	if b, err := os.ReadFile(filepath.Join(rw, "out.txt")); err != nil || string(b) != "from the box" {
+		t.Errorf("the host reads %q, %v from the read-write path", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new.txt")); err == nil {
+		t.Error("the server wrote into its read-only path")
 	}
 }

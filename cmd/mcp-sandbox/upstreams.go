@@ -115,7 +115,7 @@ func openUpstreams(cfg *configs.Config, tenants []string, ledger budget.Ledger) 
 			srv := upstreamServer(name, u)
 			if u.Sandbox != "" {
 				p, _ := cfg.Profile(u.Sandbox)
-				srv.Launch = containedLauncher(u.Sandbox, p)
+				srv.Launch = containedLauncher(u.Sandbox, p, u.Paths)
 			}
 			servers = append(servers, srv)
 		}
