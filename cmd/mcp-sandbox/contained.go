@@ -130,3 +130,31 @@ func (h halfClose) Close() error {
 	}
 	return h.c.Close()
 }
+
+// upstreamSandbox is how stdio upstream u will run here: contained (by its profile's
+// backend), or not and why. A profile of backend local that asks only for isolation process
+// promises no kernel boundary: it contains the server where this host can (the namespaces
+// backend, which local picks first when it is available) and leaves it unconfined, saying so,
+// where it cannot. That is the default the embedded and example configs use (`sandbox:
+// default`), so a new config contains its servers wherever a backend reaches isolated and
+// still runs elsewhere. A profile naming its backend, or asking for isolated, contains the
+// server or fails its start: it is never run with less than the profile says.
+func upstreamSandbox(cfg *configs.Config, u configs.Upstream) (contained bool, state string) {
+	if u.Sandbox == "" {
+		state = "UNCONFINED: runs as a process of this server's user, with its files and network (no sandbox: PROFILE)"
+		if why := namespacesWhy(configs.Profile{}); why == "" {
+			state += "; this host can contain it: sandbox: a profile of backend local or namespaces"
+		}
+		return false, state
+	}
+	p, _ := cfg.Profile(u.Sandbox)
+	level, _ := engine.ParseLevel(p.Isolation)
+	if p.Backend != configs.BackendLocal || level.AtLeast(engine.LevelIsolated) {
+		return true, "contained by profile " + u.Sandbox + "'s " + p.Backend + " backend (docs/design.md §18)"
+	}
+	if why := namespacesWhy(p); why != "" {
+		return false, fmt.Sprintf("UNCONFINED: profile %s is local at isolation %s, and no backend of this host can contain a server (namespaces: %s)",
+			u.Sandbox, level, why)
+	}
+	return true, "contained by profile " + u.Sandbox + "'s local backend, namespaces here (docs/design.md §18)"
+}

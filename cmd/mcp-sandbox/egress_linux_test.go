@@ -452,3 +452,81 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 		t.Error("the server wrote into its read-only path")
 	}
 }
+
+// Issue 28: `sandbox:` naming a profile of backend local at isolation process (what the
+// embedded and example configs do) contains the server where this host can, and where it
+// cannot (namespaces disabled, standing in for such a host) runs it unconfined, doctor and
+// the log saying why; a profile naming its backend never falls back.
+func TestUpstreamContainedWhereItCan(t *testing.T) {
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	script := strings.NewReplacer("TOKEN", "local", "HOME_FILE", strconv.Quote("/nonexistent"), "PORT", "9").Replace(boxServer)
+	quoted, _ := json.Marshal(script)
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: "-"
+profiles:
+  default: {backend: local, allow_same_uid: true}
+  strict: {backend: namespaces, isolation: isolated}
+upstreams:
+  box: {command: ["/usr/bin/python3", "-c", %s], sandbox: default}
+  pinned: {command: ["/bin/true"], sandbox: strict}
+  loose: {command: ["/bin/true"]}
+tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
+`, quoted))
+	cli := func(disable string, stdin string, args ...string) (string, string) {
+		cmd := exec.Command(testkit.Binary(t), args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "MCP_SANDBOX_DISABLE="+disable)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		_ = cmd.Run() // doctor exits 1 when a profile is not ready: strict, with namespaces disabled
+		return o.String(), e.String()
+	}
+	type state struct {
+		Name      string `json:"name"`
+		Contained bool   `json:"contained"`
+		State     string `json:"state"`
+	}
+	doctor := func(disable string) map[string]state {
+		out, errOut := cli(disable, "", "doctor", "--json", "--config", cfg)
+		var d struct {
+			Upstreams []state `json:"upstreams"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("doctor: %v\n%s\n%s", err, out, errOut)
+		}
+		m := map[string]state{}
+		for _, s := range d.Upstreams {
+			m[s.Name] = s
+		}
+		return m
+	}
+	probe := func(disable string) map[string]any {
+		out, errOut := cli(disable, "await box__probe()", "run", "--config", cfg, "-")
+		var res struct {
+			Value map[string]any `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Value == nil {
+			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
+		}
+		return res.Value
+	}
+
+	d := doctor("")
+	if !d["box"].Contained || !strings.Contains(d["box"].State, "namespaces") || !d["pinned"].Contained ||
+		d["loose"].Contained || !strings.Contains(d["loose"].State, "this host can contain it") {
+		t.Errorf("doctor with namespaces: %+v", d)
+	}
+	if v := probe(""); v["ppid"] != float64(1) {
+		t.Errorf("the server saw %v: want it in its own pid namespace", v)
+	}
+
+	d = doctor("namespaces")
+	if d["box"].Contained || !strings.HasPrefix(d["box"].State, "UNCONFINED") || !strings.Contains(d["box"].State, "namespace creation is disabled") ||
+		!d["pinned"].Contained {
+		t.Errorf("doctor without namespaces: %+v", d)
+	}
+	if v := probe("namespaces"); v["ppid"] == float64(1) || v["procs"].(float64) <= 2 {
+		t.Errorf("the server saw %v: want it run as a process of the host's", v)
+	}
+}
