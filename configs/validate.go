@@ -481,7 +481,7 @@ func (v *validator) upstream(n string, u Upstream) {
 		case !ok:
 			v.add(at+".sandbox", "unknown profile %q (defined: %s)", u.Sandbox, list(slices.Sorted(maps.Keys(v.c.Profiles))))
 		case p.Backend == BackendRemote || p.Backend == BackendContainer || p.Backend == BackendProcess:
-			v.add(at+".sandbox", "profile %q's backend %s cannot run a server contained; use namespaces (or local reaching it)", u.Sandbox, p.Backend)
+			v.add(at+".sandbox", "profile %q's backend %s cannot run a server contained; use namespaces or bwrap (or local reaching one)", u.Sandbox, p.Backend)
 		}
 	}
 	if u.Paths != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
@@ -49,7 +50,7 @@ func containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamP
 		}
 		cb, ok := backend.(engine.CommandBackend)
 		if !ok || !cb.RunsCommands() {
-			return nil, fmt.Errorf("profile %q's %s backend cannot run a server contained (namespaces can)", pname, backend.Name())
+			return nil, fmt.Errorf("profile %q's %s backend cannot run a server contained (namespaces and bwrap can)", pname, backend.Name())
 		}
 		path, err := exec.LookPath(command[0])
 		if err == nil {
@@ -133,17 +134,17 @@ func (h halfClose) Close() error {
 
 // upstreamSandbox is how stdio upstream u will run here: contained (by its profile's
 // backend), or not and why. A profile of backend local that asks only for isolation process
-// promises no kernel boundary: it contains the server where this host can (the namespaces
-// backend, which local picks first when it is available) and leaves it unconfined, saying so,
-// where it cannot. That is the default the embedded and example configs use (`sandbox:
+// promises no kernel boundary: it contains the server where this host can (local's pick is
+// namespaces or bwrap, which it prefers whenever available) and leaves it unconfined, saying
+// so, where it cannot. That is the default the embedded and example configs use (`sandbox:
 // default`), so a new config contains its servers wherever a backend reaches isolated and
 // still runs elsewhere. A profile naming its backend, or asking for isolated, contains the
 // server or fails its start: it is never run with less than the profile says.
 func upstreamSandbox(cfg *configs.Config, u configs.Upstream) (contained bool, state string) {
 	if u.Sandbox == "" {
 		state = "UNCONFINED: runs as a process of this server's user, with its files and network (no sandbox: PROFILE)"
-		if why := namespacesWhy(configs.Profile{}); why == "" {
-			state += "; this host can contain it: sandbox: a profile of backend local or namespaces"
+		if pick, err := engine.SelectLocal(detectLocal(configs.Profile{}), engine.LevelIsolated); err == nil {
+			state += "; this host can contain it (" + pick.Name + "): sandbox: a profile of backend local, namespaces or bwrap"
 		}
 		return false, state
 	}
@@ -152,9 +153,17 @@ func upstreamSandbox(cfg *configs.Config, u configs.Upstream) (contained bool, s
 	if p.Backend != configs.BackendLocal || level.AtLeast(engine.LevelIsolated) {
 		return true, "contained by profile " + u.Sandbox + "'s " + p.Backend + " backend (docs/design.md §18)"
 	}
-	if why := namespacesWhy(p); why != "" {
-		return false, fmt.Sprintf("UNCONFINED: profile %s is local at isolation %s, and no backend of this host can contain a server (namespaces: %s)",
-			u.Sandbox, level, why)
+	found := detectLocal(p)
+	pick, err := engine.SelectLocal(found, level)
+	if err == nil && (pick.Name == "namespaces" || pick.Name == "bwrap") {
+		return true, "contained by profile " + u.Sandbox + "'s local backend, " + pick.Name + " here (docs/design.md §18)"
 	}
-	return true, "contained by profile " + u.Sandbox + "'s local backend, namespaces here (docs/design.md §18)"
+	var why []string
+	for _, b := range found {
+		if (b.Name == "namespaces" || b.Name == "bwrap") && !b.Available {
+			why = append(why, b.Name+": "+b.Reason)
+		}
+	}
+	return false, fmt.Sprintf("UNCONFINED: profile %s is local at isolation %s, and no backend of this host can contain a server (%s)",
+		u.Sandbox, level, strings.Join(why, "; "))
 }

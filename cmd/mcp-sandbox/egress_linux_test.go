@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
@@ -168,6 +169,17 @@ while True:
 func TestUpstreamContained(t *testing.T) {
 	ok, why := namespaces.Available(&namespaces.Options{})
 	gate.Require(t, "namespaces", ok, why)
+	upstreamContained(t, "namespaces")
+}
+
+// The same under the bwrap backend.
+func TestUpstreamContainedBwrap(t *testing.T) {
+	_, why := bwrap.Find(&bwrap.Options{})
+	gate.Require(t, "bwrap", why == "", why)
+	upstreamContained(t, "bwrap")
+}
+
+func upstreamContained(t *testing.T, backend string) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
@@ -192,11 +204,11 @@ func TestUpstreamContained(t *testing.T) {
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 profiles:
   default: {}
-  boxed: {backend: namespaces, isolation: isolated}
+  boxed: {backend: %s, isolation: isolated}
 upstreams:
   box: {command: ["/usr/bin/python3", "-c", %s], sandbox: boxed}
 tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
-`, quoted))
+`, backend, quoted))
 	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
 	if code != 0 {
 		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
@@ -211,8 +223,10 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 	if res.Value["home_file"] == "readable" || !strings.HasPrefix(fmt.Sprint(res.Value["connect"]), "refused") {
 		t.Errorf("the contained server reached the host: %v", res.Value)
 	}
-	if res.Value["ppid"] != float64(1) || res.Value["procs"].(float64) > 2 {
-		t.Errorf("the server sees parent %v and %v processes, want its own pid namespace (parent 1, the sandbox's init, and itself)",
+	// Its own pid namespace: under namespaces, the sandbox's init (1) and itself; under bwrap
+	// (--as-pid-1) itself as pid 1, its parent outside the namespace (0).
+	if pp := res.Value["ppid"]; pp != float64(1) && pp != float64(0) || res.Value["procs"].(float64) > 2 {
+		t.Errorf("the server sees parent %v and %v processes, want its own pid namespace (its init, if any, and itself)",
 			res.Value["ppid"], res.Value["procs"])
 	}
 	l.(*net.TCPListener).SetDeadline(time.Now())
@@ -455,7 +469,7 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 
 // Issue 28: `sandbox:` naming a profile of backend local at isolation process (what the
 // embedded and example configs do) contains the server where this host can, and where it
-// cannot (namespaces disabled, standing in for such a host) runs it unconfined, doctor and
+// cannot (namespaces and bwrap disabled, standing in for such a host) runs it unconfined, doctor and
 // the log saying why; a profile naming its backend never falls back.
 func TestUpstreamContainedWhereItCan(t *testing.T) {
 	ok, why := namespaces.Available(&namespaces.Options{})
@@ -521,12 +535,12 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 		t.Errorf("the server saw %v: want it in its own pid namespace", v)
 	}
 
-	d = doctor("namespaces")
+	d = doctor("namespaces,bwrap")
 	if d["box"].Contained || !strings.HasPrefix(d["box"].State, "UNCONFINED") || !strings.Contains(d["box"].State, "namespace creation is disabled") ||
 		!d["pinned"].Contained {
 		t.Errorf("doctor without namespaces: %+v", d)
 	}
-	if v := probe("namespaces"); v["ppid"] == float64(1) || v["procs"].(float64) <= 2 {
+	if v := probe("namespaces,bwrap"); v["ppid"] == float64(1) || v["procs"].(float64) <= 2 {
 		t.Errorf("the server saw %v: want it run as a process of the host's", v)
 	}
 }
