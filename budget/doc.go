@@ -5,7 +5,9 @@
 // The meters, admission, the bounded records of refusals, the ledger's records, owners and
 // recovery, and the two ledgers: docs/design.md §6. Both ledgers also keep recorded
 // executions' cassettes as bytes (Cassettes, docs/design.md §17), and the shapes observed of
-// tools' results, merged across replicas (ObservedShapes, docs/design.md §3.3).
+// tools' results, merged across replicas (ObservedShapes, docs/design.md §3.3), and read an
+// execution's record back, what its egress proxy decided included (Executions, Network,
+// docs/design.md §18).
 //
 // # Imports and concurrency
 //

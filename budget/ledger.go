@@ -100,6 +100,8 @@ type ExecutionEnd struct {
 	// Context is the execution's context economy: what its program received from bindings,
 	// what came back to the model, and the difference.
 	Context Context
+	// Network is what its egress proxy decided; nil without network rules.
+	Network *Network
 }
 
 // Context is the context economy the ledger keeps per execution and sums per Run: bytes the

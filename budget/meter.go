@@ -38,6 +38,7 @@ type Meter struct {
 	runSeen  Usage      // the Run's usage as of the last ledger answer
 	ended    bool
 	refusals map[refusalKey]*refusalTally // refusals counted per tool and kind (refusals.go)
+	network  *Network                     // NoteNetwork's, recorded by End
 }
 
 // Start records the start of execution executionID (NewID("x_") when empty) in run, by the
@@ -298,11 +299,21 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c Context) error {
 	m.mu.Lock()
 	m.ended = true
+	network := m.network
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	serr := m.recordSummaries(ctx)
-	return errors.Join(serr, m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c}))
+	return errors.Join(serr, m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c,
+		Network: network}))
+}
+
+// NoteNetwork keeps what the execution's egress proxy decided, for End to record with the
+// execution's end.
+func (m *Meter) NoteNetwork(n Network) {
+	m.mu.Lock()
+	m.network = &n
+	m.mu.Unlock()
 }
 
 // RunContext returns the context economy of the Run's ended executions (this one included,

@@ -350,6 +350,13 @@ type Approvals struct {
 	TimeoutSeconds *float64 `yaml:"timeout_seconds" json:"timeout_seconds"`
 }
 
+// UpstreamPaths are the host paths a contained upstream server may read, and those it may
+// also write: absolute, each a file or directory that exists when the server starts.
+type UpstreamPaths struct {
+	ReadOnly  []string `yaml:"read_only" json:"read_only,omitempty"`
+	ReadWrite []string `yaml:"read_write" json:"read_write,omitempty"`
+}
+
 // Upstream is a server this deployment is a client of: an MCP server (a command speaking stdio,
 // or a URL speaking streamable HTTP) or an A2A peer. Exactly one of Command, URL and A2A is set.
 type Upstream struct {
@@ -360,9 +367,12 @@ type Upstream struct {
 	// Sandbox names a profile whose backend runs Command contained, as it runs programs (its
 	// hard limits but the CPU time, its network: none, or rules through the egress proxy);
 	// "" runs it as a process of the host's own.
-	Sandbox string      `yaml:"sandbox" json:"sandbox,omitempty"`
-	URL     string      `yaml:"url" json:"url,omitempty"`
-	Bearer  *Credential `yaml:"bearer" json:"bearer,omitempty"` // for a URL
+	Sandbox string `yaml:"sandbox" json:"sandbox,omitempty"`
+	// Paths are host paths a contained server (Sandbox set) is given, bound into its root at
+	// the same place; it sees no other file of the host's but the system's own.
+	Paths  *UpstreamPaths `yaml:"paths" json:"paths,omitempty"`
+	URL    string         `yaml:"url" json:"url,omitempty"`
+	Bearer *Credential    `yaml:"bearer" json:"bearer,omitempty"` // for a URL
 	// Deferred keeps the server's catalogue out of the prompt; its tools stay bindable.
 	Deferred bool `yaml:"deferred" json:"deferred"`
 	// AllowInsecureHTTP permits a bearer over plaintext http:// to a non-loopback host.

@@ -502,8 +502,14 @@ func (v *validator) upstream(n string, u Upstream) {
 		case !ok:
 			v.add(at+".sandbox", "unknown profile %q (defined: %s)", u.Sandbox, list(slices.Sorted(maps.Keys(v.c.Profiles))))
 		case p.Backend == BackendRemote || p.Backend == BackendContainer || p.Backend == BackendProcess:
-			v.add(at+".sandbox", "profile %q's backend %s cannot run a server contained; use namespaces (or local reaching it)", u.Sandbox, p.Backend)
+			v.add(at+".sandbox", "profile %q's backend %s cannot run a server contained; use namespaces or bwrap (or local reaching one)", u.Sandbox, p.Backend)
 		}
+	}
+	if u.Paths != nil {
+		if u.Sandbox == "" {
+			v.add(at+".paths", "applies only to a contained upstream (sandbox: PROFILE); an unconfined one reaches every file its user can")
+		}
+		v.upstreamPaths(at+".paths", u.Paths)
 	}
 	if len(u.Env) > 0 && !hasCmd {
 		v.add(at+".env", "applies only to a command upstream")
@@ -923,5 +929,29 @@ func (v *validator) oauthURL(at, raw string) {
 		v.add(at, "must be an https URL (http only on a loopback host)")
 	case p.RawQuery != "" || p.Fragment != "" || p.User != nil:
 		v.add(at, "must have no query, fragment or credentials")
+	}
+}
+
+// upstreamPaths checks a contained upstream's paths: absolute and clean, never the root or
+// the kernel's own trees (the sandbox has fresh ones), each listed once.
+func (v *validator) upstreamPaths(at string, p *UpstreamPaths) {
+	seen := map[string]bool{}
+	for _, l := range []struct {
+		key   string
+		paths []string
+	}{{"read_only", p.ReadOnly}, {"read_write", p.ReadWrite}} {
+		for i, s := range l.paths {
+			k := indexPath(at+"."+l.key, i)
+			switch {
+			case !strings.HasPrefix(s, "/") || path.Clean(s) != s:
+				v.add(k, "%q is not an absolute, clean path", s)
+			case s == "/" || s == "/proc" || s == "/dev" || s == "/sys" || strings.HasPrefix(s, "/proc/") ||
+				strings.HasPrefix(s, "/dev/") || strings.HasPrefix(s, "/sys/"):
+				v.add(k, "%q cannot be given to a sandbox: the root and the kernel's own trees are the sandbox's", s)
+			case seen[s]:
+				v.add(k, "%q is listed twice", s)
+			}
+			seen[s] = true
+		}
 	}
 }

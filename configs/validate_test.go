@@ -568,3 +568,30 @@ tenants: {t: {upstreams: [a, b, c, d], agents: {x: {}}}}
 		t.Errorf("a command upstream in a local profile was refused: %v", err)
 	}
 }
+
+// A contained upstream's paths are absolute, clean, never the root or the kernel's trees,
+// each listed once, and only on an upstream with sandbox:.
+func TestValidateUpstreamPaths(t *testing.T) {
+	_, err := Parse([]byte(`
+profiles: {default: {}}
+upstreams:
+  a: {command: [srv], paths: {read_only: [/srv/data]}}
+  b: {command: [srv], sandbox: default, paths: {read_only: [relative, /srv/../etc, /], read_write: [/proc/1, /sys]}}
+  c: {command: [srv], sandbox: default, paths: {read_only: [/srv/x], read_write: [/srv/x]}}
+  d: {command: [srv], sandbox: default, paths: {read_only: [/srv/data, /usr/share/dict], read_write: [/var/lib/d]}}
+tenants: {t: {upstreams: [a, b, c, d], agents: {x: {}}}}
+`), "u.yaml")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"upstreams.a.paths:", "upstreams.b.paths.read_only[0]", "upstreams.b.paths.read_only[1]",
+		"upstreams.b.paths.read_only[2]", "upstreams.b.paths.read_write[0]", "upstreams.b.paths.read_write[1]",
+		"upstreams.c.paths.read_write[0]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\ndoes not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "upstreams.d") {
+		t.Errorf("declared paths were refused: %v", err)
+	}
+}

@@ -78,6 +78,18 @@ type Stats struct {
 	Refused  []Refusal `json:"refused"`
 	BytesIn  int64     `json:"bytes_in"`  // into the sandbox
 	BytesOut int64     `json:"bytes_out"` // out of the sandbox
+	// RefusedTotal counts every refusal, listed in Refused or not; Counts groups them by
+	// host, port and reason, in the order each was first refused (at most maxRefusals
+	// groups; a refusal of a group past them is in RefusedTotal only). What the run ledger
+	// keeps of the execution; not in the result, whose shape is fixed.
+	RefusedTotal int64          `json:"-"`
+	Counts       []RefusalCount `json:"-"`
+}
+
+// RefusalCount is how many times one host, port and reason were refused.
+type RefusalCount struct {
+	Refusal
+	Times int64
 }
 
 // Refusal is one refused connection or request.
@@ -105,12 +117,15 @@ type Proxy struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex // guards allowed, refused, conns, ls and closed
-	allowed int
-	refused []Refusal
-	conns   map[net.Conn]struct{}
-	ls      []net.Listener
-	closed  bool
+	mu       sync.Mutex // guards allowed, refused, refusedN, counts, conns, ls and closed
+	allowed  int
+	refused  []Refusal
+	refusedN int64
+	counts   []RefusalCount
+	countAt  map[Refusal]int // index in counts
+	conns    map[net.Conn]struct{}
+	ls       []net.Listener
+	closed   bool
 
 	wg sync.WaitGroup
 }
@@ -208,7 +223,8 @@ func (p *Proxy) Close() {
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Allowed: p.allowed, Refused: append([]Refusal{}, p.refused...), BytesIn: p.in.Load(), BytesOut: p.out.Load()}
+	return Stats{Allowed: p.allowed, Refused: append([]Refusal{}, p.refused...), BytesIn: p.in.Load(), BytesOut: p.out.Load(),
+		RefusedTotal: p.refusedN, Counts: append([]RefusalCount{}, p.counts...)}
 }
 
 func (p *Proxy) allow() {
@@ -220,8 +236,19 @@ func (p *Proxy) allow() {
 func (p *Proxy) refuse(host string, port int, reason, rule string) {
 	p.log.Info("egress refused", "host", host, "port", port, "reason", reason, "rule", rule)
 	p.mu.Lock()
+	r := Refusal{Host: host, Port: port, Reason: reason}
 	if len(p.refused) < maxRefusals {
-		p.refused = append(p.refused, Refusal{Host: host, Port: port, Reason: reason})
+		p.refused = append(p.refused, r)
+	}
+	p.refusedN++
+	if i, ok := p.countAt[r]; ok {
+		p.counts[i].Times++
+	} else if len(p.counts) < maxRefusals {
+		if p.countAt == nil {
+			p.countAt = map[Refusal]int{}
+		}
+		p.countAt[r] = len(p.counts)
+		p.counts = append(p.counts, RefusalCount{Refusal: r, Times: 1})
 	}
 	p.mu.Unlock()
 }

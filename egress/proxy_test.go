@@ -280,3 +280,45 @@ func TestProxyCloseEndsAHangingRequest(t *testing.T) {
 		t.Error("the request through a closed proxy succeeded")
 	}
 }
+
+// A program looping on refused names cannot grow what is kept of it: the result's list stops
+// at maxRefusals, the counts group refusals by host, port and reason (at most maxRefusals
+// groups), and the total stays exact.
+func TestProxyRefusalCountsAreBoundedAndExact(t *testing.T) {
+	p, c, _ := startProxy(t, &Policy{Rules: mustRules(t, "allowed.test:80")})
+	get := func(u string) {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("GET %s: %d, want a refusal", u, resp.StatusCode)
+		}
+	}
+	const same = 40
+	for range same {
+		get("http://loop.test/")
+	}
+	distinct := maxRefusals + 5
+	for i := range distinct {
+		get(fmt.Sprintf("http://n%d.test/", i))
+	}
+	p.Close()
+	st := p.Stats()
+	if st.RefusedTotal != int64(same+distinct) || len(st.Refused) != maxRefusals {
+		t.Errorf("refused total %d, listed %d; want %d and %d", st.RefusedTotal, len(st.Refused), same+distinct, maxRefusals)
+	}
+	if len(st.Counts) != maxRefusals || st.Counts[0] != (RefusalCount{Refusal{"loop.test", 80, ReasonNotAllowed}, same}) ||
+		st.Counts[1] != (RefusalCount{Refusal{"n0.test", 80, ReasonNotAllowed}, 1}) {
+		t.Errorf("counts: %d groups, first %+v", len(st.Counts), st.Counts[:min(2, len(st.Counts))])
+	}
+	var sum int64
+	for _, n := range st.Counts {
+		sum += n.Times
+	}
+	if want := int64(same + maxRefusals - 1); sum != want {
+		t.Errorf("the groups count %d refusals, want %d (the rest in the total only)", sum, want)
+	}
+}

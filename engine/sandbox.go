@@ -95,6 +95,10 @@ type LaunchSpec struct {
 	// contained like a program (a backend implementing CommandBackend).
 	Command    []string
 	CommandEnv map[string]string
+	// Paths are host paths bound into a Command's root at the same place, read-only or
+	// read-write: what a contained upstream server was declared to need. A backend that
+	// runs commands must honour them or fail the start; each must exist.
+	Paths []Path
 	// Egress is set under network rules: the backend gives the child a network namespace whose
 	// one route out is a listener it hands back (EgressChild), and the environment and trust
 	// store that lead there.
@@ -108,6 +112,12 @@ type LaunchSpec struct {
 	// (namespaces, warm.start: template) may fork this one. Without Pooled it execs.
 	Owner  string
 	Pooled bool
+}
+
+// Path is one host path given to a sandboxed command (LaunchSpec.Paths).
+type Path struct {
+	Path     string
+	Writable bool
 }
 
 // Child is a started sandbox child.

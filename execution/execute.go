@@ -188,6 +188,9 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 			status = string(res.Failure.Kind)
 		}
 		aj, _ := json.Marshal(recs)
+		if res.Network != nil {
+			meter.NoteNetwork(networkRecord(&res.Outcome))
+		}
 		if err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
 			log.Error("execution end not recorded", "err", err)
 		} else if c, err := meter.RunContext(rctx); err != nil {

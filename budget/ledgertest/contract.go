@@ -38,6 +38,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("CassettesKeptAndSwept", func(t *testing.T) { l := newLedger(t); contractCassettes(t, l, l) })
 	t.Run("ObservedShapesMerged", func(t *testing.T) { l := newLedger(t); contractShapes(t, l, l) })
 	t.Run("ObservedShapesBounded", func(t *testing.T) { contractShapeBound(t, newLedger(t)) })
+	t.Run("ExecutionsReadBack", func(t *testing.T) { l := newLedger(t); contractExecutions(t, l, l) })
 	if reopen == nil {
 		return
 	}
@@ -48,6 +49,10 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ObservedShapesShared", func(t *testing.T) {
 		a := newLedger(t)
 		contractShapes(t, a, reopen(t, a))
+	})
+	t.Run("ExecutionsShared", func(t *testing.T) {
+		a := newLedger(t)
+		contractExecutions(t, a, reopen(t, a))
 	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {

@@ -180,6 +180,8 @@ var postgresSchema = []string{
 		result      text
 	);
 	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
+	// 8: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
+	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes
@@ -351,8 +353,9 @@ func (p *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agen
 func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
 	c := end.Context
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
-		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6 WHERE id = $1`,
-		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes)
+		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7 WHERE id = $1`,
+		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
+		nullJSON(budget.MarshalNetwork(end.Network)))
 	if err == nil && tag.RowsAffected() == 0 {
 		return budget.ErrNotFound
 	}

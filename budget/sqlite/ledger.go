@@ -79,7 +79,8 @@ CREATE TABLE IF NOT EXISTS executions (
 	agent_version   TEXT    NOT NULL DEFAULT '',
 	binding_bytes   INTEGER NOT NULL DEFAULT 0,
 	returned_bytes  INTEGER NOT NULL DEFAULT 0,
-	kept_out_bytes  INTEGER NOT NULL DEFAULT 0
+	kept_out_bytes  INTEGER NOT NULL DEFAULT 0,
+	network         TEXT
 );
 CREATE TABLE IF NOT EXISTS tool_calls (
 	id              TEXT    PRIMARY KEY,
@@ -264,7 +265,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 7
+const sqliteSchemaVersion = 8
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
@@ -276,6 +277,8 @@ var columnsAdded = []struct{ table, column, decl string }{
 	// 4: a summary of refusals stands for several calls (Refusal.Times).
 	{"tool_calls", "times", `INTEGER NOT NULL DEFAULT 1`},
 	{"approvals", "times", `INTEGER NOT NULL DEFAULT 1`},
+	// 7: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
+	{"executions", "network", `TEXT`},
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -405,8 +408,9 @@ func (s *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) erro
 	return s.write(ctx, func(tx *stmtTx) error {
 		c := end.Context
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ?,
-			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ? WHERE id = ?`,
-			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes, end.ID)
+			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ?, network = ? WHERE id = ?`,
+			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
+			nullJSON(budget.MarshalNetwork(end.Network)), end.ID)
 		return mustAffect(r, err)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
@@ -20,8 +21,18 @@ const serverCPUSeconds = 24 * 3600
 
 // containedLauncher starts an upstream's command through profile pname's backend (opened on
 // first use): in the same namespaces, identity, limits (but CPU time) and network as a
-// program of that profile, with the channel as its stdin and stdout.
-func containedLauncher(pname string, p configs.Profile) upstream.Launcher {
+// program of that profile, with the channel as its stdin and stdout, and the host paths the
+// upstream declares (paths, nil for none) bound into its root.
+func containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamPaths) upstream.Launcher {
+	var binds []engine.Path
+	if paths != nil {
+		for _, s := range paths.ReadOnly {
+			binds = append(binds, engine.Path{Path: s})
+		}
+		for _, s := range paths.ReadWrite {
+			binds = append(binds, engine.Path{Path: s, Writable: true})
+		}
+	}
 	var (
 		once    sync.Once
 		backend engine.Backend
@@ -39,7 +50,7 @@ func containedLauncher(pname string, p configs.Profile) upstream.Launcher {
 		}
 		cb, ok := backend.(engine.CommandBackend)
 		if !ok || !cb.RunsCommands() {
-			return nil, fmt.Errorf("profile %q's %s backend cannot run a server contained (namespaces can)", pname, backend.Name())
+			return nil, fmt.Errorf("profile %q's %s backend cannot run a server contained (namespaces and bwrap can)", pname, backend.Name())
 		}
 		path, err := exec.LookPath(command[0])
 		if err == nil {
@@ -50,7 +61,7 @@ func containedLauncher(pname string, p configs.Profile) upstream.Launcher {
 		}
 		terms := engine.Terms{Limits: engineLimits(p.HardLimits, engine.DefaultLimits), Network: engine.NetworkNone, Isolation: level}
 		terms.CPUSeconds, terms.WallSeconds = serverCPUSeconds, serverCPUSeconds
-		spec := engine.LaunchSpec{Terms: terms, Command: append([]string{path}, command[1:]...), CommandEnv: env, Stdout: io.Discard}
+		spec := engine.LaunchSpec{Terms: terms, Command: append([]string{path}, command[1:]...), CommandEnv: env, Paths: binds, Stdout: io.Discard}
 		var pol *egress.Policy
 		var ca *egress.CA
 		if p.Network != nil {
@@ -119,4 +130,40 @@ func (h halfClose) Close() error {
 		return cw.CloseWrite()
 	}
 	return h.c.Close()
+}
+
+// upstreamSandbox is how stdio upstream u will run here: contained (by its profile's
+// backend), or not and why. A profile of backend local that asks only for isolation process
+// promises no kernel boundary: it contains the server where this host can (local's pick is
+// namespaces or bwrap, which it prefers whenever available) and leaves it unconfined, saying
+// so, where it cannot. That is the default the embedded and example configs use (`sandbox:
+// default`), so a new config contains its servers wherever a backend reaches isolated and
+// still runs elsewhere. A profile naming its backend, or asking for isolated, contains the
+// server or fails its start: it is never run with less than the profile says.
+func upstreamSandbox(cfg *configs.Config, u configs.Upstream) (contained bool, state string) {
+	if u.Sandbox == "" {
+		state = "UNCONFINED: runs as a process of this server's user, with its files and network (no sandbox: PROFILE)"
+		if pick, err := engine.SelectLocal(detectLocal(configs.Profile{}), engine.LevelIsolated); err == nil {
+			state += "; this host can contain it (" + pick.Name + "): sandbox: a profile of backend local, namespaces or bwrap"
+		}
+		return false, state
+	}
+	p, _ := cfg.Profile(u.Sandbox)
+	level, _ := engine.ParseLevel(p.Isolation)
+	if p.Backend != configs.BackendLocal || level.AtLeast(engine.LevelIsolated) {
+		return true, "contained by profile " + u.Sandbox + "'s " + p.Backend + " backend (docs/design.md §18)"
+	}
+	found := detectLocal(p)
+	pick, err := engine.SelectLocal(found, level)
+	if err == nil && (pick.Name == "namespaces" || pick.Name == "bwrap") {
+		return true, "contained by profile " + u.Sandbox + "'s local backend, " + pick.Name + " here (docs/design.md §18)"
+	}
+	var why []string
+	for _, b := range found {
+		if (b.Name == "namespaces" || b.Name == "bwrap") && !b.Available {
+			why = append(why, b.Name+": "+b.Reason)
+		}
+	}
+	return false, fmt.Sprintf("UNCONFINED: profile %s is local at isolation %s, and no backend of this host can contain a server (%s)",
+		u.Sandbox, level, strings.Join(why, "; "))
 }

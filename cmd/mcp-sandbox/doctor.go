@@ -141,12 +141,8 @@ func upstreamContainment(cfg *configs.Config) []upstreamState {
 		if len(u.Command) == 0 {
 			continue
 		}
-		s := upstreamState{Name: name, Profile: u.Sandbox, Contained: u.Sandbox != ""}
-		if s.Contained {
-			s.State = "contained by profile " + u.Sandbox + "'s backend (docs/design.md §18)"
-		} else {
-			s.State = "UNCONFINED: runs as a process of this server's user, with its files and network (no sandbox: PROFILE)"
-		}
+		s := upstreamState{Name: name, Profile: u.Sandbox}
+		s.Contained, s.State = upstreamSandbox(cfg, u)
 		out = append(out, s)
 	}
 	return out

@@ -4,19 +4,30 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
+	"github.com/mcp-sandbox/mcp-sandbox/egress"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
@@ -102,6 +113,24 @@ def probe():
         out["connect"] = "connected"
     except OSError as e:
         out["connect"] = "refused: " + type(e).__name__
+    if os.environ.get("PROBE_RO"):
+        ro = os.environ["PROBE_RO"]
+        try:
+            out["ro_read"] = open(ro + "/in.txt").read()
+        except OSError as e:
+            out["ro_read"] = "error: " + type(e).__name__
+        try:
+            open(ro + "/new.txt", "w").write("x")
+            out["ro_write"] = "written"
+        except OSError as e:
+            out["ro_write"] = "refused: " + type(e).__name__
+        out["beside"] = os.path.exists(os.path.dirname(ro) + "/beside.txt")
+    if os.environ.get("PROBE_RW"):
+        try:
+            open(os.environ["PROBE_RW"] + "/out.txt", "w").write("from the box")
+            out["rw_write"] = "written"
+        except OSError as e:
+            out["rw_write"] = "refused: " + type(e).__name__
     if os.environ.get("PROBE_URL"):
         try:
             out["fetched"] = urllib.request.urlopen(os.environ["PROBE_URL"], timeout=120).read().decode()
@@ -140,6 +169,17 @@ while True:
 func TestUpstreamContained(t *testing.T) {
 	ok, why := namespaces.Available(&namespaces.Options{})
 	gate.Require(t, "namespaces", ok, why)
+	upstreamContained(t, "namespaces")
+}
+
+// The same under the bwrap backend.
+func TestUpstreamContainedBwrap(t *testing.T) {
+	_, why := bwrap.Find(&bwrap.Options{})
+	gate.Require(t, "bwrap", why == "", why)
+	upstreamContained(t, "bwrap")
+}
+
+func upstreamContained(t *testing.T, backend string) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
@@ -164,11 +204,11 @@ func TestUpstreamContained(t *testing.T) {
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 profiles:
   default: {}
-  boxed: {backend: namespaces, isolation: isolated}
+  boxed: {backend: %s, isolation: isolated}
 upstreams:
   box: {command: ["/usr/bin/python3", "-c", %s], sandbox: boxed}
 tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
-`, quoted))
+`, backend, quoted))
 	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
 	if code != 0 {
 		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
@@ -183,8 +223,10 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 	if res.Value["home_file"] == "readable" || !strings.HasPrefix(fmt.Sprint(res.Value["connect"]), "refused") {
 		t.Errorf("the contained server reached the host: %v", res.Value)
 	}
-	if res.Value["ppid"] != float64(1) || res.Value["procs"].(float64) > 2 {
-		t.Errorf("the server sees parent %v and %v processes, want its own pid namespace (parent 1, the sandbox's init, and itself)",
+	// Its own pid namespace: under namespaces, the sandbox's init (1) and itself; under bwrap
+	// (--as-pid-1) itself as pid 1, its parent outside the namespace (0).
+	if pp := res.Value["ppid"]; pp != float64(1) && pp != float64(0) || res.Value["procs"].(float64) > 2 {
+		t.Errorf("the server sees parent %v and %v processes, want its own pid namespace (its init, if any, and itself)",
 			res.Value["ppid"], res.Value["procs"])
 	}
 	l.(*net.TCPListener).SetDeadline(time.Now())
@@ -245,5 +287,260 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 	if c, err := l.Accept(); err == nil {
 		c.Close()
 		t.Error("the contained server connected to the host's listener")
+	}
+}
+
+// Issue 28: every decision of the proxy is kept in the run ledger with the execution, and the
+// credential never is. `run` under rules with a header credential for a local HTTPS origin
+// (its CA given to the host as its system roots, SSL_CERT_FILE): the origin gets the header,
+// and the ledger's record of the execution holds the allowed request, each refusal counted
+// by host, port and reason, and bytes both ways; no file of the data dir holds the secret.
+func TestRunNetworkRulesInLedger(t *testing.T) {
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	const secret = "sk-ledger-3b9e1d7c44"
+	ca, err := egress.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{} // path → Authorization
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path] = r.Header.Get("Authorization")
+		mu.Unlock()
+		fmt.Fprintf(w, "tls hello %s", r.URL.Path)
+	}))
+	leaf, err := ca.Leaf("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	origin.StartTLS()
+	defer origin.Close()
+	port := origin.Listener.Addr().(*net.TCPAddr).Port
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: %q
+profiles:
+  default:
+    backend: namespaces
+    isolation: isolated
+    network:
+      allow: ["127.0.0.1:%d"]
+      credentials: [{host: 127.0.0.1, header: Authorization, value: {env: LEDGER_TEST_SECRET}}]
+tenants: {local: {agents: {default: {code_execution: {isolation: isolated, network: rules}}}}}
+`, data, port))
+	prog := fmt.Sprintf(`
+import urllib.request, urllib.error
+def get(u):
+    try:
+        return urllib.request.urlopen(u, timeout=120).read().decode()
+    except urllib.error.HTTPError as e:
+        return "%%d" %% e.code
+    except OSError as e:
+        return "refused: %%s" %% e
+[get("https://127.0.0.1:%[1]d/data"), get("https://other.example.test:%[1]d/"), get("https://other.example.test:%[1]d/again"),
+ get("http://127.0.0.2:%[1]d/")]
+`, port)
+	cmd := exec.Command(testkit.Binary(t), "run", "--log-level", "info", "--config", cfg, "-")
+	cmd.Stdin = strings.NewReader(prog)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "SSL_CERT_FILE="+roots, "LEDGER_TEST_SECRET=Bearer "+secret)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+	}
+	var res struct {
+		Value []string `json:"value"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if len(res.Value) != 4 || res.Value[0] != "tls hello /data" {
+		t.Fatalf("value %q\nstderr %s", res.Value, stderr.String())
+	}
+	mu.Lock()
+	got := seen["/data"]
+	mu.Unlock()
+	if got != "Bearer "+secret {
+		t.Errorf("the origin saw Authorization %q, want the credential", got)
+	}
+	m := regexp.MustCompile(`execution=(x_[0-9a-f]+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no execution id in the log:\n%s", stderr.String())
+	}
+	l, err := sqlite.Open(t.Context(), data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Execution(t.Context(), m[1])
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := rec.Network
+	if n == nil {
+		t.Fatalf("the ledger's record of %s has no network block: %+v", m[1], rec)
+	}
+	want := []budget.NetworkRefusal{
+		{Host: "other.example.test", Port: port, Reason: egress.ReasonNotAllowed, Times: 2},
+		{Host: "127.0.0.2", Port: port, Reason: egress.ReasonIPLiteral, Times: 1},
+	}
+	if n.Allowed != 1 || n.Refused != 3 || !slices.Equal(n.Refusals, want) || n.BytesIn == 0 || n.BytesOut == 0 {
+		t.Errorf("the ledger holds network %+v; want 1 allowed, refusals %+v, bytes both ways", n, want)
+	}
+	// Nothing the server keeps holds the secret: the ledger's files, its outputs, its logs.
+	filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s holds the credential", p)
+		}
+		return nil
+	})
+	if strings.Contains(stdout.String()+stderr.String(), secret) {
+		t.Error("the result or the log holds the credential")
+	}
+}
+
+// Issue 28: a contained upstream is given the host paths it declares and no others: it reads
+// a read-only one but cannot write there, writes a read-write one (the host sees the file),
+// and a file beside them is not in its root.
+func TestUpstreamContainedPaths(t *testing.T) {
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	base := t.TempDir()
+	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
+	for _, d := range []string{ro, rw} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o777) // the server's identity is another uid when the test runs as root
+	}
+	if err := os.WriteFile(filepath.Join(ro, "in.txt"), []byte("declared input"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "beside.txt"), []byte("not declared"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.NewReplacer("TOKEN", "paths", "HOME_FILE", strconv.Quote("/nonexistent"), "PORT", "9").Replace(boxServer)
+	quoted, _ := json.Marshal(script)
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+profiles:
+  default: {}
+  boxed: {backend: namespaces, isolation: isolated}
+upstreams:
+  box:
+    command: ["/usr/bin/python3", "-c", %s]
+    env: {PROBE_RO: %q, PROBE_RW: %q}
+    sandbox: boxed
+    paths: {read_only: [%q], read_write: [%q]}
+tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
+`, quoted, ro, rw, ro, rw))
+	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
+	if code != 0 {
+		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	var res struct {
+		Value map[string]any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("the server saw %v", res.Value)
+	v := res.Value
+	if v["ro_read"] != "declared input" || !strings.HasPrefix(fmt.Sprint(v["ro_write"]), "refused") ||
+		v["rw_write"] != "written" || v["beside"] != false {
+		t.Errorf("the server saw %v: want the read-only path read and not written, the read-write one written, nothing beside", v)
+	}
+	if b, err := os.ReadFile(filepath.Join(rw, "out.txt")); err != nil || string(b) != "from the box" {
+		t.Errorf("the host reads %q, %v from the read-write path", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new.txt")); err == nil {
+		t.Error("the server wrote into its read-only path")
+	}
+}
+
+// Issue 28: `sandbox:` naming a profile of backend local at isolation process (what the
+// embedded and example configs do) contains the server where this host can, and where it
+// cannot (namespaces and bwrap disabled, standing in for such a host) runs it unconfined, doctor and
+// the log saying why; a profile naming its backend never falls back.
+func TestUpstreamContainedWhereItCan(t *testing.T) {
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+	script := strings.NewReplacer("TOKEN", "local", "HOME_FILE", strconv.Quote("/nonexistent"), "PORT", "9").Replace(boxServer)
+	quoted, _ := json.Marshal(script)
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: "-"
+profiles:
+  default: {backend: local, allow_same_uid: true}
+  strict: {backend: namespaces, isolation: isolated}
+upstreams:
+  box: {command: ["/usr/bin/python3", "-c", %s], sandbox: default}
+  pinned: {command: ["/bin/true"], sandbox: strict}
+  loose: {command: ["/bin/true"]}
+tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
+`, quoted))
+	cli := func(disable string, stdin string, args ...string) (string, string) {
+		cmd := exec.Command(testkit.Binary(t), args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "MCP_SANDBOX_DISABLE="+disable)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		_ = cmd.Run() // doctor exits 1 when a profile is not ready: strict, with namespaces disabled
+		return o.String(), e.String()
+	}
+	type state struct {
+		Name      string `json:"name"`
+		Contained bool   `json:"contained"`
+		State     string `json:"state"`
+	}
+	doctor := func(disable string) map[string]state {
+		out, errOut := cli(disable, "", "doctor", "--json", "--config", cfg)
+		var d struct {
+			Upstreams []state `json:"upstreams"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("doctor: %v\n%s\n%s", err, out, errOut)
+		}
+		m := map[string]state{}
+		for _, s := range d.Upstreams {
+			m[s.Name] = s
+		}
+		return m
+	}
+	probe := func(disable string) map[string]any {
+		out, errOut := cli(disable, "await box__probe()", "run", "--config", cfg, "-")
+		var res struct {
+			Value map[string]any `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Value == nil {
+			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
+		}
+		return res.Value
+	}
+
+	d := doctor("")
+	if !d["box"].Contained || !strings.Contains(d["box"].State, "namespaces") || !d["pinned"].Contained ||
+		d["loose"].Contained || !strings.Contains(d["loose"].State, "this host can contain it") {
+		t.Errorf("doctor with namespaces: %+v", d)
+	}
+	if v := probe(""); v["ppid"] != float64(1) {
+		t.Errorf("the server saw %v: want it in its own pid namespace", v)
+	}
+
+	d = doctor("namespaces,bwrap")
+	if d["box"].Contained || !strings.HasPrefix(d["box"].State, "UNCONFINED") || !strings.Contains(d["box"].State, "namespace creation is disabled") ||
+		!d["pinned"].Contained {
+		t.Errorf("doctor without namespaces: %+v", d)
+	}
+	if v := probe("namespaces,bwrap"); v["ppid"] == float64(1) || v["procs"].(float64) <= 2 {
+		t.Errorf("the server saw %v: want it run as a process of the host's", v)
 	}
 }

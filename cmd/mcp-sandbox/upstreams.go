@@ -114,8 +114,12 @@ func openUpstreams(cfg *configs.Config, tenants []string, ledger budget.Ledger) 
 			}
 			srv := upstreamServer(name, u)
 			if u.Sandbox != "" {
-				p, _ := cfg.Profile(u.Sandbox)
-				srv.Launch = containedLauncher(u.Sandbox, p)
+				if contained, state := upstreamSandbox(cfg, u); contained {
+					p, _ := cfg.Profile(u.Sandbox)
+					srv.Launch = containedLauncher(u.Sandbox, p, u.Paths)
+				} else {
+					slog.Warn("upstream server runs unconfined", "upstream", name, "tenant", tname, "why", state)
+				}
 			}
 			servers = append(servers, srv)
 		}

@@ -45,6 +45,11 @@ func buildRoot(m *Mounts, uid, gid int) error {
 		}
 		done = append(done, p)
 	}
+	for _, b := range m.Binds {
+		if err := bindDeclared(b, path.Join(root, b.Path)); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(path.Join(root, "dev"), 0o755); err != nil {
 		return err
 	}
@@ -182,6 +187,47 @@ func bindRO(src, dst string, device bool) error {
 		}
 		if err := unix.Mount("", dst, "", flags, ""); err != nil {
 			return fmt.Errorf("making %s read-only: %v", src, err)
+		}
+	}
+	return nil
+}
+
+// bindDeclared binds a declared path at dst: nosuid and nodev, read-only unless b.Writable.
+// The path must exist; a symbolic link is bound as what it leads to, as mount(2) does.
+func bindDeclared(b Bind, dst string) error {
+	st, err := os.Stat(b.Path)
+	if err != nil {
+		return fmt.Errorf("declared path %s: %v", b.Path, err)
+	}
+	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	// A path below a system path bound read-only is there already: mounted over as it is.
+	if _, lerr := os.Lstat(dst); lerr != nil {
+		if st.IsDir() {
+			err = os.MkdirAll(dst, 0o755)
+		} else {
+			var f *os.File
+			if f, err = os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("mount point for %s: %v", b.Path, err)
+		}
+	}
+	if err := unix.Mount(b.Path, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding %s: %v", b.Path, err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_NOSUID | unix.MS_NODEV)
+	if !b.Writable {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		if err := unix.Mount("", dst, "", flags, ""); err != nil { // kernels before 5.12
+			return fmt.Errorf("making %s %s: %v", b.Path, map[bool]string{false: "read-only", true: "nosuid"}[b.Writable], err)
 		}
 	}
 	return nil

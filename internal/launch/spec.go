@@ -147,6 +147,10 @@ type Mounts struct {
 	// ReadOnly are host paths bound read-only (nosuid) at the same place; a path below one
 	// already listed is skipped, a symbolic link is recreated rather than followed.
 	ReadOnly []string `json:"ro"`
+	// Binds are host paths bound at the same place after ReadOnly (nosuid, nodev; read-only
+	// unless Writable): a contained server's declared paths. Unlike ReadOnly, a missing one
+	// fails the start.
+	Binds []Bind `json:"binds,omitempty"`
 	// Devices are host device nodes bound into a fresh /dev (null, zero, random, urandom).
 	Devices []string `json:"devices"`
 	// Files are small files written into the root (a minimal /etc/passwd, /etc/hosts).
@@ -162,6 +166,12 @@ type Mounts struct {
 	Loopback bool `json:"loopback"`
 	// Hostname is set in the UTS namespace when not empty.
 	Hostname string `json:"hostname,omitempty"`
+}
+
+// Bind is one of Mounts.Binds.
+type Bind struct {
+	Path     string `json:"path"`
+	Writable bool   `json:"rw,omitempty"`
 }
 
 // StatusFD is the descriptor a Reaper writes the Status of pid 2 to.

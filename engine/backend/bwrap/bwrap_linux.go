@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +108,10 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 // EgressByRules: as root, the init helper can be started in a network namespace whose one
 // route out is the egress proxy's listener, which bwrap then keeps.
 func (b *Backend) EgressByRules() bool { return os.Geteuid() == 0 }
+
+// RunsCommands: a command (an upstream stdio server) runs in the same namespaces, root and
+// limits as a program, bwrap passing the channel on as its stdin and stdout.
+func (b *Backend) RunsCommands() bool { return true }
 
 // Name is "bwrap".
 func (b *Backend) Name() string { return "bwrap" }
@@ -223,12 +228,29 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		}
 		attr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
 	}
+	// A command's declared paths, bound after the system's (bwrap binds nosuid and nodev, and
+	// fails on a path missing or out of the sandbox identity's reach).
+	for _, p := range spec.Paths {
+		if p.Writable {
+			binds = append(binds, "--bind", p.Path, p.Path)
+		} else {
+			binds = append(binds, "--ro-bind", p.Path, p.Path)
+		}
+	}
 	argv := append([]string{b.bwrap}, b.args(workspace, netns, binds...)...)
 	// bwrap always sets PWD after --chdir; env(1) takes it out again, so the environment
 	// stays built from nothing.
-	argv = append(append(argv, b.env, "-u", "PWD", b.base.Python), b.base.Argv(spec.Argv)...)
+	argv = append(argv, b.env, "-u", "PWD")
+	if len(spec.Command) > 0 {
+		argv = append(argv, spec.Command...)
+		for _, k := range slices.Sorted(maps.Keys(spec.CommandEnv)) {
+			env = append(env, k+"="+spec.CommandEnv[k])
+		}
+	} else {
+		argv = append(append(argv, b.base.Python), b.base.Argv(spec.Argv)...)
+	}
 	ls := &launch.Spec{
-		Python: b.bwrap, Argv: argv, Env: env,
+		Python: b.bwrap, Argv: argv, Env: env, StdioChannel: len(spec.Command) > 0,
 		ParentPID: os.Getpid(), Drop: b.base.Drop, UID: id.UID, GID: id.GID,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NoFile: 1024},

@@ -323,6 +323,9 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			Proc: true, Loopback: netns, Hostname: "sandbox",
 		},
 	}
+	for _, p := range spec.Paths {
+		ls.Mounts.Binds = append(ls.Mounts.Binds, launch.Bind{Path: p.Path, Writable: p.Writable})
+	}
 	if b.root && !b.base.Drop {
 		// Root without the identity drop: RLIMIT_NPROC would count the host's every root
 		// process (and root may exceed it). In a user namespace the kernel counts the limit

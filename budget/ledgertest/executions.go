@@ -1,0 +1,97 @@
+package ledgertest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+)
+
+// contractExecutions: a ledger keeps each execution's record, its end with what its egress
+// proxy decided (budget.Network: allowed, refusals by host, port and reason, bytes each way)
+// included, and other (a second opener of the same store, or l itself) reads it back: a
+// running execution has no end, one without network rules has no network block, an
+// execution ended twice keeps its last end, and an unknown id is ErrNotFound.
+func contractExecutions(t *testing.T, l, other budget.Ledger) {
+	ctx := t.Context()
+	_, ok := l.(budget.Executions)
+	if !ok {
+		t.Fatalf("%T reads no executions back: every ledger implements budget.Executions", l)
+	}
+	eo := other.(budget.Executions)
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	before := time.Now().Add(-time.Hour)
+
+	// x1 ends through its Meter, as execution.Execute ends it, with a call and a network block.
+	m, err := budget.Start(ctx, l, run, "x1", "sha256:agent", budget.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, fe := m.Admit(ctx, budget.Call{Tool: "srv__tool", ArgumentBytes: 10})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if err := tk.Finish(ctx, budget.Outcome{Status: budget.Succeeded, TransferBytes: 70}); err != nil {
+		t.Fatal(err)
+	}
+	network := budget.Network{Allowed: 3, Refused: 12, BytesIn: 4096, BytesOut: 512, Refusals: []budget.NetworkRefusal{
+		{Host: "other.test", Port: 443, Reason: "not_allowed", Times: 10},
+		{Host: "10.0.0.1", Port: 80, Reason: "ip_literal", Times: 1},
+	}}
+	m.NoteNetwork(network)
+	c := budget.Context{BindingBytes: 70, ReturnedBytes: 20, KeptOutBytes: 50}
+	if err := m.End(ctx, "completed", json.RawMessage(`[{"name":"stdout"}]`), c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := eo.Execution(ctx, "x1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := budget.ExecutionRecord{ID: "x1", Run: run, AgentVersion: "sha256:agent", Status: "completed",
+		Usage: budget.Usage{Calls: 1, TransferBytes: 70}, Attachments: json.RawMessage(`[{"name":"stdout"}]`), Context: c, Network: &network}
+	ignoreTime := cmpopts.IgnoreFields(budget.ExecutionRecord{}, "StartedAt", "EndedAt")
+	if d := cmp.Diff(want, got, ignoreTime); d != "" {
+		t.Errorf("Execution(x1) (-want +got):\n%s", d)
+	}
+	if got.StartedAt.Before(before) || got.EndedAt.Before(got.StartedAt) {
+		t.Errorf("started %v, ended %v; want about now, in order", got.StartedAt, got.EndedAt)
+	}
+
+	// x2 runs without rules: no network block. x3 is still running.
+	StartExecution(t, l, run, "x2")
+	StartExecution(t, l, run, "x3")
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x2", Status: "timeout"}); err != nil {
+		t.Fatal(err)
+	}
+	if x, err := eo.Execution(ctx, "x2"); err != nil || x.Network != nil || x.Status != "timeout" || x.EndedAt.IsZero() {
+		t.Errorf("Execution(x2) = %+v, %v; want timeout, ended, no network block", x, err)
+	}
+	if x, err := eo.Execution(ctx, "x3"); err != nil || x.Status != "running" || !x.EndedAt.IsZero() || x.Network != nil {
+		t.Errorf("Execution(x3) = %+v, %v; want running, no end", x, err)
+	}
+
+	// Ended again (an end recorded twice): the last end stands, an empty refusal list as such.
+	last := budget.Network{Allowed: 1}
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: &last}); err != nil {
+		t.Fatal(err)
+	}
+	last.Allowed = 2
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: &last}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := eo.Execution(ctx, "x3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(&budget.Network{Allowed: 2, Refusals: []budget.NetworkRefusal{}}, x.Network); d != "" {
+		t.Errorf("Execution(x3).Network after two ends (-want +got):\n%s", d)
+	}
+	if _, err := eo.Execution(ctx, "nope"); !errors.Is(err, budget.ErrNotFound) {
+		t.Errorf("Execution(unknown) = %v, want ErrNotFound", err)
+	}
+}

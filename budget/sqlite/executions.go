@@ -1,0 +1,47 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+)
+
+var _ budget.Executions = (*Ledger)(nil)
+
+func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionRecord, error) {
+	if err := s.Flush(ctx); err != nil { // a call finished lazily counts in the execution's usage
+		return budget.ExecutionRecord{}, err
+	}
+	var x budget.ExecutionRecord
+	var started int64
+	var ended sql.NullInt64
+	var att, network sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT id, tenant, run_id, agent_version, status, started_at, ended_at,
+		calls, transfer_bytes, produced_bytes, preserved_bytes, attachments, binding_bytes, returned_bytes, kept_out_bytes,
+		network FROM executions WHERE id = ?`, id).Scan(&x.ID, &x.Run.Tenant, &x.Run.ID, &x.AgentVersion, &x.Status,
+		&started, &ended, &x.Usage.Calls, &x.Usage.TransferBytes, &x.Usage.ProducedBytes, &x.Usage.PreservedBytes, &att,
+		&x.Context.BindingBytes, &x.Context.ReturnedBytes, &x.Context.KeptOutBytes, &network)
+	if errors.Is(err, sql.ErrNoRows) {
+		return budget.ExecutionRecord{}, fmt.Errorf("%w: execution %s", budget.ErrNotFound, id)
+	}
+	if err != nil {
+		return budget.ExecutionRecord{}, fmt.Errorf("budget: execution: %w", err)
+	}
+	x.StartedAt = time.Unix(0, started)
+	if ended.Valid {
+		x.EndedAt = time.Unix(0, ended.Int64)
+	}
+	if att.Valid {
+		x.Attachments = []byte(att.String)
+	}
+	if network.Valid {
+		if x.Network, err = budget.UnmarshalNetwork([]byte(network.String)); err != nil {
+			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: network: %w", id, err)
+		}
+	}
+	return x, nil
+}
