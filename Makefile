@@ -118,6 +118,7 @@ fuzz:
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzV1Answer$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./mcpserver -run '^$$' -fuzz '^FuzzOpenState$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/backend/container -run '^$$' -fuzz '^FuzzStreamsDemux$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report -timeout 30m
