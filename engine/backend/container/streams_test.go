@@ -22,7 +22,7 @@ func record(stream byte, payload string) string {
 // demuxAll feeds input to a fresh channel in pieces of size step (from one goroutine, as the
 // CLI's copy does), then ends it as a reaped CLI would, and returns what the channel read,
 // the error that ended the reads, and the program's stdout.
-func demuxAll(t *testing.T, token, input string, step int) (channelBytes string, err error, stdout string) {
+func demuxAll(t *testing.T, token, input string, step int) (channelBytes, stdout string, err error) {
 	t.Helper()
 	var out bytes.Buffer
 	s := newStreams(token, &out)
@@ -41,7 +41,7 @@ func demuxAll(t *testing.T, token, input string, step int) (channelBytes string,
 	}()
 	got, err := io.ReadAll(s)
 	<-fed
-	return string(got), err, out.String()
+	return string(got), out.String(), err
 }
 
 // The token line, then stdout and channel records interleaved, arrive split at every size:
@@ -54,7 +54,7 @@ func TestStreamsDemux(t *testing.T) {
 	input := token + "\n" + record(stdoutRecord, "before ") + record(channelRecord, frames[:10]) +
 		record(stdoutRecord, big) + record(channelRecord, frames[10:]) + record(stdoutRecord, "after")
 	for _, step := range []int{1, 3, recordHeader, 1000, len(input)} {
-		ch, err, stdout := demuxAll(t, token, input, step)
+		ch, stdout, err := demuxAll(t, token, input, step)
 		if ch != frames || err != nil || stdout != "before "+big+"after" {
 			t.Errorf("step %d: channel %q, err %v, stdout %d bytes", step, ch, err, len(stdout))
 		}
@@ -75,7 +75,7 @@ func TestStreamsMalformed(t *testing.T) {
 		"a record over the bound": token + "\n" + header(channelRecord, 0, 0, 0, 0, 1, 0, 1),
 		"an empty stdout record":  token + "\n" + record(stdoutRecord, ""),
 	} {
-		ch, err, stdout := demuxAll(t, token, input+record(stdoutRecord, "late"), 7)
+		ch, stdout, err := demuxAll(t, token, input+record(stdoutRecord, "late"), 7)
 		if !errors.Is(err, errMalformedStreams) || ch != "" || stdout != "" {
 			t.Errorf("%s: channel %q, err %v, stdout %q; want errMalformedStreams and nothing", name, ch, err, stdout)
 		}
@@ -86,12 +86,12 @@ func TestStreamsMalformed(t *testing.T) {
 // goes on; a CLI that ends before the token is the child's exit before it connected.
 func TestStreamsEnds(t *testing.T) {
 	token := newToken()
-	ch, err, stdout := demuxAll(t, token, token+"\n"+record(channelRecord, "{}\n")+record(channelRecord, "")+
+	ch, stdout, err := demuxAll(t, token, token+"\n"+record(channelRecord, "{}\n")+record(channelRecord, "")+
 		record(channelRecord, "ignored\n")+record(stdoutRecord, "still printing"), 5)
 	if ch != "{}\n" || err != nil || stdout != "still printing" {
 		t.Errorf("after the child's end: channel %q, err %v, stdout %q", ch, err, stdout)
 	}
-	ch, err, _ = demuxAll(t, token, token[:10], 5)
+	ch, _, err = demuxAll(t, token, token[:10], 5)
 	if ch != "" || !errors.Is(err, errNoChild) || !errors.Is(err, io.EOF) {
 		t.Errorf("the CLI ended before the token: channel %q, err %v; want errNoChild", ch, err)
 	}

@@ -111,11 +111,3 @@ func (e Enforcement) Grades() engine.Guarantees {
 		engine.DimFilesystem:   engine.Unavailable,
 	}
 }
-
-// The limits of Probe's cases.
-var (
-	limitsNone      = engine.Limits{}
-	limitsCPU       = engine.Limits{CPUSeconds: 1}
-	limitsMemory    = engine.Limits{MemoryBytes: 64 << 20}
-	limitsProcesses = engine.Limits{ProcessCount: 2}
-)

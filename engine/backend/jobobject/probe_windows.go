@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"golang.org/x/sys/windows"
 )
 
@@ -81,6 +82,14 @@ func ChildMain(args []string) int {
 	return 0
 }
 
+// The limits of Probe's cases.
+var (
+	limitsNone      = engine.Limits{}
+	limitsCPU       = engine.Limits{CPUSeconds: 1}
+	limitsMemory    = engine.Limits{MemoryBytes: 64 << 20}
+	limitsProcesses = engine.Limits{ProcessCount: 2}
+)
+
 // run starts self's hostile child mode in a job with l and returns the job, the command and
 // a reader of its stdout.
 func run(self string, l Limits, args ...string) (*Job, *exec.Cmd, *bufio.Reader, error) {
@@ -132,8 +141,8 @@ func Probe(ctx context.Context, self string, bound time.Duration) (e Enforcement
 		spent, ended := j.spendCPU(done, 3*limitsCPU.CPUSeconds, bound)
 		switch {
 		case !ended:
-			note("cpu: a busy loop used %.1fs of CPU time in a job limited to %gs and went on", spent, limitsCPU.CPUSeconds)
-		case LimitHit(j.Messages()) == "cpu_seconds" || j.sawMessage(msgEndOfJobTime):
+			note("cpu: a busy loop went on in a job limited to %gs of CPU time (the job accounted %.1fs)", limitsCPU.CPUSeconds, spent)
+		case LimitHit(j.Messages()) == engine.LimitCPU:
 			e.CPU = true
 		default:
 			note("cpu: the busy loop ended without the job's end-of-time message (%v)", j.Messages())
@@ -230,13 +239,4 @@ func (j *Job) spendCPU(done <-chan struct{}, limit float64, bound time.Duration)
 			return a.CPUSeconds, false
 		}
 	}
-}
-
-func (j *Job) sawMessage(m uint32) bool {
-	for _, got := range j.Messages() {
-		if got == m {
-			return true
-		}
-	}
-	return false
 }

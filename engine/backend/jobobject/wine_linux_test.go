@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -43,7 +42,11 @@ func TestUnderWine(t *testing.T) {
 		gate.Require(t, "hostile", false, "the Windows children run in the tests' own pid namespace only (root)")
 	}
 	exe := filepath.Join(t.TempDir(), "jobobject.test.exe")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "test", "-c", "-o", exe, ".")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to build the windows tests: %v", err)
+	}
+	build := exec.Command(goBin, "test", "-c", "-o", exe, ".")
 	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the windows tests: %v\n%s", err, out)
