@@ -18,7 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == ChildArg {
-		os.Exit(ChildMain(os.Args[2:]))
+		os.Exit(ChildMain(os.Args[2:], os.Stdout))
 	}
 	os.Exit(m.Run())
 }

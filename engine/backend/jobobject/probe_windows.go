@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -20,7 +21,8 @@ import (
 // (or a test's TestMain) hands the rest to ChildMain before anything else.
 const ChildArg = "__mcp-sandbox-jobobject-child"
 
-// ChildMain runs one hostile behaviour and returns the exit status:
+// ChildMain runs one hostile behaviour, writing what it reports to stdout (the process's own,
+// which its caller hands it), and returns the exit status:
 //
 //	spin            a busy loop, forever
 //	sleep           sleeps, forever
@@ -28,7 +30,7 @@ const ChildArg = "__mcp-sandbox-jobobject-child"
 //	alloc BYTES     commits BYTES of memory; prints "committed" or "refused"
 //	spawn N         starts N `sleep` children; prints how many started
 //	print42         prints 42
-func ChildMain(args []string) int {
+func ChildMain(args []string, stdout io.Writer) int {
 	if len(args) == 0 {
 		return 2
 	}
@@ -49,22 +51,22 @@ func ChildMain(args []string) int {
 		for range 2 {
 			c, err := sleepChild()
 			if err != nil {
-				fmt.Println("error", err)
+				fmt.Fprintln(stdout, "error", err)
 				return 1
 			}
 			pids = append(pids, strconv.Itoa(c.Process.Pid))
 		}
-		fmt.Println(strings.Join(pids, " "))
+		fmt.Fprintln(stdout, strings.Join(pids, " "))
 		time.Sleep(time.Hour)
 	case "alloc":
 		n, _ := strconv.ParseUint(args[1], 10, 64)
 		// VirtualAlloc, not Go's heap: a refused commit is an error here, where the runtime
 		// would end the process.
 		if _, err := windows.VirtualAlloc(0, uintptr(n), windows.MEM_COMMIT|windows.MEM_RESERVE, windows.PAGE_READWRITE); err != nil {
-			fmt.Println("refused")
+			fmt.Fprintln(stdout, "refused")
 			return 0
 		}
-		fmt.Println("committed")
+		fmt.Fprintln(stdout, "committed")
 	case "spawn":
 		n, _ := strconv.Atoi(args[1])
 		started := 0
@@ -73,9 +75,9 @@ func ChildMain(args []string) int {
 				started++
 			}
 		}
-		fmt.Println(started)
+		fmt.Fprintln(stdout, started)
 	case "print42":
-		fmt.Println(42)
+		fmt.Fprintln(stdout, 42)
 	default:
 		return 2
 	}
