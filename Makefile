@@ -98,6 +98,7 @@ cross:
 	GOOS=windows $(GO) build -o /dev/null ./cmd/mcp-sandbox
 	GOOS=windows $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
+	GOOS=windows $(GO) test -c -o /dev/null ./engine/backend/jobobject
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
