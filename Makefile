@@ -98,6 +98,7 @@ cross:
 	GOOS=windows $(GO) build -o /dev/null ./cmd/mcp-sandbox
 	GOOS=windows $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
+	GOOS=windows $(GO) test -c -o /dev/null ./engine/backend/jobobject
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
@@ -118,6 +119,7 @@ fuzz:
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzV1Answer$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./mcpserver -run '^$$' -fuzz '^FuzzOpenState$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/backend/container -run '^$$' -fuzz '^FuzzStreamsDemux$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./benchmarks -run TestReport -count=1 -v -bench-report -timeout 30m

@@ -116,6 +116,14 @@ func TestReport(t *testing.T) {
 			}
 			subjects = append(subjects, s)
 		}
+		// The channel over the container's standard streams (a runtime in a VM gets it),
+		// beside the socket: the same container, the frames relayed through the CLI.
+		sb, err := container.New(ctx, &container.Options{Disable: []string{"socket"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects = append(subjects, &subject{name: "isolated level (container, " + d.Runtime.Kind + ", stream channel), cold start",
+			runner: newRunner(sb, 0), settle: 30 * time.Millisecond})
 	} else {
 		t.Logf("container level not measured: %s", d.Reason)
 	}

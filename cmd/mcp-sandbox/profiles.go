@@ -139,7 +139,8 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 }
 
 // DisableEnv names mechanisms to treat as absent on this host, comma-separated (namespaces,
-// userns, subids, bwrap, cgroup, landlock, seccomp, identity): an operator's way to see what a
+// userns, subids, bwrap, cgroup, landlock, seccomp, identity, socket: the container backend's
+// channel is then the container's standard streams): an operator's way to see what a
 // profile does on a host without them, and the tests' way to stand in for such a host.
 // Nothing is ever made stronger by it.
 const DisableEnv = "MCP_SANDBOX_DISABLE"

@@ -8,7 +8,7 @@ _VERSION = 1
 _PROGRAM = "<program>"
 _canary, _port4, _port6, _max_value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 _warm = sys.argv[5:6] == ["warm"]  # started ahead of its program: warm up while it waits
-_socket_mode = sys.argv[6:8]  # containers: the channel's socket, and the variables to keep
+_socket_mode = sys.argv[6:8]  # containers: the channel's socket ("-": the standard streams), and the variables to keep
 sys.argv = [_PROGRAM]
 _is_child = False  # true in a process the program forked: it must never speak on the channel
 
@@ -16,10 +16,15 @@ _is_child = False  # true in a process the program forked: it must never speak o
 def _forked():
     global _is_child
     _is_child = True
-    try:
-        os.close(_CHAN)
-    except OSError:
-        pass
+    fds = [_CHAN]
+    if _streams:  # stream mode's relays live in the parent only
+        fds += [_streams[0], _streams[1], _streams[4].detach(), _stdin_fd[0]]
+        _streams[:] = []
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -62,14 +67,120 @@ except Exception:  # another CPython: fall back to the json package
     _loads = _jsonmod.loads
 
 
+# Stream mode (containers whose runtime runs them in a VM: a socket on the host does not reach
+# them): fd 3 is one end of a socket pair, as in every other mode; two threads relay its other
+# end, the host's frames from stdin and this child's frames to the container's stdout. There
+# everything this child sends goes as records, each an 8-byte header (stream id, three zero
+# bytes, the payload's length as a big-endian uint32: the layout of Docker's attach streams)
+# and at most _RECORD bytes: stream 3 carries the wire's frames (an empty one: this child
+# closed its channel), stream 1 what the program writes to its fd 1, a pipe forwarded by a
+# third thread and the flush paths below. The program's stderr stays the container's. _streams
+# is [stdout's fd, the pipe's read end, the pair's far end, the lock every record is written
+# under], empty in the other modes.
+_streams = []
+_RECORD = 1 << 16
+_STDOUT_RECORD, _CHANNEL_RECORD = 1, 3
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _write_record(stream, data):
+    """Callers hold _streams[3]."""
+    _write_all(_streams[0], bytes((stream, 0, 0, 0)) + len(data).to_bytes(4, "big") + data)
+
+
+def _forward_once():
+    """Forwards one read of the program's stdout pipe: None when it held nothing, False at
+    its end. Callers hold _streams[3]."""
+    try:
+        data = os.read(_streams[1], _RECORD)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return False
+    if not data:
+        return False
+    _write_record(_STDOUT_RECORD, data)
+    return True
+
+
+def _drain_stdout():
+    """Forwards what the pipe holds now. Callers hold _streams[3]."""
+    while _forward_once():
+        pass
+
+
+def _forward_stdout():
+    import select
+
+    p = select.poll()
+    p.register(_streams[1], select.POLLIN)
+    while True:
+        p.poll()
+        with _streams[3]:  # one read at a time: frames are not held up by a flood
+            if _forward_once() is False:
+                return
+
+
+def _relay_out():
+    """This child's frames, from the pair's far end to stdout records; an empty record when
+    every holder of fd 3 has closed it."""
+    while True:
+        try:
+            data = os.read(_streams[2], _RECORD)
+        except OSError:
+            data = b""
+        with _streams[3]:
+            _write_record(_CHANNEL_RECORD, data)
+        if not data:
+            return
+
+
+def _relay_in(far):
+    """The host's frames, from stdin to the pair's far end; the end of stdin (the host hung
+    up) shuts down the far end's writing, which fd 3 sees as a hang-up (SIGIO)."""
+    import _socket
+
+    while True:
+        try:
+            data = os.read(_stdin_fd[0], 1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            try:
+                far.shutdown(_socket.SHUT_WR)
+            except OSError:
+                pass
+            return
+        try:
+            _write_all(_streams[2], data)
+        except OSError:
+            return
+
+
+_stdin_fd = [0]
+
+
+def _flush_stdout_records():
+    """At a kill: what the program printed goes out before the interpreter ends. The lock is
+    taken with a bound (a relay may be blocked writing a record), and then what the pipe holds
+    is lost."""
+    if _streams and _streams[3].acquire(True, 0.2):
+        try:
+            _drain_stdout()
+        finally:
+            _streams[3].release()
+
+
 def _send(frame):
     if _is_child:
         return
-    data = (_dumps(frame) + "\n").encode()
-    view = memoryview(data)
-    while view:
-        n = os.write(_CHAN, view)
-        view = view[n:]
+    _write_all(_CHAN, (_dumps(frame) + "\n").encode())
 
 
 _inbuf = b""
@@ -113,10 +224,56 @@ def _connect(path, keep):
     except OSError as e:
         os.write(2, ("mcp-sandbox-init: the sandbox child cannot reach the host's channel: %s\n" % e).encode())
         os._exit(125)
+    _keep_only(keep)
+
+
+def _keep_only(keep):
     keep = keep.split(",")
     for name in list(os.environ):
         if name not in keep:
             del os.environ[name]
+
+
+def _attach_streams(keep):
+    """Stream mode: the token read from stdin goes first on stdout, as a line of its own;
+    then fd 3 is a socket pair's end relayed to stdin and stdout (records), the program's fd 0
+    is /dev/null and its fd 1 a pipe forwarded as stdout records."""
+    try:
+        import _socket
+        import _thread
+
+        token = b""
+        while not token.endswith(b"\n") and len(token) < 256:
+            chunk = os.read(0, 256 - len(token))
+            if not chunk:
+                break
+            token += chunk
+        import fcntl
+
+        # Above fd 3, which is the channel's, and not inherited by the program's children.
+        _stdin_fd[0] = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 10)
+        out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 10)
+        near, far = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        if near.fileno() != _CHAN:
+            os.dup2(near.fileno(), _CHAN)
+            near.close()
+        else:
+            near.detach()
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        r, w = os.pipe()
+        os.dup2(w, 1)
+        os.close(w)
+        os.set_blocking(r, False)
+        _write_all(out, token)
+        _streams[:] = [out, r, far.fileno(), _thread.allocate_lock(), far]
+        for relay, args in ((_forward_stdout, ()), (_relay_out, ()), (_relay_in, (far,))):
+            _thread.start_new_thread(relay, args)
+    except OSError as e:
+        os.write(2, ("mcp-sandbox-init: the sandbox child cannot attach its channel to its standard streams: %s\n" % e).encode())
+        os._exit(125)
+    _keep_only(keep)
 
 
 # ---- the probe: what containment this child observes, before any program byte arrives ----
@@ -240,11 +397,13 @@ def _on_hangup(signum, frame):
         return
     if hung_up:  # not a result frame arriving: the host has ended the execution
         _flush_streams()
+        _flush_stdout_records()
         os._exit(0)
 
 
 def _on_cpu_limit(signum, frame):
     _flush_streams()
+    _flush_stdout_records()
     _signal.signal(_signal.SIGXCPU, _signal.SIG_DFL)
     os.kill(os.getpid(), _signal.SIGXCPU)
 
@@ -591,7 +750,9 @@ def _warm_up():
 
 
 def _main():
-    if _socket_mode:
+    if _socket_mode and _socket_mode[0] == "-":
+        _attach_streams(_socket_mode[1])
+    elif _socket_mode:
         _connect(*_socket_mode)
     _send({"type": "hello", "version": _VERSION, "probe": _probe()})
     if _warm:
@@ -613,6 +774,9 @@ def _main():
                 os.close(fd)
             except OSError:
                 pass
+        if _streams:  # what the pipe holds goes out before done
+            with _streams[3]:
+                _drain_stdout()
         _send(done)
         # The host collects the workspace now; it closes the channel (or kills the tree) when
         # it is done with it.

@@ -6,12 +6,15 @@
 // (containers) two more arguments follow, SOCKET and KEEP: the
 // bootstrap reads the token line from stdin, connects to the Unix socket SOCKET, sends the
 // token line first, moves the socket to fd 3, and drops every environment variable not named
-// in the comma-separated KEEP (engine/wire documents the framing). Then it probes its
+// in the comma-separated KEEP (engine/wire documents the framing). SOCKET "-" is stream
+// mode (containers no host socket reaches): the token line goes back first on stdout, fd 3 is
+// a socket pair's end relayed to stdin and to stdout records, and the program's fd 1 a pipe
+// forwarded as records (docs/design.md §4.1). Then it probes its
 // own containment, sends the hello frame on fd 3, waits for run or abort, and runs the program
 // as the body of an async function: top-level await and return work, the value is the return
 // value or the final expression's, and every failure comes back as a done frame with the full
 // traceback. Its Python imports only what the interpreter has already loaded plus small C modules
-// (_json, _socket, resource, and _signal, fcntl and select to flush the program's output
+// (_json, _socket, resource, _thread in stream mode, and _signal, fcntl and select to flush the program's output
 // before a kill: see "Output at a kill" in package engine), because every import is paid by
 // every execution; a cold child loads asyncio only for a program that awaits.
 //

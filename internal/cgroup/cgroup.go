@@ -453,6 +453,10 @@ func (g *Parent) containerPIDs() []int {
 	return pids
 }
 
+// PIDs lists the container's processes (not the runtime monitor's), in this process's pid
+// namespace.
+func (g *Parent) PIDs() []int { return g.containerPIDs() }
+
 // End sends SIGKILL to every process of the container once, then lifts the memory limit: a
 // process exiting in a memory cgroup that is full of what the container wrote to its tmpfs
 // mounts (which only the container's end frees) can wait on that memory indefinitely. Every

@@ -34,7 +34,7 @@ type plan struct {
 	uid, gid  int
 	terms     engine.Terms
 	workspace string // the workspace's path inside the container, fresh per execution
-	execDir   string // the host directory mounted at channelDir
+	execDir   string // the host directory mounted at channelDir; "" when the channel is the standard streams
 	// cgroupParent nests the container under the execution's cgroup, which then carries the
 	// memory limit; "" leaves the limit to the runtime's --memory.
 	cgroupParent             string
@@ -110,10 +110,12 @@ func (p *plan) args() []string {
 		ws += ",uid=" + strconv.Itoa(p.uid) + ",gid=" + strconv.Itoa(p.gid)
 	}
 	a = append(a, "--tmpfs", p.workspace+":"+ws,
-		"--tmpfs", "/tmp:rw,nosuid,nodev,size="+strconv.FormatInt(p.tmpBytes, 10)+",mode=1777",
+		"--tmpfs", "/tmp:rw,nosuid,nodev,size="+strconv.FormatInt(p.tmpBytes, 10)+",mode=1777")
+	if p.execDir != "" {
 		// z: where SELinux is enforcing, the container may use the directory (a no-op elsewhere).
-		"--volume", p.execDir+":"+channelDir+":ro,z",
-		"--workdir", p.workspace)
+		a = append(a, "--volume", p.execDir+":"+channelDir+":ro,z")
+	}
+	a = append(a, "--workdir", p.workspace)
 
 	t := p.terms
 	ulimit := func(name string, v uint64) {
@@ -144,7 +146,11 @@ func (p *plan) args() []string {
 	a = append(a, envFlags...)
 	a = append(a, "--entrypoint", p.python, p.image)
 	a = append(a, p.interpreter...)
-	return append(a, channelDir+"/"+channelSocket, strings.Join(keep, ","))
+	channelArg := streamsPathArg // no socket directory: the channel is the standard streams
+	if p.execDir != "" {
+		channelArg = channelDir + "/" + channelSocket
+	}
+	return append(a, channelArg, strings.Join(keep, ","))
 }
 
 // profileName is the file name of the policy's profile for network none or not.

@@ -105,6 +105,14 @@ func TestRunArguments(t *testing.T) {
 			if a := p.args(); !has(a, "--uidmap", "0:1610809344:65536", "--gidmap", "0:1610809344:65536") {
 				t.Errorf("the execution's id map: %q", a)
 			}
+
+			// The channel over the standard streams mounts nothing and names "-" as the socket.
+			p.execDir = ""
+			a = p.args()
+			if slices.Contains(a, "--volume") || !has(a, "canary", "-", "HOME,TMPDIR,PATH,PYTHONDONTWRITEBYTECODE,LC_CTYPE,API_TOKEN") ||
+				!has(a, "--interactive") {
+				t.Errorf("the stream channel's arguments: %q", a)
+			}
 		})
 	}
 }

@@ -3,7 +3,6 @@
 package container
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -52,13 +51,12 @@ type channel struct {
 
 	mu       sync.Mutex // guards everything below
 	conn     *net.UnixConn
-	peerPID  int
-	pidfd    int   // a pidfd of the peer, -1 when none
 	err      error // why there is no conn, once ready is closed without one
 	pending  map[net.Conn]bool
 	deadline time.Time
 
 	loops sync.WaitGroup // the accept loop and the token readers
+	proc  peerProcess    // the process that connected
 }
 
 // listen creates the socket at path, readable and writable by anyone who can reach its
@@ -78,7 +76,7 @@ func listen(path, token string) (*channel, error) {
 	}
 	// Closing the listener must remove the socket by a name that still resolves.
 	ln.SetUnlinkOnClose(false)
-	c := &channel{ln: ln, path: path, token: []byte(token), ready: make(chan struct{}), pending: map[net.Conn]bool{}, pidfd: -1}
+	c := &channel{ln: ln, path: path, token: []byte(token), ready: make(chan struct{}), pending: map[net.Conn]bool{}, proc: newPeerProcess()}
 	if err := os.Chmod(path, 0o666); err != nil {
 		c.closeListener()
 		return nil, err
@@ -137,12 +135,8 @@ func (c *channel) check(conn *net.UnixConn) {
 	if !c.deadline.IsZero() {
 		_ = conn.SetWriteDeadline(c.deadline)
 	}
-	c.conn, c.peerPID = conn, peerPID(conn)
-	if c.peerPID > 0 {
-		if fd, err := unix.PidfdOpen(c.peerPID, 0); err == nil {
-			c.pidfd = fd
-		}
-	}
+	c.conn = conn
+	c.proc.set(peerPID(conn))
 	c.closeListener() // a second connection is refused
 	for p := range c.pending {
 		p.Close()
@@ -195,11 +189,7 @@ func (c *channel) connected() bool {
 
 // peer is the pid (in this process's pid namespace) of the process that connected, 0 when
 // unknown or not visible from here.
-func (c *channel) peer() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.peerPID
-}
+func (c *channel) peer() int { return c.proc.get() }
 
 func (c *channel) wait() (*net.UnixConn, error) {
 	<-c.ready
@@ -223,75 +213,14 @@ func (c *channel) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// awaitPeerExit blocks until the process that connected has exited (its pidfd is readable),
-// or stop is closed, or the channel ended without a connection; it reports whether the peer
-// exited. It polls a descriptor of its own, so it holds nothing the channel's users need.
-func (c *channel) awaitPeerExit(stop <-chan struct{}) bool {
-	select {
-	case <-c.ready:
-	case <-stop:
-		return false
-	}
-	c.mu.Lock()
-	fd := -1
-	if c.pidfd >= 0 {
-		fd, _ = unix.FcntlInt(uintptr(c.pidfd), unix.F_DUPFD_CLOEXEC, 0)
-	}
-	c.mu.Unlock()
-	if fd < 0 {
-		return false
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		if n, err := unix.Poll(fds, 50); err == nil && n == 1 && fds[0].Revents&unix.POLLIN != 0 {
-			return true
-		}
-		select {
-		case <-stop:
-			return false
-		default:
-		}
-	}
-}
+// awaitPeerExit blocks until the process that connected has exited, or stop is closed, or
+// the channel ended without a connection; it reports whether the peer exited.
+func (c *channel) awaitPeerExit(stop <-chan struct{}) bool { return c.proc.awaitExit(c.ready, stop) }
 
-// awaitPeerExitFor waits up to d for the process that connected to be exiting (peerExited),
-// returning early when stop reports true; it reports whether the peer is exiting.
+// awaitPeerExitFor waits up to d for the process that connected to be exiting, returning
+// early when stop reports true; it reports whether the peer is exiting.
 func (c *channel) awaitPeerExitFor(d time.Duration, stop func() bool) bool {
-	if c.peer() <= 0 {
-		return false // not visible from here: nothing to wait for
-	}
-	deadline := time.Now().Add(d)
-	for {
-		if c.peerExited() {
-			return true
-		}
-		if stop() || !time.Now().Before(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// peerExited reports whether the process that connected has exited or is exiting. A dying
-// process frees its memory before it closes its files, and is reported exited (its pidfd
-// readable) only after both: so when the channel ends, a peer whose memory is gone is on its
-// way out, and one that still has it closed the channel itself. Without the peer's pid nothing
-// is known, and it reports false.
-func (c *channel) peerExited() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock() // nothing below waits
-	if c.peerPID <= 0 {
-		return false
-	}
-	if c.pidfd >= 0 {
-		fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, 0); err == nil && n == 1 && fds[0].Revents&unix.POLLIN != 0 {
-			return true
-		}
-	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.peerPID))
-	return err != nil || !bytes.Contains(status, []byte("\nVmSize:"))
+	return c.proc.awaitExitFor(d, stop)
 }
 
 func (c *channel) Write(p []byte) (int, error) {
@@ -334,11 +263,8 @@ func (c *channel) Close() error {
 	if c.conn != nil {
 		c.conn.Close()
 	}
-	if c.pidfd >= 0 {
-		unix.Close(c.pidfd)
-		c.pidfd = -1
-	}
 	c.mu.Unlock()
+	c.proc.close()
 	c.loops.Wait()
 	return nil
 }

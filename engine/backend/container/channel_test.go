@@ -164,7 +164,7 @@ func TestChannelPeerExited(t *testing.T) {
 	}
 	ch, path, token := newChannel(t, "")
 	var exited []bool
-	ch.onEnd = func() { exited = append(exited, ch.peerExited()) }
+	ch.onEnd = func() { exited = append(exited, ch.proc.exited()) }
 	peer := exec.Command(py, "-c", "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ns.sendall(sys.argv[2].encode() + b'\\n')", path, token)
 	if out, err := peer.CombinedOutput(); err != nil {
 		t.Fatalf("peer: %v: %s", err, out)
@@ -187,7 +187,7 @@ func TestChannelPeerExited(t *testing.T) {
 	if _, err := io.WriteString(ch2, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if ch2.peerExited() {
+	if ch2.proc.exited() {
 		t.Error("this very process reads as exited")
 	}
 }

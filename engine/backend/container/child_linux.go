@@ -30,6 +30,18 @@ const (
 	peerExitGrace = 500 * time.Millisecond
 )
 
+// hostChannel is the host's end of one execution's channel: the token socket (channel) or the
+// standard streams (streams).
+type hostChannel interface {
+	io.ReadWriteCloser
+	// fail ends the wait for the child with err, once the CLI is reaped.
+	fail(err error)
+	connected() bool
+	peer() int
+	awaitPeerExit(stop <-chan struct{}) bool
+	awaitPeerExitFor(d time.Duration, stop func() bool) bool
+}
+
 // child is one container: the `run` CLI process the host waits for, the channel, and what
 // Close removes. Its methods are safe for concurrent use.
 type child struct {
@@ -38,7 +50,7 @@ type child struct {
 	workspace string // inside the container
 	execDir   string
 	cmd       *exec.Cmd
-	ch        *channel
+	ch        hostChannel
 	cg        *cgroup.Parent // nil when the runtime's flags carry the limits
 	facts     engine.Facts
 	release   func() // the identity lease
@@ -70,16 +82,33 @@ func (c *child) start(args []string, env []string, token string, stdout, stderr 
 	// holds those pipes, but a bound costs nothing.
 	c.cmd.WaitDelay = 2 * time.Second
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	stdin, err := c.cmd.StdinPipe()
-	if err != nil {
-		return err
+	if st, ok := c.ch.(*streams); ok {
+		// The channel is the CLI's stdin and stdout: the host's frames follow the token on
+		// stdin, which stays open, and stdout carries the records (streams_linux.go).
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		c.cmd.Stdin, c.cmd.Stdout = r, st.demux()
+		err = c.cmd.Start()
+		r.Close()
+		if err != nil {
+			w.Close()
+			return fmt.Errorf("starting %s failed: %w", c.b.rt.Kind, err)
+		}
+		// A pipe holds far more than one line: this write does not wait for the container.
+		_ = st.attach(w)
+	} else {
+		stdin, err := c.cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		if err := c.cmd.Start(); err != nil {
+			return fmt.Errorf("starting %s failed: %w", c.b.rt.Kind, err)
+		}
+		_, _ = io.WriteString(stdin, token+"\n")
+		stdin.Close()
 	}
-	if err := c.cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s failed: %w", c.b.rt.Kind, err)
-	}
-	// A pipe holds far more than one line: this write does not wait for the container.
-	_, _ = io.WriteString(stdin, token+"\n")
-	stdin.Close()
 	go c.wait()
 	if c.cg != nil {
 		// When the interpreter exits, the container's cgroup still holds the count of OOM

@@ -51,7 +51,8 @@ type Options struct {
 	StateDir string
 	// Disable makes mechanisms count as absent: "container" (no runtime), "cgroup" (no
 	// execution cgroup: the runtime's flags carry the limits), "userns" (no user namespace of
-	// the execution's own).
+	// the execution's own), "socket" (no socket reaches the container: the channel is its
+	// standard streams, as for a runtime whose containers run in a VM).
 	Disable []string
 }
 
@@ -75,6 +76,9 @@ type Backend struct {
 	seccomp [2]string
 	// userns: each execution gets a user namespace of its own (podman as root).
 	userns bool
+	// streams: the channel is the container's standard streams, not the token socket
+	// (streams_linux.go): the runtime's containers run where a host socket does not reach.
+	streams bool
 
 	executions sync.WaitGroup // started children not yet closed
 	closeOnce  sync.Once
@@ -133,6 +137,7 @@ func New(ctx context.Context, options *Options) (b *Backend, err error) {
 	b = &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: cgroup.DetectLayout(cgroup.Root), pause: pause}
 	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
 	b.userns = rt.Kind == "podman" && !rt.Rootless && !slices.Contains(opts.Disable, "userns")
+	b.streams = rt.Remote || slices.Contains(opts.Disable, "socket")
 	for i, networkNone := range []bool{false, true} {
 		if b.seccomp[i], err = writeProfile(dir, networkNone); err != nil {
 			os.RemoveAll(dir)
@@ -177,7 +182,12 @@ func (b *Backend) Mechanisms() []string {
 	}
 	m = append(m, "pid-namespace", "mount-namespace", "net-namespace", "ipc-namespace", "uts-namespace",
 		"read-only-root", "tmpfs-workspace", "cap-drop-all", "no_new_privs", "seccomp-policy (profile "+profileName(false)+
-			" or, for network none, "+profileName(true)+")", "rlimits", "pids-limit", "scrubbed-env", "token-socket")
+			" or, for network none, "+profileName(true)+")", "rlimits", "pids-limit", "scrubbed-env")
+	if b.streams {
+		m = append(m, "token-streams (the channel over the container's stdin and stdout)")
+	} else {
+		m = append(m, "token-socket")
+	}
 	if b.userns {
 		m = append(m, "user-namespace per execution (run_as ids below 65536)")
 	}
@@ -217,15 +227,23 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			c.Close()
 		}
 	}()
-	c.execDir = filepath.Join(b.dir, tag)
-	if err := os.Mkdir(c.execDir, 0o755); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's socket directory failed: %v", err)
-	}
 	token := newToken()
-	if c.ch, err = listen(filepath.Join(c.execDir, channelSocket), token); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "listening on the execution's socket failed: %v", err)
+	var st *streams
+	if b.streams {
+		st = newStreams(token, spec.Stdout)
+		c.ch = st
+	} else {
+		c.execDir = filepath.Join(b.dir, tag)
+		if err := os.Mkdir(c.execDir, 0o755); err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's socket directory failed: %v", err)
+		}
+		sock, err := listen(filepath.Join(c.execDir, channelSocket), token)
+		if err != nil {
+			return nil, failure.Wrap(failure.BackendUnavailable, err, "listening on the execution's socket failed: %v", err)
+		}
+		sock.onEnd = c.settleExit
+		c.ch = sock
 	}
-	c.ch.onEnd = c.settleExit
 	p := &plan{rt: b.rt, name: c.name, owner: b.id, image: b.opts.Image, python: b.opts.Python,
 		uid: id.UID, gid: id.GID, terms: spec.Terms, workspace: c.workspace, execDir: c.execDir,
 		seccomp:        b.seccomp[boolIndex(spec.Terms.Network != engine.NetworkUnrestricted)],
@@ -245,6 +263,17 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed: %v", err)
 		}
 		p.cgroupParent = c.cg.Path()
+		if st != nil {
+			// The interpreter is the container's one process when its token arrives, before
+			// any program byte: its pid lets the host see its exit and its workspace.
+			cg := c.cg
+			st.findPeer = func() int {
+				if pids := cg.PIDs(); len(pids) == 1 {
+					return pids[0]
+				}
+				return 0
+			}
+		}
 	}
 	env := os.Environ()
 	for k, v := range b.opts.Env {

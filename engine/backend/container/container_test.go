@@ -134,6 +134,17 @@ func TestContract(t *testing.T) {
 	})
 }
 
+// The same contract over the channel that runtimes running containers in a VM get: the
+// container's standard streams (MCP_SANDBOX_DISABLE=socket stands in for such a runtime).
+func TestContractStreams(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Config{
+		Level: engine.LevelIsolated,
+		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
+			return newRunner(t, ceiling, container.Options{Disable: []string{"socket"}})
+		},
+	})
+}
+
 func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Outcome {
 	t.Helper()
 	return r.Run(context.Background(), engine.Execution{Program: program,

@@ -3,7 +3,8 @@
 // It never pulls or builds an image: a missing one is a refusal that names the command to get
 // it (`make sandbox-image` builds localhost/mcp-sandbox-python from this host's Python).
 //
-// How one execution is run, the socket channel, cgroups, kills, the sweep of what a killed
+// How one execution is run, the channel (a token socket, or the container's standard streams
+// where no host socket reaches the container), cgroups, kills, the sweep of what a killed
 // server left, and the runtimes' differences: docs/design.md §4.1.
 //
 // It imports engine, engine/backend/spawned (the tmpfs sizes), failure, internal/identity,

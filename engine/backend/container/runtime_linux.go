@@ -31,6 +31,10 @@ type Runtime struct {
 	// CgroupParent: each container can be nested under a cgroup path the backend made
 	// (cgroupfs; podman is told so, docker must be configured so).
 	CgroupParent bool
+	// Remote: the runtime runs containers on another kernel (a Podman machine, Docker
+	// Desktop's VM, a remote daemon), which neither a socket nor a cgroup of this host
+	// reaches: the channel is then the container's standard streams.
+	Remote bool
 }
 
 // cliTimeout bounds every call of the runtime's CLI other than `run`.
@@ -110,7 +114,26 @@ func probeRuntime(ctx context.Context, name string) (*Runtime, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("%s does not answer: %v", name, err)
 	}
+	rt.Remote = remoteRuntime(ctx, rt)
+	if rt.Remote {
+		rt.CgroupParent = false
+	}
 	return rt, ""
+}
+
+// remoteRuntime reports whether rt runs containers away from this kernel: podman says so
+// (a Podman machine, or --remote); for docker, Docker Desktop names itself, and a daemon
+// reached over TCP or SSH is another machine's.
+func remoteRuntime(ctx context.Context, rt *Runtime) bool {
+	if rt.Kind == "podman" {
+		remote, _ := cli(ctx, rt.Path, "info", "--format", "{{.Host.ServiceIsRemote}}")
+		return remote == "true"
+	}
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		return true
+	}
+	osName, _ := cli(ctx, rt.Path, "info", "--format", "{{.OperatingSystem}}")
+	return strings.Contains(osName, "Docker Desktop")
 }
 
 // chooseOCI settles the OCI runtime. crun refuses a hybrid cgroup layout, so there podman
