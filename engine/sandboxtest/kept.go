@@ -54,13 +54,20 @@ print("own buffer")`, "own buffer\n", ""},
 		}
 	})
 	t.Run("cancel", func(t *testing.T) {
+		// The cancel must come after the program printed, so it waits for twice what a whole
+		// execution takes on this machine, as loaded as it is now, and a second more (a fixed
+		// second was once shorter than a container's start on a loaded machine).
+		measured := time.Now()
+		wantOK(t, c.run(t, "pass", engine.Limits{}))
+		delay := 2*time.Since(measured) + time.Second
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() { time.Sleep(time.Second); cancel() }()
+		timer := time.AfterFunc(delay, cancel)
+		defer timer.Stop()
 		start := time.Now()
 		r := c.runCtx(t, ctx, "print('before the cancel')"+hang, engine.Limits{})
 		wantKind(t, r, failure.Cancelled, "")
-		within(t, start, 1+flushGraceSlack)
+		within(t, start, delay.Seconds()+flushGraceSlack)
 		if r.Stdout != "before the cancel\n" {
 			t.Fatalf("stdout %q, want the line printed before the cancel", r.Stdout)
 		}
