@@ -10,9 +10,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-// localAdvice follows a refusal of `backend: local`.
-const localAdvice = "install bubblewrap (apt-get install bubblewrap) or enable user namespaces, or lower the profile's isolation"
-
 // The seatbelt backend is macOS's (local_darwin.go); `local` never picks it elsewhere.
 func newSeatbelt(context.Context, configs.Profile, string) (engine.Backend, error) {
 	return nil, failure.New(failure.BackendUnavailable, "the seatbelt backend runs on macOS only")
