@@ -4,7 +4,6 @@ package bwrap_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // A command (an upstream stdio server) runs under bwrap with the channel as its stdin and
@@ -64,7 +64,7 @@ out.append(str(os.path.exists(os.path.dirname(ro) + "/beside.txt")))
 sys.stdout.write(" | ".join(out) + "\n")
 sys.stdout.flush()
 `
-	var stderr bytes.Buffer
+	var stderr testkit.Log // written by the backend's copier while the test reads it
 	c, err := b.Start(context.Background(), engine.LaunchSpec{
 		Terms:      engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated},
 		Command:    []string{"/usr/bin/python3", "-c", server},

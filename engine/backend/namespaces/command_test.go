@@ -4,7 +4,6 @@ package namespaces_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // A command (an upstream stdio server) runs contained with the channel as its stdin and
@@ -24,7 +24,7 @@ func TestCommandOnTheChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
+	var stderr testkit.Log // written by the backend's copier while the test reads it
 	c, err := b.Start(context.Background(), engine.LaunchSpec{
 		Terms:      engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated},
 		Command:    []string{"/usr/bin/python3", "-c", "import os, sys\nsys.stdout.write(os.environ['GREETING'] + sys.stdin.readline())\nsys.stdout.flush()"},
