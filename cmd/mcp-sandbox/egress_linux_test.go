@@ -4,9 +4,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io/fs"
 	"net"
@@ -27,6 +25,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
+	"github.com/mcp-sandbox/mcp-sandbox/egress/egresstest"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
@@ -299,30 +298,16 @@ func TestRunNetworkRulesInLedger(t *testing.T) {
 	ok, why := namespaces.Available(&namespaces.Options{})
 	gate.Require(t, "namespaces", ok, why)
 	const secret = "sk-ledger-3b9e1d7c44"
-	ca, err := egress.NewCA()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	seen := map[string]string{} // path → Authorization
-	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := egresstest.NewOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen[r.URL.Path] = r.Header.Get("Authorization")
 		mu.Unlock()
 		fmt.Fprintf(w, "tls hello %s", r.URL.Path)
 	}))
-	leaf, err := ca.Leaf("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	origin.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
-	origin.StartTLS()
-	defer origin.Close()
-	port := origin.Listener.Addr().(*net.TCPAddr).Port
-	roots := filepath.Join(t.TempDir(), "roots.pem")
-	if err := os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	port := origin.Port
+	roots := origin.RootsFile(t)
 	data := t.TempDir()
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q

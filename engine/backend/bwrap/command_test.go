@@ -14,15 +14,13 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
 // A command (an upstream stdio server) runs under bwrap with the channel as its stdin and
 // stdout, given its declared paths: it reads a read-only one and cannot write it, writes a
 // read-write one (the host sees the file), and finds nothing else of the host's beside them.
 func TestCommandOnTheChannel(t *testing.T) {
-	_, reason := bwrap.Find(&bwrap.Options{})
-	gate.Require(t, "bwrap", reason == "", reason)
+	requireBwrap(t, &bwrap.Options{})
 	b, err := bwrap.New(context.Background(), &bwrap.Options{})
 	if err != nil {
 		t.Fatal(err)
