@@ -113,6 +113,7 @@ var allowed = []rule{
 	{"outputs", []string{"failure"}, "previews, blobs and handles: a leaf both engine and binding import (failure allowed, as for every package)"},
 	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
 	{"egress", []string{"failure"}, "the egress proxy and its rule language: a leaf on the standard library's net/http and crypto/x509, which the engine runs per execution and cmd checks upstream URLs with"},
+	{"egress/egresstest", []string{"egress"}, "the egress tests' HTTPS origin on loopback, signed by an egress CA of its own; only tests import it (testOnly)"},
 	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec, and the one type of a call's answer and of a handle (Answer, Handle), a leaf every package on a call's path imports"},
 	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
 	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
@@ -212,7 +213,8 @@ func TestImportRules(t *testing.T) {
 // testOnly are the packages only tests may import (a _test.go file, whose imports go list
 // does not count among a package's), with why.
 var testOnly = map[string]string{
-	"internal/testkit": "it builds binaries and writes files for a test; nothing the product runs may depend on it",
+	"internal/testkit":  "it builds binaries and writes files for a test; nothing the product runs may depend on it",
+	"egress/egresstest": "it starts a test server and writes files into a test's directory; nothing the product runs may depend on it",
 }
 
 // testOnlyViolations says which of a package's non-test imports only tests may make.

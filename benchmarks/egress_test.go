@@ -5,11 +5,8 @@ package benchmarks
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
+	"github.com/mcp-sandbox/mcp-sandbox/egress/egresstest"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
@@ -31,34 +29,15 @@ func TestReportEgress(t *testing.T) {
 	ok, why := namespaces.Available(&namespaces.Options{})
 	gate.Require(t, "namespaces", ok, "the egress proxy needs the namespaces backend: "+why)
 	ctx := context.Background()
-	ca, err := egress.NewCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.Certificate())
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	kib := bytes.Repeat([]byte("x"), 1024)
-	srv := &http.Server{
-		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(kib) }),
-		TLSConfig: &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return ca.Leaf("127.0.0.1") }},
-	}
-	go srv.ServeTLS(l, "", "")
-	defer srv.Close()
-	port := l.Addr().(*net.TCPAddr).Port
-	rules, err := egress.ParseRules([]string{fmt.Sprintf("127.0.0.1:%d", port)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	origin := egresstest.NewOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(kib) }))
+	ca, port := origin.CA, origin.Port
 	nb, err := namespaces.New(ctx, &namespaces.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, err := engine.NewRunner(nb, &engine.RunnerOptions{AllowSameUID: os.Geteuid() != 0, AllowNetwork: true,
-		Egress: &egress.Policy{Rules: rules, RootCAs: roots}})
+		Egress: &egress.Policy{Rules: origin.Rules(t), RootCAs: origin.Roots()}})
 	if err != nil {
 		t.Fatal(err)
 	}

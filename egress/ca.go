@@ -28,21 +28,13 @@ type CA struct {
 
 // NewCA mints a CA valid from an hour ago (clock skew) for a day: an execution is far shorter.
 func NewCA() (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newTemplate(pkix.Name{CommonName: "mcp-sandbox execution CA", Organization: []string{"mcp-sandbox"}})
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "mcp-sandbox execution CA", Organization: []string{"mcp-sandbox"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
+	tmpl.NotAfter = tmpl.NotBefore.Add(time.Hour + 24*time.Hour) // a day from now
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid, tmpl.IsCA, tmpl.MaxPathLenZero = true, true, true
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return nil, err
@@ -68,19 +60,13 @@ func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	if c := ca.leaves[host]; c != nil {
 		return c, nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newTemplate(pkix.Name{CommonName: host})
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: host},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     ca.cert.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	tmpl.NotAfter = ca.cert.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	if ip := net.ParseIP(host); ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}
 	} else {
@@ -93,6 +79,16 @@ func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	c := &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	ca.leaves[host] = c
 	return c, nil
+}
+
+// newTemplate makes a P-256 key and the start of a certificate for subject: a fresh serial,
+// valid from an hour ago (clock skew).
+func newTemplate(subject pkix.Name) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, &x509.Certificate{SerialNumber: serial(), Subject: subject, NotBefore: time.Now().Add(-time.Hour)}, nil
 }
 
 func serial() *big.Int {

@@ -92,12 +92,35 @@ func callRun(t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp.Ca
 	return res
 }
 
+// manualClient is a client that can elicit but handles no multi-round-trip request itself: a
+// question a run asks comes back to the test as input_required, answered by a retry.
+func manualClient() *mcp.ClientOptions {
+	return &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+}
+
+// connectOn connects a client to a server for a over led, with keys for its request states.
+func connectOn(t *testing.T, a Agent, led budget.Ledger, keys *StateKeys, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return connectAt(t, a, &Options{Ledger: led, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, opts, "")
+}
+
+// openLedger opens the SQLite ledger in dir, as one process of the server does; the caller
+// closes it.
+func openLedger(t *testing.T, dir string) *sqlite.Ledger {
+	t.Helper()
+	l, err := sqlite.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // pausedOn runs the program on a server of ledger led until it asks, and returns the state and
 // the question.
 func (px *pauseFixture) pausedOn(t *testing.T, led budget.Ledger, keys *StateKeys) (state, question string) {
 	t.Helper()
-	manual := &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
-	cs := connectAt(t, px.agent(), &Options{Ledger: led, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, manual, "")
+	manual := manualClient()
+	cs := connectOn(t, px.agent(), led, keys, manual)
 	res := callRun(t, cs, runParams("", "", ""))
 	if !res.NeedsInput() || len(res.InputRequests) != 1 {
 		t.Fatalf("want input_required, got %s", testkit.Text(res))
@@ -131,21 +154,15 @@ func TestPausedProgramResumes(t *testing.T) {
 	px := newPauseFixture(t)
 	dir := t.TempDir()
 	keys := RandomStateKeys()
-	first, err := sqlite.Open(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := openLedger(t, dir)
 	state, q := px.pausedOn(t, first, keys)
 	if n := px.counted.Load(); n != 1 {
 		t.Fatalf("count ran %d times before the pause, want 1", n)
 	}
 	first.Close() // the holder is gone
-	second, err := sqlite.Open(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := openLedger(t, dir)
 	t.Cleanup(func() { second.Close() })
-	cs := connectAt(t, px.agent(), &Options{Ledger: second, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, nil, "")
+	cs := connectOn(t, px.agent(), second, keys, nil)
 	res := callRun(t, cs, runParams(state, q, "accept"))
 	r := resultOfRun(t, res)
 	if r.Failure != nil || r.Resumed == nil || r.Resumed.ReplayedCalls != 1 {
@@ -177,18 +194,12 @@ func TestResumedProgramDiverges(t *testing.T) {
 	px.diverge = true
 	dir := t.TempDir()
 	keys := RandomStateKeys()
-	first, err := sqlite.Open(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := openLedger(t, dir)
 	state, q := px.pausedOn(t, first, keys)
 	first.Close()
-	second, err := sqlite.Open(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := openLedger(t, dir)
 	t.Cleanup(func() { second.Close() })
-	cs := connectAt(t, px.agent(), &Options{Ledger: second, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, nil, "")
+	cs := connectOn(t, px.agent(), second, keys, nil)
 	r := resultOfRun(t, callRun(t, cs, runParams(state, q, "accept")))
 	if r.Failure == nil || r.Failure.Kind != "replay_diverged" || !strings.Contains(r.Failure.Message, "call 1 was up__count") ||
 		!strings.Contains(r.Failure.Message, `"clock"`) || r.Resumed == nil {
@@ -209,15 +220,12 @@ func TestPauseHeldByALiveProcess(t *testing.T) {
 	dir := t.TempDir()
 	keys := RandomStateKeys()
 	open := func() *sqlite.Ledger {
-		l, err := sqlite.Open(context.Background(), dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := openLedger(t, dir)
 		t.Cleanup(func() { l.Close() })
 		return l
 	}
 	quick := 20 * time.Millisecond
-	manual := &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	manual := manualClient()
 	held := connectAt(t, px.agent(), &Options{Ledger: open(), StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t), PausePoll: quick}, manual, "")
 	res := callRun(t, held, runParams("", "", ""))
 	var q string
@@ -356,12 +364,9 @@ func TestPauseWithCallsInFlight(t *testing.T) {
 	a := Agent{Tenant: "t", Name: "a", Upstreams: u, CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}
 	dir := t.TempDir()
 	keys := RandomStateKeys()
-	first, err := sqlite.Open(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manual := &mcp.ClientOptions{ElicitationHandler: (&person{}).handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
-	cs := connectAt(t, a, &Options{Ledger: first, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, manual, "")
+	first := openLedger(t, dir)
+	manual := manualClient()
+	cs := connectOn(t, a, first, keys, manual)
 	res := callRun(t, cs, runParams("", "", ""))
 	if !res.NeedsInput() {
 		t.Fatalf("want input_required, got %s", testkit.Text(res))
@@ -371,15 +376,12 @@ func TestPauseWithCallsInFlight(t *testing.T) {
 		q = id
 	}
 	first.Close()
-	second, err := sqlite.Open(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := openLedger(t, dir)
 	t.Cleanup(func() { second.Close() })
 	if p, err := second.Pause(context.Background(), q); err != nil || p.Resumable {
 		t.Fatalf("the pause with a call in flight: %+v, %v; want kept, not resumable", p, err)
 	}
-	cs2 := connectAt(t, a, &Options{Ledger: second, StateKeys: keys, Logger: discard(), Drain: drainAtCleanup(t)}, nil, "")
+	cs2 := connectOn(t, a, second, keys, nil)
 	refused := callRun(t, cs2, runParams(res.RequestState, q, "accept"))
 	if msg := testkit.Text(refused); !refused.IsError || !strings.Contains(msg, "cannot be carried on by another process") {
 		t.Errorf("the retry: %s", msg)

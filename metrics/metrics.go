@@ -65,47 +65,57 @@ func New(opts *Options) *Metrics {
 		}
 		return l
 	}
-	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_executions_total",
-		Help: "run_code executions that ended, by profile, isolation level reached (none: nothing ran), outcome (completed, failed, refused) and failure kind."},
-		labels("profile", "level", "outcome", "kind"))
-	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcp_sandbox_execution_duration_seconds",
-		Help:    "How long run_code executions took, by profile and start: warm (a child started ahead), cold (started for it), none (refused before a child started) or unknown (a remote backend).",
-		Buckets: ExecutionBuckets}, labels("profile", "start"))
-	m.egress = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_egress_decisions_total",
-		Help: "What programs' egress proxies decided under network rules: allowed (a request forwarded, reason empty) or refused, by reason (not_allowed, denied, ip_literal, private_address, sni_mismatch, ...)."},
-		labels("decision", "reason"))
-	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_tool_calls_total",
-		Help: "Tool calls that ended, by caller (program: a binding call; host: a direct call of an exposed tool), upstream (_builtin, _unknown) and outcome (ok or the failure kind)."},
-		labels("caller", "upstream", "outcome"))
-	m.callSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcp_sandbox_tool_call_duration_seconds",
-		Help:    "How long tool calls took, refusals included, by caller and upstream.",
-		Buckets: CallBuckets}, labels("caller", "upstream"))
-	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_budget_refusals_total",
-		Help: "Binding calls the budget refused before they were made, by the limit reached (meter) and whose (half: execution or run)."},
-		labels("meter", "half"))
-	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_approvals_total",
-		Help: "Decisions on calls that need a person's approval, in programs and direct: accepted, declined, cancelled, timed_out, failed (the host could not put the question), unasked (this host cannot ask: refused)."},
-		labels("decision"))
-	m.kept = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_handles_stored_total",
-		Help: "Outputs kept in the blob store under a handle, by source (output: a stream, value or artifact of an execution; binding: a binding result over the transfer allowance; direct: a host's direct call's result over the preview size)."},
-		labels("source"))
-	m.keptBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_preserved_bytes_total",
-		Help: "Bytes kept in the blob store under handles, by source."},
-		labels("source"))
-	m.ctxBinding = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_context_binding_bytes_total",
-		Help: "Bytes tools gave, by caller (program: what run_code programs received from their calls; host: direct calls' results): context.binding_bytes summed."},
-		labels("caller"))
-	m.ctxReturned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_context_returned_bytes_total",
-		Help: "Bytes of text the model read, by caller (program: run_code results; host: direct calls' results): context.returned_bytes summed."},
-		labels("caller"))
-	m.ctxKeptOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_sandbox_context_kept_out_bytes_total",
-		Help: "Bytes tools gave that were kept out of the model's context, by caller: context.kept_out_bytes summed (per execution or call, never below zero)."},
-		labels("caller"))
+	// counter and histogram make a series labelled by labels and register it.
+	counter := func(name, help string, l ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels(l...))
+		m.reg.MustRegister(c)
+		return c
+	}
+	histogram := func(name, help string, buckets []float64, l ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels(l...))
+		m.reg.MustRegister(h)
+		return h
+	}
+	m.executions = counter("mcp_sandbox_executions_total",
+		"run_code executions that ended, by profile, isolation level reached (none: nothing ran), outcome (completed, failed, refused) and failure kind.",
+		"profile", "level", "outcome", "kind")
+	m.execSeconds = histogram("mcp_sandbox_execution_duration_seconds",
+		"How long run_code executions took, by profile and start: warm (a child started ahead), cold (started for it), none (refused before a child started) or unknown (a remote backend).",
+		ExecutionBuckets, "profile", "start")
+	m.egress = counter("mcp_sandbox_egress_decisions_total",
+		"What programs' egress proxies decided under network rules: allowed (a request forwarded, reason empty) or refused, by reason (not_allowed, denied, ip_literal, private_address, sni_mismatch, ...).",
+		"decision", "reason")
+	m.calls = counter("mcp_sandbox_tool_calls_total",
+		"Tool calls that ended, by caller (program: a binding call; host: a direct call of an exposed tool), upstream (_builtin, _unknown) and outcome (ok or the failure kind).",
+		"caller", "upstream", "outcome")
+	m.callSeconds = histogram("mcp_sandbox_tool_call_duration_seconds",
+		"How long tool calls took, refusals included, by caller and upstream.",
+		CallBuckets, "caller", "upstream")
+	m.refusals = counter("mcp_sandbox_budget_refusals_total",
+		"Binding calls the budget refused before they were made, by the limit reached (meter) and whose (half: execution or run).",
+		"meter", "half")
+	m.approvals = counter("mcp_sandbox_approvals_total",
+		"Decisions on calls that need a person's approval, in programs and direct: accepted, declined, cancelled, timed_out, failed (the host could not put the question), unasked (this host cannot ask: refused).",
+		"decision")
+	m.kept = counter("mcp_sandbox_handles_stored_total",
+		"Outputs kept in the blob store under a handle, by source (output: a stream, value or artifact of an execution; binding: a binding result over the transfer allowance; direct: a host's direct call's result over the preview size).",
+		"source")
+	m.keptBytes = counter("mcp_sandbox_preserved_bytes_total",
+		"Bytes kept in the blob store under handles, by source.",
+		"source")
+	m.ctxBinding = counter("mcp_sandbox_context_binding_bytes_total",
+		"Bytes tools gave, by caller (program: what run_code programs received from their calls; host: direct calls' results): context.binding_bytes summed.",
+		"caller")
+	m.ctxReturned = counter("mcp_sandbox_context_returned_bytes_total",
+		"Bytes of text the model read, by caller (program: run_code results; host: direct calls' results): context.returned_bytes summed.",
+		"caller")
+	m.ctxKeptOut = counter("mcp_sandbox_context_kept_out_bytes_total",
+		"Bytes tools gave that were kept out of the model's context, by caller: context.kept_out_bytes summed (per execution or call, never below zero).",
+		"caller")
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_sandbox_build_info",
 		Help: "Always 1; the version label says which build is running.", ConstLabels: prometheus.Labels{"version": o.Version}})
 	build.Set(1)
-	m.reg.MustRegister(m.executions, m.execSeconds, m.egress, m.calls, m.callSeconds, m.refusals, m.approvals, m.kept, m.keptBytes, m.ctxBinding, m.ctxReturned, m.ctxKeptOut, build,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(build, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

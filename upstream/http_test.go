@@ -21,15 +21,8 @@ import (
 // TestHTTPBearer serves a go-sdk server over streamable HTTP on loopback and checks that the
 // credential is resolved for every request, sent, and never logged.
 func TestHTTPBearer(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			S string `json:"s"`
-		}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.S}}}, nil, nil
-		})
 	var bad atomic.Int32
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := echoToolHandler(nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer tok-s3cret" {
 			bad.Add(1)
@@ -38,26 +31,13 @@ func TestHTTPBearer(t *testing.T) {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	defer ts.Close()
+	t.Cleanup(ts.Close)
 
 	var resolved atomic.Int32
-	logs := &testkit.Log{}
-	p, err := NewPool(&PoolOptions{
-		Servers: []Server{{Name: "web", URL: ts.URL, Bearer: func(context.Context) (string, error) {
-			resolved.Add(1)
-			return "tok-s3cret", nil
-		}}},
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	cat := p.Catalogue(context.Background())
-	if len(cat.Problems()) > 0 {
-		t.Fatalf("problems: %v\n%s", cat.Problems(), logs)
-	}
-	turn := cat.Resolve([]string{"web"}, nil, nil, nil)
+	turn, logs := webTurn(t, Server{Name: "web", URL: ts.URL, Bearer: func(context.Context) (string, error) {
+		resolved.Add(1)
+		return "tok-s3cret", nil
+	}})
 	if got := wantOK(t, callCtx(context.Background(), turn, "web__echo", json.RawMessage(`{"s":"hi"}`))); got != `"hi"` {
 		t.Errorf("echo = %s", got)
 	}
@@ -88,6 +68,38 @@ func TestFrameLimitAndBlocks(t *testing.T) {
 
 // echoHandler serves one go-sdk server with an echo tool and a big tool returning n bytes of
 // text, over streamable HTTP.
+// echoToolHandler serves a go-sdk server whose one tool, echo, answers its argument s.
+func echoToolHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			S string `json:"s"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.S}}}, nil, nil
+		})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+}
+
+// webTurn pools the one server s, named web, logging at debug level into the log it returns,
+// closes the pool when the test ends, and resolves a turn on web, which must list cleanly.
+func webTurn(t *testing.T, s Server) (*Turn, *testkit.Log) {
+	t.Helper()
+	logs := &testkit.Log{}
+	p, err := NewPool(&PoolOptions{
+		Servers: []Server{s},
+		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	cat := p.Catalogue(context.Background())
+	if len(cat.Problems()) > 0 {
+		t.Fatalf("problems: %v\n%s", cat.Problems(), logs)
+	}
+	return cat.Resolve([]string{"web"}, nil, nil, nil), logs
+}
+
 func echoHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "Big."},

@@ -51,14 +51,7 @@ func (f *fakeTokens) Renew(_ context.Context, refused string) (string, error) {
 // oauthUpstream serves a go-sdk server on loopback that admits the bearer tokens accept says
 // yes to and answers 401 otherwise, counting the refusals.
 func oauthUpstream(t *testing.T, accept func(tok string) bool) (url string, refused *atomic.Int32) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			S string `json:"s"`
-		}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.S}}}, nil, nil
-		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	h := echoToolHandler(&mcp.StreamableHTTPOptions{Stateless: true})
 	refused = &atomic.Int32{}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -84,20 +77,7 @@ func TestOAuthRetriesOnceOn401(t *testing.T) {
 	accept := func(tok string) bool { mu.Lock(); defer mu.Unlock(); return valid[tok] }
 	url, refused := oauthUpstream(t, accept)
 	src := &fakeTokens{}
-	logs := &testkit.Log{}
-	p, err := NewPool(&PoolOptions{
-		Servers: []Server{{Name: "web", URL: url, OAuth: src}},
-		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	cat := p.Catalogue(context.Background())
-	if len(cat.Problems()) > 0 {
-		t.Fatalf("problems: %v\n%s", cat.Problems(), logs)
-	}
-	turn := cat.Resolve([]string{"web"}, nil, nil, nil)
+	turn, logs := webTurn(t, Server{Name: "web", URL: url, OAuth: src})
 	wantOK(t, callCtx(context.Background(), turn, "web__echo", json.RawMessage(`{"s":"one"}`)))
 	if src.renewed != 0 || refused.Load() != 0 {
 		t.Fatalf("%d renewals and %d refusals with a valid token", src.renewed, refused.Load())

@@ -9,6 +9,17 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
+// benchLedger opens a ledger in the benchmark's temporary directory, closed when it ends.
+func benchLedger(b *testing.B) *Ledger {
+	b.Helper()
+	l, err := Open(b.Context(), b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
 // BenchmarkExecutionReads measures the reads the server makes at the end of every execution
 // (the Run's usage and its context economy) in a Run that already holds 1 and 500 ended
 // executions, as a long session's does.
@@ -19,11 +30,7 @@ func BenchmarkExecutionReads(b *testing.B) {
 }
 
 func benchmarkExecutionReads(b *testing.B, n int) {
-	l, err := Open(b.Context(), b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
+	l := benchLedger(b)
 	ctx := b.Context()
 	run := budget.RunRef{Tenant: "t", ID: "r"}
 	for i := range n {
@@ -52,11 +59,7 @@ func benchmarkExecutionReads(b *testing.B, n int) {
 // tool_call_finished riding along), then tool_call_finished queued on a goroutine of its own,
 // as package binding does.
 func BenchmarkBindingCallRecords(b *testing.B) {
-	l, err := Open(b.Context(), b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
+	l := benchLedger(b)
 	ctx := b.Context()
 	run := budget.RunRef{Tenant: "t", ID: "r"}
 	if err := l.StartExecution(ctx, run, "x", "v"); err != nil {

@@ -31,13 +31,7 @@ func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionReco
 	if err != nil {
 		return budget.ExecutionRecord{}, fmt.Errorf("budget: execution: %w", err)
 	}
-	x.StartedAt = time.Unix(0, started)
-	if ended.Valid {
-		x.EndedAt = time.Unix(0, ended.Int64)
-	}
-	if att.Valid {
-		x.Attachments = []byte(att.String)
-	}
+	x.StartedAt, x.EndedAt, x.Attachments = time.Unix(0, started), nullTime(ended), nullBytes(att)
 	if network.Valid {
 		if x.Network, err = budget.UnmarshalNetwork([]byte(network.String)); err != nil {
 			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: network: %w", id, err)

@@ -625,6 +625,22 @@ const callColumns = `id, tenant, run_id, execution_id, tool, argument_bytes, sta
 
 type scanner interface{ Scan(dest ...any) error }
 
+// nullTime is a nullable column of Unix nanoseconds as a time: the zero time for NULL.
+func nullTime(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64)
+}
+
+// nullBytes is a nullable text column as bytes: nil for NULL.
+func nullBytes(s sql.NullString) []byte {
+	if !s.Valid {
+		return nil
+	}
+	return []byte(s.String)
+}
+
 func scanCall(r scanner) (budget.CallRecord, error) {
 	var c budget.CallRecord
 	var status string
@@ -637,13 +653,7 @@ func scanCall(r scanner) (budget.CallRecord, error) {
 		return budget.CallRecord{}, err
 	}
 	c.Status = budget.CallStatus(status)
-	c.StartedAt = time.Unix(0, started)
-	if finished.Valid {
-		c.FinishedAt = time.Unix(0, finished.Int64)
-	}
-	if att.Valid {
-		c.Attachments = []byte(att.String)
-	}
+	c.StartedAt, c.FinishedAt, c.Attachments = time.Unix(0, started), nullTime(finished), nullBytes(att)
 	if c.Spent {
 		c.Usage.Calls = 1
 	}
@@ -750,10 +760,7 @@ func scanApproval(r scanner) (budget.ApprovalRecord, error) {
 		&a.AnsweredBy, &asked, &decided, &a.Times); err != nil {
 		return a, err
 	}
-	a.Status, a.AskedAt = budget.ApprovalStatus(status), time.Unix(0, asked)
-	if decided.Valid {
-		a.DecidedAt = time.Unix(0, decided.Int64)
-	}
+	a.Status, a.AskedAt, a.DecidedAt = budget.ApprovalStatus(status), time.Unix(0, asked), nullTime(decided)
 	return a, nil
 }
 

@@ -253,10 +253,5 @@ func startedCalls(t *testing.T, limits budget.Limits, ids ...string) (*Ledger, b
 }
 
 func BenchmarkShapeMerge(b *testing.B) {
-	l, err := Open(b.Context(), b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	ledgertest.BenchmarkShapeMerge(b, l)
+	ledgertest.BenchmarkShapeMerge(b, benchLedger(b))
 }

@@ -42,16 +42,9 @@ func scanPause(r scanner) (budget.Pause, error) {
 		&p.Resumable, &asked, &expires, &status, &p.AnsweredBy, &decided, &p.Claimed, &p.Owner, &result); err != nil {
 		return p, err
 	}
-	if journal.Valid {
-		p.Journal = json.RawMessage(journal.String)
-	}
-	if result.Valid {
-		p.Result = json.RawMessage(result.String)
-	}
-	p.AskedAt, p.Expires, p.Status = time.Unix(0, asked), time.Unix(0, expires), budget.ApprovalStatus(status)
-	if decided.Valid {
-		p.DecidedAt = time.Unix(0, decided.Int64)
-	}
+	p.Journal, p.Result = nullBytes(journal), nullBytes(result)
+	p.AskedAt, p.Expires, p.DecidedAt = time.Unix(0, asked), time.Unix(0, expires), nullTime(decided)
+	p.Status = budget.ApprovalStatus(status)
 	return p, nil
 }
 

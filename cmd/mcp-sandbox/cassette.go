@@ -97,10 +97,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	agent := fs.String("agent", "", "agent whose code_execution terms apply (default: the tenant's only one)")
 	programPath := fs.String("program", "", "run this program FILE instead of the recorded one")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON: one object per cassette")
-	if f := fs.Lookup("log-level"); f != nil {
-		f.DefValue = "warn"
-		_ = f.Value.Set("warn")
-	}
+	warnByDefault(fs)
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}

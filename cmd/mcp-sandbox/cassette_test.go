@@ -172,6 +172,16 @@ return [r, s]`, bearer, fileBearer)
 	}
 }
 
+// keptCall is what the tests read of a cassette's line for a call whose result was kept
+// under a handle.
+type keptCall struct {
+	ResultRef struct {
+		Handle struct{ Size int }
+		Kept   string
+		Cut    bool
+	} `json:"result_ref"`
+}
+
 // TestReplayHandle records a result over the transfer allowance, kept under a handle, and a
 // read_tool_output of it: the cassette holds the handle and the kept bytes, and the replay,
 // with no upstream and no blob store, serves both calls and completes the same.
@@ -190,13 +200,7 @@ return {"got": got, "page": page}`
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(c)), "\n")
-	var first struct {
-		ResultRef struct {
-			Handle struct{ Size int }
-			Kept   string
-			Cut    bool
-		} `json:"result_ref"`
-	}
+	var first keptCall
 	if len(lines) != 4 || json.Unmarshal([]byte(lines[1]), &first) != nil || first.ResultRef.Handle.Size != 5000 ||
 		len(first.ResultRef.Kept) != 5000 || first.ResultRef.Cut || !strings.Contains(lines[2], `"tool":"read_tool_output"`) {
 		t.Fatalf("the cassette does not hold the handle with its kept bytes and the read:\n%.2000s", c)
@@ -251,13 +255,7 @@ tenants:
 				t.Fatalf("the recorded run did not read the handle: %v\n%.3000s", err, out)
 			}
 			lines := strings.Split(strings.TrimSpace(readFile(t, cass)), "\n")
-			var first struct {
-				ResultRef struct {
-					Handle struct{ Size int }
-					Kept   string
-					Cut    bool
-				} `json:"result_ref"`
-			}
+			var first keptCall
 			if len(lines) != 3 || json.Unmarshal([]byte(lines[1]), &first) != nil {
 				t.Fatalf("the cassette does not hold one call: %d lines", len(lines))
 			}

@@ -4,9 +4,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io/fs"
 	"net"
@@ -27,6 +25,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
+	"github.com/mcp-sandbox/mcp-sandbox/egress/egresstest"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
@@ -37,8 +36,7 @@ import (
 // through the proxy by plain HTTP, a name and an address no rule allows are refused with a
 // 403 it can read, and the result's network block lists them.
 func TestRunNetworkRules(t *testing.T) {
-	ok, why := namespaces.Available(&namespaces.Options{})
-	gate.Require(t, "namespaces", ok, why)
+	requireNamespaces(t)
 	var hits atomic.Int32
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -167,8 +165,7 @@ while True:
 // a file the test places in the host's home, cannot connect out, and still answers its tool;
 // when the session ends, nothing of it survives.
 func TestUpstreamContained(t *testing.T) {
-	ok, why := namespaces.Available(&namespaces.Options{})
-	gate.Require(t, "namespaces", ok, why)
+	requireNamespaces(t)
 	upstreamContained(t, "namespaces")
 }
 
@@ -177,6 +174,61 @@ func TestUpstreamContainedBwrap(t *testing.T) {
 	_, why := bwrap.Find(&bwrap.Options{})
 	gate.Require(t, "bwrap", why == "", why)
 	upstreamContained(t, "bwrap")
+}
+
+// requireNamespaces skips the test, naming why, where the namespaces backend is not available.
+func requireNamespaces(t *testing.T) {
+	t.Helper()
+	ok, why := namespaces.Available(&namespaces.Options{})
+	gate.Require(t, "namespaces", ok, why)
+}
+
+// boxScript is boxServer with its token, the host file it tries to read and the host port it
+// tries to connect to filled in, quoted for a config's command.
+func boxScript(token, homeFile, port string) string {
+	script := strings.NewReplacer("TOKEN", token, "HOME_FILE", strconv.Quote(homeFile), "PORT", port).Replace(boxServer)
+	quoted, _ := json.Marshal(script)
+	return string(quoted)
+}
+
+// hostListener is a listener of the host's on loopback, closed when the test ends, and its
+// port: what a contained server must not reach.
+func hostListener(t *testing.T) (*net.TCPListener, string) {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.(*net.TCPListener), fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// wantNoConnection fails the test if a connection waits in l's backlog: called once the
+// server that might have made one has exited.
+func wantNoConnection(t *testing.T, l *net.TCPListener) {
+	t.Helper()
+	l.SetDeadline(time.Now())
+	if c, err := l.Accept(); err == nil {
+		c.Close()
+		t.Error("the contained server connected to the host's listener")
+	}
+}
+
+// probeBox runs a program calling box__probe under cfg and returns what the server saw.
+func probeBox(t *testing.T, cfg string) map[string]any {
+	t.Helper()
+	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
+	if code != 0 {
+		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	var res struct {
+		Value map[string]any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("the server saw %v", res.Value)
+	return res.Value
 }
 
 func upstreamContained(t *testing.T, backend string) {
@@ -192,15 +244,9 @@ func upstreamContained(t *testing.T, backend string) {
 	secret.Close()
 	os.Chmod(secret.Name(), 0o644)
 	defer os.Remove(secret.Name())
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, port := hostListener(t)
 	token := fmt.Sprintf("box-server-%d-%d", os.Getpid(), time.Now().UnixNano())
-	script := strings.NewReplacer("TOKEN", token, "HOME_FILE", strconv.Quote(secret.Name()),
-		"PORT", fmt.Sprint(l.Addr().(*net.TCPAddr).Port)).Replace(boxServer)
-	quoted, _ := json.Marshal(script)
+	quoted := boxScript(token, secret.Name(), port)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 profiles:
   default: {}
@@ -209,31 +255,17 @@ upstreams:
   box: {command: ["/usr/bin/python3", "-c", %s], sandbox: boxed}
 tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 `, backend, quoted))
-	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
-	if code != 0 {
-		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
-	}
-	var res struct {
-		Value map[string]any `json:"value"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	t.Logf("the server saw %v", res.Value)
-	if res.Value["home_file"] == "readable" || !strings.HasPrefix(fmt.Sprint(res.Value["connect"]), "refused") {
-		t.Errorf("the contained server reached the host: %v", res.Value)
+	v := probeBox(t, cfg)
+	if v["home_file"] == "readable" || !strings.HasPrefix(fmt.Sprint(v["connect"]), "refused") {
+		t.Errorf("the contained server reached the host: %v", v)
 	}
 	// Its own pid namespace: under namespaces, the sandbox's init (1) and itself; under bwrap
 	// (--as-pid-1) itself as pid 1, its parent outside the namespace (0).
-	if pp := res.Value["ppid"]; pp != float64(1) && pp != float64(0) || res.Value["procs"].(float64) > 2 {
+	if pp := v["ppid"]; pp != float64(1) && pp != float64(0) || v["procs"].(float64) > 2 {
 		t.Errorf("the server sees parent %v and %v processes, want its own pid namespace (its init, if any, and itself)",
-			res.Value["ppid"], res.Value["procs"])
+			v["ppid"], v["procs"])
 	}
-	l.(*net.TCPListener).SetDeadline(time.Now())
-	if c, err := l.Accept(); err == nil {
-		c.Close()
-		t.Error("the contained server connected to the host's listener")
-	}
+	wantNoConnection(t, l)
 	// run has exited and closed its session: no process of the server may be left.
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
@@ -246,21 +278,14 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 // A contained upstream under its profile's network rules reaches what they allow through an
 // egress proxy of its own, and nothing else.
 func TestUpstreamContainedWithRules(t *testing.T) {
-	ok, why := namespaces.Available(&namespaces.Options{})
-	gate.Require(t, "namespaces", ok, why)
+	requireNamespaces(t)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "plain hello %s", r.URL.Path)
 	}))
 	defer origin.Close()
 	host := strings.TrimPrefix(origin.URL, "http://")
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	script := strings.NewReplacer("TOKEN", "rules", "HOME_FILE", strconv.Quote("/nonexistent"),
-		"PORT", fmt.Sprint(l.Addr().(*net.TCPAddr).Port)).Replace(boxServer)
-	quoted, _ := json.Marshal(script)
+	l, port := hostListener(t)
+	quoted := boxScript("rules", "/nonexistent", port)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 profiles:
   default: {}
@@ -269,25 +294,11 @@ upstreams:
   box: {command: ["/usr/bin/python3", "-c", %s], env: {PROBE_URL: "http://%s/x"}, sandbox: boxed}
 tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 `, host, quoted, host))
-	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
-	if code != 0 {
-		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	v := probeBox(t, cfg)
+	if v["fetched"] != "plain hello /x" || !strings.HasPrefix(fmt.Sprint(v["connect"]), "refused") {
+		t.Errorf("the server saw %v: want the allowed origin through the proxy and no other route", v)
 	}
-	var res struct {
-		Value map[string]any `json:"value"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	t.Logf("the server saw %v", res.Value)
-	if res.Value["fetched"] != "plain hello /x" || !strings.HasPrefix(fmt.Sprint(res.Value["connect"]), "refused") {
-		t.Errorf("the server saw %v: want the allowed origin through the proxy and no other route", res.Value)
-	}
-	l.(*net.TCPListener).SetDeadline(time.Now())
-	if c, err := l.Accept(); err == nil {
-		c.Close()
-		t.Error("the contained server connected to the host's listener")
-	}
+	wantNoConnection(t, l)
 }
 
 // Issue 28: every decision of the proxy is kept in the run ledger with the execution, and the
@@ -296,33 +307,18 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 // and the ledger's record of the execution holds the allowed request, each refusal counted
 // by host, port and reason, and bytes both ways; no file of the data dir holds the secret.
 func TestRunNetworkRulesInLedger(t *testing.T) {
-	ok, why := namespaces.Available(&namespaces.Options{})
-	gate.Require(t, "namespaces", ok, why)
+	requireNamespaces(t)
 	const secret = "sk-ledger-3b9e1d7c44"
-	ca, err := egress.NewCA()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	seen := map[string]string{} // path → Authorization
-	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := egresstest.NewOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen[r.URL.Path] = r.Header.Get("Authorization")
 		mu.Unlock()
 		fmt.Fprintf(w, "tls hello %s", r.URL.Path)
 	}))
-	leaf, err := ca.Leaf("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	origin.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
-	origin.StartTLS()
-	defer origin.Close()
-	port := origin.Listener.Addr().(*net.TCPAddr).Port
-	roots := filepath.Join(t.TempDir(), "roots.pem")
-	if err := os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	port := origin.Port
+	roots := origin.RootsFile(t)
 	data := t.TempDir()
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
@@ -413,8 +409,7 @@ def get(u):
 // a read-only one but cannot write there, writes a read-write one (the host sees the file),
 // and a file beside them is not in its root.
 func TestUpstreamContainedPaths(t *testing.T) {
-	ok, why := namespaces.Available(&namespaces.Options{})
-	gate.Require(t, "namespaces", ok, why)
+	requireNamespaces(t)
 	base := t.TempDir()
 	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
 	for _, d := range []string{ro, rw} {
@@ -429,8 +424,7 @@ func TestUpstreamContainedPaths(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(base, "beside.txt"), []byte("not declared"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := strings.NewReplacer("TOKEN", "paths", "HOME_FILE", strconv.Quote("/nonexistent"), "PORT", "9").Replace(boxServer)
-	quoted, _ := json.Marshal(script)
+	quoted := boxScript("paths", "/nonexistent", "9")
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 profiles:
   default: {}
@@ -443,18 +437,7 @@ upstreams:
     paths: {read_only: [%q], read_write: [%q]}
 tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 `, quoted, ro, rw, ro, rw))
-	out, errOut, code := runCLI(t, "await box__probe()", "run", "--log-level", "info", "--config", cfg, "-")
-	if code != 0 {
-		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
-	}
-	var res struct {
-		Value map[string]any `json:"value"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	t.Logf("the server saw %v", res.Value)
-	v := res.Value
+	v := probeBox(t, cfg)
 	if v["ro_read"] != "declared input" || !strings.HasPrefix(fmt.Sprint(v["ro_write"]), "refused") ||
 		v["rw_write"] != "written" || v["beside"] != false {
 		t.Errorf("the server saw %v: want the read-only path read and not written, the read-write one written, nothing beside", v)
@@ -472,10 +455,8 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 // cannot (namespaces and bwrap disabled, standing in for such a host) runs it unconfined, doctor and
 // the log saying why; a profile naming its backend never falls back.
 func TestUpstreamContainedWhereItCan(t *testing.T) {
-	ok, why := namespaces.Available(&namespaces.Options{})
-	gate.Require(t, "namespaces", ok, why)
-	script := strings.NewReplacer("TOKEN", "local", "HOME_FILE", strconv.Quote("/nonexistent"), "PORT", "9").Replace(boxServer)
-	quoted, _ := json.Marshal(script)
+	requireNamespaces(t)
+	quoted := boxScript("local", "/nonexistent", "9")
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: "-"
 profiles:

@@ -88,10 +88,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	fs, configPath := commandFlags("export", exportUsage, stdout, stderr)
 	output := fs.StringP("output", "o", "", "write the cassette to FILE (an execution), or one per execution into DIR (a Run)")
 	tenant := fs.String("tenant", "", "the tenant whose Run it is (default: whichever tenant has a Run of that id)")
-	if f := fs.Lookup("log-level"); f != nil {
-		f.DefValue = "warn"
-		_ = f.Value.Set("warn")
-	}
+	warnByDefault(fs)
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}

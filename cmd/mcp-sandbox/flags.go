@@ -32,6 +32,15 @@ func commandFlags(name, usage string, stdout, stderr io.Writer) (*pflag.FlagSet,
 	return fs, configPath
 }
 
+// warnByDefault makes warn the default --log-level of fs, for a command whose result goes to
+// stdout and whose stderr carries only warnings and errors unless the flag asks for more.
+func warnByDefault(fs *pflag.FlagSet) {
+	if f := fs.Lookup("log-level"); f != nil {
+		f.DefValue = "warn"
+		_ = f.Value.Set("warn")
+	}
+}
+
 // parseFlags parses args, and sets the default logger as --log-format and --log-level say.
 // When answered is true the command returns code and err at once: --help was answered (exit
 // 0), or the flags were wrong (exit 2).

@@ -26,12 +26,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	limits := fs.StringArray("limit", nil, "narrow one limit for this program, KEY=VALUE, repeatable ("+strings.Join(limitKeys, ", ")+"): as an agent's code_execution.limits would; never wider")
 	record := fs.String("record", "", "also write the execution's cassette to FILE: its binding calls, redacted, and its result (mcp-sandbox replay)")
 	runName := fs.String("run", "", "the Run the execution belongs to, as run_code's _meta \"mcp-sandbox/run\" names one (default: a Run of its own)")
-	// The result is the JSON on stdout; stderr carries warnings and errors, unless --log-level
-	// asks for more.
-	if f := fs.Lookup("log-level"); f != nil {
-		f.DefValue = "warn"
-		_ = f.Value.Set("warn")
-	}
+	warnByDefault(fs) // the result is the JSON on stdout
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}

@@ -16,10 +16,16 @@ import (
 
 func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
+// requireBwrap skips the test, naming why, where bwrap cannot be found for opts.
+func requireBwrap(t *testing.T, opts *bwrap.Options) {
+	t.Helper()
+	_, reason := bwrap.Find(opts)
+	gate.Require(t, "bwrap", reason == "", reason)
+}
+
 func newRunner(t *testing.T, ceiling engine.Limits, opts bwrap.Options) *engine.Runner {
 	t.Helper()
-	_, reason := bwrap.Find(&opts)
-	gate.Require(t, "bwrap", reason == "", reason)
+	requireBwrap(t, &opts)
 	b, err := bwrap.New(context.Background(), &opts)
 	return sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Ceiling: ceiling, Isolation: engine.LevelIsolated,
 		Artifacts: engine.ArtifactPolicy{Collect: true}})

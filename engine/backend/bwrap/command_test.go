@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -21,8 +20,7 @@ import (
 // stdout, given its declared paths: it reads a read-only one and cannot write it, writes a
 // read-write one (the host sees the file), and finds nothing else of the host's beside them.
 func TestCommandOnTheChannel(t *testing.T) {
-	_, reason := bwrap.Find(&bwrap.Options{})
-	gate.Require(t, "bwrap", reason == "", reason)
+	requireBwrap(t, &bwrap.Options{})
 	b, err := bwrap.New(context.Background(), &bwrap.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,17 +4,15 @@ package bwrap_test
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
+	"github.com/mcp-sandbox/mcp-sandbox/egress/egresstest"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
@@ -25,23 +23,15 @@ import (
 // one route out is the egress proxy: an allowed HTTPS origin answers, an address no rule names
 // is refused by the proxy, and a raw socket finds nothing.
 func TestEgressRules(t *testing.T) {
-	_, reason := bwrap.Find(&bwrap.Options{})
-	gate.Require(t, "bwrap", reason == "", reason)
+	requireBwrap(t, &bwrap.Options{})
 	gate.Require(t, "root", os.Geteuid() == 0, "bwrap confines network by rules only as root")
-	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := egresstest.NewOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "tls hello %s", r.URL.Path)
 	}))
-	defer origin.Close()
-	port := origin.Listener.Addr().(*net.TCPAddr).Port
-	roots := x509.NewCertPool()
-	roots.AddCert(origin.Certificate())
-	rules, err := egress.ParseRules([]string{fmt.Sprintf("127.0.0.1:%d", port)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := origin.Port
 	b, err := bwrap.New(context.Background(), &bwrap.Options{})
 	r := sandboxtest.Runner(t, b, err, &engine.RunnerOptions{Isolation: engine.LevelIsolated,
-		Egress: &egress.Policy{Rules: rules, RootCAs: roots}})
+		Egress: &egress.Policy{Rules: origin.Rules(t), RootCAs: origin.Roots()}})
 	prog := strings.ReplaceAll(`
 import urllib.request, urllib.error, socket
 def get(u):
