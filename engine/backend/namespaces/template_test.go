@@ -421,6 +421,37 @@ func TestTemplateNeedsAReachableHelper(t *testing.T) {
 	}
 }
 
+// TestTemplateRetriedLater: after a template failed to start, the Backend execs its pool's
+// children for a while (templateRetry) without trying another, so a host where templates
+// cannot come up does not pay a failed start for each child. The failure here is arguments
+// the template refuses; the next child, with good ones, is exec'd all the same.
+func TestTemplateRetriedLater(t *testing.T) {
+	opts := templateOptions(t)
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	terms := engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated}
+	good := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
+	for i, argv := range [][]string{good[:3], good} {
+		c, err := b.Start(t.Context(), engine.LaunchSpec{Terms: terms, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: true, Owner: "t"})
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		forked := c.Facts().Forked != nil
+		c.Close()
+		if forked {
+			t.Fatalf("start %d was forked: want exec'd children once a template failed to start", i)
+		}
+	}
+	if why := b.TemplateWhy(); why != "" {
+		t.Errorf("TemplateWhy %q: the prerequisites are met, only the retry waits", why)
+	}
+}
+
 // TestTemplateLeavesNothing runs executions on forked children, completed, failed and killed,
 // then closes the Runner: no descriptor of the host, no cgroup of this process's, no root mount
 // point and no template or child process is left.
