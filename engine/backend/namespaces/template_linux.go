@@ -366,10 +366,19 @@ func (t *template) forkedCount() int {
 	return t.forked
 }
 
-// close ends the template: its control socket closes (it exits), then its namespace.
+// close ends the template: its control socket closes, and it exits by itself, waited for
+// (bounded), before its namespace is killed. A template killed with its namespace would be
+// reaped by the kernel unaccounted, and the CPU of every child it forked would vanish from
+// the host's children time; exiting, it is reaped by its init, which the host reaps.
 func (t *template) close() {
 	t.closeOne.Do(func() {
 		t.ctl.CloseWrite()
+		exited := make(chan struct{})
+		go func() { t.proc.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Second):
+		}
 		t.proc.Close()
 	})
 }
