@@ -12,6 +12,8 @@
 //
 // Both print the CPU time one execution costs the server itself and its sandbox children,
 // read from /proc (processCPU): where an execution's CPU goes, whatever else loads the machine.
+// Both run twice, with warm.start auto (warm children forked from templates where the host
+// allows it) and exec, and count how the children were made (the result's start block).
 //
 //   - TestReportRunColdStart: `mcp-sandbox run` of pass beside `python3 -I -c pass`, in turn,
 //     with the binary's own start (`--version`) and the init helper's.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -86,39 +87,84 @@ func barePython(t *testing.T, n int) time.Duration {
 	return median(d)
 }
 
+// warmStarts are the profile's warm.start values the server reports run with: auto (the
+// default), which forks the namespaces backend's warm children from templates where this host
+// allows it, and exec, which starts an interpreter for each, measured in the same run.
+var warmStarts = []string{"auto", "exec"}
+
+// startKinds counts how the children of results were made (the result's start block): a
+// report says whether its figures are of forked or exec'd children.
+type startKinds struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (k *startKinds) add(res *mcp.CallToolResult) {
+	kind := "none"
+	if m, ok := res.StructuredContent.(map[string]any); ok {
+		if st, ok := m["start"].(map[string]any); ok {
+			kind, _ = st["kind"].(string)
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n = map[string]int{}
+	}
+	k.n[kind]++
+}
+
+func (k *startKinds) String() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var parts []string
+	for _, kind := range slices.Sorted(maps.Keys(k.n)) {
+		parts = append(parts, fmt.Sprintf("%s %d", kind, k.n[kind]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // TestReportStdioLatency prints the end-to-end time of back-to-back run_code calls of `6*7`
-// over stdio (a host's view: request sent to result received), with the default warm pool:
-// median, p90, p99 and max, and how often a warm child was ready. A bare interpreter start is
-// measured before and after, for scale, and the CPU each execution cost the server and its
-// sandbox children (processCPU), which other load on the machine does not blur.
+// over stdio (a host's view: request sent to result received), with the default warm pool,
+// once for each of warmStarts: median, p90, p99 and max, and how the children were made. A
+// bare interpreter start is measured before and after, for scale, and the CPU each execution
+// cost the server and its sandbox children (processCPU), which other load on the machine does
+// not blur.
 func TestReportStdioLatency(t *testing.T) {
 	sandbox := testkit.Binary(t)
-	cmd := exec.Command(sandbox, "serve", "--config", serveConfig(t, ""))
-	cs := connect(t, cmd)
-	for range 10 { // warm the session, the caches and the pool
-		runCode(t, cs, "6*7")
+	for _, start := range warmStarts {
+		t.Run(start, func(t *testing.T) {
+			cmd := exec.Command(sandbox, "serve", "--config", serveConfig(t, "{start: "+start+"}"))
+			cs := connect(t, cmd)
+			for range 10 { // warm the session, the caches and the pool
+				runCode(t, cs, "6*7")
+			}
+			n := 40
+			if *report {
+				n = 500
+			}
+			load := loadAverage()
+			bare := barePython(t, 10)
+			var d []time.Duration
+			var kinds startKinds
+			self0, child0 := processCPU(t, cmd.Process.Pid)
+			for range n {
+				rd, res := runCode(t, cs, "6*7")
+				d = append(d, rd)
+				kinds.add(res)
+			}
+			self1, child1 := processCPU(t, cmd.Process.Pid)
+			bareAfter := barePython(t, 10)
+			out := fmt.Sprintf("back-to-back run_code of 6*7 over stdio, %d calls, default warm pool, warm.start %s (load average %s, then %s)\n", n, start, load, loadAverage()) +
+				fmt.Sprintf("  median %8s  p90 %8s  p99 %8s  max %8s\n", median(d).Round(10*time.Microsecond),
+					percentile(d, 90).Round(10*time.Microsecond), percentile(d, 99).Round(10*time.Microsecond), slices.Max(d).Round(10*time.Microsecond)) +
+				fmt.Sprintf("  children: %s\n", &kinds) +
+				fmt.Sprintf("  a bare /usr/bin/python3 -I -c pass, for scale: %s before, %s after\n", bare.Round(10*time.Microsecond), bareAfter.Round(10*time.Microsecond)) +
+				cpuPerExecution(self0, child0, self1, child1, int64(n))
+			t.Log(out)
+			fmt.Fprintln(os.Stderr, out)
+		})
 	}
-	n := 40
-	if *report {
-		n = 500
-	}
-	load := loadAverage()
-	bare := barePython(t, 10)
-	var d []time.Duration
-	self0, child0 := processCPU(t, cmd.Process.Pid)
-	for range n {
-		rd, _ := runCode(t, cs, "6*7")
-		d = append(d, rd)
-	}
-	self1, child1 := processCPU(t, cmd.Process.Pid)
-	bareAfter := barePython(t, 10)
-	out := fmt.Sprintf("back-to-back run_code of 6*7 over stdio, %d calls, default warm pool (load average %s, then %s)\n", n, load, loadAverage()) +
-		fmt.Sprintf("  median %8s  p90 %8s  p99 %8s  max %8s\n", median(d).Round(10*time.Microsecond),
-			percentile(d, 90).Round(10*time.Microsecond), percentile(d, 99).Round(10*time.Microsecond), slices.Max(d).Round(10*time.Microsecond)) +
-		fmt.Sprintf("  a bare /usr/bin/python3 -I -c pass, for scale: %s before, %s after\n", bare.Round(10*time.Microsecond), bareAfter.Round(10*time.Microsecond)) +
-		cpuPerExecution(self0, child0, self1, child1, int64(n))
-	t.Log(out)
-	fmt.Fprintln(os.Stderr, out)
 }
 
 // httpServer starts `mcp-sandbox serve --transport http` on a free loopback port and returns
@@ -184,11 +230,17 @@ const throughputConcurrency = 8
 // TestReportHTTPThroughput prints executions per second of run_code `6*7` with eight clients
 // at once over streamable HTTP on loopback, and the errors (any is one too many), beside the
 // rate at which the same cores start a bare interpreter back to back right after (one loop
-// per core), as a ratio that holds on slower machines. The profile's warm pool may grow to 16
-// children, room for the eight in flight and their refills.
+// per core), as a ratio that holds on slower machines, once for each of warmStarts. The
+// profile's warm pool may grow to 16 children, room for the eight in flight and their refills.
 func TestReportHTTPThroughput(t *testing.T) {
 	sandbox := testkit.Binary(t)
-	url, cmd := httpServer(t, sandbox, serveConfig(t, "{min: 8, max: 16, idle_seconds: 300}"))
+	for _, start := range warmStarts {
+		t.Run(start, func(t *testing.T) { httpThroughput(t, sandbox, start) })
+	}
+}
+
+func httpThroughput(t *testing.T, sandbox, start string) {
+	url, cmd := httpServer(t, sandbox, serveConfig(t, "{min: 8, max: 16, idle_seconds: 300, start: "+start+"}"))
 	var clients []*mcp.ClientSession
 	for range throughputConcurrency {
 		cs := httpClient(t, url)
@@ -201,12 +253,13 @@ func TestReportHTTPThroughput(t *testing.T) {
 	}
 	load := loadAverage()
 	var ok, failed atomic.Int64
+	var kinds startKinds
 	var lat []time.Duration
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	self0, child0 := processCPU(t, cmd.Process.Pid)
 	deadline := time.Now().Add(dur)
-	start := time.Now()
+	began := time.Now()
 	for _, cs := range clients {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
@@ -218,6 +271,7 @@ func TestReportHTTPThroughput(t *testing.T) {
 					continue
 				}
 				ok.Add(1)
+				kinds.add(res)
 				mu.Lock()
 				lat = append(lat, d)
 				mu.Unlock()
@@ -225,13 +279,13 @@ func TestReportHTTPThroughput(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el := time.Since(began)
 	self1, child1 := processCPU(t, cmd.Process.Pid)
 	rate := float64(ok.Load()) / el.Seconds()
 	bareRate := bareStartRate(t, dur/2)
-	out := fmt.Sprintf("run_code of 6*7 over streamable HTTP, %d clients at once for %s (load average %s, then %s)\n",
-		throughputConcurrency, el.Round(time.Millisecond), load, loadAverage()) +
-		fmt.Sprintf("  %.1f executions/s, %d completed, %d errors\n", rate, ok.Load(), failed.Load())
+	out := fmt.Sprintf("run_code of 6*7 over streamable HTTP, %d clients at once for %s, warm.start %s (load average %s, then %s)\n",
+		throughputConcurrency, el.Round(time.Millisecond), start, load, loadAverage()) +
+		fmt.Sprintf("  %.1f executions/s, %d completed, %d errors; children: %s\n", rate, ok.Load(), failed.Load(), &kinds)
 	if len(lat) > 0 {
 		out += fmt.Sprintf("  per execution: median %s, p99 %s\n", median(lat).Round(10*time.Microsecond), percentile(lat, 99).Round(10*time.Microsecond))
 	}
@@ -268,29 +322,61 @@ func bareStartRate(t *testing.T, d time.Duration) float64 {
 	return float64(n.Load()) / time.Since(start).Seconds()
 }
 
-// processCPU is the CPU time a process has used itself and the CPU time of its children
-// that it has waited for (utime+stime, cutime+cstime of /proc/pid/stat): the server's own
-// share of an execution, and its sandbox children's (each init helper reaps its interpreter
-// before the server reaps it, so theirs reach the server's children time too). Other
-// engineers' load on the machine is in neither.
+// processCPU is the CPU time a process has used itself, and the CPU time of the tree under
+// it: its children's that it has waited for (cutime+cstime of /proc/pid/stat), plus every
+// live descendant's own and its waited-for children's. A forked child is a template's
+// child, not the server's: its CPU reaches the server's children time only when its template
+// ends, so the live templates' times are what count it. An exec'd child's init helper reaps
+// its interpreter before the server reaps it. Each ended process is counted once, by whoever
+// waited for it; other engineers' load on the machine is in neither figure.
 func processCPU(t *testing.T, pid int) (self, children time.Duration) {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	stats := map[int][]string{} // pid: the fields of /proc/pid/stat after the name
+	parent := map[int]int{}
+	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The command name, in parentheses, may hold spaces: fields are counted after it.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 15 {
-		t.Fatalf("cannot read /proc/%d/stat: %q", pid, b)
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// The command name, in parentheses, may hold spaces: fields are counted after it.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if f := strings.Fields(rest); ok && len(f) >= 15 {
+			stats[p] = f
+			parent[p], _ = strconv.Atoi(f[1])
+		}
 	}
-	tick := func(i int) time.Duration {
+	f, ok := stats[pid]
+	if !ok {
+		t.Fatalf("cannot read /proc/%d/stat", pid)
+	}
+	tick := func(f []string, i int) time.Duration {
 		n, _ := strconv.ParseInt(f[i], 10, 64)
 		return time.Duration(n) * time.Second / clockTicks
 	}
 	// Fields 14-17 of proc(5) (utime, stime, cutime, cstime) are 11-14 after the name.
-	return tick(11) + tick(12), tick(13) + tick(14)
+	self, children = tick(f, 11)+tick(f, 12), tick(f, 13)+tick(f, 14)
+	under := func(p int) bool {
+		for seen := 0; p > 1 && seen < 64; seen++ {
+			if p = parent[p]; p == pid {
+				return true
+			}
+		}
+		return false
+	}
+	for p, f := range stats {
+		if under(p) {
+			children += tick(f, 11) + tick(f, 12) + tick(f, 13) + tick(f, 14)
+		}
+	}
+	return self, children
 }
 
 // clockTicks is USER_HZ, the unit of /proc/pid/stat's times: 100 on every Linux ABI Go

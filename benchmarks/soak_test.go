@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -48,20 +49,61 @@ var soakPrograms = []string{
 	"import os\nos._exit(3)",
 }
 
-// snapshot is what an execution could leak, counted for this process.
+// snapshot is what an execution could leak, counted for this process; hostUIDs counts the
+// host's processes running as one of root's subordinate uids (a template's and its forked
+// children's pid 1 run as the last of them), which no other process uses.
 type snapshot struct {
-	fds, goroutines, tempEntries, cgroups, mounts int
+	fds, goroutines, tempEntries, cgroups, mounts, hostUIDs int
 }
 
 // exceeds reports whether s holds more of anything than base: a leak. Fewer is no leak (a
 // goroutine the test process had started before the soak, say, may end during it).
 func (s snapshot) exceeds(base snapshot) bool {
 	return s.fds > base.fds || s.goroutines > base.goroutines || s.tempEntries > base.tempEntries ||
-		s.cgroups > base.cgroups || s.mounts > base.mounts
+		s.cgroups > base.cgroups || s.mounts > base.mounts || s.hostUIDs > base.hostUIDs
 }
 
 func (s snapshot) String() string {
-	return fmt.Sprintf("fds %d, goroutines %d, temporary entries %d, cgroups %d, mounts %d", s.fds, s.goroutines, s.tempEntries, s.cgroups, s.mounts)
+	return fmt.Sprintf("fds %d, goroutines %d, temporary entries %d, cgroups %d, mounts %d, processes of root's subordinate uids %d",
+		s.fds, s.goroutines, s.tempEntries, s.cgroups, s.mounts, s.hostUIDs)
+}
+
+// subordinateProcesses counts the host's processes whose real uid is in root's subordinate
+// uid range (/etc/subuid), or 0 without one.
+func subordinateProcesses() int {
+	b, _ := os.ReadFile("/etc/subuid")
+	var lo, n int
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, ":"); len(f) == 3 && (f[0] == "root" || f[0] == "0") {
+			lo, _ = strconv.Atoi(f[1])
+			n, _ = strconv.Atoi(f[2])
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	ents, _ := os.ReadDir("/proc")
+	count := 0
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					if uid, err := strconv.Atoi(f[0]); err == nil && uid >= lo && uid < lo+n {
+						count++
+					}
+				}
+				break
+			}
+		}
+	}
+	return count
 }
 
 func countDir(dir string, keep func(string) bool) int {
@@ -101,18 +143,32 @@ func takeSnapshot(tmp string) snapshot {
 		tempEntries: countDir(tmp, nil),
 		cgroups:     cg,
 		mounts:      mounts,
+		hostUIDs:    subordinateProcesses(),
 	}
 }
 
 // TestSoak runs -soak-executions run_code calls (make soak: 10,000; CI: a few hundred)
 // through the MCP face in this process, on the strongest local backend with a warm pool, a
 // SQLite ledger, a blob store and the mock upstream, and checks that file descriptors,
-// goroutines, temporary directories, cgroups and mounts are where they started once everything
-// is closed.
+// goroutines, temporary directories, cgroups, mounts and the processes of root's subordinate
+// uids are where they started once everything is closed. On the namespaces backend the warm
+// children are forked from templates, as warm.start auto has the server do, where this host
+// allows it (the log says how many were).
 func TestSoak(t *testing.T) {
 	mock := testkit.MockUpstream(t)
+	initPath := worldExecutable(t)
 	tmp := t.TempDir()
+	// A template's helper, an unprivileged host uid, mounts its root in the temporary
+	// directory: it must be able to search it.
+	for _, d := range []string{tmp, filepath.Dir(tmp)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Setenv("TMPDIR", tmp) // everything the sandbox makes in a temporary directory lands here
+	// This process's owner tag (internal/owner) holds a lock file in the temporary directory
+	// for the process's life, by design: taken before the first snapshot, it is not a leak.
+	_ = owner.Tag()
 	data := t.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	before := takeSnapshot(tmp)
@@ -122,8 +178,14 @@ func TestSoak(t *testing.T) {
 	var err error
 	level := engine.LevelProcess
 	if ok, _ := namespaces.Available(&namespaces.Options{}); ok {
-		b, err = namespaces.New(ctx, &namespaces.Options{Options: spawned.Options{CacheDir: data}})
-		level = engine.LevelIsolated
+		var nb *namespaces.Backend
+		nb, err = namespaces.New(ctx, &namespaces.Options{Options: spawned.Options{CacheDir: data, InitPath: initPath}, Template: true})
+		if err == nil {
+			if why := nb.TemplateWhy(); why != "" {
+				t.Logf("warm children are exec'd: %s", why)
+			}
+		}
+		b, level = nb, engine.LevelIsolated
 	} else {
 		b, err = process.New(ctx, &process.Options{Options: spawned.Options{CacheDir: data}})
 	}
@@ -169,12 +231,14 @@ func TestSoak(t *testing.T) {
 
 	start := time.Now()
 	failures := map[string]int{}
+	var kinds startKinds
 	for i := range *soakExecutions {
 		code := soakPrograms[i%len(soakPrograms)]
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}})
 		if err != nil {
 			t.Fatalf("execution %d: %v", i, err)
 		}
+		kinds.add(res)
 		if res.IsError {
 			kind := strings.SplitN(testkit.Text(res), ":", 2)[0]
 			failures[kind]++
@@ -208,10 +272,33 @@ func TestSoak(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	out := fmt.Sprintf("soak: %d executions in %s (%.1f/s), failures as programmed: %v\n  before: %s\n  after:  %s\n",
-		*soakExecutions, elapsed.Round(time.Millisecond), float64(*soakExecutions)/elapsed.Seconds(), failures, before, after)
+	out := fmt.Sprintf("soak: %d executions in %s (%.1f/s), children: %s; failures as programmed: %v\n  before: %s\n  after:  %s\n",
+		*soakExecutions, elapsed.Round(time.Millisecond), float64(*soakExecutions)/elapsed.Seconds(), &kinds, failures, before, after)
 	t.Log(out)
 	if after.exceeds(before) {
 		t.Errorf("the soak left something behind:\n%s", out)
 	}
+}
+
+// worldExecutable copies this test binary (the init helper) where any uid may execute it, for
+// t's duration: a template's helper runs as an unprivileged host uid, and the build directory
+// go test runs the binary from is its user's alone.
+func worldExecutable(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mcp-sandbox-init-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "init")
 }

@@ -262,11 +262,11 @@ type Warm struct {
 	Min         *int     `yaml:"min" json:"min"`
 	Max         *int     `yaml:"max" json:"max"`
 	IdleSeconds *float64 `yaml:"idle_seconds" json:"idle_seconds"`
-	// Start is how the namespaces backend makes a warm pool's children: WarmStartExec (exec
-	// each one), WarmStartTemplate (fork each from a template kept per tenant and terms, where
-	// the host allows it; exec otherwise, and the log says why) or WarmStartAuto, which execs
-	// in this version: templates are opt-in until they have proved themselves. Other
-	// backends always exec.
+	// Start is how the namespaces backend makes a warm pool's children: WarmStartAuto (the
+	// default) and WarmStartTemplate fork each from a template kept per tenant and terms,
+	// where the host allows it, and exec them otherwise (the log and doctor say why);
+	// WarmStartExec forbids templates: each child is exec'd, with a fresh address layout and
+	// hash key. Other backends always exec.
 	Start *string `yaml:"start" json:"start"`
 }
 

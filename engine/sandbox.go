@@ -109,7 +109,7 @@ type LaunchSpec struct {
 	Ahead bool
 	// Owner and Pooled: the child is for owner's warm pool of these terms (the Runner keeps
 	// warm pools): a backend that forks children from a template kept per owner and terms
-	// (namespaces, warm.start: template) may fork this one. Without Pooled it execs.
+	// (namespaces, unless warm.start: exec) may fork this one. Without Pooled it execs.
 	Owner  string
 	Pooled bool
 }

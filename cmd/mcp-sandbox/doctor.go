@@ -63,7 +63,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			runner.Close()
 		}
 		ready = ready && d.Ready
-		reports = append(reports, profileReport{name, level, d, identityNote(euid, d, hostIdentityAdvice(p)), warmStartNote(p, d)})
+		reports = append(reports, profileReport{name, level, d, identityNote(euid, d, hostIdentityAdvice(p)), warmStartNote(p, d, func() string { return templateWhy(ctx, p, dataDir(cfg)) })})
 	}
 	pauseNote := endPause()
 	store := probeStorage(ctx, cfg)
@@ -190,23 +190,23 @@ func (r quotaReport) write(w io.Writer) {
 }
 
 // warmStartNote says how profile p's warm children are made, as described by d, and why:
-// forked from a template only where warm.start is template and the namespaces backend names
-// warm-template-fork among its mechanisms (it does where this host allows it).
-func warmStartNote(p configs.Profile, d *engine.Description) string {
+// forked from a template where warm.start is not exec and the namespaces backend names
+// warm-template-fork among its mechanisms (it does where this host allows it); otherwise why
+// names the missing prerequisite.
+func warmStartNote(p configs.Profile, d *engine.Description, why func() string) string {
 	start := configs.WarmStartAuto
 	if p.Warm.Start != nil {
 		start = *p.Warm.Start
 	}
 	switch {
-	case start != configs.WarmStartTemplate:
-		return "exec (warm.start: " + start + "; templates are opt-in: warm.start: template)"
+	case start == configs.WarmStartExec:
+		return "exec (warm.start: exec forbids templates)"
 	case d.Backend != "namespaces":
-		return "exec: only the namespaces backend forks from templates, not " + d.Backend
+		return "exec (warm.start: " + start + "): only the namespaces backend forks from templates, not " + d.Backend
 	case slices.Contains(d.Mechanisms, "warm-template-fork"):
-		return "template: warm children without network are forked from a template per tenant and terms"
+		return "template (warm.start: " + start + "): warm children without network are forked from a template per tenant and terms"
 	}
-	return "exec: warm.start is template, but this host cannot fork from templates (root, a subordinate " +
-		"uid range for root in /etc/subuid, the identity drop and seccomp are needed; the server's log says which is missing)"
+	return "exec (warm.start: " + start + "): this host cannot fork from templates: " + why()
 }
 
 // printProfile renders one profile's description. A profile whose sandbox could not be

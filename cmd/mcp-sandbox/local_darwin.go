@@ -41,6 +41,8 @@ func unavailable() (engine.Backend, error) {
 func newProcess(context.Context, configs.Profile, string) (engine.Backend, error) {
 	return unavailable()
 }
+func templateWhy(context.Context, configs.Profile, string) string { return localWhy }
+
 func newNamespaces(context.Context, configs.Profile, string) (engine.Backend, error) {
 	return unavailable()
 }

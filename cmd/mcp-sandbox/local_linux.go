@@ -89,8 +89,23 @@ func localOptions(p configs.Profile) spawned.Options {
 	return spawned.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }
 
+// nsOptions: warm.start auto (the default) and template fork a warm pool's children from
+// templates where this host allows it; exec forbids templates.
 func nsOptions(p configs.Profile) *namespaces.Options {
-	return &namespaces.Options{Options: localOptions(p), Template: p.Warm.Start != nil && *p.Warm.Start == configs.WarmStartTemplate}
+	return &namespaces.Options{Options: localOptions(p), Template: p.Warm.Start == nil || *p.Warm.Start != configs.WarmStartExec}
+}
+
+// templateWhy says why the namespaces backend of profile p execs its warm children here
+// instead of forking them from templates, or "" when it forks them. It starts no child.
+func templateWhy(ctx context.Context, p configs.Profile, cacheDir string) string {
+	o := nsOptions(p)
+	o.CacheDir = cacheDir
+	b, err := namespaces.New(ctx, o)
+	if err != nil {
+		return failureMessage(err)
+	}
+	defer b.Close()
+	return b.TemplateWhy()
 }
 
 func bwrapOptions(p configs.Profile) *bwrap.Options {

@@ -93,7 +93,14 @@ func (p *program) build() (string, error) {
 		return "", errors.New("testkit: the package's TestMain must run its tests through testkit.Run, which removes what the kit builds")
 	}
 	p.once.Do(func() {
-		dirOnce.Do(func() { dir, dirErr = os.MkdirTemp("", "mcp-sandbox-testkit-") })
+		dirOnce.Do(func() {
+			dir, dirErr = os.MkdirTemp("", "mcp-sandbox-testkit-")
+			if dirErr == nil {
+				// Searchable by any uid, as an installed binary's directory is: the namespaces
+				// backend's templates exec the binary as an unprivileged host uid.
+				dirErr = os.Chmod(dir, 0o755)
+			}
+		})
 		if dirErr != nil {
 			p.err = dirErr
 			return

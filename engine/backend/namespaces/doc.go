@@ -25,13 +25,15 @@
 // the limit) reaches the engine as SIGKILL with the program's CPU time as RLIMIT_CPU counts
 // it, read by the init from the zombie before reaping it, i.e. cpu_seconds.
 //
-// Options.Template (the profile's warm.start: template) forks a warm pool's children from a
+// Options.Template (the profile's warm.start: auto or template) forks a warm pool's children from a
 // template kept per owner and terms instead (template_linux.go, template.py): the same helper
 // and root in a user namespace of the pool's own, a Python template that loads the bootstrap
 // once and forks each child into its own pid, mount and network namespaces, where it drops to
 // its identity, sets its rlimits and installs the seccomp program Go compiled before the
 // bootstrap's probe. docs/design.md §4.4 has the design, what it shares between siblings and
-// what is not built yet. Lock order: templates.mu, then a template's mu.
+// what is not built yet. Where a prerequisite is missing (TemplateWhy) or a template failed to
+// start within templateRetry, children are exec'd. Lock order: templates.mu, then a
+// template's mu.
 //
 // The empty host directory the root is mounted on is named with the server's owner tag
 // (internal/owner); New removes those a killed server left, only a provably dead owner's.

@@ -41,8 +41,9 @@ type Options struct {
 	// zero value reads the real ones (tests point it at a fake tree).
 	Host userns.Host
 	// Template: a warm pool's children are forked from a template kept per owner and terms
-	// (the profile's warm.start: template) instead of exec'd, where this host allows it
-	// (templateWhy); elsewhere they are exec'd and the log says why, once.
+	// (the profile's warm.start: auto or template; exec leaves it off) instead of exec'd,
+	// where this host allows it (TemplateWhy); elsewhere they are exec'd and the log says
+	// why, once per reason.
 	Template bool
 	// forkAll (tests: export_linux_test.go) forks every child, not only a warm pool's;
 	// recycleAfter, when positive, replaces templateChildren.

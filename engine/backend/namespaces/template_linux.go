@@ -48,6 +48,10 @@ const (
 	// maxTemplates bounds the templates a Backend keeps (one per owner and terms); a new one
 	// beyond it retires the least recently used.
 	maxTemplates = 8
+	// templateRetry is how long a Backend execs every child after a template failed to start:
+	// without it, each warm start on a host where templates cannot come up would pay for a
+	// failed template start before its exec.
+	templateRetry = time.Minute
 )
 
 // sharedWithSiblings is what a forked child shares with the other children of its template
@@ -90,6 +94,9 @@ type templates struct {
 	wg sync.WaitGroup
 	// why says, once per reason, why a child was exec'd although templates are on.
 	why sync.Map
+	// failed is when a template last failed to start, and failedWhy why (guarded by mu).
+	failed    time.Time
+	failedWhy string
 }
 
 // templateWhy says why this Backend cannot fork t's children here, or "" when it can.
@@ -102,7 +109,15 @@ func (b *Backend) templateWhy(spec engine.LaunchSpec) string {
 	case spec.Terms.Network != engine.NetworkNone:
 		return "a template serves only executions without network"
 	}
-	return b.templateUnusable()
+	if why := b.templateUnusable(); why != "" {
+		return why
+	}
+	b.tpl.mu.Lock()
+	defer b.tpl.mu.Unlock()
+	if !b.tpl.failed.IsZero() && time.Since(b.tpl.failed) < templateRetry {
+		return "a template failed to start (retried a minute later): " + b.tpl.failedWhy
+	}
+	return ""
 }
 
 // templateUnusable says why this host cannot fork children from templates at all, or "".
@@ -126,7 +141,60 @@ func (b *Backend) templateUnusable() string {
 	if b.base.Cgroups == nil && n == 1 {
 		return "no cgroup and one shared run_as identity: RLIMIT_NPROC would count every sibling's processes"
 	}
+	if why := executableBy(b.base.InitPath, b.tplSub.UID, b.tplSub.GID); why != "" {
+		return fmt.Sprintf("the template's host uid %d cannot execute the init helper: %s", b.tplSub.UID, why)
+	}
+	// The template's helper mounts its root on a directory made in RootBase.
+	if why := executableBy(b.opts.RootBase, b.tplSub.UID, b.tplSub.GID); why != "" {
+		return fmt.Sprintf("the template's host uid %d cannot reach the root mount points' directory: %s", b.tplSub.UID, why)
+	}
 	return ""
+}
+
+// TemplateWhy says why this Backend's warm pools exec their children instead of forking them
+// from templates (Options.Template off, or a prerequisite missing here), or "" when they fork
+// (those without network). doctor shows it.
+func (b *Backend) TemplateWhy() string { return b.templateUnusable() }
+
+// executableBy says why uid (with gid, and no capability on the host) cannot execute path (or
+// search it, a directory), or "": every directory on the way must be searchable by it, as the
+// template's helper is exec'd as that uid. A binary in a directory of its owner's alone (a
+// home, a build cache) is not.
+func executableBy(path string, uid, gid int) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err.Error()
+	}
+	allowed := func(st *syscall.Stat_t, bit uint32) bool {
+		switch {
+		case int(st.Uid) == uid:
+			return st.Mode&(bit<<6) != 0
+		case int(st.Gid) == gid:
+			return st.Mode&(bit<<3) != 0
+		}
+		return st.Mode&bit != 0
+	}
+	for p := "/"; ; {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			return err.Error()
+		}
+		if p == real {
+			if !allowed(&st, 1) {
+				return real + " is not executable (or searchable) by others"
+			}
+			return ""
+		}
+		if !allowed(&st, 1) {
+			return p + " is not searchable by others (mode " + strconv.FormatUint(uint64(st.Mode&0o777), 8) + ")"
+		}
+		rest, _ := strings.CutPrefix(real, strings.TrimSuffix(p, "/")+"/")
+		next, _, _ := strings.Cut(rest, "/")
+		if next == "" {
+			return "cannot walk to " + real
+		}
+		p = filepath.Join(p, next)
+	}
 }
 
 // startForked forks a child from the template of spec's owner and terms, starting that
@@ -134,6 +202,11 @@ func (b *Backend) templateUnusable() string {
 func (b *Backend) startForked(ctx context.Context, spec engine.LaunchSpec) (engine.Child, error) {
 	t, err := b.template(ctx, tplKey{owner: spec.Owner, terms: spec.Terms}, spec.Argv)
 	if err != nil {
+		if ctx.Err() == nil {
+			b.tpl.mu.Lock()
+			b.tpl.failed, b.tpl.failedWhy = time.Now(), err.Error()
+			b.tpl.mu.Unlock()
+		}
 		return nil, err
 	}
 	c, err := b.fork(ctx, t, spec)
@@ -293,10 +366,19 @@ func (t *template) forkedCount() int {
 	return t.forked
 }
 
-// close ends the template: its control socket closes (it exits), then its namespace.
+// close ends the template: its control socket closes, and it exits by itself, waited for
+// (bounded), before its namespace is killed. A template killed with its namespace would be
+// reaped by the kernel unaccounted, and the CPU of every child it forked would vanish from
+// the host's children time; exiting, it is reaped by its init, which the host reaps.
 func (t *template) close() {
 	t.closeOne.Do(func() {
 		t.ctl.CloseWrite()
+		exited := make(chan struct{})
+		go func() { t.proc.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Second):
+		}
 		t.proc.Close()
 	})
 }

@@ -379,6 +379,79 @@ func TestTemplateNeedsAnUnprivilegedUID(t *testing.T) {
 	}
 }
 
+// TestTemplateNeedsAReachableHelper: the template's helper is exec'd as its unprivileged
+// host uid, so an init helper in a directory of root's alone (a build cache, a home) cannot
+// be one: the Backend says why and its warm children are exec'd, without a template tried.
+func TestTemplateNeedsAReachableHelper(t *testing.T) {
+	opts := templateOptions(t)
+	dir, err := os.MkdirTemp("", "mcp-sandbox-init-") // 0700, in a directory anyone may search
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.ReadFile(opts.InitPath)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.InitPath = filepath.Join(dir, "init")
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if why := b.TemplateWhy(); !strings.Contains(why, "cannot execute the init helper") || !strings.Contains(why, dir) {
+		t.Errorf("TemplateWhy %q, want it to name the helper's unsearchable directory %s", why, dir)
+	}
+	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("with an unreachable helper, the mechanisms name the template: %v", b.Mechanisms())
+	}
+	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
+	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
+		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if why := b.TemplateWhy(); why != "" {
+		t.Errorf("with the helper reachable, TemplateWhy %q", why)
+	}
+}
+
+// TestTemplateRetriedLater: after a template failed to start, the Backend execs its pool's
+// children for a while (templateRetry) without trying another, so a host where templates
+// cannot come up does not pay a failed start for each child. The failure here is arguments
+// the template refuses; the next child, with good ones, is exec'd all the same.
+func TestTemplateRetriedLater(t *testing.T) {
+	opts := templateOptions(t)
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	terms := engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated}
+	good := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
+	for i, argv := range [][]string{good[:3], good} {
+		c, err := b.Start(t.Context(), engine.LaunchSpec{Terms: terms, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: true, Owner: "t"})
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		forked := c.Facts().Forked != nil
+		c.Close()
+		if forked {
+			t.Fatalf("start %d was forked: want exec'd children once a template failed to start", i)
+		}
+	}
+	if why := b.TemplateWhy(); why != "" {
+		t.Errorf("TemplateWhy %q: the prerequisites are met, only the retry waits", why)
+	}
+}
+
 // TestTemplateLeavesNothing runs executions on forked children, completed, failed and killed,
 // then closes the Runner: no descriptor of the host, no cgroup of this process's, no root mount
 // point and no template or child process is left.
