@@ -55,6 +55,11 @@ func (s *Ledger) writeLater(ctx context.Context, fn func(tx *stmtTx) error) erro
 
 func (s *Ledger) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool) error {
 	b := s.batch
+	// A caller already gone writes nothing: its statements would not see its cancellation
+	// (stmtTx), and the select below may take the lead before it sees ctx done.
+	if ctx.Err() != nil {
+		return fmt.Errorf("budget: ledger: waiting to write: %w", context.Cause(ctx))
+	}
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	if !now {
 		op.lazy = time.Now()
