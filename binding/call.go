@@ -419,6 +419,7 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 	if tk == nil {
 		return
 	}
+	tk.Answered(o)
 	x.finishing.Add(1)
 	go func() {
 		defer x.finishing.Done()

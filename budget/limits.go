@@ -84,6 +84,11 @@ func (u Usage) Add(v Usage) Usage {
 	}
 }
 
+// Sub returns u less v.
+func (u Usage) Sub(v Usage) Usage {
+	return u.Add(Usage{Calls: -v.Calls, TransferBytes: -v.TransferBytes, ProducedBytes: -v.ProducedBytes, PreservedBytes: -v.PreservedBytes})
+}
+
 // Exhausted names the first meter of u that has reached its ceiling in l, counting extraCalls
 // calls not yet in u, or returns "" when a further call may be admitted.
 func (u Usage) Exhausted(l Limits, extraCalls int64) string {

@@ -35,6 +35,7 @@ type Meter struct {
 	used     Usage      // the execution's usage (Calls counts spent calls)
 	inflight int64      // calls reserved and not yet written to the ledger
 	reserved Usage      // transfer and preserved bytes promised to calls not yet finished
+	answered Usage      // the bytes of calls answered whose finish has not landed (Ticket.Answered)
 	runSeen  Usage      // the Run's usage as of the last ledger answer
 	ended    bool
 	refusals map[refusalKey]*refusalTally // refusals counted per tool and kind (refusals.go)
@@ -245,11 +246,12 @@ func (m *Meter) Charge(ctx context.Context, u Usage) error {
 }
 
 // Seen returns the execution's usage and the Run's as this meter last saw it, without asking
-// the ledger: what a program's budget.remaining() is answered from, however often it asks.
+// the ledger, with the bytes of calls answered and not yet finished (Ticket.Answered): what a
+// program's budget.remaining() is answered from, however often it asks.
 func (m *Meter) Seen() (execution, run Usage) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.used, m.runSeen
+	return m.used.Add(m.answered), m.runSeen.Add(m.answered)
 }
 
 // Usage returns the execution's usage and the Run's, the latter read from the ledger.
@@ -332,6 +334,23 @@ type Ticket struct {
 
 	rmu      sync.Mutex // guards reserved
 	reserved Usage      // bytes promised by Reserve, released by Finish
+
+	answered Usage // Answered's, until finish takes it over; guarded by m.mu
+	finished bool  // finish has run; guarded by m.mu
+}
+
+// Answered notes that the program holds o's answer before tool_call_finished lands (it may
+// lag: FinishLater), so Seen, and with it budget.remaining(), counts o's bytes from now on
+// and never shows what a program already received as still left. finish takes them over.
+func (t *Ticket) Answered(o Outcome) {
+	u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	if t.finished {
+		return
+	}
+	t.m.answered = t.m.answered.Sub(t.answered).Add(u) // a second note replaces the first
+	t.answered = u
 }
 
 // ID returns the call's ledger id.
@@ -435,6 +454,8 @@ func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
 		t.m.mu.Lock()
 		t.m.reserved.TransferBytes -= promised.TransferBytes
 		t.m.reserved.PreservedBytes -= promised.PreservedBytes
+		t.m.answered = t.m.answered.Sub(t.answered)
+		t.answered, t.finished = Usage{}, true
 		if charged {
 			t.m.used = t.m.used.Add(u)
 			t.m.runSeen = t.m.runSeen.Add(u)

@@ -210,6 +210,31 @@ func TestFinishOnce(t *testing.T) {
 	}
 }
 
+// TestSeenCountsAnswered: a call's bytes count in Seen once its answer is handed over
+// (Answered), before tool_call_finished lands, and once only after it has.
+func TestSeenCountsAnswered(t *testing.T) {
+	l := openLedger(t, t.TempDir())
+	m := newMeter(t, l, budget.RunRef{Tenant: "t", ID: "r"}, budget.Limits{})
+	tk, fe := m.Admit(t.Context(), budget.Call{Tool: "a"})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	o := budget.Outcome{Status: budget.Succeeded, TransferBytes: 40, ProducedBytes: 50}
+	tk.Answered(budget.Outcome{Status: budget.Succeeded, ProducedBytes: 7})
+	tk.Answered(o) // a second note replaces the first
+	want := budget.Usage{Calls: 1, TransferBytes: 40, ProducedBytes: 50}
+	if exec, run := m.Seen(); exec != want || run.TransferBytes != 40 || run.ProducedBytes != 50 {
+		t.Errorf("seen before the finish: execution %+v, run %+v; want %+v", exec, run, want)
+	}
+	if err := tk.Finish(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	tk.Answered(o) // after the finish: nothing more
+	if exec, run := m.Seen(); exec != want || run.TransferBytes != 40 || run.ProducedBytes != 50 {
+		t.Errorf("seen after the finish: execution %+v, run %+v; want %+v once", exec, run, want)
+	}
+}
+
 func TestTransferAllowance(t *testing.T) {
 	l := openLedger(t, t.TempDir())
 	tests := []struct {
