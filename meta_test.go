@@ -642,7 +642,7 @@ func TestDocLength(t *testing.T) {
 // notBackends are the packages under engine/backend/ that are not backends, with why; every
 // other one must run the contract suite, so a new backend cannot forget it.
 var notBackends = map[string]string{
-	"spawned": "what the local backends share (identities, interpreter, the adapter to engine.Child); each of them runs the suite",
+	"spawned":   "what the local backends share (identities, interpreter, the adapter to engine.Child); each of them runs the suite",
 	"jobobject": "the Windows job object and its probe, not yet an engine.Backend (no Windows CPython runs the bootstrap here); its tests under Wine grade each limit against a hostile child",
 }
 
