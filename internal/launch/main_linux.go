@@ -46,7 +46,8 @@ func Main() {
 		os.Exit(reap(spec))
 	}
 	if spec.EgressFD > 0 {
-		// A helper that execs a wrapper (bwrap) in a network namespace the host made for it:
+		// A helper that execs a wrapper (bwrap) in a network namespace the host made for it,
+		// or the first process of an init that holds no capability in its namespace (reap):
 		// the listener is made here, while the helper still may bring lo up.
 		if err := handEgressListener(spec.EgressFD, spec.EgressPort); err != nil {
 			fail("the egress listener: %v", err)

@@ -39,10 +39,16 @@ func reap(spec Spec) int {
 	if err := unix.Chdir("/"); err != nil {
 		fail("chdir /: %v", err)
 	}
-	if spec.EgressFD > 0 {
+	// The egress listener needs lo brought up, so CAP_NET_ADMIN over the namespace. A helper
+	// whose user namespace was mapped after it started (newuidmap, subordinate ids) was exec'd
+	// unmapped and holds no capability there: its first process, exec'd once the maps are
+	// written, holds them all and makes the listener before anything else (main), as the
+	// bwrap helper does; this init keeps no copy of the socket either way.
+	if spec.EgressFD > 0 && HasCapability(unix.CAP_NET_ADMIN) {
 		if err := handEgressListener(spec.EgressFD, spec.EgressPort); err != nil {
 			fail("the egress listener: %v", err)
 		}
+		spec.EgressFD = 0
 	}
 	st, ok := waitFor(startFirst(spec, exe, false), nil, false)
 	if !ok {
@@ -55,11 +61,16 @@ func reap(spec Spec) int {
 // of a namespace), and lets go of the program's streams and channel: the host sees their end
 // when the program's last process lets go of them, not when this init does.
 func startFirst(spec Spec, exe string, setsid bool) int {
+	egress := spec.EgressFD // the listener is still to make (reap): the first process makes it
 	spec.Reaper, spec.Subreaper, spec.IDMapFD, spec.EgressFD = false, false, 0, 0
 	if setsid {
 		spec.ParentPID = os.Getpid() // its parent is this init, not the host
 	}
 	files := []uintptr{0, 1, 2, 3}
+	if egress > 0 {
+		spec.EgressFD = len(files)
+		files = append(files, uintptr(egress))
+	}
 	// This init joins the first process to its cgroup while that process's runtime starts
 	// (Spec.CgroupJoinFD), and stays outside itself.
 	var joined [2]int
@@ -78,6 +89,9 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 	})
 	if err != nil {
 		fail("starting the sandbox's first process: %v", err)
+	}
+	if egress > 0 {
+		unix.Close(egress)
 	}
 	if spec.CgroupJoinFD > 0 {
 		unix.Close(joined[0])
