@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
@@ -155,30 +156,20 @@ func TestReportForkserver(t *testing.T) {
 
 // templateOptions turns the namespaces backend's templates on. A template's uid 0 maps to
 // root's last subordinate uid, given here in a file of the test's own, and that uid must be
-// able to execute the init helper: a copy of this binary outside the build directory, which
-// is go test's user's alone.
+// able to execute the init helper (testkit.WorldExecutable).
 func templateOptions(t *testing.T) *namespaces.Options {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "mcp-sandbox-bench-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	exe, err := os.ReadFile("/proc/self/exe")
+	dir := t.TempDir()
+	ranges := filepath.Join(dir, "subids")
+	err := os.Chmod(dir, 0o755)
 	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "subids"), []byte("root:300000:65536\n"), 0o644)
+		err = os.WriteFile(ranges, []byte("root:300000:65536\n"), 0o644)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &namespaces.Options{Template: true, Options: spawned.Options{InitPath: filepath.Join(dir, "init")},
-		Host: userns.Host{SubUID: filepath.Join(dir, "subids"), SubGID: filepath.Join(dir, "subids")}}
+	return &namespaces.Options{Template: true, Options: spawned.Options{InitPath: testkit.WorldExecutable(t)},
+		Host: userns.Host{SubUID: ranges, SubGID: ranges}}
 }
 
 // TestReportWarmTemplate measures back-to-back executions of 6*7 through a Runner with warm

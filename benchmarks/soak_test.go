@@ -156,7 +156,7 @@ func takeSnapshot(tmp string) snapshot {
 // allows it (the log says how many were).
 func TestSoak(t *testing.T) {
 	mock := testkit.MockUpstream(t)
-	initPath := worldExecutable(t)
+	initPath := testkit.WorldExecutable(t)
 	tmp := t.TempDir()
 	// A template's helper, an unprivileged host uid, mounts its root in the temporary
 	// directory: it must be able to search it.
@@ -278,27 +278,4 @@ func TestSoak(t *testing.T) {
 	if after.exceeds(before) {
 		t.Errorf("the soak left something behind:\n%s", out)
 	}
-}
-
-// worldExecutable copies this test binary (the init helper) where any uid may execute it, for
-// t's duration: a template's helper runs as an unprivileged host uid, and the build directory
-// go test runs the binary from is its user's alone.
-func worldExecutable(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mcp-sandbox-init-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	exe, err := os.ReadFile("/proc/self/exe")
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "init")
 }

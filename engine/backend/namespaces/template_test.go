@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
@@ -52,29 +53,8 @@ func templateOptions(t *testing.T) namespaces.Options {
 	if err := os.WriteFile(ranges, []byte("root:300000:65536\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return namespaces.Options{Template: true, Options: spawned.Options{InitPath: worldExecutable(t)},
+	return namespaces.Options{Template: true, Options: spawned.Options{InitPath: testkit.WorldExecutable(t)},
 		Host: userns.Host{SubUID: ranges, SubGID: ranges}}
-}
-
-// worldExecutable copies this test binary where any uid may execute it, for t's duration.
-func worldExecutable(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mcp-sandbox-init-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	exe, err := os.ReadFile("/proc/self/exe")
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "init"), exe, 0o755)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "init")
 }
 
 func wantForked(t *testing.T, r *engine.Outcome) {
