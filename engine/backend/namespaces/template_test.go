@@ -57,6 +57,21 @@ func templateOptions(t *testing.T) namespaces.Options {
 		Host: userns.Host{SubUID: ranges, SubGID: ranges}}
 }
 
+// templateBackend is a namespaces Backend with templates on (templateOptions), closed when
+// t ends.
+func templateBackend(t *testing.T) *namespaces.Backend {
+	t.Helper()
+	opts := templateOptions(t)
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 func wantForked(t *testing.T, r *engine.Outcome) {
 	t.Helper()
 	if r.Started == nil || r.Started.Kind != engine.StartForked {
@@ -274,14 +289,7 @@ func TestTemplateOutlivesAForkBomb(t *testing.T) {
 // the template's user namespace maps its uid 0 to, and their bounding set holds only the
 // capabilities the template keeps (launch.TemplateCaps).
 func TestTemplateUnprivilegedOnTheHost(t *testing.T) {
-	opts := templateOptions(t)
-	ok, why := namespaces.Available(&opts)
-	gate.Require(t, "namespaces", ok, why)
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := templateBackend(t)
 	if !slices.Contains(b.Mechanisms(), "warm-template-fork") {
 		t.Errorf("mechanisms %v do not name the template", b.Mechanisms())
 	}
@@ -406,14 +414,7 @@ func TestTemplateNeedsAReachableHelper(t *testing.T) {
 // cannot come up does not pay a failed start for each child. The failure here is arguments
 // the template refuses; the next child, with good ones, is exec'd all the same.
 func TestTemplateRetriedLater(t *testing.T) {
-	opts := templateOptions(t)
-	ok, why := namespaces.Available(&opts)
-	gate.Require(t, "namespaces", ok, why)
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := templateBackend(t)
 	terms := engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone, Isolation: engine.LevelIsolated}
 	good := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
 	for i, argv := range [][]string{good[:3], good} {
