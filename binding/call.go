@@ -241,22 +241,15 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 	if tool, fe := x.turn.Lookup(name); fe == nil {
 		c.Tool = tool
 	}
-	if rep.Handle != nil && x.blobs != nil && keepsBytes(x.tape) {
+	if rep.Handle != nil && x.blobs != nil {
 		c.Kept, c.Cut = x.keptBytes(ctx, outputs.Handle(rep.Handle.ID), x.tape.KeptBytes())
 	}
 	x.tape.Record(c)
 	return rep
 }
 
-// keepsBytes reports whether t wants a kept result's first bytes (TapedCall.Kept): a tape
-// that says NoKeptBytes (a journal, which serves the handle itself) is spared the read.
-func keepsBytes(t Tape) bool {
-	n, ok := t.(interface{ NoKeptBytes() bool })
-	return !ok || !n.NoKeptBytes()
-}
-
 // keptBytes reads the first n bytes of a result kept under h, for the tape; cut says there
-// were more.
+// were more. A tape that keeps none (n 0: a journal, a player) costs no read.
 func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (kept []byte, cut bool) {
 	if n <= 0 {
 		return nil, true

@@ -60,11 +60,8 @@ func (j *Journal) Record(c binding.TapedCall) {
 // Tools adds no name to the program's.
 func (*Journal) Tools() []string { return nil }
 
-// NoKeptBytes: a journal keeps a result under a handle as the handle alone (binding reads
-// none of it for the tape).
-func (*Journal) NoKeptBytes() bool { return true }
-
-// KeptBytes: none (NoKeptBytes).
+// KeptBytes is 0: a journal keeps a result under a handle as the handle alone, which the
+// resumed program is answered with (binding reads none of it for the tape).
 func (*Journal) KeptBytes() int64 { return 0 }
 
 // Calls are the calls answered so far, replayed ones first, in order of their numbers.
