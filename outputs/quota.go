@@ -62,10 +62,9 @@ type stored struct {
 	bytes, promised int64
 	at              time.Time // when the store was asked; zero: never
 
-	inflight int           // Puts promised room and not yet landed
-	moved    uint64        // counts every promise and every landing, to see one during an ask
-	landed   int64         // every byte this process's Puts have added, ever
-	asking   chan struct{} // non-nil while one Put asks the store; closed when it has answered
+	moved  uint64        // counts every promise and every landing, to see one during an ask
+	landed int64         // every byte this process's Puts have added, ever
+	asking chan struct{} // non-nil while one Put asks the store; closed when it has answered
 }
 
 // count brings c up to date, asking the store (ask) once its count is older than refresh.
@@ -101,7 +100,7 @@ func (s *quotaStore) count(ctx context.Context, c *stored, refresh time.Duration
 		}
 		done := make(chan struct{})
 		c.asking = done
-		quiet, moved, landed := c.inflight == 0, c.moved, c.landed
+		quiet, moved, landed := c.promised == 0, c.moved, c.landed // promised: Puts in flight
 		s.mu.Unlock()
 
 		n, err := ask(ctx)
@@ -174,7 +173,6 @@ func (s *quotaStore) Put(ctx context.Context, tenant, name, contentType string, 
 	}
 	for _, c := range []*stored{t, &s.total} {
 		c.promised += room
-		c.inflight++
 		c.moved++
 	}
 	s.mu.Unlock()
@@ -184,7 +182,6 @@ func (s *quotaStore) Put(ctx context.Context, tenant, name, contentType string, 
 	s.mu.Lock()
 	for _, c := range []*stored{t, &s.total} {
 		c.promised -= room
-		c.inflight--
 		c.moved++
 		if err == nil {
 			c.bytes += n
