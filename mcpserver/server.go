@@ -544,14 +544,17 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 		return toolError("the description of %s could not be encoded", in.Name), nil
 	}
 	// The model reads the stub as Python, not as a JSON string full of escapes: the text is the
-	// description without it, then the stub itself.
-	textJSON, err := json.MarshalIndent(struct {
+	// description without it, compact and with <, > and & as they are (indentation was a fifth
+	// of it, on every tool described), then the stub itself.
+	var text strings.Builder
+	enc := json.NewEncoder(&text)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
 		upstream.ToolInfo
 		PythonStub string `json:"python_stub,omitempty"` // shadows the embedded one: left out
-	}{ToolInfo: info}, "", "  ")
-	if err != nil {
+	}{ToolInfo: info}); err != nil {
 		return toolError("the description of %s could not be encoded", in.Name), nil
 	}
-	text := string(textJSON) + "\n\npython_stub:\n" + info.PythonStub
-	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	text.WriteString("\npython_stub:\n" + info.PythonStub)
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, nil
 }
