@@ -152,7 +152,7 @@ tenants:
 // The five tools scenario B asks for, among the deferred server's 351.
 var scenarioBTools = []int{17, 42, 99, 256, 347}
 
-// TestReportContext prints what the model reads for two tasks, done as the direct MCP tool
+// TestReportContext prints what the model reads for three tasks, done as the direct MCP tool
 // calls a model would make and as one run_code: bytes and approximate tokens both ways, and
 // the reduction.
 //
@@ -179,7 +179,7 @@ var scenarioBTools = []int{17, 42, 99, 256, 347}
 //     servers is given: the mock's other tools are left out); with run_code, the listing of
 //     run_code and the built-ins and a get_tool_info of each tool (its keywords).
 //
-// and, between the two, per task when a session does it ten times.
+// A third figure is the cost a task when one session does the task ten times.
 func TestReportContext(t *testing.T) {
 	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
 	host := connect(t, exec.Command(sandbox, "serve", "--config", contextConfig(t, mock), "--agent", "model"))
