@@ -23,8 +23,9 @@
 //   - TestReportForkserver: a forkserver's floor beside the namespaces backend's start (the
 //     verdict is in docs/design.md §4.4).
 //   - TestReportContext: what a model reads doing three tasks with direct tool calls and with
-//     one run_code, in bytes and tokens (bytes/4), and the fixed cost of listing run_code and
-//     the built-ins.
+//     one run_code, in bytes and tokens (bytes/4), counted alike on both sides (C per task and
+//     with its tools taught once a session), and the fixed cost of listing run_code and the
+//     built-ins.
 //   - TestReportLedger, TestReportLedgerBindings: the run ledger on PostgreSQL beside SQLite;
 //     they need the database the tests use (MCP_SANDBOX_TEST_PG_DSN, internal/pgdb/pgtest).
 //

@@ -158,30 +158,30 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 			Name:         ToolRunCode,
 			Title:        "Run a Python program",
 			Description:  runCodeDescription(a.CodeExecution),
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The whole Python program. Top-level await and return are allowed."}},"required":["code"],"additionalProperties":false}`),
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"}},"required":["code"],"additionalProperties":false}`),
 			OutputSchema: runCodeOutputSchema(),
 			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network != engine.NetworkNone)},
 		}, h.runCode)
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
-		Title:       "List the tools a program can call",
-		Description: "Lists every tool a run_code program can call (deferred catalogues included): its name, its Python alias when it has one, and a one-line description. Filter by server; a query ranks tools by relevance, best first with their scores and how many matched; page with cursor.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"only this upstream server's tools"},"query":{"type":"string","description":"words describing the tool wanted"},"cursor":{"type":"string","description":"next_cursor from the previous page"}},"additionalProperties":false}`),
+		Title:       "List the tools programs can call",
+		Description: "Lists the tools run_code programs can call, deferred ones included, with one-line descriptions. query (words for the tool wanted) ranks them, best first with scores and how many matched; server keeps one server's; cursor is the previous page's next_cursor.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string"},"query":{"type":"string"},"cursor":{"type":"string"}},"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.listTools)
 	s.AddTool(&mcp.Tool{
 		Name:        ToolGetToolInfo,
 		Title:       "Describe one tool",
-		Description: "One tool's input and output schemas, annotations, Python alias and python_stub: its binding as a typed Python signature (exactly those keywords; the return type declared, or observed from results).",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the tool's name, <server>__<tool>"}},"required":["name"],"additionalProperties":false}`),
+		Description: "One tool's schemas, annotations and python_stub: the typed signature its binding takes (exactly those keywords; the return type declared, or observed from results).",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"<server>__<tool>"}},"required":["name"],"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.getToolInfo)
 	s.AddTool(&mcp.Tool{
 		Name:        ToolReadToolOutput,
-		Title:       "Read more of a kept output",
-		Description: "Reads an output kept under a handle (a run_code stream or artifact, or a large tool result): a window of lines (offset is a 0-based line index, limit a line count), or the lines matching a regular expression with their line numbers.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"handle":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1},"pattern":{"type":"string","description":"a regular expression"}},"required":["handle"],"additionalProperties":false}`),
+		Title:       "Read a kept output",
+		Description: "Reads what a handle keeps (a run_code stream or artifact, a large tool result): limit lines from line offset (0-based), or the lines matching the regular expression pattern, numbered.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"handle":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1},"pattern":{"type":"string"}},"required":["handle"],"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, h.readToolOutput)
 	return s
@@ -206,22 +206,15 @@ func instructions(a Agent) string {
 func runCodeDescription(ce *CodeExec) string {
 	t := ce.Terms
 	var b strings.Builder
-	b.WriteString(`Runs one Python 3 program in a separate, contained process and returns what it did.
-
-The program:
-- runs in a fresh, empty workspace (its working directory); nothing is kept between calls, so do the whole task in one program.
-- may use top-level await and return; its value is what it returns, else its final expression's value, else null (a value JSON cannot carry comes back as value_repr).
-- prints as usual; you see a head-and-tail preview of stdout and stderr and a handle to read the rest with read_tool_output.
-- calls tools as async functions: await call_tool("<server>__<tool>", {"arg": 1}), or the alias await <server>__<tool>(arg=1) where the name is a Python identifier, taking exactly the keywords of get_tool_info's python_stub. TOOLS is the sorted tuple of names it may call; await list_tools(), get_tool_info(name) and read_tool_output(handle, ...) work inside too, counted as calls; await budget.remaining() says what is left (free).
-- a failed call raises ToolError with .tool and .kind (invalid_arguments, denied, budget_exceeded, tool_error, upstream_error, timeout, ...); a result too large to hand over is a ToolResultHandle whose await .read(offset=, limit=) or .read(pattern=) pages it.
-- a call needing a person's approval waits while the person is asked, if this host can ask: accepted, it runs once; declined, ToolError kind denied; unanswered or unaskable, kind approval_required_in_program. Catch these and carry on.
-
-A failed program (failure.kind program_error, timeout, limit_exceeded, ...) is an error result with the traceback; a refusal (failure.executed false) means nothing ran.
+	b.WriteString(`Runs one Python 3 program in a fresh, contained process and empty working directory; nothing is kept between calls, so do the whole task in one program.
+- Top-level await and return work; the value is what it returns, else its last expression's (value_repr if JSON cannot carry it).
+- stdout and stderr come back as head-and-tail previews; read_tool_output reads the rest by handle.
+- Tools are async functions: await <server>__<tool>(arg=1) where the name is a Python identifier, with exactly the keywords of get_tool_info's python_stub, or await call_tool("<server>__<tool>", {"arg": 1}). TOOLS is the tuple of names it may call; list_tools(), get_tool_info(name), read_tool_output(handle, ...) and budget.remaining() can be awaited too.
+- A failed call raises ToolError (.tool, .kind: invalid_arguments, denied, budget_exceeded, timeout, ...). A result too large to hand over is a ToolResultHandle: await .read(offset=, limit=) or .read(pattern=).
+- A call needing a person's approval waits while they are asked, if this host can ask; declined, it raises ToolError kind denied; unanswered or unaskable, kind approval_required_in_program.
+A failed program is an error result with its traceback; failure.executed false means nothing ran.
 `)
-	fmt.Fprintf(&b, "\nLimits in force: %s.", termsText(t))
-	if t.Network == engine.NetworkNone || t.Network == "" {
-		b.WriteString(" There is no network access.")
-	}
+	fmt.Fprintf(&b, "Limits in force: %s.", termsText(t))
 	if ce.Refusal != "" {
 		fmt.Fprintf(&b, " Note: programs are currently refused: %s.", ce.Refusal)
 	} else if u, ok := ce.Sandbox.(UnavailableSandbox); ok {
@@ -551,14 +544,17 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 		return toolError("the description of %s could not be encoded", in.Name), nil
 	}
 	// The model reads the stub as Python, not as a JSON string full of escapes: the text is the
-	// description without it, then the stub itself.
-	textJSON, err := json.MarshalIndent(struct {
+	// description without it, compact and with <, > and & as they are (indentation was a fifth
+	// of it, on every tool described), then the stub itself.
+	var text strings.Builder
+	enc := json.NewEncoder(&text)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
 		upstream.ToolInfo
 		PythonStub string `json:"python_stub,omitempty"` // shadows the embedded one: left out
-	}{ToolInfo: info}, "", "  ")
-	if err != nil {
+	}{ToolInfo: info}); err != nil {
 		return toolError("the description of %s could not be encoded", in.Name), nil
 	}
-	text := string(textJSON) + "\n\npython_stub:\n" + info.PythonStub
-	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	text.WriteString("\npython_stub:\n" + info.PythonStub)
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, nil
 }
