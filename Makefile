@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.Version=$(VERSION)
+LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(VERSION)
 
 .PHONY: help build run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image dist bundle
 

@@ -16,7 +16,8 @@
 // allows it) and exec, and count how the children were made (the result's start block).
 //
 //   - TestReportRunColdStart: `mcp-sandbox run` of pass beside `python3 -I -c pass`, in turn,
-//     with the binary's own start (`--version`) and the init helper's.
+//     with the binary's own start (`--version`), the init helper's, and a Go program that
+//     only exits (the floor of any Go binary).
 //   - TestReportBindings: 1,000 sequential binding calls beside a Go client's direct calls.
 //   - TestReportHostCost: the server's memory per concurrent execution, and while a program
 //     prints 1 GiB.

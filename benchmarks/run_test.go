@@ -20,7 +20,8 @@ import (
 // and system, of the command and every process it waited for) as a second figure that the
 // machine's load moves less. Beside them, the binary's own start, package initialisers
 // included: `mcp-sandbox --version`, and the init helper as a sandbox child starts it (the
-// same binary) with a trial spec, which exits as soon as it is up. The embedded default
+// same binary) with a trial spec, which exits as soon as it is up; and, as the floor any Go
+// binary starts from, a Go program that only exits (built here). The embedded default
 // config is used at the isolated level this host reaches (namespaces as root) and, with the
 // kernel boundaries disabled, at the process level; the data dir is a fresh one, its
 // interpreter cache filled by the first (unmeasured) runs.
@@ -31,6 +32,7 @@ func TestReportRunColdStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
+	floor := goProgramThatOnlyExits(t)
 	type subject struct {
 		name      string
 		argv, env []string
@@ -41,6 +43,7 @@ func TestReportRunColdStart(t *testing.T) {
 		{name: "mcp-sandbox --version (the binary's start)", argv: []string{sandbox, "--version"}},
 		{name: "init helper, trial spec (its start)", argv: []string{sandbox, launch.Command},
 			env: []string{launch.SpecEnv + `={"trial":true}`}},
+		{name: "a Go program that only exits (any Go binary's floor)", argv: []string{floor}},
 		{name: "mcp-sandbox run pass.py (default: strongest backend)", argv: []string{sandbox, "run", prog}},
 		{name: "mcp-sandbox run pass.py (process level)", argv: []string{sandbox, "run", prog},
 			env: []string{"MCP_SANDBOX_DISABLE=namespaces,bwrap"}},
@@ -76,4 +79,27 @@ func TestReportRunColdStart(t *testing.T) {
 	out += "  (cpu: the command's and its waited-for descendants'; a sandbox child killed at the end is not counted)\n"
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
+}
+
+// goProgramThatOnlyExits builds, in a module of its own, a Go program whose main returns at
+// once, and returns its path.
+func goProgramThatOnlyExits(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module floor\n\ngo 1.26\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "floor")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building a Go program that only exits: %v\n%s", err, out)
+	}
+	return bin
 }

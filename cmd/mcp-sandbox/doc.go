@@ -48,5 +48,7 @@
 // they stay OpenTelemetry's no-op). deploy/systemd's unit is checked by systemd_test.go.
 //
 // The first thing main does is dispatch the hidden init-helper subcommand (internal/launch),
-// because every local sandbox child is this binary re-executed.
+// because every local sandbox child is this binary re-executed. Both that and `--version`
+// are answered before main, from package initialisers (launch's, and internal/early's, which
+// holds the build's Version), so neither pays for the server's package initialisers.
 package main

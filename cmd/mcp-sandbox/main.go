@@ -10,12 +10,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 )
-
-// Version is set at build time with -ldflags "-X main.Version=…".
-var Version = "dev"
 
 // exit statuses
 const (
@@ -149,6 +147,6 @@ func runVersion(_ context.Context, args []string, stdout, _ io.Writer) (int, err
 	if len(args) > 0 {
 		return exitUsage, usagef("takes no arguments")
 	}
-	fmt.Fprintf(stdout, "mcp-sandbox %s\n", Version)
+	fmt.Fprint(stdout, early.Line()) // what early prints when these are the only arguments
 	return exitOK, nil
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/metrics"
 )
@@ -73,7 +74,7 @@ func startTracing(ctx context.Context) (stop func(), err error) {
 // (OTEL_TRACES_SAMPLER may change it).
 func newTracerProvider(ctx context.Context, opt sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
 	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "mcp-sandbox"), attribute.String("service.version", Version)),
+		resource.WithAttributes(attribute.String("service.name", "mcp-sandbox"), attribute.String("service.version", early.Version)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost())
 	if err != nil {
 		slog.Warn("trace resource incomplete", "err", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -78,7 +79,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitCode(err), err
 	}
-	opts := &mcpserver.Options{Version: Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
+	opts := &mcpserver.Options{Version: early.Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
 	if opts.Cassettes, err = cassetteKeeper(cfg, st.ledger); err != nil {
 		return exitFailure, err
 	}
@@ -91,7 +92,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		opts.Paused = hook.notify
 	}
 	if *metricsListen != "" {
-		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: Version})
+		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: early.Version})
 		stopMetrics, err := serveMetrics(*metricsListen, m)
 		if err != nil {
 			return exitFailure, err
