@@ -53,9 +53,13 @@ func templateHostUID() int {
 // uid), and the init helper is a copy of this test binary that such a uid may execute: the
 // build directory go test runs it from is its user's alone. Without root the user's own
 // range is used (newuidmap reads /etc/subuid itself): CI runs these as a user with one, and
-// requires it (MCP_SANDBOX_REQUIRE=subids); a user without one skips them.
+// requires it (MCP_SANDBOX_REQUIRE=subids); a user without one skips them, as does a kernel
+// without the Landlock ABI a forked child needs.
 func templateOptions(t *testing.T) namespaces.Options {
 	t.Helper()
+	abi := launch.LandlockABI()
+	gate.Require(t, "landlock", abi >= launch.TemplateLandlockABI,
+		"a forked child installs Landlock rules and scopes (ABI "+itoa(launch.TemplateLandlockABI)+"); this kernel has ABI "+itoa(abi))
 	if os.Geteuid() != 0 {
 		name := ""
 		if u, err := user.Current(); err == nil {
