@@ -5,15 +5,18 @@ package namespaces_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
@@ -198,4 +201,56 @@ for line in open("/proc/self/uid_map"):
 			t.Errorf("process_count %s, want enforced (a uid of its own)", g)
 		}
 	}
+}
+
+// BenchmarkTemplateChild measures forked children from the request to their hello and their
+// close, with and without the Landlock ruleset they install, in turn in one loop (one of each
+// per iteration, so load changes reach both alike): what a child's Landlock costs. The
+// figures are the medians of each, in ms/child; ns/op is the pair.
+func BenchmarkTemplateChild(b *testing.B) {
+	backend := func(landlock bool) *namespaces.Backend {
+		opts := templateOptions(b)
+		if !landlock {
+			namespaces.NoLandlock(&opts)
+		}
+		ok, why := namespaces.Available(&opts)
+		gate.Require(b, "namespaces", ok, why)
+		be, err := namespaces.New(b.Context(), &opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { be.Close() })
+		return be
+	}
+	argv := []string{"-I", "-c", engine.BootstrapSource, "/nonexistent", "0", "0", "1000000", "cold"}
+	spec := engine.LaunchSpec{Terms: engine.Terms{Limits: engine.DefaultLimits, Network: engine.NetworkNone,
+		Isolation: engine.LevelIsolated}, Argv: argv, Stdout: io.Discard, Stderr: io.Discard, Pooled: true, Owner: "b"}
+	child := func(be *namespaces.Backend) time.Duration {
+		start := time.Now()
+		c, err := be.Start(b.Context(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if c.Facts().Forked == nil {
+			b.Fatal("the child was exec'd")
+		}
+		if _, err := wire.NewReader(c.Channel(), 0).ReadFrame(wire.TypeHello); err != nil {
+			b.Fatalf("hello: %v", err)
+		}
+		return time.Since(start)
+	}
+	with, without := backend(true), backend(false)
+	child(with) // the templates' starts
+	child(without)
+	var dw, dn []time.Duration
+	for b.Loop() {
+		dw, dn = append(dw, child(with)), append(dn, child(without))
+	}
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(med(dw), "ms/child-landlock")
+	b.ReportMetric(med(dn), "ms/child-without-landlock")
 }

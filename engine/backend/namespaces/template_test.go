@@ -55,7 +55,7 @@ func templateHostUID() int {
 // range is used (newuidmap reads /etc/subuid itself): CI runs these as a user with one, and
 // requires it (MCP_SANDBOX_REQUIRE=subids); a user without one skips them, as does a kernel
 // without the Landlock ABI a forked child needs.
-func templateOptions(t *testing.T) namespaces.Options {
+func templateOptions(t testing.TB) namespaces.Options {
 	t.Helper()
 	abi := launch.LandlockABI()
 	gate.Require(t, "landlock", abi >= launch.TemplateLandlockABI,
