@@ -32,5 +32,9 @@
 // is 0, so pid 2 checks that the host still holds the channel (Spec.ChannelParent) instead of
 // comparing ParentPID.
 //
+// A template's children (Spec.Template) install their confinement themselves, from what this
+// package builds: the seccomp program (ProgramBytes) and the Landlock ruleset
+// (LandlockRuleset, landlock_linux.go), which they only hand to the kernel.
+//
 // It imports the standard library, x/sys, go-landlock and go-seccomp-bpf.
 package launch

@@ -103,6 +103,9 @@ type SubIDs struct {
 	// containers (mapping their uid N to the range's N-th id) practically never use.
 	UID, GID             int
 	NewUIDMap, NewGIDMap string
+	// UIDCount and GIDCount are the sizes of those ranges: UID-UIDCount+1 is the uid
+	// range's first id (a template maps a block of them, one per child).
+	UIDCount, GIDCount int
 }
 
 // Subordinate returns the subordinate ids of the user (by name or uid) and the helpers that
@@ -121,15 +124,15 @@ func (h Host) Subordinate(user string, uid int) (*SubIDs, string) {
 	if subgid == "" {
 		subgid = "/etc/subgid"
 	}
-	u, err := lastID(subuid, user, uid)
+	u, nu, err := lastID(subuid, user, uid)
 	if err != nil {
 		return nil, fmt.Sprintf("%s has no subordinate uid range for %s (%v); %s", subuid, nameOr(user, uid), err, advice)
 	}
-	g, err := lastID(subgid, user, uid)
+	g, ng, err := lastID(subgid, user, uid)
 	if err != nil {
 		return nil, fmt.Sprintf("%s has no subordinate gid range for %s (%v); %s", subgid, nameOr(user, uid), err, advice)
 	}
-	s := &SubIDs{UID: u, GID: g}
+	s := &SubIDs{UID: u, GID: g, UIDCount: nu, GIDCount: ng}
 	for _, m := range []struct {
 		name string
 		into *string
@@ -151,11 +154,11 @@ func nameOr(user string, uid int) string {
 }
 
 // lastID returns the last id of the first range of file that belongs to user (by name or by
-// uid, as newuidmap accepts either).
-func lastID(file, user string, uid int) (int, error) {
+// uid, as newuidmap accepts either), and that range's size.
+func lastID(file, user string, uid int) (int, int, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
@@ -169,25 +172,37 @@ func lastID(file, user string, uid int) (int, error) {
 		if err1 != nil || err2 != nil || start <= 0 || count <= 0 {
 			continue
 		}
-		return start + count - 1, nil
+		return start + count - 1, count, nil
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return 0, errors.New("no entry")
+	return 0, 0, errors.New("no entry")
 }
 
 // Map writes the uid and gid maps of the user namespace pid lives in: inside 0 is the owner
 // (the host's own uid and gid, which made the namespace), and insideUID/insideGID are the
 // subordinate ids. It runs newuidmap and newgidmap and fails with their message.
 func (s *SubIDs) Map(ctx context.Context, pid, ownerUID, ownerGID, insideUID, insideGID int) error {
+	return s.MapRanges(ctx, pid, []Range{{0, ownerUID, 1}, {insideUID, s.UID, 1}}, []Range{{0, ownerGID, 1}, {insideGID, s.GID, 1}})
+}
+
+// Range is one line of a uid or gid map: Count ids from Inside map to as many from Outside.
+type Range struct{ Inside, Outside, Count int }
+
+// MapRanges writes the uid and gid maps of the user namespace pid lives in, line by line
+// (newuidmap and newgidmap accept only the owner's own id and ids of its ranges outside).
+func (s *SubIDs) MapRanges(ctx context.Context, pid int, uids, gids []Range) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, m := range []struct {
-		bin          string
-		owner, in, o int
-	}{{s.NewUIDMap, ownerUID, insideUID, s.UID}, {s.NewGIDMap, ownerGID, insideGID, s.GID}} {
-		args := []string{strconv.Itoa(pid), "0", strconv.Itoa(m.owner), "1", strconv.Itoa(m.in), strconv.Itoa(m.o), "1"}
+		bin    string
+		ranges []Range
+	}{{s.NewUIDMap, uids}, {s.NewGIDMap, gids}} {
+		args := []string{strconv.Itoa(pid)}
+		for _, r := range m.ranges {
+			args = append(args, strconv.Itoa(r.Inside), strconv.Itoa(r.Outside), strconv.Itoa(r.Count))
+		}
 		cmd := exec.CommandContext(ctx, m.bin, args...)
 		out := &capped{max: 1024}
 		cmd.Stdout, cmd.Stderr = out, out

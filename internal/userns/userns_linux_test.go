@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,45 @@ func TestMapRunsNewuidmap(t *testing.T) {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/" + file)
 		if f := strings.Fields(string(b)); len(f) != 6 || f[1] != strconv.Itoa(os.Geteuid()) && file == "uid_map" || f[3] != "65534" || f[4] != strconv.Itoa(id) {
 			t.Errorf("%s = %q, want 0 to this user and 65534 to %d", file, b, id)
+		}
+	}
+}
+
+// TestMapRangesMapsABlock: a user with a subordinate range maps its own uid at 0 and a block
+// of the range, numbered inside as outside, in one namespace (a template's layout).
+func TestMapRangesMapsABlock(t *testing.T) {
+	gate.AppliesOnly(t, os.Geteuid() != 0, "root maps ids directly; newuidmap is for a user without root (CI runs this as one)")
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, why := Host{}.Subordinate(u.Username, os.Geteuid())
+	gate.Require(t, "subids", s != nil, why)
+	if s.UIDCount < 16 || s.GIDCount < 16 {
+		t.Fatalf("ranges of %d uids and %d gids, want at least 16", s.UIDCount, s.GIDCount)
+	}
+	cmd := exec.Command("sleep", "5")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	uid, gid := s.UID-10, s.GID-10
+	err = s.MapRanges(context.Background(), cmd.Process.Pid, []Range{{0, os.Geteuid(), 1}, {uid, uid, 8}},
+		[]Range{{0, os.Getegid(), 1}, {uid, gid, 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string][]int{"uid_map": {0, os.Geteuid(), 1, uid, uid, 8}, "gid_map": {0, os.Getegid(), 1, uid, gid, 8}} {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/" + file)
+		var got []int
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			got = append(got, n)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s = %v, want %v", file, got, want)
 		}
 	}
 }

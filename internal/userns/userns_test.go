@@ -74,7 +74,10 @@ func TestSubordinate(t *testing.T) {
 	if s == nil || s.UID != 165536+65535 || s.GID != 165536+65535 || s.NewUIDMap != "/usr/bin/newuidmap" {
 		t.Fatalf("alice: %+v (%s), want the last id of her range", s, why)
 	}
-	if s, _ := h.Subordinate("bob", 1002); s == nil || s.UID != 231072+999 {
+	if s.UIDCount != 65536 || s.GIDCount != 65536 {
+		t.Fatalf("alice: ranges of %d and %d ids, want 65536", s.UIDCount, s.GIDCount)
+	}
+	if s, _ := h.Subordinate("bob", 1002); s == nil || s.UID != 231072+999 || s.UIDCount != 1000 {
 		t.Fatalf("an entry by uid: %+v", s)
 	}
 	s, why = h.Subordinate("carol", 1003)

@@ -27,10 +27,11 @@
 //
 // Options.Template (the profile's warm.start: auto or template) forks a warm pool's children from a
 // template kept per owner and terms instead (template_linux.go, template.py): the same helper
-// and root in a user namespace of the pool's own, a Python template that loads the bootstrap
+// and root in a user namespace of the pool's own (mapped by the host as root, by newuidmap
+// onto the user's subordinate range without root), a Python template that loads the bootstrap
 // once and forks each child into its own pid, mount and network namespaces, where it drops to
-// its identity, sets its rlimits and installs the seccomp program Go compiled before the
-// bootstrap's probe. docs/design.md §4.4 has the design, what it shares between siblings and
+// a uid of its own, sets its rlimits and installs the Landlock ruleset and the seccomp program
+// Go built before the bootstrap's probe. docs/design.md §4.4 has the design, what it shares between siblings and
 // what is not built yet. Where a prerequisite is missing (TemplateWhy) or a template failed to
 // start within templateRetry, children are exec'd. Lock order: templates.mu, then a
 // template's mu.

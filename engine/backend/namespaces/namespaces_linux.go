@@ -49,6 +49,12 @@ type Options struct {
 	// recycleAfter, when positive, replaces templateChildren.
 	forkAll      bool
 	recycleAfter int
+	// Tests (export_linux_test.go): expose binds host paths into a template's root (visible
+	// to its children, beyond what their Landlock rules grant); noLandlock sends its children
+	// an empty ruleset; landlockABI, when positive, stands for the kernel's Landlock ABI.
+	expose      []launch.Bind
+	noLandlock  bool
+	landlockABI int
 }
 
 // Backend is the namespaces backend.
@@ -66,6 +72,14 @@ type Backend struct {
 	// of any worth; nil when root has none, and tplSubWhy says why.
 	tplSub    *userns.SubIDs
 	tplSubWhy string
+	// tplIDs, without root and with templates on, leases each forked child a uid and gid of
+	// its own from tplUIDs and tplGIDs: a block of the user's subordinate ranges (inside,
+	// the uids keep their host numbers, and the gids take the same numbers), mapped into every
+	// template's user namespace beside the user's own uid at 0 (templateIDs). Nil when there
+	// is no block to take, and tplIDsWhy says why.
+	tplIDs           *identity.Pool
+	tplUIDs, tplGIDs userns.Range
+	tplIDsWhy        string
 }
 
 // New prepares the backend: it checks the namespaces can be made, resolves the interpreter
@@ -100,6 +114,9 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 		}
 		if err == nil {
 			b.base = base
+			if opts.Template {
+				b.templateIDs()
+			}
 			return b, nil
 		}
 		b.sub, b.subWhy = nil, fmt.Sprintf("the subordinate uid %d cannot be used (%v)", b.sub.UID, err)

@@ -1,14 +1,16 @@
 # mcp-sandbox template: forks one sandbox child per request. See engine/backend/namespaces/doc.go.
-# argv: CANARY PORT4 PORT6 MAXVALUE WORKSPACE SECCOMP_HEX. The control socket is fd 3; the host
+# argv: CANARY PORT4 PORT6 MAXVALUE WORKSPACE SECCOMP_HEX LANDLOCK_HEX. The control socket is fd 3; the host
 # sends the bootstrap's text on it first (8 bytes of length, then the text), so that no
 # template's command line reads as a sandbox child's (only the bootstrap's first line does).
 # It never receives program text, environment values or tool results: only descriptors and
-# fixed numeric fields. The one policy it installs, the seccomp program, was built in Go.
+# fixed numeric fields. The policies it installs, the seccomp program and the Landlock ruleset
+# (launch.LandlockRuleset), were built in Go: this file only makes the system calls.
 import ctypes
 import os
 import resource
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -36,8 +38,55 @@ def _mount(src, target, fstype, flags, data):
 
 
 _prctl(_PR_SET_DUMPABLE, 0)  # execve reset it: no process of the pool's uid opens this one's memory
-_workspace, _filter = sys.argv[5], bytes.fromhex(sys.argv[6])
+_workspace, _filter, _ruleset = sys.argv[5], bytes.fromhex(sys.argv[6]), bytes.fromhex(sys.argv[7])
 sys.argv = ["-c"] + sys.argv[1:5] + ["cold"]
+# landlock_create_ruleset, landlock_add_rule, landlock_restrict_self: one number on every arch.
+_SYS_LL_CREATE, _SYS_LL_ADD, _SYS_LL_RESTRICT, _LL_RULE_PATH_BENEATH = 444, 445, 446, 1
+
+
+def _parse_ruleset(b):
+    """The ruleset's handled file accesses, scopes and rules (dir access, file access, path)."""
+    if not b:
+        return None
+    fs, scopes = struct.unpack_from("<QQ", b)
+    rules, off = [], 16
+    while off < len(b):
+        d, f, n = struct.unpack_from("<QQH", b, off)
+        off += 18
+        rules.append((d, f, b[off:off + n]))
+        off += n
+    return fs, scopes, rules
+
+
+_landlock = _parse_ruleset(_ruleset)
+
+
+def _syscall(nr, *args):
+    r = _libc.syscall(ctypes.c_long(nr), *[a if isinstance(a, bytes) else ctypes.c_long(a) for a in args])
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "system call %d: %s" % (nr, os.strerror(e)))
+    return r
+
+
+def _restrict():
+    """Installs Go's Landlock ruleset on this process, now that its mounts exist."""
+    fs, scopes, rules = _landlock
+    ruleset = _syscall(_SYS_LL_CREATE, struct.pack("<QQQ", fs, 0, scopes), 24, 0)
+    try:
+        for d, f, path in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # a path this root lacks, as the exec'd helper passes it over
+            try:
+                access = d if stat.S_ISDIR(os.fstat(fd).st_mode) else f
+                _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, struct.pack("<Qi", access, fd), 0)
+            finally:
+                os.close(fd)
+        _syscall(_SYS_LL_RESTRICT, ruleset, 0)
+    finally:
+        os.close(ruleset)
 
 
 def _read_exactly(n):
@@ -109,6 +158,8 @@ def _program(req, chan, out, err):
     os.mkdir(home, 0o755)  # a name of its own, in its own tmpfs: no workspace path is reused
     os.chdir(home)
     os.environ["HOME"] = os.environ["TMPDIR"] = home
+    if _landlock is not None:
+        _restrict()
     buf = ctypes.create_string_buffer(_filter, len(_filter))
 
     class _Fprog(ctypes.Structure):

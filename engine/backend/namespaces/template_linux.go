@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,9 +28,11 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 	"golang.org/x/sys/unix"
 )
 
@@ -122,15 +125,33 @@ func (b *Backend) templateWhy(spec engine.LaunchSpec) string {
 
 // templateUnusable says why this host cannot fork children from templates at all, or "".
 func (b *Backend) templateUnusable() string {
-	switch {
-	case !b.opts.Template:
+	if !b.opts.Template {
 		return "templates are off (warm.start)"
-	case !b.root:
-		return "this version starts templates only on a root host (the pool's user namespace is mapped by the host)"
+	}
+	if b.disabled("seccomp") {
+		return "seccomp is disabled: a forked child installs the policy itself"
+	}
+	if b.disabled("landlock") {
+		return "Landlock is disabled: a forked child installs its rules and scopes itself"
+	}
+	if abi := b.landlockABI(); abi < launch.TemplateLandlockABI {
+		return fmt.Sprintf("this kernel's Landlock ABI is %d, and a forked child needs %d (its file rules, and the scopes "+
+			"that keep its signals and abstract sockets from its siblings)", abi, launch.TemplateLandlockABI)
+	}
+	if !b.root {
+		switch {
+		case b.sub == nil:
+			return "without root, a forked child needs a uid of its own from the user's subordinate range, and there is none: " +
+				"its siblings share the template's user namespace, so RLIMIT_NPROC (counted per namespace and uid) could not " +
+				"bound process_count, and a user without root has no per-execution cgroup to bound it instead (" + b.subWhy + ")"
+		case b.tplIDs == nil:
+			return b.tplIDsWhy
+		}
+		return ""
+	}
+	switch {
 	case !b.base.Drop:
 		return "the identity drop is disabled: a forked child would keep the template's uid"
-	case b.disabled("seccomp"):
-		return "seccomp is disabled: a forked child installs the policy itself"
 	case b.tplSub == nil:
 		return "the template's uid 0 needs an unprivileged host uid of its own: " + b.tplSubWhy
 	}
@@ -149,6 +170,55 @@ func (b *Backend) templateUnusable() string {
 		return fmt.Sprintf("the template's host uid %d cannot reach the root mount points' directory: %s", b.tplSub.UID, why)
 	}
 	return ""
+}
+
+// landlockABI is the kernel's Landlock ABI (or the one a test stands in for it).
+func (b *Backend) landlockABI() int {
+	if b.opts.landlockABI > 0 {
+		return b.opts.landlockABI
+	}
+	return launch.LandlockABI()
+}
+
+// Without root, templateChildIDs is how many uids of the user's subordinate range the forked
+// children take (at most; one per child alive, leased), and templateMinIDs the fewest worth
+// a template.
+const (
+	templateChildIDs = 1024
+	templateMinIDs   = 16
+)
+
+// templateIDs takes, without root, the block of the user's subordinate ranges its templates'
+// children run as (tplIDs): the ids just below the range's last three, which are the exec'd
+// children's run_as (the last), and what rootless containers map their uids 65535 and 65534
+// (nobody) to. Each template maps the block into its user namespace with the user's own uid
+// at 0, as an exec'd child's init is (newuidmap): a block of its own for the template's uid 0
+// would leave its helper, exec'd before the maps are written, without a capability there.
+func (b *Backend) templateIDs() {
+	n := min(b.sub.UIDCount, b.sub.GIDCount) - 3
+	if n < templateMinIDs {
+		b.tplIDsWhy = fmt.Sprintf("the user's subordinate ranges are too small for templates: their children take a uid and gid "+
+			"each from below the ranges' last three ids, and want at least %d (there are %d)", templateMinIDs, max(n, 0))
+		return
+	}
+	n = min(n, templateChildIDs)
+	uid, gid := b.sub.UID-2-n, b.sub.GID-2-n
+	ids, err := identity.Parse(fmt.Sprintf("%d-%d", uid, uid+n-1))
+	if err != nil {
+		b.tplIDsWhy = err.Error()
+		return
+	}
+	b.tplIDs = ids
+	b.tplUIDs = userns.Range{Inside: uid, Outside: uid, Count: n}
+	b.tplGIDs = userns.Range{Inside: uid, Outside: gid, Count: n}
+}
+
+// childIDs is the pool a forked child's identity is leased from.
+func (b *Backend) childIDs() *identity.Pool {
+	if b.tplIDs != nil {
+		return b.tplIDs
+	}
+	return b.base.IDs
 }
 
 // TemplateWhy says why this Backend's warm pools exec their children instead of forking them
@@ -411,7 +481,8 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	ok := false
 	defer t.proc.CloseUnless(&ok)
 	// argv is the bootstrap's: -I -c SOURCE CANARY PORT4 PORT6 MAXVALUE MODE.
-	targv := []string{b.base.Python, "-I", "-c", templateSource, argv[3], argv[4], argv[5], argv[6], workspace, hex.EncodeToString(filter)}
+	targv := []string{b.base.Python, "-I", "-c", templateSource, argv[3], argv[4], argv[5], argv[6], workspace,
+		hex.EncodeToString(filter), hex.EncodeToString(b.childLandlock(workspace))}
 	ls := &launch.Spec{
 		Python: b.base.Python, Argv: targv, Env: spawn.Env(workspace, b.opts.Env), Dir: "/",
 		ChannelParent: true, Reaper: true, Template: true, UserNamespace: true,
@@ -422,18 +493,29 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 			Files:     b.etcFiles(),
 			Workspace: workspace, WorkspaceBytes: 1 << 20, TmpBytes: 1 << 20,
 			Proc: true, Loopback: true, Hostname: "sandbox",
+			Binds: b.opts.expose,
 		},
 	}
-	uid, gid, n := b.base.IDs.Span()
 	attr := &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
 			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.UID, Size: 1}, {ContainerID: uid, HostID: uid, Size: n}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.GID, Size: 1}, {ContainerID: gid, HostID: gid, Size: n}},
-		GidMappingsEnableSetgroups: true,
+	}
+	if b.root {
+		uid, gid, n := b.base.IDs.Span()
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.UID, Size: 1}, {ContainerID: uid, HostID: uid, Size: n}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: b.tplSub.GID, Size: 1}, {ContainerID: gid, HostID: gid, Size: n}}
+		attr.GidMappingsEnableSetgroups = true
 		// The helper is cloned as the host's root, which this namespace does not map: it becomes
 		// uid 0 inside (the subordinate uid outside) before it execs.
-		Credential: &syscall.Credential{Uid: 0, Gid: 0},
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+	} else {
+		// newuidmap and newgidmap map the user's own ids at 0 and the children's block of its
+		// subordinate ranges once the helper has started; it waits for them, and its first
+		// process, exec'd once they are written, holds the template's capabilities there.
+		t.proc.Proc.MapIDs = func(pid int) error {
+			return b.sub.MapRanges(ctx, pid, []userns.Range{{Inside: 0, Outside: os.Geteuid(), Count: 1}, b.tplUIDs},
+				[]userns.Range{{Inside: 0, Outside: os.Getegid(), Count: 1}, b.tplGIDs})
+		}
 	}
 	if err := t.proc.Start(b.base.InitPath, ls, attr, t.stderr, t.stderr); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "starting a template: %v", err)
@@ -462,9 +544,24 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	return t, nil
 }
 
+// childLandlock is the Landlock ruleset every child of a template with the given workspace
+// mount point installs (launch.LandlockRuleset), built here so that the template writes no
+// policy: read (and execute) the system paths, the interpreter's directories, the root's /etc
+// files, the devices and the child's own /proc; read and write its workspace, /tmp and
+// /dev/null. Nothing else, whatever the child's mount namespace shows. The scopes keep its
+// signals and abstract unix sockets to itself and its own processes. Empty with noLandlock.
+func (b *Backend) childLandlock(workspace string) []byte {
+	if b.opts.noLandlock {
+		return nil
+	}
+	devices := slices.DeleteFunc(slices.Clone(spawned.Devices), func(d string) bool { return d == "/dev/null" })
+	ro := slices.Concat(spawned.SystemPaths, b.base.RODirs, slices.Sorted(maps.Keys(b.etcFiles())), devices, []string{"/proc"})
+	return launch.LandlockRuleset(&launch.Landlock{ReadOnly: ro, ReadWrite: []string{workspace, "/tmp", "/dev/null"}})
+}
+
 // etcFiles is the minimal /etc of every child's root.
 func (b *Backend) etcFiles() map[string]string {
-	uid, gid, _ := b.base.IDs.Span()
+	uid, gid, _ := b.childIDs().Span()
 	return map[string]string{
 		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/:/usr/sbin/nologin\n", uid, gid),
 		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
@@ -485,7 +582,8 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 			c.closeResources()
 		}
 	}()
-	id, release, err := b.base.IDs.Lease(ctx, spec.Ahead)
+	c.facts.Landlock, c.facts.SignalScoped = !b.opts.noLandlock, !b.opts.noLandlock
+	id, release, err := b.childIDs().Lease(ctx, spec.Ahead)
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "%v", err)
 	}
@@ -494,6 +592,9 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 		return nil, fmt.Errorf("run_as %d:%d: a forked child must not stay uid 0", id.UID, id.GID)
 	}
 	c.facts.HostUID, c.facts.RunAsUID, c.facts.ExclusiveUID = os.Geteuid(), id.UID, id.Exclusive
+	if !b.root {
+		c.facts.HostUID = 0 // the grade compares uids as the child sees them: the user's is 0 there
+	}
 	// RLIMIT_NPROC counts per (user namespace, uid): exact for an exclusive uid, shared with
 	// the siblings otherwise, when only the cgroup below binds the tree.
 	c.facts.UserNamespace = id.Exclusive

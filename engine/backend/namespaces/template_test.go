@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,17 +35,40 @@ func templateRunner(t *testing.T, ceiling engine.Limits, ro engine.RunnerOptions
 	return newRunner(t, ceiling, templateOptions(t), ro)
 }
 
-// templateUID is the host uid a test template's uid 0 maps to: the last of the subordinate
-// range templateOptions gives root.
+// templateUID is the host uid a test template's uid 0 maps to on a root host: the last of the
+// subordinate range templateOptions gives root. Without root it is the user's own uid
+// (templateHostUID).
 const templateUID = 300000 + 65535
 
-// templateOptions turns templates on, on a root host, with root given a subordinate range in
+// templateHostUID is the host uid a test template's uid 0 maps to.
+func templateHostUID() int {
+	if os.Geteuid() != 0 {
+		return os.Geteuid()
+	}
+	return templateUID
+}
+
+// templateOptions turns templates on. On a root host root is given a subordinate range in
 // files of the test's own (the template's uid 0 maps to its last id, an unprivileged host
-// uid), and the init helper a copy of this test binary that such a uid may execute: the
-// build directory go test runs it from is its user's alone.
-func templateOptions(t *testing.T) namespaces.Options {
+// uid), and the init helper is a copy of this test binary that such a uid may execute: the
+// build directory go test runs it from is its user's alone. Without root the user's own
+// range is used (newuidmap reads /etc/subuid itself): CI runs these as a user with one, and
+// requires it (MCP_SANDBOX_REQUIRE=subids); a user without one skips them, as does a kernel
+// without the Landlock ABI a forked child needs.
+func templateOptions(t testing.TB) namespaces.Options {
 	t.Helper()
-	gate.Require(t, "root", os.Geteuid() == 0, "this version forks from templates only on a root host")
+	abi := launch.LandlockABI()
+	gate.Require(t, "landlock", abi >= launch.TemplateLandlockABI,
+		"a forked child installs Landlock rules and scopes (ABI "+itoa(launch.TemplateLandlockABI)+"); this kernel has ABI "+itoa(abi))
+	if os.Geteuid() != 0 {
+		name := ""
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+		s, why := userns.Host{}.Subordinate(name, os.Geteuid())
+		gate.Require(t, "subids", s != nil, why)
+		return namespaces.Options{Template: true, Options: spawned.Options{InitPath: testkit.WorldExecutable(t)}}
+	}
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -318,8 +342,8 @@ func TestTemplateUnprivilegedOnTheHost(t *testing.T) {
 	pid := ws[2]
 	for _, who := range []string{"the child's pid 1", "the template"} {
 		st := procStatus(t, pid)
-		if f := strings.Fields(st["Uid"]); len(f) != 4 || slices.ContainsFunc(f, func(u string) bool { return u != itoa(templateUID) }) {
-			t.Errorf("%s (pid %s) runs as uids %q on the host, want %d", who, pid, st["Uid"], templateUID)
+		if f := strings.Fields(st["Uid"]); len(f) != 4 || slices.ContainsFunc(f, func(u string) bool { return u != itoa(templateHostUID()) }) {
+			t.Errorf("%s (pid %s) runs as uids %q on the host, want %d", who, pid, st["Uid"], templateHostUID())
 		}
 		if bnd, err := strconv.ParseUint(st["CapBnd"], 16, 64); err != nil || bnd != want {
 			t.Errorf("%s (pid %s) has the bounding set %s, want %x", who, pid, st["CapBnd"], want)
@@ -371,6 +395,7 @@ func TestTemplateNeedsAnUnprivilegedUID(t *testing.T) {
 // host uid, so an init helper in a directory of root's alone (a build cache, a home) cannot
 // be one: the Backend says why and its warm children are exec'd, without a template tried.
 func TestTemplateNeedsAReachableHelper(t *testing.T) {
+	gate.AppliesOnly(t, os.Geteuid() == 0, "without root the template's helper runs as the user itself, who can execute it")
 	opts := templateOptions(t)
 	dir, err := os.MkdirTemp("", "mcp-sandbox-init-") // 0700, in a directory anyone may search
 	if err != nil {
