@@ -107,6 +107,13 @@ func TestInfoArgv(t *testing.T) {
 	if got := (Info{Code: "Yw=="}).Argv(argv, "SOURCE"); !slices.Equal(got, want) {
 		t.Errorf("compiled: %v", got)
 	}
+	want = []string{"-I", "-S", "-c", siteStub, "Yw==", "/a\n/b", "canary", "1"}
+	if got := (Info{Code: "Yw==", NoSite: true, Site: []string{"/a", "/b"}}).Argv(argv, "SOURCE"); !slices.Equal(got, want) {
+		t.Errorf("compiled, without site: %v", got)
+	}
+	if got := (Info{NoSite: true}).Argv(argv, "SOURCE"); !slices.Equal(got, argv) {
+		t.Errorf("without site but without code: %v", got)
+	}
 }
 
 func sourceHash(s string) string {
