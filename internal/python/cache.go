@@ -76,9 +76,10 @@ func InspectCached(ctx context.Context, python, source, dir string) (Info, error
 	return info, nil
 }
 
-// probeVersion is appended to an answer's key: "" for the first probe, " site" since it says
-// what site adds to sys.path (Info.NoSite), which an older answer, lacking, would leave off.
-const probeVersion = " site"
+// probeVersion is appended to an answer's key: "" for the first probe, " site-prefix" since
+// it says what site adds to sys.path and sets sys.prefix to (Info.NoSite), which an older
+// answer, lacking, would leave off.
+const probeVersion = " site-prefix"
 
 // maxCacheEntries bounds the answers kept: interpreters times versions of the bootstrap.
 const maxCacheEntries = 8

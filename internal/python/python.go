@@ -111,12 +111,16 @@ type Info struct {
 	Code string   `json:"code,omitempty"`
 	// NoSite: the interpreter may start with -S, its site module not imported, because
 	// Site lists, in order, every entry the site module added to its sys.path (its site
-	// directories and what their .pth files name), which the code stub appends itself.
+	// directories and what their .pth files name), which the code stub appends itself, and
+	// Prefix and ExecPrefix are sys.prefix and sys.exec_prefix as site left them (a virtual
+	// environment's own directory, which only site's venv step sets), which the stub sets.
 	// Skipping site halves an interpreter's start (it reads every .pth file and runs their
 	// import lines, sitecustomize too); a child loses only those import lines' side effects
 	// (setuptools' distutils shim, say), never a directory.
-	NoSite bool     `json:"no_site,omitempty"`
-	Site   []string `json:"site,omitempty"`
+	NoSite     bool     `json:"no_site,omitempty"`
+	Site       []string `json:"site,omitempty"`
+	Prefix     string   `json:"prefix,omitempty"`
+	ExecPrefix string   `json:"exec_prefix,omitempty"`
 }
 
 // codeMarker separates the directories from the compiled source in the probe's answer;
@@ -130,15 +134,18 @@ const (
 // with the name -c gives its code ("<string>") and marshalled, or nothing after the marker
 // when it does not compile here.
 // It starts without site (-S) and imports it itself, so it can tell what site added to
-// sys.path; then siteMarker and those entries.
+// sys.path; then siteMarker, sys.prefix and sys.exec_prefix as site left them, and those
+// entries.
 const probe = `import sys
 base = list(sys.path)
 import site
 site.main()
 for p in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path}:
     print(p)
-if all("\n" not in p for p in sys.path):
+if all("\n" not in p for p in [sys.prefix, sys.exec_prefix, *sys.path]):
     print("` + siteMarker + `")
+    print(sys.prefix)
+    print(sys.exec_prefix)
     for p in sys.path:
         if p not in base:
             print(p)
@@ -177,8 +184,14 @@ func Inspect(ctx context.Context, python, source string) (Info, error) {
 	}
 	// Entries are kept as site left them (a missing directory too: sys.path keeps it), bar
 	// blank lines; one that does not fit the stub's argument (a newline) was ruled out above.
-	for _, l := range bytes.Split(sitePart, []byte("\n")) {
-		if p := string(l); p != "" {
+	lines := strings.Split(string(sitePart), "\n")
+	if len(lines) < 2 || lines[0] == "" || lines[1] == "" {
+		info.NoSite = false
+		return info, nil
+	}
+	info.Prefix, info.ExecPrefix = lines[0], lines[1]
+	for _, p := range lines[2:] {
+		if p != "" {
 			info.Site = append(info.Site, p)
 		}
 	}
@@ -191,13 +204,16 @@ func Inspect(ctx context.Context, python, source string) (Info, error) {
 const codeStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binascii\nexec(marshal.loads(binascii.a2b_base64(sys.argv.pop(1))))"
 
 // siteStub is codeStub for an interpreter started with -S: its second argument, removed too,
-// holds the entries site would have added to sys.path, one a line, which it appends in order
-// (so sys.path is the one site makes), and it gives the builtins site would have (exit, quit,
-// help, copyright, credits, license). The .pth files' import lines and sitecustomize do not run.
+// holds, one a line, sys.prefix and sys.exec_prefix as site would leave them, which it sets,
+// and the entries site would have added to sys.path, which it appends in order (so sys.path
+// is the one site makes); and it gives the builtins site would have (exit, quit, help,
+// copyright, credits, license). The .pth files' import lines and sitecustomize do not run.
 const siteStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binascii\n" +
-	"def _site(entries):\n" +
+	"def _site(arg):\n" +
 	"    import builtins, _sitebuiltins as s\n" +
-	"    sys.path.extend(p for p in entries.split('\\n') if p and p not in sys.path)\n" +
+	"    a = arg.split('\\n')\n" +
+	"    sys.prefix, sys.exec_prefix = a[0], a[1]\n" +
+	"    sys.path.extend(p for p in a[2:] if p and p not in sys.path)\n" +
 	"    eof = 'Ctrl-D (i.e. EOF)'\n" +
 	"    builtins.exit, builtins.quit, builtins.help = s.Quitter('exit', eof), s.Quitter('quit', eof), s._Helper()\n" +
 	"    builtins.copyright = s._Printer('copyright', sys.copyright)\n" +
@@ -214,8 +230,9 @@ func (info Info) Argv(argv []string, source string) []string {
 		return argv
 	}
 	out := make([]string, 0, len(argv)+3)
-	if info.NoSite {
-		out = append(out, "-I", "-S", "-c", siteStub, info.Code, strings.Join(info.Site, "\n"))
+	if info.NoSite && info.Prefix != "" && info.ExecPrefix != "" {
+		arg := strings.Join(append([]string{info.Prefix, info.ExecPrefix}, info.Site...), "\n")
+		out = append(out, "-I", "-S", "-c", siteStub, info.Code, arg)
 	} else {
 		out = append(out, "-I", "-c", codeStub, info.Code)
 	}
