@@ -105,6 +105,11 @@ func (m *Manager) KillsWithoutSignals() bool {
 	return err == nil
 }
 
+// StartsInside reports whether a process can be started inside a group rather than joined
+// to it (clone3's CLONE_INTO_CGROUP, Linux 5.7, v2 only; Group.ProcsFiles then names the one
+// directory). cgroup.kill (Linux 5.14) witnesses a kernel that new.
+func (m *Manager) StartsInside() bool { return m.KillsWithoutSignals() }
+
 // Group is one execution's cgroup.
 type Group struct {
 	v2   bool

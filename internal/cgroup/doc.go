@@ -4,8 +4,9 @@
 // hierarchies (a kill loop bounded by pids.max, memory.oom_control, pids.events). It is the
 // one home of cgroups: every local backend's execution cgroup is made here, under Base.
 //
-// A Manager is found once by Detect; a Group is created per execution, joined by the init
-// helper writing its own pid to ProcsFiles before it execs, and removed by Remove. For a
+// A Manager is found once by Detect; a Group is created per execution, entered by the program's
+// first process before it execs (on v2 with StartsInside it is started inside, by clone3's
+// CLONE_INTO_CGROUP; otherwise a pid is written to ProcsFiles), and removed by Remove. For a
 // container runtime, which makes the container's own cgroup, a Parent is the cgroup it nests
 // the container under (NewParent; its CPU, OOM kills and kill skip the runtime's monitor), and
 // DetectLayout says which layout the host has (crun refuses a hybrid one). It imports the

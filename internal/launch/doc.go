@@ -12,9 +12,11 @@
 // A setup step that fails ends the helper with exit status ExitSetupFailed and one line on
 // stderr starting "mcp-sandbox-init: "; nothing of the program has run by then.
 //
-// The order matters and is fixed: join the cgroup (as root; with Spec.CgroupJoinFD the parent
-// joins the helper while the helper's runtime starts, since a join waits out a kernel grace
-// period, and the helper waits for its word before anything else), count the uid's tasks, build the
+// The order matters and is fixed: join the cgroup (as root; on cgroup v2, Spec.CgroupClone, the
+// process that starts the helper starts it inside the group, with no join at all; on v1, with
+// Spec.CgroupJoinFD the parent joins the helper while the helper's runtime starts, since a
+// join waits out a kernel grace period, and the helper waits for its word before anything
+// else), count the uid's tasks, build the
 // private root and pivot into it when Spec.Mounts is set (the namespaces backend; the host's
 // /proc is still visible for the count), drop the identity, re-arm the parent-death signal (the kernel clears it on a uid change), enter the
 // workspace, set no_new_privs, Landlock, the seccomp policy (policy_linux.go, the one every backend applies: for bwrap the helper
@@ -24,8 +26,8 @@
 // identity must hold on the thread that calls execve.
 //
 // With Spec.Reaper the helper is a pid namespace's init instead: it starts itself again as
-// pid 2 (which does all of the above; this init joins it to the cgroup, and stays outside
-// itself), reaps orphans, and reports pid 2's wait status and CPU
+// pid 2 (which does all of the above; this init starts it inside the cgroup or joins it, and
+// stays outside itself), reaps orphans, and reports pid 2's wait status and CPU
 // time on StatusFD before it exits and so ends the namespace. The CPU time includes the clock
 // RLIMIT_CPU is checked against, read from the zombie before it is reaped (cpuclock_linux.go):
 // rusage alone cannot tell a CPU-limit kill from any other SIGKILL. Inside a pid namespace getppid

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -75,6 +76,20 @@ func awaitParent(fd int, why string) {
 	}
 }
 
+// CgroupDir opens the directory of the one cgroup v2 group in procs (Spec.CgroupClone) for
+// SysProcAttr.CgroupFD; the caller closes it once the child is started.
+func CgroupDir(procs []string) (int, error) {
+	if len(procs) != 1 {
+		return -1, fmt.Errorf("starting a process inside its cgroup needs one cgroup v2 group, not %d", len(procs))
+	}
+	dir := procs[0][:strings.LastIndexByte(procs[0], '/')+1]
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening cgroup %s: %v", dir, err)
+	}
+	return fd, nil
+}
+
 // JoinCgroup writes pid to each of procs (cgroup.procs files): the parent's half of
 // Spec.CgroupJoinFD.
 func JoinCgroup(procs []string, pid int) error {
@@ -93,7 +108,7 @@ func fail(format string, args ...any) {
 
 // apply runs every step before the rlimits and returns the absolute RLIMIT_NPROC to set.
 func apply(s *Spec) (uint64, error) {
-	if s.CgroupJoinFD == 0 {
+	if s.CgroupJoinFD == 0 && !s.CgroupClone {
 		if err := JoinCgroup(s.CgroupProcs, os.Getpid()); err != nil {
 			return 0, err
 		}

@@ -71,10 +71,18 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 		spec.EgressFD = len(files)
 		files = append(files, uintptr(egress))
 	}
-	// This init joins the first process to its cgroup while that process's runtime starts
-	// (Spec.CgroupJoinFD), and stays outside itself.
+	// This init starts the first process inside its cgroup (Spec.CgroupClone, v2) or joins
+	// it while that process's runtime starts (Spec.CgroupJoinFD, v1), and stays outside itself.
+	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: setsid}
 	var joined [2]int
-	if len(spec.CgroupProcs) > 0 {
+	if spec.CgroupClone {
+		fd, err := CgroupDir(spec.CgroupProcs)
+		if err != nil {
+			fail("%v", err)
+		}
+		defer unix.Close(fd)
+		sys.UseCgroupFD, sys.CgroupFD = true, fd
+	} else if len(spec.CgroupProcs) > 0 {
 		if err := unix.Pipe2(joined[:], unix.O_CLOEXEC); err != nil {
 			fail("pipe: %v", err)
 		}
@@ -85,7 +93,7 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 	pid, err := syscall.ForkExec(exe, []string{exe, Command}, &syscall.ProcAttr{
 		Env:   []string{SpecEnv + "=" + string(js)},
 		Files: files,
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: setsid},
+		Sys:   sys,
 	})
 	if err != nil {
 		fail("starting the sandbox's first process: %v", err)

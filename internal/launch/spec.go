@@ -38,6 +38,11 @@ type Spec struct {
 	// with the helper's start instead of adding to it. End of file instead means the parent
 	// could not join it, and the helper exits.
 	CgroupJoinFD int `json:"cgroup_join_fd,omitempty"`
+	// CgroupClone: CgroupProcs is one cgroup v2 group, and whoever starts the program's
+	// first process starts it inside (clone3 with CLONE_INTO_CGROUP: SysProcAttr.UseCgroupFD):
+	// the host for a helper that is that process, a Reaper for its pid 2. Nobody writes to
+	// cgroup.procs then, and nobody waits for a join.
+	CgroupClone bool `json:"cgroup_clone,omitempty"`
 
 	// Landlock, when set, confines the filesystem; a kernel without Landlock is tolerated
 	// only when LandlockBestEffort is true.

@@ -33,8 +33,10 @@
 //
 // Lock files are never removed by their owner (a process that exits cleanly has released its
 // lock; its file then proves it dead). The first Sweep in a process prunes the lock files of
-// dead owners that started over a day ago: that only takes away one proof of a death already
-// settled, for leftovers a day's sweeps did not reach.
+// dead owners that started over a day ago, unless another process did so within the hour (the
+// mtime of .pruned in the lock directory says when): that only takes away one proof of a
+// death already settled, for leftovers a day's sweeps did not reach, and the hour keeps a
+// one-shot command from reading a day's worth of lock files before its child starts.
 //
 // Lock is the same proof for one open store that processes share (the SQLite run ledger): a
 // flock on dir/<id>.lock held while the store is open; Claim finds a holder gone, and holds

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // self is this process's tag and what DeadName compares against, read once; the first use
@@ -126,9 +127,10 @@ func Sweep(dir, prefix string, remove func(path string) error) int {
 	return n
 }
 
-// pruneOnce prunes the lock directory, once per process, at its first sweep.
+// pruneOnce prunes the lock directory at a process's first sweep, when no process pruned it
+// in the last pruneEvery.
 var pruneOnce = sync.OnceFunc(func() {
-	if locks := self().locks; locks != "" {
+	if locks := self().locks; locks != "" && pruneDue(locks, time.Now()) {
 		pruneLocks(locks, func(tag string) bool { return dead(tag, locks) })
 	}
 })

@@ -170,3 +170,56 @@ func TestLockProof(t *testing.T) {
 		t.Errorf("a live owner's lock file was pruned: %v", err)
 	}
 }
+
+// TestPruneDue: the lock directory is pruned at most once per pruneEvery across processes,
+// as the mark's time says, and a mark that is missing, from the future or not a plain file
+// leaves the prune due.
+func TestPruneDue(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	if !pruneDue(dir, now) {
+		t.Fatal("a directory never pruned is not due")
+	}
+	if pruneDue(dir, now.Add(pruneEvery/2)) {
+		t.Error("pruned again within pruneEvery of the last prune")
+	}
+	if !pruneDue(dir, now.Add(pruneEvery+time.Minute)) {
+		t.Error("not due once pruneEvery has passed")
+	}
+	// A mark dated ahead of the clock (a clock set back) proves nothing.
+	future := now.Add(24 * time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, pruneMark), future, future); err != nil {
+		t.Fatal(err)
+	}
+	if !pruneDue(dir, now) {
+		t.Error("a mark from the future kept the prune from being due")
+	}
+	// A link in its place is not followed, and proves nothing.
+	other := t.TempDir()
+	mark := filepath.Join(dir, pruneMark)
+	if err := os.Remove(mark); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(other, "target"), mark); err != nil {
+		t.Fatal(err)
+	}
+	if !pruneDue(dir, now) || !pruneDue(dir, now) {
+		t.Error("a link in the mark's place kept the prune from being due")
+	}
+	if _, err := os.Lstat(filepath.Join(other, "target")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the mark followed a link: %v", err)
+	}
+	// The mark survives a prune of old files.
+	if err := os.Remove(mark); err != nil {
+		t.Fatal(err)
+	}
+	pruneDue(dir, now)
+	old := now.Add(-2 * lockPrune)
+	if err := os.Chtimes(mark, old, old); err != nil {
+		t.Fatal(err)
+	}
+	pruneLocks(dir, func(string) bool { return true })
+	if _, err := os.Lstat(mark); err != nil {
+		t.Errorf("a prune removed the mark: %v", err)
+	}
+}

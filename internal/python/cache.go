@@ -51,7 +51,9 @@ func InspectCached(ctx context.Context, python, source, dir string) (Info, error
 	entries := readCache(path)
 	sum := sha256.Sum256([]byte(source))
 	src := hex.EncodeToString(sum[:])
-	key := python + " " + src // two versions of the binary sharing a data dir each keep theirs
+	// Two versions of the binary sharing a data dir each keep theirs; probeVersion tells
+	// answers apart that an older probe gave without a field a newer one reads.
+	key := python + " " + src + probeVersion
 	if e, ok := entries[key]; ok && e.Source == src && time.Since(time.Unix(e.Probed, 0)) < cacheTTL &&
 		usableDirs(e.Dirs) && stamp(python, e.Dirs) == e.Stamp {
 		return e.Info, nil
@@ -73,6 +75,11 @@ func InspectCached(ctx context.Context, python, source, dir string) (Info, error
 	_ = writeCache(dir, path, entries)
 	return info, nil
 }
+
+// probeVersion is appended to an answer's key: "" for the first probe, " site-prefix" since
+// it says what site adds to sys.path and sets sys.prefix to (Info.NoSite), which an older
+// answer, lacking, would leave off.
+const probeVersion = " site-prefix"
 
 // maxCacheEntries bounds the answers kept: interpreters times versions of the bootstrap.
 const maxCacheEntries = 8

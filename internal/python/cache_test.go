@@ -107,6 +107,18 @@ func TestInfoArgv(t *testing.T) {
 	if got := (Info{Code: "Yw=="}).Argv(argv, "SOURCE"); !slices.Equal(got, want) {
 		t.Errorf("compiled: %v", got)
 	}
+	want = []string{"-I", "-S", "-c", siteStub, "Yw==", "/p\n/e\n/a\n/b", "canary", "1"}
+	if got := (Info{Code: "Yw==", NoSite: true, Site: []string{"/a", "/b"}, Prefix: "/p", ExecPrefix: "/e"}).Argv(argv, "SOURCE"); !slices.Equal(got, want) {
+		t.Errorf("compiled, without site: %v", got)
+	}
+	if got := (Info{NoSite: true, Prefix: "/p", ExecPrefix: "/e"}).Argv(argv, "SOURCE"); !slices.Equal(got, argv) {
+		t.Errorf("without site but without code: %v", got)
+	}
+	// An answer that says nothing of the prefixes (an older probe's) keeps site.
+	want = []string{"-I", "-c", codeStub, "Yw==", "canary", "1"}
+	if got := (Info{Code: "Yw==", NoSite: true, Site: []string{"/a"}}).Argv(argv, "SOURCE"); !slices.Equal(got, want) {
+		t.Errorf("without the prefixes: %v", got)
+	}
 }
 
 func sourceHash(s string) string {

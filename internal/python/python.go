@@ -109,17 +109,46 @@ func Reachable(path string, uid, gid int, want uint32) error {
 type Info struct {
 	Dirs []string `json:"dirs"`
 	Code string   `json:"code,omitempty"`
+	// NoSite: the interpreter may start with -S, its site module not imported, because
+	// Site lists, in order, every entry the site module added to its sys.path (its site
+	// directories and what their .pth files name), which the code stub appends itself, and
+	// Prefix and ExecPrefix are sys.prefix and sys.exec_prefix as site left them (a virtual
+	// environment's own directory, which only site's venv step sets), which the stub sets.
+	// Skipping site halves an interpreter's start (it reads every .pth file and runs their
+	// import lines, sitecustomize too); a child loses only those import lines' side effects
+	// (setuptools' distutils shim, say), never a directory.
+	NoSite     bool     `json:"no_site,omitempty"`
+	Site       []string `json:"site,omitempty"`
+	Prefix     string   `json:"prefix,omitempty"`
+	ExecPrefix string   `json:"exec_prefix,omitempty"`
 }
 
-// codeMarker separates the directories from the compiled source in the probe's answer.
-const codeMarker = "--mcp-sandbox-code--"
+// codeMarker separates the directories from the compiled source in the probe's answer;
+// siteMarker, before it, the entries the site module added to sys.path.
+const (
+	codeMarker = "--mcp-sandbox-code--"
+	siteMarker = "--mcp-sandbox-site--"
+)
 
 // probe prints the directories, then codeMarker and the source read from stdin, compiled
 // with the name -c gives its code ("<string>") and marshalled, or nothing after the marker
 // when it does not compile here.
+// It starts without site (-S) and imports it itself, so it can tell what site added to
+// sys.path; then siteMarker, sys.prefix and sys.exec_prefix as site left them, and those
+// entries.
 const probe = `import sys
+base = list(sys.path)
+import site
+site.main()
 for p in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path}:
     print(p)
+if all("\n" not in p for p in [sys.prefix, sys.exec_prefix, *sys.path]):
+    print("` + siteMarker + `")
+    print(sys.prefix)
+    print(sys.exec_prefix)
+    for p in sys.path:
+        if p not in base:
+            print(p)
 print("` + codeMarker + `")
 src = sys.stdin.read()
 if src:
@@ -134,7 +163,7 @@ if src:
 func Inspect(ctx context.Context, python, source string) (Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-I", "-c", probe)
+	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-c", probe)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stdin = strings.NewReader(source)
 	out, err := cmd.Output()
@@ -142,7 +171,8 @@ func Inspect(ctx context.Context, python, source string) (Info, error) {
 		return Info{}, fmt.Errorf("asking %s for its directories: %w", python, err)
 	}
 	dirsPart, code, _ := bytes.Cut(out, []byte(codeMarker+"\n"))
-	info := Info{Code: string(bytes.TrimSpace(code))}
+	dirsPart, sitePart, hasSite := bytes.Cut(dirsPart, []byte(siteMarker+"\n"))
+	info := Info{Code: string(bytes.TrimSpace(code)), NoSite: hasSite}
 	for _, l := range bytes.Split(dirsPart, []byte("\n")) {
 		p := string(bytes.TrimSpace(l))
 		if p == "" || !filepath.IsAbs(p) {
@@ -150,6 +180,19 @@ func Inspect(ctx context.Context, python, source string) (Info, error) {
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			info.Dirs = append(info.Dirs, p)
+		}
+	}
+	// Entries are kept as site left them (a missing directory too: sys.path keeps it), bar
+	// blank lines; one that does not fit the stub's argument (a newline) was ruled out above.
+	lines := strings.Split(string(sitePart), "\n")
+	if len(lines) < 2 || lines[0] == "" || lines[1] == "" {
+		info.NoSite = false
+		return info, nil
+	}
+	info.Prefix, info.ExecPrefix = lines[0], lines[1]
+	for _, p := range lines[2:] {
+		if p != "" {
+			info.Site = append(info.Site, p)
 		}
 	}
 	return info, nil
@@ -160,13 +203,38 @@ func Inspect(ctx context.Context, python, source string) (Info, error) {
 // bootstrap's own, which tests look for among running processes.
 const codeStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binascii\nexec(marshal.loads(binascii.a2b_base64(sys.argv.pop(1))))"
 
+// siteStub is codeStub for an interpreter started with -S: its second argument, removed too,
+// holds, one a line, sys.prefix and sys.exec_prefix as site would leave them, which it sets,
+// and the entries site would have added to sys.path, which it appends in order (so sys.path
+// is the one site makes); and it gives the builtins site would have (exit, quit, help,
+// copyright, credits, license). The .pth files' import lines and sitecustomize do not run.
+const siteStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binascii\n" +
+	"def _site(arg):\n" +
+	"    import builtins, _sitebuiltins as s\n" +
+	"    a = arg.split('\\n')\n" +
+	"    sys.prefix, sys.exec_prefix = a[0], a[1]\n" +
+	"    sys.path.extend(p for p in a[2:] if p and p not in sys.path)\n" +
+	"    eof = 'Ctrl-D (i.e. EOF)'\n" +
+	"    builtins.exit, builtins.quit, builtins.help = s.Quitter('exit', eof), s.Quitter('quit', eof), s._Helper()\n" +
+	"    builtins.copyright = s._Printer('copyright', sys.copyright)\n" +
+	"    builtins.credits = s._Printer('credits', 'Thanks to CWI, CNRI, BeOpen, Zope Corporation, the Python Software Foundation, and a cast of thousands for supporting Python development.  See www.python.org for more information.')\n" +
+	"    builtins.license = s._Printer('license', 'See https://www.python.org/psf/license/')\n" +
+	"_site(sys.argv.pop(2))\ndel _site\n" +
+	"exec(marshal.loads(binascii.a2b_base64(sys.argv.pop(1))))"
+
 // Argv is the interpreter's argv after the interpreter itself: argv ("-I", "-c", source,
-// args…) as it is, or, when info holds source compiled, the same run from the compiled code.
+// args…) as it is, or, when info holds source compiled, the same run from the compiled code,
+// and without site (-S, siteStub) when info says what site adds.
 func (info Info) Argv(argv []string, source string) []string {
 	if info.Code == "" || len(argv) < 3 || argv[0] != "-I" || argv[1] != "-c" || argv[2] != source {
 		return argv
 	}
-	out := make([]string, 0, len(argv)+1)
-	out = append(out, "-I", "-c", codeStub, info.Code)
+	out := make([]string, 0, len(argv)+3)
+	if info.NoSite && info.Prefix != "" && info.ExecPrefix != "" {
+		arg := strings.Join(append([]string{info.Prefix, info.ExecPrefix}, info.Site...), "\n")
+		out = append(out, "-I", "-S", "-c", siteStub, info.Code, arg)
+	} else {
+		out = append(out, "-I", "-c", codeStub, info.Code)
+	}
 	return append(out, argv[3:]...)
 }

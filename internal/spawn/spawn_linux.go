@@ -164,10 +164,21 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		defer closeBoth()
 		mapped, spec.IDMapFD = w, fd
 	}
-	// A helper that is itself the program's first process (not a Reaper, which joins its
-	// own first process) is joined to its cgroup from here while its runtime starts.
+	if attr == nil {
+		attr = &syscall.SysProcAttr{}
+	}
+	// A helper that is itself the program's first process (not a Reaper, which starts or
+	// joins its own first process) is started inside its cgroup (v2), or joined to it from
+	// here while its runtime starts (v1).
 	var joined *os.File // the host's end of the join signal
-	if len(spec.CgroupProcs) > 0 && !spec.Reaper {
+	if spec.CgroupClone && !spec.Reaper {
+		fd, err := launch.CgroupDir(spec.CgroupProcs)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	} else if len(spec.CgroupProcs) > 0 && !spec.Reaper {
 		fd, w, closeBoth, err := parentSignal(cmd)
 		if err != nil {
 			return err
@@ -177,9 +188,6 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 	}
 	js, _ := json.Marshal(spec)
 	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
-	}
 	attr.Setsid = true
 	attr.Pdeathsig = syscall.SIGKILL
 	cmd.SysProcAttr = attr

@@ -199,7 +199,8 @@ func TestBootstrapRunsCompiled(t *testing.T) {
 	cache := t.TempDir()
 	for i := range 2 {
 		r := newRunner(t, engine.DefaultLimits, namespaces.Options{Options: spawned.Options{CacheDir: cache}}, engine.RunnerOptions{})
-		res := run(t, r, `open("/proc/self/cmdline", "rb").read().split(b"\0")[3].decode().splitlines()[0]`, engine.Limits{})
+		// The code after -c (the interpreter may start with -I -S or -I alone: internal/python).
+		res := run(t, r, `(lambda a: a[a.index(b"-c") + 1])(open("/proc/self/cmdline", "rb").read().split(b"\0")).decode().splitlines()[0]`, engine.Limits{})
 		ok(t, res)
 		if string(res.Value) != `"# mcp-sandbox bootstrap (compiled)"` {
 			t.Fatalf("backend %d: the child ran %s, not the compiled bootstrap", i, res.Value)

@@ -65,5 +65,6 @@ func (c *Child) JoinCgroup(m *cgroup.Manager, name string, t engine.Terms, extra
 	c.Group = g
 	c.Containment.Cgroup = true
 	ls.CgroupProcs = g.ProcsFiles()
+	ls.CgroupClone = m.StartsInside()
 	return nil
 }
