@@ -486,6 +486,18 @@ def _on_readable():
             fut.set_result(msg)
 
 
+def _idle(loop):
+    """Whether loop has nothing to run until the channel is readable: no callback ready, no
+    timer, and no file watched but the channel and its own wake-up pipe; and the channel blocks
+    (the program may have changed that). A call_soon_threadsafe from another thread (or a
+    signal handler of the loop's) then waits for the answer; nothing else can. Anything this
+    does not know (another loop) says no."""
+    try:
+        return not loop._ready and not loop._scheduled and len(loop._selector.get_map()) <= 2 and os.get_blocking(_CHAN)
+    except Exception:
+        return False
+
+
 async def _request(frame, tool):
     import asyncio
 
@@ -506,7 +518,14 @@ async def _request(frame, tool):
     _pending[frame["id"]] = fut
     try:
         _send(frame)
-        msg = await fut
+        if len(_pending) == 1 and _idle(loop):
+            # Nothing else could run before the answer: wait for it here, as the loop would,
+            # without its two polls and callbacks an await costs.
+            while not fut.done():
+                _on_readable()
+            msg = fut.result()
+        else:
+            msg = await fut
     finally:
         _pending.pop(frame["id"], None)
     if msg.get("ok"):
