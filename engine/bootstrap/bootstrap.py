@@ -464,11 +464,30 @@ _reader_loop = [None]
 
 
 def _on_readable():
-    global _inbuf
     try:
         chunk = os.read(_CHAN, 1 << 16)
     except OSError:
         chunk = b""
+    _take(chunk)
+
+
+def _answer(fut):
+    """Reads the channel until fut, the one call in flight, has its answer (see _idle). What a
+    signal handler of the program's raises meanwhile propagates, as it would from the loop's
+    poll; a failed read is the channel's end, as for the loop's reader."""
+    while not fut.done():
+        try:
+            chunk = os.read(_CHAN, 1 << 16)
+        except OSError as e:
+            if e.errno is None:  # raised by a handler, not by the read
+                raise
+            chunk = b""
+        _take(chunk)
+
+
+def _take(chunk):
+    """Hands the answers in chunk to their calls; an empty chunk is the channel's end."""
+    global _inbuf
     if not chunk:
         _reader_loop[0].remove_reader(_CHAN)
         _reader_loop[0] = None
@@ -521,8 +540,7 @@ async def _request(frame, tool):
         if len(_pending) == 1 and _idle(loop):
             # Nothing else could run before the answer: wait for it here, as the loop would,
             # without its two polls and callbacks an await costs.
-            while not fut.done():
-                _on_readable()
+            _answer(fut)
             msg = fut.result()
         else:
             msg = await fut

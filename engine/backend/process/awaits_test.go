@@ -17,8 +17,12 @@ import (
 // adder answers up__add with a+b.
 type adder struct{ calls atomic.Int32 }
 
-func (a *adder) CallTool(_ context.Context, _ string, args json.RawMessage) wire.Answer {
+func (a *adder) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
 	a.calls.Add(1)
+	if name == "up__never" { // answers when the execution ends
+		<-ctx.Done()
+		return wire.Answer{Kind: "cancelled", Message: "the execution ended"}
+	}
 	var in struct{ A, B int }
 	_ = json.Unmarshal(args, &in)
 	return wire.Answer{Value: json.RawMessage(fmt.Sprint(in.A + in.B))}
@@ -79,5 +83,31 @@ return {"alone": alone, "ticks": len(ticks), "sums": sums, "polled": polls[0] > 
 	}
 	if n := tools.calls.Load(); n != 30 {
 		t.Errorf("the host saw %d calls, want 30", n)
+	}
+}
+
+// TestAwaitInterruptedByTheProgram: an exception the program's own signal handler raises while
+// a call waits on the channel reaches the awaiting code, as any exception raised there would;
+// it is not taken for the channel's end.
+func TestAwaitInterruptedByTheProgram(t *testing.T) {
+	sb := newSandbox(t, engine.DefaultLimits, process.Options{})
+	res := sb.Run(context.Background(), engine.Execution{Program: `import signal
+def alarm(signum, frame):
+    raise TimeoutError("the program's own alarm")
+signal.signal(signal.SIGALRM, alarm)
+signal.setitimer(signal.ITIMER_REAL, 0.2)
+try:
+    await up__never()
+    got = "answered"
+except TimeoutError as e:
+    got = "caught: %s" % e
+return [got, await up__add(a=1, b=2)]`,
+		Terms: engine.Terms{Isolation: engine.LevelProcess}, Tools: &adder{},
+		ToolNames: []string{"up__add", "up__never"}, Aliases: []string{"up__add", "up__never"}})
+	if res.Failure != nil {
+		t.Fatalf("%s: %s\n%s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback)
+	}
+	if got := string(res.Value); got != `["caught: the program's own alarm",3]` {
+		t.Errorf("value %s", got)
 	}
 }
