@@ -144,8 +144,8 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "telemetry", "engine/wire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a"},
-		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); an upstream call's span (telemetry); a call's answer is engine/wire's Answer, the leaf of the program's channel; never budget, outputs, binding or engine"},
+	{"upstream", []string{"failure", "telemetry", "engine/wire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
+		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is engine/wire's Answer, the leaf of the program's channel; never budget, outputs, binding or engine"},
 	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
 	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
@@ -299,17 +299,18 @@ func TestEveryPackageHasADoc(t *testing.T) {
 
 // claimNames are the words docs use for modules outside this one.
 var claimNames = map[string]string{
-	"go-sdk":            "github.com/modelcontextprotocol/go-sdk",
-	"jsonschema-go":     "github.com/google/jsonschema-go",
-	"x/sys":             "golang.org/x/sys",
-	"go-landlock":       "github.com/landlock-lsm/go-landlock",
-	"go-seccomp-bpf":    "github.com/elastic/go-seccomp-bpf",
-	"pgx":               "github.com/jackc/pgx",
-	"go-jose":           "github.com/go-jose/go-jose/v4",
-	"x/oauth2":          "golang.org/x/oauth2",
-	"go-cmp":            "github.com/google/go-cmp",
-	"a2a-go":            "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
-	"OpenTelemetry API": "go.opentelemetry.io/otel",
+	"go-sdk":             "github.com/modelcontextprotocol/go-sdk",
+	"jsonschema-go":      "github.com/google/jsonschema-go",
+	"x/sys":              "golang.org/x/sys",
+	"go-landlock":        "github.com/landlock-lsm/go-landlock",
+	"go-seccomp-bpf":     "github.com/elastic/go-seccomp-bpf",
+	"pgx":                "github.com/jackc/pgx",
+	"go-jose":            "github.com/go-jose/go-jose/v4",
+	"x/oauth2":           "golang.org/x/oauth2",
+	"go-cmp":             "github.com/google/go-cmp",
+	"a2a-go":             "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
+	"OpenTelemetry API":  "go.opentelemetry.io/otel",
+	"segmentio/encoding": "github.com/segmentio/encoding/json", // the go-sdk's JSON decoder
 }
 
 var (

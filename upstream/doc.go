@@ -13,7 +13,8 @@
 // # Imports and concurrency
 //
 // It imports failure, telemetry, engine/wire (a call's answer), the go-sdk, jsonschema-go, a2a-go
-// (its protocol types, package a2a) and
+// (its protocol types, package a2a), segmentio/encoding (the go-sdk's JSON decoder, which
+// frame.go calls directly) and
 // the standard library (docs/design.md §2), never budget, outputs, binding, engine or configs: cmd
 // fills the plain option structs, and package binding walks a call through Turn to satisfy
 // engine.ToolCaller. Nothing here writes to stdout.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ObservedAfter is how many results of a tool without an output schema it takes before their
@@ -424,6 +425,7 @@ type observations struct {
 	stop    chan struct{} // closed by Pool.Close: the flusher merges what is pending and returns
 	stopped chan struct{} // closed by the flusher as it returns
 	turn    chan struct{} // one slot: held while pending samples are merged into the store
+	pause   time.Duration // the flusher's pause after a merge; flushPause when zero (tests set it)
 }
 
 type observed struct {

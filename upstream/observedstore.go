@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,12 @@ const (
 	storeTimeout = 10 * time.Second
 	// maxSummaryBytes bounds a summary read from the store.
 	maxSummaryBytes = 1 << 20
+	// flushPause is the least time between two merges of the flusher. A sample waits for the
+	// store at most this long (get_tool_info in this process merges what is pending first,
+	// and Close merges the rest); a replica sees another's samples that much later, and a
+	// process that dies loses at most that long's samples (they are statistics, not records).
+	// A merge is a store transaction, which each binding call paid for (issue 27).
+	flushPause = time.Second
 )
 
 // pendingSample is one sample (or, past maxPending, several folded) waiting for the store.
@@ -85,10 +92,21 @@ func (o *observations) startStore(store ShapeStore, log *slog.Logger) (flusher f
 	o.stopped = make(chan struct{})
 	return func() {
 		defer close(o.stopped)
+		pause := time.NewTimer(0)
+		defer pause.Stop()
 		for {
 			select {
 			case <-o.wake:
 				o.flushBounded()
+			case <-o.stop:
+				o.flushBounded()
+				return
+			}
+			// What comes within flushPause of a merge waits for the next one: a program's
+			// loop of calls is then a merge a pause, not a store transaction a call.
+			pause.Reset(cmp.Or(o.pause, flushPause))
+			select {
+			case <-pause.C:
 			case <-o.stop:
 				o.flushBounded()
 				return

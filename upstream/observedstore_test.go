@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -20,6 +21,7 @@ type memShapes struct {
 	kept    map[ShapeKey]memShape
 	twice   bool
 	failing bool
+	merges  int
 }
 
 type memShape struct {
@@ -59,6 +61,7 @@ func (m *memShapes) MergeShape(ctx context.Context, key ShapeKey, merge func(int
 		m.kept = map[ShapeKey]memShape{}
 	}
 	m.kept[key] = memShape{n, s}
+	m.merges++
 	return n, s, nil
 }
 
@@ -148,6 +151,31 @@ func TestObservedStorePoolClose(t *testing.T) {
 	}
 	if _, err := decodeSummary(n, summary); err != nil {
 		t.Errorf("what Close merged: %v", err)
+	}
+}
+
+// TestObservedStorePaced: samples that come while the flusher pauses after a merge wait and
+// are merged together, so a loop of calls is not a store transaction a call; none is lost.
+// The pause here outlasts the test, so at most two merges happen however the goroutines run:
+// the one the first sample wakes (of what is pending then) and the one Close makes.
+func TestObservedStorePaced(t *testing.T) {
+	store := &memShapes{}
+	o := &observations{pause: time.Hour}
+	flusher := o.startStore(store, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() { defer close(done); flusher() }()
+	tool := stubTool(t, "s__tool", `{"type":"object"}`, "")
+	const results = 50
+	for range results {
+		o.observe(tool, []byte(`{"a":1}`))
+	}
+	if !o.closeStore(0) {
+		t.Fatal("the flusher did not stop")
+	}
+	<-done
+	n, _, _, _ := store.LoadShape(t.Context(), storeKey(tool))
+	if n != results || store.merges > 2 {
+		t.Errorf("the store keeps %d samples after %d merges, want %d after at most 2", n, store.merges, results)
 	}
 }
 

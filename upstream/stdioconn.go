@@ -144,7 +144,7 @@ func (c *stdioConn) read(br *bufio.Reader, limit int) {
 				continue
 			}
 		}
-		msg, derr := jsonrpc.DecodeMessage(line)
+		msg, derr := decodeFrame(line)
 		if cap(line) > smallFrame {
 			buf = nil // the decoded message holds its own copy; the grown buffer goes
 			releaseSoon()

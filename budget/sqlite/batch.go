@@ -241,6 +241,7 @@ func (s *Ledger) commitPending() {
 		return
 	}
 	deliver(nil)
+	s.ckpt.Poke()
 }
 
 // runAll runs every op in tx and reports whether each succeeded.

@@ -5,6 +5,7 @@
 // opener only once it is closed or dead. It passes the contract in budget/ledgertest.
 //
 // It imports budget, budget/internal/lazy, failure, internal/owner, modernc.org/sqlite and the
-// standard library. A Ledger is safe for concurrent use; it owns one goroutine, the flusher of
-// queued writes, which Close stops and waits for.
+// standard library. A Ledger is safe for concurrent use; it owns two goroutines, the flusher of
+// queued writes and the checkpointer of the WAL (checkpoint.go), which Close stops and waits
+// for.
 package sqlite

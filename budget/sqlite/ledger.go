@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/internal/lazy"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -25,6 +26,9 @@ const LedgerFile = "ledger.db"
 type Options struct {
 	// BusyTimeout is how long a write waits for another process's lock; default 10s.
 	BusyTimeout time.Duration
+
+	// checkpointed hears the WAL's frames after each background checkpoint (tests).
+	checkpointed chan<- int
 }
 
 // Ledger is the single-machine budget.Ledger: one SQLite file in WAL mode, shared safely by the
@@ -44,6 +48,9 @@ type Ledger struct {
 
 	// batch is the write queue: writes are committed in batches, one batch at a time.
 	batch *batcher
+	// ckpt is the checkpointer's loop: commits poke it (checkpoint.go).
+	ckpt         *lazy.Loop
+	checkpointed chan<- int
 
 	smu   sync.Mutex // guards stmts
 	stmts map[string]*sql.Stmt
@@ -191,6 +198,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "wal_autocheckpoint(0)") // the checkpointer's job (checkpoint.go)
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
@@ -226,8 +234,12 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("budget: ledger owner: %w", err)
 	}
-	s := &Ledger{db: db, lock: lock, locks: path + "-owners", batch: newBatcher()}
+	s := &Ledger{db: db, lock: lock, locks: path + "-owners", batch: newBatcher(), ckpt: lazy.NewLoop()}
+	if opts != nil {
+		s.checkpointed = opts.checkpointed
+	}
 	go s.flusher()
+	go s.checkpointer()
 	return s, nil
 }
 
@@ -302,6 +314,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 func (s *Ledger) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeBatches()
+		s.ckpt.Halt()
 		s.smu.Lock()
 		for _, st := range s.stmts {
 			st.Close()

@@ -464,11 +464,30 @@ _reader_loop = [None]
 
 
 def _on_readable():
-    global _inbuf
     try:
         chunk = os.read(_CHAN, 1 << 16)
     except OSError:
         chunk = b""
+    _take(chunk)
+
+
+def _answer(fut):
+    """Reads the channel until fut, the one call in flight, has its answer (see _idle). What a
+    signal handler of the program's raises meanwhile propagates, as it would from the loop's
+    poll; a failed read is the channel's end, as for the loop's reader."""
+    while not fut.done():
+        try:
+            chunk = os.read(_CHAN, 1 << 16)
+        except OSError as e:
+            if e.errno is None:  # raised by a handler, not by the read
+                raise
+            chunk = b""
+        _take(chunk)
+
+
+def _take(chunk):
+    """Hands the answers in chunk to their calls; an empty chunk is the channel's end."""
+    global _inbuf
     if not chunk:
         _reader_loop[0].remove_reader(_CHAN)
         _reader_loop[0] = None
@@ -484,6 +503,18 @@ def _on_readable():
         fut = _pending.pop(msg.get("id"), None)
         if fut is not None and not fut.done():
             fut.set_result(msg)
+
+
+def _idle(loop):
+    """Whether loop has nothing to run until the channel is readable: no callback ready, no
+    timer, and no file watched but the channel and its own wake-up pipe; and the channel blocks
+    (the program may have changed that). A call_soon_threadsafe from another thread (or a
+    signal handler of the loop's) then waits for the answer; nothing else can. Anything this
+    does not know (another loop) says no."""
+    try:
+        return not loop._ready and not loop._scheduled and len(loop._selector.get_map()) <= 2 and os.get_blocking(_CHAN)
+    except Exception:
+        return False
 
 
 async def _request(frame, tool):
@@ -506,7 +537,13 @@ async def _request(frame, tool):
     _pending[frame["id"]] = fut
     try:
         _send(frame)
-        msg = await fut
+        if len(_pending) == 1 and _idle(loop):
+            # Nothing else could run before the answer: wait for it here, as the loop would,
+            # without its two polls and callbacks an await costs.
+            _answer(fut)
+            msg = fut.result()
+        else:
+            msg = await fut
     finally:
         _pending.pop(frame["id"], None)
     if msg.get("ok"):

@@ -18,6 +18,12 @@
 // before a kill: see "Output at a kill" in package engine), because every import is paid by
 // every execution; a cold child loads asyncio only for a program that awaits.
 //
+// A binding call the program awaits while its event loop has nothing else to run (no ready
+// callback, no timer, no file watched but the channel) waits for its answer with a blocking
+// read of the channel rather than through the loop: the loop's two polls and callbacks an
+// await costs were most of the program's side of a call (issue 27). With anything else to
+// run, or other calls in flight, the call awaits as any future does.
+//
 // It imports the standard library only.
 package bootstrap
 
