@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
@@ -50,8 +51,11 @@ var soakPrograms = []string{
 }
 
 // snapshot is what an execution could leak, counted for this process; hostUIDs counts the
-// host's processes running as one of root's subordinate uids (a template's and its forked
-// children's pid 1 run as the last of them), which no other process uses.
+// live processes running as one of root's subordinate uids (a template's and its forked
+// children's pid 1 run as the last of them) that descend from this process, which TestSoak
+// makes a child subreaper so that nothing its backend started can leave its tree by being
+// orphaned: other test processes on the machine (CI runs packages side by side) start
+// templates of their own under the same uids.
 type snapshot struct {
 	fds, goroutines, tempEntries, cgroups, mounts, hostUIDs int
 }
@@ -68,8 +72,8 @@ func (s snapshot) String() string {
 		s.fds, s.goroutines, s.tempEntries, s.cgroups, s.mounts, s.hostUIDs)
 }
 
-// subordinateProcesses counts the host's processes whose real uid is in root's subordinate
-// uid range (/etc/subuid), or 0 without one.
+// subordinateProcesses counts the live (not zombie) processes descending from this one whose
+// real uid is in root's subordinate uid range (/etc/subuid), or 0 without one.
 func subordinateProcesses() int {
 	b, _ := os.ReadFile("/etc/subuid")
 	var lo, n int
@@ -82,25 +86,53 @@ func subordinateProcesses() int {
 	if n == 0 {
 		return 0
 	}
+	type proc struct {
+		ppid, uid int
+		live      bool
+	}
+	procs := map[int]proc{}
 	ents, _ := os.ReadDir("/proc")
-	count := 0
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		st, err := os.ReadFile("/proc/" + e.Name() + "/status")
 		if err != nil {
 			continue
 		}
+		p := proc{uid: -1, live: true}
 		for _, l := range strings.Split(string(st), "\n") {
-			if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+			if v, ok := strings.CutPrefix(l, "State:"); ok {
+				p.live = !strings.HasPrefix(strings.TrimSpace(v), "Z")
+			} else if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+				p.ppid, _ = strconv.Atoi(strings.TrimSpace(v))
+			} else if v, ok := strings.CutPrefix(l, "Uid:"); ok {
 				if f := strings.Fields(v); len(f) > 0 {
-					if uid, err := strconv.Atoi(f[0]); err == nil && uid >= lo && uid < lo+n {
-						count++
-					}
+					p.uid, _ = strconv.Atoi(f[0])
 				}
-				break
 			}
+		}
+		procs[pid] = p
+	}
+	self := os.Getpid()
+	descends := func(pid int) bool {
+		for range len(procs) { // a bound: a parent chain read while it changes may loop
+			if pid == self {
+				return true
+			}
+			p, ok := procs[pid]
+			if !ok || pid <= 1 {
+				return false
+			}
+			pid = p.ppid
+		}
+		return false
+	}
+	count := 0
+	for pid, p := range procs {
+		if p.live && p.uid >= lo && p.uid < lo+n && descends(pid) {
+			count++
 		}
 	}
 	return count
@@ -169,6 +201,12 @@ func TestSoak(t *testing.T) {
 	// This process's owner tag (internal/owner) holds a lock file in the temporary directory
 	// for the process's life, by design: taken before the first snapshot, it is not a leak.
 	_ = owner.Tag()
+	// Orphans of the backend's tree are reparented to this process, so they are still counted
+	// as its (subordinateProcesses) and not mistaken for another process's.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatalf("becoming a child subreaper: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
 	data := t.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	before := takeSnapshot(tmp)
