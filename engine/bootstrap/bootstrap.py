@@ -471,6 +471,8 @@ def _on_cpu_limit(signum, frame):
 
 def _arm_flush_at_kill(chan):
     global _signal
+    if os.name == "nt":  # no SIGIO, SIGXCPU or fcntl: stdout is line-buffered there instead
+        return
     import _signal
     import fcntl
     import select
