@@ -92,6 +92,7 @@ func winPath(path string) string { return `Z:` + strings.ReplaceAll(path, "/", `
 // hostile case (a cpu limit that ended the busy loop, a tree that died, an allocation and
 // process starts past their limits refused, an environment of only the allowed names, no
 // reaching a loopback listener), while what Wine does not enforce is graded below it.
+// Two overlapping binding calls cross the loopback channel (the selector event loop).
 // Waits derive from the measured start of the Windows CPython under Wine.
 func TestRunUnderWine(t *testing.T) {
 	wine, err := exec.LookPath("wine64")
@@ -106,6 +107,7 @@ func TestRunUnderWine(t *testing.T) {
 		"needs wine64, "+WinePrefixEnv+" naming a prefix with the Go runtime's bcryptprimitives.dll shim and "+
 			WinePythonEnv+" naming a Windows CPython's directory, as .ci/run prepares (.ci/wine/python.sh)")
 	gate.Hostile(t)
+	prefix = ownPrefix(t, prefix)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command, to build mcp-sandbox.exe: %v", err)
@@ -196,8 +198,9 @@ time.sleep(3600)
 			c.Close()
 		}
 	}()
-	hostile := fmt.Sprintf(`import os, socket, subprocess, sys
+	hostile := fmt.Sprintf(`import asyncio, os, socket, subprocess, sys
 out = {"env": sorted(os.environ)}
+out["bindings"] = await asyncio.gather(list_tools(), list_tools())
 try:
     block = bytearray(4 * 64 * 1024 * 1024)
     out["memory"] = "committed"
@@ -220,13 +223,17 @@ out
 `, ln.Addr().(*net.TCPAddr).Port)
 	res = w.run(t, "hostile", hostile, fmt.Sprintf("memory_bytes: 64MiB, process_count: 2, wall_seconds: %d", int(gate.Scaled(time.Duration(wall(10))*time.Second).Seconds())))
 	var seen struct {
-		Env     []string `json:"env"`
-		Memory  string   `json:"memory"`
-		Started int      `json:"started"`
-		Reached bool     `json:"reached"`
+		Bindings []map[string]any `json:"bindings"`
+		Env      []string         `json:"env"`
+		Memory   string           `json:"memory"`
+		Started  int              `json:"started"`
+		Reached  bool             `json:"reached"`
 	}
 	if res.Failure != nil || json.Unmarshal(res.Value, &seen) != nil || seen.Memory == "" {
 		t.Fatalf("the hostile cases: value %s, failure %+v, stderr %q", res.Value, res.Failure, res.Stderr)
+	}
+	if len(seen.Bindings) != 2 || seen.Bindings[0]["tools"] == nil || seen.Bindings[1]["tools"] == nil {
+		t.Errorf("two overlapping calls of list_tools over the loopback channel returned %v", seen.Bindings)
 	}
 	t.Logf("under Wine: an allocation of 4x memory_bytes %s, %d of 3 children started at process_count 2, loopback reached %v, environment %v",
 		seen.Memory, seen.Started, seen.Reached, seen.Env)
