@@ -644,7 +644,7 @@ func TestDocLength(t *testing.T) {
 // other one must run the contract suite, so a new backend cannot forget it.
 var notBackends = map[string]string{
 	"spawned":   "what the local backends share (identities, interpreter, the adapter to engine.Child); each of them runs the suite",
-	"jobobject": "the Windows job object and its probe, not yet an engine.Backend (no Windows CPython runs the bootstrap here); its tests under Wine grade each limit against a hostile child",
+	"jobobject": "the Windows backend: the contract suite's programs are Unix's (fork, signals, /proc) and do not run on Windows yet; under Wine, TestRunUnderWine runs mcp-sandbox.exe with it and checks each grade claimed enforced against a hostile case",
 }
 
 func TestEveryBackendRunsTheContract(t *testing.T) {

@@ -52,6 +52,8 @@ type grading struct {
 	boundary bool
 	// noMemoryCap: Facts.NoMemoryCap; the process level does not require memory.
 	noMemoryCap bool
+	// lacking: Facts.Lacking; the process level does not require these.
+	lacking []Dimension
 }
 
 // allowedEnv is the environment every backend sets itself, besides env_allowlist.
@@ -144,6 +146,10 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 		}
 	}
 
+	for d, v := range f.Graded {
+		g[d] = v
+	}
+
 	iso := LevelProcess
 	if f.MountBoundary && f.PIDNamespace && f.NetNamespace && g[DimFilesystem] == Enforced {
 		iso = LevelIsolated
@@ -153,6 +159,7 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 		isolation:     iso,
 		networkDenied: t.Network == NetworkNone && g[DimNetwork] != Unavailable,
 		noMemoryCap:   f.NoMemoryCap,
+		lacking:       f.Lacking,
 		boundary: f.UserNamespace && f.MountBoundary && f.PIDNamespace && f.NetNamespace &&
 			g[DimFilesystem] == Enforced && g[DimNetwork] == Enforced && g[DimProcessTree] == Enforced,
 	}

@@ -52,3 +52,39 @@ func hasDim(reqs []Requirement, d Dimension) bool {
 	}
 	return false
 }
+
+// TestGradedAndLacking: a Windows child (no uid, no rlimits, the canary readable) takes the
+// grades its backend established with hostile children (Facts.Graded) in place of the
+// probe's rlimits, runs at the process level without what the platform lacks, and is still
+// refused the isolated level for it; a dimension not declared lacking is still required.
+func TestGradedAndLacking(t *testing.T) {
+	process := Terms{Limits: DefaultLimits, Network: NetworkNone, Isolation: LevelProcess}
+	isolated := process
+	isolated.Isolation = LevelIsolated
+	probe := probeOf(-1, process)
+	probe.Rlimits = nil
+	probe.Canary = "readable"
+	win := Facts{HostUID: -1, RunAsUID: -1,
+		Graded: Guarantees{DimProcessTree: Enforced, DimCPU: Unverified, DimMemory: Unavailable,
+			DimProcessCount: Unavailable, DimIdentity: Unavailable, DimFilesystem: Unavailable},
+		Lacking: []Dimension{DimIdentity, DimFileSize, DimMemory, DimCPU}}
+	gr := grade(probe, win, process, nil)
+	for d, want := range map[Dimension]Grade{DimProcessTree: Enforced, DimCPU: Unverified, DimMemory: Unavailable,
+		DimFileSize: Unavailable, DimIdentity: Unavailable, DimFilesystem: Unavailable, DimWallClock: Enforced} {
+		if got := gr.guarantees.Get(d); got != want {
+			t.Errorf("%s graded %s, want %s", d, got, want)
+		}
+	}
+	r := &Runner{}
+	if unmet := r.unmet(process, gr); len(unmet) != 0 {
+		t.Errorf("the process level is refused for what the platform lacks: %+v", unmet)
+	}
+	if unmet := r.unmet(isolated, grade(probe, win, isolated, nil)); !hasDim(unmet, DimMemory) || !hasDim(unmet, DimIdentity) {
+		t.Errorf("the isolated level must be refused for memory and identity, unmet %+v", unmet)
+	}
+	partial := win
+	partial.Lacking = []Dimension{DimIdentity, DimFileSize}
+	if unmet := r.unmet(process, grade(probe, partial, process, nil)); !hasDim(unmet, DimCPU) || !hasDim(unmet, DimMemory) {
+		t.Errorf("cpu and memory not declared lacking must still be required, unmet %+v", unmet)
+	}
+}

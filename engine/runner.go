@@ -405,6 +405,9 @@ func (r *Runner) unmet(t Terms, gr grading) []Requirement {
 	if gr.noMemoryCap && !t.Isolation.AtLeast(LevelIsolated) {
 		reqs = slices.DeleteFunc(reqs, func(q Requirement) bool { return q.Dimension == DimMemory })
 	}
+	if len(gr.lacking) > 0 && !t.Isolation.AtLeast(LevelIsolated) {
+		reqs = slices.DeleteFunc(reqs, func(q Requirement) bool { return slices.Contains(gr.lacking, q.Dimension) })
+	}
 	unmet := Unmet(gr.guarantees, reqs)
 	for i := range unmet {
 		if unmet[i].Dimension == DimIdentity && r.opts.IdentityAdvice != "" {

@@ -178,6 +178,15 @@ type Facts struct {
 	// as the specification has it, the process level runs without it; the isolated level
 	// still requires it, so it is refused there.
 	NoMemoryCap bool
+	// Graded are grades the backend established itself, each by a hostile child it ran at its
+	// start (a Job Object's limits: engine/backend/jobobject), in place of what the probe's
+	// rlimits would say for those dimensions.
+	Graded Guarantees
+	// Lacking are dimensions this platform offers no mechanism for, or whose mechanism the
+	// backend's own hostile child saw fail (Windows: identity and file size; under Wine also
+	// memory). As with NoMemoryCap the process level runs without them, graded as they are;
+	// the isolated level still requires them.
+	Lacking []Dimension
 	// Forked, when set, says the child was forked from a template rather than exec'd: the
 	// result's start block (StartInfo). Nil for an exec'd child.
 	Forked *StartInfo

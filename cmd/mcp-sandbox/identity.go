@@ -40,7 +40,7 @@ func identityAdvice(euid int, name, nsWhy string, h userns.Host) string {
 // hostIdentityAdvice is identityAdvice for this process and profile p, on this host.
 func hostIdentityAdvice(p configs.Profile) string {
 	euid, name := hostUser()
-	if euid == 0 {
+	if euid <= 0 { // root, or Windows (no uids): no advice to give
 		return ""
 	}
 	return identityAdvice(euid, name, namespacesWhy(p), userns.Host{})
@@ -54,6 +54,10 @@ func identityNote(euid int, d *engine.Description, advice string) string {
 		return ""
 	}
 	var note string
+	if euid < 0 { // Windows: no uids, and no lesser identity a job could give its child
+		return "programs run as your own Windows account in a Job Object, which is no identity boundary: they could read " +
+			"what you can; Windows has no lesser identity to give them, so the process level runs without one"
+	}
 	if d.Isolation == engine.LevelIsolated && slices.Contains(d.Mechanisms, "user-namespace") {
 		note = fmt.Sprintf("programs run as your own uid %d, inside a user, mount, pid and network namespace of their own: "+
 			"your files, processes and network are out of their reach, so the default accepts it", euid)

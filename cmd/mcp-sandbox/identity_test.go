@@ -39,6 +39,9 @@ func TestIdentityAdviceAndNote(t *testing.T) {
 		want  []string // none: no note
 	}{
 		{"root", 0, "root", "", isolated, nil},
+		{"windows: no uid", -1, "", "", &engine.Description{Isolation: engine.LevelProcess, Mechanisms: []string{"job-object"},
+			Guarantees: engine.Guarantees{engine.DimIdentity: engine.Unavailable}},
+			[]string{"your own Windows account", "Job Object", "no lesser identity", "runs without one"}},
 		{"a subordinate uid of its own", 1000, "someone", "", own, nil},
 		{"boundary, no range", 1000, "alice", "", isolated,
 			[]string{"your own uid 1000", "user, mount, pid and network namespace", "the default accepts it", "usermod --add-subuids", "alice"}},

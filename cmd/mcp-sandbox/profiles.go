@@ -134,6 +134,8 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 		return newContainer(ctx, p)
 	case "seatbelt": // what local picks on macOS
 		return newSeatbelt(ctx, p, cacheDir)
+	case "jobobject": // what local picks on Windows
+		return newJobObject(ctx, p, cacheDir)
 	}
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }

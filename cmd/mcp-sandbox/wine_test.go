@@ -14,12 +14,12 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 )
 
-// Claude Desktop on Windows, as the README tells it today: mcp-sandbox.exe, under Wine
-// (wine64 and the prefix .ci/run prepares, MCP_SANDBOX_WINEPREFIX), runs a program through a
-// remote backend, a sandbox-service on this host's loopback, and prints its result. The
-// program runs on the service's local backend, not in a job object (no backend runs Python
-// programs on Windows yet); what this shows is the Windows binary's whole path: the config,
-// the remote client, the result.
+// Claude Desktop on Windows with a remote backend: mcp-sandbox.exe, under Wine (wine64 and the
+// prefix .ci/run prepares, MCP_SANDBOX_WINEPREFIX), runs a program through a sandbox-service on
+// this host's loopback and prints its result. The program runs on the service's local
+// backend; what this shows is the Windows binary's remote path: the config, the remote client,
+// the result. Its local backend, a Job Object running a Windows CPython, is run under Wine by
+// engine/backend/jobobject's TestRunUnderWine.
 func TestWindowsBinaryRunsThroughARemoteBackendUnderWine(t *testing.T) {
 	wine := "/usr/lib/wine/wine64"
 	prefix := os.Getenv("MCP_SANDBOX_WINEPREFIX")

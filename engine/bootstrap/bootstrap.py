@@ -8,7 +8,7 @@ _VERSION = 1
 _PROGRAM = "<program>"
 _canary, _port4, _port6, _max_value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 _warm = sys.argv[5:6] == ["warm"]  # started ahead of its program: warm up while it waits
-_socket_mode = sys.argv[6:8]  # containers: the channel's socket ("-": the standard streams), and the variables to keep
+_socket_mode = sys.argv[6:8]  # containers: the channel's socket ("-": the standard streams; "tcp:PORT": loopback), and the variables to keep
 sys.argv = [_PROGRAM]
 _is_child = False  # true in a process the program forked: it must never speak on the channel
 
@@ -27,7 +27,8 @@ def _forked():
             pass
 
 
-os.register_at_fork(after_in_child=_forked)
+if hasattr(os, "register_at_fork"):  # Windows has no fork
+    os.register_at_fork(after_in_child=_forked)
 
 # ---- JSON without importing the json package (it costs more than the rest of start-up) ----
 try:
@@ -177,10 +178,26 @@ def _flush_stdout_records():
             _streams[3].release()
 
 
+# Loopback mode (Windows, where a socket is no file descriptor os.read and os.write take):
+# the channel is a TCP connection to the host's loopback listener, held here, and _CHAN its
+# socket's number (what a selector watches).
+_sock = []
+
+
+def _chan_read(n):
+    if _sock:
+        return _sock[0].recv(n)
+    return os.read(_CHAN, n)
+
+
 def _send(frame):
     if _is_child:
         return
-    _write_all(_CHAN, (_dumps(frame) + "\n").encode())
+    data = (_dumps(frame) + "\n").encode()
+    if _sock:
+        _sock[0].sendall(data)
+    else:
+        _write_all(_CHAN, data)
 
 
 _inbuf = b""
@@ -189,7 +206,7 @@ _inbuf = b""
 def _recv_blocking():
     global _inbuf
     while b"\n" not in _inbuf:
-        chunk = os.read(_CHAN, 1 << 16)
+        chunk = _chan_read(1 << 16)
         if not chunk:
             os._exit(0)  # the host went away: nothing to report to
         _inbuf += chunk
@@ -227,8 +244,47 @@ def _connect(path, keep):
     _keep_only(keep)
 
 
+def _connect_loopback(port, keep):
+    """Loopback mode (Windows: engine/backend/jobobject): as socket mode, with a TCP connection
+    to the host's listener on 127.0.0.1 in place of a Unix socket. The listener takes the first
+    connection that presents this execution's token and no other."""
+    global _CHAN
+    try:
+        import _socket
+
+        token = b""
+        while not token.endswith(b"\n") and len(token) < 256:
+            chunk = os.read(0, 256 - len(token))
+            if not chunk:
+                break
+            token += chunk
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        s = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        s.connect(("127.0.0.1", int(port)))
+        s.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+        s.sendall(token)
+    except (OSError, ValueError) as e:
+        os.write(2, ("mcp-sandbox-init: the sandbox child cannot reach the host's channel: %s\n" % e).encode())
+        os._exit(125)
+    _sock[:] = [s]
+    _CHAN = s.fileno()
+    if os.name == "nt":
+        # No signal warns of a kill here (the job ends every process at once): what the program
+        # prints goes to the pipe line by line, so a kill loses at most a line it had not ended.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.reconfigure(line_buffering=True)
+            except Exception:
+                pass
+    _keep_only(keep)
+
+
 def _keep_only(keep):
     keep = keep.split(",")
+    if os.name == "nt":  # os.environ's names are upper case there
+        keep = [k.upper() for k in keep]
     for name in list(os.environ):
         if name not in keep:
             del os.environ[name]
@@ -278,7 +334,10 @@ def _attach_streams(keep):
 
 # ---- the probe: what containment this child observes, before any program byte arrives ----
 def _probe():
-    p = {"pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups())}
+    if os.name == "nt":  # no uids: the child runs as the host's own account (identity unavailable)
+        p = {"pid": os.getpid(), "uid": -1, "gid": -1, "groups": []}
+    else:
+        p = {"pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups())}
     try:
         with open(_canary, "rb") as f:
             f.read(1)
@@ -350,6 +409,8 @@ def _probe():
     except (OSError, KeyError, ValueError):
         pass
     try:
+        if os.name == "nt":  # os.kill there is TerminateProcess: never aimed at anything
+            raise ProcessLookupError
         os.kill(1, 0)
         p["init_signal"] = "allowed"
     except PermissionError:
@@ -410,6 +471,8 @@ def _on_cpu_limit(signum, frame):
 
 def _arm_flush_at_kill(chan):
     global _signal
+    if os.name == "nt":  # no SIGIO, SIGXCPU or fcntl: stdout is line-buffered there instead
+        return
     import _signal
     import fcntl
     import select
@@ -465,7 +528,7 @@ _reader_loop = [None]
 
 def _on_readable():
     try:
-        chunk = os.read(_CHAN, 1 << 16)
+        chunk = _chan_read(1 << 16)
     except OSError:
         chunk = b""
     _take(chunk)
@@ -711,6 +774,17 @@ def _format_error(e, source):
     return err
 
 
+def _arun(coro):
+    """Runs the program's coroutine. On Windows the default event loop (proactor) cannot watch
+    the channel's socket for the bindings' results; a selector loop can."""
+    import asyncio
+
+    if os.name == "nt":
+        with asyncio.Runner(loop_factory=asyncio.SelectorEventLoop) as runner:
+            return runner.run(coro)
+    return asyncio.run(coro)
+
+
 def _run(frame):
     source = frame["program"]
     tools = tuple(sorted(frame.get("tools") or ()))
@@ -735,9 +809,7 @@ def _run(frame):
         code = _compile(source)
         try:
             if code.co_flags & 0x80:  # CO_COROUTINE: the program awaits at top level
-                import asyncio
-
-                asyncio.run(eval(code, g))
+                _arun(eval(code, g))
             else:
                 exec(code, g)
             value = g.get("__sandbox_value__")
@@ -789,6 +861,8 @@ def _warm_up():
 def _main():
     if _socket_mode and _socket_mode[0] == "-":
         _attach_streams(_socket_mode[1])
+    elif _socket_mode and _socket_mode[0].startswith("tcp:"):
+        _connect_loopback(_socket_mode[0][4:], _socket_mode[1])
     elif _socket_mode:
         _connect(*_socket_mode)
     _send({"type": "hello", "version": _VERSION, "probe": _probe()})
@@ -818,7 +892,7 @@ def _main():
         # The host collects the workspace now; it closes the channel (or kills the tree) when
         # it is done with it.
         try:
-            while os.read(_CHAN, 1 << 16):
+            while _chan_read(1 << 16):
                 pass
         except OSError:
             pass

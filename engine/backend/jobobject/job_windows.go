@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"golang.org/x/sys/windows"
 )
 
@@ -41,10 +43,12 @@ type Job struct {
 	h, port windows.Handle
 	reader  sync.WaitGroup
 
-	mu     sync.Mutex // guards msgs, empty and closed
+	mu     sync.Mutex // guards msgs, empty, closed and overCPU
 	msgs   []uint32
 	empty  chan struct{} // closed at JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO
 	closed bool
+	// overCPU: the host's meter ended the job for its CPU time (meter).
+	overCPU bool
 }
 
 // New creates a job with l and a completion port for its messages.
@@ -261,4 +265,96 @@ func (j *Job) Close() error {
 	j.reader.Wait()
 	windows.CloseHandle(j.port)
 	return err
+}
+
+// processIDList is JOBOBJECT_BASIC_PROCESS_ID_LIST with room for maxListed processes.
+type processIDList struct {
+	Assigned, Listed uint32
+	IDs              [maxListed]uintptr
+}
+
+const maxListed = 1024
+
+var (
+	kernel32           = windows.NewLazySystemDLL("kernel32.dll")
+	procGetThreadTimes = kernel32.NewProc("GetThreadTimes")
+)
+
+// CPUSeconds is the job's CPU time: its own accounting (every process, living or dead), or,
+// where that counts nothing (Wine 8 accounts no CPU time to a job), the user and kernel time
+// of every living thread of the job's processes, which misses what ended threads had used.
+func (j *Job) CPUSeconds() float64 {
+	if a, err := j.Account(); err == nil && a.CPUSeconds > 0 {
+		return a.CPUSeconds
+	}
+	var l processIDList
+	if err := windows.QueryInformationJobObject(j.h, windows.JobObjectBasicProcessIdList,
+		uintptr(unsafe.Pointer(&l)), uint32(unsafe.Sizeof(l)), nil); err != nil || l.Listed == 0 {
+		return 0
+	}
+	in := map[uint32]bool{}
+	for _, id := range l.IDs[:min(l.Listed, maxListed)] {
+		in[uint32(id)] = true
+	}
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return 0
+	}
+	defer windows.CloseHandle(snap)
+	te := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	var sum float64
+	for err = windows.Thread32First(snap, &te); err == nil; err = windows.Thread32Next(snap, &te) {
+		if !in[te.OwnerProcessID] {
+			continue
+		}
+		th, err := windows.OpenThread(windows.THREAD_QUERY_LIMITED_INFORMATION, false, te.ThreadID)
+		if err != nil {
+			continue
+		}
+		var created, exited, kernel, user windows.Filetime
+		if r, _, _ := procGetThreadTimes.Call(uintptr(th), uintptr(unsafe.Pointer(&created)), uintptr(unsafe.Pointer(&exited)),
+			uintptr(unsafe.Pointer(&kernel)), uintptr(unsafe.Pointer(&user))); r != 0 {
+			sum += float64(filetime(kernel)+filetime(user)) / 1e7
+		}
+		windows.CloseHandle(th)
+	}
+	return sum
+}
+
+func filetime(f windows.Filetime) uint64 { return uint64(f.HighDateTime)<<32 | uint64(f.LowDateTime) }
+
+// meterTick is how often the meter reads the job's CPU time: what a program can spend past
+// its limit before the meter sees it.
+const meterTick = 100 * time.Millisecond
+
+// meter ends the job (TerminateJobObject) once its CPU time passes limit seconds, reading it
+// every meterTick until stop is closed; it reports whether it ended the job. It stands in
+// for the job's own CPU limit where the platform does not enforce that (Wine), and is set a
+// grace above it, so that where the platform does, the job's limit comes first.
+func (j *Job) meter(limit float64, stop <-chan struct{}) bool {
+	tick := time.NewTicker(meterTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return false
+		case <-tick.C:
+		}
+		if j.CPUSeconds() > limit {
+			j.mu.Lock()
+			j.overCPU = true
+			j.mu.Unlock()
+			_ = j.Kill()
+			return true
+		}
+	}
+}
+
+// OverCPU reports whether the job was ended for its CPU time: by its own limit (the job's
+// end-of-time message) or by the host's meter.
+func (j *Job) OverCPU() bool {
+	j.mu.Lock()
+	over := j.overCPU
+	j.mu.Unlock()
+	return over || LimitHit(j.Messages()) == engine.LimitCPU
 }

@@ -81,7 +81,7 @@ func TestStartInAJob(t *testing.T) {
 // against its hostile child, each that did not is unavailable, and the reason is said.
 func TestProbe(t *testing.T) {
 	e := Probe(context.Background(), self(t), gate.Scaled(20*time.Second))
-	t.Logf("enforced here: kill-on-close %v, cpu %v, memory %v, process count %v", e.KillOnClose, e.CPU, e.Memory, e.ProcessCount)
+	t.Logf("enforced here: kill-on-close %v, cpu %v (the host's meter: %v), memory %v, process count %v", e.KillOnClose, e.CPU, e.CPUMeter, e.Memory, e.ProcessCount)
 	for _, n := range e.Notes {
 		t.Logf("not enforced: %s", n)
 	}

@@ -83,6 +83,11 @@ type Enforcement struct {
 	KillOnClose bool
 	// CPU: a busy loop was ended at the job's CPU time.
 	CPU bool
+	// CPUMeter: where the job did not end the busy loop, the host's own meter of the job's
+	// CPU time (Meter: the time of every living thread of the job's processes) did. It misses
+	// what threads that already ended had used, so a program of short-lived processes can pass
+	// its limit: the grade is unverified, never enforced.
+	CPUMeter bool
 	// Memory: an allocation past the job's memory was refused.
 	Memory bool
 	// ProcessCount: a process start past the active-process limit was refused.
@@ -102,12 +107,30 @@ func (e Enforcement) Grades() engine.Guarantees {
 		}
 		return engine.Unavailable
 	}
+	cpu := grade(e.CPU)
+	if !e.CPU && e.CPUMeter {
+		cpu = engine.Unverified
+	}
 	return engine.Guarantees{
 		engine.DimProcessTree:  grade(e.KillOnClose),
-		engine.DimCPU:          grade(e.CPU),
+		engine.DimCPU:          cpu,
 		engine.DimMemory:       grade(e.Memory),
 		engine.DimProcessCount: grade(e.ProcessCount),
 		engine.DimIdentity:     engine.Unavailable,
 		engine.DimFilesystem:   engine.Unavailable,
 	}
+}
+
+// Lacking are the dimensions the process level runs without here (engine.Facts.Lacking):
+// identity and file size always (Windows has no lesser identity for the child, and a job no
+// file size limit), CPU and memory where the job was not seen enforcing them.
+func (e Enforcement) Lacking() []engine.Dimension {
+	out := []engine.Dimension{engine.DimIdentity, engine.DimFileSize}
+	if !e.CPU {
+		out = append(out, engine.DimCPU)
+	}
+	if !e.Memory {
+		out = append(out, engine.DimMemory)
+	}
+	return out
 }

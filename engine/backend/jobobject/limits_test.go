@@ -53,6 +53,16 @@ func TestGrades(t *testing.T) {
 		engine.DimIdentity: engine.Unavailable, engine.DimFilesystem: engine.Unavailable}, all.Grades()); diff != "" {
 		t.Errorf("all held: (-want +got)\n%s", diff)
 	}
+	metered := Enforcement{KillOnClose: true, CPUMeter: true}
+	if g := metered.Grades().Get(engine.DimCPU); g != engine.Unverified {
+		t.Errorf("the host's meter alone ended the busy loop: cpu graded %s, want unverified", g)
+	}
+	if diff := cmp.Diff([]engine.Dimension{engine.DimIdentity, engine.DimFileSize, engine.DimCPU, engine.DimMemory}, metered.Lacking()); diff != "" {
+		t.Errorf("lacking under the meter: (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]engine.Dimension{engine.DimIdentity, engine.DimFileSize}, all.Lacking()); diff != "" {
+		t.Errorf("lacking where all held: (-want +got)\n%s", diff)
+	}
 	none := Enforcement{}.Grades()
 	for d, g := range none {
 		if g != engine.Unavailable {

@@ -135,23 +135,32 @@ func Probe(ctx context.Context, self string, bound time.Duration) (e Enforcement
 		return ch
 	}
 
-	// CPU: a busy loop in a job of one second of CPU time.
+	// CPU: a busy loop in a job of one second of CPU time, with the host's meter a grace
+	// above it in case the job's own limit does not hold.
 	if j, cmd, _, err := run(self, LimitsFor(limitsCPU), "spin"); err != nil {
 		note("cpu: %v", err)
 	} else {
 		done := exited(cmd)
-		spent, ended := j.spendCPU(done, 3*limitsCPU.CPUSeconds, bound)
+		metered := make(chan bool, 1)
+		go func() { metered <- j.meter(limitsCPU.CPUSeconds+engine.CPUGraceSeconds, done) }()
+		ended := wait(done)
+		if !ended {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		byMeter := <-metered
 		switch {
 		case !ended:
-			note("cpu: a busy loop went on in a job limited to %gs of CPU time (the job accounted %.1fs)", limitsCPU.CPUSeconds, spent)
+			note("cpu: a busy loop went on in a job limited to %gs of CPU time (%.1fs counted)", limitsCPU.CPUSeconds, j.CPUSeconds())
 		case LimitHit(j.Messages()) == engine.LimitCPU:
 			e.CPU = true
+		case byMeter:
+			e.CPUMeter = true
+			note("cpu: the job's CPU time limit did not end a busy loop; the host's meter of its threads' time did")
 		default:
 			note("cpu: the busy loop ended without the job's end-of-time message (%v)", j.Messages())
 		}
-		_ = cmd.Process.Kill()
 		j.Close()
-		<-done
 	}
 
 	// Kill-on-close: a child with two children; closing the job must end all three.
@@ -221,24 +230,4 @@ func Probe(ctx context.Context, self string, bound time.Duration) (e Enforcement
 		<-done
 	}
 	return e
-}
-
-// spendCPU waits until done is closed (true), or the job has used more than limit seconds of
-// CPU time, or bound has passed (false); it returns the CPU time used. It looks every 50 ms:
-// the verdict rests on the CPU time the job used, not on how long the wait took.
-func (j *Job) spendCPU(done <-chan struct{}, limit float64, bound time.Duration) (float64, bool) {
-	deadline := time.Now().Add(bound)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			a, _ := j.Account()
-			return a.CPUSeconds, true
-		case <-tick.C:
-		}
-		if a, err := j.Account(); err == nil && a.CPUSeconds > limit || time.Now().After(deadline) {
-			return a.CPUSeconds, false
-		}
-	}
 }

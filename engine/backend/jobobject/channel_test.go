@@ -1,0 +1,87 @@
+package jobobject
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+)
+
+func dial(t *testing.T, c *channel) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// The channel takes the first connection that presents the token and no other: a wrong
+// token is dropped, and once the right one is in, the listener is gone.
+func TestChannelTakesOnlyTheToken(t *testing.T) {
+	token := newToken()
+	c, err := listen(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	port := c.port()
+
+	wrong := dial(t, c)
+	defer wrong.Close()
+	if _, err := wrong.Write([]byte(newToken() + "\nhello\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wrong.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a connection with the wrong token was kept")
+	}
+
+	right := dial(t, c)
+	defer right.Close()
+	if _, err := right.Write([]byte(token + "\nfirst frame\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != "first frame\n" {
+		t.Fatalf("read %q, %v: want what followed the token", line, err)
+	}
+	if _, err := c.Write([]byte("reply\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := bufio.NewReader(right).ReadString('\n'); err != nil || got != "reply\n" {
+		t.Fatalf("the child read %q, %v", got, err)
+	}
+	if second, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+		second.Close()
+		t.Fatal("a second connection was accepted after the token's")
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := right.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after CloseWrite the child read %v, want EOF", err)
+	}
+}
+
+// A child that never connects: fail ends the wait, and Read returns the reason.
+func TestChannelFailEndsTheWait(t *testing.T) {
+	c, err := listen(newToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	read := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		read <- err
+	}()
+	c.fail(errNoChild)
+	if err := <-read; !errors.Is(err, io.EOF) {
+		t.Fatalf("Read returned %v, want the end of the channel", err)
+	}
+	if err := c.CloseWrite(); err == nil {
+		t.Fatal("CloseWrite without a connection succeeded")
+	}
+}
