@@ -540,7 +540,7 @@ def _answer(fut):
     poll; a failed read is the channel's end, as for the loop's reader."""
     while not fut.done():
         try:
-            chunk = os.read(_CHAN, 1 << 16)
+            chunk = _chan_read(1 << 16)
         except OSError as e:
             if e.errno is None:  # raised by a handler, not by the read
                 raise
