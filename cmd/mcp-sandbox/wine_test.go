@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // Claude Desktop on Windows with a remote backend: mcp-sandbox.exe, under Wine (wine64 and the
@@ -27,6 +28,7 @@ func TestWindowsBinaryRunsThroughARemoteBackendUnderWine(t *testing.T) {
 	_, shimErr := os.Stat(filepath.Join(prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll"))
 	gate.Require(t, "wine", wineErr == nil && prefix != "" && shimErr == nil,
 		"needs wine64 (apt-get install wine64) and MCP_SANDBOX_WINEPREFIX naming a prefix with the Go runtime's bcryptprimitives.dll shim, as .ci/run prepares")
+	prefix = testkit.OwnWinePrefix(t, prefix)
 	url, token, _, _ := startService(t)
 
 	dir := t.TempDir()

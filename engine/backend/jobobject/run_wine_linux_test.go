@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // WinePythonEnv names the directory of a Windows CPython (python.exe and its DLLs, Lib),
@@ -107,7 +108,7 @@ func TestRunUnderWine(t *testing.T) {
 		"needs wine64, "+WinePrefixEnv+" naming a prefix with the Go runtime's bcryptprimitives.dll shim and "+
 			WinePythonEnv+" naming a Windows CPython's directory, as .ci/run prepares (.ci/wine/python.sh)")
 	gate.Hostile(t)
-	prefix = ownPrefix(t, prefix)
+	prefix = testkit.OwnWinePrefix(t, prefix)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command, to build mcp-sandbox.exe: %v", err)
