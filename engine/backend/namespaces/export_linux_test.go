@@ -24,5 +24,10 @@ func Expose(o *Options, dir string) {
 // reaches then is what its mount namespace and file permissions allow.
 func NoLandlock(o *Options) { o.noLandlock = true }
 
+// WithholdLandlock has o's templates send their children an empty Landlock ruleset while
+// their facts still claim Landlock: a child whose ruleset did not go in, which the host's
+// fail-closed check (engine: separated) must refuse before any program byte.
+func WithholdLandlock(o *Options) { o.withholdLandlock = true }
+
 // PretendLandlockABI has b take abi for the kernel's Landlock ABI.
 func PretendLandlockABI(o *Options, abi int) { o.landlockABI = abi }

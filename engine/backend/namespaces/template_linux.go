@@ -549,9 +549,10 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 // policy: read (and execute) the system paths, the interpreter's directories, the root's /etc
 // files, the devices and the child's own /proc; read and write its workspace, /tmp and
 // /dev/null. Nothing else, whatever the child's mount namespace shows. The scopes keep its
-// signals and abstract unix sockets to itself and its own processes. Empty with noLandlock.
+// signals and abstract unix sockets to itself and its own processes. Empty with noLandlock
+// or withholdLandlock.
 func (b *Backend) childLandlock(workspace string) []byte {
-	if b.opts.noLandlock {
+	if b.opts.noLandlock || b.opts.withholdLandlock {
 		return nil
 	}
 	devices := slices.DeleteFunc(slices.Clone(spawned.Devices), func(d string) bool { return d == "/dev/null" })
