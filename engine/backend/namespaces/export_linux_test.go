@@ -29,5 +29,9 @@ func NoLandlock(o *Options) { o.noLandlock = true }
 // fail-closed check (engine: separated) must refuse before any program byte.
 func WithholdLandlock(o *Options) { o.withholdLandlock = true }
 
+// GrantRead adds path to what o's templates' children's Landlock rulesets grant read-only,
+// as an interpreter's directory would be.
+func GrantRead(o *Options, path string) { o.grantRead = append(o.grantRead, path) }
+
 // PretendLandlockABI has b take abi for the kernel's Landlock ABI.
 func PretendLandlockABI(o *Options, abi int) { o.landlockABI = abi }

@@ -52,11 +52,13 @@ type Options struct {
 	// Tests (export_linux_test.go): expose binds host paths into a template's root (visible
 	// to its children, beyond what their Landlock rules grant); noLandlock sends its children
 	// an empty ruleset; withholdLandlock does too while their facts still claim Landlock (a
-	// ruleset that failed to go in, which the probe must catch); landlockABI, when positive,
-	// stands for the kernel's Landlock ABI.
+	// ruleset that failed to go in, which the probe must catch); grantRead adds paths to
+	// what the children's rulesets grant read-only; landlockABI, when positive, stands for the
+	// kernel's Landlock ABI.
 	expose           []launch.Bind
 	noLandlock       bool
 	withholdLandlock bool
+	grantRead        []string
 	landlockABI      int
 }
 

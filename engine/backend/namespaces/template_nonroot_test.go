@@ -168,6 +168,27 @@ func TestTemplateNeedsLandlockScopes(t *testing.T) {
 	}
 }
 
+// TestTemplateNeedsRootUngranted: where a child's Landlock ruleset would grant / itself (an
+// interpreter installed there), its probe could not show the domain and every forked child
+// would be refused; no template is used, and TemplateWhy says why.
+func TestTemplateNeedsRootUngranted(t *testing.T) {
+	opts := templateOptions(t)
+	namespaces.GrantRead(&opts, "/")
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if why := b.TemplateWhy(); !strings.Contains(why, "include /") {
+		t.Errorf("TemplateWhy %q, want it to name / among the granted paths", why)
+	}
+	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("with / granted, the mechanisms name the template: %v", b.Mechanisms())
+	}
+}
+
 // TestTemplateNeedsASubordinateRange: a user without root and without a subordinate range
 // gets no template (a forked child would share the template's user namespace and uid, and
 // nothing would bound its processes); its warm children are exec'd, and TemplateWhy says why.
