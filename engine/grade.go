@@ -189,7 +189,8 @@ func CPURlimit(seconds float64) uint64 {
 // separated says why a child forked from a template (Facts.Forked) is not kept apart from its
 // siblings, as its probe saw itself before any program byte, or "" when it is, or was not
 // forked: it must see only its own pid 1 and itself in /proc, be refused a signal to that
-// pid 1, and run with no_new_privs, a seccomp filter and no effective capability. A step the
+// pid 1, and run with no_new_privs, a seccomp filter, no effective capability and, when its
+// facts claim Landlock, under a Landlock domain (opening / for reading refused). A step the
 // template or its child skipped or that failed silently shows here, and the host refuses the
 // child (fail closed) rather than grade around it.
 func separated(p wire.Probe, f Facts) string {
@@ -211,6 +212,9 @@ func separated(p wire.Probe, f Facts) string {
 	}
 	if strings.Trim(p.CapEff, "0") != "" || p.CapEff == "" {
 		why = append(why, "effective capabilities "+strconv.Quote(p.CapEff))
+	}
+	if f.Landlock && p.LandlockRoot != "refused" {
+		why = append(why, "no Landlock domain: opening / for reading was "+strconv.Quote(p.LandlockRoot)+", not refused")
 	}
 	return strings.Join(why, "; ")
 }

@@ -11,8 +11,9 @@ import (
 // could reach another, or a confinement step be missing, refuses the child; an exec'd child
 // is not checked.
 func TestSeparated(t *testing.T) {
-	apart := wire.Probe{ProcPIDs: 2, InitSignal: "refused", NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000"}
-	forked := Facts{Forked: &StartInfo{Kind: StartForked}}
+	apart := wire.Probe{ProcPIDs: 2, InitSignal: "refused", NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000",
+		LandlockRoot: "refused"}
+	forked := Facts{Forked: &StartInfo{Kind: StartForked}, Landlock: true}
 	if why := separated(apart, forked); why != "" {
 		t.Fatalf("a child kept apart was refused: %s", why)
 	}
@@ -29,6 +30,9 @@ func TestSeparated(t *testing.T) {
 		{"no seccomp filter", func(p *wire.Probe) { p.Seccomp = 0 }, "Seccomp is 0"},
 		{"a capability left", func(p *wire.Probe) { p.CapEff = "0000000000200000" }, "effective capabilities"},
 		{"status unreadable", func(p *wire.Probe) { p.NoNewPrivs, p.Seccomp, p.CapEff = -1, -1, "" }, "NoNewPrivs is -1"},
+		{"no Landlock domain", func(p *wire.Probe) { p.LandlockRoot = "allowed" }, `no Landlock domain: opening / for reading was "allowed"`},
+		{"Landlock not told", func(p *wire.Probe) { p.LandlockRoot = "unknown" }, "no Landlock domain"},
+		{"a bootstrap without the probe", func(p *wire.Probe) { p.LandlockRoot = "" }, "no Landlock domain"},
 	} {
 		p := apart
 		tc.change(&p)
@@ -38,5 +42,12 @@ func TestSeparated(t *testing.T) {
 		if why := separated(p, Facts{}); why != "" {
 			t.Errorf("%s: an exec'd child was checked: %s", tc.name, why)
 		}
+	}
+	// A forked child whose facts claim no Landlock (its ruleset left out on purpose) is not
+	// asked for a domain; one that claims it is.
+	noDomain := apart
+	noDomain.LandlockRoot = "allowed"
+	if why := separated(noDomain, Facts{Forked: forked.Forked}); why != "" {
+		t.Errorf("a forked child without Landlock in its facts was asked for a domain: %s", why)
 	}
 }

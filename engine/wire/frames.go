@@ -65,6 +65,11 @@ type Probe struct {
 	Seccomp    int    `json:"seccomp,omitempty"`
 	CapEff     string `json:"cap_eff,omitempty"`
 	InitSignal string `json:"init_signal,omitempty"`
+	// LandlockRoot is what opening / for reading gave, its permissions allowing it: "refused"
+	// (a Landlock domain whose ruleset grants nothing on / itself, as a forked child's),
+	// "allowed" or "unknown" (the permissions deny it, or another error); absent on Windows.
+	// A forked child that was to install Landlock is refused unless it says "refused".
+	LandlockRoot string `json:"landlock_root,omitempty"`
 }
 
 // Call asks the host to call a tool on the program's behalf.

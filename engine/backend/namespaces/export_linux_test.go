@@ -24,5 +24,14 @@ func Expose(o *Options, dir string) {
 // reaches then is what its mount namespace and file permissions allow.
 func NoLandlock(o *Options) { o.noLandlock = true }
 
+// WithholdLandlock has o's templates send their children an empty Landlock ruleset while
+// their facts still claim Landlock: a child whose ruleset did not go in, which the host's
+// fail-closed check (engine: separated) must refuse before any program byte.
+func WithholdLandlock(o *Options) { o.withholdLandlock = true }
+
+// GrantRead adds path to what o's templates' children's Landlock rulesets grant read-only,
+// as an interpreter's directory would be.
+func GrantRead(o *Options, path string) { o.grantRead = append(o.grantRead, path) }
+
 // PretendLandlockABI has b take abi for the kernel's Landlock ABI.
 func PretendLandlockABI(o *Options, abi int) { o.landlockABI = abi }

@@ -51,10 +51,15 @@ type Options struct {
 	recycleAfter int
 	// Tests (export_linux_test.go): expose binds host paths into a template's root (visible
 	// to its children, beyond what their Landlock rules grant); noLandlock sends its children
-	// an empty ruleset; landlockABI, when positive, stands for the kernel's Landlock ABI.
-	expose      []launch.Bind
-	noLandlock  bool
-	landlockABI int
+	// an empty ruleset; withholdLandlock does too while their facts still claim Landlock (a
+	// ruleset that failed to go in, which the probe must catch); grantRead adds paths to
+	// what the children's rulesets grant read-only; landlockABI, when positive, stands for the
+	// kernel's Landlock ABI.
+	expose           []launch.Bind
+	noLandlock       bool
+	withholdLandlock bool
+	grantRead        []string
+	landlockABI      int
 }
 
 // Backend is the namespaces backend.

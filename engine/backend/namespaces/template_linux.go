@@ -138,6 +138,10 @@ func (b *Backend) templateUnusable() string {
 		return fmt.Sprintf("this kernel's Landlock ABI is %d, and a forked child needs %d (its file rules, and the scopes "+
 			"that keep its signals and abstract sockets from its siblings)", abi, launch.TemplateLandlockABI)
 	}
+	if slices.Contains(b.childReadOnly(), "/") {
+		return "the interpreter's directories include /, which a forked child's Landlock ruleset must leave " +
+			"ungranted: its probe shows the host the domain by being refused /"
+	}
 	if !b.root {
 		switch {
 		case b.sub == nil:
@@ -549,14 +553,21 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 // policy: read (and execute) the system paths, the interpreter's directories, the root's /etc
 // files, the devices and the child's own /proc; read and write its workspace, /tmp and
 // /dev/null. Nothing else, whatever the child's mount namespace shows. The scopes keep its
-// signals and abstract unix sockets to itself and its own processes. Empty with noLandlock.
+// signals and abstract unix sockets to itself and its own processes. Empty with noLandlock
+// or withholdLandlock.
 func (b *Backend) childLandlock(workspace string) []byte {
-	if b.opts.noLandlock {
+	if b.opts.noLandlock || b.opts.withholdLandlock {
 		return nil
 	}
+	return launch.LandlockRuleset(&launch.Landlock{ReadOnly: b.childReadOnly(), ReadWrite: []string{workspace, "/tmp", "/dev/null"}})
+}
+
+// childReadOnly is what a template's child's Landlock ruleset grants read-only. It must not
+// hold / itself (templateUnusable): the child's probe shows its domain by being refused /.
+func (b *Backend) childReadOnly() []string {
 	devices := slices.DeleteFunc(slices.Clone(spawned.Devices), func(d string) bool { return d == "/dev/null" })
-	ro := slices.Concat(spawned.SystemPaths, b.base.RODirs, slices.Sorted(maps.Keys(b.etcFiles())), devices, []string{"/proc"})
-	return launch.LandlockRuleset(&launch.Landlock{ReadOnly: ro, ReadWrite: []string{workspace, "/tmp", "/dev/null"}})
+	return slices.Concat(spawned.SystemPaths, b.base.RODirs, slices.Sorted(maps.Keys(b.etcFiles())), devices,
+		[]string{"/proc"}, b.opts.grantRead)
 }
 
 // etcFiles is the minimal /etc of every child's root.

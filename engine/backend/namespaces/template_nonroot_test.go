@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
@@ -95,6 +96,53 @@ func TestTemplateLandlockBeyondTheMounts(t *testing.T) {
 	t.Logf("guarantees %v", res.Guarantees)
 }
 
+// TestTemplateLandlockWithheldRefused: a forked child whose facts claim Landlock but whose
+// ruleset did not go in (withheld on purpose) is refused before any program byte, and the
+// refusal names Landlock: its probe finds / readable, which a domain would refuse. The
+// program would write a file in a directory its mount namespace shows; the same program in a
+// child that claims no Landlock writes it, so its absence means the program never ran.
+func TestTemplateLandlockWithheldRefused(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "mcp-sandbox-exposed-") // not under a child's own /tmp
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(dir, "ran")
+	program := "open(" + strconv.Quote(mark) + ", 'w').write('x')\n6*7"
+	run := func(opt func(*namespaces.Options)) *engine.Outcome {
+		opts := templateOptions(t)
+		namespaces.ForkAll(&opts)
+		namespaces.Expose(&opts, dir)
+		opt(&opts)
+		r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{})
+		return r.Run(t.Context(), engine.Execution{Program: program, Terms: engine.Terms{Network: engine.NetworkNone}})
+	}
+	res := run(namespaces.WithholdLandlock)
+	wantForked(t, res)
+	if res.OK() || res.Failure == nil {
+		t.Fatalf("a forked child without its Landlock ruleset ran: value %s", res.Value)
+	}
+	if res.Failure.Kind != failure.IsolationUnavailable || res.Failure.Executed ||
+		!strings.Contains(res.Failure.Message, "no Landlock domain") {
+		t.Errorf("failure %+v, want isolation_unavailable, not executed, naming the missing Landlock domain", res.Failure)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatalf("the refused child's program ran: it wrote %s", mark)
+	}
+	t.Logf("refused: %s", res.Failure.Message)
+	res = run(namespaces.NoLandlock)
+	wantForked(t, res)
+	if !res.OK() {
+		t.Fatalf("a forked child that claims no Landlock: %+v %s", res.Failure, res.Stderr)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the same program in a child without Landlock did not write %s, so the refusal above proves nothing: %v", mark, err)
+	}
+}
+
 // TestTemplateNeedsLandlockScopes: where the kernel's Landlock ABI lacks scopes (below 6), no
 // template is used: warm children are exec'd, and TemplateWhy says why.
 func TestTemplateNeedsLandlockScopes(t *testing.T) {
@@ -117,6 +165,27 @@ func TestTemplateNeedsLandlockScopes(t *testing.T) {
 	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
 	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
 		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
+	}
+}
+
+// TestTemplateNeedsRootUngranted: where a child's Landlock ruleset would grant / itself (an
+// interpreter installed there), its probe could not show the domain and every forked child
+// would be refused; no template is used, and TemplateWhy says why.
+func TestTemplateNeedsRootUngranted(t *testing.T) {
+	opts := templateOptions(t)
+	namespaces.GrantRead(&opts, "/")
+	ok, why := namespaces.Available(&opts)
+	gate.Require(t, "namespaces", ok, why)
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if why := b.TemplateWhy(); !strings.Contains(why, "include /") {
+		t.Errorf("TemplateWhy %q, want it to name / among the granted paths", why)
+	}
+	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("with / granted, the mechanisms name the template: %v", b.Mechanisms())
 	}
 }
 
