@@ -118,7 +118,7 @@ func TestStreamsClose(t *testing.T) {
 }
 
 func FuzzStreamsDemux(f *testing.F) {
-	token := strings.Repeat("ab", tokenBytes)
+	token := strings.Repeat("ab", len(newToken())/2) // a token's length, fixed for the corpus
 	f.Add([]byte(token + "\n" + record(channelRecord, "{}\n") + record(stdoutRecord, "x")))
 	f.Add([]byte(token + "\n" + record(channelRecord, "")))
 	f.Add([]byte("garbage"))
