@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // landlockProbe reads a file and writes one in dir, which the child's mount namespace shows
@@ -102,22 +100,7 @@ func TestTemplateNeedsLandlockScopes(t *testing.T) {
 	namespaces.PretendLandlockABI(&opts, 5)
 	ok, why := namespaces.Available(&opts)
 	gate.Require(t, "namespaces", ok, why)
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if why := b.TemplateWhy(); !strings.Contains(why, "Landlock ABI is 5") {
-		t.Errorf("TemplateWhy %q, want it to name the Landlock ABI", why)
-	}
-	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
-		t.Errorf("without Landlock scopes, the mechanisms name the template: %v", b.Mechanisms())
-	}
-	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
-	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
-	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
-		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
-	}
+	execsWithoutTemplate(t, opts, "Landlock ABI is 5")
 }
 
 // TestTemplateNeedsASubordinateRange: a user without root and without a subordinate range
@@ -125,24 +108,7 @@ func TestTemplateNeedsLandlockScopes(t *testing.T) {
 // nothing would bound its processes); its warm children are exec'd, and TemplateWhy says why.
 func TestTemplateNeedsASubordinateRange(t *testing.T) {
 	needNonRoot(t)
-	empty := filepath.Join(t.TempDir(), "subids")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts := namespaces.Options{Template: true, Host: userns.Host{SubUID: empty, SubGID: empty}}
-	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if why := b.TemplateWhy(); !strings.Contains(why, "subordinate range") || !strings.Contains(why, "process_count") {
-		t.Errorf("TemplateWhy %q, want it to name the missing range and process_count", why)
-	}
-	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
-	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
-		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
-	}
+	execsWithoutTemplate(t, namespaces.Options{Template: true, Host: noSubIDs(t)}, "subordinate range", "process_count")
 }
 
 // TestTemplateSiblingsUIDsOfTheirOwn runs two siblings of one template at once: each runs as
