@@ -11,8 +11,12 @@ import (
 	"time"
 )
 
-// tokenBytes is the token's entropy; it travels as hex (64 digits).
-const tokenBytes = 32
+const (
+	// tokenBytes is the token's entropy; it travels as hex (64 digits).
+	tokenBytes = 32
+	// defaultMaxPending is Options.MaxPending when it is 0.
+	defaultMaxPending = 4
+)
 
 // NewToken mints one execution's token.
 func NewToken() string {
@@ -25,7 +29,8 @@ func NewToken() string {
 type Options struct {
 	// Timeout bounds how long one connection may take to present the token.
 	Timeout time.Duration
-	// MaxPending bounds the connections presenting a token at once; more are dropped.
+	// MaxPending bounds the connections presenting a token at once; more are dropped. 0 is
+	// four.
 	MaxPending int
 	// Accepted, when set, runs once on the connection that presented the token, with the
 	// Channel's lock held, before Read and Write use it (TCP_NODELAY, the peer's pid).
@@ -56,9 +61,12 @@ type Channel struct {
 }
 
 // Serve takes ln over (the Channel closes it) and accepts on it until a connection presents
-// token. opts must set Timeout and MaxPending.
+// token. opts must set Timeout.
 func Serve(ln net.Listener, token string, opts *Options) *Channel {
 	c := &Channel{ln: ln, token: []byte(token), opts: *opts, ready: make(chan struct{}), pending: map[net.Conn]bool{}}
+	if c.opts.MaxPending == 0 {
+		c.opts.MaxPending = defaultMaxPending
+	}
 	c.loops.Add(1)
 	go c.accept()
 	return c

@@ -21,9 +21,6 @@ func serve(t *testing.T, opts Options) (*Channel, string) {
 	if opts.Timeout == 0 {
 		opts.Timeout = gate.Scaled(30 * time.Second)
 	}
-	if opts.MaxPending == 0 {
-		opts.MaxPending = 4
-	}
 	token := NewToken()
 	c := Serve(ln, token, &opts)
 	t.Cleanup(func() { c.Close() })

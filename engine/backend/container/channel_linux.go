@@ -14,15 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const (
-	// tokenTimeout bounds how long a connection may take to present the token.
-	tokenTimeout = 5 * time.Second
-	// maxPending bounds the connections presenting a token at once; more are dropped.
-	maxPending = 4
-)
-
-// newToken mints one execution's token.
-func newToken() string { return tokenconn.NewToken() }
+// tokenTimeout bounds how long a connection may take to present the token (at most four
+// present one at once: tokenconn's default).
+const tokenTimeout = 5 * time.Second
 
 // channel is the host's end of one execution's wire channel: a tokenconn.Channel on a Unix
 // socket. Once a connection is accepted the listener is closed and its socket file removed, so
@@ -70,7 +64,7 @@ func listen(path, token string, onEnd func()) (*channel, error) {
 		return nil, err
 	}
 	c := &channel{proc: newPeerProcess()}
-	c.Channel = tokenconn.Serve(ln, token, &tokenconn.Options{Timeout: tokenTimeout, MaxPending: maxPending, OnEnd: onEnd,
+	c.Channel = tokenconn.Serve(ln, token, &tokenconn.Options{Timeout: tokenTimeout, OnEnd: onEnd,
 		Accepted: func(conn net.Conn) { c.proc.set(peerPID(conn.(*net.UnixConn))) }})
 	return c, nil
 }

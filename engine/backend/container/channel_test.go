@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 	"io"
 	"net"
 	"os"
@@ -35,7 +36,7 @@ func newChannel(t *testing.T, dir string, onEnd func()) (ch *channel, path, toke
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	path, token = filepath.Join(dir, channelSocket), newToken()
+	path, token = filepath.Join(dir, channelSocket), tokenconn.NewToken()
 	ch, err := listen(path, token, onEnd)
 	if err != nil {
 		t.Fatalf("listen: %v", err)

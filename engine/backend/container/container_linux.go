@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 	"golang.org/x/sys/unix"
 )
 
@@ -227,7 +228,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			c.Close()
 		}
 	}()
-	token := newToken()
+	token := tokenconn.NewToken()
 	var st *streams
 	if b.streams {
 		st = newStreams(token, spec.Stdout)

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 )
 
 // Options configure the jobobject backend. cmd/ resolves them from the profile.
@@ -165,7 +166,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			c.Close()
 		}
 	}()
-	token := newToken()
+	token := tokenconn.NewToken()
 	if c.ch, err = listen(token); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "opening the channel's loopback listener: %v", err)
 	}

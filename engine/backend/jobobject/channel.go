@@ -9,15 +9,9 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 )
 
-const (
-	// tokenTimeout bounds how long one connection may take to present the token.
-	tokenTimeout = 30 * time.Second
-	// maxPending bounds the connections presenting a token at once; more are dropped.
-	maxPending = 4
-)
-
-// newToken mints one execution's token.
-func newToken() string { return tokenconn.NewToken() }
+// tokenTimeout bounds how long one connection may take to present the token (at most four
+// present one at once: tokenconn's default).
+const tokenTimeout = 30 * time.Second
 
 // channel is the host's end of one execution's wire channel: a tokenconn.Channel on a TCP
 // listener on 127.0.0.1 (the child reads the token from its stdin, a pipe only it holds). Any
@@ -32,7 +26,7 @@ func listen(token string) (*channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &channel{tokenconn.Serve(ln, token, &tokenconn.Options{Timeout: tokenTimeout, MaxPending: maxPending,
+	return &channel{tokenconn.Serve(ln, token, &tokenconn.Options{Timeout: tokenTimeout,
 		Accepted: func(conn net.Conn) { _ = conn.(*net.TCPConn).SetNoDelay(true) }})}, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 )
 
 // The token check, the pending bound and the wait are internal/tokenconn's, tested there;
@@ -25,7 +27,7 @@ func dial(t *testing.T, c *channel) net.Conn {
 // The channel listens on 127.0.0.1 at port and takes the connection that presents the token;
 // once it is in, the listener is gone.
 func TestChannelTakesOnlyTheToken(t *testing.T) {
-	token := newToken()
+	token := tokenconn.NewToken()
 	c, err := listen(token)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +67,7 @@ func TestChannelTakesOnlyTheToken(t *testing.T) {
 
 // A child that never connects: fail ends the wait, and Read returns the end of the channel.
 func TestChannelFailEndsTheWait(t *testing.T) {
-	c, err := listen(newToken())
+	c, err := listen(tokenconn.NewToken())
 	if err != nil {
 		t.Fatal(err)
 	}
