@@ -3,7 +3,6 @@
 package namespaces_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -130,25 +129,9 @@ for line in open("/proc/self/uid_map"):
     if inside <= uid < inside + n:
         host = outside + uid - inside
 [uid, host]`
-	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
-	done := make(chan *engine.Outcome, 1)
-	go func() {
-		done <- r.Run(context.Background(), engine.Execution{Program: "await call_tool('ready')\nawait call_tool('wait')\n" + who,
-			Tools: tools, ToolNames: []string{"ready", "wait"}, Terms: engine.Terms{Network: engine.NetworkNone}})
-	}()
-	var a *engine.Outcome
-	select {
-	case <-tools.ready:
-	case a = <-done:
-		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
-	}
-	b := r.Run(t.Context(), engine.Execution{Program: who, Terms: engine.Terms{Network: engine.NetworkNone}})
-	close(tools.release)
-	a = <-done
-	wantForked(t, a)
-	wantForked(t, b)
-	if a.Started.Template != b.Started.Template || !a.OK() || !b.OK() {
-		t.Fatalf("templates %s and %s; failures %+v %+v (%s)", a.Started.Template, b.Started.Template, a.Failure, b.Failure, b.Stderr)
+	a, b := siblings(t, r, "await call_tool('ready')\nawait call_tool('wait')\n"+who, who)
+	if !a.OK() || !b.OK() {
+		t.Fatalf("failures %+v %+v (%s)", a.Failure, b.Failure, b.Stderr)
 	}
 	var ua, ub []int
 	if json.Unmarshal(a.Value, &ua) != nil || json.Unmarshal(b.Value, &ub) != nil || len(ua) != 2 || len(ub) != 2 {

@@ -103,6 +103,32 @@ func wantForked(t *testing.T, r *engine.Outcome) {
 	}
 }
 
+// siblings runs first, which calls the tools ready and then wait, and while it waits runs
+// second; both must be forked, from one template. It returns their outcomes.
+func siblings(t *testing.T, r *engine.Runner, first, second string) (a, b *engine.Outcome) {
+	t.Helper()
+	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan *engine.Outcome, 1)
+	go func() {
+		done <- r.Run(context.Background(), engine.Execution{Program: first, Tools: tools, ToolNames: []string{"ready", "wait"},
+			Terms: engine.Terms{Network: engine.NetworkNone}})
+	}()
+	select {
+	case <-tools.ready:
+	case a = <-done:
+		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
+	}
+	b = r.Run(t.Context(), engine.Execution{Program: second, Terms: engine.Terms{Network: engine.NetworkNone}})
+	close(tools.release)
+	a = <-done
+	wantForked(t, a)
+	wantForked(t, b)
+	if a.Started.Template != b.Started.Template {
+		t.Fatalf("not siblings: templates %s and %s", a.Started.Template, b.Started.Template)
+	}
+	return a, b
+}
+
 // noSubIDs is a Host whose subordinate ranges are empty files of the test's: no user has one.
 func noSubIDs(t *testing.T) userns.Host {
 	t.Helper()
@@ -247,26 +273,7 @@ except PermissionError:
 res["tmp"] = os.listdir("/tmp")
 res["workspaces"] = os.listdir("..")
 res`
-	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
-	done := make(chan *engine.Outcome, 1)
-	go func() {
-		done <- r.Run(context.Background(), engine.Execution{Program: first, Tools: tools, ToolNames: []string{"ready", "wait"},
-			Terms: engine.Terms{Network: engine.NetworkNone}})
-	}()
-	var a *engine.Outcome
-	select {
-	case <-tools.ready:
-	case a = <-done:
-		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
-	}
-	b := r.Run(t.Context(), engine.Execution{Program: second, Terms: engine.Terms{Network: engine.NetworkNone}})
-	close(tools.release)
-	a = <-done
-	wantForked(t, a)
-	wantForked(t, b)
-	if a.Started.Template != b.Started.Template {
-		t.Fatalf("not siblings: templates %s and %s", a.Started.Template, b.Started.Template)
-	}
+	a, b := siblings(t, r, first, second)
 	if !a.OK() || !b.OK() {
 		t.Fatalf("first %+v, second %+v (%s)", a.Failure, b.Failure, b.Stderr)
 	}
