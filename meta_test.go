@@ -127,6 +127,7 @@ var allowed = []rule{
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
 			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
 	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces, the test gate, and the init helper's hook its Main runs first"},
+	{"internal/tokenconn", nil, "the channel a child connects back to, taken by its token: the standard library only, so it builds for every GOOS (the container backend on linux, jobobject on windows)"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
 		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries docs/design.md §4 names"},
 	{"budget", []string{"failure"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none"},
@@ -476,6 +477,8 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
 		{"engine/backend/seatbelt", []string{module + "/engine", module + "/internal/launch", "golang.org/x/sys/unix"}, 0},
 		{"engine/backend/seatbelt", []string{module + "/engine/backend/spawned"}, 1}, // Linux's shared plumbing
+		{"internal/tokenconn", []string{"net", "crypto/subtle"}, 0},
+		{"internal/tokenconn", []string{"golang.org/x/sys/unix", module + "/internal/gate"}, 2}, // it builds for every GOOS on the standard library
 		{"no/such/package", nil, 1}, // a package without a rule
 	} {
 		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {

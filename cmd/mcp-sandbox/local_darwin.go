@@ -8,7 +8,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/seatbelt"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // On macOS `local` is the seatbelt backend (the process level); Linux's own local backends
@@ -33,25 +32,3 @@ func newSeatbelt(ctx context.Context, p configs.Profile, cacheDir string) (engin
 }
 
 func namespacesWhy(configs.Profile) string { return seatbelt.IsolatedWhy }
-
-func unavailable() (engine.Backend, error) {
-	return nil, failure.New(failure.BackendUnavailable, "%s", localWhy)
-}
-
-func newProcess(context.Context, configs.Profile, string) (engine.Backend, error) {
-	return unavailable()
-}
-func templateWhy(context.Context, configs.Profile, string) string { return localWhy }
-
-func newNamespaces(context.Context, configs.Profile, string) (engine.Backend, error) {
-	return unavailable()
-}
-func newBwrap(context.Context, configs.Profile, string) (engine.Backend, error) { return unavailable() }
-func newContainer(context.Context, configs.Profile) (engine.Backend, error)     { return unavailable() }
-
-func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
-	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
-}
-
-// watchPause: rootless podman's pause process is Linux's (on macOS podman runs in a VM).
-func watchPause() func() string { return func() string { return "" } }

@@ -3,12 +3,10 @@
 package main
 
 import (
-	"context"
 	"runtime"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // The local backends need Linux (the init helper, rlimits, namespaces, cgroups). Elsewhere the
@@ -25,24 +23,3 @@ func detectLocal(configs.Profile) []engine.LocalBackend {
 }
 
 func namespacesWhy(configs.Profile) string { return localWhy }
-
-func unavailable() (engine.Backend, error) {
-	return nil, failure.New(failure.BackendUnavailable, "%s", localWhy)
-}
-
-func newProcess(context.Context, configs.Profile, string) (engine.Backend, error) {
-	return unavailable()
-}
-func templateWhy(context.Context, configs.Profile, string) string { return localWhy }
-
-func newNamespaces(context.Context, configs.Profile, string) (engine.Backend, error) {
-	return unavailable()
-}
-func newBwrap(context.Context, configs.Profile, string) (engine.Backend, error) { return unavailable() }
-func newContainer(context.Context, configs.Profile) (engine.Backend, error)     { return unavailable() }
-
-func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
-	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
-}
-
-func watchPause() func() string { return func() string { return "" } }

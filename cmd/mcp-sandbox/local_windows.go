@@ -9,7 +9,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/jobobject"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // On Windows `local` is the jobobject backend (the process level); Linux's own local
@@ -39,24 +38,3 @@ func newJobObject(ctx context.Context, p configs.Profile, _ string) (engine.Back
 }
 
 func namespacesWhy(configs.Profile) string { return localWhy }
-
-func unavailable() (engine.Backend, error) {
-	return nil, failure.New(failure.BackendUnavailable, "%s", localWhy)
-}
-
-func newProcess(context.Context, configs.Profile, string) (engine.Backend, error) {
-	return unavailable()
-}
-func templateWhy(context.Context, configs.Profile, string) string { return localWhy }
-
-func newNamespaces(context.Context, configs.Profile, string) (engine.Backend, error) {
-	return unavailable()
-}
-func newBwrap(context.Context, configs.Profile, string) (engine.Backend, error) { return unavailable() }
-func newContainer(context.Context, configs.Profile) (engine.Backend, error)     { return unavailable() }
-
-func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
-	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
-}
-
-func watchPause() func() string { return func() string { return "" } }

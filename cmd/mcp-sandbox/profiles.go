@@ -140,6 +140,11 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 }
 
+// onlyOn refuses a backend that is another system's (jobobject_other.go, seatbelt_other.go).
+func onlyOn(backend, system string) (engine.Backend, error) {
+	return nil, failure.New(failure.BackendUnavailable, "the %s backend runs on %s only", backend, system)
+}
+
 // DisableEnv names mechanisms to treat as absent on this host, comma-separated (namespaces,
 // userns, subids, bwrap, cgroup, landlock, seccomp, identity, socket: the container backend's
 // channel is then the container's standard streams): an operator's way to see what a

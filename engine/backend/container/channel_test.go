@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 	"io"
 	"net"
 	"os"
@@ -13,8 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
+
+// The token check, the pending bound and the wait are internal/tokenconn's, tested there;
+// these tests hold what the container's channel adds: the socket file, the peer's process.
 
 func dial(t *testing.T, path string) net.Conn {
 	t.Helper()
@@ -27,13 +30,13 @@ func dial(t *testing.T, path string) net.Conn {
 }
 
 // newChannel listens at a fresh socket under dir (a temporary directory when empty).
-func newChannel(t *testing.T, dir string) (ch *channel, path, token string) {
+func newChannel(t *testing.T, dir string, onEnd func()) (ch *channel, path, token string) {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	path, token = filepath.Join(dir, channelSocket), newToken()
-	ch, err := listen(path, token)
+	path, token = filepath.Join(dir, channelSocket), tokenconn.NewToken()
+	ch, err := listen(path, token, onEnd)
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -41,35 +44,10 @@ func newChannel(t *testing.T, dir string) (ch *channel, path, token string) {
 	return ch, path, token
 }
 
-// dropped reports whether the host closed c without a byte: an end of file, or a reset when
-// the host closed with bytes of ours unread.
-func dropped(t *testing.T, c net.Conn) bool {
-	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(gate.Scaled(2 * time.Second)))
-	n, err := c.Read(make([]byte, 1))
-	var ne net.Error
-	return n == 0 && err != nil && !(errors.As(err, &ne) && ne.Timeout())
-}
-
-// A connection without the token is dropped, one with it becomes the channel and keeps the
-// bytes after the token line, and after it a second connection is refused.
+// A connection that presents the token becomes the channel, and then the socket file is gone,
+// a second connection is refused, and the peer is this process.
 func TestChannelTokenAndSecondConnection(t *testing.T) {
-	ch, path, token := newChannel(t, "")
-	for name, first := range map[string]string{
-		"a wrong token":                 strings.Repeat("0", len(token)) + "\n",
-		"a hello frame instead":         `{"type":"hello","version":1,"probe":{}}` + "\n",
-		"the token without its newline": token + "x",
-		"the token with a prefix":       "x" + token + "\n",
-	} {
-		c := dial(t, path)
-		if _, err := io.WriteString(c, first); err != nil {
-			t.Fatal(err)
-		}
-		if !dropped(t, c) {
-			t.Errorf("%s: the connection was not dropped", name)
-		}
-	}
-	silent := dial(t, path) // says nothing: must not hold the channel up
+	ch, path, token := newChannel(t, "", nil)
 	if ch.connected() {
 		t.Fatal("connected before the token arrived")
 	}
@@ -81,16 +59,6 @@ func TestChannelTokenAndSecondConnection(t *testing.T) {
 	got := make([]byte, len(`{"type":"hello"}`+"\n"))
 	if _, err := io.ReadFull(ch, got); err != nil || string(got) != `{"type":"hello"}`+"\n" {
 		t.Fatalf("the channel read %q, %v: want the bytes after the token line", got, err)
-	}
-	if _, err := io.WriteString(ch, "run\n"); err != nil {
-		t.Fatal(err)
-	}
-	back := make([]byte, 4)
-	if _, err := io.ReadFull(child, back); err != nil || string(back) != "run\n" {
-		t.Fatalf("the child read %q, %v", back, err)
-	}
-	if !dropped(t, silent) {
-		t.Error("a connection still waiting to present a token was not dropped once the token arrived")
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket file is still there after the token arrived: %v", err)
@@ -104,10 +72,10 @@ func TestChannelTokenAndSecondConnection(t *testing.T) {
 	}
 }
 
-// A child that exits before connecting ends the channel as an end of file, and Close
-// unblocks a reader and is idempotent.
+// A child that exits before connecting ends the channel as an end of file, and the socket
+// file is removed with the listener.
 func TestChannelEnds(t *testing.T) {
-	ch, _, _ := newChannel(t, "")
+	ch, path, _ := newChannel(t, "", nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := ch.Read(make([]byte, 1))
@@ -117,17 +85,11 @@ func TestChannelEnds(t *testing.T) {
 	if err := <-done; !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after the child exited: %v, want an EOF", err)
 	}
-
-	ch2, _, _ := newChannel(t, "")
-	go func() {
-		_, err := ch2.Write([]byte("x"))
-		done <- err
-	}()
-	ch2.Close()
-	ch2.Close()
-	if err := <-done; !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("Write after Close: %v", err)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket file is still there after the channel failed: %v", err)
 	}
+	ch.Close()
+	ch.Close()
 }
 
 // A state directory deeper than a socket path may be still works: the socket is bound
@@ -137,7 +99,7 @@ func TestChannelDeepDirectory(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ch, path, token := newChannel(t, dir)
+	ch, path, token := newChannel(t, dir, nil)
 	d, err := os.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +124,9 @@ func TestChannelPeerExited(t *testing.T) {
 	if err != nil {
 		gate.Require(t, "python", false, "no python3")
 	}
-	ch, path, token := newChannel(t, "")
+	var ch *channel
 	var exited []bool
-	ch.onEnd = func() { exited = append(exited, ch.proc.exited()) }
+	ch, path, token := newChannel(t, "", func() { exited = append(exited, ch.proc.exited()) })
 	peer := exec.Command(py, "-c", "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ns.sendall(sys.argv[2].encode() + b'\\n')", path, token)
 	if out, err := peer.CombinedOutput(); err != nil {
 		t.Fatalf("peer: %v: %s", err, out)
@@ -179,7 +141,7 @@ func TestChannelPeerExited(t *testing.T) {
 		t.Fatalf("onEnd saw exited=%v, want one call that saw the peer gone", exited)
 	}
 
-	ch2, path2, token2 := newChannel(t, "")
+	ch2, path2, token2 := newChannel(t, "", nil)
 	c := dial(t, path2)
 	if _, err := io.WriteString(c, token2+"\n"); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 	"golang.org/x/sys/unix"
 )
 
@@ -227,7 +228,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			c.Close()
 		}
 	}()
-	token := newToken()
+	token := tokenconn.NewToken()
 	var st *streams
 	if b.streams {
 		st = newStreams(token, spec.Stdout)
@@ -237,11 +238,10 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		if err := os.Mkdir(c.execDir, 0o755); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's socket directory failed: %v", err)
 		}
-		sock, err := listen(filepath.Join(c.execDir, channelSocket), token)
+		sock, err := listen(filepath.Join(c.execDir, channelSocket), token, c.settleExit)
 		if err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "listening on the execution's socket failed: %v", err)
 		}
-		sock.onEnd = c.settleExit
 		c.ch = sock
 	}
 	p := &plan{rt: b.rt, name: c.name, owner: b.id, image: b.opts.Image, python: b.opts.Python,

@@ -10,6 +10,7 @@
 // It imports engine, engine/backend/spawned (the tmpfs sizes), failure, internal/identity,
 // internal/launch (the seccomp policy), internal/spawn (the child's environment),
 // internal/cgroup (the execution's cgroup parent, the layout and the sweep), internal/owner
-// (its owner id and sweep), x/sys and the standard library. A Backend and its children are
+// (its owner id and sweep), internal/tokenconn (the token socket's accept and token check),
+// x/sys and the standard library. A Backend and its children are
 // safe for concurrent use.
 package container

@@ -10,6 +10,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 )
 
 func record(stream byte, payload string) string {
@@ -48,7 +50,7 @@ func demuxAll(t *testing.T, token, input string, step int) (channelBytes, stdout
 // the channel reads exactly the frames, stdout gets exactly the program's bytes, and the end
 // of the CLI's stdout is the end of the channel.
 func TestStreamsDemux(t *testing.T) {
-	token := newToken()
+	token := tokenconn.NewToken()
 	frames := `{"type":"hello","version":1,"probe":{}}` + "\n" + `{"type":"done","ok":true,"value":1}` + "\n"
 	big := strings.Repeat("x", maxRecord)
 	input := token + "\n" + record(stdoutRecord, "before ") + record(channelRecord, frames[:10]) +
@@ -64,7 +66,7 @@ func TestStreamsDemux(t *testing.T) {
 // Whatever breaks the framing ends the channel with a protocol violation, never a clean
 // end; nothing after it reaches the channel or stdout.
 func TestStreamsMalformed(t *testing.T) {
-	token := newToken()
+	token := tokenconn.NewToken()
 	header := func(b ...byte) string { return string(b) }
 	for name, input := range map[string]string{
 		"a wrong token":           strings.Repeat("0", len(token)) + "\n" + record(channelRecord, "{}\n"),
@@ -85,7 +87,7 @@ func TestStreamsMalformed(t *testing.T) {
 // The child's empty channel record (it closed its channel) ends the frames while its stdout
 // goes on; a CLI that ends before the token is the child's exit before it connected.
 func TestStreamsEnds(t *testing.T) {
-	token := newToken()
+	token := tokenconn.NewToken()
 	ch, stdout, err := demuxAll(t, token, token+"\n"+record(channelRecord, "{}\n")+record(channelRecord, "")+
 		record(channelRecord, "ignored\n")+record(stdoutRecord, "still printing"), 5)
 	if ch != "{}\n" || err != nil || stdout != "still printing" {
@@ -100,7 +102,7 @@ func TestStreamsEnds(t *testing.T) {
 // Close ends the reads (net.ErrClosed, as a closed socket's) and the demux goes on consuming
 // what the CLI copies without blocking on a reader that is gone.
 func TestStreamsClose(t *testing.T) {
-	token := newToken()
+	token := tokenconn.NewToken()
 	var out bytes.Buffer
 	s := newStreams(token, &out)
 	s.Close()
@@ -118,7 +120,7 @@ func TestStreamsClose(t *testing.T) {
 }
 
 func FuzzStreamsDemux(f *testing.F) {
-	token := strings.Repeat("ab", tokenBytes)
+	token := strings.Repeat("ab", len(tokenconn.NewToken())/2) // a token's length, fixed for the corpus
 	f.Add([]byte(token + "\n" + record(channelRecord, "{}\n") + record(stdoutRecord, "x")))
 	f.Add([]byte(token + "\n" + record(channelRecord, "")))
 	f.Add([]byte("garbage"))

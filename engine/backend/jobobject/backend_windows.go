@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 )
 
 // Options configure the jobobject backend. cmd/ resolves them from the profile.
@@ -165,7 +166,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			c.Close()
 		}
 	}()
-	token := newToken()
+	token := tokenconn.NewToken()
 	if c.ch, err = listen(token); err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "opening the channel's loopback listener: %v", err)
 	}
@@ -211,8 +212,7 @@ type child struct {
 	job       *Job
 
 	cmd     *exec.Cmd
-	copies  sync.WaitGroup
-	pipes   []*os.File // the host's read ends of stdout and stderr
+	out     spawn.Output
 	meters  sync.WaitGroup
 	waited  chan struct{}
 	closed  chan struct{} // closed by Close: the meter stops
@@ -223,29 +223,11 @@ type child struct {
 }
 
 func (c *child) start(cmd *exec.Cmd, stdout, stderr io.Writer) error {
-	var writeEnds []*os.File
-	defer func() {
-		for _, w := range writeEnds {
-			w.Close()
-		}
-	}()
-	for _, dst := range []io.Writer{stdout, stderr} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		writeEnds = append(writeEnds, w)
-		c.pipes = append(c.pipes, r)
-		if dst == nil {
-			dst = io.Discard
-		}
-		c.copies.Add(1)
-		go func() {
-			defer c.copies.Done()
-			_, _ = io.Copy(dst, r)
-		}()
+	closeWrites, err := c.out.Attach(cmd, stdout, stderr)
+	defer closeWrites()
+	if err != nil {
+		return err
 	}
-	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
 	if err := c.job.Start(cmd, &StartOptions{RestrictedToken: true}); err != nil {
 		return fmt.Errorf("starting the interpreter in its job: %w", err)
 	}
@@ -318,15 +300,7 @@ func (c *child) Close() engine.TreeUsage {
 		if c.ch != nil {
 			c.ch.Close()
 		}
-		copied := make(chan struct{})
-		go func() { c.copies.Wait(); close(copied) }()
-		select {
-		case <-copied:
-		case <-time.After(2 * time.Second):
-		}
-		for _, r := range c.pipes {
-			r.Close()
-		}
+		c.out.Close(2 * time.Second)
 		c.meters.Wait()
 		if c.job != nil {
 			c.job.Close()

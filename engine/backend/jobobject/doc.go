@@ -7,9 +7,9 @@
 // guessed from an exit code.
 //
 // The limits for an execution's terms and the reading of the job's messages (limits.go) are
-// pure functions tested on any platform, and so is the channel (channel.go): a listener on
-// 127.0.0.1 that takes the first connection presenting the execution's token, which the child
-// read from its stdin, and no other. On windows, job_windows.go is the Job (create with
+// pure functions tested on any platform, and so is the channel (channel.go): internal/tokenconn
+// on a listener on 127.0.0.1, which takes the first connection presenting the execution's
+// token, which the child read from its stdin, and no other. On windows, job_windows.go is the Job (create with
 // limits, start suspended under a restricted token, assign, resume, kill, account, and a
 // meter of the host's that ends the job at its CPU time where the job's own limit does not
 // hold), probe_windows.go is Probe, which runs hostile children (a busy loop, a tree of
@@ -22,6 +22,6 @@
 // runs without. Its tests run under Wine (wine64) in CI: the windows tests with Go-built
 // children (TestUnderWine), and mcp-sandbox.exe with a Windows CPython (TestRunUnderWine).
 //
-// It imports engine, failure, internal/spawn and x/sys (windows only). A Job, a Backend and
+// It imports engine, failure, internal/tokenconn, internal/spawn and x/sys (windows only). A Job, a Backend and
 // a channel are safe for concurrent use.
 package jobobject

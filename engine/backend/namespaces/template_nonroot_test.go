@@ -3,14 +3,12 @@
 package namespaces_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +17,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
 )
 
 // landlockProbe reads a file and writes one in dir, which the child's mount namespace shows
@@ -150,22 +147,7 @@ func TestTemplateNeedsLandlockScopes(t *testing.T) {
 	namespaces.PretendLandlockABI(&opts, 5)
 	ok, why := namespaces.Available(&opts)
 	gate.Require(t, "namespaces", ok, why)
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if why := b.TemplateWhy(); !strings.Contains(why, "Landlock ABI is 5") {
-		t.Errorf("TemplateWhy %q, want it to name the Landlock ABI", why)
-	}
-	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
-		t.Errorf("without Landlock scopes, the mechanisms name the template: %v", b.Mechanisms())
-	}
-	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
-	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
-	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
-		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
-	}
+	execsWithoutTemplate(t, opts, "Landlock ABI is 5")
 }
 
 // TestTemplateNeedsRootUngranted: where a child's Landlock ruleset would grant / itself (an
@@ -194,24 +176,7 @@ func TestTemplateNeedsRootUngranted(t *testing.T) {
 // nothing would bound its processes); its warm children are exec'd, and TemplateWhy says why.
 func TestTemplateNeedsASubordinateRange(t *testing.T) {
 	needNonRoot(t)
-	empty := filepath.Join(t.TempDir(), "subids")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts := namespaces.Options{Template: true, Host: userns.Host{SubUID: empty, SubGID: empty}}
-	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if why := b.TemplateWhy(); !strings.Contains(why, "subordinate range") || !strings.Contains(why, "process_count") {
-		t.Errorf("TemplateWhy %q, want it to name the missing range and process_count", why)
-	}
-	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
-	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
-		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
-	}
+	execsWithoutTemplate(t, namespaces.Options{Template: true, Host: noSubIDs(t)}, "subordinate range", "process_count")
 }
 
 // TestTemplateSiblingsUIDsOfTheirOwn runs two siblings of one template at once: each runs as
@@ -233,25 +198,9 @@ for line in open("/proc/self/uid_map"):
     if inside <= uid < inside + n:
         host = outside + uid - inside
 [uid, host]`
-	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
-	done := make(chan *engine.Outcome, 1)
-	go func() {
-		done <- r.Run(context.Background(), engine.Execution{Program: "await call_tool('ready')\nawait call_tool('wait')\n" + who,
-			Tools: tools, ToolNames: []string{"ready", "wait"}, Terms: engine.Terms{Network: engine.NetworkNone}})
-	}()
-	var a *engine.Outcome
-	select {
-	case <-tools.ready:
-	case a = <-done:
-		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
-	}
-	b := r.Run(t.Context(), engine.Execution{Program: who, Terms: engine.Terms{Network: engine.NetworkNone}})
-	close(tools.release)
-	a = <-done
-	wantForked(t, a)
-	wantForked(t, b)
-	if a.Started.Template != b.Started.Template || !a.OK() || !b.OK() {
-		t.Fatalf("templates %s and %s; failures %+v %+v (%s)", a.Started.Template, b.Started.Template, a.Failure, b.Failure, b.Stderr)
+	a, b := siblings(t, r, "await call_tool('ready')\nawait call_tool('wait')\n"+who, who)
+	if !a.OK() || !b.OK() {
+		t.Fatalf("failures %+v %+v (%s)", a.Failure, b.Failure, b.Stderr)
 	}
 	var ua, ub []int
 	if json.Unmarshal(a.Value, &ua) != nil || json.Unmarshal(b.Value, &ub) != nil || len(ua) != 2 || len(ub) != 2 {

@@ -103,6 +103,68 @@ func wantForked(t *testing.T, r *engine.Outcome) {
 	}
 }
 
+// siblings runs first, which calls the tools ready and then wait, and while it waits runs
+// second; both must be forked, from one template. It returns their outcomes.
+func siblings(t *testing.T, r *engine.Runner, first, second string) (a, b *engine.Outcome) {
+	t.Helper()
+	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan *engine.Outcome, 1)
+	go func() {
+		done <- r.Run(context.Background(), engine.Execution{Program: first, Tools: tools, ToolNames: []string{"ready", "wait"},
+			Terms: engine.Terms{Network: engine.NetworkNone}})
+	}()
+	select {
+	case <-tools.ready:
+	case a = <-done:
+		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
+	}
+	b = r.Run(t.Context(), engine.Execution{Program: second, Terms: engine.Terms{Network: engine.NetworkNone}})
+	close(tools.release)
+	a = <-done
+	wantForked(t, a)
+	wantForked(t, b)
+	if a.Started.Template != b.Started.Template {
+		t.Fatalf("not siblings: templates %s and %s", a.Started.Template, b.Started.Template)
+	}
+	return a, b
+}
+
+// noSubIDs is a Host whose subordinate ranges are empty files of the test's: no user has one.
+func noSubIDs(t *testing.T) userns.Host {
+	t.Helper()
+	empty := filepath.Join(t.TempDir(), "subids")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return userns.Host{SubUID: empty, SubGID: empty}
+}
+
+// execsWithoutTemplate checks a Backend of opts that cannot have a template: its TemplateWhy
+// names each of why, its mechanisms do not name the template, and a warm pool's child is
+// exec'd. It returns the Backend, closed when t ends.
+func execsWithoutTemplate(t *testing.T, opts namespaces.Options, why ...string) *namespaces.Backend {
+	t.Helper()
+	b, err := namespaces.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	for _, w := range why {
+		if got := b.TemplateWhy(); !strings.Contains(got, w) {
+			t.Errorf("TemplateWhy %q, want it to name %q", got, w)
+		}
+	}
+	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
+		t.Errorf("without a template (TemplateWhy %q), the mechanisms name it: %v", b.TemplateWhy(), b.Mechanisms())
+	}
+	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
+	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
+	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
+		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
+	}
+	return b
+}
+
 func TestTemplateForksAChild(t *testing.T) {
 	r := templateRunner(t, engine.DefaultLimits, engine.RunnerOptions{})
 	res := r.Run(t.Context(), engine.Execution{Program: "print('hi')\n6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
@@ -211,26 +273,7 @@ except PermissionError:
 res["tmp"] = os.listdir("/tmp")
 res["workspaces"] = os.listdir("..")
 res`
-	tools := &gateTools{ready: make(chan struct{}), release: make(chan struct{})}
-	done := make(chan *engine.Outcome, 1)
-	go func() {
-		done <- r.Run(context.Background(), engine.Execution{Program: first, Tools: tools, ToolNames: []string{"ready", "wait"},
-			Terms: engine.Terms{Network: engine.NetworkNone}})
-	}()
-	var a *engine.Outcome
-	select {
-	case <-tools.ready:
-	case a = <-done:
-		t.Fatalf("the first sibling ended before it was ready: %+v %s", a.Failure, a.Stderr)
-	}
-	b := r.Run(t.Context(), engine.Execution{Program: second, Terms: engine.Terms{Network: engine.NetworkNone}})
-	close(tools.release)
-	a = <-done
-	wantForked(t, a)
-	wantForked(t, b)
-	if a.Started.Template != b.Started.Template {
-		t.Fatalf("not siblings: templates %s and %s", a.Started.Template, b.Started.Template)
-	}
+	a, b := siblings(t, r, first, second)
 	if !a.OK() || !b.OK() {
 		t.Fatalf("first %+v, second %+v (%s)", a.Failure, b.Failure, b.Stderr)
 	}
@@ -372,23 +415,8 @@ func procStatus(t *testing.T, pid string) map[string]string {
 // uid 0, warm children are exec'd, and the result says so.
 func TestTemplateNeedsAnUnprivilegedUID(t *testing.T) {
 	opts := templateOptions(t)
-	empty := filepath.Join(t.TempDir(), "subids")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts.Host = userns.Host{SubUID: empty, SubGID: empty}
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
-		t.Errorf("without a subordinate range for root, the mechanisms name the template: %v", b.Mechanisms())
-	}
-	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
-	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
-	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
-		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
-	}
+	opts.Host = noSubIDs(t)
+	execsWithoutTemplate(t, opts)
 }
 
 // TestTemplateNeedsAReachableHelper: the template's helper is exec'd as its unprivileged
@@ -410,22 +438,7 @@ func TestTemplateNeedsAReachableHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.InitPath = filepath.Join(dir, "init")
-	b, err := namespaces.New(t.Context(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if why := b.TemplateWhy(); !strings.Contains(why, "cannot execute the init helper") || !strings.Contains(why, dir) {
-		t.Errorf("TemplateWhy %q, want it to name the helper's unsearchable directory %s", why, dir)
-	}
-	if slices.Contains(b.Mechanisms(), "warm-template-fork") {
-		t.Errorf("with an unreachable helper, the mechanisms name the template: %v", b.Mechanisms())
-	}
-	r := newRunner(t, engine.DefaultLimits, opts, engine.RunnerOptions{Warm: engine.WarmPolicy{Min: 1, Max: 2}})
-	res := r.Run(t.Context(), engine.Execution{Program: "6*7", Terms: engine.Terms{Network: engine.NetworkNone}})
-	if !res.OK() || res.Started == nil || res.Started.Kind != engine.StartExec {
-		t.Fatalf("start %+v, failure %+v: want an exec'd child", res.Started, res.Failure)
-	}
+	b := execsWithoutTemplate(t, opts, "cannot execute the init helper", dir)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

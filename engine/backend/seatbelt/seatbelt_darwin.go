@@ -184,8 +184,7 @@ type child struct {
 
 	cmd     *exec.Cmd
 	conn    *net.UnixConn
-	copies  sync.WaitGroup
-	pipes   []*os.File // the host's read ends of stdout and stderr
+	out     spawn.Output
 	waited  chan struct{}
 	exit    engine.Exit
 	wait    sync.Once
@@ -216,29 +215,11 @@ func (c *child) start(initPath string, ls *launch.Spec, stdout, stderr io.Writer
 	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var writeEnds []*os.File
-	defer func() {
-		for _, w := range writeEnds {
-			w.Close()
-		}
-	}()
-	for _, dst := range []io.Writer{stdout, stderr} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		writeEnds = append(writeEnds, w)
-		c.pipes = append(c.pipes, r)
-		if dst == nil {
-			dst = io.Discard
-		}
-		c.copies.Add(1)
-		go func() {
-			defer c.copies.Done()
-			_, _ = io.Copy(dst, r)
-		}()
+	closeWrites, err := c.out.Attach(cmd, stdout, stderr)
+	defer closeWrites()
+	if err != nil {
+		return err
 	}
-	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the init helper: %w", err)
 	}
@@ -344,15 +325,7 @@ func (c *child) Close() engine.TreeUsage {
 		if c.conn != nil {
 			c.conn.Close()
 		}
-		copied := make(chan struct{})
-		go func() { c.copies.Wait(); close(copied) }()
-		select {
-		case <-copied:
-		case <-time.After(2 * time.Second):
-		}
-		for _, r := range c.pipes {
-			r.Close()
-		}
+		c.out.Close(2 * time.Second)
 		_ = os.RemoveAll(c.workspace)
 		_ = os.RemoveAll(c.temp)
 	})
