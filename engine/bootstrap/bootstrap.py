@@ -214,6 +214,12 @@ def _recv_blocking():
     return _loads(line.decode())
 
 
+def _cannot(what, e):
+    """The channel could not be set up: says so on stderr and ends with status 125."""
+    os.write(2, ("mcp-sandbox-init: the sandbox child cannot %s: %s\n" % (what, e)).encode())
+    os._exit(125)
+
+
 def _read_token():
     """The execution's token, the first line on stdin (at most 256 bytes): socket, loopback
     and stream modes send it to the host first."""
@@ -251,8 +257,7 @@ def _connect(path, keep):
         else:
             s.detach()
     except OSError as e:
-        os.write(2, ("mcp-sandbox-init: the sandbox child cannot reach the host's channel: %s\n" % e).encode())
-        os._exit(125)
+        _cannot("reach the host's channel", e)
     _keep_only(keep)
 
 
@@ -271,8 +276,7 @@ def _connect_loopback(port, keep):
         s.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
         s.sendall(token)
     except (OSError, ValueError) as e:
-        os.write(2, ("mcp-sandbox-init: the sandbox child cannot reach the host's channel: %s\n" % e).encode())
-        os._exit(125)
+        _cannot("reach the host's channel", e)
     _sock[:] = [s]
     _CHAN = s.fileno()
     if os.name == "nt":
@@ -325,8 +329,7 @@ def _attach_streams(keep):
         for relay, args in ((_forward_stdout, ()), (_relay_out, ()), (_relay_in, (far,))):
             _thread.start_new_thread(relay, args)
     except OSError as e:
-        os.write(2, ("mcp-sandbox-init: the sandbox child cannot attach its channel to its standard streams: %s\n" % e).encode())
-        os._exit(125)
+        _cannot("attach its channel to its standard streams", e)
     _keep_only(keep)
 
 
