@@ -66,8 +66,6 @@ func TestFrameLimitAndBlocks(t *testing.T) {
 	}
 }
 
-// echoHandler serves one go-sdk server with an echo tool and a big tool returning n bytes of
-// text, over streamable HTTP.
 // echoToolHandler serves a go-sdk server whose one tool, echo, answers its argument s.
 func echoToolHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
@@ -100,6 +98,8 @@ func webTurn(t *testing.T, s Server) (*Turn, *testkit.Log) {
 	return cat.Resolve([]string{"web"}, nil, nil, nil), logs
 }
 
+// echoHandler serves one go-sdk server with a big tool returning n bytes of text, over
+// streamable HTTP.
 func echoHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "Big."},

@@ -214,6 +214,31 @@ def _recv_blocking():
     return _loads(line.decode())
 
 
+def _cannot(what, e):
+    """The channel could not be set up: says so on stderr and ends with status 125."""
+    os.write(2, ("mcp-sandbox-init: the sandbox child cannot %s: %s\n" % (what, e)).encode())
+    os._exit(125)
+
+
+def _read_token():
+    """The execution's token, the first line on stdin (at most 256 bytes): socket, loopback
+    and stream modes send it to the host first."""
+    token = b""
+    while not token.endswith(b"\n") and len(token) < 256:
+        chunk = os.read(0, 256 - len(token))
+        if not chunk:
+            break
+        token += chunk
+    return token
+
+
+def _stdin_null():
+    """The program's fd 0 becomes /dev/null once the token is read."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
 def _connect(path, keep):
     """Socket mode (containers, engine/wire): the token arrives on stdin, never in argv or the
     environment; it goes first on the socket, which then becomes fd 3 as for every backend. The
@@ -221,15 +246,8 @@ def _connect(path, keep):
     try:
         import _socket
 
-        token = b""
-        while not token.endswith(b"\n") and len(token) < 256:
-            chunk = os.read(0, 256 - len(token))
-            if not chunk:
-                break
-            token += chunk
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        token = _read_token()
+        _stdin_null()
         s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         s.connect(path)
         s.sendall(token)
@@ -239,8 +257,7 @@ def _connect(path, keep):
         else:
             s.detach()
     except OSError as e:
-        os.write(2, ("mcp-sandbox-init: the sandbox child cannot reach the host's channel: %s\n" % e).encode())
-        os._exit(125)
+        _cannot("reach the host's channel", e)
     _keep_only(keep)
 
 
@@ -252,22 +269,14 @@ def _connect_loopback(port, keep):
     try:
         import _socket
 
-        token = b""
-        while not token.endswith(b"\n") and len(token) < 256:
-            chunk = os.read(0, 256 - len(token))
-            if not chunk:
-                break
-            token += chunk
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        token = _read_token()
+        _stdin_null()
         s = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
         s.connect(("127.0.0.1", int(port)))
         s.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
         s.sendall(token)
     except (OSError, ValueError) as e:
-        os.write(2, ("mcp-sandbox-init: the sandbox child cannot reach the host's channel: %s\n" % e).encode())
-        os._exit(125)
+        _cannot("reach the host's channel", e)
     _sock[:] = [s]
     _CHAN = s.fileno()
     if os.name == "nt":
@@ -298,12 +307,7 @@ def _attach_streams(keep):
         import _socket
         import _thread
 
-        token = b""
-        while not token.endswith(b"\n") and len(token) < 256:
-            chunk = os.read(0, 256 - len(token))
-            if not chunk:
-                break
-            token += chunk
+        token = _read_token()
         import fcntl
 
         # Above fd 3, which is the channel's, and not inherited by the program's children.
@@ -315,9 +319,7 @@ def _attach_streams(keep):
             near.close()
         else:
             near.detach()
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        _stdin_null()
         r, w = os.pipe()
         os.dup2(w, 1)
         os.close(w)
@@ -327,8 +329,7 @@ def _attach_streams(keep):
         for relay, args in ((_forward_stdout, ()), (_relay_out, ()), (_relay_in, (far,))):
             _thread.start_new_thread(relay, args)
     except OSError as e:
-        os.write(2, ("mcp-sandbox-init: the sandbox child cannot attach its channel to its standard streams: %s\n" % e).encode())
-        os._exit(125)
+        _cannot("attach its channel to its standard streams", e)
     _keep_only(keep)
 
 

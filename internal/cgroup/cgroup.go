@@ -445,9 +445,9 @@ func enable(dir string) {
 // Path is the runtime's --cgroup-parent: "/<base>/<name>".
 func (g *Parent) Path() string { return g.path }
 
-// containerPIDs lists the processes of the container: those in the parent's subgroups other
-// than the runtime monitor's.
-func (g *Parent) containerPIDs() []int {
+// PIDs lists the processes of the container, in this process's pid namespace: those in the
+// parent's subgroups other than the runtime monitor's.
+func (g *Parent) PIDs() []int {
 	entries, _ := os.ReadDir(g.procs)
 	var pids []int
 	for _, e := range entries {
@@ -458,17 +458,13 @@ func (g *Parent) containerPIDs() []int {
 	return pids
 }
 
-// PIDs lists the container's processes (not the runtime monitor's), in this process's pid
-// namespace.
-func (g *Parent) PIDs() []int { return g.containerPIDs() }
-
 // End sends SIGKILL to every process of the container once, then lifts the memory limit: a
 // process exiting in a memory cgroup that is full of what the container wrote to its tmpfs
 // mounts (which only the container's end frees) can wait on that memory indefinitely. Every
 // process is killed first, so none can use what the lifted limit allows.
 func (g *Parent) End() {
 	g.NoteOOM()
-	for _, p := range g.containerPIDs() {
+	for _, p := range g.PIDs() {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 	if g.v2 {
@@ -481,7 +477,7 @@ func (g *Parent) End() {
 }
 
 // Kill kills every process of the container, and returns once none is left (or after a bound).
-func (g *Parent) Kill() { KillAll(g.containerPIDs, 100) }
+func (g *Parent) Kill() { KillAll(g.PIDs, 100) }
 
 // CPUSeconds is the CPU time the container used: the parent's usage, which keeps what
 // removed subgroups used, less the monitor's.
