@@ -203,10 +203,15 @@ func (s *streams) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (s *streams) Write(p []byte) (int, error) {
+// attached is the CLI's stdin (nil before attach) and whether Close has run.
+func (s *streams) attached() (stdin *os.File, closed bool) {
 	s.mu.Lock()
-	stdin, closed := s.stdin, s.closed
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.stdin, s.closed
+}
+
+func (s *streams) Write(p []byte) (int, error) {
+	stdin, closed := s.attached()
 	if closed || stdin == nil {
 		return 0, net.ErrClosed
 	}
@@ -216,9 +221,7 @@ func (s *streams) Write(p []byte) (int, error) {
 // CloseWrite closes the CLI's stdin: the bootstrap, which armed its end with O_ASYNC, takes
 // the end of its stdin as the sign to flush the program's output and exit.
 func (s *streams) CloseWrite() error {
-	s.mu.Lock()
-	stdin := s.stdin
-	s.mu.Unlock()
+	stdin, _ := s.attached()
 	if stdin == nil {
 		return errors.New("the sandbox child's stdin is not attached")
 	}
@@ -227,9 +230,7 @@ func (s *streams) CloseWrite() error {
 
 // SetWriteDeadline bounds writes to the CLI's stdin (a pipe, so it has deadlines).
 func (s *streams) SetWriteDeadline(t time.Time) error {
-	s.mu.Lock()
-	stdin := s.stdin
-	s.mu.Unlock()
+	stdin, _ := s.attached()
 	if stdin == nil {
 		return nil
 	}

@@ -284,10 +284,9 @@ func (c *child) Close() engine.TreeUsage {
 		close(c.closed)
 		c.Kill()
 		if c.cmd != nil {
-			done := make(chan struct{})
-			go func() { c.Wait(); close(done) }()
+			// Start's goroutine is in Wait, which closes waited.
 			select {
-			case <-done:
+			case <-c.waited:
 			case <-time.After(10 * time.Second):
 			}
 		}
