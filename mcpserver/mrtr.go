@@ -92,13 +92,26 @@ type holds struct {
 	elsewhere map[string]time.Time
 }
 
-func (hs *holds) add(hd *hold) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
+// init makes hs's maps on first use; hs.mu is held.
+func (hs *holds) init() {
 	if hs.byID == nil {
 		hs.byID, hs.answered, hs.elsewhere = map[string]*hold{}, map[string]time.Time{}, map[string]time.Time{}
 	}
+}
+
+func (hs *holds) add(hd *hold) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.init()
 	hs.byID[hd.id] = hd
+}
+
+// markAnswered records that question id was answered, until its state expires.
+func (hs *holds) markAnswered(id string, expires time.Time) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.init()
+	hs.answered[id] = expires
 }
 
 // finished forgets an ended hold, at once unless an operator answered one of its questions:
@@ -134,9 +147,7 @@ func (hs *holds) forget(hd *hold) {
 func (hs *holds) releasedElsewhere(hd *hold, id string, expires time.Time) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hs.elsewhere == nil {
-		hs.elsewhere = map[string]time.Time{}
-	}
+	hs.init()
 	hs.elsewhere[id] = expires
 	hd.released = append(hd.released, expires)
 }

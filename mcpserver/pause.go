@@ -347,12 +347,7 @@ func (h *handlers) refuseRetry(req *mcp.CallToolRequest, why string) *mcp.CallTo
 
 // resumeFrom runs the call of pause p, claimed by this process, again from its journal.
 func (h *handlers) resumeFrom(ctx context.Context, req *mcp.CallToolRequest, op heldOp, id string, p budget.Pause) *mcp.CallToolResult {
-	h.holds.mu.Lock()
-	if h.holds.answered == nil {
-		h.holds.byID, h.holds.answered, h.holds.elsewhere = map[string]*hold{}, map[string]time.Time{}, map[string]time.Time{}
-	}
-	h.holds.answered[id] = p.Expires
-	h.holds.mu.Unlock()
+	h.holds.markAnswered(id, p.Expires)
 	var calls []cassette.Call
 	if len(p.Journal) > 0 {
 		if err := json.Unmarshal(p.Journal, &calls); err != nil {
