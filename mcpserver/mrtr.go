@@ -173,12 +173,19 @@ func (a holdAsker) Ask(ctx context.Context, q binding.Question) (binding.Answer,
 	return a.askAs(ctx, budget.NewID("q_"), q)
 }
 
+// expiry is when a question waiting wait under ctx closes: after wait, or at ctx's deadline
+// when that comes first.
+func expiry(ctx context.Context, wait time.Duration) time.Time {
+	expires := time.Now().Add(wait)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
+		return dl
+	}
+	return expires
+}
+
 // askAs asks q as the input request named id.
 func (a holdAsker) askAs(ctx context.Context, id string, q binding.Question) (binding.Answer, error) {
-	qu := &question{id: id, q: q, expires: time.Now().Add(q.Wait), answer: make(chan binding.Answer, 1)}
-	if dl, ok := ctx.Deadline(); ok && dl.Before(qu.expires) {
-		qu.expires = dl
-	}
+	qu := &question{id: id, q: q, expires: expiry(ctx, q.Wait), answer: make(chan binding.Answer, 1)}
 	a.hd.mu.Lock()
 	a.hd.open = append(a.hd.open, qu)
 	a.hd.mu.Unlock()

@@ -92,10 +92,7 @@ func (a *pausingAsker) CanAsk() (bool, string) { return a.inner.CanAsk() }
 
 func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Answer, error) {
 	id := budget.NewID("q_")
-	expires := time.Now().Add(q.Wait)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
-		expires = dl
-	}
+	expires := expiry(ctx, q.Wait)
 	saved, resumable := a.save(ctx, id, q, expires)
 	if !saved {
 		return a.inner.askAs(ctx, id, q)
