@@ -54,6 +54,12 @@ type Pause struct {
 // ErrHeldElsewhere is ClaimPause's refusal of a pause whose owner is another process, alive.
 var ErrHeldElsewhere = errors.New("budget: the pause is held by another process, which is alive")
 
+// AnswersPause reports whether s is an answer DecidePause records: accepted, declined or
+// cancelled.
+func (s ApprovalStatus) AnswersPause() bool {
+	return s == ApprovalAccepted || s == ApprovalDeclined || s == ApprovalCancelled
+}
+
 // Pauses keep paused calls. budget/sqlite and budget/postgres implement it beside Ledger;
 // safe for concurrent use, and by several processes on one store.
 type Pauses interface {

@@ -179,15 +179,7 @@ func TestApprovalStateAcrossRestart(t *testing.T) {
 			cfg, counter, dataDir := approvalConfig(t, 120, false)
 			env := os.Environ()
 			if keyed {
-				f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = f.WriteString("approvals: {state_key: [{env: MCP_SANDBOX_STATE_KEY}, {env: MCP_SANDBOX_OLD_STATE_KEY}]}\n")
-				f.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
+				appendConfig(t, cfg, "approvals: {state_key: [{env: MCP_SANDBOX_STATE_KEY}, {env: MCP_SANDBOX_OLD_STATE_KEY}]}\n")
 				env = append(env, "MCP_SANDBOX_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 					"MCP_SANDBOX_OLD_STATE_KEY=HxwdHBsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=")
 			}

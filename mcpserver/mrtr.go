@@ -92,13 +92,26 @@ type holds struct {
 	elsewhere map[string]time.Time
 }
 
-func (hs *holds) add(hd *hold) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
+// init makes hs's maps on first use; hs.mu is held.
+func (hs *holds) init() {
 	if hs.byID == nil {
 		hs.byID, hs.answered, hs.elsewhere = map[string]*hold{}, map[string]time.Time{}, map[string]time.Time{}
 	}
+}
+
+func (hs *holds) add(hd *hold) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.init()
 	hs.byID[hd.id] = hd
+}
+
+// markAnswered records that question id was answered, until its state expires.
+func (hs *holds) markAnswered(id string, expires time.Time) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.init()
+	hs.answered[id] = expires
 }
 
 // finished forgets an ended hold, at once unless an operator answered one of its questions:
@@ -134,9 +147,7 @@ func (hs *holds) forget(hd *hold) {
 func (hs *holds) releasedElsewhere(hd *hold, id string, expires time.Time) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hs.elsewhere == nil {
-		hs.elsewhere = map[string]time.Time{}
-	}
+	hs.init()
 	hs.elsewhere[id] = expires
 	hd.released = append(hd.released, expires)
 }
@@ -162,12 +173,19 @@ func (a holdAsker) Ask(ctx context.Context, q binding.Question) (binding.Answer,
 	return a.askAs(ctx, budget.NewID("q_"), q)
 }
 
+// expiry is when a question waiting wait under ctx closes: after wait, or at ctx's deadline
+// when that comes first.
+func expiry(ctx context.Context, wait time.Duration) time.Time {
+	expires := time.Now().Add(wait)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
+		return dl
+	}
+	return expires
+}
+
 // askAs asks q as the input request named id.
 func (a holdAsker) askAs(ctx context.Context, id string, q binding.Question) (binding.Answer, error) {
-	qu := &question{id: id, q: q, expires: time.Now().Add(q.Wait), answer: make(chan binding.Answer, 1)}
-	if dl, ok := ctx.Deadline(); ok && dl.Before(qu.expires) {
-		qu.expires = dl
-	}
+	qu := &question{id: id, q: q, expires: expiry(ctx, q.Wait), answer: make(chan binding.Answer, 1)}
 	a.hd.mu.Lock()
 	a.hd.open = append(a.hd.open, qu)
 	a.hd.mu.Unlock()

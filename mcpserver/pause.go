@@ -92,10 +92,7 @@ func (a *pausingAsker) CanAsk() (bool, string) { return a.inner.CanAsk() }
 
 func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Answer, error) {
 	id := budget.NewID("q_")
-	expires := time.Now().Add(q.Wait)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
-		expires = dl
-	}
+	expires := expiry(ctx, q.Wait)
 	saved, resumable := a.save(ctx, id, q, expires)
 	if !saved {
 		return a.inner.askAs(ctx, id, q)
@@ -292,9 +289,7 @@ type resumed struct {
 // having changed nothing but the record of the answer.
 func (h *handlers) resumePause(ctx context.Context, req *mcp.CallToolRequest, op heldOp) *mcp.CallToolResult {
 	refuse := func(why string, args ...any) *mcp.CallToolResult {
-		why = fmt.Sprintf(why, args...)
-		h.log.Warn("approval retry refused", "tool", req.Params.Name, "reason", why)
-		return toolError("the retried call of %s was refused: its requestState %s; nothing was called", req.Params.Name, why)
+		return h.refuseRetry(req, fmt.Sprintf(why, args...))
 	}
 	st, err := h.stateKeys.open(req.Params.RequestState)
 	if err != nil || len(st.Questions) != 1 {
@@ -341,23 +336,20 @@ func (h *handlers) resumePause(ctx context.Context, req *mcp.CallToolRequest, op
 	return h.resumeFrom(ctx, req, op, id, p)
 }
 
+// refuseRetry refuses a retry that names a pause, saying why; nothing was called.
+func (h *handlers) refuseRetry(req *mcp.CallToolRequest, why string) *mcp.CallToolResult {
+	h.log.Warn("approval retry refused", "tool", req.Params.Name, "reason", why)
+	return toolError("the retried call of %s was refused: its requestState %s; nothing was called", req.Params.Name, why)
+}
+
 // resumeFrom runs the call of pause p, claimed by this process, again from its journal.
 func (h *handlers) resumeFrom(ctx context.Context, req *mcp.CallToolRequest, op heldOp, id string, p budget.Pause) *mcp.CallToolResult {
-	refuse := func(why string) *mcp.CallToolResult {
-		h.log.Warn("approval retry refused", "tool", req.Params.Name, "reason", why)
-		return toolError("the retried call of %s was refused: its requestState %s; nothing was called", req.Params.Name, why)
-	}
-	h.holds.mu.Lock()
-	if h.holds.answered == nil {
-		h.holds.byID, h.holds.answered, h.holds.elsewhere = map[string]*hold{}, map[string]time.Time{}, map[string]time.Time{}
-	}
-	h.holds.answered[id] = p.Expires
-	h.holds.mu.Unlock()
+	h.holds.markAnswered(id, p.Expires)
 	var calls []cassette.Call
 	if len(p.Journal) > 0 {
 		if err := json.Unmarshal(p.Journal, &calls); err != nil {
 			h.log.Error("pause journal unreadable", "question", id, "err", err)
-			return refuse("names a paused call whose journal could not be read")
+			return h.refuseRetry(req, "names a paused call whose journal could not be read")
 		}
 	}
 	h.log.Info("resuming a paused call from its journal", "question", id, "tool", p.Tool, "journaled_calls", len(calls), "answer", p.Status)

@@ -69,7 +69,7 @@ func (p *Ledger) PendingPauses(ctx context.Context) ([]budget.Pause, error) {
 }
 
 func (p *Ledger) DecidePause(ctx context.Context, id string, status budget.ApprovalStatus, by string) (budget.Pause, error) {
-	if status != budget.ApprovalAccepted && status != budget.ApprovalDeclined && status != budget.ApprovalCancelled {
+	if !status.AnswersPause() {
 		return budget.Pause{}, fmt.Errorf("budget: %q does not answer a pause", status)
 	}
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_pauses SET status = $2, answered_by = $3, decided_at = clock_timestamp()

@@ -62,7 +62,7 @@ func (s *Ledger) PendingPauses(ctx context.Context) ([]budget.Pause, error) {
 }
 
 func (s *Ledger) DecidePause(ctx context.Context, id string, status budget.ApprovalStatus, by string) (budget.Pause, error) {
-	if status != budget.ApprovalAccepted && status != budget.ApprovalDeclined && status != budget.ApprovalCancelled {
+	if !status.AnswersPause() {
 		return budget.Pause{}, fmt.Errorf("budget: %q does not answer a pause", status)
 	}
 	var changed bool
