@@ -256,10 +256,16 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 // sweepPauses drops, until ctx ends, the paused calls asked longer than retention ago: their
 // questions have long closed, and their journals are kept no longer.
 func sweepPauses(ctx context.Context, p budget.Pauses, retention time.Duration) {
-	t := time.NewTicker(min(pauseSweepInterval, retention))
+	everyUntilDone(ctx, min(pauseSweepInterval, retention), func() { dropOldPauses(ctx, p, retention) })
+}
+
+// everyUntilDone runs pass at once and then every interval, until ctx ends: the loop of
+// serve's ledger sweepers.
+func everyUntilDone(ctx context.Context, interval time.Duration, pass func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		dropOldPauses(ctx, p, retention)
+		pass()
 		select {
 		case <-ctx.Done():
 			return
