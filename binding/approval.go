@@ -272,8 +272,7 @@ func (a *Approvals) approve(ctx context.Context, c approval) (d Decision, callID
 	name := c.tool.Name
 	why := strings.Join(reasons, "; ")
 	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: budget.NewID("c_"), Tool: name, Reason: why}
-	q := Question{Tool: name, Reasons: reasons, InProgram: c.inProgram, Wait: a.timeout(), Seq: c.seq,
-		Redacted: c.tool.RedactArguments(c.args, maxRedactedArguments)}
+	q := Question{Tool: name, Reasons: reasons, InProgram: c.inProgram, Wait: a.timeout(), Seq: c.seq}
 	var by string
 	defer func() { c.logDecision(d, q, ask, by); a.reportDecision(d) }()
 
@@ -307,6 +306,7 @@ func (a *Approvals) approve(ctx context.Context, c approval) (d Decision, callID
 			name, why, incomplete)
 	}
 	q.Arguments = view
+	q.Redacted = c.tool.RedactArguments(c.args, maxRedactedArguments) // for the asker only
 	// One question of an execution at a time: the others wait their turn within their own
 	// approval wait, so a program cannot pile questions on the person.
 	deadline := time.Now().Add(q.Wait)

@@ -155,15 +155,21 @@ func upstreamSandbox(cfg *configs.Config, u configs.Upstream) (contained bool, s
 	}
 	found := detectLocal(p)
 	pick, err := engine.SelectLocal(found, level)
-	if err == nil && (pick.Name == "namespaces" || pick.Name == "bwrap") {
+	if err == nil && containsServers(pick.Name) {
 		return true, "contained by profile " + u.Sandbox + "'s local backend, " + pick.Name + " here (docs/design.md §18)"
 	}
 	var why []string
 	for _, b := range found {
-		if (b.Name == "namespaces" || b.Name == "bwrap") && !b.Available {
+		if containsServers(b.Name) && !b.Available {
 			why = append(why, b.Name+": "+b.Reason)
 		}
 	}
 	return false, fmt.Sprintf("UNCONFINED: profile %s is local at isolation %s, and no backend of this host can contain a server (%s)",
 		u.Sandbox, level, strings.Join(why, "; "))
+}
+
+// containsServers says whether local backend name can run a server contained: namespaces and
+// bwrap run commands (engine.CommandBackend), the others do not.
+func containsServers(name string) bool {
+	return name == configs.BackendNamespaces || name == configs.BackendBwrap
 }

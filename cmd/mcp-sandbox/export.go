@@ -66,9 +66,7 @@ const cassetteSweepInterval = time.Hour
 // until ctx ends, the cassettes kept longer than retention by the clock now; replicas
 // sweeping at once remove each once.
 func sweepCassettes(ctx context.Context, store budget.Cassettes, retention time.Duration, now func() time.Time) {
-	t := time.NewTicker(min(cassetteSweepInterval, retention))
-	defer t.Stop()
-	for {
+	everyUntilDone(ctx, min(cassetteSweepInterval, retention), func() {
 		n, err := store.SweepCassettes(ctx, now().Add(-retention))
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -76,12 +74,7 @@ func sweepCassettes(ctx context.Context, store budget.Cassettes, retention time.
 		case n > 0:
 			slog.Info("cassettes swept", "removed", n, "retention", retention)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {

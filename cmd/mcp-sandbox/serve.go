@@ -565,17 +565,14 @@ are sent tools/list_changed. New tenants, agents, profiles and upstreams need a 
 `
 
 // operatorTokens is the check of approvals.operator_tokens (hashes), or nil when there are
-// none: the route /v1/approvals is then not served.
+// none: the route /v1/approvals is then not served. It compares as tokenTable does.
 func operatorTokens(hashes []string) func(token string) bool {
-	if len(hashes) == 0 {
+	check := tokenTable(hashes)
+	if check == nil {
 		return nil
 	}
 	return func(token string) bool {
-		want := configs.HashToken(token)
-		ok := 0
-		for _, h := range hashes {
-			ok |= subtle.ConstantTimeCompare([]byte(h), []byte(want))
-		}
-		return ok == 1
+		_, ok := check(token)
+		return ok
 	}
 }

@@ -43,10 +43,8 @@ type storage struct {
 	report storageReport     // what is in use, for logs and doctor
 
 	recoverEvery time.Duration
-	// pauseRetention is how long calls paused on an approval are kept (approvals.retention_hours).
-	pauseRetention time.Duration
-	closeBlobs     func()
-	lost           atomic.Int64 // calls recorded unknown since this process started
+	closeBlobs   func()
+	lost         atomic.Int64 // calls recorded unknown since this process started
 }
 
 // storeReport says which store is in use and where, never a secret: a DSN appears as its
@@ -120,7 +118,7 @@ func resolveDSN(what string, ref configs.Credential) (string, error) {
 // error naming the DSN's reference and the cause, never the DSN.
 func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 	dir := dataDir(cfg)
-	st := &storage{report: plannedStorage(cfg), closeBlobs: func() {}, pauseRetention: cfg.Retention()}
+	st := &storage{report: plannedStorage(cfg), closeBlobs: func() {}}
 	pgLedger := cfg.Ledger != nil && cfg.Ledger.Postgres != nil
 	pgBlobs := cfg.Blobs != nil && cfg.Blobs.Postgres != nil
 	if dir == "" && !pgBlobs {
@@ -226,8 +224,8 @@ func (st *storage) logLost(lost []budget.CallRecord) {
 }
 
 // background runs, until ctx ends, the blob sweeper (blobs older than retention), the
-// cassette sweeper (cassettes older than kept, approvals.retention_hours) and the ledger's
-// periodic recovery; the returned function stops them and waits for them.
+// cassette and paused-call sweepers (older than kept, approvals.retention_hours) and the
+// ledger's periodic recovery; the returned function stops them and waits for them.
 func (st *storage) background(ctx context.Context, retention, kept time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -249,8 +247,8 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 			}
 		})
 	})
-	if p, ok := st.ledger.(budget.Pauses); ok && st.pauseRetention > 0 {
-		wg.Go(func() { sweepPauses(ctx, p, st.pauseRetention) })
+	if p, ok := st.ledger.(budget.Pauses); ok && kept > 0 {
+		wg.Go(func() { sweepPauses(ctx, p, kept) })
 	}
 	return func() { cancel(); wg.Wait() }
 }
@@ -258,10 +256,16 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 // sweepPauses drops, until ctx ends, the paused calls asked longer than retention ago: their
 // questions have long closed, and their journals are kept no longer.
 func sweepPauses(ctx context.Context, p budget.Pauses, retention time.Duration) {
-	t := time.NewTicker(min(pauseSweepInterval, retention))
+	everyUntilDone(ctx, min(pauseSweepInterval, retention), func() { dropOldPauses(ctx, p, retention) })
+}
+
+// everyUntilDone runs pass at once and then every interval, until ctx ends: the loop of
+// serve's ledger sweepers.
+func everyUntilDone(ctx context.Context, interval time.Duration, pass func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		dropOldPauses(ctx, p, retention)
+		pass()
 		select {
 		case <-ctx.Done():
 			return
