@@ -134,6 +134,16 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	return b, nil
 }
 
+// etcFiles is the minimal /etc of a child's root, for run_as uid:gid with home.
+func etcFiles(uid, gid int, home string) map[string]string {
+	return map[string]string{
+		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
+		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
+		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+		"/etc/hostname": "sandbox\n",
+	}
+}
+
 // rootPrefix starts the name of every root mount point, which carries its server's owner tag.
 const rootPrefix = "mcp-sandbox-root"
 
@@ -313,12 +323,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c.WorkspacePath = func() string { return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + workspace }
 	home := workspace
 	env := spawn.Env(home, b.opts.Env)
-	files := map[string]string{
-		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
-		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
-		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
-		"/etc/hostname": "sandbox\n",
-	}
+	files := etcFiles(uid, gid, home)
 	if spec.Egress != nil {
 		for k, v := range engine.EgressEnv() {
 			env = append(env, k+"="+v)

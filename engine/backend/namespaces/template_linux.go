@@ -570,15 +570,10 @@ func (b *Backend) childReadOnly() []string {
 		[]string{"/proc"}, b.opts.grantRead)
 }
 
-// etcFiles is the minimal /etc of every child's root.
+// etcFiles is the minimal /etc of every forked child's root (etcFiles, home /).
 func (b *Backend) etcFiles() map[string]string {
 	uid, gid, _ := b.childIDs().Span()
-	return map[string]string{
-		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/:/usr/sbin/nologin\n", uid, gid),
-		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
-		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
-		"/etc/hostname": "sandbox\n",
-	}
+	return etcFiles(uid, gid, "/")
 }
 
 // fork asks t for one child: its channel, streams, a status pipe and a go pipe go over as
