@@ -370,8 +370,7 @@ func (b *Backend) succeed(k tplKey, old *template, argv []string) {
 		return
 	}
 	if b.tpl.closed {
-		b.tpl.wg.Add(1)
-		go func() { defer b.tpl.wg.Done(); t.close() }()
+		b.endLater(t)
 		return
 	}
 	if cur := b.tpl.byKey[k]; cur != nil {
@@ -392,21 +391,28 @@ func (b *Backend) retire(t *template) {
 		}
 	}
 	if !t.retired {
-		t.retired = true
-		if t.live == 0 {
-			b.tpl.wg.Add(1)
-			go func() { defer b.tpl.wg.Done(); t.close() }()
-		}
+		b.markRetired(t)
 	}
 }
 
 func (b *Backend) retireLocked(k tplKey, t *template) {
 	delete(b.tpl.byKey, k)
+	b.markRetired(t)
+}
+
+// markRetired stops handing t out and ends it now when it has no live child (called with
+// templates.mu held).
+func (b *Backend) markRetired(t *template) {
 	t.retired = true
 	if t.live == 0 {
-		b.tpl.wg.Add(1)
-		go func() { defer b.tpl.wg.Done(); t.close() }()
+		b.endLater(t)
 	}
+}
+
+// endLater ends t in a goroutine Close waits for.
+func (b *Backend) endLater(t *template) {
+	b.tpl.wg.Add(1)
+	go func() { defer b.tpl.wg.Done(); t.close() }()
 }
 
 // release counts one child of t closed; a retired template ends with its last child, because
