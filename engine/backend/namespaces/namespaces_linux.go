@@ -144,6 +144,18 @@ func etcFiles(uid, gid int, home string) map[string]string {
 	}
 }
 
+// rootMountPoint makes, with mode, a new root mount point in RootBase (its name carries this
+// server's owner tag) and a random tag for the names inside the root.
+func (b *Backend) rootMountPoint(mode os.FileMode) (tag, root string, err error) {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	root = filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
+	if err := os.Mkdir(root, mode); err != nil {
+		return "", "", failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	}
+	return hex.EncodeToString(rnd[:]), root, nil
+}
+
 // rootPrefix starts the name of every root mount point, which carries its server's owner tag.
 const rootPrefix = "mcp-sandbox-root"
 
@@ -309,12 +321,9 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		// The grade compares uids as the child sees them: the host's is 0 in there.
 		c.Containment.HostUID, c.Containment.RunAsUID = 0, id.UID
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tag := hex.EncodeToString(rnd[:])
-	root := filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
-	if err := os.Mkdir(root, 0o700); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	tag, root, err := b.rootMountPoint(0o700)
+	if err != nil {
+		return nil, err
 	}
 	c.Cleanup = append([]func(){func() { _ = os.Remove(root) }}, c.Cleanup...)
 	workspace := "/workspace-" + tag

@@ -476,13 +476,10 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	if err != nil {
 		return nil, err
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tag := hex.EncodeToString(rnd[:])
-	root := filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
 	// 0755: the helper that mounts on it is the template's host uid, not root.
-	if err := os.Mkdir(root, 0o755); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	tag, root, err := b.rootMountPoint(0o755)
+	if err != nil {
+		return nil, err
 	}
 	workspace := "/workspace-" + tag
 	t := &template{name: "tpl-" + tag, workspace: workspace, stderr: &boundedBuffer{max: 4096}}
