@@ -99,13 +99,6 @@ func TestReportForkserver(t *testing.T) {
 		c.Close()
 		return d
 	}
-	bare := func() time.Duration {
-		start := time.Now()
-		if out, err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").CombinedOutput(); err != nil {
-			t.Fatalf("python3: %v %s", err, out)
-		}
-		return time.Since(start)
-	}
 
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -136,7 +129,7 @@ func TestReportForkserver(t *testing.T) {
 	}
 	var cold, tpl, forked, py []time.Duration
 	for i := 0; i < n+2; i++ {
-		c, tf, f, p := startToHello(b, false), startToHello(tb, true), fork(), bare()
+		c, tf, f, p := startToHello(b, false), startToHello(tb, true), fork(), bareStart(t)
 		if i >= 2 {
 			cold, tpl, forked, py = append(cold, c), append(tpl, tf), append(forked, f), append(py, p)
 		}
@@ -153,6 +146,15 @@ func TestReportForkserver(t *testing.T) {
 		"  (pid " + strconv.Itoa(z.Process.Pid) + " was the zygote)\n"
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
+}
+
+// bareStart times one bare interpreter start, the baseline both reports compare against.
+func bareStart(t *testing.T) time.Duration {
+	start := time.Now()
+	if out, err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").CombinedOutput(); err != nil {
+		t.Fatalf("python3: %v %s", err, out)
+	}
+	return time.Since(start)
 }
 
 // templateOptions turns the namespaces backend's templates on. On a root host a template's
@@ -214,20 +216,13 @@ func TestReportWarmTemplate(t *testing.T) {
 		}
 		return d
 	}
-	bare := func() time.Duration {
-		start := time.Now()
-		if out, err := exec.Command("/usr/bin/python3", "-I", "-c", "pass").CombinedOutput(); err != nil {
-			t.Fatalf("python3: %v %s", err, out)
-		}
-		return time.Since(start)
-	}
 	n := 30
 	if *report {
 		n = 300
 	}
 	var ex, fk, py []time.Duration
 	for i := 0; i < n+5; i++ {
-		e, f, p := run(execd, engine.StartExec), run(forked, engine.StartForked), bare()
+		e, f, p := run(execd, engine.StartExec), run(forked, engine.StartForked), bareStart(t)
 		if i >= 5 {
 			ex, fk, py = append(ex, e), append(fk, f), append(py, p)
 		}

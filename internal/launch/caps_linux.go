@@ -28,12 +28,21 @@ func lockCapabilities() error {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil && !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("securebits: %v", err)
 	}
+	return dropBounding(nil, true)
+}
+
+// dropBounding drops every capability but keep from the bounding set. Without CAP_SETPCAP
+// a drop fails with EPERM, which mayLack tolerates.
+func dropBounding(keep []int, mayLack bool) error {
 	for c := 0; c < 64; c++ {
+		if slices.Contains(keep, c) {
+			continue
+		}
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			if errors.Is(err, unix.EINVAL) {
 				break // past the last capability this kernel knows
 			}
-			if !errors.Is(err, unix.EPERM) {
+			if !mayLack || !errors.Is(err, unix.EPERM) {
 				return fmt.Errorf("dropping capability %d from the bounding set: %v", c, err)
 			}
 		}
@@ -49,20 +58,7 @@ var TemplateCaps = []int{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETUID
 // boundTemplate empties the bounding set but for TemplateCaps. Unlike lockCapabilities it
 // leaves the securebits alone: the template is uid 0 of its user namespace and gets its
 // capabilities through the exec of its interpreter.
-func boundTemplate() error {
-	for c := 0; c < 64; c++ {
-		if slices.Contains(TemplateCaps, c) {
-			continue
-		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			if errors.Is(err, unix.EINVAL) {
-				break
-			}
-			return fmt.Errorf("dropping capability %d from the bounding set: %v", c, err)
-		}
-	}
-	return nil
-}
+func boundTemplate() error { return dropBounding(TemplateCaps, false) }
 
 // clearCapabilities drops every capability the thread holds, ambient included. Dropping is
 // always allowed. Capabilities belong to a thread: this one execs the interpreter.

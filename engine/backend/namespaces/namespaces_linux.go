@@ -134,6 +134,28 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	return b, nil
 }
 
+// etcFiles is the minimal /etc of a child's root, for run_as uid:gid with home.
+func etcFiles(uid, gid int, home string) map[string]string {
+	return map[string]string{
+		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
+		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
+		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+		"/etc/hostname": "sandbox\n",
+	}
+}
+
+// rootMountPoint makes, with mode, a new root mount point in RootBase (its name carries this
+// server's owner tag) and a random tag for the names inside the root.
+func (b *Backend) rootMountPoint(mode os.FileMode) (tag, root string, err error) {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	root = filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
+	if err := os.Mkdir(root, mode); err != nil {
+		return "", "", failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	}
+	return hex.EncodeToString(rnd[:]), root, nil
+}
+
 // rootPrefix starts the name of every root mount point, which carries its server's owner tag.
 const rootPrefix = "mcp-sandbox-root"
 
@@ -299,12 +321,9 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		// The grade compares uids as the child sees them: the host's is 0 in there.
 		c.Containment.HostUID, c.Containment.RunAsUID = 0, id.UID
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tag := hex.EncodeToString(rnd[:])
-	root := filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
-	if err := os.Mkdir(root, 0o700); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	tag, root, err := b.rootMountPoint(0o700)
+	if err != nil {
+		return nil, err
 	}
 	c.Cleanup = append([]func(){func() { _ = os.Remove(root) }}, c.Cleanup...)
 	workspace := "/workspace-" + tag
@@ -313,12 +332,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	c.WorkspacePath = func() string { return "/proc/" + strconv.Itoa(c.Pid()) + "/root" + workspace }
 	home := workspace
 	env := spawn.Env(home, b.opts.Env)
-	files := map[string]string{
-		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/usr/sbin/nologin\n", uid, gid, home),
-		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
-		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
-		"/etc/hostname": "sandbox\n",
-	}
+	files := etcFiles(uid, gid, home)
 	if spec.Egress != nil {
 		for k, v := range engine.EgressEnv() {
 			env = append(env, k+"="+v)

@@ -61,6 +61,15 @@ def _parse_ruleset(b):
 _landlock = _parse_ruleset(_ruleset)
 
 
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+# Go's seccomp program as prctl(PR_SET_SECCOMP) reads it, built once: every child inherits it.
+_filter_buf = ctypes.create_string_buffer(_filter, len(_filter))
+_fprog = _Fprog(len(_filter) // 8, ctypes.addressof(_filter_buf))
+
+
 def _syscall(nr, *args):
     r = _libc.syscall(ctypes.c_long(nr), *[a if isinstance(a, bytes) else ctypes.c_long(a) for a in args])
     if r < 0:
@@ -160,13 +169,7 @@ def _program(req, chan, out, err):
     os.environ["HOME"] = os.environ["TMPDIR"] = home
     if _landlock is not None:
         _restrict()
-    buf = ctypes.create_string_buffer(_filter, len(_filter))
-
-    class _Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    prog = _Fprog(len(_filter) // 8, ctypes.addressof(buf))
-    _ok(_libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(2), ctypes.byref(prog), ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp")
+    _ok(_libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(2), ctypes.byref(_fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp")
     _B["_is_child"] = False
     _B["_main"]()
     os._exit(0)

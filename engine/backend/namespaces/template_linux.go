@@ -370,8 +370,7 @@ func (b *Backend) succeed(k tplKey, old *template, argv []string) {
 		return
 	}
 	if b.tpl.closed {
-		b.tpl.wg.Add(1)
-		go func() { defer b.tpl.wg.Done(); t.close() }()
+		b.endLater(t)
 		return
 	}
 	if cur := b.tpl.byKey[k]; cur != nil {
@@ -392,21 +391,28 @@ func (b *Backend) retire(t *template) {
 		}
 	}
 	if !t.retired {
-		t.retired = true
-		if t.live == 0 {
-			b.tpl.wg.Add(1)
-			go func() { defer b.tpl.wg.Done(); t.close() }()
-		}
+		b.markRetired(t)
 	}
 }
 
 func (b *Backend) retireLocked(k tplKey, t *template) {
 	delete(b.tpl.byKey, k)
+	b.markRetired(t)
+}
+
+// markRetired stops handing t out and ends it now when it has no live child (called with
+// templates.mu held).
+func (b *Backend) markRetired(t *template) {
 	t.retired = true
 	if t.live == 0 {
-		b.tpl.wg.Add(1)
-		go func() { defer b.tpl.wg.Done(); t.close() }()
+		b.endLater(t)
 	}
+}
+
+// endLater ends t in a goroutine Close waits for.
+func (b *Backend) endLater(t *template) {
+	b.tpl.wg.Add(1)
+	go func() { defer b.tpl.wg.Done(); t.close() }()
 }
 
 // release counts one child of t closed; a retired template ends with its last child, because
@@ -470,13 +476,10 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	if err != nil {
 		return nil, err
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tag := hex.EncodeToString(rnd[:])
-	root := filepath.Join(b.opts.RootBase, owner.Name(rootPrefix))
 	// 0755: the helper that mounts on it is the template's host uid, not root.
-	if err := os.Mkdir(root, 0o755); err != nil {
-		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the root mount point failed")
+	tag, root, err := b.rootMountPoint(0o755)
+	if err != nil {
+		return nil, err
 	}
 	workspace := "/workspace-" + tag
 	t := &template{name: "tpl-" + tag, workspace: workspace, stderr: &boundedBuffer{max: 4096}}
@@ -570,15 +573,10 @@ func (b *Backend) childReadOnly() []string {
 		[]string{"/proc"}, b.opts.grantRead)
 }
 
-// etcFiles is the minimal /etc of every child's root.
+// etcFiles is the minimal /etc of every forked child's root (etcFiles, home /).
 func (b *Backend) etcFiles() map[string]string {
 	uid, gid, _ := b.childIDs().Span()
-	return map[string]string{
-		"/etc/passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/:/usr/sbin/nologin\n", uid, gid),
-		"/etc/group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\n", gid),
-		"/etc/hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
-		"/etc/hostname": "sandbox\n",
-	}
+	return etcFiles(uid, gid, "/")
 }
 
 // fork asks t for one child: its channel, streams, a status pipe and a go pipe go over as
