@@ -16,7 +16,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
-	"golang.org/x/sys/unix"
 )
 
 // Options configure the process backend. cmd/ resolves them from the profile. Besides the
@@ -30,10 +29,11 @@ type Options struct {
 
 // Backend is the process-level backend.
 type Backend struct {
-	opts     Options
-	base     *spawned.Base
-	landlock bool
-	seccomp  bool
+	opts Options
+	base *spawned.Base
+	// landlockABI is the kernel's Landlock ABI, read once; 0 where it is absent or disabled.
+	landlockABI int
+	seccomp     bool
 }
 
 // New prepares the backend: it resolves the interpreter and its directories and detects the
@@ -59,17 +59,11 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 		slog.Info("swept workspaces a stopped server left", "count", n, "dir", opts.WorkspaceBase)
 	}
 	b := &Backend{opts: opts, base: base}
-	b.landlock = !opts.Disabled("landlock") && landlockABI() > 0
+	if !opts.Disabled("landlock") {
+		b.landlockABI = launch.LandlockABI()
+	}
 	b.seccomp = !opts.Disabled("seccomp")
 	return b, nil
-}
-
-func landlockABI() int {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */)
-	if errno != 0 {
-		return 0
-	}
-	return int(v)
 }
 
 // Name is "process".
@@ -89,8 +83,8 @@ func (b *Backend) Mechanisms() []string {
 	} else {
 		m = append(m, "subreaper")
 	}
-	if b.landlock {
-		m = append(m, fmt.Sprintf("landlock-abi-%d", landlockABI()))
+	if b.landlockABI > 0 {
+		m = append(m, fmt.Sprintf("landlock-abi-%d", b.landlockABI))
 	}
 	if b.seccomp {
 		m = append(m, "seccomp-policy", "seccomp-deny-inet")
@@ -118,7 +112,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	// the last process, and reports the interpreter's status.
 	subreaper := b.base.Cgroups == nil
 	c := &spawned.Child{Proc: &spawn.Proc{Interpreter: !subreaper, Status: subreaper, Subreaper: subreaper, Unkillable: b.base.SignalRefused}, Containment: engine.Facts{
-		Landlock: b.landlock, SignalScoped: b.landlock && landlockABI() >= 6, Subreaper: subreaper, Unkillable: b.base.SignalRefused,
+		Landlock: b.landlockABI > 0, SignalScoped: b.landlockABI >= 6, Subreaper: subreaper, Unkillable: b.base.SignalRefused,
 		Seccomp: b.seccomp && spec.Terms.Network == engine.NetworkNone}}
 	id, err := b.base.Lease(ctx, c, spec.Ahead)
 	if err != nil {
@@ -139,7 +133,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
 		DenyInet: c.Containment.Seccomp, Seccomp: b.seccomp, Reaper: subreaper, Subreaper: subreaper,
 	}
-	if b.landlock {
+	if b.landlockABI > 0 {
 		ls.Landlock = &launch.Landlock{ReadOnly: b.readOnly(),
 			ReadWrite: []string{workspace, "/dev/null"}}
 	}
