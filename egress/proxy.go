@@ -203,9 +203,10 @@ func (p *Proxy) untrack(c net.Conn) {
 }
 
 // Close stops accepting, ends every connection and waits for the proxy's goroutines. It is
-// idempotent.
+// idempotent. The program's connections are closed before the origins' context is cancelled:
+// the other order lets a request cut short answer the program with a 502 in between, and a
+// closed proxy must answer nothing.
 func (p *Proxy) Close() {
-	p.cancel()
 	p.mu.Lock()
 	p.closed = true
 	for _, l := range p.ls {
@@ -215,6 +216,7 @@ func (p *Proxy) Close() {
 		c.Close()
 	}
 	p.mu.Unlock()
+	p.cancel()
 	p.wg.Wait()
 	p.tr.CloseIdleConnections()
 }
