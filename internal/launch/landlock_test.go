@@ -161,10 +161,10 @@ func TestHelperLandlock(t *testing.T) {
 	}
 }
 
-// TestHelperFilter: the helper installs the filter the host assembled (network none refuses
+// TestHelperSeccompFilter: the helper installs the filter the host assembled (network none refuses
 // an inet socket, EACCES, in the program it execs), hands it on unchanged for bwrap, and
 // refuses to start a program when the host sent none.
-func TestHelperFilter(t *testing.T) {
+func TestHelperSeccompFilter(t *testing.T) {
 	gate.Require(t, "python", fileExists("/usr/bin/python3"), "no /usr/bin/python3")
 	filter, err := seccomp.Filter(true, false)
 	if err != nil {
