@@ -128,8 +128,12 @@ var allowed = []rule{
 			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
 	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces, the test gate, and the init helper's hook its Main runs first"},
 	{"internal/tokenconn", nil, "the channel a child connects back to, taken by its token: the standard library only, so it builds for every GOOS (the container backend on linux, jobobject on windows)"},
-	{"internal/*", []string{"internal/*", "golang.org/x/sys", "github.com/landlock-lsm/go-landlock", "github.com/elastic/go-seccomp-bpf"},
-		"process plumbing and test gates; the init helper applies Landlock and seccomp through the libraries docs/design.md §4 names"},
+	{"internal/launch", []string{"golang.org/x/sys"},
+		"the init helper, whose start every child pays: the standard library and x/sys only, so few package initialisers run before its own (docs/design.md §19.1); " +
+			"it installs the seccomp filter the host assembled (internal/launch/seccomp, never imported here) and Landlock by its own system calls, never go-seccomp-bpf or go-landlock"},
+	{"internal/launch/seccomp", []string{"golang.org/x/sys", "github.com/elastic/go-seccomp-bpf"},
+		"the seccomp policy assembled in the host by the library docs/design.md §4 names, for the init helper (as bytes) and the container runtimes (as a profile)"},
+	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates"},
 	{"budget", []string{"failure"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none"},
 	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "internal/owner", "modernc.org/sqlite"},
 		"the run ledger on SQLite in pure Go, its openers' liveness held by internal/owner's lock"},
@@ -477,6 +481,10 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
 		{"engine/backend/seatbelt", []string{module + "/engine", module + "/internal/launch", "golang.org/x/sys/unix"}, 0},
 		{"engine/backend/seatbelt", []string{module + "/engine/backend/spawned"}, 1}, // Linux's shared plumbing
+		{"internal/launch", []string{"encoding/json", "golang.org/x/sys/unix"}, 0},
+		{"internal/launch", []string{"github.com/elastic/go-seccomp-bpf", "github.com/landlock-lsm/go-landlock/landlock"}, 2}, // the helper's start
+		{"internal/launch", []string{module + "/internal/launch/seccomp", module + "/internal/gate"}, 2},
+		{"internal/spawn", []string{module + "/internal/launch/seccomp", "golang.org/x/sys/unix"}, 0},
 		{"internal/tokenconn", []string{"net", "crypto/subtle"}, 0},
 		{"internal/tokenconn", []string{"golang.org/x/sys/unix", module + "/internal/gate"}, 2}, // it builds for every GOOS on the standard library
 		{"no/such/package", nil, 1}, // a package without a rule

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
 
@@ -183,14 +182,14 @@ func apply(s *Spec) (uint64, error) {
 	}
 	switch {
 	case s.Seccomp && s.SeccompHandOff && len(s.Argv) > 0:
-		fd, err := handPolicyOn(s.DenyInet)
+		fd, err := handFilterOn(s.Filter)
 		if err != nil {
 			return 0, err
 		}
 		s.keepFD = fd
 		s.Argv = append([]string{s.Argv[0], "--seccomp", strconv.Itoa(fd)}, s.Argv[1:]...)
 	case s.Seccomp || s.DenyInet:
-		if err := loadPolicy(s.DenyInet); err != nil {
+		if err := installFilter(s.Filter); err != nil {
 			return 0, err
 		}
 	}
@@ -198,7 +197,7 @@ func apply(s *Spec) (uint64, error) {
 }
 
 // applyTemplate is apply's end for Spec.Template: the bounding set narrowed to TemplateCaps,
-// no_new_privs, and TemplatePolicy.
+// no_new_privs, and the template's Filter (seccomp.TemplatePolicy).
 func applyTemplate(s *Spec) error {
 	if err := boundTemplate(); err != nil {
 		return err
@@ -218,7 +217,7 @@ func applyTemplate(s *Spec) error {
 		return fmt.Errorf("no_new_privs: %v", err)
 	}
 	if s.Seccomp || s.DenyInet {
-		return loadProgram(programOf(TemplatePolicy(s.DenyInet)))
+		return installFilter(s.Filter)
 	}
 	return nil
 }
@@ -314,42 +313,6 @@ func tasksOf(uid int) int {
 		n += len(tasks)
 	}
 	return n
-}
-
-func applyLandlock(l *Landlock, bestEffort bool) error {
-	cfg := landlock.V5
-	if bestEffort {
-		cfg = cfg.BestEffort()
-	}
-	var rules []landlock.Rule
-	for _, p := range l.ReadOnly {
-		if st, err := os.Stat(p); err == nil {
-			if st.IsDir() {
-				rules = append(rules, landlock.RODirs(p))
-			} else {
-				rules = append(rules, landlock.ROFiles(p))
-			}
-		}
-	}
-	for _, p := range l.ReadWrite {
-		if st, err := os.Stat(p); err == nil {
-			if st.IsDir() {
-				rules = append(rules, landlock.RWDirs(p))
-			} else {
-				rules = append(rules, landlock.RWFiles(p))
-			}
-		}
-	}
-	if err := cfg.RestrictPaths(rules...); err != nil {
-		return fmt.Errorf("landlock: %v", err)
-	}
-	// Where the kernel has Landlock scopes (ABI 6), also keep signals and abstract unix
-	// sockets inside the sandbox's own domain: no kill(-1) of another execution that shares
-	// the uid, no connection to a host daemon's abstract socket.
-	if err := landlock.V6.BestEffort().RestrictScoped(); err != nil {
-		return fmt.Errorf("landlock scopes: %v", err)
-	}
-	return nil
 }
 
 // killUID becomes uid and kills every process it owns. Only for an exclusive sandbox uid.

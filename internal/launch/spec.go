@@ -49,18 +49,23 @@ type Spec struct {
 	Landlock           *Landlock `json:"landlock,omitempty"`
 	LandlockBestEffort bool      `json:"landlock_best_effort,omitempty"`
 
-	// Seccomp installs the policy (policy_linux.go): no new user namespaces, no mounts, no
-	// kernel objects an execution could share with another or leave behind (SysV IPC, POSIX
+	// Seccomp installs the policy (internal/launch/seccomp): no new user namespaces, no mounts,
+	// no kernel objects an execution could share with another or leave behind (SysV IPC, POSIX
 	// message queues, keyrings, ptrace), no io_uring, BPF, userfaultfd or perf events, no
 	// netlink but NETLINK_ROUTE, and no call through a foreign ABI.
 	Seccomp bool `json:"seccomp,omitempty"`
 	// DenyInet adds the refusal of every socket family but AF_UNIX (network none).
 	DenyInet bool `json:"deny_inet,omitempty"`
+	// Filter is that policy compiled, as the kernel reads a sock_filter array: the host
+	// assembles it (seccomp.Filter(DenyInet, Template); internal/spawn fills it in for Seccomp
+	// or DenyInet) and the helper only installs it, or hands it on. With Seccomp or DenyInet
+	// and no Filter the helper fails rather than run a program unfiltered.
+	Filter []byte `json:"filter,omitempty"`
 	// SeccompHandOff, with Seccomp, has the helper hand the policy on to bwrap instead of
 	// loading it: bwrap makes user and mount namespaces, which the policy refuses, and loads
-	// it itself just before it execs the program. The helper writes the policy compiled (a
-	// sock_filter array) to a pipe left open across exec, and puts "--seccomp FD" after
-	// Argv[0] (bwrap's options may come in any order before its "--").
+	// it itself just before it execs the program. The helper writes Filter to a pipe left open
+	// across exec, and puts "--seccomp FD" after Argv[0] (bwrap's options may come in any
+	// order before its "--").
 	SeccompHandOff bool `json:"seccomp_hand_off,omitempty"`
 	// keepFD is the descriptor the helper leaves open across exec for SeccompHandOff.
 	keepFD int
@@ -97,9 +102,10 @@ type Spec struct {
 	// Template: the helper execs a template (engine/backend/namespaces) rather than a program:
 	// it builds the root as for a child but keeps, as root of its own user namespace, the
 	// capabilities the template needs to make each child's namespaces and mounts and to drop
-	// each child to its identity (TemplateCaps; everything else leaves the bounding set), and it
-	// loads TemplatePolicy instead of Policy. Drop must be false. The helper never runs a
-	// program in this mode: each forked child installs Program and drops itself.
+	// each child to its identity (TemplateCaps; everything else leaves the bounding set), and its
+	// Filter is the template's policy (seccomp.TemplatePolicy). Drop must be false. The helper
+	// never runs a program in this mode: each forked child installs the program's filter
+	// (seccomp.ProgramBytes) and drops itself.
 	Template bool `json:"template,omitempty"`
 	// Trial: the helper exits 0 once it is up (and its ids are mapped): the host checks
 	// that it can start one where it means to, in a user namespace say.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,6 +116,14 @@ type Proc struct {
 // Start runs the init helper at initPath with spec; attr adds to the SysProcAttr (namespace
 // flags, uid maps). The helper always gets its own session and SIGKILL on the host's death.
 func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAttr, stdout, stderr io.Writer) error {
+	filter := spec.Filter
+	if (spec.Seccomp || spec.DenyInet) && filter == nil {
+		// The helper installs the policy compiled here, once per variant for the server's life.
+		var err error
+		if filter, err = seccomp.Filter(spec.DenyInet, spec.Template); err != nil {
+			return err
+		}
+	}
 	p.initPath = initPath
 	p.waited = make(chan struct{})
 	p.copied = make(chan struct{})
@@ -133,6 +142,7 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 	p.conn = conn
 	copied := *spec
 	spec = &copied // the descriptors below are the helper's to know, not the caller's
+	spec.Filter = filter
 	cmd := exec.Command(initPath, launch.Command)
 	cmd.ExtraFiles = []*os.File{childEnd}
 	if p.Status {

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch/seccomp"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
@@ -45,7 +45,7 @@ type plan struct {
 	// interpreter is the interpreter's argv after the interpreter itself.
 	interpreter []string
 	nproc       uint64
-	// seccomp is the policy's profile for these terms (launch.OCIProfile), a file.
+	// seccomp is the policy's profile for these terms (seccomp.OCIProfile), a file.
 	seccomp string
 	// usernsFirst, when not 0, is the first host id of the block the container's ids 0-65535
 	// map to: a user namespace of the execution's own.
@@ -161,9 +161,9 @@ func profileName(networkNone bool) string {
 	return "seccomp.json"
 }
 
-// writeProfile writes the policy's profile (launch.OCIProfile) into dir and returns its path.
+// writeProfile writes the policy's profile (seccomp.OCIProfile) into dir and returns its path.
 func writeProfile(dir string, networkNone bool) (string, error) {
-	b, err := launch.OCIProfile(networkNone)
+	b, err := seccomp.OCIProfile(networkNone)
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,7 @@
 // server left, and the runtimes' differences: docs/design.md §4.1.
 //
 // It imports engine, engine/backend/spawned (the tmpfs sizes), failure, internal/identity,
-// internal/launch (the seccomp policy), internal/spawn (the child's environment),
+// internal/launch/seccomp (the seccomp policy), internal/spawn (the child's environment),
 // internal/cgroup (the execution's cgroup parent, the layout and the sweep), internal/owner
 // (its owner id and sweep), internal/tokenconn (the token socket's accept and token check),
 // x/sys and the standard library. A Backend and its children are

@@ -30,6 +30,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/launch/seccomp"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
@@ -467,12 +468,12 @@ func (t *template) close() {
 // own (even on a root host: uid 0 inside is root's last subordinate uid outside, an
 // unprivileged host uid, and the run_as identities are mapped to themselves), with the same
 // mount, pid, network, IPC and UTS namespaces and root as an exec'd child; pid 2 keeps only launch.TemplateCaps,
-// loads launch.TemplatePolicy and execs the template's interpreter.
+// loads seccomp.TemplatePolicy and execs the template's interpreter.
 func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*template, error) {
 	if len(argv) < 7 || argv[0] != "-I" || argv[1] != "-c" {
 		return nil, fmt.Errorf("unexpected interpreter arguments for a template")
 	}
-	filter, err := launch.ProgramBytes(true)
+	filter, err := seccomp.ProgramBytes(true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,22 +1,24 @@
 //go:build linux
 
-package launch
+package seccomp
 
 import (
 	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf"
+	bpf "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 )
 
 // The seccomp policy is one definition, Policy, with three readers: the init helper loads it
 // (the process and namespaces backends), hands it compiled to bwrap, which loads it inside the
-// sandbox once its namespaces are made (Spec.SeccompFD), and the container backend passes it to
-// the runtime as a JSON profile (OCIProfile). So no mechanism runs a program under a weaker
+// sandbox once its namespaces are made (launch.Spec.SeccompHandOff), and the container backend
+// passes it to the runtime as a JSON profile (OCIProfile). The helper gets it compiled in its
+// Spec (Filter, which internal/spawn fills in): it only installs bytes. So no mechanism runs a program under a weaker
 // filter than another: each refusal below holds for every backend that has seccomp at all.
 //
 // Everything not refused is allowed: the other confinement (identity, no_new_privs, no
@@ -102,14 +104,40 @@ func TemplatePolicy(networkNone bool) []Refusal {
 }
 
 // ProgramBytes is Program(networkNone) as the kernel reads a sock_filter array: what a template's
-// child hands to prctl(PR_SET_SECCOMP) unchanged.
+// child hands to prctl(PR_SET_SECCOMP) unchanged, and the init helper to seccomp(2). It is
+// assembled once per variant and shared: the caller must not modify it.
 func ProgramBytes(networkNone bool) ([]byte, error) {
-	prog, err := Program(networkNone)
-	if err != nil {
-		return nil, err
-	}
-	return programBytes(prog), nil
+	return assembled[variant{networkNone: networkNone}]()
 }
+
+// Filter is the program an init helper with this Spec's Seccomp, DenyInet and Template
+// installs (launch.Spec.Filter): TemplatePolicy's for a template, Program's otherwise, as
+// ProgramBytes assembled once per variant and shared.
+func Filter(networkNone, template bool) ([]byte, error) {
+	return assembled[variant{networkNone: networkNone, template: template}]()
+}
+
+type variant struct{ networkNone, template bool }
+
+// assembled holds each variant's bytes, assembled on first use: the server starts a helper
+// per execution, and the policy does not change while it runs.
+var assembled = func() map[variant]func() ([]byte, error) {
+	m := map[variant]func() ([]byte, error){}
+	for _, v := range []variant{{false, false}, {true, false}, {false, true}, {true, true}} {
+		m[v] = sync.OnceValues(func() ([]byte, error) {
+			policy := Policy(v.networkNone)
+			if v.template {
+				policy = TemplatePolicy(v.networkNone)
+			}
+			prog, err := programOf(policy)
+			if err != nil {
+				return nil, err
+			}
+			return programBytes(prog), nil
+		})
+	}
+	return m
+}()
 
 func programOf(policy []Refusal) ([]unix.SockFilter, error) {
 	native, ok := nativeArch()
@@ -171,28 +199,28 @@ func programOf(policy []Refusal) ([]unix.SockFilter, error) {
 
 // compile is one refusal as a program of its own that allows everything else.
 func compile(r Refusal) ([]unix.SockFilter, error) {
-	g := seccomp.SyscallGroup{Action: seccomp.ActionErrno | seccomp.Action(r.Errno)}
+	g := bpf.SyscallGroup{Action: bpf.ActionErrno | bpf.Action(r.Errno)}
 	if len(r.When) == 0 {
 		g.Names = r.Names
 	} else {
-		var conds []seccomp.Condition
+		var conds []bpf.Condition
 		for _, a := range r.When {
-			c := seccomp.Condition{Argument: uint32(a.Index), Value: a.Value}
+			c := bpf.Condition{Argument: uint32(a.Index), Value: a.Value}
 			switch a.Op {
 			case ArgEqual:
-				c.Operation = seccomp.Equal
+				c.Operation = bpf.Equal
 			case ArgNotEqual:
-				c.Operation = seccomp.NotEqual
+				c.Operation = bpf.NotEqual
 			case ArgHasBit:
-				c.Operation = seccomp.BitsSet
+				c.Operation = bpf.BitsSet
 			}
 			conds = append(conds, c)
 		}
 		for _, n := range r.Names {
-			g.NamesWithCondtions = append(g.NamesWithCondtions, seccomp.NameWithConditions{Name: n, Conditions: conds})
+			g.NamesWithCondtions = append(g.NamesWithCondtions, bpf.NameWithConditions{Name: n, Conditions: conds})
 		}
 	}
-	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{g}}
+	policy := bpf.Policy{DefaultAction: bpf.ActionAllow, Syscalls: []bpf.SyscallGroup{g}}
 	insts, err := policy.Assemble()
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %v", err)
@@ -206,25 +234,6 @@ func compile(r Refusal) ([]unix.SockFilter, error) {
 		out = append(out, unix.SockFilter{Code: raw.Op, Jt: raw.Jt, Jf: raw.Jf, K: raw.K})
 	}
 	return out, nil
-}
-
-// loadPolicy installs Program(networkNone) on every thread of this process; no_new_privs must
-// be set already.
-func loadPolicy(networkNone bool) error {
-	return loadProgram(Program(networkNone))
-}
-
-// loadProgram installs prog on every thread of this process.
-func loadProgram(prog []unix.SockFilter, err error) error {
-	if err != nil {
-		return err
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
-		uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		return fmt.Errorf("seccomp: %v", errno)
-	}
-	return nil
 }
 
 // programBytes is prog as the kernel reads a sock_filter array: what bwrap's --seccomp takes.
@@ -281,27 +290,4 @@ func OCIProfile(networkNone bool) ([]byte, error) {
 		profile.Syscalls = append(profile.Syscalls, s)
 	}
 	return json.MarshalIndent(profile, "", "  ")
-}
-
-// handPolicyOn writes Program(networkNone) to a pipe and returns its read end, left open
-// across exec for bwrap's --seccomp. The program is a few kilobytes at most, well within a
-// pipe's buffer, so the write does not wait for the reader.
-func handPolicyOn(networkNone bool) (int, error) {
-	prog, err := Program(networkNone)
-	if err != nil {
-		return 0, err
-	}
-	var p [2]int
-	if err := unix.Pipe2(p[:], 0); err != nil {
-		return 0, fmt.Errorf("seccomp: %v", err)
-	}
-	unix.CloseOnExec(p[1])
-	b := programBytes(prog)
-	n, err := unix.Write(p[1], b)
-	unix.Close(p[1])
-	if err != nil || n != len(b) {
-		unix.Close(p[0])
-		return 0, fmt.Errorf("seccomp: handing the policy on: wrote %d of %d bytes (%v)", n, len(b), err)
-	}
-	return p[0], nil
 }

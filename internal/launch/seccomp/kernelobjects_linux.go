@@ -1,6 +1,6 @@
 //go:build linux
 
-package launch
+package seccomp
 
 // kernelObjectSyscalls reach kernel objects that outlive the process that made them, or that
 // every process of a uid shares, so one execution could leave something for a later one

@@ -1,6 +1,6 @@
 //go:build linux
 
-package launch
+package seccomp
 
 import (
 	"encoding/binary"
