@@ -4,6 +4,7 @@ package benchmarks
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -346,9 +347,10 @@ func processCPU(t *testing.T, pid int) (self, children time.Duration) {
 		if err != nil {
 			continue // ended meanwhile
 		}
-		// The command name, in parentheses, may hold spaces: fields are counted after it.
-		_, rest, ok := strings.Cut(string(b), ") ")
-		if f := strings.Fields(rest); ok && len(f) >= 15 {
+		// The command name, in parentheses, may hold spaces and parentheses: fields are
+		// counted after the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if f := strings.Fields(string(b[i+1:])); i >= 0 && len(f) >= 15 {
 			stats[p] = f
 			parent[p], _ = strconv.Atoi(f[1])
 		}
