@@ -2,6 +2,7 @@ package sandboxtest
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 // and stderr.
 func (c *contract) keptAtKill(t *testing.T) {
 	hang := "\nimport time\ntime.sleep(100)"
-	wall := engine.Limits{WallSeconds: 2}
 	for _, tc := range []struct {
 		name, program  string
 		stdout, stderr string
@@ -30,10 +30,11 @@ print("own buffer")`, "own buffer\n", ""},
 		{"stderr", `import sys; sys.stderr.write("warning, no newline")`, "", "warning, no newline"},
 	} {
 		t.Run("wall clock, "+tc.name, func(t *testing.T) {
+			seconds := c.wallAfterStart(t)
 			start := time.Now()
-			r := c.run(t, tc.program+hang, wall)
+			r := c.run(t, tc.program+hang, engine.Limits{WallSeconds: seconds})
 			wantKind(t, r, failure.Timeout, engine.LimitWall)
-			within(t, start, 2+flushGraceSlack)
+			within(t, start, seconds+flushGraceSlack)
 			if r.Stdout != tc.stdout || r.Stderr != tc.stderr {
 				t.Fatalf("stdout %q, stderr %q; want %q and %q", r.Stdout, r.Stderr, tc.stdout, tc.stderr)
 			}
@@ -54,12 +55,8 @@ print("own buffer")`, "own buffer\n", ""},
 		}
 	})
 	t.Run("cancel", func(t *testing.T) {
-		// The cancel must come after the program printed, so it waits for twice what a whole
-		// execution takes on this machine, as loaded as it is now, and a second more (a fixed
-		// second was once shorter than a container's start on a loaded machine).
-		measured := time.Now()
-		wantOK(t, c.run(t, "pass", engine.Limits{}))
-		delay := 2*time.Since(measured) + time.Second
+		// The cancel must come after the program printed (wholeExecutionNow).
+		delay := c.wholeExecutionNow(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		timer := time.AfterFunc(delay, cancel)
@@ -73,13 +70,33 @@ print("own buffer")`, "own buffer\n", ""},
 		}
 	})
 	t.Run("a program that ignores the request to flush still ends on time", func(t *testing.T) {
+		seconds := c.wallAfterStart(t)
 		start := time.Now()
-		r := c.run(t, "import signal\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\nprint('may be lost')"+hang, wall)
+		r := c.run(t, "import signal\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\nprint('may be lost')"+hang, engine.Limits{WallSeconds: seconds})
 		wantKind(t, r, failure.Timeout, engine.LimitWall)
-		within(t, start, 2+flushGraceSlack)
+		within(t, start, seconds+flushGraceSlack)
 	})
 }
 
 // flushGraceSlack bounds, in seconds, how long after its limit a killed execution may return:
 // the host's wait for the child to flush (engine.FlushGrace) plus the kill and the teardown.
 const flushGraceSlack = 2.5
+
+// wholeExecutionNow is twice what a whole execution of pass takes on this machine, as loaded
+// as it is now, and a second more: a host-side clock that must not fire before a program's
+// first statement waits at least this long. A fixed second was once shorter than a
+// container's start on a loaded machine, and a fixed 2 s wall clock than bwrap's.
+func (c *contract) wholeExecutionNow(t *testing.T) time.Duration {
+	t.Helper()
+	measured := time.Now()
+	wantOK(t, c.run(t, "pass", engine.Limits{}))
+	return 2*time.Since(measured) + time.Second
+}
+
+// wallAfterStart is a wall_seconds that leaves a program time to reach its first statements
+// (the wall clock runs from the child's start, hello included): 2, or wholeExecutionNow in
+// whole seconds where the machine is slower than that now.
+func (c *contract) wallAfterStart(t *testing.T) float64 {
+	t.Helper()
+	return max(2, math.Ceil(c.wholeExecutionNow(t).Seconds()))
+}

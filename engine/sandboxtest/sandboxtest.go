@@ -356,10 +356,11 @@ os.kill(os.getpid(), 9)
 }
 
 func (c *contract) sleeper(t *testing.T) {
+	seconds := c.wallAfterStart(t)
 	start := time.Now()
-	r := c.run(t, "import time\nprint('going to sleep', flush=True)\ntime.sleep(600)", engine.Limits{WallSeconds: 2})
+	r := c.run(t, "import time\nprint('going to sleep', flush=True)\ntime.sleep(600)", engine.Limits{WallSeconds: seconds})
 	wantKind(t, r, failure.Timeout, engine.LimitWall)
-	within(t, start, 2+2)
+	within(t, start, seconds+2)
 	if r.Stdout != "going to sleep\n" {
 		t.Errorf("output before the timeout lost: %q", r.Stdout)
 	}
