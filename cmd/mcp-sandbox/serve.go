@@ -43,6 +43,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if fs.NArg() != 0 {
 		return exitUsage, usagef("takes no arguments, got %q", fs.Args())
 	}
+	defer startServeGC(os.LookupEnv)()
 	hup, unsubscribe := hangups()
 	defer unsubscribe()
 	cfg, err := loadConfig(*configPath)
@@ -558,6 +559,11 @@ one execution names its execution, tenant, agent and run); --metrics-listen ADDR
 Prometheus metrics (/metrics, no authentication: loopback or the scraper's network only) with
 either transport; OTEL_EXPORTER_OTLP_ENDPOINT exports traces over OTLP/HTTP, under the trace
 context a host sends in _meta (traceparent), which upstream calls pass on.
+
+Go's collector: with neither GOGC nor GOMEMLIMIT in the environment, serve lets the heap grow
+to five times what is live (GOGC=400) under a soft limit of 48 MiB of the runtime's memory,
+which follows the live heap at twice its size past that; either variable set, even empty,
+leaves the runtime's own reading of them.
 
 SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approval list, an
 agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts

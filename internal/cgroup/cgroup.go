@@ -157,19 +157,26 @@ func (g *Group) ProcsFiles() []string {
 }
 
 // Kill kills every process in the group and returns once it is empty (or after a bound).
+// KillAll's first round is Signal's list and kill: the list is read once, not twice, for a
+// group already empty (a child's, once its pid namespace is gone).
 func (g *Group) Kill() {
-	g.Signal()
+	g.killFile()
 	KillAll(g.pids, 200)
 }
 
 // Signal sends SIGKILL to every process in the group, once, without waiting for them to go:
 // the caller waits for the tree's exit its own way, and Kill (or Remove) makes sure.
 func (g *Group) Signal() {
-	if g.v2 {
-		_ = os.WriteFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"), 0)
-	}
+	g.killFile()
 	for _, p := range g.pids() {
 		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// killFile kills every member through v2's cgroup.kill (nothing on v1).
+func (g *Group) killFile() {
+	if g.v2 {
+		_ = os.WriteFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"), 0)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -806,6 +807,7 @@ type forked struct {
 
 	exit   engine.Exit
 	waited chan struct{}
+	gone   atomic.Bool // C's pidfd turned readable: C, and so its pid namespace, exited
 
 	closeOnce sync.Once
 	usage     engine.TreeUsage
@@ -843,6 +845,7 @@ func (c *forked) wait() {
 			return
 		}
 	}
+	c.gone.Store(true)
 	c.exit = engine.Exit{Code: -1, Signal: syscall.SIGKILL.String()}
 	b, _ := io.ReadAll(io.LimitReader(c.status, 4096))
 	var st launch.Status
@@ -859,12 +862,15 @@ func (c *forked) Wait() engine.Exit {
 	return c.exit
 }
 
-// Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup.
+// Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup. Once C has
+// exited (gone), the group is not read to be signalled: the kernel kills every other process
+// of a pid namespace and waits them out before its pid 1's exit shows on the pidfd, only C's
+// descendants joined the group, and Close's Remove still kills whatever the group holds.
 func (c *forked) Kill() {
 	if c.pidfd >= 0 {
 		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
 	}
-	if c.group != nil {
+	if c.group != nil && !c.gone.Load() {
 		c.group.Signal()
 	}
 }
