@@ -153,19 +153,8 @@ func installLandlock(ruleset []byte, abi int, bestEffort bool) error {
 		n := 18 + int(binary.LittleEndian.Uint16(rest[16:]))
 		path := string(rest[18:n])
 		rest = rest[n:]
-		var st unix.Stat_t
-		if unix.Stat(path, &st) != nil {
-			continue
-		}
-		access := fileAccess
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			access = dirAccess
-		}
-		if access &= handled; access == 0 {
-			continue
-		}
-		if err := landlockAddPath(int(fd), path, access); err != nil {
-			return fmt.Errorf("landlock: populating ruleset for %q with access %#x: %v", path, access, err)
+		if err := landlockAddPath(int(fd), path, dirAccess&handled, fileAccess&handled); err != nil {
+			return fmt.Errorf("landlock: populating ruleset for %q: %v", path, err)
 		}
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
@@ -177,17 +166,31 @@ func installLandlock(ruleset []byte, abi int, bestEffort bool) error {
 	return nil
 }
 
-// landlockAddPath adds the rule that grants access beneath path.
-func landlockAddPath(ruleset int, path string, access uint64) error {
+// landlockAddPath adds the rule that grants dirAccess beneath path when it is a directory,
+// fileAccess when it is anything else: one lookup of path, opened O_PATH, whose descriptor
+// both says which and names it to the kernel. A path that does not exist, or grants nothing
+// here, is passed over.
+func landlockAddPath(ruleset int, path string, dirAccess, fileAccess uint64) error {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open: %v", err)
+		return nil
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("fstat: %v", err)
+	}
+	access := fileAccess
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		access = dirAccess
+	}
+	if access == 0 {
+		return nil
+	}
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
 	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
 		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
-		return fmt.Errorf("landlock_add_rule: %v", errno)
+		return fmt.Errorf("landlock_add_rule with access %#x: %v", access, errno)
 	}
 	return nil
 }
