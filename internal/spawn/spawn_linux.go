@@ -116,9 +116,10 @@ type Proc struct {
 // Start runs the init helper at initPath with spec; attr adds to the SysProcAttr (namespace
 // flags, uid maps). The helper always gets its own session and SIGKILL on the host's death.
 func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAttr, stdout, stderr io.Writer) error {
-	filter := spec.Filter
-	if (spec.Seccomp || spec.DenyInet) && filter == nil {
-		// The helper installs the policy compiled here, once per variant for the server's life.
+	// The helper installs the policy compiled here (once per variant for the server's life),
+	// never one a caller put in spec.
+	var filter []byte
+	if spec.Seccomp || spec.DenyInet {
 		var err error
 		if filter, err = seccomp.Filter(spec.DenyInet, spec.Template); err != nil {
 			return err
