@@ -36,7 +36,13 @@ type Meter struct {
 	inflight int64      // calls reserved and not yet written to the ledger
 	reserved Usage      // transfer and preserved bytes promised to calls not yet finished
 	answered Usage      // the bytes of calls answered whose finish has not landed (Ticket.Answered)
-	runSeen  Usage      // the Run's usage as of the last ledger answer
+	runSeen  Usage      // the Run's usage as of the last ledger answer, with this meter's charges since
+	// charging counts this meter's writes of bytes to the ledger under way (a call's finish,
+	// Charge), and charges those ever begun: each adds its bytes to runSeen once the ledger has
+	// them, so a Run usage the ledger reported while one was under way, which may or may not
+	// hold its bytes, is not noted (noteRun): noted, it would count them twice or not at all.
+	charging int
+	charges  uint64
 	ended    bool
 	refusals map[refusalKey]*refusalTally // refusals counted per tool and kind (refusals.go)
 	network  *Network                     // NoteNetwork's, recorded by End
@@ -106,6 +112,7 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 		return nil, m.refuse(ctx, start, fe)
 	}
 	m.inflight++
+	asked := m.markRun()
 	m.mu.Unlock()
 
 	runAfter, err := m.ledger.StartCall(ctx, start, m.limits)
@@ -116,7 +123,7 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	if err != nil {
 		var fe *failure.Error
 		if errors.As(err, &fe) && fe.Kind == failure.BudgetExceeded {
-			m.noteRun(runAfter)
+			m.noteRun(runAfter, asked)
 			// The ledger recorded this refusal itself: it counts among those recorded.
 			m.countRecorded(refusalKey{tool: c.Tool, kind: string(fe.Kind)})
 			return nil, fe
@@ -127,7 +134,7 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 		return nil, failure.Wrap(failure.Internal, err, "the call could not be recorded, so it was not made")
 	}
 	m.used.Calls++
-	m.noteRun(runAfter)
+	m.noteRun(runAfter, asked)
 	return &Ticket{m: m, id: start.ID, tool: c.Tool}, nil
 }
 
@@ -157,11 +164,37 @@ func (m *Meter) refuse(ctx context.Context, c CallStart, fe *failure.Error) *fai
 	return fe
 }
 
-// noteRun keeps the latest Run usage the ledger reported. Called with mu held.
-func (m *Meter) noteRun(u Usage) {
-	if u.Calls >= m.runSeen.Calls {
-		m.runSeen = u
+// runMark is where this meter's charges stood when it asked the ledger for the Run's usage.
+type runMark struct {
+	charges uint64
+	clear   bool // no charge was under way
+}
+
+// markRun is taken, with mu held, before the ledger is asked for the Run's usage.
+func (m *Meter) markRun() runMark { return runMark{charges: m.charges, clear: m.charging == 0} }
+
+// noteRun keeps the latest Run usage the ledger reported, asked at mark. Its bytes only when
+// no charge of this meter was under way at any time since (charging): the usage then holds
+// exactly the charges runSeen has added. Its calls always: admission alone counts them, and
+// no charge does. Called with mu held.
+func (m *Meter) noteRun(u Usage, asked runMark) {
+	if u.Calls < m.runSeen.Calls {
+		return // older than a usage already noted
 	}
+	if asked.clear && m.charging == 0 && m.charges == asked.charges {
+		m.runSeen = u
+		return
+	}
+	m.runSeen.Calls = u.Calls
+}
+
+// beginCharge counts a write of bytes to the ledger under way; the caller ends it, with mu
+// held, where it adds them to runSeen (or not, on failure).
+func (m *Meter) beginCharge() {
+	m.mu.Lock()
+	m.charging++
+	m.charges++
+	m.mu.Unlock()
 }
 
 // TransferAllowance returns how many bytes may still cross into the sandbox in one piece: the
@@ -235,10 +268,15 @@ func (m *Meter) TryCharge(ctx context.Context, u Usage) (bool, error) {
 // Charge adds usage not tied to one call to the execution and the Run: a window of a handle
 // read into the sandbox, an output preserved in the blob store. u.Calls must be 0.
 func (m *Meter) Charge(ctx context.Context, u Usage) error {
+	m.beginCharge()
 	if err := m.ledger.Charge(ctx, m.run, m.exec, u); err != nil {
+		m.mu.Lock()
+		m.charging--
+		m.mu.Unlock()
 		return err
 	}
 	m.mu.Lock()
+	m.charging--
 	m.used = m.used.Add(u)
 	m.runSeen = m.runSeen.Add(u)
 	m.mu.Unlock()
@@ -256,11 +294,14 @@ func (m *Meter) Seen() (execution, run Usage) {
 
 // Usage returns the execution's usage and the Run's, the latter read from the ledger.
 func (m *Meter) Usage(ctx context.Context) (execution, run Usage, err error) {
+	m.mu.Lock()
+	asked := m.markRun()
+	m.mu.Unlock()
 	run, err = m.ledger.RunUsage(ctx, m.run)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err == nil {
-		m.noteRun(run)
+		m.noteRun(run, asked)
 	}
 	return m.used, run, err
 }
@@ -432,6 +473,7 @@ func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
 		defer cancel()
 		u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
 		fin := CallFinish{ID: t.id, Status: o.Status, Usage: u, Attachments: o.Attachments, Kind: o.Kind, Message: o.Message}
+		t.m.beginCharge()
 		if lf, ok := t.m.ledger.(lazyFinisher); ok && later {
 			t.err = lf.FinishCallLater(ctx, fin)
 		} else {
@@ -452,6 +494,7 @@ func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
 		promised := t.reserved
 		t.rmu.Unlock()
 		t.m.mu.Lock()
+		t.m.charging--
 		t.m.reserved.TransferBytes -= promised.TransferBytes
 		t.m.reserved.PreservedBytes -= promised.PreservedBytes
 		t.m.answered = t.m.answered.Sub(t.answered)
