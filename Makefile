@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(VERSION)
 
-.PHONY: help build run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image dist bundle
+.PHONY: help build helper-overlays run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image dist bundle
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -49,12 +49,19 @@ help:
 	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
 	@echo "                  :latest from this host's Python with podman or docker, pulling nothing"
 
+# The init helper alone, built for the target and embedded through an overlay (the one recipe
+# make dist and the tests' builds use too: cmd/mcp-sandbox/internal/inithelper/overlay). A
+# plain `go build` embeds none, and that binary execs itself as its helper (docs/design.md §19.1).
+HELPER_OVERLAY = $(GO) run ./cmd/mcp-sandbox/internal/inithelper/overlay
+HELPER_DIR     := bin/init-helper
+
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
+	$(HELPER_OVERLAY) -goos $$($(GO) env GOOS) -goarch $$($(GO) env GOARCH) -o $(HELPER_DIR)
+	$(GO) build -overlay $(HELPER_DIR)/overlay.json -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
 
 # Silent: under stdio, stdout carries MCP frames only, so not even make's echo may land there.
 run:
-	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox 1>&2
+	@$(MAKE) --no-print-directory build 1>&2
 	@exec ./$(BIN) serve
 
 # deploy/k8stest is a module of its own (k8s.io/api stays out of the main one): the
@@ -146,7 +153,12 @@ $(GORELEASER):
 	GOBIN=$(CURDIR)/bin/goreleaser-tmp $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 	mv bin/goreleaser-tmp/goreleaser $(GORELEASER) && rmdir bin/goreleaser-tmp
 
-dist: $(GORELEASER)
+# goreleaser builds each target with bin/init-helper/<os>_<arch>/overlay.json (.goreleaser.yaml).
+helper-overlays:
+	for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do \
+	  $(HELPER_OVERLAY) -goos $${t%/*} -goarch $${t#*/} -o $(HELPER_DIR)/$${t%/*}_$${t#*/} || exit 1; done
+
+dist: $(GORELEASER) helper-overlays
 	MCP_SANDBOX_VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean $(if $(filter-out 0,$(DIST_PARALLELISM)),--parallelism $(DIST_PARALLELISM))
 	@cd dist && ls *.tar.gz *.zip checksums.txt && sha256sum --quiet -c checksums.txt
 	@n=$$(ls dist/*.tar.gz dist/*.zip | wc -l); [ "$$n" = 6 ] || { echo "dist/ holds $$n archives, want 6" >&2; exit 1; }

@@ -3,6 +3,7 @@
 package benchmarks
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,8 +21,9 @@ import (
 // and system, of the command and every process it waited for) as a second figure that the
 // machine's load moves less. Beside them, the binary's own start, package initialisers
 // included: `mcp-sandbox --version`, and the init helper as a sandbox child starts it (the
-// same binary) with a trial spec, which exits as soon as it is up; and, as the floor any Go
-// binary starts from, a Go program that only exits (built here). The embedded default
+// helper alone, which the binary embeds and the server execs, and the whole binary, which a
+// build without the helper execs instead) with a trial spec, which exits as soon as it is up;
+// and, as the floor any Go binary starts from, a Go program that only exits (built here). The embedded default
 // config is used at the isolated level this host reaches (namespaces as root) and, with the
 // kernel boundaries disabled, at the process level; the data dir is a fresh one, its
 // interpreter cache filled by the first (unmeasured) runs.
@@ -33,6 +35,7 @@ func TestReportRunColdStart(t *testing.T) {
 	}
 	state := t.TempDir()
 	floor := goProgramThatOnlyExits(t)
+	helper := embeddedHelper(t, sandbox, state)
 	type subject struct {
 		name      string
 		argv, env []string
@@ -41,7 +44,9 @@ func TestReportRunColdStart(t *testing.T) {
 	subjects := []*subject{
 		{name: "bare /usr/bin/python3 -I -c pass (baseline)", argv: []string{"/usr/bin/python3", "-I", "-c", "pass"}},
 		{name: "mcp-sandbox --version (the binary's start)", argv: []string{sandbox, "--version"}},
-		{name: "init helper, trial spec (its start)", argv: []string{sandbox, launch.Command},
+		{name: "init helper alone, trial spec (its start)", argv: []string{helper, launch.Command},
+			env: []string{launch.SpecEnv + `={"trial":true}`}},
+		{name: "the whole binary as init helper, trial spec", argv: []string{sandbox, launch.Command},
 			env: []string{launch.SpecEnv + `={"trial":true}`}},
 		{name: "a Go program that only exits (any Go binary's floor)", argv: []string{floor}},
 		{name: "mcp-sandbox run pass.py (default: strongest backend)", argv: []string{sandbox, "run", prog}},
@@ -79,6 +84,29 @@ func TestReportRunColdStart(t *testing.T) {
 	out += "  (cpu: the command's and its waited-for descendants'; a sandbox child killed at the end is not counted)\n"
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
+}
+
+// embeddedHelper is the init helper the binary sandbox execs for its children, as its doctor
+// reports it (the helper alone, embedded), or t fails.
+func embeddedHelper(t *testing.T, sandbox, state string) string {
+	t.Helper()
+	cmd := exec.Command(sandbox, "doctor", "--json")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	out, _ := cmd.Output() // doctor exits 1 when a profile is not ready; the helper is reported either way
+	var doc struct {
+		Helper struct {
+			Path     string `json:"path"`
+			Embedded bool   `json:"embedded"`
+			Why      string `json:"why"`
+		} `json:"init_helper"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
+	if !doc.Helper.Embedded {
+		t.Fatalf("the binary embeds no init helper: %s", doc.Helper.Why)
+	}
+	return doc.Helper.Path
 }
 
 // goProgramThatOnlyExits builds, in a module of its own, a Go program whose main returns at

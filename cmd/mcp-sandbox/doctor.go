@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/inithelper"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -66,6 +67,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		reports = append(reports, profileReport{name, level, d, identityNote(euid, d, hostIdentityAdvice(p)), warmStartNote(p, d, func() string { return templateWhy(ctx, p, dataDir(cfg)) })})
 	}
 	pauseNote := endPause()
+	helper := inithelper.Resolve()
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
 	quotas := quotaReportOf(cfg)
@@ -74,7 +76,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg),
+		_ = enc.Encode(map[string]any{"backends": detected, "init_helper": helper, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg),
 			"upstream_auth": upAuth, "upstreams": ups})
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
@@ -84,6 +86,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 				state = "unavailable: " + b.Reason
 			}
 			fmt.Fprintf(stdout, "  %-11s %-9s %s\n", b.Name, b.Isolation, state)
+		}
+		if helper.Embedded {
+			fmt.Fprintf(stdout, "init helper: %s (the helper alone, embedded in this binary: %.1f MB)\n", helper.Path, float64(helper.Size)/1e6)
+		} else {
+			fmt.Fprintf(stdout, "init helper: this binary (%s)\n", helper.Why)
 		}
 		fmt.Fprintln(stdout)
 		for _, r := range reports {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/inithelper"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
@@ -84,9 +85,11 @@ func namespacesWhy(p configs.Profile) string {
 	return why
 }
 
-// localOptions are what profile p sets for every local backend alike.
+// localOptions are what profile p sets for every local backend alike, and the init helper
+// they all exec: the embedded one, written to its file at the first call, or this binary.
 func localOptions(p configs.Profile) spawned.Options {
-	return spawned.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
+	return spawned.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms(),
+		InitPath: inithelper.Resolve().Path}
 }
 
 // nsOptions: warm.start auto (the default) and template fork a warm pool's children from

@@ -1,8 +1,9 @@
-// Package launch is the sandbox init helper: the host re-executes its own binary with the
-// hidden subcommand Command, and that short-lived process applies everything that Go cannot
-// apply race-free to a child from the parent (rlimits, cgroup membership, the identity drop,
-// no_new_privs, Landlock, seccomp, closing inherited descriptors) and then execs the
-// interpreter in its own place. The dispatch is this package's initialiser (early.go), which Go
+// Package launch is the sandbox init helper: the host execs a binary that holds it with the
+// hidden subcommand Command (the helper alone, which mcp-sandbox embeds and writes to a file,
+// cmd/mcp-sandbox/internal/inithelper; or the host's own binary), and that short-lived
+// process applies everything that Go cannot apply race-free to a child from the parent
+// (rlimits, cgroup membership, the identity drop, no_new_privs, Landlock, seccomp, closing
+// inherited descriptors) and then execs the interpreter in its own place. The dispatch is this package's initialiser (early.go), which Go
 // runs once launch's own imports are initialised, before the many packages only the server
 // needs: their initialisers were most of a child's start. So launch keeps its imports few
 // (path, not path/filepath, which is initialised late). main and TestMain call MaybeMain too.
@@ -41,7 +42,7 @@
 // package builds: the seccomp program (ProgramBytes) and the Landlock ruleset
 // (LandlockRuleset, landlock_linux.go), which they only hand to the kernel.
 //
-// It imports the standard library and x/sys only (a trial start costs 0.24× a bare
-// interpreter start's CPU without cgo and 0.27× with, at load average 4, docs/design.md
-// §19.1), never internal/launch/seccomp, go-seccomp-bpf or go-landlock.
+// It imports the standard library and x/sys only, never internal/launch/seccomp,
+// go-seccomp-bpf or go-landlock: a binary of this package alone starts in 0.12× a bare
+// interpreter start's CPU (docs/design.md §19.1).
 package launch

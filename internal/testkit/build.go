@@ -23,7 +23,9 @@ var (
 	dir     string
 	dirErr  error
 
-	sandbox = program{name: "mcp-sandbox", dir: ".", pkg: "./cmd/mcp-sandbox"}
+	// mcp-sandbox is built as make build builds it: with the init helper alone embedded, from
+	// the overlay its recipe writes (cmd/mcp-sandbox/internal/inithelper/overlay).
+	sandbox = program{name: "mcp-sandbox", dir: ".", pkg: "./cmd/mcp-sandbox", overlay: "./cmd/mcp-sandbox/internal/inithelper/overlay"}
 	mock    = program{name: "mockupstream", dir: "conformance/mockupstream", pkg: "."}
 )
 
@@ -83,9 +85,12 @@ type program struct {
 	name string
 	dir  string // its module's directory, relative to the main module's root
 	pkg  string // its package, relative to dir
-	once sync.Once
-	path string
-	err  error
+	// overlay, when set, is a program (relative to dir) that writes the build's overlay.json
+	// to the directory its -o names.
+	overlay string
+	once    sync.Once
+	path    string
+	err     error
 }
 
 func (p *program) build() (string, error) {
@@ -111,7 +116,18 @@ func (p *program) build() (string, error) {
 			return
 		}
 		out := filepath.Join(dir, p.name)
-		args := []string{"build", "-C", filepath.Join(root, p.dir), "-o", out, p.pkg}
+		args := []string{"build", "-C", filepath.Join(root, p.dir), "-o", out}
+		if p.overlay != "" {
+			o := filepath.Join(dir, p.name+"-overlay")
+			cmd := exec.Command("go", "run", p.overlay, "-o", o)
+			cmd.Dir = filepath.Join(root, p.dir)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				p.err = fmt.Errorf("testkit: go run %s -o %s: %v\n%s", p.overlay, o, err, b)
+				return
+			}
+			args = append(args, "-overlay", filepath.Join(o, "overlay.json"))
+		}
+		args = append(args, p.pkg)
 		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			p.err = fmt.Errorf("testkit: go %s: %v\n%s", strings.Join(args, " "), err, b)
 			return
