@@ -26,10 +26,13 @@ import (
 // Every server holds a shared flock on the file it execs for its life (the descriptor Resolve
 // keeps), and removes another build's helper only when it takes an exclusive one without
 // waiting, so an upgrade leaves no stale helpers behind and never removes one a running server
-// still execs.
+// still execs. It holds one on the directory too: systemd-tmpfiles' age-based cleaning of the
+// temporary directory skips a directory another process holds a flock on, and an idle server's
+// helper may not have been exec'd for longer than that age.
 
-// held is the open helper file whose flock marks it in use; it is never closed.
-var held *os.File
+// held are the open helper file and its directory, whose flocks mark them in use; they are
+// never closed.
+var held [2]*os.File
 
 func resolve(fsys fs.FS) Helper {
 	size, sum, why := embeddedHelper(fsys)
@@ -38,12 +41,15 @@ func resolve(fsys fs.FS) Helper {
 	}
 	dir := filepath.Join(os.TempDir(), "mcp-sandbox-init-"+strconv.Itoa(os.Geteuid()))
 	path, f, err := install(dir, fsys, size, sum)
+	if err == nil {
+		held[0] = f
+		held[1], err = lockShared(dir)
+	}
 	if err != nil {
 		h := Helper{Why: "the embedded init helper could not be written: " + err.Error()}
 		slog.Warn("the init helper: each sandbox child starts this whole binary instead of the helper alone, which costs it more CPU", "why", h.Why)
 		return h
 	}
-	held = f
 	return Helper{Path: path, Embedded: true, Size: size}
 }
 
@@ -56,7 +62,7 @@ func install(dir string, fsys fs.FS, size int64, sum string) (string, *os.File, 
 	}
 	path := filepath.Join(dir, "init-"+sum[:16])
 	for range 3 {
-		f, err := os.Open(path)
+		f, err := lockShared(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := create(dir, path, fsys); err != nil && !errors.Is(err, fs.ErrExist) {
 				return "", nil, err
@@ -65,10 +71,6 @@ func install(dir string, fsys fs.FS, size int64, sum string) (string, *os.File, 
 		}
 		if err != nil {
 			return "", nil, err
-		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-			f.Close()
-			return "", nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		switch why := check(f, path, size); why {
 		case "":
@@ -84,6 +86,19 @@ func install(dir string, fsys fs.FS, size int64, sum string) (string, *os.File, 
 		}
 	}
 	return "", nil, fmt.Errorf("%s kept changing while it was written and locked", path)
+}
+
+// lockShared opens path and takes a shared flock on it.
+func lockShared(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // ownDir makes dir (0755) if needed and says why it cannot hold the helper: it must be a
