@@ -30,9 +30,14 @@ import (
 // temporary directory skips a directory another process holds a flock on, and an idle server's
 // helper may not have been exec'd for longer than that age.
 
-// held are the open helper file and its directory, whose flocks mark them in use; they are
-// never closed.
-var held [2]*os.File
+// keep keeps f's open file, and so its flock, for the rest of the process's life: a
+// descriptor of its own that nothing closes (an *os.File left unreferenced would be closed by
+// its finalizer), close-on-exec so no child inherits the lock.
+func keep(f *os.File) error {
+	defer f.Close()
+	_, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	return err
+}
 
 func resolve(fsys fs.FS) Helper {
 	size, sum, why := embeddedHelper(fsys)
@@ -42,8 +47,13 @@ func resolve(fsys fs.FS) Helper {
 	dir := filepath.Join(os.TempDir(), "mcp-sandbox-init-"+strconv.Itoa(os.Geteuid()))
 	path, f, err := install(dir, fsys, size, sum)
 	if err == nil {
-		held[0] = f
-		held[1], err = lockShared(dir)
+		err = keep(f)
+	}
+	if err == nil {
+		f, err = lockShared(dir)
+	}
+	if err == nil {
+		err = keep(f)
 	}
 	if err != nil {
 		h := Helper{Why: "the embedded init helper could not be written: " + err.Error()}

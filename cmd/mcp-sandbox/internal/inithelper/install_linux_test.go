@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -152,5 +153,29 @@ func TestNoEmbeddedHelper(t *testing.T) {
 	h := resolve(fstest.MapFS{"embedded/README.md": {Data: []byte("x")}})
 	if h.Path != "" || h.Embedded || !strings.Contains(h.Why, "embeds none") {
 		t.Fatalf("%+v", h)
+	}
+}
+
+// TestKeepHoldsTheLock: the lock a server keeps on its helper outlives the *os.File it was
+// taken through, whatever the collector does with that.
+func TestKeepHoldsTheLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "init")
+	fsys, size, sum := fakeHelper("5")
+	path, f, err := install(dir, fsys, size, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keep(f); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	other, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Fatalf("an exclusive lock on a kept helper: %v, want EWOULDBLOCK", err)
 	}
 }
