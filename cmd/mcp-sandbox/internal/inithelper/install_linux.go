@@ -56,7 +56,7 @@ func resolve(fsys fs.FS) Helper {
 		err = keep(f)
 	}
 	if err != nil {
-		h := Helper{Why: "the embedded init helper could not be written: " + err.Error()}
+		h := Helper{Why: "the embedded init helper could not be put in place: " + err.Error()}
 		slog.Warn("the init helper: each sandbox child starts this whole binary instead of the helper alone, which costs it more CPU", "why", h.Why)
 		return h
 	}
