@@ -174,14 +174,14 @@ type runMark struct {
 func (m *Meter) markRun() runMark { return runMark{charges: m.charges, clear: m.charging == 0} }
 
 // noteRun keeps the latest Run usage the ledger reported, asked at mark. Its bytes only when
-// no charge of this meter was under way at any time since (charging): the usage then holds
-// exactly the charges runSeen has added. Its calls always: admission alone counts them, and
-// no charge does. Called with mu held.
+// no charge of this meter was under way at any time since (none at the mark, none begun
+// after it): the usage then holds exactly the charges runSeen has added. Its calls always:
+// admission alone counts them, and no charge does. Called with mu held.
 func (m *Meter) noteRun(u Usage, asked runMark) {
 	if u.Calls < m.runSeen.Calls {
 		return // older than a usage already noted
 	}
-	if asked.clear && m.charging == 0 && m.charges == asked.charges {
+	if asked.clear && m.charges == asked.charges {
 		m.runSeen = u
 		return
 	}
@@ -269,18 +269,15 @@ func (m *Meter) TryCharge(ctx context.Context, u Usage) (bool, error) {
 // read into the sandbox, an output preserved in the blob store. u.Calls must be 0.
 func (m *Meter) Charge(ctx context.Context, u Usage) error {
 	m.beginCharge()
-	if err := m.ledger.Charge(ctx, m.run, m.exec, u); err != nil {
-		m.mu.Lock()
-		m.charging--
-		m.mu.Unlock()
-		return err
-	}
+	err := m.ledger.Charge(ctx, m.run, m.exec, u)
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.charging--
-	m.used = m.used.Add(u)
-	m.runSeen = m.runSeen.Add(u)
-	m.mu.Unlock()
-	return nil
+	if err == nil {
+		m.used = m.used.Add(u)
+		m.runSeen = m.runSeen.Add(u)
+	}
+	return err
 }
 
 // Seen returns the execution's usage and the Run's as this meter last saw it, without asking

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,12 +47,28 @@ func lockDir() string {
 // trusted reports whether dir is a directory (not a link) of this uid that no one else may
 // write: a lock file in it was made by a process of this uid.
 func trusted(dir string) bool {
+	_, err := OwnDir(dir)
+	return err == nil
+}
+
+// OwnDir returns dir's file info, or says why dir is not a directory (not a link) of this
+// uid's that no one else may write: a file in such a directory was made by a process of this
+// uid. The owners' lock directory is checked so, and so is the init helper's (cmd/mcp-sandbox).
+func OwnDir(dir string) (os.FileInfo, error) {
 	info, err := os.Lstat(dir)
-	if err != nil || !info.IsDir() || info.Mode().Perm()&0o022 != 0 {
-		return false
+	if err != nil {
+		return nil, err
 	}
 	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
+	switch {
+	case !info.IsDir():
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("%s belongs to another user", dir)
+	case info.Mode().Perm()&0o022 != 0:
+		return nil, fmt.Errorf("%s may be written by other users (mode %o)", dir, info.Mode().Perm())
+	}
+	return info, nil
 }
 
 // holdLock makes dir/<tag>.lock and holds an exclusive flock on it for the rest of this

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"golang.org/x/sys/unix"
 )
 
@@ -117,20 +118,12 @@ func ownDir(dir string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	info, err := os.Lstat(dir)
+	info, err := owner.OwnDir(dir)
 	if err != nil {
 		return err
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	switch {
-	case !info.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
-	case !ok || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s belongs to another user", dir)
-	case info.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%s may be written by other users (mode %o)", dir, info.Mode().Perm())
-	case info.Mode().Perm() != 0o755:
-		// Made under a umask that took the others' search bit: templates exec as another uid.
+	// Made under a umask that took the others' search bit: templates exec as another uid.
+	if info.Mode().Perm() != 0o755 {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			return err
 		}
