@@ -4,7 +4,6 @@ package container_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -36,15 +35,15 @@ const helperEnv = "MCP_SANDBOX_CONTAINER_TEST_SERVER"
 // the real runtime's path.
 const slowRuntimeEnv = "MCP_SANDBOX_CONTAINER_TEST_SLOW_RUNTIME"
 
-func TestMain(m *testing.M) {
+// runHelpers makes the test binary a helper server or a slow runtime when it was started as
+// one (TestMain, main_test.go).
+func runHelpers() {
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(serveUntilKilled(dir))
 	}
 	if real := os.Getenv(slowRuntimeEnv); real != "" && filepath.Base(os.Args[0]) == "podman" {
 		os.Exit(slowRuntime(real, os.Args[1:]))
 	}
-	gate.Main()
-	os.Exit(m.Run())
 }
 
 // serveUntilKilled writes its owner id to dir/owner, then runs a program that sleeps.
@@ -143,22 +142,6 @@ func TestContractStreams(t *testing.T) {
 			return newRunner(t, ceiling, container.Options{Disable: []string{"socket"}})
 		},
 	})
-}
-
-func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Outcome {
-	t.Helper()
-	return r.Run(context.Background(), engine.Execution{Program: program,
-		Terms: engine.Terms{Limits: lim, Isolation: engine.LevelIsolated, Network: engine.NetworkNone}})
-}
-
-func wantValue(t *testing.T, res *engine.Outcome, into any) {
-	t.Helper()
-	if res.Failure != nil {
-		t.Fatalf("failure %s: %s\n%s\nstderr: %s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback, res.Stderr)
-	}
-	if err := json.Unmarshal(res.Value, into); err != nil {
-		t.Fatalf("value %s: %v", res.Value, err)
-	}
 }
 
 // podman runs the backend's runtime CLI and returns its trimmed output.
