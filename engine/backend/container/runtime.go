@@ -104,7 +104,7 @@ func FindRuntime(ctx context.Context, options *Options) (*Runtime, error) {
 }
 
 func probeRuntime(ctx context.Context, name string) (*Runtime, string) {
-	kind := filepath.Base(strings.TrimSuffix(name, ".exe"))
+	kind := strings.TrimSuffix(strings.ToLower(filepath.Base(name)), ".exe")
 	if kind != "podman" && kind != "docker" {
 		return nil, fmt.Sprintf("%s: not podman or docker", name)
 	}
