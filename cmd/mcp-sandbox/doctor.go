@@ -53,7 +53,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	}
 	// Off Linux, `local` takes the container backend where an engine answers: which engine,
 	// its VM, the image, and what each level gives here.
-	engineState := engineReportOf(ctx, boxed, detected)
+	engineState := engineReportOf(ctx, cfg)
 	for _, name := range sortedKeys(cfg.Profiles) {
 		p, _ := cfg.Profile(name)
 		level, _ := engine.ParseLevel(p.Isolation)

@@ -64,12 +64,21 @@ type engineReport struct {
 	Levels map[string]string `json:"levels"`
 }
 
-// engineReportOf is the engine report for profile p (its container settings), given what
-// detectLocal found for it; nil on Linux, where `local` never takes the container backend.
-func engineReportOf(ctx context.Context, p configs.Profile, found []engine.LocalBackend) *engineReport {
+// engineReportOf is the engine report for the config's first profile of backend local (its
+// python and container settings), or the embedded default's; nil on Linux, where `local`
+// never takes the container backend.
+func engineReportOf(ctx context.Context, cfg *configs.Config) *engineReport {
 	if runtime.GOOS == "linux" {
 		return nil
 	}
+	p := configs.Default().Profiles[configs.DefaultProfileName]
+	for _, name := range sortedKeys(cfg.Profiles) {
+		if q, _ := cfg.Profile(name); q.Backend == configs.BackendLocal {
+			p = q
+			break
+		}
+	}
+	found := detectLocal(p)
 	opts := containerOptions(p)
 	d := container.Detect(ctx, opts)
 	image := opts.Image
