@@ -13,7 +13,7 @@ import (
 
 // The container backend runs wherever a docker or podman CLI reaches an engine: on Linux the
 // engine may be this host's; on macOS and Windows it is Docker Desktop's or a Podman
-// machine's VM, or a remote one (docs/design.md §4.1). Off Linux, `backend: local` takes it
+// machine's VM, or a remote one (docs/design.md §4.5). Off Linux, `backend: local` takes it
 // when it answers (local_darwin.go, local_windows.go).
 
 func newContainer(ctx context.Context, p configs.Profile) (engine.Backend, error) {

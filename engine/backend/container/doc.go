@@ -10,7 +10,7 @@
 // standard streams, the limits graded from the probe inside, an OOM kill and the workspace
 // read through the engine (inspect, exec), the seccomp profile placed where the engine reads
 // it. How one execution is run, the channel, cgroups, kills, the sweep of what a killed server
-// left, and the runtimes' differences: docs/design.md §4.1.
+// left, and the runtimes' differences: docs/design.md §4.1; an engine elsewhere: §4.5.
 //
 // It imports engine, engine/backend/spawned (the tmpfs sizes), failure, internal/identity,
 // internal/launch/seccomp (the seccomp policy), internal/spawn (the child's environment),
