@@ -103,7 +103,7 @@ func (c *child) start(args []string, env []string, token string, stdout, stderr 
 	c.cmd.SysProcAttr = cliAttr()
 	if st, ok := c.ch.(*streams); ok {
 		// The channel is the CLI's stdin and stdout: the host's frames follow the token on
-		// stdin, which stays open, and stdout carries the records (streams_linux.go).
+		// stdin, which stays open, and stdout carries the records (streams.go).
 		r, w, err := os.Pipe()
 		if err != nil {
 			return err

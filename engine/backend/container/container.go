@@ -70,7 +70,7 @@ type Backend struct {
 	// userns: each execution gets a user namespace of its own (podman as root).
 	userns bool
 	// streams: the channel is the container's standard streams, not the token socket
-	// (streams_linux.go): the runtime's containers run where a host socket does not reach.
+	// (streams.go): the runtime's containers run where a host socket does not reach.
 	streams bool
 
 	executions sync.WaitGroup // started children not yet closed

@@ -4,6 +4,7 @@ package container_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -133,15 +134,39 @@ func TestContract(t *testing.T) {
 	})
 }
 
-// The same contract over the channel that runtimes running containers in a VM get: the
-// container's standard streams (MCP_SANDBOX_DISABLE=socket stands in for such a runtime).
-func TestContractStreams(t *testing.T) {
-	sandboxtest.Run(t, sandboxtest.Config{
-		Level: engine.LevelIsolated,
-		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
-			return newRunner(t, ceiling, container.Options{Disable: []string{"socket"}})
-		},
-	})
+// The standard streams with an engine on this host (MCP_SANDBOX_DISABLE=socket): the channel an
+// engine in a VM gets, whose whole contract TestRemoteEngine runs, with what only a local
+// engine adds, the interpreter's pid from the execution's cgroup (its exit, its workspace, the
+// OOM count). One backend: a value with its output, the artifacts read through that pid, a
+// timeout, an OOM kill.
+func TestStreamsOnALocalEngine(t *testing.T) {
+	r := newRunner(t, engine.DefaultLimits, container.Options{Disable: []string{"socket"}})
+	res := run(t, r, "import os\nopen('out.txt', 'w').write('kept')\nprint('hi')\n6*7", engine.Limits{})
+	if res.Failure != nil || string(res.Value) != "42" || res.Stdout != "hi\n" {
+		t.Fatalf("value %s, stdout %q, failure %+v", res.Value, res.Stdout, res.Failure)
+	}
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Name != "out.txt" || res.Artifacts[0].Size != 4 {
+		t.Errorf("artifacts %+v, omitted %+v: want out.txt", res.Artifacts, res.ArtifactsOmit)
+	}
+	res = run(t, r, "import time\nprint('waiting', flush=True)\ntime.sleep(60)", engine.Limits{WallSeconds: 2})
+	if res.Failure == nil || res.Failure.Kind != failure.Timeout || res.Stdout != "waiting\n" {
+		t.Errorf("want a timeout with the output kept, got %+v, stdout %q", res.Failure, res.Stdout)
+	}
+	res = run(t, r, "i = 0\nwhile True:\n    with open('/dev/shm/f%d' % i, 'wb') as f:\n        f.write(b'x' * (4 << 20))\n    i += 1",
+		engine.Limits{MemoryBytes: 48 << 20})
+	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitMemory {
+		t.Errorf("want memory_bytes exceeded by an OOM kill, got %+v (limit %v)", res.Failure, res.LimitHit)
+	}
+}
+
+func wantValue(t *testing.T, res *engine.Outcome, into any) {
+	t.Helper()
+	if res.Failure != nil {
+		t.Fatalf("failure %s: %s\n%s\nstderr: %s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback, res.Stderr)
+	}
+	if err := json.Unmarshal(res.Value, into); err != nil {
+		t.Fatalf("value %s: %v", res.Value, err)
+	}
 }
 
 // podman runs the backend's runtime CLI and returns its trimmed output.

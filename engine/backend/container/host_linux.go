@@ -39,6 +39,9 @@ func newExecCgroup(owner, tag string, memoryBytes int64) (execCgroup, error) {
 	return cgroup.NewParent(cgroup.Base, cgroupName(owner, tag), monitorGroup, memoryBytes)
 }
 
+// cgroupName is the execution cgroup's name for owner id and execution tag.
+func cgroupName(id, tag string) string { return id + "-" + tag }
+
 // cliAttr: the runtime's CLI leads a session of its own and dies with the server.
 func cliAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}

@@ -2,7 +2,6 @@ package container_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"testing"
 
@@ -22,14 +21,4 @@ func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *eng
 	t.Helper()
 	return r.Run(context.Background(), engine.Execution{Program: program,
 		Terms: engine.Terms{Limits: lim, Isolation: engine.LevelIsolated, Network: engine.NetworkNone}})
-}
-
-func wantValue(t *testing.T, res *engine.Outcome, into any) {
-	t.Helper()
-	if res.Failure != nil {
-		t.Fatalf("failure %s: %s\n%s\nstderr: %s", res.Failure.Kind, res.Failure.Message, res.Failure.Traceback, res.Stderr)
-	}
-	if err := json.Unmarshal(res.Value, into); err != nil {
-		t.Fatalf("value %s: %v", res.Value, err)
-	}
 }

@@ -8,9 +8,6 @@ const (
 	OwnerLabel = "io.mcp-sandbox.owner"
 )
 
-// cgroupName is the execution cgroup's name for owner id and execution tag.
-func cgroupName(id, tag string) string { return id + "-" + tag }
-
 // rmArgs removes containers at once, their anonymous volumes included.
 func rmArgs(rt *Runtime) []string {
 	if rt.Kind == "podman" {
