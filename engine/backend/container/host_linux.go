@@ -2,6 +2,7 @@ package container
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +39,9 @@ func hostCgroups() (version string, hybrid bool, detail string) {
 func newExecCgroup(owner, tag string, memoryBytes int64) (execCgroup, error) {
 	return cgroup.NewParent(cgroup.Base, cgroupName(owner, tag), monitorGroup, memoryBytes)
 }
+
+// installedCLI: on Linux a runtime's CLI is on PATH or named.
+func installedCLI(kind string) (string, error) { return exec.LookPath(kind) }
 
 // cgroupName is the execution cgroup's name for owner id and execution tag.
 func cgroupName(id, tag string) string { return id + "-" + tag }

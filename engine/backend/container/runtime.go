@@ -109,6 +109,9 @@ func probeRuntime(ctx context.Context, name string) (*Runtime, string) {
 		return nil, fmt.Sprintf("%s: not podman or docker", name)
 	}
 	path, err := exec.LookPath(name)
+	if err != nil && name == kind {
+		path, err = installedCLI(kind)
+	}
 	if err != nil {
 		return nil, fmt.Sprintf("%s: not installed", name)
 	}
