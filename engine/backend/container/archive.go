@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // workspaceTar, run by the image's interpreter in the container as the execution's identity,
@@ -66,10 +67,24 @@ type execStream struct {
 	once sync.Once
 }
 
+// tarRecord is what a tar writer may still write after the end of the archive a reader has
+// seen (padding to its record size): drained, so an exec that ended its archive ends itself.
+const tarRecord = 20 << 10
+
 func (s *execStream) Close() error {
 	s.once.Do(func() {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
+		_, _ = io.Copy(io.Discard, io.LimitReader(s.ReadCloser, tarRecord))
+		exited := make(chan struct{})
+		go func() {
+			_ = s.cmd.Wait()
+			close(exited)
+		}()
+		select {
+		case <-exited:
+		case <-time.After(cliWaitDelay):
+			_ = s.cmd.Process.Kill()
+			<-exited
+		}
 	})
 	return nil
 }
