@@ -183,8 +183,8 @@ func (b *Backend) Mechanisms() []string {
 	if b.userns {
 		m = append(m, "user-namespace per execution (run_as ids below 65536)")
 	}
-	if os.Geteuid() == 0 {
-		m = append(m, "identity-drop")
+	if os.Geteuid() == 0 || b.rt.Remote {
+		m = append(m, "identity-drop") // the run_as identity; in a VM it is never this host's
 	}
 	switch {
 	case b.cgroup:
