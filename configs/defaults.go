@@ -146,7 +146,7 @@ func withProfileDefaults(p Profile) Profile {
 	orPtr(&w.IdleSeconds, dw.IdleSeconds)
 	orPtr(&w.Start, dw.Start)
 
-	if p.Backend == BackendContainer {
+	if p.Backend == BackendContainer || p.Backend == BackendLocal && p.Container != nil {
 		var c Container
 		if p.Container != nil {
 			c = *p.Container

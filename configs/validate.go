@@ -369,25 +369,28 @@ func (v *validator) sandboxService(s SandboxService) {
 	}
 }
 
-// container checks the container block: present only on a container profile, and nothing in
-// it the runtime would have to guess at.
+// container checks the container block: present only on a container profile, or a local one
+// (on macOS and Windows local takes the container backend where an engine answers; on Linux
+// it never does, and the block is unused there), and nothing in it the runtime would have to
+// guess at.
 func (v *validator) container(at string, p Profile) {
 	c := p.Container
-	if p.Backend != BackendContainer {
+	if p.Backend != BackendContainer && p.Backend != BackendLocal {
 		if c != nil {
-			v.add(at+".container", "applies only to backend %q (this profile's backend is %q)", BackendContainer, p.Backend)
+			v.add(at+".container", "applies only to backend %q, and to %q, which takes it on macOS and Windows (this profile's backend is %q)",
+				BackendContainer, BackendLocal, p.Backend)
 		}
 		return
 	}
-	if p.Python != "" {
+	if c == nil {
+		return
+	}
+	if p.Backend == BackendContainer && p.Python != "" {
 		v.add(at+".python", "is the host's interpreter, which a container does not run; set container.python, the interpreter's path inside the image")
 	}
 	at += ".container"
-	switch rt := c.Runtime; {
-	case rt == "" || rt == "docker" || rt == "podman":
-	case path.IsAbs(rt) && path.Clean(rt) == rt && (path.Base(rt) == "docker" || path.Base(rt) == "podman"):
-	default:
-		v.add(at+".runtime", "unknown runtime %q (docker, podman, or an absolute path to either; empty takes whichever answers)", rt)
+	if rt := c.Runtime; rt != "" && rt != "docker" && rt != "podman" && !runtimePath(rt) {
+		v.add(at+".runtime", "unknown runtime %q (docker, podman, or an absolute path to either, docker.exe or podman.exe on Windows; empty takes whichever answers)", rt)
 	}
 	if len(c.Image) > 255 || !imageRef().MatchString(c.Image) {
 		v.add(at+".image", "%q is not an image reference (name[:tag] or name@sha256:<64 hex digits>, the name in lowercase, e.g. %s)", c.Image, DefaultContainerImage)
@@ -398,6 +401,20 @@ func (v *validator) container(at string, p Profile) {
 	if o := c.OCIRuntime; o != "" && !ociRuntimeName().MatchString(o) && !(path.IsAbs(o) && path.Clean(o) == o) {
 		v.add(at+".oci_runtime", "%q is neither an OCI runtime's name (runc, crun, runsc) nor an absolute path to one", o)
 	}
+}
+
+// runtimePath reports whether rt is an absolute, clean path to docker or podman: a POSIX one,
+// or a Windows one (C:\...\docker.exe).
+func runtimePath(rt string) bool {
+	base := rt[strings.LastIndexAny(rt, `/\`)+1:]
+	switch {
+	case path.IsAbs(rt) && path.Clean(rt) == rt:
+		return base == "docker" || base == "podman"
+	case len(rt) > 3 && rt[1] == ':' && rt[2] == '\\' && !strings.Contains(rt, `\\`) && !strings.Contains(rt, "/"):
+		base = strings.ToLower(base)
+		return base == "docker.exe" || base == "podman.exe"
+	}
+	return false
 }
 
 func (v *validator) runAs(at, s string) {

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -112,6 +114,70 @@ func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFil
 		}
 	}
 	walk(".")
+	return atts, files, omitted
+}
+
+// collectArchive is collectArtifacts over a child's tar stream of its workspace
+// (WorkspaceArchiver): the same rules, the same reasons, the same order (the archive lists
+// each directory's entries sorted, as the walk does). Everything in the archive is the
+// program's to shape, so nothing in it is trusted but as data: a name must be a clean
+// relative path, a file's content is read within what remains of max_bytes, and the stream
+// is read no further than the entries' bound.
+func collectArchive(ctx context.Context, a WorkspaceArchiver, p ArtifactPolicy) ([]Attachment, []ArtifactFile, []OmittedFile) {
+	if p.MaxFiles <= 0 {
+		p.MaxFiles = 64
+	}
+	if p.MaxBytes <= 0 {
+		p.MaxBytes = 16 << 20
+	}
+	atts, files, omitted := []Attachment{}, []ArtifactFile{}, []OmittedFile{}
+	rc, err := a.WorkspaceArchive(ctx)
+	if err != nil {
+		return atts, files, append(omitted, OmittedFile{Path: ".", Reason: "the workspace could not be read after the program ended: " + err.Error()})
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	remaining := p.MaxBytes
+	for visited := 1; ; visited++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return atts, files, append(omitted, OmittedFile{Path: ".", Reason: "the workspace's archive broke off: the rest was not looked at"})
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if name == "." || !fs.ValidPath(name) {
+			continue
+		}
+		if visited > maxArtifactEntries {
+			return atts, files, append(omitted, OmittedFile{Path: name, Reason: "the workspace has more than 10000 entries; the rest were not looked at"})
+		}
+		mode := h.FileInfo().Mode()
+		switch {
+		case mode.IsDir():
+		case mode&fs.ModeSymlink != 0:
+			omitted = append(omitted, OmittedFile{Path: name, Reason: "a symbolic link: links are never followed or collected"})
+		case h.Typeflag == tar.TypeLink:
+			omitted = append(omitted, OmittedFile{Path: name, Reason: "a second name of a file already listed (a hard link): collected once"})
+		case !mode.IsRegular():
+			omitted = append(omitted, OmittedFile{Path: name, Reason: "not a regular file (" + kindOf(mode) + "): never collected"})
+		case len(files) >= p.MaxFiles:
+			omitted = append(omitted, OmittedFile{Path: name, Reason: "over artifacts.max_files"})
+		case h.Size > remaining:
+			omitted = append(omitted, OmittedFile{Path: name, Reason: "over artifacts.max_bytes"})
+		default:
+			data, err := io.ReadAll(io.LimitReader(tr, remaining+1))
+			if err != nil || int64(len(data)) != h.Size {
+				omitted = append(omitted, OmittedFile{Path: name, Reason: "unreadable"})
+				continue
+			}
+			remaining -= int64(len(data))
+			files = append(files, ArtifactFile{Name: name, Data: data})
+			atts = append(atts, inlineText(Attachment{Name: name, ContentType: contentType(name, data),
+				Size: int64(len(data)), Location: "preview_only"}, data, p.InlineBytes))
+		}
+	}
 	return atts, files, omitted
 }
 

@@ -24,6 +24,7 @@ func (r *Runner) Describe(ctx context.Context) *Description {
 // Refresh probes the backend again and caches the answer.
 func (r *Runner) Refresh(ctx context.Context) *Description {
 	d := r.probe(ctx)
+	d.Fallback = r.opts.Fallback
 	r.mu.Lock()
 	r.desc = d
 	r.mu.Unlock()

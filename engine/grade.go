@@ -23,8 +23,11 @@ import (
 //     Otherwise unavailable, even behind a kernel boundary: the child runs as the host's
 //     own uid, and the result says so. Whether that is accepted is a Requirement.
 //   - cpu, memory, file_size: the child saw the rlimit in force (or a cgroup binds memory);
-//     for cpu, soft at cpu_seconds and hard at most CPUGraceSeconds above it.
-//   - process_count: a pids cgroup enforces it, and so does RLIMIT_NPROC in a user namespace
+//     for cpu, soft at cpu_seconds and hard at most CPUGraceSeconds above it. An engine's
+//     cgroup this host cannot read (Facts.EngineCgroup) binds memory where the child saw its
+//     limit there, at most memory_bytes.
+//   - process_count: a pids cgroup enforces it (an engine's, where the child saw its limit
+//     there at most process_count), and so does RLIMIT_NPROC in a user namespace
 //     of the child's own (the kernel counts it per namespace and uid there); elsewhere
 //     RLIMIT_NPROC binds a uid, so it follows the identity grade, and means nothing for root.
 //   - process_tree: unavailable when the backend cannot kill the program's processes at all
@@ -102,13 +105,14 @@ func grade(p wire.Probe, f Facts, t Terms, envAllowlist []string) grading {
 	rl := func(name string, want int64) Grade { return rlimit(name, want, want) }
 	g[DimCPU] = rlimit("cpu", int64(CPURlimit(t.CPUSeconds)), int64(CPUHardRlimit(t.CPUSeconds)))
 	g[DimMemory] = rl("as", t.MemoryBytes)
-	if f.Cgroup {
+	seen := func(v, want int64) bool { return v > 0 && v <= want }
+	if f.Cgroup || f.EngineCgroup && seen(p.CgroupMemory, t.MemoryBytes) {
 		g[DimMemory] = Enforced
 	}
 	g[DimFileSize] = rl("fsize", t.FileSizeBytes)
 
 	switch {
-	case f.Cgroup:
+	case f.Cgroup, f.EngineCgroup && seen(p.CgroupPIDs, int64(t.ProcessCount)):
 		g[DimProcessCount] = Enforced
 	case f.UserNamespace && rl("nproc", int64(t.ProcessCount)) == Enforced:
 		g[DimProcessCount] = Enforced

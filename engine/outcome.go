@@ -25,8 +25,11 @@ type Outcome struct {
 	DurationSeconds float64    `json:"duration_seconds"`
 	Terms           Terms      `json:"terms"`
 	Isolation       Level      `json:"isolation"`
-	Guarantees      Guarantees `json:"guarantees"`
-	NetworkDenied   bool       `json:"network_denied"`
+	// IsolationFallback says why the profile runs below the isolated level it takes where it
+	// can (RunnerOptions.Fallback): absent when it does not.
+	IsolationFallback string     `json:"isolation_fallback,omitempty"`
+	Guarantees        Guarantees `json:"guarantees"`
+	NetworkDenied     bool       `json:"network_denied"`
 	// Network is what the egress proxy decided, under network rules only.
 	Network       *egress.Stats `json:"network,omitempty"`
 	Attachments   []Attachment  `json:"attachments"`

@@ -24,6 +24,10 @@ import (
 type RunnerOptions struct {
 	// Ceiling is the profile's hard limits: no execution runs above them.
 	Ceiling Limits
+	// Fallback, when set, says why this profile's backend runs below the isolated level it
+	// would have taken where it could (`backend: local` on a desktop with no container engine
+	// answering): every Outcome carries it (Outcome.IsolationFallback).
+	Fallback string
 	// Isolation is the least level the profile must reach; an execution never runs below it.
 	Isolation Level
 	// AllowNetwork is the profile's network grant; without it, a request for network is refused.
@@ -246,6 +250,7 @@ func (r *Runner) Run(ctx context.Context, ex Execution) *Outcome {
 	t := r.Terms(ex.Terms)
 	res := r.run(ctx, ex, t)
 	res.DurationSeconds = time.Since(start).Seconds()
+	res.IsolationFallback = r.opts.Fallback
 	return res
 }
 

@@ -63,6 +63,8 @@ type Description struct {
 	Problems     []string   `json:"problems"`
 	LimitCeiling Limits     `json:"limit_ceiling"`
 	Python       string     `json:"python,omitempty"`
+	// Fallback is RunnerOptions.Fallback: why the profile runs below the isolated level.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // BootstrapSource is the text every child runs first (package bootstrap), for a backend that
@@ -134,12 +136,22 @@ type Child interface {
 	// concurrently with Wait.
 	Kill()
 	// Workspace is a host path through which the workspace can be read while the program's
-	// main process lives, or "" when the backend offers none. The path may lead through the
+	// main process lives, or "" when the backend offers none (then a WorkspaceArchiver's
+	// archive is read, where the child is one). The path may lead through the
 	// sandbox's own root: open it only with os.Root, never following a symlink.
 	Workspace() string
 	// Close kills what is left, waits for the output copies (bounded), and removes the
 	// workspace and any cgroup. It is idempotent.
 	Close() TreeUsage
+}
+
+// WorkspaceArchiver is a Child whose workspace no host path reaches (a container in an
+// engine's VM) but which can hand it over while the program's main process lives: a tar
+// stream of the workspace, its entries relative to it, links and special files as headers
+// without content. The engine reads it within the artifact policy's bounds (a hostile
+// program may have written the archive's entries' content, never their bounds) and closes it.
+type WorkspaceArchiver interface {
+	WorkspaceArchive(ctx context.Context) (io.ReadCloser, error)
 }
 
 // Facts are the containment a backend built, independent of what the child observed.
@@ -151,6 +163,11 @@ type Facts struct {
 	// even its uid 0.
 	UserNamespace bool
 	Cgroup        bool // memory and pids limits and a tree kill through a cgroup
+	// EngineCgroup: a container engine elsewhere (a VM's, another machine's) holds the
+	// memory and pids limits in a cgroup of its own, which this host cannot read: they are
+	// graded from what the child's probe saw of its cgroup (wire.Probe.CgroupMemory,
+	// CgroupPIDs), never assumed.
+	EngineCgroup bool
 	// Subreaper: an init of the backend's own is the child subreaper of the program's tree
 	// and kills it to the last process (no cgroup or pid namespace needed); it can do so
 	// only while the program cannot kill it, which SignalScoped or another uid ensures.

@@ -69,7 +69,7 @@ func (s *session) drive(ctx context.Context) {
 	defer c.stop()
 	e := s.loop(ctx, c)
 	if e.done != nil {
-		s.collect()
+		s.collect(ctx)
 	}
 	if e.done != nil && e.done.OK && s.outputEnded() && s.treeKillCertain() {
 		// The program completed and every byte it wrote is in: the result is known now, and
@@ -264,12 +264,14 @@ func (s *session) onFrame(c *clocks, f wire.Frame) (*wire.Done, *Failure) {
 
 // collect gathers the artifacts after done: the interpreter waits after done until the host
 // closes the channel, so the workspace (and a namespace holding it) is still there.
-func (s *session) collect() {
+func (s *session) collect(ctx context.Context) {
 	if !s.r.opts.Artifacts.Collect {
 		return
 	}
 	if ws := s.p.child.Workspace(); ws != "" {
 		s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArtifacts(ws, s.r.opts.Artifacts)
+	} else if a, ok := s.p.child.(WorkspaceArchiver); ok {
+		s.res.Artifacts, s.res.ArtifactFiles, s.res.ArtifactsOmit = collectArchive(ctx, a, s.r.opts.Artifacts)
 	} else {
 		s.res.ArtifactsOmit = append(s.res.ArtifactsOmit, OmittedFile{Path: ".",
 			Reason: "the " + s.r.backend.Name() + " backend cannot show its workspace to the host; nothing was collected"})

@@ -441,6 +441,9 @@ func RenderText(res *execution.Result) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "terms: %s; isolation %s", limitsText(res.Terms), isolationText(res.Terms.Isolation, res.Isolation))
+	if res.IsolationFallback != "" {
+		fmt.Fprintf(&b, " (%s)", res.IsolationFallback)
+	}
 	return b.String()
 }
 

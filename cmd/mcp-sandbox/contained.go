@@ -42,7 +42,7 @@ func containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamP
 	return func(ctx context.Context, command []string, env map[string]string) (*upstream.Launched, error) {
 		once.Do(func() {
 			if level, openErr = engine.ParseLevel(p.Isolation); openErr == nil {
-				backend, openErr = openBackend(context.Background(), pname, p, level, "")
+				backend, _, openErr = openBackend(context.Background(), pname, p, level, "")
 			}
 		})
 		if openErr != nil {

@@ -25,11 +25,11 @@ func TestOpenBackendSelection(t *testing.T) {
 	if err != nil {
 		gate.Require(t, "isolated", false, fmt.Sprintf("this host has no isolated backend: %v", err))
 	}
-	b, err := openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated, "")
+	b, _, err := openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated, "")
 	if err != nil || b.Name() != best.Name {
 		t.Fatalf("local at isolated opened %v, %v; want %s", b, err, best.Name)
 	}
-	_, err = openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated, "")
+	_, _, err = openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated, "")
 	if err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("process at isolated: %v, want a refusal", err)
 	}
@@ -50,5 +50,27 @@ func TestBuiltBackendsAreTheSwitch(t *testing.T) {
 		if built := slices.Contains(builtBackends, b); opened != built {
 			t.Errorf("backend %s: in builtBackends %v, but openBackend: %v", b, built, err)
 		}
+	}
+}
+
+// `local` on macOS and Windows falls back to the process level when no container engine
+// answers, and says why in every result; it says nothing when it reached isolated, or where
+// the container backend was no candidate (Linux).
+func TestContainerFallback(t *testing.T) {
+	noEngine := engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: "no container runtime answers here (podman: not installed)"}
+	process := engine.LocalBackend{Name: "jobobject", Isolation: engine.LevelProcess, Available: true}
+	got := containerFallback([]engine.LocalBackend{noEngine, process}, process)
+	for _, want := range []string{"process level (jobobject)", "needs a container engine", "podman: not installed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("fallback %q does not say %q", got, want)
+		}
+	}
+	isolated := noEngine
+	isolated.Available = true
+	if got := containerFallback([]engine.LocalBackend{isolated, process}, isolated); got != "" {
+		t.Errorf("an isolated pick has a fallback: %q", got)
+	}
+	if got := containerFallback([]engine.LocalBackend{process}, process); got != "" {
+		t.Errorf("no container candidate, yet a fallback: %q", got)
 	}
 }

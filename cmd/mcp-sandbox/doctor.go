@@ -39,8 +39,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	var reports []profileReport
 	ready := true
 	detected := detectLocal(configs.Profile{})
-	// The container backend is never what `local` picks, but doctor says whether it could run,
-	// for the default image, or for the first container profile's.
+	// On Linux the container backend is never what `local` picks, but doctor says whether it
+	// could run, for the default image, or for the first container profile's.
 	boxed := configs.Profile{Backend: configs.BackendContainer}
 	for _, name := range sortedKeys(cfg.Profiles) {
 		if p, _ := cfg.Profile(name); p.Backend == configs.BackendContainer {
@@ -48,7 +48,12 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			break
 		}
 	}
-	detected = append(detected, detectContainer(ctx, boxed))
+	if !slices.ContainsFunc(detected, func(b engine.LocalBackend) bool { return b.Name == configs.BackendContainer }) {
+		detected = append(detected, detectContainer(ctx, boxed))
+	}
+	// Off Linux, `local` takes the container backend where an engine answers: which engine,
+	// its VM, the image, and what each level gives here.
+	engineState := engineReportOf(ctx, cfg)
 	for _, name := range sortedKeys(cfg.Profiles) {
 		p, _ := cfg.Profile(name)
 		level, _ := engine.ParseLevel(p.Isolation)
@@ -76,8 +81,12 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "init_helper": helper, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg),
-			"upstream_auth": upAuth, "upstreams": ups})
+		doc := map[string]any{"backends": detected, "init_helper": helper, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg),
+			"upstream_auth": upAuth, "upstreams": ups}
+		if engineState != nil {
+			doc["container_engine"] = engineState
+		}
+		_ = enc.Encode(doc)
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
 		for _, b := range detected {
@@ -86,6 +95,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 				state = "unavailable: " + b.Reason
 			}
 			fmt.Fprintf(stdout, "  %-11s %-9s %s\n", b.Name, b.Isolation, state)
+		}
+		if engineState != nil {
+			engineState.write(stdout)
 		}
 		if helper.Embedded {
 			fmt.Fprintf(stdout, "init helper: %s (the helper alone, embedded in this binary: %.1f MB)\n", helper.Path, float64(helper.Size)/1e6)
@@ -238,6 +250,9 @@ func printProfile(w io.Writer, name string, requires engine.Level, d *engine.Des
 	}
 	if len(d.Mechanisms) > 0 {
 		fmt.Fprintf(w, "  mechanisms: %s\n", strings.Join(d.Mechanisms, ", "))
+	}
+	if d.Fallback != "" {
+		fmt.Fprintf(w, "  fallback: %s\n", d.Fallback)
 	}
 	l := d.LimitCeiling
 	fmt.Fprintf(w, "  hard limits: cpu %gs, wall %gs, memory %s, file size %s, %d processes\n",

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/inithelper"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
@@ -32,39 +30,6 @@ func newBwrap(ctx context.Context, p configs.Profile, cacheDir string) (engine.B
 	o := bwrapOptions(p)
 	o.CacheDir = cacheDir
 	return bwrap.New(ctx, o)
-}
-
-func newContainer(ctx context.Context, p configs.Profile) (engine.Backend, error) {
-	return container.New(ctx, containerOptions(p))
-}
-
-// watchPause watches for the pause process rootless podman starts at its first command (the
-// container backend's probes run podman); the function it returns ends the one the probes
-// started, and says why one stays when another podman process of the user uses it.
-func watchPause() func() string {
-	w := container.WatchPause()
-	return func() string {
-		if _, kept := w.End(); len(kept) > 0 {
-			return fmt.Sprintf("podman's pause process (pid %d), started by the container backend's probe, stays: another podman process of this user joined it", kept[0])
-		}
-		return ""
-	}
-}
-
-// detectContainer is the container backend as profile p would find it: a runtime that
-// answers and the image present, or why not and the command that fixes it. It starts nothing.
-func detectContainer(ctx context.Context, p configs.Profile) engine.LocalBackend {
-	d := container.Detect(ctx, containerOptions(p))
-	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Available: d.Available, Reason: d.Reason}
-}
-
-func containerOptions(p configs.Profile) *container.Options {
-	c := configs.Container{}
-	if p.Container != nil {
-		c = *p.Container
-	}
-	return &container.Options{Runtime: c.Runtime, Image: c.Image, Python: c.Python, OCIRuntime: c.OCIRuntime,
-		RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }
 
 // detectLocal lists the local backends this host offers for profile p, with the reason and

@@ -10,8 +10,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
-// Linux's own local backends (process, namespaces, bwrap) and the container backend's Linux
-// plumbing are absent on every other system, for the reason the system's localWhy gives
+// Linux's own local backends (process, namespaces, bwrap) are absent on every other system, for the reason the system's localWhy gives
 // (local_darwin.go, local_windows.go, local_other.go): one set of refusals for all of them.
 
 func unavailable() (engine.Backend, error) {
@@ -27,11 +26,3 @@ func newNamespaces(context.Context, configs.Profile, string) (engine.Backend, er
 	return unavailable()
 }
 func newBwrap(context.Context, configs.Profile, string) (engine.Backend, error) { return unavailable() }
-func newContainer(context.Context, configs.Profile) (engine.Backend, error)     { return unavailable() }
-
-func detectContainer(context.Context, configs.Profile) engine.LocalBackend {
-	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Reason: localWhy}
-}
-
-// watchPause: rootless podman's pause process is Linux's (on macOS podman runs in a VM).
-func watchPause() func() string { return func() string { return "" } }

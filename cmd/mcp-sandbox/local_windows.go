@@ -11,7 +11,9 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/jobobject"
 )
 
-// On Windows `local` is the jobobject backend (the process level); Linux's own local
+// On Windows `local` is the container backend (the isolated level) where Docker Desktop or a
+// Podman machine answers with the image present, and otherwise the jobobject backend (the
+// process level), saying why in every result (openBackend's fallback); Linux's own local
 // backends are reported absent with why.
 var localWhy = "this backend needs Linux; on Windows the local backend is jobobject"
 
@@ -26,6 +28,7 @@ func init() {
 func detectLocal(p configs.Profile) []engine.LocalBackend {
 	ok, why := jobobject.Available(p.Python)
 	return engine.DetectLocalBackends([]engine.LocalBackend{
+		detectContainer(context.Background(), p),
 		{Name: "jobobject", Isolation: engine.LevelProcess, Available: ok, Reason: why},
 		{Name: "namespaces", Isolation: engine.LevelIsolated, Reason: localWhy},
 		{Name: "bwrap", Isolation: engine.LevelIsolated, Reason: localWhy},

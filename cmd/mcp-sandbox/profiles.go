@@ -56,7 +56,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, o openOpti
 	if p.Backend == configs.BackendRemote {
 		return openRemote(name, p, level)
 	}
-	backend, err := openBackend(ctx, name, p, level, o.cacheDir)
+	backend, fallback, err := openBackend(ctx, name, p, level, o.cacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +68,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, o openOpti
 		return nil, fmt.Errorf("profile %q: %v", name, err)
 	}
 	return engine.NewRunner(backend, &engine.RunnerOptions{
+		Fallback:       fallback,
 		Egress:         pol,
 		Ceiling:        engineLimits(p.HardLimits, engine.Limits{}),
 		Isolation:      level,
@@ -109,35 +110,56 @@ type openOptions struct {
 }
 
 // openBackend picks the backend a profile names. `local` takes the strongest local backend
-// that reaches the profile's level, and never a weaker one.
-func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level, cacheDir string) (engine.Backend, error) {
+// that reaches the profile's level, and never a weaker one; when that is below the isolated
+// level while a container engine could have given it (macOS and Windows, where `local` takes
+// the container backend whenever an engine answers), fallback says why, for every result.
+func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level, cacheDir string) (b engine.Backend, fallback string, err error) {
 	backend := p.Backend
 	if backend == "local" {
-		pick, err := engine.SelectLocal(detectLocal(p), level)
+		found := detectLocal(p)
+		pick, err := engine.SelectLocal(found, level)
 		if err != nil {
-			return nil, failure.New(failure.IsolationUnavailable, "profile %q: %v; %s", name, err, localAdvice)
+			return nil, "", failure.New(failure.IsolationUnavailable, "profile %q: %v; %s", name, err, localAdvice)
 		}
 		backend = pick.Name
+		fallback = containerFallback(found, pick)
 	}
 	switch backend {
 	case "process":
 		if level.AtLeast(engine.LevelIsolated) {
-			return nil, failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
+			return nil, "", failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
 				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
-		return newProcess(ctx, p, cacheDir)
+		b, err = newProcess(ctx, p, cacheDir)
 	case "namespaces":
-		return newNamespaces(ctx, p, cacheDir)
+		b, err = newNamespaces(ctx, p, cacheDir)
 	case "bwrap":
-		return newBwrap(ctx, p, cacheDir)
+		b, err = newBwrap(ctx, p, cacheDir)
 	case "container":
-		return newContainer(ctx, p)
-	case "seatbelt": // what local picks on macOS
-		return newSeatbelt(ctx, p, cacheDir)
-	case "jobobject": // what local picks on Windows
-		return newJobObject(ctx, p, cacheDir)
+		b, err = newContainer(ctx, p)
+	case "seatbelt": // what local picks on macOS without a container engine
+		b, err = newSeatbelt(ctx, p, cacheDir)
+	case "jobobject": // what local picks on Windows without a container engine
+		b, err = newJobObject(ctx, p, cacheDir)
+	default:
+		return nil, "", fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 	}
-	return nil, fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
+	return b, fallback, err
+}
+
+// containerFallback says why `local` picked pick, below the isolated level, where the
+// container backend was a candidate (found lists it on macOS and Windows): "" when the pick is
+// isolated or no container candidate was there.
+func containerFallback(found []engine.LocalBackend, pick engine.LocalBackend) string {
+	if pick.Isolation.AtLeast(engine.LevelIsolated) {
+		return ""
+	}
+	for _, b := range found {
+		if b.Name == configs.BackendContainer && !b.Available {
+			return fmt.Sprintf("programs run at the %s level (%s): the isolated level needs a container engine, and %s", pick.Isolation, pick.Name, b.Reason)
+		}
+	}
+	return ""
 }
 
 // onlyOn refuses a backend that is another system's (jobobject_other.go, seatbelt_other.go).

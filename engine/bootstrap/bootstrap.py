@@ -431,6 +431,20 @@ def _probe():
             p["landlock_root"] = "refused"
         except OSError:
             p["landlock_root"] = "unknown"
+        # The limits of its own cgroup, as a container engine in a VM set them where the host
+        # cannot look: v2's files, else v1's (-1: none).
+        for key, paths in (("cgroup_memory", ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")),
+                           ("cgroup_pids", ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"))):
+            for path in paths:
+                try:
+                    with open(path) as f:
+                        v = f.read().strip()
+                    n = -1 if v == "max" or int(v) >= 1 << 62 else int(v)
+                except (OSError, ValueError):
+                    continue
+                if n != 0:
+                    p[key] = n
+                break
     return p
 
 

@@ -70,6 +70,11 @@ type Probe struct {
 	// "allowed" or "unknown" (the permissions deny it, or another error); absent on Windows.
 	// A forked child that was to install Landlock is refused unless it says "refused".
 	LandlockRoot string `json:"landlock_root,omitempty"`
+	// CgroupMemory and CgroupPIDs are the memory (bytes) and pids limits of the child's own
+	// cgroup as it sees them (/sys/fs/cgroup, v2 or v1): -1 for none ("max"), absent when
+	// unreadable. A container engine in a VM sets them where the host cannot look.
+	CgroupMemory int64 `json:"cgroup_memory,omitempty"`
+	CgroupPIDs   int64 `json:"cgroup_pids,omitempty"`
 }
 
 // Call asks the host to call a tool on the program's behalf.

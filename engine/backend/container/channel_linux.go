@@ -4,7 +4,6 @@ package container
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -113,6 +112,3 @@ func (c *channel) Close() error {
 	c.proc.close()
 	return nil
 }
-
-// errNoChild reads as the end of the channel, which is what it is to the Runner.
-var errNoChild = fmt.Errorf("the sandbox child exited before it connected: %w", io.EOF)

@@ -36,15 +36,15 @@ const helperEnv = "MCP_SANDBOX_CONTAINER_TEST_SERVER"
 // the real runtime's path.
 const slowRuntimeEnv = "MCP_SANDBOX_CONTAINER_TEST_SLOW_RUNTIME"
 
-func TestMain(m *testing.M) {
+// runHelpers makes the test binary a helper server or a slow runtime when it was started as
+// one (TestMain, main_test.go).
+func runHelpers() {
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(serveUntilKilled(dir))
 	}
 	if real := os.Getenv(slowRuntimeEnv); real != "" && filepath.Base(os.Args[0]) == "podman" {
 		os.Exit(slowRuntime(real, os.Args[1:]))
 	}
-	gate.Main()
-	os.Exit(m.Run())
 }
 
 // serveUntilKilled writes its owner id to dir/owner, then runs a program that sleeps.
@@ -134,21 +134,29 @@ func TestContract(t *testing.T) {
 	})
 }
 
-// The same contract over the channel that runtimes running containers in a VM get: the
-// container's standard streams (MCP_SANDBOX_DISABLE=socket stands in for such a runtime).
-func TestContractStreams(t *testing.T) {
-	sandboxtest.Run(t, sandboxtest.Config{
-		Level: engine.LevelIsolated,
-		New: func(t *testing.T, ceiling engine.Limits) engine.Sandbox {
-			return newRunner(t, ceiling, container.Options{Disable: []string{"socket"}})
-		},
-	})
-}
-
-func run(t *testing.T, r *engine.Runner, program string, lim engine.Limits) *engine.Outcome {
-	t.Helper()
-	return r.Run(context.Background(), engine.Execution{Program: program,
-		Terms: engine.Terms{Limits: lim, Isolation: engine.LevelIsolated, Network: engine.NetworkNone}})
+// The standard streams with an engine on this host (MCP_SANDBOX_DISABLE=socket): the channel an
+// engine in a VM gets, whose whole contract TestRemoteEngine runs, with what only a local
+// engine adds, the interpreter's pid from the execution's cgroup (its exit, its workspace, the
+// OOM count). One backend: a value with its output, the artifacts read through that pid, a
+// timeout, an OOM kill.
+func TestStreamsOnALocalEngine(t *testing.T) {
+	r := newRunner(t, engine.DefaultLimits, container.Options{Disable: []string{"socket"}})
+	res := run(t, r, "import os\nopen('out.txt', 'w').write('kept')\nprint('hi')\n6*7", engine.Limits{})
+	if res.Failure != nil || string(res.Value) != "42" || res.Stdout != "hi\n" {
+		t.Fatalf("value %s, stdout %q, failure %+v", res.Value, res.Stdout, res.Failure)
+	}
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Name != "out.txt" || res.Artifacts[0].Size != 4 {
+		t.Errorf("artifacts %+v, omitted %+v: want out.txt", res.Artifacts, res.ArtifactsOmit)
+	}
+	res = run(t, r, "import time\nprint('waiting', flush=True)\ntime.sleep(60)", engine.Limits{WallSeconds: 2})
+	if res.Failure == nil || res.Failure.Kind != failure.Timeout || res.Stdout != "waiting\n" {
+		t.Errorf("want a timeout with the output kept, got %+v, stdout %q", res.Failure, res.Stdout)
+	}
+	res = run(t, r, "i = 0\nwhile True:\n    with open('/dev/shm/f%d' % i, 'wb') as f:\n        f.write(b'x' * (4 << 20))\n    i += 1",
+		engine.Limits{MemoryBytes: 48 << 20})
+	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitMemory {
+		t.Errorf("want memory_bytes exceeded by an OOM kill, got %+v (limit %v)", res.Failure, res.LimitHit)
+	}
 }
 
 func wantValue(t *testing.T, res *engine.Outcome, into any) {

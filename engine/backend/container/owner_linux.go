@@ -1,5 +1,3 @@
-//go:build linux
-
 package container
 
 import (
@@ -11,14 +9,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
-)
-
-const (
-	// ownerPrefix names a Backend's owner id (owner.Name(ownerPrefix)), which names its
-	// directory ("mcp-sandbox-" + id), its containers and their cgroups.
-	ownerPrefix = "ctr"
-	// OwnerLabel is the label every container of this backend carries: its owner's id.
-	OwnerLabel = "io.mcp-sandbox.owner"
 )
 
 // newOwner makes a Backend's owner id, which carries this process's owner tag, and its
@@ -64,15 +54,4 @@ func sweep(ctx context.Context, rt *Runtime, stateDir string) {
 		return strings.HasPrefix(name, ownerPrefix+"-") && i > 0 && owner.DeadName(name[:i])
 	})
 	owner.Sweep(stateDir, "mcp-sandbox-"+ownerPrefix, os.RemoveAll)
-}
-
-// cgroupName is the execution cgroup's name for owner id and execution tag.
-func cgroupName(id, tag string) string { return id + "-" + tag }
-
-// rmArgs removes containers at once, their anonymous volumes included.
-func rmArgs(rt *Runtime) []string {
-	if rt.Kind == "podman" {
-		return []string{"rm", "--force", "--volumes", "--time", "0", "--ignore"}
-	}
-	return []string{"rm", "--force", "--volumes"}
 }

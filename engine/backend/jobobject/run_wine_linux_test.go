@@ -36,6 +36,8 @@ type wineResult struct {
 	LimitHit   *string           `json:"limit_hit"`
 	Duration   float64           `json:"duration_seconds"`
 	Guarantees map[string]string `json:"guarantees"`
+	// Fallback says why local runs at the process level: no container engine answers.
+	Fallback string `json:"isolation_fallback"`
 }
 
 // wineRun runs mcp-sandbox.exe under Wine with the jobobject backend (backend: local, which
@@ -74,6 +76,27 @@ tenants:
 		}
 	}
 	return res
+}
+
+// doctor runs mcp-sandbox.exe doctor on the config of the run named name, under Wine with no
+// container engine reachable: it must say none answers, that the isolated level waits for
+// one, and that local falls back to the process level, which it describes.
+func (w *wineRun) doctor(t *testing.T, name string) {
+	t.Helper()
+	cmd := exec.Command(w.wine, w.exe, "doctor", "--config", filepath.Join(w.dir, name+".yaml"))
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "WINEPREFIX="+w.prefix, "WINEDEBUG=-all")
+	out, err := cmd.Output()
+	text := string(out)
+	t.Logf("mcp-sandbox.exe doctor (%v):\n%s", err, text)
+	for _, want := range []string{"container engine (the isolated level here):", "engine   none answers: no container runtime answers here",
+		"podman: not installed", "docker: not installed", "isolated unavailable until an engine answers with the image",
+		"process  jobobject: a Job Object per program", "falls back to it when no engine answers",
+		"profile default: backend jobobject", "fallback: programs run at the process level (jobobject)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("mcp-sandbox.exe doctor does not say %q", want)
+		}
+	}
 }
 
 func deref(s *string) string {
@@ -136,6 +159,13 @@ func TestRunUnderWine(t *testing.T) {
 	if res.Failure != nil || strings.TrimSpace(res.Stdout) != "42" {
 		t.Fatalf("print(42): stdout %q, failure %+v, stderr %q", res.Stdout, res.Failure, res.Stderr)
 	}
+	// No container engine answers under Wine (no docker.exe or podman.exe on its PATH): local
+	// fell back to the process level and the result says why; doctor says which engine it
+	// looked for and offers the process level.
+	if !strings.Contains(res.Fallback, "process level (jobobject)") || !strings.Contains(res.Fallback, "not installed") {
+		t.Errorf("print(42) ran at the process level without an engine, yet isolation_fallback is %q", res.Fallback)
+	}
+	w.doctor(t, "print42")
 	// A wall clock of a few interpreter starts, stretched by gate.Scaled where nothing but a
 	// failure waits for it.
 	wall := func(times float64) int { return int(times*baseline) + 20 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
@@ -32,7 +33,7 @@ func TestPolicyOneDefinition(t *testing.T) {
 			t.Errorf("programBytes: %d bytes for %d instructions", len(b), len(prog))
 		}
 
-		raw, err := OCIProfile(networkNone)
+		raw, err := OCIProfile(networkNone, runtime.GOARCH)
 		if err != nil {
 			t.Fatalf("OCIProfile(%v): %v", networkNone, err)
 		}
@@ -54,7 +55,7 @@ func TestPolicyOneDefinition(t *testing.T) {
 		if err := json.Unmarshal(raw, &profile); err != nil {
 			t.Fatalf("the profile is not JSON: %v", err)
 		}
-		if profile.DefaultAction != "SCMP_ACT_ALLOW" || len(profile.Architectures) != 1 {
+		if profile.DefaultAction != "SCMP_ACT_ALLOW" || len(profile.Architectures) != 1 || profile.Architectures[0] != ociArch[runtime.GOARCH] {
 			t.Errorf("profile default %q, architectures %q: want allow, and this build's architecture only", profile.DefaultAction, profile.Architectures)
 		}
 		if len(profile.Syscalls) != len(policy) {
@@ -237,5 +238,30 @@ func TestTemplatePolicy(t *testing.T) {
 		if err != nil || len(b) != 8*len(prog) || binary.LittleEndian.Uint32(b[4:8]) != prog[0].K && binary.BigEndian.Uint32(b[4:8]) != prog[0].K {
 			t.Errorf("ProgramBytes(%v): %d bytes for %d instructions (%v)", networkNone, len(b), len(prog), err)
 		}
+	}
+}
+
+// ociArch is the profile's architecture for each GOARCH the policy knows.
+var ociArch = map[string]string{"amd64": "SCMP_ARCH_X86_64", "arm64": "SCMP_ARCH_AARCH64"}
+
+// The policy is built on every system (a Mac's client hands a Linux VM its profile), with
+// Linux's numbers written out: they are x/sys's for Linux. An engine names its architecture
+// in its own words, and the profile is for that one; one the policy does not know is an error.
+func TestLinuxNumbersAndEngineArchitectures(t *testing.T) {
+	for _, n := range [][2]uint64{{uint64(errEPERM), uint64(unix.EPERM)}, {uint64(errEACCES), uint64(unix.EACCES)},
+		{uint64(errENOSYS), uint64(unix.ENOSYS)}, {cloneNewUser, unix.CLONE_NEWUSER}, {afUnix, unix.AF_UNIX},
+		{afNetlink, unix.AF_NETLINK}, {netlinkRoute, unix.NETLINK_ROUTE}} {
+		if n[0] != n[1] {
+			t.Errorf("the policy's Linux number %#x is x/sys's %#x", n[0], n[1])
+		}
+	}
+	for machine, arch := range map[string]string{"x86_64": "SCMP_ARCH_X86_64", "amd64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64", "arm64": "SCMP_ARCH_AARCH64"} {
+		raw, err := OCIProfile(true, machine)
+		if err != nil || !strings.Contains(string(raw), `"`+arch+`"`) {
+			t.Errorf("OCIProfile for %s: %v, want %s in it", machine, err, arch)
+		}
+	}
+	if _, err := OCIProfile(true, "riscv64"); err == nil {
+		t.Error("a profile for riscv64, which the policy does not know")
 	}
 }

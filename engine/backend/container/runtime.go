@@ -1,5 +1,3 @@
-//go:build linux
-
 package container
 
 import (
@@ -9,12 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 )
 
 // Runtime is a container runtime's CLI as found on this host.
@@ -33,12 +32,23 @@ type Runtime struct {
 	CgroupParent bool
 	// Remote: the runtime runs containers on another kernel (a Podman machine, Docker
 	// Desktop's VM, a remote daemon), which neither a socket nor a cgroup of this host
-	// reaches: the channel is then the container's standard streams.
+	// reaches: the channel is then the container's standard streams. Off Linux it always is.
 	Remote bool
+	// Arch is the architecture of the kernel that runs the containers, as the engine names
+	// it (the seccomp profile is for that one).
+	Arch string
+	// Engine is what answers the CLI, when it says: "Podman Engine" behind a docker CLI.
+	Engine string
+	// CPUs is how many CPUs the engine's kernel has (0: unknown).
+	CPUs int
 }
 
-// cliTimeout bounds every call of the runtime's CLI other than `run`.
-const cliTimeout = 20 * time.Second
+// cliTimeout bounds every call of the runtime's CLI other than an execution's `run`; its
+// output is bounded by cliWaitDelay after it exits.
+const (
+	cliTimeout   = 20 * time.Second
+	cliWaitDelay = time.Second
+)
 
 // cli runs the runtime's CLI with args and returns its trimmed stdout, or an error carrying
 // the first line of its stderr.
@@ -48,7 +58,7 @@ func cli(ctx context.Context, path string, args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = time.Second
+	cmd.WaitDelay = cliWaitDelay
 	if err := cmd.Run(); err != nil {
 		msg, _, _ := strings.Cut(strings.TrimSpace(errb.String()), "\n")
 		if msg == "" {
@@ -58,8 +68,6 @@ func cli(ctx context.Context, path string, args ...string) (string, error) {
 	}
 	return strings.TrimSpace(out.String()), nil
 }
-
-const installGuidance = "apt-get install podman (or install docker and start its daemon)"
 
 // FindRuntime finds the runtime opts names, or the first of podman and docker that answers.
 // A docker CLI whose daemon does not answer is not a runtime. The error is
@@ -80,7 +88,12 @@ func FindRuntime(ctx context.Context, options *Options) (*Runtime, error) {
 	for _, c := range candidates {
 		rt, reason := probeRuntime(ctx, c)
 		if rt != nil {
-			if err := rt.chooseOCI(ctx, opts.OCIRuntime, cgroup.DetectLayout(cgroup.Root)); err != nil {
+			if rt.Kind == "docker" && strings.Contains(rt.Engine, "Podman") {
+				return nil, failure.New(failure.BackendUnavailable, "the docker CLI at %s reaches a Podman engine, which cannot take the sandbox's "+
+					"seccomp profile from it (docker sends the profile itself, podman reads one only from a path on its own host): "+
+					"use the podman CLI with the same engine (container.runtime: podman; CONTAINER_HOST or a podman system connection)", rt.Path)
+			}
+			if err := rt.chooseOCI(ctx, opts.OCIRuntime); err != nil {
 				return nil, err
 			}
 			return rt, nil
@@ -91,62 +104,83 @@ func FindRuntime(ctx context.Context, options *Options) (*Runtime, error) {
 }
 
 func probeRuntime(ctx context.Context, name string) (*Runtime, string) {
-	kind := filepath.Base(name)
+	kind := strings.TrimSuffix(strings.ToLower(filepath.Base(name)), ".exe")
 	if kind != "podman" && kind != "docker" {
 		return nil, fmt.Sprintf("%s: not podman or docker", name)
 	}
 	path, err := exec.LookPath(name)
+	if err != nil && name == kind {
+		path, err = installedCLI(kind)
+	}
 	if err != nil {
 		return nil, fmt.Sprintf("%s: not installed", name)
 	}
 	rt := &Runtime{Kind: kind, Path: path}
+	var info []string
 	if kind == "podman" {
-		rt.Version, err = cli(ctx, path, "version", "--format", "{{.Client.Version}}")
+		// info answers only when the engine does (a Podman machine's service, a remote one).
+		var out string
+		out, err = cli(ctx, path, "info", "--format", "{{.Version.Version}}|{{.Host.ServiceIsRemote}}|{{.Host.Security.Rootless}}|{{.Host.Arch}}|{{.Host.CPUs}}")
+		info = fields(out, 5)
+		rt.CPUs, _ = strconv.Atoi(info[4])
+		rt.Version, rt.Arch = info[0], info[3]
+		rt.Remote = info[1] == "true" || runtime.GOOS != "linux"
 		rt.Rootless = os.Geteuid() != 0
-		rt.CgroupParent = !rt.Rootless
+		if rt.Remote {
+			rt.Rootless = info[2] == "true"
+		}
 	} else {
-		rt.Version, err = cli(ctx, path, "version", "--format", "{{.Server.Version}}")
+		var out string
+		out, err = cli(ctx, path, "version", "--format", "{{.Server.Version}}|{{range .Server.Components}}{{.Name}},{{end}}")
+		v := fields(out, 2)
+		rt.Version, rt.Engine = v[0], strings.TrimSuffix(v[1], ",")
 		if err == nil {
-			driver, _ := cli(ctx, path, "info", "--format", "{{.CgroupDriver}}")
-			rt.CgroupParent = driver == "cgroupfs" && os.Geteuid() == 0
+			out, _ = cli(ctx, path, "info", "--format", "{{.CgroupDriver}}|{{.OperatingSystem}}|{{.SecurityOptions}}|{{.Architecture}}|{{.NCPU}}")
+			info = fields(out, 5)
+			rt.CPUs, _ = strconv.Atoi(info[4])
+			h := os.Getenv("DOCKER_HOST")
+			rt.Remote = runtime.GOOS != "linux" || strings.Contains(info[1], "Docker Desktop") || (h != "" && !strings.HasPrefix(h, "unix://"))
+			rt.Rootless = strings.Contains(info[2], "rootless")
+			rt.Arch = info[3]
+			rt.CgroupParent = info[0] == "cgroupfs" && os.Geteuid() == 0
 		}
 	}
 	if err != nil {
 		return nil, fmt.Sprintf("%s does not answer: %v", name, err)
 	}
-	rt.Remote = remoteRuntime(ctx, rt)
+	if kind == "podman" {
+		rt.CgroupParent = !rt.Rootless
+	}
 	if rt.Remote {
 		rt.CgroupParent = false
+	}
+	if rt.Arch == "" {
+		rt.Arch = runtime.GOARCH
 	}
 	return rt, ""
 }
 
-// remoteRuntime reports whether rt runs containers away from this kernel: podman says so
-// (a Podman machine, or --remote); for docker, Docker Desktop names itself, and a daemon
-// reached over TCP or SSH is another machine's.
-func remoteRuntime(ctx context.Context, rt *Runtime) bool {
-	if rt.Kind == "podman" {
-		remote, _ := cli(ctx, rt.Path, "info", "--format", "{{.Host.ServiceIsRemote}}")
-		return remote == "true"
+// fields splits a CLI's "|"-separated answer into n fields, empty where it gave fewer.
+func fields(out string, n int) []string {
+	f := strings.SplitN(out, "|", n)
+	for len(f) < n {
+		f = append(f, "")
 	}
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		return true
-	}
-	osName, _ := cli(ctx, rt.Path, "info", "--format", "{{.OperatingSystem}}")
-	return strings.Contains(osName, "Docker Desktop")
+	return f
 }
 
 // chooseOCI settles the OCI runtime. crun refuses a hybrid cgroup layout, so there podman
 // gets runc when none is named and runc is installed; a named crun, or a default crun with no
 // runc to fall back on, is a refusal that says what to do.
-func (rt *Runtime) chooseOCI(ctx context.Context, named string, l cgroup.Layout) error {
+func (rt *Runtime) chooseOCI(ctx context.Context, named string) error {
 	rt.OCIRuntime = named
-	if !l.Hybrid {
-		return nil
+	_, hybrid, detail := hostCgroups()
+	if !hybrid || rt.Remote {
+		return nil // an engine elsewhere runs on its own layout
 	}
 	refuse := func(which string) error {
 		return failure.New(failure.BackendUnavailable, "%s cannot run containers on this host's hybrid cgroup layout (%s): "+
-			"install runc (apt-get install runc) and leave container.oci_runtime empty, or name runc there", which, l.Detail)
+			"install runc (apt-get install runc) and leave container.oci_runtime empty, or name runc there", which, detail)
 	}
 	if named != "" {
 		if filepath.Base(named) == "crun" {

@@ -1,5 +1,3 @@
-//go:build linux
-
 package container
 
 import (
@@ -9,19 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/identity"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
-	"golang.org/x/sys/unix"
 )
 
 const (
@@ -57,12 +54,6 @@ type Options struct {
 	Disable []string
 }
 
-// monitorGroup is where podman (cgroupfs) puts its monitor under the cgroup parent it is given.
-const monitorGroup = "conmon"
-
-// HybridCgroups reports whether this host's cgroup layout is hybrid in the way crun refuses.
-func HybridCgroups() bool { return cgroup.DetectLayout(cgroup.Root).Hybrid }
-
 // Backend is the container backend. Close releases it.
 type Backend struct {
 	opts   Options
@@ -71,14 +62,15 @@ type Backend struct {
 	id     string // the owner id: every container's OwnerLabel
 	dir    string // the owner's directory: the executions' socket directories
 	cgroup bool   // executions get a cgroup of their own
-	layout cgroup.Layout
+	// cgroupVersion is this host's layout ("v1", "v2"), for Mechanisms.
+	cgroupVersion string
 	// seccomp are the policy's profiles, files in dir: [0] for terms that grant network, [1]
 	// for network none.
 	seccomp [2]string
 	// userns: each execution gets a user namespace of its own (podman as root).
 	userns bool
 	// streams: the channel is the container's standard streams, not the token socket
-	// (streams_linux.go): the runtime's containers run where a host socket does not reach.
+	// (streams.go): the runtime's containers run where a host socket does not reach.
 	streams bool
 
 	executions sync.WaitGroup // started children not yet closed
@@ -135,15 +127,14 @@ func New(ctx context.Context, options *Options) (b *Backend, err error) {
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the container backend's directory under %s failed: %v", opts.StateDir, err)
 	}
-	b = &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, layout: cgroup.DetectLayout(cgroup.Root), pause: pause}
+	b = &Backend{opts: opts, rt: rt, ids: ids, id: id, dir: dir, pause: pause}
+	b.cgroupVersion, _, _ = hostCgroups()
 	b.cgroup = rt.CgroupParent && !slices.Contains(opts.Disable, "cgroup")
-	b.userns = rt.Kind == "podman" && !rt.Rootless && !slices.Contains(opts.Disable, "userns")
+	b.userns = rt.Kind == "podman" && !rt.Rootless && usernsLeases && !slices.Contains(opts.Disable, "userns")
 	b.streams = rt.Remote || slices.Contains(opts.Disable, "socket")
-	for i, networkNone := range []bool{false, true} {
-		if b.seccomp[i], err = writeProfile(dir, networkNone); err != nil {
-			os.RemoveAll(dir)
-			return nil, failure.Wrap(failure.BackendUnavailable, err, "writing the seccomp profile failed: %v", err)
-		}
+	if b.seccomp, err = placeProfiles(ctx, rt, opts, dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	return b, nil
 }
@@ -192,16 +183,16 @@ func (b *Backend) Mechanisms() []string {
 	if b.userns {
 		m = append(m, "user-namespace per execution (run_as ids below 65536)")
 	}
-	if os.Geteuid() == 0 {
-		m = append(m, "identity-drop")
+	if os.Geteuid() == 0 || b.rt.Remote {
+		m = append(m, "identity-drop") // the run_as identity; in a VM it is never this host's
 	}
-	if b.cgroup {
-		v := "v1"
-		if b.layout.V2 {
-			v = "v2"
-		}
-		m = append(m, "execution-cgroup-"+v)
-	} else {
+	switch {
+	case b.cgroup:
+		m = append(m, "execution-cgroup-"+b.cgroupVersion)
+	case b.rt.Remote:
+		m = append(m, "engine-cgroup (memory and pids limits graded from what the container's probe sees of its cgroup)",
+			"engine-oom-report (an OOM kill read from the engine's inspect)", "workspace-through-exec (artifacts read by an exec in the container)")
+	default:
 		m = append(m, "runtime-memory-limit")
 	}
 	return m
@@ -217,10 +208,11 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tag := hex.EncodeToString(rnd[:])
-	c := &child{b: b, name: "mcp-sandbox-" + b.id + "-" + tag, workspace: "/workspace-" + tag, release: release,
+	c := &child{b: b, name: "mcp-sandbox-" + b.id + "-" + tag, workspace: "/workspace-" + tag, release: release, uid: id.UID, gid: id.GID,
 		cpuLimit: engine.CPURlimit(spec.Terms.CPUSeconds),
 		facts: engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true,
-			Seccomp: spec.Terms.Network != engine.NetworkUnrestricted, Cgroup: !b.rt.Rootless, HostUID: os.Geteuid(), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
+			Seccomp: spec.Terms.Network != engine.NetworkUnrestricted, Cgroup: !b.rt.Rootless && !b.rt.Remote, EngineCgroup: b.rt.Remote,
+			HostUID: hostUID(b.rt), RunAsUID: id.UID, ExclusiveUID: id.Exclusive}}
 	b.executions.Add(1)
 	ok := false
 	defer func() {
@@ -248,7 +240,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		uid: id.UID, gid: id.GID, terms: spec.Terms, workspace: c.workspace, execDir: c.execDir,
 		seccomp:        b.seccomp[boolIndex(spec.Terms.Network != engine.NetworkUnrestricted)],
 		workspaceBytes: b.opts.WorkspaceBytes, tmpBytes: b.opts.TmpBytes, allowed: b.opts.Env,
-		interpreter: spec.Argv, nproc: nprocLimit(spec.Terms.ProcessCount)}
+		interpreter: spec.Argv, nproc: nprocLimit(b.rt, spec.Terms.ProcessCount), remote: b.rt.Remote}
 	if b.userns && id.UID < usernsBlock && id.GID < usernsBlock {
 		block, err := leaseIDBlock()
 		if err != nil {
@@ -259,7 +251,7 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		c.facts.UserNamespace = true
 	}
 	if b.cgroup {
-		if c.cg, err = cgroup.NewParent(cgroup.Base, cgroupName(b.id, tag), monitorGroup, spec.Terms.MemoryBytes); err != nil {
+		if c.cg, err = newExecCgroup(b.id, tag, spec.Terms.MemoryBytes); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "creating the execution's cgroup failed: %v", err)
 		}
 		p.cgroupParent = c.cg.Path()
@@ -286,23 +278,33 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 	return c, nil
 }
 
-// nprocLimit is RLIMIT_NPROC for the container. The pids limit bounds the execution; the
-// kernel counts RLIMIT_NPROC per uid across the host, where other executions may share the
-// uid, so it is set as high as it can usefully go: no more than the kernel's pid_max (a
-// ceiling podman also puts on its monitor's hard limit, which the container inherits and
-// cannot exceed), nor this process's own hard limit, nor what the grade accepts.
-func nprocLimit(processCount int) uint64 {
-	n := uint64(processCount) + 1<<16
-	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
-		if m, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && m > 0 {
-			n = min(n, m)
-		}
+// nprocLimit is RLIMIT_NPROC for the container, or 0 to leave the engine's own. An engine on
+// this host gets what this host allows (hostNprocLimit). An engine elsewhere has a pid_max
+// and hard limits this host cannot read, and refuses a limit above them: as root there (which
+// would otherwise give 4194304) it gets at most the kernel's default pid_max, which no count
+// of tasks passes where it holds; rootless, its own default, which its user's limits bound.
+// Its pids limit, the cgroup's, bounds the execution either way.
+func nprocLimit(rt *Runtime, processCount int) uint64 {
+	switch {
+	case !rt.Remote:
+		return hostNprocLimit(processCount)
+	case rt.Rootless:
+		return 0
 	}
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &rl); err == nil {
-		n = min(n, rl.Max)
+	return min(uint64(processCount)+1<<16, defaultPIDMax)
+}
+
+// defaultPIDMax is the kernel's default pid_max.
+const defaultPIDMax = 32768
+
+// hostUID is the uid the engine's containers could share with the host: this process's for
+// an engine on this host; none (-1) for one in a VM or on another machine, whose uids are not
+// this host's.
+func hostUID(rt *Runtime) int {
+	if rt.Remote {
+		return -1
 	}
-	return max(n, 1)
+	return os.Geteuid()
 }
 
 // Detection is what Detect found, for doctor's list of backends.
@@ -310,6 +312,9 @@ type Detection struct {
 	Available bool
 	Reason    string // why not, with the command that fixes it
 	Runtime   *Runtime
+	// Machine says whether a Podman machine's VM runs (podman's own list of them), where
+	// podman runs its containers in one (macOS, Windows); "" elsewhere.
+	Machine string
 }
 
 // Detect reports whether the backend could run here with opts: a runtime that answers and
@@ -324,20 +329,54 @@ func Detect(ctx context.Context, options *Options) Detection {
 	if opts.Image == "" {
 		opts.Image = DefaultImage
 	}
+	machine := podmanMachines(ctx, opts.Runtime)
 	rt, err := FindRuntime(ctx, &opts)
 	if err != nil {
 		var fe *failure.Error
 		if errors.As(err, &fe) {
-			return Detection{Reason: fe.Message}
+			return Detection{Reason: fe.Message, Machine: machine}
 		}
-		return Detection{Reason: err.Error()}
+		return Detection{Reason: err.Error(), Machine: machine}
 	}
 	present, err := imagePresent(ctx, rt, opts.Image)
 	switch {
 	case err != nil:
-		return Detection{Runtime: rt, Reason: fmt.Sprintf("cannot tell whether the image %s is present: %v", opts.Image, err)}
+		return Detection{Runtime: rt, Machine: machine, Reason: fmt.Sprintf("cannot tell whether the image %s is present: %v", opts.Image, err)}
 	case !present:
-		return Detection{Runtime: rt, Reason: ImageGuidance(rt, opts.Image)}
+		return Detection{Runtime: rt, Machine: machine, Reason: ImageGuidance(rt, opts.Image)}
 	}
-	return Detection{Available: true, Runtime: rt}
+	return Detection{Available: true, Runtime: rt, Machine: machine}
+}
+
+// podmanMachines is podman's own list of its machines and whether each runs, where podman
+// runs containers in one (off Linux) and named is podman or unset: "" where there is none to
+// list. It needs no machine running.
+func podmanMachines(ctx context.Context, named string) string {
+	if runtime.GOOS == "linux" || named != "" && !strings.HasPrefix(filepath.Base(named), "podman") {
+		return ""
+	}
+	path, err := exec.LookPath("podman")
+	if err != nil {
+		return ""
+	}
+	out, err := cli(ctx, path, "machine", "list", "--noheading", "--format", "{{.Name}}|{{.Running}}")
+	if err != nil {
+		return "podman cannot list its machines: " + err.Error()
+	}
+	var m []string
+	for _, line := range strings.Split(out, "\n") {
+		f := fields(strings.TrimSpace(line), 2)
+		if f[0] == "" {
+			continue
+		}
+		state := "stopped (podman machine start " + strings.TrimSuffix(f[0], "*") + ")"
+		if f[1] == "true" {
+			state = "running"
+		}
+		m = append(m, "machine "+f[0]+" "+state)
+	}
+	if len(m) == 0 {
+		return "no Podman machine (podman machine init, then podman machine start)"
+	}
+	return strings.Join(m, "; ")
 }

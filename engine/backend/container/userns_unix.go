@@ -1,4 +1,4 @@
-//go:build linux
+//go:build unix
 
 package container
 
@@ -8,32 +8,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// Each execution of podman as root runs in a user namespace of its own: the container's ids
-// 0-65535 map to a block of host ids no other execution holds while it runs, so no two
-// executions (no two tenants) share a host uid, a keyring or a uid-wide kernel quota, and a
-// process of one can reach nothing of another's as the same user. (--userns=auto would need an
-// operator to give podman's "containers" user subordinate ranges; an explicit mapping needs
-// nothing.) The image's layers are mapped by the storage driver, not copied.
-//
-// The blocks lie in usernsFirst…usernsFirst+usernsBlocks*usernsBlock, inside the range systemd
-// sets aside for container ids (524288-1879048191) and above what useradd hands out as
-// subordinate ids. A block is held by an flock on a file of its own in a directory every
-// backend of this host shares (usernsDir), so servers of the host lease from one pool; the
-// lock dies with its holder, so a killed server's blocks come free by themselves.
-const (
-	usernsFirst  = 0x6000_0000
-	usernsBlock  = 1 << 16
-	usernsBlocks = 4096
-)
+// usernsLeases: blocks can be leased here.
+const usernsLeases = true
 
 // usernsDir is where the blocks' lock files live: not under a backend's StateDir, which a
 // service's private /tmp may make its own.
-var usernsDir = "/run/mcp-sandbox-userns"
+var usernsDir = func() string {
+	if runtime.GOOS == "linux" {
+		return "/run/mcp-sandbox-userns"
+	}
+	return filepath.Join(os.TempDir(), "mcp-sandbox-userns")
+}()
 
 // idBlock is one leased block of host ids.
 type idBlock struct {
@@ -69,10 +60,4 @@ func leaseIDBlock() (*idBlock, error) {
 		return &idBlock{First: usernsFirst + uint32(n)*usernsBlock, lock: f}, nil
 	}
 	return nil, fmt.Errorf("every one of the %d blocks of host ids for user namespaces is in use", usernsBlocks)
-}
-
-// usernsMap are the runtime's flags that map the container's ids 0-65535 to the block.
-func usernsMap(first uint32) []string {
-	m := "0:" + strconv.FormatUint(uint64(first), 10) + ":" + strconv.Itoa(usernsBlock)
-	return []string{"--uidmap", m, "--gidmap", m}
 }

@@ -1,5 +1,3 @@
-//go:build linux
-
 package container
 
 import (
@@ -44,9 +42,14 @@ type plan struct {
 	allowed map[string]string
 	// interpreter is the interpreter's argv after the interpreter itself.
 	interpreter []string
-	nproc       uint64
-	// seccomp is the policy's profile for these terms (seccomp.OCIProfile), a file.
+	nproc       uint64 // 0: the engine's own
+	// seccomp is the policy's profile for these terms (seccomp.OCIProfile): a file the CLI
+	// reads (docker's sends its content), or one on the engine's host (podman's).
 	seccomp string
+	// remote: the engine runs the container in a VM or on another machine. The container is
+	// not removed when it ends (`run` without --rm): its end is read through the engine
+	// (inspect: an OOM kill) before Close removes it.
+	remote bool
 	// usernsFirst, when not 0, is the first host id of the block the container's ids 0-65535
 	// map to: a user namespace of the execution's own.
 	usernsFirst uint32
@@ -85,7 +88,11 @@ func (p *plan) args() []string {
 			a = append(a, "--runtime", p.rt.OCIRuntime)
 		}
 	}
-	a = append(a, "run", "--rm", "--interactive", "--pull=never",
+	a = append(a, "run")
+	if !p.remote {
+		a = append(a, "--rm")
+	}
+	a = append(a, "--interactive", "--pull=never",
 		"--name", p.name, "--label", OwnerLabel+"="+p.owner,
 		"--log-driver=none", "--hostname=sandbox",
 		"--user", strconv.Itoa(p.uid)+":"+strconv.Itoa(p.gid),
@@ -133,7 +140,9 @@ func (p *plan) args() []string {
 	ulimit("data", uint64(max(t.MemoryBytes, minDataLimit)))
 	ulimit("fsize", uint64(t.FileSizeBytes))
 	ulimit("nofile", 1024)
-	ulimit("nproc", p.nproc)
+	if p.nproc > 0 {
+		ulimit("nproc", p.nproc)
+	}
 	ulimit("core", 0)
 	a = append(a, "--pids-limit", strconv.Itoa(t.ProcessCount))
 	if p.cgroupParent != "" {
@@ -161,14 +170,15 @@ func profileName(networkNone bool) string {
 	return "seccomp.json"
 }
 
-// writeProfile writes the policy's profile (seccomp.OCIProfile) into dir and returns its path.
-func writeProfile(dir string, networkNone bool) (string, error) {
-	b, err := seccomp.OCIProfile(networkNone)
+// writeProfile writes the policy's profile (seccomp.OCIProfile) for the engine's architecture
+// into dir and returns its path and content.
+func writeProfile(dir string, networkNone bool, machine string) (string, []byte, error) {
+	b, err := seccomp.OCIProfile(networkNone, machine)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	path := filepath.Join(dir, profileName(networkNone))
-	return path, os.WriteFile(path, b, 0o600)
+	return path, b, os.WriteFile(path, b, 0o600)
 }
 
 func boolIndex(b bool) int {

@@ -1,5 +1,3 @@
-//go:build linux
-
 package seccomp
 
 // kernelObjectSyscalls reach kernel objects that outlive the process that made them, or that

@@ -1,5 +1,3 @@
-//go:build linux
-
 package container
 
 import (
@@ -15,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/cgroup"
 )
 
 const (
@@ -42,16 +39,33 @@ type hostChannel interface {
 	awaitPeerExitFor(d time.Duration, stop func() bool) bool
 }
 
+// execCgroup is the execution's cgroup on this host (internal/cgroup's Parent), which the
+// runtime nests the container under: only an engine on this Linux host has one.
+type execCgroup interface {
+	Path() string
+	PIDs() []int
+	NoteOOM()
+	OOMKills() int64
+	CPUSeconds() float64
+	End()
+	Kill()
+	Remove() error
+}
+
+// errNoChild reads as the end of the channel, which is what it is to the Runner.
+var errNoChild = fmt.Errorf("the sandbox child exited before it connected: %w", io.EOF)
+
 // child is one container: the `run` CLI process the host waits for, the channel, and what
 // Close removes. Its methods are safe for concurrent use.
 type child struct {
 	b         *Backend
 	name      string
 	workspace string // inside the container
+	uid, gid  int    // the execution's identity in the container
 	execDir   string
 	cmd       *exec.Cmd
 	ch        hostChannel
-	cg        *cgroup.Parent // nil when the runtime's flags carry the limits
+	cg        execCgroup // nil when the runtime's flags carry the limits
 	facts     engine.Facts
 	release   func() // the identity lease
 
@@ -70,21 +84,26 @@ type child struct {
 	killer    sync.WaitGroup // the runtime's kill, when Kill had to run it
 	closeOnce sync.Once
 	usage     engine.TreeUsage
+	// engineOOM: the container was OOM-killed, as an engine in a VM, whose cgroups this host
+	// cannot read, tells it (remoteOOM); set before waited is closed.
+	engineOOM bool
+	started   time.Time // when the CLI started
 }
 
 // start runs the CLI, hands it the token on stdin, and begins waiting for it.
 func (c *child) start(args []string, env []string, token string, stdout, stderr io.Writer) error {
 	c.waited, c.exited = make(chan struct{}), make(chan struct{})
+	c.started = time.Now()
 	c.cmd = exec.Command(c.b.rt.Path, args...)
 	c.cmd.Env = env
 	c.cmd.Stdout, c.cmd.Stderr = stdout, stderr
 	// The CLI's output is the container's, copied by the CLI: once it exits nothing else
 	// holds those pipes, but a bound costs nothing.
 	c.cmd.WaitDelay = 2 * time.Second
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	c.cmd.SysProcAttr = cliAttr()
 	if st, ok := c.ch.(*streams); ok {
 		// The channel is the CLI's stdin and stdout: the host's frames follow the token on
-		// stdin, which stays open, and stdout carries the records (streams_linux.go).
+		// stdin, which stays open, and stdout carries the records (streams.go).
 		r, w, err := os.Pipe()
 		if err != nil {
 			return err
@@ -162,8 +181,13 @@ func (c *child) reap() engine.Exit {
 		x.Code = 125
 		c.explainSetupFailure()
 	case code > 128 && code < 128+65:
-		// The runtime reports a process killed by signal N as 128+N.
-		x.Code, x.Signal = -1, syscall.Signal(code-128).String()
+		// The runtime reports a process killed by signal N (the container kernel's, Linux's)
+		// as 128+N. An engine elsewhere keeps the container until its end is read here: how
+		// the memory limit ended it is the engine's to say.
+		x.Code, x.Signal = -1, engine.LinuxSignal(code-128)
+		if c.cg == nil && c.b.rt.Remote && x.Signal == engine.LinuxSignal(linuxSIGKILL) && !c.killed.Load() {
+			c.engineOOM = c.remoteOOM()
+		}
 		if c.killedByCPULimit(x) {
 			x.CPUSeconds = max(x.CPUSeconds, float64(c.cpuLimit))
 		}
@@ -178,7 +202,38 @@ func (c *child) reap() engine.Exit {
 // precise time the cgroup reports (1.6 s measured at a 2 s limit), so the CPU time reported
 // is at least the limit the kernel enforced.
 func (c *child) killedByCPULimit(x engine.Exit) bool {
-	return x.Signal == syscall.SIGKILL.String() && c.cg != nil && !c.killed.Load() && c.cg.OOMKills() == 0
+	if x.Signal != engine.LinuxSignal(linuxSIGKILL) || c.killed.Load() {
+		return false
+	}
+	switch {
+	case c.cg != nil:
+		return c.cg.OOMKills() == 0
+	case c.b.rt.Remote:
+		return !c.engineOOM
+	}
+	return false
+}
+
+// linuxSIGKILL is SIGKILL's number in the container's kernel.
+const linuxSIGKILL = 9
+
+// remoteOOM tells, for an engine elsewhere, whether the memory limit's OOM killer sent the
+// SIGKILL that ended the container (which the host did not send): the engine counts OOM kills
+// in cgroups this host cannot read, and says so in inspect where it can (Docker Desktop, a
+// Podman machine on cgroup v2). Where it says no, the one other sender is RLIMIT_CPU's hard
+// limit; but not every engine says yes (podman on cgroup v1 does not), so a kill that came
+// before the interpreter could have used its CPU limit (the time the container ran, on every
+// CPU the engine has) is the OOM killer's whatever the engine said. Only a kill after that,
+// which the engine did not call an OOM kill, is read as the CPU limit's.
+func (c *child) remoteOOM() bool {
+	ran := time.Since(c.started).Seconds()
+	if ran*float64(max(c.b.rt.CPUs, 1)) < float64(c.cpuLimit) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	out, err := cli(ctx, c.b.rt.Path, "inspect", "--format", "{{.State.OOMKilled}}", c.name)
+	return err == nil && out == "true"
 }
 
 // explainSetupFailure adds, as the last line of stderr (the one a setup failure's message
@@ -234,7 +289,7 @@ func (c *child) settleExit() {
 		c.cg.End()
 	}
 	if oomKilled {
-		c.settle(engine.Exit{Code: -1, Signal: syscall.SIGKILL.String(), CPUSeconds: c.cg.CPUSeconds()})
+		c.settle(engine.Exit{Code: -1, Signal: engine.LinuxSignal(linuxSIGKILL), CPUSeconds: c.cg.CPUSeconds()})
 		return
 	}
 	select {
@@ -284,8 +339,9 @@ func (c *child) Close() engine.TreeUsage {
 			}
 			c.killer.Wait()
 			c.watch.Wait()
-			// `run --rm` removed the container unless the CLI was killed or failed itself.
-			if ps := c.cmd.ProcessState; ps == nil || !ps.Exited() || c.cliExit.Code == 125 {
+			// `run --rm` removed the container unless the CLI was killed or failed itself; an
+			// engine elsewhere ran it without --rm, so that its end could be read first.
+			if ps := c.cmd.ProcessState; ps == nil || !ps.Exited() || c.cliExit.Code == 125 || c.b.rt.Remote {
 				ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 				_, _ = cli(ctx, c.b.rt.Path, append(rmArgs(c.b.rt), c.name)...)
 				cancel()
@@ -294,6 +350,7 @@ func (c *child) Close() engine.TreeUsage {
 		if c.ch != nil {
 			c.ch.Close()
 		}
+		c.usage.OOMKilled = c.engineOOM
 		if c.cg != nil {
 			c.usage.OOMKilled = c.cg.OOMKills() > 0
 			if err := c.cg.Remove(); err != nil {

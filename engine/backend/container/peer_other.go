@@ -1,0 +1,20 @@
+//go:build !linux
+
+package container
+
+import "time"
+
+// peerProcess is the interpreter at the child's end of a channel; off Linux it runs in the
+// engine's VM, where no pid of this host names it: nothing about it is known here, and the
+// container's end is what the engine reports (peer_linux.go has the local engine's).
+type peerProcess struct{}
+
+func newPeerProcess() peerProcess { return peerProcess{} }
+
+func (p *peerProcess) set(int)                                    {}
+func (p *peerProcess) get() int                                   { return 0 }
+func (p *peerProcess) awaitExit(ready, stop <-chan struct{}) bool { return false }
+func (p *peerProcess) awaitExitFor(time.Duration, func() bool) bool {
+	return false
+}
+func (p *peerProcess) close() {}
