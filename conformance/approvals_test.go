@@ -40,7 +40,7 @@ tenants:
   t:
     tokens: ["sha256:f25304f25690670ae008ff9c122fbcfb785ec4541a0cad4c6d5591f1cb6de5e6"]  # ecoToken, for HTTP
     upstreams: [support]
-    policy: {approval_required: ["support__add"]}
+    policy: {approval_required: ["support__add", "support__create_record"]}
     agents:
       default:
         expose_upstream_tools: %[5]v

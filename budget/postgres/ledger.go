@@ -182,6 +182,8 @@ var postgresSchema = []string{
 	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
 	// 8: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
 	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
+	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
+	`ALTER TABLE ledger_pauses ADD COLUMN view text NOT NULL DEFAULT '';`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes
