@@ -224,7 +224,7 @@ func pathUnder(path, prefix string) bool {
 // origin takes it for, or says why there is none (docs/design.md §18). A URL rule names a
 // decoded path, and a request is matched on its decoded path: "/v1/%61dmin" is /v1/admin to
 // an allow or a deny rule alike. What an origin may resolve into another path than the one
-// matched is refused rather than guessed at: a "." or ".." segment (RFC 3986 §5.2.4 would
+// matched is refused rather than guessed at: a "." or ".." segment (RFC 3986, section 5.2.4, would
 // take /v1/../admin out of /v1/), a slash or backslash encoded inside a segment (%2f, %5c:
 // some origins decode them into separators), a raw backslash, ";" (path parameters some
 // origins strip, /v1;x/../admin), an empty segment inside the path ("//": some origins merge
