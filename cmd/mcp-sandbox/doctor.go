@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 )
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -68,6 +69,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	}
 	pauseNote := endPause()
 	helper := inithelper.Resolve()
+	ownerLocks := owner.LockDirProblem()
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
 	quotas := quotaReportOf(cfg)
@@ -76,8 +78,12 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"backends": detected, "init_helper": helper, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg),
-			"upstream_auth": upAuth, "upstreams": ups})
+		report := map[string]any{"backends": detected, "init_helper": helper, "profiles": reports, "storage": store, "quotas": quotas, "tenant_auth": tenantAuthOf(cfg),
+			"upstream_auth": upAuth, "upstreams": ups}
+		if ownerLocks != "" {
+			report["owner_locks_problem"] = ownerLocks
+		}
+		_ = enc.Encode(report)
 	} else {
 		fmt.Fprintln(stdout, "local backends on this host, strongest first (then the container backend):")
 		for _, b := range detected {
@@ -91,6 +97,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			fmt.Fprintf(stdout, "init helper: %s (the helper alone, embedded in this binary: %.1f MB)\n", helper.Path, float64(helper.Size)/1e6)
 		} else {
 			fmt.Fprintf(stdout, "init helper: this binary (%s)\n", helper.Why)
+		}
+		if ownerLocks != "" {
+			fmt.Fprintf(stdout, "owner locks: WARNING: %s\n", ownerLocks)
 		}
 		fmt.Fprintln(stdout)
 		for _, r := range reports {
