@@ -27,6 +27,8 @@ type Case struct {
 	// from the module root; empty for a case Run runs against every backend.
 	Where string
 	run   func(c *contract, t *testing.T)
+	// kernel marks the kernel attack surface cases, which RunKernelSurface runs alone.
+	kernel bool
 }
 
 // Hostile is every hostile case the project tests, in one place, each with its class: the
@@ -58,11 +60,11 @@ var Hostile = []Case{
 	{Name: "keyring across executions", Class: Channel, run: (*contract).keyring},
 	{Name: "POSIX shm, mqueue and shared tmp across executions", Class: Channel, run: (*contract).posixShared},
 	{Name: "reaching a concurrent execution", Class: Channel, run: (*contract).concurrent},
-	{Name: "a nested user namespace (alone, with mount or network namespaces) and mounts over /usr", Class: Escape, run: (*contract).nestedNamespaces},
-	{Name: "netlink sockets to netfilter, xfrm and other kernel subsystems", Class: Escape, run: (*contract).netlink},
-	{Name: "the keyring calls", Class: Channel, run: (*contract).keyctl},
-	{Name: "a keyring across tenants", Class: Channel, run: (*contract).tenantKeyring},
-	{Name: "user namespaces, netlink and keyrings through the i386 ABI", Class: Escape, run: (*contract).foreignABI},
+	{Name: "a nested user namespace (alone, with mount or network namespaces) and mounts over /usr", Class: Escape, run: (*contract).nestedNamespaces, kernel: true},
+	{Name: "netlink sockets to netfilter, xfrm and other kernel subsystems", Class: Escape, run: (*contract).netlink, kernel: true},
+	{Name: "the keyring calls", Class: Channel, run: (*contract).keyctl, kernel: true},
+	{Name: "a keyring across tenants", Class: Channel, run: (*contract).tenantKeyring, kernel: true},
+	{Name: "user namespaces, netlink and keyrings through the i386 ABI", Class: Escape, run: (*contract).foreignABI, kernel: true},
 
 	// Covered beside the code they attack.
 	{Name: "socket through the 32-bit ABI past the inet filter", Class: Escape, Where: "engine/backend/process/foreignabi_test.go:TestForeignABICannotMakeASocket"},
