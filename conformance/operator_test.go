@@ -135,7 +135,7 @@ func TestOperatorApproves(t *testing.T) {
 			var r struct {
 				Value struct {
 					Value struct{ Bytes int } `json:"value"`
-					Kind  string             `json:"kind"`
+					Kind  string              `json:"kind"`
 				} `json:"value"`
 			}
 			b, _ := json.Marshal(got.res.StructuredContent)
