@@ -95,7 +95,7 @@ var Hostile = []Case{
 	{Name: "a hostile sandbox service (endless lines, floods, forged and cut frames, lying describes, redirects, echoed credentials)", Class: ProtocolAbuse, Where: "engine/backend/remote/hostile_test.go:TestHostileStreams"},
 	{Name: "any remote stream", Class: ProtocolAbuse, Where: "engine/backend/remote/reader_test.go:FuzzStream"},
 	{Name: "a lying sandbox service behind the built binary (a level below the terms, a refusal after output, echoed credentials)", Class: ProtocolAbuse, Where: "cmd/mcp-sandbox/lyingservice_test.go:TestRunAgainstALyingService"},
-	{Name: "a replica stalled past its lease handing over a result the ledger holds unknown", Class: Exhaustion, Where: "conformance/replicas_test.go:TestReplicaStalledPastItsLease"},
+	{Name: "a replica stalled past its lease handing over a result the ledger holds unknown", Class: Exhaustion, Where: "conformance/stalled_unix_test.go:TestReplicaStalledPastItsLease"},
 	{Name: "egress paths that leave a URL rule's prefix at the origin (dot segments, encoded separators)", Class: Escape, Where: "egress/path_test.go:TestProxyPathsOutsideTheRuleNeverReachTheOrigin"},
 	{Name: "a private port reached through an allowed name resolving to an IP rule's address", Class: Escape, Where: "egress/proxy_test.go:TestProxyIPRuleAdmitsItsPortOnly"},
 	{Name: "a 62 MiB request header through the egress proxy", Class: Exhaustion, Where: "cmd/mcp-sandbox/egress_linux_test.go:TestRunNetworkRulesPathsAndHeads"},
