@@ -236,7 +236,7 @@ func TestApprovalsDirect(t *testing.T) {
 	}
 	for _, tl := range res.Tools {
 		destructive := tl.Annotations != nil && tl.Annotations.DestructiveHint != nil && *tl.Annotations.DestructiveHint
-		if want := tl.Name == "support__add" || tl.Name == "support__delete-everything"; strings.HasPrefix(tl.Name, "support__") && destructive != want {
+		if want := tl.Name == "support__add" || tl.Name == "support__create_record" || tl.Name == "support__delete-everything"; strings.HasPrefix(tl.Name, "support__") && destructive != want {
 			t.Errorf("%s destructiveHint %v, want %v", tl.Name, destructive, want)
 		}
 	}
