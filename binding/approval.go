@@ -60,7 +60,8 @@ type Question struct {
 	// Tool is the model-facing name of the tenant's tool.
 	Tool string
 	// Arguments are the call's arguments, every key path with its value in full, and the
-	// values not shown named with the reason (upstream.Tool.ApprovalView).
+	// values not shown named with the reason (upstream.Tool.ApprovalView): the one view of
+	// them that the person and, through the pause that keeps it, an operator decide on.
 	Arguments string
 	// Reasons say why approval is needed.
 	Reasons []string
@@ -71,8 +72,8 @@ type Question struct {
 	// Seq is the call's number in its program's tape (Options.Tape), 0 for a direct call or
 	// without a tape.
 	Seq int
-	// Redacted are the arguments as a log line shows them (upstream.Tool.RedactArguments): what
-	// an operator's list shows, and a journal keeps.
+	// Redacted are the arguments as a log line shows them (upstream.Tool.RedactArguments):
+	// what a journal keeps, and a resumed call is compared by. Never what anyone decides on.
 	Redacted string
 }
 

@@ -328,7 +328,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	// 10. tool_call_finished, written while the reply travels on to the program; first, when
 	// the ledger's hold on the call may have lapsed, so a result is handed over only for a
 	// call still recorded started.
-	if tk != nil && !x.meter.CallsSurelyOpen() {
+	if tk != nil && !tk.SurelyOpen() {
 		return x.finishFirst(ctx, tk, tool, rep, o)
 	}
 	x.finish(ctx, tk, o)

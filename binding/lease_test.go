@@ -26,6 +26,8 @@ func (l *stalledLedger) FinishCall(_ context.Context, f budget.CallFinish) error
 	return fmt.Errorf("%w: call %s is unknown", budget.ErrAlreadyFinished, f.ID)
 }
 
+func (l *stalledLedger) LeaseHeldSince() time.Time { return time.Time{} }
+
 func (l *stalledLedger) LeaseHeldUntil() time.Time {
 	if l.overdue.Load() {
 		return time.Now().Add(-time.Second)

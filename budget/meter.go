@@ -115,6 +115,7 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	asked := m.markRun()
 	m.mu.Unlock()
 
+	sent := time.Now() // before the record: a lease taken back after this may not cover it
 	runAfter, err := m.ledger.StartCall(ctx, start, m.limits)
 
 	m.mu.Lock()
@@ -135,7 +136,7 @@ func (m *Meter) Admit(ctx context.Context, c Call) (*Ticket, *failure.Error) {
 	}
 	m.used.Calls++
 	m.noteRun(runAfter, asked)
-	return &Ticket{m: m, id: start.ID, tool: c.Tool}, nil
+	return &Ticket{m: m, id: start.ID, tool: c.Tool, sent: sent}, nil
 }
 
 // Refuse records a call the host refused before admitting it (invalid_arguments: keywords the
@@ -367,6 +368,7 @@ type Ticket struct {
 	m    *Meter
 	id   string
 	tool string
+	sent time.Time // when tool_call_started was sent (this clock)
 	once sync.Once
 	err  error
 
@@ -441,18 +443,23 @@ type flusher interface {
 }
 
 // leaseHolder is a Ledger whose hold on its calls lapses unless renewed (Postgres's lease):
-// past LeaseHeldUntil a survivor may record this owner's calls in flight unknown.
+// past LeaseHeldUntil a survivor may record this owner's calls in flight unknown. A lease
+// found lost is taken back, for the calls to come: LeaseHeldSince is when the lease held now
+// was taken, and a call started before it may have been recorded unknown in between.
 type leaseHolder interface {
 	LeaseHeldUntil() time.Time
+	LeaseHeldSince() time.Time
 }
 
-// CallsSurelyOpen reports whether every call this meter started is surely still recorded
-// started: its ledger holds no lease (SQLite's owner lives as long as its process), or the
-// lease surely still holds. When it is false, a call's result is handed over only once
-// Finish has found its record still started (package binding).
-func (m *Meter) CallsSurelyOpen() bool {
-	lh, ok := m.ledger.(leaseHolder)
-	return !ok || time.Now().Before(lh.LeaseHeldUntil())
+// SurelyOpen reports whether t's call is surely still recorded started: its ledger holds no
+// lease (SQLite's owner lives as long as its process), or the lease surely still holds and
+// has held since before the call was started, with no loss in between (a lease taken back
+// after a stall is fresh, but a survivor may have recorded the call unknown during the
+// stall). When it is false, the call's result is handed over only once Finish has found its
+// record still started (package binding).
+func (t *Ticket) SurelyOpen() bool {
+	lh, ok := t.m.ledger.(leaseHolder)
+	return !ok || time.Now().Before(lh.LeaseHeldUntil()) && !lh.LeaseHeldSince().After(t.sent)
 }
 
 // Flush commits the records the meter's ledger still holds queued (FinishLater's), so the

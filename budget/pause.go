@@ -23,10 +23,15 @@ type Pause struct {
 	// Hold names the held call of the process that paused it.
 	Hold string
 	// Tool is the tool waiting for approval; Arguments its arguments redacted as a log line
-	// shows them; Reason why it needs approval.
+	// shows them (what a resumed call is compared by); Reason why it needs approval.
 	Tool      string
 	Arguments string
 	Reason    string
+	// View is the arguments as the person asked was shown them, every key path with its value
+	// in full (binding.Question.Arguments): what an operator decides on too. "" when the pause
+	// was kept without it (by an older version), and then no operator may approve it from a
+	// view that was cut (docs/design.md §11).
+	View string
 	// Seq is the pending call's number in the program's journal (0: a direct call).
 	Seq int
 	// Journal is the program's calls before the pending one, in order (JSON, package

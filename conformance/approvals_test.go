@@ -40,7 +40,7 @@ tenants:
   t:
     tokens: ["sha256:f25304f25690670ae008ff9c122fbcfb785ec4541a0cad4c6d5591f1cb6de5e6"]  # ecoToken, for HTTP
     upstreams: [support]
-    policy: {approval_required: ["support__add"]}
+    policy: {approval_required: ["support__add", "support__create_record"]}
     agents:
       default:
         expose_upstream_tools: %[5]v
@@ -236,7 +236,7 @@ func TestApprovalsDirect(t *testing.T) {
 	}
 	for _, tl := range res.Tools {
 		destructive := tl.Annotations != nil && tl.Annotations.DestructiveHint != nil && *tl.Annotations.DestructiveHint
-		if want := tl.Name == "support__add" || tl.Name == "support__delete-everything"; strings.HasPrefix(tl.Name, "support__") && destructive != want {
+		if want := tl.Name == "support__add" || tl.Name == "support__create_record" || tl.Name == "support__delete-everything"; strings.HasPrefix(tl.Name, "support__") && destructive != want {
 			t.Errorf("%s destructiveHint %v, want %v", tl.Name, destructive, want)
 		}
 	}

@@ -33,13 +33,29 @@ func operatorPending(t *testing.T, cfg string) []struct{ ID, Tenant, Tool, Argum
 	return pending
 }
 
+// sqlTail is the body TestOperatorApproves's program sends: a DROP TABLE past its first 200
+// bytes, where a view cut for a log line would hide it (issue 38, S3).
+var sqlTail = "SELECT name FROM users WHERE id IN (" + strings.Repeat("1, ", 100) + "2); DROP TABLE users"
+
+// callRecord calls support__create_record (which approvalConfig's policy puts to a person)
+// with sqlTail as its body: its value, or the ToolError's kind and message.
+var callRecord = fmt.Sprintf(`
+try:
+    out = {"value": await support__create_record(title="report", body=%q)}
+except ToolError as e:
+    out = {"kind": e.kind, "message": str(e)}
+return out
+`, sqlTail)
+
 // TestOperatorApproves (must show 6): a program paused on an approval is listed by
-// `mcp-sandbox approvals list` with its tenant, tool and arguments, and `approvals approve ID`
+// `mcp-sandbox approvals list` with its tenant, tool and arguments, every one in full as the
+// person was shown them (issue 38: the tail of a long sql value too), and `approvals approve ID`
 // releases it: the call runs once and the program gets its value. For a client of
 // 2025-11-25 the question put by elicitation/create is withdrawn and the waiting run_code
 // returns; for a client of 2026-07-28 its retry collects the result, and the operator's
 // decision stands over the client's own later answer (here a decline). The webhook
-// (approvals.webhook) hears of the pending approval once, with its bearer token.
+// (approvals.webhook) hears of the pending approval once, with its bearer token and the same
+// arguments.
 func TestOperatorApproves(t *testing.T) {
 	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(revision, func(t *testing.T) {
@@ -55,7 +71,7 @@ func TestOperatorApproves(t *testing.T) {
 				so = nil
 			}
 			cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), opts, so)
-			params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": callAdd}, Meta: mcp.Meta{"mcp-sandbox/run": "operator"}}
+			params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": callRecord}, Meta: mcp.Meta{"mcp-sandbox/run": "operator"}}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			type reply struct {
@@ -83,11 +99,19 @@ func TestOperatorApproves(t *testing.T) {
 				t.Fatal("the webhook heard of no pending approval")
 			}
 			pending := operatorPending(t, cfg)
-			if len(pending) != 1 || pending[0].Tenant != "t" || pending[0].Tool != "support__add" || pending[0].Arguments != `{"a":2,"b":3}` {
+			view := fmt.Sprintf("  body = %q\n  title = \"report\"\n", sqlTail)
+			if len(pending) != 1 || pending[0].Tenant != "t" || pending[0].Tool != "support__create_record" || pending[0].Arguments != view {
 				t.Fatalf("pending approvals: %+v", pending)
 			}
-			if n := counts(t, counter)["add"]; n != 0 {
-				t.Fatalf("add ran %d times before anyone approved", n)
+			if q := p.questions(); revision == "2025-11-25" && (len(q) != 1 || !strings.Contains(q[0], view)) {
+				t.Errorf("the person was asked %q, not the view the operator has:\n%s", q, view)
+			}
+			if out, err := exec.Command(built.sandbox, "approvals", "list", "--config", cfg).Output(); err != nil ||
+				!strings.Contains(string(out), fmt.Sprintf("    body = %q\n", sqlTail)) {
+				t.Errorf("approvals list: %v\n%s", err, out)
+			}
+			if n := counts(t, counter)["create_record"]; n != 0 {
+				t.Fatalf("create_record ran %d times before anyone approved", n)
 			}
 			out, err := exec.Command(built.sandbox, "approvals", "approve", pending[0].ID, "--by", "ops@example.com", "--config", cfg).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "approved "+pending[0].ID) {
@@ -109,20 +133,23 @@ func TestOperatorApproves(t *testing.T) {
 				t.Fatal(got.err)
 			}
 			var r struct {
-				Value addOutcome `json:"value"`
+				Value struct {
+					Value struct{ Bytes int } `json:"value"`
+					Kind  string              `json:"kind"`
+				} `json:"value"`
 			}
 			b, _ := json.Marshal(got.res.StructuredContent)
-			if err := json.Unmarshal(b, &r); err != nil || r.Value.Value["sum"] != 5 || r.Value.Kind != "" {
+			if err := json.Unmarshal(b, &r); err != nil || r.Value.Value.Bytes != len(sqlTail) || r.Value.Kind != "" {
 				t.Errorf("released by the operator: %s", testkit.Text(got.res))
 			}
-			if n := counts(t, counter)["add"]; n != 1 {
-				t.Errorf("add ran %d times, want 1", n)
+			if n := counts(t, counter)["create_record"]; n != 1 {
+				t.Errorf("create_record ran %d times, want 1", n)
 			}
 			if pending := operatorPending(t, cfg); len(pending) != 0 {
 				t.Errorf("still pending: %+v", pending)
 			}
 			if notice.Event != "approval_pending" || notice.Approval.ID != pending[0].ID || notice.Approval.Tenant != "t" ||
-				notice.Approval.Tool != "support__add" || notice.Approval.Arguments != `{"a":2,"b":3}` || notice.Bearer != "Bearer hook-secret" {
+				notice.Approval.Tool != "support__create_record" || notice.Approval.Arguments != view || notice.Bearer != "Bearer hook-secret" {
 				t.Errorf("the webhook's notice: %+v", notice)
 			}
 			if n := len(hook.notices); n != 0 {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Resolver finds a name's addresses; *net.Resolver is one. Tests give a Hosts.
@@ -292,20 +293,111 @@ func (c *counted) over() bool {
 	return true
 }
 
+// MaxHeadBytes bounds the bytes the proxy reads of one request's line and headers, each
+// request of a kept-alive connection and of a tunnel anew: past it the request is answered
+// 431 and its connection ends. net/http's parser alone bounds neither (a 62 MiB header line
+// was held whole). Bodies are bounded by Policy.MaxBytes.
+const MaxHeadBytes = 64 << 10
+
+// errHeadTooLarge is what a headReader gives once a request's head has used MaxHeadBytes.
+var errHeadTooLarge = errors.New("egress: a request's line and headers are over the proxy's bound")
+
+// headReader reads a connection for a bufio.Reader, at most left bytes while a request's head
+// is read (left < 0: a body, unbounded here).
+type headReader struct {
+	r    io.Reader
+	left int
+}
+
+func (h *headReader) Read(b []byte) (int, error) {
+	if h.left < 0 {
+		return h.r.Read(b)
+	}
+	if h.left == 0 {
+		return 0, errHeadTooLarge
+	}
+	n, err := h.r.Read(b[:min(len(b), h.left)])
+	h.left -= n
+	return n, err
+}
+
+// requests reads one connection's requests (a program's, or a tunnel's inside TLS), each with
+// its head bounded by MaxHeadBytes.
+type requests struct {
+	h  headReader
+	br *bufio.Reader
+}
+
+func newRequests(r io.Reader) *requests {
+	q := &requests{h: headReader{r: r}}
+	q.br = bufio.NewReader(&q.h)
+	return q
+}
+
+// next reads the next request. What the buffer holds already counts against its head's bound,
+// so no more than MaxHeadBytes of a head is ever read from the connection.
+func (q *requests) next() (*http.Request, error) {
+	q.h.left = max(0, MaxHeadBytes-q.br.Buffered())
+	req, err := http.ReadRequest(q.br)
+	q.h.left = -1
+	return req, err
+}
+
+// readFailed answers a request that could not be read, when it was not the connection's end:
+// 431 for a head over MaxHeadBytes, else 400 with what. host and port name the tunnel, if any.
+func (p *Proxy) readFailed(c net.Conn, err error, host string, port int, what string) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errByteLimit):
+		return
+	case errors.Is(err, errHeadTooLarge):
+		p.refuse(host, port, ReasonBadRequest, "")
+		writeStatus(c, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large",
+			fmt.Sprintf("mcp-sandbox egress: a request's line and headers may take %d bytes; this one took more, and was not forwarded (%s)\n",
+				MaxHeadBytes, ReasonBadRequest))
+		p.lingerClose(c)
+	default:
+		p.refuse(host, port, ReasonBadRequest, "")
+		writeStatus(c, http.StatusBadRequest, "Bad Request", "mcp-sandbox egress: "+what+"\n")
+	}
+}
+
+// lingerClose ends the sending half of c and waits a moment before the caller closes it, as
+// net/http's server does after refusing a request it did not read whole: closing at once with
+// unread bytes queued resets the connection, and the client may lose the answer before
+// reading it.
+func (p *Proxy) lingerClose(c net.Conn) {
+	var cw interface{ CloseWrite() error }
+	switch x := c.(type) {
+	case *counted:
+		cw, _ = x.Conn.(interface{ CloseWrite() error })
+	case *tls.Conn:
+		cw = x
+	}
+	if cw == nil || cw.CloseWrite() != nil {
+		return
+	}
+	t := time.NewTimer(lingerAfterRefusal)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.ctx.Done():
+	}
+}
+
+// lingerAfterRefusal is how long lingerClose waits: net/http's rstAvoidanceDelay.
+const lingerAfterRefusal = 500 * time.Millisecond
+
 // serveConn reads requests from one connection of the program's until it ends.
 func (p *Proxy) serveConn(c net.Conn) {
-	br := bufio.NewReader(c)
+	q := newRequests(c)
 	for {
-		req, err := http.ReadRequest(br)
+		req, err := q.next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errByteLimit) {
-				p.refuse("", 0, ReasonBadRequest, "")
-				writeStatus(c, http.StatusBadRequest, "Bad Request", "mcp-sandbox egress: that was not an HTTP proxy request\n")
-			}
+			p.readFailed(c, err, "", 0, "that was not an HTTP proxy request")
 			return
 		}
 		if req.Method == http.MethodConnect {
-			p.tunnel(c, br, req)
+			p.tunnel(c, q.br, req)
 			return
 		}
 		if !p.plain(c, req) {
@@ -332,18 +424,60 @@ func (p *Proxy) plain(c net.Conn, req *http.Request) bool {
 		}
 		port = n
 	}
-	path := u.EscapedPath()
-	if d := p.pol.Rules.Request("http", host, port, req.Method, path); !d.Allowed() {
-		p.refuse(host, port, d.Reason, d.Rule)
-		refusal(c, req.Method+" http://"+net.JoinHostPort(host, strconv.Itoa(port))+path, d.Reason, explain(d, host, port))
+	where := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+	path, ok := p.decide(c, req, "http", host, port, where)
+	if !ok {
 		return false
 	}
-	if _, reason := p.resolve(p.ctx, host); reason != "" {
+	if _, reason := p.resolve(p.ctx, host, port); reason != "" {
 		p.refuse(host, port, reason, "")
 		refusal(c, "http://"+net.JoinHostPort(host, strconv.Itoa(port)), reason, explainAddr(reason, host))
 		return false
 	}
-	return p.forward(c, req, "http", host, port, false)
+	return p.forward(c, req, "http", host, port, path, false)
+}
+
+// decide checks one request to scheme://host:port (where names it for a refusal) against the
+// rules, on its decoded path (CleanPath), and returns that path. A request it refuses is
+// answered here; ok false ends the connection.
+func (p *Proxy) decide(c net.Conn, req *http.Request, scheme, host string, port int, where string) (path string, ok bool) {
+	escaped := req.URL.EscapedPath()
+	path, err := CleanPath(escaped)
+	if err != nil {
+		p.refuse(host, port, ReasonBadRequest, "")
+		refusal(c, req.Method+" "+where+escaped, ReasonBadRequest, "its path "+err.Error()+"; send the path the origin should serve")
+		return "", false
+	}
+	if why := p.methodRefused(req.Method, host, scheme); why != "" {
+		p.refuse(host, port, ReasonMethod, "")
+		refusal(c, req.Method+" "+where+path, ReasonMethod, why)
+		return "", false
+	}
+	if d := p.pol.Rules.Request(scheme, host, port, req.Method, path); !d.Allowed() {
+		p.refuse(host, port, d.Reason, d.Rule)
+		refusal(c, req.Method+" "+where+path, d.Reason, explain(d, host, port))
+		return "", false
+	}
+	return path, true
+}
+
+// methodRefused says why method is never forwarded to host over scheme, or "": a method an
+// origin answers by echoing the request (TRACE, and IIS's TRACK) to a host the proxy adds a
+// credential to, since the echo would hand the credential to the program; and CONNECT inside
+// a tunnel, which the proxy does not carry on (each request in a tunnel is re-sent as a
+// request).
+func (p *Proxy) methodRefused(method, host, scheme string) string {
+	switch m := strings.ToUpper(method); {
+	case m == http.MethodConnect && scheme == "https":
+		return "a CONNECT inside a tunnel is not forwarded"
+	case m == http.MethodTrace || m == "TRACK":
+		for _, cr := range p.pol.Credentials {
+			if cr.applies(host) {
+				return fmt.Sprintf("%s is not forwarded to %s, which this execution's proxy adds a credential to: its answer would echo it", m, host)
+			}
+		}
+	}
+	return ""
 }
 
 // tunnel serves a CONNECT: decides it, terminates TLS with the CA, and forwards each request
@@ -363,7 +497,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 		refusal(c, "CONNECT "+net.JoinHostPort(host, ps), d.Reason, explain(d, host, port))
 		return
 	}
-	if _, reason := p.resolve(p.ctx, host); reason != "" {
+	if _, reason := p.resolve(p.ctx, host, port); reason != "" {
 		p.refuse(host, port, reason, "")
 		refusal(c, "CONNECT "+net.JoinHostPort(host, ps), reason, explainAddr(reason, host))
 		return
@@ -394,13 +528,11 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 		}
 		return
 	}
-	tbr := bufio.NewReader(tc)
+	q := newRequests(tc)
 	for {
-		r, err := http.ReadRequest(tbr)
+		r, err := q.next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errByteLimit) {
-				p.refuse(host, port, ReasonBadRequest, "")
-			}
+			p.readFailed(tc, err, host, port, "that was not an HTTP request")
 			return
 		}
 		if rh := r.Host; rh != "" && canonicalHost(hostOnly(rh)) != host {
@@ -409,13 +541,11 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 				"the request's Host header names another host than the tunnel's CONNECT name")
 			return
 		}
-		path := r.URL.EscapedPath()
-		if d := p.pol.Rules.Request("https", host, port, r.Method, path); !d.Allowed() {
-			p.refuse(host, port, d.Reason, d.Rule)
-			refusal(tc, r.Method+" https://"+net.JoinHostPort(host, ps)+path, d.Reason, explain(d, host, port))
+		path, ok := p.decide(tc, r, "https", host, port, "https://"+net.JoinHostPort(host, ps))
+		if !ok {
 			return
 		}
-		if !p.forward(tc, r, "https", host, port, true) {
+		if !p.forward(tc, r, "https", host, port, path, true) {
 			return
 		}
 	}
@@ -432,11 +562,14 @@ func hostOnly(hostport string) string {
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-// forward sends req on to scheme://host:port and writes the answer to c; false ends the
-// connection. secure adds the credentials for host.
-func (p *Proxy) forward(c net.Conn, req *http.Request, scheme, host string, port int, secure bool) bool {
+// forward sends req on to scheme://host:port, for path (its decoded path, as decided), and
+// writes the answer to c; false ends the connection. secure adds the credentials for host.
+func (p *Proxy) forward(c net.Conn, req *http.Request, scheme, host string, port int, path string, secure bool) bool {
 	out := req.Clone(p.ctx)
 	out.RequestURI = ""
+	// The path decided is the path sent: as the program escaped it when that decodes to it
+	// (CleanPath found nothing an origin could read otherwise), else escaped anew.
+	out.URL.Path, out.URL.RawPath = path, req.URL.EscapedPath()
 	out.URL.Scheme, out.URL.Host = scheme, net.JoinHostPort(host, strconv.Itoa(port))
 	if port == defaultPort(scheme) {
 		out.URL.Host = hostForURL(host)
@@ -506,11 +639,12 @@ func hostForURL(host string) string {
 	return host
 }
 
-// resolve returns the addresses host may be reached at, or why none may: a name resolves
-// through the policy's resolver, and an address a rule does not name must be public.
-func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, string) {
+// resolve returns the addresses host may be reached at on port, or why none may: a name
+// resolves through the policy's resolver, and an address no rule names with that port must
+// be public.
+func (p *Proxy) resolve(ctx context.Context, host string, port int) ([]netip.Addr, string) {
 	if a, err := netip.ParseAddr(host); err == nil {
-		if a = a.Unmap(); Public(a) || p.pol.Rules.Names(a) {
+		if a = a.Unmap(); Public(a) || p.pol.Rules.Names(a, port) {
 			return []netip.Addr{a}, ""
 		}
 		return nil, ReasonIPLiteral
@@ -525,7 +659,7 @@ func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, string)
 	}
 	var ok []netip.Addr
 	for _, a := range addrs {
-		if a = a.Unmap(); Public(a) || p.pol.Rules.Names(a) {
+		if a = a.Unmap(); Public(a) || p.pol.Rules.Names(a, port) {
 			ok = append(ok, a)
 		}
 	}
@@ -542,7 +676,11 @@ func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
-	addrs, reason := p.resolve(ctx, canonicalHost(host))
+	port, err := parsePort(ps)
+	if err != nil {
+		return nil, err
+	}
+	addrs, reason := p.resolve(ctx, canonicalHost(host), port)
 	if reason != "" {
 		return nil, &dialRefused{host: host, reason: reason}
 	}

@@ -327,3 +327,70 @@ func TestProxyRefusalCountsAreBoundedAndExact(t *testing.T) {
 		t.Errorf("the groups count %d refusals, want %d (the rest in the total only)", sum, want)
 	}
 }
+
+// Issue 38, S2: with "127.0.0.1:A" and a name allowed on ports A and B that resolves to
+// 127.0.0.1, the name reaches the address on A, the one port its IP rule names, and is refused
+// on B: whoever controls an allowed name's DNS reaches no other port of a private address.
+func TestProxyIPRuleAdmitsItsPortOnly(t *testing.T) {
+	a, b := newPathOrigin(t, false), newPathOrigin(t, false)
+	lo := netip.MustParseAddr("127.0.0.1")
+	pol := &Policy{Rules: mustRules(t, fmt.Sprintf("127.0.0.1:%d", a.port), fmt.Sprintf("other.test:%d", a.port), fmt.Sprintf("other.test:%d", b.port)),
+		Resolver: Hosts{"other.test": {lo}}}
+	p, c, _ := startProxy(t, pol)
+	for port, want := range map[int]int{a.port: 200, b.port: http.StatusForbidden} {
+		resp, err := c.Get(fmt.Sprintf("http://other.test:%d/", port))
+		if err != nil {
+			t.Fatalf("GET other.test:%d: %v", port, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET other.test:%d: %d %q, want %d", port, resp.StatusCode, body, want)
+		}
+	}
+	if n := len(b.requests()); n != 0 {
+		t.Errorf("127.0.0.1:%d, which no IP rule names, was reached %d times through other.test", b.port, n)
+	}
+	p.Close()
+	if st := p.Stats(); len(st.Refused) != 1 || st.Refused[0] != (Refusal{"other.test", b.port, ReasonPrivateAddress}) {
+		t.Errorf("refused %+v, want other.test:%d private_address", st.Refused, b.port)
+	}
+}
+
+// Issue 38: TRACE (and TRACK) to a host the proxy adds a credential to is refused, since an
+// origin that honours it echoes the credential back; so is a CONNECT inside a tunnel. TRACE to
+// a host without a credential goes on.
+func TestProxyRefusesEchoingMethodsToCredentialedHosts(t *testing.T) {
+	o := newOrigin(t)
+	lo := netip.MustParseAddr("127.0.0.1")
+	pol := &Policy{Rules: mustRules(t, fmt.Sprintf("api.example.com:%d", o.port), fmt.Sprintf("plain.example.com:%d", o.port),
+		fmt.Sprintf("127.0.0.1:%d", o.port)),
+		RootCAs:  originRoots(o),
+		Resolver: Hosts{"api.example.com": {lo}, "plain.example.com": {lo}},
+		Credentials: []Credential{{Host: "api.example.com", Header: "Authorization",
+			Value: func() (string, error) { return "Bearer s3cret-value", nil }}}}
+	p, _, addr := startProxy(t, pol)
+	roots := proxyRoots(t, p)
+	send := func(host, req string) (int, string) {
+		tc, br := tunnelTo(t, addr, fmt.Sprintf("%s:%d", host, o.port), roots)
+		defer tc.Close()
+		return exchange(t, tc, br, req)
+	}
+	for _, m := range []string{"TRACE", "TRACK", "trace"} {
+		if code, body := send("api.example.com", m+" / HTTP/1.1\r\nHost: api.example.com\r\n\r\n"); code != http.StatusForbidden ||
+			!strings.Contains(body, ReasonMethod) || strings.Contains(body, "s3cret") {
+			t.Errorf("%s to the credentialed host: %d %q, want 403 %s", m, code, body, ReasonMethod)
+		}
+	}
+	// (A CONNECT naming another host is refused by the Host check, sni_mismatch.)
+	if code, body := send("api.example.com", fmt.Sprintf("CONNECT api.example.com:%d HTTP/1.1\r\nHost: api.example.com\r\n\r\n", o.port)); code != http.StatusForbidden ||
+		!strings.Contains(body, ReasonMethod) {
+		t.Errorf("CONNECT inside a tunnel: %d %q, want 403 %s", code, body, ReasonMethod)
+	}
+	if code, body := send("plain.example.com", "TRACE / HTTP/1.1\r\nHost: plain.example.com\r\n\r\n"); code != 200 {
+		t.Errorf("TRACE to a host without a credential: %d %q", code, body)
+	}
+	if got := o.seen(); len(got) != 1 || got[0] != "" {
+		t.Errorf("the origin saw Authorization %q, want one request without it", got)
+	}
+}

@@ -12,7 +12,8 @@ import (
 // (api.example.com), a suffix (*.example.com: any name below it, not the name itself), an IP
 // address (127.0.0.1, [::1]), each with an optional :port (without one, 443 and 80), or a URL
 // prefix with optional methods ("http://h.example/v1/ GET,POST"), which holds for requests
-// whose scheme, host, port and path start so.
+// whose scheme, host and port are the rule's and whose path, decoded (CleanPath), is under the
+// rule's.
 type Rule struct {
 	text      string
 	host      string     // lower case, without the "*." of a suffix
@@ -20,7 +21,7 @@ type Rule struct {
 	addr      netip.Addr // an IP rule's address
 	port      int        // 0: 443 and 80
 	scheme    string     // a URL rule's: http or https
-	path      string     // a URL rule's path prefix
+	path      string     // a URL rule's path prefix, decoded (CleanPath)
 	methods   []string   // a URL rule's methods; none: any
 	urlRule   bool
 	ipLiteral bool
@@ -56,9 +57,9 @@ func parseURLRule(r Rule, text string) (Rule, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return r, fmt.Errorf("network rule %q: a URL rule is http:// or https://, a host and a path prefix, with no credentials, query or fragment", text)
 	}
-	r.urlRule, r.scheme, r.path = true, u.Scheme, u.EscapedPath()
-	if r.path == "" {
-		r.path = "/"
+	r.urlRule, r.scheme = true, u.Scheme
+	if r.path, err = CleanPath(u.EscapedPath()); err != nil {
+		return r, fmt.Errorf("network rule %q: its path %v", text, err)
 	}
 	r.port = defaultPort(u.Scheme)
 	if p := u.Port(); p != "" {
@@ -210,15 +211,51 @@ func (r Rule) matchesRequest(scheme, method, path string) bool {
 	return false
 }
 
-// pathUnder reports whether path starts with prefix; "/v1" holds for /v1 and /v1/x, not /v10.
+// pathUnder reports whether path is under prefix, both decoded (CleanPath): "/v1" holds for
+// /v1 and /v1/x, not /v10.
 func pathUnder(path, prefix string) bool {
-	if path == "" {
-		path = "/"
-	}
 	if !strings.HasPrefix(path, prefix) {
 		return false
 	}
-	return strings.HasSuffix(prefix, "/") || len(path) == len(prefix) || path[len(prefix)] == '/' || path[len(prefix)] == '?'
+	return strings.HasSuffix(prefix, "/") || len(path) == len(prefix) || path[len(prefix)] == '/'
+}
+
+// CleanPath decodes an escaped request path (as sent: "/v1/a%20b") into the one path every
+// origin takes it for, or says why there is none (docs/design.md §18). A URL rule names a
+// decoded path, and a request is matched on its decoded path: "/v1/%61dmin" is /v1/admin to
+// an allow or a deny rule alike. What an origin may resolve into another path than the one
+// matched is refused rather than guessed at: a "." or ".." segment (RFC 3986, section 5.2.4, would
+// take /v1/../admin out of /v1/), a slash or backslash encoded inside a segment (%2f, %5c:
+// some origins decode them into separators), a raw backslash, ";" (path parameters some
+// origins strip, /v1;x/../admin), an empty segment inside the path ("//": some origins merge
+// slashes), a control character and an escape that does not decode. The empty path is "/".
+func CleanPath(escaped string) (string, error) {
+	if escaped == "" {
+		return "/", nil
+	}
+	if escaped[0] != '/' {
+		return "", fmt.Errorf("%q does not start with /", escaped)
+	}
+	segs := strings.Split(escaped[1:], "/")
+	for i, seg := range segs {
+		d, err := url.PathUnescape(seg)
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("segment %q is not a valid percent-encoding", seg)
+		case seg == "" && i < len(segs)-1:
+			return "", fmt.Errorf("%q has an empty segment (//), which some origins merge", escaped)
+		case d == "." || d == "..":
+			return "", fmt.Errorf("%q has a dot segment (%s), which an origin resolves out of the path matched", escaped, seg)
+		case strings.ContainsAny(d, "/\\"):
+			return "", fmt.Errorf("segment %q holds a slash or a backslash, which some origins take for a separator", seg)
+		case strings.ContainsRune(d, ';'):
+			return "", fmt.Errorf("segment %q holds \";\", whose parameters some origins strip", seg)
+		case strings.ContainsFunc(d, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			return "", fmt.Errorf("segment %q holds a control character", seg)
+		}
+		segs[i] = d
+	}
+	return "/" + strings.Join(segs, "/"), nil
 }
 
 // Rules are an allow list and a deny list. A connection is allowed when an allow rule names
@@ -272,6 +309,7 @@ const (
 	ReasonByteLimit      = "max_bytes"       // the execution's network byte ceiling was reached
 	ReasonUpstreamFailed = "upstream_failed" // the origin could not be reached or verified
 	ReasonScheme         = "scheme_not_http" // a forward request for a scheme other than http
+	ReasonMethod         = "method_refused"  // TRACE to a host with a credential, CONNECT inside a tunnel
 )
 
 // Connect decides a connection to host:port (host lower case, an address canonical).
@@ -293,7 +331,8 @@ func (rs *Rules) Connect(host string, port int) Decision {
 	return Decision{Reason: ReasonNotAllowed}
 }
 
-// Request decides one request to scheme://host:port with method and path.
+// Request decides one request to scheme://host:port with method and path, the request's path
+// decoded by CleanPath.
 func (rs *Rules) Request(scheme, host string, port int, method, path string) Decision {
 	host = canonicalHost(host)
 	if d := rs.Connect(host, port); !d.Allowed() {
@@ -312,12 +351,14 @@ func (rs *Rules) Request(scheme, host string, port int, method, path string) Dec
 	return Decision{Reason: ReasonNotAllowed}
 }
 
-// Names reports whether an allow rule names addr by number: only then may a name resolve to a
-// private address, or a program connect to an address by number.
-func (rs *Rules) Names(addr netip.Addr) bool {
+// Names reports whether an allow rule names addr by number with port: only then may a name
+// resolve to a private address, or a program connect to an address by number. An IP rule
+// admits its address on its own port only, whichever name resolved to it: "127.0.0.1:8080"
+// beside "other.test:8081" does not let other.test reach 127.0.0.1:8081.
+func (rs *Rules) Names(addr netip.Addr, port int) bool {
 	addr = addr.Unmap()
 	for _, r := range rs.Allow {
-		if r.ipLiteral && r.addr == addr {
+		if r.ipLiteral && r.addr == addr && r.matchesPort(port) {
 			return true
 		}
 	}
@@ -337,9 +378,9 @@ func (rs *Rules) URL(rawURL string) Decision {
 			return Decision{Reason: ReasonBadRequest}
 		}
 	}
-	path := u.EscapedPath()
-	if path == "" {
-		path = "/"
+	path, err := CleanPath(u.EscapedPath())
+	if err != nil {
+		return Decision{Reason: ReasonBadRequest}
 	}
 	d := rs.Request(u.Scheme, u.Hostname(), port, "POST", path)
 	if !d.Allowed() && d.Reason != ReasonDenied {
@@ -361,9 +402,14 @@ func canonicalHost(host string) string {
 
 // Public reports whether a is an address a name may resolve to without a rule naming it: not
 // loopback, private (RFC 1918, unique-local), link-local (the cloud metadata services live
-// there), carrier-grade NAT, unspecified, multicast or otherwise reserved.
+// there), carrier-grade NAT, unspecified, multicast or otherwise reserved. An IPv6 address
+// that carries an IPv4 one (IPv4-mapped ::ffff:0:0/96, IPv4-translated ::ffff:0:0:0/96,
+// IPv4-compatible ::/96, 6to4 2002::/16) is judged by the IPv4 address inside: a host that
+// routes it reaches that address.
 func Public(a netip.Addr) bool {
-	a = a.Unmap()
+	if v4, ok := embeddedIPv4(a); ok {
+		a = v4
+	}
 	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
 		return false
@@ -376,13 +422,35 @@ func Public(a netip.Addr) bool {
 	return true
 }
 
+// embeddedIPv4 is the IPv4 address an IPv6 address carries by one of the forms Public names.
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	var v4 [4]byte
+	switch {
+	case [12]byte(b[:12]) == [12]byte{10: 0xff, 11: 0xff}, // ::ffff:a.b.c.d, mapped
+		[12]byte(b[:12]) == [12]byte{8: 0xff, 9: 0xff}, // ::ffff:0:a.b.c.d, translated
+		[12]byte(b[:12]) == [12]byte{}:                 // ::a.b.c.d, compatible (:: and ::1 are 0.0.0.0 and 0.0.0.1: reserved)
+		copy(v4[:], b[12:])
+	case b[0] == 0x20 && b[1] == 0x02: // 2002:AABB:CCDD::/48, 6to4
+		copy(v4[:], b[2:6])
+	default:
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4(v4), true
+}
+
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
 	netip.MustParsePrefix("192.0.0.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("fd00:ec2::/32"), // a cloud's metadata over IPv6 (inside fc00::/7 already)
-	netip.MustParsePrefix("64:ff9b::/96"),  // NAT64 may lead to any IPv4 address
+	netip.MustParsePrefix("fd00:ec2::/32"),  // a cloud's metadata over IPv6 (inside fc00::/7 already)
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64 may lead to any IPv4 address
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215), likewise
+	netip.MustParsePrefix("2001::/32"),      // Teredo, whose addresses carry IPv4 ones obfuscated
 	netip.MustParsePrefix("2001:db8::/32"),
 }

@@ -16,6 +16,12 @@ import (
 // /v1/approvals on the serving port, which takes operator tokens only. A decision is the
 // pause's answer, recorded once; the server holding the call sees it within
 // Options.PausePoll.
+//
+// An operator decides on what the person was asked: the question's view of the arguments
+// (binding.Question.Arguments, kept with the pause as budget.Pause.View), every key path with
+// its value in full, never the log line's cut form. A pause kept without that view (by an
+// older version) is shown without arguments and can be denied, not approved
+// (ErrApprovalNotShown).
 
 // Approval is a pause as the operator's channel shows it.
 type Approval struct {
@@ -23,8 +29,13 @@ type Approval struct {
 	Tenant string `json:"tenant"`
 	Agent  string `json:"agent"`
 	Tool   string `json:"tool"`
-	// Arguments are redacted as a log line shows them.
-	Arguments string    `json:"arguments"`
+	// Arguments are the arguments as the person was shown them: one line "path = value" per
+	// key path, each value in full as JSON, and a last line "Not shown: ..." naming the values
+	// the tool's schema marks secret. "" when NotShown says why they are not kept.
+	Arguments string `json:"arguments"`
+	// NotShown says why the arguments are not shown, when they are not: such an approval can
+	// be denied, never approved.
+	NotShown  string    `json:"not_shown,omitempty"`
 	Reason    string    `json:"reason"`
 	AskedAt   time.Time `json:"asked_at"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -37,9 +48,16 @@ type Approval struct {
 
 // ApprovalOf is p as the operator's channel shows it.
 func ApprovalOf(p budget.Pause) Approval {
-	return Approval{ID: p.ID, Tenant: p.Tenant, Agent: p.Agent, Tool: p.Tool, Arguments: p.Arguments, Reason: p.Reason,
+	a := Approval{ID: p.ID, Tenant: p.Tenant, Agent: p.Agent, Tool: p.Tool, Arguments: p.View, Reason: p.Reason,
 		AskedAt: p.AskedAt.UTC(), ExpiresAt: p.Expires.UTC(), Resumable: p.Resumable, Status: string(p.Status), AnsweredBy: p.AnsweredBy}
+	if p.View == "" {
+		a.NotShown = notShown
+	}
+	return a
 }
+
+// notShown is why a pause kept without its view shows no arguments.
+const notShown = "the arguments were not kept in full with this approval (it was asked by an older version), so it can be denied here, not approved"
 
 // PendingApprovals are the pauses still open (pending, not expired), of tenant when it is not
 // empty, oldest first.
@@ -63,6 +81,7 @@ var (
 	ErrApprovalUnknown  = errors.New("no such approval is kept")
 	ErrApprovalExpired  = errors.New("the approval expired")
 	ErrApprovalAnswered = errors.New("the approval was already answered")
+	ErrApprovalNotShown = errors.New("the approval's arguments cannot be shown in full")
 )
 
 // DecideApproval answers pause id as the operator: accepted when approve, else declined,
@@ -81,6 +100,8 @@ func DecideApproval(ctx context.Context, pauses budget.Pauses, id string, approv
 	case p.Status == budget.ApprovalPending && time.Now().After(p.Expires):
 		return p, fmt.Errorf("%w: %s closed at %s, and the call was refused unanswered; %s it changes nothing", ErrApprovalExpired, id,
 			p.Expires.UTC().Format(time.RFC3339), verb)
+	case approve && p.View == "" && p.Status == budget.ApprovalPending:
+		return p, fmt.Errorf("%w: %s: %s; answer it from the client that was asked, or deny it", ErrApprovalNotShown, id, notShown)
 	}
 	p, err = pauses.DecidePause(ctx, id, status, by)
 	if errors.Is(err, budget.ErrAlreadyFinished) {
@@ -95,7 +116,8 @@ func DecideApproval(ctx context.Context, pauses budget.Pauses, id string, approv
 
 // approvalRoutes serves /v1/approvals for operator tokens: GET lists the pending approvals,
 // POST /v1/approvals/{id}/approve and /deny decide one (as "operator" and, when the body is
-// {"by": "..."}, who). A tenant's token, or none, is refused.
+// {"by": "..."}, who): 404 unknown, 410 expired, 409 already answered, 422 an approval whose
+// arguments cannot be shown approved. A tenant's token, or none, is refused.
 func (h *httpHandler) approvalRoutes(mux *http.ServeMux, pauses budget.Pauses) {
 	authed := func(next func(w http.ResponseWriter, r *http.Request)) http.Handler {
 		return limitBody(64<<10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -146,6 +168,8 @@ func (h *httpHandler) approvalRoutes(mux *http.ServeMux, pauses budget.Pauses) {
 				http.Error(w, err.Error(), http.StatusGone)
 			case errors.Is(err, ErrApprovalAnswered):
 				http.Error(w, err.Error(), http.StatusConflict)
+			case errors.Is(err, ErrApprovalNotShown):
+				http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 			case err != nil:
 				h.opts.Logger.Error("approval not decided", "err", err)
 				http.Error(w, "the ledger could not record the decision", http.StatusInternalServerError)

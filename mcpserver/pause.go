@@ -144,7 +144,7 @@ func (a *pausingAsker) Ask(ctx context.Context, q binding.Question) (binding.Ans
 // false when the ledger would not (the call is then asked as without pauses, and logged).
 func (a *pausingAsker) save(ctx context.Context, id string, q binding.Question, expires time.Time) (saved, resumable bool) {
 	p := budget.Pause{ID: id, Tenant: a.h.agent.Tenant, Agent: a.h.agent.Name, Run: a.run, Tool: q.Tool,
-		Arguments: q.Redacted, Reason: strings.Join(q.Reasons, "; "), Seq: q.Seq, AskedAt: time.Now(), Expires: expires}
+		Arguments: q.Redacted, View: q.Arguments, Reason: strings.Join(q.Reasons, "; "), Seq: q.Seq, AskedAt: time.Now(), Expires: expires}
 	if a.hd != nil {
 		p.Hold, p.Resumable = a.hd.id, true
 	}

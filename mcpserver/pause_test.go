@@ -255,8 +255,11 @@ func TestPauseHeldByALiveProcess(t *testing.T) {
 
 // TestApprovalsRoute (must show 6, the HTTP side): /v1/approvals refuses a request without a
 // token (401) and a tenant's token (403), and answers the operator's token: the pending
-// approvals with tenant, tool and redacted arguments; approve decides one once (409 after,
-// 404 for an unknown one), recorded with who decided, and the list no longer has it.
+// approvals with tenant, tool and the arguments as the person was shown them, in full (issue
+// 38: a DROP TABLE past the first 200 bytes of a value is there); approve decides one once
+// (409 after, 404 for an unknown one), recorded with who decided, and the list no longer has
+// it. An approval kept without its view (an older version's) is listed with why, and can be
+// denied, not approved (422).
 func TestApprovalsRoute(t *testing.T) {
 	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
 	if err != nil {
@@ -264,9 +267,17 @@ func TestApprovalsRoute(t *testing.T) {
 	}
 	t.Cleanup(func() { led.Close() })
 	now := time.Now()
-	if err := led.SavePause(context.Background(), budget.Pause{ID: "q_1", Tenant: "t", Agent: "a", Tool: "up__wipe",
-		Arguments: `{"password":"[redacted]","s":"x"}`, Resumable: true, AskedAt: now, Expires: now.Add(time.Hour)}); err != nil {
-		t.Fatal(err)
+	sql := `"SELECT name FROM users WHERE id IN (` + strings.Repeat("1, ", 100) + `2); DROP TABLE users"`
+	view := "  sql = " + sql + "\n  password = [redacted]\nNot shown: password (the tool's schema marks it a password)\n"
+	for _, p := range []budget.Pause{
+		{ID: "q_1", Tenant: "t", Agent: "a", Tool: "up__wipe", Arguments: `{"password":"[redacted]","sql":"SELECT name…"}`, View: view,
+			Resumable: true, AskedAt: now, Expires: now.Add(time.Hour)},
+		{ID: "q_cut", Tenant: "t", Agent: "a", Tool: "up__wipe", Arguments: `{"sql":"SELECT name…"}`, AskedAt: now.Add(time.Second),
+			Expires: now.Add(time.Hour)},
+	} {
+		if err := led.SavePause(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{
 		Agents:       []Agent{{Tenant: "t", Name: "a"}},
@@ -305,9 +316,17 @@ func TestApprovalsRoute(t *testing.T) {
 	}
 	code, body := do("GET", "/v1/approvals", "operator-token", "")
 	var list []Approval
-	if err := json.Unmarshal([]byte(body), &list); err != nil || code != http.StatusOK || len(list) != 1 || list[0].ID != "q_1" ||
-		list[0].Tenant != "t" || list[0].Tool != "up__wipe" || list[0].Arguments != `{"password":"[redacted]","s":"x"}` {
+	if err := json.Unmarshal([]byte(body), &list); err != nil || code != http.StatusOK || len(list) != 2 || list[0].ID != "q_1" ||
+		list[0].Tenant != "t" || list[0].Tool != "up__wipe" || list[0].Arguments != view || list[0].NotShown != "" ||
+		list[1].ID != "q_cut" || list[1].Arguments != "" || !strings.Contains(list[1].NotShown, "not kept in full") {
 		t.Fatalf("the operator's list: %d %s", code, body)
+	}
+	if code, body := do("POST", "/v1/approvals/q_cut/approve", "operator-token", ""); code != http.StatusUnprocessableEntity ||
+		!strings.Contains(body, "not kept in full") {
+		t.Errorf("approving an approval whose view was cut: %d %s, want 422", code, body)
+	}
+	if code, body := do("POST", "/v1/approvals/q_cut/deny", "operator-token", ""); code != http.StatusOK || !strings.Contains(body, `"status":"declined"`) {
+		t.Errorf("denying it: %d %s", code, body)
 	}
 	if code, body := do("POST", "/v1/approvals/q_1/approve", "operator-token", `{"by":"ann"}`); code != http.StatusOK || !strings.Contains(body, `"status":"accepted"`) {
 		t.Errorf("approve: %d %s", code, body)

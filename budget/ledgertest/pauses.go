@@ -21,7 +21,8 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	p := open(t)
 	asked := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	want := budget.Pause{ID: "q_1", Tenant: "t", Agent: "a", Run: "named:r", Hold: "h_1", Tool: "crm__wipe",
-		Arguments: `{"api_key":"[redacted]","id":7}`, Reason: "approval_required", Seq: 3,
+		Arguments: `{"api_key":"[redacted]","id":7}`, View: "  api_key = [redacted]\n  id = 7\nNot shown: api_key\n",
+		Reason: "approval_required", Seq: 3,
 		Journal: json.RawMessage(`[{"seq":1}]`), Resumable: true, AskedAt: asked, Expires: asked.Add(2 * time.Minute)}
 	if err := p.SavePause(ctx, want); err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	}
 	got.AskedAt, got.Expires, got.Journal, want.Journal = want.AskedAt, want.Expires, nil, nil
 	if got.ID != want.ID || got.Tenant != want.Tenant || got.Agent != want.Agent || got.Run != want.Run || got.Hold != want.Hold ||
-		got.Tool != want.Tool || got.Arguments != want.Arguments || got.Reason != want.Reason || got.Seq != want.Seq ||
+		got.Tool != want.Tool || got.Arguments != want.Arguments || got.View != want.View || got.Reason != want.Reason || got.Seq != want.Seq ||
 		got.Resumable != want.Resumable || got.Status != want.Status || got.Claimed {
 		t.Errorf("read back %+v, want %+v", got, want)
 	}

@@ -48,7 +48,8 @@ type Ledger struct {
 
 	queue *pgQueue // tool_call_finished records waiting for the next statement (pipeline.go)
 
-	leaseSent atomic.Pointer[time.Time] // when the last renewal that held was sent (this clock)
+	leaseSent  atomic.Pointer[time.Time] // when the last renewal that held was sent (this clock)
+	leaseSince atomic.Pointer[time.Time] // when the lease held now was taken: at Open, or back after a loss
 
 	closeOnce sync.Once
 	closeErr  error
@@ -182,6 +183,8 @@ var postgresSchema = []string{
 	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
 	// 8: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
 	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
+	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
+	`ALTER TABLE ledger_pauses ADD COLUMN view text NOT NULL DEFAULT '';`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes
@@ -239,9 +242,23 @@ func (p *Ledger) LeaseHeldUntil() time.Time {
 	return t.Add(p.ttl * 2 / 3)
 }
 
+// LeaseHeldSince returns when, by this process's clock, the lease it holds now was taken:
+// when the ledger opened, or when it was taken back after a loss (a survivor recorded this
+// owner's calls then in flight unknown). A call started before it is not surely open, however
+// fresh the lease (Ticket.SurelyOpen).
+func (p *Ledger) LeaseHeldSince() time.Time {
+	if t := p.leaseSince.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
 // relive takes (or takes back) this owner's lease.
 func (p *Ledger) relive(ctx context.Context) (err error) {
 	sent := time.Now()
+	// Marked before the statement: a call started while it is in flight may find the lease
+	// taken back by then, and must not count it as held since before its start.
+	p.leaseSince.Store(&sent)
 	defer func() {
 		if err == nil {
 			p.leaseSent.Store(&sent)

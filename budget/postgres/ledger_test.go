@@ -162,6 +162,50 @@ func TestLostLeaseIsTakenBack(t *testing.T) {
 	}
 }
 
+// TestTicketAcrossALostLease (issue 38): a call started before its owner's lease was lost is
+// not surely open once the lease is taken back, however fresh that lease is: a survivor may
+// have recorded it unknown in between (it did here), so its result waits for Finish, which
+// finds it unknown. A call started under the new lease is surely open.
+func TestTicketAcrossALostLease(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	a := openLedger(t, dsn, nil)
+	b := openLedger(t, dsn, nil)
+	ctx := t.Context()
+	m, err := budget.Start(ctx, a, budget.RunRef{Tenant: "t", ID: "r"}, "x1", "", budget.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, fe := m.Admit(ctx, budget.Call{Tool: "slow"})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if !before.SurelyOpen() {
+		t.Fatal("a call under a fresh lease is not surely open")
+	}
+	if _, err := a.pool.Exec(ctx, `UPDATE ledger_leases SET expires_at = now() - interval '1 second' WHERE owner = $1`, a.owner); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := b.Recover(ctx); err != nil || len(lost) != 1 {
+		t.Fatalf("Recover = %+v, %v; want the stalled owner's call", lost, err)
+	}
+	if err := a.relive(ctx); err != nil { // what renew does on finding its lease gone
+		t.Fatal(err)
+	}
+	if before.SurelyOpen() {
+		t.Error("a call started before the lease was lost is surely open under the lease taken back")
+	}
+	if err := before.Finish(ctx, budget.Outcome{Status: budget.Succeeded}); !errors.Is(err, budget.ErrAlreadyFinished) {
+		t.Errorf("finishing the call recorded unknown: %v, want ErrAlreadyFinished", err)
+	}
+	after, fe := m.Admit(ctx, budget.Call{Tool: "slow"})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if !after.SurelyOpen() {
+		t.Error("a call started under the lease taken back is not surely open")
+	}
+}
+
 // TestRecoverAfterKill kills a real process holding a started call (no Close: its
 // lease stays until it expires) while a survivor watches: the survivor records the call
 // unknown once the lease has run out, without restarting.

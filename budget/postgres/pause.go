@@ -21,14 +21,14 @@ func (p *Ledger) SavePause(ctx context.Context, ps budget.Pause) error {
 		journal = &j
 	}
 	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_pauses
-		(id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at, status, owner)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'pending', $14)`,
-		ps.ID, ps.Tenant, ps.Agent, ps.Run, ps.Hold, ps.Tool, ps.Arguments, ps.Reason, ps.Seq, journal, ps.Resumable,
+		(id, tenant, agent, run_key, hold, tool, arguments, view, reason, seq, journal, resumable, asked_at, expires_at, status, owner)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'pending', $15)`,
+		ps.ID, ps.Tenant, ps.Agent, ps.Run, ps.Hold, ps.Tool, ps.Arguments, ps.View, ps.Reason, ps.Seq, journal, ps.Resumable,
 		ps.AskedAt, ps.Expires, p.owner)
 	return wrapPG(err)
 }
 
-const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at,
+const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, view, reason, seq, journal, resumable, asked_at, expires_at,
 	status, answered_by, decided_at, claimed, owner, result`
 
 func scanPause(r pgx.Row) (budget.Pause, error) {
@@ -36,7 +36,7 @@ func scanPause(r pgx.Row) (budget.Pause, error) {
 	var journal, result *string
 	var decided *time.Time
 	var status string
-	err := r.Scan(&ps.ID, &ps.Tenant, &ps.Agent, &ps.Run, &ps.Hold, &ps.Tool, &ps.Arguments, &ps.Reason, &ps.Seq, &journal,
+	err := r.Scan(&ps.ID, &ps.Tenant, &ps.Agent, &ps.Run, &ps.Hold, &ps.Tool, &ps.Arguments, &ps.View, &ps.Reason, &ps.Seq, &journal,
 		&ps.Resumable, &ps.AskedAt, &ps.Expires, &status, &ps.AnsweredBy, &decided, &ps.Claimed, &ps.Owner, &result)
 	if journal != nil {
 		ps.Journal = json.RawMessage(*journal)

@@ -160,6 +160,7 @@ CREATE TABLE IF NOT EXISTS pauses (
 	hold            TEXT    NOT NULL,
 	tool            TEXT    NOT NULL,
 	arguments       TEXT    NOT NULL,
+	view            TEXT    NOT NULL DEFAULT '',
 	reason          TEXT    NOT NULL,
 	seq             INTEGER NOT NULL,
 	journal         TEXT,
@@ -277,7 +278,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 8
+const sqliteSchemaVersion = 9
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
@@ -291,6 +292,8 @@ var columnsAdded = []struct{ table, column, decl string }{
 	{"approvals", "times", `INTEGER NOT NULL DEFAULT 1`},
 	// 7: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
 	{"executions", "network", `TEXT`},
+	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
+	{"pauses", "view", `TEXT NOT NULL DEFAULT ''`},
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -21,15 +21,15 @@ func (s *Ledger) SavePause(ctx context.Context, p budget.Pause) error {
 	}
 	return s.write(ctx, func(tx *stmtTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO pauses
-			(id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at, status, owner)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
-			p.ID, p.Tenant, p.Agent, p.Run, p.Hold, p.Tool, p.Arguments, p.Reason, p.Seq, journal, p.Resumable,
+			(id, tenant, agent, run_key, hold, tool, arguments, view, reason, seq, journal, resumable, asked_at, expires_at, status, owner)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+			p.ID, p.Tenant, p.Agent, p.Run, p.Hold, p.Tool, p.Arguments, p.View, p.Reason, p.Seq, journal, p.Resumable,
 			p.AskedAt.UnixNano(), p.Expires.UnixNano(), s.lock.ID())
 		return err
 	})
 }
 
-const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, reason, seq, journal, resumable, asked_at, expires_at,
+const pauseColumns = `id, tenant, agent, run_key, hold, tool, arguments, view, reason, seq, journal, resumable, asked_at, expires_at,
 	status, answered_by, decided_at, claimed, owner, result`
 
 func scanPause(r scanner) (budget.Pause, error) {
@@ -38,7 +38,7 @@ func scanPause(r scanner) (budget.Pause, error) {
 	var asked, expires int64
 	var decided sql.NullInt64
 	var status string
-	if err := r.Scan(&p.ID, &p.Tenant, &p.Agent, &p.Run, &p.Hold, &p.Tool, &p.Arguments, &p.Reason, &p.Seq, &journal,
+	if err := r.Scan(&p.ID, &p.Tenant, &p.Agent, &p.Run, &p.Hold, &p.Tool, &p.Arguments, &p.View, &p.Reason, &p.Seq, &journal,
 		&p.Resumable, &asked, &expires, &status, &p.AnsweredBy, &decided, &p.Claimed, &p.Owner, &result); err != nil {
 		return p, err
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
@@ -73,22 +72,29 @@ func listApprovals(ctx context.Context, pauses budget.Pauses, tenant string, asJ
 		return exitOK, nil
 	}
 	now := time.Now()
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tTOOL\tASKED\tEXPIRES IN\tARGUMENTS (redacted)")
-	for _, a := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s\t%s\n", a.ID, a.Tenant, a.Agent, a.Tool,
-			now.Sub(a.AskedAt).Round(time.Second), a.ExpiresAt.Sub(now).Round(time.Second), shortArguments(a.Arguments))
+	for i, a := range out {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s  tenant %s  agent %s  tool %s  asked %s ago  expires in %s\n", a.ID, a.Tenant, a.Agent, a.Tool,
+			now.Sub(a.AskedAt).Round(time.Second), a.ExpiresAt.Sub(now).Round(time.Second))
+		writeArguments(stdout, a)
 	}
-	return exitOK, tw.Flush()
+	return exitOK, nil
 }
 
-// shortArguments keeps a table row to one line of a readable length; --json has them whole.
-func shortArguments(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = strings.ToValidUTF8(s[:200], "") + "…"
+// writeArguments prints an approval's reason and its arguments as the person was shown them,
+// whole (one "path = value" line each, indented), or why they cannot be shown.
+func writeArguments(w io.Writer, a mcpserver.Approval) {
+	fmt.Fprintf(w, "  needs approval: %s\n", a.Reason)
+	if a.NotShown != "" {
+		fmt.Fprintf(w, "  arguments not shown: %s\n", a.NotShown)
+		return
 	}
-	return s
+	fmt.Fprintln(w, "  arguments, every one in full:")
+	for _, l := range strings.Split(strings.TrimSuffix(a.Arguments, "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 }
 
 func decideApproval(ctx context.Context, pauses budget.Pauses, id string, approve bool, by string, asJSON bool, stdout io.Writer) (int, error) {
@@ -103,7 +109,8 @@ func decideApproval(ctx context.Context, pauses budget.Pauses, id string, approv
 	if asJSON {
 		return exitOK, json.NewEncoder(stdout).Encode(mcpserver.ApprovalOf(p))
 	}
-	fmt.Fprintf(stdout, "%s %s: %s of tenant %s, arguments %s\n", verb, id, p.Tool, p.Tenant, shortArguments(p.Arguments))
+	fmt.Fprintf(stdout, "%s %s: %s of tenant %s\n", verb, id, p.Tool, p.Tenant)
+	writeArguments(stdout, mcpserver.ApprovalOf(p))
 	fmt.Fprintln(stdout, "The server holding the call sees the decision within a second and carries it on.")
 	if p.Resumable {
 		fmt.Fprintln(stdout, "If that server is gone, the program is run again from its journal when the client retries the call.")
@@ -153,9 +160,12 @@ clients of 2026-07-28. Each such question is also kept in the run ledger the ser
 (data_dir's SQLite file, or ledger.postgres), where this command lists and decides it:
 
   list      the pending approvals: their ID, tenant, agent, tool, how long ago they were asked,
-            how long they stay open, and the call's arguments redacted as a log line shows them
-            (secret-looking keys, writeOnly and password fields are "[redacted]")
-  approve   accept call ID: the program (or direct call) holding it makes the call
+            how long they stay open, why they need approval, and the call's arguments as the
+            person was shown them: every key with its value in full (only the values the
+            tool's schema marks writeOnly or a password are "[redacted]", and named)
+  approve   accept call ID: the program (or direct call) holding it makes the call. An
+            approval kept without its arguments in full (asked by an older version) can
+            be denied, not approved
   deny      decline call ID: the program sees a ToolError of kind "denied" and goes on
 
 The first answer stands, from either channel: the person's in the client, or yours here. The

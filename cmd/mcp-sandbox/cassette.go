@@ -76,7 +76,7 @@ func writeCassette(path string, rec *cassette.Recorder, program, agentVersion st
 	if err := rec.Write(&buf, program, agentVersion, res.Terms, res); err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o600)
+	return writePrivate(path, buf.Bytes())
 }
 
 // replayOutcome is what replay prints of one cassette (--json: the whole of it).

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 )
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -73,6 +74,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	}
 	pauseNote := endPause()
 	helper := inithelper.Resolve()
+	ownerLocks := owner.LockDirProblem()
 	store := probeStorage(ctx, cfg)
 	ready = ready && store.Ledger.Ready && store.Blobs.Ready
 	quotas := quotaReportOf(cfg)
@@ -85,6 +87,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			"upstream_auth": upAuth, "upstreams": ups}
 		if engineState != nil {
 			doc["container_engine"] = engineState
+		}
+		if ownerLocks != "" {
+			doc["owner_locks_problem"] = ownerLocks
 		}
 		_ = enc.Encode(doc)
 	} else {
@@ -103,6 +108,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			fmt.Fprintf(stdout, "init helper: %s (the helper alone, embedded in this binary: %.1f MB)\n", helper.Path, float64(helper.Size)/1e6)
 		} else {
 			fmt.Fprintf(stdout, "init helper: this binary (%s)\n", helper.Why)
+		}
+		if ownerLocks != "" {
+			fmt.Fprintf(stdout, "owner locks: WARNING: %s\n", ownerLocks)
 		}
 		fmt.Fprintln(stdout)
 		for _, r := range reports {

@@ -193,3 +193,35 @@ func (p userProc) descends(ancestor int) bool {
 	}
 	return false
 }
+
+// Issue 38: an owners' lock directory another account made (mcp-sandbox-owners-<uid> under
+// the temporary directory) is warned about, as the init helper's directory is: doctor prints
+// why (and --json has owner_locks_problem), and a server logs it at its first sweep.
+func TestDoctorWarnsOfAForeignOwnersDirectory(t *testing.T) {
+	gate.Require(t, "root", os.Geteuid() == 0, "a directory of another account's is made as root")
+	tmp := t.TempDir()
+	os.Chmod(tmp, 0o755)
+	locks := filepath.Join(tmp, "mcp-sandbox-owners-"+strconv.Itoa(os.Geteuid()))
+	if err := os.Mkdir(locks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(locks, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testkit.WriteConfig(t, "data_dir: \"-\"\nprofiles: {default: {backend: process, isolation: process, allow_same_uid: true}}\n"+
+		"tenants: {local: {agents: {default: {code_execution: {}}}}}\n")
+	cmd := exec.Command(testkit.Binary(t), "doctor", "--config", cfg)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "owner locks: WARNING: the owners' lock directory cannot be used") ||
+		!strings.Contains(string(out), locks+" belongs to another user") {
+		t.Errorf("doctor under a foreign owners' directory:\n%s", out)
+	}
+	cmd = exec.Command(testkit.Binary(t), "run", "--config", cfg, "-")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XDG_STATE_HOME="+t.TempDir())
+	cmd.Stdin = strings.NewReader("1")
+	out, _ = cmd.CombinedOutput() // the program itself may not run: the workspace is under tmp
+	if !strings.Contains(string(out), "owner locks: the owners' lock directory cannot be used") {
+		t.Errorf("run under a foreign owners' directory logged:\n%s", out)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -523,5 +524,136 @@ tenants: {local: {upstreams: [box], agents: {default: {code_execution: {}}}}}
 	}
 	if v := probe("namespaces,bwrap"); v["ppid"] == float64(1) || v["procs"].(float64) <= 2 {
 		t.Errorf("the server saw %v: want it run as a process of the host's", v)
+	}
+}
+
+// headProgram sends, through the execution's proxy, one plain request whose head is about
+// head bytes (a header streamed in chunks, so the program never holds it) and reads its
+// status line, then an allowed HTTPS GET, then the paths that would leave /v1/ over HTTPS
+// and over http: the value is {"head", "ok", "paths"}.
+const headProgram = `
+import os, socket, threading, urllib.request, urllib.error
+def get(u):
+    try:
+        return "200 " + urllib.request.urlopen(u, timeout=120).read().decode()
+    except urllib.error.HTTPError as e:
+        return "%%d %%s" %% (e.code, e.read().decode()[:300])
+    except OSError as e:
+        return "error: %%s" %% e
+def head(target, n):
+    host, port = os.environ["HTTP_PROXY"].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=120)
+    status = []
+    def read():
+        data = b""
+        while b"\r\n" not in data:
+            try:
+                b = s.recv(4096)
+            except OSError:
+                break
+            if not b:
+                break
+            data += b
+        status.append(data.split(b"\r\n", 1)[0].decode())
+    r = threading.Thread(target=read)
+    r.start()
+    try:
+        s.sendall(("GET %%s HTTP/1.1\r\nHost: x\r\nX-Pad: " %% target).encode())
+        chunk, sent = b"a" * 65536, 0
+        while sent < n:
+            part = chunk[:min(65536, n - sent)]
+            s.sendall(part)
+            sent += len(part)
+        s.sendall(b"\r\n\r\n")
+    except OSError:
+        pass
+    r.join()
+    s.close()
+    return status[0] if status else ""
+ATTACKS = ("/v1/../admin", "/v1/%%2e%%2e/admin", "/v1/%%2f..%%2fadmin", "/v1/..%%5cadmin")
+return {"head": head("http://%[1]s/v1/x", %[3]d), "ok": get("https://%[2]s/v1/ok"),
+        "paths": [get("https://%[2]s" + p) for p in ATTACKS] + [get("http://%[1]s" + p) for p in ATTACKS]}
+`
+
+// Issue 38, S1 and S4 through the built binary: under `run` with rules allowing GET under
+// /v1/ of an HTTPS origin (with a credential) and of a plain one, the paths that leave /v1/
+// are refused over both and neither origin sees them; a 62 MiB header line is answered 431,
+// and the run's peak resident memory stays within 16 MiB of the same run sending a 1 KiB one.
+func TestRunNetworkRulesPathsAndHeads(t *testing.T) {
+	requireNamespaces(t)
+	var mu sync.Mutex
+	var seen []string
+	record := func(scheme string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, scheme+" "+r.RequestURI+" auth="+r.Header.Get("Authorization"))
+			mu.Unlock()
+			fmt.Fprintf(w, "served %s", r.URL.Path)
+		})
+	}
+	secure := egresstest.NewOrigin(t, record("https"))
+	plain := httptest.NewServer(record("http"))
+	defer plain.Close()
+	plainHost := strings.TrimPrefix(plain.URL, "http://")
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+profiles:
+  default:
+    backend: namespaces
+    isolation: isolated
+    network:
+      allow: ["https://%[1]s/v1/ GET", "http://%[2]s/v1/ GET"]
+      credentials: [{host: 127.0.0.1, header: Authorization, value: {env: HEADS_TEST_SECRET}}]
+tenants: {local: {agents: {default: {code_execution: {isolation: isolated, network: rules}}}}}
+`, secure.Addr(), plainHost))
+	roots := secure.RootsFile(t)
+	type value struct {
+		Head  string   `json:"head"`
+		OK    string   `json:"ok"`
+		Paths []string `json:"paths"`
+	}
+	// run runs the program with a head of n bytes and returns its value and the run's peak
+	// resident memory (its own, or a descendant's it waited for, whichever was larger).
+	run := func(n int) (value, int64) {
+		cmd := exec.Command(testkit.Binary(t), "run", "--config", cfg, "-")
+		cmd.Stdin = strings.NewReader(fmt.Sprintf(headProgram, plainHost, secure.Addr(), n))
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "SSL_CERT_FILE="+roots, "HEADS_TEST_SECRET=Bearer heads-s3cret")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("run: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+		}
+		var res struct {
+			Value value `json:"value"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("%v: %s", err, stdout.String())
+		}
+		return res.Value, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	}
+	small, smallRSS := run(1 << 10)
+	big, bigRSS := run(62 << 20)
+	t.Logf("peak resident memory of run: %d KiB with a 1 KiB header, %d KiB with a 62 MiB one", smallRSS, bigRSS)
+	if !strings.HasPrefix(small.Head, "HTTP/1.1 200") || !strings.HasPrefix(big.Head, "HTTP/1.1 431") {
+		t.Errorf("a 1 KiB head: %q; a 62 MiB head: %q; want 200 and 431", small.Head, big.Head)
+	}
+	if bigRSS > smallRSS+16<<10 { // Maxrss is in KiB
+		t.Errorf("run peaked at %d KiB with a 62 MiB header, more than 16 MiB over the %d KiB of a plain run", bigRSS, smallRSS)
+	}
+	for _, v := range []value{small, big} {
+		if v.OK != "200 served /v1/ok" {
+			t.Errorf("the allowed GET: %q", v.OK)
+		}
+		for i, p := range v.Paths {
+			if !strings.HasPrefix(p, "403 ") || !strings.Contains(p, egress.ReasonBadRequest) {
+				t.Errorf("path %d: %q, want a 403 naming %s", i, p, egress.ReasonBadRequest)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"http /v1/x auth=", "https /v1/ok auth=Bearer heads-s3cret", "https /v1/ok auth=Bearer heads-s3cret"}
+	slices.Sort(seen)
+	if !slices.Equal(seen, want) {
+		t.Errorf("the origins saw %q, want %q", seen, want)
 	}
 }

@@ -126,6 +126,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		return exitFailure, fmt.Errorf("no recorded execution or Run %q in the ledger: recording needs cassettes.record in the server's config, "+
 			"and a cassette is kept approvals.retention_hours (%v)", id, cfg.Retention())
 	}
+	if err := refuseLink(*output, true); err != nil {
+		return exitFailure, err
+	}
 	if err := os.MkdirAll(*output, 0o700); err != nil {
 		return exitFailure, err
 	}
@@ -171,10 +174,58 @@ func runCassettes(ctx context.Context, store budget.Cassettes, cfg *configs.Conf
 	return found, nil
 }
 
-// writePrivate writes b to path, readable by its owner only: a cassette holds a program's
-// calls and results.
+// writePrivate writes b to path, readable by its owner only (a cassette holds a program's calls
+// and results), whatever was there: through a new file, 0600 from its creation, in path's
+// directory, renamed over path, so an existing file's mode (a world-readable one in a
+// group-writable directory) is never kept. A path that is a symbolic link is refused rather
+// than followed or replaced: the link may lead where the caller did not mean to write, and
+// replacing it would surprise whoever made it; so is anything but a regular file.
 func writePrivate(path string, b []byte) error {
-	return os.WriteFile(path, b, 0o600)
+	if err := refuseLink(path, false); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o600) // CreateTemp's mode already; said, not assumed
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// refuseLink says why path may not be written (or, dir, written into): it is a symbolic link,
+// or not a regular file (a directory, with dir). A path that does not exist yet is fine.
+func refuseLink(path string, dir bool) error {
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case info.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: give the path of the file itself (a link is neither followed nor replaced)", path)
+	case dir && !info.IsDir():
+		return fmt.Errorf("%s is not a directory", path)
+	case !dir && !info.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	return nil
 }
 
 const exportUsage = `Usage: mcp-sandbox export [--config FILE] [--tenant T] EXECUTION|RUN -o FILE|DIR
@@ -187,6 +238,8 @@ ledger.postgres, an execution another replica ran. EXECUTION is an execution's i
 in the server's log lines); a RUN (its id, or the name a host gave it in _meta
 "mcp-sandbox/run") writes one EXECUTION.jsonl per recorded execution into the directory DIR,
 ready for "mcp-sandbox replay DIR". Cassettes are kept approvals.retention_hours (72 hours).
+Each file is written readable by its owner only (0600), through a new file renamed into place;
+a FILE or DIR that is a symbolic link is refused.
 
 Exit status: 0 when written, 1 when nothing was recorded under that id, 2 for usage or
 configuration errors.

@@ -270,8 +270,68 @@ func TestExportScrubsAgain(t *testing.T) {
 		t.Errorf("the exported cassette holds the config's secret, or not the call:\n%s", c)
 	}
 
+	exportPrivate(t, cfg, strings.TrimSuffix(filepath.Base(after[0]), ".jsonl"))
+
 	out, errOut, code := runCLI(t, "", "export", "--config", cfg, "x_none", "-o", filepath.Join(dir, "none.jsonl"))
 	if code != 1 || !strings.Contains(errOut, "cassettes.record") {
 		t.Errorf("export of an id nothing was recorded under: exit %d, want 1 and what recording needs\n%s\n%s", code, out, errOut)
+	}
+}
+
+// exportPrivate (issue 38, S5): `export -o` writes a file readable by its owner only, 0600,
+// even over a world-readable file in a group-writable directory (a new file renamed into
+// place, never the old one's mode); onto a symbolic link, or into a directory that is one, it
+// is refused (exit 1), and the link's target is untouched; `run --record` onto a link is
+// refused before the program runs (exit 2).
+func exportPrivate(t *testing.T, cfg, execution string) {
+	t.Helper()
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(shared, 0o775) // whatever the umask
+	over := filepath.Join(shared, "cassette.jsonl")
+	if err := os.WriteFile(over, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(over, 0o644)
+	if out, errOut, code := runCLI(t, "", "export", "--config", cfg, execution, "-o", over); code != 0 {
+		t.Fatalf("export over a 0644 file: exit %d\n%s%s", code, out, errOut)
+	}
+	if info, err := os.Lstat(over); err != nil || info.Mode() != 0o600 || info.Size() < 10 {
+		t.Errorf("the exported file: %v %v, want a regular file of mode 0600", info.Mode(), err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(shared, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+
+	target := filepath.Join(shared, "target")
+	if err := os.WriteFile(target, []byte("untouched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(shared, "link.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, "", "export", "--config", cfg, execution, "-o", link)
+	if code != 1 || !strings.Contains(errOut, "is a symbolic link") {
+		t.Errorf("export onto a symbolic link: exit %d, want 1 naming the link\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "untouched" {
+		t.Errorf("the link's target now holds %q", b)
+	}
+	if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", info.Mode(), err)
+	}
+	dirLink := filepath.Join(shared, "dirlink")
+	if err := os.Symlink(t.TempDir(), dirLink); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "", "export", "--config", cfg, "rotation", "-o", dirLink); code != 1 || !strings.Contains(errOut, "is a symbolic link") {
+		t.Errorf("export of a Run into a directory that is a link: exit %d\n%s", code, errOut)
+	}
+	if out, errOut, code := runCLI(t, "raise SystemExit('ran')", "run", "--config", cfg, "--record", link, "-"); code != 2 ||
+		!strings.Contains(errOut, "--record: ") || strings.Contains(out, "ran") {
+		t.Errorf("run --record onto a link: exit %d, want 2 before running\n%s%s", code, out, errOut)
 	}
 }

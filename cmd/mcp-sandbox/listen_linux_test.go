@@ -48,8 +48,8 @@ func needFiles(t *testing.T, n uint64) {
 
 // flood opens floodConns connections to addr from 127.0.0.2-5, a quarter of each address's
 // sending one unauthenticated GET /healthz and then idling, the rest silent, and holds them
-// open (never reading) until the test ends.
-func flood(t *testing.T, addr string) {
+// open (never reading) until the test ends. It returns them.
+func flood(t *testing.T, addr string) []net.Conn {
 	t.Helper()
 	var conns []net.Conn
 	t.Cleanup(func() {
@@ -70,6 +70,19 @@ func flood(t *testing.T, addr string) {
 			}
 		}
 	}
+	return conns
+}
+
+// stillOpen counts the connections the server has not closed: a read that times out within a
+// millisecond finds one open; the end of its stream (after any answer), closed.
+func stillOpen(conns []net.Conn) int {
+	n := 0
+	for _, c := range conns {
+		if !closedWithin(c, time.Millisecond) {
+			n++
+		}
+	}
+	return n
 }
 
 // freshTransport is a transport with no connection of its own yet.
@@ -79,9 +92,9 @@ func freshTransport() *http.Transport {
 
 // TestServeUnauthenticatedFlood: 1,024 idle unauthenticated connections from four addresses
 // (issue 25, finding 6) do not keep a client with a token from running run_code: the
-// connections without a token never hold the slots reserved for authenticated ones, the
-// oldest of them makes room for a new one, and an answer without a token closes its
-// connection.
+// connections without a token never hold the slots reserved for authenticated ones (issue
+// 38: counted, at most MaxConns less the reserve stay open), the oldest of them makes room
+// for a new one, and an answer without a token closes its connection.
 func TestServeUnauthenticatedFlood(t *testing.T) {
 	needFiles(t, floodConns+512)
 	cfg := filepath.Join(t.TempDir(), "serve.yaml")
@@ -107,10 +120,29 @@ func TestServeUnauthenticatedFlood(t *testing.T) {
 		t.Fatalf("warm-up run_code: %s", testkit.Text(res))
 	}
 
-	flood(t, addr)
+	conns := flood(t, addr)
+	// 200 more, silent, from a fifth address: more silent connections (968) than the cap on
+	// unauthenticated ones (768) and fewer than the one on all (1024), so only the first
+	// keeps them out.
+	for range 200 {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 6)}, Timeout: 10 * time.Second}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("a silent connection past the flood: %v", err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
 	start := time.Now()
 	res, r := runCode(t, ctx, connect(), "6*7", nil)
 	took := time.Since(start)
+	// The cap itself: connections that carried no token never hold more than MaxConns less
+	// the reserve, whatever the flood; the oldest made room for the newer ones.
+	if open, unauthCap := stillOpen(conns), defaultMaxConns-defaultMaxConns/authReserve; open > unauthCap {
+		t.Errorf("the server holds %d of the flood's %d unauthenticated connections open, more than the cap of %d", open, len(conns), unauthCap)
+	} else {
+		t.Logf("the server holds %d of the flood's %d unauthenticated connections open (cap %d)", open, len(conns), unauthCap)
+	}
 	if res.IsError || string(r.Value) != "42" {
 		t.Fatalf("run_code through the flood: %s", testkit.Text(res))
 	}
@@ -190,7 +222,7 @@ func TestSandboxServiceUnauthenticatedFlood(t *testing.T) {
 	if res := client.Run(context.Background(), engine.Execution{Program: "1"}); res.Failure != nil {
 		t.Fatalf("warm-up: %+v", res.Failure)
 	}
-	flood(t, strings.TrimPrefix(url, "http://"))
+	_ = flood(t, strings.TrimPrefix(url, "http://"))
 	fresh, err := remote.New(&remote.Options{URL: url, Bearer: func(context.Context) (string, error) { return token, nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, usagef("%v", err)
 	}
+	if *record != "" {
+		if err := refuseLink(*record, false); err != nil { // before the program runs, not after
+			return exitUsage, usagef("--record: %v", err)
+		}
+	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		return exitUsage, err

@@ -6,6 +6,8 @@
 // Hostile (hostile.go) lists every hostile case the project tests, with its class (take-down,
 // channel between executions or tenants, exhaustion, escape, protocol abuse): those Run runs
 // against every backend, and those tested beside the code they attack, each naming its test.
+// RunKernelSurface runs the kernel attack surface cases alone, under terms a backend's whole
+// contract does not reach (the container backend's, with network).
 //
 // Hostile subtests run only where gate.Hostile allows them: inside the pid namespace
 // gate.Main makes, or as a throwaway non-root user (a fork bomb or kill(-1) that escaped a

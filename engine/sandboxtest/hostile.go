@@ -27,6 +27,8 @@ type Case struct {
 	// from the module root; empty for a case Run runs against every backend.
 	Where string
 	run   func(c *contract, t *testing.T)
+	// kernel marks the kernel attack surface cases, which RunKernelSurface runs alone.
+	kernel bool
 }
 
 // Hostile is every hostile case the project tests, in one place, each with its class: the
@@ -58,11 +60,11 @@ var Hostile = []Case{
 	{Name: "keyring across executions", Class: Channel, run: (*contract).keyring},
 	{Name: "POSIX shm, mqueue and shared tmp across executions", Class: Channel, run: (*contract).posixShared},
 	{Name: "reaching a concurrent execution", Class: Channel, run: (*contract).concurrent},
-	{Name: "a nested user namespace (alone, with mount or network namespaces) and mounts over /usr", Class: Escape, run: (*contract).nestedNamespaces},
-	{Name: "netlink sockets to netfilter, xfrm and other kernel subsystems", Class: Escape, run: (*contract).netlink},
-	{Name: "the keyring calls", Class: Channel, run: (*contract).keyctl},
-	{Name: "a keyring across tenants", Class: Channel, run: (*contract).tenantKeyring},
-	{Name: "user namespaces, netlink and keyrings through the i386 ABI", Class: Escape, run: (*contract).foreignABI},
+	{Name: "a nested user namespace (alone, with mount or network namespaces) and mounts over /usr", Class: Escape, run: (*contract).nestedNamespaces, kernel: true},
+	{Name: "netlink sockets to netfilter, xfrm and other kernel subsystems", Class: Escape, run: (*contract).netlink, kernel: true},
+	{Name: "the keyring calls", Class: Channel, run: (*contract).keyctl, kernel: true},
+	{Name: "a keyring across tenants", Class: Channel, run: (*contract).tenantKeyring, kernel: true},
+	{Name: "user namespaces, netlink and keyrings through the i386 ABI", Class: Escape, run: (*contract).foreignABI, kernel: true},
 
 	// Covered beside the code they attack.
 	{Name: "socket through the 32-bit ABI past the inet filter", Class: Escape, Where: "engine/backend/process/foreignabi_test.go:TestForeignABICannotMakeASocket"},
@@ -92,6 +94,17 @@ var Hostile = []Case{
 	{Name: "state files readable by other local users", Class: Escape, Where: "cmd/mcp-sandbox/state_test.go:TestStateIsPrivate"},
 	{Name: "a hostile sandbox service (endless lines, floods, forged and cut frames, lying describes, redirects, echoed credentials)", Class: ProtocolAbuse, Where: "engine/backend/remote/hostile_test.go:TestHostileStreams"},
 	{Name: "any remote stream", Class: ProtocolAbuse, Where: "engine/backend/remote/reader_test.go:FuzzStream"},
+	{Name: "a lying sandbox service behind the built binary (a level below the terms, a refusal after output, echoed credentials)", Class: ProtocolAbuse, Where: "cmd/mcp-sandbox/lyingservice_test.go:TestRunAgainstALyingService"},
+	{Name: "a replica stalled past its lease handing over a result the ledger holds unknown", Class: Exhaustion, Where: "conformance/stalled_unix_test.go:TestReplicaStalledPastItsLease"},
+	{Name: "egress paths that leave a URL rule's prefix at the origin (dot segments, encoded separators)", Class: Escape, Where: "egress/path_test.go:TestProxyPathsOutsideTheRuleNeverReachTheOrigin"},
+	{Name: "a private port reached through an allowed name resolving to an IP rule's address", Class: Escape, Where: "egress/proxy_test.go:TestProxyIPRuleAdmitsItsPortOnly"},
+	{Name: "a 62 MiB request header through the egress proxy", Class: Exhaustion, Where: "cmd/mcp-sandbox/egress_linux_test.go:TestRunNetworkRulesPathsAndHeads"},
+	{Name: "TRACE echoing an egress credential", Class: Escape, Where: "egress/proxy_test.go:TestProxyRefusesEchoingMethodsToCredentialedHosts"},
+	{Name: "an operator approving from a cut view of the arguments", Class: ProtocolAbuse, Where: "mcpserver/pause_test.go:TestApprovalsRoute"},
+	{Name: "an export through a symbolic link, or into a shared file's mode", Class: Escape, Where: "cmd/mcp-sandbox/export_test.go:TestExportScrubsAgain"},
+	{Name: "a token signed by another alg than its key names", Class: Escape, Where: "mcpserver/oauthrs/verify_test.go:TestKeyAlgEnforced"},
+	{Name: "the kernel cases under a container's network-granting seccomp profile", Class: Escape, Where: "engine/backend/container/kernel_test.go:TestKernelSurfaceWithNetwork"},
+	{Name: "two ~70 MB upstream answers at once", Class: Exhaustion, Where: "benchmarks/frames_test.go:TestReportLargeUpstreamAnswers"},
 	{Name: "a remote credential over plaintext or in a URL", Class: Escape, Where: "engine/backend/remote/hostile_test.go:TestNewRefusesAnExposedCredential"},
 	{Name: "unauthenticated or foreign callers of the sandbox service", Class: Escape, Where: "engine/backend/remote/service/service_test.go:TestServiceAuthenticates"},
 	{Name: "a PostgreSQL DSN leaking through errors", Class: Escape, Where: "internal/pgdb/pgdb_test.go:TestOpenErrorsKeepTheDSNSecret"},

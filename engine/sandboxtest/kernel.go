@@ -239,7 +239,7 @@ return attempt(read)`
 	run := func(owner, program string) map[string]any {
 		t.Helper()
 		r := c.sb.Run(context.Background(), engine.Execution{Program: program, Owner: owner,
-			Terms: engine.Terms{Isolation: c.cfg.Level, Network: engine.NetworkNone}})
+			Terms: engine.Terms{Isolation: c.cfg.Level, Network: c.network()}})
 		if r == nil {
 			t.Fatal("Run returned nil")
 		}

@@ -25,6 +25,10 @@ type Config struct {
 	// New returns a sandbox whose hard limits are ceiling and which collects artifacts with
 	// the default limits. It is called once per Run.
 	New func(t *testing.T, ceiling engine.Limits) engine.Sandbox
+	// Network is the network the programs of RunKernelSurface ask for ("": none, as every
+	// case of Run asks): a backend whose terms with network change its containment (the
+	// container backend's network-granting seccomp profile) runs the kernel cases under them.
+	Network engine.Network
 }
 
 // marker appears in the command line of every sandbox child (the bootstrap's first line) and
@@ -63,9 +67,31 @@ func Run(t *testing.T, cfg Config) {
 	})
 }
 
+// RunKernelSurface runs the kernel attack surface cases of Hostile alone (nested namespaces
+// and mounts, netlink, the keyring calls and a keyring across tenants, the i386 ABI), under
+// cfg.Network: each must be refused there too.
+func RunKernelSurface(t *testing.T, cfg Config) {
+	gate.Hostile(t)
+	c := &contract{cfg: cfg, sb: cfg.New(t, engine.DefaultLimits)}
+	for _, h := range Hostile {
+		if h.kernel {
+			t.Run(h.Name, func(t *testing.T) { h.run(c, t) })
+		}
+	}
+}
+
 type contract struct {
 	cfg Config
 	sb  engine.Sandbox
+}
+
+// network is what the contract's programs ask for: none, unless RunKernelSurface's config
+// names another.
+func (c *contract) network() engine.Network {
+	if c.cfg.Network == "" {
+		return engine.NetworkNone
+	}
+	return c.cfg.Network
 }
 
 func (c *contract) run(t *testing.T, program string, lim engine.Limits) *engine.Outcome {
@@ -76,7 +102,7 @@ func (c *contract) run(t *testing.T, program string, lim engine.Limits) *engine.
 func (c *contract) runCtx(t *testing.T, ctx context.Context, program string, lim engine.Limits) *engine.Outcome {
 	t.Helper()
 	start := time.Now()
-	res := c.sb.Run(ctx, engine.Execution{Program: program, Terms: engine.Terms{Limits: lim, Isolation: c.cfg.Level, Network: engine.NetworkNone}})
+	res := c.sb.Run(ctx, engine.Execution{Program: program, Terms: engine.Terms{Limits: lim, Isolation: c.cfg.Level, Network: c.network()}})
 	if res == nil {
 		t.Fatal("Run returned nil")
 	}

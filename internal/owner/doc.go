@@ -10,7 +10,9 @@
 // takes the owner's lock: an exclusive flock, held until the process dies (the kernel drops it
 // however it dies), on <tag>.lock in mcp-sandbox-owners-<euid> under the temporary directory
 // (0700, this uid's). The file is locked before it is given its name (a rename), so no sweep
-// finds a live owner's lock free.
+// finds a live owner's lock free. A lock directory another account made first, or one others
+// may write, is not used: the lock proof is off, which LockDirProblem says (doctor prints it)
+// and the first use of a tag logs as a warning.
 //
 // An owner is provably dead, and its leftovers swept, when
 //   - its boot is not this one (a reboot ended every process); or

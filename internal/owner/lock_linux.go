@@ -32,23 +32,19 @@ const pruneMark = ".pruned"
 
 // lockDir is where owners' lock files live: one directory per effective uid under the
 // temporary directory, made 0700, so only this uid (and root) can make or remove a lock file
-// there. "" when it is not ours or cannot be made: there is no lock proof then.
-func lockDir() string {
-	dir := filepath.Join(os.TempDir(), "mcp-sandbox-owners-"+strconv.Itoa(os.Geteuid()))
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return ""
+// there. "" when it is not ours or cannot be made: there is no lock proof then, and why says
+// so (LockDirProblem).
+func lockDir() (dir, why string) {
+	dir = filepath.Join(os.TempDir(), "mcp-sandbox-owners-"+strconv.Itoa(os.Geteuid()))
+	err := os.Mkdir(dir, 0o700)
+	if err == nil || errors.Is(err, os.ErrExist) {
+		if _, err = OwnDir(dir); err == nil {
+			return dir, ""
+		}
 	}
-	if !trusted(dir) {
-		return ""
-	}
-	return dir
-}
-
-// trusted reports whether dir is a directory (not a link) of this uid that no one else may
-// write: a lock file in it was made by a process of this uid.
-func trusted(dir string) bool {
-	_, err := OwnDir(dir)
-	return err == nil
+	return "", fmt.Sprintf("the owners' lock directory cannot be used (%v): what a server in another pid namespace "+
+		"(a test's, a container's sharing this temporary directory) leaves behind cannot be proven dead, so it is never swept; "+
+		"if another account made %s, remove it, and the next server makes it again, 0700 and this account's", err, dir)
 }
 
 // OwnDir returns dir's file info, or says why dir is not a directory (not a link) of this

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,7 @@ var self = sync.OnceValue(func() (s struct {
 	tag, pidns, boot string
 	procOK           bool
 	locks            string // the lock directory, "" when there is none
+	locksWhy         string // why there is none
 	lock             *os.File
 }) {
 	start, err := startTime(os.Getpid())
@@ -33,10 +35,18 @@ var self = sync.OnceValue(func() (s struct {
 	if s.procOK {
 		s.tag = fmt.Sprintf("%d.%d.%s.%s", os.Getpid(), start, s.pidns, s.boot)
 	}
-	s.locks = lockDir()
+	s.locks, s.locksWhy = lockDir()
+	if s.locksWhy != "" {
+		slog.Warn("owner locks: " + s.locksWhy)
+	}
 	s.lock = holdLock(s.locks, s.tag)
 	return s
 })
+
+// LockDirProblem says why this process has no owners' lock directory, or "": another account
+// made it, it may be written by others, or it cannot be made. The first use of a tag logs it
+// too (a warning: sweeps then cannot prove an owner of another pid namespace dead).
+func LockDirProblem() string { return self().locksWhy }
 
 // Tag is this process's owner tag; "" when it cannot be made (no /proc).
 func Tag() string { return self().tag }

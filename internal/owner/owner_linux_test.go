@@ -147,7 +147,7 @@ func TestLockProof(t *testing.T) {
 	if err := os.Chmod(locks, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if trusted(locks) {
+	if _, err := OwnDir(locks); err == nil {
 		t.Error("a lock directory others may write is trusted")
 	}
 	if err := os.Chmod(locks, 0o700); err != nil {
@@ -168,6 +168,42 @@ func TestLockProof(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(locks, liveTag+".lock")); err != nil {
 		t.Errorf("a live owner's lock file was pruned: %v", err)
+	}
+}
+
+// TestForeignLockDirWarned (issue 38): an owners' lock directory another account made before
+// this one's first server is not used, and the server says so: LockDirProblem names the
+// directory and what to do, and the first use of a tag logs it as a warning (it used to turn
+// the lock proof off in silence).
+func TestForeignLockDirWarned(t *testing.T) {
+	gate.Require(t, "root", os.Geteuid() == 0, "a directory of another account's is made as root")
+	tmp := t.TempDir()
+	locks := filepath.Join(tmp, "mcp-sandbox-owners-"+strconv.Itoa(os.Geteuid()))
+	if err := os.Mkdir(locks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(locks, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
+	if dir, why := lockDir(); dir != "" || !strings.Contains(why, "belongs to another user") || !strings.Contains(why, locks) {
+		t.Errorf("lockDir() = %q, %q; want none, and why naming %s", dir, why, locks)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	out, _ := cmd.CombinedOutput() // the helper kills itself
+	if !strings.Contains(string(out), "owner locks: the owners' lock directory cannot be used") ||
+		!strings.Contains(string(out), "belongs to another user") {
+		t.Errorf("the first use of a tag under a foreign lock directory logged:\n%s", out)
+	}
+	if _, why := lockDir(); why == "" {
+		t.Fatal("the foreign directory was taken over")
+	}
+	if err := os.Chown(locks, os.Geteuid(), os.Getegid()); err != nil {
+		t.Fatal(err)
+	}
+	if dir, why := lockDir(); dir != locks || why != "" {
+		t.Errorf("this account's own directory: %q, %q", dir, why)
 	}
 }
 

@@ -172,8 +172,8 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Grant, error) {
 	if !ok {
 		return nil, refuse("untrusted issuer %q", truncate(unverified.Issuer, 200))
 	}
-	kid := tok.Headers[0].KeyID
-	key, err := iss.key(ctx, v, kid)
+	kid, alg := tok.Headers[0].KeyID, tok.Headers[0].Algorithm
+	key, err := iss.key(ctx, v, kid, alg)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func truncate(s string, n int) string {
 
 // key finds kid in the issuer's key set, fetching the set when it is absent or stale, or
 // when kid is unknown and the set was fetched more than MinRefetch ago.
-func (i *issuer) key(ctx context.Context, v *Verifier, kid string) (any, error) {
+func (i *issuer) key(ctx context.Context, v *Verifier, kid, alg string) (any, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	now := v.o.Now()
@@ -274,21 +274,28 @@ func (i *issuer) key(ctx context.Context, v *Verifier, kid string) (any, error) 
 			return nil, err
 		}
 	}
-	if k := lookup(i.keys, kid); k != nil {
-		return k, nil
-	}
-	if now.Sub(i.fetched) > v.o.MinRefetch {
+	k, other := lookup(i.keys, kid, alg)
+	if k == nil && other == "" && now.Sub(i.fetched) > v.o.MinRefetch {
 		if err := i.fetch(ctx, v); err != nil {
 			return nil, err
 		}
-		if k := lookup(i.keys, kid); k != nil {
-			return k, nil
-		}
+		k, other = lookup(i.keys, kid, alg)
+	}
+	switch {
+	case k != nil:
+		return k, nil
+	case other != "":
+		return nil, refuse("key %q of issuer %s names alg %q, and the token was signed with %q", truncate(kid, 100), i.id,
+			truncate(other, 20), truncate(alg, 20))
 	}
 	return nil, refuse("unknown key id %q for issuer %s", truncate(kid, 100), i.id)
 }
 
-func lookup(set *jose.JSONWebKeySet, kid string) any {
+// lookup finds the public signing key kid names (any, without a kid) for a token signed with
+// alg: a key whose JWK names an alg serves that alg only (RFC 7517 §4.4), so an RSA key for
+// RS256 does not verify a PS256 token, nor an EC key published for one curve's alg another's.
+// other is the alg of a key that matched but for its alg, when none served.
+func lookup(set *jose.JSONWebKeySet, kid, alg string) (key any, other string) {
 	var match []jose.JSONWebKey
 	if kid == "" {
 		match = set.Keys
@@ -296,13 +303,15 @@ func lookup(set *jose.JSONWebKeySet, kid string) any {
 		match = set.Key(kid)
 	}
 	for _, k := range match {
-		if k.Use == "" || k.Use == "sig" {
-			if k.IsPublic() {
-				return k.Key
+		if (k.Use == "" || k.Use == "sig") && k.IsPublic() {
+			if k.Algorithm != "" && k.Algorithm != alg {
+				other = k.Algorithm
+				continue
 			}
+			return k.Key, ""
 		}
 	}
-	return nil
+	return nil, other
 }
 
 // fetch discovers the issuer's jwks_uri and reads the key set (at most 1 MiB), unless the

@@ -2,13 +2,16 @@ package oauthrs
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,12 +27,18 @@ type oidcIssuer struct {
 	srv     *httptest.Server
 	id      string
 	mu      sync.Mutex
-	keys    map[string]*ecdsa.PrivateKey // kid → key
+	keys    map[string]issuerKey // kid → key
 	fetches atomic.Int32
 }
 
+// issuerKey is a signing key of an oidcIssuer and the alg its JWK names ("": none).
+type issuerKey struct {
+	key crypto.Signer
+	alg jose.SignatureAlgorithm
+}
+
 func newOIDCIssuer(t testing.TB) *oidcIssuer {
-	is := &oidcIssuer{keys: map[string]*ecdsa.PrivateKey{}}
+	is := &oidcIssuer{keys: map[string]issuerKey{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /tenant-x/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -43,7 +52,7 @@ func newOIDCIssuer(t testing.TB) *oidcIssuer {
 		defer is.mu.Unlock()
 		var set jose.JSONWebKeySet
 		for kid, k := range is.keys {
-			set.Keys = append(set.Keys, jose.JSONWebKey{Key: &k.PublicKey, KeyID: kid, Algorithm: "ES256", Use: "sig"})
+			set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.Public(), KeyID: kid, Algorithm: string(k.alg), Use: "sig"})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(set)
@@ -54,21 +63,40 @@ func newOIDCIssuer(t testing.TB) *oidcIssuer {
 	return is
 }
 
+// addKey adds an ES256 key; addRSAKey an RSA key whose JWK names alg ("": none).
 func (is *oidcIssuer) addKey(t testing.TB, kid string) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	is.mu.Lock()
-	is.keys[kid] = k
+	is.keys[kid] = issuerKey{k, jose.ES256}
 	is.mu.Unlock()
 }
 
+func (is *oidcIssuer) addRSAKey(t testing.TB, kid string, alg jose.SignatureAlgorithm) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is.mu.Lock()
+	is.keys[kid] = issuerKey{k, alg}
+	is.mu.Unlock()
+}
+
+// mint signs a token with kid's key, by the alg its JWK names; mintAs by alg.
 func (is *oidcIssuer) mint(t testing.TB, kid string, now time.Time) string {
 	is.mu.Lock()
-	k := is.keys[kid]
+	alg := is.keys[kid].alg
 	is.mu.Unlock()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", kid))
+	return is.mintAs(t, kid, alg, now)
+}
+
+func (is *oidcIssuer) mintAs(t testing.TB, kid string, alg jose.SignatureAlgorithm, now time.Time) string {
+	is.mu.Lock()
+	k := is.keys[kid].key
+	is.mu.Unlock()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", kid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +146,32 @@ func TestKeysDiscoveredCachedAndRotated(t *testing.T) {
 	advance(11 * time.Minute)
 	if _, err := v.Verify(ctx, is.mint(t, "a", clock())); err != nil || is.fetches.Load() != 3 {
 		t.Fatalf("after KeysTTL: %v after %d fetches, want accepted after 3", err, is.fetches.Load())
+	}
+}
+
+// TestKeyAlgEnforced (issue 38): a token signed by an algorithm other than the one its key's
+// JWK names is refused, though the key verifies it (PS256 under an RS256 key: the same RSA
+// key checks either padding); the named one is accepted, and a key naming none takes any
+// accepted algorithm its type allows. Without a kid, a key naming another alg is passed over.
+func TestKeyAlgEnforced(t *testing.T) {
+	is := newOIDCIssuer(t)
+	is.addRSAKey(t, "rs", jose.RS256)
+	is.addRSAKey(t, "any", "")
+	v := New(&Options{Resource: "https://rs.example.test/mcp", Issuers: []string{is.id},
+		Tenant: func(s string) (string, []string, bool) { return s, nil, true }})
+	ctx := context.Background()
+	now := time.Now()
+	if _, err := v.Verify(ctx, is.mintAs(t, "rs", jose.RS256, now)); err != nil {
+		t.Errorf("RS256 under the RS256 key: %v", err)
+	}
+	var r *Refusal
+	if _, err := v.Verify(ctx, is.mintAs(t, "rs", jose.PS256, now)); !errors.As(err, &r) || !strings.Contains(r.Reason, `names alg "RS256"`) {
+		t.Errorf("PS256 under the RS256 key: %v, want a refusal naming the key's alg", err)
+	}
+	for _, alg := range []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.PS512} {
+		if _, err := v.Verify(ctx, is.mintAs(t, "any", alg, now)); err != nil {
+			t.Errorf("%s under a key naming no alg: %v", alg, err)
+		}
 	}
 }
 

@@ -34,6 +34,7 @@ type execution struct {
 	st     *stream      // owned by the reader goroutine until it has ended
 	sem    chan struct{}
 	calls  sync.WaitGroup
+	called bool // the program asked for a call or a read (set and read by drive's goroutine)
 }
 
 type streamEvent struct {
@@ -205,6 +206,7 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 // dispatch answers one call or read through the caller's ToolCaller on its own goroutine, at
 // most MaxConcurrentCalls at a time; waiting for a slot holds the stream back.
 func (x *execution) dispatch(ctx context.Context, f any) {
+	x.called = true
 	select {
 	case x.sem <- struct{}{}:
 	case <-ctx.Done():

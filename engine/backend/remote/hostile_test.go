@@ -293,6 +293,17 @@ func hostileCases(otherHost *fake, otherURL string) []hostileCase {
 				stream(w)(cat(string(accepted), res))
 			}
 		}},
+		{name: "a refusal claimed after the program wrote", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
+			f.execute = func(w http.ResponseWriter, r *http.Request) {
+				res := strings.Replace(string(resultFrame(t, r, "x1", engine.LevelIsolated, "ran anyway\n")), `"failure":null`,
+					`"failure":{"kind":"isolation_unavailable","message":"nothing ran","executed":false}`, 1)
+				stream(w)(cat(string(accepted), data("stdout", "ran anyway\n"), res))
+			}
+		}, check: func(t *testing.T, res *engine.Outcome, _ *fake) {
+			if res.Stdout != "" || !strings.Contains(res.Failure.Message, "yet the program wrote output") {
+				t.Errorf("a refusal after output: stdout %q, message %q", res.Stdout, res.Failure.Message)
+			}
+		}},
 		{name: "a result naming an unknown limit", want: failure.ProviderError, executed: true, fake: func(t *testing.T, f *fake) {
 			f.execute = func(w http.ResponseWriter, r *http.Request) {
 				res := strings.Replace(string(resultFrame(t, r, "x1", engine.LevelIsolated, "")), `"limit_hit":null`, `"limit_hit":"patience"`, 1)

@@ -281,6 +281,20 @@ func (x *execution) check(r *engine.Outcome) string {
 		return "its value is not JSON"
 	}
 	ran := r.Failure == nil || r.Failure.Executed || !r.Failure.Kind.Refusal()
+	if !ran {
+		// A refusal says nothing ran; a program that wrote, made a call or left a value did.
+		// (Not stderr: a child that failed to set itself up says why there, and ran nothing.)
+		switch {
+		case st.stdout.n > 0 || r.StdoutSize > 0:
+			return fmt.Sprintf("it says nothing ran (%s), yet the program wrote output", r.Failure.Kind)
+		case x.called:
+			return fmt.Sprintf("it says nothing ran (%s), yet the program called tools", r.Failure.Kind)
+		case len(st.artifacts) > 0 || len(r.Artifacts) > 0:
+			return fmt.Sprintf("it says nothing ran (%s), yet it sends artifacts", r.Failure.Kind)
+		case len(r.Value) > 0 && string(r.Value) != "null":
+			return fmt.Sprintf("it says nothing ran (%s), yet it sends a value", r.Failure.Kind)
+		}
+	}
 	if ran && !r.Isolation.AtLeast(t.Isolation) {
 		return fmt.Sprintf("the service described itself as reaching isolation %q, but ran the program at %q", t.Isolation, r.Isolation)
 	}
