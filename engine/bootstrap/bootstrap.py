@@ -774,12 +774,24 @@ def _format_error(e, source):
     import linecache
     import traceback
 
-    linecache.cache[_PROGRAM] = (len(source), None, source.splitlines(True), _PROGRAM)
+    # Every line ends with its newline, the last one included (model-written code seldom has
+    # one): traceback places its carets by columns of the line as linecache holds it, and a
+    # last line without its newline puts them one column to the right.
+    lines = source.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[_PROGRAM] = (len(source), None, lines, _PROGRAM)
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != _PROGRAM:
         tb = tb.tb_next
     if isinstance(e, SyntaxError):
         text = "".join(traceback.format_exception_only(type(e), e))
+    elif isinstance(e, ToolError):
+        # A call that did not produce a result: where the program made it is what it can fix;
+        # the frames below (the binding, call_tool, the channel) are this bootstrap's.
+        frames = [f for f in traceback.extract_tb(tb) if f.filename == _PROGRAM]
+        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) + \
+            "".join(traceback.format_exception_only(type(e), e))
     else:
         text = "".join(traceback.format_exception(type(e), e, tb))
     err = {"type": type(e).__name__, "message": str(e), "traceback": text}
