@@ -56,7 +56,8 @@ func connectStdioLog(t *testing.T, args []string, opts *mcp.ClientOptions) (*mcp
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
-	cmd := exec.Command(testkit.Binary(t), append([]string{"serve"}, args...)...)
+	// The test reads the log: info lines too, which serve over stdio leaves out by default.
+	cmd := exec.Command(testkit.Binary(t), append([]string{"serve", "--log-level", "info"}, args...)...)
 	log := testkit.NewLog(t, "server")
 	cmd.Stderr = log
 	client := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "0"}, opts)
