@@ -144,7 +144,7 @@ func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full an
 }
 
 // runCodeIn runs code with run_code, in the Run named runID when it is not empty, and
-// returns the structured result as JSON, failed or not.
+// returns the whole report as JSON, failed or not.
 func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -157,7 +157,12 @@ func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	if err != nil {
 		t.Fatalf("run_code: %v", err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	return reportOf(res)
+}
+
+// reportOf is the whole report of a run_code result (its _meta "mcp-sandbox/report") as JSON.
+func reportOf(res *mcp.CallToolResult) []byte {
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	return b
 }
 

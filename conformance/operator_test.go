@@ -111,7 +111,7 @@ func TestOperatorApproves(t *testing.T) {
 			var r struct {
 				Value addOutcome `json:"value"`
 			}
-			b, _ := json.Marshal(got.res.StructuredContent)
+			b := reportOf(got.res)
 			if err := json.Unmarshal(b, &r); err != nil || r.Value.Value["sum"] != 5 || r.Value.Kind != "" {
 				t.Errorf("released by the operator: %s", testkit.Text(got.res))
 			}

@@ -162,7 +162,7 @@ func TestBindingsReachTheEngine(t *testing.T) {
 	var r struct {
 		Unavailable []string `json:"unavailable_bindings"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta[MetaReport])
 	_ = json.Unmarshal(b, &r)
 	if !slices.Equal(r.Unavailable, []string{"up__gone"}) {
 		t.Errorf("unavailable_bindings = %v", r.Unavailable)
@@ -216,7 +216,7 @@ func TestAFailedUpstreamIsToldToTheModel(t *testing.T) {
 	var r struct {
 		Problems []execution.UpstreamProblem `json:"upstream_problems"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta[MetaReport])
 	_ = json.Unmarshal(b, &r)
 	if len(r.Problems) != 1 || r.Problems[0].Server != "gone" || r.Problems[0].Problem != reason {
 		t.Errorf("upstream_problems = %+v", r.Problems)

@@ -106,9 +106,9 @@ func runCode(t *testing.T, ctx context.Context, cs *mcp.ClientSession, code stri
 		t.Fatalf("run_code: %v", err)
 	}
 	var r result
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("structuredContent %s: %v", b, err)
+		t.Fatalf("_meta report %s: %v", b, err)
 	}
 	return res, r
 }
@@ -452,7 +452,7 @@ func TestServeHTTP(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				b, _ := json.Marshal(res.StructuredContent)
+				b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 				var r result
 				json.Unmarshal(b, &r)
 				if res.IsError || string(r.Value) != want {
