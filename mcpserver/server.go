@@ -133,10 +133,11 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	h.pauses, _ = o.Ledger.(budget.Pauses)
 	o.Drain.add(h)
-	if u := a.Upstreams; u != nil && u.Expose {
-		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
-		// to date before go-sdk looks the tool up, so a host that calls before listing, or
-		// calls a tool that was just withdrawn, gets the current set.
+	if u := a.Upstreams; u != nil && (u.Expose || a.CodeExecution != nil) {
+		// tools/list and a direct call are turn boundaries too: the exposed set, and whether
+		// run_code is read-only, are brought up to date before go-sdk lists or looks the tool
+		// up, so a host that calls before listing, or calls a tool that was just withdrawn,
+		// gets the current set.
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				switch method {
@@ -156,14 +157,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		u.Watch(h.resync)
 	}
 	if a.CodeExecution != nil {
-		s.AddTool(&mcp.Tool{
-			Name:         ToolRunCode,
-			Title:        "Run a Python program",
-			Description:  runCodeDescription(a.CodeExecution),
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"}},"required":["code"],"additionalProperties":false}`),
-			OutputSchema: runCodeOutputSchema(),
-			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network != engine.NetworkNone)},
-		}, h.runCode)
+		// Read-only from the start only without upstreams: with them, the first turn (at the
+		// first tools/list) decides (syncReadOnly).
+		h.addRunCode(a.Upstreams == nil && a.CodeExecution.Terms.Network == engine.NetworkNone)
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
@@ -190,6 +186,39 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// addRunCode adds (or replaces, which sends tools/list_changed) run_code, annotated readOnly
+// as given.
+func (h *handlers) addRunCode(readOnly bool) {
+	ce := h.agent.CodeExecution
+	h.srv.AddTool(&mcp.Tool{
+		Name:         ToolRunCode,
+		Title:        "Run a Python program",
+		Description:  runCodeDescription(ce),
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"}},"required":["code"],"additionalProperties":false}`),
+		OutputSchema: runCodeOutputSchema(),
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(ce.Terms.Network != engine.NetworkNone)},
+	}, h.runCode)
+	h.readOnly.Store(readOnly)
+}
+
+// syncReadOnly annotates run_code readOnlyHint exactly when nothing a program can reach
+// changes the world outside its sandbox (docs/design.md §14.2): its terms grant no network,
+// and every tool t binds it to is read-only (upstream.Turn.ReadOnly). Hosts run read-only
+// tools of one turn at once (Claude Code does), and others one after another. A change
+// replaces the tool, which sends tools/list_changed.
+func (h *handlers) syncReadOnly(t *upstream.Turn) {
+	ce := h.agent.CodeExecution
+	if ce == nil {
+		return
+	}
+	ro := ce.Terms.Network == engine.NetworkNone && (t == nil || t.ReadOnly())
+	h.readOnlyMu.Lock()
+	defer h.readOnlyMu.Unlock()
+	if h.readOnly.Load() != ro {
+		h.addRunCode(ro)
+	}
+}
 
 func instructions(a Agent) string {
 	var b strings.Builder
@@ -262,6 +291,10 @@ type handlers struct {
 	runs     map[*mcp.ServerSession]string
 	closed   bool
 	watchers sync.WaitGroup // watchSession's goroutines
+
+	// readOnly is run_code's readOnlyHint as listed; readOnlyMu serialises its changes.
+	readOnly   atomic.Bool
+	readOnlyMu sync.Mutex
 
 	// exposedMu guards exposed: the upstream tools currently offered directly, name → the
 	// definition's JSON, so a sync changes only what changed.
