@@ -218,8 +218,9 @@ func TestImportRules(t *testing.T) {
 // testOnly are the packages only tests may import (a _test.go file, whose imports go list
 // does not count among a package's), with why.
 var testOnly = map[string]string{
-	"internal/testkit":  "it builds binaries and writes files for a test; nothing the product runs may depend on it",
-	"egress/egresstest": "it starts a test server and writes files into a test's directory; nothing the product runs may depend on it",
+	"internal/testkit":    "it builds binaries and writes files for a test; nothing the product runs may depend on it",
+	"egress/egresstest":   "it starts a test server and writes files into a test's directory; nothing the product runs may depend on it",
+	"internal/claudecode": "it runs Claude Code against a scripted model in a network namespace for a test; nothing the product runs may depend on it",
 }
 
 // testOnlyViolations says which of a package's non-test imports only tests may make.
