@@ -115,13 +115,14 @@ func TestClaudeCodeHost(t *testing.T) {
 			{ToolUses: []claudecode.ToolUse{runCodeUse(`print("hi"); 6*7`)}},
 			{ToolUses: []claudecode.ToolUse{runCodeUse(sleep), runCodeUse(sleep), runCodeUse(sleep), runCodeUse(sleep)}},
 			{ToolUses: []claudecode.ToolUse{runCodeUse("x = 1\nprint(unknown)")}},
+			{ToolUses: []claudecode.ToolUse{runCodeUse("import numpy\nnumpy.array([1, 2, 3])"), runCodeUse("import numpy\nnumpy.arange(100000)")}},
 			{Text: "done"},
 		}}
 		claudecode.Run(t, model, claudecode.Options{Claude: claude, Servers: server(defaultConfig(t, dir)), AllowedTools: tools,
 			Prompt: "Compute six times seven with run_code."})
 		reqs := model.Messages()
-		if len(reqs) < 4 {
-			t.Fatalf("Claude Code sent its model %d requests with tools, want 4", len(reqs))
+		if len(reqs) < 5 {
+			t.Fatalf("Claude Code sent its model %d requests with tools, want 5", len(reqs))
 		}
 		listing := 0
 		for _, d := range reqs[0].Tools {
@@ -181,9 +182,41 @@ func TestClaudeCodeHost(t *testing.T) {
 			t.Errorf("the failed program read (isError %v), want its traceback with the carets under unknown:\n%s", failed.IsError, ftext)
 		}
 
+		// Values as JSON: a numpy array is its list, with the type it was converted from; one
+		// too large to show whole is its head and tail and the handle that keeps it.
+		values := claudecode.ToolResults(reqs[4])
+		if len(values) != 2 {
+			t.Fatalf("the fifth request carries %d tool results, want 2", len(values))
+		}
+		small, large := false, false
+		for _, b := range values {
+			text := b.ResultText()
+			var r struct {
+				Value        json.RawMessage `json:"value"`
+				ValuePreview string          `json:"value_preview"`
+				ValueType    string          `json:"value_type"`
+				Attachments  []struct{ Name, Handle string }
+			}
+			if err := json.Unmarshal([]byte(text), &r); err != nil || r.ValueType != "numpy.ndarray" {
+				t.Errorf("a numpy value read as %v %.300s", err, text)
+				continue
+			}
+			switch {
+			case string(r.Value) == "[1,2,3]":
+				small = true
+			case r.Value == nil && strings.HasPrefix(r.ValuePreview, "[0,1,2,") && len(text) < 4500 &&
+				len(r.Attachments) == 1 && r.Attachments[0].Name == "value" && r.Attachments[0].Handle != "":
+				large = true
+				t.Logf("what the model read of numpy.arange(100000): %d bytes", len(text))
+			}
+		}
+		if !small || !large {
+			t.Errorf("want [1, 2, 3] and a bounded preview with a handle, got:\n%v", values)
+		}
+
 		returned := returnedBytes(t, dir)
-		if len(returned) != 6 {
-			t.Fatalf("the ledger holds %d executions, want 6", len(returned))
+		if len(returned) != 8 {
+			t.Fatalf("the ledger holds %d executions, want 8", len(returned))
 		}
 		if returned[0] != int64(len(text)) || returned[5] != int64(len(ftext)) {
 			t.Errorf("context.returned_bytes %d and %d, but Claude Code handed its model %d and %d bytes", returned[0], returned[5], len(text), len(ftext))
