@@ -729,6 +729,7 @@ var (
 		"budget/ledgertest":        "a ledger test's crash child is the test binary run again, told by its environment where the ledger is",
 		"engine/backend/container": "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
 		"internal/testkit":         "a test's own Wine prefix has its server ended by wineserver run with our environment and that prefix",
+		"internal/claudecode":      "claude runs with an environment built from nothing but our PATH, where the tests found it",
 	}
 	fileReaders = map[string]string{
 		"budget/sqlite":      "the run ledger's own file under data_dir, created 0600 before SQLite opens it",

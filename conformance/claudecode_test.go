@@ -118,7 +118,7 @@ func TestClaudeCodeHost(t *testing.T) {
 			{ToolUses: []claudecode.ToolUse{runCodeUse("import numpy\nnumpy.array([1, 2, 3])"), runCodeUse("import numpy\nnumpy.arange(100000)")}},
 			{Text: "done"},
 		}}
-		claudecode.Run(t, model, claudecode.Options{Claude: claude, Servers: server(defaultConfig(t, dir)), AllowedTools: tools,
+		claudecode.Run(t, model, &claudecode.Options{Claude: claude, Servers: server(defaultConfig(t, dir)), AllowedTools: tools,
 			Prompt: "Compute six times seven with run_code."})
 		reqs := model.Messages()
 		if len(reqs) < 5 {
@@ -244,7 +244,7 @@ tenants:
 			{ToolUses: []claudecode.ToolUse{runCodeUse(sleep), runCodeUse(sleep), runCodeUse(sleep), runCodeUse(sleep)}},
 			{Text: "done"},
 		}}
-		claudecode.Run(t, model, claudecode.Options{Claude: claude, Servers: server(cfg), AllowedTools: tools,
+		claudecode.Run(t, model, &claudecode.Options{Claude: claude, Servers: server(cfg), AllowedTools: tools,
 			Prompt: "Compute six times seven with run_code."})
 		reqs := model.Messages()
 		if len(reqs) < 3 {

@@ -22,7 +22,7 @@ type Server struct {
 	Args    []string `json:"args"`
 }
 
-// Options is one non-interactive claude run.
+// Options is one non-interactive claude run; Run requires them.
 type Options struct {
 	// Claude is the claude executable (conformance/node_modules/.bin/claude).
 	Claude string
@@ -46,7 +46,7 @@ type Output struct {
 // only loopback up, and returns its output; claude's stderr goes to the test's log when it
 // fails. The test skips, or fails under MCP_SANDBOX_REQUIRE, where no such namespace can be
 // made (capability "netns").
-func Run(t testing.TB, model *Model, o Options) Output {
+func Run(t testing.TB, model *Model, o *Options) Output {
 	t.Helper()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
