@@ -25,6 +25,8 @@ type ecoClientReport struct {
 	IsError    bool            `json:"is_error"`
 	Text       string          `json:"text"`
 	Structured json.RawMessage `json:"structured"`
+	// Report is run_code's _meta "mcp-sandbox/report", where a client passes it on.
+	Report json.RawMessage `json:"report,omitempty"`
 }
 
 // TestRealClients: the Inspector CLI, a TypeScript SDK script and an mcp-go client each list
@@ -40,6 +42,22 @@ func TestRealClients(t *testing.T) {
 	stdio := []string{bin, "serve", "--config", cfg}
 	mcpgo := ecoBuildMCPGoClient(t)
 
+	// tsClient runs clients/ts-client.mjs on the TypeScript SDK of version sdk.
+	tsClient := func(sdk string) func(t *testing.T, http bool) ecoClientReport {
+		return func(t *testing.T, http bool) ecoClientReport {
+			args := append([]string{"clients/ts-client.mjs", "--sdk", sdk, "--"}, stdio...)
+			if http {
+				args = []string{"clients/ts-client.mjs", "--sdk", sdk, "--url", url, "--token", ecoToken}
+			}
+			out, err := ecoRun(t, time.Minute, p.dir, p.env(), p.node, args...)
+			if err != nil {
+				t.Fatalf("ts-client --sdk %s: %v", sdk, err)
+			}
+			var r ecoClientReport
+			ecoDecode(t, out, &r)
+			return r
+		}
+	}
 	clients := map[string]func(t *testing.T, http bool) ecoClientReport{
 		"inspector-cli": func(t *testing.T, http bool) ecoClientReport {
 			// The Inspector CLI reads its own package.json as "../package.json" relative
@@ -79,32 +97,8 @@ func TestRealClients(t *testing.T) {
 			}
 			return r
 		},
-		"ts-sdk": func(t *testing.T, http bool) ecoClientReport {
-			args := append([]string{"clients/ts-client.mjs", "--"}, stdio...)
-			if http {
-				args = []string{"clients/ts-client.mjs", "--url", url, "--token", ecoToken}
-			}
-			out, err := ecoRun(t, time.Minute, p.dir, p.env(), p.node, args...)
-			if err != nil {
-				t.Fatalf("ts-client: %v", err)
-			}
-			var r ecoClientReport
-			ecoDecode(t, out, &r)
-			return r
-		},
-		"ts-sdk-v2": func(t *testing.T, http bool) ecoClientReport {
-			args := append([]string{"clients/ts-client.mjs", "--sdk", "v2", "--"}, stdio...)
-			if http {
-				args = []string{"clients/ts-client.mjs", "--sdk", "v2", "--url", url, "--token", ecoToken}
-			}
-			out, err := ecoRun(t, time.Minute, p.dir, p.env(), p.node, args...)
-			if err != nil {
-				t.Fatalf("ts-client --sdk v2: %v", err)
-			}
-			var r ecoClientReport
-			ecoDecode(t, out, &r)
-			return r
-		},
+		"ts-sdk":    tsClient("v1"),
+		"ts-sdk-v2": tsClient("v2"),
 		"mcp-go": func(t *testing.T, http bool) ecoClientReport {
 			args := append([]string{"--"}, stdio...)
 			if http {

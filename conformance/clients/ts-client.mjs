@@ -46,6 +46,7 @@ try {
     is_error: res.isError ?? false,
     text,
     structured: res.structuredContent ?? null,
+    report: res._meta?.["mcp-sandbox/report"] ?? null,
   }));
 } catch (err) {
   console.error("ts-client:", err);

@@ -19,7 +19,7 @@ import (
 // Server is one MCP server Claude Code starts over stdio.
 type Server struct {
 	Command string   `json:"command"`
-	Args    []string `json:"args"`
+	Args    []string `json:"args,omitempty"`
 }
 
 // Options is one non-interactive claude run; Run requires them.
@@ -81,7 +81,11 @@ func Run(t testing.TB, model *Model, o *Options) Output {
 		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"),
 			"ANTHROPIC_BASE_URL=http://" + ln.Addr().String(), "ANTHROPIC_API_KEY=sk-ant-scripted-model",
 			"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
-			"DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1", "CLAUDE_CODE_ENABLE_TELEMETRY=0"}
+			"DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1", "CLAUDE_CODE_ENABLE_TELEMETRY=0",
+			// -p connects --mcp-config servers in the background by default, so the first
+			// request may list none of their tools: wait for them, as an interactive session
+			// does before its first prompt.
+			"MCP_CONNECTION_NONBLOCKING=false"}
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 10 * time.Second
 		return cmd.Run()

@@ -32,10 +32,12 @@ type Request struct {
 }
 
 // Model is a scripted Messages API: each /v1/messages request that offers tools is answered
-// with the next of Turns (the last one again once they run out); a request without tools (a
+// with the next of Turns (the last one again once they run out), or with what Script makes of
+// the request when it is set (n counts the scripted turns from 0); a request without tools (a
 // title or a summary Claude Code asks for on the side) with a short text.
 type Model struct {
-	Turns []Turn
+	Turns  []Turn
+	Script func(req MessagesRequest, n int) Turn
 
 	mu       sync.Mutex
 	next     int
@@ -173,12 +175,19 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	turn := Turn{Text: "ok"}
-	scripted := len(req.Tools) > 0 && len(m.Turns) > 0
+	scripted := len(req.Tools) > 0 && (len(m.Turns) > 0 || m.Script != nil)
 	if scripted {
 		m.mu.Lock()
-		turn = m.Turns[min(m.next, len(m.Turns)-1)]
+		n := m.next
 		m.next++
 		m.mu.Unlock()
+		if m.Script != nil {
+			var full MessagesRequest
+			_ = json.Unmarshal(body, &full)
+			turn = m.Script(full, n)
+		} else {
+			turn = m.Turns[min(n, len(m.Turns)-1)]
+		}
 	}
 	id := fmt.Sprintf("msg_%d", time.Now().UnixNano())
 	var blocks []map[string]any
