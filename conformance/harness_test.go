@@ -74,7 +74,8 @@ func serveWithProc(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.Clie
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(built.sandbox, "serve", "--config", path)
+	// Tests read the server's log: info lines too, which serve over stdio leaves out by default.
+	cmd := exec.Command(built.sandbox, "serve", "--config", path, "--log-level", "info")
 	cmd.Stderr = testkit.NewLog(t, "server")
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
 	tr := &transcript{sent: map[string]int{}, results: map[string]int{}}
