@@ -27,6 +27,9 @@
 //     one run_code, in bytes and tokens (bytes/4), counted alike on both sides (C per task and
 //     with its tools taught once a session), and the fixed cost of listing run_code and the
 //     built-ins.
+//   - TestReportContextClaudeCode: the same three tasks through Claude Code as the host (its
+//     model a scripted Messages API, internal/claudecode): what it hands its model, directly
+//     and with run_code. Under -bench-report only (seven Claude Code sessions).
 //   - TestReportLedger, TestReportLedgerBindings: the run ledger on PostgreSQL beside SQLite;
 //     they need the database the tests use (MCP_SANDBOX_TEST_PG_DSN, internal/pgdb/pgtest).
 //

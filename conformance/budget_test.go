@@ -102,7 +102,8 @@ func serveProc(t *testing.T, cfgPath string, log *testkit.Log, extra ...string) 
 // revision it speaks).
 func serveProcWith(t *testing.T, cfgPath string, log *testkit.Log, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, extra ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(built.sandbox, append([]string{"serve", "--config", cfgPath}, extra...)...)
+	// Tests read the server's log: info lines too, which serve over stdio leaves out by default.
+	cmd := exec.Command(built.sandbox, append([]string{"serve", "--config", cfgPath, "--log-level", "info"}, extra...)...)
 	cmd.Stderr = log
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

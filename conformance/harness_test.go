@@ -74,7 +74,8 @@ func serveWithProc(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.Clie
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(built.sandbox, "serve", "--config", path)
+	// Tests read the server's log: info lines too, which serve over stdio leaves out by default.
+	cmd := exec.Command(built.sandbox, "serve", "--config", path, "--log-level", "info")
 	cmd.Stderr = testkit.NewLog(t, "server")
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
 	tr := &transcript{sent: map[string]int{}, results: map[string]int{}}
@@ -144,7 +145,7 @@ func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full an
 }
 
 // runCodeIn runs code with run_code, in the Run named runID when it is not empty, and
-// returns the structured result as JSON, failed or not.
+// returns the whole report as JSON, failed or not.
 func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -157,7 +158,12 @@ func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	if err != nil {
 		t.Fatalf("run_code: %v", err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	return reportOf(res)
+}
+
+// reportOf is the whole report of a run_code result (its _meta "mcp-sandbox/report") as JSON.
+func reportOf(res *mcp.CallToolResult) []byte {
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	return b
 }
 

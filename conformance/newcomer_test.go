@@ -78,8 +78,21 @@ func TestNewcomerPath(t *testing.T) {
 		Isolation  string            `json:"isolation"`
 		Guarantees map[string]string `json:"guarantees"`
 	}
-	if err := json.Unmarshal(r.Structured, &res); err != nil {
+	if err := json.Unmarshal(r.Report, &res); err != nil {
+		t.Fatalf("run_code's report %s: %v", r.Report, err)
+	}
+	// What the model reads says every guarantee below enforced, the identity of a user
+	// without a subordinate range among them.
+	var lean struct {
+		Guarantees map[string]string `json:"guarantees"`
+	}
+	if err := json.Unmarshal(r.Structured, &lean); err != nil {
 		t.Fatalf("run_code's structured result %s: %v", r.Structured, err)
+	}
+	for d, g := range res.Guarantees {
+		if g != "enforced" && lean.Guarantees[d] != g {
+			t.Errorf("guarantee %s is %s, and the model does not read it: %s", d, g, r.Structured)
+		}
 	}
 	if r.IsError || res.Failure != nil || string(res.Value) != "42" || res.Stdout != "hello\n" {
 		t.Fatalf("run_code on the embedded default (uid %d): is_error %v, %s", os.Geteuid(), r.IsError, r.Text)

@@ -31,6 +31,9 @@ func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 	if t != nil && u.Expose {
 		h.syncExposed(t)
 	}
+	if t != nil {
+		h.syncReadOnly(t)
+	}
 	return t
 }
 

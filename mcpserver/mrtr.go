@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -312,14 +313,26 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, hd *hold
 		}
 		select {
 		case <-hd.done:
-			return hd.res
+			return hd.result()
 		case <-hd.wake:
 		case <-ctx.Done():
 			hd.cancel()
 			<-hd.done
-			return hd.res
+			return hd.result()
 		}
 	}
+}
+
+// result is a copy of the call's result, once done has closed: go-sdk writes into the result a
+// handler returns (its resultType, its _meta), while a relay may be encoding hd.res for another
+// process.
+func (hd *hold) result() *mcp.CallToolResult {
+	if hd.res == nil {
+		return nil
+	}
+	r := *hd.res
+	r.Meta = maps.Clone(hd.res.Meta)
+	return &r
 }
 
 // inputRequired is the input_required result asking every open question of hd, or nil when

@@ -18,7 +18,7 @@ import (
 // TestServeShutdownDrains: SIGTERM while a program runs ends it (its tree dies, its result
 // says cancelled) before serve closes its runners and ledger, and serve exits promptly.
 func TestServeShutdownDrains(t *testing.T) {
-	cmd := exec.Command(testkit.Binary(t), "serve")
+	cmd := exec.Command(testkit.Binary(t), "serve", "--log-level", "info") // the test reads the run_code line
 	log := testkit.NewLog(t, "server")
 	cmd.Stderr = log
 	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))

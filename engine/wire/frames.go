@@ -101,7 +101,9 @@ type Done struct {
 	OK    bool            `json:"ok"`
 	Value json.RawMessage `json:"value,omitempty"`
 	// ValueRepr, with OK and a null Value, is the repr of a final value JSON cannot carry.
-	ValueRepr *string       `json:"value_repr,omitempty"`
+	ValueRepr *string `json:"value_repr,omitempty"`
+	// ValueType, with OK, names the Python type Value was converted from, when it was.
+	ValueType string        `json:"value_type,omitempty"`
 	Error     *ProgramError `json:"error,omitempty"`
 }
 
