@@ -2,7 +2,10 @@
 // tools, calls run_code, and prints one JSON object for the Go test to check.
 //
 //   node ts-client.mjs --url URL [--token T] [--code C]
-//   node ts-client.mjs [--code C] [--call no] -- COMMAND ARGS...
+//   node ts-client.mjs [--code C] [--call no] [--connect-timeout-ms MS] -- COMMAND ARGS...
+//
+// --connect-timeout-ms bounds initialize (the SDK's 60 s by default): a server started
+// through `make run` answers it only once its first build is done.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -28,7 +31,7 @@ if (opts.url) {
 
 const client = new Client({ name: "ts-client", version: "0" });
 try {
-  await client.connect(transport);
+  await client.connect(transport, opts["connect-timeout-ms"] ? { timeout: Number(opts["connect-timeout-ms"]) } : undefined);
   const tools = await client.listTools();
   // --call no: list the tools only.
   const res = opts.call === "no" ? { content: [] }
