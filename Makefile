@@ -43,7 +43,7 @@ help:
 	@echo "make soak         10,000 executions through the MCP face, then fds, goroutines, temporary"
 	@echo "                  directories, cgroups and mounts must be where they started (CI runs 120)"
 	@echo "make dist         release archives for linux, darwin and windows (amd64, arm64) and"
-	@echo "                  checksums.txt in dist/, with goreleaser $(GORELEASER_VERSION) (snapshot: nothing published)"
+	@echo "                  checksums.txt in dist/ (nothing published)"
 	@echo "make bundle       mcp-sandbox.mcpb, the MCP Bundle Claude Desktop installs, from dist/'s binaries"
 	@echo "                  (npm ci --prefix deploy/mcpb --no-audit --no-fund once first)"
 	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
@@ -96,18 +96,21 @@ test-all:
 	$(call all-of,"$(MAKE) test" "$(MAKE) integration" "$(MAKE) conformance")
 
 # Both other platforms must keep building: the local backends are Linux's, the rest is not.
-# Each is built (the binary, then every package) and vetted.
+# Each is built (the binary, then every package) and vetted. -trimpath and cgo off (as when
+# cross-compiling) are make dist's flags: its darwin/amd64 and windows/amd64 builds then find
+# these packages in the build cache.
+CROSS := GOFLAGS=-trimpath CGO_ENABLED=0
 cross:
-	GOOS=darwin $(GO) build -o /dev/null ./cmd/mcp-sandbox
-	GOOS=darwin $(GO) build ./...
-	GOOS=darwin $(GO) vet ./...
-	GOOS=darwin $(GO) test -c -o /dev/null ./engine/backend/seatbelt
-	GOOS=darwin $(GO) test -c -o /dev/null ./engine/backend/container
-	GOOS=windows $(GO) build -o /dev/null ./cmd/mcp-sandbox
-	GOOS=windows $(GO) build ./...
-	GOOS=windows $(GO) vet ./...
-	GOOS=windows $(GO) test -c -o /dev/null ./engine/backend/jobobject
-	GOOS=windows $(GO) test -c -o /dev/null ./engine/backend/container
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcp-sandbox
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) build ./...
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) vet ./...
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/seatbelt
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/container
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcp-sandbox
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) build ./...
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) vet ./...
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/jobobject
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/container
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
@@ -143,25 +146,22 @@ soak:
 clean:
 	rm -rf bin dist mcp-sandbox.mcpb
 
-# An install without Go. goreleaser is installed through the Go module proxy into bin/ the
-# first time (GORELEASER=path uses another); DIST_PARALLELISM bounds its concurrent builds
-# (CI runs them one at a time on a shared machine).
-GORELEASER_VERSION ?= v2.15.1
-GORELEASER         ?= bin/goreleaser-$(GORELEASER_VERSION)
-DIST_PARALLELISM   ?= 0
-MCPB               := deploy/mcpb/node_modules/.bin/mcpb
+# An install without Go: one binary per target, built as `make build` builds it but without cgo
+# and symbol tables, packed with what the README tells its users to copy, and checksums.txt
+# (cmd/mcp-sandbox/internal/release). A tagged commit (vX.Y.Z) is version X.Y.Z; any other is a
+# snapshot named after the commit.
+DIST_VERSION ?= $(shell v=$$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo 0.0.0-snapshot-$(VERSION))
+DIST_FILES   := README.md
+MCPB         := deploy/mcpb/node_modules/.bin/mcpb
 
-$(GORELEASER):
-	GOBIN=$(CURDIR)/bin/goreleaser-tmp $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
-	mv bin/goreleaser-tmp/goreleaser $(GORELEASER) && rmdir bin/goreleaser-tmp
-
-# goreleaser builds each target with bin/init-helper/<os>_<arch>/overlay.json (.goreleaser.yaml).
+# Each target's overlay embeds the init helper built for it (darwin's and windows' replace nothing).
 helper-overlays:
 	for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do \
 	  $(HELPER_OVERLAY) -goos $${t%/*} -goarch $${t#*/} -o $(HELPER_DIR)/$${t%/*}_$${t#*/} || exit 1; done
 
-dist: $(GORELEASER) helper-overlays
-	MCP_SANDBOX_VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean $(if $(filter-out 0,$(DIST_PARALLELISM)),--parallelism $(DIST_PARALLELISM))
+dist: helper-overlays
+	$(GO) run ./cmd/mcp-sandbox/internal/release -version $(DIST_VERSION) -o dist -overlays $(HELPER_DIR) \
+		-ldflags "-s -w -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(DIST_VERSION)" $(DIST_FILES)
 	@cd dist && ls *.tar.gz *.zip checksums.txt && sha256sum --quiet -c checksums.txt
 	@n=$$(ls dist/*.tar.gz dist/*.zip | wc -l); [ "$$n" = 6 ] || { echo "dist/ holds $$n archives, want 6" >&2; exit 1; }
 

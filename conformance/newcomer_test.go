@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,9 +61,13 @@ func TestNewcomerPath(t *testing.T) {
 	if out, err := exec.Command("git", "clone", "-q", "..", clone).CombinedOutput(); err != nil {
 		t.Fatalf("git clone: %v\n%s", err, out)
 	}
-	// make run serves over stdio until its stdin closes; the client closes it when done.
-	args := append([]string{filepath.Join(p.dir, "clients/ts-client.mjs"), "--code", `print("hello"); 6*7`, "--"}, strings.Fields(commands[0])...)
-	out, err := ecoRun(t, 3*time.Minute, clone, p.env(), p.node, args...)
+	// make run serves over stdio until its stdin closes; the client closes it when done. It
+	// answers initialize only after its first build, which a loaded machine may take minutes
+	// over: the client waits for it as long as the whole test does.
+	budget := gate.Scaled(6 * time.Minute)
+	args := append([]string{filepath.Join(p.dir, "clients/ts-client.mjs"), "--code", `print("hello"); 6*7`,
+		"--connect-timeout-ms", strconv.FormatInt(budget.Milliseconds(), 10), "--"}, strings.Fields(commands[0])...)
+	out, err := ecoRun(t, budget, clone, p.env(), p.node, args...)
 	if err != nil {
 		t.Fatalf("a real client on %q in a fresh clone: %v", commands[0], err)
 	}

@@ -4,7 +4,10 @@
 // the Go test to check.
 //
 //   node ts-client.mjs [--sdk v2] --url URL [--token T] [--code C]
-//   node ts-client.mjs [--sdk v2] [--code C] [--call no] -- COMMAND ARGS...
+//   node ts-client.mjs [--sdk v2] [--code C] [--call no] [--connect-timeout-ms MS] -- COMMAND ARGS...
+//
+// --connect-timeout-ms bounds initialize (the SDK's 60 s by default): a server started
+// through `make run` answers it only once its first build is done.
 const argv = process.argv.slice(2);
 const opts = { code: "6*7", sdk: "v1" };
 let command = [];
@@ -34,7 +37,7 @@ if (opts.url) {
 
 const client = new Client({ name: "ts-client", version: "0" });
 try {
-  await client.connect(transport);
+  await client.connect(transport, opts["connect-timeout-ms"] ? { timeout: Number(opts["connect-timeout-ms"]) } : undefined);
   const tools = await client.listTools();
   // --call no: list the tools only.
   const res = opts.call === "no" ? { content: [] }

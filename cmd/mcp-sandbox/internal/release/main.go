@@ -1,0 +1,241 @@
+package main
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	project = "mcp-sandbox"
+	mainPkg = "./cmd/mcp-sandbox"
+)
+
+// targets are the platforms a release covers, in the order they are built.
+var targets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
+
+// artifact is one entry of artifacts.json, in the shape goreleaser wrote it (the fields
+// deploy/mcpb/stage.mjs and the packaging steps read).
+type artifact struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	GOOS   string `json:"goos,omitempty"`
+	GOARCH string `json:"goarch,omitempty"`
+	Type   string `json:"type"` // Binary, Archive or Checksum
+}
+
+func main() {
+	version := flag.String("version", "", "the release's version, as the archives' names and metadata.json carry it")
+	ldflags := flag.String("ldflags", "", "the linker flags of every binary (make dist stamps the version with -X)")
+	out := flag.String("o", "dist", "the directory to write (emptied first)")
+	overlays := flag.String("overlays", "bin/init-helper", "the directory holding each target's <os>_<arch>/overlay.json")
+	only := flag.String("targets", strings.Join(targets, ","), "the comma-separated os/arch targets to build")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: release -version V [-ldflags F] [-o DIR] [-overlays DIR] [-targets os/arch,...] [FILE ...]")
+		fmt.Fprintln(os.Stderr, "Builds one binary per target and packs it with each FILE (paths relative to the module's root).")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *version == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := release(*version, *ldflags, *out, *overlays, strings.Split(*only, ","), flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+}
+
+func release(version, ldflags, out, overlays string, want, files []string) error {
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file to pack (paths are relative to the module's root)", f)
+		}
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	mtime := time.Now()
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
+		}
+		mtime = time.Unix(n, 0)
+	}
+	var made []artifact
+	var sums []string
+	for _, t := range want {
+		goos, goarch, ok := strings.Cut(t, "/")
+		if !ok || !slices.Contains(targets, t) {
+			return fmt.Errorf("unknown target %q (known: %s)", t, strings.Join(targets, ", "))
+		}
+		bin, err := build(goos, goarch, ldflags, out, overlays)
+		if err != nil {
+			return err
+		}
+		made = append(made, artifact{Name: filepath.Base(bin), Path: bin, GOOS: goos, GOARCH: goarch, Type: "Binary"})
+		name := fmt.Sprintf("%s_%s_%s_%s", project, version, goos, goarch)
+		var archive string
+		if goos == "windows" {
+			archive = filepath.Join(out, name+".zip")
+			err = packZip(archive, bin, files, mtime)
+		} else {
+			archive = filepath.Join(out, name+".tar.gz")
+			err = packTarGz(archive, bin, files, mtime)
+		}
+		if err != nil {
+			return fmt.Errorf("packing %s: %v", archive, err)
+		}
+		sum, err := sha256File(archive)
+		if err != nil {
+			return err
+		}
+		sums = append(sums, sum+"  "+filepath.Base(archive))
+		made = append(made, artifact{Name: filepath.Base(archive), Path: archive, GOOS: goos, GOARCH: goarch, Type: "Archive"})
+	}
+	slices.SortFunc(sums, func(a, b string) int { return strings.Compare(a[66:], b[66:]) })
+	checksums := filepath.Join(out, "checksums.txt")
+	if err := os.WriteFile(checksums, []byte(strings.Join(sums, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	made = append(made, artifact{Name: "checksums.txt", Path: checksums, Type: "Checksum"})
+	if err := writeJSON(filepath.Join(out, "artifacts.json"), made); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(out, "metadata.json"), map[string]string{"project_name": project, "version": version})
+}
+
+// build builds one target's binary into OUT/mcp-sandbox_<os>_<arch>/, with the init helper's
+// overlay of that target (make helper-overlays writes them).
+func build(goos, goarch, ldflags, out, overlays string) (string, error) {
+	overlay := filepath.Join(overlays, goos+"_"+goarch, "overlay.json")
+	if _, err := os.Stat(overlay); err != nil {
+		return "", fmt.Errorf("no %s: run make helper-overlays first", overlay)
+	}
+	name := project
+	if goos == "windows" {
+		name += ".exe"
+	}
+	bin := filepath.Join(out, fmt.Sprintf("%s_%s_%s", project, goos, goarch), name)
+	fmt.Fprintf(os.Stderr, "release: building %s/%s\n", goos, goarch)
+	cmd := exec.Command("go", "build", "-trimpath", "-overlay="+overlay, "-ldflags="+ldflags, "-o", bin, mainPkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s/%s: %v", goos, goarch, err)
+	}
+	return bin, nil
+}
+
+// packTarGz writes the binary at the archive's root and each file at its own relative path.
+func packTarGz(archive, bin string, files []string, mtime time.Time) error {
+	f, err := os.Create(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	add := func(src, name string, mode int64) error {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		h := &tar.Header{Name: name, Mode: mode, Size: int64(len(b)), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err = tw.Write(b)
+		return err
+	}
+	if err := add(bin, filepath.Base(bin), 0o755); err != nil {
+		return err
+	}
+	for _, file := range files {
+		if err := add(file, filepath.ToSlash(file), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := gz.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// packZip is packTarGz for Windows' archive.
+func packZip(archive, bin string, files []string, mtime time.Time) error {
+	f, err := os.Create(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zw := zip.NewWriter(f)
+	add := func(src, name string, mode os.FileMode) error {
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: mtime}
+		h.SetMode(mode)
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(w, in)
+		return err
+	}
+	if err := add(bin, filepath.Base(bin), 0o755); err != nil {
+		return err
+	}
+	for _, file := range files {
+		if err := add(file, filepath.ToSlash(file), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func sha256File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
