@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -53,5 +55,50 @@ func TestServeShutdownDrains(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "cancelled=true") {
 		t.Errorf("the running program was not ended as cancelled before serve closed")
+	}
+}
+
+// TestStdioAnswersWhatWasRead is the pipe test a newcomer tries first: initialize,
+// initialized, tools/list and tools/call written to serve's stdin, then stdin closed. Every
+// request read before the end of the input is answered before serve exits (go-sdk alone
+// answered only initialize, and exited 0).
+func TestStdioAnswersWhatWasRead(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_code","arguments":{"code":"6*7"}}}
+`
+	cmd := exec.Command(testkit.Binary(t), "serve") // the embedded default, as a newcomer has it
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	cmd.Stdin = strings.NewReader(in)
+	cmd.Stderr = testkit.NewLog(t, "server")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	answered := map[float64]json.RawMessage{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID     float64         `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout holds a line that is not JSON-RPC: %q", line)
+		}
+		answered[m.ID] = m.Result
+	}
+	for _, id := range []float64{1, 2, 3} {
+		if answered[id] == nil {
+			t.Errorf("request %v was read before stdin closed and never answered; stdout:\n%s", id, out)
+		}
+	}
+	var call struct {
+		StructuredContent struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"structuredContent"`
+	}
+	_ = json.Unmarshal(answered[3], &call)
+	if string(call.StructuredContent.Value) != "42" {
+		t.Errorf("run_code of 6*7 answered value %s, want 42", call.StructuredContent.Value)
 	}
 }
