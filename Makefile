@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(VERSION)
 
-.PHONY: help build helper-overlays run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image dist bundle
+.PHONY: help build helper-overlays run race-cc test integration conformance test-all check cross fuzz bench soak clean image-runtime sandbox-image images dist bundle
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -48,6 +48,7 @@ help:
 	@echo "                  (npm ci --prefix deploy/mcpb --no-audit --no-fund once first)"
 	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
 	@echo "                  :latest from this host's Python with podman or docker, pulling nothing"
+	@echo "make images       the server and worker images deploy/kubernetes names, the same way"
 
 # The init helper alone, built for the target and embedded through an overlay (the one recipe
 # make dist and the tests' builds use too: cmd/mcp-sandbox/internal/inithelper/overlay). A
@@ -172,11 +173,21 @@ bundle:
 	$(MCPB) validate dist/mcpb/manifest.json
 	$(MCPB) pack dist/mcpb mcp-sandbox.mcpb
 
-# The container backend's image: a root filesystem assembled from this host's interpreter, its
-# libraries and standard library, imported by the runtime. Nothing is pulled.
+# The container backend's image, and the two deploy/kubernetes runs: root filesystems assembled
+# from this host's files (the interpreter, its libraries and standard library; the binary just
+# built), imported by the runtime and tried once. Nothing is pulled. `mcp-sandbox image build`
+# does the work (docs/design.md §20), so an archive's binary needs no source tree for it.
 SANDBOX_RUNTIME ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 SANDBOX_PYTHON  ?= /usr/bin/python3
 SANDBOX_IMAGE   ?= localhost/mcp-sandbox-python
-sandbox-image:
+IMAGE_BUILD      = ./$(BIN) image build --runtime "$(SANDBOX_RUNTIME)" --python $(SANDBOX_PYTHON)
+image-runtime:
 	@test -n "$(SANDBOX_RUNTIME)" || { echo "no podman or docker on PATH: apt-get install podman" >&2; exit 1; }
-	engine/backend/container/image/build.sh $(SANDBOX_RUNTIME) $(SANDBOX_PYTHON) $(SANDBOX_IMAGE) $(VERSION) latest
+sandbox-image: image-runtime build
+	$(IMAGE_BUILD) --tag $(SANDBOX_IMAGE):$(VERSION) --tag $(SANDBOX_IMAGE):latest
+
+# The server and worker images deploy/kubernetes names (localhost/mcp-sandbox-server and
+# -worker, :<version> and :latest), with this build's binary.
+images: image-runtime build
+	$(IMAGE_BUILD) --image server
+	$(IMAGE_BUILD) --image worker
