@@ -56,11 +56,15 @@ help:
 HELPER_OVERLAY = $(GO) run ./cmd/mcp-sandbox/internal/inithelper/overlay
 HELPER_DIR     := bin/init-helper
 
+# It says on stderr what it does: a first build downloads the modules and compiles for minutes
+# (-v names each package as it compiles; a build from the cache names none).
 build:
+	@echo "make build: $(BIN) $(VERSION); the first build downloads Go modules and compiles for a few minutes, naming each package, later ones take seconds" >&2
 	$(HELPER_OVERLAY) -goos $$($(GO) env GOOS) -goarch $$($(GO) env GOARCH) -o $(HELPER_DIR)
-	$(GO) build -overlay $(HELPER_DIR)/overlay.json -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
+	$(GO) build -v -overlay $(HELPER_DIR)/overlay.json -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
 
-# Silent: under stdio, stdout carries MCP frames only, so not even make's echo may land there.
+# Under stdio, stdout carries MCP frames only: the build (its commands, make's echo, the note
+# that a first build takes minutes) goes to stderr.
 run:
 	@$(MAKE) --no-print-directory build 1>&2
 	@exec ./$(BIN) serve
