@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(VERSION)
 
-.PHONY: help build helper-overlays run race-cc test integration conformance test-all check cross fuzz bench soak clean image-runtime sandbox-image images dist bundle
+.PHONY: help build helper-overlays run race-cc test integration conformance test-all check cross fuzz bench soak clean image-runtime sandbox-image images dist npm wheel bundle
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -44,6 +44,8 @@ help:
 	@echo "                  directories, cgroups and mounts must be where they started (CI runs 120)"
 	@echo "make dist         release archives for linux, darwin and windows (amd64, arm64) and"
 	@echo "                  checksums.txt in dist/, with goreleaser $(GORELEASER_VERSION) (snapshot: nothing published)"
+	@echo "make npm          dist/npm: the npm packages (npx -y @mcp-sandbox/mcp-sandbox serve), from dist/'s binaries"
+	@echo "make wheel        dist/wheels: a Python wheel per platform (uvx mcp-sandbox serve), from dist/'s binaries"
 	@echo "make bundle       mcp-sandbox.mcpb, the MCP Bundle Claude Desktop installs, from dist/'s binaries"
 	@echo "                  (npm ci --prefix deploy/mcpb --no-audit --no-fund once first)"
 	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
@@ -163,10 +165,40 @@ helper-overlays:
 	for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do \
 	  $(HELPER_OVERLAY) -goos $${t%/*} -goarch $${t#*/} -o $(HELPER_DIR)/$${t%/*}_$${t#*/} || exit 1; done
 
+# Each archive holds the binary, the README, the desktop config and ABOUT.txt (where it comes
+# from), checked after goreleaser writes them.
 dist: $(GORELEASER) helper-overlays
+	@mkdir -p bin/archive && printf '%s\n' "mcp-sandbox $(VERSION)" "" \
+	  "Built by make dist (goreleaser $(GORELEASER_VERSION)) from commit $$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+	  "of https://github.com/mcp-sandbox/mcp-sandbox, on $$(date -u +%Y-%m-%d)." \
+	  "Check this archive against the checksums.txt made with it (sha256sum -c checksums.txt)." "" \
+	  "mcp-sandbox     the server (mcp-sandbox --help; mcp-sandbox version says its version)" \
+	  "config.yaml     the configuration Claude Desktop serves with on macOS and Windows (README.md," \
+	  "                \"Claude Desktop on macOS\" and \"on Windows\"): the embedded default with allow_same_uid" \
+	  "README.md       the project's README" > bin/archive/ABOUT.txt
 	MCP_SANDBOX_VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean $(if $(filter-out 0,$(DIST_PARALLELISM)),--parallelism $(DIST_PARALLELISM))
 	@cd dist && ls *.tar.gz *.zip checksums.txt && sha256sum --quiet -c checksums.txt
 	@n=$$(ls dist/*.tar.gz dist/*.zip | wc -l); [ "$$n" = 6 ] || { echo "dist/ holds $$n archives, want 6" >&2; exit 1; }
+	@for a in dist/*.tar.gz dist/*.zip; do \
+	  case $$a in *.zip) list=$$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$$a") ;; \
+	  *) list=$$(tar tzf "$$a") ;; esac; \
+	  for f in README.md config.yaml ABOUT.txt; do echo "$$list" | grep -qxE "(\./)?$$f" || { echo "$$a lacks $$f" >&2; exit 1; }; done; \
+	done
+
+# The packages MCP users install with the package managers they have, from dist/'s binaries
+# (run make dist first; nothing is rebuilt or fetched): npm's in dist/npm (a platform package
+# per target and the launcher that depends on them, packed by npm pack; npx -y
+# @mcp-sandbox/mcp-sandbox serve), Python's in dist/wheels (a wheel per target carrying the
+# binary as a script; uvx mcp-sandbox serve). docs/design.md §21.
+PACKAGES = $(GO) run ./cmd/mcp-sandbox/internal/packages -dist dist
+npm:
+	@test -f dist/artifacts.json || { echo "no dist/artifacts.json: make dist first" >&2; exit 1; }
+	$(PACKAGES) -npm dist/npm
+	@for d in dist/npm/*/; do npm pack --silent --pack-destination dist/npm "./$$d" >/dev/null || exit 1; done
+	@ls dist/npm/*.tgz
+wheel:
+	@test -f dist/artifacts.json || { echo "no dist/artifacts.json: make dist first" >&2; exit 1; }
+	$(PACKAGES) -wheels dist/wheels
 
 # The bundle is packed from dist/'s binaries: run make dist first (make bundle does not
 # rebuild them). The staged manifest is validated, then packed, by the official mcpb CLI.

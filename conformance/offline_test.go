@@ -25,8 +25,10 @@ import (
 func offlineCommand(t *testing.T, serve string, port int, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	gate.Require(t, "root", os.Geteuid() == 0, "a network namespace of the test's own needs root")
-	python, err := exec.LookPath("python3")
+	// The interpreter itself, not a shim (pyenv's) that needs a PATH the command may not have.
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	gate.Require(t, "python", err == nil, "python3 sets the namespace's loopback up: "+fmtErr(err))
+	python := strings.TrimSpace(string(out))
 	script, err := filepath.Abs(filepath.Join("testdata", "loopback-only.py"))
 	if err != nil {
 		t.Fatal(err)
@@ -52,10 +54,10 @@ func fmtErr(err error) string {
 // native binary, its environment a temporary HOME and everything that would reach out turned
 // off (the autoupdater, telemetry, error reports, nonessential traffic). It runs in a
 // network namespace with only loopback (offlineCommand) besides. path is prepended to a
-// minimal PATH.
+// minimal PATH (or is all of it: set path).
 type offlineClaude struct {
 	bin, home string
-	path      []string
+	path      string // PATH
 }
 
 func newOfflineClaude(t *testing.T, path ...string) *offlineClaude {
@@ -66,12 +68,12 @@ func newOfflineClaude(t *testing.T, path ...string) *offlineClaude {
 	}
 	_, err = os.Stat(bin)
 	gate.Require(t, "npm-peers", err == nil, "Claude Code is not installed (run `npm ci --prefix conformance`): "+fmtErr(err))
-	return &offlineClaude{bin: bin, home: t.TempDir(), path: path}
+	return &offlineClaude{bin: bin, home: t.TempDir(), path: strings.Join(append(path, "/usr/local/bin", "/usr/bin", "/bin"), ":")}
 }
 
 func (c *offlineClaude) env(extra ...string) []string {
 	return append([]string{
-		"HOME=" + c.home, "PATH=" + strings.Join(append(c.path, "/usr/local/bin", "/usr/bin", "/bin"), ":"),
+		"HOME=" + c.home, "PATH=" + c.path,
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
 		"DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1", "TMPDIR=" + os.TempDir(),
 	}, extra...)
