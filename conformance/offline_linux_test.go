@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
 // The helpers here run a host as a user would, with no way off the machine: Claude Code from
@@ -116,40 +117,14 @@ func connected(list, server string) bool {
 	return false
 }
 
-// tagged lists the live processes whose environment holds name=value (a zombie is dead: it
-// only waits to be reaped).
-func tagged(name, value string) []int {
-	want := []byte(name + "=" + value + "\x00")
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // noneTagged waits, bounded, until no live process carries name=value, and fails t naming
 // what is left.
 func noneTagged(t *testing.T, what, name, value string) {
 	t.Helper()
 	deadline := time.Now().Add(gate.Scaled(15 * time.Second))
-	for len(tagged(name, value)) > 0 {
+	for len(testkit.Tagged(name, value)) > 0 {
 		if time.Now().After(deadline) {
-			left := tagged(name, value)
+			left := testkit.Tagged(name, value)
 			for _, pid := range left {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}

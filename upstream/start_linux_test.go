@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -71,7 +70,7 @@ func TestFirstStartTimeoutKillsTheWholeTree(t *testing.T) {
 	// for that, bounded, rather than assume it.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		left := tagged(tag)
+		left := testkit.Tagged("TEST_TREE_TAG", tag)
 		if len(left) == 0 {
 			break
 		}
@@ -80,26 +79,6 @@ func TestFirstStartTimeoutKillsTheWholeTree(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// tagged lists the live processes whose environment holds TEST_TREE_TAG=tag (a zombie is
-// dead: it only waits to be reaped).
-func tagged(tag string) []int {
-	want := []byte("TEST_TREE_TAG=" + tag + "\x00")
-	var out []int
-	for _, p := range readProcs() {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
-			continue
-		}
-		if hasEnv(p.pid, want) {
-			out = append(out, p.pid)
-		}
-	}
-	return out
 }
 
 // A host's listing (Current) never waits for a server still starting: it returns within its
@@ -161,9 +140,9 @@ func TestCurrentDoesNotWaitForAStartingServer(t *testing.T) {
 		t.Errorf("Close took %v with a server still starting", d)
 	}
 	deadline := time.Now().Add(gate.Scaled(30 * time.Second))
-	for len(tagged(tag)) > 0 {
+	for len(testkit.Tagged("TEST_TREE_TAG", tag)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("processes of a server still starting outlived Close: %v", tagged(tag))
+			t.Fatalf("processes of a server still starting outlived Close: %v", testkit.Tagged("TEST_TREE_TAG", tag))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -161,16 +161,7 @@ func (r *rootfs) assemble(spec imageSpec) (string, error) {
 // binary writes this executable as /usr/local/bin/mcp-sandbox, the libraries it loads, and the
 // system's CA certificates (the server reaches PostgreSQL and upstreams over TLS).
 func (r *rootfs) binary(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if err := r.file("/usr/local/bin/mcp-sandbox", 0o755, st.Size(), f); err != nil {
+	if err := r.hostFile(path, "/usr/local/bin/mcp-sandbox"); err != nil {
 		return err
 	}
 	libs, err := sharedLibraries(path)
