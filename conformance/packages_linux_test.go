@@ -25,9 +25,9 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
-// distEnv names a goreleaser dist/ whose packages make npm and make wheel already made (CI's
-// install-without-Go step sets it): the tests below install those. Unset, they make packages
-// of their own, with the same packager, from a dist of this build's binary.
+// distEnv names a goreleaser dist/ whose packages make npm and make wheel already made (CI
+// makes them before its conformance step and sets it): the tests below install those. Unset,
+// they make packages of their own, with the same packager, from a dist of this build's binary.
 const distEnv = "MCP_SANDBOX_DIST"
 
 // packaged is what the package tests install: npm's tarballs and the wheels.
