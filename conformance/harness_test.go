@@ -185,8 +185,11 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	return res
 }
 
+// hostTools is what tools/list offers the host once the upstreams' first listings have landed
+// (settleListing).
 func hostTools(t *testing.T, cs *mcp.ClientSession) map[string]bool {
 	t.Helper()
+	settleListing(t, cs)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)
@@ -196,6 +199,15 @@ func hostTools(t *testing.T, cs *mcp.ClientSession) map[string]bool {
 		out[tl.Name] = true
 	}
 	return out
+}
+
+// settleListing waits until every granted upstream has been listed, with a list_tools call: a
+// turn boundary, which waits for each server's first listing and brings the exposed tools up
+// to date. tools/list alone waits only briefly for a server still starting (its tools follow
+// with tools/list_changed), which on a loaded machine may be a mock too.
+func settleListing(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	call(t, cs, "list_tools", map[string]any{})
 }
 
 // counts reads a mock's MOCK_COUNTER_FILE: how many times each tool really ran.

@@ -67,9 +67,14 @@ func TestNewcomerPath(t *testing.T) {
 	budget := gate.Scaled(6 * time.Minute)
 	args := append([]string{filepath.Join(p.dir, "clients/ts-client.mjs"), "--code", `print("hello"); 6*7`,
 		"--connect-timeout-ms", strconv.FormatInt(budget.Milliseconds(), 10), "--"}, strings.Fields(commands[0])...)
-	out, err := ecoRun(t, budget, clone, p.env(), p.node, args...)
+	out, stderr, err := ecoRunStderr(t, budget, clone, p.env(), p.node, args...)
 	if err != nil {
 		t.Fatalf("a real client on %q in a fresh clone: %v", commands[0], err)
+	}
+	// A first build is minutes of compiling: make says so on stderr before it starts (stdout
+	// carries MCP frames only, which the client's reading of them proves).
+	if !strings.Contains(stderr, "the first build") {
+		t.Errorf("%q did not say on stderr what it builds and that a first build takes minutes:\n%.2000s", commands[0], stderr)
 	}
 	var r ecoClientReport
 	ecoDecode(t, out, &r)

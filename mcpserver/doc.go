@@ -3,7 +3,8 @@
 // get_tool_info and read_tool_output, renders engine results for the model, and serves those
 // servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens (static, or
 // OAuth access tokens through HTTPOptions.OAuth, with RFC 9728 metadata), Host and Origin
-// protection and a request body limit.
+// protection and a request body limit, and over stdio (ServeStdio: every request read before
+// stdin ends is answered, docs/design.md §14.3).
 //
 // Imports: engine, execution, binding, upstream, budget, outputs, failure, telemetry, cassette
 // (a paused program's journal) and the go-sdk only (docs/design.md §2). It never imports
@@ -20,7 +21,8 @@
 // approval's round trips (mrtr.go) runs on a goroutine begun with the Drain like an execution
 // and ends with its call (at the latest when the approval times out); a question kept as a
 // pause (pause.go) is put on a goroutine of its own, which its Ask cancels and waits for
-// before it returns. TestMain checks that no
+// before it returns; ServeStdio's wait for its session is its own, ended before it returns.
+// TestMain checks that no
 // goroutine outlives the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;

@@ -37,6 +37,16 @@ func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 	return t
 }
 
+// listing is the turn boundary of a host's tools/list: turn, except that an upstream still
+// starting is not waited for (Upstreams.Current); its tools are added when its listing
+// lands, and go-sdk announces them with tools/list_changed.
+func (h *handlers) listing(ctx context.Context) {
+	u := h.agent.Upstreams
+	if t := u.listingTurn(ctx); t != nil && u.Expose {
+		h.syncExposed(t)
+	}
+}
+
 // resync is the Watch callback: refresh the catalogue and the exposed set.
 func (h *handlers) resync() {
 	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)

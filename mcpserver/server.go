@@ -142,7 +142,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				switch method {
 				case "tools/list":
-					h.turn(ctx)
+					h.listing(ctx)
 				case "tools/call":
 					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.Contains(p.Name, upstream.Separator) {
 						h.turn(ctx)

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
@@ -138,7 +136,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		// A signal ends the programs in flight at once: the host that started us is leaving.
 		stopDrain := context.AfterFunc(ctx, opts.Drain.Stop)
 		defer stopDrain()
-		err = srv.Run(ctx, &mcp.StdioTransport{})
+		err = mcpserver.ServeStdio(ctx, srv, os.Stdin, os.Stdout)
 		drainExecutions(opts.Drain) // before the deferred closes of runners and pools
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return exitFailure, err

@@ -5,7 +5,7 @@
 // platform; metadata.json: the version). `make dist` runs it after the init helper's
 // overlays are written (cmd/mcp-sandbox/internal/inithelper/overlay).
 //
-//	go run ./cmd/mcp-sandbox/internal/release -version 1.2.3 -o dist [-overlays bin/init-helper] [FILE ...]
+//	go run ./cmd/mcp-sandbox/internal/release -version 1.2.3 -o dist [-overlays bin/init-helper] [FILE[=NAME] ...]
 //
 // Each binary is built as `make build` builds it, with cgo off, -trimpath and without symbol
 // tables: `make cross` builds darwin/amd64 and windows/amd64 with the same flags, so their

@@ -44,8 +44,9 @@ func main() {
 	overlays := flag.String("overlays", "bin/init-helper", "the directory holding each target's <os>_<arch>/overlay.json")
 	only := flag.String("targets", strings.Join(targets, ","), "the comma-separated os/arch targets to build")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: release -version V [-ldflags F] [-o DIR] [-overlays DIR] [-targets os/arch,...] [FILE ...]")
-		fmt.Fprintln(os.Stderr, "Builds one binary per target and packs it with each FILE (paths relative to the module's root).")
+		fmt.Fprintln(os.Stderr, "usage: release -version V [-ldflags F] [-o DIR] [-overlays DIR] [-targets os/arch,...] [FILE[=NAME] ...]")
+		fmt.Fprintln(os.Stderr, "Builds one binary per target and packs it with each FILE (a path relative to the module's root,")
+		fmt.Fprintln(os.Stderr, "packed under that path, or under NAME when one is given).")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -59,11 +60,21 @@ func main() {
 	}
 }
 
-func release(version, ldflags, out, overlays string, want, files []string) error {
-	for _, f := range files {
-		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
-			return fmt.Errorf("%s is not a regular file to pack (paths are relative to the module's root)", f)
+// packed is one file an archive holds beside the binary: where it is read from, and its name
+// in the archive.
+type packed struct{ src, name string }
+
+func release(version, ldflags, out, overlays string, want, args []string) error {
+	var files []packed
+	for _, a := range args {
+		src, name, ok := strings.Cut(a, "=")
+		if !ok {
+			name = filepath.ToSlash(src)
 		}
+		if st, err := os.Stat(src); err != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file to pack (paths are relative to the module's root)", src)
+		}
+		files = append(files, packed{src, name})
 	}
 	if err := os.RemoveAll(out); err != nil {
 		return err
@@ -144,8 +155,8 @@ func build(goos, goarch, ldflags, out, overlays string) (string, error) {
 	return bin, nil
 }
 
-// packTarGz writes the binary at the archive's root and each file at its own relative path.
-func packTarGz(archive, bin string, files []string, mtime time.Time) error {
+// packTarGz writes the binary at the archive's root and each file under its name.
+func packTarGz(archive, bin string, files []packed, mtime time.Time) error {
 	f, err := os.Create(archive)
 	if err != nil {
 		return err
@@ -168,8 +179,8 @@ func packTarGz(archive, bin string, files []string, mtime time.Time) error {
 	if err := add(bin, filepath.Base(bin), 0o755); err != nil {
 		return err
 	}
-	for _, file := range files {
-		if err := add(file, filepath.ToSlash(file), 0o644); err != nil {
+	for _, f := range files {
+		if err := add(f.src, f.name, 0o644); err != nil {
 			return err
 		}
 	}
@@ -183,7 +194,7 @@ func packTarGz(archive, bin string, files []string, mtime time.Time) error {
 }
 
 // packZip is packTarGz for Windows' archive.
-func packZip(archive, bin string, files []string, mtime time.Time) error {
+func packZip(archive, bin string, files []packed, mtime time.Time) error {
 	f, err := os.Create(archive)
 	if err != nil {
 		return err
@@ -208,8 +219,8 @@ func packZip(archive, bin string, files []string, mtime time.Time) error {
 	if err := add(bin, filepath.Base(bin), 0o755); err != nil {
 		return err
 	}
-	for _, file := range files {
-		if err := add(file, filepath.ToSlash(file), 0o644); err != nil {
+	for _, f := range files {
+		if err := add(f.src, f.name, 0o644); err != nil {
 			return err
 		}
 	}
