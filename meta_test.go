@@ -25,8 +25,10 @@
 //     the design references and the doc length are fed violations and must find them (and
 //     nothing in clean input).
 //   - vocabulary_test.go: the engine depends on and names none of the host's concerns
-//     (TestEngineKnowsNoHost), and each frame, a call's answer and a handle have one
-//     definition, in engine/wire (TestOneDefinitionOfEachFrame).
+//     (TestEngineKnowsNoHost), upstream depends on nothing under engine/
+//     (TestUpstreamKnowsNoEngine), and each frame, a call's answer and a handle have one
+//     definition: frames in engine/wire, the answer and handle in toolcall
+//     (TestOneDefinitionOfEachFrame).
 package mcpsandbox_test
 
 import (
@@ -111,17 +113,18 @@ var allowed = []rule{
 	{"failure", nil, "the leaf of kinds and the Error type: every package may import it, and it imports nothing"},
 	{"configs", []string{"failure", "egress", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), and nothing of the runtime"},
 	{"outputs", []string{"failure"}, "previews, blobs and handles: a leaf both engine and binding import (failure allowed, as for every package)"},
-	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
+	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "toolcall", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
 	{"egress", []string{"failure"}, "the egress proxy and its rule language: a leaf on the standard library's net/http and crypto/x509, which the engine runs per execution and cmd checks upstream URLs with"},
 	{"egress/egresstest", []string{"egress"}, "the egress tests' HTTPS origin on loopback, signed by an egress CA of its own; only tests import it (testOnly)"},
-	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec, and the one type of a call's answer and of a handle (Answer, Handle), a leaf every package on a call's path imports"},
+	{"engine/wire", []string{"toolcall"}, "the host⇄child protocol: frames and their bounded codec; a result frame carries a call's answer (toolcall's Answer, the one type of it)"},
+	{"toolcall", []string{"failure"}, "the one type of a tool call's answer and of a handle (Answer, Handle): a leaf every package on a call's path imports, upstream and the engine alike, so neither imports the other's"},
 	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
-	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
+	{"engine/backend/*", []string{"engine", "engine/wire", "toolcall", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
 		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
-			"engine/wire because a backend that carries binding calls across a boundary (remote) speaks its frames"},
-	{"engine/backend/remote", []string{"engine", "engine/wire", "outputs", "failure"},
-		"the remote client: the engine's interfaces, the frames it carries (engine/wire), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
-	{"engine/backend/remote/service", []string{"engine", "engine/wire", "engine/backend/remote", "failure"},
+			"engine/wire and toolcall because a backend that carries binding calls across a boundary (remote) speaks its frames and their answers"},
+	{"engine/backend/remote", []string{"engine", "engine/wire", "toolcall", "outputs", "failure"},
+		"the remote client: the engine's interfaces, the frames it carries (engine/wire) and their answers (toolcall), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
+	{"engine/backend/remote/service", []string{"engine", "engine/wire", "toolcall", "engine/backend/remote", "failure"},
 		"the sandbox service, the server half of the remote protocol (whose routes and frames, and the client, are package remote's), over a local engine.Runner"},
 	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
@@ -149,13 +152,13 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "telemetry", "engine/wire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
-		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is engine/wire's Answer, the leaf of the program's channel; never budget, outputs, binding or engine"},
-	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
+	{"upstream", []string{"failure", "telemetry", "toolcall", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
+		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is toolcall's Answer, the leaf it shares with the engine; never budget, outputs, binding or engine (nothing under engine/)"},
+	{"binding", []string{"upstream", "budget", "outputs", "toolcall", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (toolcall), its span and metrics (telemetry); never engine"},
 	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
-	{"cassette", []string{"binding", "upstream", "outputs", "engine/wire", "failure"},
-		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream), answers (engine/wire), the kept results a replay's handle reads are served from (outputs)"},
+	{"cassette", []string{"binding", "upstream", "outputs", "toolcall", "failure"},
+		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream), answers (toolcall), the kept results a replay's handle reads are served from (outputs)"},
 	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
 		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); a paused program's journal is a cassette's"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},

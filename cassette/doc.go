@@ -22,6 +22,6 @@
 // program paused on (docs/design.md §11).
 //
 // It imports binding (the Tape it implements), upstream (redaction), outputs (the BlobStore a
-// replay reads handles from), engine/wire (answers) and failure. Recorder and Player are safe
+// replay reads handles from), toolcall (answers) and failure. Recorder and Player are safe
 // for concurrent use.
 package cassette

@@ -13,12 +13,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
-// Spent is what one call of an upstream tool (Turn.Invoke) cost, beside its wire.Answer (the
+// Spent is what one call of an upstream tool (Turn.Invoke) cost, beside its toolcall.Answer (the
 // one type of a call's answer, from here to the program: Kind empty on success with Value the
 // tool's value, docs/design.md §13.4 for the conversion; otherwise one of failure.CallKinds
 // and a Message safe to show a model).
@@ -268,7 +268,7 @@ func argumentObject(args json.RawMessage) (map[string]any, json.RawMessage, erro
 
 // Invoke calls tool on its upstream server with args (already checked by Arguments). It is
 // the one place a binding call reaches an upstream; every failure is an Answer, never replayed.
-func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a wire.Answer, spent Spent) {
+func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a toolcall.Answer, spent Spent) {
 	ctx, span := startCall(ctx, tool)
 	defer func() { span.End(string(a.Kind)) }()
 	c := t.cat.pool.conns[tool.Server]
@@ -283,40 +283,40 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 		// No token could be had, or the server refused the one sent and a renewed one: the
 		// tool did not run, so nothing was spent.
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream credential failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q was not called for %s: its credential is not available: %s", tool.Server, tool.Name, cred.Reason)}, Spent{}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q was not called for %s: its credential is not available: %s", tool.Server, tool.Name, cred.Reason)}, Spent{}
 	case errors.As(err, &notSent):
 		// No session could be had, so the server never saw the call: nothing was spent.
 		if errors.Is(err, context.DeadlineExceeded) {
-			return wire.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s was not called: the time ran out while connecting to %q", tool.Name, tool.Server)}, Spent{}
+			return toolcall.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s was not called: the time ran out while connecting to %q", tool.Name, tool.Server)}, Spent{}
 		}
 		if errors.Is(err, context.Canceled) {
-			return wire.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}, Spent{}
+			return toolcall.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}, Spent{}
 		}
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream connect failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}, Spent{}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}, Spent{}
 	case errors.Is(err, errCallTimeout) || errors.Is(err, context.DeadlineExceeded):
-		return wire.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name)}, Spent{Called: true}
+		return toolcall.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name)}, Spent{Called: true}
 	case errors.Is(err, context.Canceled):
-		return wire.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name)}, Spent{Called: true}
+		return toolcall.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name)}, Spent{Called: true}
 	case tooDeep(err):
 		// The go-sdk's decoder goes 1,000 levels deep; a program's JSON decoder less deep still.
-		return wire.Answer{Kind: failure.InvalidResult,
+		return toolcall.Answer{Kind: failure.InvalidResult,
 			Message: fmt.Sprintf("the answer of %s nests deeper than the %d levels an answer may; it was not handed over", tool.Name, maxFrameDepth)}, Spent{Called: true, Size: int(max(frameTooLarge(err), 0))}
 	case frameTooLarge(err) >= 0:
 		// Read and dropped at the transport (stdioconn.go): metered as produced, never kept.
 		n := frameTooLarge(err)
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream answer over the frame bound", "server", tool.Server, "tool", tool.Upstream, "bytes", n)
-		return wire.Answer{Kind: failure.UpstreamError,
+		return toolcall.Answer{Kind: failure.UpstreamError,
 			Message: fmt.Sprintf("the answer of %s was %d bytes, over the %d an answer from an upstream may be; it was refused (ask it for less: a page, a filter)",
 				tool.Name, n, t.cat.pool.conns[tool.Server].srv.maxFrame())}, Spent{Called: true, Size: int(n)}
 	default:
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name)}, Spent{Called: true}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name)}, Spent{Called: true}
 	}
 	raw, _ := json.Marshal(res)
 	spent = Spent{Size: len(raw), Called: true}
 	if res.IsError {
-		a = wire.Answer{Kind: failure.ToolError, Message: clip(resultText(res), 4000)}
+		a = toolcall.Answer{Kind: failure.ToolError, Message: clip(resultText(res), 4000)}
 		if a.Message == "" {
 			a.Message = tool.Name + " reported an error without text"
 		}
@@ -324,10 +324,10 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	}
 	v, err := resultValue(res)
 	if err != nil {
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, Spent{Size: len(raw), Called: true}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, Spent{Size: len(raw), Called: true}
 	}
 	t.observations().observe(tool, v)
-	return wire.Answer{Value: v}, spent
+	return toolcall.Answer{Value: v}, spent
 }
 
 // observations are what the turn's Pool (its tenant) learned of result shapes; nil without one.

@@ -16,10 +16,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 var mockBin string
@@ -109,7 +109,7 @@ func (f *fixture) count(t *testing.T, tool string) int {
 
 // reply is an answer and what it spent, with the name called, as the tests below check it.
 type reply struct {
-	wire.Answer
+	toolcall.Answer
 	Spent
 	Tool string
 }
@@ -137,7 +137,7 @@ func callCtx(ctx context.Context, turn *Turn, name string, args json.RawMessage)
 		canon, fe = tool.Arguments(args)
 	}
 	if fe != nil {
-		return reply{Answer: wire.Refused(fe), Tool: name}
+		return reply{Answer: toolcall.Refused(fe), Tool: name}
 	}
 	a, spent := turn.Invoke(ctx, tool, canon)
 	return reply{a, spent, name}
