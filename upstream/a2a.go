@@ -60,12 +60,13 @@ var skillInputSchema = json.RawMessage(`{"type":"object",` +
 	`"data":{"type":"object","description":"Structured input, sent as a data part."}},` +
 	`"minProperties":1,"additionalProperties":false}`)
 
-// peer is the A2A side of a conn: where a session would be for an MCP server. It reads the
-// peer's Agent Card for the conn's listing and sends one message per call, in A2A 1.0 or 0.3
-// as the card says (a2a_v1.go). Its HTTP client is the one MCP HTTP upstreams use
-// (Server.httpClient): the bearer resolved per request and sent to the configured origin
-// only, cross-origin redirects refused.
+// peer is the link of an A2A agent, where an MCP server's session is. It reads the agent's
+// card for the conn's listing and sends one message per call, in A2A 1.0 or 0.3 as the card
+// says (a2a_v1.go). Its HTTP client is the one MCP HTTP upstreams use (Server.httpClient): the
+// bearer resolved per request and sent to the configured origin only, cross-origin redirects
+// refused.
 type peer struct {
+	c       *conn
 	srv     Server
 	client  *http.Client
 	origin  *url.URL // the configured URL: the card and the endpoint must share its origin
@@ -99,20 +100,24 @@ func (p *peer) dialect() dialect {
 	return p.via
 }
 
-func newPeer(s Server, logger *slog.Logger) *peer {
+func newPeer(c *conn) *peer {
+	s := c.srv
 	origin, _ := url.Parse(s.URL) // Validate checked it
 	card := origin
 	if p := strings.TrimSuffix(origin.Path, "/"); !strings.HasSuffix(p, "/.well-known/agent-card.json") && !strings.HasSuffix(p, "/.well-known/agent.json") {
 		card = origin.JoinPath(".well-known", "agent-card.json")
 	}
-	return &peer{srv: s, client: s.httpClient(), origin: origin, cardURL: card.String(), logger: logger}
+	return &peer{c: c, srv: s, client: s.httpClient(), origin: origin, cardURL: card.String(), logger: c.pool.logger}
 }
 
-// due reports whether the card is older than cardTTL; a nil peer (an MCP server) never is.
+// live is false: a peer holds no session, each call is its own exchange.
+func (p *peer) live() bool { return false }
+
+// shutdown has nothing to end: the Pool's end ends the calls in flight (conn.bounded).
+func (p *peer) shutdown() {}
+
+// due reports whether the card is older than cardTTL: a peer announces no changes.
 func (p *peer) due() bool {
-	if p == nil {
-		return false
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !p.readAt.IsZero() && time.Since(p.readAt) > cardTTL
@@ -258,10 +263,22 @@ func skillDescription(s a2a.AgentSkill) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// call sends one message/send for skill and follows the task it opens until it ends or ctx
-// does. ctx carries the call's timeout. A failure before any request byte left (the peer
-// refused the connection) is a notSentError; nothing is ever sent twice.
+// call sends one message for skill and follows the task it opens until it ends or the call's
+// time does (conn.bounded). A failure before any request byte left (the peer refused the
+// connection) is a notSentError; nothing is ever sent twice. After a failure in transport the
+// card is read again at the next turn, since the peer may have changed.
 func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if p.c.pool.isClosed() {
+		return nil, &notSentError{errPoolClosed}
+	}
+	return p.c.bounded(ctx, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return p.send(ctx, skill, args)
+	}, func(error) { p.c.outdated() })
+}
+
+// send sends one message/send for skill and follows the task it opens until it ends or ctx
+// does.
+func (p *peer) send(ctx context.Context, skill string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var in struct {
 		Text *string        `json:"text"`
 		Data map[string]any `json:"data"`

@@ -24,9 +24,9 @@
 // the closing of a server that failed to connect) is owned by the Pool and waited for by Close
 // (bounded by its grace period); a stdio server's stderr reader and waiter are owned by its
 // process and waited for when it is closed; an A2A call starts no goroutine of its own. The
-// tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu before
-// peer.mu; conn.lock (a channel, so waiting honours the context) is never held while taking
-// Pool.mu. The Pool's observations have a mutex of their own, a leaf: nothing is taken under it;
+// tests' TestMain checks that none outlives them. Lock order: Pool.mu before conn.mu; a link's own
+// mutex (session.mu, peer.mu) is a leaf; conn.lock (a channel, so waiting honours the
+// context) is never waited for with a mutex held. The Pool's observations have a mutex of their own, a leaf: nothing is taken under it;
 // with a ShapeStore their turn (a channel) is held while the store is called, and taken before
 // that mutex. The goroutine that merges observed samples into the store is the Pool's too.
 package upstream

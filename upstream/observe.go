@@ -21,10 +21,7 @@ func startCall(ctx context.Context, tool *Tool) (context.Context, telemetry.Span
 func (p *Pool) Sessions() map[string]bool {
 	out := make(map[string]bool, len(p.order))
 	for _, name := range p.order {
-		c := p.conns[name]
-		c.mu.Lock()
-		out[name] = c.session != nil
-		c.mu.Unlock()
+		out[name] = p.conns[name].link.live()
 	}
 	return out
 }

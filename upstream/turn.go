@@ -271,8 +271,7 @@ func argumentObject(args json.RawMessage) (map[string]any, json.RawMessage, erro
 func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a toolcall.Answer, spent Spent) {
 	ctx, span := startCall(ctx, tool)
 	defer func() { span.End(string(a.Kind)) }()
-	c := t.cat.pool.conns[tool.Server]
-	res, err := c.call(ctx, tool.Upstream, args)
+	res, err := t.cat.pool.conns[tool.Server].link.call(ctx, tool.Upstream, args)
 	var (
 		notSent *notSentError
 		cred    *CredentialError
