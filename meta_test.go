@@ -152,8 +152,9 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "telemetry", "toolcall", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
-		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is toolcall's Answer, the leaf it shares with the engine; never budget, outputs, binding or engine (nothing under engine/)"},
+	{"upstream", []string{"failure", "telemetry", "toolcall", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a",
+		"github.com/a2aproject/a2a-go/v2/a2a", "github.com/a2aproject/a2a-go/v2/a2apb", "google.golang.org/protobuf/encoding/protojson", "github.com/segmentio/encoding/json"},
+		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and A2A's protocol types from a2a-go: v0.3's for 0.3, v2's for 1.0 (its model, and its protobuf messages that protojson reads 1.0's answers into by the protobuf JSON rules 1.0's binding is defined by), never a client package (neither bounds its reads, and v0.3's links a server); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is toolcall's Answer, the leaf it shares with the engine; never budget, outputs, binding or engine (nothing under engine/)"},
 	{"binding", []string{"upstream", "budget", "outputs", "toolcall", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (toolcall), its span and metrics (telemetry); never engine"},
 	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
@@ -318,6 +319,8 @@ var claimNames = map[string]string{
 	"x/oauth2":           "golang.org/x/oauth2",
 	"go-cmp":             "github.com/google/go-cmp",
 	"a2a-go":             "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
+	"a2a-go/v2":          "github.com/a2aproject/a2a-go/v2",  // A2A 1.0: its model and protobuf messages
+	"protojson":          "google.golang.org/protobuf/encoding/protojson",
 	"OpenTelemetry API":  "go.opentelemetry.io/otel",
 	"segmentio/encoding": "github.com/segmentio/encoding/json", // the go-sdk's JSON decoder
 }

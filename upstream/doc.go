@@ -13,9 +13,10 @@
 // # Imports and concurrency
 //
 // It imports failure, telemetry, toolcall (a call's answer), the go-sdk, jsonschema-go, a2a-go
-// (its protocol types, package a2a), segmentio/encoding (the go-sdk's JSON decoder, which
-// frame.go calls directly) and
-// the standard library (docs/design.md §2), never budget, outputs, binding, engine or configs: cmd
+// (A2A 0.3's types, package a2a), a2a-go/v2 (A2A 1.0's model and protobuf messages),
+// protojson (which reads 1.0's answers), segmentio/encoding (the go-sdk's JSON decoder, which
+// frame.go calls directly) and the standard library (docs/design.md §2), never budget,
+// outputs, binding, engine or configs: cmd
 // fills the plain option structs, and package binding walks a call through Turn to satisfy
 // engine.ToolCaller. Nothing here writes to stdout.
 //
