@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -141,7 +142,7 @@ func (x *Execution) Names() []string {
 	return slices.Compact(names)
 }
 
-// Aliases returns the names of Names bound as Python names too (upstream.Aliasable): computed
+// Aliases returns the names of Names bound as Python names too (toolshape.Aliasable): computed
 // here once and handed to the engine in its Execution.
 func (x *Execution) Aliases() []string {
 	if x.tape == nil {
@@ -149,7 +150,7 @@ func (x *Execution) Aliases() []string {
 	}
 	var out []string
 	for _, n := range x.Names() {
-		if upstream.Aliasable(n) {
+		if toolshape.Aliasable(n) {
 			out = append(out, n)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
-	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // Player is the binding.Tape of `replay`: it answers every call from the cassette by sequence
@@ -143,7 +143,7 @@ func refuse(format string, args ...any) toolcall.Answer {
 }
 
 // maskedArguments is args redacted as the recorded arguments were: what the tool's definition
-// redacted then (values recorded as upstream.Redacted) is masked at the same places, and the
+// redacted then (values recorded as toolshape.Redacted) is masked at the same places, and the
 // rest redacted by key names, so equal arguments give equal bytes without the definition.
 func maskedArguments(args, recorded json.RawMessage) json.RawMessage {
 	var act, rec any
@@ -168,8 +168,8 @@ func mask(act, rec any) any {
 		}
 		for k, rv := range r {
 			if av, ok := a[k]; ok {
-				if s, _ := rv.(string); s == upstream.Redacted {
-					a[k] = upstream.Redacted
+				if s, _ := rv.(string); s == toolshape.Redacted {
+					a[k] = toolshape.Redacted
 				} else {
 					a[k] = mask(av, rv)
 				}

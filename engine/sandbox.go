@@ -27,9 +27,9 @@ type Execution struct {
 	// ToolNames are the names the program may call (its TOOLS).
 	ToolNames []string
 	// Aliases are the names of ToolNames bound as Python names too. The host computes them
-	// once, by its one rule (upstream.Aliasable); the engine passes them on as they are.
+	// once, by its one rule (toolshape.Aliasable); the engine passes them on as they are.
 	Aliases []string
-	// Signatures maps each of ToolNames to the keywords its binding takes (upstream.Signature:
+	// Signatures maps each of ToolNames to the keywords its binding takes (toolshape.Signature:
 	// {params, required, open}), JSON the host computes; the engine passes it on as it is, and
 	// the program's binding refuses other keywords before a call is sent. Nil: unchecked there.
 	Signatures json.RawMessage

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // Bounds on what an A2A peer may make this host hold or do. The Agent Card is untrusted input
@@ -147,7 +148,7 @@ func (p *peer) readCard(body []byte) (dialect, []a2a.AgentSkill, error) {
 	if v10 {
 		var c card
 		if err := json.Unmarshal(body, &c); err != nil {
-			return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A 1.0: %s", clip(err.Error(), 300))
+			return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A 1.0: %s", toolshape.Clip(err.Error(), 300))
 		}
 		in, version, ok := pickInterface(c.SupportedInterfaces)
 		if !ok {
@@ -161,7 +162,7 @@ func (p *peer) readCard(body []byte) (dialect, []a2a.AgentSkill, error) {
 	}
 	var c a2a03.AgentCard
 	if err := json.Unmarshal(body, &c); err != nil {
-		return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A %s: %s", a2aV03, clip(err.Error(), 300))
+		return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A %s: %s", a2aV03, toolshape.Clip(err.Error(), 300))
 	}
 	endpoint, err := p.endpointOf(&c)
 	if err != nil {
@@ -179,7 +180,7 @@ func (p *peer) readCard(body []byte) (dialect, []a2a.AgentSkill, error) {
 // card is the peer's word, and the credential goes nowhere else.
 func (p *peer) endpointOf(card *a2a03.AgentCard) (string, error) {
 	if v := card.ProtocolVersion; v != "" && !strings.HasPrefix(v, "0.") {
-		return "", fmt.Errorf("the agent card declares A2A %q but lists no supportedInterfaces, which A2A 1.0 cards name their endpoints by", clip(v, 32))
+		return "", fmt.Errorf("the agent card declares A2A %q but lists no supportedInterfaces, which A2A 1.0 cards name their endpoints by", toolshape.Clip(v, 32))
 	}
 	raw := ""
 	if card.PreferredTransport == "" || card.PreferredTransport == a2a03.TransportProtocolJSONRPC {
@@ -232,14 +233,14 @@ func skillDescription(s a2a.AgentSkill) string {
 	if n := min(len(s.Examples), maxExamples); n > 0 {
 		b.WriteString("\n\nExamples:")
 		for _, e := range s.Examples[:n] {
-			b.WriteString("\n- " + clip(oneLine(e), maxExampleBytes))
+			b.WriteString("\n- " + toolshape.Clip(oneLine(e), maxExampleBytes))
 		}
 	}
 	if len(s.InputModes) > 0 {
-		b.WriteString("\n\nAccepts: " + clip(strings.Join(s.InputModes, ", "), maxExampleBytes))
+		b.WriteString("\n\nAccepts: " + toolshape.Clip(strings.Join(s.InputModes, ", "), maxExampleBytes))
 	}
 	if len(s.OutputModes) > 0 {
-		b.WriteString("\nAnswers: " + clip(strings.Join(s.OutputModes, ", "), maxExampleBytes))
+		b.WriteString("\nAnswers: " + toolshape.Clip(strings.Join(s.OutputModes, ", "), maxExampleBytes))
 	}
 	b.WriteString("\n\nAn A2A skill: call it with {text} and/or {data}, sent as one message.")
 	return b.String()
@@ -424,7 +425,7 @@ func (p *peer) answerError(err error) (*mcp.CallToolResult, error) {
 	if !errors.As(err, &re) || re.Code == -32700 || re.Code == -32600 || re.Code == -32601 || re.Code == -32009 {
 		return nil, err
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: clip(re.Error(), 2000)}}}, nil
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: toolshape.Clip(re.Error(), 2000)}}}, nil
 }
 
 // rpc makes one JSON-RPC request to the endpoint and returns its result. Each answer is
@@ -473,7 +474,7 @@ func (p *peer) rpc(ctx context.Context, d dialect, op string, params any, budget
 		return nil, fmt.Errorf("%s: the answer is for another request", method)
 	}
 	if resp.Error != nil {
-		resp.Error.Message = oneLine(clip(resp.Error.Message, 2000))
+		resp.Error.Message = oneLine(toolshape.Clip(resp.Error.Message, 2000))
 		return nil, resp.Error
 	}
 	if len(resp.Result) == 0 {
@@ -493,7 +494,7 @@ func (p *peer) do(req *http.Request, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("HTTP status %d", resp.StatusCode)
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/json" && ct != "application/a2a+json" {
-		return nil, fmt.Errorf("the answer is %q, not application/json", clip(ct, 64))
+		return nil, fmt.Errorf("the answer is %q, not application/json", toolshape.Clip(ct, 64))
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
@@ -603,5 +604,5 @@ func partsText(parts a2a.ContentParts) string {
 			out = append(out, string(t))
 		}
 	}
-	return clip(strings.Join(out, "\n"), 2000)
+	return toolshape.Clip(strings.Join(out, "\n"), 2000)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // The two versions of A2A a peer is spoken to in, each from a2a-go (docs/design.md §13.7).
@@ -109,7 +111,7 @@ func (d dialect) sendAnswer(raw json.RawMessage) (a2a.SendMessageResult, error) 
 	if d.version == a2aV10 {
 		var r a2apb.SendMessageResponse
 		if err := protoJSON.Unmarshal(raw, &r); err != nil {
-			return nil, fmt.Errorf("SendMessage answered no JSON of A2A 1.0: %s", clip(err.Error(), 300))
+			return nil, fmt.Errorf("SendMessage answered no JSON of A2A 1.0: %s", toolshape.Clip(err.Error(), 300))
 		}
 		switch r := r.GetPayload().(type) {
 		case *a2apb.SendMessageResponse_Task:
@@ -121,7 +123,7 @@ func (d dialect) sendAnswer(raw json.RawMessage) (a2a.SendMessageResult, error) 
 	}
 	ev, err := a2a03.UnmarshalEventJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("message/send answered neither a task nor a message: %s", clip(err.Error(), 300))
+		return nil, fmt.Errorf("message/send answered neither a task nor a message: %s", toolshape.Clip(err.Error(), 300))
 	}
 	switch ev := ev.(type) {
 	case *a2a03.Task:
@@ -137,13 +139,13 @@ func (d dialect) taskAnswer(raw json.RawMessage) (*a2a.Task, error) {
 	if d.version == a2aV10 {
 		var t a2apb.Task
 		if err := protoJSON.Unmarshal(raw, &t); err != nil {
-			return nil, fmt.Errorf("GetTask answered no task of A2A 1.0: %s", clip(err.Error(), 300))
+			return nil, fmt.Errorf("GetTask answered no task of A2A 1.0: %s", toolshape.Clip(err.Error(), 300))
 		}
 		return fromV10Task(&t)
 	}
 	var t a2a03.Task
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return nil, fmt.Errorf("tasks/get answered no task: %s", clip(err.Error(), 300))
+		return nil, fmt.Errorf("tasks/get answered no task: %s", toolshape.Clip(err.Error(), 300))
 	}
 	return fromV03Task(&t)
 }
@@ -286,7 +288,7 @@ func stateText(s a2a.TaskState) string {
 	if rest, ok := strings.CutPrefix(string(s), "TASK_STATE_"); ok {
 		return strings.ReplaceAll(strings.ToLower(rest), "_", "-")
 	}
-	return clip(string(s), 32)
+	return toolshape.Clip(string(s), 32)
 }
 
 // card is what is read of a card listing supportedInterfaces (1.0's, or 0.3's that embeds its
@@ -302,7 +304,7 @@ func hasInterfaces(body []byte) (bool, error) {
 		SupportedInterfaces json.RawMessage `json:"supportedInterfaces"`
 	}
 	if err := json.Unmarshal(body, &probe); err != nil {
-		return false, fmt.Errorf("the agent card is not a JSON object: %s", clip(err.Error(), 300))
+		return false, fmt.Errorf("the agent card is not a JSON object: %s", toolshape.Clip(err.Error(), 300))
 	}
 	s := bytes.TrimSpace(probe.SupportedInterfaces)
 	return len(s) > 0 && !bytes.Equal(s, []byte("null")) && !bytes.Equal(s, []byte("[]")), nil

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // PoolOptions configures a Pool. The zero value of every field but Servers is useful.
@@ -461,7 +463,7 @@ type notSentError struct{ err error }
 func (e *notSentError) Error() string { return e.err.Error() }
 func (e *notSentError) Unwrap() error { return e.err }
 
-// redactErr returns err for a log line with the URL of a *url.Error cleaned (cleanURL: no
+// redactErr returns err for a log line with the URL of a *url.Error cleaned (toolshape.CleanURL: no
 // userinfo, query or fragment, which may carry a secret). A nil err stays nil.
 func redactErr(err error) error {
 	if err == nil {
@@ -471,7 +473,7 @@ func redactErr(err error) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	clean, ok := cleanURL(ue.URL)
+	clean, ok := toolshape.CleanURL(ue.URL)
 	if !ok {
 		clean = "<url>"
 	}

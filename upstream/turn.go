@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // Spent is what one call of an upstream tool (Turn.Invoke) cost, beside its toolcall.Answer (the
@@ -139,7 +139,7 @@ func (t *Turn) Names() []string {
 func (t *Turn) Aliases() []string {
 	var out []string
 	for _, n := range t.Names() {
-		if Aliasable(n) {
+		if toolshape.Aliasable(n) {
 			out = append(out, n)
 		}
 	}
@@ -230,7 +230,7 @@ func (tool *Tool) BindingArguments(args json.RawMessage) (json.RawMessage, *fail
 }
 
 func (tool *Tool) arguments(args json.RawMessage, keywords bool) (json.RawMessage, *failure.Error) {
-	obj, canon, err := argumentObject(args)
+	obj, canon, err := toolshape.ArgumentObject(args)
 	if err != nil {
 		return nil, refusal(failure.InvalidArguments, "arguments for %s: %v", tool.Name, err)
 	}
@@ -240,30 +240,9 @@ func (tool *Tool) arguments(args json.RawMessage, keywords bool) (json.RawMessag
 		}
 	}
 	if err := tool.CheckArguments(obj); err != nil {
-		return nil, refusal(failure.InvalidArguments, "arguments for %s %s", tool.Name, clip(err.Error(), 600))
+		return nil, refusal(failure.InvalidArguments, "arguments for %s %s", tool.Name, toolshape.Clip(err.Error(), 600))
 	}
 	return canon, nil
-}
-
-// argumentObject decodes args as a JSON object, the form every tool takes.
-func argumentObject(args json.RawMessage) (map[string]any, json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return map[string]any{}, json.RawMessage("{}"), nil
-	}
-	if trimmed[0] != '{' {
-		return nil, nil, errors.New("arguments must be a JSON object")
-	}
-	var obj map[string]any
-	// Numbers decode as float64 for validation only; the upstream gets the bytes as sent.
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(&obj); err != nil {
-		return nil, nil, errors.New("arguments are not valid JSON")
-	}
-	if dec.More() {
-		return nil, nil, errors.New("arguments hold more than one JSON value")
-	}
-	return obj, json.RawMessage(trimmed), nil
 }
 
 // Invoke calls tool on its upstream server with args (already checked by Arguments). It is
@@ -315,7 +294,7 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	raw, _ := json.Marshal(res)
 	spent = Spent{Size: len(raw), Called: true}
 	if res.IsError {
-		a = toolcall.Answer{Kind: failure.ToolError, Message: clip(resultText(res), 4000)}
+		a = toolcall.Answer{Kind: failure.ToolError, Message: toolshape.Clip(resultText(res), 4000)}
 		if a.Message == "" {
 			a.Message = tool.Name + " reported an error without text"
 		}
@@ -363,16 +342,6 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // glob matches name against pattern with path.Match syntax (* ? [...] and \\ escapes), the

@@ -161,17 +161,6 @@ func wantKind(t *testing.T, r reply, k failure.Kind) {
 	}
 }
 
-func TestAliasable(t *testing.T) {
-	for name, want := range map[string]bool{
-		"docs__list_repos": true, "docs__list-repos": false, "docs__2fa": true, "docs__class": true,
-		"class": false, "2fa": false, "None": false, "match": true, "": false, "a.b": false, "café": false,
-	} {
-		if got := Aliasable(name); got != want {
-			t.Errorf("Aliasable(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
 func TestGlob(t *testing.T) {
 	for _, c := range []struct {
 		pat, name string
@@ -553,40 +542,6 @@ func TestCloseIsBounded(t *testing.T) {
 		t.Errorf("Close took %v", d)
 	}
 	wantKind(t, call(t, turn, "docs__2fa", ""), failure.UpstreamError)
-}
-
-func TestCompileSchemaDegrades(t *testing.T) {
-	for _, c := range []struct {
-		name, schema string
-		valid, bad   string // "" skips
-	}{
-		{"2020-12", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, `{"a":"x"}`, `{"a":1}`},
-		{"draft-07 no hash", `{"$schema":"http://json-schema.org/draft-07/schema","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
-		{"draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
-		{"draft-04 boolean exclusiveMinimum", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"number","minimum":0,"exclusiveMinimum":true}}}`, `{"a":1}`, ""},
-		{"unresolvable ref", `{"type":"object","properties":{"a":{"$ref":"https://example.invalid/x.json"}}}`, `{"a":1}`, ""},
-	} {
-		in, unavailable, _ := compileInput([]byte(c.schema))
-		if unavailable != "" {
-			t.Fatalf("%s: unavailable: %s", c.name, unavailable)
-		}
-		check := func(args string) error {
-			if in == nil {
-				return nil
-			}
-			obj, _, err := argumentObject(json.RawMessage(args))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return in.check(obj)
-		}
-		if err := check(c.valid); err != nil {
-			t.Errorf("%s: valid arguments refused: %v", c.name, err)
-		}
-		if c.bad != "" && check(c.bad) == nil {
-			t.Errorf("%s: bad arguments accepted", c.name)
-		}
-	}
 }
 
 // TestCloseEndsServersCleanly: closing the pool closed the server's stdout before its stdin,

@@ -1,4 +1,4 @@
-package upstream
+package toolshape
 
 import (
 	"encoding/json"
@@ -18,9 +18,9 @@ import (
 // recover catches) or hang it (fan-out through allOf/anyOf and $ref multiplies the validator's
 // work per argument, a huge enum or pattern multiplies the work per step).
 const (
-	// maxSchemaBytes bounds one tool's input schema (its JSON); a larger one makes the tool
+	// MaxSchemaBytes bounds one tool's input schema (its JSON); a larger one makes the tool
 	// unavailable, since a schema cannot be cut.
-	maxSchemaBytes = 64 << 10
+	MaxSchemaBytes = 64 << 10
 	// maxSchemaDepth bounds the JSON nesting of one schema document.
 	maxSchemaDepth = 64
 	// maxCheckDepth bounds the nested validation steps checking one call's arguments.
@@ -34,23 +34,23 @@ const (
 	visitCost    = 256
 )
 
-// inputSchema is an upstream input schema compiled for validation, with the graph that bounds
+// validator is an upstream input schema compiled for validation, with the graph that bounds
 // the validator's work before it runs.
-type inputSchema struct {
+type validator struct {
 	rs *jsonschema.Resolved
 	g  *schemaGraph
 }
 
-// compileInput compiles b, a tool's input schema (JSON) as its server sent it, at most
-// maxSchemaBytes. It returns the schema to check arguments with (nil: none, the upstream
+// compile compiles b, a tool's input schema (JSON) as its server sent it, at most
+// MaxSchemaBytes. It returns the schema to check arguments with (nil: none, the upstream
 // judges), or a reason, safe to show a model, why the tool must be unavailable, or an error
 // saying why the schema is not used (logged; the tool stays callable, unvalidated).
 //
 // A schema stating a draft other than 2020-12 or draft-07 is compiled as if it stated none
 // (2020-12 rules), which accepts what older drafts accept in nearly every schema a tool sends.
 // Remote references are never fetched: a schema that needs one does not compile.
-func compileInput(b []byte) (in *inputSchema, unavailable string, err error) {
-	if jsonDepth(b) > maxSchemaDepth {
+func compile(b []byte) (in *validator, unavailable string, err error) {
+	if NestingDepth(b) > maxSchemaDepth {
 		return nil, fmt.Sprintf("its input schema nests deeper than %d levels", maxSchemaDepth), nil
 	}
 	defer func() {
@@ -84,9 +84,9 @@ func compileInput(b []byte) (in *inputSchema, unavailable string, err error) {
 		return nil, "", fmt.Errorf("its references cannot be bounded here: %w", err)
 	}
 	if at, ok := g.inPlaceCycle(); ok {
-		return nil, fmt.Sprintf("its input schema refers to itself without descending into the arguments (a $ref cycle through %q), so no arguments could ever be checked against it", clip(at, 200)), nil
+		return nil, fmt.Sprintf("its input schema refers to itself without descending into the arguments (a $ref cycle through %q), so no arguments could ever be checked against it", Clip(at, 200)), nil
 	}
-	return &inputSchema{rs: rs, g: g}, "", nil
+	return &validator{rs: rs, g: g}, "", nil
 }
 
 // errRemoteRef is what the loader answers: a schema is never fetched from anywhere.
@@ -98,7 +98,7 @@ func refuseRemote(*url.URL) (*jsonschema.Schema, error) { return nil, errRemoteR
 var errCheckBound = errors.New("checking them against the input schema would exceed this host's bound on validation work (the arguments are too large or too deeply nested for this schema)")
 
 // check validates args (decoded JSON) against the schema, first bounding the work that takes.
-func (in *inputSchema) check(args any) (err error) {
+func (in *validator) check(args any) (err error) {
 	if !in.g.withinBounds(args) {
 		return errCheckBound
 	}
@@ -110,8 +110,8 @@ func (in *inputSchema) check(args any) (err error) {
 	return in.rs.Validate(args)
 }
 
-// jsonDepth is the deepest nesting of arrays and objects in the JSON text b.
-func jsonDepth(b []byte) int {
+// NestingDepth is the deepest nesting of arrays and objects in the JSON text b.
+func NestingDepth(b []byte) int {
 	depth, deepest, inString, escaped := 0, 0, false, false
 	for _, c := range b {
 		switch {
@@ -289,12 +289,12 @@ func newSchemaGraph(root *jsonschema.Schema, draft7 bool) (*schemaGraph, error) 
 		fragless.Fragment = ""
 		doc := docs[fragless.String()]
 		if doc == nil {
-			return nil, "", fmt.Errorf("$ref %q leaves the schema", clip(ref, 200))
+			return nil, "", fmt.Errorf("$ref %q leaves the schema", Clip(ref, 200))
 		}
 		if f := full.Fragment; f != "" && !strings.HasPrefix(f, "/") {
 			a, ok := anchors[doc][f]
 			if !ok {
-				return nil, "", fmt.Errorf("no anchor %q", clip(f, 200))
+				return nil, "", fmt.Errorf("no anchor %q", Clip(f, 200))
 			}
 			if a.dynamic {
 				return a.s, f, nil
@@ -390,7 +390,7 @@ func pointer(s *jsonschema.Schema, ptr string) (*jsonschema.Schema, error) {
 		return s, nil
 	}
 	if ptr[0] != '/' {
-		return nil, fmt.Errorf("JSON Pointer %q does not begin with '/'", clip(ptr, 200))
+		return nil, fmt.Errorf("JSON Pointer %q does not begin with '/'", Clip(ptr, 200))
 	}
 	segs := strings.Split(ptr[1:], "/")
 	for i := range segs {
@@ -444,7 +444,7 @@ func pointer(s *jsonschema.Schema, ptr string) (*jsonschema.Schema, error) {
 				m = map[string]*jsonschema.Schema{}
 			}
 		default:
-			return nil, fmt.Errorf("JSON Pointer segment %q is not a schema keyword", clip(segs[i], 200))
+			return nil, fmt.Errorf("JSON Pointer segment %q is not a schema keyword", Clip(segs[i], 200))
 		}
 		if single {
 			if one == nil {
@@ -460,14 +460,14 @@ func pointer(s *jsonschema.Schema, ptr string) (*jsonschema.Schema, error) {
 		if m != nil {
 			c, ok := m[segs[i]]
 			if !ok || c == nil {
-				return nil, fmt.Errorf("no key %q", clip(segs[i], 200))
+				return nil, fmt.Errorf("no key %q", Clip(segs[i], 200))
 			}
 			s = c
 			continue
 		}
 		n, err := strconv.Atoi(segs[i])
 		if err != nil || n < 0 || n >= len(list) || len(segs[i]) > 1 && segs[i][0] == '0' || list[n] == nil {
-			return nil, fmt.Errorf("no index %q", clip(segs[i], 200))
+			return nil, fmt.Errorf("no index %q", Clip(segs[i], 200))
 		}
 		s = list[n]
 	}
