@@ -29,9 +29,10 @@
 // template kept per owner and terms instead (template_linux.go, template.py): the same helper
 // and root in a user namespace of the pool's own (mapped by the host as root, by newuidmap
 // onto the user's subordinate range without root), a Python template that loads the bootstrap
-// once and forks each child into its own pid, mount and network namespaces, where it drops to
-// a uid of its own, sets its rlimits and installs the Landlock ruleset and the seccomp program
-// Go built before the bootstrap's probe. docs/design.md §4.4 has the design, what it shares between siblings and
+// once and forks each child into its own pid and mount namespaces, where the child (the
+// program's interpreter, its namespace's pid 1, reaped by the template) drops to a uid of its
+// own, sets its rlimits and installs the Landlock ruleset and the seccomp program Go built
+// before the bootstrap's probe. docs/design.md §4.4 has the design, what it shares between siblings and
 // what is not built yet. Where a prerequisite is missing (TemplateWhy) or a template failed to
 // start within templateRetry, children are exec'd. Lock order: templates.mu, then a
 // template's mu.

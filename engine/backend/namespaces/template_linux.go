@@ -60,9 +60,13 @@ const (
 )
 
 // sharedWithSiblings is what a forked child shares with the other children of its template
-// (design §6 of the forkserver note): the template's image (address layout, hash key, what
-// it preloaded) and its user namespace. The network namespace is the child's own.
-var sharedWithSiblings = []string{"address_layout", "hash_key", "preloaded_state", "user_namespace"}
+// (design §4.4): the template's image (address layout, hash key, what it preloaded), its user
+// namespace, and its network, IPC and UTS namespaces, which the child's seccomp program,
+// Landlock scopes and lack of capabilities leave it nothing of to use (no socket but AF_UNIX,
+// no abstract socket or signal beyond its own domain, no SysV IPC or message queue, no
+// hostname to set). Its pid and mount namespaces are its own.
+var sharedWithSiblings = []string{"address_layout", "hash_key", "preloaded_state", "user_namespace",
+	"network_namespace", "ipc_namespace", "uts_namespace"}
 
 // tplKey is what a template was started for: the warm pool's key.
 type tplKey struct {
@@ -582,9 +586,10 @@ func (b *Backend) etcFiles() map[string]string {
 }
 
 // fork asks t for one child: its channel, streams, a status pipe and a go pipe go over as
-// descriptors with fixed numeric fields, never a string. The template forks C, pid 1 of a
-// pid namespace of the child's own, and answers with C's pidfd; the host joins C to the
-// execution's cgroup and lets it go on to fork the program's interpreter.
+// descriptors with fixed numeric fields, never a string. The template forks the child, pid 1
+// of a pid namespace of its own, keeps the status pipe (it reaps the child and reports its
+// end there) and answers with the child's pidfd; the host joins the child to the execution's
+// cgroup and lets it go on to confine itself and run the bootstrap.
 func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec) (_ engine.Child, err error) {
 	c := &forked{t: t, b: b, copied: make(chan struct{}), waited: make(chan struct{}), pidfd: -1}
 	c.facts = engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true, Seccomp: true}
@@ -673,7 +678,7 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	ws := b.opts.WorkspaceBytes
 	req := []int64{0, int64(id.UID), int64(id.GID), int64(engine.CPURlimit(spec.Terms.CPUSeconds)),
 		int64(engine.CPUHardRlimit(spec.Terms.CPUSeconds)), spec.Terms.MemoryBytes, spec.Terms.FileSizeBytes, nproc, 1024,
-		ws, b.opts.TmpBytes, 1, int64(binary.LittleEndian.Uint64(tag[:]))}
+		ws, b.opts.TmpBytes, int64(binary.LittleEndian.Uint64(tag[:]))}
 	msg := make([]byte, 8*len(req))
 	for i, v := range req {
 		binary.LittleEndian.PutUint64(msg[8*i:], uint64(v))
@@ -787,8 +792,8 @@ func pidOfPidfd(pidfd int) (int, error) {
 	return 0, fmt.Errorf("no pid in the pidfd's fdinfo")
 }
 
-// forked is a child forked from a template: C (pid 1 of its namespace, which reports H's
-// status on the status pipe) and H (the program's interpreter).
+// forked is a child forked from a template: the program's interpreter, pid 1 of its own pid
+// namespace, whose end the template (its parent) reports on the status pipe.
 type forked struct {
 	t         *template
 	b         *Backend
@@ -807,14 +812,14 @@ type forked struct {
 
 	exit   engine.Exit
 	waited chan struct{}
-	gone   atomic.Bool // C's pidfd turned readable: C, and so its pid namespace, exited
+	gone   atomic.Bool // the pidfd turned readable: the child, and so its pid namespace, exited
 
 	closeOnce sync.Once
 	usage     engine.TreeUsage
 }
 
 // OutputClosed is closed once both output streams have reached their end (no process holds
-// their write ends: H let go of them before done): the Runner may then return the result
+// their write ends: the child let go of them before done): the Runner may then return the result
 // before the child's teardown, as for an exec'd child.
 func (c *forked) OutputClosed() <-chan struct{} { return c.copied }
 
@@ -830,8 +835,8 @@ func (c *forked) Workspace() string {
 	}
 }
 
-// wait blocks until C has exited (its pidfd turns readable), then reads the status C wrote.
-// No status means C was killed before H ended: the execution was killed.
+// wait blocks until the child has exited (its pidfd turns readable), then reads the status
+// the template wrote once it reaped it. No status means the template ended first.
 func (c *forked) wait() {
 	defer close(c.waited)
 	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
@@ -862,10 +867,11 @@ func (c *forked) Wait() engine.Exit {
 	return c.exit
 }
 
-// Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup. Once C has
-// exited (gone), the group is not read to be signalled: the kernel kills every other process
-// of a pid namespace and waits them out before its pid 1's exit shows on the pidfd, only C's
-// descendants joined the group, and Close's Remove still kills whatever the group holds.
+// Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup. Once the child
+// has exited (gone), the group is not read to be signalled: the kernel kills every other
+// process of a pid namespace and waits them out before its pid 1's exit shows on the pidfd,
+// only the child and its descendants joined the group, and Close's Remove still kills
+// whatever the group holds.
 func (c *forked) Kill() {
 	if c.pidfd >= 0 {
 		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
