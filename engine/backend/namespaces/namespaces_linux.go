@@ -122,6 +122,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 			if opts.Template {
 				b.templateIDs()
 			}
+			b.keepGroups()
 			return b, nil
 		}
 		b.sub, b.subWhy = nil, fmt.Sprintf("the subordinate uid %d cannot be used (%v)", b.sub.UID, err)
@@ -131,7 +132,20 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 		return nil, err
 	}
 	b.base = base
+	b.keepGroups()
 	return b, nil
+}
+
+// keptGroups is how many emptied execution cgroups a Backend keeps for its next children
+// (cgroup.Manager.Keep): about the children of a warm pool and its refills at once.
+const keptGroups = 16
+
+// keepGroups has the Backend's cgroup manager keep emptied groups for the next children;
+// Close removes them.
+func (b *Backend) keepGroups() {
+	if b.base.Cgroups != nil {
+		b.base.Cgroups.Keep(keptGroups)
+	}
 }
 
 // etcFiles is the minimal /etc of a child's root, for run_as uid:gid with home.

@@ -433,8 +433,8 @@ func (b *Backend) release(t *template) {
 	}
 }
 
-// Close ends every template once its children have ended. It is idempotent; the Runner
-// calls it when it closes.
+// Close ends every template once its children have ended, and removes the cgroups kept for
+// children to come. It is idempotent; the Runner calls it when it closes.
 func (b *Backend) Close() error {
 	b.tpl.mu.Lock()
 	b.tpl.closed = true
@@ -443,6 +443,9 @@ func (b *Backend) Close() error {
 	}
 	b.tpl.mu.Unlock()
 	b.tpl.wg.Wait() // the ends retireLocked started, and any successor starting
+	if b.base.Cgroups != nil {
+		return b.base.Cgroups.Close()
+	}
 	return nil
 }
 
@@ -591,7 +594,7 @@ func (b *Backend) etcFiles() map[string]string {
 // end there) and answers with the child's pidfd; the host joins the child to the execution's
 // cgroup and lets it go on to confine itself and run the bootstrap.
 func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec) (_ engine.Child, err error) {
-	c := &forked{t: t, b: b, copied: make(chan struct{}), waited: make(chan struct{}), pidfd: -1}
+	c := &forked{t: t, b: b, copied: make(chan struct{}), waited: make(chan struct{})}
 	c.facts = engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true, Seccomp: true}
 	defer func() {
 		if err != nil {
@@ -694,11 +697,17 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "the template did not fork a child: %v", err)
 	}
-	c.pidfd = pidfd
 	hostPid, err := pidOfPidfd(pidfd)
+	if err == nil {
+		err = unix.SetNonblock(pidfd, true)
+	}
 	if err != nil {
+		unix.Close(pidfd)
 		return nil, err
 	}
+	// Non-blocking, the pidfd is the runtime poller's: the wait for the child's end holds no
+	// thread in a system call (design §19.3).
+	c.pidfd = os.NewFile(uintptr(pidfd), "pidfd")
 	c.hostPid = hostPid
 	if c.group != nil {
 		if err := launch.JoinCgroup(c.group.ProcsFiles(), hostPid); err != nil {
@@ -792,6 +801,31 @@ func pidOfPidfd(pidfd int) (int, error) {
 	return 0, fmt.Errorf("no pid in the pidfd's fdinfo")
 }
 
+// awaitReadable blocks until f, a non-blocking descriptor of the runtime's poller (a pidfd),
+// is readable, parked in the poller rather than in a system call. Each wake is checked with
+// a poll(2) that does not wait: the poller's readiness may have been cleared before the
+// first wait, and a pidfd stays readable once its process has exited.
+func awaitReadable(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	err = rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err != nil && err != unix.EINTR {
+			perr = err
+			return true
+		}
+		return n > 0
+	})
+	if err == nil {
+		err = perr
+	}
+	return err
+}
+
 // forked is a child forked from a template: the program's interpreter, pid 1 of its own pid
 // namespace, whose end the template (its parent) reports on the status pipe.
 type forked struct {
@@ -799,7 +833,7 @@ type forked struct {
 	b         *Backend
 	facts     engine.Facts
 	conn      net.Conn
-	pidfd     int
+	pidfd     *os.File // the child's, non-blocking: wait polls it through the runtime
 	hostPid   int
 	workspace string // inside the child
 	children  int
@@ -839,16 +873,9 @@ func (c *forked) Workspace() string {
 // the template wrote once it reaped it. No status means the template ended first.
 func (c *forked) wait() {
 	defer close(c.waited)
-	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err == nil && fds[0].Revents != 0 {
-			break
-		}
-		if err != nil && err != unix.EINTR {
-			c.exit = engine.Exit{Code: -1, Err: err}
-			return
-		}
+	if err := awaitReadable(c.pidfd); err != nil {
+		c.exit = engine.Exit{Code: -1, Err: err}
+		return
 	}
 	c.gone.Store(true)
 	c.exit = engine.Exit{Code: -1, Signal: syscall.SIGKILL.String()}
@@ -873,8 +900,10 @@ func (c *forked) Wait() engine.Exit {
 // only the child and its descendants joined the group, and Close's Remove still kills
 // whatever the group holds.
 func (c *forked) Kill() {
-	if c.pidfd >= 0 {
-		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	if c.pidfd != nil {
+		if rc, err := c.pidfd.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _ = unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0) })
+		}
 	}
 	if c.group != nil && !c.gone.Load() {
 		c.group.Signal()
@@ -924,8 +953,8 @@ func (c *forked) closeResources() {
 	if c.group != nil {
 		_ = c.group.Remove()
 	}
-	if c.pidfd >= 0 {
-		unix.Close(c.pidfd)
+	if c.pidfd != nil {
+		c.pidfd.Close()
 	}
 	for _, f := range c.cleanup {
 		f()
