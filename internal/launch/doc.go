@@ -39,7 +39,7 @@
 // comparing ParentPID.
 //
 // A template's children (Spec.Template) install their confinement themselves, from what this
-// package builds: the seccomp program (ProgramBytes) and the Landlock ruleset
+// package builds: the seccomp program (seccomp.TemplateChildBytes, stacked on the template's own) and the Landlock ruleset
 // (LandlockRuleset, landlock_linux.go), which they only hand to the kernel.
 //
 // It imports the standard library and x/sys only, never internal/launch/seccomp,

@@ -104,8 +104,8 @@ type Spec struct {
 	// capabilities the template needs to make each child's namespaces and mounts and to drop
 	// each child to its identity (TemplateCaps; everything else leaves the bounding set), and its
 	// Filter is the template's policy (seccomp.TemplatePolicy). Drop must be false. The helper
-	// never runs a program in this mode: each forked child installs the program's filter
-	// (seccomp.ProgramBytes) and drops itself.
+	// never runs a program in this mode: each forked child installs the rest of the policy
+	// (seccomp.TemplateChildBytes, stacked on the template's filter) and drops itself.
 	Template bool `json:"template,omitempty"`
 	// Trial: the helper exits 0 once it is up (and its ids are mapped): the host checks
 	// that it can start one where it means to, in a user namespace say.

@@ -78,21 +78,47 @@ def _syscall(nr, *args):
     return r
 
 
+def _rule(path, d, f):
+    """A rule's path opened (O_PATH) and its access for what the path is, or None when this
+    root lacks it, as the exec'd helper passes such a path over."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    return fd, struct.pack("<Qi", d if stat.S_ISDIR(os.fstat(fd).st_mode) else f, fd)
+
+
+# Each child mounts its own workspace, /tmp and /proc, and a rule on a mount point does not
+# reach a filesystem mounted there later: those rules are made in the child, after its mounts.
+# Every other path is the same in each child's mount namespace (a copy of this one), so it is
+# opened once here, and a child only hands the descriptors to the kernel.
+_own_mounts = (_workspace.encode(), b"/tmp", b"/proc")
+_static_rules = []
+if _landlock is not None:
+    for _d, _f, _path in _landlock[2]:
+        if _path not in _own_mounts:
+            _r = _rule(_path, _d, _f)
+            if _r is not None:
+                _static_rules.append(_r)
+_static_fds = {fd for fd, _ in _static_rules}
+
+
 def _restrict():
     """Installs Go's Landlock ruleset on this process, now that its mounts exist."""
     fs, scopes, rules = _landlock
     ruleset = _syscall(_SYS_LL_CREATE, struct.pack("<QQQ", fs, 0, scopes), 24, 0)
     try:
+        for _, attr in _static_rules:
+            _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, attr, 0)
         for d, f, path in rules:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue  # a path this root lacks, as the exec'd helper passes it over
-            try:
-                access = d if stat.S_ISDIR(os.fstat(fd).st_mode) else f
-                _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, struct.pack("<Qi", access, fd), 0)
-            finally:
-                os.close(fd)
+            if path not in _own_mounts:
+                continue
+            r = _rule(path, d, f)
+            if r is not None:
+                try:
+                    _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, r[1], 0)
+                finally:
+                    os.close(r[0])
         _syscall(_SYS_LL_RESTRICT, ruleset, 0)
     finally:
         os.close(ruleset)
@@ -179,7 +205,7 @@ def _child(req, fds):
     queues, Landlock scopes its abstract sockets and signals, and it holds no capability to
     rename a host (design §4.4)."""
     chan, out, err, status, go = fds
-    _closeexcept({chan, out, err, go}, 3)  # siblings' status pipes and the control socket too
+    _closeexcept({chan, out, err, go} | _static_fds, 3)  # siblings' status pipes and the control socket too
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
     os.setsid()  # a process group of its own: kill(0, ...) reaches nothing of the template's
@@ -200,7 +226,7 @@ def _child(req, fds):
     os.dup2(err, 2)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
-    os.closerange(4, 1 << 20)
+    _closeexcept(_static_fds, 4)
     os.setgroups([gid])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # to a uid other than 0: every capability goes
@@ -216,6 +242,7 @@ def _child(req, fds):
     os.environ["HOME"] = os.environ["TMPDIR"] = home
     if _landlock is not None:
         _restrict()
+    os.closerange(4, 1 << 20)  # the rules' paths: nothing but fds 0-3 reaches the program
     _ok(_libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(2), ctypes.byref(_fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp")
     _B["_is_child"] = False
     _B["_main"]()

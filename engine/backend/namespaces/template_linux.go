@@ -481,7 +481,7 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	if len(argv) < 7 || argv[0] != "-I" || argv[1] != "-c" {
 		return nil, fmt.Errorf("unexpected interpreter arguments for a template")
 	}
-	filter, err := seccomp.ProgramBytes(true)
+	filter, err := seccomp.TemplateChildBytes(true)
 	if err != nil {
 		return nil, err
 	}

@@ -238,7 +238,9 @@ func forkAllRunner(t *testing.T) *engine.Runner {
 // TestTemplateSiblingsApart runs two siblings of one template at once: the second sees no
 // process of the first (it is its namespace's pid 1, alone in its /proc), cannot connect to
 // the abstract socket the first listens on nor make an inet socket in the network namespace
-// they share, and finds neither the first's workspace nor its /tmp file.
+// they share, finds neither the first's workspace nor its /tmp file, and holds no descriptor
+// but 0-3 (none of the template's: its control socket, its children's status pipes, the
+// paths its Landlock rules were opened from).
 func TestTemplateSiblingsApart(t *testing.T) {
 	r := forkAllRunner(t)
 	name := "mcp-sandbox-sibling-" + itoa(os.Getpid())
@@ -265,6 +267,7 @@ try:
     res["connected"] = True
 except OSError as e:
     res["connected"] = False
+c.close()
 try:
     socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(("127.0.0.1", 0))
     res["inet"] = True
@@ -272,6 +275,13 @@ except OSError:
     res["inet"] = False
 res["tmp"] = os.listdir("/tmp")
 res["workspaces"] = os.listdir("..")
+def _open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+res["fds"] = [fd for fd in range(4, 1024) if _open(fd)]
 res`
 	a, b := siblings(t, r, first, second)
 	if !a.OK() || !b.OK() {
@@ -284,13 +294,15 @@ res`
 		Inet       bool     `json:"inet"`
 		Tmp        []string `json:"tmp"`
 		Workspaces []string `json:"workspaces"`
+		FDs        []int    `json:"fds"`
 	}
 	if err := json.Unmarshal(b.Value, &got); err != nil {
 		t.Fatal(err)
 	}
 	// Siblings share the template's network namespace: what keeps them apart there is the
 	// seccomp program (no socket but AF_UNIX) and Landlock's abstract-socket scope.
-	if !slices.Equal(got.Pids, []int{1}) || got.Me != 1 || got.Connected || got.Inet || len(got.Tmp) != 0 || len(got.Workspaces) != 1 {
+	if !slices.Equal(got.Pids, []int{1}) || got.Me != 1 || got.Connected || got.Inet || len(got.Tmp) != 0 || len(got.Workspaces) != 1 ||
+		len(got.FDs) != 0 {
 		t.Errorf("the second sibling reached the first: %+v", got)
 	}
 	var av map[string]any
