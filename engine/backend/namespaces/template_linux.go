@@ -497,8 +497,10 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	ok := false
 	defer t.proc.CloseUnless(&ok)
 	// argv is the bootstrap's: -I -c SOURCE CANARY PORT4 PORT6 MAXVALUE MODE.
-	targv := []string{b.base.Python, "-I", "-c", templateSource, argv[3], argv[4], argv[5], argv[6], workspace,
-		hex.EncodeToString(filter), hex.EncodeToString(b.childLandlock(workspace))}
+	// Without site, as an exec'd child's interpreter runs (internal/python): every child
+	// inherits the template's heap, and site's imports were a third of it.
+	targv := append([]string{b.base.Python}, b.base.Interpreter.SourceArgv([]string{"-I", "-c", templateSource, argv[3], argv[4], argv[5],
+		argv[6], workspace, hex.EncodeToString(filter), hex.EncodeToString(b.childLandlock(workspace))})...)
 	ls := &launch.Spec{
 		Python: b.base.Python, Argv: targv, Env: spawn.Env(workspace, b.opts.Env), Dir: "/",
 		ChannelParent: true, Reaper: true, Template: true, UserNamespace: true,
