@@ -6,10 +6,13 @@ package mcpsandbox_test
 //   - TestEngineKnowsNoHost: no package under engine/ depends, even indirectly, on budget,
 //     binding, upstream, execution or mcpserver, and none declares a name (or a JSON key) of
 //     budgets, approvals or upstream servers.
-//   - TestOneDefinitionOfEachFrame: no package under engine/ but engine/wire declares a struct
-//     named like one of engine/wire's types (frames.go), and the types retired by that move
-//     stay retired.
-//   - TestVocabularyRulesCatchViolations: both are fed violations and must find them.
+//   - TestUpstreamKnowsNoEngine (issue 40): no package under upstream/, nor toolshape, depends,
+//     even indirectly, on a package under engine/: a call's answer is toolcall's, the leaf
+//     both sides use.
+//   - TestOneDefinitionOfEachFrame: no package under engine/ declares a struct named like one
+//     of engine/wire's frames (frames.go) or toolcall's Answer and Handle, but their own
+//     package, and the types retired by those moves stay retired.
+//   - TestVocabularyRulesCatchViolations: each is fed violations and must find them.
 
 import (
 	"fmt"
@@ -21,7 +24,6 @@ import (
 	"path"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,14 +115,16 @@ var retired = map[string]map[string]string{
 		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "binding.ApprovalCounts",
 		"UpstreamProblem": "execution.UpstreamProblem",
 	},
-	"outputs":               {"Reply": "wire.Answer", "HandleRef": "wire.Handle"},
-	"upstream":              {"Answer": "wire.Answer (with upstream.Spent)"},
-	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "wire.Handle", "Call": "wire.Call", "Read": "wire.Read"},
+	"outputs":               {"Reply": "toolcall.Answer", "HandleRef": "toolcall.Handle"},
+	"upstream":              {"Answer": "toolcall.Answer (with upstream.Spent)"},
+	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "toolcall.Handle", "Call": "wire.Call", "Read": "wire.Read"},
+	"engine/wire":           {"Answer": "toolcall.Answer (issue 40: the leaf upstream uses too)", "Handle": "toolcall.Handle"},
 }
 
-// frameViolations are the struct types of a file in package rel that copy a type of
-// engine/wire (wireNames) or bring back a retired one.
-func frameViolations(rel string, f *ast.File, wireNames []string) []string {
+// frameViolations are the struct types of a file in package rel that copy a shared type (the
+// name, and the package that defines it: engine/wire's frames, toolcall's answer and handle)
+// or bring back a retired one.
+func frameViolations(rel string, f *ast.File, shared map[string]string) []string {
 	var out []string
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
@@ -136,45 +140,94 @@ func frameViolations(rel string, f *ast.File, wireNames []string) []string {
 				out = append(out, fmt.Sprintf("%s.%s is retired: it is %s", rel, ts.Name.Name, where))
 				continue
 			}
-			if _, isStruct := ts.Type.(*ast.StructType); isStruct && underEngine(rel) && rel != "engine/wire" && slices.Contains(wireNames, ts.Name.Name) {
-				out = append(out, fmt.Sprintf("%s.%s copies wire.%s: a frame has one definition, in engine/wire", rel, ts.Name.Name, ts.Name.Name))
+			home, isShared := shared[ts.Name.Name]
+			if _, isStruct := ts.Type.(*ast.StructType); isStruct && isShared && underEngine(rel) && rel != home {
+				out = append(out, fmt.Sprintf("%s.%s copies %s.%s: it has one definition, in %s", rel, ts.Name.Name, path.Base(home), ts.Name.Name, home))
 			}
 		}
 	}
 	return out
 }
 
-// wireTypes are the struct types engine/wire declares in frames.go.
-func wireTypes(t *testing.T) []string {
-	f := goFiles(t, func(name string) bool { return name == "engine/wire/frames.go" })["engine/wire/frames.go"]
-	if f == nil {
-		t.Fatal("engine/wire/frames.go is not tracked")
-	}
-	var names []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		if ts, ok := n.(*ast.TypeSpec); ok {
-			if _, ok := ts.Type.(*ast.StructType); ok {
-				names = append(names, ts.Name.Name)
-			}
+// sharedTypes maps each struct type of engine/wire's frames.go and of toolcall's answer.go to
+// the package that defines it.
+func sharedTypes(t *testing.T) map[string]string {
+	out := map[string]string{}
+	for _, file := range []string{"engine/wire/frames.go", "toolcall/answer.go"} {
+		f := goFiles(t, func(name string) bool { return name == file })[file]
+		if f == nil {
+			t.Fatalf("%s is not tracked", file)
 		}
-		return true
-	})
-	return names
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				if _, ok := ts.Type.(*ast.StructType); ok {
+					out[ts.Name.Name] = path.Dir(file)
+				}
+			}
+			return true
+		})
+	}
+	return out
 }
 
 func TestOneDefinitionOfEachFrame(t *testing.T) {
-	wireNames := wireTypes(t)
-	for _, want := range []string{"Call", "Read", "Result", "Answer", "Handle"} {
-		if !slices.Contains(wireNames, want) {
-			t.Fatalf("engine/wire declares no %s: the rule below would guard nothing", want)
+	shared := sharedTypes(t)
+	for name, home := range map[string]string{"Call": "engine/wire", "Read": "engine/wire", "Result": "engine/wire", "Answer": "toolcall", "Handle": "toolcall"} {
+		if shared[name] != home {
+			t.Fatalf("%s declares no %s: the rule below would guard nothing", home, name)
 		}
 	}
 	files := goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") && !exempt(path.Dir(name)) })
 	for name, f := range files {
-		for _, v := range frameViolations(path.Dir(name), f, wireNames) {
+		for _, v := range frameViolations(path.Dir(name), f, shared) {
 			t.Errorf("%s: %s", name, v)
 		}
 	}
+}
+
+// upstreamSide reports whether package rel is the upstream client's: upstream, its
+// subpackages, and the tool shape it reads its tools by.
+func upstreamSide(rel string) bool {
+	return rel == "upstream" || strings.HasPrefix(rel, "upstream/") || rel == "toolshape"
+}
+
+// engineDeps are the packages under engine/ among deps (import paths).
+func engineDeps(deps []string) []string {
+	var out []string
+	for _, d := range deps {
+		if rel, ok := strings.CutPrefix(d, module+"/"); ok && underEngine(rel) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func TestUpstreamKnowsNoEngine(t *testing.T) {
+	for _, goos := range platforms {
+		for _, p := range listDeps(t, goos) {
+			if upstreamSide(strings.TrimPrefix(strings.TrimPrefix(p[0], module), "/")) {
+				if bad := engineDeps(p[1:]); len(bad) > 0 {
+					t.Errorf("GOOS=%s: %s depends on %v: upstream and the engine share a call's answer through toolcall, and neither imports the other", goos, p[0], bad)
+				}
+			}
+		}
+	}
+}
+
+// listDeps is each package of the module with its dependencies, for goos: [path, deps...].
+func listDeps(t *testing.T, goos string) [][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...")
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list (GOOS=%s): %v", goos, err)
+	}
+	var pkgs [][]string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkgs = append(pkgs, strings.Fields(line))
+	}
+	return pkgs
 }
 
 func TestVocabularyRulesCatchViolations(t *testing.T) {
@@ -190,7 +243,7 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	if got := hostNames(parseSrc(t, "type Outcome struct { Value int `json:\"value\"` }")); len(got) != 0 {
 		t.Errorf("hostNames found %v in clean source", got)
 	}
-	wire := []string{"Call", "Handle"}
+	wire := map[string]string{"Call": "engine/wire", "Handle": "toolcall", "Answer": "toolcall"}
 	src := parseSrc(t, "type Call struct{}\ntype Handle string\ntype Reply struct{}\ntype Accepted struct{}")
 	if got := frameViolations("engine/backend/remote", src, wire); len(got) != 3 { // Call copied, Handle and Reply retired
 		t.Errorf("frameViolations(remote) = %q, want 3", got)
@@ -203,6 +256,24 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	}
 	if got := frameViolations("engine", parseSrc(t, "type Usage struct{}"), wire); len(got) != 1 {
 		t.Errorf("frameViolations(engine) = %q, want engine.Usage retired", got)
+	}
+	if got := frameViolations("engine/wire", parseSrc(t, "type Answer struct{}\ntype Call struct{}"), wire); len(got) != 1 {
+		t.Errorf("frameViolations(engine/wire) = %q, want Answer retired (it is toolcall's) and Call at home", got)
+	}
+	if got := frameViolations("engine", parseSrc(t, "type Answer struct{}"), wire); len(got) != 1 {
+		t.Errorf("frameViolations(engine) = %q, want the copy of toolcall.Answer", got)
+	}
+	if got := frameViolations("toolcall", parseSrc(t, "type Answer struct{}\ntype Handle struct{}"), wire); len(got) != 0 {
+		t.Errorf("frameViolations(toolcall) = %q: toolcall is the Answer's home", got)
+	}
+	if got := engineDeps([]string{"context", module + "/toolcall", module + "/failure", module + "/engineer"}); len(got) != 0 {
+		t.Errorf("engineDeps found %v in clean deps", got)
+	}
+	if got := engineDeps([]string{module + "/engine", module + "/engine/wire", module + "/toolcall"}); len(got) != 2 {
+		t.Errorf("engineDeps found %v, want engine and engine/wire", got)
+	}
+	if !upstreamSide("upstream") || !upstreamSide("upstream/oauthclient") || !upstreamSide("toolshape") || upstreamSide("binding") || upstreamSide("upstreams") {
+		t.Errorf("upstreamSide names the wrong packages")
 	}
 }
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -295,7 +295,7 @@ func TestDirectApproval(t *testing.T) {
 	ctx := context.Background()
 	bindings := []string{}
 	turn := f.pool.Catalogue(ctx).Resolve([]string{"up"}, []string{"up__secret"}, nil, &bindings)
-	direct := func(a *Approvals) wire.Answer {
+	direct := func(a *Approvals) toolcall.Answer {
 		return Direct(ctx, turn, nil, a, discard(), "up__wipe", json.RawMessage(`{"s":"x"}`))
 	}
 	if r := direct(&Approvals{Asker: &asker{action: AnswerAccept}}); r.Kind != "" {
@@ -473,7 +473,7 @@ func TestQueuedQuestionsLapse(t *testing.T) {
 	a := &asker{} // never answers
 	x, _, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: 1500 * time.Millisecond})
 	var wg sync.WaitGroup
-	replies := make(chan wire.Answer, 2)
+	replies := make(chan toolcall.Answer, 2)
 	for range 2 {
 		wg.Go(func() { replies <- x.CallTool(context.Background(), "up__wipe", json.RawMessage(`{"s":"x"}`)) })
 	}

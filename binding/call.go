@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -57,7 +58,7 @@ type Options struct {
 type Tape interface {
 	// Play answers call seq (numbered from 1 in the order the calls arrive) itself when ok;
 	// the call then goes no further.
-	Play(seq int, name string, args json.RawMessage) (a wire.Answer, ok bool)
+	Play(seq int, name string, args json.RawMessage) (a toolcall.Answer, ok bool)
 	// Record sees a call the walk answered.
 	Record(c TapedCall)
 	// Tools are names the program may call beside the turn's: those a cassette recorded.
@@ -74,7 +75,7 @@ type TapedCall struct {
 	// definition redacts the arguments (upstream.Tool.RedactArguments).
 	Tool     *upstream.Tool
 	Args     json.RawMessage
-	Answer   wire.Answer
+	Answer   toolcall.Answer
 	Approval Decision
 	Seconds  float64
 	// Kept are the first bytes of a result kept under a handle (Answer.Handle), at most the
@@ -141,7 +142,7 @@ func (x *Execution) Names() []string {
 	return slices.Compact(names)
 }
 
-// Aliases returns the names of Names bound as Python names too (upstream.Aliasable): computed
+// Aliases returns the names of Names bound as Python names too (toolshape.Aliasable): computed
 // here once and handed to the engine in its Execution.
 func (x *Execution) Aliases() []string {
 	if x.tape == nil {
@@ -149,7 +150,7 @@ func (x *Execution) Aliases() []string {
 	}
 	var out []string
 	for _, n := range x.Names() {
-		if upstream.Aliasable(n) {
+		if toolshape.Aliasable(n) {
 			out = append(out, n)
 		}
 	}
@@ -201,7 +202,7 @@ const waitTimeout = 10 * time.Second
 func (x *Execution) ReceivedBytes() int64 { return x.received.Load() }
 
 // delivered counts what a reply hands the program.
-func (x *Execution) delivered(r wire.Answer) wire.Answer {
+func (x *Execution) delivered(r toolcall.Answer) toolcall.Answer {
 	switch {
 	case r.Kind != "":
 	case r.Handle != nil:
@@ -213,7 +214,7 @@ func (x *Execution) delivered(r wire.Answer) wire.Answer {
 }
 
 // CallTool is one binding call from the program, top to bottom (walk), traced and counted.
-func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
+func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) toolcall.Answer {
 	ctx, ob := x.observe(ctx, name)
 	if x.tape == nil {
 		rep := x.delivered(x.walk(ctx, 0, name, args, nil))
@@ -273,7 +274,7 @@ func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (k
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
 // The approval decision is left in decided when it is not nil; seq is the call's number on
 // the tape (0 without one), which a question carries.
-func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *Decision) wire.Answer {
+func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *Decision) toolcall.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -281,7 +282,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	// 2. Policy: a tool of a granted server that no deny glob matches.
 	tool, fe := x.turn.Lookup(name)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	// 3. Bindings: the agent's list narrows what its programs may call.
 	if !x.turn.Bound(tool) {
@@ -294,7 +295,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 		if x.meter != nil {
 			fe = x.meter.Refuse(ctx, budget.Call{Tool: tool.Name, ArgumentBytes: int64(len(args))}, fe)
 		}
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	args = checked
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
@@ -306,19 +307,19 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 		*decided = d
 	}
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	// 6. A call slot: at most MaxConcurrentCalls in flight. A call waits here, before it is
 	// spent, so one that never gets a slot costs nothing.
 	release, fe := x.slot(ctx, tool.Name)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	defer release()
 	// 7. Admission: tool_call_started is written, and the call is spent whatever follows.
 	tk, fe := admit(ctx, x.meter, callID, tool.Name, args)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	// 8. The upstream call.
 	a, spent := x.turn.Invoke(ctx, tool, args)
@@ -339,7 +340,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 // unknown while it ran (this process stalled past its ledger lease) has its result withheld,
 // since the ledger holds it as never answered; the bytes that arrived are charged all the
 // same (budget.Ticket.Finish).
-func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep wire.Answer, o budget.Outcome) wire.Answer {
+func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep toolcall.Answer, o budget.Outcome) toolcall.Answer {
 	err := tk.Finish(context.WithoutCancel(ctx), o)
 	if err == nil {
 		return rep
@@ -354,12 +355,12 @@ func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *up
 		delete(x.handles, outputs.Handle(rep.Handle.ID))
 		x.mu.Unlock()
 	}
-	return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the call of %s was recorded as of unknown outcome while it ran "+
+	return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the call of %s was recorded as of unknown outcome while it ran "+
 		"(this server lost its hold on the ledger for a while), so its result is withheld; it was made and is counted", tool.Name)}
 }
 
-func refuse(k failure.Kind, format string, args ...any) wire.Answer {
-	return wire.Answer{Kind: k, Message: fmt.Sprintf(format, args...)}
+func refuse(k failure.Kind, format string, args ...any) toolcall.Answer {
+	return toolcall.Answer{Kind: k, Message: fmt.Sprintf(format, args...)}
 }
 
 // slot takes one of the execution's call slots; release gives it back. Waiting ends with ctx,
@@ -393,7 +394,7 @@ func admit(ctx context.Context, meter *budget.Meter, id, name string, args json.
 
 // outcome is what tool_call_finished records of an answer that is not a value: failed, or
 // aborted when cancelled. The transfer is filled in by delivery.
-func outcome(a wire.Answer, spent upstream.Spent) budget.Outcome {
+func outcome(a toolcall.Answer, spent upstream.Spent) budget.Outcome {
 	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(spent.Size)}
 	if a.Kind != "" {
 		o.Status, o.Kind, o.Message = budget.Failed, string(a.Kind), a.Message
@@ -431,7 +432,7 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 // program setting); recorded under meter (budget.Direct; nil records nothing), outside the
 // binding budget, and never paged: the host gets the whole value. DirectKept is the call that
 // keeps a large result under a handle instead.
-func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) wire.Answer {
+func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) toolcall.Answer {
 	return DirectKept(ctx, turn, meter, appr, log, name, args, Keep{}).Answer
 }
 
@@ -449,7 +450,7 @@ type Keep struct {
 // Answer.Handle with Preview (of the kept content, at most Keep.PreviewBytes) and ContentType;
 // Size is the bytes the upstream's value weighed.
 type DirectAnswer struct {
-	wire.Answer
+	toolcall.Answer
 	Preview     string
 	ContentType string
 	Size        int64
@@ -462,19 +463,19 @@ type DirectAnswer struct {
 func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
 	tool, fe := turn.Lookup(name)
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
 	args, fe = tool.Arguments(args)
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
 	_, callID, fe := appr.approve(ctx, approval{turn: turn, tool: tool, args: args, meter: meter, log: log})
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
 	tk, fe := admit(ctx, meter, callID, tool.Name, args)
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
 	a, spent := turn.Invoke(ctx, tool, args)
 	o := outcome(a, spent)
@@ -513,6 +514,6 @@ func keepDirect(ctx context.Context, keep Keep, tool *upstream.Tool, v json.RawM
 		log.Warn("direct call result not kept under a handle; handed over whole", "tool", tool.Name, "bytes", len(content), "err", err)
 		return DirectAnswer{}, false
 	}
-	return DirectAnswer{Answer: wire.Answer{Handle: &wire.Handle{ID: string(h), Size: n, Lines: lineCount(content)}},
+	return DirectAnswer{Answer: toolcall.Answer{Handle: &toolcall.Handle{ID: string(h), Size: n, Lines: lineCount(content)}},
 		Preview: outputs.Preview(content, content, int64(len(content)), keep.PreviewBytes), ContentType: ctype}, true
 }

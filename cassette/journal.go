@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // Journal is the binding.Tape of a program that may pause on a person's approval: it keeps
@@ -37,7 +37,7 @@ func NewResumedJournal(calls []Call, pending *Call) *Journal {
 
 // Play answers the calls the journal resumes from; any other is made, and is in flight until
 // Record sees its answer.
-func (j *Journal) Play(seq int, name string, args json.RawMessage) (wire.Answer, bool) {
+func (j *Journal) Play(seq int, name string, args json.RawMessage) (toolcall.Answer, bool) {
 	if j.play != nil {
 		if a, ok := j.play.Play(seq, name, args); ok {
 			return a, true
@@ -46,7 +46,7 @@ func (j *Journal) Play(seq int, name string, args json.RawMessage) (wire.Answer,
 	j.mu.Lock()
 	j.started[seq] = true
 	j.mu.Unlock()
-	return wire.Answer{}, false
+	return toolcall.Answer{}, false
 }
 
 // Record keeps a call made, once answered.

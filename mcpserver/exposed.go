@@ -113,11 +113,15 @@ func exposedDef(tool *upstream.Tool, needsApproval bool) (*mcp.Tool, bool) {
 	if tool.Def == nil {
 		return nil, false
 	}
+	schema, ok := tool.HostInputSchema()
+	if !ok {
+		return nil, false
+	}
 	def := &mcp.Tool{
 		Name:        tool.Name,
 		Title:       tool.Def.Title,
 		Description: tool.Def.Description,
-		InputSchema: tool.Def.InputSchema,
+		InputSchema: schema,
 		Annotations: tool.Def.Annotations,
 	}
 	if needsApproval {
@@ -128,15 +132,6 @@ func exposedDef(tool *upstream.Tool, needsApproval bool) (*mcp.Tool, bool) {
 		a.DestructiveHint, a.ReadOnlyHint = ptr(true), false
 		def.Annotations = &a
 	}
-	b, err := json.Marshal(def.InputSchema)
-	if err != nil {
-		return nil, false
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil || m["type"] != "object" {
-		return nil, false
-	}
-	def.InputSchema = json.RawMessage(b)
 	return def, true
 }
 
