@@ -314,21 +314,24 @@ func (h *handlers) resumePause(ctx context.Context, req *mcp.CallToolRequest, op
 	if !ok {
 		return refuse("is answered with %q, not accept, decline or cancel", er.Action)
 	}
+	answered := false // by this retry
 	if p.Status == budget.ApprovalPending {
 		p, err = h.pauses.DecidePause(ctx, id, status, answeredBy(er.Meta))
 		if err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
 			h.log.Error("pause answer not recorded", "question", id, "err", err)
 			return refuse("names a paused call whose answer could not be recorded")
 		}
+		answered = err == nil
 	}
 	if !p.Resumable {
 		return refuse("was answered (%s), but the call was paused where it cannot be carried on by another process "+
 			"(asked in place, or with other calls of the program in flight, whose outcome is unknown), so the program is not run again", p.Status)
 	}
 	switch err := h.pauses.ClaimPause(ctx, id); {
-	case errors.Is(err, budget.ErrHeldElsewhere):
-		// The process holding the call is alive: it sees the answer and carries the call on,
-		// and relays what it comes to through the ledger.
+	case errors.Is(err, budget.ErrHeldElsewhere) || answered && errors.Is(err, budget.ErrAlreadyFinished):
+		// The process holding the call is alive: it sees the answer (its poller may have
+		// taken it before this claim) and carries the call on, and relays what it comes to
+		// through the ledger.
 		return h.awaitRelay(ctx, req, op, id)
 	case err != nil:
 		return refuse("was already answered (a question is answered once)")
