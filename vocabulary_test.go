@@ -9,7 +9,10 @@ package mcpsandbox_test
 //   - TestOneDefinitionOfEachFrame: no package under engine/ but engine/wire declares a struct
 //     named like one of engine/wire's types (frames.go), and the types retired by that move
 //     stay retired.
-//   - TestVocabularyRulesCatchViolations: both are fed violations and must find them.
+//   - TestOneStorageContract (issue 40): a ledger is one contract, required whole
+//     (budget.Ledger): nothing asserts a ledger to one of its parts or to an anonymous
+//     interface of its methods to ask what it can do.
+//   - TestVocabularyRulesCatchViolations: each is fed violations and must find them.
 
 import (
 	"fmt"
@@ -204,6 +207,11 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	if got := frameViolations("engine", parseSrc(t, "type Usage struct{}"), wire); len(got) != 1 {
 		t.Errorf("frameViolations(engine) = %q, want engine.Usage retired", got)
 	}
+	methods := []string{"SavePause", "Flush"}
+	src = parseSrc(t, "func f(l any) { _ = l.(budget.Pauses); _, _ = l.(interface{ Flush(context.Context) error }); _ = l.(interface{ CloseWrite() error }); _ = l.(*sqlite.Ledger) }")
+	if got := ledgerAssertions(src, methods); len(got) != 2 {
+		t.Errorf("ledgerAssertions = %q, want budget.Pauses and the Flush interface", got)
+	}
 }
 
 func parseSrc(t *testing.T, src string) *ast.File {
@@ -213,4 +221,84 @@ func parseSrc(t *testing.T, src string) *ast.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// ledgerMethods are the methods of budget.Ledger, its parts' included, as budget declares
+// them, but Close (which many things have).
+func ledgerMethods(t *testing.T) []string {
+	t.Helper()
+	files := goFiles(t, func(name string) bool { return path.Dir(name) == "budget" && !strings.HasSuffix(name, "_test.go") })
+	ifaces := map[string]*ast.InterfaceType{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				if it, ok := ts.Type.(*ast.InterfaceType); ok {
+					ifaces[ts.Name.Name] = it
+				}
+			}
+			return true
+		})
+	}
+	var out []string
+	var walk func(name string)
+	walk = func(name string) {
+		it := ifaces[name]
+		if it == nil {
+			t.Fatalf("budget declares no interface %s", name)
+		}
+		for _, m := range it.Methods.List {
+			switch {
+			case len(m.Names) == 0: // an embedded part
+				if id, ok := m.Type.(*ast.Ident); ok {
+					walk(id.Name)
+				}
+			case m.Names[0].Name != "Close":
+				out = append(out, m.Names[0].Name)
+			}
+		}
+	}
+	walk("Ledger")
+	return out
+}
+
+// ledgerAssertions are the type assertions of f that ask a ledger what it can do: to a type of
+// package budget, or to an anonymous interface with a method of the Ledger's (methods).
+func ledgerAssertions(f *ast.File, methods []string) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		ta, ok := n.(*ast.TypeAssertExpr)
+		if !ok || ta.Type == nil {
+			return true
+		}
+		switch ty := ta.Type.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := ty.X.(*ast.Ident); ok && id.Name == "budget" {
+				out = append(out, "an assertion to budget."+ty.Sel.Name)
+			}
+		case *ast.InterfaceType:
+			for _, m := range ty.Methods.List {
+				for _, name := range m.Names {
+					if slices.Contains(methods, name.Name) {
+						out = append(out, "an assertion to an interface of the ledger's method "+name.Name)
+					}
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func TestOneStorageContract(t *testing.T) {
+	methods := ledgerMethods(t)
+	for _, want := range []string{"StartCall", "SavePause", "PutCassette", "MergeObservedShape", "Execution", "Flush", "FinishCallLater", "LeaseHeldUntil"} {
+		if !slices.Contains(methods, want) {
+			t.Fatalf("budget.Ledger has no method %s: the one contract is not whole (%v)", want, methods)
+		}
+	}
+	for name, f := range goFiles(t, func(string) bool { return true }) {
+		for _, v := range ledgerAssertions(f, methods) {
+			t.Errorf("%s: %s: a ledger is one contract, required whole (budget.Ledger); call the method", name, v)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 )
@@ -40,12 +39,6 @@ type ExecutionRecord struct {
 	Context      Context
 	// Network is nil for an execution without network rules.
 	Network *Network
-}
-
-// Executions reads back what a ledger keeps of one execution; both ledgers implement it.
-type Executions interface {
-	// Execution returns one execution's record; ErrNotFound for an id the ledger does not hold.
-	Execution(ctx context.Context, id string) (ExecutionRecord, error)
 }
 
 // MarshalNetwork is n as a ledger stores it: JSON, or nil (SQL NULL) for no network block.

@@ -186,10 +186,17 @@ var ErrNotFound = errors.New("budget: not found")
 var ErrAlreadyFinished = errors.New("budget: call already finished")
 
 // A Ledger is the durable record of Runs, executions and tool calls, and the source of the
-// per-Run half of every meter. Implementations are safe for concurrent use, and for use by
-// several processes (or machines, for a shared database) at once. Close may be called more
-// than once.
+// per-Run half of every meter; beside them it keeps paused calls (Pauses), executions'
+// cassettes (Cassettes) and the shapes observed of tools' results (ObservedShapes). It is one
+// contract, required whole: budget/sqlite and budget/postgres implement every method, and
+// budget/ledgertest checks them all, so nothing asks a ledger what it can do. Implementations
+// are safe for concurrent use, and for use by several processes (or machines, for a shared
+// database) at once. Close may be called more than once.
 type Ledger interface {
+	Pauses
+	Cassettes
+	ObservedShapes
+
 	// StartRun records a Run's start; starting a Run that exists does nothing.
 	StartRun(ctx context.Context, run RunRef) error
 	// EndRun records a Run's end. A Run that ended may still be used; its usage stands.
@@ -209,6 +216,13 @@ type Ledger interface {
 	// FinishCall writes tool_call_finished for a started call, adding its bytes to the Run's
 	// usage. ErrNotFound for an unknown id, ErrAlreadyFinished for one with an end.
 	FinishCall(ctx context.Context, fin CallFinish) error
+	// FinishCallLater is FinishCall for a record that may lag (Ticket.FinishLater): it is
+	// committed with the ledger's next write (the next call's tool_call_started), at a Flush,
+	// or a few milliseconds later, and returns once it is.
+	FinishCallLater(ctx context.Context, fin CallFinish) error
+	// Flush commits every record FinishCallLater still holds queued, and returns once they
+	// are committed.
+	Flush(ctx context.Context) error
 	// RefuseCall records calls refused before they were started (never spent): one, or a
 	// summary of r.Times of them.
 	RefuseCall(ctx context.Context, r Refusal) error
@@ -231,6 +245,9 @@ type Ledger interface {
 	// RunContext returns the context economy of the Run's ended executions, summed. A Run
 	// never seen has a zero Context.
 	RunContext(ctx context.Context, run RunRef) (Context, error)
+	// Execution returns one execution's record (what its egress proxy decided included);
+	// ErrNotFound for an id the ledger does not hold.
+	Execution(ctx context.Context, id string) (ExecutionRecord, error)
 	// Call returns one recorded call.
 	Call(ctx context.Context, id string) (CallRecord, error)
 	// Calls returns a Run's call records, summaries of refusals included, in the order they
@@ -245,9 +262,21 @@ type Ledger interface {
 	// recorded unknown, and returned, once. It also records every pending approval of a gone
 	// owner as ApprovalUnknown (not returned: no call was made for it).
 	Recover(ctx context.Context) ([]CallRecord, error)
+	// LeaseHeldUntil is when, by this process's clock, this owner's hold on its calls may
+	// lapse at the earliest, after which a survivor may record its calls in flight unknown:
+	// a PostgreSQL lease unless renewed, the zero time while none is held; NeverLapses for a
+	// hold that lasts as long as the process (SQLite's lock). LeaseHeldSince is when the hold
+	// held now was taken: a call started before it may have been recorded unknown in between
+	// (a lease taken back after a stall). Ticket.SurelyOpen reads both.
+	LeaseHeldUntil() time.Time
+	LeaseHeldSince() time.Time
 
 	Close() error
 }
+
+// NeverLapses is the LeaseHeldUntil of an owner whose hold on its calls lasts as long as its
+// process: no survivor records its calls unknown while it lives.
+var NeverLapses = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // times is a record's Times as stored: 0 means 1.
 func times(n int64) int64 { return max(n, 1) }

@@ -426,50 +426,26 @@ type Outcome struct {
 // cancellation (a cancelled call must still be recorded). Later calls return the first result.
 func (t *Ticket) Finish(ctx context.Context, o Outcome) error { return t.finish(ctx, o, false) }
 
-// FinishLater is Finish for a record that may lag: a ledger that batches its writes commits
-// it with its next batch (the next call's tool_call_started, Meter.Flush, or a few
+// FinishLater is Finish for a record that may lag: the ledger commits it with its next batch (the next call's tool_call_started, Meter.Flush, or a few
 // milliseconds), and FinishLater returns once it has. The call's bytes stay reserved until
 // then, so the meters never undercount.
 func (t *Ticket) FinishLater(ctx context.Context, o Outcome) error { return t.finish(ctx, o, true) }
 
-// lazyFinisher is a Ledger that can commit tool_call_finished with a later batch.
-type lazyFinisher interface {
-	FinishCallLater(ctx context.Context, fin CallFinish) error
-}
-
-// flusher is a Ledger that queues writes (lazyFinisher's) until it commits a batch.
-type flusher interface {
-	Flush(ctx context.Context) error
-}
-
-// leaseHolder is a Ledger whose hold on its calls lapses unless renewed (Postgres's lease):
-// past LeaseHeldUntil a survivor may record this owner's calls in flight unknown. A lease
-// found lost is taken back, for the calls to come: LeaseHeldSince is when the lease held now
-// was taken, and a call started before it may have been recorded unknown in between.
-type leaseHolder interface {
-	LeaseHeldUntil() time.Time
-	LeaseHeldSince() time.Time
-}
-
-// SurelyOpen reports whether t's call is surely still recorded started: its ledger holds no
-// lease (SQLite's owner lives as long as its process), or the lease surely still holds and
+// SurelyOpen reports whether t's call is surely still recorded started: its ledger's hold on
+// it never lapses while the process lives (SQLite's lock, NeverLapses), or its lease surely
+// still holds and
 // has held since before the call was started, with no loss in between (a lease taken back
 // after a stall is fresh, but a survivor may have recorded the call unknown during the
 // stall). When it is false, the call's result is handed over only once Finish has found its
 // record still started (package binding).
 func (t *Ticket) SurelyOpen() bool {
-	lh, ok := t.m.ledger.(leaseHolder)
-	return !ok || time.Now().Before(lh.LeaseHeldUntil()) && !lh.LeaseHeldSince().After(t.sent)
+	l := t.m.ledger
+	return time.Now().Before(l.LeaseHeldUntil()) && !l.LeaseHeldSince().After(t.sent)
 }
 
 // Flush commits the records the meter's ledger still holds queued (FinishLater's), so the
 // Run's usage read next counts them.
-func (m *Meter) Flush(ctx context.Context) error {
-	if f, ok := m.ledger.(flusher); ok {
-		return f.Flush(ctx)
-	}
-	return nil
-}
+func (m *Meter) Flush(ctx context.Context) error { return m.ledger.Flush(ctx) }
 
 func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
 	t.once.Do(func() {
@@ -478,8 +454,8 @@ func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
 		u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
 		fin := CallFinish{ID: t.id, Status: o.Status, Usage: u, Attachments: o.Attachments, Kind: o.Kind, Message: o.Message}
 		t.m.beginCharge()
-		if lf, ok := t.m.ledger.(lazyFinisher); ok && later {
-			t.err = lf.FinishCallLater(ctx, fin)
+		if later {
+			t.err = t.m.ledger.FinishCallLater(ctx, fin)
 		} else {
 			t.err = t.m.ledger.FinishCall(ctx, fin)
 		}

@@ -65,8 +65,8 @@ func (s ApprovalStatus) AnswersPause() bool {
 	return s == ApprovalAccepted || s == ApprovalDeclined || s == ApprovalCancelled
 }
 
-// Pauses keep paused calls. budget/sqlite and budget/postgres implement it beside Ledger;
-// safe for concurrent use, and by several processes on one store.
+// Pauses keep paused calls: a part of Ledger, which what needs only them (the operator's
+// channel) takes. Safe for concurrent use, and by several processes on one store.
 type Pauses interface {
 	// SavePause records p as pending, owned by this ledger (p.Owner is ignored).
 	SavePause(ctx context.Context, p Pause) error

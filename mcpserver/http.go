@@ -15,8 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
 // DefaultAgentName is the agent /mcp serves when a tenant has more than one.
@@ -122,8 +120,8 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 			mux.Handle(p, prm)
 		}
 	}
-	if pauses, ok := o.Server.Ledger.(budget.Pauses); ok && o.Operator != nil {
-		h.approvalRoutes(mux, pauses)
+	if o.Server.Ledger != nil && o.Operator != nil {
+		h.approvalRoutes(mux, o.Server.Ledger)
 	}
 	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)

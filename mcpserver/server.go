@@ -129,7 +129,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	}
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
 		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
-	h.pauses, _ = o.Ledger.(budget.Pauses)
+	if o.Ledger != nil {
+		h.pauses = o.Ledger
+	}
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up

@@ -39,6 +39,8 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ObservedShapesMerged", func(t *testing.T) { l := newLedger(t); contractShapes(t, l, l) })
 	t.Run("ObservedShapesBounded", func(t *testing.T) { contractShapeBound(t, newLedger(t)) })
 	t.Run("ExecutionsReadBack", func(t *testing.T) { l := newLedger(t); contractExecutions(t, l, l) })
+	t.Run("LazyFinishFlushed", func(t *testing.T) { contractLazy(t, newLedger(t)) })
+	t.Run("FreshOwnerHoldsItsCalls", func(t *testing.T) { contractHold(t, newLedger(t)) })
 	if reopen == nil {
 		return
 	}
@@ -55,6 +57,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 		contractExecutions(t, a, reopen(t, a))
 	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
+	t.Run("PausesKeptAnsweredAndClaimedOnce", func(t *testing.T) { contractPauses(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {
 		a := newLedger(t)
 		contractConcurrent(t, a, reopen(t, a), 64, 10)
@@ -66,14 +69,6 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 		a := newLedger(t)
 		contractRecoverLive(t, a, reopen(t, a), "a second live opener's, and the first is alive")
 	})
-}
-
-// Lazy is a Ledger that queues the records that may lag (budget.Ticket.FinishLater) until
-// its next write or a Flush, as both ledgers do.
-type Lazy interface {
-	budget.Ledger
-	FinishCallLater(ctx context.Context, fin budget.CallFinish) error
-	Flush(ctx context.Context) error
 }
 
 // Call is a call of tool srv__tool with 10 bytes of arguments, for tests to start.
@@ -596,7 +591,7 @@ func contractApprovalCrash(t *testing.T, dead budget.Ledger, reopen func(t *test
 
 // FinishLazilyThenFlush finishes call id lazily (failed) with no write after it, and flushes
 // until the finish returns: Flush commits it, and a read sees it.
-func FinishLazilyThenFlush(t *testing.T, l Lazy, id string) {
+func FinishLazilyThenFlush(t *testing.T, l budget.Ledger, id string) {
 	t.Helper()
 	ctx := t.Context()
 	done := make(chan error, 1)
@@ -618,5 +613,26 @@ func FinishLazilyThenFlush(t *testing.T, l Lazy, id string) {
 			return
 		case <-time.After(time.Millisecond):
 		}
+	}
+}
+
+// contractLazy: a call finished lazily with no write after it is committed by a Flush, and a
+// read sees it.
+func contractLazy(t *testing.T, l budget.Ledger) {
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	StartExecution(t, l, run, "x1")
+	if _, err := l.StartCall(t.Context(), Call("c1", run, "x1"), budget.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	FinishLazilyThenFlush(t, l, "c1")
+}
+
+// contractHold: a ledger just opened surely holds its calls (budget.Ticket.SurelyOpen): its
+// hold was taken before now and lapses after it.
+func contractHold(t *testing.T, l budget.Ledger) {
+	StartExecution(t, l, budget.RunRef{Tenant: "t", ID: "r"}, "x1") // an owner that has written
+	now := time.Now()
+	if until, since := l.LeaseHeldUntil(), l.LeaseHeldSince(); !now.Before(until) || since.After(now) {
+		t.Errorf("a fresh owner's hold: since %v, until %v; want taken before %v and lapsing after it", since, until, now)
 	}
 }

@@ -11,14 +11,12 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-// RunPausesContract checks a budget.Pauses: a saved pause reads back whole and is listed while
-// pending; of answers given at once from many goroutines (two channels, a person and an
-// operator) exactly one stands and the others see it; a decided pause is claimed once; a
-// second ledger on the same place (another process, another replica) sees all of it; dropped
-// pauses are gone.
-func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reopen func(t *testing.T, p budget.Pauses) budget.Pauses) {
+// contractPauses: a saved pause reads back whole and is listed while pending; of answers
+// given at once from many goroutines (two channels, a person and an operator) exactly one
+// stands and the others see it; a decided pause is claimed once; a second ledger on the same
+// place (another process, another replica) sees all of it; dropped pauses are gone.
+func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l budget.Ledger) budget.Ledger) {
 	ctx := context.Background()
-	p := open(t)
 	asked := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	want := budget.Pause{ID: "q_1", Tenant: "t", Agent: "a", Run: "named:r", Hold: "h_1", Tool: "crm__wipe",
 		Arguments: `{"api_key":"[redacted]","id":7}`, View: "  api_key = [redacted]\n  id = 7\nNot shown: api_key\n",
@@ -111,7 +109,7 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	if err := other.ClaimPause(ctx, "q_2"); !errors.Is(err, budget.ErrHeldElsewhere) {
 		t.Errorf("claimed while its owner is open: %v, want ErrHeldElsewhere", err)
 	}
-	if err := gone.(interface{ Close() error }).Close(); err != nil {
+	if err := gone.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.ClaimPause(ctx, "q_2"); err != nil {

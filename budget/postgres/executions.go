@@ -11,8 +11,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-var _ budget.Executions = (*Ledger)(nil)
-
 func (p *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionRecord, error) {
 	_ = p.Flush(ctx) // a call finished lazily counts in the execution's usage
 	var x budget.ExecutionRecord

@@ -33,6 +33,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// The one contract, required whole (budget.Ledger).
+var _ budget.Ledger = (*Ledger)(nil)
+
 // Ledger is the budget.Ledger for deployments that span processes or machines: every replica of
 // the server opens the same database. Each open Ledger is an owner holding a lease row,
 // renewed in the background; see budget's package doc for how meters stay exact and how a dead

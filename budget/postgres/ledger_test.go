@@ -30,13 +30,6 @@ func TestLedgerContract(t *testing.T) {
 		func(t *testing.T, dsn string) budget.Ledger { return openLedger(t, dsn, nil) })
 }
 
-func TestPausesContract(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	ledgertest.RunPausesContract(t,
-		func(t *testing.T) budget.Pauses { return openLedger(t, dsn, nil) },
-		func(t *testing.T, _ budget.Pauses) budget.Pauses { return openLedger(t, dsn, nil) })
-}
-
 // TestReplicasStartTogether: eight replicas opening a fresh database at once all
 // start, and the schema is migrated once.
 func TestReplicasStartTogether(t *testing.T) {

@@ -10,8 +10,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-var _ budget.Executions = (*Ledger)(nil)
-
 func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionRecord, error) {
 	if err := s.Flush(ctx); err != nil { // a call finished lazily counts in the execution's usage
 		return budget.ExecutionRecord{}, err

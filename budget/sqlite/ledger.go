@@ -31,6 +31,9 @@ type Options struct {
 	checkpointed chan<- int
 }
 
+// The one contract, required whole (budget.Ledger).
+var _ budget.Ledger = (*Ledger)(nil)
+
 // Ledger is the single-machine budget.Ledger: one SQLite file in WAL mode, shared safely by the
 // goroutines of this process (writes are committed in batches, one at a time, so they never
 // spin on the busy handler: batch.go) and by other processes (write transactions are BEGIN
@@ -42,9 +45,10 @@ type Options struct {
 // drops a dead process's flocks), so a second process starting up never steals a live
 // process's calls.
 type Ledger struct {
-	db    *sql.DB
-	lock  *owner.Lock // this ledger's liveness lock, in locks
-	locks string      // the directory of every opener's lock
+	db     *sql.DB
+	lock   *owner.Lock // this ledger's liveness lock, in locks
+	locks  string      // the directory of every opener's lock
+	opened time.Time   // when lock was taken
 
 	// batch is the write queue: writes are committed in batches, one batch at a time.
 	batch *batcher
@@ -235,7 +239,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("budget: ledger owner: %w", err)
 	}
-	s := &Ledger{db: db, lock: lock, locks: path + "-owners", batch: newBatcher(), ckpt: lazy.NewLoop()}
+	s := &Ledger{db: db, lock: lock, locks: path + "-owners", opened: time.Now(), batch: newBatcher(), ckpt: lazy.NewLoop()}
 	if opts != nil {
 		s.checkpointed = opts.checkpointed
 	}
@@ -867,3 +871,11 @@ func nullJSON(b []byte) any {
 
 // times is a record's Times as stored: 0 means 1.
 func times(n int64) int64 { return max(n, 1) }
+
+// LeaseHeldUntil is budget.NeverLapses: this owner's lock is held for as long as its process
+// lives (the kernel drops it when the process dies), so no survivor records its calls
+// unknown meanwhile.
+func (s *Ledger) LeaseHeldUntil() time.Time { return budget.NeverLapses }
+
+// LeaseHeldSince is when the ledger was opened and took its lock, before any call it starts.
+func (s *Ledger) LeaseHeldSince() time.Time { return s.opened }

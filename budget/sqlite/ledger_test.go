@@ -26,14 +26,6 @@ func TestLedgerContract(t *testing.T) {
 		func(t *testing.T, dir string) budget.Ledger { return openLedger(t, dir) })
 }
 
-func TestPausesContract(t *testing.T) {
-	ledgertest.RunPausesContract(t,
-		func(t *testing.T) budget.Pauses { return openLedger(t, t.TempDir()) },
-		func(t *testing.T, p budget.Pauses) budget.Pauses {
-			return openLedger(t, filepath.Dir(p.(*Ledger).locks))
-		})
-}
-
 func TestIsWAL(t *testing.T) {
 	l := openLedger(t, t.TempDir())
 	var mode string
