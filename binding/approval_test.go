@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -444,7 +445,7 @@ func TestOneQuestionAtATime(t *testing.T) {
 	if got, want := x.Approvals(), (ApprovalCounts{Asked: maxDeclinesInARow, Declined: maxDeclinesInARow, Unasked: 300 - maxDeclinesInARow}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
-	if err := m.End(context.Background(), "completed", nil, budget.Context{}); err != nil {
+	if err := m.End(context.Background(), "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	var declined, unasked, records int64

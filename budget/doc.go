@@ -12,6 +12,7 @@
 //
 // # Imports and concurrency
 //
-// It imports failure and the standard library. Meter and Ticket are safe for concurrent use,
-// as every Ledger must be. Lock order: a Meter's mu is never held while the ledger is called.
+// It imports failure, telemetry (the one type of the context economy the ledger keeps) and
+// the standard library. Meter and Ticket are safe for concurrent use, as every
+// Ledger must be. Lock order: a Meter's mu is never held while the ledger is called.
 package budget

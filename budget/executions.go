@@ -3,6 +3,8 @@ package budget
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // Network is what an execution's egress proxy decided, under network rules only
@@ -36,7 +38,7 @@ type ExecutionRecord struct {
 	EndedAt      time.Time // zero while running
 	Usage        Usage     // what its binding calls and charges used
 	Attachments  json.RawMessage
-	Context      Context
+	Context      telemetry.Context
 	// Network is nil for an execution without network rules.
 	Network *Network
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // RunRef names a Run: the MCP session id, or the id a host names in _meta (mcp-sandbox/run),
@@ -98,25 +99,11 @@ type ExecutionEnd struct {
 	Status      string // "completed", or the failure kind
 	Attachments json.RawMessage
 	// Context is the execution's context economy: what its program received from bindings,
-	// what came back to the model, and the difference.
-	Context Context
+	// what came back to the model, and the difference. The ledger sums it per Run
+	// (RunContext).
+	Context telemetry.Context
 	// Network is what its egress proxy decided; nil without network rules.
 	Network *Network
-}
-
-// Context is the context economy the ledger keeps per execution and sums per Run: bytes the
-// program received from its tool calls, bytes of the result that came back to the model, and
-// the bytes kept out of the model's context (the first less the second, never below zero).
-type Context struct {
-	BindingBytes  int64 `json:"binding_bytes"`
-	ReturnedBytes int64 `json:"returned_bytes"`
-	KeptOutBytes  int64 `json:"kept_out_bytes"`
-}
-
-// Add returns the sum of c and d.
-func (c Context) Add(d Context) Context {
-	return Context{BindingBytes: c.BindingBytes + d.BindingBytes, ReturnedBytes: c.ReturnedBytes + d.ReturnedBytes,
-		KeptOutBytes: c.KeptOutBytes + d.KeptOutBytes}
 }
 
 // ApprovalStatus is where a call's approval by a person stands.
@@ -244,7 +231,7 @@ type Ledger interface {
 	RunUsage(ctx context.Context, run RunRef) (Usage, error)
 	// RunContext returns the context economy of the Run's ended executions, summed. A Run
 	// never seen has a zero Context.
-	RunContext(ctx context.Context, run RunRef) (Context, error)
+	RunContext(ctx context.Context, run RunRef) (telemetry.Context, error)
 	// Execution returns one execution's record (what its egress proxy decided included);
 	// ErrNotFound for an id the ledger does not hold.
 	Execution(ctx context.Context, id string) (ExecutionRecord, error)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // finishTimeout bounds the ledger write that ends a call or an execution; it runs detached
@@ -337,7 +338,7 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 // execution's end. Calls admitted afterwards are refused. status is "completed" or the
 // failure kind; attachments is the JSON array of its outputs' attachments; c is its context
 // economy.
-func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c Context) error {
+func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c telemetry.Context) error {
 	m.mu.Lock()
 	m.ended = true
 	network := m.network
@@ -359,7 +360,7 @@ func (m *Meter) NoteNetwork(n Network) {
 
 // RunContext returns the context economy of the Run's ended executions (this one included,
 // once End has recorded it), read from the ledger.
-func (m *Meter) RunContext(ctx context.Context) (Context, error) {
+func (m *Meter) RunContext(ctx context.Context) (telemetry.Context, error) {
 	return m.ledger.RunContext(ctx, m.run)
 }
 

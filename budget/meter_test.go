@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 func TestNarrow(t *testing.T) {
@@ -94,7 +95,7 @@ func TestAdmitIsExact(t *testing.T) {
 	if exec != want || runU != want {
 		t.Errorf("usage = %+v / %+v, want %+v", exec, runU, want)
 	}
-	if err := m.End(t.Context(), "completed", nil, budget.Context{}); err != nil {
+	if err := m.End(t.Context(), "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, fe := m.Admit(t.Context(), budget.Call{Tool: "srv__t"}); fe == nil {

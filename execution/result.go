@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // Result is the result document of one execution (docs/design.md §3.4), failures included: what
@@ -49,8 +50,8 @@ type Budget struct {
 // reads; KeptOutBytes is BindingBytes less ReturnedBytes, never below zero (per Run: the sum
 // over its executions).
 type Context struct {
-	Execution budget.Context `json:"execution"`
-	Run       budget.Context `json:"run"`
+	Execution telemetry.Context `json:"execution"`
+	Run       telemetry.Context `json:"run"`
 }
 
 // UpstreamProblem is what is wrong with a granted upstream server's tools, in words safe to
@@ -72,8 +73,8 @@ func refuse(t engine.Terms, k failure.Kind, message string) *Result {
 
 // contextOf is the context economy of an execution that received binding bytes and returned
 // returned bytes to the model.
-func contextOf(binding, returned int64) budget.Context {
-	return budget.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
+func contextOf(binding, returned int64) telemetry.Context {
+	return telemetry.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
 }
 
 // renderedBytes is the size of what the model reads of res: render's text, or the result's

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // TestRunCodeContextEconomy: every run_code result reports what its program received from
@@ -30,7 +30,7 @@ func TestRunCodeContextEconomy(t *testing.T) {
 	}
 	a := Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: calls}, Terms: testTerms}}
 	cs := connectWith(t, a, &Options{Ledger: led}, nil)
-	var runTotal budget.Context
+	var runTotal telemetry.Context
 	for i := range 2 {
 		res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
 		b, _ := json.Marshal(res.StructuredContent)
@@ -38,11 +38,11 @@ func TestRunCodeContextEconomy(t *testing.T) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}
-		want := budget.Context{BindingBytes: received, ReturnedBytes: int64(len(testkit.Text(res))), KeptOutBytes: max(received-int64(len(testkit.Text(res))), 0)}
+		want := telemetry.Context{BindingBytes: received, ReturnedBytes: int64(len(testkit.Text(res))), KeptOutBytes: max(received-int64(len(testkit.Text(res))), 0)}
 		if received == 0 || r.Context.Execution != want {
 			t.Fatalf("run %d: context.execution = %+v, want %+v", i, r.Context.Execution, want)
 		}
-		runTotal = budget.Context{BindingBytes: runTotal.BindingBytes + want.BindingBytes,
+		runTotal = telemetry.Context{BindingBytes: runTotal.BindingBytes + want.BindingBytes,
 			ReturnedBytes: runTotal.ReturnedBytes + want.ReturnedBytes, KeptOutBytes: runTotal.KeptOutBytes + want.KeptOutBytes}
 		if r.Context.Run != runTotal {
 			t.Fatalf("run %d: context.run = %+v, want the session's sum %+v", i, r.Context.Run, runTotal)
@@ -52,7 +52,7 @@ func TestRunCodeContextEconomy(t *testing.T) {
 	if err := db.QueryRow(`SELECT sum(binding_bytes), sum(returned_bytes), sum(kept_out_bytes) FROM executions`).Scan(&binding, &returned, &keptOut); err != nil {
 		t.Fatal(err)
 	}
-	if got := (budget.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: keptOut}); got != runTotal {
+	if got := (telemetry.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: keptOut}); got != runTotal {
 		t.Fatalf("ledger holds %+v, want %+v", got, runTotal)
 	}
 }

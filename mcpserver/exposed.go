@@ -167,11 +167,11 @@ const keptNoteBytes = 700
 // handle read_tool_output pages, what it holds, and the call's context economy (the result's
 // bytes, the bytes of the text the host got, and the difference kept out of its context).
 type Kept struct {
-	Handle      string         `json:"handle"`
-	ContentType string         `json:"content_type"`
-	Size        int64          `json:"size"`
-	Lines       int            `json:"lines"`
-	Context     budget.Context `json:"context"`
+	Handle      string            `json:"handle"`
+	ContentType string            `json:"content_type"`
+	Size        int64             `json:"size"`
+	Lines       int               `json:"lines"`
+	Context     telemetry.Context `json:"context"`
 }
 
 // keptResult renders a kept direct result: the head-and-tail preview and a note naming the
@@ -180,7 +180,7 @@ func keptResult(name string, r binding.DirectAnswer) *mcp.CallToolResult {
 	text := fmt.Sprintf("%s\n(the result of %s is %d bytes, %d lines, shown as a head-and-tail preview; read_tool_output handle %s pages the rest by line window or pattern)",
 		strings.TrimRight(r.Preview, "\n"), name, r.Handle.Size, r.Handle.Lines, r.Handle.ID)
 	k := Kept{Handle: r.Handle.ID, ContentType: r.ContentType, Size: r.Handle.Size, Lines: r.Handle.Lines,
-		Context: budget.Context{BindingBytes: r.Size, ReturnedBytes: int64(len(text)), KeptOutBytes: max(r.Size-int64(len(text)), 0)}}
+		Context: telemetry.Context{BindingBytes: r.Size, ReturnedBytes: int64(len(text)), KeptOutBytes: max(r.Size-int64(len(text)), 0)}}
 	return &mcp.CallToolResult{StructuredContent: k, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 

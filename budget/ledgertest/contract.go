@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // RunLedgerContract is the behaviour every Ledger implementation must show. newLedger returns
@@ -336,28 +337,28 @@ func contractLifecycle(t *testing.T, l budget.Ledger) {
 func contractContext(t *testing.T, l budget.Ledger) {
 	ctx := t.Context()
 	run, other := budget.RunRef{Tenant: "t", ID: "r"}, budget.RunRef{Tenant: "u", ID: "r"}
-	if c, err := l.RunContext(ctx, run); err != nil || c != (budget.Context{}) {
+	if c, err := l.RunContext(ctx, run); err != nil || c != (telemetry.Context{}) {
 		t.Fatalf("RunContext(never seen) = %+v, %v; want zero", c, err)
 	}
 	StartExecution(t, l, run, "x1")
 	StartExecution(t, l, run, "x2")
 	StartExecution(t, l, run, "x3") // still running: not counted yet
 	StartExecution(t, l, other, "y1")
-	end := func(id string, c budget.Context) {
+	end := func(id string, c telemetry.Context) {
 		t.Helper()
 		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	end("x1", budget.Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900})
-	end("x2", budget.Context{BindingBytes: 5, ReturnedBytes: 50})
-	end("x2", budget.Context{BindingBytes: 10, ReturnedBytes: 60}) // the last end stands
-	end("y1", budget.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6})
-	want := budget.Context{BindingBytes: 1010, ReturnedBytes: 160, KeptOutBytes: 900}
+	end("x1", telemetry.Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900})
+	end("x2", telemetry.Context{BindingBytes: 5, ReturnedBytes: 50})
+	end("x2", telemetry.Context{BindingBytes: 10, ReturnedBytes: 60}) // the last end stands
+	end("y1", telemetry.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6})
+	want := telemetry.Context{BindingBytes: 1010, ReturnedBytes: 160, KeptOutBytes: 900}
 	if c, err := l.RunContext(ctx, run); err != nil || c != want {
 		t.Fatalf("RunContext = %+v, %v; want %+v", c, err, want)
 	}
-	if c, err := l.RunContext(ctx, other); err != nil || c != (budget.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6}) {
+	if c, err := l.RunContext(ctx, other); err != nil || c != (telemetry.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6}) {
 		t.Fatalf("RunContext(other tenant) = %+v, %v", c, err)
 	}
 }

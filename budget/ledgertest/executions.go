@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // contractExecutions: a ledger keeps each execution's record, its end with what its egress
@@ -39,7 +40,7 @@ func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 		{Host: "10.0.0.1", Port: 80, Reason: "ip_literal", Times: 1},
 	}}
 	m.NoteNetwork(network)
-	c := budget.Context{BindingBytes: 70, ReturnedBytes: 20, KeptOutBytes: 50}
+	c := telemetry.Context{BindingBytes: 70, ReturnedBytes: 20, KeptOutBytes: 50}
 	if err := m.End(ctx, "completed", json.RawMessage(`[{"name":"stdout"}]`), c); err != nil {
 		t.Fatal(err)
 	}

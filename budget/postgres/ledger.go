@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // DefaultLeaseTTL is how long a PostgreSQL ledger's lease lasts without renewal: a replica
@@ -605,14 +606,14 @@ func (p *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage,
 	return u, nil
 }
 
-func (p *Ledger) RunContext(ctx context.Context, run budget.RunRef) (budget.Context, error) {
+func (p *Ledger) RunContext(ctx context.Context, run budget.RunRef) (telemetry.Context, error) {
 	_ = p.Flush(ctx)
-	var c budget.Context
+	var c telemetry.Context
 	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(binding_bytes), 0)::bigint, coalesce(sum(returned_bytes), 0)::bigint,
 		coalesce(sum(kept_out_bytes), 0)::bigint FROM ledger_executions WHERE tenant = $1 AND run_id = $2 AND ended_at IS NOT NULL`,
 		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
 	if err != nil {
-		return budget.Context{}, wrapPG(err)
+		return telemetry.Context{}, wrapPG(err)
 	}
 	return c, nil
 }

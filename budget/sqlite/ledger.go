@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/internal/lazy"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -626,16 +627,16 @@ func (s *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage,
 	return u, nil
 }
 
-func (s *Ledger) RunContext(ctx context.Context, run budget.RunRef) (budget.Context, error) {
+func (s *Ledger) RunContext(ctx context.Context, run budget.RunRef) (telemetry.Context, error) {
 	if err := s.Flush(ctx); err != nil {
-		return budget.Context{}, err
+		return telemetry.Context{}, err
 	}
-	var c budget.Context
+	var c telemetry.Context
 	err := prepared{s}.QueryRowContext(ctx, `SELECT coalesce(sum(binding_bytes), 0), coalesce(sum(returned_bytes), 0),
 		coalesce(sum(kept_out_bytes), 0) FROM executions WHERE tenant = ? AND run_id = ? AND ended_at IS NOT NULL`,
 		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
 	if err != nil {
-		return budget.Context{}, fmt.Errorf("budget: run context: %w", err)
+		return telemetry.Context{}, fmt.Errorf("budget: run context: %w", err)
 	}
 	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 func openLedger(t *testing.T, dir string) *Ledger {
@@ -123,7 +124,7 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 	// The context economy's columns came too, and the file is marked as set up, so the next
 	// open skips the schema.
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x", Status: "completed", Context: budget.Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x", Status: "completed", Context: telemetry.Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {
