@@ -119,7 +119,8 @@ var retired = map[string]map[string]string{
 	"outputs":  {"Reply": "wire.Answer", "HandleRef": "wire.Handle"},
 	"upstream": {"Answer": "wire.Answer (with upstream.Spent)"},
 	// Issue 40's twins: one type each.
-	"budget":                {"Context": "telemetry.Context, the one type of the context economy (the ledger keeps it, metrics count it)"},
+	"budget": {"Context": "telemetry.Context, the one type of the context economy (the ledger keeps it, metrics count it)",
+		"Network": "egress.Stats.Record, JSON the ledger holds as it is", "NetworkRefusal": "egress.RefusalCount"},
 	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "wire.Handle", "Call": "wire.Call", "Read": "wire.Read"},
 }
 

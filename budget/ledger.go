@@ -102,8 +102,9 @@ type ExecutionEnd struct {
 	// what came back to the model, and the difference. The ledger sums it per Run
 	// (RunContext).
 	Context telemetry.Context
-	// Network is what its egress proxy decided; nil without network rules.
-	Network *Network
+	// Network is what its egress proxy decided (egress.Stats.Record: JSON, which the ledger
+	// holds as it is, docs/design.md §18); nil without network rules.
+	Network json.RawMessage
 }
 
 // ApprovalStatus is where a call's approval by a person stands.

@@ -46,7 +46,7 @@ type Meter struct {
 	charges  uint64
 	ended    bool
 	refusals map[refusalKey]*refusalTally // refusals counted per tool and kind (refusals.go)
-	network  *Network                     // NoteNetwork's, recorded by End
+	network  json.RawMessage              // NoteNetwork's, recorded by End
 }
 
 // Start records the start of execution executionID (NewID("x_") when empty) in run, by the
@@ -350,11 +350,11 @@ func (m *Meter) End(ctx context.Context, status string, attachments json.RawMess
 		Network: network}))
 }
 
-// NoteNetwork keeps what the execution's egress proxy decided, for End to record with the
-// execution's end.
-func (m *Meter) NoteNetwork(n Network) {
+// NoteNetwork keeps what the execution's egress proxy decided (egress.Stats.Record), for End
+// to record with the execution's end.
+func (m *Meter) NoteNetwork(record json.RawMessage) {
 	m.mu.Lock()
-	m.network = &n
+	m.network = record
 	m.mu.Unlock()
 }
 

@@ -189,7 +189,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		}
 		aj, _ := json.Marshal(recs)
 		if res.Network != nil {
-			meter.NoteNetwork(networkRecord(&res.Outcome))
+			meter.NoteNetwork(res.Network.Record())
 		}
 		if err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
 			log.Error("execution end not recorded", "err", err)

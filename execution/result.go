@@ -97,15 +97,3 @@ func upstreamProblems(problems map[string]string) []UpstreamProblem {
 	}
 	return out
 }
-
-// networkRecord is what the ledger keeps of an execution's egress decisions: the result's
-// network block, with every refusal counted by host, port and reason.
-func networkRecord(o *engine.Outcome) budget.Network {
-	n := o.Network
-	rec := budget.Network{Allowed: int64(n.Allowed), Refused: n.RefusedTotal, BytesIn: n.BytesIn, BytesOut: n.BytesOut,
-		Refusals: make([]budget.NetworkRefusal, 0, len(n.Counts))}
-	for _, c := range n.Counts {
-		rec.Refusals = append(rec.Refusals, budget.NetworkRefusal{Host: c.Host, Port: c.Port, Reason: c.Reason, Times: c.Times})
-	}
-	return rec
-}

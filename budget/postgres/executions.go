@@ -34,9 +34,7 @@ func (p *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionReco
 		x.Attachments = []byte(*att)
 	}
 	if network != nil {
-		if x.Network, err = budget.UnmarshalNetwork([]byte(*network)); err != nil {
-			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: network: %w", id, err)
-		}
+		x.Network = []byte(*network)
 	}
 	return x, nil
 }

@@ -185,7 +185,7 @@ var postgresSchema = []string{
 		result      text
 	);
 	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
-	// 8: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
+	// 8: what an execution's egress proxy decided (egress.Stats.Record's JSON, held as it is; NULL without rules).
 	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
 	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
 	`ALTER TABLE ledger_pauses ADD COLUMN view text NOT NULL DEFAULT '';`,
@@ -376,7 +376,7 @@ func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) erro
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
 		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7 WHERE id = $1`,
 		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
-		nullJSON(budget.MarshalNetwork(end.Network)))
+		nullJSON(end.Network))
 	if err == nil && tag.RowsAffected() == 0 {
 		return budget.ErrNotFound
 	}

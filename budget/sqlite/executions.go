@@ -29,11 +29,6 @@ func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionReco
 	if err != nil {
 		return budget.ExecutionRecord{}, fmt.Errorf("budget: execution: %w", err)
 	}
-	x.StartedAt, x.EndedAt, x.Attachments = time.Unix(0, started), nullTime(ended), nullBytes(att)
-	if network.Valid {
-		if x.Network, err = budget.UnmarshalNetwork([]byte(network.String)); err != nil {
-			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: network: %w", id, err)
-		}
-	}
+	x.StartedAt, x.EndedAt, x.Attachments, x.Network = time.Unix(0, started), nullTime(ended), nullBytes(att), nullBytes(network)
 	return x, nil
 }

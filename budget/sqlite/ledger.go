@@ -295,7 +295,7 @@ var columnsAdded = []struct{ table, column, decl string }{
 	// 4: a summary of refusals stands for several calls (Refusal.Times).
 	{"tool_calls", "times", `INTEGER NOT NULL DEFAULT 1`},
 	{"approvals", "times", `INTEGER NOT NULL DEFAULT 1`},
-	// 7: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
+	// 7: what an execution's egress proxy decided (egress.Stats.Record's JSON, held as it is; NULL without rules).
 	{"executions", "network", `TEXT`},
 	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
 	{"pauses", "view", `TEXT NOT NULL DEFAULT ''`},
@@ -431,7 +431,7 @@ func (s *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) erro
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ?,
 			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ?, network = ? WHERE id = ?`,
 			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
-			nullJSON(budget.MarshalNetwork(end.Network)), end.ID)
+			nullJSON(end.Network), end.ID)
 		return mustAffect(r, err)
 	})
 }
