@@ -126,7 +126,7 @@ var allowed = []rule{
 	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
 			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
-	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces, the test gate, and the init helper's hook its Main runs first"},
+	{"engine/sandboxtest", []string{"engine", "outputs", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces and the outputs' attachments it checks, the test gate, and the init helper's hook its Main runs first"},
 	{"internal/tokenconn", nil, "the channel a child connects back to, taken by its token: the standard library only, so it builds for every GOOS (the container backend on linux, jobobject on windows)"},
 	{"internal/launch", []string{"golang.org/x/sys"},
 		"the init helper, whose start every child pays: the standard library and x/sys only, so few package initialisers run before its own (docs/design.md §19.1); " +

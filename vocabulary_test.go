@@ -114,13 +114,14 @@ var retired = map[string]map[string]string{
 	"engine": {
 		"Result": "execution.Result (the engine's part is Outcome)", "Usage": "budget.Usage", "ContextUsage": "telemetry.Context",
 		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "binding.ApprovalCounts",
-		"UpstreamProblem": "execution.UpstreamProblem",
+		"UpstreamProblem": "execution.UpstreamProblem", "Attachment": "outputs.Attachment",
 	},
 	"outputs":  {"Reply": "wire.Answer", "HandleRef": "wire.Handle"},
 	"upstream": {"Answer": "wire.Answer (with upstream.Spent)"},
 	// Issue 40's twins: one type each.
 	"budget": {"Context": "telemetry.Context, the one type of the context economy (the ledger keeps it, metrics count it)",
 		"Network": "egress.Stats.Record, JSON the ledger holds as it is", "NetworkRefusal": "egress.RefusalCount"},
+	"binding":               {"attachment": "outputs.Attachment"},
 	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "wire.Handle", "Call": "wire.Call", "Read": "wire.Read"},
 }
 

@@ -486,7 +486,7 @@ func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, a
 			r = k
 			o.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
 			o.PreservedBytes = r.Handle.Size
-			o.Attachments, _ = json.Marshal([]attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
+			o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
 				Size: r.Handle.Size, Truncated: true, Location: "blob"}})
 		}
 	}

@@ -46,7 +46,7 @@ func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstre
 	}
 	o.TransferBytes = int64(len(handleJSON(ref)))
 	o.PreservedBytes = ref.Size
-	o.Attachments, _ = json.Marshal([]attachment{{Name: tool.Name, Handle: string(ref.ID), ContentType: ctype,
+	o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: string(ref.ID), ContentType: ctype,
 		Size: ref.Size, Truncated: true, Location: "blob"}})
 	return wire.Answer{Handle: ref}, o
 }
@@ -90,17 +90,6 @@ func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.
 func handleJSON(ref *wire.Handle) []byte {
 	b, _ := json.Marshal(map[string]any{"id": ref.ID, "size": ref.Size, "lines": ref.Lines})
 	return b
-}
-
-// attachment is a handle as the ledger's tool_call_finished record lists it: the shape of an
-// execution result's attachments (docs/design.md §3.4).
-type attachment struct {
-	Name        string `json:"name"`
-	Handle      string `json:"handle,omitempty"`
-	ContentType string `json:"content_type"`
-	Size        int64  `json:"size"`
-	Truncated   bool   `json:"truncated"`
-	Location    string `json:"location"`
 }
 
 // HandleContent is what a handle keeps of a value: a string's text (so its lines are the

@@ -452,7 +452,7 @@ func RenderText(res *execution.Result) string {
 // artifactText renders one artifact: a small text one whole (the engine put it in Text, up
 // to the profile's preview size), so the model reads it without a read_tool_output call;
 // any other by name, size, type and handle.
-func artifactText(a engine.Attachment) string {
+func artifactText(a outputs.Attachment) string {
 	handle := a.Handle
 	if handle == "" {
 		handle = "none (not kept)"
@@ -488,7 +488,7 @@ func valueLine(res *execution.Result) string {
 	return fmt.Sprintf("%s: %s\n", label, v)
 }
 
-func writeStream(b *strings.Builder, name, preview string, size int64, atts []engine.Attachment) {
+func writeStream(b *strings.Builder, name, preview string, size int64, atts []outputs.Attachment) {
 	if size == 0 && preview == "" {
 		return
 	}
