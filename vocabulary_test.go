@@ -120,7 +120,8 @@ var retired = map[string]map[string]string{
 	"upstream": {"Answer": "wire.Answer (with upstream.Spent)"},
 	// Issue 40's twins: one type each.
 	"budget": {"Context": "telemetry.Context, the one type of the context economy (the ledger keeps it, metrics count it)",
-		"Network": "egress.Stats.Record, JSON the ledger holds as it is", "NetworkRefusal": "egress.RefusalCount"},
+		"Network": "egress.Stats.Record, JSON the ledger holds as it is", "NetworkRefusal": "egress.RefusalCount",
+		"Outcome": "budget.CallFinish, the record a Ticket finishes with (engine.Outcome is what a sandbox saw)"},
 	"binding":               {"attachment": "outputs.Attachment"},
 	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "wire.Handle", "Call": "wire.Call", "Read": "wire.Read"},
 }

@@ -99,7 +99,7 @@ func perCall(t *testing.T, l budget.Ledger, run string, calls, workers int) time
 					t.Errorf("admit: %v", fe)
 					return
 				}
-				if err := tk.Finish(ctx, budget.Outcome{Status: budget.Succeeded, ProducedBytes: 40, TransferBytes: 40}); err != nil {
+				if err := tk.Finish(ctx, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 40, TransferBytes: 40}}); err != nil {
 					t.Errorf("finish: %v", err)
 					return
 				}

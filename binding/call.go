@@ -339,7 +339,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 // unknown while it ran (this process stalled past its ledger lease) has its result withheld,
 // since the ledger holds it as never answered; the bytes that arrived are charged all the
 // same (budget.Ticket.Finish).
-func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep wire.Answer, o budget.Outcome) wire.Answer {
+func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep wire.Answer, o budget.CallFinish) wire.Answer {
 	err := tk.Finish(context.WithoutCancel(ctx), o)
 	if err == nil {
 		return rep
@@ -393,8 +393,8 @@ func admit(ctx context.Context, meter *budget.Meter, id, name string, args json.
 
 // outcome is what tool_call_finished records of an answer that is not a value: failed, or
 // aborted when cancelled. The transfer is filled in by delivery.
-func outcome(a wire.Answer, spent upstream.Spent) budget.Outcome {
-	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(spent.Size)}
+func outcome(a wire.Answer, spent upstream.Spent) budget.CallFinish {
+	o := budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: int64(spent.Size)}}
 	if a.Kind != "" {
 		o.Status, o.Kind, o.Message = budget.Failed, string(a.Kind), a.Message
 		if a.Kind == failure.Cancelled {
@@ -408,7 +408,7 @@ func outcome(a wire.Answer, spent upstream.Spent) budget.Outcome {
 // and a crash before this lands is recorded unknown. The record may lag (Ticket.FinishLater):
 // a ledger that batches commits it with the next call's tool_call_started, one transaction
 // for both. Wait waits for every finish.
-func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outcome) {
+func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.CallFinish) {
 	if tk == nil {
 		return
 	}
@@ -480,12 +480,12 @@ func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, a
 	o := outcome(a, spent)
 	r := DirectAnswer{Answer: a, Size: int64(len(a.Value))}
 	if a.Kind == "" {
-		o.TransferBytes = int64(len(a.Value))
+		o.Usage.TransferBytes = int64(len(a.Value))
 		if k, ok := keepDirect(ctx, keep, tool, a.Value, log); ok {
 			k.Size = r.Size
 			r = k
-			o.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
-			o.PreservedBytes = r.Handle.Size
+			o.Usage.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
+			o.Usage.PreservedBytes = r.Handle.Size
 			o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
 				Size: r.Handle.Size, Truncated: true, Location: "blob"}})
 		}

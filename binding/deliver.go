@@ -16,7 +16,7 @@ import (
 
 // deliver turns the upstream's answer into what the program receives, and what
 // tool_call_finished records of it. tk nil (nothing metered): the value crosses whole.
-func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, a wire.Answer, spent upstream.Spent) (wire.Answer, budget.Outcome) {
+func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, a wire.Answer, spent upstream.Spent) (wire.Answer, budget.CallFinish) {
 	o := outcome(a, spent)
 	if a.Kind != "" {
 		return wire.Answer{Kind: a.Kind, Message: a.Message}, o
@@ -34,7 +34,7 @@ func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstre
 	// The bytes are promised before they cross: calls racing for the last of the budget
 	// cannot all have it.
 	if tk.Reserve(budget.Usage{TransferBytes: int64(len(a.Value))}) {
-		o.TransferBytes = int64(len(a.Value))
+		o.Usage.TransferBytes = int64(len(a.Value))
 		return wire.Answer{Value: a.Value}, o
 	}
 	allow := tk.TransferAllowance()
@@ -44,8 +44,8 @@ func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstre
 		o.Message = fmt.Sprintf("the result of %s is %d bytes, over the %d bytes this call may hand over, and %s", tool.Name, len(a.Value), allow, why)
 		return wire.Answer{Kind: failure.BindingResultNotPaged, Message: o.Message}, o
 	}
-	o.TransferBytes = int64(len(handleJSON(ref)))
-	o.PreservedBytes = ref.Size
+	o.Usage.TransferBytes = int64(len(handleJSON(ref)))
+	o.Usage.PreservedBytes = ref.Size
 	o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: string(ref.ID), ContentType: ctype,
 		Size: ref.Size, Truncated: true, Location: "blob"}})
 	return wire.Answer{Handle: ref}, o

@@ -380,11 +380,11 @@ type Ticket struct {
 	finished bool  // finish has run; guarded by m.mu
 }
 
-// Answered notes that the program holds o's answer before tool_call_finished lands (it may
-// lag: FinishLater), so Seen, and with it budget.remaining(), counts o's bytes from now on
+// Answered notes that the program holds f's answer before tool_call_finished lands (it may
+// lag: FinishLater), so Seen, and with it budget.remaining(), counts f's bytes from now on
 // and never shows what a program already received as still left. finish takes them over.
-func (t *Ticket) Answered(o Outcome) {
-	u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
+func (t *Ticket) Answered(f CallFinish) {
+	u := f.Usage.bytes()
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
 	if t.finished {
@@ -412,25 +412,16 @@ func (t *Ticket) Reserve(u Usage) bool {
 	return true
 }
 
-// Outcome is how a call ended.
-type Outcome struct {
-	Status         CallStatus // Succeeded, Failed, Refused or Aborted
-	ProducedBytes  int64      // what the upstream made
-	TransferBytes  int64      // what crossed into the sandbox
-	PreservedBytes int64      // what was kept in the blob store or ledger
-	Attachments    json.RawMessage
-	Kind           string // the ToolError kind when not Succeeded
-	Message        string
-}
+// Finish writes tool_call_finished, f (its ID is the ticket's, its Usage.Calls ignored), and
+// charges the call's bytes. It runs detached from ctx's cancellation (a cancelled call must
+// still be recorded). Later calls return the first result.
+func (t *Ticket) Finish(ctx context.Context, f CallFinish) error { return t.finish(ctx, f, false) }
 
-// Finish writes tool_call_finished and charges the call's bytes. It runs detached from ctx's
-// cancellation (a cancelled call must still be recorded). Later calls return the first result.
-func (t *Ticket) Finish(ctx context.Context, o Outcome) error { return t.finish(ctx, o, false) }
-
-// FinishLater is Finish for a record that may lag: the ledger commits it with its next batch (the next call's tool_call_started, Meter.Flush, or a few
-// milliseconds), and FinishLater returns once it has. The call's bytes stay reserved until
-// then, so the meters never undercount.
-func (t *Ticket) FinishLater(ctx context.Context, o Outcome) error { return t.finish(ctx, o, true) }
+// FinishLater is Finish for a record that may lag: the ledger commits it with its next batch
+// (the next call's tool_call_started, Meter.Flush, or a few milliseconds), and FinishLater
+// returns once it has. The call's bytes stay reserved until then, so the meters never
+// undercount.
+func (t *Ticket) FinishLater(ctx context.Context, f CallFinish) error { return t.finish(ctx, f, true) }
 
 // SurelyOpen reports whether t's call is surely still recorded started: its ledger's hold on
 // it never lapses while the process lives (SQLite's lock, NeverLapses), or its lease surely
@@ -448,12 +439,12 @@ func (t *Ticket) SurelyOpen() bool {
 // Run's usage read next counts them.
 func (m *Meter) Flush(ctx context.Context) error { return m.ledger.Flush(ctx) }
 
-func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
+func (t *Ticket) finish(ctx context.Context, fin CallFinish, later bool) error {
 	t.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		defer cancel()
-		u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
-		fin := CallFinish{ID: t.id, Status: o.Status, Usage: u, Attachments: o.Attachments, Kind: o.Kind, Message: o.Message}
+		u := fin.Usage.bytes()
+		fin.ID, fin.Usage = t.id, u
 		t.m.beginCharge()
 		if later {
 			t.err = t.m.ledger.FinishCallLater(ctx, fin)

@@ -31,7 +31,7 @@ func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if err := tk.Finish(ctx, budget.Outcome{Status: budget.Succeeded, TransferBytes: 70}); err != nil {
+	if err := tk.Finish(ctx, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 70}}); err != nil {
 		t.Fatal(err)
 	}
 	network := json.RawMessage(`{"allowed":3,"refused":12,"refusals":[{"host":"other.test","port":443,"reason":"not_allowed","times":10},` +

@@ -53,7 +53,7 @@ func contractRefusalLoop(t *testing.T, l budget.Ledger) {
 			mu.Lock()
 			admitted++
 			mu.Unlock()
-			if err := tk.FinishLater(ctx, budget.Outcome{Status: budget.Succeeded}); err != nil {
+			if err := tk.FinishLater(ctx, budget.CallFinish{Status: budget.Succeeded}); err != nil {
 				t.Error(err)
 			}
 		}

@@ -187,7 +187,7 @@ func TestTicketAcrossALostLease(t *testing.T) {
 	if before.SurelyOpen() {
 		t.Error("a call started before the lease was lost is surely open under the lease taken back")
 	}
-	if err := before.Finish(ctx, budget.Outcome{Status: budget.Succeeded}); !errors.Is(err, budget.ErrAlreadyFinished) {
+	if err := before.Finish(ctx, budget.CallFinish{Status: budget.Succeeded}); !errors.Is(err, budget.ErrAlreadyFinished) {
 		t.Errorf("finishing the call recorded unknown: %v, want ErrAlreadyFinished", err)
 	}
 	after, fe := m.Admit(ctx, budget.Call{Tool: "slow"})
