@@ -109,7 +109,7 @@ type rule struct {
 
 var allowed = []rule{
 	{"failure", nil, "the leaf of kinds and the Error type: every package may import it, and it imports nothing"},
-	{"configs", []string{"failure", "egress", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), and nothing of the runtime"},
+	{"configs", []string{"failure", "egress", "internal/nearest", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), the one \"did you mean\" (internal/nearest, a leaf), and nothing of the runtime"},
 	{"outputs", []string{"failure"}, "previews, blobs and handles: a leaf both engine and binding import (failure allowed, as for every package)"},
 	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
 	{"egress", []string{"failure"}, "the egress proxy and its rule language: a leaf on the standard library's net/http and crypto/x509, which the engine runs per execution and cmd checks upstream URLs with"},
@@ -149,7 +149,7 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "telemetry", "engine/wire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
+	{"upstream", []string{"failure", "telemetry", "engine/wire", "internal/nearest", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
 		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is engine/wire's Answer, the leaf of the program's channel; never budget, outputs, binding or engine"},
 	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
 	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},

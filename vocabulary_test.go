@@ -12,6 +12,8 @@ package mcpsandbox_test
 //   - TestOneStorageContract (issue 40): a ledger is one contract, required whole
 //     (budget.Ledger): nothing asserts a ledger to one of its parts or to an anonymous
 //     interface of its methods to ask what it can do.
+//   - TestOneEditDistance (issue 40): the edit distance behind every "did you mean" is
+//     internal/nearest's; no other package declares one.
 //   - TestVocabularyRulesCatchViolations: each is fed violations and must find them.
 
 import (
@@ -217,6 +219,13 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	if got := ledgerAssertions(src, methods); len(got) != 2 {
 		t.Errorf("ledgerAssertions = %q, want budget.Pauses and the Flush interface", got)
 	}
+	src = parseSrc(t, "func editDistance(a, b string) int { return 0 }\nfunc Nearest() {}\nfunc nearestFree() {}")
+	if got := distanceViolations("configs", src); len(got) != 2 {
+		t.Errorf("distanceViolations(configs) = %q, want editDistance and Nearest", got)
+	}
+	if got := distanceViolations("internal/nearest", src); len(got) != 0 {
+		t.Errorf("distanceViolations(internal/nearest) = %q: its home may", got)
+	}
 }
 
 func parseSrc(t *testing.T, src string) *ast.File {
@@ -304,6 +313,31 @@ func TestOneStorageContract(t *testing.T) {
 	for name, f := range goFiles(t, func(string) bool { return true }) {
 		for _, v := range ledgerAssertions(f, methods) {
 			t.Errorf("%s: %s: a ledger is one contract, required whole (budget.Ledger); call the method", name, v)
+		}
+	}
+}
+
+// distanceNames are the names a second edit distance (or its "nearest" wrapper) would take.
+var distanceNames = regexp.MustCompile(`(?i)^(edit_?distance|levenshtein|nearest)$`)
+
+// distanceViolations are the functions of f, in package rel, that copy internal/nearest's job.
+func distanceViolations(rel string, f *ast.File) []string {
+	if rel == "internal/nearest" {
+		return nil
+	}
+	var out []string
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && distanceNames.MatchString(fd.Name.Name) {
+			out = append(out, fmt.Sprintf("%s.%s: the edit distance is internal/nearest's (nearest.Name)", rel, fd.Name.Name))
+		}
+	}
+	return out
+}
+
+func TestOneEditDistance(t *testing.T) {
+	for name, f := range goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }) {
+		for _, v := range distanceViolations(path.Dir(name), f) {
+			t.Errorf("%s: %s", name, v)
 		}
 	}
 }

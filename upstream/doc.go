@@ -12,7 +12,8 @@
 //
 // # Imports and concurrency
 //
-// It imports failure, telemetry, engine/wire (a call's answer), the go-sdk, jsonschema-go, a2a-go
+// It imports failure, telemetry, engine/wire (a call's answer), internal/nearest (an unknown
+// argument's "did you mean"), the go-sdk, jsonschema-go, a2a-go
 // (its protocol types, package a2a), segmentio/encoding (the go-sdk's JSON decoder, which
 // frame.go calls directly) and
 // the standard library (docs/design.md §2), never budget, outputs, binding, engine or configs: cmd
