@@ -1,8 +1,9 @@
 // Package mcpsandbox_test holds the rules of the house that tests enforce rather than memory.
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
-//   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows; and
-//     what only tests may import (testOnly: the test kit).
+//   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows;
+//     which packages only some may import (importedOnlyBy: a room's door); and what only
+//     tests may import (testOnly: the test kit).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -151,13 +152,16 @@ var allowed = []rule{
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
 	{"upstream", []string{"failure", "telemetry", "engine/wire", "internal/nearest", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
 		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is engine/wire's Answer, the leaf of the program's channel; never budget, outputs, binding or engine"},
-	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
-	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
+	{"approval", []string{"budget", "failure", "telemetry"},
+		"the one home of a call that needs a person's approval: the question, its pause (a row of budget's store, its one state) and its answer from any path, recorded (budget) and counted (telemetry); " +
+			"never upstream (binding builds the question from the tool), binding, cassette or mcpserver (how a question crosses MCP is an Asker it is handed)"},
+	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry", "approval"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry), the question a call that needs approval asks (approval); never engine"},
+	{"execution", []string{"engine", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
 	{"cassette", []string{"binding", "upstream", "outputs", "engine/wire", "failure"},
 		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream), answers (engine/wire), the kept results a replay's handle reads are served from (outputs)"},
-	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
-		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); a paused program's journal is a cassette's"},
+	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
 		"the OAuth resource server: access tokens verified as JWTs by go-jose (never by code of ours) against keys found by go-sdk's oauthex discovery; never configs (cmd converts)"},
 	{"upstream/oauthclient", []string{"upstream", "github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
@@ -166,6 +170,29 @@ var allowed = []rule{
 		"the seam to what an operator watches: the OpenTelemetry API (never its SDK: cmd installs that), a metrics interface, a logger in a context; engine stays free of it"},
 	{"metrics", []string{"telemetry", "github.com/prometheus/client_golang"},
 		"telemetry.Metrics over Prometheus, imported by cmd only, so no other package links Prometheus"},
+}
+
+// importedOnlyBy are the packages that only the packages named may import (besides cmd/,
+// conformance and benchmarks, which may use anything), with why: a room's door.
+var importedOnlyBy = map[string]struct {
+	by  []string
+	why string
+}{
+	"approval": {[]string{"binding", "execution", "mcpserver"},
+		"a question is asked by a binding call's approval step, counted in an execution's result, and crosses MCP in mcpserver; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
+}
+
+// importerViolations says which of a package's imports only other packages may make
+// (importedOnlyBy).
+func importerViolations(rel string, imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		door, ok := importedOnlyBy[strings.TrimPrefix(imp, module+"/")]
+		if ok && strings.HasPrefix(imp, module+"/") && !slices.Contains(door.by, rel) {
+			out = append(out, fmt.Sprintf("%s imports %s, which only %v may: %s", rel, imp, door.by, door.why))
+		}
+	}
+	return out
 }
 
 func ruleFor(rel string) (rule, bool) {
@@ -208,7 +235,7 @@ func TestImportRules(t *testing.T) {
 			if exempt(p.rel()) {
 				continue
 			}
-			for _, v := range importViolations(p.rel(), p.Imports) {
+			for _, v := range append(importViolations(p.rel(), p.Imports), importerViolations(p.rel(), p.Imports)...) {
 				t.Errorf("GOOS=%s: %s", goos, v)
 			}
 		}
@@ -488,10 +515,18 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"internal/tokenconn", []string{"net", "crypto/subtle"}, 0},
 		{"internal/tokenconn", []string{"golang.org/x/sys/unix", module + "/internal/gate"}, 2}, // it builds for every GOOS on the standard library
 		{"no/such/package", nil, 1}, // a package without a rule
+		{"approval", []string{module + "/budget", module + "/telemetry", "net/http"}, 0},
+		{"approval", []string{module + "/upstream", module + "/cassette"}, 2}, // binding builds the question; the journal is an interface
 	} {
 		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {
 			t.Errorf("importViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
 		}
+	}
+	if got := importerViolations("binding", []string{module + "/approval", module + "/upstream"}); len(got) != 0 {
+		t.Errorf("importerViolations(binding) = %q: binding may import approval", got)
+	}
+	if got := importerViolations("upstream", []string{module + "/approval", module + "/failure"}); len(got) != 1 {
+		t.Errorf("importerViolations(upstream) = %q, want approval refused", got)
 	}
 	if got := testOnlyViolations("cmd/mcp-sandbox", []string{module + "/internal/testkit", module + "/internal/gate"}); len(got) != 1 {
 		t.Errorf("testOnlyViolations found %q in a command importing the test kit, want 1", got)

@@ -34,7 +34,7 @@ import (
 
 // hostPackages are what the engine must never reach: the host's meters and ledger, a binding
 // call's walk, the upstream client, and what wires them to it.
-var hostPackages = []string{"budget", "binding", "upstream", "execution", "mcpserver"}
+var hostPackages = []string{"budget", "binding", "approval", "upstream", "execution", "mcpserver"}
 
 // hostWords are the host's concerns, which no name the engine declares may mention.
 var hostWords = regexp.MustCompile(`(?i)budget|approval|upstream`)

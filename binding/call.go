@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -40,7 +41,7 @@ type Options struct {
 	Tenant string
 	// Approvals ask a person about calls that need approval; nil asks nobody, so such calls
 	// are refused (approval_required_in_program).
-	Approvals *Approvals
+	Approvals *approval.Asking
 	// MaxConcurrentCalls caps the calls in flight; zero means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int
 	// Logger receives what the operator must know; nil means slog.Default().
@@ -75,7 +76,7 @@ type TapedCall struct {
 	Tool     *upstream.Tool
 	Args     json.RawMessage
 	Answer   wire.Answer
-	Approval Decision
+	Approval approval.Decision
 	Seconds  float64
 	// Kept are the first bytes of a result kept under a handle (Answer.Handle), at most the
 	// Tape's KeptBytes; Cut says there were more.
@@ -94,11 +95,9 @@ type Execution struct {
 	log    *slog.Logger
 	report telemetry.Reporter
 	slots  chan struct{} // one per call in flight
-	appr   *Approvals
-	tally  tally  // the approval step's decisions
-	asking asking // its questions: one open at a time
-	// unaskedLogged counts the unasked decisions logged (approval.unaskedLogged).
-	unaskedLogged atomic.Int64
+	appr   *approval.Asking
+	// questions are the execution's questions: one open at a time, their decisions counted.
+	questions approval.Questions
 
 	mu      sync.Mutex // guards handles
 	handles map[outputs.Handle]bool
@@ -171,7 +170,7 @@ func (x *Execution) Signatures() json.RawMessage {
 func (x *Execution) Unavailable() []string { return x.turn.Unavailable() }
 
 // Approvals returns the approval step's decisions so far: the result's approvals.
-func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
+func (x *Execution) Approvals() approval.Counts { return x.questions.Counts() }
 
 // Problems maps each granted server with something wrong with its tools (one that could not
 // be started, and why) to a sentence safe to show the model: upstream_problems.
@@ -234,7 +233,7 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 		ob.end(rep)
 		return rep
 	}
-	var d Decision
+	var d approval.Decision
 	rep := x.delivered(x.walk(ctx, seq, name, args, &d))
 	ob.end(rep)
 	c := TapedCall{Seq: seq, Name: name, Args: args, Answer: rep, Approval: d, Seconds: time.Since(ob.start).Seconds()}
@@ -273,7 +272,7 @@ func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (k
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
 // The approval decision is left in decided when it is not nil; seq is the call's number on
 // the tape (0 without one), which a question carries.
-func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *Decision) wire.Answer {
+func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *approval.Decision) wire.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -299,9 +298,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	args = checked
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
-	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true, seq: seq,
-		asking: &x.asking, unaskedLogged: &x.unaskedLogged})
-	x.tally.add(d)
+	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq)
 	if decided != nil {
 		*decided = d
 	}
@@ -431,7 +428,7 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Call
 // program setting); recorded under meter (budget.Direct; nil records nothing), outside the
 // binding budget, and never paged: the host gets the whole value. DirectKept is the call that
 // keeps a large result under a handle instead.
-func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) wire.Answer {
+func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *approval.Asking, log *slog.Logger, name string, args json.RawMessage) wire.Answer {
 	return DirectKept(ctx, turn, meter, appr, log, name, args, Keep{}).Answer
 }
 
@@ -459,7 +456,7 @@ type DirectAnswer struct {
 // with tool_call_finished (attachments, preserved bytes) and the transfer is what the host
 // received, the preview and the handle. A result the store cannot keep is handed over whole,
 // with a warning logged: the host asked for it, and the value exists.
-func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
+func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *approval.Asking, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
 	tool, fe := turn.Lookup(name)
 	if fe != nil {
 		return DirectAnswer{Answer: wire.Refused(fe)}
@@ -468,7 +465,7 @@ func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, a
 	if fe != nil {
 		return DirectAnswer{Answer: wire.Refused(fe)}
 	}
-	_, callID, fe := appr.approve(ctx, approval{turn: turn, tool: tool, args: args, meter: meter, log: log})
+	_, callID, fe := approve(ctx, appr, turn, tool, args, meter, log, nil, 0)
 	if fe != nil {
 		return DirectAnswer{Answer: wire.Refused(fe)}
 	}

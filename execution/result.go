@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -22,10 +22,10 @@ type Result struct {
 	// UpstreamProblems are the granted upstream servers with something wrong with their tools
 	// at this execution (one that could not be started, and why: its tools are missing from
 	// TOOLS and have no alias), as list_tools reports them.
-	UpstreamProblems []UpstreamProblem      `json:"upstream_problems,omitempty"`
-	Budget           Budget                 `json:"budget"`
-	Approvals        binding.ApprovalCounts `json:"approvals"`
-	Context          Context                `json:"context"`
+	UpstreamProblems []UpstreamProblem `json:"upstream_problems,omitempty"`
+	Budget           Budget            `json:"budget"`
+	Approvals        approval.Counts   `json:"approvals"`
+	Context          Context           `json:"context"`
 	// Resumed is set when the program was run again from its journal after it paused on an
 	// approval and the process holding it was gone (docs/design.md §11).
 	Resumed *Resumed `json:"resumed,omitempty"`

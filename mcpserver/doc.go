@@ -5,8 +5,9 @@
 // OAuth access tokens through HTTPOptions.OAuth, with RFC 9728 metadata), Host and Origin
 // protection and a request body limit.
 //
-// Imports: engine, execution, binding, upstream, budget, outputs, failure, telemetry, cassette
-// (a paused program's journal) and the go-sdk only (docs/design.md §2). It never imports
+// Imports: engine, execution, binding, approval (its questions, of which this package is only
+// how one crosses MCP, by elicitation or input_required), upstream, budget, outputs, failure,
+// telemetry, cassette (a paused program's journal) and the go-sdk only (docs/design.md §2). It never imports
 // configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,
 // HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
@@ -18,10 +19,9 @@
 // ledger); progress senders are waited for by their run_code; a Drain's cancellation of an
 // execution is a context.AfterFunc, unhooked when the execution ends; a call held for an
 // approval's round trips (mrtr.go) runs on a goroutine begun with the Drain like an execution
-// and ends with its call (at the latest when the approval times out); a question kept as a
-// pause (pause.go) is put on a goroutine of its own, which its Ask cancels and waits for
-// before it returns. TestMain checks that no
-// goroutine outlives the tests.
+// and ends with its call (at the latest when the approval times out), and so does the relay
+// of what it comes to after an answer given on another path (retry.go). TestMain checks that
+// no goroutine outlives the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
 // everything it holds after construction is read-only except the exposed tool set, guarded by

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -133,10 +132,10 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	if led := h.opts.Ledger; led != nil {
 		meter = budget.Direct(led, h.runOf(req))
 	}
-	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals, _ *cassette.Journal) *mcp.CallToolResult {
+	return h.serveCall(ctx, req, func(ctx context.Context, env callEnv) *mcp.CallToolResult {
 		start := time.Now()
 		keep := binding.Keep{Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, PreviewBytes: execution.ValuePreviewBytes - keptNoteBytes}
-		r := binding.DirectKept(ctx, t, meter, a, h.log, name, req.Params.Arguments, keep)
+		r := binding.DirectKept(ctx, t, meter, env.asking, h.log, name, req.Params.Arguments, keep)
 		h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
 		var res *mcp.CallToolResult
 		var economy telemetry.Context

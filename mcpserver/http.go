@@ -83,13 +83,19 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Server == nil || o.Server.StateKeys == nil {
-		// One key for every agent's server, as cmd gives it.
+	if o.Server == nil || o.Server.StateKeys == nil || o.Server.Room == nil {
+		// One key and one Room for every agent's server, as cmd gives them.
 		so := Options{}
 		if o.Server != nil {
 			so = *o.Server
 		}
-		so.StateKeys = RandomStateKeys()
+		if so.StateKeys == nil {
+			so.StateKeys = RandomStateKeys()
+		}
+		if so.Logger == nil {
+			so.Logger = o.Logger
+		}
+		so.Room = so.room()
 		o.Server = &so
 	}
 	h := &httpHandler{opts: o, agents: map[string]map[string]http.Handler{}}
@@ -121,7 +127,7 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 		}
 	}
 	if o.Server.Ledger != nil && o.Operator != nil {
-		h.approvalRoutes(mux, o.Server.Ledger)
+		h.approvalRoutes(mux, o.Server.Room)
 	}
 	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)

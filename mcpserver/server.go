@@ -12,9 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -94,12 +93,30 @@ type Options struct {
 	StateKeys *StateKeys
 	// Cassettes, when set, records every execution's cassette (execution.Options.Cassettes).
 	Cassettes execution.CassetteKeeper
-	// PausePoll is how often a call waiting for a person's answer looks in the ledger for an
-	// operator's (pause.go); zero means DefaultPausePoll.
+	// Room keeps the questions of the calls that need a person's approval and takes their
+	// answers from every path (package approval); nil means one over Ledger's pauses (or
+	// memory, without a Ledger), made with PausePoll and Paused: by NewServer for its own
+	// agent, by HTTPHandler once for all of its agents.
+	Room *approval.Room
+	// PausePoll is how often a call waiting for a person's answer looks in the ledger for what
+	// another process did (an operator's answer, a retry there); zero means
+	// approval.DefaultPoll.
 	PausePoll time.Duration
 	// Paused, when set, hears of each question kept as a pause, once, after it is saved
-	// (approvals.webhook). It must not block.
-	Paused func(Approval)
+	// (approvals.webhook: approval.Webhook.Notify). It must not block.
+	Paused func(approval.Entry)
+}
+
+// room is the Room o names, or a new one over its ledger.
+func (o *Options) room() *approval.Room {
+	if o.Room != nil {
+		return o.Room
+	}
+	var store budget.Pauses
+	if o.Ledger != nil {
+		store = o.Ledger
+	}
+	return approval.NewRoom(store, &approval.RoomOptions{Poll: o.PausePoll, Notify: o.Paused, Logger: o.Logger})
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
@@ -124,14 +141,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	if o.StateKeys == nil {
 		o.StateKeys = RandomStateKeys()
 	}
-	if o.PausePoll <= 0 {
-		o.PausePoll = DefaultPausePoll
-	}
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
 		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
-	if o.Ledger != nil {
-		h.pauses = o.Ledger
-	}
+	h.room = o.room()
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
@@ -283,13 +295,12 @@ type handlers struct {
 	exposedMu sync.Mutex
 	exposed   map[string]string
 
-	// holds are the calls held across the round trips of an approval (mrtr.go), sealed
-	// under stateKeys.
+	// room keeps the questions of calls that need a person's approval (package approval);
+	// holds are the calls held across the round trips of an approval (mrtr.go), whose
+	// requestStates are sealed under stateKeys.
+	room      *approval.Room
 	holds     holds
 	stateKeys *StateKeys
-	// pauses keep calls paused on an approval beyond this process (pause.go): the ledger's,
-	// when it keeps them; nil otherwise.
-	pauses budget.Pauses
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -323,12 +334,12 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(*in.Code) > maxCodeBytes {
 		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
-	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals, j *cassette.Journal) *mcp.CallToolResult {
+	return h.serveCall(ctx, req, func(ctx context.Context, env callEnv) *mcp.CallToolResult {
 		ctx, end, ok := h.opts.Drain.begin(ctx)
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, *in.Code, a, j)
+		res := h.execute(ctx, req, *in.Code, env)
 		end()
 		out := renderResult(res, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
