@@ -12,6 +12,10 @@ package mcpsandbox_test
 //   - TestOneStorageContract (issue 40): a ledger is one contract, required whole
 //     (budget.Ledger): nothing asserts a ledger to one of its parts or to an anonymous
 //     interface of its methods to ask what it can do.
+//   - TestPauseRowsAreApprovals (issue 40): a question's pause is its one state, kept by
+//     package approval: outside budget (its store) and approval, only cmd (the retention
+//     sweeper, which opens the store) calls a budget.Pauses method; mcpserver keeps no
+//     bookkeeping of its own beside it.
 //   - TestOneEditDistance (issue 40): the edit distance behind every "did you mean" is
 //     internal/nearest's; no other package declares one.
 //   - TestVocabularyRulesCatchViolations: each is fed violations and must find them.
@@ -219,6 +223,13 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	if got := ledgerAssertions(src, methods); len(got) != 2 {
 		t.Errorf("ledgerAssertions = %q, want budget.Pauses and the Flush interface", got)
 	}
+	src = parseSrc(t, "func f(h *handlers) { h.pauses.DecidePause(ctx, id, s, by); h.room.Answer(ctx, id, a) }")
+	if got := pauseCalls("mcpserver", src, []string{"DecidePause", "Pause"}); len(got) != 1 {
+		t.Errorf("pauseCalls(mcpserver) = %q, want DecidePause", got)
+	}
+	if got := pauseCalls("approval", src, []string{"DecidePause"}); len(got) != 0 {
+		t.Errorf("pauseCalls(approval) = %q: the room may", got)
+	}
 	src = parseSrc(t, "func editDistance(a, b string) int { return 0 }\nfunc Nearest() {}\nfunc nearestFree() {}")
 	if got := distanceViolations("configs", src); len(got) != 2 {
 		t.Errorf("distanceViolations(configs) = %q, want editDistance and Nearest", got)
@@ -337,6 +348,57 @@ func distanceViolations(rel string, f *ast.File) []string {
 func TestOneEditDistance(t *testing.T) {
 	for name, f := range goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }) {
 		for _, v := range distanceViolations(path.Dir(name), f) {
+			t.Errorf("%s: %s", name, v)
+		}
+	}
+}
+
+// pausesMethods are budget.Pauses's methods, as budget declares them.
+func pausesMethods(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, f := range goFiles(t, func(name string) bool { return name == "budget/pause.go" }) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Pauses" {
+				for _, m := range ts.Type.(*ast.InterfaceType).Methods.List {
+					for _, id := range m.Names {
+						out = append(out, id.Name)
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// pauseCalls are the calls in f, of package rel, of a pause store's methods (methods) where
+// only budget and approval may make them.
+func pauseCalls(rel string, f *ast.File, methods []string) []string {
+	if rel == "approval" || rel == "budget" || strings.HasPrefix(rel, "budget/") || exempt(rel) {
+		return nil
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && slices.Contains(methods, sel.Sel.Name) {
+				out = append(out, fmt.Sprintf("%s calls %s: a question's pause is package approval's (its Room)", rel, sel.Sel.Name))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func TestPauseRowsAreApprovals(t *testing.T) {
+	methods := pausesMethods(t)
+	for _, want := range []string{"SavePause", "DecidePause", "ClaimPause", "SetPauseResult"} {
+		if !slices.Contains(methods, want) {
+			t.Fatalf("budget.Pauses has no %s (%v): the rule would guard nothing", want, methods)
+		}
+	}
+	for name, f := range goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }) {
+		for _, v := range pauseCalls(path.Dir(name), f, methods) {
 			t.Errorf("%s: %s", name, v)
 		}
 	}
