@@ -115,65 +115,19 @@ type Call struct {
 func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ *failure.Error) {
 	why := strings.Join(c.Reasons, "; ")
 	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: budget.NewID("c_"), Tool: c.Tool, Reason: why}
-	q := Question{Tool: c.Tool, Reasons: c.Reasons, InProgram: c.InProgram, Wait: a.timeout(), Seq: c.Seq}
+	q := Question{Tool: c.Tool, Reasons: c.Reasons, InProgram: c.InProgram, Wait: a.timeout(), Seq: c.Seq,
+		Arguments: c.Arguments, Redacted: c.Redacted}
 	var by string
 	defer func() { c.logDecision(d, ask, by); c.Questions.count(d); a.report(d) }()
-
-	// unasked refuses the call without asking, recorded unasked (summarised past the first
-	// few: budget.RecordedRefusals).
-	unasked := func(kind failure.Kind, format string, args ...any) (Decision, string, *failure.Error) {
+	release, fe := a.askable(ctx, c, &q, why)
+	if fe != nil {
+		// Refused without asking, recorded unasked (summarised past the first few:
+		// budget.RecordedRefusals).
 		ask.Status = budget.ApprovalUnasked
 		c.record(ctx, ask)
-		return Unasked, "", failure.New(kind, format, args...)
-	}
-	var cannot string
-	if a == nil || a.Asker == nil {
-		cannot = "nothing connects it to a person"
-	} else if ok, w := a.Asker.CanAsk(); !ok {
-		cannot = w
-	} else if dl, ok := ctx.Deadline(); ok && time.Until(dl)-margin < q.Wait {
-		q.Wait = time.Until(dl) - margin
-		if q.Wait < minWait {
-			cannot = "the program's wall clock has too little time left to wait for an answer"
-		}
-	}
-	if cannot != "" {
-		return unasked(failure.ApprovalRequiredInProgram,
-			"%s needs a person's approval (%s), and this host cannot ask for it: %s; it was not called", c.Tool, why, cannot)
-	}
-	// A question shows everything that decides it, or is not asked.
-	if c.Incomplete != "" {
-		return unasked(failure.ApprovalRequiredInProgram,
-			"%s needs a person's approval (%s), and a question could not show its arguments in full: %s; nobody was asked and it was not called",
-			c.Tool, why, c.Incomplete)
-	}
-	q.Arguments, q.Redacted = c.Arguments, c.Redacted
-	// One question of an execution at a time: the others wait their turn within their own
-	// approval wait, so a program cannot pile questions on the person.
-	deadline := time.Now().Add(q.Wait)
-	release, waited, ok := c.Questions.turn(ctx, q.Wait)
-	if !ok {
-		if ctx.Err() != nil {
-			return unasked(failure.Cancelled,
-				"the call of %s was cancelled while it waited to ask for a person's approval; it was not called", c.Tool)
-		}
-		return unasked(failure.ApprovalRequiredInProgram,
-			"%s needs a person's approval (%s), and another question of this program stayed open for the whole wait (%s); nobody was asked and it was not called",
-			c.Tool, why, q.Wait.Round(time.Second))
+		return Unasked, "", fe
 	}
 	defer release()
-	if n := c.Questions.declines(c.Tool); n >= MaxDeclinesInARow {
-		return unasked(failure.Denied,
-			"the person declined the last %d calls of %s in this program, so it is refused without asking again; it was not called", n, c.Tool)
-	}
-	if waited {
-		q.Wait = time.Until(deadline)
-	}
-	if waited && q.Wait < minWait {
-		return unasked(failure.ApprovalRequiredInProgram,
-			"%s needs a person's approval (%s), and too little of the wait was left after other questions of this program; nobody was asked and it was not called",
-			c.Tool, why)
-	}
 	ask.Status = budget.ApprovalPending
 	if err := c.record(ctx, ask); err != nil {
 		return Failed, "", failure.Wrap(failure.UpstreamError, err,
@@ -198,6 +152,62 @@ func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ 
 		}
 	}
 	return d, ask.CallID, refusal(d, c.Tool, q.Wait, ctx.Err() != nil)
+}
+
+// askable says whether q may be put for c now (why is why c needs approval): a host that
+// can ask, a wait that fits the program's wall clock (q.Wait shortened to it), arguments a
+// question shows in full, and the execution's turn, taken (release gives it back) within q's
+// own wait, which is left what remains of it. Otherwise the refusal says why nobody is asked.
+func (a *Asking) askable(ctx context.Context, c Call, q *Question, why string) (release func(), _ *failure.Error) {
+	var cannot string
+	if a == nil || a.Asker == nil {
+		cannot = "nothing connects it to a person"
+	} else if ok, w := a.Asker.CanAsk(); !ok {
+		cannot = w
+	} else if dl, ok := ctx.Deadline(); ok && time.Until(dl)-margin < q.Wait {
+		q.Wait = time.Until(dl) - margin
+		if q.Wait < minWait {
+			cannot = "the program's wall clock has too little time left to wait for an answer"
+		}
+	}
+	if cannot != "" {
+		return nil, failure.New(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval (%s), and this host cannot ask for it: %s; it was not called", c.Tool, why, cannot)
+	}
+	// A question shows everything that decides it, or is not asked.
+	if c.Incomplete != "" {
+		return nil, failure.New(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval (%s), and a question could not show its arguments in full: %s; nobody was asked and it was not called",
+			c.Tool, why, c.Incomplete)
+	}
+	// One question of an execution at a time: the others wait their turn within their own
+	// approval wait, so a program cannot pile questions on the person.
+	deadline := time.Now().Add(q.Wait)
+	release, waited, ok := c.Questions.turn(ctx, q.Wait)
+	switch {
+	case !ok && ctx.Err() != nil:
+		return nil, failure.New(failure.Cancelled,
+			"the call of %s was cancelled while it waited to ask for a person's approval; it was not called", c.Tool)
+	case !ok:
+		return nil, failure.New(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval (%s), and another question of this program stayed open for the whole wait (%s); nobody was asked and it was not called",
+			c.Tool, why, q.Wait.Round(time.Second))
+	}
+	if n := c.Questions.declines(c.Tool); n >= MaxDeclinesInARow {
+		release()
+		return nil, failure.New(failure.Denied,
+			"the person declined the last %d calls of %s in this program, so it is refused without asking again; it was not called", n, c.Tool)
+	}
+	if waited {
+		q.Wait = time.Until(deadline)
+	}
+	if waited && q.Wait < minWait {
+		release()
+		return nil, failure.New(failure.ApprovalRequiredInProgram,
+			"%s needs a person's approval (%s), and too little of the wait was left after other questions of this program; nobody was asked and it was not called",
+			c.Tool, why)
+	}
+	return release, nil
 }
 
 // answer is q's answer: a standing one, or the first from any path while the Room keeps q as a

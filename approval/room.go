@@ -182,6 +182,18 @@ func (r *Room) poller(stop <-chan struct{}) {
 // cancelled (the request, or this process stopping) is kept for a retry or an operator until
 // it expires.
 func (r *Room) put(ctx context.Context, a *Asking, q Question) (Answer, error) {
+	p, err := r.keep(ctx, a, &q)
+	if err != nil {
+		return Answer{}, err
+	}
+	x := r.ask(ctx, a.Asker, q)
+	why := x.wait(ctx)
+	why, claimErr := x.end(ctx, why)
+	return x.settle(ctx, p, why, claimErr)
+}
+
+// keep saves q (its ID and Expires set here) as a pause of a's, and tells the operator.
+func (r *Room) keep(ctx context.Context, a *Asking, q *Question) (budget.Pause, error) {
 	q.ID, q.Expires = budget.NewID("q_"), expiry(ctx, q.Wait)
 	p := budget.Pause{ID: q.ID, Tenant: a.Tenant, Agent: a.Agent, Run: a.Run, Hold: a.Hold, Tool: q.Tool, Arguments: q.Redacted,
 		View: q.Arguments, Reason: strings.Join(q.Reasons, "; "), Seq: q.Seq, AskedAt: time.Now(), Expires: q.Expires,
@@ -192,95 +204,133 @@ func (r *Room) put(ctx context.Context, a *Asking, q Question) (Answer, error) {
 		p.Resumable = p.Resumable && inOrder
 	}
 	if err := r.store.SavePause(ctx, p); err != nil {
-		return Answer{}, fmt.Errorf("the question could not be kept: %w", err)
+		return p, fmt.Errorf("the question could not be kept: %w", err)
 	}
 	if r.notify != nil {
 		p.Status = budget.ApprovalPending
 		r.notify(EntryOf(p))
 	}
-	w, done := r.wait(q.ID, true)
-	answers := w.answers
-	actx, withdraw := context.WithCancelCause(ctx)
-	type reply struct {
-		ans Answer
-		err error
-	}
-	got := make(chan reply, 1)
-	go func() {
-		ans, err := a.Asker.Ask(actx, q)
-		got <- reply{ans, err}
-	}()
-	var why error // what ended the wait: a decision's cause, or why no answer came
-	var rep reply
-	asked := false // got has been read
+	return p, nil
+}
+
+// asking is one question put: its waiter here, and its Asker's goroutine.
+type asking struct {
+	r        *Room
+	q        Question
+	w        *waiter
+	answers  chan answered
+	done     func() // unregisters w
+	withdraw context.CancelCauseFunc
+	got      chan reply // the Asker's return
+	rep      reply
+	returned bool // rep holds what the Asker returned
 	// answering hears how the client's answer that ended the wait was recorded, once the
 	// question is withdrawn: a retry is not shown the question it answered.
-	var answering chan<- recorded
-	var rec recorded
+	answering chan<- recorded
+	rec       recorded
+}
+
+type reply struct {
+	ans Answer
+	err error
+}
+
+// ask registers q's waiter and puts q to asker, on a goroutine end waits for.
+func (r *Room) ask(ctx context.Context, asker Asker, q Question) *asking {
+	x := &asking{r: r, q: q, got: make(chan reply, 1)}
+	x.w, x.done = r.wait(q.ID, true)
+	x.answers = x.w.answers
+	actx, withdraw := context.WithCancelCause(ctx)
+	x.withdraw = withdraw
+	go func() {
+		ans, err := asker.Ask(actx, q)
+		x.got <- reply{ans, err}
+	}()
+	return x
+}
+
+// wait waits for what ends x's wait, and returns it: a decision's cause (ErrAnswered,
+// ErrAnsweredElsewhere), or why no answer came.
+func (x *asking) wait(ctx context.Context) (why error) {
 	for why == nil {
-		changed := r.changes(w)
+		changed := x.r.changes(x.w)
 		select {
-		case rep = <-got:
-			asked = true
-			why = rep.err
-			if why == nil {
-				rec := r.record(ctx, q.ID, rep.ans)
+		case x.rep = <-x.got:
+			x.returned = true
+			if why = x.rep.err; why == nil {
+				rec := x.r.record(ctx, x.q.ID, x.rep.ans)
 				if why = rec.cause(); why == nil {
 					why = fmt.Errorf("the answer could not be recorded: %w", rec.err)
 				}
 			}
-		case in := <-answers:
-			rec = r.record(ctx, q.ID, in.ans)
-			if why = rec.cause(); why == nil {
-				in.reply <- rec // not recorded: the question stays open
+		case in := <-x.answers:
+			x.rec = x.r.record(ctx, x.q.ID, in.ans)
+			if why = x.rec.cause(); why == nil {
+				in.reply <- x.rec // not recorded: the question stays open
 			} else {
-				answering = in.reply
+				x.answering = in.reply
 			}
 		case <-changed:
-			if d, err := r.store.Pause(ctx, q.ID); err == nil && d.Status != budget.ApprovalPending {
+			if d, err := x.r.store.Pause(ctx, x.q.ID); err == nil && d.Status != budget.ApprovalPending {
 				why = ErrAnsweredElsewhere
 			}
 		case <-ctx.Done():
 			why = context.Cause(ctx)
 		}
 	}
-	done() // answers from here on are the store's
-	decided := errors.Is(why, ErrAnswered) || errors.Is(why, ErrAnsweredElsewhere)
-	var claimErr error
-	if decided {
-		if claimErr = r.store.ClaimPause(context.WithoutCancel(ctx), q.ID); errors.Is(claimErr, budget.ErrAlreadyFinished) {
+	return why
+}
+
+// end claims a decided question for this process and withdraws it from its Asker with why
+// (ErrClaimedElsewhere, when another process claimed it first), waits for the Asker, and
+// tells the retry whose answer ended the wait.
+func (x *asking) end(ctx context.Context, why error) (_ error, claimErr error) {
+	x.done() // answers from here on are the store's
+	if decided(why) {
+		if claimErr = x.r.store.ClaimPause(context.WithoutCancel(ctx), x.q.ID); errors.Is(claimErr, budget.ErrAlreadyFinished) {
 			why = ErrClaimedElsewhere
 		}
 	}
-	withdraw(why)
-	if !asked {
-		rep = <-got
+	x.withdraw(why)
+	if !x.returned {
+		x.rep = <-x.got
 	}
-	if answering != nil {
-		answering <- rec
+	if x.answering != nil {
+		x.answering <- x.rec
 	}
+	return why, claimErr
+}
+
+// decided reports whether why, what ended a wait, is a decision.
+func decided(why error) bool {
+	return errors.Is(why, ErrAnswered) || errors.Is(why, ErrAnsweredElsewhere)
+}
+
+// settle is the wait's outcome: the claimed pause's answer, or why there is none, the pause
+// dropped unless a retry or an operator may still carry it on.
+func (x *asking) settle(ctx context.Context, p budget.Pause, why, claimErr error) (Answer, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	if !decided {
+	switch {
+	case !decided(why) && !errors.Is(why, ErrClaimedElsewhere):
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) || !p.Resumable {
-			if err := r.store.DropPause(wctx, q.ID); err != nil {
-				r.log.Warn("approval question not dropped from the store", "question", q.ID, "err", err)
+			if err := x.r.store.DropPause(wctx, p.ID); err != nil {
+				x.r.log.Warn("approval question not dropped from the store", "question", p.ID, "err", err)
 			}
 		}
-		if rep.err != nil {
-			return Answer{}, rep.err
+		if x.rep.err != nil {
+			return Answer{}, x.rep.err
 		}
 		return Answer{}, why
+	case claimErr != nil:
+		return Answer{}, fmt.Errorf("the answer to %s could not be claimed: %w", p.ID, claimErr)
 	}
-	if claimErr != nil {
-		return Answer{}, fmt.Errorf("the answer to %s could not be claimed: %w", q.ID, claimErr)
-	}
-	d, err := r.store.Pause(wctx, q.ID)
+	d, err := x.r.store.Pause(wctx, p.ID)
 	if err != nil {
-		return Answer{}, fmt.Errorf("the answer to %s could not be read: %w", q.ID, err)
+		return Answer{}, fmt.Errorf("the answer to %s could not be read: %w", p.ID, err)
 	}
 	if errors.Is(why, ErrAnsweredElsewhere) {
-		r.log.Info("approval answered on another path", "question", q.ID, "tool", q.Tool, "answer", d.Status, "by", d.AnsweredBy)
+		x.r.log.Info("approval answered on another path", "question", p.ID, "tool", p.Tool, "answer", d.Status, "by", d.AnsweredBy)
 	}
 	return AnswerOf(d), nil
 }

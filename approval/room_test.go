@@ -69,11 +69,6 @@ func ask(ctx context.Context, room *Room, a *Asking, q Question) <-chan reply {
 	return out
 }
 
-type reply struct {
-	ans Answer
-	err error
-}
-
 // TestRoomAnswersFromEveryPath: a question is answered by the first of its paths, and that
 // answer alone stands: through its Asker, by its own client's retry (Answer), by an operator
 // in this process (Decide: at once) or in another (the store, seen by the poller); its pause

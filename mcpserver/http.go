@@ -92,9 +92,6 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 		if so.StateKeys == nil {
 			so.StateKeys = RandomStateKeys()
 		}
-		if so.Logger == nil {
-			so.Logger = o.Logger
-		}
 		so.Room = so.room()
 		o.Server = &so
 	}

@@ -107,6 +107,28 @@ type Options struct {
 	Paused func(approval.Entry)
 }
 
+// withDefaults is o (nil: the zero Options) with what is unset filled in, all but the Room
+// (room makes it).
+func (o *Options) withDefaults() Options {
+	var d Options
+	if o != nil {
+		d = *o
+	}
+	if d.Name == "" {
+		d.Name = "mcp-sandbox"
+	}
+	if d.Version == "" {
+		d.Version = "dev"
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.StateKeys == nil {
+		d.StateKeys = RandomStateKeys()
+	}
+	return d
+}
+
 // room is the Room o names, or a new one over its ledger.
 func (o *Options) room() *approval.Room {
 	if o.Room != nil {
@@ -121,29 +143,13 @@ func (o *Options) room() *approval.Room {
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
 func NewServer(a Agent, opts *Options) *mcp.Server {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Name == "" {
-		o.Name = "mcp-sandbox"
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o := opts.withDefaults()
 	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions(a),
 		Logger:       o.Logger,
 	})
-	if o.StateKeys == nil {
-		o.StateKeys = RandomStateKeys()
-	}
-	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
-		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
-	h.room = o.room()
+	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, room: o.room(), log: o.Logger.With("tenant", a.Tenant, "agent", a.Name),
+		exposed: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && u.Expose {
 		// tools/list and a direct call are turn boundaries too: the exposed set is brought up

@@ -55,6 +55,35 @@ func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l b
 		t.Fatalf("pending from another ledger: %+v, %v", pending, err)
 	}
 
+	answeredOnce(t, p, other)
+	claimedOnceItsOwnerGone(t, other, reopen(t, p), asked)
+	if d, err := other.Pause(ctx, "q_1"); err != nil || !d.Claimed || d.AnsweredBy != "someone" || d.DecidedAt.IsZero() || d.Result != nil {
+		t.Errorf("decided and claimed: %+v, %v", d, err)
+	}
+	if err := p.SetPauseResult(ctx, "q_1", json.RawMessage(`{"content":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := other.Pause(ctx, "q_1"); err != nil || string(d.Result) != `{"content":[]}` {
+		t.Errorf("the result relayed: %s, %v", d.Result, err)
+	}
+	if pending, _ := p.PendingPauses(ctx); len(pending) != 1 || pending[0].ID != "q_old" {
+		t.Errorf("pending after the answer: %+v", pending)
+	}
+	if n, err := other.DropPausesBefore(ctx, asked.Add(-time.Minute)); err != nil || n != 1 {
+		t.Errorf("dropped %d before the retention, %v; want the old one", n, err)
+	}
+	if err := p.DropPause(ctx, "q_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Pause(ctx, "q_1"); !errors.Is(err, budget.ErrNotFound) {
+		t.Errorf("a dropped pause: %v", err)
+	}
+}
+
+// answeredOnce: of answers to pause q_1 given at once through p and other, one stands, and the
+// decided pause is claimed once, by its owner (p) while it lives.
+func answeredOnce(t *testing.T, p, other budget.Ledger) {
+	ctx := context.Background()
 	// Answers from both ledgers at once: one stands.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -98,8 +127,13 @@ func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l b
 	if err := other.ClaimPause(ctx, "q_1"); !errors.Is(err, budget.ErrAlreadyFinished) {
 		t.Errorf("claimed by another ledger once claimed, its owner alive: %v, want ErrAlreadyFinished", err)
 	}
+}
+
+// claimedOnceItsOwnerGone: a pause saved through gone (another opener) is held while gone
+// lives, and any may claim it once gone is closed.
+func claimedOnceItsOwnerGone(t *testing.T, other, gone budget.Ledger, asked time.Time) {
+	ctx := context.Background()
 	// An owner gone (closed here; a process killed drops its lock or lease too): any may claim.
-	gone := reopen(t, p)
 	if err := gone.SavePause(ctx, budget.Pause{ID: "q_2", Tenant: "t", Agent: "a", Hold: "h_3", Tool: "x", AskedAt: asked, Expires: asked}); err != nil {
 		t.Fatal(err)
 	}
@@ -117,26 +151,5 @@ func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l b
 	}
 	if err := other.DropPause(ctx, "q_2"); err != nil {
 		t.Fatal(err)
-	}
-	if d, err := other.Pause(ctx, "q_1"); err != nil || !d.Claimed || d.AnsweredBy != "someone" || d.DecidedAt.IsZero() || d.Result != nil {
-		t.Errorf("decided and claimed: %+v, %v", d, err)
-	}
-	if err := p.SetPauseResult(ctx, "q_1", json.RawMessage(`{"content":[]}`)); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := other.Pause(ctx, "q_1"); err != nil || string(d.Result) != `{"content":[]}` {
-		t.Errorf("the result relayed: %s, %v", d.Result, err)
-	}
-	if pending, _ := p.PendingPauses(ctx); len(pending) != 1 || pending[0].ID != "q_old" {
-		t.Errorf("pending after the answer: %+v", pending)
-	}
-	if n, err := other.DropPausesBefore(ctx, asked.Add(-time.Minute)); err != nil || n != 1 {
-		t.Errorf("dropped %d before the retention, %v; want the old one", n, err)
-	}
-	if err := p.DropPause(ctx, "q_1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Pause(ctx, "q_1"); !errors.Is(err, budget.ErrNotFound) {
-		t.Errorf("a dropped pause: %v", err)
 	}
 }
