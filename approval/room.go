@@ -53,14 +53,20 @@ type RoomOptions struct {
 // processes did. Safe for concurrent use.
 type Room struct {
 	store  budget.Pauses
-	local  bool // the store is this Room's memory: nothing outside this process changes it
-	poll   time.Duration
+	local  bool          // the store is this Room's memory: nothing outside this process changes it
+	every  time.Duration // how often the poller looks
 	notify func(Entry)
 	log    *slog.Logger
 
 	mu      sync.Mutex // guards waiting and polling
 	waiting map[string]*waiter
-	polling chan struct{} // the poller's stop signal while it runs; nil otherwise
+	polling *poller // while anything waits in a Room over a shared store
+}
+
+// poller is a Room's one poller: stop ends it, and it closes stopped as it returns, which the
+// waiter that stopped it waits for.
+type poller struct {
+	stop, stopped chan struct{}
 }
 
 // NewRoom returns a Room keeping its questions in store (the run ledger's pauses, which other
@@ -76,7 +82,7 @@ func NewRoom(store budget.Pauses, opts *RoomOptions) *Room {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	r := &Room{store: store, poll: o.Poll, notify: o.Notify, log: o.Logger, waiting: map[string]*waiter{}}
+	r := &Room{store: store, every: o.Poll, notify: o.Notify, log: o.Logger, waiting: map[string]*waiter{}}
 	if store == nil {
 		r.store, r.local = newMemory(), true
 	}
@@ -122,12 +128,11 @@ func (r *Room) wait(id string, asking bool) (*waiter, func()) {
 	}
 	w.refs++
 	if !r.local && r.polling == nil {
-		r.polling = make(chan struct{})
-		go r.poller(r.polling)
+		r.polling = &poller{stop: make(chan struct{}), stopped: make(chan struct{})}
+		go r.poll(r.polling)
 	}
 	return w, func() {
 		r.mu.Lock()
-		defer r.mu.Unlock()
 		if asking {
 			close(w.asked)
 			w.answers, w.asked = nil, nil
@@ -135,9 +140,14 @@ func (r *Room) wait(id string, asking bool) (*waiter, func()) {
 		if w.refs--; w.refs == 0 {
 			delete(r.waiting, id)
 		}
+		var stopped *poller
 		if len(r.waiting) == 0 && r.polling != nil {
-			close(r.polling)
-			r.polling = nil
+			stopped, r.polling = r.polling, nil
+			close(stopped.stop)
+		}
+		r.mu.Unlock()
+		if stopped != nil {
+			<-stopped.stopped // the last waiter owns the poller's end
 		}
 	}
 }
@@ -161,13 +171,14 @@ func (r *Room) poke(id string) {
 	}
 }
 
-// poller pokes every waiter each Poll until stop is closed: each reads its own row.
-func (r *Room) poller(stop <-chan struct{}) {
-	t := time.NewTicker(r.poll)
+// poll pokes every waiter each Poll until p stops: each reads its own row.
+func (r *Room) poll(p *poller) {
+	defer close(p.stopped)
+	t := time.NewTicker(r.every)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-p.stop:
 			return
 		case <-t.C:
 			r.poke("")

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,10 +170,22 @@ func (hd *hold) next(keys *StateKeys) (*mcp.CallToolResult, <-chan struct{}) {
 	}
 	select {
 	case <-hd.done:
-		return hd.res, nil
+		return resultCopy(hd.res), nil
 	default:
 	}
 	return nil, hd.changed
+}
+
+// resultCopy is a copy of res that a request may hand to go-sdk, which writes into the
+// result it sends (its type, its _meta): several requests, and a relay, may take a held
+// call's one result.
+func resultCopy(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil {
+		return nil
+	}
+	c := *res
+	c.Meta = maps.Clone(res.Meta)
+	return &c
 }
 
 // outcome waits for what hd comes to next (next), or nil when ctx ends first.
@@ -323,7 +336,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, hd *hold
 	}
 	hd.cancel()
 	<-hd.done
-	return hd.res
+	return resultCopy(hd.res)
 }
 
 // runKey is the Run a held call is bound to: a named Run, a session's, or "" for a sessionless

@@ -149,21 +149,23 @@ func (h *handlers) answerPaused(ctx context.Context, req *mcp.CallToolRequest, o
 	if !as[0].Valid() {
 		return refuse("is answered with %q, not accept, decline or cancel", as[0].Action)
 	}
+	answered := false // by this retry
 	if p.Status == budget.ApprovalPending {
 		p, err = h.room.Answer(ctx, id, as[0])
 		if err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
 			h.log.Error("pause answer not recorded", "question", id, "err", err)
 			return refuse("names a paused call whose answer could not be recorded")
 		}
+		answered = err == nil
 	}
 	if !p.Resumable {
 		return refuse("was answered (%s), but the call was paused where it cannot be carried on by another process "+
 			"(asked in place, or with other calls of the program in flight, whose outcome is unknown), so the program is not run again", p.Status)
 	}
 	switch err := h.room.Claim(ctx, id); {
-	case errors.Is(err, budget.ErrHeldElsewhere):
-		// The process holding the call is alive: it sees the answer and carries the call on,
-		// and relays what it comes to through the store.
+	case errors.Is(err, budget.ErrHeldElsewhere) || answered && errors.Is(err, budget.ErrAlreadyFinished):
+		// The process holding the call is alive: it sees the answer (it may have taken it
+		// already) and carries the call on, and relays what it comes to through the store.
 		return h.awaitOutcome(ctx, req, op, id)
 	case err != nil:
 		return refuse("was already answered (a question is answered once)")
