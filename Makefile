@@ -4,7 +4,7 @@ BIN     := bin/mcp-sandbox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(VERSION)
 
-.PHONY: help build helper-overlays run race-cc test integration conformance test-all check cross fuzz bench soak clean sandbox-image dist bundle
+.PHONY: help build helper-overlays run race-cc test integration conformance test-all check cross fuzz bench soak clean image-runtime sandbox-image images dist npm wheel bundle
 
 # The tests come in three layers, each with its own timeout:
 #   test         fast, on any machine, no root, no Python: the packages that fake what they
@@ -43,11 +43,14 @@ help:
 	@echo "make soak         10,000 executions through the MCP face, then fds, goroutines, temporary"
 	@echo "                  directories, cgroups and mounts must be where they started (CI runs 120)"
 	@echo "make dist         release archives for linux, darwin and windows (amd64, arm64) and"
-	@echo "                  checksums.txt in dist/, with goreleaser $(GORELEASER_VERSION) (snapshot: nothing published)"
+	@echo "                  checksums.txt in dist/ (nothing published)"
+	@echo "make npm          dist/npm: the npm packages (npx -y @mcp-sandbox/mcp-sandbox serve), from dist/'s binaries"
+	@echo "make wheel        dist/wheels: a Python wheel per platform (uvx mcp-sandbox serve), from dist/'s binaries"
 	@echo "make bundle       mcp-sandbox.mcpb, the MCP Bundle Claude Desktop installs, from dist/'s binaries"
 	@echo "                  (npm ci --prefix deploy/mcpb --no-audit --no-fund once first)"
 	@echo "make sandbox-image  build the container backend's image, $(SANDBOX_IMAGE):<version> and"
 	@echo "                  :latest from this host's Python with podman or docker, pulling nothing"
+	@echo "make images       the server and worker images deploy/kubernetes names, the same way"
 
 # The init helper alone, built for the target and embedded through an overlay (the one recipe
 # make dist and the tests' builds use too: cmd/mcp-sandbox/internal/inithelper/overlay). A
@@ -55,11 +58,15 @@ help:
 HELPER_OVERLAY = $(GO) run ./cmd/mcp-sandbox/internal/inithelper/overlay
 HELPER_DIR     := bin/init-helper
 
+# It says on stderr what it does: a first build downloads the modules and compiles for minutes
+# (-v names each package as it compiles; a build from the cache names none).
 build:
+	@echo "make build: $(BIN) $(VERSION); the first build downloads Go modules and compiles for a few minutes, naming each package, later ones take seconds" >&2
 	$(HELPER_OVERLAY) -goos $$($(GO) env GOOS) -goarch $$($(GO) env GOARCH) -o $(HELPER_DIR)
-	$(GO) build -overlay $(HELPER_DIR)/overlay.json -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
+	$(GO) build -v -overlay $(HELPER_DIR)/overlay.json -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcp-sandbox
 
-# Silent: under stdio, stdout carries MCP frames only, so not even make's echo may land there.
+# Under stdio, stdout carries MCP frames only: the build (its commands, make's echo, the note
+# that a first build takes minutes) goes to stderr.
 run:
 	@$(MAKE) --no-print-directory build 1>&2
 	@exec ./$(BIN) serve
@@ -96,18 +103,21 @@ test-all:
 	$(call all-of,"$(MAKE) test" "$(MAKE) integration" "$(MAKE) conformance")
 
 # Both other platforms must keep building: the local backends are Linux's, the rest is not.
-# Each is built (the binary, then every package) and vetted.
+# Each is built (the binary, then every package) and vetted. -trimpath and cgo off (as when
+# cross-compiling) are make dist's flags: its darwin/amd64 and windows/amd64 builds then find
+# these packages in the build cache.
+CROSS := GOFLAGS=-trimpath CGO_ENABLED=0
 cross:
-	GOOS=darwin $(GO) build -o /dev/null ./cmd/mcp-sandbox
-	GOOS=darwin $(GO) build ./...
-	GOOS=darwin $(GO) vet ./...
-	GOOS=darwin $(GO) test -c -o /dev/null ./engine/backend/seatbelt
-	GOOS=darwin $(GO) test -c -o /dev/null ./engine/backend/container
-	GOOS=windows $(GO) build -o /dev/null ./cmd/mcp-sandbox
-	GOOS=windows $(GO) build ./...
-	GOOS=windows $(GO) vet ./...
-	GOOS=windows $(GO) test -c -o /dev/null ./engine/backend/jobobject
-	GOOS=windows $(GO) test -c -o /dev/null ./engine/backend/container
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcp-sandbox
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) build ./...
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) vet ./...
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/seatbelt
+	$(CROSS) GOOS=darwin GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/container
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcp-sandbox
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) build ./...
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) vet ./...
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/jobobject
+	$(CROSS) GOOS=windows GOARCH=amd64 $(GO) test -c -o /dev/null ./engine/backend/container
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
@@ -143,27 +153,54 @@ soak:
 clean:
 	rm -rf bin dist mcp-sandbox.mcpb
 
-# An install without Go. goreleaser is installed through the Go module proxy into bin/ the
-# first time (GORELEASER=path uses another); DIST_PARALLELISM bounds its concurrent builds
-# (CI runs them one at a time on a shared machine).
-GORELEASER_VERSION ?= v2.15.1
-GORELEASER         ?= bin/goreleaser-$(GORELEASER_VERSION)
-DIST_PARALLELISM   ?= 0
-MCPB               := deploy/mcpb/node_modules/.bin/mcpb
+# An install without Go: one binary per target, built as `make build` builds it but without cgo
+# and symbol tables, packed with what the README tells its users to copy, and checksums.txt
+# (cmd/mcp-sandbox/internal/release). A tagged commit (vX.Y.Z) is version X.Y.Z; any other is a
+# snapshot named after the commit.
+DIST_VERSION ?= $(shell v=$$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo 0.0.0-snapshot-$(VERSION))
+DIST_FILES   := README.md deploy/mcpb/config.yaml=config.yaml bin/archive/ABOUT.txt=ABOUT.txt
+MCPB         := deploy/mcpb/node_modules/.bin/mcpb
 
-$(GORELEASER):
-	GOBIN=$(CURDIR)/bin/goreleaser-tmp $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
-	mv bin/goreleaser-tmp/goreleaser $(GORELEASER) && rmdir bin/goreleaser-tmp
-
-# goreleaser builds each target with bin/init-helper/<os>_<arch>/overlay.json (.goreleaser.yaml).
+# Each target's overlay embeds the init helper built for it (darwin's and windows' replace nothing).
 helper-overlays:
 	for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do \
 	  $(HELPER_OVERLAY) -goos $${t%/*} -goarch $${t#*/} -o $(HELPER_DIR)/$${t%/*}_$${t#*/} || exit 1; done
 
-dist: $(GORELEASER) helper-overlays
-	MCP_SANDBOX_VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean $(if $(filter-out 0,$(DIST_PARALLELISM)),--parallelism $(DIST_PARALLELISM))
+# Each archive holds the binary, the README, the desktop config and ABOUT.txt (where it comes
+# from), checked after the archives are written.
+dist: helper-overlays
+	@mkdir -p bin/archive && printf '%s\n' "mcp-sandbox $(DIST_VERSION)" "" \
+	  "Built by make dist from commit $$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+	  "of https://github.com/mcp-sandbox/mcp-sandbox, on $$(date -u +%Y-%m-%d)." \
+	  "Check this archive against the checksums.txt made with it (sha256sum -c checksums.txt)." "" \
+	  "mcp-sandbox     the server (mcp-sandbox --help; mcp-sandbox version says its version)" \
+	  "config.yaml     the configuration Claude Desktop serves with on macOS and Windows (README.md," \
+	  "                \"Claude Desktop on macOS\" and \"on Windows\"): the embedded default with allow_same_uid" \
+	  "README.md       the project's README" > bin/archive/ABOUT.txt
+	$(GO) run ./cmd/mcp-sandbox/internal/release -version $(DIST_VERSION) -o dist -overlays $(HELPER_DIR) \
+		-ldflags "-s -w -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(DIST_VERSION)" $(DIST_FILES)
 	@cd dist && ls *.tar.gz *.zip checksums.txt && sha256sum --quiet -c checksums.txt
 	@n=$$(ls dist/*.tar.gz dist/*.zip | wc -l); [ "$$n" = 6 ] || { echo "dist/ holds $$n archives, want 6" >&2; exit 1; }
+	@for a in dist/*.tar.gz dist/*.zip; do \
+	  case $$a in *.zip) list=$$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$$a") ;; \
+	  *) list=$$(tar tzf "$$a") ;; esac; \
+	  for f in README.md config.yaml ABOUT.txt; do echo "$$list" | grep -qxE "(\./)?$$f" || { echo "$$a lacks $$f" >&2; exit 1; }; done; \
+	done
+
+# The packages MCP users install with the package managers they have, from dist/'s binaries
+# (run make dist first; nothing is rebuilt or fetched): npm's in dist/npm (a platform package
+# per target and the launcher that depends on them, packed by npm pack; npx -y
+# @mcp-sandbox/mcp-sandbox serve), Python's in dist/wheels (a wheel per target carrying the
+# binary as a script; uvx mcp-sandbox serve). docs/design.md §21.
+PACKAGES = $(GO) run ./cmd/mcp-sandbox/internal/packages -dist dist
+npm:
+	@test -f dist/artifacts.json || { echo "no dist/artifacts.json: make dist first" >&2; exit 1; }
+	$(PACKAGES) -npm dist/npm
+	@for d in dist/npm/*/; do npm pack --silent --pack-destination dist/npm "./$$d" >/dev/null || exit 1; done
+	@ls dist/npm/*.tgz
+wheel:
+	@test -f dist/artifacts.json || { echo "no dist/artifacts.json: make dist first" >&2; exit 1; }
+	$(PACKAGES) -wheels dist/wheels
 
 # The bundle is packed from dist/'s binaries: run make dist first (make bundle does not
 # rebuild them). The staged manifest is validated, then packed, by the official mcpb CLI.
@@ -174,11 +211,21 @@ bundle:
 	$(MCPB) validate dist/mcpb/manifest.json
 	$(MCPB) pack dist/mcpb mcp-sandbox.mcpb
 
-# The container backend's image: a root filesystem assembled from this host's interpreter, its
-# libraries and standard library, imported by the runtime. Nothing is pulled.
+# The container backend's image, and the two deploy/kubernetes runs: root filesystems assembled
+# from this host's files (the interpreter, its libraries and standard library; the binary just
+# built), imported by the runtime and tried once. Nothing is pulled. `mcp-sandbox image build`
+# does the work (docs/design.md §20), so an archive's binary needs no source tree for it.
 SANDBOX_RUNTIME ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 SANDBOX_PYTHON  ?= /usr/bin/python3
 SANDBOX_IMAGE   ?= localhost/mcp-sandbox-python
-sandbox-image:
+IMAGE_BUILD      = ./$(BIN) image build --runtime "$(SANDBOX_RUNTIME)" --python $(SANDBOX_PYTHON)
+image-runtime:
 	@test -n "$(SANDBOX_RUNTIME)" || { echo "no podman or docker on PATH: apt-get install podman" >&2; exit 1; }
-	engine/backend/container/image/build.sh $(SANDBOX_RUNTIME) $(SANDBOX_PYTHON) $(SANDBOX_IMAGE) $(VERSION) latest
+sandbox-image: image-runtime build
+	$(IMAGE_BUILD) --tag $(SANDBOX_IMAGE):$(VERSION) --tag $(SANDBOX_IMAGE):latest
+
+# The server and worker images deploy/kubernetes names (localhost/mcp-sandbox-server and
+# -worker, :<version> and :latest), with this build's binary.
+images: image-runtime build
+	$(IMAGE_BUILD) --image server
+	$(IMAGE_BUILD) --image worker

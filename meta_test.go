@@ -245,8 +245,9 @@ func TestImportRules(t *testing.T) {
 // testOnly are the packages only tests may import (a _test.go file, whose imports go list
 // does not count among a package's), with why.
 var testOnly = map[string]string{
-	"internal/testkit":  "it builds binaries and writes files for a test; nothing the product runs may depend on it",
-	"egress/egresstest": "it starts a test server and writes files into a test's directory; nothing the product runs may depend on it",
+	"internal/testkit":    "it builds binaries and writes files for a test; nothing the product runs may depend on it",
+	"egress/egresstest":   "it starts a test server and writes files into a test's directory; nothing the product runs may depend on it",
+	"internal/claudecode": "it runs Claude Code against a scripted model in a network namespace for a test; nothing the product runs may depend on it",
 }
 
 // testOnlyViolations says which of a package's non-test imports only tests may make.
@@ -763,6 +764,7 @@ var (
 		"budget/ledgertest":        "a ledger test's crash child is the test binary run again, told by its environment where the ledger is",
 		"engine/backend/container": "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
 		"internal/testkit":         "a test's own Wine prefix has its server ended by wineserver run with our environment and that prefix",
+		"internal/claudecode":      "claude runs with an environment built from nothing but our PATH, where the tests found it",
 	}
 	fileReaders = map[string]string{
 		"budget/sqlite":      "the run ledger's own file under data_dir, created 0600 before SQLite opens it",

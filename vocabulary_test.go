@@ -119,7 +119,7 @@ func TestEngineKnowsNoHost(t *testing.T) {
 var retired = map[string]map[string]string{
 	"engine": {
 		"Result": "execution.Result (the engine's part is Outcome)", "Usage": "budget.Usage", "ContextUsage": "telemetry.Context",
-		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "binding.ApprovalCounts",
+		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "approval.Counts",
 		"UpstreamProblem": "execution.UpstreamProblem", "Attachment": "outputs.Attachment",
 	},
 	"outputs":  {"Reply": "wire.Answer", "HandleRef": "wire.Handle"},

@@ -152,6 +152,21 @@ tenants:
 // The five tools scenario B asks for, among the deferred server's 351.
 var scenarioBTools = []int{17, 42, 99, 256, 347}
 
+// The programs of the three scenarios, through our client and through Claude Code alike.
+const (
+	scenarioAProgram = `names = []
+for i in range(40):
+    r = await support__lookup(sku=f"S{i}")
+    names.append(r["name"])
+", ".join(names)`
+	scenarioBProgram = `want = ("0017", "0042", "0099", "0256", "0347")
+found = [n for n in TOOLS if n.startswith("big__tool-") and n[-4:] in want]
+parts = [await call_tool(n, {"q": "report"}) for n in found]
+" | ".join(parts)`
+	scenarioCProgram = `doc = await docs__transcript(meeting="m-42")
+return await crm__create_record(title="Meeting m-42", body=doc)`
+)
+
 // TestReportContext prints what the model reads for three tasks, done as the direct MCP tool
 // calls a model would make and as one run_code: bytes and approximate tokens both ways, and
 // the reduction.
@@ -210,11 +225,7 @@ func TestReportContext(t *testing.T) {
 	a.viaRun.list(t, host)
 	a.viaRun.call(t, host, "list_tools", map[string]any{"server": "support", "query": "lookup"})
 	a.viaRun.call(t, host, "get_tool_info", map[string]any{"name": "support__lookup"})
-	res := a.viaRun.call(t, host, "run_code", map[string]any{"code": `names = []
-for i in range(40):
-    r = await support__lookup(sku=f"S{i}")
-    names.append(r["name"])
-", ".join(names)`})
+	res := a.viaRun.call(t, host, "run_code", map[string]any{"code": scenarioAProgram})
 	if got := testkit.Text(res); !strings.Contains(got, directA) {
 		t.Fatalf("run_code's answer differs from the direct one:\n%s\nwant %s", got, directA)
 	}
@@ -234,10 +245,7 @@ for i in range(40):
 	b.viaRun.list(t, host)
 	b.viaRun.call(t, host, "list_tools", map[string]any{"server": "big", "query": "number 17."})
 	b.viaRun.call(t, host, "get_tool_info", map[string]any{"name": "big__tool-0017"})
-	res = b.viaRun.call(t, host, "run_code", map[string]any{"code": `want = ("0017", "0042", "0099", "0256", "0347")
-found = [n for n in TOOLS if n.startswith("big__tool-") and n[-4:] in want]
-parts = [await call_tool(n, {"q": "report"}) for n in found]
-" | ".join(parts)`})
+	res = b.viaRun.call(t, host, "run_code", map[string]any{"code": scenarioBProgram})
 	if got := testkit.Text(res); !strings.Contains(got, directB) {
 		t.Fatalf("run_code's answer differs from the direct one:\n%s\nwant %s", got, directB)
 	}
@@ -261,8 +269,7 @@ parts = [await call_tool(n, {"q": "report"}) for n in found]
 	for _, n := range []string{"docs__transcript", "crm__create_record"} {
 		runTools.call(t, host, "get_tool_info", map[string]any{"name": n})
 	}
-	res = runTask.call(t, host, "run_code", map[string]any{"code": `doc = await docs__transcript(meeting="m-42")
-return await crm__create_record(title="Meeting m-42", body=doc)`})
+	res = runTask.call(t, host, "run_code", map[string]any{"code": scenarioCProgram})
 	if got := testkit.Text(res); !strings.Contains(got, strings.ReplaceAll(string(directC), ",", ", ")) && !strings.Contains(got, string(directC)) {
 		t.Fatalf("run_code's record differs from the direct one:\n%s\nwant %s", got, directC)
 	}

@@ -105,6 +105,12 @@ type ExecutionEnd struct {
 	// Network is what its egress proxy decided (egress.Stats.Record: JSON, which the ledger
 	// holds as it is, docs/design.md §18); nil without network rules.
 	Network json.RawMessage
+	// Usage is the execution's own usage as its Meter counted it: its spent calls and every
+	// byte they and its charges brought, what Execution reports once it has ended. While it
+	// runs, Execution counts its calls as they are recorded; SQLite keeps a running
+	// execution's record free of per-call updates and sums its calls when read
+	// (docs/design.md §19.3).
+	Usage Usage
 }
 
 // ApprovalStatus is where a call's approval by a person stands.

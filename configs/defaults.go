@@ -5,7 +5,7 @@ import "time"
 // The defaults of docs/design.md §3.2, filled after parsing wherever a profile leaves a field out.
 const (
 	defaultRunAs = "65534:65534"
-	// DefaultContainerImage is what `make sandbox-image` builds from the host's Python.
+	// DefaultContainerImage is what `mcp-sandbox image build` builds from the host's Python.
 	DefaultContainerImage = "localhost/mcp-sandbox-python:latest"
 	// DefaultContainerPython is the interpreter's path inside that image.
 	DefaultContainerPython = "/usr/bin/python3"

@@ -247,7 +247,7 @@ func TestApprovalStateAcrossRestart(t *testing.T) {
 				var r struct {
 					Failure *struct{ Kind, Message string } `json:"failure"`
 				}
-				b, _ := json.Marshal(res2.StructuredContent)
+				b, _ := json.Marshal(res2.Meta["mcp-sandbox/report"])
 				if err := json.Unmarshal(b, &r); err != nil || r.Failure == nil || r.Failure.Kind != "replay_diverged" ||
 					!strings.Contains(r.Failure.Message, "call 1 was support__lookup") {
 					t.Errorf("the resumed program that read the clock: %s", testkit.Text(res2))
@@ -279,7 +279,7 @@ func TestApprovalStateAcrossRestart(t *testing.T) {
 					ReplayedCalls int `json:"replayed_calls"`
 				} `json:"resumed"`
 			}
-			b, _ := json.Marshal(res2.StructuredContent)
+			b, _ := json.Marshal(res2.Meta["mcp-sandbox/report"])
 			if err := json.Unmarshal(b, &r); err != nil || res2.IsError || r.Failure != nil {
 				t.Fatalf("the resumed program: %v %s (%v)", res2.IsError, testkit.Text(res2), err)
 			}

@@ -92,7 +92,7 @@ func TestApprovalRetryAtAnotherReplica(t *testing.T) {
 		Value   addOutcome `json:"value"`
 		Resumed *struct{}  `json:"resumed"`
 	}
-	b, _ := json.Marshal(res2.StructuredContent)
+	b, _ := json.Marshal(res2.Meta["mcp-sandbox/report"])
 	if err := json.Unmarshal(b, &r); err != nil || res2.IsError || r.Value.Value["sum"] != 5 || r.Resumed != nil {
 		t.Errorf("the retry at %s (the holder is %s): %s", other.name, holder, testkit.Text(res2))
 	}
@@ -140,7 +140,7 @@ func TestApprovalRetryAtAnotherReplica(t *testing.T) {
 			ReplayedCalls int `json:"replayed_calls"`
 		} `json:"resumed"`
 	}
-	b, _ = json.Marshal(res3.StructuredContent)
+	b, _ = json.Marshal(res3.Meta["mcp-sandbox/report"])
 	if err := json.Unmarshal(b, &r3); err != nil || res3.IsError || r3.Value.Value["sum"] != 5 || r3.Resumed == nil || r3.Resumed.ReplayedCalls != 1 {
 		t.Errorf("the retry at %s after %s was killed: %s", other.name, holder, testkit.Text(res3))
 	}

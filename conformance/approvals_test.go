@@ -230,6 +230,7 @@ func TestApprovalsDirect(t *testing.T) {
 	cfg, counter, dataDir := approvalConfig(t, 3, true)
 	cs, p, _ := servePerson(t, cfg)
 	const runID = "approvals-direct"
+	settleListing(t, cs)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -23,6 +25,8 @@ type ecoClientReport struct {
 	IsError    bool            `json:"is_error"`
 	Text       string          `json:"text"`
 	Structured json.RawMessage `json:"structured"`
+	// Report is run_code's _meta "mcp-sandbox/report", where a client passes it on.
+	Report json.RawMessage `json:"report,omitempty"`
 }
 
 // TestRealClients: the Inspector CLI, a TypeScript SDK script and an mcp-go client each list
@@ -38,6 +42,22 @@ func TestRealClients(t *testing.T) {
 	stdio := []string{bin, "serve", "--config", cfg}
 	mcpgo := ecoBuildMCPGoClient(t)
 
+	// tsClient runs clients/ts-client.mjs on the TypeScript SDK of version sdk.
+	tsClient := func(sdk string) func(t *testing.T, http bool) ecoClientReport {
+		return func(t *testing.T, http bool) ecoClientReport {
+			args := append([]string{"clients/ts-client.mjs", "--sdk", sdk, "--"}, stdio...)
+			if http {
+				args = []string{"clients/ts-client.mjs", "--sdk", sdk, "--url", url, "--token", ecoToken}
+			}
+			out, err := ecoRun(t, time.Minute, p.dir, p.env(), p.node, args...)
+			if err != nil {
+				t.Fatalf("ts-client --sdk %s: %v", sdk, err)
+			}
+			var r ecoClientReport
+			ecoDecode(t, out, &r)
+			return r
+		}
+	}
 	clients := map[string]func(t *testing.T, http bool) ecoClientReport{
 		"inspector-cli": func(t *testing.T, http bool) ecoClientReport {
 			// The Inspector CLI reads its own package.json as "../package.json" relative
@@ -77,19 +97,8 @@ func TestRealClients(t *testing.T) {
 			}
 			return r
 		},
-		"ts-sdk": func(t *testing.T, http bool) ecoClientReport {
-			args := append([]string{"clients/ts-client.mjs", "--"}, stdio...)
-			if http {
-				args = []string{"clients/ts-client.mjs", "--url", url, "--token", ecoToken}
-			}
-			out, err := ecoRun(t, time.Minute, p.dir, p.env(), p.node, args...)
-			if err != nil {
-				t.Fatalf("ts-client: %v", err)
-			}
-			var r ecoClientReport
-			ecoDecode(t, out, &r)
-			return r
-		},
+		"ts-sdk":    tsClient("v1"),
+		"ts-sdk-v2": tsClient("v2"),
 		"mcp-go": func(t *testing.T, http bool) ecoClientReport {
 			args := append([]string{"--"}, stdio...)
 			if http {
@@ -109,7 +118,7 @@ func TestRealClients(t *testing.T) {
 			return r
 		},
 	}
-	for _, name := range []string{"inspector-cli", "ts-sdk", "mcp-go"} {
+	for _, name := range []string{"inspector-cli", "ts-sdk", "ts-sdk-v2", "mcp-go"} {
 		for _, transport := range []string{"stdio", "http"} {
 			t.Run(name+"/"+transport, func(t *testing.T) {
 				r := clients[name](t, transport == "http")
@@ -153,7 +162,8 @@ func ecoCheck42(t *testing.T, r ecoClientReport) {
 	if err := json.Unmarshal(r.Structured, &s); err != nil {
 		t.Fatalf("structuredContent %s: %v", r.Structured, err)
 	}
-	if r.IsError || string(s.Value) != "42" || string(s.Failure) != "null" {
+	// What the model reads of a plain success: the value, no failure key.
+	if r.IsError || string(s.Value) != "42" || s.Failure != nil {
 		t.Errorf("run_code 6*7: isError %v, value %s, failure %s, text %q", r.IsError, s.Value, s.Failure, r.Text)
 	}
 	if !strings.Contains(r.Text, "value: 42") {
@@ -180,4 +190,28 @@ func ecoBuildMCPGoClient(t *testing.T) string {
 		t.Fatalf("building mcpgoclient: %v\n%s", err, b)
 	}
 	return out
+}
+
+// TestInspectorStrict: the MCP Inspector 2.12 CLI's --strict tools/list, which reports every
+// tool schema portability problem (a nullable type list, a schema that constrains nothing), has
+// nothing to say of mcp-sandbox's tools, run_code's outputSchema included.
+func TestInspectorStrict(t *testing.T) {
+	p := ecoNeedPeers(t)
+	launcher := filepath.Join(p.dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	if _, err := os.Stat(launcher); err != nil {
+		gate.Require(t, "npm-peers", false, "the Inspector 2.12 is not installed: "+err.Error())
+	}
+	env := append(p.env(), "MCP_CATALOG_PATH="+filepath.Join(t.TempDir(), "catalog.json"))
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(time.Minute))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.node, launcher, "--cli", "--strict", "--method", "tools/list", testkit.Binary(t), "serve")
+	cmd.Dir, cmd.Env = p.dir, env
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), `"run_code"`) {
+		t.Fatalf("mcp-inspector --cli --strict tools/list: %v\nstdout %.1000s\nstderr %s", err, out.String(), errb.String())
+	}
+	if strings.Contains(strings.ToLower(errb.String()+out.String()), "warning") {
+		t.Errorf("the Inspector warns of mcp-sandbox's tools:\n%s", errb.String())
+	}
 }

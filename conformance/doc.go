@@ -8,7 +8,10 @@
 // whose client-credentials tokens go-sdk's OAuth client runs run_code with, and which issues
 // mcp-sandbox itself the tokens of an upstream that wants OAuth (the mock upstream over HTTP
 // with --oauth-issuer, verifying them against the issuer's keys); and the newcomer path, a
-// fresh clone running the README's commands.
+// fresh clone running the README's commands. Claude Code is a real host here too
+// (claudecode_test.go, internal/claudecode): its model a scripted Messages API on loopback in a
+// network namespace of the test's, so the test reads the listing and every tool_result Claude
+// Code hands its model.
 //
 // The npm peers are pinned in package.json and package-lock.json and installed by .ci/run
 // with `npm ci --prefix conformance`; Node 22, which the suite needs, comes from the npm

@@ -112,6 +112,13 @@ func ecoStartIn(t *testing.T, dir string, env []string, args ...string) string {
 // ecoRun runs a peer with a deadline and returns its stdout; stderr goes to the log on failure.
 func ecoRun(t *testing.T, timeout time.Duration, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := ecoRunStderr(t, timeout, dir, env, name, args...)
+	return out, err
+}
+
+// ecoRunStderr is ecoRun that returns the command's stderr too.
+func ecoRunStderr(t *testing.T, timeout time.Duration, dir string, env []string, name string, args ...string) (string, string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -123,5 +130,5 @@ func ecoRun(t *testing.T, timeout time.Duration, dir string, env []string, name 
 	if err != nil {
 		t.Logf("%s %s: %v\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, errb.String())
 	}
-	return out.String(), err
+	return out.String(), errb.String(), err
 }

@@ -74,7 +74,8 @@ func serveWithProc(t *testing.T, cfg string, opts *mcp.ClientOptions) (*mcp.Clie
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(built.sandbox, "serve", "--config", path)
+	// Tests read the server's log: info lines too, which serve over stdio leaves out by default.
+	cmd := exec.Command(built.sandbox, "serve", "--config", path, "--log-level", "info")
 	cmd.Stderr = testkit.NewLog(t, "server")
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "0"}, opts)
 	tr := &transcript{sent: map[string]int{}, results: map[string]int{}}
@@ -144,7 +145,7 @@ func runInto(t *testing.T, cs *mcp.ClientSession, runID, code string, v, full an
 }
 
 // runCodeIn runs code with run_code, in the Run named runID when it is not empty, and
-// returns the structured result as JSON, failed or not.
+// returns the whole report as JSON, failed or not.
 func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -157,7 +158,12 @@ func runCodeIn(t *testing.T, cs *mcp.ClientSession, runID, code string) []byte {
 	if err != nil {
 		t.Fatalf("run_code: %v", err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	return reportOf(res)
+}
+
+// reportOf is the whole report of a run_code result (its _meta "mcp-sandbox/report") as JSON.
+func reportOf(res *mcp.CallToolResult) []byte {
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	return b
 }
 
@@ -179,8 +185,11 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	return res
 }
 
+// hostTools is what tools/list offers the host once the upstreams' first listings have landed
+// (settleListing).
 func hostTools(t *testing.T, cs *mcp.ClientSession) map[string]bool {
 	t.Helper()
+	settleListing(t, cs)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)
@@ -190,6 +199,15 @@ func hostTools(t *testing.T, cs *mcp.ClientSession) map[string]bool {
 		out[tl.Name] = true
 	}
 	return out
+}
+
+// settleListing waits until every granted upstream has been listed, with a list_tools call: a
+// turn boundary, which waits for each server's first listing and brings the exposed tools up
+// to date. tools/list alone waits only briefly for a server still starting (its tools follow
+// with tools/list_changed), which on a loaded machine may be a mock too.
+func settleListing(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	call(t, cs, "list_tools", map[string]any{})
 }
 
 // counts reads a mock's MOCK_COUNTER_FILE: how many times each tool really ran.

@@ -63,7 +63,7 @@ return base64.b64encode(data).decode()
 	if res.IsError {
 		t.Fatalf("run_code failed: %s", testkit.Text(res))
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b := reportOf(res)
 	var r result
 	var b64 string
 	if err := json.Unmarshal(b, &r); err != nil || json.Unmarshal(r.Value, &b64) != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,11 +61,20 @@ func TestNewcomerPath(t *testing.T) {
 	if out, err := exec.Command("git", "clone", "-q", "..", clone).CombinedOutput(); err != nil {
 		t.Fatalf("git clone: %v\n%s", err, out)
 	}
-	// make run serves over stdio until its stdin closes; the client closes it when done.
-	args := append([]string{filepath.Join(p.dir, "clients/ts-client.mjs"), "--code", `print("hello"); 6*7`, "--"}, strings.Fields(commands[0])...)
-	out, err := ecoRun(t, 3*time.Minute, clone, p.env(), p.node, args...)
+	// make run serves over stdio until its stdin closes; the client closes it when done. It
+	// answers initialize only after its first build, which a loaded machine may take minutes
+	// over: the client waits for it as long as the whole test does.
+	budget := gate.Scaled(6 * time.Minute)
+	args := append([]string{filepath.Join(p.dir, "clients/ts-client.mjs"), "--code", `print("hello"); 6*7`,
+		"--connect-timeout-ms", strconv.FormatInt(budget.Milliseconds(), 10), "--"}, strings.Fields(commands[0])...)
+	out, stderr, err := ecoRunStderr(t, budget, clone, p.env(), p.node, args...)
 	if err != nil {
 		t.Fatalf("a real client on %q in a fresh clone: %v", commands[0], err)
+	}
+	// A first build is minutes of compiling: make says so on stderr before it starts (stdout
+	// carries MCP frames only, which the client's reading of them proves).
+	if !strings.Contains(stderr, "the first build") {
+		t.Errorf("%q did not say on stderr what it builds and that a first build takes minutes:\n%.2000s", commands[0], stderr)
 	}
 	var r ecoClientReport
 	ecoDecode(t, out, &r)
@@ -78,8 +88,21 @@ func TestNewcomerPath(t *testing.T) {
 		Isolation  string            `json:"isolation"`
 		Guarantees map[string]string `json:"guarantees"`
 	}
-	if err := json.Unmarshal(r.Structured, &res); err != nil {
+	if err := json.Unmarshal(r.Report, &res); err != nil {
+		t.Fatalf("run_code's report %s: %v", r.Report, err)
+	}
+	// What the model reads says every guarantee below enforced, the identity of a user
+	// without a subordinate range among them.
+	var lean struct {
+		Guarantees map[string]string `json:"guarantees"`
+	}
+	if err := json.Unmarshal(r.Structured, &lean); err != nil {
 		t.Fatalf("run_code's structured result %s: %v", r.Structured, err)
+	}
+	for d, g := range res.Guarantees {
+		if g != "enforced" && lean.Guarantees[d] != g {
+			t.Errorf("guarantee %s is %s, and the model does not read it: %s", d, g, r.Structured)
+		}
 	}
 	if r.IsError || res.Failure != nil || string(res.Value) != "42" || res.Stdout != "hello\n" {
 		t.Fatalf("run_code on the embedded default (uid %d): is_error %v, %s", os.Geteuid(), r.IsError, r.Text)

@@ -397,7 +397,7 @@ func TestOTLPExport(t *testing.T) {
 	defer collector.Close()
 
 	dir := t.TempDir()
-	cmd := exec.Command(built.sandbox, "serve", "--config", testkit.WriteConfig(t, operateConfig(filepath.Join(dir, "data"))))
+	cmd := exec.Command(built.sandbox, "serve", "--log-level", "info", "--config", testkit.WriteConfig(t, operateConfig(filepath.Join(dir, "data"))))
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=ops-test")
 	cmd.Stderr = testkit.NewLog(t, "server")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

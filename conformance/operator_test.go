@@ -138,7 +138,7 @@ func TestOperatorApproves(t *testing.T) {
 					Kind  string              `json:"kind"`
 				} `json:"value"`
 			}
-			b, _ := json.Marshal(got.res.StructuredContent)
+			b := reportOf(got.res)
 			if err := json.Unmarshal(b, &r); err != nil || r.Value.Value.Bytes != len(sqlTail) || r.Value.Kind != "" {
 				t.Errorf("released by the operator: %s", testkit.Text(got.res))
 			}

@@ -39,6 +39,7 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 			res.Value = json.RawMessage("null")
 		}
 		res.ValueRepr = done.ValueRepr
+		res.ValueType = done.ValueType
 	case done != nil:
 		res.Failure = s.programFailure(done.Error, tree, &limit)
 	default:

@@ -15,7 +15,11 @@ type Outcome struct {
 	Value json.RawMessage `json:"value"`
 	// ValueRepr is the repr of a final value that JSON cannot carry (a set, a datetime, a
 	// DataFrame): Value is then null and the program counts as completed. Absent otherwise.
-	ValueRepr       *string    `json:"value_repr,omitempty"`
+	ValueRepr *string `json:"value_repr,omitempty"`
+	// ValueType names the Python type a value JSON cannot carry as it is was converted from
+	// (a numpy array, a DataFrame, a pydantic model, a datetime: engine/bootstrap's doc lists
+	// them), e.g. "numpy.ndarray". Absent for a value that needed no converting.
+	ValueType       string     `json:"value_type,omitempty"`
 	Stdout          string     `json:"stdout"`
 	Stderr          string     `json:"stderr"`
 	StdoutSize      int64      `json:"stdout_size"`

@@ -30,8 +30,8 @@
 //     (let_go_bytes); with Spec.PreserveRequired that is an output_not_preserved failure.
 //  6. The budget report (per execution and per Run, the Run half read from the ledger), then
 //     the context economy: context.execution is what the program received from its calls
-//     (binding_bytes) beside the size of what the model reads of the result (returned_bytes:
-//     Options.Render: mcpserver.RenderText for run_code and `run` alike) and the
+//     (binding_bytes) beside the size of what a host hands its model of the result
+//     (returned_bytes: Options.Render: mcpserver.ModelReads for run_code and `run` alike) and the
 //     difference (kept_out_bytes). The execution's end is recorded with its status,
 //     attachments and context, and context.run is the Run's sum, read back from the ledger.
 //     With Options.Cassettes (serve's cassettes.record), the execution's calls went through

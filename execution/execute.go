@@ -58,10 +58,10 @@ type Options struct {
 	// Report counts executions, binding calls and kept outputs for the operator's metrics; the
 	// zero Reporter counts nothing.
 	Report telemetry.Reporter
-	// Render is the text a model reads of a result (mcpserver.RenderText, which run_code and
-	// `mcp-sandbox run` both give), whose size is the context report's returned_bytes; nil
-	// means the result's JSON.
-	Render func(*Result) string
+	// Render is what a host hands its model of a result whose Run's binding budget is limits
+	// (mcpserver.ModelReads, which run_code and `mcp-sandbox run` both give), whose size is
+	// the context report's returned_bytes; nil means the result's JSON.
+	Render func(res *Result, limits budget.Limits) string
 	// Cassettes, when set, records each execution's binding calls and keeps its cassette
 	// once it has ended (cassettes.record); a Program with a Tape of its own is not recorded.
 	Cassettes CassetteKeeper
@@ -181,7 +181,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		res.Budget = Budget{Execution: exec, Run: run}
 	}
 	// The context economy last: what the model reads is the result as it now stands.
-	res.Context.Execution = contextOf(x.ReceivedBytes(), renderedBytes(res, o.Render))
+	res.Context.Execution = contextOf(x.ReceivedBytes(), renderedBytes(res, o.Render, spec.Budget))
 	res.Context.Run = res.Context.Execution
 	if meter != nil {
 		status := "completed"

@@ -77,11 +77,11 @@ func contextOf(binding, returned int64) telemetry.Context {
 	return telemetry.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
 }
 
-// renderedBytes is the size of what the model reads of res: render's text, or the result's
-// JSON without one.
-func renderedBytes(res *Result, render func(*Result) string) int64 {
+// renderedBytes is the size of what a host hands its model of res (render, given the Run's
+// binding budget limits), or of the result's JSON without a render.
+func renderedBytes(res *Result, render func(*Result, budget.Limits) string, limits budget.Limits) int64 {
 	if render != nil {
-		return int64(len(render(res)))
+		return int64(len(render(res, limits)))
 	}
 	b, _ := json.Marshal(res)
 	return int64(len(b))

@@ -125,7 +125,7 @@ func TestApprovalsReachThePerson(t *testing.T) {
 	var r struct {
 		Approvals approval.Counts `json:"approvals"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta[MetaReport])
 	if err := json.Unmarshal(b, &r); err != nil || r.Approvals != (approval.Counts{Asked: 1, Accepted: 1}) {
 		t.Errorf("result approvals %s", b)
 	}
@@ -276,7 +276,7 @@ func TestApprovalsOneAtATime(t *testing.T) {
 	if n != 300 || wiped.Load() != 0 {
 		t.Errorf("%d calls ended, wipe ran %d times", n, wiped.Load())
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta[MetaReport])
 	if !strings.Contains(string(b), `"unasked":`) {
 		t.Errorf("result approvals %s", b)
 	}

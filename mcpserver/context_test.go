@@ -7,7 +7,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
@@ -33,12 +32,15 @@ func TestRunCodeContextEconomy(t *testing.T) {
 	var runTotal telemetry.Context
 	for i := range 2 {
 		res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
-		b, _ := json.Marshal(res.StructuredContent)
+		b, _ := json.Marshal(res.Meta[MetaReport])
 		var r execution.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}
-		want := telemetry.Context{BindingBytes: received, ReturnedBytes: int64(len(testkit.Text(res))), KeptOutBytes: max(received-int64(len(testkit.Text(res))), 0)}
+		// What a host hands its model of a completed result: its structured content as the host
+		// writes it back.
+		returned := int64(len(hostJSON(res.StructuredContent)))
+		want := telemetry.Context{BindingBytes: received, ReturnedBytes: returned, KeptOutBytes: max(received-returned, 0)}
 		if received == 0 || r.Context.Execution != want {
 			t.Fatalf("run %d: context.execution = %+v, want %+v", i, r.Context.Execution, want)
 		}

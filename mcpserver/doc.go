@@ -3,7 +3,8 @@
 // get_tool_info and read_tool_output, renders engine results for the model, and serves those
 // servers over streamable HTTP to many tenants (HTTPHandler) with bearer tokens (static, or
 // OAuth access tokens through HTTPOptions.OAuth, with RFC 9728 metadata), Host and Origin
-// protection and a request body limit.
+// protection and a request body limit, and over stdio (ServeStdio: every request read before
+// stdin ends is answered, docs/design.md §14.3).
 //
 // Imports: engine, execution, binding, approval (its questions, of which this package is only
 // how one crosses MCP, by elicitation or input_required), upstream, budget, outputs, failure,
@@ -20,8 +21,9 @@
 // execution is a context.AfterFunc, unhooked when the execution ends; a call held for an
 // approval's round trips (mrtr.go) runs on a goroutine begun with the Drain like an execution
 // and ends with its call (at the latest when the approval times out), and so does the relay
-// of what it comes to after an answer given on another path (retry.go). TestMain checks that
-// no goroutine outlives the tests.
+// of what it comes to after an answer given on another path (retry.go); ServeStdio's wait for
+// its session is its own, ended before it returns. TestMain checks that no goroutine outlives
+// the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
 // everything it holds after construction is read-only except the exposed tool set, guarded by

@@ -64,7 +64,7 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 		p.Progress = pr.report
 	}
 	res := execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
-		Logger: h.log, Report: h.report, Render: RenderText, Cassettes: h.opts.Cassettes})
+		Logger: h.log, Report: h.report, Render: ModelReads, Cassettes: h.opts.Cassettes})
 	markRerun(res, env.journal)
 	return res
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -33,7 +32,7 @@ func (h *handlers) traceCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		kind := ""
 		if r, ok := res.(*mcp.CallToolResult); err == nil && ok && r.IsError {
 			kind = "tool_error"
-			if er, ok := r.StructuredContent.(*execution.Result); ok && er.Failure != nil {
+			if er, ok := r.StructuredContent.(*ModelResult); ok && er.Failure != nil {
 				kind = string(er.Failure.Kind)
 			}
 		} else if err != nil {

@@ -5,37 +5,33 @@ import (
 	"sync"
 )
 
-// runCodeOutputSchema is run_code's outputSchema: the result of one execution
-// (docs/design.md §3.4), which is its structuredContent, refusals included. It is listed with
-// run_code, so every byte of it is context a host spends in every session: it types the keys
-// a model reads to use a result (the value, the streams and their sizes, the failure and its
-// keys, the limit hit, the attachments and artifacts that carry handles), requires the keys
-// every result carries, and leaves the rest open: the envelope's objects (terms, guarantees,
-// budget, approvals, context) are required by name only, and the keys only some results carry
-// (network, start, resumed, the problems' lists) are not named, so a key added to the result
-// later does not make a client refuse it. Built on first use: every start of this binary, the
-// init helper's included, runs package initialisers.
+// runCodeOutputSchema is run_code's outputSchema: what a model reads of one execution
+// (ModelResult, docs/design.md §14.1), which is its structuredContent, refusals included.
+// Every key of it is left out when it has nothing to say, so the schema requires none and
+// types each with one type (no nullable type lists, which some clients cannot map); the value
+// is any JSON but null, each type a branch of anyOf. It names the keys a model reads to use a
+// result and leaves the rare ones (limit, budget_left, approvals, network, ...) to the open
+// object, so a key added later does not make a client refuse a result either. It is listed
+// with run_code, so it stays small (the listing is held under 4 KiB).
+// Built on first use: every start of this binary, the init helper's included, runs package
+// initialisers.
 var runCodeOutputSchema = sync.OnceValue(func() json.RawMessage {
-	typ := func(t ...string) map[string]any {
-		if len(t) == 1 {
-			return map[string]any{"type": t[0]}
-		}
-		return map[string]any{"type": t}
+	typ := func(t string) map[string]any { return map[string]any{"type": t} }
+	str, boolean, list, object := typ("string"), typ("boolean"), typ("array"), typ("object")
+	var anyValue []any
+	for _, t := range []string{"object", "array", "string", "number", "boolean"} {
+		anyValue = append(anyValue, typ(t))
 	}
-	str, integer, boolean, list := typ("string"), typ("integer"), typ("boolean"), typ("array", "null")
 	schema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"value": map[string]any{}, "value_repr": str,
-			"stdout": str, "stderr": str, "stdout_size": integer, "stderr_size": integer,
-			"failure": map[string]any{"type": []string{"object", "null"},
+			"value": map[string]any{"anyOf": anyValue}, "value_preview": str, "value_repr": str, "value_type": str,
+			"stdout": str, "stderr": str,
+			"failure": map[string]any{"type": "object",
 				"properties": map[string]any{"kind": str, "message": str, "traceback": str, "executed": boolean},
 				"required":   []string{"kind", "message", "executed"}},
-			"limit_hit": typ("string", "null"), "cancelled": boolean, "duration_seconds": typ("number"),
-			"isolation": str, "attachments": list, "artifacts": list,
+			"limit_hit": str, "attachments": list, "artifacts": list, "isolation": str, "isolation_fallback": str, "guarantees": object,
 		},
-		"required": []string{"value", "stdout", "stderr", "failure", "limit_hit", "cancelled",
-			"duration_seconds", "terms", "isolation", "guarantees", "budget", "approvals", "context"},
 	}
 	b, err := json.Marshal(schema)
 	if err != nil {

@@ -134,7 +134,7 @@ func (px *pauseFixture) pausedOn(t *testing.T, led budget.Ledger, keys *StateKey
 
 func resultOfRun(t *testing.T, res *mcp.CallToolResult) execution.Result {
 	t.Helper()
-	b, err := json.Marshal(res.StructuredContent)
+	b, err := json.Marshal(res.Meta[MetaReport])
 	if err != nil {
 		t.Fatal(err)
 	}

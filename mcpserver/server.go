@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,15 +153,16 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, room: o.room(), log: o.Logger.With("tenant", a.Tenant, "agent", a.Name),
 		exposed: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
-	if u := a.Upstreams; u != nil && u.Expose {
-		// tools/list and a direct call are turn boundaries too: the exposed set is brought up
-		// to date before go-sdk looks the tool up, so a host that calls before listing, or
-		// calls a tool that was just withdrawn, gets the current set.
+	if u := a.Upstreams; u != nil && (u.Expose || a.CodeExecution != nil) {
+		// tools/list and a direct call are turn boundaries too: the exposed set, and whether
+		// run_code is read-only, are brought up to date before go-sdk lists or looks the tool
+		// up, so a host that calls before listing, or calls a tool that was just withdrawn,
+		// gets the current set.
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				switch method {
 				case "tools/list":
-					h.turn(ctx)
+					h.listing(ctx)
 				case "tools/call":
 					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.Contains(p.Name, upstream.Separator) {
 						h.turn(ctx)
@@ -174,14 +177,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		u.Watch(h.resync)
 	}
 	if a.CodeExecution != nil {
-		s.AddTool(&mcp.Tool{
-			Name:         ToolRunCode,
-			Title:        "Run a Python program",
-			Description:  runCodeDescription(a.CodeExecution),
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"}},"required":["code"],"additionalProperties":false}`),
-			OutputSchema: runCodeOutputSchema(),
-			Annotations:  &mcp.ToolAnnotations{OpenWorldHint: ptr(a.CodeExecution.Terms.Network != engine.NetworkNone)},
-		}, h.runCode)
+		// Read-only from the start only without upstreams: with them, the first turn (at the
+		// first tools/list) decides (syncReadOnly).
+		h.addRunCode(a.Upstreams == nil && a.CodeExecution.Terms.Network == engine.NetworkNone)
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
@@ -208,6 +206,39 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// addRunCode adds (or replaces, which sends tools/list_changed) run_code, annotated readOnly
+// as given.
+func (h *handlers) addRunCode(readOnly bool) {
+	ce := h.agent.CodeExecution
+	h.srv.AddTool(&mcp.Tool{
+		Name:         ToolRunCode,
+		Title:        "Run a Python program",
+		Description:  runCodeDescription(ce),
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"}},"required":["code"],"additionalProperties":false}`),
+		OutputSchema: runCodeOutputSchema(),
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(ce.Terms.Network != engine.NetworkNone)},
+	}, h.runCode)
+	h.readOnly.Store(readOnly)
+}
+
+// syncReadOnly annotates run_code readOnlyHint exactly when nothing a program can reach
+// changes the world outside its sandbox (docs/design.md §14.2): its terms grant no network,
+// and every tool t binds it to is read-only (upstream.Turn.ReadOnly). Hosts run read-only
+// tools of one turn at once (Claude Code does), and others one after another. A change
+// replaces the tool, which sends tools/list_changed.
+func (h *handlers) syncReadOnly(t *upstream.Turn) {
+	ce := h.agent.CodeExecution
+	if ce == nil {
+		return
+	}
+	ro := ce.Terms.Network == engine.NetworkNone && (t == nil || t.ReadOnly())
+	h.readOnlyMu.Lock()
+	defer h.readOnlyMu.Unlock()
+	if h.readOnly.Load() != ro {
+		h.addRunCode(ro)
+	}
+}
 
 func instructions(a Agent) string {
 	var b strings.Builder
@@ -244,27 +275,12 @@ A failed program is an error result with its traceback; failure.executed false m
 }
 
 func termsText(t engine.Terms) string {
-	return fmt.Sprintf("%s, isolation %s", limitsText(t), t.Isolation)
-}
-
-// limitsText is the terms but their isolation level, which a result says beside the level
-// reached.
-func limitsText(t engine.Terms) string {
 	network := t.Network
 	if network == "" {
 		network = engine.NetworkNone
 	}
-	return fmt.Sprintf("wall clock %gs, CPU %gs, memory %s, file size %s, %d processes, network %s",
-		t.WallSeconds, t.CPUSeconds, bytesText(t.MemoryBytes), bytesText(t.FileSizeBytes), t.ProcessCount, network)
-}
-
-// isolationText says the level the terms asked for and the one the execution reached (at
-// least that one: a stronger level is no downgrade, and reads as none).
-func isolationText(asked, got engine.Level) string {
-	if got == "" {
-		got = "none (nothing ran)"
-	}
-	return fmt.Sprintf("asked for %s, got %s", asked, got)
+	return fmt.Sprintf("wall clock %gs, CPU %gs, memory %s, file size %s, %d processes, network %s, isolation %s",
+		t.WallSeconds, t.CPUSeconds, bytesText(t.MemoryBytes), bytesText(t.FileSizeBytes), t.ProcessCount, network, t.Isolation)
 }
 
 func bytesText(n int64) string {
@@ -295,6 +311,10 @@ type handlers struct {
 	runs     map[*mcp.ServerSession]string
 	closed   bool
 	watchers sync.WaitGroup // watchSession's goroutines
+
+	// readOnly is run_code's readOnlyHint as listed; readOnlyMu serialises its changes.
+	readOnly   atomic.Bool
+	readOnlyMu sync.Mutex
 
 	// exposedMu guards exposed: the upstream tools currently offered directly, name → the
 	// definition's JSON, so a sync changes only what changed.
@@ -347,7 +367,7 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		res := h.execute(ctx, req, *in.Code, env)
 		end()
-		out := renderResult(res, h.agent.Version)
+		out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
 		return out
 	}), nil
@@ -388,82 +408,97 @@ func (p *progress) report(elapsed float64) {
 
 func (p *progress) wait() { p.wg.Wait() }
 
-// renderResult is the run_code CallToolResult: the execution.Result as structuredContent and a compact
-// text rendering for the model.
-func renderResult(res *execution.Result, version string) *mcp.CallToolResult {
+// renderResult is the run_code CallToolResult: what the model reads (Lean) as
+// structuredContent and as text, and the whole report in _meta (MetaReport).
+func renderResult(res *execution.Result, limits budget.Limits, version string) *mcp.CallToolResult {
+	m := Lean(res, limits)
 	out := &mcp.CallToolResult{
 		IsError:           res.Failure != nil,
-		StructuredContent: res,
-		Content:           []mcp.Content{&mcp.TextContent{Text: RenderText(res)}},
+		StructuredContent: m,
+		Content:           []mcp.Content{&mcp.TextContent{Text: RenderText(m)}},
+		Meta:              mcp.Meta{MetaReport: res},
 	}
 	if version != "" {
-		out.Meta = mcp.Meta{MetaAgentVersion: version}
+		out.Meta[MetaAgentVersion] = version
 	}
 	return out
 }
 
-// RenderText is the compact text rendering of a Result that the model reads.
-func RenderText(res *execution.Result) string {
+// RenderText is the text rendering of what a model reads of a result (Lean): the text
+// content of run_code's result, which hosts show their model for a failed one.
+func RenderText(m *ModelResult) string {
 	var b strings.Builder
-	switch f := res.Failure; {
+	switch f := m.Failure; {
 	case f == nil:
-		b.WriteString("completed")
+		b.WriteString("completed\n")
 	case !f.Executed && f.Kind.Refusal():
-		fmt.Fprintf(&b, "refused (%s): %s", f.Kind, f.Message)
+		fmt.Fprintf(&b, "refused (%s): %s\n", f.Kind, f.Message)
 	default:
-		fmt.Fprintf(&b, "failed (%s): %s", f.Kind, f.Message)
+		fmt.Fprintf(&b, "failed (%s): %s\n", f.Kind, f.Message)
 	}
-	fmt.Fprintf(&b, " in %.3fs\n", res.DurationSeconds)
-	if res.Cancelled {
+	if m.Cancelled {
 		b.WriteString("cancelled: true\n")
 	}
-	if res.LimitHit != nil {
-		fmt.Fprintf(&b, "limit_hit: %s\n", *res.LimitHit)
+	if m.LimitHit != nil {
+		fmt.Fprintf(&b, "limit_hit: %s (%s)\n", *m.LimitHit, m.Limit)
 	}
-	if res.Failure == nil || res.Failure.Executed {
-		b.WriteString(valueLine(res))
+	if m.Failure == nil || m.Failure.Executed {
+		b.WriteString(valueLine(m))
 	}
-	writeStream(&b, "stdout", res.Stdout, res.StdoutSize, res.Attachments)
-	writeStream(&b, "stderr", res.Stderr, res.StderrSize, res.Attachments)
-	if res.Failure != nil && res.Failure.Traceback != "" {
-		fmt.Fprintf(&b, "traceback:\n%s\n", strings.TrimRight(res.Failure.Traceback, "\n"))
+	writeStream(&b, "stdout", m.Stdout, m.Attachments)
+	writeStream(&b, "stderr", m.Stderr, m.Attachments)
+	if m.Failure != nil && m.Failure.Traceback != "" {
+		fmt.Fprintf(&b, "traceback:\n%s\n", strings.TrimRight(m.Failure.Traceback, "\n"))
 	}
-	for _, a := range res.Artifacts {
+	for _, a := range m.Artifacts {
 		b.WriteString(artifactText(a))
 	}
-	if len(res.Unavailable) > 0 {
-		fmt.Fprintf(&b, "unavailable bindings: %s\n", strings.Join(res.Unavailable, ", "))
+	for _, o := range m.ArtifactsOmitted {
+		fmt.Fprintf(&b, "not collected: %s (%s)\n", o.Path, o.Reason)
 	}
-	if a := res.Approvals; a.Asked+a.Unasked > 0 {
+	if len(m.Unavailable) > 0 {
+		fmt.Fprintf(&b, "unavailable bindings: %s\n", strings.Join(m.Unavailable, ", "))
+	}
+	if a := m.Approvals; a != nil {
 		fmt.Fprintf(&b, "approvals: %d asked (%d accepted, %d declined, %d timed out), %d refused without asking (this host cannot ask)\n",
 			a.Asked, a.Accepted, a.Declined, a.TimedOut, a.Unasked)
 	}
-	for _, u := range res.UpstreamProblems {
+	for _, u := range m.UpstreamProblems {
 		fmt.Fprintf(&b, "note on server %s: %s\n", u.Server, oneLine(u.Problem))
 	}
-	if n := res.Network; n != nil {
-		// The egress proxy's decisions: the first refusals with their reasons (the whole list
-		// is in structuredContent).
-		fmt.Fprintf(&b, "network: %d requests allowed, %d refused", n.Allowed, len(n.Refused))
-		const shown = 5
-		var parts []string
-		for i, r := range n.Refused {
-			if i == shown {
-				parts = append(parts, fmt.Sprintf("%d more", len(n.Refused)-shown))
-				break
-			}
-			parts = append(parts, fmt.Sprintf("%s:%d %s", r.Host, r.Port, r.Reason))
-		}
-		if len(parts) > 0 {
-			fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	if n := m.Network; n != nil {
+		fmt.Fprintf(&b, "network: %d requests allowed, refused: %s", n.Allowed, strings.Join(n.Refused, ", "))
+		if n.More > 0 {
+			fmt.Fprintf(&b, " and %d more", n.More)
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "terms: %s; isolation %s", limitsText(res.Terms), isolationText(res.Terms.Isolation, res.Isolation))
-	if res.IsolationFallback != "" {
-		fmt.Fprintf(&b, " (%s)", res.IsolationFallback)
+	if r := m.Resumed; r != nil {
+		fmt.Fprintf(&b, "resumed: %d calls answered from its journal\n", r.ReplayedCalls)
 	}
-	return b.String()
+	if m.Isolation != "" {
+		fmt.Fprintf(&b, "isolation: asked for %s, got %s\n", m.asked, m.Isolation)
+	}
+	if m.IsolationFallback != "" {
+		fmt.Fprintf(&b, "isolation fallback: %s\n", m.IsolationFallback)
+	}
+	if len(m.Guarantees) > 0 {
+		var parts []string
+		for _, d := range engine.Dimensions {
+			if g, ok := m.Guarantees[d]; ok {
+				parts = append(parts, fmt.Sprintf("%s %s", d, g))
+			}
+		}
+		fmt.Fprintf(&b, "guarantees below enforced: %s\n", strings.Join(parts, ", "))
+	}
+	if len(m.BudgetLeft) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(m.BudgetLeft)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m.BudgetLeft[k]))
+		}
+		fmt.Fprintf(&b, "budget nearly spent, left for this run: %s\n", strings.Join(parts, ", "))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // artifactText renders one artifact: a small text one whole (the engine put it in Text, up
@@ -484,44 +519,48 @@ func artifactText(a outputs.Attachment) string {
 }
 
 // valueLine renders the program's value: its JSON, or, for a value JSON cannot carry, its
-// repr said to be one. Either is previewed when long: the whole is in structuredContent (and
-// under a handle when a blob store is there).
-func valueLine(res *execution.Result) string {
-	label, v, name := "value", string(res.Value), "value"
-	if res.ValueRepr != nil {
-		label, v, name = "value (no JSON for it; its repr)", *res.ValueRepr, "value_repr"
+// repr said to be one; a value too large to show whole is its head and tail and the handle
+// that pages the rest. Nothing when the value is null and there is no repr.
+func valueLine(m *ModelResult) string {
+	label, v, name := "value", string(m.Value), "value"
+	switch {
+	case m.ValueRepr != nil:
+		label, v, name = "value (no JSON for it; its repr)", *m.ValueRepr, "value_repr"
+	case m.ValuePreview != "":
+		v = m.ValuePreview
+	case v == "":
+		return ""
 	}
-	if v == "" {
-		v = "null"
+	if m.ValueType != "" {
+		label += " (from " + m.ValueType + ")"
 	}
-	if len(v) > execution.ValuePreviewBytes {
-		v = outputs.Preview([]byte(v), []byte(v), int64(len(v)), execution.ValuePreviewBytes)
-		for _, a := range res.Attachments {
-			if a.Name == name && a.Handle != "" {
-				v += fmt.Sprintf("\n(%s: %d bytes; read_tool_output handle %s pages the rest)", name, a.Size, a.Handle)
-			}
+	for _, a := range m.Attachments {
+		if a.Name == name && a.Handle != "" {
+			v += fmt.Sprintf("\n(%s: %d bytes; read_tool_output handle %s pages the rest)", name, a.Size, a.Handle)
 		}
 	}
 	return fmt.Sprintf("%s: %s\n", label, v)
 }
 
-func writeStream(b *strings.Builder, name, preview string, size int64, atts []outputs.Attachment) {
-	if size == 0 && preview == "" {
+// writeStream renders one stream's preview, and, when it was cut, its size and where the rest
+// is (or why it is not kept).
+func writeStream(b *strings.Builder, name, preview string, atts []outputs.Attachment) {
+	if preview == "" {
 		return
 	}
-	fmt.Fprintf(b, "%s (%d bytes", name, size)
+	b.WriteString(name)
 	for _, a := range atts {
 		switch {
 		case a.Name != name || !a.Truncated:
 		case a.Handle != "":
-			fmt.Fprintf(b, ", preview only; read_tool_output handle %s", a.Handle)
-		case a.Location == "preview_only" && a.Reason != "":
-			fmt.Fprintf(b, ", preview only; the rest was not kept: %s", a.Reason)
-		case a.Location == "preview_only":
-			b.WriteString(", preview only; the rest was not kept")
+			fmt.Fprintf(b, " (%d bytes, preview only; read_tool_output handle %s)", a.Size, a.Handle)
+		case a.Reason != "":
+			fmt.Fprintf(b, " (%d bytes, preview only; the rest was not kept: %s)", a.Size, a.Reason)
+		default:
+			fmt.Fprintf(b, " (%d bytes, preview only; the rest was not kept)", a.Size)
 		}
 	}
-	fmt.Fprintf(b, "):\n%s\n", strings.TrimRight(preview, "\n"))
+	fmt.Fprintf(b, ":\n%s\n", strings.TrimRight(preview, "\n"))
 }
 
 func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
@@ -126,10 +127,16 @@ func TestRunCodeResult(t *testing.T) {
 	if res.IsError || res.Meta[MetaAgentVersion] != "sha256:abc" {
 		t.Fatalf("isError %v meta %v", res.IsError, res.Meta)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta[MetaReport])
 	var r execution.Result
 	if err := json.Unmarshal(b, &r); err != nil || string(r.Value) != "42" || r.Terms.WallSeconds != 30 {
-		t.Fatalf("structuredContent %s: %v", b, err)
+		t.Fatalf("_meta report %s: %v", b, err)
+	}
+	// What the model reads: the value, and of the report what is not as asked (here the fake
+	// sandbox's grades, none enforced).
+	if b, _ := json.Marshal(res.StructuredContent); !strings.HasPrefix(string(b), `{"guarantees":{"cpu":"unavailable",`) ||
+		!strings.HasSuffix(string(b), `,"value":42}`) || strings.Contains(string(b), "terms") {
+		t.Errorf("structuredContent %s", b)
 	}
 	if !strings.Contains(testkit.Text(res), "value: 42") {
 		t.Errorf("text: %s", testkit.Text(res))
@@ -420,9 +427,12 @@ func TestHTTPBodyLimitStreamed(t *testing.T) {
 	}
 }
 
+// renderLean is the text a model reads of res.
+func renderLean(res *execution.Result) string { return RenderText(Lean(res, budget.Limits{})) }
+
 func TestRenderTextPreviewsALargeValue(t *testing.T) {
 	big := `"` + strings.Repeat("x", 100000) + `"`
-	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage(big)}})
+	text := renderLean(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage(big)}})
 	if len(text) > 5000 || !strings.Contains(text, "elided") {
 		t.Fatalf("a 100 kB value rendered as %d bytes of text", len(text))
 	}
@@ -444,12 +454,12 @@ func drainAtCleanup(t *testing.T) *Drain {
 // counts as completed; a long repr is previewed like a long value.
 func TestRenderTextShowsAValueRepr(t *testing.T) {
 	repr := "{1, 2}"
-	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), ValueRepr: &repr}})
+	text := renderLean(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), ValueRepr: &repr}})
 	if !strings.HasPrefix(text, "completed") || !strings.Contains(text, "value (no JSON for it; its repr): {1, 2}\n") {
 		t.Fatalf("text:\n%s", text)
 	}
 	long := strings.Repeat("y", 100000)
-	if text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), ValueRepr: &long}}); len(text) > 5000 || !strings.Contains(text, "elided") {
+	if text := renderLean(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), ValueRepr: &long}}); len(text) > 5000 || !strings.Contains(text, "elided") {
 		t.Fatalf("a 100 kB repr rendered as %d bytes of text", len(text))
 	}
 }
@@ -458,7 +468,7 @@ func TestRenderTextShowsAValueRepr(t *testing.T) {
 // or binary one is named with its handle.
 func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
 	csv := "sku,count\nA,1\n"
-	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), Artifacts: []outputs.Attachment{
+	text := renderLean(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), Artifacts: []outputs.Attachment{
 		{Name: "out/data.csv", Handle: "h_1", ContentType: "text/csv", Size: int64(len(csv)), Location: "inline", Text: &csv},
 		{Name: "plot.png", Handle: "h_2", ContentType: "image/png", Size: 264, Location: "blob"},
 	}}})
@@ -470,17 +480,20 @@ func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
 	}
 }
 
-// The last line says the isolation level the terms asked for and the one reached, in words
-// that do not read as a downgrade (issue 23: "isolation process; achieved isolation
-// isolated").
+// A result says the isolation level the terms asked for and the one reached when they differ,
+// in words that do not read as a downgrade (issue 23: "isolation process; achieved isolation
+// isolated"); when they are the same it says neither.
 func TestRenderTextSaysIsolationAskedAndGot(t *testing.T) {
-	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"),
+	res := &execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"),
 		Terms:     engine.Terms{Limits: engine.DefaultLimits, Isolation: engine.LevelProcess},
-		Isolation: engine.LevelIsolated}})
-	last := text[strings.LastIndex(text, "\n")+1:]
-	if !strings.HasSuffix(last, "; isolation asked for process, got isolated") || strings.Contains(last, "achieved") ||
-		strings.Count(last, "isolation") != 1 {
-		t.Errorf("terms line = %q", last)
+		Isolation: engine.LevelIsolated}}
+	if text := renderLean(res); !strings.Contains(text, "isolation: asked for process, got isolated") || strings.Contains(text, "achieved") ||
+		strings.Count(text, "isolation") != 1 {
+		t.Errorf("text:\n%s", text)
+	}
+	res.Isolation = engine.LevelProcess
+	if text := renderLean(res); strings.Contains(text, "isolation") {
+		t.Errorf("the level asked and reached is said:\n%s", text)
 	}
 }
 
@@ -490,10 +503,10 @@ func TestRenderTextSaysTheNetworkDecisions(t *testing.T) {
 	for i := range 7 {
 		refused = append(refused, egress.Refusal{Host: fmt.Sprintf("h%d.example", i), Port: 443, Reason: egress.ReasonNotAllowed})
 	}
-	text := RenderText(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"),
+	text := renderLean(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"),
 		Network: &egress.Stats{Allowed: 3, Refused: refused}}})
-	if !strings.Contains(text, "network: 3 requests allowed, 7 refused (h0.example:443 not_allowed, ") ||
-		!strings.Contains(text, "h4.example:443 not_allowed, 2 more)\n") {
+	if !strings.Contains(text, "network: 3 requests allowed, refused: h0.example:443 not_allowed, ") ||
+		!strings.Contains(text, "h4.example:443 not_allowed and 2 more\n") {
 		t.Errorf("text:\n%s", text)
 	}
 }

@@ -14,6 +14,10 @@ type Upstreams struct {
 	// Catalogue returns the tenant's current catalogue (upstream.Pool.Catalogue). It is called
 	// at every turn boundary and must be safe for concurrent use.
 	Catalogue func(ctx context.Context) *upstream.Catalogue
+	// Current, when set, is the catalogue for a host's tools/list (upstream.Pool.Current):
+	// it waits at most its argument for a server still starting, whose tools follow with
+	// Watch's change. Nil: tools/list takes Catalogue.
+	Current func(ctx context.Context, wait time.Duration) *upstream.Catalogue
 	// Grant names the upstream servers the tenant is granted.
 	Grant []string
 	// Deny and ApprovalRequired are the tenant policy's globs over model-facing names.
@@ -66,7 +70,25 @@ func (u *Upstreams) Turn(ctx context.Context) *upstream.Turn {
 	if u == nil || u.Catalogue == nil {
 		return nil
 	}
+	return u.resolve(u.Catalogue(ctx))
+}
+
+// listingTurn is Turn for a host's tools/list: the catalogue as it stands, waiting at most
+// listingWait for a server still starting (Current).
+func (u *Upstreams) listingTurn(ctx context.Context) *upstream.Turn {
+	if u == nil || u.Current == nil {
+		return u.Turn(ctx)
+	}
+	return u.resolve(u.Current(ctx, listingWait))
+}
+
+// listingWait is how long a host's tools/list waits for an upstream's first listing: long
+// enough for a server that is quick to start to be in the first answer, short enough that a
+// slow one never holds the host (its tools follow with tools/list_changed).
+const listingWait = 300 * time.Millisecond
+
+func (u *Upstreams) resolve(cat *upstream.Catalogue) *upstream.Turn {
 	p := u.current()
-	return u.Catalogue(ctx).ResolvePolicy(upstream.Policy{Grant: p.Grant, Deny: p.Deny, ApprovalRequired: p.ApprovalRequired,
+	return cat.ResolvePolicy(upstream.Policy{Grant: p.Grant, Deny: p.Deny, ApprovalRequired: p.ApprovalRequired,
 		IgnoreDestructive: p.IgnoreDestructive, Rules: p.Rules, Bindings: p.Bindings})
 }

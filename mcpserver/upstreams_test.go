@@ -162,7 +162,7 @@ func TestBindingsReachTheEngine(t *testing.T) {
 	var r struct {
 		Unavailable []string `json:"unavailable_bindings"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta[MetaReport])
 	_ = json.Unmarshal(b, &r)
 	if !slices.Equal(r.Unavailable, []string{"up__gone"}) {
 		t.Errorf("unavailable_bindings = %v", r.Unavailable)
@@ -216,9 +216,68 @@ func TestAFailedUpstreamIsToldToTheModel(t *testing.T) {
 	var r struct {
 		Problems []execution.UpstreamProblem `json:"upstream_problems"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta[MetaReport])
 	_ = json.Unmarshal(b, &r)
 	if len(r.Problems) != 1 || r.Problems[0].Server != "gone" || r.Problems[0].Problem != reason {
 		t.Errorf("upstream_problems = %+v", r.Problems)
+	}
+}
+
+// run_code is annotated readOnlyHint exactly when nothing a program can reach changes the
+// world: no network, and every tool it is bound to read-only by its annotations. Without
+// upstreams and without network it is from the start; granted a tool not annotated read-only
+// it is not, and it becomes so, with tools/list_changed, when a policy change leaves the
+// program read-only tools alone.
+func TestRunCodeReadOnly(t *testing.T) {
+	readOnly := func(cs *mcp.ClientSession) bool {
+		t.Helper()
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			if tl.Name == ToolRunCode {
+				return tl.Annotations != nil && tl.Annotations.ReadOnlyHint
+			}
+		}
+		t.Fatal("run_code is not listed")
+		return false
+	}
+	code := func(network engine.Network) *CodeExec {
+		terms := testTerms
+		terms.Network = network
+		return &CodeExec{Sandbox: fakeSandbox{ok("1")}, Terms: terms}
+	}
+	if !readOnly(connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: code(engine.NetworkNone)}, nil)) {
+		t.Error("without upstreams or network, run_code is not read-only")
+	}
+	if readOnly(connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: code(engine.NetworkUnrestricted)}, nil)) {
+		t.Error("granted the network, run_code is read-only")
+	}
+	f := newUpstreamFixture(t)
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "look", Description: "Reads.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, echoTool)
+	u := f.upstreams(false) // up__echo is bound, and not annotated read-only
+	changed := make(chan struct{}, 8)
+	cs := connect(t, Agent{Tenant: "t", Name: "a", CodeExecution: code(engine.NetworkNone), Upstreams: u},
+		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	if readOnly(cs) {
+		t.Error("bound to a tool not annotated read-only, run_code is read-only")
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+	u.SetPolicy(UpstreamPolicy{Grant: []string{"up"}, Deny: []string{"up__secret", "up__echo"}})
+	if !readOnly(cs) {
+		t.Error("bound to read-only tools only, run_code is not read-only")
+	}
+	select {
+	case <-changed:
+	case <-time.After(gate.Scaled(5 * time.Second)):
+		t.Error("no tools/list_changed when run_code became read-only")
+	}
+	// An approval the policy asks for makes even a read-only tool a step outside.
+	u.SetPolicy(UpstreamPolicy{Grant: []string{"up"}, Deny: []string{"up__secret", "up__echo"}, ApprovalRequired: []string{"up__look"}})
+	if readOnly(cs) {
+		t.Error("bound to a tool that needs approval, run_code is read-only")
 	}
 }

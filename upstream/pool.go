@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -157,22 +158,72 @@ func (p *Pool) changed(server string) {
 // has none, and is named in Problems. It is meant to be called at every turn boundary: when
 // nothing changed it costs a lock.
 func (p *Pool) Catalogue(ctx context.Context) *Catalogue {
-	p.mu.Lock()
-	if p.cat != nil && p.catVer == p.version && !p.anyUnlisted() {
-		c := p.cat
-		p.mu.Unlock()
-		return c
+	cat, ver, ok := p.cached()
+	if ok {
+		return cat
 	}
-	ver := p.version
-	p.mu.Unlock()
-
 	var wg sync.WaitGroup
 	for _, c := range p.conns {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.refresh(ctx) }()
+		wg.Go(func() { c.refresh(ctx) })
 	}
 	wg.Wait()
+	return p.build(ver)
+}
 
+// Current is the catalogue a host's tools/list shows: Catalogue, except that it waits at
+// most wait for the listings it needs. A listing still under way then goes on in the
+// background (owned by the Pool; Close ends it and kills a server still starting), and when
+// it lands the Pool announces it as a change of that server's tools (OnToolsChanged), so the
+// MCP face sends tools/list_changed. A server that takes a minute to start (a first `npx -y`
+// downloading its package) never holds a host's listing: what is known is listed at once,
+// with the starting server named in Problems (docs/design.md §13.6).
+func (p *Pool) Current(ctx context.Context, wait time.Duration) *Catalogue {
+	cat, ver, ok := p.cached()
+	if ok {
+		return cat
+	}
+	var (
+		gaveUp atomic.Bool
+		left   atomic.Int64
+	)
+	done := make(chan struct{})
+	left.Store(int64(len(p.conns)))
+	for _, c := range p.conns {
+		p.spawn(func() {
+			c.refreshLate(&gaveUp)
+			if left.Add(-1) == 0 {
+				close(done)
+			}
+		})
+	}
+	if len(p.conns) == 0 {
+		close(done)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	gaveUp.Store(true)
+	return p.build(ver)
+}
+
+// cached returns the last catalogue when nothing changed since it was built, else the
+// version a new one is built at.
+func (p *Pool) cached() (*Catalogue, uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cat != nil && p.catVer == p.version && !p.anyUnlisted() {
+		return p.cat, 0, true
+	}
+	return nil, p.version, false
+}
+
+// build makes the catalogue of what every server holds now, and keeps it when no server
+// needs trying again and nothing changed since ver.
+func (p *Pool) build(ver uint64) *Catalogue {
 	var (
 		tools  []*Tool
 		failed bool
@@ -233,7 +284,9 @@ type conn struct {
 	// throttled is set while a change announced since waits for room among them.
 	listings  []time.Time
 	throttled bool
-	down      bool // shut down for good
+	landed    uint64   // listings that succeeded, so a late one can be told apart
+	starting  *process // a stdio server started and not yet initialized: Close kills it
+	down      bool     // shut down for good
 }
 
 func (c *conn) acquire(ctx context.Context) error {
@@ -257,11 +310,15 @@ func (c *conn) snapshot() (tools []*Tool, problem string, retry bool) {
 	if c.problem != "" {
 		all = append(all, c.problem)
 	}
+	if !c.listed && c.problem == "" { // only Current returns before the first listing
+		all = append(all, "it is starting: its tools are listed when it answers")
+		retry = true
+	}
 	if c.throttled {
 		all = append(all, fmt.Sprintf("the server announced tool changes faster than this host re-lists (%d a minute); its list may be out of date", relistBurst))
 	}
 	all = append(all, c.notes...)
-	return c.tools, strings.Join(all, "; "), c.problem != "" || c.throttled
+	return c.tools, strings.Join(all, "; "), retry || c.problem != "" || c.throttled
 }
 
 // Re-listing is bounded: a server announcing list_changed on every call must not make each
@@ -300,6 +357,7 @@ func (c *conn) refresh(ctx context.Context) {
 		c.mu.Lock()
 		c.tools, c.notes, c.listed, c.problem, c.retryAt, c.throttled = tools, notes, true, "", time.Time{}, false
 		c.stale = c.changes != changes
+		c.landed++
 		c.mu.Unlock()
 		return
 	}
@@ -308,6 +366,21 @@ func (c *conn) refresh(ctx context.Context) {
 	c.problem = fmt.Sprintf("upstream server %q is unavailable: %s", c.srv.Name, reasonOf(c.srv, err))
 	c.retryAt = time.Now().Add(retryDelay)
 	c.mu.Unlock()
+}
+
+// refreshLate is refresh for Current, on the Pool's context: when a listing lands after
+// Current stopped waiting (gaveUp), the Pool announces it as a change.
+func (c *conn) refreshLate(gaveUp *atomic.Bool) {
+	c.mu.Lock()
+	before := c.landed
+	c.mu.Unlock()
+	c.refresh(c.pool.ctx)
+	c.mu.Lock()
+	landed := c.landed != before
+	c.mu.Unlock()
+	if landed && gaveUp.Load() {
+		c.pool.changed(c.srv.Name)
+	}
 }
 
 // list returns the server's listing: an A2A peer's skills from its card, an MCP server's
@@ -452,9 +525,15 @@ func (c *conn) dropIfBroken(cs *mcp.ClientSession, err error) {
 func (c *conn) shutdown() {
 	c.mu.Lock()
 	c.down = true
-	cs, proc := c.session, c.proc
+	cs, proc, starting := c.session, c.proc, c.starting
 	c.session, c.proc = nil, nil
 	c.mu.Unlock()
+	if starting != nil {
+		// Still starting (a package downloading, say): nothing is waited for; its whole
+		// tree ends now, so none of it outlives the session that started it.
+		starting.kill()
+		starting.close()
+	}
 	if cs == nil {
 		return
 	}
@@ -518,6 +597,20 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", c.srv.Name, err)
 	}
+	c.mu.Lock()
+	if c.down { // Close came first: it will not see this one
+		c.mu.Unlock()
+		proc.kill()
+		proc.close()
+		return nil, nil, errPoolClosed
+	}
+	c.starting = proc
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.starting = nil
+		c.mu.Unlock()
+	}()
 	if first {
 		c.pool.logger.Info("upstream server starting for the first time", "server", c.srv.Name, "timeout", timeout.String())
 	}

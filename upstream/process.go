@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,9 @@ type process struct {
 	exited chan struct{}
 	wg     sync.WaitGroup // the stderr reader and the reaper
 	once   sync.Once
+	// ending is set when close begins: an exit after it (a kill included) is the end asked
+	// for, not a failure of the server's.
+	ending atomic.Bool
 
 	// contained is the server's launch when a Launcher started it, nil for a host process.
 	contained *Launched
@@ -94,10 +98,7 @@ func startProcess(s Server, logger *slog.Logger) (*process, error) {
 	}()
 	go func() {
 		defer p.wg.Done()
-		err := cmd.Wait()
-		if err != nil {
-			logger.Warn("upstream server exited", "server", s.Name, "err", err)
-		}
+		p.logExit(cmd.Wait(), s.Name, logger)
 		close(p.exited)
 	}()
 	return p, nil
@@ -119,12 +120,29 @@ func startContained(s Server, logger *slog.Logger) (*process, error) {
 	}()
 	go func() {
 		defer p.wg.Done()
-		if err := l.Wait(); err != nil {
-			logger.Warn("upstream server exited", "server", s.Name, "err", err)
-		}
+		p.logExit(l.Wait(), s.Name, logger)
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// logExit logs a server's exit: a failure (a warning) when it ended on its own with an error,
+// the normal end (info) when close had begun, whatever its status (a server that did not
+// leave when its stdin closed is killed).
+func (p *process) logExit(err error, server string, logger *slog.Logger) {
+	switch {
+	case p.ending.Load():
+		logger.Info("upstream server stopped", "server", server, "status", exitStatus(err))
+	case err != nil:
+		logger.Warn("upstream server exited", "server", server, "err", err)
+	}
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
 // treeMarkerEnv names the variable that marks a stdio server's processes, so that killTree
@@ -212,6 +230,7 @@ func (c processCloser) Close() error                { c.p.close(); return nil }
 // about 2*closeGrace, idempotent and safe for concurrent use.
 func (p *process) close() {
 	p.once.Do(func() {
+		p.ending.Store(true)
 		_ = p.stdin.Close()
 		select {
 		case <-p.exited:

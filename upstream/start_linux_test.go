@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -70,7 +70,7 @@ func TestFirstStartTimeoutKillsTheWholeTree(t *testing.T) {
 	// for that, bounded, rather than assume it.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		left := tagged(tag)
+		left := testkit.Tagged("TEST_TREE_TAG", tag)
 		if len(left) == 0 {
 			break
 		}
@@ -81,22 +81,69 @@ func TestFirstStartTimeoutKillsTheWholeTree(t *testing.T) {
 	}
 }
 
-// tagged lists the live processes whose environment holds TEST_TREE_TAG=tag (a zombie is
-// dead: it only waits to be reaped).
-func tagged(tag string) []int {
-	want := []byte("TEST_TREE_TAG=" + tag + "\x00")
-	var out []int
-	for _, p := range readProcs() {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
-			continue
-		}
-		if hasEnv(p.pid, want) {
-			out = append(out, p.pid)
+// A host's listing (Current) never waits for a server still starting: it returns within its
+// wait with the starting servers named, a server that answers later is announced as a change
+// (OnToolsChanged) and listed from then on, and Close kills the whole tree of one that never
+// answered (a start that outlived the session was how issue 37's upstream trees were left to
+// init).
+func TestCurrentDoesNotWaitForAStartingServer(t *testing.T) {
+	dir := t.TempDir()
+	late, stuck := filepath.Join(dir, "late"), filepath.Join(dir, "stuck")
+	for _, d := range []string{late, stuck} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return out
+	tag := fmt.Sprintf("stuck-%d-%d", os.Getpid(), time.Now().UnixNano())
+	changed := make(chan string, 16)
+	logs := &testkit.Log{}
+	p, err := NewPool(&PoolOptions{
+		Servers: []Server{
+			{Name: "late", Command: slowStart(late, 2), FirstStartTimeout: time.Minute},
+			{Name: "stuck", Command: slowStart(stuck, 600), Env: map[string]string{"TEST_TREE_TAG": tag}, FirstStartTimeout: time.Hour},
+		},
+		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+		OnToolsChanged: func(s string) { changed <- s },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	start := time.Now()
+	cat := p.Current(context.Background(), 100*time.Millisecond)
+	if d := time.Since(start); d > gate.Scaled(5*time.Second) {
+		t.Errorf("Current took %v with servers still starting", d)
+	}
+	if len(cat.Tools()) != 0 {
+		t.Errorf("Current listed %d tools of servers that have not answered", len(cat.Tools()))
+	}
+	for _, s := range []string{"late", "stuck"} {
+		if !strings.Contains(cat.Problems()[s], "starting") {
+			t.Errorf("problem of %s = %q, want it to say the server is starting", s, cat.Problems()[s])
+		}
+	}
+	select {
+	case s := <-changed:
+		if s != "late" {
+			t.Errorf("announced a change of %q, want late", s)
+		}
+	case <-time.After(gate.Scaled(60 * time.Second)):
+		t.Fatalf("the late server's listing was never announced\n%s", logs)
+	}
+	cat = p.Current(context.Background(), 100*time.Millisecond)
+	if _, ok := cat.Lookup("late__add"); !ok {
+		t.Errorf("after its announcement the late server's tools are not listed")
+	}
+	closed := time.Now()
+	p.Close()
+	if d := time.Since(closed); d > gate.Scaled(10*time.Second) {
+		t.Errorf("Close took %v with a server still starting", d)
+	}
+	deadline := time.Now().Add(gate.Scaled(30 * time.Second))
+	for len(testkit.Tagged("TEST_TREE_TAG", tag)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of a server still starting outlived Close: %v", testkit.Tagged("TEST_TREE_TAG", tag))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

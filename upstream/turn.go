@@ -150,6 +150,22 @@ func (t *Turn) Aliases() []string {
 // callable tool: the result's unavailable_bindings.
 func (t *Turn) Unavailable() []string { return t.unavailable }
 
+// ReadOnly reports whether nothing a program can call changes the world outside its sandbox:
+// every tool it is bound to is read-only by its server's annotations (readOnlyHint) and needs
+// no approval, and every granted server's tools are known (one that could not be listed may
+// offer anything once it can). The built-ins a program calls are read-only.
+func (t *Turn) ReadOnly() bool {
+	if len(t.Problems()) > 0 {
+		return false
+	}
+	for _, tool := range t.bound {
+		if tool.Def == nil || tool.Def.Annotations == nil || !tool.Def.Annotations.ReadOnlyHint || t.NeedsApproval(tool) {
+			return false
+		}
+	}
+	return true
+}
+
 // Exposed returns the callable tools of non-deferred servers, sorted: what a host may be offered
 // directly. bindings do not narrow it; they are about programs.
 func (t *Turn) Exposed() []*Tool {

@@ -176,7 +176,7 @@ func replayOne(ctx context.Context, spec *execution.Spec, tenant, file, program 
 	res := execution.Execute(ctx, spec,
 		execution.Program{Code: program, Run: budget.RunRef{Tenant: tenant, ID: budget.NewID("command:c_")}, Tape: player},
 		// handle.read() on a recorded handle reads what the cassette kept of its result.
-		&execution.Options{Render: mcpserver.RenderText, Blobs: player.Blobs()})
+		&execution.Options{Render: mcpserver.ModelReads, Blobs: player.Blobs()})
 	o.CallsRecorded = len(c.Calls)
 	o.Recorded = c.Value()
 	o.Actual = res.Value

@@ -338,3 +338,29 @@ func TestRunLimitNarrows(t *testing.T) {
 		}
 	}
 }
+
+// TestImageBuildUsage: `image build` teaches in --help (each kind and the image it makes) and
+// refuses a mistake with exit 2 naming it, before any runtime is run.
+func TestImageBuildUsage(t *testing.T) {
+	out, _, code := runCLI(t, "", "image", "build", "--help")
+	if code != 0 {
+		t.Fatalf("image build --help: exit %d", code)
+	}
+	testkit.Mentions(t, "image build --help", out, []string{"--runtime", "--python", "--tag", "--image",
+		"(localhost/mcp-sandbox-server)", "(localhost/mcp-sandbox-worker)", "localhost/mcp-sandbox-python:latest", "Nothing is pulled"})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"image"}, "names no subcommand"},
+		{[]string{"image", "make"}, `unknown subcommand "make"`},
+		{[]string{"image", "build", "--image", "client"}, `--image must be sandbox, server or worker, got "client"`},
+		{[]string{"image", "build", "--tag", "Bad Name"}, `--tag "Bad Name" is not an image reference`},
+		{[]string{"image", "build", "--runtime", "no-such-runtime"}, `--runtime "no-such-runtime" is not on PATH`},
+	} {
+		_, errOut, code := runCLI(t, "", c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("mcp-sandbox %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, errOut, c.want)
+		}
+	}
+}

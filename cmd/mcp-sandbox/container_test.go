@@ -29,7 +29,7 @@ tenants:
 `
 
 // requireContainer skips unless a runtime answers and the default image is present (`make
-// sandbox-image`), and returns the runtime's kind.
+// sandbox-image`, which runs `mcp-sandbox image build`), and returns the runtime's kind.
 func requireContainer(t *testing.T) string {
 	t.Helper()
 	d := container.Detect(context.Background(), &container.Options{})

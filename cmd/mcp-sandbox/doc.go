@@ -1,5 +1,7 @@
 // Command mcp-sandbox is the product: an MCP server that offers run_code, and the commands an
-// operator uses around it (run, read-output, doctor, check, sandbox-service, version). It is the only
+// operator uses around it (run, read-output, doctor, check, sandbox-service, image build, which
+// assembles the container and cluster images from this host's files: docs/design.md §20,
+// version). It is the only
 // package that reads files, flags and the environment; it turns the YAML config into engine,
 // backend and server values and wires them together. Logs go to stderr; stdout carries
 // results, or protocol bytes only under `serve --transport stdio`.

@@ -109,7 +109,7 @@ func TestGoldenResults(t *testing.T) {
 		res := execution.Execute(ctx, a.CodeExecution,
 			execution.Program{Code: code, Run: budget.RunRef{Tenant: "t", ID: budget.NewID("command:c_")}, AgentVersion: a.Version,
 				Turn: a.Upstreams.Turn, Approvals: &approval.Asking{Asker: asker}},
-			&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.RenderText})
+			&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.ModelReads})
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			t.Fatal(err)

@@ -44,7 +44,7 @@ func TestIdentityAdviceAndNote(t *testing.T) {
 			[]string{"your own Windows account", "Job Object", "no lesser identity", "runs without one"}},
 		{"a subordinate uid of its own", 1000, "someone", "", own, nil},
 		{"boundary, no range", 1000, "alice", "", isolated,
-			[]string{"your own uid 1000", "user, mount, pid and network namespace", "the default accepts it", "usermod --add-subuids", "alice"}},
+			[]string{"your own uid 1000", "user, mount, pid and network namespace", "the default accepts it", "usermod --add-subuids 165536-231071 --add-subgids 165536-231071 alice"}},
 		{"no boundary: user namespaces blocked", 1000, "alice", blocked, process,
 			[]string{"no kernel boundary", "the default refuses them", "allow_same_uid: true", "kernel.unprivileged_userns_clone = 0",
 				"sudo sysctl -w kernel.unprivileged_userns_clone=1"}},

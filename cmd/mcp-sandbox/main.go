@@ -53,6 +53,7 @@ func commands() []command {
 		{"approvals", "list the calls waiting for a person's approval, and approve or deny them", runApprovals},
 		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
 		{"check", "validate a config file without running anything", runCheck},
+		{"image", "build the container backend's image (or the Kubernetes images) from this machine's files", runImage},
 		{"sandbox-service", "serve executions to remote backends of MCP servers elsewhere", runSandboxService},
 		{"version", "print the version", runVersion},
 	}
@@ -137,6 +138,7 @@ Examples:
   mcp-sandbox approvals list --config deploy.yaml  # calls waiting for a person's approval
   mcp-sandbox doctor                         # what this machine can contain, per profile
   mcp-sandbox check --config deploy.yaml     # validate a config
+  mcp-sandbox image build                    # the container backend's image, from this host's Python
   mcp-sandbox sandbox-service --listen 127.0.0.1:8443  # run programs for MCP servers elsewhere
 
 Run "mcp-sandbox <command> --help" (or "mcp-sandbox help <command>") for the flags of a command.

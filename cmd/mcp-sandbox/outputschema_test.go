@@ -74,11 +74,12 @@ func TestRunCodeOutputSchema(t *testing.T) {
 	check(wide, "import time\ntime.sleep(600)", "timeout")
 	net := connectStdio(t, []string{"--config", cfg, "--agent", "net"}, nil)
 	check(net, "1", "network_unavailable")
-	// The schema is not vacuous: a failure without its message, or a result without most of
-	// its keys, does not validate.
+	// The schema is not vacuous: a failure without its message, a null value, a stream that is
+	// not text, do not validate.
 	for _, bad := range []string{
-		`{"value":null,"stdout":"","stderr":"","stdout_size":0,"stderr_size":0,"failure":{"kind":"program_error","executed":false},"limit_hit":null,"cancelled":false,"duration_seconds":0,"terms":{},"isolation":"none","guarantees":{},"network_denied":true,"budget":{"execution":{"calls":0,"transfer_bytes":0,"produced_bytes":0,"preserved_bytes":0},"run":{"calls":0,"transfer_bytes":0,"produced_bytes":0,"preserved_bytes":0}},"approvals":{"asked":0,"accepted":0,"declined":0,"timed_out":0,"unasked":0},"context":{"execution":{"binding_bytes":0,"returned_bytes":0,"kept_out_bytes":0},"run":{"binding_bytes":0,"returned_bytes":0,"kept_out_bytes":0}}}`,
-		`{"value":null,"stdout":""}`,
+		`{"failure":{"kind":"program_error","executed":false}}`,
+		`{"value":null,"stdout":"hi"}`,
+		`{"stdout":5}`,
 	} {
 		var v any
 		_ = json.Unmarshal([]byte(bad), &v)

@@ -108,7 +108,7 @@ func callRunCode(ctx context.Context, cs *mcp.ClientSession, code string, progre
 	if err != nil {
 		return quotaResult{}, err
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	var r struct {
 		Value   json.RawMessage `json:"value"`
 		Failure *struct {
@@ -391,7 +391,7 @@ func TestServeQuotaStoredBytes(t *testing.T) {
 					Failure     *struct{ Kind, Message string } `json:"failure"`
 					Attachments []attachment                    `json:"attachments"`
 				}
-				b, _ := json.Marshal(res.StructuredContent)
+				b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 				if err := json.Unmarshal(b, &out); err != nil {
 					t.Fatalf("structuredContent %s: %v", b, err)
 				}

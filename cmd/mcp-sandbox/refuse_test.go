@@ -87,6 +87,10 @@ func TestServeWhenNoProfileCanRun(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", want, log.String())
 		}
 	}
+	// Over stdio the host keeps stderr as its MCP log: warnings and errors only by default.
+	if strings.Contains(log.String(), "level=INFO") {
+		t.Errorf("serve over stdio logged info lines by default:\n%s", log.String())
+	}
 	doctor := exec.Command(testkit.Binary(t), "doctor", "--config", cfg)
 	doctor.Env = append(os.Environ(), noKernelBoundary...)
 	out, _ := doctor.CombinedOutput()

@@ -106,7 +106,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
 			Approvals: &approval.Asking{Asker: nobodyToAsk{}}, Tape: tape},
 		// returned_bytes is what run_code would hand a model for this result, so the two agree.
-		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.RenderText, Cassettes: keeper})
+		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.ModelReads, Cassettes: keeper})
 	if *runName == "" {
 		// A Run of its own ends with the command; a named one goes on, as a host's does.
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

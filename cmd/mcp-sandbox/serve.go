@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
@@ -42,6 +40,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	if fs.NArg() != 0 {
 		return exitUsage, usagef("takes no arguments, got %q", fs.Args())
+	}
+	if *transport == "stdio" && !fs.Changed("log-level") {
+		// A host keeps a stdio server's stderr as its MCP log, and some (Claude Code) record
+		// every line there as an error: over stdio, warnings and errors unless asked for more.
+		warnByDefault(fs)
+		if err := setLogger(fs); err != nil {
+			return exitUsage, err
+		}
 	}
 	defer startServeGC(os.LookupEnv)()
 	hup, unsubscribe := hangups()
@@ -130,7 +136,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		// A signal ends the programs in flight at once: the host that started us is leaving.
 		stopDrain := context.AfterFunc(ctx, opts.Drain.Stop)
 		defer stopDrain()
-		err = srv.Run(ctx, &mcp.StdioTransport{})
+		err = mcpserver.ServeStdio(ctx, srv, os.Stdin, os.Stdout)
 		drainExecutions(opts.Drain) // before the deferred closes of runners and pools
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return exitFailure, err
@@ -555,7 +561,8 @@ profile that does not exist stops the server (exit 2). Run "mcp-sandbox doctor" 
 each profile can contain on this machine.
 
 What the operator watches: --log-format json|text and --log-level on stderr (every line of
-one execution names its execution, tenant, agent and run); --metrics-listen ADDR serves
+one execution names its execution, tenant, agent and run; the level is info by default over
+http, warn over stdio, whose host keeps stderr as its MCP log); --metrics-listen ADDR serves
 Prometheus metrics (/metrics, no authentication: loopback or the scraper's network only) with
 either transport; OTEL_EXPORTER_OTLP_ENDPOINT exports traces over OTLP/HTTP, under the trace
 context a host sends in _meta (traceparent), which upstream calls pass on.

@@ -56,7 +56,8 @@ func connectStdioLog(t *testing.T, args []string, opts *mcp.ClientOptions) (*mcp
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(20*time.Second))
 	defer cancel()
-	cmd := exec.Command(testkit.Binary(t), append([]string{"serve"}, args...)...)
+	// The test reads the log: info lines too, which serve over stdio leaves out by default.
+	cmd := exec.Command(testkit.Binary(t), append([]string{"serve", "--log-level", "info"}, args...)...)
 	log := testkit.NewLog(t, "server")
 	cmd.Stderr = log
 	client := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "0"}, opts)
@@ -105,9 +106,9 @@ func runCode(t *testing.T, ctx context.Context, cs *mcp.ClientSession, code stri
 		t.Fatalf("run_code: %v", err)
 	}
 	var r result
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("structuredContent %s: %v", b, err)
+		t.Fatalf("_meta report %s: %v", b, err)
 	}
 	return res, r
 }
@@ -451,7 +452,7 @@ func TestServeHTTP(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				b, _ := json.Marshal(res.StructuredContent)
+				b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 				var r result
 				json.Unmarshal(b, &r)
 				if res.IsError || string(r.Value) != want {

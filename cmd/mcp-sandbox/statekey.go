@@ -10,12 +10,12 @@ import (
 
 // stateKeys reads approvals.state_key (docs/design.md §10): the keys that seal the
 // requestState of an approval asked through input requests, the first sealing and all
-// opening. Without one the server makes a random key and says what that costs: a retry
-// reaching it after a restart, or reaching another replica, is refused.
+// opening. Without one the server makes a random key and says what that costs where it
+// costs something (stateKeyMissing).
 func stateKeys(cfg *configs.Config) (*mcpserver.StateKeys, error) {
 	refs := cfg.Approvals.StateKey
 	if len(refs) == 0 {
-		slog.Info("approvals.state_key is not set: approval states are sealed with a random key of this process, so a retry survives no restart and no other replica can open it")
+		stateKeyMissing(cfg)
 		return mcpserver.RandomStateKeys(), nil
 	}
 	var keys [][]byte
@@ -31,4 +31,26 @@ func stateKeys(cfg *configs.Config) (*mcpserver.StateKeys, error) {
 		keys = append(keys, k)
 	}
 	return mcpserver.NewStateKeys(keys...)
+}
+
+// stateKeyMissing logs what a random state key costs, only where it costs something: an
+// approval can be asked only of a tenant granted upstreams, and its retry outlives this
+// process only on a ledger that does. On a shared (PostgreSQL) ledger, several replicas: a
+// retry reaching another one is refused (a warning). On a data_dir: a program paused on an
+// approval does not survive a restart (info). Otherwise (the embedded default, data_dir "-")
+// nothing is lost, and nothing is said above debug.
+func stateKeyMissing(cfg *configs.Config) {
+	askable := false
+	for _, t := range cfg.Tenants {
+		askable = askable || len(t.Upstreams) > 0
+	}
+	switch {
+	case askable && cfg.Ledger != nil && cfg.Ledger.Postgres != nil:
+		slog.Warn("approvals.state_key is not set: approval states are sealed with a random key of this process, " +
+			"so another replica cannot open a retry and a program paused on an approval survives no restart; set it on every replica")
+	case askable && dataDir(cfg) != "":
+		slog.Info("approvals.state_key is not set: a program paused on an approval survives no restart of this server")
+	default:
+		slog.Debug("approvals.state_key is not set: approval states are sealed with a random key of this process")
+	}
 }

@@ -52,7 +52,7 @@ func TestServeStorageOnPostgres(t *testing.T) {
 			Name, Handle, Location string
 		} `json:"attachments"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	if err := json.Unmarshal(b, &out); err != nil || res.IsError {
 		t.Fatalf("run_code: %v %s", err, b)
 	}

@@ -90,7 +90,7 @@ return [first, second]`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"])
 	var out struct {
 		Value   []struct{ Traceparent, Tracestate string }
 		Failure any

@@ -164,6 +164,7 @@ func (tp *tenantPools) agentUpstreams(cfg *configs.Config, tname, aname string) 
 	p := policyOf(cfg, tname, aname)
 	u := &mcpserver.Upstreams{
 		Catalogue:         pool.Catalogue,
+		Current:           pool.Current,
 		Grant:             p.Grant,
 		Deny:              p.Deny,
 		ApprovalRequired:  p.ApprovalRequired,

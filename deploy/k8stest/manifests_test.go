@@ -734,3 +734,27 @@ func TestContainerArgsParse(t *testing.T) {
 		}
 	}
 }
+
+// TestImagesAreTheOnesBuilt: each Deployment runs the image `make images` builds for it
+// (mcp-sandbox image build --image server or worker, whose --help names them), imported into
+// a node, not pulled: imagePullPolicy IfNotPresent, which a :latest tag would not default to.
+func TestImagesAreTheOnesBuilt(t *testing.T) {
+	s := load(t)
+	out, err := exec.Command(testkit.Binary(t), "image", "build", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mcp-sandbox image build --help: %v\n%s", err, out)
+	}
+	for kind, d := range map[string]*appsv1.Deployment{"server": server(t, s), "worker": worker(t, s)} {
+		c := d.Spec.Template.Spec.Containers[0]
+		name, tag, _ := strings.Cut(c.Image, ":")
+		if want := "localhost/mcp-sandbox-" + kind; name != want || tag != "latest" {
+			t.Errorf("the %s runs %s, want %s:latest, which make images builds", kind, c.Image, want)
+		}
+		if !strings.Contains(string(out), "("+name+")") {
+			t.Errorf("mcp-sandbox image build --help does not name %s for the %s:\n%s", name, kind, out)
+		}
+		if c.ImagePullPolicy != corev1.PullIfNotPresent {
+			t.Errorf("the %s's imagePullPolicy is %q, want IfNotPresent: the image is imported into the node, not pulled", kind, c.ImagePullPolicy)
+		}
+	}
+}

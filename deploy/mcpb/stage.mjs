@@ -1,5 +1,5 @@
-// Stages mcp-sandbox.mcpb's directory from a goreleaser dist/ (make bundle): the binaries
-// goreleaser built, by platform, the launcher, the bundle's config, and manifest.json with
+// Stages mcp-sandbox.mcpb's directory from make dist's dist/ (make bundle): the binaries
+// it built, by platform (artifacts.json), the launcher, the bundle's config, and manifest.json with
 // the release's version. Usage: node stage.mjs DIST STAGE
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";

@@ -788,12 +788,24 @@ def _format_error(e, source):
     import linecache
     import traceback
 
-    linecache.cache[_PROGRAM] = (len(source), None, source.splitlines(True), _PROGRAM)
+    # Every line ends with its newline, the last one included (model-written code seldom has
+    # one): traceback places its carets by columns of the line as linecache holds it, and a
+    # last line without its newline puts them one column to the right.
+    lines = source.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[_PROGRAM] = (len(source), None, lines, _PROGRAM)
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != _PROGRAM:
         tb = tb.tb_next
     if isinstance(e, SyntaxError):
         text = "".join(traceback.format_exception_only(type(e), e))
+    elif isinstance(e, ToolError):
+        # A call that did not produce a result: where the program made it is what it can fix;
+        # the frames below (the binding, call_tool, the channel) are this bootstrap's.
+        frames = [f for f in traceback.extract_tb(tb) if f.filename == _PROGRAM]
+        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) + \
+            "".join(traceback.format_exception_only(type(e), e))
     else:
         text = "".join(traceback.format_exception(type(e), e, tb))
     err = {"type": type(e).__name__, "message": str(e), "traceback": text}
@@ -848,15 +860,159 @@ def _run(frame):
             value = None
         else:
             return {"type": "done", "ok": False, "error": _format_error(e, source)}
+    vtype = None
     try:
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            raise TypeError("a named tuple is an object")
         encoded = _dumps(value)
     except (TypeError, ValueError, RecursionError):
-        return _done_repr(value)
+        # Not JSON as it is: converted where a conversion is known (_to_json), else its repr.
+        try:
+            converted = _to_json(value, [_max_value], 0)
+            encoded = _dumps(converted)
+        except _TooLarge:
+            return _too_large("more than %d bytes of JSON" % _max_value, _type_name(type(value)))
+        except MemoryError:
+            raise
+        except Exception:  # noqa: _NoJSON, or a conversion the program's own code broke
+            return _done_repr(value)
+        if not isinstance(value, (dict, list)):
+            vtype = _type_name(type(value))
+        value = converted
     if len(encoded) > _max_value:
-        return {"type": "done", "ok": False,
-                "error": {"type": "ValueTooLarge", "traceback": "", "not_serializable": True,
-                          "message": "the value is %d bytes of JSON, over the %d-byte ceiling; return less, or print it" % (len(encoded), _max_value)}}
-    return {"type": "done", "ok": True, "value": value}
+        return _too_large("%d bytes of JSON" % len(encoded), vtype)
+    done = {"type": "done", "ok": True, "value": value}
+    if vtype:
+        done["value_type"] = vtype
+    return done
+
+
+def _too_large(size, vtype):
+    what = "the value" if not vtype else "the value (%s)" % vtype
+    return {"type": "done", "ok": False,
+            "error": {"type": "ValueTooLarge", "traceback": "", "not_serializable": True,
+                      "message": "%s is %s, over the %d-byte ceiling; return less, or print it" % (what, size, _max_value)}}
+
+
+class _NoJSON(Exception):
+    """A value with no conversion to JSON: its repr goes instead."""
+
+
+class _TooLarge(Exception):
+    """A converted value past the value's ceiling."""
+
+
+def _type_name(t):
+    """A type's name as a program would write it: numpy.ndarray, pandas.DataFrame,
+    datetime.datetime, or a class of the program's own by its name."""
+    mod, name = getattr(t, "__module__", "") or "", getattr(t, "__qualname__", t.__name__)
+    if mod in ("builtins", "__main__"):
+        return name
+    top = mod.split(".")[0]
+    if getattr(sys.modules.get(top), name, None) is t:
+        return top + "." + name
+    return mod + "." + name
+
+
+def _spend(budget, n):
+    budget[0] -= n
+    if budget[0] < 0:
+        raise _TooLarge()
+
+
+def _key(k):
+    if isinstance(k, str):
+        return str(k)
+    if k is None or isinstance(k, (bool, int, float)):
+        return _dumps(k)
+    v = _to_json(k, [1 << 12], 99)
+    if isinstance(v, (str, int, float)):
+        return v if isinstance(v, str) else _dumps(v)
+    raise _NoJSON()
+
+
+def _module(name):
+    return sys.modules.get(name)
+
+
+def _to_json(v, budget, depth):
+    """v as plain JSON values, for a final value the encoder cannot take as it is: numpy arrays
+    and scalars, pandas DataFrames (records) and Series, pydantic models (v1 and v2),
+    dataclasses, named tuples, enums, datetimes, dates, times, decimals, UUIDs and paths,
+    however nested. A module is looked at only when the program imported it (sys.modules):
+    nothing is imported here. budget holds how many bytes of JSON may still be made; past it,
+    _TooLarge, before a large array or frame is copied. Anything else is _NoJSON."""
+    if depth > 100:
+        raise _NoJSON()
+    t = type(v)
+    if v is None or t is bool:
+        _spend(budget, 5)
+        return v
+    if t is int or t is float:
+        if t is float and (v != v or v in (float("inf"), float("-inf"))):
+            raise _NoJSON()
+        _spend(budget, 8)
+        return v
+    if t is str:
+        _spend(budget, len(v) + 2)
+        return v
+    if t is dict:
+        _spend(budget, 2)
+        return {_key(k): _to_json(x, budget, depth + 1) for k, x in v.items()}
+    if t is list or t is tuple:
+        _spend(budget, 2)
+        return [_to_json(x, budget, depth + 1) for x in v]
+    if isinstance(v, tuple) and hasattr(t, "_fields"):
+        _spend(budget, 2)
+        return {str(f): _to_json(x, budget, depth + 1) for f, x in zip(t._fields, v)}
+    enum = _module("enum")
+    if enum is not None and isinstance(v, enum.Enum):
+        return _to_json(v.value, budget, depth + 1)
+    np = _module("numpy")
+    if np is not None:
+        if isinstance(v, np.ndarray):
+            _spend(budget, 2 * int(v.size))
+            return _to_json(v.tolist(), budget, depth + 1)
+        if isinstance(v, np.generic):
+            return _to_json(v.item(), budget, depth + 1)
+    pd = _module("pandas")
+    if pd is not None and isinstance(v, (pd.DataFrame, pd.Series)):
+        return _frame(pd, v, budget)
+    for c in t.__mro__:
+        if c.__name__ == "BaseModel" and c.__module__.startswith("pydantic"):
+            if hasattr(v, "model_dump") and not c.__module__.startswith("pydantic.v1"):
+                return _to_json(v.model_dump(mode="json"), budget, depth + 1)
+            return _to_json(_loads(v.json()), budget, depth + 1)
+    dataclasses = _module("dataclasses")
+    if dataclasses is not None and dataclasses.is_dataclass(v) and not isinstance(v, type):
+        _spend(budget, 2)
+        return {f.name: _to_json(getattr(v, f.name), budget, depth + 1) for f in dataclasses.fields(v)}
+    dt = _module("datetime")
+    if dt is not None and isinstance(v, (dt.datetime, dt.date, dt.time)):
+        return _to_json(v.isoformat(), budget, depth + 1)
+    for mod, cls in (("decimal", "Decimal"), ("uuid", "UUID"), ("pathlib", "PurePath")):
+        m = _module(mod)
+        if m is not None and isinstance(v, getattr(m, cls)):
+            return _to_json(str(v), budget, depth + 1)
+    for base in (str, int, float):
+        if isinstance(v, base):  # a subclass the encoder would not take
+            return _to_json(base(v), budget, depth)
+    raise _NoJSON()
+
+
+def _frame(pd, v, budget):
+    """A DataFrame as records (its index a column first unless it is the default 0..n-1), a
+    Series as a list (default index) or an object by index; missing values null, times ISO
+    8601, as pandas' to_json writes them."""
+    _spend(budget, 2 * int(v.size))
+    idx = v.index
+    default = isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1 and idx.name is None
+    if isinstance(v, pd.DataFrame):
+        text = (v if default else v.reset_index()).to_json(orient="records", date_format="iso")
+    else:
+        text = v.to_json(orient="records" if default else "index", date_format="iso")
+    _spend(budget, len(text))
+    return _loads(text)
 
 
 def _done_repr(value):

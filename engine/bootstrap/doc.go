@@ -24,6 +24,12 @@
 // await costs were most of the program's side of a call (issue 27). With anything else to
 // run, or other calls in flight, the call awaits as any future does.
 //
+// A final value the JSON encoder cannot take as it is is converted where a conversion is
+// known (numpy, pandas, pydantic v1 and v2, dataclasses, named tuples, enums, dates and times,
+// decimals, UUIDs, paths: _to_json), and the done frame names the type (value_type). A
+// module is looked at only when the program imported it (sys.modules): the bootstrap imports
+// none of them. The conversion spends against the value's ceiling before it copies.
+//
 // It imports the standard library only.
 package bootstrap
 

@@ -183,12 +183,18 @@ func (c *contract) syntaxError(t *testing.T) {
 	}
 }
 
-// notSerializable: a final value JSON cannot carry completes, with value null and its repr in
-// value_repr; only a value whose repr fails too is value_not_serializable.
+// notSerializable: a final value JSON cannot carry as it is and the child knows no conversion
+// for completes, with value null and its repr in value_repr; only a value whose repr fails too
+// is value_not_serializable. One it converts (a date) is JSON, with the type it came from.
 func (c *contract) notSerializable(t *testing.T) {
+	r := c.run(t, "import datetime\ndatetime.date(2026, 1, 2)", engine.Limits{})
+	wantOK(t, r)
+	if string(r.Value) != `"2026-01-02"` || r.ValueRepr != nil || r.ValueType != "datetime.date" {
+		t.Errorf("a date: value %s (%s), value_repr %v; want \"2026-01-02\" from datetime.date", r.Value, r.ValueType, r.ValueRepr)
+	}
 	for program, want := range map[string]string{
 		"{'s': {1, 2}}": "{'s': {1, 2}}",
-		"import datetime\ndatetime.date(2026, 1, 2)":                                   "datetime.date(2026, 1, 2)",
+		"b'ab'":         "b'ab'",
 		"class Point:\n    def __repr__(self):\n        return 'Point(1, 2)'\nPoint()": "Point(1, 2)",
 		"float('nan')": "nan",
 	} {
@@ -198,7 +204,7 @@ func (c *contract) notSerializable(t *testing.T) {
 			t.Errorf("%q: value %s, value_repr %v; want null and %q", program, r.Value, r.ValueRepr, want)
 		}
 	}
-	r := c.run(t, "print('kept')\nclass Broken:\n    def __repr__(self):\n        raise RuntimeError('no repr for you')\nBroken()", engine.Limits{})
+	r = c.run(t, "print('kept')\nclass Broken:\n    def __repr__(self):\n        raise RuntimeError('no repr for you')\nBroken()", engine.Limits{})
 	wantKind(t, r, failure.ValueNotSerializable, "")
 	if !strings.Contains(r.Failure.Message, "no repr for you") || r.Stdout != "kept\n" {
 		t.Fatalf("message %q, stdout %q: want the repr's error and the output kept", r.Failure.Message, r.Stdout)

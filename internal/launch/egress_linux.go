@@ -13,7 +13,7 @@ import (
 // only the host holds it (Spec.EgressFD).
 func handEgressListener(fd, port int) error {
 	defer unix.Close(fd)
-	if err := loopbackUp(); err != nil {
+	if err := LoopbackUp(); err != nil {
 		return err
 	}
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

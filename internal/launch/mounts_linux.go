@@ -121,7 +121,7 @@ func buildRoot(m *Mounts, uid, gid int) error {
 		return fmt.Errorf("making /dev read-only: %v", err)
 	}
 	if m.Loopback {
-		if err := loopbackUp(); err != nil {
+		if err := LoopbackUp(); err != nil {
 			return err
 		}
 	}
@@ -233,8 +233,8 @@ func bindDeclared(b Bind, dst string) error {
 	return nil
 }
 
-// loopbackUp sets lo up: in a fresh network namespace it exists but is down.
-func loopbackUp() error {
+// LoopbackUp sets lo up: in a fresh network namespace it exists but is down.
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("loopback: %v", err)

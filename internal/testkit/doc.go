@@ -3,7 +3,8 @@
 // test process and removed when the tests end (Run); the text of a tool result as a model
 // reads it (Text); a log sink that keeps a process's stderr and echoes it into the test log
 // (Log); a config file written for one test (WriteConfig); a process started with its stdin
-// and stdout held by the test (StartPiped); the check that a note or advice names what it
+// and stdout held by the test (StartPiped); the live processes carrying a tag in their
+// environment (Tagged, Linux); the check that a note or advice names what it
 // must, or is empty (Mentions); and a Wine prefix of a test's own (OwnWinePrefix).
 //
 // It imports the go-sdk and the standard library. Only tests import it (meta_test.go keeps it

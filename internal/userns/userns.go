@@ -111,8 +111,6 @@ type SubIDs struct {
 // Subordinate returns the subordinate ids of the user (by name or uid) and the helpers that
 // map them, or nil and why there are none, with the command that would add them.
 func (h Host) Subordinate(user string, uid int) (*SubIDs, string) {
-	advice := fmt.Sprintf("give the user a range with `sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s` "+
-		"(pick a range no other user has) and install newuidmap and newgidmap (`sudo apt-get install uidmap`)", nameOr(user, uid))
 	lookPath := h.LookPath
 	if lookPath == nil {
 		lookPath = exec.LookPath
@@ -124,6 +122,7 @@ func (h Host) Subordinate(user string, uid int) (*SubIDs, string) {
 	if subgid == "" {
 		subgid = "/etc/subgid"
 	}
+	advice := rangeAdvice(nameOr(user, uid), subuid, subgid, lookPath)
 	u, nu, err := lastID(subuid, user, uid)
 	if err != nil {
 		return nil, fmt.Sprintf("%s has no subordinate uid range for %s (%v); %s", subuid, nameOr(user, uid), err, advice)
@@ -144,6 +143,73 @@ func (h Host) Subordinate(user string, uid int) (*SubIDs, string) {
 		*m.into = p
 	}
 	return s, ""
+}
+
+// Where a new subordinate range goes: useradd's defaults (SUB_UID_MIN, SUB_UID_COUNT), and the
+// largest id a range may reach (uid_t's, less the invalid (uid_t)-1).
+const (
+	rangeMin   = 100000
+	rangeCount = 65536
+	idMax      = 1<<32 - 2
+)
+
+// rangeAdvice is the command that gives user a subordinate range, safe to paste: a range of
+// rangeCount ids that no entry of subuid or subgid holds (the first such from rangeMin), and
+// uidmap's install only when newuidmap or newgidmap is missing.
+func rangeAdvice(user, subuid, subgid string, lookPath func(string) (string, error)) string {
+	var advice string
+	if start, ok := freeRange(subuid, subgid); ok {
+		r := fmt.Sprintf("%d-%d", start, start+rangeCount-1)
+		advice = fmt.Sprintf("give the user a range no other user holds with `sudo usermod --add-subuids %s --add-subgids %s %s`", r, r, user)
+	} else {
+		advice = fmt.Sprintf("give the user a range of %d ids that no entry of %s or %s holds (`sudo usermod --add-subuids FIRST-LAST --add-subgids FIRST-LAST %s`)",
+			rangeCount, subuid, subgid, user)
+	}
+	var missing []string
+	for _, m := range []string{"newuidmap", "newgidmap"} {
+		if _, err := lookPath(m); err != nil {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) > 0 {
+		advice += fmt.Sprintf(" and install %s (`sudo apt-get install uidmap`)", strings.Join(missing, " and "))
+	}
+	return advice
+}
+
+// freeRange returns the first start from rangeMin of rangeCount ids that overlap no range in
+// any of files (a file that cannot be read holds none), or false when none fits.
+func freeRange(files ...string) (int64, bool) {
+	var taken [][2]int64 // [first, last]
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+		for sc.Scan() {
+			fields := strings.Split(strings.TrimSpace(sc.Text()), ":")
+			if len(fields) != 3 {
+				continue
+			}
+			first, err1 := strconv.ParseInt(fields[1], 10, 64)
+			count, err2 := strconv.ParseInt(fields[2], 10, 64)
+			if err1 == nil && err2 == nil && count > 0 {
+				taken = append(taken, [2]int64{first, first + count - 1})
+			}
+		}
+		f.Close()
+	}
+	start := int64(rangeMin)
+	for moved := true; moved; {
+		moved = false
+		for _, r := range taken {
+			if start <= r[1] && r[0] <= start+rangeCount-1 {
+				start, moved = r[1]+1, true
+			}
+		}
+	}
+	return start, start+rangeCount-1 <= idMax
 }
 
 func nameOr(user string, uid int) string {

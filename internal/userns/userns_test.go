@@ -2,6 +2,7 @@ package userns
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,50 @@ func TestSubordinate(t *testing.T) {
 	h.LookPath = func(name string) (string, error) { return "", errors.New("not found") }
 	if s, why := h.Subordinate("alice", 1001); s != nil || !strings.Contains(why, "apt-get install uidmap") {
 		t.Fatalf("without newuidmap: %+v, %q", s, why)
+	}
+}
+
+// TestRangeAdviceIsSafeToPaste (issue 37): the command that gives a user a subordinate range
+// names a range no entry of either file holds, whatever order the entries are in, and asks
+// for uidmap only when newuidmap or newgidmap is missing. doctor and every refusal quote it.
+func TestRangeAdviceIsSafeToPaste(t *testing.T) {
+	found := func(name string) (string, error) { return "/usr/bin/" + name, nil }
+	for _, tc := range []struct {
+		name           string
+		subuid, subgid string
+		lookPath       func(string) (string, error)
+		want           string // the range offered
+		uidmap         bool   // the install is asked for
+	}{
+		{"empty files", "", "", found, "100000-165535", false},
+		{"the usual first range taken", "someone:100000:65536\n", "someone:100000:65536\n", found, "165536-231071", false},
+		{"taken in the gid file only", "", "someone:100000:65536\n", found, "165536-231071", false},
+		{"out of order, gaps too small", "c:250000:65536\na:100000:65536\nb:200000:1000\n", "", found, "315536-381071", false},
+		{"a gap that fits exactly", "c:300000:65536\na:100000:65536\nb:231072:1000\n", "", found, "165536-231071", false},
+		{"a gap that fits", "a:100000:65536\nb:300000:10\n", "", found, "165536-231071", false},
+		{"by uid and a comment-like line", "#x\n1000:100000:70000\n", "", found, "170000-235535", false},
+		{"newgidmap missing", "", "", func(name string) (string, error) {
+			if name == "newgidmap" {
+				return "", errors.New("not found")
+			}
+			return "/usr/bin/" + name, nil
+		}, "100000-165535", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fakeHost(t, nil, "", tc.subuid, tc.subgid)
+			h.LookPath = tc.lookPath
+			_, why := h.Subordinate("carol", 1003)
+			want := "--add-subuids " + tc.want + " --add-subgids " + tc.want + " carol"
+			if !strings.Contains(why, want) {
+				t.Errorf("advice %q, want it to offer %s", why, want)
+			}
+			if got := strings.Contains(why, "apt-get install uidmap"); got != tc.uidmap {
+				t.Errorf("advice %q asks for uidmap: %v, want %v", why, got, tc.uidmap)
+			}
+		})
+	}
+	full := fakeHost(t, nil, "", fmt.Sprintf("all:%d:%d\n", rangeMin, idMax-rangeMin), "")
+	if _, why := full.Subordinate("carol", 1003); strings.Contains(why, "--add-subuids 4") || !strings.Contains(why, "FIRST-LAST") {
+		t.Errorf("with no room left the advice is %q, want it to name no range", why)
 	}
 }

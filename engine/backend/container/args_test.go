@@ -117,15 +117,18 @@ func TestRunArguments(t *testing.T) {
 	}
 }
 
-// The refusal for a missing image names the exact command, and make sandbox-image for the
-// image that target builds.
+// The refusal for a missing image names the exact command: for the image `mcp-sandbox image
+// build` makes, that command (no source tree needed), with the tag and runtime asked for.
 func TestImageGuidance(t *testing.T) {
 	rt := &Runtime{Kind: "podman"}
 	if g := ImageGuidance(rt, "python@sha256:"+strings.Repeat("0", 64)); !strings.Contains(g, `run "podman pull python@sha256:`) {
 		t.Errorf("guidance for a digest: %s", g)
 	}
-	if g := ImageGuidance(rt, DefaultImage); !strings.Contains(g, `"make sandbox-image"`) || !strings.Contains(g, "never pulled") {
+	if g := ImageGuidance(rt, DefaultImage); !strings.Contains(g, `run "mcp-sandbox image build" (`) || !strings.Contains(g, "never pulled") {
 		t.Errorf("guidance for the default image: %s", g)
+	}
+	if g := ImageGuidance(&Runtime{Kind: "docker"}, DefaultImageName+":1.2"); !strings.Contains(g, `"mcp-sandbox image build --runtime docker --tag `+DefaultImageName+`:1.2"`) {
+		t.Errorf("guidance for another tag under docker: %s", g)
 	}
 }
 

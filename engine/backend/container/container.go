@@ -22,7 +22,7 @@ import (
 )
 
 const (
-	// DefaultImageName is what `make sandbox-image` builds; DefaultImage its tag a profile
+	// DefaultImageName is what `mcp-sandbox image build` builds; DefaultImage its tag a profile
 	// uses unless it names another.
 	DefaultImageName = "localhost/mcp-sandbox-python"
 	DefaultImage     = DefaultImageName + ":latest"

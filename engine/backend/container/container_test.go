@@ -100,7 +100,8 @@ func slowRuntime(real string, args []string) int {
 const slowRuntimeDelay = 12 * time.Second
 
 // requireContainer skips (or fails, where MCP_SANDBOX_REQUIRE names "container") unless a
-// runtime answers and the default image is present: `make sandbox-image` builds it.
+// runtime answers and the default image is present: `mcp-sandbox image build` (make
+// sandbox-image) builds it.
 func requireContainer(t *testing.T, opts container.Options) {
 	t.Helper()
 	d := container.Detect(context.Background(), &opts)
@@ -302,8 +303,8 @@ func TestMissingImageIsRefusedNeverPulled(t *testing.T) {
 		}
 	}
 	_, err := container.New(context.Background(), &container.Options{Image: "localhost/mcp-sandbox-python:absent-" + rnd})
-	if err == nil || !strings.Contains(err.Error(), "make sandbox-image") {
-		t.Errorf("a missing tag of the sandbox image does not point at make sandbox-image: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "mcp-sandbox image build") {
+		t.Errorf("a missing tag of the sandbox image does not point at mcp-sandbox image build: %v", err)
 	}
 
 	// An image that goes away after the backend was made: the run itself pulls nothing.

@@ -1,7 +1,7 @@
 // Package container is the isolated-level backend through a container runtime's CLI: podman
 // or docker, found on PATH (podman first, and a runtime counts only when it answers) or named.
 // It never pulls or builds an image: a missing one is a refusal that names the command to get
-// it (`make sandbox-image` builds localhost/mcp-sandbox-python from this host's Python).
+// it (`mcp-sandbox image build` builds localhost/mcp-sandbox-python from this host's Python).
 //
 // It builds on Linux, macOS and Windows. An engine on this Linux host gets a token socket, an
 // execution cgroup, the interpreter's pid (host_linux.go and the other _linux files); an engine

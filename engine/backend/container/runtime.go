@@ -234,8 +234,14 @@ func imagePresent(ctx context.Context, rt *Runtime, image string) (bool, error) 
 func ImageGuidance(rt *Runtime, image string) string {
 	get := fmt.Sprintf("%q", rt.Kind+" pull "+image)
 	if strings.HasPrefix(image, DefaultImageName+":") {
-		get = "\"make sandbox-image\" in mcp-sandbox's source tree (it builds " + DefaultImageName +
-			":<version> and :latest from this host's Python and pulls nothing)"
+		build := "mcp-sandbox image build"
+		if rt.Kind == "docker" {
+			build += " --runtime docker"
+		}
+		if image != DefaultImage {
+			build += " --tag " + image
+		}
+		get = fmt.Sprintf("%q (it builds the image from this host's Python and pulls nothing)", build)
 	}
 	return fmt.Sprintf("the image %s is not in %s's local store, and images are never pulled implicitly: run %s", image, rt.Kind, get)
 }

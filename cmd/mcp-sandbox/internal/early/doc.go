@@ -9,6 +9,6 @@
 //
 // Version is the build's, set at build time with
 // -ldflags "-X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=…"
-// (the Makefile and .goreleaser.yaml do). It imports only the standard library's os, and is
+// (the Makefile's build and dist do). It imports only the standard library's os, and is
 // read-only once initialised.
 package early
