@@ -2,8 +2,8 @@
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
 //   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows:
-//     what each package may import (allowed), who may import a leaf of issue 40 (importers:
-//     toolcall, toolshape), and what only tests may import (testOnly: the test kits).
+//     what each package may import (allowed), who may import a room of issue 40 (importers:
+//     a room's door), and what only tests may import (testOnly: the test kits).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -112,7 +112,7 @@ type rule struct {
 
 var allowed = []rule{
 	{"failure", nil, "the leaf of kinds and the Error type: every package may import it, and it imports nothing"},
-	{"configs", []string{"failure", "egress", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), and nothing of the runtime"},
+	{"configs", []string{"failure", "egress", "internal/nearest", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), the one \"did you mean\" (internal/nearest, a leaf), and nothing of the runtime"},
 	{"outputs", []string{"failure"}, "previews, blobs and handles: a leaf both engine and binding import (failure allowed, as for every package)"},
 	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "toolcall", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
 	{"egress", []string{"failure"}, "the egress proxy and its rule language: a leaf on the standard library's net/http and crypto/x509, which the engine runs per execution and cmd checks upstream URLs with"},
@@ -133,7 +133,7 @@ var allowed = []rule{
 	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
 			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
-	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces, the test gate, and the init helper's hook its Main runs first"},
+	{"engine/sandboxtest", []string{"engine", "outputs", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces and the outputs' attachments it checks, the test gate, and the init helper's hook its Main runs first"},
 	{"internal/tokenconn", nil, "the channel a child connects back to, taken by its token: the standard library only, so it builds for every GOOS (the container backend on linux, jobobject on windows)"},
 	{"internal/launch", []string{"golang.org/x/sys"},
 		"the init helper, whose start every child pays: the standard library and x/sys only, so few package initialisers run before its own (docs/design.md §19.1); " +
@@ -141,13 +141,13 @@ var allowed = []rule{
 	{"internal/launch/seccomp", []string{"golang.org/x/sys", "github.com/elastic/go-seccomp-bpf"},
 		"the seccomp policy assembled in the host by the library docs/design.md §4 names, for the init helper (as bytes) and the container runtimes (as a profile)"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates"},
-	{"budget", []string{"failure"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none"},
-	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "internal/owner", "modernc.org/sqlite"},
+	{"budget", []string{"failure", "telemetry"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none; the context economy it keeps per execution is telemetry's Context, the one type of it"},
+	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "telemetry", "internal/owner", "modernc.org/sqlite"},
 		"the run ledger on SQLite in pure Go, its openers' liveness held by internal/owner's lock"},
-	{"budget/postgres", []string{"budget", "budget/internal/lazy", "failure", "internal/pgdb", "github.com/jackc/pgx"},
+	{"budget/postgres", []string{"budget", "budget/internal/lazy", "failure", "telemetry", "internal/pgdb", "github.com/jackc/pgx"},
 		"the run ledger on PostgreSQL (pgx, through what internal/pgdb shares)"},
 	{"budget/internal/lazy", nil, "the waiting both ledgers share for records that may lag"},
-	{"budget/ledgertest", []string{"budget", "failure", "internal/gate", "github.com/google/go-cmp"}, "the contract every run ledger passes (its waits stretched by internal/gate's load scale)"},
+	{"budget/ledgertest", []string{"budget", "failure", "telemetry", "internal/gate", "github.com/google/go-cmp"}, "the contract every run ledger passes (its waits stretched by internal/gate's load scale)"},
 	{"internal/pgdb", []string{"github.com/jackc/pgx"},
 		"what the PostgreSQL stores share: a pool opened without leaking the DSN, migrations under an advisory lock"},
 	{"internal/pgdb/pgtest", []string{"internal/gate", "github.com/jackc/pgx"}, "the tests' helper that gives each test a schema of its own"},
@@ -156,16 +156,19 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "telemetry", "toolcall", "toolshape", "github.com/modelcontextprotocol/go-sdk", "github.com/a2aproject/a2a-go/a2a",
+	{"upstream", []string{"failure", "telemetry", "toolcall", "toolshape", "internal/nearest", "github.com/modelcontextprotocol/go-sdk", "github.com/a2aproject/a2a-go/a2a",
 		"github.com/a2aproject/a2a-go/v2/a2a", "github.com/a2aproject/a2a-go/v2/a2apb", "google.golang.org/protobuf/encoding/protojson", "github.com/segmentio/encoding/json"},
-		"the MCP and A2A client side: the go-sdk, each tool's shape read once (toolshape), and A2A's protocol types from a2a-go: v0.3's for 0.3, v2's for 1.0 (its model, and its protobuf messages that protojson reads 1.0's answers into by the protobuf JSON rules 1.0's binding is defined by), never a client package (neither bounds its reads, and v0.3's links a server); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is toolcall's Answer, the leaf it shares with the engine; never budget, outputs, binding or engine (nothing under engine/)"},
-	{"binding", []string{"upstream", "budget", "outputs", "toolcall", "toolshape", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (toolcall), which names are Python names (toolshape), its span and metrics (telemetry); never engine"},
-	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
+		"the MCP and A2A client side: the go-sdk, each tool's shape read once (toolshape), and A2A's protocol types from a2a-go: v0.3's for 0.3, v2's for 1.0 (its model, and its protobuf messages that protojson reads 1.0's answers into by the protobuf JSON rules 1.0's binding is defined by), never a client package (neither bounds its reads, and v0.3's links a server); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is toolcall's Answer, the leaf it shares with the engine; an unknown argument's \"did you mean\" (internal/nearest); never budget, outputs, binding or engine (nothing under engine/)"},
+	{"approval", []string{"budget", "failure", "telemetry"},
+		"the one home of a call that needs a person's approval: the question, its pause (a row of budget's store, its one state) and its answer from any path, recorded (budget) and counted (telemetry); " +
+			"never upstream (binding builds the question from the tool), binding, cassette or mcpserver (how a question crosses MCP is an Asker it is handed)"},
+	{"binding", []string{"upstream", "budget", "outputs", "toolcall", "toolshape", "failure", "telemetry", "approval"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (toolcall), which names are Python names (toolshape), its span and metrics (telemetry), the question a call that needs approval asks (approval); never engine"},
+	{"execution", []string{"engine", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
 	{"cassette", []string{"binding", "upstream", "outputs", "toolcall", "toolshape", "failure"},
 		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream's tools, toolshape's mark), answers (toolcall), the kept results a replay's handle reads are served from (outputs)"},
-	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
-		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); a paused program's journal is a cassette's"},
+	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
 		"the OAuth resource server: access tokens verified as JWTs by go-jose (never by code of ours) against keys found by go-sdk's oauthex discovery; never configs (cmd converts)"},
 	{"upstream/oauthclient", []string{"upstream", "github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
@@ -235,9 +238,9 @@ var testOnly = map[string]string{
 	"toolshape/shapetest": "it holds hostile schemas and runs python3 and mypy for a test; nothing the product runs may depend on it",
 }
 
-// importers are the packages a leaf of issue 40 may be imported by (module-relative; a
-// trailing /* covers the subpackages), with why: the new rooms say who uses them, as the
-// allowlist says what each uses.
+// importers are the packages a room of issue 40 may be imported by (module-relative; a
+// trailing /* covers the subpackages), with why: a room's door. The new rooms say who uses
+// them, as the allowlist says what each uses.
 var importers = map[string]struct {
 	by  []string
 	why string
@@ -246,6 +249,8 @@ var importers = map[string]struct {
 		"a call's answer and handle cross the call's path, from upstream through binding (and a cassette) to the engine and its protocol, and nowhere else"},
 	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette"},
 		"a tool's shape is the upstream client's, read by what walks and records its calls; the engine never learns a tool's schema, and the MCP face reads it through upstream"},
+	"approval": {[]string{"binding", "execution", "mcpserver", "cmd/mcp-sandbox"},
+		"a question is asked by a binding call's approval step, counted in an execution's result, crosses MCP in mcpserver, and its webhook is wired by the command; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
 }
 
 // importerViolations says which imports of package rel a leaf's importers rule forbids.
@@ -535,6 +540,8 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"toolshape", []string{"github.com/google/jsonschema-go/jsonschema", "encoding/json"}, 0},
 		{"toolshape", []string{module + "/upstream", "github.com/modelcontextprotocol/go-sdk/mcp"}, 2}, // a leaf below upstream
 		{"toolcall", []string{module + "/engine/wire"}, 1},                                             // a leaf of failure alone
+		{"approval", []string{module + "/budget", module + "/telemetry", "net/http"}, 0},
+		{"approval", []string{module + "/upstream", module + "/cassette"}, 2}, // binding builds the question; the journal is an interface
 	} {
 		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {
 			t.Errorf("importViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
@@ -551,6 +558,8 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"engine", []string{module + "/toolshape"}, 1},                          // the engine never learns a tool's schema
 		{"mcpserver", []string{module + "/toolcall", module + "/toolshape"}, 2}, // the MCP face reads both through others
 		{"execution", []string{module + "/failure", "encoding/json"}, 0},
+		{"binding", []string{module + "/approval", module + "/upstream"}, 0},
+		{"upstream", []string{module + "/approval", module + "/failure"}, 1}, // upstream knows no approvals
 	} {
 		if got := importerViolations(tc.rel, tc.imports); len(got) != tc.want {
 			t.Errorf("importerViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)

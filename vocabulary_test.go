@@ -12,6 +12,15 @@ package mcpsandbox_test
 //   - TestOneDefinitionOfEachFrame: no package under engine/ declares a struct named like one
 //     of engine/wire's frames (frames.go) or toolcall's Answer and Handle, but their own
 //     package, and the types retired by those moves stay retired.
+//   - TestOneStorageContract (issue 40): a ledger is one contract, required whole
+//     (budget.Ledger): nothing asserts a ledger to one of its parts or to an anonymous
+//     interface of its methods to ask what it can do.
+//   - TestPauseRowsAreApprovals (issue 40): a question's pause is its one state, kept by
+//     package approval: outside budget (its store) and approval, only cmd (the retention
+//     sweeper, which opens the store) calls a budget.Pauses method; mcpserver keeps no
+//     bookkeeping of its own beside it.
+//   - TestOneEditDistance (issue 40): the edit distance behind every "did you mean" is
+//     internal/nearest's; no other package declares one.
 //   - TestVocabularyRulesCatchViolations: each is fed violations and must find them.
 
 import (
@@ -24,6 +33,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,7 +41,7 @@ import (
 
 // hostPackages are what the engine must never reach: the host's meters and ledger, a binding
 // call's walk, the upstream client, and what wires them to it.
-var hostPackages = []string{"budget", "binding", "upstream", "execution", "mcpserver"}
+var hostPackages = []string{"budget", "binding", "approval", "upstream", "execution", "mcpserver"}
 
 // hostWords are the host's concerns, which no name the engine declares may mention.
 var hostWords = regexp.MustCompile(`(?i)budget|approval|upstream`)
@@ -107,18 +117,22 @@ func TestEngineKnowsNoHost(t *testing.T) {
 	}
 }
 
-// retired are types that issue 22 folded into one, by package, with where their job went: a
-// second copy must not grow back.
+// retired are types that issues 22 and 40 folded into one, by package, with where their job
+// went: a second copy must not grow back.
 var retired = map[string]map[string]string{
 	"engine": {
-		"Result": "execution.Result (the engine's part is Outcome)", "Usage": "budget.Usage", "ContextUsage": "budget.Context",
-		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "binding.ApprovalCounts",
-		"UpstreamProblem": "execution.UpstreamProblem",
+		"Result": "execution.Result (the engine's part is Outcome)", "Usage": "budget.Usage", "ContextUsage": "telemetry.Context",
+		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "approval.Counts",
+		"UpstreamProblem": "execution.UpstreamProblem", "Attachment": "outputs.Attachment",
 	},
 	"outputs":               {"Reply": "toolcall.Answer", "HandleRef": "toolcall.Handle"},
 	"upstream":              {"Answer": "toolcall.Answer (with upstream.Spent)"},
 	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "toolcall.Handle", "Call": "wire.Call", "Read": "wire.Read"},
 	"engine/wire":           {"Answer": "toolcall.Answer (issue 40: the leaf upstream uses too)", "Handle": "toolcall.Handle"},
+	// Issue 40's twins: one type each.
+	"budget": {"Context": "telemetry.Context, the one type of the context economy (the ledger keeps it, metrics count it)",
+		"Network": "egress.Stats.Record, JSON the ledger holds as it is", "NetworkRefusal": "egress.RefusalCount",
+		"Outcome": "budget.CallFinish, the record a Ticket finishes with (engine.Outcome is what a sandbox saw)"},
 }
 
 // frameViolations are the struct types of a file in package rel that copy a shared type (the
@@ -275,6 +289,25 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	if !upstreamSide("upstream") || !upstreamSide("upstream/oauthclient") || !upstreamSide("toolshape") || upstreamSide("binding") || upstreamSide("upstreams") {
 		t.Errorf("upstreamSide names the wrong packages")
 	}
+	methods := []string{"SavePause", "Flush"}
+	src = parseSrc(t, "func f(l any) { _ = l.(budget.Pauses); _, _ = l.(interface{ Flush(context.Context) error }); _ = l.(interface{ CloseWrite() error }); _ = l.(*sqlite.Ledger) }")
+	if got := ledgerAssertions(src, methods); len(got) != 2 {
+		t.Errorf("ledgerAssertions = %q, want budget.Pauses and the Flush interface", got)
+	}
+	src = parseSrc(t, "func f(h *handlers) { h.pauses.DecidePause(ctx, id, s, by); h.room.Answer(ctx, id, a) }")
+	if got := pauseCalls("mcpserver", src, []string{"DecidePause", "Pause"}); len(got) != 1 {
+		t.Errorf("pauseCalls(mcpserver) = %q, want DecidePause", got)
+	}
+	if got := pauseCalls("approval", src, []string{"DecidePause"}); len(got) != 0 {
+		t.Errorf("pauseCalls(approval) = %q: the room may", got)
+	}
+	src = parseSrc(t, "func editDistance(a, b string) int { return 0 }\nfunc Nearest() {}\nfunc nearestFree() {}")
+	if got := distanceViolations("configs", src); len(got) != 2 {
+		t.Errorf("distanceViolations(configs) = %q, want editDistance and Nearest", got)
+	}
+	if got := distanceViolations("internal/nearest", src); len(got) != 0 {
+		t.Errorf("distanceViolations(internal/nearest) = %q: its home may", got)
+	}
 }
 
 func parseSrc(t *testing.T, src string) *ast.File {
@@ -284,4 +317,160 @@ func parseSrc(t *testing.T, src string) *ast.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// ledgerMethods are the methods of budget.Ledger, its parts' included, as budget declares
+// them, but Close (which many things have).
+func ledgerMethods(t *testing.T) []string {
+	t.Helper()
+	files := goFiles(t, func(name string) bool { return path.Dir(name) == "budget" && !strings.HasSuffix(name, "_test.go") })
+	ifaces := map[string]*ast.InterfaceType{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				if it, ok := ts.Type.(*ast.InterfaceType); ok {
+					ifaces[ts.Name.Name] = it
+				}
+			}
+			return true
+		})
+	}
+	var out []string
+	var walk func(name string)
+	walk = func(name string) {
+		it := ifaces[name]
+		if it == nil {
+			t.Fatalf("budget declares no interface %s", name)
+		}
+		for _, m := range it.Methods.List {
+			switch {
+			case len(m.Names) == 0: // an embedded part
+				if id, ok := m.Type.(*ast.Ident); ok {
+					walk(id.Name)
+				}
+			case m.Names[0].Name != "Close":
+				out = append(out, m.Names[0].Name)
+			}
+		}
+	}
+	walk("Ledger")
+	return out
+}
+
+// ledgerAssertions are the type assertions of f that ask a ledger what it can do: to a type of
+// package budget, or to an anonymous interface with a method of the Ledger's (methods).
+func ledgerAssertions(f *ast.File, methods []string) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		ta, ok := n.(*ast.TypeAssertExpr)
+		if !ok || ta.Type == nil {
+			return true
+		}
+		switch ty := ta.Type.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := ty.X.(*ast.Ident); ok && id.Name == "budget" {
+				out = append(out, "an assertion to budget."+ty.Sel.Name)
+			}
+		case *ast.InterfaceType:
+			for _, m := range ty.Methods.List {
+				for _, name := range m.Names {
+					if slices.Contains(methods, name.Name) {
+						out = append(out, "an assertion to an interface of the ledger's method "+name.Name)
+					}
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func TestOneStorageContract(t *testing.T) {
+	methods := ledgerMethods(t)
+	for _, want := range []string{"StartCall", "SavePause", "PutCassette", "MergeObservedShape", "Execution", "Flush", "FinishCallLater", "LeaseHeldUntil"} {
+		if !slices.Contains(methods, want) {
+			t.Fatalf("budget.Ledger has no method %s: the one contract is not whole (%v)", want, methods)
+		}
+	}
+	for name, f := range goFiles(t, func(string) bool { return true }) {
+		for _, v := range ledgerAssertions(f, methods) {
+			t.Errorf("%s: %s: a ledger is one contract, required whole (budget.Ledger); call the method", name, v)
+		}
+	}
+}
+
+// distanceNames are the names a second edit distance (or its "nearest" wrapper) would take.
+var distanceNames = regexp.MustCompile(`(?i)^(edit_?distance|levenshtein|nearest)$`)
+
+// distanceViolations are the functions of f, in package rel, that copy internal/nearest's job.
+func distanceViolations(rel string, f *ast.File) []string {
+	if rel == "internal/nearest" {
+		return nil
+	}
+	var out []string
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && distanceNames.MatchString(fd.Name.Name) {
+			out = append(out, fmt.Sprintf("%s.%s: the edit distance is internal/nearest's (nearest.Name)", rel, fd.Name.Name))
+		}
+	}
+	return out
+}
+
+func TestOneEditDistance(t *testing.T) {
+	for name, f := range goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }) {
+		for _, v := range distanceViolations(path.Dir(name), f) {
+			t.Errorf("%s: %s", name, v)
+		}
+	}
+}
+
+// pausesMethods are budget.Pauses's methods, as budget declares them.
+func pausesMethods(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, f := range goFiles(t, func(name string) bool { return name == "budget/pause.go" }) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Pauses" {
+				for _, m := range ts.Type.(*ast.InterfaceType).Methods.List {
+					for _, id := range m.Names {
+						out = append(out, id.Name)
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// pauseCalls are the calls in f, of package rel, of a pause store's methods (methods) where
+// only budget and approval may make them.
+func pauseCalls(rel string, f *ast.File, methods []string) []string {
+	if rel == "approval" || rel == "budget" || strings.HasPrefix(rel, "budget/") || exempt(rel) {
+		return nil
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && slices.Contains(methods, sel.Sel.Name) {
+				out = append(out, fmt.Sprintf("%s calls %s: a question's pause is package approval's (its Room)", rel, sel.Sel.Name))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func TestPauseRowsAreApprovals(t *testing.T) {
+	methods := pausesMethods(t)
+	for _, want := range []string{"SavePause", "DecidePause", "ClaimPause", "SetPauseResult"} {
+		if !slices.Contains(methods, want) {
+			t.Fatalf("budget.Pauses has no %s (%v): the rule would guard nothing", want, methods)
+		}
+	}
+	for name, f := range goFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }) {
+		for _, v := range pauseCalls(path.Dir(name), f, methods) {
+			t.Errorf("%s: %s", name, v)
+		}
+	}
 }

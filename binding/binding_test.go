@@ -290,9 +290,7 @@ func TestKeywordsCheckedAndRecorded(t *testing.T) {
 		t.Fatalf("echo = %+v", r)
 	}
 	x.Wait()
-	calls, err := led.(interface {
-		Calls(context.Context, budget.RunRef) ([]budget.CallRecord, error)
-	}).Calls(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
+	calls, err := led.Calls(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,10 +140,10 @@ func (x *Execution) metered(ctx context.Context, name string, args json.RawMessa
 	if tk == nil {
 		return toolcall.Answer{Value: b}
 	}
-	o := budget.Outcome{Status: budget.Succeeded}
+	o := budget.CallFinish{Status: budget.Succeeded}
 	rep := toolcall.Answer{Value: b}
 	if tk.Reserve(budget.Usage{TransferBytes: int64(len(b))}) {
-		o.TransferBytes = int64(len(b))
+		o.Usage.TransferBytes = int64(len(b))
 	} else if ceiling := x.meter.Limits().MaxResultBytes; ceiling > 0 && int64(len(b)) > ceiling {
 		rep = refuse(failure.BindingResultTooLarge, "the answer of %s is %d bytes, over max_result_bytes (%d); narrow it (a server, a query)", name, len(b), ceiling)
 	} else {

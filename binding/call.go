@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -41,7 +42,7 @@ type Options struct {
 	Tenant string
 	// Approvals ask a person about calls that need approval; nil asks nobody, so such calls
 	// are refused (approval_required_in_program).
-	Approvals *Approvals
+	Approvals *approval.Asking
 	// MaxConcurrentCalls caps the calls in flight; zero means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int
 	// Logger receives what the operator must know; nil means slog.Default().
@@ -76,7 +77,7 @@ type TapedCall struct {
 	Tool     *upstream.Tool
 	Args     json.RawMessage
 	Answer   toolcall.Answer
-	Approval Decision
+	Approval approval.Decision
 	Seconds  float64
 	// Kept are the first bytes of a result kept under a handle (Answer.Handle), at most the
 	// Tape's KeptBytes; Cut says there were more.
@@ -95,11 +96,9 @@ type Execution struct {
 	log    *slog.Logger
 	report telemetry.Reporter
 	slots  chan struct{} // one per call in flight
-	appr   *Approvals
-	tally  tally  // the approval step's decisions
-	asking asking // its questions: one open at a time
-	// unaskedLogged counts the unasked decisions logged (approval.unaskedLogged).
-	unaskedLogged atomic.Int64
+	appr   *approval.Asking
+	// questions are the execution's questions: one open at a time, their decisions counted.
+	questions approval.Questions
 
 	mu      sync.Mutex // guards handles
 	handles map[outputs.Handle]bool
@@ -172,7 +171,7 @@ func (x *Execution) Signatures() json.RawMessage {
 func (x *Execution) Unavailable() []string { return x.turn.Unavailable() }
 
 // Approvals returns the approval step's decisions so far: the result's approvals.
-func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
+func (x *Execution) Approvals() approval.Counts { return x.questions.Counts() }
 
 // Problems maps each granted server with something wrong with its tools (one that could not
 // be started, and why) to a sentence safe to show the model: upstream_problems.
@@ -235,7 +234,7 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 		ob.end(rep)
 		return rep
 	}
-	var d Decision
+	var d approval.Decision
 	rep := x.delivered(x.walk(ctx, seq, name, args, &d))
 	ob.end(rep)
 	c := TapedCall{Seq: seq, Name: name, Args: args, Answer: rep, Approval: d, Seconds: time.Since(ob.start).Seconds()}
@@ -274,7 +273,7 @@ func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (k
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
 // The approval decision is left in decided when it is not nil; seq is the call's number on
 // the tape (0 without one), which a question carries.
-func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *Decision) toolcall.Answer {
+func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *approval.Decision) toolcall.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -300,9 +299,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	args = checked
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
-	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true, seq: seq,
-		asking: &x.asking, unaskedLogged: &x.unaskedLogged})
-	x.tally.add(d)
+	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq)
 	if decided != nil {
 		*decided = d
 	}
@@ -340,7 +337,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 // unknown while it ran (this process stalled past its ledger lease) has its result withheld,
 // since the ledger holds it as never answered; the bytes that arrived are charged all the
 // same (budget.Ticket.Finish).
-func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep toolcall.Answer, o budget.Outcome) toolcall.Answer {
+func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep toolcall.Answer, o budget.CallFinish) toolcall.Answer {
 	err := tk.Finish(context.WithoutCancel(ctx), o)
 	if err == nil {
 		return rep
@@ -394,8 +391,8 @@ func admit(ctx context.Context, meter *budget.Meter, id, name string, args json.
 
 // outcome is what tool_call_finished records of an answer that is not a value: failed, or
 // aborted when cancelled. The transfer is filled in by delivery.
-func outcome(a toolcall.Answer, spent upstream.Spent) budget.Outcome {
-	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(spent.Size)}
+func outcome(a toolcall.Answer, spent upstream.Spent) budget.CallFinish {
+	o := budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: int64(spent.Size)}}
 	if a.Kind != "" {
 		o.Status, o.Kind, o.Message = budget.Failed, string(a.Kind), a.Message
 		if a.Kind == failure.Cancelled {
@@ -409,7 +406,7 @@ func outcome(a toolcall.Answer, spent upstream.Spent) budget.Outcome {
 // and a crash before this lands is recorded unknown. The record may lag (Ticket.FinishLater):
 // a ledger that batches commits it with the next call's tool_call_started, one transaction
 // for both. Wait waits for every finish.
-func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outcome) {
+func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.CallFinish) {
 	if tk == nil {
 		return
 	}
@@ -432,7 +429,7 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 // program setting); recorded under meter (budget.Direct; nil records nothing), outside the
 // binding budget, and never paged: the host gets the whole value. DirectKept is the call that
 // keeps a large result under a handle instead.
-func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) toolcall.Answer {
+func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *approval.Asking, log *slog.Logger, name string, args json.RawMessage) toolcall.Answer {
 	return DirectKept(ctx, turn, meter, appr, log, name, args, Keep{}).Answer
 }
 
@@ -460,7 +457,7 @@ type DirectAnswer struct {
 // with tool_call_finished (attachments, preserved bytes) and the transfer is what the host
 // received, the preview and the handle. A result the store cannot keep is handed over whole,
 // with a warning logged: the host asked for it, and the value exists.
-func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
+func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *approval.Asking, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
 	tool, fe := turn.Lookup(name)
 	if fe != nil {
 		return DirectAnswer{Answer: toolcall.Refused(fe)}
@@ -469,7 +466,7 @@ func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, a
 	if fe != nil {
 		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
-	_, callID, fe := appr.approve(ctx, approval{turn: turn, tool: tool, args: args, meter: meter, log: log})
+	_, callID, fe := approve(ctx, appr, turn, tool, args, meter, log, nil, 0)
 	if fe != nil {
 		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
@@ -481,13 +478,13 @@ func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, a
 	o := outcome(a, spent)
 	r := DirectAnswer{Answer: a, Size: int64(len(a.Value))}
 	if a.Kind == "" {
-		o.TransferBytes = int64(len(a.Value))
+		o.Usage.TransferBytes = int64(len(a.Value))
 		if k, ok := keepDirect(ctx, keep, tool, a.Value, log); ok {
 			k.Size = r.Size
 			r = k
-			o.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
-			o.PreservedBytes = r.Handle.Size
-			o.Attachments, _ = json.Marshal([]attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
+			o.Usage.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
+			o.Usage.PreservedBytes = r.Handle.Size
+			o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
 				Size: r.Handle.Size, Truncated: true, Location: "blob"}})
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 // deliver turns the upstream's answer into what the program receives, and what
 // tool_call_finished records of it. tk nil (nothing metered): the value crosses whole.
-func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, a toolcall.Answer, spent upstream.Spent) (toolcall.Answer, budget.Outcome) {
+func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, a toolcall.Answer, spent upstream.Spent) (toolcall.Answer, budget.CallFinish) {
 	o := outcome(a, spent)
 	if a.Kind != "" {
 		return toolcall.Answer{Kind: a.Kind, Message: a.Message}, o
@@ -34,7 +34,7 @@ func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstre
 	// The bytes are promised before they cross: calls racing for the last of the budget
 	// cannot all have it.
 	if tk.Reserve(budget.Usage{TransferBytes: int64(len(a.Value))}) {
-		o.TransferBytes = int64(len(a.Value))
+		o.Usage.TransferBytes = int64(len(a.Value))
 		return toolcall.Answer{Value: a.Value}, o
 	}
 	allow := tk.TransferAllowance()
@@ -44,9 +44,9 @@ func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstre
 		o.Message = fmt.Sprintf("the result of %s is %d bytes, over the %d bytes this call may hand over, and %s", tool.Name, len(a.Value), allow, why)
 		return toolcall.Answer{Kind: failure.BindingResultNotPaged, Message: o.Message}, o
 	}
-	o.TransferBytes = int64(len(handleJSON(ref)))
-	o.PreservedBytes = ref.Size
-	o.Attachments, _ = json.Marshal([]attachment{{Name: tool.Name, Handle: string(ref.ID), ContentType: ctype,
+	o.Usage.TransferBytes = int64(len(handleJSON(ref)))
+	o.Usage.PreservedBytes = ref.Size
+	o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: string(ref.ID), ContentType: ctype,
 		Size: ref.Size, Truncated: true, Location: "blob"}})
 	return toolcall.Answer{Handle: ref}, o
 }
@@ -90,17 +90,6 @@ func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.
 func handleJSON(ref *toolcall.Handle) []byte {
 	b, _ := json.Marshal(map[string]any{"id": ref.ID, "size": ref.Size, "lines": ref.Lines})
 	return b
-}
-
-// attachment is a handle as the ledger's tool_call_finished record lists it: the shape of an
-// execution result's attachments (docs/design.md §3.4).
-type attachment struct {
-	Name        string `json:"name"`
-	Handle      string `json:"handle,omitempty"`
-	ContentType string `json:"content_type"`
-	Size        int64  `json:"size"`
-	Truncated   bool   `json:"truncated"`
-	Location    string `json:"location"`
 }
 
 // HandleContent is what a handle keeps of a value: a string's text (so its lines are the

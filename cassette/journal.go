@@ -87,6 +87,25 @@ func (j *Journal) InFlight(except int) []int {
 	return out
 }
 
+// Paused is the journal as a pause at call seq keeps it (approval.Journal): the calls answered
+// so far, as JSON lines, and whether a program run again from them could reach call seq: every
+// call before it answered, in order, none after it, and no other in flight (whose outcome
+// would be unknown).
+func (j *Journal) Paused(seq int) (json.RawMessage, bool) {
+	calls := j.Calls()
+	resumable := len(calls) == max(seq-1, 0) && len(j.InFlight(seq)) == 0
+	for i, c := range calls {
+		if c.Seq != i+1 || c.Seq >= seq {
+			resumable = false // a call after the paused one ended first: not journaled in order
+		}
+	}
+	b, err := json.Marshal(calls)
+	if err != nil {
+		return nil, false
+	}
+	return b, resumable
+}
+
 // Resuming reports whether the journal resumes an earlier one.
 func (j *Journal) Resuming() bool { return j.play != nil }
 

@@ -14,13 +14,13 @@
 //
 // # Imports and concurrency
 //
-// It imports failure, telemetry, toolcall (a call's answer), toolshape (a tool's schemas), the
-// go-sdk, a2a-go (A2A 0.3's types, package a2a), a2a-go/v2 (A2A 1.0's model and protobuf
-// messages), protojson (which reads 1.0's answers), segmentio/encoding (the go-sdk's JSON
-// decoder, which frame.go calls directly) and the standard library (docs/design.md §2), never
-// budget, outputs, binding, configs or anything under engine/: cmd fills the plain option
-// structs, and package binding walks a call through Turn to satisfy engine.ToolCaller.
-// Nothing here writes to stdout.
+// It imports failure, telemetry, toolcall (a call's answer), toolshape (a tool's schemas),
+// internal/nearest (an unknown argument's "did you mean"), the go-sdk, a2a-go (A2A 0.3's types,
+// package a2a), a2a-go/v2 (A2A 1.0's model and protobuf messages), protojson (which reads 1.0's
+// answers), segmentio/encoding (the go-sdk's JSON decoder, which frame.go calls directly) and
+// the standard library (docs/design.md §2), never budget, outputs, binding, configs or anything
+// under engine/: cmd fills the plain option structs, and package binding walks a call through
+// Turn to satisfy engine.ToolCaller. Nothing here writes to stdout.
 //
 // A Pool, a Catalogue and a Turn are safe for concurrent use; a Catalogue and a Turn are
 // immutable snapshots. Every goroutine a Pool starts (session watchers, OnToolsChanged calls,

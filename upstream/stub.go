@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/nearest"
 	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
@@ -45,7 +46,7 @@ func checkKeywords(sig toolshape.Signature, name string, args map[string]any) *f
 		if len(unknown) > 0 {
 			k := unknown[0]
 			msg := fmt.Sprintf("%s takes no argument %s", name, strconv.Quote(toolshape.Clip(k, 100)))
-			if near := nearest(k, sig.Params); near != "" {
+			if near, ok := nearest.Name(k, sig.Params); ok {
 				msg += fmt.Sprintf(" (did you mean %q?)", near)
 			}
 			if len(sig.Params) == 0 {
@@ -62,41 +63,6 @@ func checkKeywords(sig toolshape.Signature, name string, args map[string]any) *f
 		}
 	}
 	return nil
-}
-
-// nearest returns the candidate within edit distance 2 of s (the closest; the first on a tie),
-// or "".
-func nearest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if len(c) > 200 || len(s) > 200 {
-			continue
-		}
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // PythonStub renders the tool as a Python stub (toolshape.Stub): what a program may rely on.
