@@ -16,13 +16,14 @@
 //     values down), and elsewhere only where envReaders and fileReaders say why.
 //   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
 //   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
+//   - TestFlocksInOwner: every flock is internal/owner's (docs/design.md §6.9).
 //   - TestDesignReferences: every "§N" a comment, the README or the design itself cites, and
 //     every link to an anchor of docs/design.md, names a section docs/design.md has; nothing
 //     cites a design file outside the repository.
 //   - TestDocLength: a package's doc.go is its job, imports and concurrency, at most
 //     maxDocLines lines; the design goes to docs/design.md.
 //   - TestMetaRulesCatchViolations: the import rules, the raw-skip check, the contract check,
-//     the design references and the doc length are fed violations and must find them (and
+//     the design references, the doc length and the flock check are fed violations and must find them (and
 //     nothing in clean input).
 //   - vocabulary_test.go: the engine depends on and names none of the host's concerns
 //     (TestEngineKnowsNoHost), and each frame, a call's answer and a handle have one
@@ -537,6 +538,12 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	if docLengthViolation("x/doc.go", long) == "" || docLengthViolation("x/doc.go", "// Package x is short.\npackage x\n") != "" {
 		t.Error("docLengthViolation does not tell a doc.go over the limit from one within it")
 	}
+	if got := flocks(parse(`func f(fd int) { unix.Flock(fd, unix.LOCK_SH); syscall.Flock(fd, 2); _ = unix.FcntlFlock(0, 0, nil) }`)); len(got) != 3 {
+		t.Errorf("flocks found %v, want unix.Flock, syscall.Flock and unix.FcntlFlock", got)
+	}
+	if got := flocks(parse(`func f(p string) { owner.Share(p); unix.Fsync(3) }`)); len(got) != 0 {
+		t.Errorf("flocks found %v in code that takes its locks through internal/owner", got)
+	}
 }
 
 // designIndex returns the section numbers and the heading anchors of a design document.
@@ -841,6 +848,25 @@ func TestOptionsByPointer(t *testing.T) {
 					t.Errorf("%s: %s takes %s by value: take *%s, nil meaning defaults", name, fn.Name.Name, id, id)
 				}
 			}
+		}
+	}
+}
+
+// flocks are the calls in f that take a file lock themselves.
+func flocks(f *ast.File) []string {
+	return append(calls(f, "unix", "Flock", "FcntlFlock"), calls(f, "syscall", "Flock", "FcntlFlock")...)
+}
+
+// TestFlocksInOwner: no product file outside internal/owner takes a file lock: every lock
+// whose holder's death must free it (an owner's, a store's, a lease, a file in use) is
+// owner's, which says what each proves (docs/design.md §6.9).
+func TestFlocksInOwner(t *testing.T) {
+	files := goFiles(t, func(name string) bool {
+		return !strings.HasSuffix(name, "_test.go") && !strings.HasPrefix(name, "internal/owner/")
+	})
+	for name, f := range files {
+		if got := flocks(f); len(got) > 0 {
+			t.Errorf("%s takes a file lock itself (%s): take it through internal/owner (Hold, Lease, Share), the one home of the host's flocks", name, strings.Join(got, ", "))
 		}
 	}
 }
