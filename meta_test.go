@@ -1,7 +1,8 @@
 // Package mcpsandbox_test holds the rules of the house that tests enforce rather than memory.
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
-//   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows; and
+//   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows;
+//     what only some packages may import (importedOnlyBy: the remote client and service); and
 //     what only tests may import (testOnly: the test kit).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
@@ -117,12 +118,12 @@ var allowed = []rule{
 	{"egress/egresstest", []string{"egress"}, "the egress tests' HTTPS origin on loopback, signed by an egress CA of its own; only tests import it (testOnly)"},
 	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec, and the one type of a call's answer and of a handle (Answer, Handle), a leaf every package on a call's path imports"},
 	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
-	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
+	{"engine/backend/*", []string{"engine", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
 		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
-			"engine/wire because a backend that carries binding calls across a boundary (remote) speaks its frames"},
-	{"engine/backend/remote", []string{"engine", "engine/wire", "outputs", "failure"},
-		"the remote client: the engine's interfaces, the frames it carries (engine/wire), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
-	{"engine/backend/remote/service", []string{"engine", "engine/wire", "engine/backend/remote", "failure"},
+			"never engine/wire: a backend starts a child and hands the engine its channel, and the engine speaks the frames"},
+	{"remote", []string{"engine", "engine/wire", "outputs", "failure"},
+		"the remote client, an engine.Sandbox elsewhere (not a backend: it starts no child): the engine's interfaces and its call limiter, the frames it carries (engine/wire), and outputs, whose Capture keeps a stream's bytes as they arrive"},
+	{"remote/service", []string{"engine", "engine/wire", "remote", "failure"},
 		"the sandbox service, the server half of the remote protocol (whose routes and frames, and the client, are package remote's), over a local engine.Runner"},
 	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
@@ -203,7 +204,7 @@ func matches(imp, entry string) bool {
 func TestImportRules(t *testing.T) {
 	for _, goos := range platforms {
 		for _, p := range listPackages(t, goos) {
-			for _, v := range testOnlyViolations(p.rel(), p.Imports) {
+			for _, v := range append(testOnlyViolations(p.rel(), p.Imports), importerViolations(p.rel(), p.Imports)...) {
 				t.Errorf("GOOS=%s: %s", goos, v)
 			}
 			if exempt(p.rel()) {
@@ -214,6 +215,31 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// importedOnlyBy are the rooms only some packages may import (a trailing / covers a tree),
+// with why: what the command wires and nothing below it may reach.
+var importedOnlyBy = map[string]struct {
+	by  []string
+	why string
+}{
+	"remote":         {[]string{"cmd/", "remote/service"}, "the remote client is one of the sandboxes cmd opens for a profile, as a backend is; the service shares its protocol"},
+	"remote/service": {[]string{"cmd/"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
+}
+
+// importerViolations says which of a package's imports only other packages may make.
+func importerViolations(rel string, imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		r, ok := importedOnlyBy[strings.TrimPrefix(imp, module+"/")]
+		if !ok || !strings.HasPrefix(imp, module+"/") {
+			continue
+		}
+		if !slices.ContainsFunc(r.by, func(by string) bool { return rel == by || strings.HasSuffix(by, "/") && strings.HasPrefix(rel, by) }) {
+			out = append(out, fmt.Sprintf("%s imports %s, which only %v may: %s", rel, imp, r.by, r.why))
+		}
+	}
+	return out
 }
 
 // testOnly are the packages only tests may import (a _test.go file, whose imports go list
@@ -481,6 +507,9 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"upstream", []string{module + "/outputs", "github.com/a2aproject/a2a-go/a2asrv"}, 2}, // a2a-go's types only
 		{"engine/backend/process", []string{module + "/engine", module + "/internal/launch"}, 0},
 		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
+		{"engine/backend/container", []string{module + "/engine/wire"}, 1}, // the engine speaks the frames
+		{"remote", []string{module + "/engine", module + "/engine/wire", module + "/outputs"}, 0},
+		{"remote", []string{module + "/budget", module + "/internal/spawn"}, 2}, // an engine elsewhere knows no host, and starts no child
 		{"engine/backend/seatbelt", []string{module + "/engine", module + "/internal/launch", "golang.org/x/sys/unix"}, 0},
 		{"engine/backend/seatbelt", []string{module + "/engine/backend/spawned"}, 1}, // Linux's shared plumbing
 		{"internal/launch", []string{"encoding/json", "golang.org/x/sys/unix"}, 0},
@@ -500,6 +529,12 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	}
 	if got := testOnlyViolations("engine", []string{module + "/engine/wire", "testing"}); len(got) != 0 {
 		t.Errorf("testOnlyViolations found %q in clean imports", got)
+	}
+	if got := importerViolations("mcpserver", []string{module + "/remote", module + "/engine"}); len(got) != 1 {
+		t.Errorf("importerViolations found %q in the MCP face importing the remote client, want 1", got)
+	}
+	if got := importerViolations("cmd/mcp-sandbox", []string{module + "/remote", module + "/remote/service"}); len(got) != 0 {
+		t.Errorf("importerViolations found %q in the command", got)
 	}
 	parse := func(src string) *ast.File {
 		f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", "package x\n"+src, 0)

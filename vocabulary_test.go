@@ -3,12 +3,13 @@ package mcpsandbox_test
 // The rules of one vocabulary (issue 22): the engine says what the sandbox saw and nothing of
 // the host's concerns, and each frame, a call's answer and a handle have one definition.
 //
-//   - TestEngineKnowsNoHost: no package under engine/ depends, even indirectly, on budget,
-//     binding, upstream, execution or mcpserver, and none declares a name (or a JSON key) of
-//     budgets, approvals or upstream servers.
-//   - TestOneDefinitionOfEachFrame: no package under engine/ but engine/wire declares a struct
-//     named like one of engine/wire's types (frames.go), and the types retired by that move
-//     stay retired.
+//   - TestEngineKnowsNoHost: no package under engine/ or remote/ (an engine elsewhere: the
+//     remote client and the sandbox service) depends, even indirectly, on budget, binding,
+//     upstream, execution or mcpserver, and none declares a name (or a JSON key) of budgets,
+//     approvals or upstream servers.
+//   - TestOneDefinitionOfEachFrame: no package under engine/ or remote/ but engine/wire
+//     declares a struct named like one of engine/wire's types (frames.go), and the types
+//     retired by that move stay retired.
 //   - TestVocabularyRulesCatchViolations: both are fed violations and must find them.
 
 import (
@@ -35,6 +36,12 @@ var hostPackages = []string{"budget", "binding", "upstream", "execution", "mcpse
 var hostWords = regexp.MustCompile(`(?i)budget|approval|upstream`)
 
 func underEngine(rel string) bool { return rel == "engine" || strings.HasPrefix(rel, "engine/") }
+
+// engineSide are the packages that run programs and speak the engine's frames: the engine,
+// and the remote client and sandbox service, which carry them between machines.
+func engineSide(rel string) bool {
+	return underEngine(rel) || rel == "remote" || strings.HasPrefix(rel, "remote/")
+}
 
 // hostDeps are the host packages among deps (import paths) of a package under engine/.
 func hostDeps(deps []string) []string {
@@ -84,7 +91,7 @@ func hostNames(f *ast.File) []string {
 
 func TestEngineKnowsNoHost(t *testing.T) {
 	for _, goos := range platforms {
-		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./engine/...")
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./engine/...", "./remote/...")
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0")
 		out, err := cmd.Output()
 		if err != nil {
@@ -97,7 +104,7 @@ func TestEngineKnowsNoHost(t *testing.T) {
 			}
 		}
 	}
-	files := goFiles(t, func(name string) bool { return underEngine(path.Dir(name)) && !strings.HasSuffix(name, "_test.go") })
+	files := goFiles(t, func(name string) bool { return engineSide(path.Dir(name)) && !strings.HasSuffix(name, "_test.go") })
 	for name, f := range files {
 		for _, n := range hostNames(f) {
 			t.Errorf("%s declares %q: budgets, approvals and upstream servers are the host's (execution, binding, upstream), not the engine's", name, n)
@@ -113,9 +120,9 @@ var retired = map[string]map[string]string{
 		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "binding.ApprovalCounts",
 		"UpstreamProblem": "execution.UpstreamProblem",
 	},
-	"outputs":               {"Reply": "wire.Answer", "HandleRef": "wire.Handle"},
-	"upstream":              {"Answer": "wire.Answer (with upstream.Spent)"},
-	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "wire.Handle", "Call": "wire.Call", "Read": "wire.Read"},
+	"outputs":  {"Reply": "wire.Answer", "HandleRef": "wire.Handle"},
+	"upstream": {"Answer": "wire.Answer (with upstream.Spent)"},
+	"remote":   {"Reply": "wire.Result", "Handle": "wire.Handle", "Call": "wire.Call", "Read": "wire.Read"},
 }
 
 // frameViolations are the struct types of a file in package rel that copy a type of
@@ -136,7 +143,7 @@ func frameViolations(rel string, f *ast.File, wireNames []string) []string {
 				out = append(out, fmt.Sprintf("%s.%s is retired: it is %s", rel, ts.Name.Name, where))
 				continue
 			}
-			if _, isStruct := ts.Type.(*ast.StructType); isStruct && underEngine(rel) && rel != "engine/wire" && slices.Contains(wireNames, ts.Name.Name) {
+			if _, isStruct := ts.Type.(*ast.StructType); isStruct && engineSide(rel) && rel != "engine/wire" && slices.Contains(wireNames, ts.Name.Name) {
 				out = append(out, fmt.Sprintf("%s.%s copies wire.%s: a frame has one definition, in engine/wire", rel, ts.Name.Name, ts.Name.Name))
 			}
 		}
@@ -192,14 +199,17 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	}
 	wire := []string{"Call", "Handle"}
 	src := parseSrc(t, "type Call struct{}\ntype Handle string\ntype Reply struct{}\ntype Accepted struct{}")
-	if got := frameViolations("engine/backend/remote", src, wire); len(got) != 3 { // Call copied, Handle and Reply retired
+	if got := frameViolations("remote", src, wire); len(got) != 3 { // Call copied, Handle and Reply retired
 		t.Errorf("frameViolations(remote) = %q, want 3", got)
 	}
 	if got := frameViolations("engine/backend/process", parseSrc(t, "type Handle struct{}\ntype Call func()"), wire); len(got) != 1 {
 		t.Errorf("frameViolations(process) = %q, want the Handle struct", got)
 	}
 	if got := frameViolations("execution", parseSrc(t, "type Result struct{}\ntype Call struct{}"), wire); len(got) != 0 {
-		t.Errorf("frameViolations(execution) = %q: the frame rule binds engine/ only", got)
+		t.Errorf("frameViolations(execution) = %q: the frame rule binds engine/ and remote/ only", got)
+	}
+	if got := frameViolations("remote/service", parseSrc(t, "type Call struct{}"), wire); len(got) != 1 {
+		t.Errorf("frameViolations(remote/service) = %q, want Call copied", got)
 	}
 	if got := frameViolations("engine", parseSrc(t, "type Usage struct{}"), wire); len(got) != 1 {
 		t.Errorf("frameViolations(engine) = %q, want engine.Usage retired", got)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
+	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 )
 
 func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -179,7 +179,7 @@ connections, and an idle keep-alive connection closes after 60 s. Without tokens
 put TLS in front (a proxy or a mesh); a server sends its credential over plaintext http only to
 loopback, unless its profile sets allow_insecure_http.
 
-Routes (the protocol is documented in the package engine/backend/remote):
+Routes (the protocol is documented in the package remote):
   GET  /v2/describe                  what this service's sandbox is and can prove
   POST /v2/executions                run a program; the answer is a stream of NDJSON frames
   POST /v2/executions/{id}/results   the result of one of its tool calls

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/remote"
 )
 
 // The hostile-stream suite: a fake service on loopback does one hostile thing each, and the

@@ -16,12 +16,12 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 )
 
 // The service runs in this test binary, so a hostile program's processes live in the pid

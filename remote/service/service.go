@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/remote"
 )
 
 // LocalSandbox is what a service runs executions on: a local engine.Runner.

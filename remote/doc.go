@@ -1,5 +1,7 @@
 // Package remote is the remote sandbox: a small HTTP protocol and the client that makes a
-// sandbox service look like any other engine.Sandbox (the `remote` backend). The service that
+// sandbox service look like any other engine.Sandbox (a profile's `backend: remote`). It is no
+// backend of engine/backend/, which each start a child here: it starts nothing, and only cmd
+// opens it (docs/design.md §2.1). The service that
 // `mcp-sandbox sandbox-service` serves, which runs each execution on its own local
 // engine.Runner, is package remote/service. Execution capacity can so live on other machines
 // than the MCP server, and scale as a pool of services.

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/remote"
 )
 
 // lyingToken is the credential of the lying service: token characters only, so that it fits

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 )
 
 // scripted is a LocalSandbox whose executions run a Go function instead of a child: it tests
