@@ -39,8 +39,8 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 		return x.providerError(true, "the sandbox service ended the execution before the program did (it may be shutting down)")
 	}
 	var out, errs engine.Attachment
-	res.Stdout, res.StdoutData, out = x.output("stdout", &st.stdout, r.StdoutSize)
-	res.Stderr, res.StderrData, errs = x.output("stderr", &st.stderr, r.StderrSize)
+	res.Stdout, res.StdoutData, out = x.output("stdout", st.stdout, r.StdoutSize)
+	res.Stderr, res.StderrData, errs = x.output("stderr", st.stderr, r.StderrSize)
 	res.Attachments = []engine.Attachment{}
 	if len(r.Attachments) > 0 || r.StdoutSize > 0 || r.StderrSize > 0 {
 		// A program ran (a refusal has no streams): its two, and nothing else.
@@ -50,9 +50,9 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 	res.ArtifactsOmit = append([]engine.OmittedFile{}, r.ArtifactsOmit...)
 	if x.s.opts.Artifacts.Collect {
 		for i, claimed := range r.Artifacts {
-			sk := st.artifacts[i]
+			got := st.artifacts[i]
 			switch {
-			case sk != nil && sk.dropped:
+			case got != nil && got.dropped:
 				res.ArtifactsOmit = append(res.ArtifactsOmit, engine.OmittedFile{Path: claimed.Name,
 					Reason: fmt.Sprintf("the artifacts together are over this profile's artifacts.max_bytes (%d)", x.s.opts.Artifacts.MaxBytes)})
 			case len(res.Artifacts) >= x.s.opts.Artifacts.MaxFiles:
@@ -60,8 +60,8 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 					Reason: fmt.Sprintf("over this profile's artifacts.max_files (%d)", x.s.opts.Artifacts.MaxFiles)})
 			default:
 				var data []byte
-				if sk != nil {
-					data = x.scrubBytes(sk.kept)
+				if got != nil {
+					data = x.scrubBytes(got.kept)
 				}
 				// Only the name, the content type and (when it is what was sent) the text are
 				// the service's; handle, location and reason are the caller's to make.
@@ -89,23 +89,25 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 
 // output is the preview, the kept bytes and the attachment of one output stream of which the
 // program wrote size bytes (the service's count, never less than what came), all made from
-// the bytes the stream delivered, scrubbed of the credential.
-func (x *execution) output(name string, sk *sink, size int64) (string, []byte, engine.Attachment) {
+// the bytes the stream delivered (c), scrubbed of the credential.
+func (x *execution) output(name string, c *outputs.Capture, size int64) (string, []byte, engine.Attachment) {
 	preview := int(x.s.opts.PreviewBytes)
-	truncated := size > int64(len(sk.kept))
-	data := x.scrubBytes(sk.kept)
+	kept, received := c.Bytes(), c.Size()
+	truncated := size > int64(len(kept))
+	data := x.scrubBytes(kept)
 	if truncated {
 		data = x.scrubCutEnd(data)
 	}
-	shift := int64(len(data) - len(sk.kept)) // what scrubbing changed, so the counts stay true
+	shift := int64(len(data) - len(kept)) // what scrubbing changed, so the counts stay true
 	var p string
 	switch {
-	case size > sk.n:
+	case size > received:
 		// The service sent the first bytes only: of the rest the client knows the count.
 		p = outputs.Preview(data, nil, size+shift, preview)
-	case sk.dropped:
-		tail := x.scrubCutStart(x.scrubBytes(sk.last))
-		p = outputs.Preview(data, tail, sk.n+shift+int64(len(tail)-len(sk.last)), preview)
+	case c.Truncated():
+		last := c.Tail()
+		tail := x.scrubCutStart(x.scrubBytes(last))
+		p = outputs.Preview(data, tail, received+shift+int64(len(tail)-len(last)), preview)
 	default:
 		p = outputs.Preview(data, data, int64(len(data)), preview)
 	}
@@ -285,7 +287,7 @@ func (x *execution) check(r *engine.Outcome) string {
 		// A refusal says nothing ran; a program that wrote, made a call or left a value did.
 		// (Not stderr: a child that failed to set itself up says why there, and ran nothing.)
 		switch {
-		case st.stdout.n > 0 || r.StdoutSize > 0:
+		case st.stdout.Size() > 0 || r.StdoutSize > 0:
 			return fmt.Sprintf("it says nothing ran (%s), yet the program wrote output", r.Failure.Kind)
 		case x.called:
 			return fmt.Sprintf("it says nothing ran (%s), yet the program called tools", r.Failure.Kind)
@@ -306,7 +308,7 @@ func (x *execution) check(r *engine.Outcome) string {
 			return fmt.Sprintf("it names an unknown grade %q", x.quote(string(g)))
 		}
 	}
-	if st.stdout.n > r.StdoutSize || st.stderr.n > r.StderrSize {
+	if st.stdout.Size() > r.StdoutSize || st.stderr.Size() > r.StderrSize {
 		return "it sent more output than the program wrote"
 	}
 	for i := range st.artifacts {
@@ -322,8 +324,8 @@ func (x *execution) check(r *engine.Outcome) string {
 			return fmt.Sprintf("artifact %d has a content type that is not a MIME type (%q)", i, x.quote(a.ContentType))
 		}
 		var n int64
-		if sk := st.artifacts[i]; sk != nil {
-			n = sk.n
+		if got := st.artifacts[i]; got != nil {
+			n = got.n
 		}
 		if n != a.Size {
 			return fmt.Sprintf("artifact %d is listed with %d bytes and %d came", i, a.Size, n)

@@ -93,7 +93,7 @@ var Hostile = []Case{
 	{Name: "a killed server's leftovers swept, and only its own", Class: Exhaustion, Where: "cmd/mcp-sandbox/sweep_test.go:TestSweepAfterKill"},
 	{Name: "state files readable by other local users", Class: Escape, Where: "cmd/mcp-sandbox/state_test.go:TestStateIsPrivate"},
 	{Name: "a hostile sandbox service (endless lines, floods, forged and cut frames, lying describes, redirects, echoed credentials)", Class: ProtocolAbuse, Where: "remote/hostile_test.go:TestHostileStreams"},
-	{Name: "any remote stream", Class: ProtocolAbuse, Where: "remote/reader_test.go:FuzzStream"},
+	{Name: "any remote stream", Class: ProtocolAbuse, Where: "remote/stream_test.go:FuzzStream"},
 	{Name: "a lying sandbox service behind the built binary (a level below the terms, a refusal after output, echoed credentials)", Class: ProtocolAbuse, Where: "cmd/mcp-sandbox/lyingservice_test.go:TestRunAgainstALyingService"},
 	{Name: "a replica stalled past its lease handing over a result the ledger holds unknown", Class: Exhaustion, Where: "conformance/stalled_unix_test.go:TestReplicaStalledPastItsLease"},
 	{Name: "egress paths that leave a URL rule's prefix at the origin (dot segments, encoded separators)", Class: Escape, Where: "egress/path_test.go:TestProxyPathsOutsideTheRuleNeverReachTheOrigin"},

@@ -112,8 +112,8 @@ func TestStreamKeepsWithinCeilings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if string(s.stdout.kept) != "abcd" || s.stdout.n != 6 || !s.stdout.dropped || string(s.stdout.last) != "ef" {
-		t.Errorf("stdout kept %q of %d, last %q (dropped %v)", s.stdout.kept, s.stdout.n, s.stdout.last, s.stdout.dropped)
+	if string(s.stdout.Bytes()) != "abcd" || s.stdout.Size() != 6 || !s.stdout.Truncated() || string(s.stdout.Tail()) != "ef" {
+		t.Errorf("stdout kept %q of %d, last %q (dropped %v)", s.stdout.Bytes(), s.stdout.Size(), s.stdout.Tail(), s.stdout.Truncated())
 	}
 	a0, a1 := s.artifacts[0], s.artifacts[1]
 	if string(a0.kept) != "1237" || a0.dropped || a1.kept != nil || !a1.dropped || a1.n != 3 {
@@ -145,8 +145,8 @@ func FuzzStream(f *testing.F) {
 				break
 			}
 		}
-		if len(s.stdout.kept) > maxKept || len(s.stderr.kept) > maxKept || s.artifactBytes > maxKept || len(s.stdout.last) > 16 {
-			t.Fatalf("kept past the ceiling: %d %d %d", len(s.stdout.kept), len(s.stderr.kept), s.artifactBytes)
+		if len(s.stdout.Bytes()) > maxKept || len(s.stderr.Bytes()) > maxKept || s.artifactBytes > maxKept || len(s.stdout.Tail()) > 16 {
+			t.Fatalf("kept past the ceiling: %d %d %d", len(s.stdout.Bytes()), len(s.stderr.Bytes()), s.artifactBytes)
 		}
 		if r.total > 4096+1 {
 			t.Fatalf("read %d bytes past the stream ceiling", r.total)
@@ -175,13 +175,13 @@ func TestStreamPreviewIsOfWhatWasSent(t *testing.T) {
 			}
 			rest = rest[k:]
 		}
-		sk := &s.stdout
-		if sk.n != int64(len(sent)) || int64(len(sk.kept)) != min(maxOutput, int64(len(sent))) || !bytes.Equal(sk.kept, sent[:len(sk.kept)]) {
-			t.Fatalf("round %d: kept %d of %d (n %d), not the head", round, len(sk.kept), len(sent), sk.n)
+		sk := s.stdout
+		if sk.Size() != int64(len(sent)) || int64(len(sk.Bytes())) != min(maxOutput, int64(len(sent))) || !bytes.Equal(sk.Bytes(), sent[:len(sk.Bytes())]) {
+			t.Fatalf("round %d: kept %d of %d (n %d), not the head", round, len(sk.Bytes()), len(sent), sk.Size())
 		}
-		got := outputs.Preview(sk.kept, sk.kept, int64(len(sk.kept)), preview)
-		if sk.dropped {
-			got = outputs.Preview(sk.kept, sk.last, sk.n, preview)
+		got := outputs.Preview(sk.Bytes(), sk.Bytes(), int64(len(sk.Bytes())), preview)
+		if sk.Truncated() {
+			got = outputs.Preview(sk.Bytes(), sk.Tail(), sk.Size(), preview)
 		}
 		if want := outputs.Preview(sent, sent, int64(len(sent)), preview); got != want {
 			t.Fatalf("round %d (%d bytes, ceiling %d, preview %d): preview %q, want %q", round, len(sent), maxOutput, preview, got, want)

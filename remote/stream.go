@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // Bounds is what a client accepts from one stream. Each is applied to bytes as they arrive,
@@ -157,11 +159,11 @@ func (r *frameReader) next() ([]byte, error) {
 //
 //	stream = error | accepted { progress | call | read } { data } result
 //
-// It belongs to the goroutine that reads the stream until result or an error, and is read
-// by the execution only after that.
+// Each output stream is kept in an outputs.Capture, as a local child's is: its head to the
+// ceiling, its last preview bytes past it, and its count (the client makes previews from
+// what it received, never from what the service says they are). It belongs to the goroutine
+// that reads the stream until result or an error, and is read by the execution only after.
 type stream struct {
-	maxOutput    int64 // per output stream: bytes past it are counted, and dropped but for a tail
-	preview      int   // the tail kept of an output stream past maxOutput, for its preview
 	maxArtifacts int64 // all artifacts together: an artifact that does not fit is dropped whole
 	scratch      []byte
 	secret       string // the credential, scrubbed from what a violation quotes
@@ -170,25 +172,23 @@ type stream struct {
 	execution string
 	lastID    int64
 
-	stdout, stderr sink
-	artifacts      map[int]*sink
+	stdout, stderr *outputs.Capture
+	artifacts      map[int]*artifact
 	artifactBytes  int64 // kept
 }
 
-// sink is what one stream's data frames delivered.
-type sink struct {
+// artifact is what one artifact's data frames delivered.
+type artifact struct {
 	kept    []byte
 	n       int64 // bytes received, kept or not
 	dropped bool  // some were not kept
-	// last is, for an output stream that went past its ceiling, the last preview bytes
-	// received (kept or not): with kept, what its preview is made from.
-	last []byte
 }
 
 // newStream returns the grammar of one stream that keeps maxOutput bytes of each output
 // stream (and the last preview bytes past them) and maxArtifactBytes of artifacts.
 func newStream(maxOutput int64, preview int, maxArtifactBytes int64) *stream {
-	return &stream{maxOutput: maxOutput, preview: max(preview, 0), maxArtifacts: maxArtifactBytes, artifacts: map[int]*sink{}}
+	return &stream{stdout: outputs.NewCapture(maxOutput, int64(preview)), stderr: outputs.NewCapture(maxOutput, int64(preview)),
+		maxArtifacts: maxArtifactBytes, artifacts: map[int]*artifact{}}
 }
 
 // dataStarted is what frame returns for the first data frame: the program has ended.
@@ -288,85 +288,33 @@ func (s *stream) data(name string, b64 []byte) error {
 	kind, index, _ := streamName(name)
 	switch kind {
 	case "stdout":
-		return s.output(&s.stdout, b64, n)
+		return s.decode(b64, func(p []byte) { s.stdout.Write(p) })
 	case "stderr":
-		return s.output(&s.stderr, b64, n)
+		return s.decode(b64, func(p []byte) { s.stderr.Write(p) })
 	}
-	sk := s.artifacts[index]
-	if sk == nil {
-		sk = &sink{}
-		s.artifacts[index] = sk
+	a := s.artifacts[index]
+	if a == nil {
+		a = &artifact{}
+		s.artifacts[index] = a
 	}
 	fits := s.artifactBytes+int64(n) <= s.maxArtifacts
-	if !fits || sk.dropped {
+	if !fits || a.dropped {
 		// An artifact is kept whole or not at all.
-		s.artifactBytes -= int64(len(sk.kept))
-		sk.kept, fits = nil, false
+		s.artifactBytes -= int64(len(a.kept))
+		a.kept, fits = nil, false
 	}
-	sk.n += int64(n)
-	if !fits || sk.dropped {
-		sk.dropped = true
+	a.n += int64(n)
+	if !fits || a.dropped {
+		a.dropped = true
 		return s.decode(b64, nil)
 	}
-	grow(sk, n, 1<<62)
-	if _, err := base64.StdEncoding.Decode(sk.kept[len(sk.kept):len(sk.kept)+n], b64); err != nil {
+	a.kept = slices.Grow(a.kept, n)
+	if _, err := base64.StdEncoding.Decode(a.kept[len(a.kept):len(a.kept)+n], b64); err != nil {
 		return errBase64
 	}
-	sk.kept = sk.kept[:len(sk.kept)+n]
+	a.kept = a.kept[:len(a.kept)+n]
 	s.artifactBytes += int64(n)
 	return nil
-}
-
-// output decodes n bytes of an output stream: the first maxOutput bytes of the stream are
-// kept, and past them its last preview bytes, which its preview needs (the client makes
-// previews from what it received, never from what the service says they are).
-func (s *stream) output(sk *sink, b64 []byte, n int) error {
-	sk.n += int64(n)
-	if !sk.dropped && int64(len(sk.kept)+n) <= s.maxOutput {
-		grow(sk, n, s.maxOutput)
-		if _, err := base64.StdEncoding.Decode(sk.kept[len(sk.kept):len(sk.kept)+n], b64); err != nil {
-			return errBase64
-		}
-		sk.kept = sk.kept[:len(sk.kept)+n]
-		return nil
-	}
-	return s.decode(b64, func(p []byte) {
-		if !sk.dropped {
-			k := int(min(int64(len(p)), s.maxOutput-int64(len(sk.kept))))
-			grow(sk, k, s.maxOutput)
-			sk.kept = append(sk.kept, p[:k]...)
-			if p = p[k:]; len(p) == 0 {
-				return
-			}
-			sk.dropped = true
-			sk.last = make([]byte, 0, s.preview)
-			sk.last = appendTail(sk.last, sk.kept, s.preview)
-		}
-		sk.last = appendTail(sk.last, p, s.preview)
-	})
-}
-
-// grow makes room for n more kept bytes, by doubling but never past limit.
-func grow(sk *sink, n int, limit int64) {
-	if cap(sk.kept)-len(sk.kept) >= n {
-		return
-	}
-	size := int64(max(2*cap(sk.kept), len(sk.kept)+n, 4<<10))
-	size = max(min(size, limit), int64(len(sk.kept)+n))
-	grown := make([]byte, len(sk.kept), size)
-	copy(grown, sk.kept)
-	sk.kept = grown
-}
-
-// appendTail appends p to tail and keeps its last limit bytes, in tail's own memory.
-func appendTail(tail, p []byte, limit int) []byte {
-	if len(p) >= limit {
-		return append(tail[:0], p[len(p)-limit:]...)
-	}
-	if over := len(tail) + len(p) - limit; over > 0 {
-		tail = tail[:copy(tail, tail[over:])]
-	}
-	return append(tail, p...)
 }
 
 // decode decodes b64 through a small scratch buffer, handing each piece to use (when not
