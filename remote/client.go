@@ -428,6 +428,7 @@ func (s *Sandbox) run(ctx context.Context, ex engine.Execution, t engine.Terms) 
 	if ex.Logger != nil { // the execution's own: its lines name the execution, tenant, agent and Run
 		log = ex.Logger.With("backend", "remote")
 	}
-	x := &execution{s: s, ex: ex, t: t, start: time.Now(), sem: make(chan struct{}, s.opts.MaxConcurrentCalls), log: log}
+	x := &execution{s: s, ex: ex, t: t, start: time.Now(), log: log}
+	x.calls = engine.NewCalls(ex.Tools, s.opts.MaxConcurrentCalls, x.reply)
 	return x.drive(ctx)
 }

@@ -32,8 +32,7 @@ type execution struct {
 	ending failure.Kind // set when the client ends the execution: timeout or cancelled
 	secret string       // the credential the start request carried, to scrub from what the service says
 	st     *stream      // owned by the reader goroutine until it has ended
-	sem    chan struct{}
-	calls  sync.WaitGroup
+	calls  *engine.Calls
 	called bool // the program asked for a call or a read (set and read by drive's goroutine)
 }
 
@@ -179,7 +178,8 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 					x.ex.Progress(time.Since(x.start).Seconds())
 				}
 			case *wire.Call, *wire.Read:
-				x.dispatch(callCtx, f)
+				x.called = true
+				x.calls.Dispatch(callCtx, f.(wire.Frame))
 			case dataStarted:
 				// The program has ended: what is left is delivering its output.
 				delivering = true
@@ -203,25 +203,11 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 	}
 }
 
-// dispatch answers one call or read through the caller's ToolCaller on its own goroutine, at
-// most MaxConcurrentCalls at a time; waiting for a slot holds the stream back.
-func (x *execution) dispatch(ctx context.Context, f any) {
-	x.called = true
-	select {
-	case x.sem <- struct{}{}:
-	case <-ctx.Done():
-		return
-	}
-	x.calls.Add(1)
-	go func() {
-		defer x.calls.Done()
-		defer func() { <-x.sem }()
-		rep := answer(ctx, x.ex.Tools, f)
-		if ctx.Err() != nil {
-			return
-		}
-		x.post(ctx, resultsPath(x.id), rep)
-	}()
+// reply posts the answer to one call or read, through the caller's ToolCaller (engine.Calls,
+// at most MaxConcurrentCalls at a time: waiting for a slot holds the stream back).
+func (x *execution) reply(ctx context.Context, out *wire.Result) {
+	out.Type = wire.TypeResult
+	x.post(ctx, resultsPath(x.id), out)
 }
 
 // post delivers a reply or a cancel. A failure is logged: the execution's own stream (a
