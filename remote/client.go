@@ -94,6 +94,30 @@ func New(options *Options) (*Sandbox, error) {
 	if options != nil {
 		opts = *options
 	}
+	u, err := serviceURL(&opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Ceiling == (engine.Limits{}) {
+		opts.Ceiling = engine.DefaultLimits
+	}
+	if err := opts.Ceiling.Validate(); err != nil {
+		return nil, fmt.Errorf("hard limits: %w", err)
+	}
+	opts.fill()
+	s := &Sandbox{opts: opts, base: u, log: opts.Logger.With("backend", "remote")}
+	s.client = &http.Client{
+		Transport: opts.Transport,
+		// A redirect is never followed: the credential goes to the configured host only, and a
+		// 3xx is a provider_error like any other answer but 200.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return s, nil
+}
+
+// serviceURL is opts' URL, checked: absolute http or https, no credentials, query or fragment
+// in it, and a credential over plaintext only to loopback unless AllowInsecureHTTP.
+func serviceURL(opts *Options) (*url.URL, error) {
 	u, err := url.Parse(opts.URL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
@@ -106,12 +130,13 @@ func New(options *Options) (*Sandbox, error) {
 		return nil, failure.New(failure.BackendUnavailable,
 			"a credential is refused over plaintext http to a host that is not loopback; use https, or set allow_insecure_http if the network in between is trusted")
 	}
-	if opts.Ceiling == (engine.Limits{}) {
-		opts.Ceiling = engine.DefaultLimits
-	}
-	if err := opts.Ceiling.Validate(); err != nil {
-		return nil, fmt.Errorf("hard limits: %w", err)
-	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// fill sets the defaults of the fields left zero (the ceiling's aside).
+func (opts *Options) fill() {
 	if opts.Isolation == "" {
 		opts.Isolation = engine.LevelProcess
 	}
@@ -159,16 +184,6 @@ func New(options *Options) (*Sandbox, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawPath = ""
-	s := &Sandbox{opts: opts, base: u, log: opts.Logger.With("backend", "remote")}
-	s.client = &http.Client{
-		Transport: opts.Transport,
-		// A redirect is never followed: the credential goes to the configured host only, and a
-		// 3xx is a provider_error like any other answer but 200.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	return s, nil
 }
 
 func loopback(host string) bool {

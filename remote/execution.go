@@ -41,93 +41,130 @@ type streamEvent struct {
 	err error
 }
 
-// drive sends the program and follows its stream to the end.
+// drive sends the program and follows its stream to the end, in named steps: send (the start
+// request, until its answer's headers), open (the answer must be a frame stream), read (a
+// goroutine of its own splits and checks the frames) and follow (the frames and the clocks,
+// until one of them ends the execution). The execution's deadline starts with the request:
+// its wall clock and Slack, and TransferTimeout once the program has ended (dataStarted).
 func (x *execution) drive(ctx context.Context) *engine.Outcome {
-	s := x.s
-	names := append([]string{}, x.ex.ToolNames...)
-	aliases := append([]string{}, x.ex.Aliases...)
-	body, err := json.Marshal(StartRequest{Protocol: Version, Program: x.ex.Program, Terms: x.t, Tools: names, Aliases: aliases, Signatures: x.ex.Signatures, Calls: x.ex.Tools != nil})
-	if err != nil {
-		return engine.Refuse(x.t, failure.Internal, "the program could not be encoded")
-	}
 	// The stream is ended by this function, not by ctx: after a cancellation it still reads
 	// the service's last frames for a moment, to keep what the program printed.
 	streamCtx, endStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStream()
-	req, err := s.request(streamCtx, http.MethodPost, PathExecutions, body)
+	wall := time.Duration(x.t.WallSeconds*float64(time.Second)) + x.s.opts.Slack
+	deadline := time.NewTimer(wall)
+	defer deadline.Stop()
+	resp, res := x.send(ctx, streamCtx, endStream, deadline)
+	if res != nil {
+		return res
+	}
+	if res := x.open(resp); res != nil {
+		drainBody(resp)
+		return res
+	}
+	r := x.read(resp.Body)
+	callCtx, cancelCalls := context.WithDeadline(ctx, time.Now().Add(wall))
+	defer func() {
+		cancelCalls()
+		close(r.stop)
+		endStream()
+		resp.Body.Close()
+		<-r.done
+		x.calls.Wait()
+	}()
+	return x.follow(ctx, callCtx, r, deadline)
+}
+
+// send posts the program and waits for the answer's headers, unless ctx or the deadline ends
+// the execution first.
+func (x *execution) send(ctx, streamCtx context.Context, endStream func(), deadline *time.Timer) (*http.Response, *engine.Outcome) {
+	start := StartRequest{Protocol: Version, Program: x.ex.Program, Terms: x.t, Tools: append([]string{}, x.ex.ToolNames...),
+		Aliases: append([]string{}, x.ex.Aliases...), Signatures: x.ex.Signatures, Calls: x.ex.Tools != nil}
+	body, err := json.Marshal(start)
 	if err != nil {
-		return engine.Refuse(x.t, failure.BackendUnavailable, "nothing was sent: "+err.Error())
+		return nil, engine.Refuse(x.t, failure.Internal, "the program could not be encoded")
+	}
+	req, err := x.s.request(streamCtx, http.MethodPost, PathExecutions, body)
+	if err != nil {
+		return nil, engine.Refuse(x.t, failure.BackendUnavailable, "nothing was sent: "+err.Error())
 	}
 	x.secret, _ = strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	wall := time.Duration(x.t.WallSeconds * float64(time.Second))
-	deadline := time.NewTimer(wall + s.opts.Slack)
-	defer deadline.Stop()
-
 	type answer struct {
 		resp *http.Response
 		err  error
 	}
 	got := make(chan answer, 1)
 	go func() {
-		resp, err := s.client.Do(req)
+		resp, err := x.s.client.Do(req)
 		got <- answer{resp, err}
 	}()
-	var resp *http.Response
 	select {
 	case a := <-got:
-		resp, err = a.resp, a.err
+		if a.err != nil {
+			// A connection that was never made ran nothing; any other failure may have come
+			// after the service started the program.
+			var op *net.OpError
+			sent := !(errors.As(a.err, &op) && op.Op == "dial")
+			return nil, x.providerError(sent, "the sandbox service could not be reached: "+transportError(a.err))
+		}
+		return a.resp, nil
 	case <-ctx.Done():
 		endStream()
 		drainBody((<-got).resp)
-		return x.ended(failure.Cancelled, nil)
+		return nil, x.ended(failure.Cancelled, nil)
 	case <-deadline.C:
 		endStream()
 		drainBody((<-got).resp)
-		return x.ended(failure.Timeout, nil)
+		return nil, x.ended(failure.Timeout, nil)
 	}
-	if err != nil {
-		// A connection that was never made ran nothing; any other failure may have come after
-		// the service started the program.
-		var op *net.OpError
-		sent := !(errors.As(err, &op) && op.Op == "dial")
-		return x.providerError(sent, "the sandbox service could not be reached: "+transportError(err))
-	}
+}
+
+// open says why resp is not the execution's frame stream, or returns nil.
+func (x *execution) open(resp *http.Response) *engine.Outcome {
 	if resp.StatusCode != http.StatusOK {
-		defer drainBody(resp)
 		return x.providerError(false, answerError(resp))
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != ContentType {
-		defer drainBody(resp)
 		return x.providerError(false, fmt.Sprintf("the sandbox service answered 200 with %q, not an %s frame stream", x.quote(mt), ContentType))
 	}
+	return nil
+}
 
-	// One goroutine reads and checks the stream; this one acts on what it finds.
-	x.st = newStream(s.opts.MaxOutputBytes, int(s.opts.PreviewBytes), s.opts.Artifacts.MaxBytes)
+// frames are what the reading goroutine hands the execution: each frame it must act on (or
+// the error that ended the stream); alive, for a frame the reader took itself (every data
+// frame after the first), so a slow but live delivery is not idle. Closing stop ends the
+// reader; done is closed when it has.
+type frames struct {
+	events chan streamEvent
+	alive  chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// read starts the goroutine that reads body, splits it into frames within the Bounds and
+// checks them against the stream's grammar (x.st).
+func (x *execution) read(body io.Reader) *frames {
+	x.st = newStream(x.s.opts.MaxOutputBytes, int(x.s.opts.PreviewBytes), x.s.opts.Artifacts.MaxBytes)
 	x.st.secret = x.secret
-	frames := make(chan streamEvent)
-	// alive says a frame the reader takes itself (every data frame after the first) came,
-	// so a slow but live delivery is not idle.
-	alive := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	readerDone := make(chan struct{})
+	r := &frames{events: make(chan streamEvent), alive: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		defer close(readerDone)
-		fr := newFrameReader(resp.Body, s.opts.Bounds)
+		defer close(r.done)
+		fr := newFrameReader(body, x.s.opts.Bounds)
 		for {
 			line, err := fr.next()
 			var f any
 			if err == nil {
 				if f, err = x.st.frame(line); err == nil && f == nil {
 					select {
-					case alive <- struct{}{}:
+					case r.alive <- struct{}{}:
 					default:
 					}
 					continue
 				}
 			}
 			select {
-			case frames <- streamEvent{f, err}:
-			case <-stop:
+			case r.events <- streamEvent{f, err}:
+			case <-r.stop:
 				return
 			}
 			switch f.(type) {
@@ -139,68 +176,81 @@ func (x *execution) drive(ctx context.Context) *engine.Outcome {
 			}
 		}
 	}()
-	callCtx, cancelCalls := context.WithDeadline(ctx, time.Now().Add(wall+s.opts.Slack))
-	defer func() {
-		cancelCalls()
-		close(stop)
-		endStream()
-		resp.Body.Close()
-		<-readerDone
-		x.calls.Wait()
-	}()
+	return r
+}
 
-	idle := time.NewTimer(s.opts.IdleTimeout)
+// follow acts on the stream's frames until one of them, the idle timer, the deadline or ctx
+// ends the execution. Calls run under callCtx.
+func (x *execution) follow(ctx, callCtx context.Context, r *frames, deadline *time.Timer) *engine.Outcome {
+	idleFor := x.s.opts.IdleTimeout
+	idle := time.NewTimer(idleFor)
 	defer idle.Stop()
 	delivering := false
 	for {
 		select {
-		case ev := <-frames:
-			idle.Reset(s.opts.IdleTimeout)
+		case ev := <-r.events:
+			idle.Reset(idleFor)
 			if ev.err != nil {
-				var v *violation
-				switch {
-				case errors.As(ev.err, &v):
-					return x.providerError(x.id != "", "the sandbox service's stream broke the protocol: "+v.msg)
-				case errors.Is(ev.err, io.EOF) || errors.Is(ev.err, io.ErrUnexpectedEOF):
-					return x.providerError(x.id != "", "the sandbox service's stream ended before the program did")
-				}
-				return x.providerError(x.id != "", "the sandbox service's stream failed before the program ended: "+transportError(ev.err))
+				return x.broken(ev.err)
 			}
-			switch f := ev.f.(type) {
-			case *Accepted:
-				x.id = f.Execution
-				x.log = x.log.With("execution", x.id)
-				x.log.Debug("execution accepted")
-			case *ErrorFrame:
-				return x.refused(f)
-			case *Progress:
-				if x.ex.Progress != nil {
-					x.ex.Progress(time.Since(x.start).Seconds())
-				}
-			case *wire.Call, *wire.Read:
-				x.called = true
-				x.calls.Dispatch(callCtx, f.(wire.Frame))
-			case dataStarted:
+			if _, ok := ev.f.(dataStarted); ok {
 				// The program has ended: what is left is delivering its output.
 				delivering = true
-				deadline.Reset(s.opts.TransferTimeout)
-			case *ResultFrame:
-				<-readerDone
-				return x.finish(&f.Outcome)
+				deadline.Reset(x.s.opts.TransferTimeout)
 			}
-		case <-alive:
-			idle.Reset(s.opts.IdleTimeout)
+			if res := x.onFrame(callCtx, ev.f, r); res != nil {
+				return res
+			}
+		case <-r.alive:
+			idle.Reset(idleFor)
 		case <-idle.C:
-			return x.providerError(x.id != "", fmt.Sprintf("the sandbox service sent nothing for %s", s.opts.IdleTimeout))
+			return x.providerError(x.id != "", fmt.Sprintf("the sandbox service sent nothing for %s", idleFor))
 		case <-deadline.C:
 			if delivering {
-				return x.providerError(true, fmt.Sprintf("the sandbox service did not deliver the program's output within %s", s.opts.TransferTimeout))
+				return x.providerError(true, fmt.Sprintf("the sandbox service did not deliver the program's output within %s", x.s.opts.TransferTimeout))
 			}
-			return x.end(failure.Timeout, frames, readerDone)
+			return x.end(failure.Timeout, r)
 		case <-ctx.Done():
-			return x.end(failure.Cancelled, frames, readerDone)
+			return x.end(failure.Cancelled, r)
 		}
 	}
+}
+
+// onFrame acts on one frame of the stream, and returns the Outcome when it ends the
+// execution.
+func (x *execution) onFrame(callCtx context.Context, f any, r *frames) *engine.Outcome {
+	switch f := f.(type) {
+	case *Accepted:
+		x.id = f.Execution
+		x.log = x.log.With("execution", x.id)
+		x.log.Debug("execution accepted")
+	case *ErrorFrame:
+		return x.refused(f)
+	case *Progress:
+		if x.ex.Progress != nil {
+			x.ex.Progress(time.Since(x.start).Seconds())
+		}
+	case *wire.Call, *wire.Read:
+		x.called = true
+		x.calls.Dispatch(callCtx, f.(wire.Frame))
+	case *ResultFrame:
+		<-r.done
+		return x.finish(&f.Outcome)
+	}
+	return nil
+}
+
+// broken is the Outcome of a stream that failed before its result: one that broke the
+// protocol, ended early, or whose connection failed.
+func (x *execution) broken(err error) *engine.Outcome {
+	var v *violation
+	switch {
+	case errors.As(err, &v):
+		return x.providerError(x.id != "", "the sandbox service's stream broke the protocol: "+v.msg)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return x.providerError(x.id != "", "the sandbox service's stream ended before the program did")
+	}
+	return x.providerError(x.id != "", "the sandbox service's stream failed before the program ended: "+transportError(err))
 }
 
 // reply posts the answer to one call or read, through the caller's ToolCaller (engine.Calls,
@@ -239,7 +289,7 @@ func (x *execution) post(ctx context.Context, path string, v any) {
 // end ends an execution the caller cancelled or the client's clock timed out: it posts a
 // cancel, waits CancelGrace for the service's last result to keep the program's output, and
 // reports kind.
-func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone <-chan struct{}) *engine.Outcome {
+func (x *execution) end(kind failure.Kind, r *frames) *engine.Outcome {
 	x.ending = kind
 	var wg sync.WaitGroup
 	graceCtx, cancel := context.WithTimeout(context.Background(), x.s.opts.CancelGrace)
@@ -256,9 +306,9 @@ func (x *execution) end(kind failure.Kind, frames <-chan streamEvent, readerDone
 	}
 	for {
 		select {
-		case ev := <-frames:
+		case ev := <-r.events:
 			if f, ok := ev.f.(*ResultFrame); ok {
-				<-readerDone
+				<-r.done
 				return x.ended(kind, &f.Outcome)
 			}
 			if ev.err != nil || ev.f == nil {

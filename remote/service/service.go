@@ -276,12 +276,39 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 	if fw.write(&remote.Accepted{Type: remote.FrameAccepted, Execution: x.id}) != nil {
 		return
 	}
+	s.run(ctx, x, &req)
+}
+
+// run runs x's program, with a heartbeat while it runs, and sends its result.
+func (s *Service) run(ctx context.Context, x *serviceExecution, req *remote.StartRequest) {
 	log := s.log.With("execution", x.id)
 	log.Info("execution started", "isolation", req.Terms.Isolation, "wall_seconds", req.Terms.WallSeconds, "tools", len(req.Tools))
 	started := time.Now()
+	stopBeats := s.heartbeat(x.w, started)
+	// Warm children are kept per principal: one caller's never run another's program.
+	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools, Aliases: req.Aliases, Signatures: req.Signatures, Owner: x.principal}
+	if req.Calls {
+		ex.Tools = forwarder{x}
+	}
+	res := s.opts.Sandbox.Run(ctx, ex)
+	close(x.done)
+	stopBeats()
 
+	outcome := "completed"
+	if res.Failure != nil {
+		outcome = string(res.Failure.Kind)
+	}
+	if err := x.w.result(x.id, res); err != nil {
+		log.Warn("the result could not be delivered: the caller went away", "outcome", outcome, "err", err)
+		return
+	}
+	log.Info("execution ended", "outcome", outcome, "seconds", time.Since(started).Seconds())
+}
+
+// heartbeat writes a progress frame every Heartbeat until stop, which waits for it.
+func (s *Service) heartbeat(fw *frameWriter, started time.Time) (stop func()) {
 	var beats sync.WaitGroup
-	stopBeats := make(chan struct{})
+	done := make(chan struct{})
 	beats.Add(1)
 	go func() {
 		defer beats.Done()
@@ -291,30 +318,15 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-tk.C:
 				_ = fw.write(&remote.Progress{Type: remote.FrameProgress, ElapsedSeconds: time.Since(started).Seconds()})
-			case <-stopBeats:
+			case <-done:
 				return
 			}
 		}
 	}()
-	// Warm children are kept per principal: one caller's never run another's program.
-	ex := engine.Execution{Program: req.Program, Terms: req.Terms, ToolNames: req.Tools, Aliases: req.Aliases, Signatures: req.Signatures, Owner: who}
-	if req.Calls {
-		ex.Tools = forwarder{x}
+	return func() {
+		close(done)
+		beats.Wait()
 	}
-	res := s.opts.Sandbox.Run(ctx, ex)
-	close(x.done)
-	close(stopBeats)
-	beats.Wait()
-
-	outcome := "completed"
-	if res.Failure != nil {
-		outcome = string(res.Failure.Kind)
-	}
-	if err := fw.result(x.id, res); err != nil {
-		log.Warn("the result could not be delivered: the caller went away", "outcome", outcome, "err", err)
-		return
-	}
-	log.Info("execution ended", "outcome", outcome, "seconds", time.Since(started).Seconds())
 }
 
 // refusal is why the service will not run an execution under terms, before anything runs.
