@@ -2,7 +2,8 @@
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
 //   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows;
-//     what only some packages may import (importedOnlyBy: the remote client and service); and
+//     what only some packages may import (importedOnlyBy: the remote client and service, the
+//     HTTP guard); and
 //     what only tests may import (testOnly: the test kit).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
@@ -223,8 +224,9 @@ var importedOnlyBy = map[string]struct {
 	by  []string
 	why string
 }{
-	"remote":         {[]string{"cmd/", "remote/service"}, "the remote client is one of the sandboxes cmd opens for a profile, as a backend is; the service shares its protocol"},
-	"remote/service": {[]string{"cmd/"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
+	"remote":             {[]string{"cmd/", "remote/service"}, "the remote client is one of the sandboxes cmd opens for a profile, as a backend is; the service shares its protocol"},
+	"remote/service":     {[]string{"cmd/"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
+	"internal/httpguard": {[]string{"cmd/"}, "the bounds of the command's HTTP listeners; a handler below cmd decides who is authenticated and never guards a listener itself"},
 }
 
 // importerViolations says which of a package's imports only other packages may make.
@@ -532,6 +534,9 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	}
 	if got := importerViolations("mcpserver", []string{module + "/remote", module + "/engine"}); len(got) != 1 {
 		t.Errorf("importerViolations found %q in the MCP face importing the remote client, want 1", got)
+	}
+	if got := importerViolations("remote/service", []string{module + "/remote", module + "/internal/httpguard"}); len(got) != 1 {
+		t.Errorf("importerViolations found %q in the sandbox service guarding its own listener, want 1", got)
 	}
 	if got := importerViolations("cmd/mcp-sandbox", []string{module + "/remote", module + "/remote/service"}); len(got) != 0 {
 		t.Errorf("importerViolations found %q in the command", got)

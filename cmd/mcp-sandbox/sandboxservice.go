@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
 	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 )
 
@@ -19,8 +20,8 @@ func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Wri
 	listen := fs.String("listen", "", "address to serve on, e.g. 127.0.0.1:8443 (required)")
 	maxExec := fs.Int("max-executions", 16, "executions run at once; past it a start is answered 503")
 	drainFor := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, how long running executions may finish before they are cancelled")
-	maxConns := fs.Int("max-connections", defaultMaxConns, "open connections at most (0: no cap)")
-	maxConnsPerIP := fs.Int("max-connections-per-address", defaultMaxConnsPerIP, "open connections from one remote address at most (0: no cap)")
+	maxConns := fs.Int("max-connections", httpguard.DefaultMaxConns, "open connections at most (0: no cap)")
+	maxConnsPerIP := fs.Int("max-connections-per-address", httpguard.DefaultMaxConnsPerIP, "open connections from one remote address at most (0: no cap)")
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -86,15 +87,15 @@ func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return exitFailure, err
 	}
-	// The MCP listener's rules (listen.go): connections past a cap are refused with a 503
-	// that says which, unauthenticated ones are closed within seconds and after any answer
-	// and never hold the slots reserved for authenticated ones, and idle ones close after the
-	// same timeout.
-	ln := newCapListener(inner, httpLimits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
-	// No WriteTimeout: an execution's stream lasts as long as its program; each frame's
-	// write has its own deadline instead.
-	srv := &http.Server{Handler: svc, ReadHeaderTimeout: defaultHTTPHeaderTimeout, IdleTimeout: defaultHTTPTimeout}
-	authGate(srv, func(r *http.Request) bool {
+	// The MCP listener's rules (internal/httpguard): connections past a cap are refused with
+	// a 503 that says which, unauthenticated ones are closed within seconds and after any
+	// answer and never hold the slots reserved for authenticated ones, and idle ones close
+	// after the same timeout. No Timeout: an execution's stream lasts as long as its program;
+	// each frame's write has its own deadline instead.
+	limits := httpguard.Limits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP}
+	ln := httpguard.NewListener(inner, limits)
+	srv := limits.Server(svc)
+	httpguard.Gate(srv, func(r *http.Request) bool {
 		if tokens == nil {
 			return true // no tokens: every request is admitted (the listener is loopback)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/metrics"
 )
@@ -30,9 +31,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")
 	agent := fs.String("agent", "", "agent to serve over stdio (default: the tenant's only one)")
 	retention := fs.Duration("blob-retention", DefaultBlobRetention, "how long kept outputs and large results stay readable")
-	httpTimeout := fs.Duration("http-timeout", defaultHTTPTimeout, "http: how long a request may take to arrive, one write of a response to leave, and a keep-alive connection to idle (a streamed run_code is not cut by it)")
-	maxConns := fs.Int("max-connections", defaultMaxConns, "http: open connections at most (0: no cap)")
-	maxConnsPerIP := fs.Int("max-connections-per-address", defaultMaxConnsPerIP, "http: open connections from one remote address at most (0: no cap; raise it behind a proxy)")
+	httpTimeout := fs.Duration("http-timeout", httpguard.DefaultTimeout, "http: how long a request may take to arrive, one write of a response to leave, and a keep-alive connection to idle (a streamed run_code is not cut by it)")
+	maxConns := fs.Int("max-connections", httpguard.DefaultMaxConns, "http: open connections at most (0: no cap)")
+	maxConnsPerIP := fs.Int("max-connections-per-address", httpguard.DefaultMaxConnsPerIP, "http: open connections from one remote address at most (0: no cap; raise it behind a proxy)")
 	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this address (/metrics, no authentication: loopback or the scraper's network only); with either transport")
 	tenantLabels := fs.Bool("metrics-tenant-labels", false, "label metrics with tenant and agent (more series; a scraper learns every tenant's name)")
 	if answered, code, err := parseFlags(fs, args); answered {
@@ -146,7 +147,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if *tenant != "" || *agent != "" {
 			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
 		}
-		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpLimits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
+		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpguard.Limits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 }
@@ -372,7 +373,7 @@ func (u unavailableSandbox) Describe(context.Context) *engine.Description {
 	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
 }
 
-func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, hup <-chan os.Signal, opts *mcpserver.Options, limits httpLimits) (int, error) {
+func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, hup <-chan os.Signal, opts *mcpserver.Options, limits httpguard.Limits) (int, error) {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return exitUsage, usagef("--listen %q: %v", listen, err)
@@ -448,11 +449,11 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 	if err != nil {
 		return exitFailure, err
 	}
-	ln := newCapListener(inner, limits)
-	srv := limits.server(handler)
+	ln := httpguard.NewListener(inner, limits)
+	srv := limits.Server(handler)
 	// As the handler decides (mcpserver.HTTPHandler): a request without a token is the
 	// tokenless tenant's while there is one, any other needs a token of a tenant.
-	authGate(srv, func(r *http.Request) bool {
+	httpguard.Gate(srv, func(r *http.Request) bool {
 		if r.Header.Get("Authorization") == "" {
 			return reload.tokenlessTenant() != ""
 		}
@@ -588,4 +589,13 @@ func operatorTokens(hashes []string) func(token string) bool {
 		_, ok := check(token)
 		return ok
 	}
+}
+
+// bearerToken is the token of an "Authorization: Bearer <token>" header, or "".
+func bearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }

@@ -1,4 +1,4 @@
-package main
+package httpguard
 
 import (
 	"bufio"
@@ -8,21 +8,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
-// capServer serves "ok" behind a capListener of limits whose requests are authenticated when
+// capServer serves "ok" behind a Listener of limits whose requests are authenticated when
 // they carry "X-Auth: yes", with the pre-auth timeout preAuth; it returns the address.
-func capServer(t *testing.T, limits httpLimits, preAuth time.Duration) string {
+func capServer(t *testing.T, limits Limits, preAuth time.Duration) string {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := newCapListener(inner, limits)
+	ln := NewListener(inner, limits)
 	ln.preAuth = preAuth
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }),
 		ReadHeaderTimeout: 30 * time.Second}
-	authGate(srv, func(r *http.Request) bool { return r.Header.Get("X-Auth") == "yes" })
+	Gate(srv, func(r *http.Request) bool { return r.Header.Get("X-Auth") == "yes" })
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return inner.Addr().String()
@@ -50,34 +52,15 @@ func request(t *testing.T, c net.Conn, br *bufio.Reader, auth bool) (int, bool) 
 }
 
 // closed reports whether the server has closed c (within 30 s).
-func closed(c net.Conn) bool { return closedWithin(c, 30*time.Second) }
-
-// closedWithin reports whether the server closes c within d: EOF says it did, a timeout that
-// it is still open.
-func closedWithin(c net.Conn, d time.Duration) bool {
-	_ = c.SetReadDeadline(time.Now().Add(d))
-	_, err := io.Copy(io.Discard, c)
-	return err == nil
-}
-
-// dialTCP connects to addr, closed when the test ends.
-func dialTCP(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func closed(c net.Conn) bool { return testkit.ClosedWithin(c, 30*time.Second) }
 
 // TestCapListenerReserve: connections that carried no authenticated request never hold the
 // last quarter of the cap; a new connection finding no room closes the oldest of them; an
 // authenticated connection is never closed for another; once every slot is authenticated, the
 // next connection is refused with a 503.
 func TestCapListenerReserve(t *testing.T) {
-	addr := capServer(t, httpLimits{MaxConns: 8}, time.Hour)
-	dial := func() net.Conn { return dialTCP(t, addr) }
+	addr := capServer(t, Limits{MaxConns: 8}, time.Hour)
+	dial := func() net.Conn { return testkit.DialTCP(t, addr) }
 	// Two authenticated connections, kept alive.
 	var authed []net.Conn
 	for range 2 {
@@ -135,7 +118,7 @@ func TestCapListenerReserve(t *testing.T) {
 // the pre-auth timeout, and after the answer to a request without one; an authenticated one
 // outlives the timeout.
 func TestCapListenerPreAuth(t *testing.T) {
-	addr := capServer(t, httpLimits{MaxConns: 8}, 300*time.Millisecond)
+	addr := capServer(t, Limits{MaxConns: 8}, 300*time.Millisecond)
 	silent, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

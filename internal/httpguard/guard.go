@@ -1,4 +1,4 @@
-package main
+package httpguard
 
 import (
 	"container/list"
@@ -9,38 +9,46 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 )
 
-// httpLimits bound what one client can hold of the HTTP listener: connections, overall and per
+// Limits bound what one client can hold of an HTTP listener: connections, overall and per
 // remote address, and how long a request may take to arrive, a response write to leave, and a
-// keep-alive connection to sit idle. None of them cuts a long-running streamed run_code: the
-// request body has Timeout to arrive, then the connection waits on the handler for as long as
-// the program runs, and each write of the stream has Timeout of its own.
-type httpLimits struct {
+// keep-alive connection to sit idle. None of them cuts a long-running streamed response (a
+// run_code, an execution's frame stream): the request body has Timeout to arrive, then the
+// connection waits on the handler for as long as it runs, and each write of the stream has
+// Timeout of its own.
+type Limits struct {
+	// Timeout bounds a request's arrival, each write of its response and a keep-alive
+	// connection's idling; 0 leaves the writes to the handler (which bounds each itself) and
+	// idling to DefaultTimeout.
 	Timeout        time.Duration
 	MaxConns       int // 0: no global cap
 	MaxConnsPerIP  int // 0: no per-address cap
 	refusalTimeout time.Duration
 }
 
+// The defaults of the commands' flags, and the bounds every guarded server has.
 const (
-	defaultHTTPTimeout       = 60 * time.Second
-	defaultMaxConns          = 1024
-	defaultMaxConnsPerIP     = 256
-	defaultHTTPHeaderTimeout = 10 * time.Second
+	DefaultTimeout       = 60 * time.Second
+	DefaultMaxConns      = 1024
+	DefaultMaxConnsPerIP = 256
+	// HeaderTimeout bounds the arrival of a request's headers.
+	HeaderTimeout = 10 * time.Second
 	// maxRefusing bounds the refusals being written at once; past it a connection over a cap
 	// is closed without one.
 	maxRefusing = 64
 )
 
-// server returns the http.Server for handler under l.
-func (l httpLimits) server(handler http.Handler) *http.Server {
+// Server returns the http.Server for handler under l.
+func (l Limits) Server(handler http.Handler) *http.Server {
+	if l.Timeout <= 0 {
+		return &http.Server{Handler: handler, ReadHeaderTimeout: HeaderTimeout, IdleTimeout: DefaultTimeout}
+	}
 	return &http.Server{
 		Handler:           deadlines(handler, l.Timeout),
-		ReadHeaderTimeout: min(defaultHTTPHeaderTimeout, l.Timeout),
+		ReadHeaderTimeout: min(HeaderTimeout, l.Timeout),
 		// ReadTimeout bounds the whole request (a slow body); deadlines lifts it once the
 		// body has arrived, so a long response is not cancelled by it.
 		ReadTimeout:  l.Timeout,
@@ -110,27 +118,27 @@ func (s *streamWriter) Flush() {
 
 func (s *streamWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// preAuthTimeout is how long a connection may stay open without carrying an authenticated
+// PreAuthTimeout is how long a connection may stay open without carrying an authenticated
 // request: long enough for any client to send its first request, short enough that
 // connections opened and left idle by someone without a token free their slots in seconds.
-const preAuthTimeout = 5 * time.Second
+const PreAuthTimeout = 5 * time.Second
 
-// authReserve is the part of MaxConns (one in authReserve) that connections which have not
+// AuthReserve is the part of MaxConns (one in AuthReserve) that connections which have not
 // yet carried an authenticated request never hold: at least that many are there for
 // authenticated clients whatever the unauthenticated ones do.
-const authReserve = 4
+const AuthReserve = 4
 
-// capListener refuses a connection past MaxConnsPerIP open ones from one remote address, or
+// Listener refuses a connection past MaxConnsPerIP open ones from one remote address, or
 // past MaxConns open ones when every one of them has carried an authenticated request, with a
 // 503 that says which cap and why, and closes it. Connections that have not yet carried an
-// authenticated request (authGate promotes the others) are "unauthenticated": they may hold
-// at most MaxConns minus a reserve (authReserve), they are closed preAuthTimeout after they
+// authenticated request (Gate promotes the others) are "unauthenticated": they may hold
+// at most MaxConns minus a reserve (AuthReserve), they are closed PreAuthTimeout after they
 // were accepted, and when a new connection finds no free slot for it, the oldest of them is
 // closed to make room: idle connections of someone without a token cannot shut out a client
 // with one. Close waits for the refusals being written (each bounded by refusalTimeout).
-type capListener struct {
+type Listener struct {
 	net.Listener
-	limits    httpLimits
+	limits    Limits
 	preAuth   time.Duration
 	unauthCap int // 0: no cap
 
@@ -142,18 +150,19 @@ type capListener struct {
 	pending int
 }
 
-func newCapListener(inner net.Listener, l httpLimits) *capListener {
+// NewListener guards inner under l's caps.
+func NewListener(inner net.Listener, l Limits) *Listener {
 	if l.refusalTimeout <= 0 {
 		l.refusalTimeout = time.Second
 	}
-	cl := &capListener{Listener: inner, limits: l, perIP: map[string]int{}, preAuth: preAuthTimeout}
+	cl := &Listener{Listener: inner, limits: l, perIP: map[string]int{}, preAuth: PreAuthTimeout}
 	if l.MaxConns > 0 {
-		cl.unauthCap = max(1, l.MaxConns-l.MaxConns/authReserve)
+		cl.unauthCap = max(1, l.MaxConns-l.MaxConns/AuthReserve)
 	}
 	return cl
 }
 
-func (l *capListener) Accept() (net.Conn, error) {
+func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
@@ -202,7 +211,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 
 // refuseConn answers 503 without reading the request, then drains what the client sent
 // (briefly) so closing does not reset the connection before the client reads the answer.
-func (l *capListener) refuseConn(c net.Conn, why string) {
+func (l *Listener) refuseConn(c net.Conn, why string) {
 	defer func() {
 		l.mu.Lock()
 		l.pending--
@@ -220,7 +229,7 @@ func (l *capListener) refuseConn(c net.Conn, why string) {
 }
 
 // releaseLocked gives c's slot back. Called with mu held, once per connection (c.once).
-func (l *capListener) releaseLocked(c *cappedConn) {
+func (l *Listener) releaseLocked(c *cappedConn) {
 	l.total--
 	if l.perIP[c.ip]--; l.perIP[c.ip] <= 0 {
 		delete(l.perIP, c.ip)
@@ -233,7 +242,7 @@ func (l *capListener) releaseLocked(c *cappedConn) {
 }
 
 // Close closes the listener and waits for the refusals in flight.
-func (l *capListener) Close() error {
+func (l *Listener) Close() error {
 	err := l.Listener.Close()
 	l.refuse.Wait()
 	return err
@@ -251,7 +260,7 @@ func remoteIP(c net.Conn) string {
 // request it is among its listener's unauthenticated connections.
 type cappedConn struct {
 	net.Conn
-	l     *capListener
+	l     *Listener
 	ip    string
 	once  sync.Once
 	timer *time.Timer
@@ -290,12 +299,13 @@ func (c *cappedConn) preAuthExpired() {
 
 type connKey struct{}
 
-// authGate makes srv's connections answer to authed, which says whether a request carries
-// a credential the handler accepts (or needs none): a connection that carries one leaves the
-// unauthenticated connections of its capListener; any other request (a 401, a 404, and the
-// public /healthz and /readyz alike) is answered with "Connection: close", so an answer
-// without a credential never leaves a connection open to hold a slot.
-func authGate(srv *http.Server, authed func(*http.Request) bool) {
+// Gate makes srv's connections answer to authed, which says whether a request carries a
+// credential the handler accepts (or needs none): the handler's own decision, never a copy of
+// it. A connection that carries one leaves the unauthenticated connections of its Listener;
+// any other request (a 401, a 404, and the public /healthz and /readyz alike) is answered
+// with "Connection: close", so an answer without a credential never leaves a connection open
+// to hold a slot.
+func Gate(srv *http.Server, authed func(*http.Request) bool) {
 	next := srv.Handler
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, c)
@@ -310,13 +320,4 @@ func authGate(srv *http.Server, authed func(*http.Request) bool) {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// bearerToken is the token of an "Authorization: Bearer <token>" header, or "".
-func bearerToken(r *http.Request) string {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
 }
