@@ -145,16 +145,30 @@ func writeError(w http.ResponseWriter, status int, kind, msg string) {
 	_ = json.NewEncoder(w).Encode(b)
 }
 
-// principal authenticates r, or answers 401.
-func (s *Service) principal(w http.ResponseWriter, r *http.Request) (string, bool) {
+// Admits reports whether r carries a credential the service accepts (every request does when
+// it has no tokens), whatever its route: the service's own decision, for what guards its
+// listener (cmd's httpguard.Gate) to hand the connection on.
+func (s *Service) Admits(r *http.Request) bool {
+	_, ok := s.who(r)
+	return ok
+}
+
+// who is the principal r's bearer token stands for ("" without tokens), or false.
+func (s *Service) who(r *http.Request) (string, bool) {
 	if s.opts.Authenticate == nil {
 		return "", true
 	}
 	scheme, tok, found := strings.Cut(r.Header.Get("Authorization"), " ")
 	if found && strings.EqualFold(scheme, "Bearer") && tok != "" {
-		if p, ok := s.opts.Authenticate(tok); ok {
-			return p, true
-		}
+		return s.opts.Authenticate(tok)
+	}
+	return "", false
+}
+
+// principal authenticates r, or answers 401.
+func (s *Service) principal(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if p, ok := s.who(r); ok {
+		return p, true
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sandbox"`)
 	writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")

@@ -118,7 +118,7 @@ func TestServiceAuthenticates(t *testing.T) {
 		<-release
 		return nil
 	}}
-	_, url, ids := scriptedService(t, sb, service.Options{})
+	svc, url, ids := scriptedService(t, sb, service.Options{})
 	for _, route := range []string{remote.PathDescribe, remote.PathExecutions, remote.PathExecutions + "/x1/results", remote.PathExecutions + "/x1/cancel"} {
 		method := http.MethodPost
 		if route == remote.PathDescribe {
@@ -129,6 +129,9 @@ func TestServiceAuthenticates(t *testing.T) {
 			if tok != "" {
 				req.Header.Set("Authorization", "Bearer "+tok)
 			}
+			if svc.Admits(req) {
+				t.Errorf("%s %s with token %q: Admits, which the service answers 401", method, route, tok)
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -137,6 +140,13 @@ func TestServiceAuthenticates(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("%s %s with token %q: %s, want 401", method, route, tok, resp.Status)
 			}
+		}
+	}
+	for _, tok := range []string{"alice-token", "bob-token"} {
+		req, _ := http.NewRequest(http.MethodGet, url+remote.PathHealth, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if !svc.Admits(req) {
+			t.Errorf("a caller's token (%s) is not admitted", tok)
 		}
 	}
 	for _, route := range []string{remote.PathHealth, remote.PathReady} {
