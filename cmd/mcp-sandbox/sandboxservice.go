@@ -76,11 +76,10 @@ func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Wri
 	} else {
 		slog.Warn("profile not ready: executions will be refused and /readyz answers 503", "profile", name, "backend", d.Backend, "problems", d.Problems)
 	}
-	tokens := tokenTable(sc.Tokens)
 	svc := service.New(&service.Options{
 		Sandbox:       sb,
 		AllowNetwork:  p.AllowNetwork,
-		Authenticate:  tokens,
+		Authenticate:  tokenTable(sc.Tokens),
 		MaxExecutions: *maxExec,
 	})
 	inner, err := net.Listen("tcp", *listen)
@@ -95,13 +94,7 @@ func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Wri
 	limits := httpguard.Limits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP}
 	ln := httpguard.NewListener(inner, limits)
 	srv := limits.Server(svc)
-	httpguard.Gate(srv, func(r *http.Request) bool {
-		if tokens == nil {
-			return true // no tokens: every request is admitted (the listener is loopback)
-		}
-		_, ok := tokens(bearerToken(r))
-		return ok
-	})
+	httpguard.Gate(srv, svc.Admits) // no tokens: every request is admitted (the listener is loopback)
 	slog.Info("serving sandbox executions", "addr", ln.Addr().String(), "profile", name, "tokens", len(sc.Tokens),
 		"max_executions", *maxExec)
 	errc := make(chan error, 1)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -433,43 +432,25 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 		return "", false
 	}
-	oauth := newOAuth(cfg, &reload.subjects)
-	operator := operatorTokens(cfg.Approvals.OperatorTokens)
-	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
-		Operator:     operator,
+	httpOpts := &mcpserver.HTTPOptions{
+		Operator:     operatorTokens(cfg.Approvals.OperatorTokens),
 		Agents:       agents,
 		Authenticate: authenticate,
-		OAuth:        oauth,
+		OAuth:        newOAuth(cfg, &reload.subjects),
 		Tokenless:    reload.tokenlessTenant,
 		Loopback:     loopback,
 		Ready:        newReadiness(ps).Ready,
 		Server:       opts,
-	})
+	}
+	handler := mcpserver.HTTPHandler(httpOpts)
 	inner, err := net.Listen("tcp", listen)
 	if err != nil {
 		return exitFailure, err
 	}
 	ln := httpguard.NewListener(inner, limits)
 	srv := limits.Server(handler)
-	// As the handler decides (mcpserver.HTTPHandler): a request without a token is the
-	// tokenless tenant's while there is one, any other needs a token of a tenant.
-	httpguard.Gate(srv, func(r *http.Request) bool {
-		if r.Header.Get("Authorization") == "" {
-			return reload.tokenlessTenant() != ""
-		}
-		token := bearerToken(r)
-		if _, ok := authenticate(token); ok {
-			return true
-		}
-		if operator != nil && token != "" && operator(token) {
-			return true
-		}
-		if oauth != nil && token != "" {
-			_, err := oauth.Verify(r.Context(), token)
-			return err == nil
-		}
-		return false
-	})
+	// A connection leaves the unauthenticated ones as the handler decides (Admits).
+	httpguard.Gate(srv, httpOpts.Admits)
 	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -589,13 +570,4 @@ func operatorTokens(hashes []string) func(token string) bool {
 		_, ok := check(token)
 		return ok
 	}
-}
-
-// bearerToken is the token of an "Authorization: Bearer <token>" header, or "".
-func bearerToken(r *http.Request) string {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
 }
