@@ -414,8 +414,7 @@ func (s *Sandbox) run(ctx context.Context, ex engine.Execution, t engine.Terms) 
 	case closed:
 		return engine.Refuse(t, failure.BackendUnavailable, "the remote sandbox was closed; nothing ran")
 	case t.Network == engine.NetworkUnrestricted && !s.opts.AllowNetwork:
-		return engine.Refuse(t, failure.NetworkUnavailable,
-			"network access was requested, but this sandbox profile does not allow network (allow_network: false); nothing ran")
+		return engine.Refuse(t, failure.NetworkUnavailable, engine.NetworkRefusal(t.Network, false, true))
 	case ctx.Err() != nil:
 		res := engine.Refuse(t, failure.Cancelled, "the request was cancelled before the program started")
 		res.Cancelled = true

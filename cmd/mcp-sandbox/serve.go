@@ -17,7 +17,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/metrics"
@@ -263,10 +262,10 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 			}
 			runner, err := openProfile(ctx, name, p, openOptions{warm: mode == serving, cacheDir: dataDir(cfg)})
 			if err != nil {
-				kind, reason := openRefusal(err)
-				slog.Error("profile unavailable: programs will be refused", "profile", name, "kind", kind, "err", err)
-				ps.sandboxes[name] = unavailableSandbox{kind: kind, reason: reason}
-				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{reason}}
+				u := engine.NewUnopened(err)
+				slog.Error("profile unavailable: programs will be refused", "profile", name, "kind", u.Kind(), "err", err)
+				ps.sandboxes[name] = u
+				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{u.Unavailable()}}
 				continue
 			}
 			ps.runners[name] = runner
@@ -297,22 +296,6 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 	return ps, nil
 }
 
-// openRefusal is how a profile that could not be opened refuses a run: the error's kind
-// (isolation_unavailable, ...), backend_unavailable when it has none, and its model-safe
-// message. serve and run share it so both say the same thing.
-func openRefusal(err error) (failure.Kind, string) {
-	kind := failure.KindOf(err)
-	if kind == failure.Internal {
-		kind = failure.BackendUnavailable
-	}
-	reason := err.Error()
-	var fe *failure.Error
-	if errors.As(err, &fe) && fe.Message != "" {
-		reason = fe.Message
-	}
-	return kind, reason
-}
-
 // serveAgent converts one configured agent into what mcpserver serves.
 func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpserver.Agent, error) {
 	version, err := cfg.AgentVersion(tname, aname)
@@ -336,13 +319,10 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 	} else {
 		terms.Limits = engineLimits(p.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
 	}
-	if refusal == "" && terms.Network == engine.NetworkUnrestricted && !p.AllowNetwork {
+	if why := engine.NetworkRefusal(terms.Network, p.AllowNetwork, p.Network != nil); refusal == "" && why != "" {
 		// The Runner would refuse every run; saying so up front also puts it in run_code's
 		// description, so the model is not surprised.
-		refusal = fmt.Sprintf("network access was requested (network: unrestricted), but sandbox profile %q does not allow network (allow_network: false); nothing ran", name)
-	}
-	if refusal == "" && terms.Network == engine.NetworkRules && p.Network == nil {
-		refusal = fmt.Sprintf("network by rules was requested (network: rules), but sandbox profile %q has no network rules; nothing ran", name)
+		refusal = fmt.Sprintf("sandbox profile %q: %s", name, why)
 	}
 	a.CodeExecution = &mcpserver.CodeExec{Sandbox: ps.sandboxes[name], Terms: terms, Refusal: refusal, Profile: name,
 		// The agent's config carries no budget: the profile's, narrowed by the tenant policy.
@@ -351,25 +331,6 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 	}
 	a.ImageInlineBytes = int64(deref(p.Images.InlineBytes))
 	return a, nil
-}
-
-// unavailableSandbox stands in for a profile whose backend could not be opened: every run is
-// a refusal (isolation_unavailable or backend_unavailable), so the server and the agent's
-// other tools keep working.
-type unavailableSandbox struct {
-	kind   failure.Kind // isolation_unavailable or backend_unavailable
-	reason string
-}
-
-func (u unavailableSandbox) Run(_ context.Context, ex engine.Execution) *engine.Outcome {
-	return engine.Refuse(ex.Terms, u.kind, u.reason+"; nothing ran")
-}
-
-// Unavailable is why nothing runs: run_code's description says it (mcpserver.UnavailableSandbox).
-func (u unavailableSandbox) Unavailable() string { return u.reason }
-
-func (u unavailableSandbox) Describe(context.Context) *engine.Description {
-	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
 }
 
 func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, hup <-chan os.Signal, opts *mcpserver.Options, limits httpguard.Limits) (int, error) {

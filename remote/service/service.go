@@ -359,7 +359,7 @@ func (s *Service) refusal(ctx context.Context, req engine.Terms) (failure.Kind, 
 	case !d.Isolation.AtLeast(t.Isolation):
 		return failure.IsolationUnavailable, fmt.Sprintf("isolation %q was required, and this service reaches %q", t.Isolation, d.Isolation)
 	case t.Network == engine.NetworkUnrestricted && !s.opts.AllowNetwork:
-		return failure.NetworkUnavailable, "network access was requested, and this service's profile does not allow network"
+		return failure.NetworkUnavailable, engine.NetworkRefusal(t.Network, false, true)
 	}
 	if err := t.Limits.Validate(); err != nil {
 		return failure.BackendUnavailable, "the terms are invalid: " + err.Error()
