@@ -157,8 +157,9 @@ var allowed = []rule{
 	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
 	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
-	{"cassette", []string{"binding", "upstream", "outputs", "engine/wire", "failure"},
-		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream), answers (engine/wire), the kept results a replay's handle reads are served from (outputs)"},
+	{"cassette", []string{"binding", "upstream", "outputs", "engine/wire", "failure", "budget", "execution"},
+		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream), answers (engine/wire), the kept results a replay's handle reads are served from (outputs); " +
+			"the keeper of each execution's cassette in the ledger (budget's Cassettes, execution's CassetteKeeper); never mcpserver, which imports it"},
 	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
 		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); a paused program's journal is a cassette's"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
@@ -508,6 +509,8 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"engine", []string{module + "/budget"}, 1},                                           // the core reaching a tool registry's meters
 		{"upstream", []string{module + "/outputs", "github.com/a2aproject/a2a-go/a2asrv"}, 2}, // a2a-go's types only
 		{"engine/backend/process", []string{module + "/engine", module + "/internal/launch"}, 0},
+		{"cassette", []string{module + "/execution", module + "/budget", module + "/binding"}, 0},
+		{"cassette", []string{module + "/mcpserver"}, 1}, // the MCP face imports it
 		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
 		{"engine/backend/container", []string{module + "/engine/wire"}, 1}, // the engine speaks the frames
 		{"remote", []string{module + "/engine", module + "/engine/wire", module + "/outputs"}, 0},
