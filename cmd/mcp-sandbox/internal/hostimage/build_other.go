@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package hostimage
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"io"
 )
 
-// buildImage assembles an image from this host's own files, which only a Linux host has for a
+// Build assembles an image from this host's own files, which only a Linux host has for a
 // Linux container (docs/design.md §20).
-func buildImage(context.Context, imageSpec, io.Writer) error {
+func Build(context.Context, Spec, io.Writer) error {
 	return errors.New("image build assembles the image from this machine's own Python and libraries, which must be Linux's: run it on a Linux machine, or build engine/backend/container/image/Containerfile with your runtime")
 }

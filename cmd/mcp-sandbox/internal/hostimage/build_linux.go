@@ -1,4 +1,4 @@
-package main
+package hostimage
 
 import (
 	"archive/tar"
@@ -17,23 +17,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// buildImage assembles spec's root filesystem from this host's files as a tar stream and
-// imports it with the runtime, tags it, and tries it (docs/design.md §20).
-func buildImage(ctx context.Context, spec imageSpec, log io.Writer) error {
+// Build assembles spec's root filesystem from this host's files as a tar stream and imports
+// it with the runtime, tags it, and tries it (docs/design.md §20). What it did goes to log.
+func Build(ctx context.Context, spec Spec, log io.Writer) error {
 	start := time.Now()
 	r := &rootfs{seen: map[string]bool{}}
 	pr, pw := io.Pipe()
 	r.tw = tar.NewWriter(pw)
 	entry := `WORKDIR /workspace`
-	if spec.binary != "" {
+	if spec.Binary != "" {
 		entry = `ENTRYPOINT ["/usr/local/bin/mcp-sandbox"]`
 	}
-	imp := exec.CommandContext(ctx, spec.runtime, "import", "--change", entry, "-", spec.tags[0])
+	imp := exec.CommandContext(ctx, spec.Runtime, "import", "--change", entry, "-", spec.Tags[0])
 	imp.Stdin = pr
 	var out bytes.Buffer
 	imp.Stdout, imp.Stderr = &out, &out
 	if err := imp.Start(); err != nil {
-		return fmt.Errorf("%s import: %w", spec.runtime, err)
+		return fmt.Errorf("%s import: %w", spec.Runtime, err)
 	}
 	var real string
 	var err error
@@ -52,54 +52,54 @@ func buildImage(ctx context.Context, spec imageSpec, log io.Writer) error {
 		return fmt.Errorf("assembling the image: %w", err)
 	}
 	if werr != nil {
-		return fmt.Errorf("%s import: %v: %s", spec.runtime, werr, strings.TrimSpace(out.String()))
+		return fmt.Errorf("%s import: %v: %s", spec.Runtime, werr, strings.TrimSpace(out.String()))
 	}
 	if err := tryImage(ctx, spec, real); err != nil {
-		_ = exec.Command(spec.runtime, "rmi", spec.tags[0]).Run()
+		_ = exec.Command(spec.Runtime, "rmi", spec.Tags[0]).Run()
 		return err
 	}
-	for _, t := range spec.tags[1:] {
-		if b, err := exec.CommandContext(ctx, spec.runtime, "tag", spec.tags[0], t).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s tag %s: %v: %s", spec.runtime, t, err, strings.TrimSpace(string(b)))
+	for _, t := range spec.Tags[1:] {
+		if b, err := exec.CommandContext(ctx, spec.Runtime, "tag", spec.Tags[0], t).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s tag %s: %v: %s", spec.Runtime, t, err, strings.TrimSpace(string(b)))
 		}
 	}
 	what := "from " + real
-	if spec.binary != "" {
-		what = "with " + spec.binary
+	if spec.Binary != "" {
+		what = "with " + spec.Binary
 		if real != "" {
 			what += " and " + real
 		}
 	}
-	fmt.Fprintf(log, "built %s %s (%d MB of files, %s)\n", strings.Join(spec.tags, " "), what, r.bytes>>20, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(log, "built %s %s (%d MB of files, %s)\n", strings.Join(spec.Tags, " "), what, r.bytes>>20, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
 // tryImage runs what the image is for once, with no network: the interpreter importing what
 // the bootstrap needs, and the binary printing its version.
-func tryImage(ctx context.Context, spec imageSpec, real string) error {
+func tryImage(ctx context.Context, spec Spec, real string) error {
 	run := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, spec.runtime, append(append([]string{"run", "--rm", "--network=none", "--pull=never"}, tryLimits()...), args...)...)
+		cmd := exec.CommandContext(ctx, spec.Runtime, append(append([]string{"run", "--rm", "--network=none", "--pull=never"}, TryLimits()...), args...)...)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("the image %s does not work: %s %s: %v: %s", spec.tags[0], spec.runtime, strings.Join(args, " "), err, strings.TrimSpace(string(b)))
+			return fmt.Errorf("the image %s does not work: %s %s: %v: %s", spec.Tags[0], spec.Runtime, strings.Join(args, " "), err, strings.TrimSpace(string(b)))
 		}
 		return nil
 	}
 	if real != "" {
-		if err := run("--entrypoint", real, spec.tags[0], "-I", "-c",
+		if err := run("--entrypoint", real, spec.Tags[0], "-I", "-c",
 			`import _json, _socket, resource, asyncio, subprocess, threading, json, ctypes; ctypes.CDLL("librt.so.1")`); err != nil {
 			return err
 		}
 	}
-	if spec.binary != "" {
-		return run(spec.tags[0], "version")
+	if spec.Binary != "" {
+		return run(spec.Tags[0], "version")
 	}
 	return nil
 }
 
-// tryLimits bounds the open files and processes of a trial run, within this process's own
+// TryLimits bounds the open files and processes of a trial run, within this process's own
 // hard limits: a runtime's defaults (podman's 1048576 files, a process count) are refused
 // where the limits it runs under are lower, as the container backend sets its own too.
-func tryLimits() []string {
+func TryLimits() []string {
 	var args []string
 	for _, l := range []struct {
 		name     string
@@ -124,7 +124,7 @@ type rootfs struct {
 }
 
 // assemble writes spec's files and returns the interpreter's real path ("" when there is none).
-func (r *rootfs) assemble(spec imageSpec) (string, error) {
+func (r *rootfs) assemble(spec Spec) (string, error) {
 	// Merged /usr as on the host: /bin, /lib, /lib64, /sbin are links into /usr when they are.
 	for _, d := range []string{"/bin", "/lib", "/lib64", "/sbin"} {
 		if target, err := os.Readlink(d); err == nil {
@@ -147,15 +147,15 @@ func (r *rootfs) assemble(spec imageSpec) (string, error) {
 	if err := r.data("/etc/group", 0o644, "root:x:0:\nnogroup:x:65534:\n"); err != nil {
 		return "", err
 	}
-	if spec.binary != "" {
-		if err := r.binary(spec.binary); err != nil {
+	if spec.Binary != "" {
+		if err := r.binary(spec.Binary); err != nil {
 			return "", err
 		}
 	}
-	if spec.kind == "server" {
+	if spec.Kind == "server" {
 		return "", nil
 	}
-	return r.python(spec.python)
+	return r.python(spec.Python)
 }
 
 // binary writes this executable as /usr/local/bin/mcp-sandbox, the libraries it loads, and the
@@ -187,7 +187,7 @@ func (r *rootfs) binary(path string) error {
 func (r *rootfs) python(python string) (string, error) {
 	path, err := exec.LookPath(python)
 	if err != nil {
-		return "", usagef("--python %s: %v", python, err)
+		return "", fmt.Errorf("--python %s: %v", python, err)
 	}
 	if path, err = filepath.Abs(path); err != nil {
 		return "", err
