@@ -1,6 +1,11 @@
 package spawned
 
-import "slices"
+import (
+	"runtime"
+	"slices"
+
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+)
 
 // Options configure what every local backend (process, namespaces, bwrap) has and resolves
 // the same way; each backend's Options embeds them beside its own. cmd/ resolves them from
@@ -25,3 +30,20 @@ type Options struct {
 
 // Disabled reports whether Disable names what.
 func (o *Options) Disabled(what string) bool { return slices.Contains(o.Disable, what) }
+
+// Absent is why a local backend of Linux's (process, namespaces, bwrap) is absent on this
+// system, "" on Linux: they need its init helper, rlimits, namespaces and cgroups. Each of
+// them builds everywhere and answers with it elsewhere, so the command opens every backend on
+// every system with no shim of its own.
+func Absent(backend string) string {
+	if runtime.GOOS == "linux" {
+		return ""
+	}
+	return "the " + backend + " backend needs Linux (its init helper, rlimits, namespaces and cgroups); this build is for " +
+		runtime.GOOS + ": use its local backend, a container engine, or a remote backend"
+}
+
+// Unavailable is New's refusal of backend off Linux, saying Absent's reason.
+func Unavailable(backend string) error {
+	return failure.New(failure.BackendUnavailable, "%s", Absent(backend))
+}
