@@ -11,14 +11,16 @@
 //     the rate the same cores start a bare interpreter back to back.
 //
 // Both print the CPU time one execution costs the server itself and its sandbox children,
-// read from /proc (processCPU): where an execution's CPU goes, whatever else loads the machine.
+// read from /proc (processCPU): where an execution's CPU goes, whatever else loads the machine;
+// the stdio one sets it, and its latencies, beside a bare start's CPU and wall as ratios.
 // Both run twice, with warm.start auto (warm children forked from templates where the host
 // allows it) and exec, and count how the children were made (the result's start block).
 //
 //   - TestReportRunColdStart: `mcp-sandbox run` of pass beside `python3 -I -c pass`, in turn,
 //     with the binary's own start (`--version`), the init helper's, and a Go program that
 //     only exits (the floor of any Go binary).
-//   - TestReportBindings: 1,000 sequential binding calls beside a Go client's direct calls.
+//   - TestReportBindings: 1,000 sequential binding calls beside a Go client's direct calls;
+//     TestReportBindingsConcurrent: eight programs calling at once beside eight direct clients.
 //   - TestReportHostCost: the server's memory per concurrent execution, and while a program
 //     prints 1 GiB.
 //   - TestReportForkserver: a forkserver's floor beside the namespaces backend's start (the

@@ -102,6 +102,12 @@ type ExecutionEnd struct {
 	Context Context
 	// Network is what its egress proxy decided; nil without network rules.
 	Network *Network
+	// Usage is the execution's own usage as its Meter counted it: its spent calls and every
+	// byte they and its charges brought, what Execution reports once it has ended. While it
+	// runs, Execution counts its calls as they are recorded; SQLite keeps a running
+	// execution's record free of per-call updates and sums its calls when read
+	// (docs/design.md §19.3).
+	Usage Usage
 }
 
 // Context is the context economy the ledger keeps per execution and sums per Run: bytes the

@@ -340,13 +340,13 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c Context) error {
 	m.mu.Lock()
 	m.ended = true
-	network := m.network
+	network, used := m.network, m.used
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	serr := m.recordSummaries(ctx)
 	return errors.Join(serr, m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c,
-		Network: network}))
+		Network: network, Usage: used}))
 }
 
 // NoteNetwork keeps what the execution's egress proxy decided, for End to record with the

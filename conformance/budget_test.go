@@ -154,22 +154,26 @@ func TestBudgetMaxCallsPerRun(t *testing.T) {
 	}
 }
 
-// kill -9 with a binding call in flight: after a restart on the same data_dir the call is
-// unknown, counts against the Run, and is never delivered again.
+// kill -9 with eight binding calls in flight at once, each between its tool_call_started
+// (concurrent calls' start records may share a commit) and the upstream's answer: after a
+// restart on the same data_dir each call is unknown, each counts against the Run (whose
+// max_calls they spend), and none is delivered again.
 func TestBudgetCrashRecordsUnknown(t *testing.T) {
-	cfg, counter := writeBudgetConfig(t, "{max_calls: 1}", "")
+	const inFlight = 8
+	cfg, counter := writeBudgetConfig(t, fmt.Sprintf("{max_calls: %d}", inFlight), "")
 	const runID = "crash-run-1"
 	cs, cmd := serveProc(t, cfg, testkit.NewLog(t, "server"))
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Meta: mcp.Meta{"mcp-sandbox/run": runID},
-			Arguments: map[string]any{"code": "return await support__slow(seconds=40)"}})
+			Arguments: map[string]any{"code": fmt.Sprintf(
+				"import asyncio\nreturn await asyncio.gather(*[support__slow(seconds=40) for _ in range(%d)])", inFlight)}})
 	}()
 	deadline := time.Now().Add(60 * time.Second)
-	for counts(t, counter)["slow"] == 0 {
+	for counts(t, counter)["slow"] < inFlight {
 		if time.Now().After(deadline) {
-			t.Fatal("the slow call never reached the mock")
+			t.Fatalf("the slow calls never all reached the mock: %v", counts(t, counter))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -181,17 +185,18 @@ func TestBudgetCrashRecordsUnknown(t *testing.T) {
 	log := testkit.NewLog(t, "server")
 	cs2, _ := serveProc(t, cfg, log)
 	stderr := log.String()
-	if !strings.Contains(stderr, "tool call recorded unknown") || !strings.Contains(stderr, "tool=support__slow") || !strings.Contains(stderr, "run=named:"+runID) {
-		t.Errorf("the restarted server did not report the in-flight call as unknown; stderr:\n%s", stderr)
+	if n := strings.Count(stderr, "tool call recorded unknown"); n != inFlight || !strings.Contains(stderr, "tool=support__slow") ||
+		!strings.Contains(stderr, "run=named:"+runID) {
+		t.Errorf("the restarted server reported %d in-flight calls unknown, want %d; stderr:\n%s", n, inFlight, stderr)
 	}
 	var got []string
-	runIn(t, cs2, runID, fiveCalls, &got)
-	if got[0] != "budget_exceeded" {
-		t.Errorf("after the crash the Run's one call is spent, but a program got %v", got)
+	r := runIn(t, cs2, runID, fiveCalls, &got)
+	if got[0] != "budget_exceeded" || r.Budget.Run.Calls != inFlight {
+		t.Errorf("after the crash the Run's %d calls are spent, but a program got %v and the Run counts %d", inFlight, got, r.Budget.Run.Calls)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if c := counts(t, counter); c["slow"] != 1 || c["lookup"] != 0 {
-		t.Errorf("mock counts %v: want slow delivered exactly once and nothing else", c)
+	if c := counts(t, counter); c["slow"] != inFlight || c["lookup"] != 0 {
+		t.Errorf("mock counts %v: want slow delivered exactly %d times and nothing else", c, inFlight)
 	}
 }
 

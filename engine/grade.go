@@ -192,8 +192,8 @@ func CPURlimit(seconds float64) uint64 {
 
 // separated says why a child forked from a template (Facts.Forked) is not kept apart from its
 // siblings, as its probe saw itself before any program byte, or "" when it is, or was not
-// forked: it must see only its own pid 1 and itself in /proc, be refused a signal to that
-// pid 1, and run with no_new_privs, a seccomp filter, no effective capability and, when its
+// forked: it must be the pid 1 of a pid namespace of its own and see no other process in
+// /proc, and run with no_new_privs, a seccomp filter, no effective capability and, when its
 // facts claim Landlock, under a Landlock domain (opening / for reading refused). A step the
 // template or its child skipped or that failed silently shows here, and the host refuses the
 // child (fail closed) rather than grade around it.
@@ -202,11 +202,8 @@ func separated(p wire.Probe, f Facts) string {
 		return ""
 	}
 	var why []string
-	if p.ProcPIDs != 2 {
-		why = append(why, fmt.Sprintf("it sees %d processes, not its pid 1 and itself", p.ProcPIDs))
-	}
-	if p.InitSignal != "refused" {
-		why = append(why, "a signal to its pid 1 was not refused ("+p.InitSignal+")")
+	if p.PID != 1 || p.ProcPIDs != 1 {
+		why = append(why, fmt.Sprintf("it is pid %d and sees %d processes, not its namespace's pid 1 alone", p.PID, p.ProcPIDs))
 	}
 	if p.NoNewPrivs != 1 {
 		why = append(why, fmt.Sprintf("NoNewPrivs is %d", p.NoNewPrivs))

@@ -11,7 +11,7 @@ import (
 // could reach another, or a confinement step be missing, refuses the child; an exec'd child
 // is not checked.
 func TestSeparated(t *testing.T) {
-	apart := wire.Probe{ProcPIDs: 2, InitSignal: "refused", NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000",
+	apart := wire.Probe{PID: 1, ProcPIDs: 1, NoNewPrivs: 1, Seccomp: 2, CapEff: "0000000000000000",
 		LandlockRoot: "refused"}
 	forked := Facts{Forked: &StartInfo{Kind: StartForked}, Landlock: true}
 	if why := separated(apart, forked); why != "" {
@@ -22,10 +22,10 @@ func TestSeparated(t *testing.T) {
 		change func(*wire.Probe)
 		want   string
 	}{
-		{"a sibling's process in /proc", func(p *wire.Probe) { p.ProcPIDs = 3 }, "sees 3 processes"},
+		{"another process in /proc", func(p *wire.Probe) { p.ProcPIDs = 2 }, "sees 2 processes"},
 		{"/proc unreadable", func(p *wire.Probe) { p.ProcPIDs = -1 }, "sees -1 processes"},
-		{"its pid 1 signalled", func(p *wire.Probe) { p.InitSignal = "allowed" }, "not refused (allowed)"},
-		{"no pid 1 at all", func(p *wire.Probe) { p.InitSignal = "absent" }, "not refused (absent)"},
+		{"not its namespace's pid 1", func(p *wire.Probe) { p.PID = 2 }, "it is pid 2"},
+		{"the template's pid namespace", func(p *wire.Probe) { p.PID, p.ProcPIDs = 7, 9 }, "it is pid 7 and sees 9 processes"},
 		{"no no_new_privs", func(p *wire.Probe) { p.NoNewPrivs = 0 }, "NoNewPrivs is 0"},
 		{"no seccomp filter", func(p *wire.Probe) { p.Seccomp = 0 }, "Seccomp is 0"},
 		{"a capability left", func(p *wire.Probe) { p.CapEff = "0000000000200000" }, "effective capabilities"},

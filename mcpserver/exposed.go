@@ -39,11 +39,16 @@ func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 
 // listing is the turn boundary of a host's tools/list: turn, except that an upstream still
 // starting is not waited for (Upstreams.Current); its tools are added when its listing
-// lands, and go-sdk announces them with tools/list_changed.
+// lands, and go-sdk announces them with tools/list_changed. Until then run_code is not
+// read-only (Turn.ReadOnly: a server not yet listed may offer anything).
 func (h *handlers) listing(ctx context.Context) {
 	u := h.agent.Upstreams
-	if t := u.listingTurn(ctx); t != nil && u.Expose {
+	t := u.listingTurn(ctx)
+	if t != nil && u.Expose {
 		h.syncExposed(t)
+	}
+	if t != nil {
+		h.syncReadOnly(t)
 	}
 }
 

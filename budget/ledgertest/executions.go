@@ -64,15 +64,39 @@ func contractExecutions(t *testing.T, l, other budget.Ledger) {
 
 	// x2 runs without rules: no network block. x3 is still running.
 	StartExecution(t, l, run, "x2")
-	StartExecution(t, l, run, "x3")
 	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x2", Status: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	if x, err := eo.Execution(ctx, "x2"); err != nil || x.Network != nil || x.Status != "timeout" || x.EndedAt.IsZero() {
 		t.Errorf("Execution(x2) = %+v, %v; want timeout, ended, no network block", x, err)
 	}
-	if x, err := eo.Execution(ctx, "x3"); err != nil || x.Status != "running" || !x.EndedAt.IsZero() || x.Network != nil {
-		t.Errorf("Execution(x3) = %+v, %v; want running, no end", x, err)
+	// x3, still running, counts its calls already: one finished, one in flight, and bytes
+	// charged outside any call.
+	m3, err := budget.Start(ctx, l, run, "x3", "", budget.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, fe := m3.Admit(ctx, budget.Call{Tool: "srv__tool"})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if err := done.Finish(ctx, budget.Outcome{Status: budget.Succeeded, TransferBytes: 30, ProducedBytes: 40}); err != nil {
+		t.Fatal(err)
+	}
+	inFlight, fe := m3.Admit(ctx, budget.Call{Tool: "srv__tool"})
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if err := m3.Charge(ctx, budget.Usage{PreservedBytes: 5}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := eo.Execution(ctx, "x3")
+	if err != nil || x.Status != "running" || !x.EndedAt.IsZero() || x.Network != nil ||
+		x.Usage != (budget.Usage{Calls: 2, TransferBytes: 30, ProducedBytes: 40, PreservedBytes: 5}) {
+		t.Errorf("Execution(x3) = %+v, %v; want running, no end, 2 calls, 30 bytes in, 40 produced, 5 preserved", x, err)
+	}
+	if err := inFlight.Finish(ctx, budget.Outcome{Status: budget.Failed, Kind: "upstream_error"}); err != nil {
+		t.Fatal(err)
 	}
 
 	// Ended again (an end recorded twice): the last end stands, an empty refusal list as such.
@@ -84,7 +108,7 @@ func contractExecutions(t *testing.T, l, other budget.Ledger) {
 	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: &last}); err != nil {
 		t.Fatal(err)
 	}
-	x, err := eo.Execution(ctx, "x3")
+	x, err = eo.Execution(ctx, "x3")
 	if err != nil {
 		t.Fatal(err)
 	}

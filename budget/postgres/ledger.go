@@ -368,11 +368,12 @@ func (p *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agen
 }
 
 func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
-	c := end.Context
+	c, u := end.Context, end.Usage
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
-		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7 WHERE id = $1`,
+		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7,
+		calls = $8, transfer_bytes = $9, produced_bytes = $10, preserved_bytes = $11 WHERE id = $1`,
 		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
-		nullJSON(budget.MarshalNetwork(end.Network)))
+		nullJSON(budget.MarshalNetwork(end.Network)), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes)
 	if err == nil && tag.RowsAffected() == 0 {
 		return budget.ErrNotFound
 	}

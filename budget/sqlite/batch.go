@@ -202,12 +202,16 @@ func (s *Ledger) commitPending() {
 	}
 	st := &stmtTx{Tx: tx, s: s}
 	if len(ops) == 1 {
-		if err := ops[0].fn(st); err != nil {
+		err := ops[0].fn(st)
+		if err == nil {
+			err = st.settle(ctx)
+		}
+		if err != nil {
 			_ = tx.Rollback()
 			deliver(err)
 			return
 		}
-	} else if !runAll(st, ops) {
+	} else if !runAll(ctx, st, ops) {
 		// One of them failed: again from the start, each in a savepoint of its own, so the
 		// failure is its own and the others are committed.
 		_ = tx.Rollback()
@@ -222,7 +226,11 @@ func (s *Ledger) commitPending() {
 				deliver(fmt.Errorf("budget: ledger: %w", err))
 				return
 			}
-			if results[i] = op.fn(st); results[i] != nil {
+			if results[i] = op.fn(st); results[i] == nil {
+				results[i] = st.settle(ctx) // what a write owes is its own: written in its savepoint
+			}
+			if results[i] != nil {
+				st.owed = nil
 				if _, err := st.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
 					_ = tx.Rollback()
 					deliver(fmt.Errorf("budget: ledger: %w", err))
@@ -244,12 +252,13 @@ func (s *Ledger) commitPending() {
 	s.ckpt.Poke()
 }
 
-// runAll runs every op in tx and reports whether each succeeded.
-func runAll(tx *stmtTx, ops []*writeOp) bool {
+// runAll runs every op in tx, then writes what they owe the Runs' rows, and reports whether
+// each succeeded.
+func runAll(ctx context.Context, tx *stmtTx, ops []*writeOp) bool {
 	for _, op := range ops {
 		if op.fn(tx) != nil {
 			return false
 		}
 	}
-	return true
+	return tx.settle(ctx) == nil
 }

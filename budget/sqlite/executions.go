@@ -32,6 +32,19 @@ func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionReco
 		return budget.ExecutionRecord{}, fmt.Errorf("budget: execution: %w", err)
 	}
 	x.StartedAt, x.EndedAt, x.Attachments = time.Unix(0, started), nullTime(ended), nullBytes(att)
+	if !ended.Valid {
+		// Running, or its host stopped: the row holds only the bytes charged outside calls
+		// (EndExecution writes the whole usage), so its calls' are summed here.
+		var u budget.Usage
+		err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(spent), 0), coalesce(sum(transfer_bytes), 0),
+			coalesce(sum(produced_bytes), 0), coalesce(sum(preserved_bytes), 0) FROM tool_calls
+			WHERE tenant = ? AND run_id = ? AND execution_id = ?`, x.Run.Tenant, x.Run.ID, id).
+			Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+		if err != nil {
+			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: its calls: %w", id, err)
+		}
+		x.Usage = x.Usage.Add(u)
+	}
 	if network.Valid {
 		if x.Network, err = budget.UnmarshalNetwork([]byte(network.String)); err != nil {
 			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: network: %w", id, err)

@@ -342,6 +342,41 @@ func now() int64 { return time.Now().UnixNano() }
 type stmtTx struct {
 	*sql.Tx
 	s *Ledger
+	// owed is the bytes finished calls and charges add to each Run's row, not yet written: a
+	// call's admission in the same transaction writes them with its count (admitRun), and the
+	// rest are written before the commit (settle). So the previous call's finish and the next
+	// call's start update the Run's row once, not twice (docs/design.md §19.3).
+	owed map[budget.RunRef]budget.Usage
+}
+
+// owe adds u to what run's row is owed.
+func (t *stmtTx) owe(run budget.RunRef, u budget.Usage) {
+	if t.owed == nil {
+		t.owed = map[budget.RunRef]budget.Usage{}
+	}
+	t.owed[run] = t.owed[run].Add(u)
+}
+
+// settle writes what run's row is owed; with no run given, what every Run's row is owed.
+func (t *stmtTx) settle(ctx context.Context, runs ...budget.RunRef) error {
+	if len(runs) == 0 {
+		for run := range t.owed {
+			runs = append(runs, run)
+		}
+	}
+	for _, run := range runs {
+		u, ok := t.owed[run]
+		if !ok {
+			continue
+		}
+		delete(t.owed, run)
+		if _, err := t.ExecContext(ctx, `UPDATE runs SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
+			preserved_bytes = preserved_bytes + ? WHERE tenant = ? AND run_id = ?`,
+			u.TransferBytes, u.ProducedBytes, u.PreservedBytes, run.Tenant, run.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -422,11 +457,12 @@ func (s *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agen
 
 func (s *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
 	return s.write(ctx, func(tx *stmtTx) error {
-		c := end.Context
+		c, u := end.Context, end.Usage
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ?,
-			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ?, network = ? WHERE id = ?`,
+			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ?, network = ?,
+			calls = ?, transfer_bytes = ?, produced_bytes = ?, preserved_bytes = ? WHERE id = ?`,
 			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
-			nullJSON(budget.MarshalNetwork(end.Network)), end.ID)
+			nullJSON(budget.MarshalNetwork(end.Network)), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, end.ID)
 		return mustAffect(r, err)
 	})
 }
@@ -442,6 +478,9 @@ func (s *Ledger) StartCall(ctx context.Context, c budget.CallStart, runLimits bu
 			if _, err := tx.ExecContext(ctx, ensureRun, c.Run.Tenant, c.Run.ID, t); err != nil {
 				return err
 			}
+			if err := tx.settle(ctx, c.Run); err != nil {
+				return err
+			}
 			u, err := runUsage(ctx, tx, c.Run)
 			if err != nil {
 				return err
@@ -453,6 +492,9 @@ func (s *Ledger) StartCall(ctx context.Context, c budget.CallStart, runLimits bu
 		u, err := admitRun(ctx, tx, c.Run, runLimits)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Spent, or (a Run StartExecution did not make) missing: the usage says which.
+			if err := tx.settle(ctx, c.Run); err != nil {
+				return err
+			}
 			if u, err = runUsage(ctx, tx, c.Run); err != nil {
 				return err
 			}
@@ -471,9 +513,6 @@ func (s *Ledger) StartCall(ctx context.Context, c budget.CallStart, runLimits bu
 		if err := insertCall(ctx, tx, budget.Refusal{CallStart: c}, s.lock.ID(), budget.Started, true, t); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE executions SET calls = calls + 1 WHERE id = ?`, c.ExecutionID); err != nil {
-			return err
-		}
 		after = u
 		return nil
 	})
@@ -486,15 +525,24 @@ func (s *Ledger) StartCall(ctx context.Context, c budget.CallStart, runLimits bu
 	return after, nil
 }
 
-// admitRun counts one call against run if every meter is below runLimits, and returns the
-// Run's usage after it; sql.ErrNoRows when a meter is spent or the Run is missing.
+// admitRun writes what run's row is owed (stmtTx.owe) and counts one call against run if
+// every meter, those bytes added, is below runLimits, and returns the Run's usage after it;
+// sql.ErrNoRows when a meter is spent or the Run is missing (the bytes are owed again then).
 func admitRun(ctx context.Context, tx *stmtTx, run budget.RunRef, l budget.Limits) (budget.Usage, error) {
 	var u budget.Usage
 	c := budget.RunCeiling(l)
-	err := tx.QueryRowContext(ctx, `UPDATE runs SET calls = calls + 1 WHERE tenant = ? AND run_id = ?
-		AND calls < ? AND transfer_bytes < ? AND produced_bytes < ? AND preserved_bytes < ?
+	d := tx.owed[run]
+	delete(tx.owed, run)
+	err := tx.QueryRowContext(ctx, `UPDATE runs SET calls = calls + 1, transfer_bytes = transfer_bytes + ?,
+		produced_bytes = produced_bytes + ?, preserved_bytes = preserved_bytes + ? WHERE tenant = ? AND run_id = ?
+		AND calls < ? AND transfer_bytes + ? < ? AND produced_bytes + ? < ? AND preserved_bytes + ? < ?
 		RETURNING calls, transfer_bytes, produced_bytes, preserved_bytes`,
-		run.Tenant, run.ID, c.Calls, c.TransferBytes, c.ProducedBytes, c.PreservedBytes).Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+		d.TransferBytes, d.ProducedBytes, d.PreservedBytes, run.Tenant, run.ID, c.Calls,
+		d.TransferBytes, c.TransferBytes, d.ProducedBytes, c.ProducedBytes, d.PreservedBytes, c.PreservedBytes).
+		Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+	if err != nil && d != (budget.Usage{}) {
+		tx.owe(run, d)
+	}
 	return u, err
 }
 
@@ -566,22 +614,11 @@ func (s *Ledger) finishCall(ctx context.Context, f budget.CallFinish) func(tx *s
 		if execID == "" {
 			return nil
 		}
-		return addBytes(ctx, tx, budget.RunRef{Tenant: tenant, ID: runID}, execID, u)
-	}
-}
-
-func addBytes(ctx context.Context, tx *stmtTx, run budget.RunRef, execID string, u budget.Usage) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
-		preserved_bytes = preserved_bytes + ? WHERE tenant = ? AND run_id = ?`,
-		u.TransferBytes, u.ProducedBytes, u.PreservedBytes, run.Tenant, run.ID); err != nil {
-		return err
-	}
-	if execID == "" {
+		// The execution's row counts its calls' usage when it ends (EndExecution; Execution
+		// sums a running one's calls): only the Run's meters are kept as calls finish.
+		tx.owe(budget.RunRef{Tenant: tenant, ID: runID}, u)
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE executions SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
-		preserved_bytes = preserved_bytes + ? WHERE id = ?`, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, execID)
-	return err
 }
 
 func (s *Ledger) Charge(ctx context.Context, run budget.RunRef, execID string, u budget.Usage) error {
@@ -592,7 +629,15 @@ func (s *Ledger) Charge(ctx context.Context, run budget.RunRef, execID string, u
 		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, now()); err != nil {
 			return err
 		}
-		return addBytes(ctx, tx, run, execID, u)
+		tx.owe(run, u)
+		if execID == "" {
+			return nil
+		}
+		// Bytes charged outside any call (an output preserved, a window read): the row holds
+		// them while the execution runs, and EndExecution sets its whole usage.
+		_, err := tx.ExecContext(ctx, `UPDATE executions SET transfer_bytes = transfer_bytes + ?, produced_bytes = produced_bytes + ?,
+			preserved_bytes = preserved_bytes + ? WHERE id = ?`, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, execID)
+		return err
 	})
 }
 

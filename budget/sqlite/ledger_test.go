@@ -221,6 +221,43 @@ func TestBatchRunsAgainAfresh(t *testing.T) {
 	}
 }
 
+// A call's finish and the next call's start in one batch write the Run's row once: the
+// bytes the finish owes the Run are added in the admission's own update, and they count in
+// its check, so bytes that spend the Run's meter refuse the next call, and are kept.
+func TestFinishedBytesCountInTheNextAdmission(t *testing.T) {
+	ctx := context.Background()
+	limits := budget.Limits{MaxTotalBytes: 100}
+	l, run := startedCalls(t, limits, "c1")
+	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
+	finished, refused := make(chan error, 1), make(chan error, 1)
+	go func() {
+		finished <- l.FinishCallLater(ctx, budget.CallFinish{ID: "c1", Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 100}})
+	}()
+	waitQueued(l, 1)
+	go func() {
+		_, err := l.StartCall(ctx, budget.CallStart{ID: "c2", Run: run, ExecutionID: "x", Tool: "s__t"}, limits)
+		refused <- err
+	}()
+	waitQueued(l, 2)
+	<-l.batch.wmu
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-refused; failure.KindOf(err) != failure.BudgetExceeded {
+		t.Fatalf("c2: %v, want budget_exceeded: c1's 100 bytes spent max_total_bytes", err)
+	}
+	if u := ledgertest.Usage(t, l, run); u.Calls != 1 || u.TransferBytes != 100 {
+		t.Fatalf("usage %+v: want c1 alone and its 100 bytes", u)
+	}
+	// Under the ceiling, the next call is admitted with the bytes added in the same update.
+	if _, err := l.StartCall(ctx, budget.CallStart{ID: "c3", Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{MaxTotalBytes: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if u := ledgertest.Usage(t, l, run); u.Calls != 2 || u.TransferBytes != 100 {
+		t.Fatalf("usage %+v: want two calls and 100 bytes", u)
+	}
+}
+
 // waitQueued waits until n writes are queued for l's next batch.
 func waitQueued(l *Ledger, n int) {
 	for {

@@ -15,7 +15,7 @@ var _ budget.ObservedShapes = (*Ledger)(nil)
 const shapeColumns = `tenant, upstream, tool, definition, samples, shape, updated_at`
 
 func (s *Ledger) ObservedShape(ctx context.Context, key budget.ShapeKey) (budget.ObservedShape, error) {
-	o, err := scanShape(s.db.QueryRowContext(ctx, `SELECT `+shapeColumns+` FROM observed_shapes
+	o, err := scanShape(prepared{s}.QueryRowContext(ctx, `SELECT `+shapeColumns+` FROM observed_shapes
 		WHERE tenant = ? AND upstream = ? AND tool = ? AND definition = ?`, key.Tenant, key.Upstream, key.Tool, key.Definition))
 	if errors.Is(err, sql.ErrNoRows) {
 		return budget.ObservedShape{}, fmt.Errorf("%w: no observed shape of %s's %s", budget.ErrNotFound, key.Upstream, key.Tool)

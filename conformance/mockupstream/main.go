@@ -114,7 +114,9 @@ func main() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "mockupstream: ready")
-	if err := server.ServeStdio(s); err != nil {
+	// mcp-go answers five stdio calls at once by default and queues the rest: eight programs'
+	// concurrent calls (a benchmark, a crash with calls in flight) would wait on the mock.
+	if err := server.ServeStdio(s, server.WithWorkerPoolSize(32)); err != nil {
 		fmt.Fprintln(os.Stderr, "mockupstream:", err)
 		os.Exit(1)
 	}

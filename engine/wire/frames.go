@@ -58,9 +58,10 @@ type Probe struct {
 	WorkspaceWritable bool   `json:"workspace_writable"`
 	Python            string `json:"python"`
 	// NoNewPrivs, Seccomp and CapEff are those lines of the child's /proc/self/status (-1 and
-	// "" when unreadable); InitSignal is what kill(1, 0) gave: "refused", "allowed" or
-	// "absent". A child forked from a template is refused unless they show it apart from its
-	// siblings (engine: separated).
+	// "" when unreadable). A child forked from a template is refused unless they, PID and
+	// ProcPIDs show it apart from its siblings (engine: separated). InitSignal is what kill(1,
+	// 0) gave: "refused", "allowed" or "absent"; it is reported, not judged (a forked child is
+	// its namespace's pid 1 itself).
 	NoNewPrivs int    `json:"no_new_privs,omitempty"`
 	Seccomp    int    `json:"seccomp,omitempty"`
 	CapEff     string `json:"cap_eff,omitempty"`

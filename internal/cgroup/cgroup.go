@@ -28,6 +28,10 @@ const Base = "mcp-sandbox"
 type Manager struct {
 	v2      bool
 	parents []string // v2: one; v1: memory, pids
+
+	mu   sync.Mutex
+	keep int      // how many emptied groups Remove keeps for New (Keep)
+	kept []*Group // emptied groups, fresh values each, for the next New
 }
 
 // Detect finds a writable cgroup hierarchy with memory and pids control and prepares the
@@ -114,37 +118,118 @@ func (m *Manager) StartsInside() bool { return m.KillsWithoutSignals() }
 type Group struct {
 	v2   bool
 	dirs []string // v2: one; v1: memory, pids
+	// keeper is the Manager whose Keep lets Remove hand the emptied directories on; limits
+	// the memory and pids limits last written; base the counters when this Group took over
+	// directories another had used (Events counts from there).
+	keeper *Manager
+	limits [2]int64
+	base   Events
 
 	mu      sync.Mutex
 	removed bool
 }
 
-// New creates the group id with the given limits.
+// Keep makes Remove keep up to n emptied groups, and New hand them out again before it makes
+// one: an execution's group costs a mkdir and an rmdir in each hierarchy otherwise, on v1
+// the largest part of a forked child's teardown in the server (docs/design.md §19.3). A kept
+// group is empty (Remove keeps only a group its kill emptied) and its counters are counted
+// from where the last execution left them. Close removes what is kept.
+func (m *Manager) Keep(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keep = n
+}
+
+// Close removes the groups Keep kept; the Manager still makes new ones.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	kept := m.kept
+	m.kept, m.keep = nil, 0
+	m.mu.Unlock()
+	var errs []error
+	for _, g := range kept {
+		errs = append(errs, g.Remove())
+	}
+	return errors.Join(errs...)
+}
+
+// take keeps g's directories for New, as a new Group counted from g's counters now, when the
+// Manager keeps fewer than Keep asks.
+func (m *Manager) take(g *Group) bool {
+	m.mu.Lock()
+	full := len(m.kept) >= m.keep
+	m.mu.Unlock()
+	if full {
+		return false
+	}
+	kept := &Group{v2: g.v2, dirs: g.dirs, keeper: m, limits: g.limits, base: g.counters()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.kept) >= m.keep {
+		return false
+	}
+	m.kept = append(m.kept, kept)
+	return true
+}
+
+// New creates the group id with the given limits, or hands out a group Remove kept (Keep),
+// under the name it was made with.
 func (m *Manager) New(id string, memoryBytes int64, pids int) (*Group, error) {
-	g := &Group{v2: m.v2}
+	m.mu.Lock()
+	var g *Group
+	if n := len(m.kept); n > 0 {
+		g, m.kept = m.kept[n-1], m.kept[:n-1]
+	}
+	m.mu.Unlock()
+	if g != nil {
+		if err := g.limit(memoryBytes, pids); err == nil {
+			return g, nil
+		}
+		g.keeper = nil
+		_ = g.Remove()
+	}
+	g = &Group{v2: m.v2, keeper: m, limits: [2]int64{-1, -1}}
 	for _, p := range m.parents {
 		dir := filepath.Join(p, id)
 		if err := os.Mkdir(dir, 0o755); err != nil {
+			g.keeper = nil
 			g.Remove()
 			return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		g.dirs = append(g.dirs, dir)
 	}
-	mem, pid := g.dirs[0], g.dirs[len(g.dirs)-1]
-	writes := [][2]string{{filepath.Join(pid, "pids.max"), strconv.Itoa(pids)}}
 	if m.v2 {
-		writes = append(writes, [2]string{filepath.Join(mem, "memory.max"), strconv.FormatInt(memoryBytes, 10)},
-			[2]string{filepath.Join(mem, "memory.swap.max"), "0"})
-	} else {
-		writes = append(writes, [2]string{filepath.Join(mem, "memory.limit_in_bytes"), strconv.FormatInt(memoryBytes, 10)})
+		_ = os.WriteFile(filepath.Join(g.dirs[0], "memory.swap.max"), []byte("0"), 0)
 	}
-	for _, w := range writes {
-		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil && !strings.HasSuffix(w[0], "swap.max") {
-			g.Remove()
-			return nil, fmt.Errorf("setting %s: %w", w[0], err)
-		}
+	if err := g.limit(memoryBytes, pids); err != nil {
+		g.keeper = nil
+		g.Remove()
+		return nil, err
 	}
 	return g, nil
+}
+
+// limit writes the memory and pids limits that differ from those last written.
+func (g *Group) limit(memoryBytes int64, pids int) error {
+	mem, pid := g.dirs[0], g.dirs[len(g.dirs)-1]
+	memFile := "memory.limit_in_bytes"
+	if g.v2 {
+		memFile = "memory.max"
+	}
+	for _, w := range []struct {
+		i    int
+		path string
+		v    int64
+	}{{1, filepath.Join(pid, "pids.max"), int64(pids)}, {0, filepath.Join(mem, memFile), memoryBytes}} {
+		if g.limits[w.i] == w.v {
+			continue
+		}
+		if err := os.WriteFile(w.path, []byte(strconv.FormatInt(w.v, 10)), 0); err != nil {
+			return fmt.Errorf("setting %s: %w", w.path, err)
+		}
+		g.limits[w.i] = w.v
+	}
+	return nil
 }
 
 // ProcsFiles are the files a process writes its pid to in order to join the group.
@@ -156,12 +241,12 @@ func (g *Group) ProcsFiles() []string {
 	return out
 }
 
-// Kill kills every process in the group and returns once it is empty (or after a bound).
-// KillAll's first round is Signal's list and kill: the list is read once, not twice, for a
-// group already empty (a child's, once its pid namespace is gone).
-func (g *Group) Kill() {
+// Kill kills every process in the group and returns once it is empty (or after a bound),
+// reporting which. KillAll's first round is Signal's list and kill: the list is read once,
+// not twice, for a group already empty (a child's, once its pid namespace is gone).
+func (g *Group) Kill() bool {
 	g.killFile()
-	KillAll(g.pids, 200)
+	return KillAll(g.pids, 200)
 }
 
 // Signal sends SIGKILL to every process in the group, once, without waiting for them to go:
@@ -183,18 +268,20 @@ func (g *Group) killFile() {
 func (g *Group) pids() []int { return ReadPIDs(filepath.Join(g.dirs[len(g.dirs)-1], "cgroup.procs")) }
 
 // KillAll sends SIGKILL to every process list returns, again and again, until it returns
-// none or rounds have passed: a process may fork between the list and the kill.
-func KillAll(list func() []int, rounds int) {
+// none or rounds have passed: a process may fork between the list and the kill. It reports
+// whether the list came back empty.
+func KillAll(list func() []int, rounds int) bool {
 	for i := 0; i < rounds; i++ {
 		pids := list()
 		if len(pids) == 0 {
-			return
+			return true
 		}
 		for _, p := range pids {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		time.Sleep(time.Duration(min(i+1, 10)) * time.Millisecond)
 	}
+	return false
 }
 
 // Empty reports whether no process is left in the group.
@@ -221,8 +308,14 @@ type Events struct {
 	PIDsMax  int64 // forks refused at pids.max
 }
 
-// Events reads the group's counters.
+// Events reads the group's counters, counted from when this Group took its directories over.
 func (g *Group) Events() Events {
+	e := g.counters()
+	return Events{OOMKills: e.OOMKills - g.base.OOMKills, PIDsMax: e.PIDsMax - g.base.PIDsMax}
+}
+
+// counters reads the directories' counters as the kernel keeps them, since they were made.
+func (g *Group) counters() Events {
 	mem, pid := g.dirs[0], g.dirs[len(g.dirs)-1]
 	var e Events
 	if g.v2 {
@@ -253,7 +346,9 @@ func Field(path, key string) int64 {
 	return 0
 }
 
-// Remove kills what is left and removes the group's directories. It is idempotent.
+// Remove kills what is left and removes the group's directories, or, when its Manager keeps
+// groups (Keep) and the kill emptied it, hands them to the Manager's next New as a Group of
+// their own: this one stays removed. It is idempotent.
 func (g *Group) Remove() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -261,8 +356,8 @@ func (g *Group) Remove() error {
 		return nil
 	}
 	g.removed = true
-	if len(g.dirs) > 0 {
-		g.Kill()
+	if len(g.dirs) > 0 && g.Kill() && g.keeper != nil && g.keeper.take(g) {
+		return nil
 	}
 	var errs []error
 	for _, d := range g.dirs {

@@ -31,7 +31,8 @@
 //
 // With Spec.Reaper the helper is a pid namespace's init instead: it starts itself again as
 // pid 2 (which does all of the above; this init starts it inside the cgroup or joins it, and
-// stays outside itself), reaps orphans, and reports pid 2's wait status and CPU
+// stays outside itself), or, with ExecsProgram (root), confines itself and starts the
+// interpreter as pid 2, whose -c source sets the rlimits first; it reaps orphans, and reports pid 2's wait status and CPU
 // time on StatusFD before it exits and so ends the namespace. The CPU time includes the clock
 // RLIMIT_CPU is checked against, read from the zombie before it is reaped (cpuclock_linux.go):
 // rusage alone cannot tell a CPU-limit kill from any other SIGKILL. Inside a pid namespace getppid
@@ -39,7 +40,7 @@
 // comparing ParentPID.
 //
 // A template's children (Spec.Template) install their confinement themselves, from what this
-// package builds: the seccomp program (ProgramBytes) and the Landlock ruleset
+// package builds: the seccomp program (seccomp.TemplateChildBytes, stacked on the template's own) and the Landlock ruleset
 // (LandlockRuleset, landlock_linux.go), which they only hand to the kernel.
 //
 // It imports the standard library and x/sys only, never internal/launch/seccomp,

@@ -141,7 +141,10 @@ func apply(s *Spec) (uint64, error) {
 	if err := lockCapabilities(); err != nil {
 		return 0, err
 	}
-	if s.Drop {
+	// An init that starts the program itself (ExecsProgram) keeps its identity and the
+	// capabilities it holds (the bounding set is empty now, so an exec gains none): its child
+	// drops the identity (startProgram).
+	if s.Drop && !s.ExecsProgram {
 		if err := unix.Setgroups([]int{s.GID}); err != nil {
 			return 0, fmt.Errorf("setgroups: %v", err)
 		}
@@ -153,8 +156,10 @@ func apply(s *Spec) (uint64, error) {
 		}
 	}
 	// Root inside a user namespace of its own keeps every capability there unless told not to.
-	if err := clearCapabilities(); err != nil {
-		return 0, err
+	if !s.ExecsProgram {
+		if err := clearCapabilities(); err != nil {
+			return 0, err
+		}
 	}
 	// The kernel clears the parent-death signal on a credential change: arm it again, then
 	// check the parent did not die in between.
@@ -247,34 +252,63 @@ func execLimited(s *Spec, nproc uint64) error {
 	if err != nil {
 		return err
 	}
+	limits := s.limits(nproc)
+	for i := range limits {
+		if err := limits[i].set(); err != nil {
+			return err
+		}
+	}
+	if err := closeOnExec(s.keepFD); err != nil {
+		return err
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return fmt.Errorf("exec %s: %v", s.Python, e)
+}
+
+// rlimit is one limit the program runs under.
+type rlimit struct {
+	res  int
+	name string
+	v    uint64 // 0: none, but for CORE
+	rl   unix.Rlimit
+}
+
+// limits are the rlimits Spec.Rlimits (and the absolute RLIMIT_NPROC apply computed) ask for.
+func (s *Spec) limits(nproc uint64) []rlimit {
 	r := s.Rlimits
-	limits := []struct {
-		res int
-		v   uint64
-		rl  unix.Rlimit
-	}{{unix.RLIMIT_CORE, 0, unix.Rlimit{}}, {unix.RLIMIT_CPU, r.CPUSeconds, unix.Rlimit{}}, {unix.RLIMIT_AS, r.AS, unix.Rlimit{}},
-		{unix.RLIMIT_FSIZE, r.FSize, unix.Rlimit{}}, {unix.RLIMIT_NPROC, nproc, unix.Rlimit{}}, {unix.RLIMIT_NOFILE, r.NoFile, unix.Rlimit{}}}
+	limits := []rlimit{{unix.RLIMIT_CORE, "CORE", 0, unix.Rlimit{}}, {unix.RLIMIT_CPU, "CPU", r.CPUSeconds, unix.Rlimit{}},
+		{unix.RLIMIT_AS, "AS", r.AS, unix.Rlimit{}}, {unix.RLIMIT_FSIZE, "FSIZE", r.FSize, unix.Rlimit{}},
+		{unix.RLIMIT_NPROC, "NPROC", nproc, unix.Rlimit{}}, {unix.RLIMIT_NOFILE, "NOFILE", r.NoFile, unix.Rlimit{}}}
 	for i := range limits {
 		limits[i].rl = unix.Rlimit{Cur: limits[i].v, Max: limits[i].v}
 	}
 	if r.CPUHard > r.CPUSeconds && r.CPUSeconds > 0 {
 		limits[1].rl.Max = r.CPUHard
 	}
-	names := [...]string{"CORE", "CPU", "AS", "FSIZE", "NPROC", "NOFILE"}
-	for i := range limits {
-		if limits[i].v == 0 && limits[i].res != unix.RLIMIT_CORE {
-			continue
-		}
-		if _, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(limits[i].res), uintptr(unsafe.Pointer(&limits[i].rl)), 0, 0, 0); e != 0 {
-			return fmt.Errorf("setting RLIMIT_%s to %d: %v", names[i], limits[i].v, e)
+	out := limits[:0]
+	for _, l := range limits {
+		if l.v != 0 || l.res == unix.RLIMIT_CORE {
+			out = append(out, l)
 		}
 	}
-	// Mark everything but stdio and the channel (and the policy handed on) close-on-exec.
-	// CLOEXEC rather than close: the Go runtime still owns some of these descriptors until
-	// execve.
+	return out
+}
+
+// set sets the limit on this process with a raw system call (no allocation: see execLimited).
+func (l *rlimit) set() error {
+	if _, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(l.res), uintptr(unsafe.Pointer(&l.rl)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("setting RLIMIT_%s to %d: %v", l.name, l.v, e)
+	}
+	return nil
+}
+
+// closeOnExec marks every descriptor but stdio and the channel (and keep, the policy handed
+// on, when positive) close-on-exec. CLOEXEC rather than close: the Go runtime still owns some
+// of these descriptors until execve.
+func closeOnExec(keep int) error {
 	ranges := [][2]uintptr{{4, ^uintptr(0)}}
-	if s.keepFD > 0 {
-		ranges = [][2]uintptr{{4, uintptr(s.keepFD) - 1}, {uintptr(s.keepFD) + 1, ^uintptr(0)}}
+	if keep > 0 {
+		ranges = [][2]uintptr{{4, uintptr(keep) - 1}, {uintptr(keep) + 1, ^uintptr(0)}}
 	}
 	for _, r := range ranges {
 		if r[0] > r[1] {
@@ -284,8 +318,7 @@ func execLimited(s *Spec, nproc uint64) error {
 			return fmt.Errorf("close_range: %v", e)
 		}
 	}
-	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
-	return fmt.Errorf("exec %s: %v", s.Python, e)
+	return nil
 }
 
 // tasksOf counts the tasks (threads included, as RLIMIT_NPROC does) the uid already runs.

@@ -4,8 +4,10 @@ package launch
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,11 +52,84 @@ func reap(spec Spec) int {
 		}
 		spec.EgressFD = 0
 	}
-	st, ok := waitFor(startFirst(spec, exe, false), nil, false)
+	first := 0
+	if spec.ExecsProgram {
+		nproc, err := apply(&spec)
+		if err != nil {
+			fail("%v", err)
+		}
+		if first, err = startProgram(&spec, nproc); err != nil {
+			fail("starting the interpreter: %v", err)
+		}
+	} else {
+		first = startFirst(spec, exe, false)
+	}
+	st, ok := waitFor(first, nil, false)
 	if !ok {
 		return ExitSetupFailed
 	}
 	return report(st)
+}
+
+// startProgram starts the interpreter as this init's only child (Spec.ExecsProgram), its
+// confinement applied to this process already: Go's fork and exec drops the child to UID and
+// GID and arms its parent-death signal. The rlimits are the interpreter's own first
+// statements (limitedSource), since this init can take them on for the fork only with
+// CAP_SYS_RESOURCE, which a root host may lack, and its Go runtime cannot live under them
+// (RLIMIT_AS is below what it maps). Then this init lets go of the program's streams and
+// channel, as startFirst does.
+func startProgram(s *Spec, nproc uint64) (int, error) {
+	argv, err := limitedSource(s.Argv, s.limits(nproc))
+	if err != nil {
+		return 0, err
+	}
+	if err := closeOnExec(0); err != nil {
+		return 0, err
+	}
+	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.Drop {
+		sys.Credential = &syscall.Credential{Uid: uint32(s.UID), Gid: uint32(s.GID), Groups: []uint32{uint32(s.GID)}}
+	}
+	pid, err := syscall.ForkExec(s.Python, argv, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []uintptr{0, 1, 2, 3}, Sys: sys})
+	if err != nil {
+		return 0, err
+	}
+	letGo()
+	return pid, nil
+}
+
+// limitedSource is argv, an interpreter's started with -c, with the source after -c setting
+// limits first: after its first line (the bootstrap's, which tests find processes by), the
+// resource module's setrlimit of each. Nothing of the program runs before them: it comes
+// later, on the channel, and the probe reports the limits the host grades.
+func limitedSource(argv []string, limits []rlimit) ([]string, error) {
+	i := slices.Index(argv, "-c")
+	if i < 1 || i+1 >= len(argv) {
+		return nil, fmt.Errorf("the interpreter is not started with -c: its rlimits cannot be its first statements")
+	}
+	var b strings.Builder
+	b.WriteString("import resource as _r\n")
+	for _, l := range limits {
+		fmt.Fprintf(&b, "_r.setrlimit(%d, (%d, %d))\n", l.res, l.rl.Cur, l.rl.Max)
+	}
+	b.WriteString("del _r\n")
+	first, rest, _ := strings.Cut(argv[i+1], "\n")
+	out := slices.Clone(argv)
+	out[i+1] = first + "\n" + b.String() + rest
+	return out, nil
+}
+
+// letGo points this init's descriptors 0-2 at /dev/null and closes the channel (fd 3): the
+// host sees the program's streams and channel end when its last process lets go of them,
+// not when this init does.
+func letGo() {
+	if null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
+		for _, fd := range []int{0, 1, 2} {
+			_ = unix.Dup2(null, fd)
+		}
+		unix.Close(null)
+	}
+	unix.Close(3)
 }
 
 // startFirst starts the helper again, without Reaper, as the program's first process (pid 2
@@ -110,13 +185,7 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 		_, _ = unix.Write(joined[1], []byte{1})
 		unix.Close(joined[1])
 	}
-	if null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
-		for _, fd := range []int{0, 1, 2} {
-			_ = unix.Dup2(null, fd)
-		}
-		unix.Close(null)
-	}
-	unix.Close(3)
+	letGo()
 	return pid
 }
 

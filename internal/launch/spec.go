@@ -81,6 +81,17 @@ type Spec struct {
 	// Reaper cleared) to do everything else, reaps every process of the namespace, and when
 	// pid 2 ends reports its wait status on StatusFD and exits, which ends the namespace.
 	Reaper bool `json:"reaper,omitempty"`
+	// ExecsProgram, with Reaper, on a host where the helper is root without a user namespace
+	// of its own: the init confines itself as pid 2 would (the root built and pivoted into,
+	// the bounding set emptied and its securebits locked, no_new_privs, Landlock, seccomp),
+	// all of which its only child inherits, and starts the interpreter itself, dropped to
+	// UID and GID (Go's fork and exec: setgroups, setgid, setuid; the exec leaves it no
+	// capability), whose source after -c sets the rlimits as its first statements; it is not
+	// started again as pid 2. One helper start fewer before the program (docs/design.md
+	// §19.2). The host starts it inside the execution's cgroup (or joins it there while its
+	// runtime starts), so its child is born there; it counts against the group's pids and
+	// memory.
+	ExecsProgram bool `json:"execs_program,omitempty"`
 	// Subreaper, with Reaper, is the same init without a pid namespace (the process backend
 	// on a host without a cgroup): it is the child subreaper of the program's tree, so every
 	// orphan (setsid and double fork included) becomes its child; when the program's first
@@ -104,8 +115,8 @@ type Spec struct {
 	// capabilities the template needs to make each child's namespaces and mounts and to drop
 	// each child to its identity (TemplateCaps; everything else leaves the bounding set), and its
 	// Filter is the template's policy (seccomp.TemplatePolicy). Drop must be false. The helper
-	// never runs a program in this mode: each forked child installs the program's filter
-	// (seccomp.ProgramBytes) and drops itself.
+	// never runs a program in this mode: each forked child installs the rest of the policy
+	// (seccomp.TemplateChildBytes, stacked on the template's filter) and drops itself.
 	Template bool `json:"template,omitempty"`
 	// Trial: the helper exits 0 once it is up (and its ids are mapped): the host checks
 	// that it can start one where it means to, in a user namespace say.

@@ -121,6 +121,20 @@ func TestInfoArgv(t *testing.T) {
 	}
 }
 
+// SourceArgv runs another program's source without site as the bootstrap runs (its first
+// line kept first), only when info says what site adds.
+func TestSourceArgv(t *testing.T) {
+	argv := []string{"-I", "-c", "# first\nrun()", "a", "b"}
+	if got := (Info{Code: "Yw=="}).SourceArgv(argv); !slices.Equal(got, argv) {
+		t.Errorf("with site: %v", got)
+	}
+	got := (Info{NoSite: true, Site: []string{"/a"}, Prefix: "/p", ExecPrefix: "/e"}).SourceArgv(argv)
+	want := []string{"-I", "-S", "-c", "# first\nimport sys\n" + sitePrelude(1) + "run()", "/p\n/e\n/a", "a", "b"}
+	if !slices.Equal(got, want) {
+		t.Errorf("without site:\n%q\nwant\n%q", got, want)
+	}
+}
+
 func sourceHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])

@@ -208,19 +208,47 @@ const codeStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binas
 // and the entries site would have added to sys.path, which it appends in order (so sys.path
 // is the one site makes); and it gives the builtins site would have (exit, quit, help,
 // copyright, credits, license). The .pth files' import lines and sitecustomize do not run.
-const siteStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binascii\n" +
-	"def _site(arg):\n" +
-	"    import builtins, _sitebuiltins as s\n" +
-	"    a = arg.split('\\n')\n" +
-	"    sys.prefix, sys.exec_prefix = a[0], a[1]\n" +
-	"    sys.path.extend(p for p in a[2:] if p and p not in sys.path)\n" +
-	"    eof = 'Ctrl-D (i.e. EOF)'\n" +
-	"    builtins.exit, builtins.quit, builtins.help = s.Quitter('exit', eof), s.Quitter('quit', eof), s._Helper()\n" +
-	"    builtins.copyright = s._Printer('copyright', sys.copyright)\n" +
-	"    builtins.credits = s._Printer('credits', 'Thanks to CWI, CNRI, BeOpen, Zope Corporation, the Python Software Foundation, and a cast of thousands for supporting Python development.  See www.python.org for more information.')\n" +
-	"    builtins.license = s._Printer('license', 'See https://www.python.org/psf/license/')\n" +
-	"_site(sys.argv.pop(2))\ndel _site\n" +
+var siteStub = "# mcp-sandbox bootstrap (compiled)\nimport sys, marshal, binascii\n" + sitePrelude(2) +
 	"exec(marshal.loads(binascii.a2b_base64(sys.argv.pop(1))))"
+
+// sitePrelude is Python, after an import of sys, that does what site would have done, from
+// the argument at index arg of sys.argv, which it removes: siteStub's and SourceArgv's.
+func sitePrelude(arg int) string {
+	return "def _site(arg):\n" +
+		"    import builtins, _sitebuiltins as s\n" +
+		"    a = arg.split('\\n')\n" +
+		"    sys.prefix, sys.exec_prefix = a[0], a[1]\n" +
+		"    sys.path.extend(p for p in a[2:] if p and p not in sys.path)\n" +
+		"    eof = 'Ctrl-D (i.e. EOF)'\n" +
+		"    builtins.exit, builtins.quit, builtins.help = s.Quitter('exit', eof), s.Quitter('quit', eof), s._Helper()\n" +
+		"    builtins.copyright = s._Printer('copyright', sys.copyright)\n" +
+		"    builtins.credits = s._Printer('credits', 'Thanks to CWI, CNRI, BeOpen, Zope Corporation, the Python Software Foundation, and a cast of thousands for supporting Python development.  See www.python.org for more information.')\n" +
+		"    builtins.license = s._Printer('license', 'See https://www.python.org/psf/license/')\n" +
+		fmt.Sprintf("_site(sys.argv.pop(%d))\ndel _site\n", arg)
+}
+
+// siteArg is the argument siteStub and SourceArgv read site's work from, or "" when info
+// does not say it.
+func (info Info) siteArg() string {
+	if !info.NoSite || info.Prefix == "" || info.ExecPrefix == "" {
+		return ""
+	}
+	return strings.Join(append([]string{info.Prefix, info.ExecPrefix}, info.Site...), "\n")
+}
+
+// SourceArgv is argv (-I -c SOURCE args…), a program's other than the bootstrap, without site
+// (-S) when info says what site adds, as the bootstrap is run: the source gets, after its
+// first line, what site would have done (sitePrelude), from an argument that follows it. A
+// template starts so: every child it forks inherits its heap, and site's imports were a
+// third of it (docs/design.md §19.3).
+func (info Info) SourceArgv(argv []string) []string {
+	arg := info.siteArg()
+	if arg == "" || len(argv) < 3 || argv[0] != "-I" || argv[1] != "-c" {
+		return argv
+	}
+	first, rest, _ := strings.Cut(argv[2], "\n")
+	return append([]string{"-I", "-S", "-c", first + "\nimport sys\n" + sitePrelude(1) + rest, arg}, argv[3:]...)
+}
 
 // Argv is the interpreter's argv after the interpreter itself: argv ("-I", "-c", source,
 // args…) as it is, or, when info holds source compiled, the same run from the compiled code,
@@ -230,8 +258,7 @@ func (info Info) Argv(argv []string, source string) []string {
 		return argv
 	}
 	out := make([]string, 0, len(argv)+3)
-	if info.NoSite && info.Prefix != "" && info.ExecPrefix != "" {
-		arg := strings.Join(append([]string{info.Prefix, info.ExecPrefix}, info.Site...), "\n")
+	if arg := info.siteArg(); arg != "" {
 		out = append(out, "-I", "-S", "-c", siteStub, info.Code, arg)
 	} else {
 		out = append(out, "-I", "-c", codeStub, info.Code)

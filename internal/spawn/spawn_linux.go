@@ -178,18 +178,19 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 	if attr == nil {
 		attr = &syscall.SysProcAttr{}
 	}
-	// A helper that is itself the program's first process (not a Reaper, which starts or
-	// joins its own first process) is started inside its cgroup (v2), or joined to it from
-	// here while its runtime starts (v1).
+	// A helper that is itself the program's first process, or its parent (a Reaper that
+	// execs the program itself), is started inside its cgroup (v2), or joined to it from here
+	// while its runtime starts (v1); any other Reaper starts or joins its own first process.
 	var joined *os.File // the host's end of the join signal
-	if spec.CgroupClone && !spec.Reaper {
+	inside := !spec.Reaper || spec.ExecsProgram
+	if spec.CgroupClone && inside {
 		fd, err := launch.CgroupDir(spec.CgroupProcs)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
-	} else if len(spec.CgroupProcs) > 0 && !spec.Reaper {
+	} else if len(spec.CgroupProcs) > 0 && inside {
 		fd, w, closeBoth, err := parentSignal(cmd)
 		if err != nil {
 			return err

@@ -13,12 +13,14 @@
 // read-only, brings up lo (the only interface), then applies the same identity drop,
 // no_new_privs, seccomp and rlimits as the process level and execs Python.
 //
-// Decision: the helper stays pid 1 as a reaping init and starts itself again as pid 2,
-// which builds the root, drops the identity and execs Python (launch.Spec.Reaper). Python as
-// pid 1 would ignore every signal it has no handler for, and os.getppid() would be 0, so the
+// Decision: the helper stays pid 1 as a reaping init (launch.Spec.Reaper). Python as pid 1
+// would ignore every signal it has no handler for, and os.getppid() would be 0, so the
 // program's kill(getppid(), SIGKILL) would be a silent no-op instead of the PermissionError a
-// process-level program gets. The init stays root of its namespaces and outside the cgroup,
-// holds none of the program's descriptors, reaps orphans, and when pid 2 ends writes pid 2's
+// process-level program gets. As root the init builds the root and confines itself, and
+// starts Python as its child dropped to the identity, which sets its own rlimits first
+// (launch.Spec.ExecsProgram; it runs inside the cgroup); without root it starts itself again
+// as pid 2 to do that (its capabilities come from that exec). The init stays root of its
+// namespaces, holds none of the program's descriptors, reaps orphans, and when pid 2 ends writes pid 2's
 // wait status and CPU time to a status pipe (launch.StatusFD) and exits, which makes the
 // kernel kill whatever is left in the namespace: the tree kill without a cgroup. The host
 // still kills with SIGKILL from outside; a CPU-limit kill (RLIMIT_CPU soft = hard: SIGKILL at
@@ -29,9 +31,10 @@
 // template kept per owner and terms instead (template_linux.go, template.py): the same helper
 // and root in a user namespace of the pool's own (mapped by the host as root, by newuidmap
 // onto the user's subordinate range without root), a Python template that loads the bootstrap
-// once and forks each child into its own pid, mount and network namespaces, where it drops to
-// a uid of its own, sets its rlimits and installs the Landlock ruleset and the seccomp program
-// Go built before the bootstrap's probe. docs/design.md §4.4 has the design, what it shares between siblings and
+// once and forks each child into its own pid and mount namespaces, where the child (the
+// program's interpreter, its namespace's pid 1, reaped by the template) drops to a uid of its
+// own, sets its rlimits and installs the Landlock ruleset and the seccomp program Go built
+// before the bootstrap's probe. docs/design.md §4.4 has the design, what it shares between siblings and
 // what is not built yet. Where a prerequisite is missing (TemplateWhy) or a template failed to
 // start within templateRetry, children are exec'd. Lock order: templates.mu, then a
 // template's mu.

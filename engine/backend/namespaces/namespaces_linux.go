@@ -87,6 +87,7 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 			if opts.Template {
 				b.templateIDs()
 			}
+			b.keepGroups()
 			return b, nil
 		}
 		b.sub, b.subWhy = nil, fmt.Sprintf("the subordinate uid %d cannot be used (%v)", b.sub.UID, err)
@@ -96,7 +97,20 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 		return nil, err
 	}
 	b.base = base
+	b.keepGroups()
 	return b, nil
+}
+
+// keptGroups is how many emptied execution cgroups a Backend keeps for its next children
+// (cgroup.Manager.Keep): about the children of a warm pool and its refills at once.
+const keptGroups = 16
+
+// keepGroups has the Backend's cgroup manager keep emptied groups for the next children;
+// Close removes them.
+func (b *Backend) keepGroups() {
+	if b.base.Cgroups != nil {
+		b.base.Cgroups.Keep(keptGroups)
+	}
 }
 
 // etcFiles is the minimal /etc of a child's root, for run_as uid:gid with home.
@@ -315,6 +329,11 @@ func (b *Backend) Start(ctx context.Context, spec engine.LaunchSpec) (engine.Chi
 		Python: python, Argv: argv, Env: env, StdioChannel: len(spec.Command) > 0,
 		Dir: workspace, ChannelParent: true, Reaper: true, Drop: b.base.Drop || b.sub != nil, UID: uid, GID: gid,
 		UserNamespace: !b.root,
+		// As root the init confines itself and execs the interpreter as its child, which sets
+		// its rlimits as its first statements: one helper start fewer. Without root its
+		// capabilities come from the exec of pid 2 (its maps are written after it starts); a
+		// command (a contained server) is no interpreter started with -c.
+		ExecsProgram: b.root && len(spec.Command) == 0,
 		Rlimits: launch.Rlimits{CPUSeconds: engine.CPURlimit(spec.Terms.CPUSeconds), CPUHard: engine.CPUHardRlimit(spec.Terms.CPUSeconds), AS: uint64(spec.Terms.MemoryBytes),
 			FSize: uint64(spec.Terms.FileSizeBytes), NProc: uint64(spec.Terms.ProcessCount), NoFile: 1024},
 		DenyInet: c.Containment.Seccomp && spec.Egress == nil, Seccomp: !b.disabled("seccomp"),

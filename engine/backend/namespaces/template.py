@@ -17,9 +17,9 @@ import time
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS = 1, 4, 22, 38
-_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
+_CLONE_NEWNS, _CLONE_NEWPID = 0x20000, 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
-_REQUEST = struct.Struct("<13q")  # id uid gid cpu cpu_hard as fsize nproc nofile ws_bytes tmp_bytes netns tag
+_REQUEST = struct.Struct("<12q")  # id uid gid cpu cpu_hard as fsize nproc nofile ws_bytes tmp_bytes tag
 _REPLY = struct.Struct("<2q")  # id, the child's pid here (or -errno)
 
 
@@ -78,21 +78,47 @@ def _syscall(nr, *args):
     return r
 
 
+def _rule(path, d, f):
+    """A rule's path opened (O_PATH) and its access for what the path is, or None when this
+    root lacks it, as the exec'd helper passes such a path over."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    return fd, struct.pack("<Qi", d if stat.S_ISDIR(os.fstat(fd).st_mode) else f, fd)
+
+
+# Each child mounts its own workspace, /tmp and /proc, and a rule on a mount point does not
+# reach a filesystem mounted there later: those rules are made in the child, after its mounts.
+# Every other path is the same in each child's mount namespace (a copy of this one), so it is
+# opened once here, and a child only hands the descriptors to the kernel.
+_own_mounts = (_workspace.encode(), b"/tmp", b"/proc")
+_static_rules = []
+if _landlock is not None:
+    for _d, _f, _path in _landlock[2]:
+        if _path not in _own_mounts:
+            _r = _rule(_path, _d, _f)
+            if _r is not None:
+                _static_rules.append(_r)
+_static_fds = {fd for fd, _ in _static_rules}
+
+
 def _restrict():
     """Installs Go's Landlock ruleset on this process, now that its mounts exist."""
     fs, scopes, rules = _landlock
     ruleset = _syscall(_SYS_LL_CREATE, struct.pack("<QQQ", fs, 0, scopes), 24, 0)
     try:
+        for _, attr in _static_rules:
+            _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, attr, 0)
         for d, f, path in rules:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue  # a path this root lacks, as the exec'd helper passes it over
-            try:
-                access = d if stat.S_ISDIR(os.fstat(fd).st_mode) else f
-                _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, struct.pack("<Qi", access, fd), 0)
-            finally:
-                os.close(fd)
+            if path not in _own_mounts:
+                continue
+            r = _rule(path, d, f)
+            if r is not None:
+                try:
+                    _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, r[1], 0)
+                finally:
+                    os.close(r[0])
         _syscall(_SYS_LL_RESTRICT, ruleset, 0)
     finally:
         os.close(ruleset)
@@ -125,14 +151,41 @@ for _name in ("asyncio", "traceback", "linecache"):  # what a warm child would i
         pass
 
 
+# The status pipe of each live child, by its pid here: the template is each child's parent and
+# reports its end (launch.Status), as an exec'd child's init does.
+_status = {}
+
+
 def _reap(signum, frame):
+    """Reaps every child that has ended and writes its status: its wait status, its CPU time
+    (its descendants' included: every process of its namespace was reaped into it when it
+    ended) and its CPUCLOCK_PROF reading, what RLIMIT_CPU counts, taken from the zombie."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if pid == 0:
+        if info is None:
             return
+        pid = info.si_pid
+        if pid not in _status:
+            return  # being filed now, under a blocked SIGCHLD: its own signal comes once it is
+        try:
+            rlimit_cpu = time.clock_gettime((~pid) << 3)
+        except OSError:
+            rlimit_cpu = 0.0
+        try:
+            _, ws, ru = os.wait4(pid, 0)
+        except ChildProcessError:
+            continue  # a handler that interrupted this one reaped it
+        fd = _status.pop(pid)
+        code, sig = (-1, os.WTERMSIG(ws)) if os.WIFSIGNALED(ws) else (os.WEXITSTATUS(ws), 0)
+        try:
+            os.write(fd, ('{"code":%d,"signal":%d,"cpu":%r,"rlimit_cpu":%r}' % (
+                code, sig, ru.ru_utime + ru.ru_stime, rlimit_cpu)).encode())
+        except OSError:
+            pass
+        os.close(fd)
 
 
 def _closeexcept(keep, low):
@@ -144,16 +197,36 @@ def _closeexcept(keep, low):
         start = fd + 1
 
 
-def _program(req, chan, out, err):
-    """H, pid 2 of the child's namespace: the program's interpreter."""
-    _, uid, gid, cpu, cpu_hard, as_, fsize, nproc, nofile, _, _, _, tag = req
+def _child(req, fds):
+    """The child: pid 1 of a pid namespace of its own, the program's interpreter. It builds its
+    mounts, waits for the host to join it to its cgroup, drops to its identity, installs its
+    confinement and runs the bootstrap's main. It shares the template's network, IPC and UTS
+    namespaces: the seccomp program refuses every socket but AF_UNIX, SysV IPC and message
+    queues, Landlock scopes its abstract sockets and signals, and it holds no capability to
+    rename a host (design §4.4)."""
+    chan, out, err, status, go = fds
+    _closeexcept({chan, out, err, go} | _static_fds, 3)  # siblings' status pipes and the control socket too
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    os.setsid()  # a process group of its own: kill(0, ...) reaches nothing of the template's
+    _, uid, gid, cpu, cpu_hard, as_, fsize, nproc, nofile, ws_bytes, tmp_bytes, tag = req
+    _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWNS)), "unshare")
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
+    _mount(b"tmpfs", _workspace, b"tmpfs", _MS_NOSUID | _MS_NODEV,
+           "size=%d,mode=0755,uid=%d,gid=%d" % (max(ws_bytes, 1 << 20), uid, gid))
+    _mount(b"tmpfs", "/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, "size=%d,mode=1777" % max(tmp_bytes, 1 << 20))
+    _mount(b"proc", "/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    # The host joins this process to the execution's cgroup, then says go: one byte.
+    if os.read(go, 1) != b"\x01":
+        os._exit(125)
+    os.close(go)
     home = "%s/%016x" % (_workspace, tag & (1 << 64) - 1)
     os.dup2(chan, 3)
     os.dup2(out, 1)
     os.dup2(err, 2)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
-    os.closerange(4, 1 << 20)
+    _closeexcept(_static_fds, 4)
     os.setgroups([gid])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # to a uid other than 0: every capability goes
@@ -169,72 +242,11 @@ def _program(req, chan, out, err):
     os.environ["HOME"] = os.environ["TMPDIR"] = home
     if _landlock is not None:
         _restrict()
+    os.closerange(4, 1 << 20)  # the rules' paths: nothing but fds 0-3 reaches the program
     _ok(_libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(2), ctypes.byref(_fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp")
     _B["_is_child"] = False
     _B["_main"]()
     os._exit(0)
-
-
-def _child(ctl, req, fds):
-    """C, pid 1 of the child's own pid namespace: builds its mounts, forks H, reaps, reports."""
-    ctl.detach()  # the bootstrap's at-fork hook closed fd 3 already
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    chan, out, err, status, go = fds
-    _closeexcept(set(fds), 3)
-    uid, gid, ws_bytes, tmp_bytes, netns = req[1], req[2], req[9], req[10], req[11]
-    flags = _CLONE_NEWNS | _CLONE_NEWIPC | _CLONE_NEWUTS | (_CLONE_NEWNET if netns else 0)
-    _ok(_libc.unshare(ctypes.c_int(flags)), "unshare")
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
-    _mount(b"tmpfs", _workspace, b"tmpfs", _MS_NOSUID | _MS_NODEV,
-           "size=%d,mode=0755,uid=%d,gid=%d" % (max(ws_bytes, 1 << 20), uid, gid))
-    _mount(b"tmpfs", "/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, "size=%d,mode=1777" % max(tmp_bytes, 1 << 20))
-    _mount(b"proc", "/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
-    if netns:  # lo up: SIOCSIFFLAGS IFF_UP|IFF_RUNNING, through a unix socket of this namespace
-        import fcntl
-
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sh22x", b"lo", 0x41))
-        s.close()
-    # The host joins this process to the execution's cgroup, then says go: one byte.
-    if os.read(go, 1) != b"\x01":
-        os._exit(125)
-    os.close(go)
-    h = os.fork()
-    if h == 0:
-        try:
-            os.close(status)
-            _program(req, chan, out, err)
-        except BaseException as e:  # noqa: a setup step failed: say which, nothing ran
-            try:
-                os.write(2, ("mcp-sandbox-init: %s\n" % e).encode())
-            except OSError:
-                pass
-        os._exit(125)
-    for fd in (chan, out, err):
-        os.close(fd)
-    _prctl(_PR_SET_DUMPABLE, 0)
-    while True:
-        try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-        except ChildProcessError:
-            os._exit(125)
-        if info is None:
-            continue
-        if info.si_pid != h:
-            try:
-                os.waitpid(info.si_pid, 0)
-            except ChildProcessError:
-                pass
-            continue
-        try:
-            rlimit_cpu = time.clock_gettime((~h) << 3)  # CPUCLOCK_PROF: what RLIMIT_CPU counts
-        except OSError:
-            rlimit_cpu = 0.0
-        _, ws, ru = os.wait4(h, 0)
-        code, sig = (-1, os.WTERMSIG(ws)) if os.WIFSIGNALED(ws) else (os.WEXITSTATUS(ws), 0)
-        os.write(status, ('{"code":%d,"signal":%d,"cpu":%r,"rlimit_cpu":%r}' % (
-            code, sig, ru.ru_utime + ru.ru_stime, rlimit_cpu)).encode())
-        os._exit(0)  # pid 1 ends: the kernel kills whatever is left in the namespace
 
 
 def _serve():
@@ -252,6 +264,9 @@ def _serve():
         if len(msg) != _REQUEST.size or len(fds) != 5:
             os._exit(125)  # not the host's protocol
         req = _REQUEST.unpack(msg)
+        # SIGCHLD waits until the child's status pipe is filed under its pid: a child that
+        # ends at once is reaped with its status written, never before.
+        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGCHLD,))
         try:
             _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWPID)), "unshare")
             pid = os.fork()
@@ -259,15 +274,20 @@ def _serve():
             pid = -(e.errno or 1)
         if pid == 0:
             try:
-                _child(ctl, req, fds)
-            except BaseException as e:  # noqa
+                _child(req, fds)
+            except BaseException as e:  # noqa: a setup step failed: say which, nothing ran
                 try:
                     os.write(2, ("mcp-sandbox-init: %s\n" % e).encode())
                 except OSError:
                     pass
             os._exit(125)
+        status = fds[3]
         for fd in fds:
-            os.close(fd)
+            if fd != status or pid < 0:
+                os.close(fd)
+        if pid > 0:
+            _status[pid] = status
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGCHLD,))
         if _libc.setns(ctypes.c_int(_own_pid_ns), ctypes.c_int(_CLONE_NEWPID)) != 0:
             os._exit(125)  # every later fork would fail
         if pid < 0:

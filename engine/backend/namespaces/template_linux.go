@@ -60,9 +60,13 @@ const (
 )
 
 // sharedWithSiblings is what a forked child shares with the other children of its template
-// (design §6 of the forkserver note): the template's image (address layout, hash key, what
-// it preloaded) and its user namespace. The network namespace is the child's own.
-var sharedWithSiblings = []string{"address_layout", "hash_key", "preloaded_state", "user_namespace"}
+// (design §4.4): the template's image (address layout, hash key, what it preloaded), its user
+// namespace, and its network, IPC and UTS namespaces, which the child's seccomp program,
+// Landlock scopes and lack of capabilities leave it nothing of to use (no socket but AF_UNIX,
+// no abstract socket or signal beyond its own domain, no SysV IPC or message queue, no
+// hostname to set). Its pid and mount namespaces are its own.
+var sharedWithSiblings = []string{"address_layout", "hash_key", "preloaded_state", "user_namespace",
+	"network_namespace", "ipc_namespace", "uts_namespace"}
 
 // tplKey is what a template was started for: the warm pool's key.
 type tplKey struct {
@@ -429,8 +433,8 @@ func (b *Backend) release(t *template) {
 	}
 }
 
-// Close ends every template once its children have ended. It is idempotent; the Runner
-// calls it when it closes.
+// Close ends every template once its children have ended, and removes the cgroups kept for
+// children to come. It is idempotent; the Runner calls it when it closes.
 func (b *Backend) Close() error {
 	b.tpl.mu.Lock()
 	b.tpl.closed = true
@@ -439,6 +443,9 @@ func (b *Backend) Close() error {
 	}
 	b.tpl.mu.Unlock()
 	b.tpl.wg.Wait() // the ends retireLocked started, and any successor starting
+	if b.base.Cgroups != nil {
+		return b.base.Cgroups.Close()
+	}
 	return nil
 }
 
@@ -474,7 +481,7 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	if len(argv) < 7 || argv[0] != "-I" || argv[1] != "-c" {
 		return nil, fmt.Errorf("unexpected interpreter arguments for a template")
 	}
-	filter, err := seccomp.ProgramBytes(true)
+	filter, err := seccomp.TemplateChildBytes(true)
 	if err != nil {
 		return nil, err
 	}
@@ -490,8 +497,10 @@ func (b *Backend) startTemplate(ctx context.Context, k tplKey, argv []string) (*
 	ok := false
 	defer t.proc.CloseUnless(&ok)
 	// argv is the bootstrap's: -I -c SOURCE CANARY PORT4 PORT6 MAXVALUE MODE.
-	targv := []string{b.base.Python, "-I", "-c", templateSource, argv[3], argv[4], argv[5], argv[6], workspace,
-		hex.EncodeToString(filter), hex.EncodeToString(b.childLandlock(workspace))}
+	// Without site, as an exec'd child's interpreter runs (internal/python): every child
+	// inherits the template's heap, and site's imports were a third of it.
+	targv := append([]string{b.base.Python}, b.base.Interpreter.SourceArgv([]string{"-I", "-c", templateSource, argv[3], argv[4], argv[5],
+		argv[6], workspace, hex.EncodeToString(filter), hex.EncodeToString(b.childLandlock(workspace))})...)
 	ls := &launch.Spec{
 		Python: b.base.Python, Argv: targv, Env: spawn.Env(workspace, b.opts.Env), Dir: "/",
 		ChannelParent: true, Reaper: true, Template: true, UserNamespace: true,
@@ -582,11 +591,12 @@ func (b *Backend) etcFiles() map[string]string {
 }
 
 // fork asks t for one child: its channel, streams, a status pipe and a go pipe go over as
-// descriptors with fixed numeric fields, never a string. The template forks C, pid 1 of a
-// pid namespace of the child's own, and answers with C's pidfd; the host joins C to the
-// execution's cgroup and lets it go on to fork the program's interpreter.
+// descriptors with fixed numeric fields, never a string. The template forks the child, pid 1
+// of a pid namespace of its own, keeps the status pipe (it reaps the child and reports its
+// end there) and answers with the child's pidfd; the host joins the child to the execution's
+// cgroup and lets it go on to confine itself and run the bootstrap.
 func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec) (_ engine.Child, err error) {
-	c := &forked{t: t, b: b, copied: make(chan struct{}), waited: make(chan struct{}), pidfd: -1}
+	c := &forked{t: t, b: b, copied: make(chan struct{}), waited: make(chan struct{})}
 	c.facts = engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true, Seccomp: true}
 	defer func() {
 		if err != nil {
@@ -673,7 +683,7 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	ws := b.opts.WorkspaceBytes
 	req := []int64{0, int64(id.UID), int64(id.GID), int64(engine.CPURlimit(spec.Terms.CPUSeconds)),
 		int64(engine.CPUHardRlimit(spec.Terms.CPUSeconds)), spec.Terms.MemoryBytes, spec.Terms.FileSizeBytes, nproc, 1024,
-		ws, b.opts.TmpBytes, 1, int64(binary.LittleEndian.Uint64(tag[:]))}
+		ws, b.opts.TmpBytes, int64(binary.LittleEndian.Uint64(tag[:]))}
 	msg := make([]byte, 8*len(req))
 	for i, v := range req {
 		binary.LittleEndian.PutUint64(msg[8*i:], uint64(v))
@@ -689,11 +699,17 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	if err != nil {
 		return nil, failure.Wrap(failure.BackendUnavailable, err, "the template did not fork a child: %v", err)
 	}
-	c.pidfd = pidfd
 	hostPid, err := pidOfPidfd(pidfd)
+	if err == nil {
+		err = unix.SetNonblock(pidfd, true)
+	}
 	if err != nil {
+		unix.Close(pidfd)
 		return nil, err
 	}
+	// Non-blocking, the pidfd is the runtime poller's: the wait for the child's end holds no
+	// thread in a system call (design §19.3).
+	c.pidfd = os.NewFile(uintptr(pidfd), "pidfd")
 	c.hostPid = hostPid
 	if c.group != nil {
 		if err := launch.JoinCgroup(c.group.ProcsFiles(), hostPid); err != nil {
@@ -787,14 +803,39 @@ func pidOfPidfd(pidfd int) (int, error) {
 	return 0, fmt.Errorf("no pid in the pidfd's fdinfo")
 }
 
-// forked is a child forked from a template: C (pid 1 of its namespace, which reports H's
-// status on the status pipe) and H (the program's interpreter).
+// awaitReadable blocks until f, a non-blocking descriptor of the runtime's poller (a pidfd),
+// is readable, parked in the poller rather than in a system call. Each wake is checked with
+// a poll(2) that does not wait: the poller's readiness may have been cleared before the
+// first wait, and a pidfd stays readable once its process has exited.
+func awaitReadable(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	err = rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err != nil && err != unix.EINTR {
+			perr = err
+			return true
+		}
+		return n > 0
+	})
+	if err == nil {
+		err = perr
+	}
+	return err
+}
+
+// forked is a child forked from a template: the program's interpreter, pid 1 of its own pid
+// namespace, whose end the template (its parent) reports on the status pipe.
 type forked struct {
 	t         *template
 	b         *Backend
 	facts     engine.Facts
 	conn      net.Conn
-	pidfd     int
+	pidfd     *os.File // the child's, non-blocking: wait polls it through the runtime
 	hostPid   int
 	workspace string // inside the child
 	children  int
@@ -807,14 +848,14 @@ type forked struct {
 
 	exit   engine.Exit
 	waited chan struct{}
-	gone   atomic.Bool // C's pidfd turned readable: C, and so its pid namespace, exited
+	gone   atomic.Bool // the pidfd turned readable: the child, and so its pid namespace, exited
 
 	closeOnce sync.Once
 	usage     engine.TreeUsage
 }
 
 // OutputClosed is closed once both output streams have reached their end (no process holds
-// their write ends: H let go of them before done): the Runner may then return the result
+// their write ends: the child let go of them before done): the Runner may then return the result
 // before the child's teardown, as for an exec'd child.
 func (c *forked) OutputClosed() <-chan struct{} { return c.copied }
 
@@ -830,20 +871,13 @@ func (c *forked) Workspace() string {
 	}
 }
 
-// wait blocks until C has exited (its pidfd turns readable), then reads the status C wrote.
-// No status means C was killed before H ended: the execution was killed.
+// wait blocks until the child has exited (its pidfd turns readable), then reads the status
+// the template wrote once it reaped it. No status means the template ended first.
 func (c *forked) wait() {
 	defer close(c.waited)
-	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err == nil && fds[0].Revents != 0 {
-			break
-		}
-		if err != nil && err != unix.EINTR {
-			c.exit = engine.Exit{Code: -1, Err: err}
-			return
-		}
+	if err := awaitReadable(c.pidfd); err != nil {
+		c.exit = engine.Exit{Code: -1, Err: err}
+		return
 	}
 	c.gone.Store(true)
 	c.exit = engine.Exit{Code: -1, Signal: syscall.SIGKILL.String()}
@@ -862,13 +896,16 @@ func (c *forked) Wait() engine.Exit {
 	return c.exit
 }
 
-// Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup. Once C has
-// exited (gone), the group is not read to be signalled: the kernel kills every other process
-// of a pid namespace and waits them out before its pid 1's exit shows on the pidfd, only C's
-// descendants joined the group, and Close's Remove still kills whatever the group holds.
+// Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup. Once the child
+// has exited (gone), the group is not read to be signalled: the kernel kills every other
+// process of a pid namespace and waits them out before its pid 1's exit shows on the pidfd,
+// only the child and its descendants joined the group, and Close's Remove still kills
+// whatever the group holds.
 func (c *forked) Kill() {
-	if c.pidfd >= 0 {
-		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	if c.pidfd != nil {
+		if rc, err := c.pidfd.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _ = unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0) })
+		}
 	}
 	if c.group != nil && !c.gone.Load() {
 		c.group.Signal()
@@ -918,8 +955,8 @@ func (c *forked) closeResources() {
 	if c.group != nil {
 		_ = c.group.Remove()
 	}
-	if c.pidfd >= 0 {
-		unix.Close(c.pidfd)
+	if c.pidfd != nil {
+		c.pidfd.Close()
 	}
 	for _, f := range c.cleanup {
 		f()

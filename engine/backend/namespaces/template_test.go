@@ -236,9 +236,11 @@ func forkAllRunner(t *testing.T) *engine.Runner {
 }
 
 // TestTemplateSiblingsApart runs two siblings of one template at once: the second sees no
-// process of the first (its /proc holds its own pid 1 and itself), cannot signal its pid 1,
-// cannot connect to the abstract socket the first listens on, and finds neither the first's
-// workspace nor its /tmp file.
+// process of the first (it is its namespace's pid 1, alone in its /proc), cannot connect to
+// the abstract socket the first listens on nor make an inet socket in the network namespace
+// they share, finds neither the first's workspace nor its /tmp file, and holds no descriptor
+// but 0-3 (none of the template's: its control socket, its children's status pipes, the
+// paths its Landlock rules were opened from).
 func TestTemplateSiblingsApart(t *testing.T) {
 	r := forkAllRunner(t)
 	name := "mcp-sandbox-sibling-" + itoa(os.Getpid())
@@ -265,30 +267,42 @@ try:
     res["connected"] = True
 except OSError as e:
     res["connected"] = False
+c.close()
 try:
-    os.kill(1, 0)
-    res["signalled_init"] = True
-except PermissionError:
-    res["signalled_init"] = False
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(("127.0.0.1", 0))
+    res["inet"] = True
+except OSError:
+    res["inet"] = False
 res["tmp"] = os.listdir("/tmp")
 res["workspaces"] = os.listdir("..")
+def _open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+res["fds"] = [fd for fd in range(4, 1024) if _open(fd)]
 res`
 	a, b := siblings(t, r, first, second)
 	if !a.OK() || !b.OK() {
 		t.Fatalf("first %+v, second %+v (%s)", a.Failure, b.Failure, b.Stderr)
 	}
 	var got struct {
-		Pids          []int    `json:"pids"`
-		Me            int      `json:"me"`
-		Connected     bool     `json:"connected"`
-		SignalledInit bool     `json:"signalled_init"`
-		Tmp           []string `json:"tmp"`
-		Workspaces    []string `json:"workspaces"`
+		Pids       []int    `json:"pids"`
+		Me         int      `json:"me"`
+		Connected  bool     `json:"connected"`
+		Inet       bool     `json:"inet"`
+		Tmp        []string `json:"tmp"`
+		Workspaces []string `json:"workspaces"`
+		FDs        []int    `json:"fds"`
 	}
 	if err := json.Unmarshal(b.Value, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Pids, []int{1, got.Me}) || got.Connected || got.SignalledInit || len(got.Tmp) != 0 || len(got.Workspaces) != 1 {
+	// Siblings share the template's network namespace: what keeps them apart there is the
+	// seccomp program (no socket but AF_UNIX) and Landlock's abstract-socket scope.
+	if !slices.Equal(got.Pids, []int{1}) || got.Me != 1 || got.Connected || got.Inet || len(got.Tmp) != 0 || len(got.Workspaces) != 1 ||
+		len(got.FDs) != 0 {
 		t.Errorf("the second sibling reached the first: %+v", got)
 	}
 	var av map[string]any
@@ -351,10 +365,11 @@ func TestTemplateOutlivesAForkBomb(t *testing.T) {
 	}
 }
 
-// TestTemplateUnprivilegedOnTheHost looks at a forked child's pid 1 (C) and at the template
-// from the host while the child waits for its program: both run as the unprivileged host uid
-// the template's user namespace maps its uid 0 to, and their bounding set holds only the
-// capabilities the template keeps (launch.TemplateCaps).
+// TestTemplateUnprivilegedOnTheHost looks at a forked child and at the template from the host
+// while the child waits for its program: the child runs as its run_as uid with no
+// capability; the template runs as the unprivileged host uid the template's user namespace
+// maps its uid 0 to, and its bounding set holds only the capabilities it keeps
+// (launch.TemplateCaps).
 func TestTemplateUnprivilegedOnTheHost(t *testing.T) {
 	b := templateBackend(t)
 	if !slices.Contains(b.Mechanisms(), "warm-template-fork") {
@@ -373,25 +388,30 @@ func TestTemplateUnprivilegedOnTheHost(t *testing.T) {
 	if _, err := wire.NewReader(c.Channel(), 0).ReadFrame(wire.TypeHello); err != nil {
 		t.Fatalf("hello: %v", err)
 	}
-	// Workspace is /proc/<C's host pid>/root/...
+	// Workspace is /proc/<the child's host pid>/root/...
 	ws := strings.Split(c.Workspace(), "/")
 	if len(ws) < 3 || ws[1] != "proc" {
 		t.Fatalf("workspace %q", c.Workspace())
+	}
+	// The child, its namespace's pid 1, has dropped to its run_as identity: no capability.
+	child := procStatus(t, ws[2])
+	if f := strings.Fields(child["Uid"]); len(f) != 4 || f[0] == "0" || f[0] == itoa(templateHostUID()) || slices.ContainsFunc(f, func(u string) bool { return u != f[0] }) {
+		t.Errorf("the child (pid %s) runs as uids %q on the host, want one run_as uid", ws[2], child["Uid"])
+	}
+	if child["CapEff"] != "0000000000000000" || child["CapPrm"] != "0000000000000000" {
+		t.Errorf("the child (pid %s) holds capabilities: effective %s, permitted %s", ws[2], child["CapEff"], child["CapPrm"])
 	}
 	var want uint64
 	for _, cp := range launch.TemplateCaps {
 		want |= 1 << cp
 	}
-	pid := ws[2]
-	for _, who := range []string{"the child's pid 1", "the template"} {
-		st := procStatus(t, pid)
-		if f := strings.Fields(st["Uid"]); len(f) != 4 || slices.ContainsFunc(f, func(u string) bool { return u != itoa(templateHostUID()) }) {
-			t.Errorf("%s (pid %s) runs as uids %q on the host, want %d", who, pid, st["Uid"], templateHostUID())
-		}
-		if bnd, err := strconv.ParseUint(st["CapBnd"], 16, 64); err != nil || bnd != want {
-			t.Errorf("%s (pid %s) has the bounding set %s, want %x", who, pid, st["CapBnd"], want)
-		}
-		pid = st["PPid"]
+	pid := child["PPid"]
+	st := procStatus(t, pid)
+	if f := strings.Fields(st["Uid"]); len(f) != 4 || slices.ContainsFunc(f, func(u string) bool { return u != itoa(templateHostUID()) }) {
+		t.Errorf("the template (pid %s) runs as uids %q on the host, want %d", pid, st["Uid"], templateHostUID())
+	}
+	if bnd, err := strconv.ParseUint(st["CapBnd"], 16, 64); err != nil || bnd != want {
+		t.Errorf("the template (pid %s) has the bounding set %s, want %x", pid, st["CapBnd"], want)
 	}
 }
 

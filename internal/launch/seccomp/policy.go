@@ -91,12 +91,27 @@ func Policy(networkNone bool) []Refusal {
 
 // TemplatePolicy is Policy(networkNone) without the refusal of setns and mounts: the filter of
 // a template (Spec.Template), which makes a mount and a pid namespace per child and mounts its
-// tmpfs workspace, /tmp and /proc. Every child then installs Program(networkNone) itself (its
-// bytes are ProgramBytes), stacked on this one, before any program byte.
+// tmpfs workspace, /tmp and /proc. Every child inherits it and installs TemplateChildPolicy
+// itself (its bytes are TemplateChildBytes), stacked on it, before any program byte: the two
+// together refuse what Policy refuses.
 func TemplatePolicy(networkNone bool) []Refusal {
 	var p []Refusal
 	for _, r := range Policy(networkNone) {
 		if !slices.Contains(r.Names, "mount") {
+			p = append(p, r)
+		}
+	}
+	return p
+}
+
+// TemplateChildPolicy is what Policy(networkNone) refuses and TemplatePolicy(networkNone) does
+// not: the refusal of setns and mounts. A filter of the whole policy, stacked on the
+// template's, decided every other call twice, and the kernel compiled all of it again for
+// each child (docs/design.md §19.3).
+func TemplateChildPolicy(networkNone bool) []Refusal {
+	var p []Refusal
+	for _, r := range Policy(networkNone) {
+		if slices.Contains(r.Names, "mount") {
 			p = append(p, r)
 		}
 	}

@@ -20,31 +20,36 @@ func Program(networkNone bool) ([]unix.SockFilter, error) {
 	return programOf(Policy(networkNone))
 }
 
-// ProgramBytes is Program(networkNone) as the kernel reads a sock_filter array: what a template's
-// child hands to prctl(PR_SET_SECCOMP) unchanged, and the init helper to seccomp(2). It is
-// assembled once per variant and shared: the caller must not modify it.
-func ProgramBytes(networkNone bool) ([]byte, error) {
-	return assembled[variant{networkNone: networkNone}]()
+// TemplateChildBytes is TemplateChildPolicy(networkNone) compiled, led by the guard against
+// other ABIs, as the kernel reads a sock_filter array: what a template's child hands to
+// prctl(PR_SET_SECCOMP) unchanged. It is assembled once per variant and shared: the caller
+// must not modify it.
+func TemplateChildBytes(networkNone bool) ([]byte, error) {
+	return assembled[variant{networkNone: networkNone, child: true}]()
 }
 
 // Filter is the program an init helper with this Spec's Seccomp, DenyInet and Template
-// installs (launch.Spec.Filter): TemplatePolicy's for a template, Program's otherwise, as
-// ProgramBytes assembled once per variant and shared.
+// installs (launch.Spec.Filter): TemplatePolicy's for a template, Program's otherwise,
+// assembled once per variant and shared.
 func Filter(networkNone, template bool) ([]byte, error) {
 	return assembled[variant{networkNone: networkNone, template: template}]()
 }
 
-type variant struct{ networkNone, template bool }
+type variant struct{ networkNone, template, child bool }
 
 // assembled holds each variant's bytes, assembled on first use: the server starts a helper
 // per execution, and the policy does not change while it runs.
 var assembled = func() map[variant]func() ([]byte, error) {
 	m := map[variant]func() ([]byte, error){}
-	for _, v := range []variant{{false, false}, {true, false}, {false, true}, {true, true}} {
+	for _, v := range []variant{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false},
+		{false, false, true}, {true, false, true}} {
 		m[v] = sync.OnceValues(func() ([]byte, error) {
 			policy := Policy(v.networkNone)
-			if v.template {
+			switch {
+			case v.template:
 				policy = TemplatePolicy(v.networkNone)
+			case v.child:
+				policy = TemplateChildPolicy(v.networkNone)
 			}
 			prog, err := programOf(policy)
 			if err != nil {

@@ -161,7 +161,32 @@ func TestProgramDecides(t *testing.T) {
 		if got := runFilter(t, prog, nr(tc.call), arch, tc.args); got != tc.want {
 			t.Errorf("network none %v, %s%v: %#x, want %#x", tc.networkNone, tc.call, tc.args[:3], got, tc.want)
 		}
+		// A template's child: its filter stacked on the template's decides as the policy does.
+		tpl, err := programOf(TemplatePolicy(tc.networkNone))
+		if err != nil {
+			t.Fatal(err)
+		}
+		child, err := programOf(TemplateChildPolicy(tc.networkNone))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stacked(runFilter(t, tpl, nr(tc.call), arch, tc.args), runFilter(t, child, nr(tc.call), arch, tc.args)); got != tc.want {
+			t.Errorf("a template's child, network none %v, %s%v: %#x, want %#x", tc.networkNone, tc.call, tc.args[:3], got, tc.want)
+		}
 	}
+}
+
+// stacked is what the kernel returns for two filters' decisions on one call, the later
+// installed second: the action of higher precedence (an errno over allow), and of two alike
+// the later filter's.
+func stacked(earlier, later uint32) uint32 {
+	if earlier&unix.SECCOMP_RET_ACTION_FULL == unix.SECCOMP_RET_ALLOW {
+		return later
+	}
+	if later&unix.SECCOMP_RET_ACTION_FULL == unix.SECCOMP_RET_ALLOW {
+		return earlier
+	}
+	return later
 }
 
 // runFilter interprets prog (the classic BPF a seccomp filter is: loads of seccomp_data,
@@ -215,7 +240,8 @@ func runFilter(t *testing.T, prog []unix.SockFilter, nr, arch uint32, args [6]ui
 
 // TestTemplatePolicy: a template's filter is the policy without the one refusal of mounts and
 // setns (which it needs for each child), every other refusal kept, the refusal of new user
-// namespaces first among them; and ProgramBytes is Program as the kernel reads it.
+// namespaces first among them; its children's is that one refusal; and TemplateChildBytes is
+// their program as the kernel reads it.
 func TestTemplatePolicy(t *testing.T) {
 	for _, networkNone := range []bool{false, true} {
 		full, tpl := Policy(networkNone), TemplatePolicy(networkNone)
@@ -233,10 +259,14 @@ func TestTemplatePolicy(t *testing.T) {
 		if _, err := programOf(tpl); err != nil {
 			t.Errorf("TemplatePolicy(%v) does not compile: %v", networkNone, err)
 		}
-		prog, _ := Program(networkNone)
-		b, err := ProgramBytes(networkNone)
+		child := TemplateChildPolicy(networkNone)
+		if len(child) != 1 || !slices.Contains(child[0].Names, "mount") || !slices.Contains(child[0].Names, "setns") {
+			t.Errorf("TemplateChildPolicy(%v) = %v, want the refusal of mounts and setns alone", networkNone, child)
+		}
+		prog, _ := programOf(child)
+		b, err := TemplateChildBytes(networkNone)
 		if err != nil || len(b) != 8*len(prog) || binary.LittleEndian.Uint32(b[4:8]) != prog[0].K && binary.BigEndian.Uint32(b[4:8]) != prog[0].K {
-			t.Errorf("ProgramBytes(%v): %d bytes for %d instructions (%v)", networkNone, len(b), len(prog), err)
+			t.Errorf("TemplateChildBytes(%v): %d bytes for %d instructions (%v)", networkNone, len(b), len(prog), err)
 		}
 	}
 }

@@ -103,14 +103,11 @@ func release(version, ldflags, out, overlays string, want, args []string) error 
 		}
 		made = append(made, artifact{Name: filepath.Base(bin), Path: bin, GOOS: goos, GOARCH: goarch, Type: "Binary"})
 		name := fmt.Sprintf("%s_%s_%s_%s", project, version, goos, goarch)
-		var archive string
+		archive := filepath.Join(out, name+".tar.gz")
 		if goos == "windows" {
 			archive = filepath.Join(out, name+".zip")
-			err = packZip(archive, bin, files, mtime)
-		} else {
-			archive = filepath.Join(out, name+".tar.gz")
-			err = packTarGz(archive, bin, files, mtime)
 		}
+		err = pack(archive, bin, files, mtime)
 		if err != nil {
 			return fmt.Errorf("packing %s: %v", archive, err)
 		}
@@ -155,77 +152,59 @@ func build(goos, goarch, ldflags, out, overlays string) (string, error) {
 	return bin, nil
 }
 
-// packTarGz writes the binary at the archive's root and each file under its name.
-func packTarGz(archive, bin string, files []packed, mtime time.Time) error {
+// pack writes the archive: the binary at its root and each file under its name, as a zip for
+// Windows and a gzipped tar otherwise.
+func pack(archive, bin string, files []packed, mtime time.Time) error {
 	f, err := os.Create(archive)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	gz := gzip.NewWriter(f)
-	tw := tar.NewWriter(gz)
-	add := func(src, name string, mode int64) error {
-		b, err := os.ReadFile(src)
+	var add func(name string, mode int64, b []byte) error
+	var closers []io.Closer
+	if strings.HasSuffix(archive, ".zip") {
+		zw := zip.NewWriter(f)
+		add = func(name string, mode int64, b []byte) error {
+			h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: mtime}
+			h.SetMode(os.FileMode(mode))
+			w, err := zw.CreateHeader(h)
+			if err == nil {
+				_, err = w.Write(b)
+			}
+			return err
+		}
+		closers = []io.Closer{zw}
+	} else {
+		gz := gzip.NewWriter(f)
+		tw := tar.NewWriter(gz)
+		add = func(name string, mode int64, b []byte) error {
+			h := &tar.Header{Name: name, Mode: mode, Size: int64(len(b)), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+			err := tw.WriteHeader(h)
+			if err == nil {
+				_, err = tw.Write(b)
+			}
+			return err
+		}
+		closers = []io.Closer{tw, gz}
+	}
+	entries := append([]packed{{src: bin, name: filepath.Base(bin)}}, files...)
+	for i, e := range entries {
+		b, err := os.ReadFile(e.src)
 		if err != nil {
 			return err
 		}
-		h := &tar.Header{Name: name, Mode: mode, Size: int64(len(b)), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
+		mode := int64(0o644)
+		if i == 0 {
+			mode = 0o755
 		}
-		_, err = tw.Write(b)
-		return err
-	}
-	if err := add(bin, filepath.Base(bin), 0o755); err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := add(f.src, f.name, 0o644); err != nil {
+		if err := add(e.name, mode, b); err != nil {
 			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if err := gz.Close(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// packZip is packTarGz for Windows' archive.
-func packZip(archive, bin string, files []packed, mtime time.Time) error {
-	f, err := os.Create(archive)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	zw := zip.NewWriter(f)
-	add := func(src, name string, mode os.FileMode) error {
-		in, err := os.Open(src)
-		if err != nil {
+	for _, c := range closers {
+		if err := c.Close(); err != nil {
 			return err
 		}
-		defer in.Close()
-		h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: mtime}
-		h.SetMode(mode)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(w, in)
-		return err
-	}
-	if err := add(bin, filepath.Base(bin), 0o755); err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := add(f.src, f.name, 0o644); err != nil {
-			return err
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return err
 	}
 	return f.Close()
 }
