@@ -19,13 +19,15 @@
 //   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
 //   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
 //   - TestFlocksInOwner: every flock is internal/owner's (docs/design.md §6.9).
+//   - TestNoPlatformFilesInCmd: the command has no per-system file: every backend answers for
+//     itself where it does not run, and one switch opens them all (docs/design.md §4.1).
 //   - TestDesignReferences: every "§N" a comment, the README or the design itself cites, and
 //     every link to an anchor of docs/design.md, names a section docs/design.md has; nothing
 //     cites a design file outside the repository.
 //   - TestDocLength: a package's doc.go is its job, imports and concurrency, at most
 //     maxDocLines lines; the design goes to docs/design.md.
 //   - TestMetaRulesCatchViolations: the import rules, the raw-skip check, the contract check,
-//     the design references, the doc length and the flock check are fed violations and must find them (and
+//     the design references, the doc length, the flock check and the per-system check are fed violations and must find them (and
 //     nothing in clean input).
 //   - vocabulary_test.go: the engine depends on and names none of the host's concerns
 //     (TestEngineKnowsNoHost), and each frame, a call's answer and a handle have one
@@ -37,6 +39,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"os"
@@ -587,6 +590,20 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	if got := flocks(parse(`func f(p string) { owner.Share(p); unix.Fsync(3) }`)); len(got) != 0 {
 		t.Errorf("flocks found %v in code that takes its locks through internal/owner", got)
 	}
+	for _, tc := range []struct {
+		name, src string
+		bad       bool
+	}{
+		{"cmd/mcp-sandbox/local_linux.go", "package main\n", true},                              // a system by its name
+		{"cmd/mcp-sandbox/advice.go", "//go:build !darwin && !windows\n\npackage main\n", true}, // by its constraint
+		{"cmd/mcp-sandbox/seatbelt_other.go", "//go:build unix\n\npackage main\n", true},
+		{"cmd/mcp-sandbox/linkmode_cgo.go", "//go:build cgo\n\npackage main\n", false}, // a build mode, not a system
+		{"cmd/mcp-sandbox/backends.go", "package main\n\n// on linux, darwin and windows alike\n", false},
+	} {
+		if got := platformViolation(tc.name, tc.src); (got != "") != tc.bad {
+			t.Errorf("platformViolation(%s) = %q, want a violation: %v", tc.name, got, tc.bad)
+		}
+	}
 }
 
 // designIndex returns the section numbers and the heading anchors of a design document.
@@ -910,6 +927,70 @@ func TestFlocksInOwner(t *testing.T) {
 	for name, f := range files {
 		if got := flocks(f); len(got) > 0 {
 			t.Errorf("%s takes a file lock itself (%s): take it through internal/owner (Hold, Lease, Share), the one home of the host's flocks", name, strings.Join(got, ", "))
+		}
+	}
+}
+
+// systems are the GOOS values (and unix) a file's name or build constraint may pick.
+var systems = []string{"linux", "darwin", "windows", "unix", "freebsd", "openbsd", "netbsd", "dragonfly",
+	"solaris", "illumos", "aix", "android", "ios", "plan9", "js", "wasip1"}
+
+// platformViolation says how the file name of source src is for some systems only (its
+// name's _GOOS suffix, or a system in its //go:build line), or "".
+func platformViolation(name, src string) string {
+	base := strings.TrimSuffix(path.Base(name), ".go")
+	if i := strings.LastIndex(base, "_"); i >= 0 && slices.Contains(systems, base[i+1:]) {
+		return fmt.Sprintf("%s builds for %s only, by its name", name, base[i+1:])
+	}
+	for _, line := range strings.Split(src, "\n") {
+		if strings.HasPrefix(line, "package ") {
+			break
+		}
+		if !constraint.IsGoBuild(line) {
+			continue
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", name, err)
+		}
+		var named []string
+		expr.Eval(func(tag string) bool {
+			if slices.Contains(systems, tag) {
+				named = append(named, tag)
+			}
+			return true
+		})
+		if len(named) > 0 {
+			return fmt.Sprintf("%s builds by system (%s)", name, strings.Join(named, ", "))
+		}
+	}
+	return ""
+}
+
+// platformFilesInCmd are the command's files that may be some systems' only, each with why.
+var platformFilesInCmd = map[string]string{
+	"cmd/mcp-sandbox/linkmode_cgo.go": "no code: it links a cgo build with the system's linker on Linux, for the init helper's start (docs/design.md §19.1)",
+}
+
+// TestNoPlatformFilesInCmd: the command has no per-system file (a name's _linux, a
+// //go:build darwin): every backend package builds everywhere and answers for itself where
+// it does not run, so one switch opens them all on every system (docs/design.md §4.1). Its
+// tests may be a system's, and platformFilesInCmd names the exceptions.
+func TestNoPlatformFilesInCmd(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "cmd/mcp-sandbox/*.go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if path.Dir(name) != "cmd/mcp-sandbox" || strings.HasSuffix(name, "_test.go") || platformFilesInCmd[name] != "" {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := platformViolation(name, string(src)); why != "" {
+			t.Errorf("%s: the command keeps no per-system file; let the backend package answer for itself where it does not run", why)
 		}
 	}
 }
