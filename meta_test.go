@@ -2,8 +2,9 @@
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
 //   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows:
-//     what each package may import (allowed), who may import a room of issue 40 (importers:
-//     a room's door), and what only tests may import (testOnly: the test kits).
+//     what each package may import (allowed), who may import a room (importers, a room's door:
+//     issue 40's rooms, the remote client and service, the HTTP guard), and what only tests
+//     may import (testOnly: the test kits).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -17,13 +18,16 @@
 //     values down), and elsewhere only where envReaders and fileReaders say why.
 //   - TestEveryTestIsInALayer: each package's tests run in exactly one layer of the Makefile.
 //   - TestOptionsByPointer: options are *XxxOptions, nil meaning defaults.
+//   - TestFlocksInOwner: every flock is internal/owner's (docs/design.md §6.9).
+//   - TestNoPlatformFilesInCmd: the command has no per-system file: every backend answers for
+//     itself where it does not run, and one switch opens them all (docs/design.md §4.1).
 //   - TestDesignReferences: every "§N" a comment, the README or the design itself cites, and
 //     every link to an anchor of docs/design.md, names a section docs/design.md has; nothing
 //     cites a design file outside the repository.
 //   - TestDocLength: a package's doc.go is its job, imports and concurrency, at most
 //     maxDocLines lines; the design goes to docs/design.md.
 //   - TestMetaRulesCatchViolations: the import rules, the raw-skip check, the contract check,
-//     the design references and the doc length are fed violations and must find them (and
+//     the design references, the doc length, the flock check and the per-system check are fed violations and must find them (and
 //     nothing in clean input).
 //   - vocabulary_test.go: the engine depends on and names none of the host's concerns
 //     (TestEngineKnowsNoHost), upstream depends on nothing under engine/
@@ -37,6 +41,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"os"
@@ -123,12 +128,12 @@ var allowed = []rule{
 	{"toolshape/shapetest", []string{"internal/gate"}, "the hostile schemas and the Python check the tests of tool shapes share (its capabilities gated); only tests import it (testOnly)"},
 	{"toolcall", []string{"failure"}, "the one type of a tool call's answer and of a handle (Answer, Handle): a leaf every package on a call's path imports, upstream and the engine alike, so neither imports the other's"},
 	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
-	{"engine/backend/*", []string{"engine", "engine/wire", "toolcall", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
+	{"engine/backend/*", []string{"engine", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
 		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
-			"engine/wire and toolcall because a backend that carries binding calls across a boundary (remote) speaks its frames and their answers"},
-	{"engine/backend/remote", []string{"engine", "engine/wire", "toolcall", "outputs", "failure"},
-		"the remote client: the engine's interfaces, the frames it carries (engine/wire) and their answers (toolcall), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
-	{"engine/backend/remote/service", []string{"engine", "engine/wire", "toolcall", "engine/backend/remote", "failure"},
+			"never engine/wire: a backend starts a child and hands the engine its channel, and the engine speaks the frames"},
+	{"remote", []string{"engine", "engine/wire", "outputs", "failure"},
+		"the remote client, an engine.Sandbox elsewhere (not a backend: it starts no child): the engine's interfaces and its call limiter, the frames it carries (engine/wire), and outputs, whose Capture keeps a stream's bytes as they arrive"},
+	{"remote/service", []string{"engine", "engine/wire", "toolcall", "remote", "failure"},
 		"the sandbox service, the server half of the remote protocol (whose routes and frames, and the client, are package remote's), over a local engine.Runner"},
 	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
@@ -165,8 +170,9 @@ var allowed = []rule{
 	{"binding", []string{"upstream", "budget", "outputs", "toolcall", "toolshape", "failure", "telemetry", "approval"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (toolcall), which names are Python names (toolshape), its span and metrics (telemetry), the question a call that needs approval asks (approval); never engine"},
 	{"execution", []string{"engine", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
-	{"cassette", []string{"binding", "upstream", "outputs", "toolcall", "toolshape", "failure"},
-		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream's tools, toolshape's mark), answers (toolcall), the kept results a replay's handle reads are served from (outputs)"},
+	{"cassette", []string{"binding", "upstream", "outputs", "toolcall", "toolshape", "failure", "budget", "execution"},
+		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream's tools, toolshape's mark), answers (toolcall), the kept results a replay's handle reads are served from (outputs); " +
+			"the keeper of each execution's cassette in the ledger (budget's Cassettes, execution's CassetteKeeper); never mcpserver, which imports it"},
 	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
 		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
@@ -245,10 +251,15 @@ var importers = map[string]struct {
 	by  []string
 	why string
 }{
-	"toolcall": {[]string{"engine", "engine/*", "upstream", "binding", "cassette"},
-		"a call's answer and handle cross the call's path, from upstream through binding (and a cassette) to the engine and its protocol, and nowhere else"},
+	"toolcall": {[]string{"engine", "engine/*", "remote", "remote/*", "upstream", "binding", "cassette"},
+		"a call's answer and handle cross the call's path, from upstream through binding (and a cassette) to the engine and its protocol (and the remote client and service, which carry it), and nowhere else"},
 	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette"},
 		"a tool's shape is the upstream client's, read by what walks and records its calls; the engine never learns a tool's schema, and the MCP face reads it through upstream"},
+	"remote": {[]string{"cmd/*", "remote/service"},
+		"the remote client is one of the sandboxes cmd opens for a profile, as a backend is; the service shares its protocol"},
+	"remote/service": {[]string{"cmd/*"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
+	"internal/httpguard": {[]string{"cmd/*"},
+		"the bounds of the command's HTTP listeners; a handler below cmd decides who is authenticated and never guards a listener itself"},
 	"approval": {[]string{"binding", "execution", "mcpserver", "cmd/mcp-sandbox"},
 		"a question is asked by a binding call's approval step, counted in an execution's result, crosses MCP in mcpserver, and its webhook is wired by the command; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
 }
@@ -525,7 +536,12 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"engine", []string{module + "/budget"}, 1},                                           // the core reaching a tool registry's meters
 		{"upstream", []string{module + "/outputs", "github.com/a2aproject/a2a-go/a2asrv"}, 2}, // a2a-go's types only
 		{"engine/backend/process", []string{module + "/engine", module + "/internal/launch"}, 0},
+		{"cassette", []string{module + "/execution", module + "/budget", module + "/binding"}, 0},
+		{"cassette", []string{module + "/mcpserver"}, 1}, // the MCP face imports it
 		{"engine/backend/process", []string{module + "/mcpserver"}, 1},
+		{"engine/backend/container", []string{module + "/engine/wire"}, 1}, // the engine speaks the frames
+		{"remote", []string{module + "/engine", module + "/engine/wire", module + "/outputs"}, 0},
+		{"remote", []string{module + "/budget", module + "/internal/spawn"}, 2}, // an engine elsewhere knows no host, and starts no child
 		{"engine/backend/seatbelt", []string{module + "/engine", module + "/internal/launch", "golang.org/x/sys/unix"}, 0},
 		{"engine/backend/seatbelt", []string{module + "/engine/backend/spawned"}, 1}, // Linux's shared plumbing
 		{"internal/launch", []string{"encoding/json", "golang.org/x/sys/unix"}, 0},
@@ -554,7 +570,7 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	}{
 		{"upstream", []string{module + "/toolcall", module + "/toolshape"}, 0},
 		{"upstream/oauthclient", []string{module + "/toolshape"}, 0},
-		{"engine/backend/remote", []string{module + "/toolcall"}, 0},
+		{"remote", []string{module + "/toolcall"}, 0},
 		{"engine", []string{module + "/toolshape"}, 1},                          // the engine never learns a tool's schema
 		{"mcpserver", []string{module + "/toolcall", module + "/toolshape"}, 2}, // the MCP face reads both through others
 		{"execution", []string{module + "/failure", "encoding/json"}, 0},
@@ -570,6 +586,15 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	}
 	if got := testOnlyViolations("engine", []string{module + "/engine/wire", "testing"}); len(got) != 0 {
 		t.Errorf("testOnlyViolations found %q in clean imports", got)
+	}
+	if got := importerViolations("mcpserver", []string{module + "/remote", module + "/engine"}); len(got) != 1 {
+		t.Errorf("importerViolations found %q in the MCP face importing the remote client, want 1", got)
+	}
+	if got := importerViolations("remote/service", []string{module + "/remote", module + "/internal/httpguard"}); len(got) != 1 {
+		t.Errorf("importerViolations found %q in the sandbox service guarding its own listener, want 1", got)
+	}
+	if got := importerViolations("cmd/mcp-sandbox", []string{module + "/remote", module + "/remote/service"}); len(got) != 0 {
+		t.Errorf("importerViolations found %q in the command", got)
 	}
 	parse := func(src string) *ast.File {
 		f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", "package x\n"+src, 0)
@@ -607,6 +632,26 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 	long := "// Package x is long.\n" + strings.Repeat("//\n", maxDocLines) + "package x\n"
 	if docLengthViolation("x/doc.go", long) == "" || docLengthViolation("x/doc.go", "// Package x is short.\npackage x\n") != "" {
 		t.Error("docLengthViolation does not tell a doc.go over the limit from one within it")
+	}
+	if got := flocks(parse(`func f(fd int) { unix.Flock(fd, unix.LOCK_SH); syscall.Flock(fd, 2); _ = unix.FcntlFlock(0, 0, nil) }`)); len(got) != 3 {
+		t.Errorf("flocks found %v, want unix.Flock, syscall.Flock and unix.FcntlFlock", got)
+	}
+	if got := flocks(parse(`func f(p string) { owner.Share(p); unix.Fsync(3) }`)); len(got) != 0 {
+		t.Errorf("flocks found %v in code that takes its locks through internal/owner", got)
+	}
+	for _, tc := range []struct {
+		name, src string
+		bad       bool
+	}{
+		{"cmd/mcp-sandbox/local_linux.go", "package main\n", true},                              // a system by its name
+		{"cmd/mcp-sandbox/advice.go", "//go:build !darwin && !windows\n\npackage main\n", true}, // by its constraint
+		{"cmd/mcp-sandbox/seatbelt_other.go", "//go:build unix\n\npackage main\n", true},
+		{"cmd/mcp-sandbox/linkmode_cgo.go", "//go:build cgo\n\npackage main\n", false}, // a build mode, not a system
+		{"cmd/mcp-sandbox/backends.go", "package main\n\n// on linux, darwin and windows alike\n", false},
+	} {
+		if got := platformViolation(tc.name, tc.src); (got != "") != tc.bad {
+			t.Errorf("platformViolation(%s) = %q, want a violation: %v", tc.name, got, tc.bad)
+		}
 	}
 }
 
@@ -913,6 +958,89 @@ func TestOptionsByPointer(t *testing.T) {
 					t.Errorf("%s: %s takes %s by value: take *%s, nil meaning defaults", name, fn.Name.Name, id, id)
 				}
 			}
+		}
+	}
+}
+
+// flocks are the calls in f that take a file lock themselves.
+func flocks(f *ast.File) []string {
+	return append(calls(f, "unix", "Flock", "FcntlFlock"), calls(f, "syscall", "Flock", "FcntlFlock")...)
+}
+
+// TestFlocksInOwner: no product file outside internal/owner takes a file lock: every lock
+// whose holder's death must free it (an owner's, a store's, a lease, a file in use) is
+// owner's, which says what each proves (docs/design.md §6.9).
+func TestFlocksInOwner(t *testing.T) {
+	files := goFiles(t, func(name string) bool {
+		return !strings.HasSuffix(name, "_test.go") && !strings.HasPrefix(name, "internal/owner/")
+	})
+	for name, f := range files {
+		if got := flocks(f); len(got) > 0 {
+			t.Errorf("%s takes a file lock itself (%s): take it through internal/owner (Hold, Lease, Share), the one home of the host's flocks", name, strings.Join(got, ", "))
+		}
+	}
+}
+
+// systems are the GOOS values (and unix) a file's name or build constraint may pick.
+var systems = []string{"linux", "darwin", "windows", "unix", "freebsd", "openbsd", "netbsd", "dragonfly",
+	"solaris", "illumos", "aix", "android", "ios", "plan9", "js", "wasip1"}
+
+// platformViolation says how the file name of source src is for some systems only (its
+// name's _GOOS suffix, or a system in its //go:build line), or "".
+func platformViolation(name, src string) string {
+	base := strings.TrimSuffix(path.Base(name), ".go")
+	if i := strings.LastIndex(base, "_"); i >= 0 && slices.Contains(systems, base[i+1:]) {
+		return fmt.Sprintf("%s builds for %s only, by its name", name, base[i+1:])
+	}
+	for _, line := range strings.Split(src, "\n") {
+		if strings.HasPrefix(line, "package ") {
+			break
+		}
+		if !constraint.IsGoBuild(line) {
+			continue
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", name, err)
+		}
+		var named []string
+		expr.Eval(func(tag string) bool {
+			if slices.Contains(systems, tag) {
+				named = append(named, tag)
+			}
+			return true
+		})
+		if len(named) > 0 {
+			return fmt.Sprintf("%s builds by system (%s)", name, strings.Join(named, ", "))
+		}
+	}
+	return ""
+}
+
+// platformFilesInCmd are the command's files that may be some systems' only, each with why.
+var platformFilesInCmd = map[string]string{
+	"cmd/mcp-sandbox/linkmode_cgo.go": "no code: it links a cgo build with the system's linker on Linux, for the init helper's start (docs/design.md §19.1)",
+}
+
+// TestNoPlatformFilesInCmd: the command has no per-system file (a name's _linux, a
+// //go:build darwin): every backend package builds everywhere and answers for itself where
+// it does not run, so one switch opens them all on every system (docs/design.md §4.1). Its
+// tests may be a system's, and platformFilesInCmd names the exceptions.
+func TestNoPlatformFilesInCmd(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "cmd/mcp-sandbox/*.go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if path.Dir(name) != "cmd/mcp-sandbox" || strings.HasSuffix(name, "_test.go") || platformFilesInCmd[name] != "" {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := platformViolation(name, string(src)); why != "" {
+			t.Errorf("%s: the command keeps no per-system file; let the backend package answer for itself where it does not run", why)
 		}
 	}
 }

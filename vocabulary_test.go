@@ -3,15 +3,16 @@ package mcpsandbox_test
 // The rules of one vocabulary (issue 22): the engine says what the sandbox saw and nothing of
 // the host's concerns, and each frame, a call's answer and a handle have one definition.
 //
-//   - TestEngineKnowsNoHost: no package under engine/ depends, even indirectly, on budget,
-//     binding, upstream, execution or mcpserver, and none declares a name (or a JSON key) of
-//     budgets, approvals or upstream servers.
+//   - TestEngineKnowsNoHost: no package under engine/ or remote/ (an engine elsewhere: the
+//     remote client and the sandbox service) depends, even indirectly, on budget, binding,
+//     upstream, execution or mcpserver, and none declares a name (or a JSON key) of budgets,
+//     approvals or upstream servers.
 //   - TestUpstreamKnowsNoEngine (issue 40): no package under upstream/, nor toolshape, depends,
 //     even indirectly, on a package under engine/: a call's answer is toolcall's, the leaf
 //     both sides use.
-//   - TestOneDefinitionOfEachFrame: no package under engine/ declares a struct named like one
-//     of engine/wire's frames (frames.go) or toolcall's Answer and Handle, but their own
-//     package, and the types retired by those moves stay retired.
+//   - TestOneDefinitionOfEachFrame: no package under engine/ or remote/ declares a struct
+//     named like one of engine/wire's frames (frames.go) or toolcall's Answer and Handle, but
+//     their own package, and the types retired by those moves stay retired.
 //   - TestOneStorageContract (issue 40): a ledger is one contract, required whole
 //     (budget.Ledger): nothing asserts a ledger to one of its parts or to an anonymous
 //     interface of its methods to ask what it can do.
@@ -47,6 +48,12 @@ var hostPackages = []string{"budget", "binding", "approval", "upstream", "execut
 var hostWords = regexp.MustCompile(`(?i)budget|approval|upstream`)
 
 func underEngine(rel string) bool { return rel == "engine" || strings.HasPrefix(rel, "engine/") }
+
+// engineSide are the packages that run programs and speak the engine's frames: the engine,
+// and the remote client and sandbox service, which carry them between machines.
+func engineSide(rel string) bool {
+	return underEngine(rel) || rel == "remote" || strings.HasPrefix(rel, "remote/")
+}
 
 // hostDeps are the host packages among deps (import paths) of a package under engine/.
 func hostDeps(deps []string) []string {
@@ -96,7 +103,7 @@ func hostNames(f *ast.File) []string {
 
 func TestEngineKnowsNoHost(t *testing.T) {
 	for _, goos := range platforms {
-		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./engine/...")
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./engine/...", "./remote/...")
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0")
 		out, err := cmd.Output()
 		if err != nil {
@@ -109,7 +116,7 @@ func TestEngineKnowsNoHost(t *testing.T) {
 			}
 		}
 	}
-	files := goFiles(t, func(name string) bool { return underEngine(path.Dir(name)) && !strings.HasSuffix(name, "_test.go") })
+	files := goFiles(t, func(name string) bool { return engineSide(path.Dir(name)) && !strings.HasSuffix(name, "_test.go") })
 	for name, f := range files {
 		for _, n := range hostNames(f) {
 			t.Errorf("%s declares %q: budgets, approvals and upstream servers are the host's (execution, binding, upstream), not the engine's", name, n)
@@ -125,14 +132,15 @@ var retired = map[string]map[string]string{
 		"ContextReport": "execution.Context", "BudgetReport": "execution.Budget", "ApprovalCounts": "approval.Counts",
 		"UpstreamProblem": "execution.UpstreamProblem", "Attachment": "outputs.Attachment",
 	},
-	"outputs":               {"Reply": "toolcall.Answer", "HandleRef": "toolcall.Handle"},
-	"upstream":              {"Answer": "toolcall.Answer (with upstream.Spent)"},
-	"engine/backend/remote": {"Reply": "wire.Result", "Handle": "toolcall.Handle", "Call": "wire.Call", "Read": "wire.Read"},
-	"engine/wire":           {"Answer": "toolcall.Answer (issue 40: the leaf upstream uses too)", "Handle": "toolcall.Handle"},
+	"outputs":     {"Reply": "toolcall.Answer", "HandleRef": "toolcall.Handle"},
+	"upstream":    {"Answer": "toolcall.Answer (with upstream.Spent)"},
+	"remote":      {"Reply": "wire.Result", "Handle": "toolcall.Handle", "Call": "wire.Call", "Read": "wire.Read"},
+	"engine/wire": {"Answer": "toolcall.Answer (issue 40: the leaf upstream uses too)", "Handle": "toolcall.Handle"},
 	// Issue 40's twins: one type each.
 	"budget": {"Context": "telemetry.Context, the one type of the context economy (the ledger keeps it, metrics count it)",
 		"Network": "egress.Stats.Record, JSON the ledger holds as it is", "NetworkRefusal": "egress.RefusalCount",
 		"Outcome": "budget.CallFinish, the record a Ticket finishes with (engine.Outcome is what a sandbox saw)"},
+	"binding": {"attachment": "outputs.Attachment"},
 }
 
 // frameViolations are the struct types of a file in package rel that copy a shared type (the
@@ -155,7 +163,7 @@ func frameViolations(rel string, f *ast.File, shared map[string]string) []string
 				continue
 			}
 			home, isShared := shared[ts.Name.Name]
-			if _, isStruct := ts.Type.(*ast.StructType); isStruct && isShared && underEngine(rel) && rel != home {
+			if _, isStruct := ts.Type.(*ast.StructType); isStruct && isShared && engineSide(rel) && rel != home {
 				out = append(out, fmt.Sprintf("%s.%s copies %s.%s: it has one definition, in %s", rel, ts.Name.Name, path.Base(home), ts.Name.Name, home))
 			}
 		}
@@ -259,14 +267,17 @@ func TestVocabularyRulesCatchViolations(t *testing.T) {
 	}
 	wire := map[string]string{"Call": "engine/wire", "Handle": "toolcall", "Answer": "toolcall"}
 	src := parseSrc(t, "type Call struct{}\ntype Handle string\ntype Reply struct{}\ntype Accepted struct{}")
-	if got := frameViolations("engine/backend/remote", src, wire); len(got) != 3 { // Call copied, Handle and Reply retired
+	if got := frameViolations("remote", src, wire); len(got) != 3 { // Call copied, Handle and Reply retired
 		t.Errorf("frameViolations(remote) = %q, want 3", got)
 	}
 	if got := frameViolations("engine/backend/process", parseSrc(t, "type Handle struct{}\ntype Call func()"), wire); len(got) != 1 {
 		t.Errorf("frameViolations(process) = %q, want the Handle struct", got)
 	}
 	if got := frameViolations("execution", parseSrc(t, "type Result struct{}\ntype Call struct{}"), wire); len(got) != 0 {
-		t.Errorf("frameViolations(execution) = %q: the frame rule binds engine/ only", got)
+		t.Errorf("frameViolations(execution) = %q: the frame rule binds engine/ and remote/ only", got)
+	}
+	if got := frameViolations("remote/service", parseSrc(t, "type Call struct{}"), wire); len(got) != 1 {
+		t.Errorf("frameViolations(remote/service) = %q, want Call copied", got)
 	}
 	if got := frameViolations("engine", parseSrc(t, "type Usage struct{}"), wire); len(got) != 1 {
 		t.Errorf("frameViolations(engine) = %q, want engine.Usage retired", got)

@@ -20,11 +20,11 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/namespaces"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/remote"
+	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 )
 
 var report = flag.Bool("bench-report", false, "take enough samples for a report")

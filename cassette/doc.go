@@ -21,7 +21,13 @@
 // whose calls past the journal are made live, the first of them checked to be the call the
 // program paused on (docs/design.md §11).
 //
+// A replay's Verdict (Judge: same, diverged, different value) and its Line are what `replay`
+// prints, and a Divergence's Calls the one text of a divergence, a resumed program's too. A
+// Keeper is serve's execution.CassetteKeeper under cassettes.record: each execution's cassette,
+// as `run --record` writes it, kept in the ledger for `export`.
+//
 // It imports binding (the Tape it implements), upstream and toolshape (redaction), outputs (the
-// BlobStore a replay reads handles from), toolcall (answers) and failure. Recorder and Player
-// are safe for concurrent use.
+// BlobStore a replay reads handles from), toolcall (answers), budget (the ledger's Cassettes),
+// execution (the CassetteKeeper it is) and failure. Recorder, Player and Keeper are safe for
+// concurrent use.
 package cassette

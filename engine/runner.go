@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -258,15 +257,10 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Outcome {
 	if err := t.Limits.Validate(); err != nil {
 		return Refuse(t, failure.BackendUnavailable, "the terms are invalid: "+err.Error())
 	}
-	if t.Network == NetworkUnrestricted && !r.opts.AllowNetwork {
-		return Refuse(t, failure.NetworkUnavailable,
-			"network access was requested, but this sandbox profile does not allow network (allow_network: false); nothing ran")
+	if why := NetworkRefusal(t.Network, r.opts.AllowNetwork, r.opts.Egress != nil); why != "" {
+		return Refuse(t, failure.NetworkUnavailable, why)
 	}
 	if t.Network == NetworkRules {
-		if r.opts.Egress == nil {
-			return Refuse(t, failure.NetworkUnavailable,
-				"network by rules was requested, but this sandbox profile has no network rules (network: {allow: [...]}); nothing ran")
-		}
 		if eb, ok := r.backend.(EgressBackend); !ok || !eb.EgressByRules() {
 			return Refuse(t, failure.NetworkUnavailable, "network by rules was requested, but the "+r.backend.Name()+
 				" backend cannot make the egress proxy a program's only route out (the namespaces backend can); nothing ran")
@@ -286,15 +280,7 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Outcome {
 		start = StartCold
 		var err error
 		if p, err = r.prepare(ctx, ex.Owner, t, false); err != nil {
-			k := failure.KindOf(err)
-			if k == failure.Internal {
-				k = failure.BackendUnavailable
-			}
-			msg := err.Error()
-			var fe *failure.Error
-			if errors.As(err, &fe) {
-				msg = fe.Message
-			}
+			k, msg := RefusalOf(err)
 			return Refuse(t, k, fmt.Sprintf("the %s backend could not start the sandbox: %s", r.backend.Name(), msg))
 		}
 	}

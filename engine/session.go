@@ -8,18 +8,16 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // session is one execution in flight: the host's side of the host⇄child protocol over one
 // prepared child. It grades the child's hello (accept), sends the program, reads its frames
-// (loop, onFrame), answers its binding calls through the ToolCaller (call, read, dispatch),
+// (loop, onFrame), answers its binding calls through the ToolCaller (Calls, calls.go),
 // and ends it (teardown, flushBeforeKill); finish.go turns the ending into the Outcome. The
 // Runner (runner.go) prepares children and starts one session per Run.
 type session struct {
@@ -34,13 +32,9 @@ type session struct {
 	running bool
 	res     *Outcome
 
-	w     *wire.Writer
-	calls sync.WaitGroup // the call workers
-	sem   chan struct{}  // a slot per call in flight
-	jobs  chan func()    // hands a call to an idle worker
-	// workers counts the call workers started; only the protocol loop (dispatch) touches it.
-	workers int
-	cancel  context.CancelFunc
+	w      *wire.Writer
+	calls  *Calls // the program's binding calls in flight
+	cancel context.CancelFunc
 	// proxy is the execution's egress proxy under network rules, from accept until finish.
 	proxy *egress.Proxy
 }
@@ -59,7 +53,7 @@ type frameOrErr struct {
 //	child                                  host (session)
 //	  │── hello {version, probe} ──────────▶│  accept: grade; refuse → abort, or
 //	  │◀──────────────── run {program, …} ──│
-//	  │── call / read {id, …} ─────────────▶│  dispatch: on its own goroutine, ≤ MaxConcurrentCalls
+//	  │── call / read {id, …} ─────────────▶│  Calls: on a worker of its own, ≤ MaxConcurrentCalls
 //	  │◀────────────────── result {id, …} ──│  (in any order)
 //	  │── done {ok, value | error} ────────▶│  collect artifacts, teardown, finish
 func (s *session) drive(ctx context.Context) {
@@ -159,8 +153,7 @@ type ending struct {
 func (s *session) open(ctx context.Context) *clocks {
 	ch := s.p.child.Channel()
 	s.w = wire.NewWriter(ch)
-	s.sem = make(chan struct{}, s.r.opts.MaxConcurrentCalls)
-	s.jobs = make(chan func())
+	s.calls = NewCalls(s.ex.Tools, s.r.opts.MaxConcurrentCalls, func(_ context.Context, out *wire.Result) { _ = s.w.WriteFrame(out) })
 	wall := time.Duration(s.t.WallSeconds * float64(time.Second))
 	deadline := time.Now().Add(wall)
 	c := &clocks{wall: time.NewTimer(wall), helloTimeout: min(s.r.opts.HelloTimeout, wall), started: time.Now()}
@@ -253,10 +246,8 @@ func (s *session) onFrame(c *clocks, f wire.Frame) (*wire.Done, *Failure) {
 			return nil, refusal
 		}
 		s.running = true
-	case *wire.Call:
-		s.call(c.callCtx, f)
-	case *wire.Read:
-		s.read(c.callCtx, f)
+	case *wire.Call, *wire.Read:
+		s.calls.Dispatch(c.callCtx, f)
 	case *wire.Done:
 		return f, nil
 	}
@@ -403,83 +394,4 @@ func (s *session) accept(h *wire.Hello) *Failure {
 		return &Failure{Kind: failure.BackendUnavailable, Message: "the sandbox child went away before the program was sent: " + err.Error()}
 	}
 	return nil
-}
-
-func (s *session) call(ctx context.Context, c *wire.Call) {
-	s.dispatch(ctx, c.ID, func(ctx context.Context) toolcall.Answer {
-		// The ToolCaller is the authority on names: it answers a name outside ToolNames with
-		// the precise kind (denied, excluded_builtin, unavailable), which a blanket refusal
-		// here would hide.
-		if s.ex.Tools == nil {
-			return toolcall.Answer{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
-		}
-		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
-	})
-}
-
-func (s *session) read(ctx context.Context, rd *wire.Read) {
-	s.dispatch(ctx, rd.ID, func(ctx context.Context) toolcall.Answer {
-		if s.ex.Tools == nil {
-			return toolcall.Answer{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
-		}
-		return s.ex.Tools.ReadHandle(ctx, rd.Handle, rd.Offset, rd.Limit, rd.Pattern)
-	})
-}
-
-// dispatch answers one call on a goroutine of its own, at most MaxConcurrentCalls at a time.
-//
-// The slot is taken here, on the protocol loop, before the next frame is read: a child that
-// floods calls, or stops reading their results, is held back by its own channel instead of
-// piling up goroutines and arguments on the host. Waiting for a slot ends with ctx (the wall
-// clock), after which the loop notices the timeout.
-//
-// The goroutines are the session's call workers, each kept for the next call once it has
-// answered one (until ctx ends; s.calls waits for them): a program's sequential calls then
-// reuse one goroutine, whose stack has grown to what a call needs (the ledger's SQLite is
-// deep), instead of starting and growing a fresh one per call. There are never more workers
-// than slots.
-func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) toolcall.Answer) {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return
-	}
-	job := func() { s.answer(ctx, id, do) }
-	select {
-	case s.jobs <- job: // an idle worker took it
-		return
-	default:
-	}
-	if s.workers == cap(s.sem) {
-		// Every worker is busy or about to be idle (this call holds a slot, so one of them
-		// has finished its call): wait for it.
-		select {
-		case s.jobs <- job:
-		case <-ctx.Done():
-			<-s.sem
-		}
-		return
-	}
-	s.workers++
-	s.calls.Add(1)
-	go func() {
-		defer s.calls.Done()
-		for {
-			job()
-			select {
-			case job = <-s.jobs:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-}
-
-// answer runs one call and writes its result frame, then gives its slot back.
-func (s *session) answer(ctx context.Context, id int64, do func(context.Context) toolcall.Answer) {
-	defer func() { <-s.sem }()
-	out := wire.ResultOf(id, do(ctx))
-	if ctx.Err() == nil {
-		_ = s.w.WriteFrame(out)
-	}
 }

@@ -174,8 +174,8 @@ func (h *httpHandler) authenticated(next http.Handler) http.Handler {
 	}
 	withToken := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.opts.Tokenless != nil && r.Header.Get("Authorization") == "" {
-			if tenant := h.opts.Tokenless(); tenant != "" {
+		if r.Header.Get("Authorization") == "" {
+			if tenant := h.opts.tokenless(); tenant != "" {
 				next.ServeHTTP(w, r.WithContext(withTenant(r.Context(), tenant)))
 				return
 			}
@@ -186,7 +186,7 @@ func (h *httpHandler) authenticated(next http.Handler) http.Handler {
 			h.unauthorized(w, "")
 			return
 		}
-		tenant, err := h.resolve(r.Context(), token)
+		tenant, err := h.opts.resolve(r.Context(), token)
 		if err != nil {
 			h.opts.Logger.Warn("request refused: "+err.Error(), "reason", err.Error(), "path", r.URL.Path, "remote", r.RemoteAddr)
 			if s, ok := err.(interface{ InsufficientScope() bool }); ok && s.InsufficientScope() {
@@ -206,16 +206,45 @@ type resolvedKey struct{}
 // errUnknownToken is a token that is neither a static token nor, without OAuth, anything else.
 var errUnknownToken = errors.New("token refused: no tenant has this static token")
 
-func (h *httpHandler) resolve(ctx context.Context, token string) (string, error) {
-	if h.opts.Authenticate != nil {
-		if tenant, ok := h.opts.Authenticate(token); ok {
+// resolve is the tenant of a bearer token: a static token's, else an OAuth access token's.
+func (o *HTTPOptions) resolve(ctx context.Context, token string) (string, error) {
+	if o.Authenticate != nil {
+		if tenant, ok := o.Authenticate(token); ok {
 			return tenant, nil
 		}
 	}
-	if h.opts.OAuth == nil || h.opts.OAuth.Verify == nil {
+	if o.OAuth == nil || o.OAuth.Verify == nil {
 		return "", errUnknownToken
 	}
-	return h.opts.OAuth.Verify(ctx, token)
+	return o.OAuth.Verify(ctx, token)
+}
+
+// tokenless is the tenant of a request without an Authorization header, or "".
+func (o *HTTPOptions) tokenless() string {
+	if o.Tokenless == nil {
+		return ""
+	}
+	return o.Tokenless()
+}
+
+// Admits reports whether r carries a credential HTTPHandler accepts, whatever its route: the
+// tokenless tenant's request, a tenant's token or OAuth access token (an access token that
+// lacks a scope is not), or an operator's token. It is the handler's own decision, for what
+// guards its listener (cmd's httpguard.Gate) to hand the connection on; like the options'
+// functions, it is safe for concurrent use.
+func (o *HTTPOptions) Admits(r *http.Request) bool {
+	if r.Header.Get("Authorization") == "" {
+		return o.tokenless() != ""
+	}
+	token := bearerToken(r)
+	if token == "" {
+		return false
+	}
+	if o.Operator != nil && o.Operator(token) {
+		return true
+	}
+	_, err := o.resolve(r.Context(), token)
+	return err == nil
 }
 
 // unauthorized answers 401 with a Bearer challenge: with OAuth, one naming the resource

@@ -264,13 +264,7 @@ func markRerun(res *execution.Result, j *cassette.Journal) {
 
 // divergenceMessage says where a resumed program left its journal.
 func divergenceMessage(d *cassette.Divergence) string {
-	rec, act := "no call", "no call (the program ended first)"
-	if d.Recorded != nil {
-		rec = fmt.Sprintf("%s with arguments %s", d.Recorded.Tool, d.Recorded.Arguments)
-	}
-	if d.Actual != nil {
-		act = fmt.Sprintf("%s with arguments %s", d.Actual.Tool, d.Actual.Arguments)
-	}
+	rec, act := d.Calls()
 	return fmt.Sprintf("the program was run again from its start after it paused for approval and its process was gone, and it took another path "+
 		"(it read the clock, a random number or something else that changed): call %d was %s where its first run made %s; "+
 		"nothing past that call was made", d.Seq, act, rec)

@@ -79,18 +79,6 @@ func writeCassette(path string, rec *cassette.Recorder, program, agentVersion st
 	return writePrivate(path, buf.Bytes())
 }
 
-// replayOutcome is what replay prints of one cassette (--json: the whole of it).
-type replayOutcome struct {
-	Cassette      string               `json:"cassette"`
-	Verdict       string               `json:"verdict"` // same | diverged | different_value | unreadable
-	Divergence    *cassette.Divergence `json:"divergence,omitempty"`
-	Recorded      json.RawMessage      `json:"recorded_value,omitempty"`
-	Actual        json.RawMessage      `json:"actual_value,omitempty"`
-	Failure       any                  `json:"failure,omitempty"`
-	CallsRecorded int                  `json:"calls_recorded"`
-	Error         string               `json:"error,omitempty"`
-}
-
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs, configPath := commandFlags("replay", replayUsage, stdout, stderr)
 	tenant := fs.String("tenant", "", "tenant whose agent's profile runs the program (default: the only one)")
@@ -141,7 +129,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	enc := json.NewEncoder(stdout)
 	for _, f := range files {
 		o := replayOne(ctx, a.CodeExecution, tname, f, program)
-		if o.Verdict != "same" {
+		if o.Verdict != cassette.Same {
 			code = exitFailure
 		}
 		if *asJSON {
@@ -150,24 +138,21 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			}
 			continue
 		}
-		fmt.Fprintln(stdout, o.line())
+		fmt.Fprintln(stdout, o.Line())
 	}
 	return code, nil
 }
 
 // replayOne runs program (empty: the recorded one) against the cassette in file.
-func replayOne(ctx context.Context, spec *execution.Spec, tenant, file, program string) *replayOutcome {
-	o := &replayOutcome{Cassette: file}
+func replayOne(ctx context.Context, spec *execution.Spec, tenant, file, program string) *cassette.Verdict {
 	f, err := os.Open(file)
 	if err != nil {
-		o.Verdict, o.Error = "unreadable", err.Error()
-		return o
+		return cassette.UnreadableVerdict(file, err)
 	}
 	c, err := cassette.Read(io.LimitReader(f, maxCassetteBytes))
 	f.Close()
 	if err != nil {
-		o.Verdict, o.Error = "unreadable", err.Error()
-		return o
+		return cassette.UnreadableVerdict(file, err)
 	}
 	if program == "" {
 		program = c.Header.Program
@@ -177,51 +162,11 @@ func replayOne(ctx context.Context, spec *execution.Spec, tenant, file, program 
 		execution.Program{Code: program, Run: budget.RunRef{Tenant: tenant, ID: budget.NewID("command:c_")}, Tape: player},
 		// handle.read() on a recorded handle reads what the cassette kept of its result.
 		&execution.Options{Render: mcpserver.ModelReads, Blobs: player.Blobs()})
-	o.CallsRecorded = len(c.Calls)
-	o.Recorded = c.Value()
-	o.Actual = res.Value
+	var failed any
 	if res.Failure != nil {
-		o.Failure = res.Failure
+		failed = res.Failure
 	}
-	switch o.Divergence = player.Divergence(); {
-	case o.Divergence != nil:
-		o.Verdict = "diverged"
-	case res.Failure != nil || !sameJSON(o.Recorded, o.Actual):
-		o.Verdict = "different_value"
-	default:
-		o.Verdict = "same"
-	}
-	return o
-}
-
-// line is replay's line for one cassette.
-func (o *replayOutcome) line() string {
-	switch o.Verdict {
-	case "same":
-		return o.Cassette + ": same"
-	case "diverged":
-		d := o.Divergence
-		s := fmt.Sprintf("%s: diverged at %d", o.Cassette, d.Seq)
-		if d.Recorded != nil {
-			s += fmt.Sprintf("\n  recorded: %s %s", d.Recorded.Tool, d.Recorded.Arguments)
-		} else {
-			s += "\n  recorded: (past the cassette's end)"
-		}
-		if d.Actual != nil {
-			s += fmt.Sprintf("\n  actual:   %s %s", d.Actual.Tool, d.Actual.Arguments)
-		} else {
-			s += "\n  actual:   (the program made no such call)"
-		}
-		return s
-	case "different_value":
-		s := fmt.Sprintf("%s: different value\n  recorded: %s\n  actual:   %s", o.Cassette, o.Recorded, o.Actual)
-		if o.Failure != nil {
-			b, _ := json.Marshal(o.Failure)
-			s += "\n  failure:  " + string(b)
-		}
-		return s
-	}
-	return o.Cassette + ": unreadable: " + o.Error
+	return cassette.Judge(file, c, player, res.Value, failed)
 }
 
 // maxCassetteBytes bounds a cassette read back.
@@ -244,15 +189,6 @@ func cassetteFiles(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s holds no cassette (*.jsonl)", path)
 	}
 	return files, nil
-}
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
-	}
-	return reflect.DeepEqual(x, y)
 }
 
 const replayUsage = `Usage: mcp-sandbox replay [--config FILE] [--tenant T] [--agent A] [--program P] [--json] FILE|DIR

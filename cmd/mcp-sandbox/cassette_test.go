@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -92,7 +93,7 @@ func TestReplayCassette(t *testing.T) {
 		RecordedValue json.RawMessage `json:"recorded_value"`
 		ActualValue   json.RawMessage `json:"actual_value"`
 	}
-	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 || o.Verdict != "same" || !sameJSON(o.ActualValue, res.Value) {
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 || o.Verdict != "same" || !cassette.SameJSON(o.ActualValue, res.Value) {
 		t.Fatalf("replay --json: exit %d, %v:\n%s\n%s", code, err, out, errOut)
 	}
 

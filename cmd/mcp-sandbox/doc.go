@@ -36,7 +36,7 @@
 // the tenant's handles only.
 //
 // sandbox-service serves executions to the remote backend of servers elsewhere
-// (engine/backend/remote): it opens the profile sandbox_service names (a local one), and
+// (package remote): it opens the profile sandbox_service names (a local one), and
 // needs no data dir, upstream or tenant, because every binding call goes back to the caller.
 // A remote profile opens the remote backend instead of a Runner; both are a profileSandbox.
 //

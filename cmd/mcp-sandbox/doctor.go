@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/inithelper"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 )
 
@@ -283,11 +281,8 @@ func byteText(n int64) string {
 }
 
 // failureMessage is what a failure says, without its kind and without repeating its cause
-// (a *failure.Error's Error() carries both).
+// (a *failure.Error's Error() carries both): its refusal's text.
 func failureMessage(err error) string {
-	var fe *failure.Error
-	if errors.As(err, &fe) && fe.Message != "" {
-		return fe.Message
-	}
-	return err.Error()
+	_, msg := engine.RefusalOf(err)
+	return msg
 }

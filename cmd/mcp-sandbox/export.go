@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,47 +11,19 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 )
 
-// ledgerCassettes is serve's execution.CassetteKeeper (cassettes.record): each execution's
-// cassette, written exactly as `run --record` writes one, kept in the ledger for export.
-type ledgerCassettes struct {
-	store budget.Cassettes
-	cfg   *configs.Config
-	log   *slog.Logger
-}
-
-// Tape is a Recorder hiding the config's secrets as they resolve now, at the execution's start.
-func (k *ledgerCassettes) Tape() binding.Tape {
-	return cassette.NewRecorder(configSecrets(k.cfg), k.cfg.CassetteKeptBytes())
-}
-
-func (k *ledgerCassettes) Keep(ctx context.Context, tape binding.Tape, id string, p execution.Program, res *execution.Result) {
-	rec, ok := tape.(*cassette.Recorder)
-	if !ok {
-		return
-	}
-	var buf bytes.Buffer
-	err := rec.Write(&buf, p.Code, p.AgentVersion, res.Terms, res)
-	if err == nil {
-		err = k.store.PutCassette(ctx, budget.Cassette{ExecutionID: id, Run: p.Run, Data: buf.Bytes()})
-	}
-	if err != nil {
-		k.log.Error("the execution's cassette was not kept", "execution", id, "run", p.Run.ID, "err", err)
-	}
-}
-
-// cassetteKeeper is serve's keeper when cassettes.record is on, else nil.
+// cassetteKeeper is serve's keeper when cassettes.record is on, else nil: each execution's
+// cassette kept in the ledger, hiding the config's secrets as they resolve at its start.
 func cassetteKeeper(cfg *configs.Config, l budget.Ledger) (execution.CassetteKeeper, error) {
 	if !cfg.Cassettes.Record {
 		return nil, nil
 	}
-	return &ledgerCassettes{store: l, cfg: cfg, log: slog.Default()}, nil
+	return cassette.NewKeeper(l, func() []string { return configSecrets(cfg) }, cfg.CassetteKeptBytes(), slog.Default()), nil
 }
 
 // cassetteSweepInterval is how often serve removes the cassettes older than the retention.

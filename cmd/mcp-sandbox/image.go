@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
+	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/hostimage"
 )
 
 // The images `mcp-sandbox image build` makes, by kind: the container backend's (sandbox), and
@@ -19,15 +20,6 @@ var imageNames = map[string]string{
 	"sandbox": "localhost/mcp-sandbox-python",
 	"server":  "localhost/mcp-sandbox-server",
 	"worker":  "localhost/mcp-sandbox-worker",
-}
-
-// imageSpec is one image to build (docs/design.md §20).
-type imageSpec struct {
-	kind    string   // sandbox, server or worker
-	runtime string   // the podman or docker binary
-	python  string   // the interpreter copied in (sandbox, worker)
-	binary  string   // this executable, copied in as the entrypoint (server, worker)
-	tags    []string // full references; the first is imported, the rest tag it
 }
 
 func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -62,28 +54,33 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if !ok {
 		return exitUsage, usagef("--image must be sandbox, server or worker, got %q", *kind)
 	}
-	spec := imageSpec{kind: *kind, python: *python, tags: tags}
-	if len(spec.tags) == 0 {
-		spec.tags = []string{name + ":" + imageTag(early.Version), name + ":latest"}
+	spec := hostimage.Spec{Kind: *kind, Python: *python, Tags: tags}
+	if len(spec.Tags) == 0 {
+		spec.Tags = []string{name + ":" + imageTag(early.Version), name + ":latest"}
 	}
-	for _, t := range spec.tags {
+	for _, t := range spec.Tags {
 		if !imageRef.MatchString(t) {
 			return exitUsage, usagef("--tag %q is not an image reference (name:tag, the tag of letters, digits, '_', '.', '-')", t)
 		}
 	}
 	var err error
-	if spec.runtime, err = findRuntime(*runtime); err != nil {
+	if spec.Runtime, err = findRuntime(*runtime); err != nil {
 		return exitUsage, err
 	}
-	if spec.kind != "sandbox" {
-		if spec.binary, err = os.Executable(); err != nil {
+	if spec.Kind != "server" {
+		if _, err := exec.LookPath(spec.Python); err != nil {
+			return exitUsage, usagef("--python %s: %v", spec.Python, err)
+		}
+	}
+	if spec.Kind != "sandbox" {
+		if spec.Binary, err = os.Executable(); err != nil {
 			return exitFailure, fmt.Errorf("finding this binary to copy into the image: %w", err)
 		}
 	}
-	if err := buildImage(ctx, spec, stderr); err != nil {
+	if err := hostimage.Build(ctx, spec, stderr); err != nil {
 		return exitFailure, err
 	}
-	fmt.Fprintf(stdout, "%s\n", strings.Join(spec.tags, "\n"))
+	fmt.Fprintf(stdout, "%s\n", strings.Join(spec.Tags, "\n"))
 	return exitOK, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
+	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/hostimage"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
@@ -88,9 +89,9 @@ tenants:
 `, configs.HashToken("acme-"+token)))
 	run := func(name string, args ...string) {
 		t.Helper()
-		// tryLimits: a runtime's default limits are refused where this process's are lower.
+		// hostimage.TryLimits: a runtime's default limits are refused where this process's are lower.
 		full := append(append([]string{"run", "-d", "--rm", "--name", name, "--pull=never",
-			"--read-only", "--tmpfs", "/tmp:rw,size=256m,mode=1777", "--cap-drop=ALL"}, tryLimits()...), args...)
+			"--read-only", "--tmpfs", "/tmp:rw,size=256m,mode=1777", "--cap-drop=ALL"}, hostimage.TryLimits()...), args...)
 		if out, err := exec.Command(podman, full...).CombinedOutput(); err != nil {
 			t.Fatalf("podman %s: %v\n%s", strings.Join(full, " "), err, out)
 		}

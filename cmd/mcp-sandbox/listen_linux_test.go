@@ -18,9 +18,10 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/remote"
 )
 
 // floodConns is how many idle unauthenticated connections the flood tests open: the
@@ -78,7 +79,7 @@ func flood(t *testing.T, addr string) []net.Conn {
 func stillOpen(conns []net.Conn) int {
 	n := 0
 	for _, c := range conns {
-		if !closedWithin(c, time.Millisecond) {
+		if !testkit.ClosedWithin(c, time.Millisecond) {
 			n++
 		}
 	}
@@ -138,7 +139,7 @@ func TestServeUnauthenticatedFlood(t *testing.T) {
 	took := time.Since(start)
 	// The cap itself: connections that carried no token never hold more than MaxConns less
 	// the reserve, whatever the flood; the oldest made room for the newer ones.
-	if open, unauthCap := stillOpen(conns), defaultMaxConns-defaultMaxConns/authReserve; open > unauthCap {
+	if open, unauthCap := stillOpen(conns), httpguard.DefaultMaxConns-httpguard.DefaultMaxConns/httpguard.AuthReserve; open > unauthCap {
 		t.Errorf("the server holds %d of the flood's %d unauthenticated connections open, more than the cap of %d", open, len(conns), unauthCap)
 	} else {
 		t.Logf("the server holds %d of the flood's %d unauthenticated connections open (cap %d)", open, len(conns), unauthCap)
@@ -180,12 +181,12 @@ func TestServeUnauthenticatedAnswersClose(t *testing.T) {
 		"GET /nowhere HTTP/1.1\r\nHost: " + addr + "\r\n\r\n",
 		"GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer wrong\r\n\r\n",
 	} {
-		if took, closed := closedAfter(req); !closed || took > preAuthTimeout {
+		if took, closed := closedAfter(req); !closed || took > httpguard.PreAuthTimeout {
 			t.Errorf("%q: closed %v after %s; want closed after its answer", strings.SplitN(req, "\r\n", 2)[0], closed, took)
 		}
 	}
-	if took, closed := closedAfter(""); !closed || took < preAuthTimeout/2 {
-		t.Errorf("a silent connection: closed %v after %s; want closed after about %s", closed, took, preAuthTimeout)
+	if took, closed := closedAfter(""); !closed || took < httpguard.PreAuthTimeout/2 {
+		t.Errorf("a silent connection: closed %v after %s; want closed after about %s", closed, took, httpguard.PreAuthTimeout)
 	}
 	// With a token the connection stays for the next request past the pre-auth timeout.
 	c, err := net.Dial("tcp", addr)
@@ -201,7 +202,7 @@ func TestServeUnauthenticatedAnswersClose(t *testing.T) {
 	} else {
 		io.Copy(io.Discard, resp.Body)
 	}
-	time.Sleep(preAuthTimeout + time.Second)
+	time.Sleep(httpguard.PreAuthTimeout + time.Second)
 	io.WriteString(c, get)
 	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
 		t.Errorf("a connection with a token after the pre-auth timeout: %v %+v", err, resp)

@@ -25,7 +25,7 @@ import (
 func TestServeHTTPConnectionsBounded(t *testing.T) {
 	base, _ := startHTTPArgs(t, "", nil, "--http-timeout", "1s", "--max-connections-per-address", "6")
 	addr := strings.TrimPrefix(base, "http://")
-	dial := func() net.Conn { return dialTCP(t, addr) }
+	dial := func() net.Conn { return testkit.DialTCP(t, addr) }
 
 	// An idle keep-alive connection after one request.
 	idle := dial()
@@ -39,10 +39,10 @@ func TestServeHTTPConnectionsBounded(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	silent := dial() // never sends anything
-	if !closedWithin(idle, 6*time.Second) {
+	if !testkit.ClosedWithin(idle, 6*time.Second) {
 		t.Errorf("an idle keep-alive connection is still open after the 1s timeout")
 	}
-	if !closedWithin(silent, 6*time.Second) {
+	if !testkit.ClosedWithin(silent, 6*time.Second) {
 		t.Errorf("a connection that never sent a request is still open after the 1s timeout")
 	}
 

@@ -11,15 +11,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/container"
 )
 
-// The container backend runs wherever a docker or podman CLI reaches an engine: on Linux the
-// engine may be this host's; on macOS and Windows it is Docker Desktop's or a Podman
-// machine's VM, or a remote one (docs/design.md §4.5). Off Linux, `backend: local` takes it
-// when it answers (local_darwin.go, local_windows.go).
-
-func newContainer(ctx context.Context, p configs.Profile) (engine.Backend, error) {
-	return container.New(ctx, containerOptions(p))
-}
-
 // watchPause watches for the pause process rootless podman starts at its first command (the
 // container backend's probes run podman); the function it returns ends the one the probes
 // started, and says why one stays when another podman process of the user uses it.
@@ -31,22 +22,6 @@ func watchPause() func() string {
 		}
 		return ""
 	}
-}
-
-// detectContainer is the container backend as profile p would find it: a runtime that
-// answers and the image present, or why not and the command that fixes it. It starts nothing.
-func detectContainer(ctx context.Context, p configs.Profile) engine.LocalBackend {
-	d := container.Detect(ctx, containerOptions(p))
-	return engine.LocalBackend{Name: "container", Isolation: engine.LevelIsolated, Available: d.Available, Reason: d.Reason}
-}
-
-func containerOptions(p configs.Profile) *container.Options {
-	c := configs.Container{}
-	if p.Container != nil {
-		c = *p.Container
-	}
-	return &container.Options{Runtime: c.Runtime, Image: c.Image, Python: c.Python, OCIRuntime: c.OCIRuntime,
-		RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
 }
 
 // engineReport is doctor's account, off Linux, of the container engine through which `local`

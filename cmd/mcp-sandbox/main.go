@@ -61,6 +61,7 @@ func commands() []command {
 
 func main() {
 	launch.MaybeMain()
+	maybeJobObjectChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

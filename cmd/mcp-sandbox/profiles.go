@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // builtBackends are the profile backends this build can run: openProfile opens each (remote
@@ -107,64 +106,6 @@ type openOptions struct {
 	// cacheDir is where a local backend remembers its interpreter's directories between
 	// starts (the data dir; "" for none).
 	cacheDir string
-}
-
-// openBackend picks the backend a profile names. `local` takes the strongest local backend
-// that reaches the profile's level, and never a weaker one; when that is below the isolated
-// level while a container engine could have given it (macOS and Windows, where `local` takes
-// the container backend whenever an engine answers), fallback says why, for every result.
-func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level, cacheDir string) (b engine.Backend, fallback string, err error) {
-	backend := p.Backend
-	if backend == "local" {
-		found := detectLocal(p)
-		pick, err := engine.SelectLocal(found, level)
-		if err != nil {
-			return nil, "", failure.New(failure.IsolationUnavailable, "profile %q: %v; %s", name, err, localAdvice)
-		}
-		backend = pick.Name
-		fallback = containerFallback(found, pick)
-	}
-	switch backend {
-	case "process":
-		if level.AtLeast(engine.LevelIsolated) {
-			return nil, "", failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
-				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
-		}
-		b, err = newProcess(ctx, p, cacheDir)
-	case "namespaces":
-		b, err = newNamespaces(ctx, p, cacheDir)
-	case "bwrap":
-		b, err = newBwrap(ctx, p, cacheDir)
-	case "container":
-		b, err = newContainer(ctx, p)
-	case "seatbelt": // what local picks on macOS without a container engine
-		b, err = newSeatbelt(ctx, p, cacheDir)
-	case "jobobject": // what local picks on Windows without a container engine
-		b, err = newJobObject(ctx, p, cacheDir)
-	default:
-		return nil, "", fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
-	}
-	return b, fallback, err
-}
-
-// containerFallback says why `local` picked pick, below the isolated level, where the
-// container backend was a candidate (found lists it on macOS and Windows): "" when the pick is
-// isolated or no container candidate was there.
-func containerFallback(found []engine.LocalBackend, pick engine.LocalBackend) string {
-	if pick.Isolation.AtLeast(engine.LevelIsolated) {
-		return ""
-	}
-	for _, b := range found {
-		if b.Name == configs.BackendContainer && !b.Available {
-			return fmt.Sprintf("programs run at the %s level (%s): the isolated level needs a container engine, and %s", pick.Isolation, pick.Name, b.Reason)
-		}
-	}
-	return ""
-}
-
-// onlyOn refuses a backend that is another system's (jobobject_other.go, seatbelt_other.go).
-func onlyOn(backend, system string) (engine.Backend, error) {
-	return nil, failure.New(failure.BackendUnavailable, "the %s backend runs on %s only", backend, system)
 }
 
 // DisableEnv names mechanisms to treat as absent on this host, comma-separated (namespaces,

@@ -42,21 +42,21 @@ func TestRunStartsThreeProcesses(t *testing.T) {
 	gate.Require(t, "namespaces", err == nil, "the kernel's process events cannot be read here: "+errString(err))
 	defer w.close()
 	cmd := run()
-	if out, err := func() ([]byte, error) {
+	var out strings.Builder // read once Wait returned: the command writes it until then
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := func() error {
 		w.mu.Lock() // the command's pid is its tree's root before any of its events is read
 		defer w.mu.Unlock()
-		var o strings.Builder
-		cmd.Stdout, cmd.Stderr = &o, &o
 		if err := cmd.Start(); err != nil {
-			return nil, err
+			return err
 		}
 		w.tree[uint32(cmd.Process.Pid)] = true
-		return []byte(o.String()), nil
+		return nil
 	}(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
+		t.Fatalf("run: %v", err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("run: %v", err)
+		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	time.Sleep(200 * time.Millisecond) // the last events in flight
 	w.mu.Lock()

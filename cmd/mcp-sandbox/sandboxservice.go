@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
+	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 )
 
 func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -19,8 +20,8 @@ func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Wri
 	listen := fs.String("listen", "", "address to serve on, e.g. 127.0.0.1:8443 (required)")
 	maxExec := fs.Int("max-executions", 16, "executions run at once; past it a start is answered 503")
 	drainFor := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, how long running executions may finish before they are cancelled")
-	maxConns := fs.Int("max-connections", defaultMaxConns, "open connections at most (0: no cap)")
-	maxConnsPerIP := fs.Int("max-connections-per-address", defaultMaxConnsPerIP, "open connections from one remote address at most (0: no cap)")
+	maxConns := fs.Int("max-connections", httpguard.DefaultMaxConns, "open connections at most (0: no cap)")
+	maxConnsPerIP := fs.Int("max-connections-per-address", httpguard.DefaultMaxConnsPerIP, "open connections from one remote address at most (0: no cap)")
 	if answered, code, err := parseFlags(fs, args); answered {
 		return code, err
 	}
@@ -75,32 +76,25 @@ func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Wri
 	} else {
 		slog.Warn("profile not ready: executions will be refused and /readyz answers 503", "profile", name, "backend", d.Backend, "problems", d.Problems)
 	}
-	tokens := tokenTable(sc.Tokens)
 	svc := service.New(&service.Options{
 		Sandbox:       sb,
 		AllowNetwork:  p.AllowNetwork,
-		Authenticate:  tokens,
+		Authenticate:  tokenTable(sc.Tokens),
 		MaxExecutions: *maxExec,
 	})
 	inner, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return exitFailure, err
 	}
-	// The MCP listener's rules (listen.go): connections past a cap are refused with a 503
-	// that says which, unauthenticated ones are closed within seconds and after any answer
-	// and never hold the slots reserved for authenticated ones, and idle ones close after the
-	// same timeout.
-	ln := newCapListener(inner, httpLimits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
-	// No WriteTimeout: an execution's stream lasts as long as its program; each frame's
-	// write has its own deadline instead.
-	srv := &http.Server{Handler: svc, ReadHeaderTimeout: defaultHTTPHeaderTimeout, IdleTimeout: defaultHTTPTimeout}
-	authGate(srv, func(r *http.Request) bool {
-		if tokens == nil {
-			return true // no tokens: every request is admitted (the listener is loopback)
-		}
-		_, ok := tokens(bearerToken(r))
-		return ok
-	})
+	// The MCP listener's rules (internal/httpguard): connections past a cap are refused with
+	// a 503 that says which, unauthenticated ones are closed within seconds and after any
+	// answer and never hold the slots reserved for authenticated ones, and idle ones close
+	// after the same timeout. No Timeout: an execution's stream lasts as long as its program;
+	// each frame's write has its own deadline instead.
+	limits := httpguard.Limits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP}
+	ln := httpguard.NewListener(inner, limits)
+	srv := limits.Server(svc)
+	httpguard.Gate(srv, svc.Admits) // no tokens: every request is admitted (the listener is loopback)
 	slog.Info("serving sandbox executions", "addr", ln.Addr().String(), "profile", name, "tokens", len(sc.Tokens),
 		"max_executions", *maxExec)
 	errc := make(chan error, 1)
@@ -179,7 +173,7 @@ connections, and an idle keep-alive connection closes after 60 s. Without tokens
 put TLS in front (a proxy or a mesh); a server sends its credential over plaintext http only to
 loopback, unless its profile sets allow_insecure_http.
 
-Routes (the protocol is documented in the package engine/backend/remote):
+Routes (the protocol is documented in the package remote):
   GET  /v2/describe                  what this service's sandbox is and can prove
   POST /v2/executions                run a program; the answer is a stream of NDJSON frames
   POST /v2/executions/{id}/results   the result of one of its tool calls

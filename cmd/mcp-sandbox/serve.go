@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -18,7 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/metrics"
 )
@@ -30,9 +29,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")
 	agent := fs.String("agent", "", "agent to serve over stdio (default: the tenant's only one)")
 	retention := fs.Duration("blob-retention", DefaultBlobRetention, "how long kept outputs and large results stay readable")
-	httpTimeout := fs.Duration("http-timeout", defaultHTTPTimeout, "http: how long a request may take to arrive, one write of a response to leave, and a keep-alive connection to idle (a streamed run_code is not cut by it)")
-	maxConns := fs.Int("max-connections", defaultMaxConns, "http: open connections at most (0: no cap)")
-	maxConnsPerIP := fs.Int("max-connections-per-address", defaultMaxConnsPerIP, "http: open connections from one remote address at most (0: no cap; raise it behind a proxy)")
+	httpTimeout := fs.Duration("http-timeout", httpguard.DefaultTimeout, "http: how long a request may take to arrive, one write of a response to leave, and a keep-alive connection to idle (a streamed run_code is not cut by it)")
+	maxConns := fs.Int("max-connections", httpguard.DefaultMaxConns, "http: open connections at most (0: no cap)")
+	maxConnsPerIP := fs.Int("max-connections-per-address", httpguard.DefaultMaxConnsPerIP, "http: open connections from one remote address at most (0: no cap; raise it behind a proxy)")
 	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this address (/metrics, no authentication: loopback or the scraper's network only); with either transport")
 	tenantLabels := fs.Bool("metrics-tenant-labels", false, "label metrics with tenant and agent (more series; a scraper learns every tenant's name)")
 	if answered, code, err := parseFlags(fs, args); answered {
@@ -146,7 +145,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if *tenant != "" || *agent != "" {
 			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
 		}
-		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpLimits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
+		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpguard.Limits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	}
 	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
 }
@@ -263,10 +262,10 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 			}
 			runner, err := openProfile(ctx, name, p, openOptions{warm: mode == serving, cacheDir: dataDir(cfg)})
 			if err != nil {
-				kind, reason := openRefusal(err)
-				slog.Error("profile unavailable: programs will be refused", "profile", name, "kind", kind, "err", err)
-				ps.sandboxes[name] = unavailableSandbox{kind: kind, reason: reason}
-				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{reason}}
+				u := engine.NewUnopened(err)
+				slog.Error("profile unavailable: programs will be refused", "profile", name, "kind", u.Kind(), "err", err)
+				ps.sandboxes[name] = u
+				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{u.Unavailable()}}
 				continue
 			}
 			ps.runners[name] = runner
@@ -297,22 +296,6 @@ func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]str
 	return ps, nil
 }
 
-// openRefusal is how a profile that could not be opened refuses a run: the error's kind
-// (isolation_unavailable, ...), backend_unavailable when it has none, and its model-safe
-// message. serve and run share it so both say the same thing.
-func openRefusal(err error) (failure.Kind, string) {
-	kind := failure.KindOf(err)
-	if kind == failure.Internal {
-		kind = failure.BackendUnavailable
-	}
-	reason := err.Error()
-	var fe *failure.Error
-	if errors.As(err, &fe) && fe.Message != "" {
-		reason = fe.Message
-	}
-	return kind, reason
-}
-
 // serveAgent converts one configured agent into what mcpserver serves.
 func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpserver.Agent, error) {
 	version, err := cfg.AgentVersion(tname, aname)
@@ -336,13 +319,10 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 	} else {
 		terms.Limits = engineLimits(p.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
 	}
-	if refusal == "" && terms.Network == engine.NetworkUnrestricted && !p.AllowNetwork {
+	if why := engine.NetworkRefusal(terms.Network, p.AllowNetwork, p.Network != nil); refusal == "" && why != "" {
 		// The Runner would refuse every run; saying so up front also puts it in run_code's
 		// description, so the model is not surprised.
-		refusal = fmt.Sprintf("network access was requested (network: unrestricted), but sandbox profile %q does not allow network (allow_network: false); nothing ran", name)
-	}
-	if refusal == "" && terms.Network == engine.NetworkRules && p.Network == nil {
-		refusal = fmt.Sprintf("network by rules was requested (network: rules), but sandbox profile %q has no network rules; nothing ran", name)
+		refusal = fmt.Sprintf("sandbox profile %q: %s", name, why)
 	}
 	a.CodeExecution = &mcpserver.CodeExec{Sandbox: ps.sandboxes[name], Terms: terms, Refusal: refusal, Profile: name,
 		// The agent's config carries no budget: the profile's, narrowed by the tenant policy.
@@ -353,26 +333,7 @@ func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpse
 	return a, nil
 }
 
-// unavailableSandbox stands in for a profile whose backend could not be opened: every run is
-// a refusal (isolation_unavailable or backend_unavailable), so the server and the agent's
-// other tools keep working.
-type unavailableSandbox struct {
-	kind   failure.Kind // isolation_unavailable or backend_unavailable
-	reason string
-}
-
-func (u unavailableSandbox) Run(_ context.Context, ex engine.Execution) *engine.Outcome {
-	return engine.Refuse(ex.Terms, u.kind, u.reason+"; nothing ran")
-}
-
-// Unavailable is why nothing runs: run_code's description says it (mcpserver.UnavailableSandbox).
-func (u unavailableSandbox) Unavailable() string { return u.reason }
-
-func (u unavailableSandbox) Describe(context.Context) *engine.Description {
-	return &engine.Description{Guarantees: engine.Guarantees{}, Mechanisms: []string{}, Problems: []string{u.reason}}
-}
-
-func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, hup <-chan os.Signal, opts *mcpserver.Options, limits httpLimits) (int, error) {
+func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, hup <-chan os.Signal, opts *mcpserver.Options, limits httpguard.Limits) (int, error) {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return exitUsage, usagef("--listen %q: %v", listen, err)
@@ -432,43 +393,25 @@ func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen stri
 		}
 		return "", false
 	}
-	oauth := newOAuth(cfg, &reload.subjects)
-	operator := operatorTokens(cfg.Approvals.OperatorTokens)
-	handler := mcpserver.HTTPHandler(&mcpserver.HTTPOptions{
-		Operator:     operator,
+	httpOpts := &mcpserver.HTTPOptions{
+		Operator:     operatorTokens(cfg.Approvals.OperatorTokens),
 		Agents:       agents,
 		Authenticate: authenticate,
-		OAuth:        oauth,
+		OAuth:        newOAuth(cfg, &reload.subjects),
 		Tokenless:    reload.tokenlessTenant,
 		Loopback:     loopback,
 		Ready:        newReadiness(ps).Ready,
 		Server:       opts,
-	})
+	}
+	handler := mcpserver.HTTPHandler(httpOpts)
 	inner, err := net.Listen("tcp", listen)
 	if err != nil {
 		return exitFailure, err
 	}
-	ln := newCapListener(inner, limits)
-	srv := limits.server(handler)
-	// As the handler decides (mcpserver.HTTPHandler): a request without a token is the
-	// tokenless tenant's while there is one, any other needs a token of a tenant.
-	authGate(srv, func(r *http.Request) bool {
-		if r.Header.Get("Authorization") == "" {
-			return reload.tokenlessTenant() != ""
-		}
-		token := bearerToken(r)
-		if _, ok := authenticate(token); ok {
-			return true
-		}
-		if operator != nil && token != "" && operator(token) {
-			return true
-		}
-		if oauth != nil && token != "" {
-			_, err := oauth.Verify(r.Context(), token)
-			return err == nil
-		}
-		return false
-	})
+	ln := httpguard.NewListener(inner, limits)
+	srv := limits.Server(handler)
+	// A connection leaves the unauthenticated ones as the handler decides (Admits).
+	httpguard.Gate(srv, httpOpts.Admits)
 	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

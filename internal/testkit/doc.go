@@ -5,7 +5,8 @@
 // (Log); a config file written for one test (WriteConfig); a process started with its stdin
 // and stdout held by the test (StartPiped); the live processes carrying a tag in their
 // environment (Tagged, Linux); the check that a note or advice names what it
-// must, or is empty (Mentions); and a Wine prefix of a test's own (OwnWinePrefix).
+// must, or is empty (Mentions); a connection closed with the test, and whether a server
+// closes one (DialTCP, ClosedWithin); and a Wine prefix of a test's own (OwnWinePrefix).
 //
 // It imports the go-sdk and the standard library. Only tests import it (meta_test.go keeps it
 // so). Builds are serialised by a sync.Once per program; a Log may be written from any

@@ -20,23 +20,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/tokenconn"
 )
 
-// Options configure the jobobject backend. cmd/ resolves them from the profile.
-type Options struct {
-	// Python is the interpreter, a Windows CPython's python.exe; found on PATH when empty.
-	Python string
-	// Env holds the env_allowlist variables with their values, resolved by the caller.
-	Env map[string]string
-	// WorkspaceBase is where the directory holding per-execution workspaces is made (default:
-	// the user's temporary directory).
-	WorkspaceBase string
-	// Self is the binary Probe runs as its hostile children, whose main hands ChildArg to
-	// ChildMain (default: this executable).
-	Self string
-	// ProbeBound bounds each of Probe's cases (default 20 s): a limit not seen holding by then
-	// is graded unavailable.
-	ProbeBound time.Duration
-}
-
 // Available reports whether a Windows CPython is to be found, and why not.
 func Available(python string) (bool, string) {
 	if _, err := findPython(python); err != nil {

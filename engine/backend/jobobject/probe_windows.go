@@ -17,10 +17,6 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// ChildArg is the first argument of a binary run as one of Probe's hostile children: main
-// (or a test's TestMain) hands the rest to ChildMain before anything else.
-const ChildArg = "__mcp-sandbox-jobobject-child"
-
 // ChildMain runs one hostile behaviour, writing what it reports to stdout (the process's own,
 // which its caller hands it), and returns the exit status:
 //

@@ -18,15 +18,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/spawn"
 )
 
-// Options configure the process backend. cmd/ resolves them from the profile. Besides the
-// local backends' own, Disable may name "landlock".
-type Options struct {
-	spawned.Options
-	// WorkspaceBase is where the directory holding per-execution workspaces is made (default:
-	// the system temp dir).
-	WorkspaceBase string
-}
-
 // Backend is the process-level backend.
 type Backend struct {
 	opts Options

@@ -25,22 +25,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Options configure the seatbelt backend. cmd/ resolves them from the profile.
-type Options struct {
-	// Python is the interpreter; discovered when empty (Homebrew's, python.org's, then PATH).
-	Python string
-	// Env holds the env_allowlist variables with their values, resolved by the caller.
-	Env map[string]string
-	// WorkspaceBase is where the directory holding per-execution workspaces is made (default:
-	// the user's temporary directory).
-	WorkspaceBase string
-	// InitPath is the binary re-executed as the init helper (default: this executable).
-	InitPath string
-	// CacheDir is where the interpreter's directories are remembered between starts; "" asks
-	// every time.
-	CacheDir string
-}
-
 // libraryRoots are the read-only trees an interpreter installed by Homebrew or python.org
 // links against (OpenSSL, SQLite, Tcl under /opt/homebrew/opt → Cellar), where they exist.
 var libraryRoots = []string{"/opt/homebrew/Cellar", "/opt/homebrew/opt", "/usr/local/Cellar", "/usr/local/opt",

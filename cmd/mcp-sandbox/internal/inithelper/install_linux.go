@@ -24,21 +24,12 @@ import (
 // made under a temporary name and linked into place, never renamed over one a server may be
 // executing; and only this uid can write the directory.
 //
-// Every server holds a shared flock on the file it execs for its life (the descriptor Resolve
-// keeps), and removes another build's helper only when it takes an exclusive one without
-// waiting, so an upgrade leaves no stale helpers behind and never removes one a running server
-// still execs. It holds one on the directory too: systemd-tmpfiles' age-based cleaning of the
+// Every server holds a shared flock on the file it execs for its life (owner.Share, then
+// owner.Keep), and removes another build's helper only when no process holds one
+// (owner.RemoveUnheld), so an upgrade leaves no stale helpers behind and never removes one a
+// running server still execs. It holds one on the directory too: systemd-tmpfiles' age-based cleaning of the
 // temporary directory skips a directory another process holds a flock on, and an idle server's
 // helper may not have been exec'd for longer than that age.
-
-// keep keeps f's open file, and so its flock, for the rest of the process's life: a
-// descriptor of its own that nothing closes (an *os.File left unreferenced would be closed by
-// its finalizer), close-on-exec so no child inherits the lock.
-func keep(f *os.File) error {
-	defer f.Close()
-	_, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	return err
-}
 
 func resolve(fsys fs.FS) Helper {
 	size, sum, why := embeddedHelper(fsys)
@@ -48,13 +39,13 @@ func resolve(fsys fs.FS) Helper {
 	dir := filepath.Join(os.TempDir(), "mcp-sandbox-init-"+strconv.Itoa(os.Geteuid()))
 	path, f, err := install(dir, fsys, size, sum)
 	if err == nil {
-		err = keep(f)
+		err = owner.Keep(f)
 	}
 	if err == nil {
-		f, err = lockShared(dir)
+		f, err = owner.Share(dir)
 	}
 	if err == nil {
-		err = keep(f)
+		err = owner.Keep(f)
 	}
 	if err != nil {
 		h := Helper{Why: "the embedded init helper could not be put in place: " + err.Error()}
@@ -73,7 +64,7 @@ func install(dir string, fsys fs.FS, size int64, sum string) (string, *os.File, 
 	}
 	path := filepath.Join(dir, "init-"+sum[:16])
 	for range 3 {
-		f, err := lockShared(path)
+		f, err := owner.Share(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := create(dir, path, fsys); err != nil && !errors.Is(err, fs.ErrExist) {
 				return "", nil, err
@@ -97,19 +88,6 @@ func install(dir string, fsys fs.FS, size int64, sum string) (string, *os.File, 
 		}
 	}
 	return "", nil, fmt.Errorf("%s kept changing while it was written and locked", path)
-}
-
-// lockShared opens path and takes a shared flock on it.
-func lockShared(path string) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return f, nil
 }
 
 // ownDir makes dir (0755) if needed and says why it cannot hold the helper: it must be a
@@ -210,18 +188,7 @@ func prune(dir, keep string) {
 				os.Remove(path)
 			}
 		case strings.HasPrefix(name, "init-"):
-			f, err := os.Open(path)
-			if err != nil {
-				continue
-			}
-			if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-				if info, err := f.Stat(); err == nil {
-					if now, err := os.Lstat(path); err == nil && os.SameFile(info, now) {
-						os.Remove(path)
-					}
-				}
-			}
-			f.Close()
+			owner.RemoveUnheld(path)
 		}
 	}
 }

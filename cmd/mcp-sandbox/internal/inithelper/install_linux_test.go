@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"golang.org/x/sys/unix"
 )
 
@@ -170,7 +171,7 @@ func TestKeepHoldsTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keep(f); err != nil {
+	if err := owner.Keep(f); err != nil {
 		t.Fatal(err)
 	}
 	runtime.GC()
