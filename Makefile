@@ -16,7 +16,7 @@ LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.
 #                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
-FAST_PKGS   := . ./binding ./egress ./budget ./cassette ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/gate ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/spawn ./internal/launch/seccomp ./internal/userns ./internal/tokenconn ./mcpserver ./mcpserver/oauthrs ./outputs ./outputs/pgblob ./upstream ./upstream/oauthclient ./telemetry ./metrics
+FAST_PKGS   := . ./binding ./approval ./egress ./budget ./cassette ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/gate ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/spawn ./internal/launch/seccomp ./internal/userns ./internal/tokenconn ./internal/nearest ./mcpserver ./mcpserver/oauthrs ./outputs ./outputs/pgblob ./upstream ./upstream/oauthclient ./toolshape ./telemetry ./metrics
 INTEG_PKGS  := ./engine/backend/... ./engine/bootstrap ./internal/launch ./cmd/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 # The race detector needs cgo, so a C compiler: `make test RACE=` runs the fast layer without.
@@ -138,7 +138,7 @@ fuzz:
 	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzPreview$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
 	$(GO) test ./outputs -run '^$$' -fuzz '^FuzzWindows$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
 	$(GO) test ./engine/backend/remote -run '^$$' -fuzz '^FuzzStream$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
-	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
+	$(GO) test ./toolshape -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
 	$(GO) test ./upstream -run '^$$' -fuzz '^FuzzV1Answer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
 	$(GO) test ./mcpserver -run '^$$' -fuzz '^FuzzOpenState$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
 	$(GO) test ./engine/backend/container -run '^$$' -fuzz '^FuzzStreamsDemux$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x

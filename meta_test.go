@@ -1,8 +1,9 @@
 // Package mcpsandbox_test holds the rules of the house that tests enforce rather than memory.
 // Each test below says its rule; each was seen to fail when its rule was broken.
 //
-//   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows; and
-//     what only tests may import (testOnly: the test kit).
+//   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows:
+//     what each package may import (allowed), who may import a room of issue 40 (importers:
+//     a room's door), and what only tests may import (testOnly: the test kits).
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -25,8 +26,10 @@
 //     the design references and the doc length are fed violations and must find them (and
 //     nothing in clean input).
 //   - vocabulary_test.go: the engine depends on and names none of the host's concerns
-//     (TestEngineKnowsNoHost), and each frame, a call's answer and a handle have one
-//     definition, in engine/wire (TestOneDefinitionOfEachFrame).
+//     (TestEngineKnowsNoHost), upstream depends on nothing under engine/
+//     (TestUpstreamKnowsNoEngine), and each frame, a call's answer and a handle have one
+//     definition: frames in engine/wire, the answer and handle in toolcall
+//     (TestOneDefinitionOfEachFrame).
 package mcpsandbox_test
 
 import (
@@ -109,24 +112,28 @@ type rule struct {
 
 var allowed = []rule{
 	{"failure", nil, "the leaf of kinds and the Error type: every package may import it, and it imports nothing"},
-	{"configs", []string{"failure", "egress", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), and nothing of the runtime"},
+	{"configs", []string{"failure", "egress", "internal/nearest", "go.yaml.in/yaml/v3"}, "the config's types, strict loading and validation: a YAML decoder, the network rule language it validates (egress, a leaf), the one \"did you mean\" (internal/nearest, a leaf), and nothing of the runtime"},
 	{"outputs", []string{"failure"}, "previews, blobs and handles: a leaf both engine and binding import (failure allowed, as for every package)"},
-	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
+	{"engine", []string{"failure", "outputs", "engine/wire", "engine/bootstrap", "toolcall", "egress"}, "the core imports leaves only, so no path leads from a program to a tool registry"},
 	{"egress", []string{"failure"}, "the egress proxy and its rule language: a leaf on the standard library's net/http and crypto/x509, which the engine runs per execution and cmd checks upstream URLs with"},
 	{"egress/egresstest", []string{"egress"}, "the egress tests' HTTPS origin on loopback, signed by an egress CA of its own; only tests import it (testOnly)"},
-	{"engine/wire", []string{"failure"}, "the host⇄child protocol: frames and their bounded codec, and the one type of a call's answer and of a handle (Answer, Handle), a leaf every package on a call's path imports"},
+	{"engine/wire", []string{"toolcall"}, "the host⇄child protocol: frames and their bounded codec; a result frame carries a call's answer (toolcall's Answer, the one type of it)"},
+	{"toolshape", []string{"github.com/google/jsonschema-go"},
+		"a tool's shape: its schemas read once into one model, its signature, stub, redaction and approval view, and the validator (jsonschema-go) bounded against hostile schemas; a leaf, so its fuzz target's instrumented build is small"},
+	{"toolshape/shapetest", []string{"internal/gate"}, "the hostile schemas and the Python check the tests of tool shapes share (its capabilities gated); only tests import it (testOnly)"},
+	{"toolcall", []string{"failure"}, "the one type of a tool call's answer and of a handle (Answer, Handle): a leaf every package on a call's path imports, upstream and the engine alike, so neither imports the other's"},
 	{"engine/bootstrap", nil, "bootstrap.py, embedded"},
-	{"engine/backend/*", []string{"engine", "engine/wire", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
+	{"engine/backend/*", []string{"engine", "engine/wire", "toolcall", "failure", "internal/*", "golang.org/x/sys", "engine/backend/spawned"},
 		"one isolation mechanism each, behind engine.Backend, over the process plumbing of internal/ (spawned is the local backends' shared adapter); " +
-			"engine/wire because a backend that carries binding calls across a boundary (remote) speaks its frames"},
-	{"engine/backend/remote", []string{"engine", "engine/wire", "outputs", "failure"},
-		"the remote client: the engine's interfaces, the frames it carries (engine/wire), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
-	{"engine/backend/remote/service", []string{"engine", "engine/wire", "engine/backend/remote", "failure"},
+			"engine/wire and toolcall because a backend that carries binding calls across a boundary (remote) speaks its frames and their answers"},
+	{"engine/backend/remote", []string{"engine", "engine/wire", "toolcall", "outputs", "failure"},
+		"the remote client: the engine's interfaces, the frames it carries (engine/wire) and their answers (toolcall), and outputs, whose Preview it makes a stream's preview with from the bytes received"},
+	{"engine/backend/remote/service", []string{"engine", "engine/wire", "toolcall", "engine/backend/remote", "failure"},
 		"the sandbox service, the server half of the remote protocol (whose routes and frames, and the client, are package remote's), over a local engine.Runner"},
 	{"engine/backend/seatbelt", []string{"engine", "failure", "internal/*", "golang.org/x/sys"},
 		"the macOS backend: the init helper (internal/launch), interpreter discovery and the child's environment (internal/python, internal/spawn); " +
 			"never engine/backend/spawned, whose identities, leases and cgroups are Linux's, so its profile and arguments stay pure functions tested anywhere"},
-	{"engine/sandboxtest", []string{"engine", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces, the test gate, and the init helper's hook its Main runs first"},
+	{"engine/sandboxtest", []string{"engine", "outputs", "failure", "internal/gate", "internal/launch"}, "the backend contract suite: the engine's interfaces and the outputs' attachments it checks, the test gate, and the init helper's hook its Main runs first"},
 	{"internal/tokenconn", nil, "the channel a child connects back to, taken by its token: the standard library only, so it builds for every GOOS (the container backend on linux, jobobject on windows)"},
 	{"internal/launch", []string{"golang.org/x/sys"},
 		"the init helper, whose start every child pays: the standard library and x/sys only, so few package initialisers run before its own (docs/design.md §19.1); " +
@@ -134,13 +141,13 @@ var allowed = []rule{
 	{"internal/launch/seccomp", []string{"golang.org/x/sys", "github.com/elastic/go-seccomp-bpf"},
 		"the seccomp policy assembled in the host by the library docs/design.md §4 names, for the init helper (as bytes) and the container runtimes (as a profile)"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates"},
-	{"budget", []string{"failure"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none"},
-	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "internal/owner", "modernc.org/sqlite"},
+	{"budget", []string{"failure", "telemetry"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none; the context economy it keeps per execution is telemetry's Context, the one type of it"},
+	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "telemetry", "internal/owner", "modernc.org/sqlite"},
 		"the run ledger on SQLite in pure Go, its openers' liveness held by internal/owner's lock"},
-	{"budget/postgres", []string{"budget", "budget/internal/lazy", "failure", "internal/pgdb", "github.com/jackc/pgx"},
+	{"budget/postgres", []string{"budget", "budget/internal/lazy", "failure", "telemetry", "internal/pgdb", "github.com/jackc/pgx"},
 		"the run ledger on PostgreSQL (pgx, through what internal/pgdb shares)"},
 	{"budget/internal/lazy", nil, "the waiting both ledgers share for records that may lag"},
-	{"budget/ledgertest", []string{"budget", "failure", "internal/gate", "github.com/google/go-cmp"}, "the contract every run ledger passes (its waits stretched by internal/gate's load scale)"},
+	{"budget/ledgertest", []string{"budget", "failure", "telemetry", "internal/gate", "github.com/google/go-cmp"}, "the contract every run ledger passes (its waits stretched by internal/gate's load scale)"},
 	{"internal/pgdb", []string{"github.com/jackc/pgx"},
 		"what the PostgreSQL stores share: a pool opened without leaking the DSN, migrations under an advisory lock"},
 	{"internal/pgdb/pgtest", []string{"internal/gate", "github.com/jackc/pgx"}, "the tests' helper that gives each test a schema of its own"},
@@ -149,15 +156,19 @@ var allowed = []rule{
 	{"outputs/pgblob", []string{"outputs", "failure", "internal/pgdb", "github.com/jackc/pgx"},
 		"the blob store on PostgreSQL, an adapter beside outputs so the engine (which imports outputs) never links a database driver"},
 	{"outputs/blobtest", []string{"outputs", "github.com/google/go-cmp"}, "the contract every blob store passes"},
-	{"upstream", []string{"failure", "telemetry", "engine/wire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/a2aproject/a2a-go/a2a", "github.com/segmentio/encoding/json"},
-		"the MCP and A2A client side: the go-sdk, input schemas compiled to validate arguments, and a2a-go's protocol types (never its client package, which links gRPC); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is engine/wire's Answer, the leaf of the program's channel; never budget, outputs, binding or engine"},
-	{"binding", []string{"upstream", "budget", "outputs", "engine/wire", "failure", "telemetry"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (engine/wire), its span and metrics (telemetry); never engine"},
-	{"execution", []string{"engine", "binding", "upstream", "budget", "outputs", "failure", "telemetry"},
+	{"upstream", []string{"failure", "telemetry", "toolcall", "toolshape", "internal/nearest", "github.com/modelcontextprotocol/go-sdk", "github.com/a2aproject/a2a-go/a2a",
+		"github.com/a2aproject/a2a-go/v2/a2a", "github.com/a2aproject/a2a-go/v2/a2apb", "google.golang.org/protobuf/encoding/protojson", "github.com/segmentio/encoding/json"},
+		"the MCP and A2A client side: the go-sdk, each tool's shape read once (toolshape), and A2A's protocol types from a2a-go: v0.3's for 0.3, v2's for 1.0 (its model, and its protobuf messages that protojson reads 1.0's answers into by the protobuf JSON rules 1.0's binding is defined by), never a client package (neither bounds its reads, and v0.3's links a server); the go-sdk's own JSON decoder, called directly to decode a stdio frame as the go-sdk does without its per-frame buffer (frame.go); an upstream call's span (telemetry); a call's answer is toolcall's Answer, the leaf it shares with the engine; an unknown argument's \"did you mean\" (internal/nearest); never budget, outputs, binding or engine (nothing under engine/)"},
+	{"approval", []string{"budget", "failure", "telemetry"},
+		"the one home of a call that needs a person's approval: the question, its pause (a row of budget's store, its one state) and its answer from any path, recorded (budget) and counted (telemetry); " +
+			"never upstream (binding builds the question from the tool), binding, cassette or mcpserver (how a question crosses MCP is an Asker it is handed)"},
+	{"binding", []string{"upstream", "budget", "outputs", "toolcall", "toolshape", "failure", "telemetry", "approval"}, "one binding call's home: policy and the call (upstream), meters and records (budget), paging (outputs), the answer it hands the engine (toolcall), which names are Python names (toolshape), its span and metrics (telemetry), the question a call that needs approval asks (approval); never engine"},
+	{"execution", []string{"engine", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry"},
 		"one program's execution for an agent, shared by run_code and `mcp-sandbox run`: the engine wired to a binding.Execution, recorded, its outputs kept, reported (telemetry); never the go-sdk"},
-	{"cassette", []string{"binding", "upstream", "outputs", "engine/wire", "failure"},
-		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream), answers (engine/wire), the kept results a replay's handle reads are served from (outputs)"},
-	{"mcpserver", []string{"engine", "execution", "binding", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
-		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); a paused program's journal is a cassette's"},
+	{"cassette", []string{"binding", "upstream", "outputs", "toolcall", "toolshape", "failure"},
+		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream's tools, toolshape's mark), answers (toolcall), the kept results a replay's handle reads are served from (outputs)"},
+	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
 		"the OAuth resource server: access tokens verified as JWTs by go-jose (never by code of ours) against keys found by go-sdk's oauthex discovery; never configs (cmd converts)"},
 	{"upstream/oauthclient", []string{"upstream", "github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
@@ -208,6 +219,9 @@ func TestImportRules(t *testing.T) {
 			if exempt(p.rel()) {
 				continue
 			}
+			for _, v := range importerViolations(p.rel(), p.Imports) {
+				t.Errorf("GOOS=%s: %s", goos, v)
+			}
 			for _, v := range importViolations(p.rel(), p.Imports) {
 				t.Errorf("GOOS=%s: %s", goos, v)
 			}
@@ -221,6 +235,36 @@ var testOnly = map[string]string{
 	"internal/testkit":    "it builds binaries and writes files for a test; nothing the product runs may depend on it",
 	"egress/egresstest":   "it starts a test server and writes files into a test's directory; nothing the product runs may depend on it",
 	"internal/claudecode": "it runs Claude Code against a scripted model in a network namespace for a test; nothing the product runs may depend on it",
+	"toolshape/shapetest": "it holds hostile schemas and runs python3 and mypy for a test; nothing the product runs may depend on it",
+}
+
+// importers are the packages a room of issue 40 may be imported by (module-relative; a
+// trailing /* covers the subpackages), with why: a room's door. The new rooms say who uses
+// them, as the allowlist says what each uses.
+var importers = map[string]struct {
+	by  []string
+	why string
+}{
+	"toolcall": {[]string{"engine", "engine/*", "upstream", "binding", "cassette"},
+		"a call's answer and handle cross the call's path, from upstream through binding (and a cassette) to the engine and its protocol, and nowhere else"},
+	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette"},
+		"a tool's shape is the upstream client's, read by what walks and records its calls; the engine never learns a tool's schema, and the MCP face reads it through upstream"},
+	"approval": {[]string{"binding", "execution", "mcpserver", "cmd/mcp-sandbox"},
+		"a question is asked by a binding call's approval step, counted in an execution's result, crosses MCP in mcpserver, and its webhook is wired by the command; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
+}
+
+// importerViolations says which imports of package rel a leaf's importers rule forbids.
+func importerViolations(rel string, imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		leaf, ok := strings.CutPrefix(imp, module+"/")
+		r, ruled := importers[leaf]
+		if !ok || !ruled || slices.ContainsFunc(r.by, func(e string) bool { return rel == e || matches(module+"/"+rel, e) }) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s imports %s, which only %s may import: %s", rel, leaf, strings.Join(r.by, ", "), r.why))
+	}
+	return out
 }
 
 // testOnlyViolations says which of a package's non-test imports only tests may make.
@@ -315,6 +359,8 @@ var claimNames = map[string]string{
 	"x/oauth2":           "golang.org/x/oauth2",
 	"go-cmp":             "github.com/google/go-cmp",
 	"a2a-go":             "github.com/a2aproject/a2a-go/a2a", // its protocol types, never its client
+	"a2a-go/v2":          "github.com/a2aproject/a2a-go/v2",  // A2A 1.0: its model and protobuf messages
+	"protojson":          "google.golang.org/protobuf/encoding/protojson",
 	"OpenTelemetry API":  "go.opentelemetry.io/otel",
 	"segmentio/encoding": "github.com/segmentio/encoding/json", // the go-sdk's JSON decoder
 }
@@ -489,9 +535,34 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"internal/tokenconn", []string{"net", "crypto/subtle"}, 0},
 		{"internal/tokenconn", []string{"golang.org/x/sys/unix", module + "/internal/gate"}, 2}, // it builds for every GOOS on the standard library
 		{"no/such/package", nil, 1}, // a package without a rule
+		{"upstream", []string{module + "/toolcall", module + "/toolshape", "github.com/a2aproject/a2a-go/v2/a2a"}, 0},
+		{"upstream", []string{module + "/engine/wire", "github.com/google/jsonschema-go/jsonschema"}, 2}, // the answer's old home; the validator is toolshape's
+		{"toolshape", []string{"github.com/google/jsonschema-go/jsonschema", "encoding/json"}, 0},
+		{"toolshape", []string{module + "/upstream", "github.com/modelcontextprotocol/go-sdk/mcp"}, 2}, // a leaf below upstream
+		{"toolcall", []string{module + "/engine/wire"}, 1},                                             // a leaf of failure alone
+		{"approval", []string{module + "/budget", module + "/telemetry", "net/http"}, 0},
+		{"approval", []string{module + "/upstream", module + "/cassette"}, 2}, // binding builds the question; the journal is an interface
 	} {
 		if got := importViolations(tc.rel, tc.imports); len(got) != tc.want {
 			t.Errorf("importViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		rel     string
+		imports []string
+		want    int
+	}{
+		{"upstream", []string{module + "/toolcall", module + "/toolshape"}, 0},
+		{"upstream/oauthclient", []string{module + "/toolshape"}, 0},
+		{"engine/backend/remote", []string{module + "/toolcall"}, 0},
+		{"engine", []string{module + "/toolshape"}, 1},                          // the engine never learns a tool's schema
+		{"mcpserver", []string{module + "/toolcall", module + "/toolshape"}, 2}, // the MCP face reads both through others
+		{"execution", []string{module + "/failure", "encoding/json"}, 0},
+		{"binding", []string{module + "/approval", module + "/upstream"}, 0},
+		{"upstream", []string{module + "/approval", module + "/failure"}, 1}, // upstream knows no approvals
+	} {
+		if got := importerViolations(tc.rel, tc.imports); len(got) != tc.want {
+			t.Errorf("importerViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
 		}
 	}
 	if got := testOnlyViolations("cmd/mcp-sandbox", []string{module + "/internal/testkit", module + "/internal/gate"}); len(got) != 1 {
@@ -732,14 +803,15 @@ var (
 		"internal/claudecode":      "claude runs with an environment built from nothing but our PATH, where the tests found it",
 	}
 	fileReaders = map[string]string{
-		"budget/sqlite":      "the run ledger's own file under data_dir, created 0600 before SQLite opens it",
-		"configs":            "Load reads the file and tenants_dir that cmd names, so cmd, check and the tests share one strict loader",
-		"outputs":            "the blob store's own files",
-		"engine":             "artifacts, read from the workspace through os.Root; the canary it writes",
-		"engine/backend/*":   "kernel facts under /proc and /sys",
-		"engine/sandboxtest": "/proc, to find a test's surviving processes",
-		"internal/*":         "the init helper, cgroups and interpreter discovery: /proc, /sys/fs/cgroup, the interpreter",
-		"upstream":           "/proc, to find every process of a stdio server's tree when it is killed (tree_linux.go)",
+		"budget/sqlite":       "the run ledger's own file under data_dir, created 0600 before SQLite opens it",
+		"configs":             "Load reads the file and tenants_dir that cmd names, so cmd, check and the tests share one strict loader",
+		"outputs":             "the blob store's own files",
+		"engine":              "artifacts, read from the workspace through os.Root; the canary it writes",
+		"engine/backend/*":    "kernel facts under /proc and /sys",
+		"engine/sandboxtest":  "/proc, to find a test's surviving processes",
+		"internal/*":          "the init helper, cgroups and interpreter discovery: /proc, /sys/fs/cgroup, the interpreter",
+		"upstream":            "/proc, to find every process of a stdio server's tree when it is killed (tree_linux.go)",
+		"toolshape/shapetest": "a stub a test wrote, shown when Python refuses it",
 	}
 )
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // ledgerConcurrency is how many goroutines share one Run in the concurrent figure: calls of
@@ -98,7 +99,7 @@ func perCall(t *testing.T, l budget.Ledger, run string, calls, workers int) time
 					t.Errorf("admit: %v", fe)
 					return
 				}
-				if err := tk.Finish(ctx, budget.Outcome{Status: budget.Succeeded, ProducedBytes: 40, TransferBytes: 40}); err != nil {
+				if err := tk.Finish(ctx, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 40, TransferBytes: 40}}); err != nil {
 					t.Errorf("finish: %v", err)
 					return
 				}
@@ -107,7 +108,7 @@ func perCall(t *testing.T, l budget.Ledger, run string, calls, workers int) time
 	}
 	wg.Wait()
 	d := time.Since(start) / time.Duration(calls)
-	if err := m.End(ctx, "completed", nil, budget.Context{}); err != nil {
+	if err := m.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	return d

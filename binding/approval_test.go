@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -26,15 +28,15 @@ import (
 type asker struct {
 	action, by, cannot string
 	err                error
-	during             func(q Question) // runs while the question is open
+	during             func(q approval.Question) // runs while the question is open
 
 	mu        sync.Mutex
-	questions []Question
+	questions []approval.Question
 }
 
 func (a *asker) CanAsk() (bool, string) { return a.cannot == "", a.cannot }
 
-func (a *asker) Ask(ctx context.Context, q Question) (Answer, error) {
+func (a *asker) Ask(ctx context.Context, q approval.Question) (approval.Answer, error) {
 	a.mu.Lock()
 	a.questions = append(a.questions, q)
 	a.mu.Unlock()
@@ -42,29 +44,29 @@ func (a *asker) Ask(ctx context.Context, q Question) (Answer, error) {
 		a.during(q)
 	}
 	if a.err != nil {
-		return Answer{}, a.err
+		return approval.Answer{}, a.err
 	}
 	if a.action == "" {
 		<-ctx.Done()
-		return Answer{}, ctx.Err()
+		return approval.Answer{}, ctx.Err()
 	}
-	return Answer{Action: a.action, By: a.by}, nil
+	return approval.Answer{Action: a.action, By: a.by}, nil
 }
 
-func (a *asker) asked() []Question {
+func (a *asker) asked() []approval.Question {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]Question(nil), a.questions...)
+	return append([]approval.Question(nil), a.questions...)
 }
 
 // approvalSetup is an execution over f's turn, metered in a fresh ledger, asking through a.
-func approvalSetup(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals) (*Execution, budget.Ledger, *budget.Meter) {
+func approvalSetup(t *testing.T, f *fixture, turn *upstream.Turn, a *approval.Asking) (*Execution, budget.Ledger, *budget.Meter) {
 	t.Helper()
 	return approvalSetupLogged(t, f, turn, a, discard())
 }
 
 // approvalSetupLogged is approvalSetup logging to log.
-func approvalSetupLogged(t *testing.T, f *fixture, turn *upstream.Turn, a *Approvals, log *slog.Logger) (*Execution, budget.Ledger, *budget.Meter) {
+func approvalSetupLogged(t *testing.T, f *fixture, turn *upstream.Turn, a *approval.Asking, log *slog.Logger) (*Execution, budget.Ledger, *budget.Meter) {
 	t.Helper()
 	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
 	if err != nil {
@@ -100,31 +102,31 @@ func TestApprovalStep(t *testing.T) {
 		asker    *asker
 		kind     failure.Kind
 		status   budget.ApprovalStatus
-		counts   ApprovalCounts
+		counts   approval.Counts
 		inText   string
 		noAsker  bool
 		answered string
 	}{
-		{name: "accept", asker: &asker{action: AnswerAccept, by: "ann"}, status: budget.ApprovalAccepted,
-			counts: ApprovalCounts{Asked: 1, Accepted: 1}, answered: "ann"},
-		{name: "decline", asker: &asker{action: AnswerDecline}, kind: failure.Denied, status: budget.ApprovalDeclined,
-			counts: ApprovalCounts{Asked: 1, Declined: 1}, inText: "declined"},
-		{name: "cancel", asker: &asker{action: AnswerCancel}, kind: failure.Denied, status: budget.ApprovalCancelled,
-			counts: ApprovalCounts{Asked: 1, Declined: 1}, inText: "dismissed"},
+		{name: "accept", asker: &asker{action: approval.Accept, by: "ann"}, status: budget.ApprovalAccepted,
+			counts: approval.Counts{Asked: 1, Accepted: 1}, answered: "ann"},
+		{name: "decline", asker: &asker{action: approval.Decline}, kind: failure.Denied, status: budget.ApprovalDeclined,
+			counts: approval.Counts{Asked: 1, Declined: 1}, inText: "declined"},
+		{name: "cancel", asker: &asker{action: approval.Cancel}, kind: failure.Denied, status: budget.ApprovalCancelled,
+			counts: approval.Counts{Asked: 1, Declined: 1}, inText: "dismissed"},
 		{name: "no answer", asker: &asker{}, kind: failure.ApprovalRequiredInProgram, status: budget.ApprovalTimedOut,
-			counts: ApprovalCounts{Asked: 1, TimedOut: 1}, inText: "nobody answered"},
+			counts: approval.Counts{Asked: 1, TimedOut: 1}, inText: "nobody answered"},
 		{name: "host error", asker: &asker{err: errors.New("method not found")}, kind: failure.ApprovalRequiredInProgram,
-			status: budget.ApprovalFailed, counts: ApprovalCounts{Asked: 1}, inText: "no answer from the host"},
+			status: budget.ApprovalFailed, counts: approval.Counts{Asked: 1}, inText: "no answer from the host"},
 		{name: "cannot ask", asker: &asker{cannot: "the MCP client did not declare the elicitation capability"},
-			kind: failure.ApprovalRequiredInProgram, status: budget.ApprovalUnasked, counts: ApprovalCounts{Unasked: 1},
+			kind: failure.ApprovalRequiredInProgram, status: budget.ApprovalUnasked, counts: approval.Counts{Unasked: 1},
 			inText: "did not declare the elicitation capability"},
 		{name: "no asker", noAsker: true, kind: failure.ApprovalRequiredInProgram, status: budget.ApprovalUnasked,
-			counts: ApprovalCounts{Unasked: 1}, inText: "cannot ask for it"},
+			counts: approval.Counts{Unasked: 1}, inText: "cannot ask for it"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := f.calls("wipe")
-			a := &Approvals{Asker: tc.asker, Timeout: 300 * time.Millisecond}
+			a := &approval.Asking{Asker: tc.asker, Timeout: 300 * time.Millisecond}
 			if tc.noAsker {
 				a = nil
 			}
@@ -176,8 +178,8 @@ func TestApprovalStep(t *testing.T) {
 // a URL's password, which is named as not shown.
 func TestApprovalQuestion(t *testing.T) {
 	f := newFixture(t)
-	a := &asker{action: AnswerDecline}
-	x, _, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
+	a := &asker{action: approval.Decline}
+	x, _, _ := approvalSetup(t, f, nil, &approval.Asking{Asker: a, Timeout: time.Minute})
 	x.CallTool(context.Background(), "up__wipe", json.RawMessage(`{"s":"https://u:pw@db.example/x?token=abc"}`))
 	qs := a.asked()
 	if len(qs) != 1 {
@@ -203,7 +205,7 @@ func TestApprovalQuestion(t *testing.T) {
 func TestApprovalLeavesTheProgramTime(t *testing.T) {
 	f := newFixture(t)
 	a := &asker{}
-	x, led, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Hour})
+	x, led, _ := approvalSetup(t, f, nil, &approval.Asking{Asker: a, Timeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	r := x.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"x"}`))
@@ -242,9 +244,9 @@ func TestApprovalLeavesTheProgramTime(t *testing.T) {
 // survivor recorded it unknown after this host stalled) does not make the call.
 func TestApprovalNotRecordedIsNotActedOn(t *testing.T) {
 	f := newFixture(t)
-	a := &asker{action: AnswerAccept}
-	x, led, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
-	a.during = func(Question) {
+	a := &asker{action: approval.Accept}
+	x, led, _ := approvalSetup(t, f, nil, &approval.Asking{Asker: a, Timeout: time.Minute})
+	a.during = func(approval.Question) {
 		recs := approvals(t, led)
 		if err := led.DecideApproval(context.Background(), budget.ApprovalDecision{ID: recs[0].ID, Status: budget.ApprovalFailed}); err != nil {
 			t.Error(err)
@@ -267,8 +269,8 @@ func TestApprovalRulesInCalls(t *testing.T) {
 			{Tool: "up__add", Argument: "s", Pattern: `[0-9]+`, Otherwise: upstream.RuleDeny},
 		},
 	})
-	a := &asker{action: AnswerAccept}
-	x, _, _ := approvalSetup(t, f, turn, &Approvals{Asker: a})
+	a := &asker{action: approval.Accept}
+	x, _, _ := approvalSetup(t, f, turn, &approval.Asking{Asker: a})
 	if r := callOf(t, x, "up__echo", `{"s":"a"}`); r.Kind != "" {
 		t.Errorf("allowed value: %+v", r)
 	}
@@ -295,14 +297,14 @@ func TestDirectApproval(t *testing.T) {
 	ctx := context.Background()
 	bindings := []string{}
 	turn := f.pool.Catalogue(ctx).Resolve([]string{"up"}, []string{"up__secret"}, nil, &bindings)
-	direct := func(a *Approvals) wire.Answer {
+	direct := func(a *approval.Asking) toolcall.Answer {
 		return Direct(ctx, turn, nil, a, discard(), "up__wipe", json.RawMessage(`{"s":"x"}`))
 	}
-	if r := direct(&Approvals{Asker: &asker{action: AnswerAccept}}); r.Kind != "" {
+	if r := direct(&approval.Asking{Asker: &asker{action: approval.Accept}}); r.Kind != "" {
 		t.Errorf("accepted direct wipe = %+v", r)
 	}
-	wantKind(t, direct(&Approvals{Asker: &asker{action: AnswerDecline}}), failure.Denied)
-	wantKind(t, direct(&Approvals{Asker: &asker{}, Timeout: 200 * time.Millisecond}), failure.ApprovalRequiredInProgram)
+	wantKind(t, direct(&approval.Asking{Asker: &asker{action: approval.Decline}}), failure.Denied)
+	wantKind(t, direct(&approval.Asking{Asker: &asker{}, Timeout: 200 * time.Millisecond}), failure.ApprovalRequiredInProgram)
 	r := direct(nil)
 	wantKind(t, r, failure.ApprovalRequiredInProgram)
 	if !strings.Contains(r.Message, "needs a person's approval") || !strings.Contains(r.Message, "cannot ask") {
@@ -314,7 +316,7 @@ func TestDirectApproval(t *testing.T) {
 }
 
 // A program looping on a call nobody can approve fills neither the ledger nor the operator's
-// log: loggedUnasked decisions are logged one by one, then one line says the rest are only
+// log: approval.LoggedUnasked decisions are logged one by one, then one line says the rest are only
 // counted; the counts stay exact.
 func TestUnaskedDecisionsLoggedBounded(t *testing.T) {
 	var logged strings.Builder
@@ -330,8 +332,8 @@ func TestUnaskedDecisionsLoggedBounded(t *testing.T) {
 		t.Errorf("counts %+v, want %d unasked", got, loops)
 	}
 	lines := strings.Count(logged.String(), "msg=approval ")
-	if lines != loggedUnasked || strings.Count(logged.String(), "counted, not logged") != 1 {
-		t.Errorf("%d decision lines (want %d) and one saying the rest are counted:\n%s", lines, loggedUnasked, logged.String())
+	if lines != approval.LoggedUnasked || strings.Count(logged.String(), "counted, not logged") != 1 {
+		t.Errorf("%d decision lines (want %d) and one saying the rest are counted:\n%s", lines, approval.LoggedUnasked, logged.String())
 	}
 }
 
@@ -372,8 +374,8 @@ func TestApprovalQuestionShowsAllOrIsNotAsked(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &asker{action: AnswerAccept}
-			x, led, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
+			a := &asker{action: approval.Accept}
+			x, led, _ := approvalSetup(t, f, nil, &approval.Asking{Asker: a, Timeout: time.Minute})
 			args, _ := json.Marshal(tc.args)
 			before := f.calls("pay")
 			r := x.CallTool(context.Background(), "up__pay", args)
@@ -408,13 +410,13 @@ func TestApprovalQuestionShowsAllOrIsNotAsked(t *testing.T) {
 }
 
 // TestOneQuestionAtATime: 300 concurrent calls of one program that need approval put at most
-// one question to the person at a time; after maxDeclinesInARow declines the rest are refused
+// one question to the person at a time; after approval.MaxDeclinesInARow declines the rest are refused
 // without asking, and the ledger holds them as unasked refusals are held: the first few one by
 // one, the rest in one summary.
 func TestOneQuestionAtATime(t *testing.T) {
 	f := newFixture(t)
 	var open, peak, asked atomic.Int32
-	a := &asker{action: AnswerDecline, during: func(Question) {
+	a := &asker{action: approval.Decline, during: func(approval.Question) {
 		asked.Add(1)
 		n := open.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -422,7 +424,7 @@ func TestOneQuestionAtATime(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		open.Add(-1)
 	}}
-	x, led, m := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: time.Minute})
+	x, led, m := approvalSetup(t, f, nil, &approval.Asking{Asker: a, Timeout: time.Minute})
 	var wg sync.WaitGroup
 	kinds := make(chan failure.Kind, 300)
 	for range 300 {
@@ -433,18 +435,18 @@ func TestOneQuestionAtATime(t *testing.T) {
 	if p := peak.Load(); p != 1 {
 		t.Errorf("at most %d questions were open at once, want 1", p)
 	}
-	if n := asked.Load(); n != maxDeclinesInARow {
-		t.Errorf("%d questions asked, want %d", n, maxDeclinesInARow)
+	if n := asked.Load(); n != approval.MaxDeclinesInARow {
+		t.Errorf("%d questions asked, want %d", n, approval.MaxDeclinesInARow)
 	}
 	for k := range kinds {
 		if k != failure.Denied {
 			t.Errorf("a call ended %q, want denied", k)
 		}
 	}
-	if got, want := x.Approvals(), (ApprovalCounts{Asked: maxDeclinesInARow, Declined: maxDeclinesInARow, Unasked: 300 - maxDeclinesInARow}); got != want {
+	if got, want := x.Approvals(), (approval.Counts{Asked: approval.MaxDeclinesInARow, Declined: approval.MaxDeclinesInARow, Unasked: 300 - approval.MaxDeclinesInARow}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
-	if err := m.End(context.Background(), "completed", nil, budget.Context{}); err != nil {
+	if err := m.End(context.Background(), "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	var declined, unasked, records int64
@@ -457,9 +459,9 @@ func TestOneQuestionAtATime(t *testing.T) {
 			unasked += max(r.Times, 1)
 		}
 	}
-	if declined != maxDeclinesInARow || unasked != 300-maxDeclinesInARow || records > maxDeclinesInARow+budget.RecordedRefusals+1 {
+	if declined != approval.MaxDeclinesInARow || unasked != 300-approval.MaxDeclinesInARow || records > approval.MaxDeclinesInARow+budget.RecordedRefusals+1 {
 		t.Errorf("ledger: %d records, %d declined, %d unasked; want %d declined, %d unasked in at most %d records",
-			records, declined, unasked, maxDeclinesInARow, 300-maxDeclinesInARow, maxDeclinesInARow+budget.RecordedRefusals+1)
+			records, declined, unasked, approval.MaxDeclinesInARow, 300-approval.MaxDeclinesInARow, approval.MaxDeclinesInARow+budget.RecordedRefusals+1)
 	}
 	if f.calls("wipe") != 0 {
 		t.Error("the upstream was called")
@@ -471,9 +473,9 @@ func TestOneQuestionAtATime(t *testing.T) {
 func TestQueuedQuestionsLapse(t *testing.T) {
 	f := newFixture(t)
 	a := &asker{} // never answers
-	x, _, _ := approvalSetup(t, f, nil, &Approvals{Asker: a, Timeout: 1500 * time.Millisecond})
+	x, _, _ := approvalSetup(t, f, nil, &approval.Asking{Asker: a, Timeout: 1500 * time.Millisecond})
 	var wg sync.WaitGroup
-	replies := make(chan wire.Answer, 2)
+	replies := make(chan toolcall.Answer, 2)
 	for range 2 {
 		wg.Go(func() { replies <- x.CallTool(context.Background(), "up__wipe", json.RawMessage(`{"s":"x"}`)) })
 	}

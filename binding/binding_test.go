@@ -15,9 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -119,14 +119,14 @@ func (f *fixture) turn(t *testing.T) *upstream.Turn {
 	return cat.Resolve([]string{"up"}, []string{"up__secret"}, nil, nil)
 }
 
-func callOf(t *testing.T, x *Execution, name, args string) wire.Answer {
+func callOf(t *testing.T, x *Execution, name, args string) toolcall.Answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
 	defer cancel()
 	return x.CallTool(ctx, name, json.RawMessage(args))
 }
 
-func wantKind(t *testing.T, r wire.Answer, k failure.Kind) {
+func wantKind(t *testing.T, r toolcall.Answer, k failure.Kind) {
 	t.Helper()
 	if r.Kind != k || r.Message == "" {
 		t.Fatalf("reply %+v (%s), want kind %q with a message", r, r.Value, k)
@@ -290,9 +290,7 @@ func TestKeywordsCheckedAndRecorded(t *testing.T) {
 		t.Fatalf("echo = %+v", r)
 	}
 	x.Wait()
-	calls, err := led.(interface {
-		Calls(context.Context, budget.RunRef) ([]budget.CallRecord, error)
-	}).Calls(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
+	calls, err := led.Calls(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}

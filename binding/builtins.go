@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -30,7 +30,7 @@ var excluded = map[string]string{
 
 // builtin serves or refuses the names that are not upstream tools; ok is false for a name
 // that is one ("<server>__<tool>"), which the rest of the walk takes.
-func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessage) (_ wire.Answer, ok bool) {
+func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessage) (_ toolcall.Answer, ok bool) {
 	switch name {
 	case BuiltinListTools:
 		var a upstream.ListToolsArgs
@@ -51,7 +51,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		}
 		info, fe := x.turn.ToolInfo(ctx, a.Name)
 		if fe != nil {
-			return wire.Refused(fe), true
+			return toolcall.Refused(fe), true
 		}
 		return x.metered(ctx, name, args, info), true
 	case BuiltinReadToolOutput:
@@ -68,7 +68,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		if err != nil {
 			return refuse(failure.UpstreamError, "the answer could not be encoded"), true
 		}
-		return wire.Answer{Value: b}, true
+		return toolcall.Answer{Value: b}, true
 	}
 	if why, no := excluded[name]; no {
 		return refuse(failure.ExcludedBuiltin, "%s", why), true
@@ -76,7 +76,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 	if !strings.Contains(name, upstream.Separator) {
 		return refuse(failure.Unavailable, "no tool named %q: a program may call upstream tools (<server>__<tool>), list_tools, get_tool_info, read_tool_output and budget.remaining", name), true
 	}
-	return wire.Answer{}, false
+	return toolcall.Answer{}, false
 }
 
 // Remaining is what is left of one binding budget (docs/design.md §10): nil where no ceiling
@@ -123,27 +123,27 @@ func (x *Execution) remaining(ctx context.Context) map[string]Remaining {
 // call's policy and argument refusals are. An answer over what may still cross is refused,
 // not cut: binding_result_too_large over max_result_bytes (narrow it: a server or a query),
 // else budget_exceeded.
-func (x *Execution) metered(ctx context.Context, name string, args json.RawMessage, v any) wire.Answer {
+func (x *Execution) metered(ctx context.Context, name string, args json.RawMessage, v any) toolcall.Answer {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return refuse(failure.UpstreamError, "the answer could not be encoded")
 	}
 	release, fe := x.slot(ctx, name)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	defer release()
 	tk, fe := admit(ctx, x.meter, "", name, args)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	if tk == nil {
-		return wire.Answer{Value: b}
+		return toolcall.Answer{Value: b}
 	}
-	o := budget.Outcome{Status: budget.Succeeded}
-	rep := wire.Answer{Value: b}
+	o := budget.CallFinish{Status: budget.Succeeded}
+	rep := toolcall.Answer{Value: b}
 	if tk.Reserve(budget.Usage{TransferBytes: int64(len(b))}) {
-		o.TransferBytes = int64(len(b))
+		o.Usage.TransferBytes = int64(len(b))
 	} else if ceiling := x.meter.Limits().MaxResultBytes; ceiling > 0 && int64(len(b)) > ceiling {
 		rep = refuse(failure.BindingResultTooLarge, "the answer of %s is %d bytes, over max_result_bytes (%d); narrow it (a server, a query)", name, len(b), ceiling)
 	} else {

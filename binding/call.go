@@ -13,11 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -40,7 +42,7 @@ type Options struct {
 	Tenant string
 	// Approvals ask a person about calls that need approval; nil asks nobody, so such calls
 	// are refused (approval_required_in_program).
-	Approvals *Approvals
+	Approvals *approval.Asking
 	// MaxConcurrentCalls caps the calls in flight; zero means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int
 	// Logger receives what the operator must know; nil means slog.Default().
@@ -57,7 +59,7 @@ type Options struct {
 type Tape interface {
 	// Play answers call seq (numbered from 1 in the order the calls arrive) itself when ok;
 	// the call then goes no further.
-	Play(seq int, name string, args json.RawMessage) (a wire.Answer, ok bool)
+	Play(seq int, name string, args json.RawMessage) (a toolcall.Answer, ok bool)
 	// Record sees a call the walk answered.
 	Record(c TapedCall)
 	// Tools are names the program may call beside the turn's: those a cassette recorded.
@@ -74,8 +76,8 @@ type TapedCall struct {
 	// definition redacts the arguments (upstream.Tool.RedactArguments).
 	Tool     *upstream.Tool
 	Args     json.RawMessage
-	Answer   wire.Answer
-	Approval Decision
+	Answer   toolcall.Answer
+	Approval approval.Decision
 	Seconds  float64
 	// Kept are the first bytes of a result kept under a handle (Answer.Handle), at most the
 	// Tape's KeptBytes; Cut says there were more.
@@ -94,11 +96,9 @@ type Execution struct {
 	log    *slog.Logger
 	report telemetry.Reporter
 	slots  chan struct{} // one per call in flight
-	appr   *Approvals
-	tally  tally  // the approval step's decisions
-	asking asking // its questions: one open at a time
-	// unaskedLogged counts the unasked decisions logged (approval.unaskedLogged).
-	unaskedLogged atomic.Int64
+	appr   *approval.Asking
+	// questions are the execution's questions: one open at a time, their decisions counted.
+	questions approval.Questions
 
 	mu      sync.Mutex // guards handles
 	handles map[outputs.Handle]bool
@@ -141,7 +141,7 @@ func (x *Execution) Names() []string {
 	return slices.Compact(names)
 }
 
-// Aliases returns the names of Names bound as Python names too (upstream.Aliasable): computed
+// Aliases returns the names of Names bound as Python names too (toolshape.Aliasable): computed
 // here once and handed to the engine in its Execution.
 func (x *Execution) Aliases() []string {
 	if x.tape == nil {
@@ -149,7 +149,7 @@ func (x *Execution) Aliases() []string {
 	}
 	var out []string
 	for _, n := range x.Names() {
-		if upstream.Aliasable(n) {
+		if toolshape.Aliasable(n) {
 			out = append(out, n)
 		}
 	}
@@ -171,7 +171,7 @@ func (x *Execution) Signatures() json.RawMessage {
 func (x *Execution) Unavailable() []string { return x.turn.Unavailable() }
 
 // Approvals returns the approval step's decisions so far: the result's approvals.
-func (x *Execution) Approvals() ApprovalCounts { return x.tally.counts() }
+func (x *Execution) Approvals() approval.Counts { return x.questions.Counts() }
 
 // Problems maps each granted server with something wrong with its tools (one that could not
 // be started, and why) to a sentence safe to show the model: upstream_problems.
@@ -201,7 +201,7 @@ const waitTimeout = 10 * time.Second
 func (x *Execution) ReceivedBytes() int64 { return x.received.Load() }
 
 // delivered counts what a reply hands the program.
-func (x *Execution) delivered(r wire.Answer) wire.Answer {
+func (x *Execution) delivered(r toolcall.Answer) toolcall.Answer {
 	switch {
 	case r.Kind != "":
 	case r.Handle != nil:
@@ -213,7 +213,7 @@ func (x *Execution) delivered(r wire.Answer) wire.Answer {
 }
 
 // CallTool is one binding call from the program, top to bottom (walk), traced and counted.
-func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
+func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) toolcall.Answer {
 	ctx, ob := x.observe(ctx, name)
 	if x.tape == nil {
 		rep := x.delivered(x.walk(ctx, 0, name, args, nil))
@@ -234,7 +234,7 @@ func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMess
 		ob.end(rep)
 		return rep
 	}
-	var d Decision
+	var d approval.Decision
 	rep := x.delivered(x.walk(ctx, seq, name, args, &d))
 	ob.end(rep)
 	c := TapedCall{Seq: seq, Name: name, Args: args, Answer: rep, Approval: d, Seconds: time.Since(ob.start).Seconds()}
@@ -273,7 +273,7 @@ func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (k
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
 // The approval decision is left in decided when it is not nil; seq is the call's number on
 // the tape (0 without one), which a question carries.
-func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *Decision) wire.Answer {
+func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *approval.Decision) toolcall.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -281,7 +281,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	// 2. Policy: a tool of a granted server that no deny glob matches.
 	tool, fe := x.turn.Lookup(name)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	// 3. Bindings: the agent's list narrows what its programs may call.
 	if !x.turn.Bound(tool) {
@@ -294,31 +294,29 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 		if x.meter != nil {
 			fe = x.meter.Refuse(ctx, budget.Call{Tool: tool.Name, ArgumentBytes: int64(len(args))}, fe)
 		}
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	args = checked
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
-	d, callID, fe := x.appr.approve(ctx, approval{turn: x.turn, tool: tool, args: args, meter: x.meter, log: x.log, inProgram: true, seq: seq,
-		asking: &x.asking, unaskedLogged: &x.unaskedLogged})
-	x.tally.add(d)
+	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq)
 	if decided != nil {
 		*decided = d
 	}
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	// 6. A call slot: at most MaxConcurrentCalls in flight. A call waits here, before it is
 	// spent, so one that never gets a slot costs nothing.
 	release, fe := x.slot(ctx, tool.Name)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	defer release()
 	// 7. Admission: tool_call_started is written, and the call is spent whatever follows.
 	tk, fe := admit(ctx, x.meter, callID, tool.Name, args)
 	if fe != nil {
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	// 8. The upstream call.
 	a, spent := x.turn.Invoke(ctx, tool, args)
@@ -339,7 +337,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 // unknown while it ran (this process stalled past its ledger lease) has its result withheld,
 // since the ledger holds it as never answered; the bytes that arrived are charged all the
 // same (budget.Ticket.Finish).
-func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep wire.Answer, o budget.Outcome) wire.Answer {
+func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep toolcall.Answer, o budget.CallFinish) toolcall.Answer {
 	err := tk.Finish(context.WithoutCancel(ctx), o)
 	if err == nil {
 		return rep
@@ -354,12 +352,12 @@ func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *up
 		delete(x.handles, outputs.Handle(rep.Handle.ID))
 		x.mu.Unlock()
 	}
-	return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the call of %s was recorded as of unknown outcome while it ran "+
+	return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the call of %s was recorded as of unknown outcome while it ran "+
 		"(this server lost its hold on the ledger for a while), so its result is withheld; it was made and is counted", tool.Name)}
 }
 
-func refuse(k failure.Kind, format string, args ...any) wire.Answer {
-	return wire.Answer{Kind: k, Message: fmt.Sprintf(format, args...)}
+func refuse(k failure.Kind, format string, args ...any) toolcall.Answer {
+	return toolcall.Answer{Kind: k, Message: fmt.Sprintf(format, args...)}
 }
 
 // slot takes one of the execution's call slots; release gives it back. Waiting ends with ctx,
@@ -393,8 +391,8 @@ func admit(ctx context.Context, meter *budget.Meter, id, name string, args json.
 
 // outcome is what tool_call_finished records of an answer that is not a value: failed, or
 // aborted when cancelled. The transfer is filled in by delivery.
-func outcome(a wire.Answer, spent upstream.Spent) budget.Outcome {
-	o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: int64(spent.Size)}
+func outcome(a toolcall.Answer, spent upstream.Spent) budget.CallFinish {
+	o := budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: int64(spent.Size)}}
 	if a.Kind != "" {
 		o.Status, o.Kind, o.Message = budget.Failed, string(a.Kind), a.Message
 		if a.Kind == failure.Cancelled {
@@ -408,7 +406,7 @@ func outcome(a wire.Answer, spent upstream.Spent) budget.Outcome {
 // and a crash before this lands is recorded unknown. The record may lag (Ticket.FinishLater):
 // a ledger that batches commits it with the next call's tool_call_started, one transaction
 // for both. Wait waits for every finish.
-func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outcome) {
+func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.CallFinish) {
 	if tk == nil {
 		return
 	}
@@ -431,7 +429,7 @@ func (x *Execution) finish(ctx context.Context, tk *budget.Ticket, o budget.Outc
 // program setting); recorded under meter (budget.Direct; nil records nothing), outside the
 // binding budget, and never paged: the host gets the whole value. DirectKept is the call that
 // keeps a large result under a handle instead.
-func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage) wire.Answer {
+func Direct(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *approval.Asking, log *slog.Logger, name string, args json.RawMessage) toolcall.Answer {
 	return DirectKept(ctx, turn, meter, appr, log, name, args, Keep{}).Answer
 }
 
@@ -449,7 +447,7 @@ type Keep struct {
 // Answer.Handle with Preview (of the kept content, at most Keep.PreviewBytes) and ContentType;
 // Size is the bytes the upstream's value weighed.
 type DirectAnswer struct {
-	wire.Answer
+	toolcall.Answer
 	Preview     string
 	ContentType string
 	Size        int64
@@ -459,34 +457,34 @@ type DirectAnswer struct {
 // with tool_call_finished (attachments, preserved bytes) and the transfer is what the host
 // received, the preview and the handle. A result the store cannot keep is handed over whole,
 // with a warning logged: the host asked for it, and the value exists.
-func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *Approvals, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
+func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, appr *approval.Asking, log *slog.Logger, name string, args json.RawMessage, keep Keep) DirectAnswer {
 	tool, fe := turn.Lookup(name)
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
 	args, fe = tool.Arguments(args)
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
-	_, callID, fe := appr.approve(ctx, approval{turn: turn, tool: tool, args: args, meter: meter, log: log})
+	_, callID, fe := approve(ctx, appr, turn, tool, args, meter, log, nil, 0)
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
 	tk, fe := admit(ctx, meter, callID, tool.Name, args)
 	if fe != nil {
-		return DirectAnswer{Answer: wire.Refused(fe)}
+		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
 	a, spent := turn.Invoke(ctx, tool, args)
 	o := outcome(a, spent)
 	r := DirectAnswer{Answer: a, Size: int64(len(a.Value))}
 	if a.Kind == "" {
-		o.TransferBytes = int64(len(a.Value))
+		o.Usage.TransferBytes = int64(len(a.Value))
 		if k, ok := keepDirect(ctx, keep, tool, a.Value, log); ok {
 			k.Size = r.Size
 			r = k
-			o.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
-			o.PreservedBytes = r.Handle.Size
-			o.Attachments, _ = json.Marshal([]attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
+			o.Usage.TransferBytes = int64(len(r.Preview) + len(handleJSON(r.Handle)))
+			o.Usage.PreservedBytes = r.Handle.Size
+			o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: r.Handle.ID, ContentType: r.ContentType,
 				Size: r.Handle.Size, Truncated: true, Location: "blob"}})
 		}
 	}
@@ -513,6 +511,6 @@ func keepDirect(ctx context.Context, keep Keep, tool *upstream.Tool, v json.RawM
 		log.Warn("direct call result not kept under a handle; handed over whole", "tool", tool.Name, "bytes", len(content), "err", err)
 		return DirectAnswer{}, false
 	}
-	return DirectAnswer{Answer: wire.Answer{Handle: &wire.Handle{ID: string(h), Size: n, Lines: lineCount(content)}},
+	return DirectAnswer{Answer: toolcall.Answer{Handle: &toolcall.Handle{ID: string(h), Size: n, Lines: lineCount(content)}},
 		Preview: outputs.Preview(content, content, int64(len(content)), keep.PreviewBytes), ContentType: ctype}, true
 }

@@ -8,47 +8,47 @@ import (
 	"fmt"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
 // deliver turns the upstream's answer into what the program receives, and what
 // tool_call_finished records of it. tk nil (nothing metered): the value crosses whole.
-func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, a wire.Answer, spent upstream.Spent) (wire.Answer, budget.Outcome) {
+func (x *Execution) deliver(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, a toolcall.Answer, spent upstream.Spent) (toolcall.Answer, budget.CallFinish) {
 	o := outcome(a, spent)
 	if a.Kind != "" {
-		return wire.Answer{Kind: a.Kind, Message: a.Message}, o
+		return toolcall.Answer{Kind: a.Kind, Message: a.Message}, o
 	}
 	// A value the program's JSON decoder would die on (Python's recurses) is never sent: the
 	// program would wait for its answer until its wall clock.
 	if d := upstream.NestingDepth(a.Value); d > maxResultDepth {
 		o.Status, o.Kind = budget.Failed, string(failure.InvalidResult)
 		o.Message = fmt.Sprintf("the result of %s nests %d levels deep, more than the %d a program is handed; it was not handed over", tool.Name, d, maxResultDepth)
-		return wire.Answer{Kind: failure.InvalidResult, Message: o.Message}, o
+		return toolcall.Answer{Kind: failure.InvalidResult, Message: o.Message}, o
 	}
 	if tk == nil {
-		return wire.Answer{Value: a.Value}, o
+		return toolcall.Answer{Value: a.Value}, o
 	}
 	// The bytes are promised before they cross: calls racing for the last of the budget
 	// cannot all have it.
 	if tk.Reserve(budget.Usage{TransferBytes: int64(len(a.Value))}) {
-		o.TransferBytes = int64(len(a.Value))
-		return wire.Answer{Value: a.Value}, o
+		o.Usage.TransferBytes = int64(len(a.Value))
+		return toolcall.Answer{Value: a.Value}, o
 	}
 	allow := tk.TransferAllowance()
 	ref, ctype, why := x.page(ctx, tk, tool, a.Value)
 	if ref == nil {
 		o.Status, o.Kind = budget.Failed, string(failure.BindingResultNotPaged)
 		o.Message = fmt.Sprintf("the result of %s is %d bytes, over the %d bytes this call may hand over, and %s", tool.Name, len(a.Value), allow, why)
-		return wire.Answer{Kind: failure.BindingResultNotPaged, Message: o.Message}, o
+		return toolcall.Answer{Kind: failure.BindingResultNotPaged, Message: o.Message}, o
 	}
-	o.TransferBytes = int64(len(handleJSON(ref)))
-	o.PreservedBytes = ref.Size
-	o.Attachments, _ = json.Marshal([]attachment{{Name: tool.Name, Handle: string(ref.ID), ContentType: ctype,
+	o.Usage.TransferBytes = int64(len(handleJSON(ref)))
+	o.Usage.PreservedBytes = ref.Size
+	o.Attachments, _ = json.Marshal([]outputs.Attachment{{Name: tool.Name, Handle: string(ref.ID), ContentType: ctype,
 		Size: ref.Size, Truncated: true, Location: "blob"}})
-	return wire.Answer{Handle: ref}, o
+	return toolcall.Answer{Handle: ref}, o
 }
 
 // maxResultDepth bounds how deep a value handed to a program nests: well within Python's
@@ -59,7 +59,7 @@ const maxResultDepth = 256
 // page keeps a value over the transfer allowance in the blob store, charged as preserved bytes
 // and the handle's own bytes as transfer, and records the handle as this execution's. When it
 // cannot, ref is nil and why says so, as the end of a sentence.
-func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, v json.RawMessage) (ref *wire.Handle, ctype, why string) {
+func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, v json.RawMessage) (ref *toolcall.Handle, ctype, why string) {
 	if x.blobs == nil {
 		return nil, "", "there is no blob store to keep it under a handle"
 	}
@@ -74,7 +74,7 @@ func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.
 		}
 		return nil, "", "it could not be kept under a handle"
 	}
-	ref = &wire.Handle{ID: string(h), Size: n, Lines: lineCount(content)}
+	ref = &toolcall.Handle{ID: string(h), Size: n, Lines: lineCount(content)}
 	if !tk.Reserve(budget.Usage{PreservedBytes: n, TransferBytes: int64(len(handleJSON(ref)))}) {
 		// A concurrent call took what was left between the store's limit and now.
 		_ = x.blobs.Delete(ctx, x.tenant, h)
@@ -87,20 +87,9 @@ func (x *Execution) page(ctx context.Context, tk *budget.Ticket, tool *upstream.
 }
 
 // handleJSON is the handle as it crosses into the sandbox, for the transfer meter.
-func handleJSON(ref *wire.Handle) []byte {
+func handleJSON(ref *toolcall.Handle) []byte {
 	b, _ := json.Marshal(map[string]any{"id": ref.ID, "size": ref.Size, "lines": ref.Lines})
 	return b
-}
-
-// attachment is a handle as the ledger's tool_call_finished record lists it: the shape of an
-// execution result's attachments (docs/design.md §3.4).
-type attachment struct {
-	Name        string `json:"name"`
-	Handle      string `json:"handle,omitempty"`
-	ContentType string `json:"content_type"`
-	Size        int64  `json:"size"`
-	Truncated   bool   `json:"truncated"`
-	Location    string `json:"location"`
 }
 
 // HandleContent is what a handle keeps of a value: a string's text (so its lines are the

@@ -8,10 +8,12 @@
 //
 // # Imports and concurrency
 //
-// It imports upstream, budget, outputs, engine/wire (a call's answer), failure and telemetry
-// (docs/design.md §2); never engine or mcpserver, and the engine never imports it: the
-// engine's ToolCaller is satisfied because both speak wire.Answer. An Execution is safe for concurrent use (calls overlap, approvals too: each
-// waits on its own question); mu guards only its handle set, and the tally's own mutex only
-// its counts; neither is held across a call or a question. Each finish goroutine is owned by its Execution
-// and waited for by Wait.
+// It imports upstream, budget, outputs, toolcall (a call's answer), toolshape (Python names),
+// approval (the question a call that needs a person's approval asks, which hop 5 builds from
+// the tool and asks there), failure and telemetry (docs/design.md §2); never engine or
+// mcpserver, and the engine never imports it: the engine's ToolCaller is satisfied because both
+// speak toolcall.Answer. An Execution is safe for concurrent use (calls overlap, approvals too:
+// each waits on its own question, its execution's approval.Questions taking turns); mu guards
+// only its handle set, and is never held across a call or a question. Each finish goroutine
+// is owned by its Execution and waited for by Wait.
 package binding

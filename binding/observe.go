@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // observation is what the operator sees of one binding call: its span (under the run_code's,
@@ -47,7 +47,7 @@ func (x *Execution) observe(ctx context.Context, name string) (context.Context, 
 }
 
 // end ends the span and counts the call.
-func (o observation) end(rep wire.Answer) {
+func (o observation) end(rep toolcall.Answer) {
 	r := o.x.report
 	outcome := "ok"
 	if rep.Kind != "" {

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // read_tool_output's defaults and bounds, for the host and a program alike.
@@ -162,11 +162,11 @@ const noHandle = "no handle of this execution is known"
 
 // ReadHandle is a program's handle.read(): a window of one of this execution's own handles,
 // no wider than the transfer allowance, charged to the transfer meter.
-func (x *Execution) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) wire.Answer {
+func (x *Execution) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) toolcall.Answer {
 	return x.delivered(x.read(ctx, ReadArgs{Handle: handle, Offset: &offset, Limit: &limit, Pattern: &pattern}))
 }
 
-func (x *Execution) read(ctx context.Context, a ReadArgs) wire.Answer {
+func (x *Execution) read(ctx context.Context, a ReadArgs) toolcall.Answer {
 	x.mu.Lock()
 	own := x.handles[outputs.Handle(a.Handle)]
 	x.mu.Unlock()
@@ -183,7 +183,7 @@ func (x *Execution) read(ctx context.Context, a ReadArgs) wire.Answer {
 	case fe.Kind == failure.Unavailable:
 		return refuse(failure.Unavailable, noHandle)
 	default:
-		return wire.Refused(fe)
+		return toolcall.Refused(fe)
 	}
 	if x.meter != nil {
 		ok, err := x.meter.TryCharge(ctx, budget.Usage{TransferBytes: int64(len(p.JSON))})
@@ -196,5 +196,5 @@ func (x *Execution) read(ctx context.Context, a ReadArgs) wire.Answer {
 				"this window is %d bytes, over what is left of the transfer budget; ask for fewer lines", len(p.JSON))
 		}
 	}
-	return wire.Answer{Value: p.JSON}
+	return toolcall.Answer{Value: p.JSON}
 }

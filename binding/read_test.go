@@ -11,9 +11,9 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -104,7 +104,7 @@ func TestJSONHandleReadInWindows(t *testing.T) {
 		t.Fatal(fe)
 	}
 	// Steps 9 and 10 of the walk, given the upstream's answer.
-	r, o := x.deliver(ctx, tk, tool, wire.Answer{Value: value}, upstream.Spent{Size: len(value), Called: true})
+	r, o := x.deliver(ctx, tk, tool, toolcall.Answer{Value: value}, upstream.Spent{Size: len(value), Called: true})
 	x.finish(ctx, tk, o)
 	if r.Kind != "" || r.Handle == nil {
 		t.Fatalf("no handle: %+v", r)

@@ -16,9 +16,9 @@ type Cassette struct {
 	RecordedAt time.Time // set by the ledger
 }
 
-// Cassettes is the part of a ledger that keeps executions' cassettes; both ledgers
-// (budget/sqlite, budget/postgres) implement it beside Ledger. Safe for concurrent use, by
-// several processes sharing the ledger.
+// Cassettes is the part of a Ledger that keeps executions' cassettes; what needs only it (the
+// cassette keeper, export) takes it. Safe for concurrent use, by several processes sharing
+// the ledger.
 type Cassettes interface {
 	// PutCassette keeps c; keeping a second cassette for one execution replaces the first.
 	PutCassette(ctx context.Context, c Cassette) error

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // RunRef names a Run: the MCP session id, or the id a host names in _meta (mcp-sandbox/run),
@@ -98,31 +99,18 @@ type ExecutionEnd struct {
 	Status      string // "completed", or the failure kind
 	Attachments json.RawMessage
 	// Context is the execution's context economy: what its program received from bindings,
-	// what came back to the model, and the difference.
-	Context Context
-	// Network is what its egress proxy decided; nil without network rules.
-	Network *Network
+	// what came back to the model, and the difference. The ledger sums it per Run
+	// (RunContext).
+	Context telemetry.Context
+	// Network is what its egress proxy decided (egress.Stats.Record: JSON, which the ledger
+	// holds as it is, docs/design.md §18); nil without network rules.
+	Network json.RawMessage
 	// Usage is the execution's own usage as its Meter counted it: its spent calls and every
 	// byte they and its charges brought, what Execution reports once it has ended. While it
 	// runs, Execution counts its calls as they are recorded; SQLite keeps a running
 	// execution's record free of per-call updates and sums its calls when read
 	// (docs/design.md §19.3).
 	Usage Usage
-}
-
-// Context is the context economy the ledger keeps per execution and sums per Run: bytes the
-// program received from its tool calls, bytes of the result that came back to the model, and
-// the bytes kept out of the model's context (the first less the second, never below zero).
-type Context struct {
-	BindingBytes  int64 `json:"binding_bytes"`
-	ReturnedBytes int64 `json:"returned_bytes"`
-	KeptOutBytes  int64 `json:"kept_out_bytes"`
-}
-
-// Add returns the sum of c and d.
-func (c Context) Add(d Context) Context {
-	return Context{BindingBytes: c.BindingBytes + d.BindingBytes, ReturnedBytes: c.ReturnedBytes + d.ReturnedBytes,
-		KeptOutBytes: c.KeptOutBytes + d.KeptOutBytes}
 }
 
 // ApprovalStatus is where a call's approval by a person stands.
@@ -192,10 +180,17 @@ var ErrNotFound = errors.New("budget: not found")
 var ErrAlreadyFinished = errors.New("budget: call already finished")
 
 // A Ledger is the durable record of Runs, executions and tool calls, and the source of the
-// per-Run half of every meter. Implementations are safe for concurrent use, and for use by
-// several processes (or machines, for a shared database) at once. Close may be called more
-// than once.
+// per-Run half of every meter; beside them it keeps paused calls (Pauses), executions'
+// cassettes (Cassettes) and the shapes observed of tools' results (ObservedShapes). It is one
+// contract, required whole: budget/sqlite and budget/postgres implement every method, and
+// budget/ledgertest checks them all, so nothing asks a ledger what it can do. Implementations
+// are safe for concurrent use, and for use by several processes (or machines, for a shared
+// database) at once. Close may be called more than once.
 type Ledger interface {
+	Pauses
+	Cassettes
+	ObservedShapes
+
 	// StartRun records a Run's start; starting a Run that exists does nothing.
 	StartRun(ctx context.Context, run RunRef) error
 	// EndRun records a Run's end. A Run that ended may still be used; its usage stands.
@@ -215,6 +210,13 @@ type Ledger interface {
 	// FinishCall writes tool_call_finished for a started call, adding its bytes to the Run's
 	// usage. ErrNotFound for an unknown id, ErrAlreadyFinished for one with an end.
 	FinishCall(ctx context.Context, fin CallFinish) error
+	// FinishCallLater is FinishCall for a record that may lag (Ticket.FinishLater): it is
+	// committed with the ledger's next write (the next call's tool_call_started), at a Flush,
+	// or a few milliseconds later, and returns once it is.
+	FinishCallLater(ctx context.Context, fin CallFinish) error
+	// Flush commits every record FinishCallLater still holds queued, and returns once they
+	// are committed.
+	Flush(ctx context.Context) error
 	// RefuseCall records calls refused before they were started (never spent): one, or a
 	// summary of r.Times of them.
 	RefuseCall(ctx context.Context, r Refusal) error
@@ -236,7 +238,10 @@ type Ledger interface {
 	RunUsage(ctx context.Context, run RunRef) (Usage, error)
 	// RunContext returns the context economy of the Run's ended executions, summed. A Run
 	// never seen has a zero Context.
-	RunContext(ctx context.Context, run RunRef) (Context, error)
+	RunContext(ctx context.Context, run RunRef) (telemetry.Context, error)
+	// Execution returns one execution's record (what its egress proxy decided included);
+	// ErrNotFound for an id the ledger does not hold.
+	Execution(ctx context.Context, id string) (ExecutionRecord, error)
 	// Call returns one recorded call.
 	Call(ctx context.Context, id string) (CallRecord, error)
 	// Calls returns a Run's call records, summaries of refusals included, in the order they
@@ -251,9 +256,21 @@ type Ledger interface {
 	// recorded unknown, and returned, once. It also records every pending approval of a gone
 	// owner as ApprovalUnknown (not returned: no call was made for it).
 	Recover(ctx context.Context) ([]CallRecord, error)
+	// LeaseHeldUntil is when, by this process's clock, this owner's hold on its calls may
+	// lapse at the earliest, after which a survivor may record its calls in flight unknown:
+	// a PostgreSQL lease unless renewed, the zero time while none is held; NeverLapses for a
+	// hold that lasts as long as the process (SQLite's lock). LeaseHeldSince is when the hold
+	// held now was taken: a call started before it may have been recorded unknown in between
+	// (a lease taken back after a stall). Ticket.SurelyOpen reads both.
+	LeaseHeldUntil() time.Time
+	LeaseHeldSince() time.Time
 
 	Close() error
 }
+
+// NeverLapses is the LeaseHeldUntil of an owner whose hold on its calls lasts as long as its
+// process: no survivor records its calls unknown while it lives.
+var NeverLapses = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // times is a record's Times as stored: 0 means 1.
 func times(n int64) int64 { return max(n, 1) }

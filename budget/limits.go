@@ -84,6 +84,9 @@ func (u Usage) Add(v Usage) Usage {
 	}
 }
 
+// bytes is u without its calls: what a finished call's record charges.
+func (u Usage) bytes() Usage { u.Calls = 0; return u }
+
 // Sub returns u less v.
 func (u Usage) Sub(v Usage) Usage {
 	return u.Add(Usage{Calls: -v.Calls, TransferBytes: -v.TransferBytes, ProducedBytes: -v.ProducedBytes, PreservedBytes: -v.PreservedBytes})

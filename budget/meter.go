@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // finishTimeout bounds the ledger write that ends a call or an execution; it runs detached
@@ -45,7 +46,7 @@ type Meter struct {
 	charges  uint64
 	ended    bool
 	refusals map[refusalKey]*refusalTally // refusals counted per tool and kind (refusals.go)
-	network  *Network                     // NoteNetwork's, recorded by End
+	network  json.RawMessage              // NoteNetwork's, recorded by End
 }
 
 // Start records the start of execution executionID (NewID("x_") when empty) in run, by the
@@ -337,7 +338,7 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 // execution's end. Calls admitted afterwards are refused. status is "completed" or the
 // failure kind; attachments is the JSON array of its outputs' attachments; c is its context
 // economy.
-func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c Context) error {
+func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c telemetry.Context) error {
 	m.mu.Lock()
 	m.ended = true
 	network, used := m.network, m.used
@@ -349,17 +350,17 @@ func (m *Meter) End(ctx context.Context, status string, attachments json.RawMess
 		Network: network, Usage: used}))
 }
 
-// NoteNetwork keeps what the execution's egress proxy decided, for End to record with the
-// execution's end.
-func (m *Meter) NoteNetwork(n Network) {
+// NoteNetwork keeps what the execution's egress proxy decided (egress.Stats.Record), for End
+// to record with the execution's end.
+func (m *Meter) NoteNetwork(record json.RawMessage) {
 	m.mu.Lock()
-	m.network = &n
+	m.network = record
 	m.mu.Unlock()
 }
 
 // RunContext returns the context economy of the Run's ended executions (this one included,
 // once End has recorded it), read from the ledger.
-func (m *Meter) RunContext(ctx context.Context) (Context, error) {
+func (m *Meter) RunContext(ctx context.Context) (telemetry.Context, error) {
 	return m.ledger.RunContext(ctx, m.run)
 }
 
@@ -379,11 +380,11 @@ type Ticket struct {
 	finished bool  // finish has run; guarded by m.mu
 }
 
-// Answered notes that the program holds o's answer before tool_call_finished lands (it may
-// lag: FinishLater), so Seen, and with it budget.remaining(), counts o's bytes from now on
+// Answered notes that the program holds f's answer before tool_call_finished lands (it may
+// lag: FinishLater), so Seen, and with it budget.remaining(), counts f's bytes from now on
 // and never shows what a program already received as still left. finish takes them over.
-func (t *Ticket) Answered(o Outcome) {
-	u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
+func (t *Ticket) Answered(f CallFinish) {
+	u := f.Usage.bytes()
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
 	if t.finished {
@@ -411,75 +412,42 @@ func (t *Ticket) Reserve(u Usage) bool {
 	return true
 }
 
-// Outcome is how a call ended.
-type Outcome struct {
-	Status         CallStatus // Succeeded, Failed, Refused or Aborted
-	ProducedBytes  int64      // what the upstream made
-	TransferBytes  int64      // what crossed into the sandbox
-	PreservedBytes int64      // what was kept in the blob store or ledger
-	Attachments    json.RawMessage
-	Kind           string // the ToolError kind when not Succeeded
-	Message        string
-}
+// Finish writes tool_call_finished, f (its ID is the ticket's, its Usage.Calls ignored), and
+// charges the call's bytes. It runs detached from ctx's cancellation (a cancelled call must
+// still be recorded). Later calls return the first result.
+func (t *Ticket) Finish(ctx context.Context, f CallFinish) error { return t.finish(ctx, f, false) }
 
-// Finish writes tool_call_finished and charges the call's bytes. It runs detached from ctx's
-// cancellation (a cancelled call must still be recorded). Later calls return the first result.
-func (t *Ticket) Finish(ctx context.Context, o Outcome) error { return t.finish(ctx, o, false) }
+// FinishLater is Finish for a record that may lag: the ledger commits it with its next batch
+// (the next call's tool_call_started, Meter.Flush, or a few milliseconds), and FinishLater
+// returns once it has. The call's bytes stay reserved until then, so the meters never
+// undercount.
+func (t *Ticket) FinishLater(ctx context.Context, f CallFinish) error { return t.finish(ctx, f, true) }
 
-// FinishLater is Finish for a record that may lag: a ledger that batches its writes commits
-// it with its next batch (the next call's tool_call_started, Meter.Flush, or a few
-// milliseconds), and FinishLater returns once it has. The call's bytes stay reserved until
-// then, so the meters never undercount.
-func (t *Ticket) FinishLater(ctx context.Context, o Outcome) error { return t.finish(ctx, o, true) }
-
-// lazyFinisher is a Ledger that can commit tool_call_finished with a later batch.
-type lazyFinisher interface {
-	FinishCallLater(ctx context.Context, fin CallFinish) error
-}
-
-// flusher is a Ledger that queues writes (lazyFinisher's) until it commits a batch.
-type flusher interface {
-	Flush(ctx context.Context) error
-}
-
-// leaseHolder is a Ledger whose hold on its calls lapses unless renewed (Postgres's lease):
-// past LeaseHeldUntil a survivor may record this owner's calls in flight unknown. A lease
-// found lost is taken back, for the calls to come: LeaseHeldSince is when the lease held now
-// was taken, and a call started before it may have been recorded unknown in between.
-type leaseHolder interface {
-	LeaseHeldUntil() time.Time
-	LeaseHeldSince() time.Time
-}
-
-// SurelyOpen reports whether t's call is surely still recorded started: its ledger holds no
-// lease (SQLite's owner lives as long as its process), or the lease surely still holds and
+// SurelyOpen reports whether t's call is surely still recorded started: its ledger's hold on
+// it never lapses while the process lives (SQLite's lock, NeverLapses), or its lease surely
+// still holds and
 // has held since before the call was started, with no loss in between (a lease taken back
 // after a stall is fresh, but a survivor may have recorded the call unknown during the
 // stall). When it is false, the call's result is handed over only once Finish has found its
 // record still started (package binding).
 func (t *Ticket) SurelyOpen() bool {
-	lh, ok := t.m.ledger.(leaseHolder)
-	return !ok || time.Now().Before(lh.LeaseHeldUntil()) && !lh.LeaseHeldSince().After(t.sent)
+	l := t.m.ledger
+	return time.Now().Before(l.LeaseHeldUntil()) && !l.LeaseHeldSince().After(t.sent)
 }
 
 // Flush commits the records the meter's ledger still holds queued (FinishLater's), so the
 // Run's usage read next counts them.
-func (m *Meter) Flush(ctx context.Context) error {
-	if f, ok := m.ledger.(flusher); ok {
-		return f.Flush(ctx)
-	}
-	return nil
-}
+func (m *Meter) Flush(ctx context.Context) error { return m.ledger.Flush(ctx) }
 
-func (t *Ticket) finish(ctx context.Context, o Outcome, later bool) error {
+func (t *Ticket) finish(ctx context.Context, fin CallFinish, later bool) error {
 	t.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		defer cancel()
-		u := Usage{TransferBytes: o.TransferBytes, ProducedBytes: o.ProducedBytes, PreservedBytes: o.PreservedBytes}
-		fin := CallFinish{ID: t.id, Status: o.Status, Usage: u, Attachments: o.Attachments, Kind: o.Kind, Message: o.Message}
+		u := fin.Usage.bytes()
+		fin.ID, fin.Usage = t.id, u
 		t.m.beginCharge()
-		if lf, ok := t.m.ledger.(lazyFinisher); ok && later {
-			t.err = lf.FinishCallLater(ctx, fin)
+		if later {
+			t.err = t.m.ledger.FinishCallLater(ctx, fin)
 		} else {
 			t.err = t.m.ledger.FinishCall(ctx, fin)
 		}

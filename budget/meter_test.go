@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 func TestNarrow(t *testing.T) {
@@ -76,7 +77,7 @@ func TestAdmitIsExact(t *testing.T) {
 				return
 			}
 			ok.Add(1)
-			if err := tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, TransferBytes: 1}); err != nil {
+			if err := tk.Finish(t.Context(), budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 1}}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -94,7 +95,7 @@ func TestAdmitIsExact(t *testing.T) {
 	if exec != want || runU != want {
 		t.Errorf("usage = %+v / %+v, want %+v", exec, runU, want)
 	}
-	if err := m.End(t.Context(), "completed", nil, budget.Context{}); err != nil {
+	if err := m.End(t.Context(), "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, fe := m.Admit(t.Context(), budget.Call{Tool: "srv__t"}); fe == nil {
@@ -129,7 +130,7 @@ func TestAdmitExactAcrossMeters(t *testing.T) {
 		wg.Go(func() {
 			if tk, fe := m.Admit(t.Context(), budget.Call{Tool: "x"}); fe == nil {
 				ok.Add(1)
-				_ = tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded})
+				_ = tk.Finish(t.Context(), budget.CallFinish{Status: budget.Succeeded})
 			}
 		})
 	}
@@ -143,17 +144,17 @@ func TestAdmitRefusals(t *testing.T) {
 	tests := []struct {
 		name   string
 		limits budget.Limits
-		before budget.Outcome // the outcome of a first, admitted call
+		before budget.CallFinish // the outcome of a first, admitted call
 		call   budget.Call
 		kind   failure.Kind // "" when the second call is admitted
 	}{
-		{"argument too large", budget.Limits{MaxArgumentBytes: 10}, budget.Outcome{Status: budget.Succeeded}, budget.Call{ArgumentBytes: 11}, failure.ArgumentTooLarge},
-		{"argument at ceiling", budget.Limits{MaxArgumentBytes: 10}, budget.Outcome{Status: budget.Succeeded}, budget.Call{ArgumentBytes: 10}, ""},
-		{"transfer spent", budget.Limits{MaxTotalBytes: 5}, budget.Outcome{Status: budget.Succeeded, TransferBytes: 5}, budget.Call{}, failure.BudgetExceeded},
-		{"produced spent", budget.Limits{MaxProducedBytes: 5}, budget.Outcome{Status: budget.Failed, ProducedBytes: 9}, budget.Call{}, failure.BudgetExceeded},
-		{"preserved spent", budget.Limits{MaxPreservedBytes: 5}, budget.Outcome{Status: budget.Succeeded, PreservedBytes: 5}, budget.Call{}, failure.BudgetExceeded},
-		{"aborted call is spent", budget.Limits{MaxCalls: 1}, budget.Outcome{Status: budget.Aborted}, budget.Call{}, failure.BudgetExceeded},
-		{"within budget", budget.Limits{MaxCalls: 2, MaxTotalBytes: 5}, budget.Outcome{Status: budget.Succeeded, TransferBytes: 4}, budget.Call{}, ""},
+		{"argument too large", budget.Limits{MaxArgumentBytes: 10}, budget.CallFinish{Status: budget.Succeeded}, budget.Call{ArgumentBytes: 11}, failure.ArgumentTooLarge},
+		{"argument at ceiling", budget.Limits{MaxArgumentBytes: 10}, budget.CallFinish{Status: budget.Succeeded}, budget.Call{ArgumentBytes: 10}, ""},
+		{"transfer spent", budget.Limits{MaxTotalBytes: 5}, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 5}}, budget.Call{}, failure.BudgetExceeded},
+		{"produced spent", budget.Limits{MaxProducedBytes: 5}, budget.CallFinish{Status: budget.Failed, Usage: budget.Usage{ProducedBytes: 9}}, budget.Call{}, failure.BudgetExceeded},
+		{"preserved spent", budget.Limits{MaxPreservedBytes: 5}, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{PreservedBytes: 5}}, budget.Call{}, failure.BudgetExceeded},
+		{"aborted call is spent", budget.Limits{MaxCalls: 1}, budget.CallFinish{Status: budget.Aborted}, budget.Call{}, failure.BudgetExceeded},
+		{"within budget", budget.Limits{MaxCalls: 2, MaxTotalBytes: 5}, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 4}}, budget.Call{}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,10 +196,10 @@ func TestFinishOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // a cancelled request must still be recorded
-	if err := tk.Finish(ctx, budget.Outcome{Status: budget.Aborted, ProducedBytes: 3}); err != nil {
+	if err := tk.Finish(ctx, budget.CallFinish{Status: budget.Aborted, Usage: budget.Usage{ProducedBytes: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, ProducedBytes: 100}); err != nil {
+	if err := tk.Finish(t.Context(), budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 100}}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := l.Call(t.Context(), tk.ID())
@@ -219,8 +220,8 @@ func TestSeenCountsAnswered(t *testing.T) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	o := budget.Outcome{Status: budget.Succeeded, TransferBytes: 40, ProducedBytes: 50}
-	tk.Answered(budget.Outcome{Status: budget.Succeeded, ProducedBytes: 7})
+	o := budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 40, ProducedBytes: 50}}
+	tk.Answered(budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 7}})
 	tk.Answered(o) // a second note replaces the first
 	want := budget.Usage{Calls: 1, TransferBytes: 40, ProducedBytes: 50}
 	if exec, run := m.Seen(); exec != want || run.TransferBytes != 40 || run.ProducedBytes != 50 {
@@ -270,7 +271,7 @@ func TestRestartKeepsRunAllowance(t *testing.T) {
 		if fe != nil {
 			t.Fatal(fe)
 		}
-		_ = tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, TransferBytes: 30})
+		_ = tk.Finish(t.Context(), budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 30}})
 	}
 	l.Close()
 	l2 := openLedger(t, dir)
@@ -294,7 +295,7 @@ func TestDirectCallsAreRecorded(t *testing.T) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if err := tk.Finish(t.Context(), budget.Outcome{Status: budget.Succeeded, ProducedBytes: 5}); err != nil {
+	if err := tk.Finish(t.Context(), budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := l.Call(t.Context(), tk.ID())

@@ -29,9 +29,8 @@ type ObservedShape struct {
 const MaxObservedShapes = 1024
 
 // ObservedShapes is the part of a ledger that keeps the shapes of tools' results, so that
-// what one process learned survives it and every replica on the ledger shares it. Both
-// ledgers (budget/sqlite, budget/postgres) implement it beside Ledger. Safe for concurrent
-// use, by several processes sharing the ledger.
+// what one process learned survives it and every replica on the ledger shares it: a part of
+// Ledger. Safe for concurrent use, by several processes sharing the ledger.
 type ObservedShapes interface {
 	// ObservedShape returns what is kept for key, or ErrNotFound.
 	ObservedShape(ctx context.Context, key ShapeKey) (ObservedShape, error)

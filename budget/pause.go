@@ -28,7 +28,7 @@ type Pause struct {
 	Arguments string
 	Reason    string
 	// View is the arguments as the person asked was shown them, every key path with its value
-	// in full (binding.Question.Arguments): what an operator decides on too. "" when the pause
+	// in full (approval.Question.Arguments): what an operator decides on too. "" when the pause
 	// was kept without it (by an older version), and then no operator may approve it from a
 	// view that was cut (docs/design.md §11).
 	View string
@@ -65,8 +65,8 @@ func (s ApprovalStatus) AnswersPause() bool {
 	return s == ApprovalAccepted || s == ApprovalDeclined || s == ApprovalCancelled
 }
 
-// Pauses keep paused calls. budget/sqlite and budget/postgres implement it beside Ledger;
-// safe for concurrent use, and by several processes on one store.
+// Pauses keep paused calls: a part of Ledger, which what needs only them (package approval's
+// Room, the operator's channel) takes. Safe for concurrent use, and by several processes on one store.
 type Pauses interface {
 	// SavePause records p as pending, owned by this ledger (p.Owner is ignored).
 	SavePause(ctx context.Context, p Pause) error

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // A direct meter has no execution, so no end to summarise at: it records every refusal.
@@ -58,7 +59,7 @@ func TestRefusalNotRecordedIsSummarised(t *testing.T) {
 			t.Fatalf("refusal %d: %+v", i, fe)
 		}
 	}
-	if err := m.End(ctx, "completed", nil, budget.Context{}); err != nil {
+	if err := m.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	calls, err := l.Calls(ctx, run)

@@ -34,10 +34,10 @@ func TestReserveIsExactUnderConcurrency(t *testing.T) {
 				}
 				return
 			}
-			o := budget.Outcome{Status: budget.Succeeded, ProducedBytes: 100}
+			o := budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 100}}
 			if tk.Reserve(budget.Usage{TransferBytes: 100}) {
 				granted.Add(1)
-				o.TransferBytes = 100
+				o.Usage.TransferBytes = 100
 			}
 			if err := tk.Finish(ctx, o); err != nil {
 				t.Error(err)

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // Version is the format's version, the header's "cassette".
@@ -49,9 +49,9 @@ type Call struct {
 // store that kept it), and the first bytes of it the cassette keeps (the recorder's kept
 // bytes at most; Cut says the rest is not in the cassette).
 type ResultRef struct {
-	Handle wire.Handle `json:"handle"`
-	Kept   string      `json:"kept"`
-	Cut    bool        `json:"cut"`
+	Handle toolcall.Handle `json:"handle"`
+	Kept   string          `json:"kept"`
+	Cut    bool            `json:"cut"`
 }
 
 // End is a cassette's last line: the execution's result document.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -37,7 +37,7 @@ func TestRecorderRedacts(t *testing.T) {
 	tool := &upstream.Tool{Name: "crm__login"}
 	c, b := record(t, []string{bearer},
 		binding.TapedCall{Seq: 1, Name: "crm__login", Tool: tool, Args: json.RawMessage(`{"user":"ann","api_key":"` + field + `"}`),
-			Answer: wire.Answer{Value: json.RawMessage(`{"token":"x","echo":"Bearer ` + bearer + `"}`)}})
+			Answer: toolcall.Answer{Value: json.RawMessage(`{"token":"x","echo":"Bearer ` + bearer + `"}`)}})
 	for _, s := range []string{field, bearer} {
 		if bytes.Contains(b, []byte(s)) {
 			t.Errorf("the cassette contains %q:\n%s", s, b)
@@ -56,9 +56,9 @@ func TestRecorderRedacts(t *testing.T) {
 // call after it; a call past the end diverges too.
 func TestPlayerDiverges(t *testing.T) {
 	c, _ := record(t, nil,
-		binding.TapedCall{Seq: 1, Name: "m__add", Args: json.RawMessage(`{"a":1,"password":"p"}`), Answer: wire.Answer{Value: json.RawMessage(`2`)}},
-		binding.TapedCall{Seq: 2, Name: "m__add", Args: json.RawMessage(`{"a":2}`), Answer: wire.Answer{Kind: failure.ToolError, Message: "no"}},
-		binding.TapedCall{Seq: 3, Name: "m__add", Args: json.RawMessage(`{"a":3}`), Answer: wire.Answer{Handle: &wire.Handle{ID: "h", Size: 9}}, Kept: []byte("123456789")})
+		binding.TapedCall{Seq: 1, Name: "m__add", Args: json.RawMessage(`{"a":1,"password":"p"}`), Answer: toolcall.Answer{Value: json.RawMessage(`2`)}},
+		binding.TapedCall{Seq: 2, Name: "m__add", Args: json.RawMessage(`{"a":2}`), Answer: toolcall.Answer{Kind: failure.ToolError, Message: "no"}},
+		binding.TapedCall{Seq: 3, Name: "m__add", Args: json.RawMessage(`{"a":3}`), Answer: toolcall.Answer{Handle: &toolcall.Handle{ID: "h", Size: 9}}, Kept: []byte("123456789")})
 	p := NewPlayer(c)
 	if a, ok := p.Play(1, "m__add", json.RawMessage(`{"password":"other","a":1}`)); !ok || string(a.Value) != "2" {
 		t.Errorf("call 1 answered %+v", a)
@@ -97,7 +97,7 @@ func TestPlayerDiverges(t *testing.T) {
 func TestResumedJournal(t *testing.T) {
 	first := NewJournal()
 	first.Play(1, "m__read", json.RawMessage(`{"id":1}`))
-	first.Record(binding.TapedCall{Seq: 1, Name: "m__read", Args: json.RawMessage(`{"id":1,"token":"s3cret"}`), Answer: wire.Answer{Value: json.RawMessage(`{"n":7}`)}})
+	first.Record(binding.TapedCall{Seq: 1, Name: "m__read", Args: json.RawMessage(`{"id":1,"token":"s3cret"}`), Answer: toolcall.Answer{Value: json.RawMessage(`{"n":7}`)}})
 	first.Play(2, "m__wipe", json.RawMessage(`{"id":1}`))
 	if got := first.InFlight(2); len(got) != 0 {
 		t.Errorf("in flight besides the paused call: %v", got)
@@ -119,7 +119,7 @@ func TestResumedJournal(t *testing.T) {
 	if _, ok := j.Play(2, "m__wipe", json.RawMessage(`{"id":1}`)); ok {
 		t.Errorf("the paused call was answered from the journal, want made")
 	}
-	j.Record(binding.TapedCall{Seq: 2, Name: "m__wipe", Args: json.RawMessage(`{"id":1}`), Answer: wire.Answer{Value: json.RawMessage(`"wiped"`)}})
+	j.Record(binding.TapedCall{Seq: 2, Name: "m__wipe", Args: json.RawMessage(`{"id":1}`), Answer: toolcall.Answer{Value: json.RawMessage(`"wiped"`)}})
 	if _, ok := j.Play(3, "m__read", json.RawMessage(`{"id":9}`)); ok {
 		t.Errorf("a call past the pause was answered, want made")
 	}

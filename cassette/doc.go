@@ -21,7 +21,7 @@
 // whose calls past the journal are made live, the first of them checked to be the call the
 // program paused on (docs/design.md §11).
 //
-// It imports binding (the Tape it implements), upstream (redaction), outputs (the BlobStore a
-// replay reads handles from), engine/wire (answers) and failure. Recorder and Player are safe
-// for concurrent use.
+// It imports binding (the Tape it implements), upstream and toolshape (redaction), outputs (the
+// BlobStore a replay reads handles from), toolcall (answers) and failure. Recorder and Player
+// are safe for concurrent use.
 package cassette

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // Journal is the binding.Tape of a program that may pause on a person's approval: it keeps
@@ -37,7 +37,7 @@ func NewResumedJournal(calls []Call, pending *Call) *Journal {
 
 // Play answers the calls the journal resumes from; any other is made, and is in flight until
 // Record sees its answer.
-func (j *Journal) Play(seq int, name string, args json.RawMessage) (wire.Answer, bool) {
+func (j *Journal) Play(seq int, name string, args json.RawMessage) (toolcall.Answer, bool) {
 	if j.play != nil {
 		if a, ok := j.play.Play(seq, name, args); ok {
 			return a, true
@@ -46,7 +46,7 @@ func (j *Journal) Play(seq int, name string, args json.RawMessage) (wire.Answer,
 	j.mu.Lock()
 	j.started[seq] = true
 	j.mu.Unlock()
-	return wire.Answer{}, false
+	return toolcall.Answer{}, false
 }
 
 // Record keeps a call made, once answered.
@@ -85,6 +85,25 @@ func (j *Journal) InFlight(except int) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Paused is the journal as a pause at call seq keeps it (approval.Journal): the calls answered
+// so far, as JSON lines, and whether a program run again from them could reach call seq: every
+// call before it answered, in order, none after it, and no other in flight (whose outcome
+// would be unknown).
+func (j *Journal) Paused(seq int) (json.RawMessage, bool) {
+	calls := j.Calls()
+	resumable := len(calls) == max(seq-1, 0) && len(j.InFlight(seq)) == 0
+	for i, c := range calls {
+		if c.Seq != i+1 || c.Seq >= seq {
+			resumable = false // a call after the paused one ended first: not journaled in order
+		}
+	}
+	b, err := json.Marshal(calls)
+	if err != nil {
+		return nil, false
+	}
+	return b, resumable
 }
 
 // Resuming reports whether the journal resumes an earlier one.

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // TestPlayerBlobs: a replay's blob store serves, under each recorded handle, the bytes the
@@ -20,9 +20,9 @@ import (
 func TestPlayerBlobs(t *testing.T) {
 	const whole, cut, ref = "h_00000000000000000000000000000001", "h_00000000000000000000000000000002", "h_00000000000000000000000000000003"
 	c, _ := record(t, nil,
-		binding.TapedCall{Seq: 1, Name: "m__a", Args: json.RawMessage(`{}`), Answer: wire.Answer{Handle: &wire.Handle{ID: whole, Size: 6}}, Kept: []byte("l1\nl2\n")},
-		binding.TapedCall{Seq: 2, Name: "m__b", Args: json.RawMessage(`{}`), Answer: wire.Answer{Handle: &wire.Handle{ID: cut, Size: 9}}, Kept: []byte("l1\n"), Cut: true},
-		binding.TapedCall{Seq: 3, Name: "m__c", Args: json.RawMessage(`{}`), Answer: wire.Answer{Handle: &wire.Handle{ID: ref, Size: 9}}, Cut: true})
+		binding.TapedCall{Seq: 1, Name: "m__a", Args: json.RawMessage(`{}`), Answer: toolcall.Answer{Handle: &toolcall.Handle{ID: whole, Size: 6}}, Kept: []byte("l1\nl2\n")},
+		binding.TapedCall{Seq: 2, Name: "m__b", Args: json.RawMessage(`{}`), Answer: toolcall.Answer{Handle: &toolcall.Handle{ID: cut, Size: 9}}, Kept: []byte("l1\n"), Cut: true},
+		binding.TapedCall{Seq: 3, Name: "m__c", Args: json.RawMessage(`{}`), Answer: toolcall.Answer{Handle: &toolcall.Handle{ID: ref, Size: 9}}, Cut: true})
 	if !c.Calls[1].ResultRef.Cut || c.Calls[0].ResultRef.Cut {
 		t.Fatalf("the lines do not say which result was cut: %+v", c.Calls)
 	}
@@ -62,7 +62,7 @@ func TestRecorderKeepsABoundedTotal(t *testing.T) {
 		n := r.KeptBytes()
 		kept = append(kept, n)
 		r.Record(binding.TapedCall{Seq: i + 1, Name: "m__big", Args: json.RawMessage(`{}`),
-			Answer: wire.Answer{Handle: &wire.Handle{ID: "h", Size: 1 << 30}}, Kept: make([]byte, n), Cut: true})
+			Answer: toolcall.Answer{Handle: &toolcall.Handle{ID: "h", Size: 1 << 30}}, Kept: make([]byte, n), Cut: true})
 	}
 	if want := []int64{each, each, MaxKeptTotal - 2*each, 0}; !slices.Equal(kept, want) {
 		t.Errorf("kept bytes offered per call %v, want %v", kept, want)

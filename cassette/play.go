@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // Player is the binding.Tape of `replay`: it answers every call from the cassette by sequence
@@ -81,7 +81,7 @@ func (*Player) KeptBytes() int64 { return 0 }
 
 // Play answers call seq from the cassette, or with replay_diverged: for this call when it is
 // not the recorded one (another tool, other arguments, past the end), and for every call after.
-func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, bool) {
+func (p *Player) Play(seq int, name string, args json.RawMessage) (toolcall.Answer, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.div != nil {
@@ -97,7 +97,7 @@ func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, 
 			}
 			p.reached = true
 		}
-		return wire.Answer{}, false
+		return toolcall.Answer{}, false
 	}
 	if seq > len(p.c.Calls) {
 		p.div = &Divergence{Seq: seq, Actual: &Actual{Tool: name, Arguments: redactArguments(nil, args)}}
@@ -112,12 +112,12 @@ func (p *Player) Play(seq int, name string, args json.RawMessage) (wire.Answer, 
 	p.played = seq
 	switch {
 	case rec.Outcome != "ok":
-		return wire.Answer{Kind: failure.Kind(rec.Outcome), Message: rec.Message}, true
+		return toolcall.Answer{Kind: failure.Kind(rec.Outcome), Message: rec.Message}, true
 	case rec.ResultRef != nil:
 		h := rec.ResultRef.Handle
-		return wire.Answer{Handle: &h}, true
+		return toolcall.Answer{Handle: &h}, true
 	}
-	return wire.Answer{Value: rec.Result}, true
+	return toolcall.Answer{Value: rec.Result}, true
 }
 
 // Divergence returns the first call that was not the cassette's, once the program has ended:
@@ -138,12 +138,12 @@ func (p *Player) Divergence() *Divergence {
 	return nil
 }
 
-func refuse(format string, args ...any) wire.Answer {
-	return wire.Answer{Kind: failure.ReplayDiverged, Message: fmt.Sprintf(format, args...)}
+func refuse(format string, args ...any) toolcall.Answer {
+	return toolcall.Answer{Kind: failure.ReplayDiverged, Message: fmt.Sprintf(format, args...)}
 }
 
 // maskedArguments is args redacted as the recorded arguments were: what the tool's definition
-// redacted then (values recorded as upstream.Redacted) is masked at the same places, and the
+// redacted then (values recorded as toolshape.Redacted) is masked at the same places, and the
 // rest redacted by key names, so equal arguments give equal bytes without the definition.
 func maskedArguments(args, recorded json.RawMessage) json.RawMessage {
 	var act, rec any
@@ -168,8 +168,8 @@ func mask(act, rec any) any {
 		}
 		for k, rv := range r {
 			if av, ok := a[k]; ok {
-				if s, _ := rv.(string); s == upstream.Redacted {
-					a[k] = upstream.Redacted
+				if s, _ := rv.(string); s == toolshape.Redacted {
+					a[k] = toolshape.Redacted
 				} else {
 					a[k] = mask(av, rv)
 				}

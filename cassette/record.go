@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -52,7 +52,9 @@ func (r *Recorder) KeptBytes() int64 {
 }
 
 // Play answers nothing: a Recorder only records.
-func (*Recorder) Play(int, string, json.RawMessage) (wire.Answer, bool) { return wire.Answer{}, false }
+func (*Recorder) Play(int, string, json.RawMessage) (toolcall.Answer, bool) {
+	return toolcall.Answer{}, false
+}
 
 // Tools adds no name to the program's.
 func (*Recorder) Tools() []string { return nil }

@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/nearest"
 )
 
 // maxNodes bounds the work of decoding one document, counting every node an alias expands
@@ -299,43 +301,11 @@ func fieldsOf(t reflect.Type) map[string]int {
 
 // suggest offers the known key closest to a misspelt one.
 func suggest(name string, fields map[string]int) string {
-	best, ok := Nearest(name, slices.Sorted(maps.Keys(fields)))
+	best, ok := nearest.Name(name, slices.Sorted(maps.Keys(fields)))
 	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean %s?", best)
-}
-
-// Nearest returns the first of known closest to a misspelt name, when it is close enough to
-// be a typo (edit distance at most 2). Config keys use it, and so does cmd for commands.
-func Nearest(name string, known []string) (string, bool) {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if dist := editDistance(name, k); dist < bestDist {
-			best, bestDist = k, dist
-		}
-	}
-	return best, best != ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 var yamlLineError = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })

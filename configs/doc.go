@@ -2,8 +2,9 @@
 // loading, defaults, validation (what `mcp-sandbox check` reports), the agent version hash,
 // the embedded default.yaml and the example files under examples/ (each parsed by a test).
 //
-// It imports the failure package, the standard library, go.yaml.in/yaml/v3 and egress (the
-// network rule language it validates, a leaf), nothing else of the project: cmd turns a Config into engine, upstream and mcpserver values, so none of those
+// It imports the failure package, the standard library, go.yaml.in/yaml/v3, egress (the
+// network rule language it validates, a leaf) and internal/nearest (a misspelt key's "did you
+// mean"), nothing else of the project: cmd turns a Config into engine, upstream and mcpserver values, so none of those
 // depend on YAML and this package depends on none of them. It reads files only in Load and
 // LoadTenantsDir, and never reads the environment: Credential.Resolve and DefaultDataDir take
 // the lookup from their caller.

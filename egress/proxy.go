@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -90,7 +91,25 @@ type Stats struct {
 // RefusalCount is how many times one host, port and reason were refused.
 type RefusalCount struct {
 	Refusal
-	Times int64
+	Times int64 `json:"times"`
+}
+
+// Record is what the run ledger keeps of the decisions, as JSON it holds as it is
+// (budget.ExecutionEnd.Network): the requests allowed, every refusal counted (refused) and
+// grouped by host, port and reason (refusals), and the bytes each way.
+func (s Stats) Record() json.RawMessage {
+	counts := s.Counts
+	if counts == nil {
+		counts = []RefusalCount{}
+	}
+	b, _ := json.Marshal(struct {
+		Allowed  int            `json:"allowed"`
+		Refused  int64          `json:"refused"`
+		Refusals []RefusalCount `json:"refusals"`
+		BytesIn  int64          `json:"bytes_in"`
+		BytesOut int64          `json:"bytes_out"`
+	}{s.Allowed, s.RefusedTotal, counts, s.BytesIn, s.BytesOut}) // numbers and strings: never fails
+	return b
 }
 
 // Refusal is one refused connection or request.

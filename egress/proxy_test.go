@@ -394,3 +394,19 @@ func TestProxyRefusesEchoingMethodsToCredentialedHosts(t *testing.T) {
 		t.Errorf("the origin saw Authorization %q, want one request without it", got)
 	}
 }
+
+// TestStatsRecord: what the run ledger keeps of a proxy's decisions is the JSON of every
+// refusal counted and grouped by host, port and reason, beside the requests allowed and the
+// bytes each way; no group is an empty list, never null.
+func TestStatsRecord(t *testing.T) {
+	st := Stats{Allowed: 3, Refused: []Refusal{{"a.test", 443, ReasonNotAllowed}}, BytesIn: 4096, BytesOut: 512, RefusedTotal: 12,
+		Counts: []RefusalCount{{Refusal{"a.test", 443, ReasonNotAllowed}, 10}, {Refusal{"10.0.0.1", 80, "ip_literal"}, 2}}}
+	want := `{"allowed":3,"refused":12,"refusals":[{"host":"a.test","port":443,"reason":"` + ReasonNotAllowed + `","times":10},` +
+		`{"host":"10.0.0.1","port":80,"reason":"ip_literal","times":2}],"bytes_in":4096,"bytes_out":512}`
+	if got := string(st.Record()); got != want {
+		t.Errorf("Record() = %s\nwant %s", got, want)
+	}
+	if got := string((Stats{Allowed: 1}).Record()); got != `{"allowed":1,"refused":0,"refusals":[],"bytes_in":0,"bytes_out":0}` {
+		t.Errorf("Record() of no refusals = %s", got)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // ArtifactPolicy says whether files the program leaves in its workspace come back, and how
@@ -23,12 +25,12 @@ type ArtifactPolicy struct {
 	MaxFiles int   // default 64
 	MaxBytes int64 // all files together; default 16 MiB
 	// InlineBytes is the largest text artifact whose content comes back in the result itself
-	// (Attachment.Text); default the Runner's PreviewBytes.
+	// (outputs.Attachment.Text); default the Runner's PreviewBytes.
 	InlineBytes int64
 }
 
 // ArtifactFile is the content of one collected artifact. It stays on the host: the caller
-// keeps it (a blob store) and sets the Attachment's handle and location.
+// keeps it (a blob store) and sets the attachment's handle and location.
 type ArtifactFile struct {
 	Name string
 	Data []byte
@@ -43,14 +45,14 @@ const maxArtifactEntries = 10000
 // the walk goes through os.Root, so nothing resolves outside dir, every entry is checked
 // with Lstat, and each file is opened with O_NOFOLLOW and checked again once open (a program
 // still running could swap a file for something else in between).
-func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFile, []OmittedFile) {
+func collectArtifacts(dir string, p ArtifactPolicy) ([]outputs.Attachment, []ArtifactFile, []OmittedFile) {
 	if p.MaxFiles <= 0 {
 		p.MaxFiles = 64
 	}
 	if p.MaxBytes <= 0 {
 		p.MaxBytes = 16 << 20
 	}
-	atts, files, omitted := []Attachment{}, []ArtifactFile{}, []OmittedFile{}
+	atts, files, omitted := []outputs.Attachment{}, []ArtifactFile{}, []OmittedFile{}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return atts, files, append(omitted, OmittedFile{Path: ".", Reason: "the workspace could not be read after the program ended"})
@@ -108,7 +110,7 @@ func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFil
 				}
 				remaining -= int64(len(data))
 				files = append(files, ArtifactFile{Name: name, Data: data})
-				atts = append(atts, inlineText(Attachment{Name: name, ContentType: contentType(name, data),
+				atts = append(atts, inlineText(outputs.Attachment{Name: name, ContentType: contentType(name, data),
 					Size: int64(len(data)), Location: "preview_only"}, data, p.InlineBytes))
 			}
 		}
@@ -123,14 +125,14 @@ func collectArtifacts(dir string, p ArtifactPolicy) ([]Attachment, []ArtifactFil
 // program's to shape, so nothing in it is trusted but as data: a name must be a clean
 // relative path, a file's content is read within what remains of max_bytes, and the stream
 // is read no further than the entries' bound.
-func collectArchive(ctx context.Context, a WorkspaceArchiver, p ArtifactPolicy) ([]Attachment, []ArtifactFile, []OmittedFile) {
+func collectArchive(ctx context.Context, a WorkspaceArchiver, p ArtifactPolicy) ([]outputs.Attachment, []ArtifactFile, []OmittedFile) {
 	if p.MaxFiles <= 0 {
 		p.MaxFiles = 64
 	}
 	if p.MaxBytes <= 0 {
 		p.MaxBytes = 16 << 20
 	}
-	atts, files, omitted := []Attachment{}, []ArtifactFile{}, []OmittedFile{}
+	atts, files, omitted := []outputs.Attachment{}, []ArtifactFile{}, []OmittedFile{}
 	rc, err := a.WorkspaceArchive(ctx)
 	if err != nil {
 		return atts, files, append(omitted, OmittedFile{Path: ".", Reason: "the workspace could not be read after the program ended: " + err.Error()})
@@ -174,7 +176,7 @@ func collectArchive(ctx context.Context, a WorkspaceArchiver, p ArtifactPolicy) 
 			}
 			remaining -= int64(len(data))
 			files = append(files, ArtifactFile{Name: name, Data: data})
-			atts = append(atts, inlineText(Attachment{Name: name, ContentType: contentType(name, data),
+			atts = append(atts, inlineText(outputs.Attachment{Name: name, ContentType: contentType(name, data),
 				Size: int64(len(data)), Location: "preview_only"}, data, p.InlineBytes))
 		}
 	}
@@ -208,7 +210,7 @@ func readRegular(root *os.Root, name string, limit int64) ([]byte, string) {
 
 // inlineText puts the content of a small text artifact (at most limit bytes of UTF-8 without
 // NUL, of a textual content type) into the attachment itself, whole: location inline.
-func inlineText(a Attachment, data []byte, limit int64) Attachment {
+func inlineText(a outputs.Attachment, data []byte, limit int64) outputs.Attachment {
 	if int64(len(data)) > limit || !isText(a.ContentType) || !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
 		return a
 	}

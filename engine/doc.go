@@ -3,10 +3,10 @@
 // (Run + Describe) and the Runner that drives any local backend through the host⇄child
 // protocol of package wire.
 //
-// It imports failure, outputs, engine/wire, engine/bootstrap and egress (leaves only). It never imports
+// It imports failure, outputs, engine/wire, engine/bootstrap, toolcall and egress (leaves only). It never imports
 // the go-sdk, upstream, binding, mcpserver or a backend: a program's tool calls reach the host
 // through ToolCaller, an interface defined here and satisfied by package binding without
-// importing engine (both speak wire.Answer), so there is no path from a program to a tool
+// importing engine (both speak toolcall.Answer), so there is no path from a program to a tool
 // registry that does not go through the host. The program's tool names and their aliases come
 // in the Execution, computed by the host once; the engine passes them on.
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // finish turns how the execution ended into the Outcome: value or failure, limit_hit, and the
@@ -24,7 +25,7 @@ func (s *session) finish(done *wire.Done, exit *Exit, ending *Failure, limit *Li
 	}
 	res.Stdout, res.StdoutSize, res.StdoutData = s.p.stdout.Preview(), s.p.stdout.Size(), s.p.stdout.Bytes()
 	res.Stderr, res.StderrSize, res.StderrData = s.p.stderr.Preview(), s.p.stderr.Size(), s.p.stderr.Bytes()
-	res.Attachments = []Attachment{
+	res.Attachments = []outputs.Attachment{
 		streamAttachment("stdout", s.p.stdout.Size(), int64(len(res.StdoutData)), s.p.stdout.Truncated(), s.r.opts.PreviewBytes),
 		streamAttachment("stderr", s.p.stderr.Size(), int64(len(res.StderrData)), s.p.stderr.Truncated(), s.r.opts.PreviewBytes),
 	}
@@ -84,12 +85,12 @@ func escaped(res *Outcome, why string) {
 	}
 }
 
-func streamAttachment(name string, size, kept int64, truncated bool, preview int64) Attachment {
+func streamAttachment(name string, size, kept int64, truncated bool, preview int64) outputs.Attachment {
 	loc := "inline"
 	if truncated || size > preview {
 		loc = "preview_only"
 	}
-	return Attachment{Name: name, ContentType: "text/plain", Size: size, Truncated: truncated || size > preview, Location: loc}
+	return outputs.Attachment{Name: name, ContentType: "text/plain", Size: size, Truncated: truncated || size > preview, Location: loc}
 }
 
 // programFailure classifies an uncaught exception: a limit that surfaced as an ordinary

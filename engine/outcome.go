@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // Outcome is what the sandbox saw of one execution, failures included: the part of the result
@@ -35,10 +36,10 @@ type Outcome struct {
 	Guarantees        Guarantees `json:"guarantees"`
 	NetworkDenied     bool       `json:"network_denied"`
 	// Network is what the egress proxy decided, under network rules only.
-	Network       *egress.Stats `json:"network,omitempty"`
-	Attachments   []Attachment  `json:"attachments"`
-	Artifacts     []Attachment  `json:"artifacts"`
-	ArtifactsOmit []OmittedFile `json:"artifacts_omitted"`
+	Network       *egress.Stats        `json:"network,omitempty"`
+	Attachments   []outputs.Attachment `json:"attachments"`
+	Artifacts     []outputs.Attachment `json:"artifacts"`
+	ArtifactsOmit []OmittedFile        `json:"artifacts_omitted"`
 	// Started is the start block: exec'd or forked, for an execution that had a child; absent
 	// for a refusal before one, or a backend that does not say (remote).
 	Started *StartInfo `json:"start,omitempty"`
@@ -69,24 +70,6 @@ type Failure struct {
 	Executed  bool         `json:"executed"`
 }
 
-// Attachment is one stream or artifact of an execution.
-type Attachment struct {
-	Name        string `json:"name"`
-	Handle      string `json:"handle,omitempty"`
-	ContentType string `json:"content_type"`
-	Size        int64  `json:"size"`
-	Truncated   bool   `json:"truncated"`
-	// Location is inline (whole in the result), blob (kept under Handle) or preview_only.
-	Location string `json:"location"`
-	// Reason says why an attachment that was meant to be kept is preview_only (no blob store,
-	// the tenant's stored-bytes quota, the store failing); empty otherwise.
-	Reason string `json:"reason,omitempty"`
-	// Text is an artifact's whole content when it is text of at most the output preview size,
-	// so a model reads a small file without another call (Location is then inline; a Handle
-	// may still name the kept copy). Absent otherwise.
-	Text *string `json:"text,omitempty"`
-}
-
 // OmittedFile is a workspace entry that was not collected, with the reason.
 type OmittedFile struct {
 	Path   string `json:"path"`
@@ -109,8 +92,8 @@ func emptyOutcome(t Terms) *Outcome {
 		Terms:         t,
 		Isolation:     LevelProcess,
 		Guarantees:    Guarantees{},
-		Attachments:   []Attachment{},
-		Artifacts:     []Attachment{},
+		Attachments:   []outputs.Attachment{},
+		Artifacts:     []outputs.Attachment{},
 		ArtifactsOmit: []OmittedFile{},
 	}
 }

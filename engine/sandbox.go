@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // Sandbox runs one program per execution. Run never returns an error: every failure, refusals
@@ -27,9 +27,9 @@ type Execution struct {
 	// ToolNames are the names the program may call (its TOOLS).
 	ToolNames []string
 	// Aliases are the names of ToolNames bound as Python names too. The host computes them
-	// once, by its one rule (upstream.Aliasable); the engine passes them on as they are.
+	// once, by its one rule (toolshape.Aliasable); the engine passes them on as they are.
 	Aliases []string
-	// Signatures maps each of ToolNames to the keywords its binding takes (upstream.Signature:
+	// Signatures maps each of ToolNames to the keywords its binding takes (toolshape.Signature:
 	// {params, required, open}), JSON the host computes; the engine passes it on as it is, and
 	// the program's binding refuses other keywords before a call is sent. Nil: unchecked there.
 	Signatures json.RawMessage
@@ -48,9 +48,9 @@ type Execution struct {
 type ToolCaller interface {
 	// CallTool calls name with args (a JSON object). An Answer with a Kind is a refusal or a
 	// tool failure that the program sees as ToolError(kind).
-	CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer
+	CallTool(ctx context.Context, name string, args json.RawMessage) toolcall.Answer
 	// ReadHandle reads a window of a handle this execution's own calls produced.
-	ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) wire.Answer
+	ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) toolcall.Answer
 }
 
 // Description is what a backend is and what it can prove, from a fixed probe.

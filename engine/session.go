@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // session is one execution in flight: the host's side of the host⇄child protocol over one
@@ -438,21 +439,21 @@ func (s *session) accept(h *wire.Hello) *Failure {
 }
 
 func (s *session) call(ctx context.Context, c *wire.Call) {
-	s.dispatch(ctx, c.ID, func(ctx context.Context) wire.Answer {
+	s.dispatch(ctx, c.ID, func(ctx context.Context) toolcall.Answer {
 		// The ToolCaller is the authority on names: it answers a name outside ToolNames with
 		// the precise kind (denied, excluded_builtin, unavailable), which a blanket refusal
 		// here would hide.
 		if s.ex.Tools == nil {
-			return wire.Answer{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
+			return toolcall.Answer{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", c.Tool)}
 		}
 		return s.ex.Tools.CallTool(ctx, c.Tool, c.Args)
 	})
 }
 
 func (s *session) read(ctx context.Context, rd *wire.Read) {
-	s.dispatch(ctx, rd.ID, func(ctx context.Context) wire.Answer {
+	s.dispatch(ctx, rd.ID, func(ctx context.Context) toolcall.Answer {
 		if s.ex.Tools == nil {
-			return wire.Answer{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
+			return toolcall.Answer{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
 		}
 		return s.ex.Tools.ReadHandle(ctx, rd.Handle, rd.Offset, rd.Limit, rd.Pattern)
 	})
@@ -470,7 +471,7 @@ func (s *session) read(ctx context.Context, rd *wire.Read) {
 // reuse one goroutine, whose stack has grown to what a call needs (the ledger's SQLite is
 // deep), instead of starting and growing a fresh one per call. There are never more workers
 // than slots.
-func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) wire.Answer) {
+func (s *session) dispatch(ctx context.Context, id int64, do func(context.Context) toolcall.Answer) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -508,7 +509,7 @@ func (s *session) dispatch(ctx context.Context, id int64, do func(context.Contex
 }
 
 // answer runs one call and writes its result frame, then gives its slot back.
-func (s *session) answer(ctx context.Context, id int64, do func(context.Context) wire.Answer) {
+func (s *session) answer(ctx context.Context, id int64, do func(context.Context) toolcall.Answer) {
 	defer func() { <-s.sem }()
 	out := wire.ResultOf(id, do(ctx))
 	if ctx.Err() == nil {

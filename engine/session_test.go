@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // The protocol loop (session.drive) tested without Python: a fake child over a pipe replays
@@ -157,25 +157,25 @@ type fakeTools struct {
 
 func (f *fakeTools) release() { f.once.Do(func() { close(f.gate) }) }
 
-func (f *fakeTools) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
+func (f *fakeTools) CallTool(ctx context.Context, name string, args json.RawMessage) toolcall.Answer {
 	switch name {
 	case "slow":
 		select {
 		case <-f.gate:
 		case <-ctx.Done():
-			return wire.Answer{Kind: failure.Cancelled, Message: "cancelled"}
+			return toolcall.Answer{Kind: failure.Cancelled, Message: "cancelled"}
 		}
-		return wire.Answer{Value: json.RawMessage(`"slow done"`)}
+		return toolcall.Answer{Value: json.RawMessage(`"slow done"`)}
 	case "denied":
-		return wire.Answer{Kind: failure.Denied, Message: "denied is denied by this tenant's policy"}
+		return toolcall.Answer{Kind: failure.Denied, Message: "denied is denied by this tenant's policy"}
 	case "big":
-		return wire.Answer{Handle: &wire.Handle{ID: "h_abc", Size: 20 << 20, Lines: 400000}}
+		return toolcall.Answer{Handle: &toolcall.Handle{ID: "h_abc", Size: 20 << 20, Lines: 400000}}
 	}
-	return wire.Answer{Value: args}
+	return toolcall.Answer{Value: args}
 }
 
-func (f *fakeTools) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) wire.Answer {
-	return wire.Answer{Value: json.RawMessage(`"line 0\nline 1\n"`)}
+func (f *fakeTools) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) toolcall.Answer {
+	return toolcall.Answer{Value: json.RawMessage(`"line 0\nline 1\n"`)}
 }
 
 // fakeBackend starts one fakeChild that plays script.

@@ -43,8 +43,9 @@
 // turn is resolved (mcpserver also syncs its exposed tools), who can be asked for approval,
 // progress notifications, shutdown draining, and rendering.
 //
-// It imports engine, binding, upstream, budget, outputs, failure and telemetry (docs/design.md §2):
-// it wires the engine to a binding call's home and reports what happened (metrics through
+// It imports engine, binding, approval (how a program's questions are asked, and their counts),
+// upstream, budget, outputs, failure and telemetry (docs/design.md §2): it wires the engine to a
+// binding call's home and reports what happened (metrics through
 // Options.Report, the span's attributes, the log line "run_code" on the execution's logger,
 // whose lines name the execution and its Run); it never imports the go-sdk, mcpserver or
 // configs.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -90,7 +91,7 @@ type Program struct {
 	// Approvals is the approval step's configuration: who can be asked, and for how long; nil
 	// means nobody can be asked, so a call that needs a person's approval is refused
 	// (approval_required_in_program).
-	Approvals *binding.Approvals
+	Approvals *approval.Asking
 	// Tape, when set, records the binding calls or plays them back (binding.Options.Tape).
 	Tape binding.Tape
 	// Progress, when set, is called from time to time while the program runs.
@@ -189,7 +190,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		}
 		aj, _ := json.Marshal(recs)
 		if res.Network != nil {
-			meter.NoteNetwork(networkRecord(&res.Outcome))
+			meter.NoteNetwork(res.Network.Record())
 		}
 		if err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
 			log.Error("execution end not recorded", "err", err)

@@ -37,11 +37,11 @@ func printed(size int, artifact string) fakeSandbox {
 		r.Failure = nil
 		r.StdoutData = []byte(strings.Repeat("x\n", size/2))
 		r.StdoutSize = int64(len(r.StdoutData))
-		r.Attachments = []engine.Attachment{
+		r.Attachments = []outputs.Attachment{
 			{Name: "stdout", ContentType: "text/plain", Size: r.StdoutSize, Truncated: true, Location: "preview_only"},
 			{Name: "stderr", ContentType: "text/plain", Location: "inline"},
 		}
-		r.Artifacts = []engine.Attachment{{Name: artifact, ContentType: "text/plain", Size: 3, Location: "preview_only"}}
+		r.Artifacts = []outputs.Attachment{{Name: artifact, ContentType: "text/plain", Size: 3, Location: "preview_only"}}
 		r.ArtifactFiles = []engine.ArtifactFile{{Name: artifact, Data: []byte("abc")}}
 		return r
 	}

@@ -12,8 +12,7 @@ import (
 // on the execution's logger. It returns res.
 func observe(ctx context.Context, spec *Spec, res *Result, report telemetry.Reporter, log *slog.Logger) *Result {
 	e := telemetry.Execution{Profile: spec.Profile, Level: string(res.Isolation), Outcome: "completed",
-		Start: res.Start, Seconds: res.DurationSeconds, Context: telemetry.Context{BindingBytes: res.Context.Execution.BindingBytes,
-			ReturnedBytes: res.Context.Execution.ReturnedBytes, KeptOutBytes: res.Context.Execution.KeptOutBytes}}
+		Start: res.Start, Seconds: res.DurationSeconds, Context: res.Context.Execution}
 	if f := res.Failure; f != nil {
 		e.Outcome, e.Kind = "failed", string(f.Kind)
 		if !f.Executed {

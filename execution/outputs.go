@@ -23,7 +23,7 @@ const ValuePreviewBytes = 4000
 // ledgerAttachment is an attachment as the ledger keeps it: the result's fields plus, for an
 // output kept as a preview only, how many bytes were let go.
 type ledgerAttachment struct {
-	engine.Attachment
+	outputs.Attachment
 	LetGoBytes int64 `json:"let_go_bytes,omitempty"`
 }
 
@@ -62,7 +62,7 @@ func (k *keeper) keep(ctx context.Context, res *engine.Outcome) []ledgerAttachme
 	// A large value (or value_repr) is an attachment too: the model's text shows a preview,
 	// and the whole is kept under a handle, a value indented so line windows can page it.
 	attach := func(name, ctype string, content []byte) {
-		a := engine.Attachment{Name: name, ContentType: ctype, Size: int64(len(content)), Truncated: true}
+		a := outputs.Attachment{Name: name, ContentType: ctype, Size: int64(len(content)), Truncated: true}
 		letGo := k.put(ctx, &a, content, false)
 		res.Attachments = append(res.Attachments, a)
 		recs = append(recs, ledgerAttachment{Attachment: a, LetGoBytes: letGo})
@@ -92,7 +92,7 @@ func (k *keeper) keep(ctx context.Context, res *engine.Outcome) []ledgerAttachme
 }
 
 // put keeps one output, or leaves it inline when whole; it returns the bytes let go.
-func (k *keeper) put(ctx context.Context, a *engine.Attachment, data []byte, whole bool) int64 {
+func (k *keeper) put(ctx context.Context, a *outputs.Attachment, data []byte, whole bool) int64 {
 	if whole {
 		a.Location = "inline"
 		return 0
@@ -116,7 +116,7 @@ func (k *keeper) put(ctx context.Context, a *engine.Attachment, data []byte, who
 
 // notKept leaves an output as a preview, saying why in its attachment; it returns the bytes
 // let go.
-func (k *keeper) notKept(a *engine.Attachment, reason string) int64 {
+func (k *keeper) notKept(a *outputs.Attachment, reason string) int64 {
 	a.Location, a.Reason = "preview_only", reason
 	k.lost = append(k.lost, a.Name+" ("+reason+")")
 	return a.Size

@@ -5,10 +5,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // Result is the result document of one execution (docs/design.md §3.4), failures included: what
@@ -21,10 +22,10 @@ type Result struct {
 	// UpstreamProblems are the granted upstream servers with something wrong with their tools
 	// at this execution (one that could not be started, and why: its tools are missing from
 	// TOOLS and have no alias), as list_tools reports them.
-	UpstreamProblems []UpstreamProblem      `json:"upstream_problems,omitempty"`
-	Budget           Budget                 `json:"budget"`
-	Approvals        binding.ApprovalCounts `json:"approvals"`
-	Context          Context                `json:"context"`
+	UpstreamProblems []UpstreamProblem `json:"upstream_problems,omitempty"`
+	Budget           Budget            `json:"budget"`
+	Approvals        approval.Counts   `json:"approvals"`
+	Context          Context           `json:"context"`
 	// Resumed is set when the program was run again from its journal after it paused on an
 	// approval and the process holding it was gone (docs/design.md §11).
 	Resumed *Resumed `json:"resumed,omitempty"`
@@ -49,8 +50,8 @@ type Budget struct {
 // reads; KeptOutBytes is BindingBytes less ReturnedBytes, never below zero (per Run: the sum
 // over its executions).
 type Context struct {
-	Execution budget.Context `json:"execution"`
-	Run       budget.Context `json:"run"`
+	Execution telemetry.Context `json:"execution"`
+	Run       telemetry.Context `json:"run"`
 }
 
 // UpstreamProblem is what is wrong with a granted upstream server's tools, in words safe to
@@ -72,8 +73,8 @@ func refuse(t engine.Terms, k failure.Kind, message string) *Result {
 
 // contextOf is the context economy of an execution that received binding bytes and returned
 // returned bytes to the model.
-func contextOf(binding, returned int64) budget.Context {
-	return budget.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
+func contextOf(binding, returned int64) telemetry.Context {
+	return telemetry.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: max(binding-returned, 0)}
 }
 
 // renderedBytes is the size of what a host hands its model of res (render, given the Run's
@@ -95,16 +96,4 @@ func upstreamProblems(problems map[string]string) []UpstreamProblem {
 		out = append(out, UpstreamProblem{Server: server, Problem: problems[server]})
 	}
 	return out
-}
-
-// networkRecord is what the ledger keeps of an execution's egress decisions: the result's
-// network block, with every refusal counted by host, port and reason.
-func networkRecord(o *engine.Outcome) budget.Network {
-	n := o.Network
-	rec := budget.Network{Allowed: int64(n.Allowed), Refused: n.RefusedTotal, BytesIn: n.BytesIn, BytesOut: n.BytesOut,
-		Refusals: make([]budget.NetworkRefusal, 0, len(n.Counts))}
-	for _, c := range n.Counts {
-		rec.Refusals = append(rec.Refusals, budget.NetworkRefusal{Host: c.Host, Port: c.Port, Reason: c.Reason, Times: c.Times})
-	}
-	return rec
 }

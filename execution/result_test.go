@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/keys.txt")
@@ -25,9 +26,9 @@ func TestResultKeys(t *testing.T) {
 	res.ValueRepr = &repr
 	res.Failure.Traceback = "Traceback"
 	res.LimitHit = &limit
-	a := engine.Attachment{Name: "f.txt", Handle: "h_1", ContentType: "text/plain", Size: 3, Location: "inline", Reason: "why", Text: &text}
-	res.Attachments = []engine.Attachment{a}
-	res.Artifacts = []engine.Attachment{a}
+	a := outputs.Attachment{Name: "f.txt", Handle: "h_1", ContentType: "text/plain", Size: 3, Location: "inline", Reason: "why", Text: &text}
+	res.Attachments = []outputs.Attachment{a}
+	res.Artifacts = []outputs.Attachment{a}
 	res.ArtifactsOmit = []engine.OmittedFile{{Path: "p", Reason: "r"}}
 	res.Unavailable = []string{"x"}
 	res.UpstreamProblems = []UpstreamProblem{{Server: "s", Problem: "p"}}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -123,10 +123,10 @@ func TestApprovalsReachThePerson(t *testing.T) {
 		t.Errorf("the program's call answered %s", inProgram)
 	}
 	var r struct {
-		Approvals binding.ApprovalCounts `json:"approvals"`
+		Approvals approval.Counts `json:"approvals"`
 	}
 	b, _ := json.Marshal(res.Meta[MetaReport])
-	if err := json.Unmarshal(b, &r); err != nil || r.Approvals != (binding.ApprovalCounts{Asked: 1, Accepted: 1}) {
+	if err := json.Unmarshal(b, &r); err != nil || r.Approvals != (approval.Counts{Asked: 1, Accepted: 1}) {
 		t.Errorf("result approvals %s", b)
 	}
 	if !strings.Contains(testkit.Text(res), "approvals: 1 asked (1 accepted") {

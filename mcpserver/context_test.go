@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // TestRunCodeContextEconomy: every run_code result reports what its program received from
@@ -29,7 +29,7 @@ func TestRunCodeContextEconomy(t *testing.T) {
 	}
 	a := Agent{Tenant: "t", Name: "a", CodeExecution: &CodeExec{Sandbox: fakeSandbox{run: calls}, Terms: testTerms}}
 	cs := connectWith(t, a, &Options{Ledger: led}, nil)
-	var runTotal budget.Context
+	var runTotal telemetry.Context
 	for i := range 2 {
 		res := call(t, cs, ToolRunCode, map[string]any{"code": "..."})
 		b, _ := json.Marshal(res.Meta[MetaReport])
@@ -40,11 +40,11 @@ func TestRunCodeContextEconomy(t *testing.T) {
 		// What a host hands its model of a completed result: its structured content as the host
 		// writes it back.
 		returned := int64(len(hostJSON(res.StructuredContent)))
-		want := budget.Context{BindingBytes: received, ReturnedBytes: returned, KeptOutBytes: max(received-returned, 0)}
+		want := telemetry.Context{BindingBytes: received, ReturnedBytes: returned, KeptOutBytes: max(received-returned, 0)}
 		if received == 0 || r.Context.Execution != want {
 			t.Fatalf("run %d: context.execution = %+v, want %+v", i, r.Context.Execution, want)
 		}
-		runTotal = budget.Context{BindingBytes: runTotal.BindingBytes + want.BindingBytes,
+		runTotal = telemetry.Context{BindingBytes: runTotal.BindingBytes + want.BindingBytes,
 			ReturnedBytes: runTotal.ReturnedBytes + want.ReturnedBytes, KeptOutBytes: runTotal.KeptOutBytes + want.KeptOutBytes}
 		if r.Context.Run != runTotal {
 			t.Fatalf("run %d: context.run = %+v, want the session's sum %+v", i, r.Context.Run, runTotal)
@@ -54,7 +54,7 @@ func TestRunCodeContextEconomy(t *testing.T) {
 	if err := db.QueryRow(`SELECT sum(binding_bytes), sum(returned_bytes), sum(kept_out_bytes) FROM executions`).Scan(&binding, &returned, &keptOut); err != nil {
 		t.Fatal(err)
 	}
-	if got := (budget.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: keptOut}); got != runTotal {
+	if got := (telemetry.Context{BindingBytes: binding, ReturnedBytes: returned, KeptOutBytes: keptOut}); got != runTotal {
 		t.Fatalf("ledger holds %+v, want %+v", got, runTotal)
 	}
 }

@@ -6,10 +6,11 @@
 // protection and a request body limit, and over stdio (ServeStdio: every request read before
 // stdin ends is answered, docs/design.md §14.3).
 //
-// Imports: engine, execution, binding, upstream, budget, outputs, failure, telemetry, cassette
-// (a paused program's journal) and the go-sdk only (docs/design.md §2). It never imports
-// configs: cmd converts the config into the small types here (Agent, CodeExec, Upstreams,
-// HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
+// Imports: engine, execution, binding, approval (its questions, of which this package is only
+// how one crosses MCP, by elicitation or input_required), upstream, budget, outputs, failure,
+// telemetry, cassette (a paused program's journal) and the go-sdk only (docs/design.md §2).
+// It never imports configs: cmd converts the config into the small types here (Agent,
+// CodeExec, Upstreams, HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
 // The decisions (refusals as results, progress, cancellation, HTTP routing, the two
 // revisions, Runs, quotas, exposure, approvals, telemetry): docs/design.md §14.
@@ -19,11 +20,10 @@
 // ledger); progress senders are waited for by their run_code; a Drain's cancellation of an
 // execution is a context.AfterFunc, unhooked when the execution ends; a call held for an
 // approval's round trips (mrtr.go) runs on a goroutine begun with the Drain like an execution
-// and ends with its call (at the latest when the approval times out); a question kept as a
-// pause (pause.go) is put on a goroutine of its own, which its Ask cancels and waits for
-// before it returns; ServeStdio's wait for its session is its own, ended before it returns.
-// TestMain checks that no
-// goroutine outlives the tests.
+// and ends with its call (at the latest when the approval times out), and so does the relay
+// of what it comes to after an answer given on another path (retry.go); ServeStdio's wait for
+// its session is its own, ended before it returns. TestMain checks that no goroutine outlives
+// the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
 // everything it holds after construction is read-only except the exposed tool set, guarded by

@@ -6,7 +6,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
-	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -44,20 +43,21 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 // execute runs one program through execution.Execute, the path `mcp-sandbox run` takes too
 // (which also reports it: metrics, the span's attributes, the log line); what is the MCP
 // session's is added here: the Run (runOf), the turn (which also syncs the exposed tools), the
-// approval step's asker (a, elicitation on the session or input requests), progress notifications, the agent's
-// metrics reporter and the slot its tenant's quotas give it (Quotas).
-func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string, a *binding.Approvals, j *cassette.Journal) *execution.Result {
+// approval step's asking (env: elicitation on the session or input requests, and the journal
+// its pauses keep), progress notifications, the agent's metrics reporter and the slot its
+// tenant's quotas give it (Quotas).
+func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string, env callEnv) *execution.Result {
 	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
-		Approvals: a}
-	if j != nil {
-		p.Tape = j
+		Approvals: env.asking}
+	if env.journal != nil {
+		p.Tape = env.journal
 	}
 	if q := h.opts.Quotas; q != nil {
 		p.Admit = func(ctx context.Context) (func(), *engine.Failure) { return q.startExecution(ctx, h.agent.Tenant) }
 	}
-	if hd := heldBy(asker(a)); hd != nil {
+	if env.progress != nil {
 		// Held across round trips: progress goes to whichever request waits on it.
-		p.Progress = hd.report
+		p.Progress = env.progress
 	} else if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		pr := newProgress(ctx, req.Session, tok)
 		defer pr.wait()
@@ -65,14 +65,6 @@ func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code s
 	}
 	res := execution.Execute(ctx, h.agent.CodeExecution, p, &execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs,
 		Logger: h.log, Report: h.report, Render: ModelReads, Cassettes: h.opts.Cassettes})
-	resumedResult(res, j)
+	markRerun(res, env.journal)
 	return res
-}
-
-// asker is a's Asker, or nil.
-func asker(a *binding.Approvals) binding.Asker {
-	if a == nil {
-		return nil
-	}
-	return a.Asker
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
@@ -113,11 +112,15 @@ func exposedDef(tool *upstream.Tool, needsApproval bool) (*mcp.Tool, bool) {
 	if tool.Def == nil {
 		return nil, false
 	}
+	schema, ok := tool.HostInputSchema()
+	if !ok {
+		return nil, false
+	}
 	def := &mcp.Tool{
 		Name:        tool.Name,
 		Title:       tool.Def.Title,
 		Description: tool.Def.Description,
-		InputSchema: tool.Def.InputSchema,
+		InputSchema: schema,
 		Annotations: tool.Def.Annotations,
 	}
 	if needsApproval {
@@ -128,15 +131,6 @@ func exposedDef(tool *upstream.Tool, needsApproval bool) (*mcp.Tool, bool) {
 		a.DestructiveHint, a.ReadOnlyHint = ptr(true), false
 		def.Annotations = &a
 	}
-	b, err := json.Marshal(def.InputSchema)
-	if err != nil {
-		return nil, false
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil || m["type"] != "object" {
-		return nil, false
-	}
-	def.InputSchema = json.RawMessage(b)
 	return def, true
 }
 
@@ -151,10 +145,10 @@ func (h *handlers) direct(ctx context.Context, name string, req *mcp.CallToolReq
 	if led := h.opts.Ledger; led != nil {
 		meter = budget.Direct(led, h.runOf(req))
 	}
-	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals, _ *cassette.Journal) *mcp.CallToolResult {
+	return h.serveCall(ctx, req, func(ctx context.Context, env callEnv) *mcp.CallToolResult {
 		start := time.Now()
 		keep := binding.Keep{Blobs: h.opts.Blobs, Tenant: h.agent.Tenant, PreviewBytes: execution.ValuePreviewBytes - keptNoteBytes}
-		r := binding.DirectKept(ctx, t, meter, a, h.log, name, req.Params.Arguments, keep)
+		r := binding.DirectKept(ctx, t, meter, env.asking, h.log, name, req.Params.Arguments, keep)
 		h.log.Info("direct call", "tool", name, "kind", string(r.Kind))
 		var res *mcp.CallToolResult
 		var economy telemetry.Context
@@ -185,11 +179,11 @@ const keptNoteBytes = 700
 // handle read_tool_output pages, what it holds, and the call's context economy (the result's
 // bytes, the bytes of the text the host got, and the difference kept out of its context).
 type Kept struct {
-	Handle      string         `json:"handle"`
-	ContentType string         `json:"content_type"`
-	Size        int64          `json:"size"`
-	Lines       int            `json:"lines"`
-	Context     budget.Context `json:"context"`
+	Handle      string            `json:"handle"`
+	ContentType string            `json:"content_type"`
+	Size        int64             `json:"size"`
+	Lines       int               `json:"lines"`
+	Context     telemetry.Context `json:"context"`
 }
 
 // keptResult renders a kept direct result: the head-and-tail preview and a note naming the
@@ -198,7 +192,7 @@ func keptResult(name string, r binding.DirectAnswer) *mcp.CallToolResult {
 	text := fmt.Sprintf("%s\n(the result of %s is %d bytes, %d lines, shown as a head-and-tail preview; read_tool_output handle %s pages the rest by line window or pattern)",
 		strings.TrimRight(r.Preview, "\n"), name, r.Handle.Size, r.Handle.Lines, r.Handle.ID)
 	k := Kept{Handle: r.Handle.ID, ContentType: r.ContentType, Size: r.Handle.Size, Lines: r.Handle.Lines,
-		Context: budget.Context{BindingBytes: r.Size, ReturnedBytes: int64(len(text)), KeptOutBytes: max(r.Size-int64(len(text)), 0)}}
+		Context: telemetry.Context{BindingBytes: r.Size, ReturnedBytes: int64(len(text)), KeptOutBytes: max(r.Size-int64(len(text)), 0)}}
 	return &mcp.CallToolResult{StructuredContent: k, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 

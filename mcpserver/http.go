@@ -15,8 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
 // DefaultAgentName is the agent /mcp serves when a tenant has more than one.
@@ -85,13 +83,16 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Server == nil || o.Server.StateKeys == nil {
-		// One key for every agent's server, as cmd gives it.
+	if o.Server == nil || o.Server.StateKeys == nil || o.Server.Room == nil {
+		// One key and one Room for every agent's server, as cmd gives them.
 		so := Options{}
 		if o.Server != nil {
 			so = *o.Server
 		}
-		so.StateKeys = RandomStateKeys()
+		if so.StateKeys == nil {
+			so.StateKeys = RandomStateKeys()
+		}
+		so.Room = so.room()
 		o.Server = &so
 	}
 	h := &httpHandler{opts: o, agents: map[string]map[string]http.Handler{}}
@@ -122,8 +123,8 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 			mux.Handle(p, prm)
 		}
 	}
-	if pauses, ok := o.Server.Ledger.(budget.Pauses); ok && o.Operator != nil {
-		h.approvalRoutes(mux, pauses)
+	if o.Server.Ledger != nil && o.Operator != nil {
+		h.approvalRoutes(mux, o.Server.Room)
 	}
 	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // TestImageType: the four formats by their first bytes; names and near misses are no image.
@@ -36,7 +37,7 @@ func TestImageContents(t *testing.T) {
 	gif := []byte("GIF89a" + "......")
 	big := append([]byte("\xff\xd8\xff"), bytes.Repeat([]byte{2}, 200)...)
 	res := &execution.Result{Outcome: engine.Outcome{
-		Artifacts: []engine.Attachment{{Name: "a.dat"}, {Name: "b.txt"}, {Name: "c.jpg"}, {Name: "d"}},
+		Artifacts: []outputs.Attachment{{Name: "a.dat"}, {Name: "b.txt"}, {Name: "c.jpg"}, {Name: "d"}},
 		ArtifactFiles: []engine.ArtifactFile{{Name: "a.dat", Data: png}, {Name: "b.txt", Data: []byte("text")},
 			{Name: "c.jpg", Data: big}, {Name: "d", Data: gif}},
 	}}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
@@ -42,8 +42,8 @@ type ModelResult struct {
 	Cancelled bool              `json:"cancelled,omitempty"`
 	// Attachments are the outputs cut to a preview here (a stream, the value): where the rest
 	// is kept, or why it is not.
-	Attachments      []engine.Attachment         `json:"attachments,omitempty"`
-	Artifacts        []engine.Attachment         `json:"artifacts,omitempty"`
+	Attachments      []outputs.Attachment        `json:"attachments,omitempty"`
+	Artifacts        []outputs.Attachment        `json:"artifacts,omitempty"`
 	ArtifactsOmitted []engine.OmittedFile        `json:"artifacts_omitted,omitempty"`
 	Unavailable      []string                    `json:"unavailable_bindings,omitempty"`
 	UpstreamProblems []execution.UpstreamProblem `json:"upstream_problems,omitempty"`
@@ -64,8 +64,8 @@ type ModelResult struct {
 	Guarantees engine.Guarantees `json:"guarantees,omitempty"`
 	// BudgetLeft is what is left of each of the Run's binding budgets that is at least
 	// NearlySpent spent.
-	BudgetLeft map[string]int64        `json:"budget_left,omitempty"`
-	Approvals  *binding.ApprovalCounts `json:"approvals,omitempty"`
+	BudgetLeft map[string]int64 `json:"budget_left,omitempty"`
+	Approvals  *approval.Counts `json:"approvals,omitempty"`
 }
 
 // NetworkRefusals is what a model reads of the egress proxy's decisions: how many requests it

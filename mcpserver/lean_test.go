@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // What a host re-encodes of parsed JSON is JavaScript's JSON.stringify: the expectations are
@@ -42,7 +43,7 @@ func TestLeanSaysWhatIsNotAsAsked(t *testing.T) {
 	terms := engine.Terms{Limits: engine.DefaultLimits, Isolation: engine.LevelProcess, Network: engine.NetworkNone}
 	res := &execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("42"), Stdout: "hi\n", StdoutSize: 3,
 		Terms: terms, Isolation: engine.LevelProcess, Guarantees: all,
-		Attachments: []engine.Attachment{{Name: "stdout", ContentType: "text/plain", Size: 3, Location: "inline"}}}}
+		Attachments: []outputs.Attachment{{Name: "stdout", ContentType: "text/plain", Size: 3, Location: "inline"}}}}
 	if got := hostJSON(Lean(res, budget.Limits{MaxCalls: 200})); got != `{"value":42,"stdout":"hi\n"}` {
 		t.Errorf("a plain success reads %s", got)
 	}
@@ -71,7 +72,7 @@ func TestLeanSaysWhatIsNotAsAsked(t *testing.T) {
 	// A value too large to show whole is its head and tail, and the handle that keeps it.
 	big := `"` + strings.Repeat("x", 100000) + `"`
 	res = &execution.Result{Outcome: engine.Outcome{Value: json.RawMessage(big), Terms: terms, Isolation: engine.LevelProcess, Guarantees: all,
-		Attachments: []engine.Attachment{{Name: "value", Handle: "h_v", Size: int64(len(big)), Truncated: true, Location: "blob"}}}}
+		Attachments: []outputs.Attachment{{Name: "value", Handle: "h_v", Size: int64(len(big)), Truncated: true, Location: "blob"}}}}
 	m := Lean(res, budget.Limits{})
 	if b := hostJSON(m); m.Value != nil || len(b) > 4500 || !strings.Contains(b, `"handle":"h_v"`) || !strings.Contains(b, "elided") {
 		t.Errorf("a 100 kB value reads as %d bytes: %.300s", len(b), b)

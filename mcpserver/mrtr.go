@@ -6,7 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"maps"
 	"strings"
 	"sync"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 )
@@ -26,42 +26,52 @@ import (
 // requestState (sealed.go), and the client retries the same call with the person's answer.
 //
 // The call itself does not start again on the retry: it is held. A run_code's program, or a
-// direct call, runs on a hold whose context outlives the request, and its approval step asks
-// through holdAsker, which parks the question on the hold and waits in place, exactly as it
-// waits for elicitation/create (the child holds on its channel, its wall clock runs, the
-// profile's approvals.timeout_seconds bounds the wait). The request that started it, and each
-// retry, waits on the hold until the call ends (its result is the answer) or asks a question
-// (input_required). A retry opens its state, checks that it is this tenant's, agent's and Run's,
-// the same call, not yet answered and not expired, and hands the answer to the waiting step;
-// anything else is refused with the reason and changes nothing. A question is answered once: a
-// replayed state finds it answered, so an accepted call is never made twice.
+// direct call, runs on a hold whose context outlives the request, and the hold is the Asker of
+// its questions (package approval): it shows the question it is asked to the request waiting
+// on it, until the Room withdraws it. The request that started it, and each retry, waits on
+// the hold until the call ends (its result is the answer) or asks a question (input_required).
+// A retry (retry.go) opens its state, checks that it is this tenant's, agent's and Run's, the
+// same call and not expired, and hands the answer to the Room, which records it as the
+// question's pause's (the first answer from any path stands) and wakes the call waiting on it;
+// anything else is refused with the reason and changes nothing. A question is answered once:
+// a replayed state finds its pause answered, so an accepted call is never made twice.
 //
-// A hold lives in the process that started it: a retry reaching another process, or this one
-// after a restart, finds no hold and is refused (the ledger records the approval unknown).
-//
-// Clients of 2025-11-25 and earlier keep elicitation/create in place (sessionAsker): go-sdk's
+// Clients of 2025-11-25 and earlier keep elicitation/create in place (approvals.go): go-sdk's
 // own bridge (which would fulfil input requests with Elicit and re-invoke the handler once)
 // would serve one question per call and none past the first, where a program may ask several.
 
-// hold is one call held across round trips.
+// hold is one call held across round trips, and the approval.Asker of its questions: what it
+// is asked is shown to the request waiting on it as input_required.
 type hold struct {
 	id   string
 	base pendingState // tenant, agent, Run, hold and call, as every state of this hold carries
-	// cancel ends the call's context: the request waiting on it was cancelled.
+	// cancel ends the call's context: the request waiting on it was cancelled, or another
+	// process carries the call on.
 	cancel context.CancelFunc
 	done   chan struct{}
 	res    *mcp.CallToolResult // set before done closes
+	// relay is told of a question of this hold answered on another path (an operator, a retry
+	// that reached another process): what the call comes to next is relayed for its retry.
+	relay func(hd *hold, question string)
 
-	// wake receives (without blocking the sender) when a question is added.
-	wake chan struct{}
 	// prog sends a program's progress to the request waiting on the hold, if it asked for
 	// progress; nil between round trips, when nobody listens.
 	prog atomic.Pointer[progress]
-	// mu guards open: the questions asked and not yet answered or withdrawn.
-	mu   sync.Mutex
-	open []*question
-	// released are the expiries of the questions an operator answered (holds.mu guards it).
-	released []time.Time
+
+	mu sync.Mutex // guards the fields below
+	// asking is the question put to the client now. There is one at most: an execution's
+	// questions take turns (approval.Questions), and a second waits for the first to go.
+	asking *approval.Question
+	// collect is the last question answered on another path: a retry of it collects what the
+	// call comes to, and the ended hold is kept for it until keep.
+	collect string
+	keep    time.Time
+	// changed is closed, and replaced, when asking changes or the call ends.
+	changed chan struct{}
+}
+
+func newHold(base pendingState, relay func(*hold, string)) *hold {
+	return &hold{id: base.Hold, base: base, done: make(chan struct{}), changed: make(chan struct{}), relay: relay}
 }
 
 // report is the held program's progress callback.
@@ -71,148 +81,167 @@ func (hd *hold) report(elapsed float64) {
 	}
 }
 
-// question is one approval question parked on a hold.
-type question struct {
-	id      string
-	q       binding.Question
-	expires time.Time
-	answer  chan binding.Answer // buffered: delivery never blocks
+// changedLocked tells whoever waits on hd that it changed; hd.mu is held.
+func (hd *hold) changedLocked() {
+	close(hd.changed)
+	hd.changed = make(chan struct{})
 }
 
-// holds are a server's held calls and recently answered questions.
-type holds struct {
-	mu sync.Mutex
-	// byID are the held calls still running, and those an operator released, kept ended
-	// until their last question would have expired, for the client's retry to collect.
-	byID map[string]*hold
-	// answered are the questions answered, until their state expires (after which an expired
-	// state is refused as expired anyway).
-	answered map[string]time.Time
-	// elsewhere are the questions an operator answered (pause.go), until they would have
-	// expired: a retry of one waits on its hold rather than answering it.
-	elsewhere map[string]time.Time
+// end records the call's result and tells whoever waits.
+func (hd *hold) end(res *mcp.CallToolResult) {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	hd.res = res
+	close(hd.done)
+	hd.changedLocked()
 }
 
-// init makes hs's maps on first use; hs.mu is held.
-func (hs *holds) init() {
-	if hs.byID == nil {
-		hs.byID, hs.answered, hs.elsewhere = map[string]*hold{}, map[string]time.Time{}, map[string]time.Time{}
+func (hd *hold) CanAsk() (bool, string) { return true, "" }
+
+// Ask shows q to the request waiting on hd until the Room withdraws it (ctx ends); the answer
+// comes back by a retry, which hands it to the Room. Withdrawn as answered on another path, q
+// is collected by its retries and its call's outcome relayed; withdrawn because another
+// process carries the call on, the call stops here.
+func (hd *hold) Ask(ctx context.Context, q approval.Question) (approval.Answer, error) {
+	hd.mu.Lock()
+	for hd.asking != nil {
+		changed := hd.changed
+		hd.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return approval.Answer{}, ctx.Err()
+		}
+		hd.mu.Lock()
 	}
+	hd.asking = &q
+	hd.changedLocked()
+	hd.mu.Unlock()
+	<-ctx.Done()
+	cause := context.Cause(ctx)
+	hd.mu.Lock()
+	if hd.asking == &q {
+		hd.asking = nil
+	}
+	if errors.Is(cause, approval.ErrAnsweredElsewhere) {
+		hd.collect = q.ID
+		if q.Expires.After(hd.keep) {
+			hd.keep = q.Expires
+		}
+	}
+	hd.changedLocked()
+	hd.mu.Unlock()
+	switch {
+	case errors.Is(cause, approval.ErrAnsweredElsewhere):
+		hd.relay(hd, q.ID)
+	case errors.Is(cause, approval.ErrClaimedElsewhere):
+		hd.cancel()
+	}
+	return approval.Answer{}, ctx.Err()
+}
+
+// asks reports whether question id is put to the client now.
+func (hd *hold) asks(id string) bool {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	return hd.asking != nil && hd.asking.ID == id
+}
+
+// collects reports whether a retry of question id collects what the call comes to: it was
+// answered on another path.
+func (hd *hold) collects(id string) bool {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	return hd.collect == id
+}
+
+// next is the input_required of the question hd asks now, sealed under keys, or hd's result
+// once its call ended; otherwise nil and what hd's next change closes.
+func (hd *hold) next(keys *StateKeys) (*mcp.CallToolResult, <-chan struct{}) {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	if q := hd.asking; q != nil {
+		st := hd.base
+		st.Questions, st.Expires = []string{q.ID}, q.Expires.UnixMilli()
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{q.ID: &mcp.ElicitParams{Mode: "form", Message: q.Message(), RequestedSchema: approvalSchema}},
+			RequestState:  keys.seal(st),
+		}, nil
+	}
+	select {
+	case <-hd.done:
+		return resultCopy(hd.res), nil
+	default:
+	}
+	return nil, hd.changed
+}
+
+// resultCopy is a copy of res that a request may hand to go-sdk, which writes into the
+// result it sends (its type, its _meta): several requests, and a relay, may take a held
+// call's one result.
+func resultCopy(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil {
+		return nil
+	}
+	c := *res
+	c.Meta = maps.Clone(res.Meta)
+	return &c
+}
+
+// outcome waits for what hd comes to next (next), or nil when ctx ends first.
+func (hd *hold) outcome(ctx context.Context, keys *StateKeys) *mcp.CallToolResult {
+	for {
+		res, changed := hd.next(keys)
+		if res != nil {
+			return res
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// holds are a server's held calls: those still running, and those ended that are kept for a
+// retry of a question answered on another path to collect (hold.keep).
+type holds struct {
+	mu   sync.Mutex
+	byID map[string]*hold
 }
 
 func (hs *holds) add(hd *hold) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	hs.init()
+	if hs.byID == nil {
+		hs.byID = map[string]*hold{}
+	}
 	hs.byID[hd.id] = hd
 }
 
-// markAnswered records that question id was answered, until its state expires.
-func (hs *holds) markAnswered(id string, expires time.Time) {
+func (hs *holds) get(id string) *hold {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	hs.init()
-	hs.answered[id] = expires
+	return hs.byID[id]
 }
 
-// finished forgets an ended hold, at once unless an operator answered one of its questions:
-// then when that question would have expired.
+// finished forgets an ended hold, at once unless a question of it was answered on another path:
+// then once that question would have expired.
 func (hs *holds) finished(hd *hold) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	var keep time.Time
-	for _, exp := range hd.released {
-		if exp.After(keep) {
-			keep = exp
-		}
-	}
-	if d := time.Until(keep); d > 0 {
-		time.AfterFunc(d, func() { hs.forget(hd) })
+	hd.mu.Lock()
+	keep := time.Until(hd.keep)
+	hd.mu.Unlock()
+	if keep > 0 {
+		time.AfterFunc(keep, func() { hs.forget(hd) })
 		return
 	}
-	delete(hs.byID, hd.id)
+	hs.forget(hd)
 }
 
 func (hs *holds) forget(hd *hold) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	delete(hs.byID, hd.id)
-	for id, exp := range hs.elsewhere {
-		if time.Now().After(exp) {
-			delete(hs.elsewhere, id)
-		}
-	}
-}
-
-// releasedElsewhere records that an operator answered question id of hd.
-func (hs *holds) releasedElsewhere(hd *hold, id string, expires time.Time) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	hs.init()
-	hs.elsewhere[id] = expires
-	hd.released = append(hd.released, expires)
-}
-
-// decidedElsewhere reports whether an operator answered any of the questions ids; hs.mu is
-// held.
-func (hs *holds) decidedElsewhere(ids []string) bool {
-	for _, id := range ids {
-		if _, ok := hs.elsewhere[id]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// holdAsker is the Asker of a held call: it parks each question on the hold, for the request
-// waiting on it to put to the client, and waits for the answer a retry brings.
-type holdAsker struct{ hd *hold }
-
-func (a holdAsker) CanAsk() (bool, string) { return true, "" }
-
-func (a holdAsker) Ask(ctx context.Context, q binding.Question) (binding.Answer, error) {
-	return a.askAs(ctx, budget.NewID("q_"), q)
-}
-
-// expiry is when a question waiting wait under ctx closes: after wait, or at ctx's deadline
-// when that comes first.
-func expiry(ctx context.Context, wait time.Duration) time.Time {
-	expires := time.Now().Add(wait)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
-		return dl
-	}
-	return expires
-}
-
-// askAs asks q as the input request named id.
-func (a holdAsker) askAs(ctx context.Context, id string, q binding.Question) (binding.Answer, error) {
-	qu := &question{id: id, q: q, expires: expiry(ctx, q.Wait), answer: make(chan binding.Answer, 1)}
-	a.hd.mu.Lock()
-	a.hd.open = append(a.hd.open, qu)
-	a.hd.mu.Unlock()
-	select {
-	case a.hd.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case ans := <-qu.answer:
-		return ans, nil
-	case <-ctx.Done():
-	}
-	a.hd.mu.Lock()
-	for i, o := range a.hd.open {
-		if o == qu {
-			a.hd.open = append(a.hd.open[:i], a.hd.open[i+1:]...)
-			break
-		}
-	}
-	a.hd.mu.Unlock()
-	select {
-	case ans := <-qu.answer: // delivered before it was withdrawn
-		return ans, nil
-	default:
-		return binding.Answer{}, ctx.Err()
-	}
 }
 
 // asksByInput reports whether req's client is asked through input requests: it speaks
@@ -235,49 +264,44 @@ func sessionlessRequest(req *mcp.CallToolRequest) bool {
 	return ip != nil && ip.ProtocolVersion >= revisionStateless
 }
 
-// heldOp is a call that may be held: it runs with a.Asker asking the person. j, when not nil,
-// is the tape of a program's calls (pause.go): the journal its pauses keep, and, for a
-// program resumed after its holder was gone, the journal it is answered from up to its pause.
-type heldOp func(ctx context.Context, a *binding.Approvals, j *cassette.Journal) *mcp.CallToolResult
+// callEnv is how one tools/call runs: how its questions are asked (asking), the program's tape
+// its pauses keep (journal; nil for a call whose host cannot be asked), and, for a held call,
+// where a program's progress goes (progress; nil: to the request's own progress token).
+type callEnv struct {
+	asking   *approval.Asking
+	journal  *cassette.Journal
+	progress func(elapsedSeconds float64)
+}
+
+// heldOp is a call that may be held.
+type heldOp func(ctx context.Context, env callEnv) *mcp.CallToolResult
 
 // serveCall runs op for req: in the handler, asking by elicitation/create or not at all, as
 // for every client before 2026-07-28; on a hold, for a client asked through input requests;
-// and a retry carrying a requestState continues the hold it names, or, when no process holds
-// it any more, the pause the ledger kept of it (pause.go).
+// and a retry carrying a requestState continues the call it names (retry.go).
 func (h *handlers) serveCall(ctx context.Context, req *mcp.CallToolRequest, op heldOp) *mcp.CallToolResult {
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-		return h.resume(ctx, req, op)
+		return h.retry(ctx, req, op)
 	}
-	a := h.approvals(req)
 	if !asksByInput(req) {
-		pz := h.pausing(req, a.Asker, nil, nil)
-		if pz == nil {
-			return op(ctx, a, nil)
+		env := callEnv{asking: h.asking(req, elicitationOf(req), "")}
+		if ok, _ := env.asking.Asker.CanAsk(); ok {
+			env.journal = cassette.NewJournal()
+			env.asking.Journal = env.journal
 		}
-		a.Asker = pz
-		return op(ctx, a, pz.journal)
+		return op(ctx, env)
 	}
-	return h.startHold(ctx, req, op, a, nil)
+	return h.startHold(ctx, req, op, cassette.NewJournal(), nil)
 }
 
-// startHold runs op on a new hold and waits on it for req. from, when set, is the pause a
-// resumed call carries on: its journal answers the program's calls up to the pause, and its
-// answer the question asked there.
-func (h *handlers) startHold(ctx context.Context, req *mcp.CallToolRequest, op heldOp, a *binding.Approvals, from *resumed) *mcp.CallToolResult {
-	hd := &hold{id: budget.NewID("h_"), done: make(chan struct{}), wake: make(chan struct{}, 1)}
-	hd.base = pendingState{Tenant: h.agent.Tenant, Agent: h.agent.Name, Run: h.runKey(req), Hold: hd.id, Call: callDigest(req)}
-	var j *cassette.Journal
-	var asker binding.Asker = holdAsker{hd}
-	if from != nil {
-		j = from.journal
-	}
-	if pz := h.pausing(req, asker, hd, j); pz != nil {
-		asker, j = pz, pz.journal
-	}
-	if from != nil {
-		asker = &answeredAsker{inner: asker, seq: from.seq, tool: from.tool, ans: from.ans}
-	}
-	a.Asker = asker
+// startHold runs op on a new hold and waits on it for req. j is the program's journal (for a
+// program run again after its pause, the journal it is answered from up to the pause), and
+// standing the answer of the call it paused on.
+func (h *handlers) startHold(ctx context.Context, req *mcp.CallToolRequest, op heldOp, j *cassette.Journal, standing approval.Standing) *mcp.CallToolResult {
+	id := budget.NewID("h_")
+	hd := newHold(pendingState{Tenant: h.agent.Tenant, Agent: h.agent.Name, Run: h.runKey(req), Hold: id, Call: callDigest(req)}, h.relayOutcome)
+	env := callEnv{asking: h.asking(req, hd, id), journal: j, progress: hd.report}
+	env.asking.Journal, env.asking.Standing = j, standing
 	// The hold outlives the request; a Drain cancels it and waits for it like an execution.
 	hctx, end, ok := h.opts.Drain.begin(context.WithoutCancel(ctx))
 	if !ok {
@@ -289,9 +313,9 @@ func (h *handlers) startHold(ctx context.Context, req *mcp.CallToolRequest, op h
 	go func() {
 		defer end()
 		defer cancel()
-		hd.res = op(hctx, a, j)
+		res := op(hctx, env)
 		h.holds.finished(hd)
-		close(hd.done)
+		hd.end(res)
 	}()
 	return h.await(ctx, req, hd)
 }
@@ -307,150 +331,12 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, hd *hold
 			pr.wait()
 		}()
 	}
-	for {
-		if res := h.inputRequired(hd); res != nil {
-			return res
-		}
-		select {
-		case <-hd.done:
-			return hd.result()
-		case <-hd.wake:
-		case <-ctx.Done():
-			hd.cancel()
-			<-hd.done
-			return hd.result()
-		}
+	if res := hd.outcome(ctx, h.stateKeys); res != nil {
+		return res
 	}
-}
-
-// result is a copy of the call's result, once done has closed: go-sdk writes into the result a
-// handler returns (its resultType, its _meta), while a relay may be encoding hd.res for another
-// process.
-func (hd *hold) result() *mcp.CallToolResult {
-	if hd.res == nil {
-		return nil
-	}
-	r := *hd.res
-	r.Meta = maps.Clone(hd.res.Meta)
-	return &r
-}
-
-// inputRequired is the input_required result asking every open question of hd, or nil when
-// none is open.
-func (h *handlers) inputRequired(hd *hold) *mcp.CallToolResult {
-	hd.mu.Lock()
-	defer hd.mu.Unlock()
-	if len(hd.open) == 0 {
-		return nil
-	}
-	st := hd.base
-	reqs := mcp.InputRequestMap{}
-	for _, qu := range hd.open {
-		st.Questions = append(st.Questions, qu.id)
-		if e := qu.expires.UnixMilli(); st.Expires == 0 || e < st.Expires {
-			st.Expires = e
-		}
-		reqs[qu.id] = &mcp.ElicitParams{Mode: "form", Message: qu.q.Message(), RequestedSchema: approvalSchema}
-	}
-	return &mcp.CallToolResult{InputRequests: reqs, RequestState: h.stateKeys.seal(st)}
-}
-
-// resume continues the hold a retry's requestState names with the answers it carries, or
-// the pause the ledger kept of it when no process holds it any more, or refuses it, changing
-// nothing.
-func (h *handlers) resume(ctx context.Context, req *mcp.CallToolRequest, op heldOp) *mcp.CallToolResult {
-	hd, why := h.deliver(req)
-	if why == whyNoHold && h.pauses != nil {
-		return h.resumePause(ctx, req, op)
-	}
-	if why != "" {
-		h.log.Warn("approval retry refused", "tool", req.Params.Name, "reason", why)
-		return toolError("the retried call of %s was refused: its requestState %s; nothing was answered or called", req.Params.Name, why)
-	}
-	return h.await(ctx, req, hd)
-}
-
-// deliver checks a retry: its state opens, is this tenant's, agent's and Run's, for the same
-// call, not expired nor answered, its hold is here and every question it names is open and
-// answered by the retry. Only then are the answers handed to the waiting steps, all at once,
-// and the questions marked answered, so a second retry with the same state is refused.
-func (h *handlers) deliver(req *mcp.CallToolRequest) (*hold, string) {
-	var set struct {
-		questions []*question
-		answers   []binding.Answer
-	}
-	st, err := h.stateKeys.open(req.Params.RequestState)
-	switch {
-	case err != nil:
-		return nil, err.Error()
-	case st.Tenant != h.agent.Tenant:
-		return nil, "was issued to another tenant"
-	case st.Agent != h.agent.Name:
-		return nil, "was issued for another agent"
-	case st.Run != h.runKey(req):
-		return nil, "was issued to another session or Run"
-	case st.Call != callDigest(req):
-		return nil, "was issued for another call (the tool or its arguments differ)"
-	}
-	now := time.Now()
-	h.holds.mu.Lock()
-	defer h.holds.mu.Unlock()
-	for k, exp := range h.holds.answered {
-		if now.After(exp) {
-			delete(h.holds.answered, k)
-		}
-	}
-	for _, id := range st.Questions {
-		if _, ok := h.holds.answered[id]; ok {
-			return nil, "was already answered (a question is answered once)"
-		}
-	}
-	if now.UnixMilli() > st.Expires {
-		return nil, fmt.Sprintf("expired at %s: the question was refused unanswered", time.UnixMilli(st.Expires).UTC().Format(time.RFC3339))
-	}
-	hd := h.holds.byID[st.Hold]
-	if hd == nil {
-		return nil, whyNoHold
-	}
-	if h.holds.decidedElsewhere(st.Questions) {
-		// An operator answered (pause.go): the retry only waits on the call, or collects
-		// its result.
-		return hd, ""
-	}
-	hd.mu.Lock()
-	defer hd.mu.Unlock()
-	for _, id := range st.Questions {
-		var qu *question
-		for _, o := range hd.open {
-			if o.id == id {
-				qu = o
-			}
-		}
-		if qu == nil {
-			return nil, "names a question no longer open (its wait ended)"
-		}
-		r, ok := req.Params.InputResponses[id]
-		if !ok {
-			return nil, fmt.Sprintf("is not accompanied by an answer to input request %s", id)
-		}
-		er, ok := r.(*mcp.ElicitResult)
-		if !ok || er == nil {
-			return nil, fmt.Sprintf("is answered by something other than an elicitation result for %s", id)
-		}
-		set.questions = append(set.questions, qu)
-		set.answers = append(set.answers, binding.Answer{Action: er.Action, By: answeredBy(er.Meta)})
-	}
-	for i, qu := range set.questions {
-		for j, o := range hd.open {
-			if o == qu {
-				hd.open = append(hd.open[:j], hd.open[j+1:]...)
-				break
-			}
-		}
-		qu.answer <- set.answers[i]
-		h.holds.answered[qu.id] = time.UnixMilli(st.Expires)
-	}
-	return hd, ""
+	hd.cancel()
+	<-hd.done
+	return resultCopy(hd.res)
 }
 
 // runKey is the Run a held call is bound to: a named Run, a session's, or "" for a sessionless

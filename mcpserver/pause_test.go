@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -315,7 +316,7 @@ func TestApprovalsRoute(t *testing.T) {
 		t.Errorf("a tenant's token approving: %d, want 403", code)
 	}
 	code, body := do("GET", "/v1/approvals", "operator-token", "")
-	var list []Approval
+	var list []approval.Entry
 	if err := json.Unmarshal([]byte(body), &list); err != nil || code != http.StatusOK || len(list) != 2 || list[0].ID != "q_1" ||
 		list[0].Tenant != "t" || list[0].Tool != "up__wipe" || list[0].Arguments != view || list[0].NotShown != "" ||
 		list[1].ID != "q_cut" || list[1].Arguments != "" || !strings.Contains(list[1].NotShown, "not kept in full") {

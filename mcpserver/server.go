@@ -14,9 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -96,42 +95,63 @@ type Options struct {
 	StateKeys *StateKeys
 	// Cassettes, when set, records every execution's cassette (execution.Options.Cassettes).
 	Cassettes execution.CassetteKeeper
-	// PausePoll is how often a call waiting for a person's answer looks in the ledger for an
-	// operator's (pause.go); zero means DefaultPausePoll.
+	// Room keeps the questions of the calls that need a person's approval and takes their
+	// answers from every path (package approval); nil means one over Ledger's pauses (or
+	// memory, without a Ledger), made with PausePoll and Paused: by NewServer for its own
+	// agent, by HTTPHandler once for all of its agents.
+	Room *approval.Room
+	// PausePoll is how often a call waiting for a person's answer looks in the ledger for what
+	// another process did (an operator's answer, a retry there); zero means
+	// approval.DefaultPoll.
 	PausePoll time.Duration
 	// Paused, when set, hears of each question kept as a pause, once, after it is saved
-	// (approvals.webhook). It must not block.
-	Paused func(Approval)
+	// (approvals.webhook: approval.Webhook.Notify). It must not block.
+	Paused func(approval.Entry)
+}
+
+// withDefaults is o (nil: the zero Options) with what is unset filled in, all but the Room
+// (room makes it).
+func (o *Options) withDefaults() Options {
+	var d Options
+	if o != nil {
+		d = *o
+	}
+	if d.Name == "" {
+		d.Name = "mcp-sandbox"
+	}
+	if d.Version == "" {
+		d.Version = "dev"
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.StateKeys == nil {
+		d.StateKeys = RandomStateKeys()
+	}
+	return d
+}
+
+// room is the Room o names, or a new one over its ledger.
+func (o *Options) room() *approval.Room {
+	if o.Room != nil {
+		return o.Room
+	}
+	var store budget.Pauses
+	if o.Ledger != nil {
+		store = o.Ledger
+	}
+	return approval.NewRoom(store, &approval.RoomOptions{Poll: o.PausePoll, Notify: o.Paused, Logger: o.Logger})
 }
 
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
 func NewServer(a Agent, opts *Options) *mcp.Server {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Name == "" {
-		o.Name = "mcp-sandbox"
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o := opts.withDefaults()
 	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions(a),
 		Logger:       o.Logger,
 	})
-	if o.StateKeys == nil {
-		o.StateKeys = RandomStateKeys()
-	}
-	if o.PausePoll <= 0 {
-		o.PausePoll = DefaultPausePoll
-	}
-	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, log: o.Logger.With("tenant", a.Tenant, "agent", a.Name), exposed: map[string]string{},
-		runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
-	h.pauses, _ = o.Ledger.(budget.Pauses)
+	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, room: o.room(), log: o.Logger.With("tenant", a.Tenant, "agent", a.Name),
+		exposed: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
 	if u := a.Upstreams; u != nil && (u.Expose || a.CodeExecution != nil) {
 		// tools/list and a direct call are turn boundaries too: the exposed set, and whether
@@ -301,13 +321,12 @@ type handlers struct {
 	exposedMu sync.Mutex
 	exposed   map[string]string
 
-	// holds are the calls held across the round trips of an approval (mrtr.go), sealed
-	// under stateKeys.
+	// room keeps the questions of calls that need a person's approval (package approval);
+	// holds are the calls held across the round trips of an approval (mrtr.go), whose
+	// requestStates are sealed under stateKeys.
+	room      *approval.Room
 	holds     holds
 	stateKeys *StateKeys
-	// pauses keep calls paused on an approval beyond this process (pause.go): the ledger's,
-	// when it keeps them; nil otherwise.
-	pauses budget.Pauses
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -341,12 +360,12 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(*in.Code) > maxCodeBytes {
 		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
-	return h.serveCall(ctx, req, func(ctx context.Context, a *binding.Approvals, j *cassette.Journal) *mcp.CallToolResult {
+	return h.serveCall(ctx, req, func(ctx context.Context, env callEnv) *mcp.CallToolResult {
 		ctx, end, ok := h.opts.Drain.begin(ctx)
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, *in.Code, a, j)
+		res := h.execute(ctx, req, *in.Code, env)
 		end()
 		out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
@@ -485,7 +504,7 @@ func RenderText(m *ModelResult) string {
 // artifactText renders one artifact: a small text one whole (the engine put it in Text, up
 // to the profile's preview size), so the model reads it without a read_tool_output call;
 // any other by name, size, type and handle.
-func artifactText(a engine.Attachment) string {
+func artifactText(a outputs.Attachment) string {
 	handle := a.Handle
 	if handle == "" {
 		handle = "none (not kept)"
@@ -525,7 +544,7 @@ func valueLine(m *ModelResult) string {
 
 // writeStream renders one stream's preview, and, when it was cut, its size and where the rest
 // is (or why it is not kept).
-func writeStream(b *strings.Builder, name, preview string, atts []engine.Attachment) {
+func writeStream(b *strings.Builder, name, preview string, atts []outputs.Attachment) {
 	if preview == "" {
 		return
 	}

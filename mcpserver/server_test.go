@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // fakeSandbox answers from a function; it never starts a process.
@@ -467,7 +468,7 @@ func TestRenderTextShowsAValueRepr(t *testing.T) {
 // or binary one is named with its handle.
 func TestRenderTextShowsASmallTextArtifact(t *testing.T) {
 	csv := "sku,count\nA,1\n"
-	text := renderLean(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), Artifacts: []engine.Attachment{
+	text := renderLean(&execution.Result{Outcome: engine.Outcome{Value: json.RawMessage("null"), Artifacts: []outputs.Attachment{
 		{Name: "out/data.csv", Handle: "h_1", ContentType: "text/csv", Size: int64(len(csv)), Location: "inline", Text: &csv},
 		{Name: "plot.png", Handle: "h_2", ContentType: "image/png", Size: 264, Location: "blob"},
 	}}})

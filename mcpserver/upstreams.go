@@ -28,7 +28,7 @@ type Upstreams struct {
 	// Bindings is the agent's bindings list; nil means every callable tool.
 	Bindings *[]string
 	// ApprovalTimeout bounds how long a call waits for a person's approval (the profile's
-	// approvals.timeout_seconds); zero means binding.DefaultApprovalTimeout.
+	// approvals.timeout_seconds); zero means approval.DefaultTimeout.
 	ApprovalTimeout time.Duration
 	// Expose offers the granted tools of non-deferred servers directly in tools/list.
 	Expose bool

@@ -14,10 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -132,7 +132,7 @@ func TestExposedUpstreamTools(t *testing.T) {
 func TestBindingsReachTheEngine(t *testing.T) {
 	f := newUpstreamFixture(t)
 	var got engine.Execution
-	var reply wire.Answer
+	var reply toolcall.Answer
 	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		got = ex
 		reply = ex.Tools.CallTool(ctx, "up__secret", json.RawMessage(`{}`))

@@ -48,9 +48,14 @@ type Execution struct {
 
 // Context is the context economy of a run_code or of a host's direct call: BindingBytes are
 // the bytes tools gave (the values a program received; a direct call's result), ReturnedBytes
-// the bytes of the text the model reads, KeptOutBytes the difference, never below zero.
+// the bytes of the text the model reads, KeptOutBytes the difference, never below zero. It is
+// the one type of it: the run ledger keeps it per execution and sums it per Run
+// (budget.Ledger.RunContext), a run_code result reports it (execution.Context), and metrics
+// count it.
 type Context struct {
-	BindingBytes, ReturnedBytes, KeptOutBytes int64
+	BindingBytes  int64 `json:"binding_bytes"`
+	ReturnedBytes int64 `json:"returned_bytes"`
+	KeptOutBytes  int64 `json:"kept_out_bytes"`
 }
 
 // Call is one tool call's outcome.

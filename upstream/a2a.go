@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	a2a03 "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // Bounds on what an A2A peer may make this host hold or do. The Agent Card is untrusted input
@@ -60,12 +61,13 @@ var skillInputSchema = json.RawMessage(`{"type":"object",` +
 	`"data":{"type":"object","description":"Structured input, sent as a data part."}},` +
 	`"minProperties":1,"additionalProperties":false}`)
 
-// peer is the A2A side of a conn: where a session would be for an MCP server. It reads the
-// peer's Agent Card for the conn's listing and sends one message per call, in A2A 1.0 or 0.3
-// as the card says (a2a_v1.go). Its HTTP client is the one MCP HTTP upstreams use
-// (Server.httpClient): the bearer resolved per request and sent to the configured origin
-// only, cross-origin redirects refused.
+// peer is the link of an A2A agent, where an MCP server's session is. It reads the agent's
+// card for the conn's listing and sends one message per call, in A2A 1.0 or 0.3 as the card
+// says (a2a_dialect.go). Its HTTP client is the one MCP HTTP upstreams use (Server.httpClient): the
+// bearer resolved per request and sent to the configured origin only, cross-origin redirects
+// refused.
 type peer struct {
+	c       *conn
 	srv     Server
 	client  *http.Client
 	origin  *url.URL // the configured URL: the card and the endpoint must share its origin
@@ -78,41 +80,30 @@ type peer struct {
 	readAt time.Time // when the last card was read
 }
 
-// dialect is what the card decides for the calls that follow it: the JSON-RPC endpoint, the
-// protocol version spoken there (a2aV03 or a2aV10) and, on 1.0, the interface's tenant. A
-// call takes it once, so its requests all speak the same.
-type dialect struct {
-	endpoint, version, tenant string
-}
-
-// method is op (a 0.3 method name) as this dialect names it.
-func (d dialect) method(op string) string {
-	if d.version == a2aV10 {
-		return v1Methods[op]
-	}
-	return op
-}
-
 func (p *peer) dialect() dialect {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.via
 }
 
-func newPeer(s Server, logger *slog.Logger) *peer {
+func newPeer(c *conn) *peer {
+	s := c.srv
 	origin, _ := url.Parse(s.URL) // Validate checked it
 	card := origin
 	if p := strings.TrimSuffix(origin.Path, "/"); !strings.HasSuffix(p, "/.well-known/agent-card.json") && !strings.HasSuffix(p, "/.well-known/agent.json") {
 		card = origin.JoinPath(".well-known", "agent-card.json")
 	}
-	return &peer{srv: s, client: s.httpClient(), origin: origin, cardURL: card.String(), logger: logger}
+	return &peer{c: c, srv: s, client: s.httpClient(), origin: origin, cardURL: card.String(), logger: c.pool.logger}
 }
 
-// due reports whether the card is older than cardTTL; a nil peer (an MCP server) never is.
+// live is false: a peer holds no session, each call is its own exchange.
+func (p *peer) live() bool { return false }
+
+// shutdown has nothing to end: the Pool's end ends the calls in flight (conn.bounded).
+func (p *peer) shutdown() {}
+
+// due reports whether the card is older than cardTTL: a peer announces no changes.
 func (p *peer) due() bool {
-	if p == nil {
-		return false
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !p.readAt.IsZero() && time.Since(p.readAt) > cardTTL
@@ -150,18 +141,16 @@ func (p *peer) list(ctx context.Context) (listing, error) {
 // 1.0's (a 0.3 card that embeds them too, as the JS SDK's legacy layer serves), and the
 // interface picked among them; any other as 0.3's.
 func (p *peer) readCard(body []byte) (dialect, []a2a.AgentSkill, error) {
-	var probe struct {
-		SupportedInterfaces json.RawMessage `json:"supportedInterfaces"`
+	v10, err := hasInterfaces(body)
+	if err != nil {
+		return dialect{}, nil, err
 	}
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return dialect{}, nil, fmt.Errorf("the agent card is not a JSON object: %s", clip(err.Error(), 300))
-	}
-	if s := bytes.TrimSpace(probe.SupportedInterfaces); len(s) > 0 && !bytes.Equal(s, []byte("null")) && !bytes.Equal(s, []byte("[]")) {
-		var card v1Card
-		if err := json.Unmarshal(body, &card); err != nil {
-			return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A 1.0: %s", clip(err.Error(), 300))
+	if v10 {
+		var c card
+		if err := json.Unmarshal(body, &c); err != nil {
+			return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A 1.0: %s", toolshape.Clip(err.Error(), 300))
 		}
-		in, version, ok := pickInterface(card.SupportedInterfaces)
+		in, version, ok := pickInterface(c.SupportedInterfaces)
 		if !ok {
 			return dialect{}, nil, errors.New("the agent card lists no JSON-RPC interface of A2A 1.0 or 0.3")
 		}
@@ -169,35 +158,36 @@ func (p *peer) readCard(body []byte) (dialect, []a2a.AgentSkill, error) {
 		if err != nil {
 			return dialect{}, nil, err
 		}
-		skills := make([]a2a.AgentSkill, len(card.Skills)) // as many as 1 MiB holds; skillListing cuts
-		for i, s := range card.Skills {
-			skills[i] = s.v03()
-		}
-		return dialect{endpoint: endpoint, version: version, tenant: in.Tenant}, skills, nil
+		return dialect{endpoint: endpoint, version: version, tenant: in.Tenant}, c.Skills, nil // as many as 1 MiB holds; skillListing cuts
 	}
-	var card a2a.AgentCard
-	if err := json.Unmarshal(body, &card); err != nil {
-		return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A %s: %s", a2aV03, clip(err.Error(), 300))
+	var c a2a03.AgentCard
+	if err := json.Unmarshal(body, &c); err != nil {
+		return dialect{}, nil, fmt.Errorf("the agent card is not valid JSON of A2A %s: %s", a2aV03, toolshape.Clip(err.Error(), 300))
 	}
-	endpoint, err := p.endpointOf(&card)
+	endpoint, err := p.endpointOf(&c)
 	if err != nil {
 		return dialect{}, nil, err
 	}
-	return dialect{endpoint: endpoint, version: a2aV03}, card.Skills, nil
+	skills := make([]a2a.AgentSkill, len(c.Skills))
+	for i, s := range c.Skills {
+		skills[i] = a2a.AgentSkill{ID: s.ID, Name: s.Name, Description: s.Description,
+			Examples: s.Examples, InputModes: s.InputModes, OutputModes: s.OutputModes}
+	}
+	return dialect{endpoint: endpoint, version: a2aV03}, skills, nil
 }
 
-// endpointOf picks the card's JSON-RPC endpoint. It must be on the configured origin: the
+// endpointOf picks a 0.3 card's JSON-RPC endpoint. It must be on the configured origin: the
 // card is the peer's word, and the credential goes nowhere else.
-func (p *peer) endpointOf(card *a2a.AgentCard) (string, error) {
+func (p *peer) endpointOf(card *a2a03.AgentCard) (string, error) {
 	if v := card.ProtocolVersion; v != "" && !strings.HasPrefix(v, "0.") {
-		return "", fmt.Errorf("the agent card declares A2A %q but lists no supportedInterfaces, which A2A 1.0 cards name their endpoints by", clip(v, 32))
+		return "", fmt.Errorf("the agent card declares A2A %q but lists no supportedInterfaces, which A2A 1.0 cards name their endpoints by", toolshape.Clip(v, 32))
 	}
 	raw := ""
-	if card.PreferredTransport == "" || card.PreferredTransport == a2a.TransportProtocolJSONRPC {
+	if card.PreferredTransport == "" || card.PreferredTransport == a2a03.TransportProtocolJSONRPC {
 		raw = card.URL
 	}
 	for _, in := range card.AdditionalInterfaces {
-		if raw == "" && in.Transport == a2a.TransportProtocolJSONRPC {
+		if raw == "" && in.Transport == a2a03.TransportProtocolJSONRPC {
 			raw = in.URL
 		}
 	}
@@ -243,14 +233,14 @@ func skillDescription(s a2a.AgentSkill) string {
 	if n := min(len(s.Examples), maxExamples); n > 0 {
 		b.WriteString("\n\nExamples:")
 		for _, e := range s.Examples[:n] {
-			b.WriteString("\n- " + clip(oneLine(e), maxExampleBytes))
+			b.WriteString("\n- " + toolshape.Clip(oneLine(e), maxExampleBytes))
 		}
 	}
 	if len(s.InputModes) > 0 {
-		b.WriteString("\n\nAccepts: " + clip(strings.Join(s.InputModes, ", "), maxExampleBytes))
+		b.WriteString("\n\nAccepts: " + toolshape.Clip(strings.Join(s.InputModes, ", "), maxExampleBytes))
 	}
 	if len(s.OutputModes) > 0 {
-		b.WriteString("\nAnswers: " + clip(strings.Join(s.OutputModes, ", "), maxExampleBytes))
+		b.WriteString("\nAnswers: " + toolshape.Clip(strings.Join(s.OutputModes, ", "), maxExampleBytes))
 	}
 	b.WriteString("\n\nAn A2A skill: call it with {text} and/or {data}, sent as one message.")
 	return b.String()
@@ -258,10 +248,22 @@ func skillDescription(s a2a.AgentSkill) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// call sends one message/send for skill and follows the task it opens until it ends or ctx
-// does. ctx carries the call's timeout. A failure before any request byte left (the peer
-// refused the connection) is a notSentError; nothing is ever sent twice.
+// call sends one message for skill and follows the task it opens until it ends or the call's
+// time does (conn.bounded). A failure before any request byte left (the peer refused the
+// connection) is a notSentError; nothing is ever sent twice. After a failure in transport the
+// card is read again at the next turn, since the peer may have changed.
 func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if p.c.pool.isClosed() {
+		return nil, &notSentError{errPoolClosed}
+	}
+	return p.c.bounded(ctx, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return p.send(ctx, skill, args)
+	}, func(error) { p.c.outdated() })
+}
+
+// send sends one message/send for skill and follows the task it opens until it ends or ctx
+// does.
+func (p *peer) send(ctx context.Context, skill string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var in struct {
 		Text *string        `json:"text"`
 		Data map[string]any `json:"data"`
@@ -272,30 +274,8 @@ func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*m
 	if err := dec.Decode(&in); err != nil {
 		return nil, &notSentError{fmt.Errorf("the arguments of an A2A skill are {text, data}: %w", err)}
 	}
-	var parts []a2a.Part
-	if in.Text != nil {
-		parts = append(parts, a2a.TextPart{Text: *in.Text})
-	}
-	if in.Data != nil {
-		parts = append(parts, a2a.DataPart{Data: in.Data})
-	}
-	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
-	msg.Metadata = map[string]any{SkillMetaKey: skill}
 	d := p.dialect()
-	var params any
-	if d.version == a2aV10 {
-		v1, err := v1Request(msg, d.tenant)
-		if err != nil {
-			return nil, &notSentError{err}
-		}
-		params = v1
-	} else {
-		blocking, history := false, 0
-		params = a2a.MessageSendParams{
-			Message: msg,
-			Config:  &a2a.MessageSendConfig{Blocking: &blocking, HistoryLength: &history},
-		}
-	}
+	params := d.sendParams(skill, in.Text, in.Data)
 	budget := 2 * int64(p.srv.maxFrame()) // every answer of one call, polls included
 	// The send outlives the call by cancelGrace: a call ended while its message is on the way
 	// still learns the task's id, so follow can cancel the task rather than leave it running.
@@ -308,12 +288,7 @@ func (p *peer) call(ctx context.Context, skill string, args json.RawMessage) (*m
 	if err != nil {
 		return p.answerError(err)
 	}
-	var ev a2a.Event
-	if d.version == a2aV10 {
-		ev, err = decodeV1Answer(raw)
-	} else if ev, err = a2a.UnmarshalEventJSON(raw); err != nil {
-		err = fmt.Errorf("message/send answered neither a task nor a message: %s", clip(err.Error(), 300))
-	}
+	ev, err := d.sendAnswer(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -363,11 +338,7 @@ func (p *peer) follow(ctx context.Context, d dialect, task *a2a.Task, budget *in
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, pollMax)
-		var params any = a2a.TaskQueryParams{ID: task.ID, HistoryLength: new(int)}
-		if d.version == a2aV10 {
-			params = v1TaskParams{Tenant: d.tenant, ID: string(task.ID), HistoryLength: new(int)}
-		}
-		raw, err := p.rpc(ctx, d, "tasks/get", params, budget, false)
+		raw, err := p.rpc(ctx, d, "tasks/get", d.getParams(task.ID), budget, false)
 		if err != nil {
 			if ctx.Err() != nil {
 				p.cancelTask(d, task.ID)
@@ -375,17 +346,9 @@ func (p *peer) follow(ctx context.Context, d dialect, task *a2a.Task, budget *in
 			}
 			return p.answerError(err)
 		}
-		if d.version == a2aV10 {
-			if task, err = decodeV1Task(raw); err != nil {
-				return nil, err
-			}
-			continue
+		if task, err = d.taskAnswer(raw); err != nil {
+			return nil, err
 		}
-		var next a2a.Task
-		if err := json.Unmarshal(raw, &next); err != nil {
-			return nil, fmt.Errorf("tasks/get answered no task: %s", clip(err.Error(), 300))
-		}
-		task = &next
 	}
 	return p.taskResult(d, task)
 }
@@ -401,7 +364,7 @@ func open(s a2a.TaskState) bool {
 func (p *peer) taskResult(d dialect, task *a2a.Task) (*mcp.CallToolResult, error) {
 	st := task.Status
 	if st.State == a2a.TaskStateCompleted {
-		var parts []a2a.Part
+		var parts a2a.ContentParts
 		for _, a := range task.Artifacts {
 			if a != nil {
 				parts = append(parts, a.Parts...)
@@ -421,9 +384,9 @@ func (p *peer) taskResult(d dialect, task *a2a.Task) (*mcp.CallToolResult, error
 	case a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
 		// A binding call is one message; it cannot answer. The task is let go of.
 		p.cancelTask(d, task.ID)
-		text = fmt.Sprintf("the agent asked for more (%s), which a binding call cannot give: it sends one message", st.State)
+		text = fmt.Sprintf("the agent asked for more (%s), which a binding call cannot give: it sends one message", stateText(st.State))
 	default:
-		text = fmt.Sprintf("the agent's task ended %s", clip(string(st.State), 32))
+		text = fmt.Sprintf("the agent's task ended %s", stateText(st.State))
 	}
 	if why != "" {
 		text += ": " + why
@@ -440,10 +403,7 @@ func (p *peer) cancelTask(d dialect, id a2a.TaskID) {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
 	defer cancel()
 	budget := int64(p.srv.maxFrame())
-	var params any = a2a.TaskIDParams{ID: id}
-	if d.version == a2aV10 {
-		params = v1TaskParams{Tenant: d.tenant, ID: string(id)}
-	}
+	params := d.cancelParams(id)
 	if _, err := p.rpc(ctx, d, "tasks/cancel", params, &budget, false); err != nil {
 		p.logger.Info("a2a tasks/cancel failed", "server", p.srv.Name, "err", redactErr(err))
 	}
@@ -465,7 +425,7 @@ func (p *peer) answerError(err error) (*mcp.CallToolResult, error) {
 	if !errors.As(err, &re) || re.Code == -32700 || re.Code == -32600 || re.Code == -32601 || re.Code == -32009 {
 		return nil, err
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: clip(re.Error(), 2000)}}}, nil
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: toolshape.Clip(re.Error(), 2000)}}}, nil
 }
 
 // rpc makes one JSON-RPC request to the endpoint and returns its result. Each answer is
@@ -514,7 +474,7 @@ func (p *peer) rpc(ctx context.Context, d dialect, op string, params any, budget
 		return nil, fmt.Errorf("%s: the answer is for another request", method)
 	}
 	if resp.Error != nil {
-		resp.Error.Message = oneLine(clip(resp.Error.Message, 2000))
+		resp.Error.Message = oneLine(toolshape.Clip(resp.Error.Message, 2000))
 		return nil, resp.Error
 	}
 	if len(resp.Result) == 0 {
@@ -534,7 +494,7 @@ func (p *peer) do(req *http.Request, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("HTTP status %d", resp.StatusCode)
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/json" && ct != "application/a2a+json" {
-		return nil, fmt.Errorf("the answer is %q, not application/json", clip(ct, 64))
+		return nil, fmt.Errorf("the answer is %q, not application/json", toolshape.Clip(ct, 64))
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
@@ -549,39 +509,44 @@ func (p *peer) do(req *http.Request, limit int64) ([]byte, error) {
 // partsResult renders an answer's parts as an MCP result, so a program receives it as it
 // receives any tool's: one text part is its text; one data part is its value; several parts
 // are a list of blocks (MCP content blocks for text and files, {"type": "data", "data": …}
-// for data). Files with bytes become image, audio or embedded-resource blocks, files by URI
-// resource links.
-func partsResult(parts []a2a.Part) (*mcp.CallToolResult, error) {
+// for data). A data value that is not an object is {"value": it}, since MCP's structured
+// content is an object. Files with bytes become image, audio or embedded-resource blocks,
+// files by URL resource links.
+func partsResult(parts a2a.ContentParts) (*mcp.CallToolResult, error) {
 	res := &mcp.CallToolResult{Content: []mcp.Content{}}
 	var values []any
-	hasData := false
+	var data []any
 	for _, part := range parts {
-		switch part := part.(type) {
-		case a2a.TextPart:
-			c := &mcp.TextContent{Text: part.Text}
-			res.Content, values = append(res.Content, c), append(values, c)
-		case a2a.DataPart:
-			b, err := json.Marshal(part.Data)
+		if part == nil {
+			return nil, errors.New("an answer part that is null")
+		}
+		switch c := part.Content.(type) {
+		case a2a.Text:
+			t := &mcp.TextContent{Text: string(c)}
+			res.Content, values = append(res.Content, t), append(values, t)
+		case a2a.Data:
+			v := dataObject(c.Value)
+			b, err := json.Marshal(v)
 			if err != nil {
 				return nil, err
 			}
-			hasData = true
+			data = append(data, v)
 			res.Content = append(res.Content, &mcp.TextContent{Text: string(b)})
 			values = append(values, dataBlock{Type: "data", Data: b})
-		case a2a.FilePart:
-			c, err := fileContent(part)
+		case a2a.Raw, a2a.URL:
+			f, err := fileContent(part)
 			if err != nil {
 				return nil, err
 			}
-			res.Content, values = append(res.Content, c), append(values, c)
+			res.Content, values = append(res.Content, f), append(values, f)
 		default:
-			return nil, fmt.Errorf("an answer part of type %T", part)
+			return nil, fmt.Errorf("an answer part of type %T", part.Content)
 		}
 	}
 	switch {
-	case len(parts) == 1 && hasData:
-		res.StructuredContent = parts[0].(a2a.DataPart).Data
-	case hasData:
+	case len(parts) == 1 && len(data) == 1:
+		res.StructuredContent = data[0]
+	case len(data) > 0:
 		b, err := json.Marshal(values)
 		if err != nil {
 			return nil, err
@@ -591,49 +556,53 @@ func partsResult(parts []a2a.Part) (*mcp.CallToolResult, error) {
 	return res, nil
 }
 
+// dataObject is a data part's value as an object: itself, or {"value": it}.
+func dataObject(v any) any {
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	return map[string]any{"value": v}
+}
+
 // dataBlock is a data part among several, as a program receives it.
 type dataBlock struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
 }
 
-func fileContent(part a2a.FilePart) (mcp.Content, error) {
-	switch f := part.File.(type) {
-	case a2a.FileURI:
-		name := f.Name
+func fileContent(part *a2a.Part) (mcp.Content, error) {
+	switch c := part.Content.(type) {
+	case a2a.URL:
+		name := part.Filename
 		if name == "" {
-			name = f.URI
+			name = string(c)
 		}
-		return &mcp.ResourceLink{URI: f.URI, Name: name, MIMEType: f.MimeType}, nil
-	case a2a.FileBytes:
-		b, err := base64.StdEncoding.DecodeString(f.Bytes)
-		if err != nil {
-			return nil, errors.New("a file part's bytes are not base64")
-		}
+		return &mcp.ResourceLink{URI: string(c), Name: name, MIMEType: part.MediaType}, nil
+	case a2a.Raw:
 		switch {
-		case strings.HasPrefix(f.MimeType, "image/"):
-			return &mcp.ImageContent{Data: b, MIMEType: f.MimeType}, nil
-		case strings.HasPrefix(f.MimeType, "audio/"):
-			return &mcp.AudioContent{Data: b, MIMEType: f.MimeType}, nil
+		case strings.HasPrefix(part.MediaType, "image/"):
+			return &mcp.ImageContent{Data: c, MIMEType: part.MediaType}, nil
+		case strings.HasPrefix(part.MediaType, "audio/"):
+			return &mcp.AudioContent{Data: c, MIMEType: part.MediaType}, nil
 		}
-		name := f.Name
+		name := part.Filename
 		if name == "" {
 			name = "file"
 		}
 		return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
-			URI: "a2a:file/" + url.PathEscape(name), MIMEType: f.MimeType, Blob: b,
+			URI: "a2a:file/" + url.PathEscape(name), MIMEType: part.MediaType, Blob: c,
 		}}, nil
 	}
-	return nil, fmt.Errorf("a file part of type %T", part.File)
+	return nil, fmt.Errorf("a file part of type %T", part.Content)
 }
 
 // partsText joins the text parts, for an error's message.
-func partsText(parts []a2a.Part) string {
+func partsText(parts a2a.ContentParts) string {
 	var out []string
 	for _, part := range parts {
-		if t, ok := part.(a2a.TextPart); ok {
-			out = append(out, t.Text)
+		if t, ok := part.Content.(a2a.Text); ok {
+			out = append(out, string(t))
 		}
 	}
-	return clip(strings.Join(out, "\n"), 2000)
+	return toolshape.Clip(strings.Join(out, "\n"), 2000)
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -222,7 +222,7 @@ func TestA2AV1Answers(t *testing.T) {
 }
 
 // FuzzV1Answer reads hostile SendMessage and GetTask results: an error or a task and message
-// of 0.3's types, never a panic; and what is read renders as a result or fails cleanly.
+// of a2a-go v2's model, never a panic; and what is read renders as a result or fails cleanly.
 func FuzzV1Answer(f *testing.F) {
 	for _, seed := range []string{
 		`{"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"parts":[{"text":"a"},{"data":[1]},{"raw":"aGk="},{"url":"u"}]}]}}`,
@@ -233,7 +233,8 @@ func FuzzV1Answer(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		if ev, err := decodeV1Answer(json.RawMessage(raw)); err == nil {
+		v10 := dialect{version: a2aV10}
+		if ev, err := v10.sendAnswer(json.RawMessage(raw)); err == nil {
 			switch ev := ev.(type) {
 			case *a2a.Message:
 				partsResult(ev.Parts)
@@ -248,6 +249,6 @@ func FuzzV1Answer(f *testing.F) {
 				t.Errorf("read as %T", ev)
 			}
 		}
-		decodeV1Task(json.RawMessage(raw))
+		v10.taskAnswer(json.RawMessage(raw))
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // Bounds on what one server's tools/list may put in the catalogue. An upstream is untrusted:
@@ -23,7 +25,7 @@ const (
 	maxDescriptionBytes = 16 << 10
 	maxTitleBytes       = 256
 	// maxOutputSchemaBytes bounds a kept output schema; a larger one is dropped (it only
-	// informs), while an input schema over maxSchemaBytes makes the tool unavailable.
+	// informs), while an input schema over toolshape.MaxSchemaBytes makes the tool unavailable.
 	maxOutputSchemaBytes = 64 << 10
 	// maxToolsPerServer and maxServerBytes bound one server's kept tools and their bytes.
 	maxToolsPerServer = 1000
@@ -75,7 +77,7 @@ func admit(s Server, l listing, logger *slog.Logger) ([]*Tool, []string) {
 		case !validToolName(s.Name, d.Name):
 			nBad++
 			if len(badNames) < 3 {
-				badNames = append(badNames, fmt.Sprintf("%q", clip(d.Name, 40)))
+				badNames = append(badNames, fmt.Sprintf("%q", toolshape.Clip(d.Name, 40)))
 			}
 			continue
 		case seen[d.Name]:
@@ -160,7 +162,7 @@ func cleanText(s string) string {
 		switch {
 		case r == '\n' || r == '\t':
 			return r
-		case r == '\r' || isLineBreak(r):
+		case r == '\r' || toolshape.IsLineBreak(r):
 			return '\n'
 		case unicode.IsControl(r):
 			return -1
@@ -202,7 +204,8 @@ func defBytes(d *mcp.Tool) int {
 	return n
 }
 
-// newTool builds the catalogue entry for def on server s, compiling its input schema.
+// newTool builds the catalogue entry for def on server s: its schemas read once
+// (toolshape.ReadInput, toolshape.ParseSchema), the input's compiled to validate arguments.
 func newTool(s Server, def *mcp.Tool, logger *slog.Logger) *Tool {
 	t := &Tool{
 		Name:     ModelName(s.Name, def.Name),
@@ -215,6 +218,11 @@ func newTool(s Server, def *mcp.Tool, logger *slog.Logger) *Tool {
 	if a := def.Annotations; a != nil && a.DestructiveHint != nil && *a.DestructiveHint {
 		t.Destructive = true
 	}
+	if def.OutputSchema != nil {
+		if b, err := json.Marshal(def.OutputSchema); err == nil { // trimDef kept it only if it is JSON
+			t.output = toolshape.ParseSchema(b)
+		}
+	}
 	if def.InputSchema == nil {
 		return t
 	}
@@ -223,14 +231,13 @@ func newTool(s Server, def *mcp.Tool, logger *slog.Logger) *Tool {
 		logger.Warn("upstream input schema not usable; arguments go unvalidated", "server", s.Name, "tool", def.Name, "err", err)
 		return t
 	}
-	if len(b) > maxSchemaBytes {
-		t.Unavailable = fmt.Sprintf("its input schema is %d bytes, over the %d this host accepts", len(b), maxSchemaBytes)
+	if len(b) > toolshape.MaxSchemaBytes {
+		t.Unavailable = fmt.Sprintf("its input schema is %d bytes, over the %d this host accepts", len(b), toolshape.MaxSchemaBytes)
 		def.InputSchema = nil // not kept
 		logger.Warn("upstream tool unavailable", "server", s.Name, "tool", def.Name, "reason", t.Unavailable)
 		return t
 	}
-	t.sig = newSignature(b)
-	in, unavailable, err := compileInput(b)
+	in, unavailable, err := toolshape.ReadInput(b)
 	switch {
 	case unavailable != "":
 		t.Unavailable = unavailable

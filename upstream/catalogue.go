@@ -1,13 +1,14 @@
 package upstream
 
 import (
-	"errors"
-	"fmt"
+	"encoding/json"
 	"sort"
 	"strings"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // Separator joins a server's name and a tool's name into the model-facing name.
@@ -31,30 +32,44 @@ type Tool struct {
 	// exposed to hosts, and a call is refused as unavailable.
 	Unavailable string
 
-	input  *inputSchema // nil: arguments are not validated here
-	sig    *Signature   // nil: any keyword is accepted
-	digest string       // sha256 of Def as admitted: what observed result shapes belong to
+	input  *toolshape.Input  // nil: any keyword, nothing validated or hidden by schema
+	output *toolshape.Schema // the declared output schema's model; nil: none
+	digest string            // sha256 of Def as admitted: what observed result shapes belong to
 }
 
 // CheckArguments checks a call's decoded arguments against the tool's input schema, within
-// the bounds of schema.go. The error is a phrase safe to show a model that completes
-// "arguments for <tool> ...".
-func (t *Tool) CheckArguments(args map[string]any) error {
-	if t.input == nil {
+// the validator's bounds (toolshape.Input.Check). The error is a phrase safe to show a model
+// that completes "arguments for <tool> ...".
+func (t *Tool) CheckArguments(args map[string]any) error { return t.input.Check(args) }
+
+// RedactArguments renders args (a call's JSON arguments) as a person or a log line may see
+// them, at most max bytes (toolshape.Redact, docs/design.md §13.3). t may be nil: a tool not
+// known, whose schema hides nothing.
+func (t *Tool) RedactArguments(args json.RawMessage, max int) string {
+	return toolshape.Redact(t.inputSchema(), args, max)
+}
+
+// ApprovalView renders args as the person asked to approve the call reads them, or says why
+// it cannot (toolshape.ApprovalView): view is "" and why completes "a question could not show
+// its arguments: ..." when it cannot.
+func (t *Tool) ApprovalView(args json.RawMessage, max int) (view, why string) {
+	return toolshape.ApprovalView(t.inputSchema(), args, max)
+}
+
+// HostInputSchema returns the tool's input schema as a host's tools/list shows it, and
+// whether a host may be shown the tool: MCP admits only an input schema of type "object".
+func (t *Tool) HostInputSchema() (json.RawMessage, bool) { return t.input.ForHosts() }
+
+func (t *Tool) inputSchema() *toolshape.Schema {
+	if t == nil {
 		return nil
 	}
-	if err := t.input.check(args); err != nil {
-		if errors.Is(err, errCheckBound) {
-			return fmt.Errorf("were not checked: %w", err)
-		}
-		return fmt.Errorf("do not match its input schema: %w", err)
-	}
-	return nil
+	return t.input.Schema()
 }
 
 // Alias returns t's alias, or "" when it has none.
 func (t *Tool) Alias() string {
-	if Aliasable(t.Name) {
+	if toolshape.Aliasable(t.Name) {
 		return t.Name
 	}
 	return ""
@@ -65,7 +80,7 @@ func (t *Tool) Alias() string {
 // of its own. Every line break ends the line (\r, \v, \f, NEL, U+2028 and U+2029 too).
 func (t *Tool) Summary() string {
 	d := strings.TrimSpace(t.Def.Description)
-	if i := strings.IndexFunc(d, isLineBreak); i >= 0 {
+	if i := strings.IndexFunc(d, toolshape.IsLineBreak); i >= 0 {
 		d = strings.TrimSpace(d[:i])
 	}
 	d = strings.Map(func(r rune) rune {
@@ -86,49 +101,12 @@ func (t *Tool) Summary() string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-func isLineBreak(r rune) bool {
-	switch r {
-	case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
-		return true
-	}
-	return false
-}
-
 // ModelName returns the model-facing name of tool on server.
 func ModelName(server, tool string) string { return server + Separator + tool }
 
 // SplitName splits a model-facing name at its first "__".
 func SplitName(name string) (server, tool string, ok bool) {
 	return strings.Cut(name, Separator)
-}
-
-// pythonKeywords are the reserved words of Python 3 (keyword.kwlist). Soft keywords (match,
-// case, type, _) are valid names and so not listed.
-var pythonKeywords = map[string]bool{
-	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true,
-	"async": true, "await": true, "break": true, "class": true, "continue": true, "def": true,
-	"del": true, "elif": true, "else": true, "except": true, "finally": true, "for": true,
-	"from": true, "global": true, "if": true, "import": true, "in": true, "is": true,
-	"lambda": true, "nonlocal": true, "not": true, "or": true, "pass": true, "raise": true,
-	"return": true, "try": true, "while": true, "with": true, "yield": true,
-}
-
-// Aliasable reports whether name can be bound as a Python name as it is: an ASCII identifier
-// and not a keyword. Names are never mangled to make them aliasable.
-func Aliasable(name string) bool {
-	if name == "" || pythonKeywords[name] {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Catalogue is a snapshot of every tool of a Pool's servers, sorted by name. It is immutable.

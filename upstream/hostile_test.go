@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape/shapetest"
 )
 
 // hostileUpstream is an MCP server over streamable HTTP that answers tools/list with whatever
@@ -164,16 +165,6 @@ func TestSchemaRefCycleUnavailable(t *testing.T) {
 	}
 }
 
-// fanOut is a schema whose validation work doubles at each of depth $defs, without any
-// cycle: d0 is a string, d(i+1) is anyOf [d(i), d(i)].
-func fanOut(depth int) string {
-	defs := []string{`"d0":{"type":"string","pattern":"^a+$"}`}
-	for i := 1; i <= depth; i++ {
-		defs = append(defs, fmt.Sprintf(`"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1))
-	}
-	return fmt.Sprintf(`{"type":"object","properties":{"a":{"$ref":"#/$defs/d%d"}},"$defs":{%s}}`, depth, strings.Join(defs, ","))
-}
-
 // TestSchemaValidationBounded: schemas that are not cyclic but make validation work explode
 // (anyOf fan-out through $ref, or fan-out at every level of the arguments' nesting, or an
 // allOf of thousands of branches over a large array) made one call hang the validator for
@@ -185,7 +176,7 @@ func TestSchemaValidationBounded(t *testing.T) {
 		many[i] = `{"type":"integer"}`
 	}
 	h := &hostileUpstream{page: onePage(
-		tool("fan", "anyOf fan-out through $ref.", fanOut(40)),
+		tool("fan", "anyOf fan-out through $ref.", shapetest.FanOut(40)),
 		tool("nest", "Doubles at every level of the arguments.", `{"type":"object","properties":{"a":{"$ref":"#"}},"allOf":[{"$ref":"#/$defs/p"},{"$ref":"#/$defs/p"}],"$defs":{"p":{"properties":{"a":{"$ref":"#"}}}}}`),
 		tool("wide", "An allOf of 3000 branches on every item.", `{"type":"object","properties":{"a":{"type":"array","items":{"allOf":[`+strings.Join(many, ",")+`]}}}}`),
 	)}

@@ -6,8 +6,8 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
-// startCall starts the client span of one upstream call; conn.call passes its trace context
-// on in the request's _meta (traceparent, tracestate).
+// startCall starts the client span of one upstream call; the link passes its trace context on
+// in the request's _meta (an MCP session) or its headers (an A2A peer): traceparent, tracestate.
 func startCall(ctx context.Context, tool *Tool) (context.Context, telemetry.Span) {
 	return telemetry.Start(ctx, "tools/call "+tool.Upstream, telemetry.Client,
 		telemetry.String("mcp.method.name", "tools/call"),
@@ -21,10 +21,7 @@ func startCall(ctx context.Context, tool *Tool) (context.Context, telemetry.Span
 func (p *Pool) Sessions() map[string]bool {
 	out := make(map[string]bool, len(p.order))
 	for _, name := range p.order {
-		c := p.conns[name]
-		c.mu.Lock()
-		out[name] = c.session != nil
-		c.mu.Unlock()
+		out[name] = p.conns[name].link.live()
 	}
 	return out
 }

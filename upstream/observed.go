@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // ObservedAfter is how many results of a tool without an output schema it takes before their
@@ -25,7 +27,7 @@ const (
 	// observeMaxBytes: a larger result is not read for its shape (nor counted as a sample).
 	observeMaxBytes = 1 << 20
 	// shapeDepth: values nested deeper are Any.
-	shapeDepth = stubDepth
+	shapeDepth = toolshape.StubDepth
 	// shapeKeys: an object with more keys than this (over all its samples), or a key longer
 	// than shapeKeyBytes, is a map (dict[str, V]): its keys are data, and are not kept.
 	shapeKeys     = 64
@@ -269,7 +271,7 @@ func (d *drifts) add(format string, args ...any) {
 		d.more++
 		return
 	}
-	d.lines = append(d.lines, clip(fmt.Sprintf(format, args...), 200))
+	d.lines = append(d.lines, toolshape.Clip(fmt.Sprintf(format, args...), 200))
 }
 
 // fold merges sample s into a (in place when a is not nil) and returns the result. When d is
@@ -341,10 +343,10 @@ func fold(a, s *shape, path string, d *drifts) *shape {
 }
 
 func shapePath(path, key string) string {
-	if Aliasable(key) && len(key) <= shapeKeyBytes {
+	if toolshape.Aliasable(key) && len(key) <= shapeKeyBytes {
 		return path + "." + key
 	}
-	return path + "[" + pyString(clip(key, shapeKeyBytes)) + "]"
+	return path + "[" + toolshape.PythonString(toolshape.Clip(key, shapeKeyBytes)) + "]"
 }
 
 // kindsText names a set of JSON types as Python does.

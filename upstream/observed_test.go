@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape/shapetest"
 )
 
 // observedSchema is the JSON Schema o holds for tool, decoded for comparison.
@@ -132,7 +134,7 @@ func TestObservedStub(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	checkPython(t, files)
+	shapetest.CheckPython(t, files)
 }
 
 // TestObservedBounds: deep nesting is Any past the depth bound, a shape never passes its node

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -13,8 +14,9 @@ import (
 func policyCatalogue() *Catalogue {
 	tool := func(name string, destructive bool, schema string) *Tool {
 		server, up, _ := SplitName(name)
-		return &Tool{Name: name, Server: server, Upstream: up, Destructive: destructive,
-			Def: &mcp.Tool{Name: up, InputSchema: json.RawMessage(schema)}}
+		t := newTool(Server{Name: server}, &mcp.Tool{Name: up, InputSchema: json.RawMessage(schema)}, slog.New(slog.DiscardHandler))
+		t.Destructive = destructive
+		return t
 	}
 	return newCatalogue(nil, []*Tool{
 		tool("gh__create_issue", false, `{"type":"object"}`),

@@ -15,10 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // PoolOptions configures a Pool. The zero value of every field but Servers is useful.
@@ -85,7 +84,9 @@ func NewPool(options *PoolOptions) (*Pool, error) {
 		}
 		c := &conn{srv: s, pool: p, lock: make(chan struct{}, 1)}
 		if s.A2A {
-			c.peer = newPeer(s, p.logger)
+			c.link = newPeer(c)
+		} else {
+			c.link = &session{c: c}
 		}
 		p.conns[s.Name] = c
 		p.order = append(p.order, s.Name)
@@ -110,7 +111,7 @@ func (p *Pool) Close() error {
 	var wg sync.WaitGroup
 	for _, c := range p.conns {
 		wg.Add(1)
-		go func() { defer wg.Done(); c.shutdown() }()
+		go func() { defer wg.Done(); c.link.shutdown() }()
 	}
 	wg.Wait()
 	if !p.observed.closeStore(closeGrace) {
@@ -255,38 +256,52 @@ func (p *Pool) anyUnlisted() bool {
 		c.mu.Lock()
 		listed := c.listed
 		c.mu.Unlock()
-		if !listed || c.peer.due() {
+		if !listed || c.link.due() {
 			return true
 		}
 	}
 	return false
 }
 
-// conn is the Pool's link to one server.
+// conn is the Pool's link to one server: what its listing holds and why it may be out of
+// date, and the link that reaches the server.
 type conn struct {
 	srv  Server
 	pool *Pool
 	lock chan struct{} // held while connecting or listing; a channel so waiting honours ctx
-	peer *peer         // an A2A peer's card and calls (a2a.go); nil for an MCP server
+	link link          // an MCP client session (session.go) or an A2A peer (a2a.go)
 
 	mu      sync.Mutex
-	session *mcp.ClientSession // nil when not connected
-	proc    *process
 	tools   []*Tool   // last listing
 	notes   []string  // what the last listing's admission skipped or cut, safe to show a model
 	listed  bool      // tools holds a listing
 	stale   bool      // list_changed since the listing, or reconnected
 	changes uint64    // list_changed notifications received, so one during a listing is not lost
 	problem string    // why the last refresh failed, safe to show a model
-	started bool      // a session was established once: later starts get the connect timeout
 	retryAt time.Time // no listing attempt before this, after a failure
 	// listings are the start times of the recent listings (at most relistBurst), and
 	// throttled is set while a change announced since waits for room among them.
 	listings  []time.Time
 	throttled bool
-	landed    uint64   // listings that succeeded, so a late one can be told apart
-	starting  *process // a stdio server started and not yet initialized: Close kills it
-	down      bool     // shut down for good
+	landed    uint64 // listings that succeeded, so a late one can be told apart
+}
+
+// link is how a conn reaches its server: an MCP client session (session.go) or an A2A peer
+// (a2a.go). The conn keeps what is the same for both: the listing, what is wrong with it, and
+// when to read it again. A link is safe for concurrent use; its own mutex is a leaf.
+type link interface {
+	// list reads the server's tool definitions, connecting first if need be. c.lock is held.
+	list(ctx context.Context) (listing, error)
+	// call makes one call of tool (conn.bounded gives it the server's timeout). A failure
+	// before the server could have seen the call is a *notSentError; the link forgets, before
+	// it returns, what a failure makes untrustworthy (a broken session, a peer's card).
+	call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error)
+	// due reports whether the listing is to be read again although no change was announced.
+	due() bool
+	// live reports whether the link holds a session now (the operator's view).
+	live() bool
+	// shutdown ends the link for good, bounded by closeGrace; calls after it fail.
+	shutdown()
 }
 
 func (c *conn) acquire(ctx context.Context) error {
@@ -336,7 +351,7 @@ func (c *conn) refresh(ctx context.Context) {
 	defer c.release()
 	c.mu.Lock()
 	now := time.Now()
-	need := (!c.listed || c.stale || c.peer.due()) && !now.Before(c.retryAt)
+	need := (!c.listed || c.stale || c.link.due()) && !now.Before(c.retryAt)
 	if need && c.listed && len(c.listings) == relistBurst && now.Sub(c.listings[0]) < relistWindow {
 		need, c.throttled = false, true
 	}
@@ -351,7 +366,7 @@ func (c *conn) refresh(ctx context.Context) {
 	if !need {
 		return
 	}
-	l, err := c.list(ctx)
+	l, err := c.link.list(ctx)
 	if err == nil {
 		tools, notes := admit(c.srv, l, c.pool.logger)
 		c.mu.Lock()
@@ -383,304 +398,48 @@ func (c *conn) refreshLate(gaveUp *atomic.Bool) {
 	}
 }
 
-// list returns the server's listing: an A2A peer's skills from its card, an MCP server's
-// tools from tools/list on its session (connecting if need be; a broken session is dropped).
-func (c *conn) list(ctx context.Context) (listing, error) {
-	if c.peer != nil {
-		return c.peer.list(ctx)
-	}
-	cs, err := c.sessionLocked(ctx)
-	if err != nil {
-		return listing{}, err
-	}
-	l, err := c.listAll(ctx, cs)
-	if err != nil {
-		c.dropIfBroken(cs, err)
-	}
-	return l, err
+// announced notes a change the server announced (MCP's tools/list_changed): the next turn
+// lists it again, and the Pool tells its hosts.
+func (c *conn) announced() {
+	c.mu.Lock()
+	c.stale = true
+	c.changes++
+	c.mu.Unlock()
+	c.pool.changed(c.srv.Name)
 }
 
-// listAll reads every page of tools/list, up to maxListPages pages and maxListBytes of tool
-// definitions: a listing past either keeps what it read and says where it stopped.
-func (c *conn) listAll(ctx context.Context, cs *mcp.ClientSession) (listing, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.srv.callTimeout())
-	defer cancel()
-	var (
-		l      listing
-		bytes  int
-		cursor string
-	)
-	for range maxListPages {
-		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-		if err != nil {
-			return listing{}, err
-		}
-		for _, d := range res.Tools {
-			if d == nil {
-				continue
-			}
-			if bytes += defBytes(d); bytes > maxListBytes {
-				l.cut = fmt.Sprintf("the listing was cut after %d tools: tool definitions passed %d bytes", len(l.defs), maxListBytes)
-				return l, nil
-			}
-			l.defs = append(l.defs, d)
-		}
-		if res.NextCursor == "" {
-			return l, nil
-		}
-		cursor = res.NextCursor
-	}
-	l.cut = fmt.Sprintf("the listing was cut after %d tools: tools/list did not end after %d pages", len(l.defs), maxListPages)
-	return l, nil
-}
-
-// session returns the live session, connecting when there is none.
-func (c *conn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
+// outdated marks the listing out of date without a change announced: the server may have
+// changed while a session was away, or a peer's card may have after a call failed in transport.
+// Only a listing already held is marked; the Pool's catalogue is built anew at the next turn.
+func (c *conn) outdated() {
 	c.mu.Lock()
-	cs := c.session
+	had := c.listed
+	c.stale = c.stale || had
 	c.mu.Unlock()
-	if cs != nil {
-		return cs, nil
-	}
-	if err := c.acquire(ctx); err != nil {
-		return nil, err
-	}
-	defer c.release()
-	return c.sessionLocked(ctx)
-}
-
-// sessionLocked is session with c.lock held.
-func (c *conn) sessionLocked(ctx context.Context) (*mcp.ClientSession, error) {
-	c.mu.Lock()
-	cs, down := c.session, c.down
-	c.mu.Unlock()
-	if down || c.pool.isClosed() {
-		return nil, errPoolClosed
-	}
-	if cs != nil {
-		return cs, nil
-	}
-	cs, proc, err := c.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.down { // Close raced with connect
-		c.mu.Unlock()
-		_ = cs.Close()
-		return nil, errPoolClosed
-	}
-	c.session, c.proc, c.started = cs, proc, true
-	relist := c.listed
-	if relist {
-		c.stale = true // the server may have changed while we were away
-	}
-	c.mu.Unlock()
-	if relist {
+	if had {
 		c.pool.invalidate()
 	}
-	c.pool.spawn(func() { c.watch(cs) })
-	return cs, nil
 }
 
-// watch drops cs when its connection ends, so the next call reconnects.
-func (c *conn) watch(cs *mcp.ClientSession) {
-	err := cs.Wait()
-	c.drop(cs, err)
-}
-
-// drop forgets cs if it is still the live session, and closes it.
-func (c *conn) drop(cs *mcp.ClientSession, cause error) {
-	c.mu.Lock()
-	mine := c.session == cs
-	if mine {
-		c.session, c.proc = nil, nil
-	}
-	c.mu.Unlock()
-	if mine {
-		c.pool.logger.Info("upstream session ended", "server", c.srv.Name, "err", redactErr(cause))
-	}
-	_ = cs.Close()
-}
-
-// dropIfBroken drops cs unless err is the server's own JSON-RPC error answer: a session that
-// failed any other way (ErrConnectionClosed, ErrSessionMissing, EOF from a crashed process, a
-// broken stream) is not trusted with the next call, which reconnects instead. The drop happens
-// before the failed call returns, so the very next call cannot pick the dead session up.
-func (c *conn) dropIfBroken(cs *mcp.ClientSession, err error) {
-	var wire *jsonrpc.Error
-	if errors.As(err, &wire) && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, mcp.ErrSessionMissing) {
-		return
-	}
-	c.mu.Lock()
-	if c.session == cs {
-		c.session, c.proc = nil, nil
-	}
-	c.mu.Unlock()
-	c.pool.spawn(func() { c.drop(cs, err) })
-}
-
-// shutdown closes the session for good, bounded: the go-sdk's Close waits for requests in
-// flight, so after closeGrace the process is ended under it.
-func (c *conn) shutdown() {
-	c.mu.Lock()
-	c.down = true
-	cs, proc, starting := c.session, c.proc, c.starting
-	c.session, c.proc = nil, nil
-	c.mu.Unlock()
-	if starting != nil {
-		// Still starting (a package downloading, say): nothing is waited for; its whole
-		// tree ends now, so none of it outlives the session that started it.
-		starting.kill()
-		starting.close()
-	}
-	if cs == nil {
-		return
-	}
-	done := make(chan struct{})
-	go func() { _ = cs.Close(); close(done) }()
-	select {
-	case <-done:
-		return
-	case <-time.After(closeGrace):
-	}
-	if proc != nil {
-		proc.close()
-	}
-	select {
-	case <-done:
-	case <-time.After(closeGrace):
-		c.pool.logger.Warn("upstream session did not close in time; abandoned", "server", c.srv.Name)
-	}
-}
-
-func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, *process, error) {
-	timeout := c.srv.connectTimeout()
-	c.mu.Lock()
-	first := c.srv.URL == "" && !c.started
-	c.mu.Unlock()
-	if first {
-		timeout = c.srv.firstStartTimeout()
-	}
-	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), timeout, &startTimeoutError{after: timeout, first: first})
-	defer cancel()
-	impl := c.pool.opts.Implementation
-	if impl == nil {
-		impl = &mcp.Implementation{Name: "mcp-sandbox", Version: "dev"}
-	}
-	client := mcp.NewClient(impl, &mcp.ClientOptions{
-		Logger: c.pool.logger.With("server", c.srv.Name),
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			c.mu.Lock()
-			c.stale = true
-			c.changes++
-			c.mu.Unlock()
-			c.pool.changed(c.srv.Name)
-		},
-	})
-	var sopts *mcp.ClientSessionOptions
-	if c.srv.ProtocolVersion != "" {
-		sopts = &mcp.ClientSessionOptions{ProtocolVersion: c.srv.ProtocolVersion}
-	}
-	if c.srv.URL != "" {
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint:     c.srv.URL,
-			HTTPClient:   c.srv.httpClient(),
-			MaxEventSize: c.srv.maxFrame(),
-		}, sopts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("connecting to %s: %w", c.srv.Name, err)
-		}
-		return cs, nil, nil
-	}
-	proc, err := startProcess(c.srv, c.pool.logger)
-	if err != nil {
-		return nil, nil, fmt.Errorf("starting %s: %w", c.srv.Name, err)
-	}
-	c.mu.Lock()
-	if c.down { // Close came first: it will not see this one
-		c.mu.Unlock()
-		proc.kill()
-		proc.close()
-		return nil, nil, errPoolClosed
-	}
-	c.starting = proc
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.starting = nil
-		c.mu.Unlock()
-	}()
-	if first {
-		c.pool.logger.Info("upstream server starting for the first time", "server", c.srv.Name, "timeout", timeout.String())
-	}
-	wctx, wcancel := proc.watch(ctx, c.srv.Name, c.pool.logger)
-	defer wcancel()
-	cs, err := client.Connect(wctx, proc.transport(c.srv.maxFrame()), sopts)
-	if err != nil {
-		var timedOut *startTimeoutError
-		switch cause := context.Cause(wctx); {
-		case errors.As(cause, &timedOut):
-			// Timed out, whatever the handshake saw after: the watch killed the tree, so the
-			// server's end is ours and not an exit of its own.
-			err = fmt.Errorf("%w (%w)", err, cause)
-		case cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded):
-			err = fmt.Errorf("%w (%w)", err, cause)
-		case proc.exitedWithin(exitSettle):
-			// The handshake saw the end of the server's stdout before the watch saw it exit.
-			err = fmt.Errorf("%w (%w)", err, errProcessExited)
-		}
-		c.pool.spawn(proc.close)
-		return nil, nil, fmt.Errorf("initializing %s: %w", c.srv.Name, err)
-	}
-	return cs, proc, nil
-}
-
-// call makes one tools/call (an A2A peer: one message/send) with the server's timeout. The
-// caller classifies the error.
-func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	var cs *mcp.ClientSession
-	if c.peer == nil {
-		var err error
-		if cs, err = c.sessionFor(ctx); err != nil {
-			return nil, &notSentError{err}
-		}
-	} else if c.pool.isClosed() {
-		return nil, &notSentError{errPoolClosed}
-	}
+// bounded makes one call through call with the server's call timeout, ended too when the Pool
+// closes. When ctx ended first, the error is why (errCallTimeout, errPoolClosed, the caller's
+// cause); any other failure is also handed to failed, for the link to forget what it makes
+// untrustworthy.
+func (c *conn) bounded(ctx context.Context, call func(context.Context) (*mcp.CallToolResult, error), failed func(error)) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.srv.callTimeout(), errCallTimeout)
 	defer cancel()
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancelCause(nil)
 	stop := context.AfterFunc(c.pool.ctx, func() { cancelCause(errPoolClosed) })
 	defer stop()
-	var res *mcp.CallToolResult
-	var err error
-	if c.peer != nil {
-		res, err = c.peer.call(ctx, tool, args)
-	} else {
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: telemetry.ToMeta(ctx)})
-	}
+	res, err := call(ctx)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			return nil, cause
 		}
-		c.failed(cs, err)
+		failed(err)
 	}
 	return res, err
-}
-
-// failed forgets what a call's failure makes untrustworthy: a broken session (dropIfBroken),
-// or an A2A peer's card, read again at the next turn since the peer may have changed.
-func (c *conn) failed(cs *mcp.ClientSession, err error) {
-	if c.peer == nil {
-		c.dropIfBroken(cs, err)
-		return
-	}
-	c.mu.Lock()
-	c.stale = true
-	c.mu.Unlock()
-	c.pool.invalidate()
 }
 
 var (
@@ -704,7 +463,7 @@ type notSentError struct{ err error }
 func (e *notSentError) Error() string { return e.err.Error() }
 func (e *notSentError) Unwrap() error { return e.err }
 
-// redactErr returns err for a log line with the URL of a *url.Error cleaned (cleanURL: no
+// redactErr returns err for a log line with the URL of a *url.Error cleaned (toolshape.CleanURL: no
 // userinfo, query or fragment, which may carry a secret). A nil err stays nil.
 func redactErr(err error) error {
 	if err == nil {
@@ -714,7 +473,7 @@ func redactErr(err error) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	clean, ok := cleanURL(ue.URL)
+	clean, ok := toolshape.CleanURL(ue.URL)
 	if !ok {
 		clean = "<url>"
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
 // A stdio upstream's frames (one JSON-RPC message per line) are read here rather than by the
@@ -420,4 +422,4 @@ func releaseSoon() {
 
 // NestingDepth returns how deep the JSON text v nests its arrays and objects (0 for a
 // scalar), reading it once, without decoding it.
-func NestingDepth(v []byte) int { return jsonDepth(v) }
+func NestingDepth(v []byte) int { return toolshape.NestingDepth(v) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
-	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape/shapetest"
 )
 
 // stubCases are tools whose stubs must parse and type-check: every shape a stub renders.
@@ -74,9 +74,9 @@ func TestPythonStubs(t *testing.T) {
 		props = append(props, fmt.Sprintf(`"p%d":%s`, i, enum))
 	}
 	huge := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":["p0"]}`
-	for i, s := range append(hostileSchemas, huge) {
+	for i, s := range append(shapetest.Schemas, huge) {
 		stub := stubTool(t, "s__hostile", s, "").PythonStub()
-		if len(stub) > stubBytes {
+		if len(stub) > toolshape.MaxStubBytes {
 			t.Errorf("schema %d: a stub of %d bytes", i, len(stub))
 		}
 		f := filepath.Join(dir, fmt.Sprintf("hostile_%d.pyi", i))
@@ -88,26 +88,7 @@ func TestPythonStubs(t *testing.T) {
 	if s := stubTool(t, "s__huge", huge, "").PythonStub(); !strings.Contains(s, "async def s__huge(*, p0: Any, p1: Any = ..., p2: Any = ...") {
 		t.Errorf("huge enum stub:\n%.300s", s)
 	}
-	checkPython(t, files)
-}
-
-// checkPython parses each file with Python's ast and type-checks them all with mypy --strict.
-func checkPython(t *testing.T, files []string) {
-	t.Helper()
-	py, err := exec.LookPath("python3")
-	gate.Require(t, "python", err == nil, "python3 is not on PATH")
-	for _, f := range files {
-		if out, err := exec.Command(py, "-c", "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])", f).CombinedOutput(); err != nil {
-			b, _ := os.ReadFile(f)
-			t.Errorf("ast.parse %s: %v\n%s\n%s", f, err, out, b)
-		}
-	}
-	mypy, err := exec.LookPath("mypy")
-	gate.Require(t, "mypy", err == nil, "mypy is not on PATH (apt-get install mypy)")
-	args := append([]string{"--strict", "--no-incremental", "--cache-dir", filepath.Join(t.TempDir(), "cache")}, files...)
-	if out, err := exec.Command(mypy, args...).CombinedOutput(); err != nil {
-		t.Errorf("mypy --strict: %v\n%s", err, out)
-	}
+	shapetest.CheckPython(t, files)
 }
 
 // TestSignatureChecksKeywords: a closed schema takes exactly its properties, every required

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,12 +12,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
 )
 
-// Spent is what one call of an upstream tool (Turn.Invoke) cost, beside its wire.Answer (the
+// Spent is what one call of an upstream tool (Turn.Invoke) cost, beside its toolcall.Answer (the
 // one type of a call's answer, from here to the program: Kind empty on success with Value the
 // tool's value, docs/design.md §13.4 for the conversion; otherwise one of failure.CallKinds
 // and a Message safe to show a model).
@@ -139,7 +139,7 @@ func (t *Turn) Names() []string {
 func (t *Turn) Aliases() []string {
 	var out []string
 	for _, n := range t.Names() {
-		if Aliasable(n) {
+		if toolshape.Aliasable(n) {
 			out = append(out, n)
 		}
 	}
@@ -230,7 +230,7 @@ func (tool *Tool) BindingArguments(args json.RawMessage) (json.RawMessage, *fail
 }
 
 func (tool *Tool) arguments(args json.RawMessage, keywords bool) (json.RawMessage, *failure.Error) {
-	obj, canon, err := argumentObject(args)
+	obj, canon, err := toolshape.ArgumentObject(args)
 	if err != nil {
 		return nil, refusal(failure.InvalidArguments, "arguments for %s: %v", tool.Name, err)
 	}
@@ -240,39 +240,17 @@ func (tool *Tool) arguments(args json.RawMessage, keywords bool) (json.RawMessag
 		}
 	}
 	if err := tool.CheckArguments(obj); err != nil {
-		return nil, refusal(failure.InvalidArguments, "arguments for %s %s", tool.Name, clip(err.Error(), 600))
+		return nil, refusal(failure.InvalidArguments, "arguments for %s %s", tool.Name, toolshape.Clip(err.Error(), 600))
 	}
 	return canon, nil
 }
 
-// argumentObject decodes args as a JSON object, the form every tool takes.
-func argumentObject(args json.RawMessage) (map[string]any, json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return map[string]any{}, json.RawMessage("{}"), nil
-	}
-	if trimmed[0] != '{' {
-		return nil, nil, errors.New("arguments must be a JSON object")
-	}
-	var obj map[string]any
-	// Numbers decode as float64 for validation only; the upstream gets the bytes as sent.
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(&obj); err != nil {
-		return nil, nil, errors.New("arguments are not valid JSON")
-	}
-	if dec.More() {
-		return nil, nil, errors.New("arguments hold more than one JSON value")
-	}
-	return obj, json.RawMessage(trimmed), nil
-}
-
 // Invoke calls tool on its upstream server with args (already checked by Arguments). It is
 // the one place a binding call reaches an upstream; every failure is an Answer, never replayed.
-func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a wire.Answer, spent Spent) {
+func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a toolcall.Answer, spent Spent) {
 	ctx, span := startCall(ctx, tool)
 	defer func() { span.End(string(a.Kind)) }()
-	c := t.cat.pool.conns[tool.Server]
-	res, err := c.call(ctx, tool.Upstream, args)
+	res, err := t.cat.pool.conns[tool.Server].link.call(ctx, tool.Upstream, args)
 	var (
 		notSent *notSentError
 		cred    *CredentialError
@@ -283,40 +261,40 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 		// No token could be had, or the server refused the one sent and a renewed one: the
 		// tool did not run, so nothing was spent.
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream credential failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q was not called for %s: its credential is not available: %s", tool.Server, tool.Name, cred.Reason)}, Spent{}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q was not called for %s: its credential is not available: %s", tool.Server, tool.Name, cred.Reason)}, Spent{}
 	case errors.As(err, &notSent):
 		// No session could be had, so the server never saw the call: nothing was spent.
 		if errors.Is(err, context.DeadlineExceeded) {
-			return wire.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s was not called: the time ran out while connecting to %q", tool.Name, tool.Server)}, Spent{}
+			return toolcall.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s was not called: the time ran out while connecting to %q", tool.Name, tool.Server)}, Spent{}
 		}
 		if errors.Is(err, context.Canceled) {
-			return wire.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}, Spent{}
+			return toolcall.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("%s was not called: cancelled while connecting to %q", tool.Name, tool.Server)}, Spent{}
 		}
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream connect failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}, Spent{}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q could not be reached for the call of %s; it was not called", tool.Server, tool.Name)}, Spent{}
 	case errors.Is(err, errCallTimeout) || errors.Is(err, context.DeadlineExceeded):
-		return wire.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name)}, Spent{Called: true}
+		return toolcall.Answer{Kind: failure.Timeout, Message: fmt.Sprintf("%s did not answer in time", tool.Name)}, Spent{Called: true}
 	case errors.Is(err, context.Canceled):
-		return wire.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name)}, Spent{Called: true}
+		return toolcall.Answer{Kind: failure.Cancelled, Message: fmt.Sprintf("the call of %s was cancelled", tool.Name)}, Spent{Called: true}
 	case tooDeep(err):
 		// The go-sdk's decoder goes 1,000 levels deep; a program's JSON decoder less deep still.
-		return wire.Answer{Kind: failure.InvalidResult,
+		return toolcall.Answer{Kind: failure.InvalidResult,
 			Message: fmt.Sprintf("the answer of %s nests deeper than the %d levels an answer may; it was not handed over", tool.Name, maxFrameDepth)}, Spent{Called: true, Size: int(max(frameTooLarge(err), 0))}
 	case frameTooLarge(err) >= 0:
 		// Read and dropped at the transport (stdioconn.go): metered as produced, never kept.
 		n := frameTooLarge(err)
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream answer over the frame bound", "server", tool.Server, "tool", tool.Upstream, "bytes", n)
-		return wire.Answer{Kind: failure.UpstreamError,
+		return toolcall.Answer{Kind: failure.UpstreamError,
 			Message: fmt.Sprintf("the answer of %s was %d bytes, over the %d an answer from an upstream may be; it was refused (ask it for less: a page, a filter)",
 				tool.Name, n, t.cat.pool.conns[tool.Server].srv.maxFrame())}, Spent{Called: true, Size: int(n)}
 	default:
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name)}, Spent{Called: true}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name)}, Spent{Called: true}
 	}
 	raw, _ := json.Marshal(res)
 	spent = Spent{Size: len(raw), Called: true}
 	if res.IsError {
-		a = wire.Answer{Kind: failure.ToolError, Message: clip(resultText(res), 4000)}
+		a = toolcall.Answer{Kind: failure.ToolError, Message: toolshape.Clip(resultText(res), 4000)}
 		if a.Message == "" {
 			a.Message = tool.Name + " reported an error without text"
 		}
@@ -324,10 +302,10 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	}
 	v, err := resultValue(res)
 	if err != nil {
-		return wire.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, Spent{Size: len(raw), Called: true}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, Spent{Size: len(raw), Called: true}
 	}
 	t.observations().observe(tool, v)
-	return wire.Answer{Value: v}, spent
+	return toolcall.Answer{Value: v}, spent
 }
 
 // observations are what the turn's Pool (its tenant) learned of result shapes; nil without one.
@@ -364,16 +342,6 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // glob matches name against pattern with path.Match syntax (* ? [...] and \\ escapes), the

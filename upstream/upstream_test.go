@@ -16,10 +16,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 var mockBin string
@@ -109,7 +109,7 @@ func (f *fixture) count(t *testing.T, tool string) int {
 
 // reply is an answer and what it spent, with the name called, as the tests below check it.
 type reply struct {
-	wire.Answer
+	toolcall.Answer
 	Spent
 	Tool string
 }
@@ -137,7 +137,7 @@ func callCtx(ctx context.Context, turn *Turn, name string, args json.RawMessage)
 		canon, fe = tool.Arguments(args)
 	}
 	if fe != nil {
-		return reply{Answer: wire.Refused(fe), Tool: name}
+		return reply{Answer: toolcall.Refused(fe), Tool: name}
 	}
 	a, spent := turn.Invoke(ctx, tool, canon)
 	return reply{a, spent, name}
@@ -158,17 +158,6 @@ func wantKind(t *testing.T, r reply, k failure.Kind) {
 	}
 	if r.Message == "" {
 		t.Fatalf("%s: kind %q without a message", r.Tool, k)
-	}
-}
-
-func TestAliasable(t *testing.T) {
-	for name, want := range map[string]bool{
-		"docs__list_repos": true, "docs__list-repos": false, "docs__2fa": true, "docs__class": true,
-		"class": false, "2fa": false, "None": false, "match": true, "": false, "a.b": false, "café": false,
-	} {
-		if got := Aliasable(name); got != want {
-			t.Errorf("Aliasable(%q) = %v, want %v", name, got, want)
-		}
 	}
 }
 
@@ -553,40 +542,6 @@ func TestCloseIsBounded(t *testing.T) {
 		t.Errorf("Close took %v", d)
 	}
 	wantKind(t, call(t, turn, "docs__2fa", ""), failure.UpstreamError)
-}
-
-func TestCompileSchemaDegrades(t *testing.T) {
-	for _, c := range []struct {
-		name, schema string
-		valid, bad   string // "" skips
-	}{
-		{"2020-12", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, `{"a":"x"}`, `{"a":1}`},
-		{"draft-07 no hash", `{"$schema":"http://json-schema.org/draft-07/schema","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
-		{"draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
-		{"draft-04 boolean exclusiveMinimum", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"number","minimum":0,"exclusiveMinimum":true}}}`, `{"a":1}`, ""},
-		{"unresolvable ref", `{"type":"object","properties":{"a":{"$ref":"https://example.invalid/x.json"}}}`, `{"a":1}`, ""},
-	} {
-		in, unavailable, _ := compileInput([]byte(c.schema))
-		if unavailable != "" {
-			t.Fatalf("%s: unavailable: %s", c.name, unavailable)
-		}
-		check := func(args string) error {
-			if in == nil {
-				return nil
-			}
-			obj, _, err := argumentObject(json.RawMessage(args))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return in.check(obj)
-		}
-		if err := check(c.valid); err != nil {
-			t.Errorf("%s: valid arguments refused: %v", c.name, err)
-		}
-		if c.bad != "" && check(c.bad) == nil {
-			t.Errorf("%s: bad arguments accepted", c.name)
-		}
-	}
 }
 
 // TestCloseEndsServersCleanly: closing the pool closed the server's stdout before its stdin,

@@ -17,13 +17,8 @@ import (
 // and by Run (Runs keyed by tenant), replaces it when kept again, and a sweep removes those
 // kept before its cutoff, each once however many sweeps run at once; other (a second opener
 // of the same store, or l itself) sees what l kept.
-func contractCassettes(t *testing.T, l, other budget.Ledger) {
+func contractCassettes(t *testing.T, cl, co budget.Ledger) {
 	ctx := t.Context()
-	cl, ok := l.(budget.Cassettes)
-	if !ok {
-		t.Fatalf("%T keeps no cassettes: every ledger implements budget.Cassettes", l)
-	}
-	co := other.(budget.Cassettes)
 	run := budget.RunRef{Tenant: "t", ID: "r"}
 	elsewhere := budget.RunRef{Tenant: "u", ID: "r"}
 	before := time.Now().Add(-time.Hour)

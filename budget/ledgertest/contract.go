@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // RunLedgerContract is the behaviour every Ledger implementation must show. newLedger returns
@@ -39,6 +40,8 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ObservedShapesMerged", func(t *testing.T) { l := newLedger(t); contractShapes(t, l, l) })
 	t.Run("ObservedShapesBounded", func(t *testing.T) { contractShapeBound(t, newLedger(t)) })
 	t.Run("ExecutionsReadBack", func(t *testing.T) { l := newLedger(t); contractExecutions(t, l, l) })
+	t.Run("LazyFinishFlushed", func(t *testing.T) { contractLazy(t, newLedger(t)) })
+	t.Run("FreshOwnerHoldsItsCalls", func(t *testing.T) { contractHold(t, newLedger(t)) })
 	if reopen == nil {
 		return
 	}
@@ -55,6 +58,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 		contractExecutions(t, a, reopen(t, a))
 	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
+	t.Run("PausesKeptAnsweredAndClaimedOnce", func(t *testing.T) { contractPauses(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {
 		a := newLedger(t)
 		contractConcurrent(t, a, reopen(t, a), 64, 10)
@@ -66,14 +70,6 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 		a := newLedger(t)
 		contractRecoverLive(t, a, reopen(t, a), "a second live opener's, and the first is alive")
 	})
-}
-
-// Lazy is a Ledger that queues the records that may lag (budget.Ticket.FinishLater) until
-// its next write or a Flush, as both ledgers do.
-type Lazy interface {
-	budget.Ledger
-	FinishCallLater(ctx context.Context, fin budget.CallFinish) error
-	Flush(ctx context.Context) error
 }
 
 // Call is a call of tool srv__tool with 10 bytes of arguments, for tests to start.
@@ -341,28 +337,28 @@ func contractLifecycle(t *testing.T, l budget.Ledger) {
 func contractContext(t *testing.T, l budget.Ledger) {
 	ctx := t.Context()
 	run, other := budget.RunRef{Tenant: "t", ID: "r"}, budget.RunRef{Tenant: "u", ID: "r"}
-	if c, err := l.RunContext(ctx, run); err != nil || c != (budget.Context{}) {
+	if c, err := l.RunContext(ctx, run); err != nil || c != (telemetry.Context{}) {
 		t.Fatalf("RunContext(never seen) = %+v, %v; want zero", c, err)
 	}
 	StartExecution(t, l, run, "x1")
 	StartExecution(t, l, run, "x2")
 	StartExecution(t, l, run, "x3") // still running: not counted yet
 	StartExecution(t, l, other, "y1")
-	end := func(id string, c budget.Context) {
+	end := func(id string, c telemetry.Context) {
 		t.Helper()
 		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	end("x1", budget.Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900})
-	end("x2", budget.Context{BindingBytes: 5, ReturnedBytes: 50})
-	end("x2", budget.Context{BindingBytes: 10, ReturnedBytes: 60}) // the last end stands
-	end("y1", budget.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6})
-	want := budget.Context{BindingBytes: 1010, ReturnedBytes: 160, KeptOutBytes: 900}
+	end("x1", telemetry.Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900})
+	end("x2", telemetry.Context{BindingBytes: 5, ReturnedBytes: 50})
+	end("x2", telemetry.Context{BindingBytes: 10, ReturnedBytes: 60}) // the last end stands
+	end("y1", telemetry.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6})
+	want := telemetry.Context{BindingBytes: 1010, ReturnedBytes: 160, KeptOutBytes: 900}
 	if c, err := l.RunContext(ctx, run); err != nil || c != want {
 		t.Fatalf("RunContext = %+v, %v; want %+v", c, err, want)
 	}
-	if c, err := l.RunContext(ctx, other); err != nil || c != (budget.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6}) {
+	if c, err := l.RunContext(ctx, other); err != nil || c != (telemetry.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6}) {
 		t.Fatalf("RunContext(other tenant) = %+v, %v", c, err)
 	}
 }
@@ -596,7 +592,7 @@ func contractApprovalCrash(t *testing.T, dead budget.Ledger, reopen func(t *test
 
 // FinishLazilyThenFlush finishes call id lazily (failed) with no write after it, and flushes
 // until the finish returns: Flush commits it, and a read sees it.
-func FinishLazilyThenFlush(t *testing.T, l Lazy, id string) {
+func FinishLazilyThenFlush(t *testing.T, l budget.Ledger, id string) {
 	t.Helper()
 	ctx := t.Context()
 	done := make(chan error, 1)
@@ -618,5 +614,26 @@ func FinishLazilyThenFlush(t *testing.T, l Lazy, id string) {
 			return
 		case <-time.After(time.Millisecond):
 		}
+	}
+}
+
+// contractLazy: a call finished lazily with no write after it is committed by a Flush, and a
+// read sees it.
+func contractLazy(t *testing.T, l budget.Ledger) {
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	StartExecution(t, l, run, "x1")
+	if _, err := l.StartCall(t.Context(), Call("c1", run, "x1"), budget.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	FinishLazilyThenFlush(t, l, "c1")
+}
+
+// contractHold: a ledger just opened surely holds its calls (budget.Ticket.SurelyOpen): its
+// hold was taken before now and lapses after it.
+func contractHold(t *testing.T, l budget.Ledger) {
+	StartExecution(t, l, budget.RunRef{Tenant: "t", ID: "r"}, "x1") // an owner that has written
+	now := time.Now()
+	if until, since := l.LeaseHeldUntil(), l.LeaseHeldSince(); !now.Before(until) || since.After(now) {
+		t.Errorf("a fresh owner's hold: since %v, until %v; want taken before %v and lapsing after it", since, until, now)
 	}
 }

@@ -6,5 +6,6 @@
 // shapes merged exactly under racing merges, per tenant and bounded. KillChild and
 // CrashChild kill a real process that holds a started call.
 //
-// It imports budget, failure, internal/gate (its waits scale with load), go-cmp and the standard library, and is for tests only.
+// It imports budget, failure, telemetry (the context economy), internal/gate (its waits scale
+// with load), go-cmp and the standard library, and is for tests only.
 package ledgertest

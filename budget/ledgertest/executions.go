@@ -10,20 +10,15 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // contractExecutions: a ledger keeps each execution's record, its end with what its egress
-// proxy decided (budget.Network: allowed, refusals by host, port and reason, bytes each way)
-// included, and other (a second opener of the same store, or l itself) reads it back: a
+// proxy decided (egress.Stats.Record's JSON, held byte for byte) included, and other (a second opener of the same store, or l itself) reads it back: a
 // running execution has no end, one without network rules has no network block, an
 // execution ended twice keeps its last end, and an unknown id is ErrNotFound.
-func contractExecutions(t *testing.T, l, other budget.Ledger) {
+func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 	ctx := t.Context()
-	_, ok := l.(budget.Executions)
-	if !ok {
-		t.Fatalf("%T reads no executions back: every ledger implements budget.Executions", l)
-	}
-	eo := other.(budget.Executions)
 	run := budget.RunRef{Tenant: "t", ID: "r"}
 	before := time.Now().Add(-time.Hour)
 
@@ -36,15 +31,13 @@ func contractExecutions(t *testing.T, l, other budget.Ledger) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if err := tk.Finish(ctx, budget.Outcome{Status: budget.Succeeded, TransferBytes: 70}); err != nil {
+	if err := tk.Finish(ctx, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 70}}); err != nil {
 		t.Fatal(err)
 	}
-	network := budget.Network{Allowed: 3, Refused: 12, BytesIn: 4096, BytesOut: 512, Refusals: []budget.NetworkRefusal{
-		{Host: "other.test", Port: 443, Reason: "not_allowed", Times: 10},
-		{Host: "10.0.0.1", Port: 80, Reason: "ip_literal", Times: 1},
-	}}
+	network := json.RawMessage(`{"allowed":3,"refused":12,"refusals":[{"host":"other.test","port":443,"reason":"not_allowed","times":10},` +
+		`{"host":"10.0.0.1","port":80,"reason":"ip_literal","times":1}],"bytes_in":4096,"bytes_out":512}`)
 	m.NoteNetwork(network)
-	c := budget.Context{BindingBytes: 70, ReturnedBytes: 20, KeptOutBytes: 50}
+	c := telemetry.Context{BindingBytes: 70, ReturnedBytes: 20, KeptOutBytes: 50}
 	if err := m.End(ctx, "completed", json.RawMessage(`[{"name":"stdout"}]`), c); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +46,7 @@ func contractExecutions(t *testing.T, l, other budget.Ledger) {
 		t.Fatal(err)
 	}
 	want := budget.ExecutionRecord{ID: "x1", Run: run, AgentVersion: "sha256:agent", Status: "completed",
-		Usage: budget.Usage{Calls: 1, TransferBytes: 70}, Attachments: json.RawMessage(`[{"name":"stdout"}]`), Context: c, Network: &network}
+		Usage: budget.Usage{Calls: 1, TransferBytes: 70}, Attachments: json.RawMessage(`[{"name":"stdout"}]`), Context: c, Network: network}
 	ignoreTime := cmpopts.IgnoreFields(budget.ExecutionRecord{}, "StartedAt", "EndedAt")
 	if d := cmp.Diff(want, got, ignoreTime); d != "" {
 		t.Errorf("Execution(x1) (-want +got):\n%s", d)
@@ -80,7 +73,7 @@ func contractExecutions(t *testing.T, l, other budget.Ledger) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if err := done.Finish(ctx, budget.Outcome{Status: budget.Succeeded, TransferBytes: 30, ProducedBytes: 40}); err != nil {
+	if err := done.Finish(ctx, budget.CallFinish{Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 30, ProducedBytes: 40}}); err != nil {
 		t.Fatal(err)
 	}
 	inFlight, fe := m3.Admit(ctx, budget.Call{Tool: "srv__tool"})
@@ -95,24 +88,23 @@ func contractExecutions(t *testing.T, l, other budget.Ledger) {
 		x.Usage != (budget.Usage{Calls: 2, TransferBytes: 30, ProducedBytes: 40, PreservedBytes: 5}) {
 		t.Errorf("Execution(x3) = %+v, %v; want running, no end, 2 calls, 30 bytes in, 40 produced, 5 preserved", x, err)
 	}
-	if err := inFlight.Finish(ctx, budget.Outcome{Status: budget.Failed, Kind: "upstream_error"}); err != nil {
+	if err := inFlight.Finish(ctx, budget.CallFinish{Status: budget.Failed, Kind: "upstream_error"}); err != nil {
 		t.Fatal(err)
 	}
 
-	// Ended again (an end recorded twice): the last end stands, an empty refusal list as such.
-	last := budget.Network{Allowed: 1}
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: &last}); err != nil {
+	// Ended again (an end recorded twice): the last end stands, its network block as it was.
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: json.RawMessage(`{"allowed":1}`)}); err != nil {
 		t.Fatal(err)
 	}
-	last.Allowed = 2
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: &last}); err != nil {
+	last := json.RawMessage(`{"allowed":2,"refused":0,"refusals":[],"bytes_in":0,"bytes_out":0}`)
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: last}); err != nil {
 		t.Fatal(err)
 	}
 	x, err = eo.Execution(ctx, "x3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(&budget.Network{Allowed: 2, Refusals: []budget.NetworkRefusal{}}, x.Network); d != "" {
+	if d := cmp.Diff(last, x.Network); d != "" {
 		t.Errorf("Execution(x3).Network after two ends (-want +got):\n%s", d)
 	}
 	if _, err := eo.Execution(ctx, "nope"); !errors.Is(err, budget.ErrNotFound) {

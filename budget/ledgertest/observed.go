@@ -11,16 +11,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-// shapesOf is l's budget.ObservedShapes, failing t when it keeps none.
-func shapesOf(t *testing.T, l budget.Ledger) budget.ObservedShapes {
-	t.Helper()
-	s, ok := l.(budget.ObservedShapes)
-	if !ok {
-		t.Fatalf("%T keeps no observed shapes: every ledger implements budget.ObservedShapes", l)
-	}
-	return s
-}
-
 // addSample is a merge that adds one sample: the shape grows by one byte per sample, so a
 // merge that did not see the one before it leaves the shape shorter than the count.
 func addSample(old budget.ObservedShape) (budget.ObservedShape, error) {
@@ -34,7 +24,7 @@ func addSample(old budget.ObservedShape) (budget.ObservedShape, error) {
 // opener of the same store, or l itself) all count; a merge that fails keeps nothing.
 func contractShapes(t *testing.T, l, other budget.Ledger) {
 	ctx := t.Context()
-	sl, so := shapesOf(t, l), shapesOf(t, other)
+	sl, so := l, other
 	key := budget.ShapeKey{Tenant: "t", Upstream: "support", Tool: "parcel", Definition: "d1"}
 	if _, err := so.ObservedShape(ctx, key); !errors.Is(err, budget.ErrNotFound) {
 		t.Fatalf("ObservedShape before any merge = %v, want ErrNotFound", err)
@@ -115,7 +105,7 @@ func contractShapes(t *testing.T, l, other budget.Ledger) {
 // least recently merged, and only that tenant's.
 func contractShapeBound(t *testing.T, l budget.Ledger) {
 	ctx := t.Context()
-	s := shapesOf(t, l)
+	s := l
 	key := func(tenant string, i int) budget.ShapeKey {
 		return budget.ShapeKey{Tenant: tenant, Upstream: "s", Tool: fmt.Sprintf("t%d", i), Definition: strings.Repeat("d", 64)}
 	}
@@ -165,7 +155,7 @@ func contractShapeBound(t *testing.T, l budget.Ledger) {
 // result with 40 keys), the store's work per result of a tool without an output schema;
 // parallel merges of one key take turns, as replicas' do.
 func BenchmarkShapeMerge(b *testing.B, l budget.Ledger) {
-	s := l.(budget.ObservedShapes)
+	s := l
 	shape := []byte(`{"v":1,"shape":{"kinds":64,"fields":[` + strings.Repeat(`{"name":"a_key_name","shape":{"kinds":16},"seen":3},`, 39) +
 		`{"name":"last","shape":{"kinds":4},"seen":3}],"objects":3},"drift":[]}`)
 	key := budget.ShapeKey{Tenant: "t", Upstream: "s", Tool: "t", Definition: strings.Repeat("d", 64)}

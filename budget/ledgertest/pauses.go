@@ -11,14 +11,12 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-// RunPausesContract checks a budget.Pauses: a saved pause reads back whole and is listed while
-// pending; of answers given at once from many goroutines (two channels, a person and an
-// operator) exactly one stands and the others see it; a decided pause is claimed once; a
-// second ledger on the same place (another process, another replica) sees all of it; dropped
-// pauses are gone.
-func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reopen func(t *testing.T, p budget.Pauses) budget.Pauses) {
+// contractPauses: a saved pause reads back whole and is listed while pending; of answers
+// given at once from many goroutines (two channels, a person and an operator) exactly one
+// stands and the others see it; a decided pause is claimed once; a second ledger on the same
+// place (another process, another replica) sees all of it; dropped pauses are gone.
+func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l budget.Ledger) budget.Ledger) {
 	ctx := context.Background()
-	p := open(t)
 	asked := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	want := budget.Pause{ID: "q_1", Tenant: "t", Agent: "a", Run: "named:r", Hold: "h_1", Tool: "crm__wipe",
 		Arguments: `{"api_key":"[redacted]","id":7}`, View: "  api_key = [redacted]\n  id = 7\nNot shown: api_key\n",
@@ -57,6 +55,35 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 		t.Fatalf("pending from another ledger: %+v, %v", pending, err)
 	}
 
+	answeredOnce(t, p, other)
+	claimedOnceItsOwnerGone(t, other, reopen(t, p), asked)
+	if d, err := other.Pause(ctx, "q_1"); err != nil || !d.Claimed || d.AnsweredBy != "someone" || d.DecidedAt.IsZero() || d.Result != nil {
+		t.Errorf("decided and claimed: %+v, %v", d, err)
+	}
+	if err := p.SetPauseResult(ctx, "q_1", json.RawMessage(`{"content":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := other.Pause(ctx, "q_1"); err != nil || string(d.Result) != `{"content":[]}` {
+		t.Errorf("the result relayed: %s, %v", d.Result, err)
+	}
+	if pending, _ := p.PendingPauses(ctx); len(pending) != 1 || pending[0].ID != "q_old" {
+		t.Errorf("pending after the answer: %+v", pending)
+	}
+	if n, err := other.DropPausesBefore(ctx, asked.Add(-time.Minute)); err != nil || n != 1 {
+		t.Errorf("dropped %d before the retention, %v; want the old one", n, err)
+	}
+	if err := p.DropPause(ctx, "q_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Pause(ctx, "q_1"); !errors.Is(err, budget.ErrNotFound) {
+		t.Errorf("a dropped pause: %v", err)
+	}
+}
+
+// answeredOnce: of answers to pause q_1 given at once through p and other, one stands, and the
+// decided pause is claimed once, by its owner (p) while it lives.
+func answeredOnce(t *testing.T, p, other budget.Ledger) {
+	ctx := context.Background()
 	// Answers from both ledgers at once: one stands.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -100,8 +127,13 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	if err := other.ClaimPause(ctx, "q_1"); !errors.Is(err, budget.ErrAlreadyFinished) {
 		t.Errorf("claimed by another ledger once claimed, its owner alive: %v, want ErrAlreadyFinished", err)
 	}
+}
+
+// claimedOnceItsOwnerGone: a pause saved through gone (another opener) is held while gone
+// lives, and any may claim it once gone is closed.
+func claimedOnceItsOwnerGone(t *testing.T, other, gone budget.Ledger, asked time.Time) {
+	ctx := context.Background()
 	// An owner gone (closed here; a process killed drops its lock or lease too): any may claim.
-	gone := reopen(t, p)
 	if err := gone.SavePause(ctx, budget.Pause{ID: "q_2", Tenant: "t", Agent: "a", Hold: "h_3", Tool: "x", AskedAt: asked, Expires: asked}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +143,7 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	if err := other.ClaimPause(ctx, "q_2"); !errors.Is(err, budget.ErrHeldElsewhere) {
 		t.Errorf("claimed while its owner is open: %v, want ErrHeldElsewhere", err)
 	}
-	if err := gone.(interface{ Close() error }).Close(); err != nil {
+	if err := gone.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.ClaimPause(ctx, "q_2"); err != nil {
@@ -119,26 +151,5 @@ func RunPausesContract(t *testing.T, open func(t *testing.T) budget.Pauses, reop
 	}
 	if err := other.DropPause(ctx, "q_2"); err != nil {
 		t.Fatal(err)
-	}
-	if d, err := other.Pause(ctx, "q_1"); err != nil || !d.Claimed || d.AnsweredBy != "someone" || d.DecidedAt.IsZero() || d.Result != nil {
-		t.Errorf("decided and claimed: %+v, %v", d, err)
-	}
-	if err := p.SetPauseResult(ctx, "q_1", json.RawMessage(`{"content":[]}`)); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := other.Pause(ctx, "q_1"); err != nil || string(d.Result) != `{"content":[]}` {
-		t.Errorf("the result relayed: %s, %v", d.Result, err)
-	}
-	if pending, _ := p.PendingPauses(ctx); len(pending) != 1 || pending[0].ID != "q_old" {
-		t.Errorf("pending after the answer: %+v", pending)
-	}
-	if n, err := other.DropPausesBefore(ctx, asked.Add(-time.Minute)); err != nil || n != 1 {
-		t.Errorf("dropped %d before the retention, %v; want the old one", n, err)
-	}
-	if err := p.DropPause(ctx, "q_1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Pause(ctx, "q_1"); !errors.Is(err, budget.ErrNotFound) {
-		t.Errorf("a dropped pause: %v", err)
 	}
 }

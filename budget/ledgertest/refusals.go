@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // contractRefusalLoop is a program looping on refused calls, as binding drives the Meter: in
@@ -52,7 +53,7 @@ func contractRefusalLoop(t *testing.T, l budget.Ledger) {
 			mu.Lock()
 			admitted++
 			mu.Unlock()
-			if err := tk.FinishLater(ctx, budget.Outcome{Status: budget.Succeeded}); err != nil {
+			if err := tk.FinishLater(ctx, budget.CallFinish{Status: budget.Succeeded}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -71,7 +72,7 @@ func contractRefusalLoop(t *testing.T, l budget.Ledger) {
 		}
 		return out
 	})
-	if err := x1.End(ctx, "completed", nil, budget.Context{}); err != nil {
+	if err := x1.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	loop(x2, func(m *budget.Meter, i int) []*failure.Error {
@@ -80,7 +81,7 @@ func contractRefusalLoop(t *testing.T, l budget.Ledger) {
 		}
 		return nil
 	})
-	if err := x2.End(ctx, "completed", nil, budget.Context{}); err != nil {
+	if err := x2.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,8 +11,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-var _ budget.Cassettes = (*Ledger)(nil)
-
 func (p *Ledger) PutCassette(ctx context.Context, c budget.Cassette) error {
 	return wrapPG(p.retry(ctx, func() error {
 		_, err := p.pool.Exec(ctx, `INSERT INTO ledger_cassettes (execution_id, tenant, run_id, data)

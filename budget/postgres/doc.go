@@ -6,7 +6,8 @@
 // out. It passes the contract in budget/ledgertest; budget's package doc says how meters stay
 // exact across replicas.
 //
-// It imports budget, budget/internal/lazy, failure, internal/pgdb, pgx and the standard
-// library. A Ledger is safe for concurrent use; it owns two goroutines, the lease renewal
-// and the flusher of queued records, which Close stops and waits for.
+// It imports budget, budget/internal/lazy, failure, telemetry (the context economy it keeps),
+// internal/pgdb, pgx and the standard library. A Ledger is safe for concurrent use; it owns
+// two goroutines, the lease renewal and the flusher of queued records, which Close stops and
+// waits for.
 package postgres

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // DefaultLeaseTTL is how long a PostgreSQL ledger's lease lasts without renewal: a replica
@@ -32,6 +33,9 @@ type Options struct {
 	// Logger hears a lost lease and failed renewals; nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// The one contract, required whole (budget.Ledger).
+var _ budget.Ledger = (*Ledger)(nil)
 
 // Ledger is the budget.Ledger for deployments that span processes or machines: every replica of
 // the server opens the same database. Each open Ledger is an owner holding a lease row,
@@ -181,7 +185,7 @@ var postgresSchema = []string{
 		result      text
 	);
 	CREATE INDEX ledger_pauses_pending ON ledger_pauses (asked_at) WHERE status = 'pending';`,
-	// 8: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
+	// 8: what an execution's egress proxy decided (egress.Stats.Record's JSON, held as it is; NULL without rules).
 	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
 	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
 	`ALTER TABLE ledger_pauses ADD COLUMN view text NOT NULL DEFAULT '';`,
@@ -373,7 +377,7 @@ func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) erro
 		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7,
 		calls = $8, transfer_bytes = $9, produced_bytes = $10, preserved_bytes = $11 WHERE id = $1`,
 		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
-		nullJSON(budget.MarshalNetwork(end.Network)), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes)
+		nullJSON(end.Network), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes)
 	if err == nil && tag.RowsAffected() == 0 {
 		return budget.ErrNotFound
 	}
@@ -603,14 +607,14 @@ func (p *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage,
 	return u, nil
 }
 
-func (p *Ledger) RunContext(ctx context.Context, run budget.RunRef) (budget.Context, error) {
+func (p *Ledger) RunContext(ctx context.Context, run budget.RunRef) (telemetry.Context, error) {
 	_ = p.Flush(ctx)
-	var c budget.Context
+	var c telemetry.Context
 	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(binding_bytes), 0)::bigint, coalesce(sum(returned_bytes), 0)::bigint,
 		coalesce(sum(kept_out_bytes), 0)::bigint FROM ledger_executions WHERE tenant = $1 AND run_id = $2 AND ended_at IS NOT NULL`,
 		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
 	if err != nil {
-		return budget.Context{}, wrapPG(err)
+		return telemetry.Context{}, wrapPG(err)
 	}
 	return c, nil
 }

@@ -30,13 +30,6 @@ func TestLedgerContract(t *testing.T) {
 		func(t *testing.T, dsn string) budget.Ledger { return openLedger(t, dsn, nil) })
 }
 
-func TestPausesContract(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	ledgertest.RunPausesContract(t,
-		func(t *testing.T) budget.Pauses { return openLedger(t, dsn, nil) },
-		func(t *testing.T, _ budget.Pauses) budget.Pauses { return openLedger(t, dsn, nil) })
-}
-
 // TestReplicasStartTogether: eight replicas opening a fresh database at once all
 // start, and the schema is migrated once.
 func TestReplicasStartTogether(t *testing.T) {
@@ -194,7 +187,7 @@ func TestTicketAcrossALostLease(t *testing.T) {
 	if before.SurelyOpen() {
 		t.Error("a call started before the lease was lost is surely open under the lease taken back")
 	}
-	if err := before.Finish(ctx, budget.Outcome{Status: budget.Succeeded}); !errors.Is(err, budget.ErrAlreadyFinished) {
+	if err := before.Finish(ctx, budget.CallFinish{Status: budget.Succeeded}); !errors.Is(err, budget.ErrAlreadyFinished) {
 		t.Errorf("finishing the call recorded unknown: %v, want ErrAlreadyFinished", err)
 	}
 	after, fe := m.Admit(ctx, budget.Call{Tool: "slow"})

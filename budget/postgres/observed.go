@@ -10,8 +10,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-var _ budget.ObservedShapes = (*Ledger)(nil)
-
 const shapeColumns = `tenant, upstream, tool, definition, samples, shape, updated_at`
 
 func (p *Ledger) ObservedShape(ctx context.Context, key budget.ShapeKey) (budget.ObservedShape, error) {

@@ -12,8 +12,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-var _ budget.Pauses = (*Ledger)(nil)
-
 func (p *Ledger) SavePause(ctx context.Context, ps budget.Pause) error {
 	var journal *string
 	if ps.Journal != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // benchLedger opens a ledger in the benchmark's temporary directory, closed when it ends.
@@ -38,7 +39,7 @@ func benchmarkExecutionReads(b *testing.B, n int) {
 		if err := l.StartExecution(ctx, run, id, "v"); err != nil {
 			b.Fatal(err)
 		}
-		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: budget.Context{BindingBytes: 3, ReturnedBytes: 1, KeptOutBytes: 2}}); err != nil {
+		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: telemetry.Context{BindingBytes: 3, ReturnedBytes: 1, KeptOutBytes: 2}}); err != nil {
 			b.Fatal(err)
 		}
 	}

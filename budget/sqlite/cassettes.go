@@ -10,8 +10,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-var _ budget.Cassettes = (*Ledger)(nil)
-
 func (s *Ledger) PutCassette(ctx context.Context, c budget.Cassette) error {
 	return s.write(ctx, func(tx *stmtTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO cassettes (execution_id, tenant, run_id, data, recorded_at)

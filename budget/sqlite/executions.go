@@ -10,8 +10,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-var _ budget.Executions = (*Ledger)(nil)
-
 func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionRecord, error) {
 	if err := s.Flush(ctx); err != nil { // a call finished lazily counts in the execution's usage
 		return budget.ExecutionRecord{}, err
@@ -31,7 +29,7 @@ func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionReco
 	if err != nil {
 		return budget.ExecutionRecord{}, fmt.Errorf("budget: execution: %w", err)
 	}
-	x.StartedAt, x.EndedAt, x.Attachments = time.Unix(0, started), nullTime(ended), nullBytes(att)
+	x.StartedAt, x.EndedAt, x.Attachments, x.Network = time.Unix(0, started), nullTime(ended), nullBytes(att), nullBytes(network)
 	if !ended.Valid {
 		// Running, or its host stopped: the row holds only the bytes charged outside calls
 		// (EndExecution writes the whole usage), so its calls' are summed here.
@@ -44,11 +42,6 @@ func (s *Ledger) Execution(ctx context.Context, id string) (budget.ExecutionReco
 			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: its calls: %w", id, err)
 		}
 		x.Usage = x.Usage.Add(u)
-	}
-	if network.Valid {
-		if x.Network, err = budget.UnmarshalNetwork([]byte(network.String)); err != nil {
-			return budget.ExecutionRecord{}, fmt.Errorf("budget: execution %s: network: %w", id, err)
-		}
 	}
 	return x, nil
 }

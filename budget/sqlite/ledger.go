@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/internal/lazy"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	checkpointed chan<- int
 }
 
+// The one contract, required whole (budget.Ledger).
+var _ budget.Ledger = (*Ledger)(nil)
+
 // Ledger is the single-machine budget.Ledger: one SQLite file in WAL mode, shared safely by the
 // goroutines of this process (writes are committed in batches, one at a time, so they never
 // spin on the busy handler: batch.go) and by other processes (write transactions are BEGIN
@@ -42,9 +46,10 @@ type Options struct {
 // drops a dead process's flocks), so a second process starting up never steals a live
 // process's calls.
 type Ledger struct {
-	db    *sql.DB
-	lock  *owner.Lock // this ledger's liveness lock, in locks
-	locks string      // the directory of every opener's lock
+	db     *sql.DB
+	lock   *owner.Lock // this ledger's liveness lock, in locks
+	locks  string      // the directory of every opener's lock
+	opened time.Time   // when lock was taken
 
 	// batch is the write queue: writes are committed in batches, one batch at a time.
 	batch *batcher
@@ -235,7 +240,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("budget: ledger owner: %w", err)
 	}
-	s := &Ledger{db: db, lock: lock, locks: path + "-owners", batch: newBatcher(), ckpt: lazy.NewLoop()}
+	s := &Ledger{db: db, lock: lock, locks: path + "-owners", opened: time.Now(), batch: newBatcher(), ckpt: lazy.NewLoop()}
 	if opts != nil {
 		s.checkpointed = opts.checkpointed
 	}
@@ -290,7 +295,7 @@ var columnsAdded = []struct{ table, column, decl string }{
 	// 4: a summary of refusals stands for several calls (Refusal.Times).
 	{"tool_calls", "times", `INTEGER NOT NULL DEFAULT 1`},
 	{"approvals", "times", `INTEGER NOT NULL DEFAULT 1`},
-	// 7: what an execution's egress proxy decided (budget.Network, JSON; NULL without rules).
+	// 7: what an execution's egress proxy decided (egress.Stats.Record's JSON, held as it is; NULL without rules).
 	{"executions", "network", `TEXT`},
 	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
 	{"pauses", "view", `TEXT NOT NULL DEFAULT ''`},
@@ -462,7 +467,7 @@ func (s *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) erro
 			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ?, network = ?,
 			calls = ?, transfer_bytes = ?, produced_bytes = ?, preserved_bytes = ? WHERE id = ?`,
 			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
-			nullJSON(budget.MarshalNetwork(end.Network)), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, end.ID)
+			nullJSON(end.Network), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, end.ID)
 		return mustAffect(r, err)
 	})
 }
@@ -667,16 +672,16 @@ func (s *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage,
 	return u, nil
 }
 
-func (s *Ledger) RunContext(ctx context.Context, run budget.RunRef) (budget.Context, error) {
+func (s *Ledger) RunContext(ctx context.Context, run budget.RunRef) (telemetry.Context, error) {
 	if err := s.Flush(ctx); err != nil {
-		return budget.Context{}, err
+		return telemetry.Context{}, err
 	}
-	var c budget.Context
+	var c telemetry.Context
 	err := prepared{s}.QueryRowContext(ctx, `SELECT coalesce(sum(binding_bytes), 0), coalesce(sum(returned_bytes), 0),
 		coalesce(sum(kept_out_bytes), 0) FROM executions WHERE tenant = ? AND run_id = ? AND ended_at IS NOT NULL`,
 		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
 	if err != nil {
-		return budget.Context{}, fmt.Errorf("budget: run context: %w", err)
+		return telemetry.Context{}, fmt.Errorf("budget: run context: %w", err)
 	}
 	return c, nil
 }
@@ -912,3 +917,11 @@ func nullJSON(b []byte) any {
 
 // times is a record's Times as stored: 0 means 1.
 func times(n int64) int64 { return max(n, 1) }
+
+// LeaseHeldUntil is budget.NeverLapses: this owner's lock is held for as long as its process
+// lives (the kernel drops it when the process dies), so no survivor records its calls
+// unknown meanwhile.
+func (s *Ledger) LeaseHeldUntil() time.Time { return budget.NeverLapses }
+
+// LeaseHeldSince is when the ledger was opened and took its lock, before any call it starts.
+func (s *Ledger) LeaseHeldSince() time.Time { return s.opened }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 func openLedger(t *testing.T, dir string) *Ledger {
@@ -24,14 +25,6 @@ func openLedger(t *testing.T, dir string) *Ledger {
 func TestLedgerContract(t *testing.T) {
 	ledgertest.RunLedgerContractAt(t, func(t *testing.T) string { return t.TempDir() },
 		func(t *testing.T, dir string) budget.Ledger { return openLedger(t, dir) })
-}
-
-func TestPausesContract(t *testing.T) {
-	ledgertest.RunPausesContract(t,
-		func(t *testing.T) budget.Pauses { return openLedger(t, t.TempDir()) },
-		func(t *testing.T, p budget.Pauses) budget.Pauses {
-			return openLedger(t, filepath.Dir(p.(*Ledger).locks))
-		})
 }
 
 func TestIsWAL(t *testing.T) {
@@ -131,7 +124,7 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 	// The context economy's columns came too, and the file is marked as set up, so the next
 	// open skips the schema.
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x", Status: "completed", Context: budget.Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
+	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x", Status: "completed", Context: telemetry.Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {

@@ -12,8 +12,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 )
 
-var _ budget.Pauses = (*Ledger)(nil)
-
 func (s *Ledger) SavePause(ctx context.Context, p budget.Pause) error {
 	var journal any
 	if p.Journal != nil {

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
 // runApprovals is the operator's channel for approvals (docs/design.md §10, §11): the calls
@@ -60,7 +60,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func listApprovals(ctx context.Context, pauses budget.Pauses, tenant string, asJSON bool, stdout io.Writer) (int, error) {
-	out, err := mcpserver.PendingApprovals(ctx, pauses, tenant)
+	out, err := approval.List(ctx, pauses, tenant)
 	if err != nil {
 		return exitFailure, err
 	}
@@ -85,7 +85,7 @@ func listApprovals(ctx context.Context, pauses budget.Pauses, tenant string, asJ
 
 // writeArguments prints an approval's reason and its arguments as the person was shown them,
 // whole (one "path = value" line each, indented), or why they cannot be shown.
-func writeArguments(w io.Writer, a mcpserver.Approval) {
+func writeArguments(w io.Writer, a approval.Entry) {
 	fmt.Fprintf(w, "  needs approval: %s\n", a.Reason)
 	if a.NotShown != "" {
 		fmt.Fprintf(w, "  arguments not shown: %s\n", a.NotShown)
@@ -102,15 +102,15 @@ func decideApproval(ctx context.Context, pauses budget.Pauses, id string, approv
 	if approve {
 		verb = "approved"
 	}
-	p, err := mcpserver.DecideApproval(ctx, pauses, id, approve, by)
+	p, err := approval.Decide(ctx, pauses, id, approve, by)
 	if err != nil {
 		return exitFailure, err
 	}
 	if asJSON {
-		return exitOK, json.NewEncoder(stdout).Encode(mcpserver.ApprovalOf(p))
+		return exitOK, json.NewEncoder(stdout).Encode(approval.EntryOf(p))
 	}
 	fmt.Fprintf(stdout, "%s %s: %s of tenant %s\n", verb, id, p.Tool, p.Tenant)
-	writeArguments(stdout, mcpserver.ApprovalOf(p))
+	writeArguments(stdout, approval.EntryOf(p))
 	fmt.Fprintln(stdout, "The server holding the call sees the decision within a second and carries it on.")
 	if p.Resumable {
 		fmt.Fprintln(stdout, "If that server is gone, the program is run again from its journal when the client retries the call.")

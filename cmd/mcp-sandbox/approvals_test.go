@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
-	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
 // TestApprovalsCommand (must show 6, the command's side): `approvals list` shows each pending,
@@ -54,7 +54,7 @@ func TestApprovalsCommand(t *testing.T) {
 		t.Errorf("list: exit %d\n%s%s", code, out, errOut)
 	}
 	out, _, code = runCLI(t, "", "approvals", "list", "--tenant", "acme", "--json", "--config", cfg)
-	var listed []mcpserver.Approval
+	var listed []approval.Entry
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || code != 0 || len(listed) != 2 || listed[0].ID != "q_open" ||
 		listed[0].Tenant != "acme" || listed[0].Tool != "crm__wipe" || !listed[0].Resumable || listed[0].Arguments != view ||
 		listed[1].ID != "q_cut" || listed[1].NotShown == "" {

@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 	"github.com/mcp-sandbox/mcp-sandbox/egress/egresstest"
@@ -380,13 +379,21 @@ def get(u):
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := rec.Network
-	if n == nil {
+	if rec.Network == nil {
 		t.Fatalf("the ledger's record of %s has no network block: %+v", m[1], rec)
 	}
-	want := []budget.NetworkRefusal{
-		{Host: "other.example.test", Port: port, Reason: egress.ReasonNotAllowed, Times: 2},
-		{Host: "127.0.0.2", Port: port, Reason: egress.ReasonIPLiteral, Times: 1},
+	var n struct { // egress.Stats.Record's JSON
+		Allowed, Refused int64
+		Refusals         []egress.RefusalCount
+		BytesIn          int64 `json:"bytes_in"`
+		BytesOut         int64 `json:"bytes_out"`
+	}
+	if err := json.Unmarshal(rec.Network, &n); err != nil {
+		t.Fatalf("the ledger's network block %s: %v", rec.Network, err)
+	}
+	want := []egress.RefusalCount{
+		{Refusal: egress.Refusal{Host: "other.example.test", Port: port, Reason: egress.ReasonNotAllowed}, Times: 2},
+		{Refusal: egress.Refusal{Host: "127.0.0.2", Port: port, Reason: egress.ReasonIPLiteral}, Times: 1},
 	}
 	if n.Allowed != 1 || n.Refused != 3 || !slices.Equal(n.Refusals, want) || n.BytesIn == 0 || n.BytesOut == 0 {
 		t.Errorf("the ledger holds network %+v; want 1 allowed, refusals %+v, bytes both ways", n, want)

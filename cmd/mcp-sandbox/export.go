@@ -52,11 +52,7 @@ func cassetteKeeper(cfg *configs.Config, l budget.Ledger) (execution.CassetteKee
 	if !cfg.Cassettes.Record {
 		return nil, nil
 	}
-	store, ok := l.(budget.Cassettes)
-	if !ok {
-		return nil, fmt.Errorf("cassettes.record: the ledger %T keeps no cassettes", l)
-	}
-	return &ledgerCassettes{store: store, cfg: cfg, log: slog.Default()}, nil
+	return &ledgerCassettes{store: l, cfg: cfg, log: slog.Default()}, nil
 }
 
 // cassetteSweepInterval is how often serve removes the cassettes older than the retention.
@@ -102,10 +98,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		return exitCode(err), err
 	}
 	defer st.close()
-	store, ok := st.ledger.(budget.Cassettes)
-	if !ok {
-		return exitFailure, fmt.Errorf("the ledger %T keeps no cassettes", st.ledger)
-	}
+	store := st.ledger
 	secrets := configSecrets(cfg)
 	c, err := store.Cassette(ctx, id)
 	switch {

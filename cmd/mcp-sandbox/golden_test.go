@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/binding"
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
@@ -104,11 +104,11 @@ func TestGoldenResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.close()
-	execute := func(code string, asker binding.Asker) []byte {
+	execute := func(code string, asker approval.Asker) []byte {
 		a := oa.agent
 		res := execution.Execute(ctx, a.CodeExecution,
 			execution.Program{Code: code, Run: budget.RunRef{Tenant: "t", ID: budget.NewID("command:c_")}, AgentVersion: a.Version,
-				Turn: a.Upstreams.Turn, Approvals: &binding.Approvals{Asker: asker}},
+				Turn: a.Upstreams.Turn, Approvals: &approval.Asking{Asker: asker}},
 			&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.ModelReads})
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
@@ -139,8 +139,8 @@ func TestGoldenResults(t *testing.T) {
 type decliner struct{}
 
 func (decliner) CanAsk() (bool, string) { return true, "" }
-func (decliner) Ask(context.Context, binding.Question) (binding.Answer, error) {
-	return binding.Answer{Action: binding.AnswerDecline, By: "golden"}, nil
+func (decliner) Ask(context.Context, approval.Question) (approval.Answer, error) {
+	return approval.Answer{Action: approval.Decline, By: "golden"}, nil
 }
 
 func checkGolden(t *testing.T, name string, got []byte) {

@@ -156,7 +156,7 @@ tenants:
 		Guarantees map[string]string `json:"guarantees"`
 		Failure    any               `json:"failure"`
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"]) // the whole report; the model's is lean
 	if err := json.Unmarshal(b, &r); err != nil || r.Failure != nil {
 		t.Fatalf("run_code through the server and worker containers: %s (%v)", b, err)
 	}

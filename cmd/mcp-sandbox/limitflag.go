@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/nearest"
 )
 
 // limitKeys are the limits `run --limit KEY=VALUE` narrows: every one an agent's
@@ -53,7 +54,7 @@ func parseLimitFlags(flags []string) (configs.Limits, error) {
 			l.ProcessCount = &n
 		default:
 			msg := fmt.Sprintf("--limit %s: unknown limit (limits: %s)", key, strings.Join(limitKeys, ", "))
-			if near, ok := configs.Nearest(key, limitKeys); ok {
+			if near, ok := nearest.Name(key, limitKeys); ok {
 				msg += fmt.Sprintf("; did you mean %q?", near)
 			}
 			return l, usagef("%s", msg)

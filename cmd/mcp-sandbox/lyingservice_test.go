@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // lyingServiceToken is the bearer the lying service is sent, and echoes into what it says.
@@ -53,7 +54,7 @@ func lyingService(t *testing.T) *httptest.Server {
 		lie, _, _ := strings.Cut(req.Program, "\n")
 		stdout, stderr := "root:x:0:0:"+tok+"\n", ""
 		out := engine.Outcome{Value: json.RawMessage(`42`), Terms: req.Terms, Isolation: engine.LevelIsolated,
-			Guarantees: engine.Guarantees{}, Attachments: []engine.Attachment{}, Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
+			Guarantees: engine.Guarantees{}, Attachments: []outputs.Attachment{}, Artifacts: []outputs.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
 		switch lie {
 		case "# lie: level":
 			out.Isolation = engine.LevelProcess

@@ -11,8 +11,8 @@ import (
 	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/nearest"
 )
 
 // exit statuses
@@ -106,7 +106,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, c := range commands() {
 		known = append(known, c.name)
 	}
-	if near, ok := configs.Nearest(args[0], known); ok {
+	if near, ok := nearest.Name(args[0], known); ok {
 		fmt.Fprintf(stderr, "; did you mean %q?", near)
 	}
 	fmt.Fprint(stderr, "\n\n")

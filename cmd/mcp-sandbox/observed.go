@@ -16,14 +16,12 @@ type tenantShapes struct {
 	tenant string
 }
 
-// shapeStore is the ShapeStore of tenant's Pool: nil (kept in memory only) when the ledger
-// keeps no shapes.
+// shapeStore is the ShapeStore of tenant's Pool: nil (kept in memory only) without a ledger.
 func shapeStore(l budget.Ledger, tenant string) upstream.ShapeStore {
-	s, ok := l.(budget.ObservedShapes)
-	if !ok {
+	if l == nil {
 		return nil
 	}
-	return tenantShapes{ledger: s, tenant: tenant}
+	return tenantShapes{ledger: l, tenant: tenant}
 }
 
 func (s tenantShapes) key(k upstream.ShapeKey) budget.ShapeKey {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
@@ -103,7 +104,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	res := execution.Execute(ctx, a.CodeExecution,
 		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
-			Approvals: &binding.Approvals{Asker: nobodyToAsk{}}, Tape: tape},
+			Approvals: &approval.Asking{Asker: nobodyToAsk{}}, Tape: tape},
 		// returned_bytes is what run_code would hand a model for this result, so the two agree.
 		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.ModelReads, Cassettes: keeper})
 	if *runName == "" {
@@ -138,8 +139,8 @@ func (nobodyToAsk) CanAsk() (bool, string) {
 	return false, "`mcp-sandbox run` has nobody to ask; run the program through an MCP host that can ask its person (elicitation)"
 }
 
-func (nobodyToAsk) Ask(context.Context, binding.Question) (binding.Answer, error) {
-	return binding.Answer{}, errors.New("mcp-sandbox run has nobody to ask")
+func (nobodyToAsk) Ask(context.Context, approval.Question) (approval.Answer, error) {
+	return approval.Answer{}, errors.New("mcp-sandbox run has nobody to ask")
 }
 
 // maxProgramBytes bounds a program read from a file or stdin.

@@ -94,9 +94,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer hook.close()
+	defer hook.Close()
 	if hook != nil {
-		opts.Paused = hook.notify
+		opts.Paused = hook.Notify
 	}
 	if *metricsListen != "" {
 		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: early.Version})

@@ -229,9 +229,7 @@ func (st *storage) logLost(lost []budget.CallRecord) {
 func (st *storage) background(ctx context.Context, retention, kept time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	if cs, ok := st.ledger.(budget.Cassettes); ok {
-		wg.Go(func() { sweepCassettes(ctx, cs, kept, time.Now) })
-	}
+	wg.Go(func() { sweepCassettes(ctx, st.ledger, kept, time.Now) })
 	if st.blobs != nil {
 		wg.Go(func() {
 			outputs.RunSweeper(ctx, st.blobs, min(blobSweepInterval, retention), retention, func(err error) {
@@ -247,8 +245,8 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 			}
 		})
 	})
-	if p, ok := st.ledger.(budget.Pauses); ok && kept > 0 {
-		wg.Go(func() { sweepPauses(ctx, p, kept) })
+	if kept > 0 {
+		wg.Go(func() { sweepPauses(ctx, st.ledger, kept) })
 	}
 	return func() { cancel(); wg.Wait() }
 }

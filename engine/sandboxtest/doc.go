@@ -16,5 +16,6 @@
 //
 // Main is every backend test binary's TestMain: the init helper's hook, then the pid namespace.
 //
-// It imports engine, failure, internal/gate, internal/launch and the standard library.
+// It imports engine, outputs (an outcome's attachments), failure, internal/gate, internal/launch
+// and the standard library.
 package sandboxtest

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // Config describes the backend under test.
@@ -296,7 +297,7 @@ os.mkfifo("pipe")
 "written"`
 	r := c.run(t, prog, engine.Limits{})
 	wantOK(t, r)
-	got := map[string]engine.Attachment{}
+	got := map[string]outputs.Attachment{}
 	for _, a := range r.Artifacts {
 		got[a.Name] = a
 	}

@@ -27,6 +27,6 @@
 // unknown or duplicated keys are rejected, and a frame type the direction does not allow is an
 // error: a child that breaks any of this ends its execution with protocol_violation.
 //
-// It imports failure (an Answer's Kind) and the standard library (docs/design.md §2). A Reader
+// It imports toolcall (a result frame carries its Answer) and the standard library (docs/design.md §2). A Reader
 // or Writer belongs to one goroutine at a time; Writer serializes concurrent Write calls.
 package wire

@@ -3,7 +3,7 @@ package wire
 import (
 	"encoding/json"
 
-	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // Version is the protocol version the child announces in hello. A mismatch is a violation.
@@ -145,31 +145,12 @@ type Result struct {
 	Type string `json:"type"`
 	ID   int64  `json:"id"`
 	OK   bool   `json:"ok"`
-	Answer
+	toolcall.Answer
 }
-
-// Answer is what one binding call or handle read hands back to the program: a value, a Handle
-// for a result kept under one, or a failure the program sees as ToolError(Kind). It is the one
-// type of a call's answer from the upstream pool (upstream.Turn.Invoke) through the binding
-// step and the engine (engine.ToolCaller) to the program's channel, here and over the remote
-// protocol; it lives in this leaf because every one of those may import it (docs/design.md §2).
-type Answer struct {
-	// Value is the JSON value delivered whole; nil means null. Unset when Handle or Kind is.
-	Value json.RawMessage `json:"value,omitempty"`
-	// Handle, when set, stands for a result too large to hand over whole.
-	Handle *Handle `json:"handle,omitempty"`
-	// Kind is empty on success, else one of failure.CallKinds.
-	Kind failure.Kind `json:"kind,omitempty"`
-	// Message says why, in words safe to show a model.
-	Message string `json:"message,omitempty"`
-}
-
-// Refused returns the Answer of a call that failed with fe.
-func Refused(fe *failure.Error) Answer { return Answer{Kind: fe.Kind, Message: fe.Message} }
 
 // ResultOf is the result frame answering id with a, in its canonical form: a failure carries
 // its kind and message only; a success its handle, or else its value (null when nil).
-func ResultOf(id int64, a Answer) *Result {
+func ResultOf(id int64, a toolcall.Answer) *Result {
 	out := &Result{ID: id, OK: a.Kind == ""}
 	switch {
 	case !out.OK:
@@ -183,15 +164,6 @@ func ResultOf(id int64, a Answer) *Result {
 		}
 	}
 	return out
-}
-
-// Handle stands for a result too large to hand over whole: the id it is kept under (an
-// outputs.Handle), and how many bytes and lines the kept content has, so the program can page
-// it. It is the one type of a handle as a program, the engine and a remote caller see it.
-type Handle struct {
-	ID    string `json:"id"`
-	Size  int64  `json:"size"`
-	Lines int    `json:"lines"`
 }
 
 func (*Hello) frameType() string  { return TypeHello }

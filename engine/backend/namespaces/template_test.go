@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/userns"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // templateRunner is a Runner whose warm pools fork their children from a template. A warm
@@ -211,7 +212,7 @@ type gateTools struct {
 	ready, release chan struct{}
 }
 
-func (g *gateTools) CallTool(ctx context.Context, name string, _ json.RawMessage) wire.Answer {
+func (g *gateTools) CallTool(ctx context.Context, name string, _ json.RawMessage) toolcall.Answer {
 	switch name {
 	case "ready":
 		close(g.ready)
@@ -221,11 +222,11 @@ func (g *gateTools) CallTool(ctx context.Context, name string, _ json.RawMessage
 		case <-ctx.Done():
 		}
 	}
-	return wire.Answer{Value: json.RawMessage("null")}
+	return toolcall.Answer{Value: json.RawMessage("null")}
 }
 
-func (g *gateTools) ReadHandle(context.Context, string, int, int, string) wire.Answer {
-	return wire.Answer{Kind: "not_found", Message: "no handles here"}
+func (g *gateTools) ReadHandle(context.Context, string, int, int, string) toolcall.Answer {
+	return toolcall.Answer{Kind: "not_found", Message: "no handles here"}
 }
 
 func forkAllRunner(t *testing.T) *engine.Runner {

@@ -11,25 +11,25 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/process"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // adder answers up__add with a+b.
 type adder struct{ calls atomic.Int32 }
 
-func (a *adder) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
+func (a *adder) CallTool(ctx context.Context, name string, args json.RawMessage) toolcall.Answer {
 	a.calls.Add(1)
 	if name == "up__never" { // answers when the execution ends
 		<-ctx.Done()
-		return wire.Answer{Kind: "cancelled", Message: "the execution ended"}
+		return toolcall.Answer{Kind: "cancelled", Message: "the execution ended"}
 	}
 	var in struct{ A, B int }
 	_ = json.Unmarshal(args, &in)
-	return wire.Answer{Value: json.RawMessage(fmt.Sprint(in.A + in.B))}
+	return toolcall.Answer{Value: json.RawMessage(fmt.Sprint(in.A + in.B))}
 }
 
-func (a *adder) ReadHandle(context.Context, string, int, int, string) wire.Answer {
-	return wire.Answer{Kind: "unavailable", Message: "no handles"}
+func (a *adder) ReadHandle(context.Context, string, int, int, string) toolcall.Answer {
+	return toolcall.Answer{Kind: "unavailable", Message: "no handles"}
 }
 
 // TestAwaitWithNothingElseToRun: a call awaited while the program's loop has nothing else to

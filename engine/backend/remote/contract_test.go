@@ -19,9 +19,9 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // The service runs in this test binary, so a hostile program's processes live in the pid
@@ -143,20 +143,20 @@ return {"sums": [s["sum"] for s in sums], "denied": denied, "window": window}`,
 // is too large and comes back as a handle.
 type callerTools struct{ calls, reads atomic.Int32 }
 
-func (c *callerTools) CallTool(_ context.Context, name string, args json.RawMessage) wire.Answer {
+func (c *callerTools) CallTool(_ context.Context, name string, args json.RawMessage) toolcall.Answer {
 	c.calls.Add(1)
 	switch name {
 	case "up__add":
 		var in struct{ A, B int }
 		_ = json.Unmarshal(args, &in)
-		return wire.Answer{Value: json.RawMessage(fmt.Sprintf(`{"sum":%d}`, in.A+in.B))}
+		return toolcall.Answer{Value: json.RawMessage(fmt.Sprintf(`{"sum":%d}`, in.A+in.B))}
 	case "up__big":
-		return wire.Answer{Handle: &wire.Handle{ID: "h_big", Size: 1 << 30, Lines: 1000}}
+		return toolcall.Answer{Handle: &toolcall.Handle{ID: "h_big", Size: 1 << 30, Lines: 1000}}
 	}
-	return wire.Answer{Kind: failure.Denied, Message: "the policy denies " + name}
+	return toolcall.Answer{Kind: failure.Denied, Message: "the policy denies " + name}
 }
 
-func (c *callerTools) ReadHandle(_ context.Context, handle string, offset, limit int, _ string) wire.Answer {
+func (c *callerTools) ReadHandle(_ context.Context, handle string, offset, limit int, _ string) toolcall.Answer {
 	c.reads.Add(1)
-	return wire.Answer{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d"`, handle, offset, limit))}
+	return toolcall.Answer{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d"`, handle, offset, limit))}
 }

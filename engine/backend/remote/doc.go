@@ -7,8 +7,8 @@
 // The protocol (four routes, the NDJSON frame stream), who decides what, failures, bounds
 // and credentials: docs/design.md §7.
 //
-// It imports engine, engine/wire (its frames and strict decoder), outputs (the previews it
-// makes from the bytes received), failure and the standard library. A Sandbox is safe for
-// concurrent use; each Run owns its goroutines (the stream reader, its calls, its cancel) and
-// waits for them before it returns.
+// It imports engine, engine/wire (its frames and strict decoder), toolcall (the answers they
+// carry), outputs (the previews it makes from the bytes received), failure and the standard
+// library. A Sandbox is safe for concurrent use; each Run owns its goroutines (the stream
+// reader, its calls, its cancel) and waits for them before it returns.
 package remote

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // The hostile-stream suite: a fake service on loopback does one hostile thing each, and the
@@ -113,8 +114,8 @@ func resultFrame(t *testing.T, r *http.Request, id string, level engine.Level, s
 		t.Errorf("start request: %v", err)
 	}
 	res := engine.Outcome{Value: json.RawMessage("42"), Stdout: stdout, StdoutSize: int64(len(stdout)), Terms: req.Terms,
-		Isolation: level, Guarantees: engine.Guarantees{}, Attachments: []engine.Attachment{{Name: "stdout", ContentType: "text/plain", Size: int64(len(stdout)), Location: "inline"}},
-		Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
+		Isolation: level, Guarantees: engine.Guarantees{}, Attachments: []outputs.Attachment{{Name: "stdout", ContentType: "text/plain", Size: int64(len(stdout)), Location: "inline"}},
+		Artifacts: []outputs.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
 	b, _ := json.Marshal(remote.ResultFrame{Type: remote.FrameResult, Execution: id, Outcome: res})
 	return append(b, '\n')
 }

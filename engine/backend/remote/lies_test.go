@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // lyingToken is the credential of the lying service: token characters only, so that it fits
@@ -56,13 +57,13 @@ func lyingService(t *testing.T, fail bool, name, ctype string) http.HandlerFunc 
 			StderrSize: 1_000_000, // more than it sends: the rest was never seen
 			Terms:      req.Terms, Isolation: engine.LevelIsolated,
 			Guarantees: engine.Guarantees{engine.DimProcessTree: engine.Enforced, engine.Dimension(tok): engine.Enforced},
-			Attachments: []engine.Attachment{
+			Attachments: []outputs.Attachment{
 				{Name: "stdout", ContentType: "text/" + tok, Size: 3, Location: "inline", Handle: tok, Reason: tok},
 				{Name: "value", ContentType: "application/json", Size: 9, Location: "blob", Handle: "h-" + tok},
 				{Name: tok, ContentType: "text/plain", Size: 1, Location: "blob", Handle: tok, Reason: tok},
 				{Name: "/etc/shadow", ContentType: "text/plain", Size: 1, Location: "inline", Text: lie(tok)},
 			},
-			Artifacts: []engine.Attachment{{Name: name, ContentType: ctype, Size: int64(len(art)),
+			Artifacts: []outputs.Attachment{{Name: name, ContentType: ctype, Size: int64(len(art)),
 				Location: "blob", Handle: tok, Reason: tok, Text: lie(art)}},
 			ArtifactsOmit: []engine.OmittedFile{{Path: tok + "/secret.txt", Reason: "not collected: " + tok}},
 		}
@@ -168,7 +169,7 @@ func TestHostileServiceLies(t *testing.T) {
 			}
 
 			// Only stdout and stderr, as the client makes them.
-			want := []engine.Attachment{
+			want := []outputs.Attachment{
 				{Name: "stdout", ContentType: "text/plain", Size: int64(len(lyingStdout(lyingToken))), Truncated: true, Location: "preview_only"},
 				{Name: "stderr", ContentType: "text/plain", Size: 1_000_000, Truncated: true, Location: "preview_only"},
 			}
@@ -251,7 +252,7 @@ func slowService(t *testing.T, period time.Duration, beats, lines int, silence t
 		time.Sleep(silence)
 		out := engine.Outcome{Value: json.RawMessage("42"), StdoutSize: int64(len(all)), Terms: req.Terms,
 			Isolation: engine.LevelIsolated, Guarantees: engine.Guarantees{},
-			Attachments: []engine.Attachment{}, Artifacts: []engine.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
+			Attachments: []outputs.Attachment{}, Artifacts: []outputs.Attachment{}, ArtifactsOmit: []engine.OmittedFile{}}
 		send(append(must(json.Marshal(remote.ResultFrame{Type: remote.FrameResult, Execution: "x1", Outcome: out})), '\n'))
 	}
 }

@@ -38,15 +38,15 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 		// The caller did not cancel: the service ended it (it is shutting down).
 		return x.providerError(true, "the sandbox service ended the execution before the program did (it may be shutting down)")
 	}
-	var out, errs engine.Attachment
+	var out, errs outputs.Attachment
 	res.Stdout, res.StdoutData, out = x.output("stdout", &st.stdout, r.StdoutSize)
 	res.Stderr, res.StderrData, errs = x.output("stderr", &st.stderr, r.StderrSize)
-	res.Attachments = []engine.Attachment{}
+	res.Attachments = []outputs.Attachment{}
 	if len(r.Attachments) > 0 || r.StdoutSize > 0 || r.StderrSize > 0 {
 		// A program ran (a refusal has no streams): its two, and nothing else.
 		res.Attachments = append(res.Attachments, out, errs)
 	}
-	res.Artifacts, res.ArtifactFiles = []engine.Attachment{}, nil
+	res.Artifacts, res.ArtifactFiles = []outputs.Attachment{}, nil
 	res.ArtifactsOmit = append([]engine.OmittedFile{}, r.ArtifactsOmit...)
 	if x.s.opts.Artifacts.Collect {
 		for i, claimed := range r.Artifacts {
@@ -65,7 +65,7 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 				}
 				// Only the name, the content type and (when it is what was sent) the text are
 				// the service's; handle, location and reason are the caller's to make.
-				a := engine.Attachment{Name: claimed.Name, ContentType: x.contentType(claimed.ContentType),
+				a := outputs.Attachment{Name: claimed.Name, ContentType: x.contentType(claimed.ContentType),
 					Size: int64(len(data)), Location: "preview_only"}
 				if claimed.Text != nil && x.scrub(*claimed.Text) == string(data) {
 					// The whole of a small text file is what was sent of it, or nothing.
@@ -90,7 +90,7 @@ func (x *execution) finish(r *engine.Outcome) *engine.Outcome {
 // output is the preview, the kept bytes and the attachment of one output stream of which the
 // program wrote size bytes (the service's count, never less than what came), all made from
 // the bytes the stream delivered, scrubbed of the credential.
-func (x *execution) output(name string, sk *sink, size int64) (string, []byte, engine.Attachment) {
+func (x *execution) output(name string, sk *sink, size int64) (string, []byte, outputs.Attachment) {
 	preview := int(x.s.opts.PreviewBytes)
 	truncated := size > int64(len(sk.kept))
 	data := x.scrubBytes(sk.kept)
@@ -109,7 +109,7 @@ func (x *execution) output(name string, sk *sink, size int64) (string, []byte, e
 	default:
 		p = outputs.Preview(data, data, int64(len(data)), preview)
 	}
-	a := engine.Attachment{Name: name, ContentType: "text/plain", Size: size, Truncated: truncated || size > int64(preview), Location: "inline"}
+	a := outputs.Attachment{Name: name, ContentType: "text/plain", Size: size, Truncated: truncated || size > int64(preview), Location: "inline"}
 	if a.Truncated {
 		a.Location = "preview_only"
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // This file is the client's contact with engine.ToolCaller: the call that answers a call or
@@ -17,19 +18,19 @@ import (
 // to post. A caller without a ToolCaller answers unavailable, as a local Runner does.
 func answer(ctx context.Context, tools engine.ToolCaller, frame any) *wire.Result {
 	var id int64
-	var rep wire.Answer
+	var rep toolcall.Answer
 	switch f := frame.(type) {
 	case *wire.Call:
 		id = f.ID
 		if tools == nil {
-			rep = wire.Answer{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", f.Tool)}
+			rep = toolcall.Answer{Kind: failure.Unavailable, Message: fmt.Sprintf("no tool named %q is offered to this program; TOOLS lists what is", f.Tool)}
 		} else {
 			rep = tools.CallTool(ctx, f.Tool, f.Args)
 		}
 	case *wire.Read:
 		id = f.ID
 		if tools == nil {
-			rep = wire.Answer{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
+			rep = toolcall.Answer{Kind: failure.Unavailable, Message: "no handle of this execution is known"}
 		} else {
 			rep = tools.ReadHandle(ctx, f.Handle, f.Offset, f.Limit, f.Pattern)
 		}

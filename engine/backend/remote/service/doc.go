@@ -7,8 +7,8 @@
 // executions at once (MaxExecutions) and each frame's write (WriteTimeout), and drains
 // (Drain) on shutdown. The protocol itself is in package remote's doc.
 //
-// It imports engine, engine/wire, engine/backend/remote (the protocol), failure and the
-// standard library. A Service is safe for concurrent use; its start handler owns its
+// It imports engine, engine/wire, toolcall, engine/backend/remote (the protocol), failure and
+// the standard library. A Service is safe for concurrent use; its start handler owns its
 // heartbeat and returns only once the program's Run has, and Drain waits for the running
 // ones (bounded).
 package service

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // This file is the service's contact with engine.ToolCaller: a ToolCaller that forwards each
@@ -16,13 +17,13 @@ import (
 // becomes a frame on the execution's stream, and waits for the caller's answer.
 type forwarder struct{ x *serviceExecution }
 
-func (f forwarder) CallTool(ctx context.Context, name string, args json.RawMessage) wire.Answer {
+func (f forwarder) CallTool(ctx context.Context, name string, args json.RawMessage) toolcall.Answer {
 	return f.x.forward(ctx, func(id int64) any {
 		return &wire.Call{Type: wire.TypeCall, ID: id, Tool: name, Args: args}
 	})
 }
 
-func (f forwarder) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) wire.Answer {
+func (f forwarder) ReadHandle(ctx context.Context, handle string, offset, limit int, pattern string) toolcall.Answer {
 	return f.x.forward(ctx, func(id int64) any {
 		return &wire.Read{Type: wire.TypeRead, ID: id, Handle: handle, Offset: offset, Limit: limit, Pattern: pattern}
 	})
@@ -30,7 +31,7 @@ func (f forwarder) ReadHandle(ctx context.Context, handle string, offset, limit 
 
 // forward writes the frame mk makes for a fresh id and waits for the caller's answer. Ids are
 // taken under the writer's lock, so they reach the stream in increasing order.
-func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) wire.Answer {
+func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) toolcall.Answer {
 	ch := make(chan *wire.Result, 1)
 	var id int64
 	err := x.w.numbered(func(n int64) any {
@@ -46,13 +47,13 @@ func (x *serviceExecution) forward(ctx context.Context, mk func(id int64) any) w
 		x.mu.Unlock()
 	}()
 	if err != nil {
-		return wire.Answer{Kind: failure.Cancelled, Message: "the caller of this execution went away"}
+		return toolcall.Answer{Kind: failure.Cancelled, Message: "the caller of this execution went away"}
 	}
 	select {
 	case rep := <-ch:
 		return rep.Answer
 	case <-ctx.Done():
-		return wire.Answer{Kind: failure.Cancelled, Message: "the execution ended before the caller answered"}
+		return toolcall.Answer{Kind: failure.Cancelled, Message: "the execution ended before the caller answered"}
 	}
 }
 

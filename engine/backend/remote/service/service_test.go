@@ -18,8 +18,8 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/remote/service"
-	"github.com/mcp-sandbox/mcp-sandbox/engine/wire"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
 // scripted is a LocalSandbox whose executions run a Go function instead of a child: it tests
@@ -297,15 +297,15 @@ func TestServiceForwardsCalls(t *testing.T) {
 // recorder is a caller's ToolCaller: it answers each call with its arguments.
 type recorder struct{ calls, reads atomic.Int32 }
 
-func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) wire.Answer {
+func (r *recorder) CallTool(_ context.Context, name string, args json.RawMessage) toolcall.Answer {
 	r.calls.Add(1)
 	time.Sleep(time.Duration(r.calls.Load()%3) * time.Millisecond)
-	return wire.Answer{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
+	return toolcall.Answer{Value: json.RawMessage(`{"echo":` + string(args) + `}`)}
 }
 
-func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) wire.Answer {
+func (r *recorder) ReadHandle(_ context.Context, handle string, offset, limit int, pattern string) toolcall.Answer {
 	r.reads.Add(1)
-	return wire.Answer{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
+	return toolcall.Answer{Value: json.RawMessage(fmt.Sprintf(`"%s %d %d %s"`, handle, offset, limit, pattern))}
 }
 
 // Past MaxExecutions a start is answered 503; draining refuses new executions, turns

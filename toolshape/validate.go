@@ -1,4 +1,4 @@
-package upstream
+package toolshape
 
 import (
 	"encoding/json"
@@ -18,9 +18,9 @@ import (
 // recover catches) or hang it (fan-out through allOf/anyOf and $ref multiplies the validator's
 // work per argument, a huge enum or pattern multiplies the work per step).
 const (
-	// maxSchemaBytes bounds one tool's input schema (its JSON); a larger one makes the tool
+	// MaxSchemaBytes bounds one tool's input schema (its JSON); a larger one makes the tool
 	// unavailable, since a schema cannot be cut.
-	maxSchemaBytes = 64 << 10
+	MaxSchemaBytes = 64 << 10
 	// maxSchemaDepth bounds the JSON nesting of one schema document.
 	maxSchemaDepth = 64
 	// maxCheckDepth bounds the nested validation steps checking one call's arguments.
@@ -34,23 +34,23 @@ const (
 	visitCost    = 256
 )
 
-// inputSchema is an upstream input schema compiled for validation, with the graph that bounds
+// validator is an upstream input schema compiled for validation, with the graph that bounds
 // the validator's work before it runs.
-type inputSchema struct {
+type validator struct {
 	rs *jsonschema.Resolved
 	g  *schemaGraph
 }
 
-// compileInput compiles b, a tool's input schema (JSON) as its server sent it, at most
-// maxSchemaBytes. It returns the schema to check arguments with (nil: none, the upstream
+// compile compiles b, a tool's input schema (JSON) as its server sent it, at most
+// MaxSchemaBytes. It returns the schema to check arguments with (nil: none, the upstream
 // judges), or a reason, safe to show a model, why the tool must be unavailable, or an error
 // saying why the schema is not used (logged; the tool stays callable, unvalidated).
 //
 // A schema stating a draft other than 2020-12 or draft-07 is compiled as if it stated none
 // (2020-12 rules), which accepts what older drafts accept in nearly every schema a tool sends.
 // Remote references are never fetched: a schema that needs one does not compile.
-func compileInput(b []byte) (in *inputSchema, unavailable string, err error) {
-	if jsonDepth(b) > maxSchemaDepth {
+func compile(b []byte) (in *validator, unavailable string, err error) {
+	if NestingDepth(b) > maxSchemaDepth {
 		return nil, fmt.Sprintf("its input schema nests deeper than %d levels", maxSchemaDepth), nil
 	}
 	defer func() {
@@ -84,9 +84,9 @@ func compileInput(b []byte) (in *inputSchema, unavailable string, err error) {
 		return nil, "", fmt.Errorf("its references cannot be bounded here: %w", err)
 	}
 	if at, ok := g.inPlaceCycle(); ok {
-		return nil, fmt.Sprintf("its input schema refers to itself without descending into the arguments (a $ref cycle through %q), so no arguments could ever be checked against it", clip(at, 200)), nil
+		return nil, fmt.Sprintf("its input schema refers to itself without descending into the arguments (a $ref cycle through %q), so no arguments could ever be checked against it", Clip(at, 200)), nil
 	}
-	return &inputSchema{rs: rs, g: g}, "", nil
+	return &validator{rs: rs, g: g}, "", nil
 }
 
 // errRemoteRef is what the loader answers: a schema is never fetched from anywhere.
@@ -98,7 +98,7 @@ func refuseRemote(*url.URL) (*jsonschema.Schema, error) { return nil, errRemoteR
 var errCheckBound = errors.New("checking them against the input schema would exceed this host's bound on validation work (the arguments are too large or too deeply nested for this schema)")
 
 // check validates args (decoded JSON) against the schema, first bounding the work that takes.
-func (in *inputSchema) check(args any) (err error) {
+func (in *validator) check(args any) (err error) {
 	if !in.g.withinBounds(args) {
 		return errCheckBound
 	}
@@ -110,8 +110,8 @@ func (in *inputSchema) check(args any) (err error) {
 	return in.rs.Validate(args)
 }
 
-// jsonDepth is the deepest nesting of arrays and objects in the JSON text b.
-func jsonDepth(b []byte) int {
+// NestingDepth is the deepest nesting of arrays and objects in the JSON text b.
+func NestingDepth(b []byte) int {
 	depth, deepest, inString, escaped := 0, 0, false, false
 	for _, c := range b {
 		switch {
@@ -212,161 +212,187 @@ type anchor struct {
 	dynamic bool
 }
 
+// newSchemaGraph reads root's graph (draft7: by draft-07's rules of $id and $ref): first its
+// scopes, then each subschema's in-place applications and weight.
 func newSchemaGraph(root *jsonschema.Schema, draft7 bool) (*schemaGraph, error) {
+	sc := &scopes{
+		draft7:  draft7,
+		uri:     map[*jsonschema.Schema]*url.URL{root: {}},
+		base:    map[*jsonschema.Schema]*jsonschema.Schema{},
+		docs:    map[string]*jsonschema.Schema{"": root},
+		anchors: map[*jsonschema.Schema]map[string]anchor{},
+		path:    map[*jsonschema.Schema]string{},
+	}
+	if err := sc.walk(root, root, ""); err != nil {
+		return nil, err
+	}
 	g := &schemaGraph{
 		root:    root,
 		inPlace: map[*jsonschema.Schema][]*jsonschema.Schema{},
 		refOnly: map[*jsonschema.Schema]bool{},
 		weight:  map[*jsonschema.Schema]int64{},
 		prog:    map[string]int64{},
-		path:    map[*jsonschema.Schema]string{},
-	}
-	var (
-		uri     = map[*jsonschema.Schema]*url.URL{}           // of each base
-		base    = map[*jsonschema.Schema]*jsonschema.Schema{} // of each schema
-		docs    = map[string]*jsonschema.Schema{"": root}
-		anchors = map[*jsonschema.Schema]map[string]anchor{}
-		order   []*jsonschema.Schema
-	)
-	uri[root] = &url.URL{}
-	setAnchor := func(b *jsonschema.Schema, name string, s *jsonschema.Schema, dynamic bool) {
-		if name == "" {
-			return
-		}
-		if anchors[b] == nil {
-			anchors[b] = map[string]anchor{}
-		}
-		anchors[b][name] = anchor{s, dynamic}
-	}
-	// Bases, documents and anchors, as jsonschema-go's resolveURIs assigns them.
-	var walk func(s, b *jsonschema.Schema, path string) error
-	walk = func(s, b *jsonschema.Schema, path string) error {
-		if s.ID != "" && !(draft7 && s.Ref != "") {
-			id, err := url.Parse(s.ID)
-			if err != nil {
-				return err
-			}
-			if draft7 && id.Fragment != "" {
-				setAnchor(b, strings.TrimPrefix(s.ID, "#"), s, false)
-			} else {
-				u := uri[b].ResolveReference(id)
-				if !u.IsAbs() {
-					return fmt.Errorf("$id %s is not absolute", s.ID)
-				}
-				uri[s], docs[u.String()], b = u, s, s
-			}
-		}
-		base[s] = b
-		if !draft7 {
-			setAnchor(b, s.Anchor, s, false)
-			setAnchor(b, s.DynamicAnchor, s, true)
-		}
-		g.path[s] = path
-		order = append(order, s)
-		for _, c := range children(s) {
-			p := path + "/" + c.keyword
-			if c.key != "" {
-				p += "/" + c.key
-			}
-			if err := walk(c.s, b, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(root, root, ""); err != nil {
-		return nil, err
-	}
-	// resolve follows ref from s as jsonschema-go's resolveRef does; dyn is the anchor name
-	// when the target is a dynamic anchor.
-	resolve := func(s *jsonschema.Schema, ref string) (*jsonschema.Schema, string, error) {
-		r, err := url.Parse(ref)
-		if err != nil {
-			return nil, "", err
-		}
-		full := uri[base[s]].ResolveReference(r)
-		fragless := *full
-		fragless.Fragment = ""
-		doc := docs[fragless.String()]
-		if doc == nil {
-			return nil, "", fmt.Errorf("$ref %q leaves the schema", clip(ref, 200))
-		}
-		if f := full.Fragment; f != "" && !strings.HasPrefix(f, "/") {
-			a, ok := anchors[doc][f]
-			if !ok {
-				return nil, "", fmt.Errorf("no anchor %q", clip(f, 200))
-			}
-			if a.dynamic {
-				return a.s, f, nil
-			}
-			return a.s, "", nil
-		}
-		t, err := pointer(doc, full.Fragment)
-		return t, "", err
+		path:    sc.path,
 	}
 	dynamic := map[string][]*jsonschema.Schema{}
-	for _, s := range order {
+	for _, s := range sc.order {
 		if s.DynamicAnchor != "" {
 			dynamic[s.DynamicAnchor] = append(dynamic[s.DynamicAnchor], s)
 		}
 	}
-	for _, s := range order {
-		var in []*jsonschema.Schema
-		if s.Ref != "" {
-			t, _, err := resolve(s, s.Ref)
-			if err != nil {
-				return nil, err
-			}
-			in = append(in, t)
-			if draft7 {
-				// "All other properties in a $ref object MUST be ignored."
-				g.inPlace[s], g.refOnly[s] = in, true
-				g.weight[s] = int64(len(g.path[s]) + len(s.ID))
-				continue
-			}
-		}
-		if s.DynamicRef != "" {
-			t, name, err := resolve(s, s.DynamicRef)
-			if err != nil {
-				return nil, err
-			}
-			in = append(in, t)
-			if name != "" {
-				// Resolved at validation time from the dynamic scope: any schema with that
-				// dynamic anchor may be the one.
-				in = append(in, dynamic[name]...)
-			}
-		}
-		in = append(in, s.AllOf...)
-		in = append(in, s.AnyOf...)
-		in = append(in, s.OneOf...)
-		for _, c := range []*jsonschema.Schema{s.Not, s.If, s.Then, s.Else} {
-			if c != nil {
-				in = append(in, c)
-			}
-		}
-		for _, m := range []map[string]*jsonschema.Schema{s.DependentSchemas, s.DependencySchemas} {
-			for _, c := range m {
-				in = append(in, c)
-			}
-		}
-		g.inPlace[s] = in
-		w := int64(len(g.path[s]) + len(s.ID) + len(s.Anchor) + len(s.DynamicAnchor) + len(s.Pattern) +
-			32*(len(s.AllOf)+len(s.AnyOf)+len(s.OneOf)))
-		for _, v := range []any{s.Enum, s.Const, s.Required, s.DependentRequired, s.DependencyStrings} {
-			if b, err := json.Marshal(v); err == nil {
-				w += int64(len(b))
-			}
-		}
-		g.weight[s] = w
-		if s.Pattern != "" {
-			g.compiled(s.Pattern)
-		}
-		for p := range s.PatternProperties {
-			g.compiled(p)
+	for _, s := range sc.order {
+		if err := g.add(s, sc, dynamic); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil
+}
+
+// scopes are a schema's bases, documents and anchors, as jsonschema-go's resolveURIs assigns
+// them: what a $ref or $dynamicRef is resolved against.
+type scopes struct {
+	draft7  bool
+	uri     map[*jsonschema.Schema]*url.URL           // of each base
+	base    map[*jsonschema.Schema]*jsonschema.Schema // of each schema
+	docs    map[string]*jsonschema.Schema
+	anchors map[*jsonschema.Schema]map[string]anchor
+	path    map[*jsonschema.Schema]string // each schema's JSON Pointer from the root
+	order   []*jsonschema.Schema          // every schema, in the order walked
+}
+
+func (sc *scopes) setAnchor(b *jsonschema.Schema, name string, s *jsonschema.Schema, dynamic bool) {
+	if name == "" {
+		return
+	}
+	if sc.anchors[b] == nil {
+		sc.anchors[b] = map[string]anchor{}
+	}
+	sc.anchors[b][name] = anchor{s, dynamic}
+}
+
+// walk records s, at path under base b, and every schema below it.
+func (sc *scopes) walk(s, b *jsonschema.Schema, path string) error {
+	if s.ID != "" && !(sc.draft7 && s.Ref != "") {
+		id, err := url.Parse(s.ID)
+		if err != nil {
+			return err
+		}
+		if sc.draft7 && id.Fragment != "" {
+			sc.setAnchor(b, strings.TrimPrefix(s.ID, "#"), s, false)
+		} else {
+			u := sc.uri[b].ResolveReference(id)
+			if !u.IsAbs() {
+				return fmt.Errorf("$id %s is not absolute", s.ID)
+			}
+			sc.uri[s], sc.docs[u.String()], b = u, s, s
+		}
+	}
+	sc.base[s] = b
+	if !sc.draft7 {
+		sc.setAnchor(b, s.Anchor, s, false)
+		sc.setAnchor(b, s.DynamicAnchor, s, true)
+	}
+	sc.path[s] = path
+	sc.order = append(sc.order, s)
+	for _, c := range children(s) {
+		p := path + "/" + c.keyword
+		if c.key != "" {
+			p += "/" + c.key
+		}
+		if err := sc.walk(c.s, b, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolve follows ref from s as jsonschema-go's resolveRef does; dyn is the anchor name when
+// the target is a dynamic anchor.
+func (sc *scopes) resolve(s *jsonschema.Schema, ref string) (t *jsonschema.Schema, dyn string, err error) {
+	r, err := url.Parse(ref)
+	if err != nil {
+		return nil, "", err
+	}
+	full := sc.uri[sc.base[s]].ResolveReference(r)
+	fragless := *full
+	fragless.Fragment = ""
+	doc := sc.docs[fragless.String()]
+	if doc == nil {
+		return nil, "", fmt.Errorf("$ref %q leaves the schema", Clip(ref, 200))
+	}
+	if f := full.Fragment; f != "" && !strings.HasPrefix(f, "/") {
+		a, ok := sc.anchors[doc][f]
+		if !ok {
+			return nil, "", fmt.Errorf("no anchor %q", Clip(f, 200))
+		}
+		if a.dynamic {
+			return a.s, f, nil
+		}
+		return a.s, "", nil
+	}
+	t, err = pointer(doc, full.Fragment)
+	return t, "", err
+}
+
+// add records s in the graph: the schemas it applies in place (its references resolved in
+// sc; a $dynamicRef to a dynamic anchor may be any schema of that anchor in dynamic), the
+// bytes an error about it carries, and the size of its regular expressions.
+func (g *schemaGraph) add(s *jsonschema.Schema, sc *scopes, dynamic map[string][]*jsonschema.Schema) error {
+	var in []*jsonschema.Schema
+	if s.Ref != "" {
+		t, _, err := sc.resolve(s, s.Ref)
+		if err != nil {
+			return err
+		}
+		in = append(in, t)
+		if sc.draft7 {
+			// "All other properties in a $ref object MUST be ignored."
+			g.inPlace[s], g.refOnly[s] = in, true
+			g.weight[s] = int64(len(g.path[s]) + len(s.ID))
+			return nil
+		}
+	}
+	if s.DynamicRef != "" {
+		t, name, err := sc.resolve(s, s.DynamicRef)
+		if err != nil {
+			return err
+		}
+		in = append(in, t)
+		if name != "" {
+			// Resolved at validation time from the dynamic scope: any schema with that
+			// dynamic anchor may be the one.
+			in = append(in, dynamic[name]...)
+		}
+	}
+	in = append(in, s.AllOf...)
+	in = append(in, s.AnyOf...)
+	in = append(in, s.OneOf...)
+	for _, c := range []*jsonschema.Schema{s.Not, s.If, s.Then, s.Else} {
+		if c != nil {
+			in = append(in, c)
+		}
+	}
+	for _, m := range []map[string]*jsonschema.Schema{s.DependentSchemas, s.DependencySchemas} {
+		for _, c := range m {
+			in = append(in, c)
+		}
+	}
+	g.inPlace[s] = in
+	w := int64(len(g.path[s]) + len(s.ID) + len(s.Anchor) + len(s.DynamicAnchor) + len(s.Pattern) +
+		32*(len(s.AllOf)+len(s.AnyOf)+len(s.OneOf)))
+	for _, v := range []any{s.Enum, s.Const, s.Required, s.DependentRequired, s.DependencyStrings} {
+		if b, err := json.Marshal(v); err == nil {
+			w += int64(len(b))
+		}
+	}
+	g.weight[s] = w
+	if s.Pattern != "" {
+		g.compiled(s.Pattern)
+	}
+	for p := range s.PatternProperties {
+		g.compiled(p)
+	}
+	return nil
 }
 
 // compiled records the size of the program re's matcher runs: matching costs about that
@@ -390,88 +416,87 @@ func pointer(s *jsonschema.Schema, ptr string) (*jsonschema.Schema, error) {
 		return s, nil
 	}
 	if ptr[0] != '/' {
-		return nil, fmt.Errorf("JSON Pointer %q does not begin with '/'", clip(ptr, 200))
+		return nil, fmt.Errorf("JSON Pointer %q does not begin with '/'", Clip(ptr, 200))
 	}
 	segs := strings.Split(ptr[1:], "/")
 	for i := range segs {
 		segs[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(segs[i])
 	}
 	for i := 0; i < len(segs); i++ {
-		var (
-			one    *jsonschema.Schema
-			single = true
-			list   []*jsonschema.Schema
-			m      map[string]*jsonschema.Schema
-		)
-		switch segs[i] {
-		case "additionalItems":
-			one = s.AdditionalItems
-		case "additionalProperties":
-			one = s.AdditionalProperties
-		case "contains":
-			one = s.Contains
-		case "contentSchema":
-			one = s.ContentSchema
-		case "else":
-			one = s.Else
-		case "if":
-			one = s.If
-		case "not":
-			one = s.Not
-		case "propertyNames":
-			one = s.PropertyNames
-		case "then":
-			one = s.Then
-		case "unevaluatedItems":
-			one = s.UnevaluatedItems
-		case "unevaluatedProperties":
-			one = s.UnevaluatedProperties
-		case "items":
-			one, list, single = s.Items, s.ItemsArray, s.Items != nil
-		case "allOf":
-			list, single = s.AllOf, false
-		case "anyOf":
-			list, single = s.AnyOf, false
-		case "oneOf":
-			list, single = s.OneOf, false
-		case "prefixItems":
-			list, single = s.PrefixItems, false
-		case "$defs", "definitions", "dependentSchemas", "dependencies", "patternProperties", "properties":
-			m, single = map[string]map[string]*jsonschema.Schema{"$defs": s.Defs, "definitions": s.Definitions,
-				"dependentSchemas": s.DependentSchemas, "dependencies": s.DependencySchemas,
-				"patternProperties": s.PatternProperties, "properties": s.Properties}[segs[i]], false
-			if m == nil {
-				m = map[string]*jsonschema.Schema{}
-			}
-		default:
-			return nil, fmt.Errorf("JSON Pointer segment %q is not a schema keyword", clip(segs[i], 200))
+		at, err := under(s, segs[i])
+		if err != nil {
+			return nil, err
 		}
-		if single {
-			if one == nil {
+		if at.single {
+			if at.one == nil {
 				return nil, errors.New("pointer to nothing")
 			}
-			s = one
+			s = at.one
 			continue
 		}
 		if i+1 == len(segs) {
 			return nil, errors.New("pointer to a keyword that holds several schemas")
 		}
 		i++
-		if m != nil {
-			c, ok := m[segs[i]]
+		if at.named != nil {
+			c, ok := at.named[segs[i]]
 			if !ok || c == nil {
-				return nil, fmt.Errorf("no key %q", clip(segs[i], 200))
+				return nil, fmt.Errorf("no key %q", Clip(segs[i], 200))
 			}
 			s = c
 			continue
 		}
+		list := at.list
 		n, err := strconv.Atoi(segs[i])
 		if err != nil || n < 0 || n >= len(list) || len(segs[i]) > 1 && segs[i][0] == '0' || list[n] == nil {
-			return nil, fmt.Errorf("no index %q", clip(segs[i], 200))
+			return nil, fmt.Errorf("no index %q", Clip(segs[i], 200))
 		}
 		s = list[n]
 	}
 	return s, nil
+}
+
+// keywordSchemas is what one schema keyword holds: one schema (single), or several, listed
+// (list) or named (named, never nil for a keyword of named schemas).
+type keywordSchemas struct {
+	one    *jsonschema.Schema
+	single bool
+	list   []*jsonschema.Schema
+	named  map[string]*jsonschema.Schema
+}
+
+// under returns what keyword kw of s holds, as a JSON Pointer segment reads it; an error when
+// kw is not a keyword that holds schemas.
+func under(s *jsonschema.Schema, kw string) (keywordSchemas, error) {
+	one := map[string]*jsonschema.Schema{"additionalItems": s.AdditionalItems, "additionalProperties": s.AdditionalProperties,
+		"contains": s.Contains, "contentSchema": s.ContentSchema, "else": s.Else, "if": s.If, "not": s.Not,
+		"propertyNames": s.PropertyNames, "then": s.Then, "unevaluatedItems": s.UnevaluatedItems,
+		"unevaluatedProperties": s.UnevaluatedProperties}
+	if c, ok := one[kw]; ok {
+		return keywordSchemas{one: c, single: true}, nil
+	}
+	switch kw {
+	case "items":
+		return keywordSchemas{one: s.Items, list: s.ItemsArray, single: s.Items != nil}, nil
+	case "allOf":
+		return keywordSchemas{list: s.AllOf}, nil
+	case "anyOf":
+		return keywordSchemas{list: s.AnyOf}, nil
+	case "oneOf":
+		return keywordSchemas{list: s.OneOf}, nil
+	case "prefixItems":
+		return keywordSchemas{list: s.PrefixItems}, nil
+	}
+	named := map[string]map[string]*jsonschema.Schema{"$defs": s.Defs, "definitions": s.Definitions,
+		"dependentSchemas": s.DependentSchemas, "dependencies": s.DependencySchemas,
+		"patternProperties": s.PatternProperties, "properties": s.Properties}
+	if m, ok := named[kw]; ok {
+		if m == nil {
+			m = map[string]*jsonschema.Schema{}
+		}
+		return keywordSchemas{named: m}, nil
+	}
+	return keywordSchemas{}, fmt.Errorf("JSON Pointer segment %q is not a schema keyword", Clip(kw, 200))
 }
 
 // inPlaceCycle finds a cycle of in-place applications: validating any instance against a

@@ -1,4 +1,4 @@
-package upstream
+package toolshape
 
 import (
 	"bytes"
@@ -13,7 +13,8 @@ import (
 
 // ApprovalView renders args (a call's JSON arguments) as the person asked to approve the call
 // reads them, or says why it cannot: a question shows everything that decides it, or it is
-// not asked (the approval_required_in_program refusal carries the reason).
+// not asked (the approval_required_in_program refusal carries the reason). s is the tool's
+// input schema (nil: none).
 //
 // Every leaf is one line "path = value", its value in full as JSON (so a string cannot forge
 // a line), for every key path at every depth: no bound cuts a value or drops a key. At each
@@ -27,7 +28,7 @@ import (
 // is shown. Arguments nested deeper than maxRedactDepth, or whose view exceeds max bytes, are
 // not put to a person either. why is "" when view is complete; otherwise view is "" and why
 // is a phrase completing "a question could not show its arguments: ...".
-func (t *Tool) ApprovalView(args json.RawMessage, max int) (view, why string) {
+func ApprovalView(s *Schema, args json.RawMessage, max int) (view, why string) {
 	var v any
 	if len(bytes.TrimSpace(args)) == 0 {
 		v = map[string]any{}
@@ -38,14 +39,8 @@ func (t *Tool) ApprovalView(args json.RawMessage, max int) (view, why string) {
 			return "", "they are not JSON"
 		}
 	}
-	var schema any
-	if t != nil && t.Def != nil && t.Def.InputSchema != nil {
-		if b, err := json.Marshal(t.Def.InputSchema); err == nil {
-			_ = json.Unmarshal(b, &schema)
-		}
-	}
 	w := viewWriter{max: max}
-	w.value("", v, schema, 0)
+	w.value("", v, s, 0)
 	if w.why != "" {
 		return "", w.why
 	}
@@ -102,7 +97,7 @@ func keyPath(path, k string) string {
 	return path + "[" + string(q) + "]"
 }
 
-func (w *viewWriter) value(path string, v, schema any, depth int) {
+func (w *viewWriter) value(path string, v any, s *Schema, depth int) {
 	if w.why != "" {
 		return
 	}
@@ -110,21 +105,19 @@ func (w *viewWriter) value(path string, v, schema any, depth int) {
 		w.why = fmt.Sprintf("%s nests deeper than the %d levels a question shows", cmpPath(path), maxRedactDepth)
 		return
 	}
-	s, _ := schema.(map[string]any)
 	switch x := v.(type) {
 	case map[string]any:
 		if len(x) == 0 {
 			w.add(cmpPath(path) + " = {}")
 			return
 		}
-		props, _ := s["properties"].(map[string]any)
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		slices.SortFunc(keys, func(a, b string) int {
-			_, da := props[a]
-			_, db := props[b]
+			_, da := s.Property(a)
+			_, db := s.Property(b)
 			if da != db {
 				if da {
 					return -1
@@ -135,13 +128,13 @@ func (w *viewWriter) value(path string, v, schema any, depth int) {
 		})
 		for _, k := range keys {
 			p := keyPath(path, k)
-			ps, _ := props[k].(map[string]any)
-			switch {
-			case ps["writeOnly"] == true:
+			ps, _ := s.Property(k)
+			switch ps.secretProperty() {
+			case "writeOnly":
 				w.hidden = append(w.hidden, p+" (the tool's schema marks it writeOnly)")
 				w.add(p + " = " + Redacted)
 				continue
-			case ps["format"] == "password":
+			case "password":
 				w.hidden = append(w.hidden, p+" (the tool's schema marks it a password)")
 				w.add(p + " = " + Redacted)
 				continue
@@ -150,7 +143,7 @@ func (w *viewWriter) value(path string, v, schema any, depth int) {
 				w.why = fmt.Sprintf("%s is named like a secret, so its value can be neither shown nor hidden from the person (the tool's schema does not mark it writeOnly)", p)
 				return
 			}
-			w.value(p, x[k], props[k], depth+1)
+			w.value(p, x[k], ps, depth+1)
 			if w.why != "" {
 				return
 			}
@@ -161,7 +154,7 @@ func (w *viewWriter) value(path string, v, schema any, depth int) {
 			return
 		}
 		for i, e := range x {
-			w.value(fmt.Sprintf("%s[%d]", path, i), e, s["items"], depth+1)
+			w.value(fmt.Sprintf("%s[%d]", path, i), e, s.itemSchema(), depth+1)
 			if w.why != "" {
 				return
 			}

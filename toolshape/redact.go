@@ -1,4 +1,4 @@
-package upstream
+package toolshape
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 )
 
 // Redaction is one rule for whatever shows a person or a log line something a call or an
-// upstream carried: a URL loses its userinfo, query and fragment (cleanURL, which redactErr
-// applies to an error's URL too); a call's arguments (Tool.RedactArguments) also lose the
-// values of secret-looking keys and of properties the tool's schema marks writeOnly or
-// format "password", and are cut to a bound.
+// upstream carried: a URL loses its userinfo, query and fragment (CleanURL, which upstream
+// applies to an error's URL too); a call's arguments (Redact) also lose the values of
+// secret-looking keys and of properties the tool's schema marks writeOnly or format
+// "password", and are cut to a bound.
 
 // Redacted is what replaces a value that is not shown.
 const Redacted = "[redacted]"
@@ -46,9 +46,9 @@ func secretKey(k string) bool {
 	return false
 }
 
-// cleanURL returns raw without its userinfo, query and fragment, since those may carry a
+// CleanURL returns raw without its userinfo, query and fragment, since those may carry a
 // secret; ok is false when raw does not parse as a URL.
-func cleanURL(raw string) (string, bool) {
+func CleanURL(raw string) (string, bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", false
@@ -69,19 +69,19 @@ func scrubURLs(s string) string {
 		return s
 	}
 	return urlInText().ReplaceAllStringFunc(s, func(m string) string {
-		if c, ok := cleanURL(m); ok {
+		if c, ok := CleanURL(m); ok {
 			return c
 		}
 		return "<url>"
 	})
 }
 
-// RedactArguments renders args (a call's JSON arguments) as a person or a log line may see
-// them: compact JSON with keys sorted, secret values replaced by Redacted (keys that look like
-// secrets, and properties t's input schema marks writeOnly or format "password", at any depth
-// the schema describes), URLs inside strings cleaned, strings over 200 bytes cut, and the
-// whole at most max bytes (cut with "…"). Arguments that are not JSON are not shown.
-func (t *Tool) RedactArguments(args json.RawMessage, max int) string {
+// Redact renders args (a call's JSON arguments) as a person or a log line may see them:
+// compact JSON with keys sorted, secret values replaced by Redacted (keys that look like
+// secrets, and properties the input schema s marks writeOnly or format "password", at any
+// depth s describes; s nil: none), URLs inside strings cleaned, strings over 200 bytes cut,
+// and the whole at most max bytes (cut with "…"). Arguments that are not JSON are not shown.
+func Redact(s *Schema, args json.RawMessage, max int) string {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
@@ -90,47 +90,39 @@ func (t *Tool) RedactArguments(args json.RawMessage, max int) string {
 	} else if err := dec.Decode(&v); err != nil {
 		return "(arguments that are not JSON; not shown)"
 	}
-	var schema any
-	if t != nil && t.Def != nil && t.Def.InputSchema != nil {
-		if b, err := json.Marshal(t.Def.InputSchema); err == nil {
-			_ = json.Unmarshal(b, &schema)
-		}
-	}
-	b, err := json.Marshal(redactValue(v, schema, 0))
+	b, err := json.Marshal(redactValue(v, s, 0))
 	if err != nil {
 		return "(arguments not shown)"
 	}
-	return clip(string(b), max)
+	return Clip(string(b), max)
 }
 
-func redactValue(v, schema any, depth int) any {
+func redactValue(v any, s *Schema, depth int) any {
 	if depth > maxRedactDepth {
 		return "…"
 	}
-	s, _ := schema.(map[string]any)
 	switch x := v.(type) {
 	case map[string]any:
-		props, _ := s["properties"].(map[string]any)
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			ps, _ := props[k].(map[string]any)
-			if secretKey(k) || ps["writeOnly"] == true || ps["format"] == "password" {
+			ps, _ := s.Property(k)
+			if secretKey(k) || ps.secretProperty() != "" {
 				out[k] = Redacted
 				continue
 			}
-			out[k] = redactValue(e, props[k], depth+1)
+			out[k] = redactValue(e, ps, depth+1)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = redactValue(e, s["items"], depth+1)
+			out[i] = redactValue(e, s.itemSchema(), depth+1)
 		}
 		return out
 	case string:
 		x = scrubURLs(x)
 		if len(x) > maxShownString {
-			return fmt.Sprintf("%s (%d bytes)", clip(x, maxShownString), len(x))
+			return fmt.Sprintf("%s (%d bytes)", Clip(x, maxShownString), len(x))
 		}
 		return x
 	}

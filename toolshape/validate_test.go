@@ -1,4 +1,4 @@
-package upstream
+package toolshape
 
 import (
 	"encoding/json"
@@ -7,69 +7,31 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/toolshape/shapetest"
 )
 
-// hostileSchemas are input schemas an upstream may send to crash or hang the process: cycles,
-// fan-out, deep nesting, huge enums, pathological patterns, remote references, and shapes
-// the schema library may not expect.
-var hostileSchemas = []string{
-	`{"$ref":"#"}`,
-	`{"allOf":[{"$ref":"#"}]}`,
-	`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}}}`,
-	`{"$defs":{"x":{"not":{"$ref":"#/$defs/x"}}},"$ref":"#/$defs/x"}`,
-	`{"$defs":{"x":{"if":{"$ref":"#/$defs/y"}},"y":{"then":{"$ref":"#/$defs/x"}}},"anyOf":[{"$ref":"#/$defs/x"}]}`,
-	`{"$id":"http://a.example/root","$defs":{"x":{"$id":"http://b.example/x","$ref":"http://a.example/root"}},"allOf":[{"$ref":"http://b.example/x"}]}`,
-	`{"$dynamicAnchor":"m","anyOf":[{"$dynamicRef":"#m"}]}`,
-	`{"$anchor":"top","oneOf":[{"$ref":"#top"}]}`,
-	`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"a":{"$id":"#a","allOf":[{"$ref":"#a"}]}},"$ref":"#/definitions/a"}`,
-	`{"$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"a":{"$ref":"#"}}}`,
-	`{"dependentSchemas":{"a":{"$ref":"#"}}}`,
-	`{"type":"object","properties":{"a":{"$ref":"#"}},"allOf":[{"$ref":"#/$defs/p"},{"$ref":"#/$defs/p"}],"$defs":{"p":{"properties":{"a":{"$ref":"#"}}}}}`,
-	fanOut(60),
-	`{"properties":{"a":{"$ref":"https://schemas.example/x.json"}}}`,
-	`{"$ref":"file:///etc/passwd"}`,
-	`{"$ref":"#/properties/a/items/0/not"}`,
-	`{"$ref":"#/$defs/%ZZ"}`,
-	`{"$ref":"#/items/-"}`,
-	`{"$id":"relative","$ref":"#"}`,
-	`{"type":"string","pattern":"(a*)*(b+)+(c|cc|ccc)*$"}`,
-	`{"type":"string","pattern":"` + strings.Repeat(`(x|y)`, 200) + `"}`,
-	`{"patternProperties":{"` + strings.Repeat(`[a-z]{1,100}`, 8) + `":{"type":"integer"}}}`,
-	`{"type":"array","items":{"enum":[` + strings.TrimSuffix(strings.Repeat(`"aaaaaaaaaaaaaaaaaaaaaaaa",`, 2000), ",") + `]}}`,
-	`{"type":"array","uniqueItems":true,"contains":{"const":{"a":[1,2,3]}},"minContains":2}`,
-	`{"unevaluatedProperties":{"$ref":"#"},"unevaluatedItems":{"$ref":"#"},"propertyNames":{"$ref":"#/$defs/n"},"$defs":{"n":{"type":"string","maxLength":3}}}`,
-	strings.Repeat(`{"not":`, 70) + `{}` + strings.Repeat(`}`, 70),
-	strings.Repeat(`{"items":`, 60) + `{"type":"integer"}` + strings.Repeat(`}`, 60),
-	`{"type":["object","array"],"minProperties":-1,"maxItems":1e300,"multipleOf":0}`,
-	`true`, `false`, `[]`, `"string"`, `null`, `{"$schema":"http://json-schema.org/draft-04/schema#","exclusiveMinimum":true,"minimum":1}`,
-}
-
-var hostileArgs = []string{
-	`{}`, `{"a":1}`, `{"a":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"}`, `{"a":[1,2,3,[1,2,3],{"a":[1,2,3]}]}`,
-	`{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"n":1}}}}}}}}}}}}}}}}}}}}}`,
-	`{"a":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `}`,
-	`{"a":[` + strings.TrimSuffix(strings.Repeat(`"x",`, 5000), ",") + `]}`,
-}
-
-// FuzzSchema compiles an upstream input schema and checks arguments against it: no schema,
-// however hostile, may crash the process, hang it, or make it fetch anything.
+// FuzzSchema reads an upstream input schema as a catalogue does (ReadInput: the model and the
+// validator), checks arguments against it, and renders what every reader makes of it (the
+// stub, the redacted arguments, the approval view): no schema, however hostile, may crash the
+// process, hang it, or make it fetch anything.
 func FuzzSchema(f *testing.F) {
-	for _, s := range hostileSchemas {
-		for _, a := range hostileArgs {
+	for _, s := range shapetest.Schemas {
+		for _, a := range shapetest.Args {
 			f.Add(s, a)
 		}
 	}
 	f.Fuzz(func(t *testing.T, schema, args string) {
-		if len(schema) > maxSchemaBytes {
+		if len(schema) > MaxSchemaBytes {
 			return
 		}
 		start := time.Now()
-		in, _, _ := compileInput([]byte(schema))
-		if in != nil {
-			if obj, _, err := argumentObject(json.RawMessage(args)); err == nil {
-				_ = in.check(obj)
-			}
+		in, _, _ := ReadInput([]byte(schema))
+		if obj, _, err := ArgumentObject(json.RawMessage(args)); err == nil {
+			_ = in.Check(obj)
 		}
+		_ = Stub(StubOf{Name: "s__fuzz", Alias: "s__fuzz", Input: in, Output: in.Schema()})
+		_ = Redact(in.Schema(), json.RawMessage(args), 4000)
+		_, _ = ApprovalView(in.Schema(), json.RawMessage(args), 4000)
 		if el := time.Since(start); el > gate.Scaled(10*time.Second) {
 			t.Fatalf("compiling and checking took %v", el)
 		}
@@ -79,16 +41,16 @@ func FuzzSchema(f *testing.F) {
 // TestHostileSchemas runs every hostile schema against every hostile argument, as the fuzz
 // target's seeds do, and pins what becomes of the cycles.
 func TestHostileSchemas(t *testing.T) {
-	for i, s := range hostileSchemas {
-		in, unavailable, err := compileInput([]byte(s))
+	for i, s := range shapetest.Schemas {
+		in, unavailable, err := compile([]byte(s))
 		if i < 11 && unavailable == "" {
 			t.Errorf("schema %d (a cycle) was accepted (err %v): %s", i, err, s)
 		}
 		if in == nil {
 			continue
 		}
-		for _, a := range hostileArgs {
-			obj, _, err := argumentObject(json.RawMessage(a))
+		for _, a := range shapetest.Args {
+			obj, _, err := ArgumentObject(json.RawMessage(a))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,12 +102,12 @@ func BenchmarkCheckBound(b *testing.B) {
 			}, 1 << 20},
 	} {
 		b.Run(sh.name, func(b *testing.B) {
-			in, _, err := compileInput([]byte(sh.schema))
+			in, _, err := compile([]byte(sh.schema))
 			if in == nil {
 				b.Fatal(err)
 			}
 			decode := func(n int) map[string]any {
-				obj, _, err := argumentObject(json.RawMessage(sh.args(n)))
+				obj, _, err := ArgumentObject(json.RawMessage(sh.args(n)))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -173,7 +135,7 @@ func BenchmarkCheckBound(b *testing.B) {
 // TestDraft07RefIgnoresSiblings: in draft-07 a $ref's sibling keywords are ignored, so a
 // cycle through them is none: the tool stays available and validates through the $ref.
 func TestDraft07RefIgnoresSiblings(t *testing.T) {
-	in, unavailable, err := compileInput([]byte(`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"n":{"type":"object","properties":{"a":{"type":"integer"}}}},"$ref":"#/definitions/n","allOf":[{"$ref":"#"}]}`))
+	in, unavailable, err := compile([]byte(`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"n":{"type":"object","properties":{"a":{"type":"integer"}}}},"$ref":"#/definitions/n","allOf":[{"$ref":"#"}]}`))
 	if in == nil || unavailable != "" || err != nil {
 		t.Fatalf("unavailable %q, err %v", unavailable, err)
 	}
@@ -182,5 +144,39 @@ func TestDraft07RefIgnoresSiblings(t *testing.T) {
 	}
 	if err := in.check(map[string]any{"a": 1.0}); err != nil {
 		t.Errorf("valid arguments refused: %v", err)
+	}
+}
+
+func TestCompileSchemaDegrades(t *testing.T) {
+	for _, c := range []struct {
+		name, schema string
+		valid, bad   string // "" skips
+	}{
+		{"2020-12", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, `{"a":"x"}`, `{"a":1}`},
+		{"draft-07 no hash", `{"$schema":"http://json-schema.org/draft-07/schema","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
+		{"draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, `{"a":"x"}`},
+		{"draft-04 boolean exclusiveMinimum", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"number","minimum":0,"exclusiveMinimum":true}}}`, `{"a":1}`, ""},
+		{"unresolvable ref", `{"type":"object","properties":{"a":{"$ref":"https://example.invalid/x.json"}}}`, `{"a":1}`, ""},
+	} {
+		in, unavailable, _ := compile([]byte(c.schema))
+		if unavailable != "" {
+			t.Fatalf("%s: unavailable: %s", c.name, unavailable)
+		}
+		check := func(args string) error {
+			if in == nil {
+				return nil
+			}
+			obj, _, err := ArgumentObject(json.RawMessage(args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return in.check(obj)
+		}
+		if err := check(c.valid); err != nil {
+			t.Errorf("%s: valid arguments refused: %v", c.name, err)
+		}
+		if c.bad != "" && check(c.bad) == nil {
+			t.Errorf("%s: bad arguments accepted", c.name)
+		}
 	}
 }
