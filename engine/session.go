@@ -177,11 +177,31 @@ func (s *session) open(ctx context.Context) *clocks {
 	return c
 }
 
+// endTeller is a Child that can tell, once its channel has ended before its exit is known,
+// whether the program's interpreter has exited or is exiting (the kernel is taking it down),
+// its exit status then on its way through whatever must reap and report it, from whether it
+// still runs (docs/design.md §4.6).
+type endTeller interface {
+	InterpreterEnded() bool
+}
+
+// channelGrace is how long, after the child's channel ends, its exit has to show before the
+// host asks whether the interpreter still runs (endTeller); a child that cannot tell is held to
+// have closed its channel and kept running when none has shown by then.
+const channelGrace = 500 * time.Millisecond
+
+// interpreterEnded asks the child whether its interpreter has ended (endTeller).
+func (s *session) interpreterEnded() bool {
+	t, ok := s.p.child.(endTeller)
+	return ok && t.InterpreterEnded()
+}
+
 // loop reads the child's frames and watches its exit and the clocks until one of them ends the
 // execution.
 func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
 	frames, exited := s.p.frames, s.p.exited
 	var channelEOF <-chan time.Time
+	awaitingExit := false // the interpreter ended; its exit status is on its way
 	for {
 		select {
 		case fe := <-frames:
@@ -195,7 +215,7 @@ func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
 				if e.exit != nil {
 					return e
 				}
-				channelEOF = time.After(500 * time.Millisecond)
+				channelEOF = time.After(channelGrace)
 				continue
 			}
 			if e.done, e.fail = s.onFrame(c, fe.f); e.done != nil || e.fail != nil {
@@ -209,6 +229,12 @@ func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
 			}
 			channelEOF = time.After(time.Second)
 		case <-channelEOF:
+			if e.exit == nil && s.interpreterEnded() {
+				// Its status comes once whatever reaps it is scheduled, which no fixed time
+				// bounds on a busy host: the wall clock does.
+				channelEOF, awaitingExit = nil, true
+				continue
+			}
 			if e.exit == nil {
 				e.fail = &Failure{Kind: failure.ProtocolViolation, Executed: s.helloSeen,
 					Message: "the sandbox child closed its channel to the host and kept running; it was killed"}
@@ -219,6 +245,11 @@ func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
 				Message: fmt.Sprintf("the sandbox child did not report its containment within %s; nothing ran", c.helloTimeout)}
 			return e
 		case <-c.wall.C:
+			if awaitingExit {
+				e.fail = &Failure{Kind: failure.ProgramError, Executed: true,
+					Message: fmt.Sprintf("the interpreter ended before the program finished, and its exit status did not reach the host within wall_seconds=%g", s.t.WallSeconds)}
+				return e
+			}
 			e.fail = &Failure{Kind: failure.Timeout, Executed: s.helloSeen,
 				Message: fmt.Sprintf("the program did not finish within wall_seconds=%g and was killed", s.t.WallSeconds)}
 			e.limit = limitPtr(LimitWall)
@@ -271,13 +302,15 @@ func (s *session) collect(ctx context.Context) {
 }
 
 // teardown kills the tree, cancels and waits for the binding calls in flight, waits (bounded)
-// for the child's exit when the loop did not see it, and closes the child and its channel.
+// for the child's exit when the loop saw neither it nor done, and closes the child and its
+// channel. After done the exit decides nothing, and its status may come late (a forked
+// child's from its template, once scheduled): Close waits for the child's death itself.
 func (s *session) teardown(e *ending) TreeUsage {
 	s.p.child.Kill()
 	s.cancel()
 	s.p.cancel()
 	s.calls.Wait()
-	if e.exit == nil {
+	if e.exit == nil && e.done == nil {
 		select {
 		case x := <-s.p.exited:
 			e.exit = &x

@@ -40,8 +40,9 @@ type Usage struct {
 	OOMKilled    bool
 	PIDsLimitHit bool
 	// Escaped: the helper was a Subreaper that did not report its tree empty (the program
-	// killed it, or it had to be killed), or the main process outlived SIGKILL by killGrace
-	// (the kernel refused the signal): processes of the tree may have outlived the execution.
+	// killed it, or it had to be killed), or SIGKILL did not reach the main process
+	// (AwaitKilled: the kernel refused it): processes of the tree may have outlived the
+	// execution.
 	Escaped bool
 	// EscapedWhy says why when the host knows (a refused SIGKILL); "" otherwise.
 	EscapedWhy string
@@ -51,11 +52,55 @@ type Usage struct {
 // it kills the subreaper itself (and reports Escaped).
 const subreaperGrace = 3 * time.Second
 
-// killGrace is how long Close waits for the main process after Kill before it gives up on
-// it: a process SIGKILL reached is gone in milliseconds, so one still there was never
-// reached (a root host without CAP_KILL, the program under another uid). Close then reports
-// the tree Escaped rather than wait for a process that may never end.
-const killGrace = 3 * time.Second
+// KillGrace is how long Close waits for the main process after Kill before it looks at it: a
+// process SIGKILL reached is gone in milliseconds on an idle host, and one still there that
+// the kernel is not taking down (Exiting) was never reached (a root host without CAP_KILL, the
+// program under another uid). Close then reports the tree Escaped rather than wait for a
+// process that may never end (AwaitKilled).
+const KillGrace = 3 * time.Second
+
+// exitingBound bounds the wait for a process the kernel is taking down to be gone: one not
+// gone after it is stuck inside the kernel.
+const exitingBound = time.Minute
+
+// AwaitKilled waits for ended, closed once the process pid is gone, after a kill: grace at
+// first; then, as long as the kernel is taking the process down (Exiting: its SIGKILL pending,
+// or its exit begun, where a pid namespace's init waits for every process of its namespace to
+// die), up to exitingBound, since on a busy host a dying process waits to be scheduled like any
+// other. It reports whether ended closed: false says the kill never reached the process. The
+// caller makes sure pid names the process until ended closes (its parent, or the holder of a
+// pidfd whose readability closes ended).
+func AwaitKilled(ended <-chan struct{}, pid int, grace time.Duration) bool {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-ended:
+		return true
+	case <-t.C:
+	}
+	// A dying thread shows none of Exiting's marks for an instant (its SIGKILL dequeued, its
+	// exit not yet begun): it reads as not dying only when read so twice in a row.
+	limit := time.Now().Add(exitingBound)
+	for alive := 0; alive < 2 && time.Now().Before(limit); {
+		if Exiting(pid) {
+			alive = 0
+		} else {
+			alive++
+		}
+		t.Reset(20 * time.Millisecond)
+		select {
+		case <-ended:
+			return true
+		case <-t.C:
+		}
+	}
+	select {
+	case <-ended:
+		return true
+	default:
+		return false
+	}
+}
 
 // Proc is one started (or about to be started) child. Set the exported fields before Start;
 // Close undoes them even when Start was never called or failed.
@@ -93,6 +138,7 @@ type Proc struct {
 
 	cmd      *exec.Cmd
 	conn     net.Conn
+	speaker  Peer // the interpreter, once its first bytes on the channel named it
 	initPath string
 
 	status  *os.File
@@ -135,12 +181,24 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 	hostEnd := os.NewFile(uintptr(fds[0]), "channel")
 	childEnd := os.NewFile(uintptr(fds[1]), "channel-child")
 	defer childEnd.Close()
+	// A program's channel names its interpreter to the host (channelConn); a template's
+	// carries descriptors, whose control messages must come alone.
+	speaks := !spec.Template
+	if speaks {
+		if err := passCredentials(fds[0]); err != nil {
+			hostEnd.Close()
+			return fmt.Errorf("channel setup failed: %w", err)
+		}
+	}
 	conn, err := net.FileConn(hostEnd)
 	hostEnd.Close()
 	if err != nil {
 		return fmt.Errorf("channel setup failed: %w", err)
 	}
 	p.conn = conn
+	if uc, ok := conn.(*net.UnixConn); ok && speaks {
+		p.conn = &channelConn{UnixConn: uc, speaker: &p.speaker}
+	}
 	copied := *spec
 	spec = &copied // the descriptors below are the helper's to know, not the caller's
 	spec.Filter = filter
@@ -326,6 +384,12 @@ func (p *Proc) OutputClosed() <-chan struct{} { return p.copied }
 // Conn is the host's end of the channel.
 func (p *Proc) Conn() net.Conn { return p.conn }
 
+// InterpreterEnded reports whether the interpreter, the process that sent the channel's first
+// bytes, has exited or is exiting (Exiting). Once the channel has ended, its exit status is
+// then on its way through whatever must still reap and report it (the helper's init, bwrap),
+// however long a busy host takes to schedule that (docs/design.md §4.6).
+func (p *Proc) InterpreterEnded() bool { return p.speaker.Exiting() }
+
 // Pid is the host pid of the helper's process (by then the interpreter, or the reaping init),
 // or 0 before Start.
 func (p *Proc) Pid() int {
@@ -412,15 +476,16 @@ func (p *Proc) killByUID() {
 
 // waitOrKill waits for the helper, after Kill, and says whether it saw it end. A Subreaper
 // gets subreaperGrace to empty its tree before it is killed too (it runs as the host's uid,
-// so that kill is never refused). Any other main process gets killGrace: one still there
-// was not reached by SIGKILL, and waiting longer could be waiting forever (Wait goes on in
-// its own goroutine, which returns when the process ends, if ever). When the kernel refused
+// so that kill is never refused). Any other main process gets KillGrace, and longer while the
+// kernel takes it down (AwaitKilled): one still there and not dying was not reached by
+// SIGKILL, and waiting longer could be waiting forever (Wait goes on in its own goroutine,
+// which returns when the process ends, if ever). When the kernel refused
 // the SIGKILL, the channel is closed first, so a program that cooperates ends on its own.
 func (p *Proc) waitOrKill() bool {
 	done := make(chan struct{})
 	go func() { p.Wait(); close(done) }()
 	if !p.Subreaper {
-		grace := killGrace
+		grace := KillGrace
 		if p.refused.Load() {
 			// SIGKILL never left: the program can only end by itself, which a running one
 			// does when its channel ends (the bootstrap's SIGIO). End it now, and wait less.
@@ -429,12 +494,7 @@ func (p *Proc) waitOrKill() bool {
 			}
 			grace = time.Second
 		}
-		select {
-		case <-done:
-			return true
-		case <-time.After(grace):
-			return false
-		}
+		return AwaitKilled(done, p.cmd.Process.Pid, grace)
 	}
 	select {
 	case <-done:
@@ -452,7 +512,7 @@ func (p *Proc) escapedWhy(mainAlive bool) string {
 		return "the kernel refused the host's SIGKILL to the program (the server lacks CAP_KILL, which signalling " +
 			"the sandbox identity's processes needs), and the program was still running after it"
 	case mainAlive:
-		return "the program was still running " + killGrace.String() + " after SIGKILL"
+		return "the program was still running " + KillGrace.String() + " after SIGKILL"
 	case p.Unkillable:
 		return "the sandbox's init could not kill the program's processes (the server lacks CAP_KILL, which " +
 			"signalling the sandbox identity's processes needs)"
@@ -500,6 +560,7 @@ func (p *Proc) Close() Usage {
 		if p.conn != nil {
 			p.conn.Close()
 		}
+		p.speaker.Close()
 		if p.status != nil {
 			p.status.Close()
 		}

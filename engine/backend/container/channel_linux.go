@@ -62,9 +62,9 @@ func listen(path, token string, onEnd func()) (*channel, error) {
 		ln.Close()
 		return nil, err
 	}
-	c := &channel{proc: newPeerProcess()}
+	c := &channel{}
 	c.Channel = tokenconn.Serve(ln, token, &tokenconn.Options{Timeout: tokenTimeout, OnEnd: onEnd,
-		Accepted: func(conn net.Conn) { c.proc.set(peerPID(conn.(*net.UnixConn))) }})
+		Accepted: func(conn net.Conn) { c.proc.Set(peerPID(conn.(*net.UnixConn))) }})
 	return c, nil
 }
 
@@ -91,24 +91,27 @@ func (c *channel) connected() bool { return c.Connected() }
 
 // peer is the pid (in this process's pid namespace) of the process that connected, 0 when
 // unknown or not visible from here.
-func (c *channel) peer() int { return c.proc.get() }
+func (c *channel) peer() int { return c.proc.Pid() }
 
 // awaitPeerExit blocks until the process that connected has exited, or stop is closed, or
 // the channel ended without a connection; it reports whether the peer exited.
 func (c *channel) awaitPeerExit(stop <-chan struct{}) bool {
-	return c.proc.awaitExit(c.Ready(), stop)
+	return c.proc.AwaitExit(c.Ready(), stop)
 }
 
 // awaitPeerExitFor waits up to d for the process that connected to be exiting, returning
 // early when stop reports true; it reports whether the peer is exiting.
 func (c *channel) awaitPeerExitFor(d time.Duration, stop func() bool) bool {
-	return c.proc.awaitExitFor(d, stop)
+	return c.proc.AwaitExitFor(d, stop)
 }
+
+// peerExiting reports whether the process that connected has exited or is exiting.
+func (c *channel) peerExiting() bool { return c.proc.Exiting() }
 
 // Close closes the listener, any connection and the peer's pidfd, and waits for the accept
 // loop and the token readers. It is idempotent.
 func (c *channel) Close() error {
 	c.Channel.Close()
-	c.proc.close()
+	c.proc.Close()
 	return nil
 }

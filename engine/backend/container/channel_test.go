@@ -126,7 +126,7 @@ func TestChannelPeerExited(t *testing.T) {
 	}
 	var ch *channel
 	var exited []bool
-	ch, path, token := newChannel(t, "", func() { exited = append(exited, ch.proc.exited()) })
+	ch, path, token := newChannel(t, "", func() { exited = append(exited, ch.proc.Exiting()) })
 	peer := exec.Command(py, "-c", "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ns.sendall(sys.argv[2].encode() + b'\\n')", path, token)
 	if out, err := peer.CombinedOutput(); err != nil {
 		t.Fatalf("peer: %v: %s", err, out)
@@ -149,7 +149,7 @@ func TestChannelPeerExited(t *testing.T) {
 	if _, err := io.WriteString(ch2, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if ch2.proc.exited() {
+	if ch2.proc.Exiting() {
 		t.Error("this very process reads as exited")
 	}
 }

@@ -37,6 +37,7 @@ type hostChannel interface {
 	peer() int
 	awaitPeerExit(stop <-chan struct{}) bool
 	awaitPeerExitFor(d time.Duration, stop func() bool) bool
+	peerExiting() bool
 }
 
 // execCgroup is the execution's cgroup on this host (internal/cgroup's Parent), which the
@@ -297,6 +298,10 @@ func (c *child) settleExit() {
 	case <-time.After(exitBound):
 	}
 }
+
+// InterpreterEnded reports whether the interpreter that connected has exited or is exiting:
+// its exit then comes once the runtime reports it (docs/design.md §4.6).
+func (c *child) InterpreterEnded() bool { return c.ch.peerExiting() }
 
 // Kill ends the container: the channel closes (the bootstrap exits on its end), the
 // container's processes are killed through the execution's cgroup, and if the container has

@@ -9,12 +9,11 @@ import "time"
 // container's end is what the engine reports (peer_linux.go has the local engine's).
 type peerProcess struct{}
 
-func newPeerProcess() peerProcess { return peerProcess{} }
-
-func (p *peerProcess) set(int)                                    {}
-func (p *peerProcess) get() int                                   { return 0 }
-func (p *peerProcess) awaitExit(ready, stop <-chan struct{}) bool { return false }
-func (p *peerProcess) awaitExitFor(time.Duration, func() bool) bool {
+func (p *peerProcess) Set(int)                                    {}
+func (p *peerProcess) Pid() int                                   { return 0 }
+func (p *peerProcess) Exiting() bool                              { return false }
+func (p *peerProcess) AwaitExit(ready, stop <-chan struct{}) bool { return false }
+func (p *peerProcess) AwaitExitFor(time.Duration, func() bool) bool {
 	return false
 }
-func (p *peerProcess) close() {}
+func (p *peerProcess) Close() {}

@@ -74,7 +74,7 @@ type streams struct {
 
 func newStreams(token string, out io.Writer) *streams {
 	pr, pw := io.Pipe()
-	return &streams{token: []byte(token), out: out, pr: pr, pw: pw, ready: make(chan struct{}), proc: newPeerProcess()}
+	return &streams{token: []byte(token), out: out, pr: pr, pw: pw, ready: make(chan struct{})}
 }
 
 // attach hands the channel the CLI's stdin and writes the token line on it.
@@ -127,7 +127,7 @@ func (s *streams) feed(p []byte) {
 			s.tokenSeen = true
 			s.mu.Unlock()
 			if s.findPeer != nil {
-				s.proc.set(s.findPeer())
+				s.proc.Set(s.findPeer())
 			}
 			s.markReady()
 		case s.left == 0:
@@ -185,12 +185,14 @@ func (s *streams) fail(err error) {
 	s.markReady()
 }
 
-func (s *streams) peer() int { return s.proc.get() }
+func (s *streams) peer() int { return s.proc.Pid() }
 
-func (s *streams) awaitPeerExit(stop <-chan struct{}) bool { return s.proc.awaitExit(s.ready, stop) }
+func (s *streams) awaitPeerExit(stop <-chan struct{}) bool { return s.proc.AwaitExit(s.ready, stop) }
+
+func (s *streams) peerExiting() bool { return s.proc.Exiting() }
 
 func (s *streams) awaitPeerExitFor(d time.Duration, stop func() bool) bool {
-	return s.proc.awaitExitFor(d, stop)
+	return s.proc.AwaitExitFor(d, stop)
 }
 
 func (s *streams) Read(p []byte) (int, error) {
@@ -251,6 +253,6 @@ func (s *streams) Close() error {
 	if stdin != nil {
 		stdin.Close()
 	}
-	s.proc.close()
+	s.proc.Close()
 	return nil
 }

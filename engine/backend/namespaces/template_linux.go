@@ -596,7 +596,7 @@ func (b *Backend) etcFiles() map[string]string {
 // end there) and answers with the child's pidfd; the host joins the child to the execution's
 // cgroup and lets it go on to confine itself and run the bootstrap.
 func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec) (_ engine.Child, err error) {
-	c := &forked{t: t, b: b, copied: make(chan struct{}), waited: make(chan struct{})}
+	c := &forked{t: t, b: b, copied: make(chan struct{}), ended: make(chan struct{}), waited: make(chan struct{})}
 	c.facts = engine.Facts{MountBoundary: true, PIDNamespace: true, NetNamespace: true, Seccomp: true}
 	defer func() {
 		if err != nil {
@@ -847,8 +847,9 @@ type forked struct {
 	cleanup   []func()
 
 	exit   engine.Exit
-	waited chan struct{}
-	gone   atomic.Bool // the pidfd turned readable: the child, and so its pid namespace, exited
+	ended  chan struct{} // closed when the pidfd turns readable (gone): the child is dead
+	waited chan struct{} // closed once its status is read too (exit)
+	gone   atomic.Bool   // the pidfd turned readable: the child, and so its pid namespace, exited
 
 	closeOnce sync.Once
 	usage     engine.TreeUsage
@@ -872,14 +873,17 @@ func (c *forked) Workspace() string {
 }
 
 // wait blocks until the child has exited (its pidfd turns readable), then reads the status
-// the template wrote once it reaped it. No status means the template ended first.
+// the template wrote once it reaped it. No status means the template ended first, or Close
+// gave up on it.
 func (c *forked) wait() {
 	defer close(c.waited)
 	if err := awaitReadable(c.pidfd); err != nil {
 		c.exit = engine.Exit{Code: -1, Err: err}
+		close(c.ended)
 		return
 	}
 	c.gone.Store(true)
+	close(c.ended)
 	c.exit = engine.Exit{Code: -1, Signal: syscall.SIGKILL.String()}
 	b, _ := io.ReadAll(io.LimitReader(c.status, 4096))
 	var st launch.Status
@@ -894,6 +898,20 @@ func (c *forked) wait() {
 func (c *forked) Wait() engine.Exit {
 	<-c.waited
 	return c.exit
+}
+
+// InterpreterEnded reports whether the child, the program's interpreter, has exited or is
+// exiting (spawn.Exiting): its status then comes once the template is scheduled to reap it
+// (docs/design.md §4.6).
+func (c *forked) InterpreterEnded() bool {
+	if c.gone.Load() {
+		return true
+	}
+	ended := false
+	if rc, err := c.pidfd.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { ended = spawn.ExitingPidfd(c.hostPid, int(fd)) })
+	}
+	return ended
 }
 
 // Kill kills the child's pid namespace (SIGKILL to its pid 1) and its cgroup. Once the child
@@ -917,10 +935,12 @@ func (c *forked) Kill() {
 func (c *forked) Close() engine.TreeUsage {
 	c.closeOnce.Do(func() {
 		c.Kill()
-		select {
-		case <-c.waited:
-		case <-time.After(3 * time.Second):
-			c.usage.Escaped, c.usage.EscapedWhy = true, "the forked child was still running 3s after SIGKILL"
+		// The child's death decides whether the tree died, not the template's report of it,
+		// which a busy host may schedule late: that closes the status pipe at the latest
+		// (closeResources), and Wait's exit then reads as the SIGKILL it was.
+		if !spawn.AwaitKilled(c.ended, c.hostPid, spawn.KillGrace) {
+			c.usage.Escaped, c.usage.EscapedWhy = true, "the forked child was still running, and not dying, "+
+				spawn.KillGrace.String()+" after SIGKILL"
 		}
 		select {
 		case <-c.copied:
