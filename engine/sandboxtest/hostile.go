@@ -80,7 +80,7 @@ var Hostile = []Case{
 	{Name: "a tenant reading another tenant's blobs", Class: Channel, Where: "outputs/blobtest/contract.go:contractTenants"},
 	{Name: "an upstream's $ref cycle overflowing the stack", Class: TakeDown, Where: "upstream/hostile_test.go:TestSchemaRefCycleUnavailable"},
 	{Name: "an upstream schema making validation explode", Class: TakeDown, Where: "upstream/hostile_test.go:TestSchemaValidationBounded"},
-	{Name: "any upstream schema and arguments", Class: TakeDown, Where: "upstream/schema_test.go:FuzzSchema"},
+	{Name: "any upstream schema and arguments", Class: TakeDown, Where: "toolshape/validate_test.go:FuzzSchema"},
 	{Name: "an upstream schema fetching remote references", Class: Escape, Where: "upstream/hostile_test.go:TestSchemaRemoteRefNeverFetched"},
 	{Name: "a hostile upstream against the built binary", Class: TakeDown, Where: "conformance/hostile_test.go:TestHostileUpstream"},
 	{Name: "upstream tool names and descriptions forging lines", Class: ProtocolAbuse, Where: "upstream/hostile_test.go:TestUpstreamToolNamesValidated"},
