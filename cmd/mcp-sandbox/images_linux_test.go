@@ -28,8 +28,8 @@ import (
 // (what `make images` runs) build the two images deploy/kubernetes names from this host's
 // files, and a server container and a worker container run in the manifests' shape with
 // podman: the worker as root of a user namespace of its own (hostUsers: false: its uid 0 is
-// an unprivileged id of the host) with SYS_ADMIN, NET_ADMIN, SETUID and SETGID and no other
-// capability, the server as uid 65532 with none, both on a read-only root with a tmpfs /tmp,
+// an unprivileged id of the host) with SYS_ADMIN, NET_ADMIN, SETUID, SETGID, SYS_PTRACE and
+// DAC_READ_SEARCH and no other capability, the server as uid 65532 with none, both on a read-only root with a tmpfs /tmp,
 // nothing pulled. A program sent to the server runs on the worker's namespaces backend.
 // Both containers share the host's loopback (as a pod's containers share one) so that the
 // test reaches the server. One test: it is the expensive one.
@@ -107,7 +107,7 @@ tenants:
 	worker, server := "mcps-worker-"+stamp, "mcps-server-"+stamp
 	run(worker, "--network=none",
 		"--uidmap", fmt.Sprintf("0:%d:65536", sub.UID-sub.UIDCount+1), "--gidmap", fmt.Sprintf("0:%d:65536", sub.GID-sub.GIDCount+1),
-		"--user", "0:0", "--cap-add=SYS_ADMIN,NET_ADMIN,SETUID,SETGID",
+		"--user", "0:0", "--cap-add=SYS_ADMIN,NET_ADMIN,SETUID,SETGID,SYS_PTRACE,DAC_READ_SEARCH",
 		"-v", workerCfg+":/etc/mcp-sandbox/config/config.yaml:ro",
 		images["worker"], "sandbox-service", "--listen", "0.0.0.0:8443",
 		"--config", "/etc/mcp-sandbox/config/config.yaml", "--max-executions", "8", "--drain-timeout", "60s")
@@ -143,7 +143,8 @@ tenants:
 	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(90*time.Second))
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
-		"code": "import os\nprint('in the worker')\nreturn {'v': 6*7, 'uid': os.getuid()}"}})
+		"code": "import os\nprint('in the worker')\nopen('made.txt', 'w').write('kept')\nos.chmod('made.txt', 0)\n" +
+			"return {'v': 6*7, 'uid': os.getuid()}"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +157,10 @@ tenants:
 		Isolation  string            `json:"isolation"`
 		Guarantees map[string]string `json:"guarantees"`
 		Failure    any               `json:"failure"`
+		Artifacts  []struct {
+			Name string `json:"name"`
+		} `json:"artifacts"`
+		Omitted []any `json:"artifacts_omitted"`
 	}
 	b, _ := json.Marshal(res.Meta["mcp-sandbox/report"]) // the whole report; the model's is lean
 	if err := json.Unmarshal(b, &r); err != nil || r.Failure != nil {
@@ -166,6 +171,11 @@ tenants:
 	}
 	if r.Value.UID < 60000 || r.Value.UID > 60015 {
 		t.Errorf("the program ran as uid %d, not one of the worker's run_as range", r.Value.UID)
+	}
+	// The worker reads a finished program's workspace through /proc/PID/root (SYS_PTRACE),
+	// whatever modes the program left on its files (DAC_READ_SEARCH): no file is lost.
+	if len(r.Artifacts) != 1 || r.Artifacts[0].Name != "made.txt" || len(r.Omitted) != 0 {
+		t.Errorf("the file the program made (mode 0) did not come back as its artifact: %s", b)
 	}
 	for _, g := range []string{"filesystem", "network", "identity", "process_tree"} {
 		if r.Guarantees[g] != "enforced" {
