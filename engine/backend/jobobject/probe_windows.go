@@ -89,8 +89,20 @@ var (
 )
 
 // run starts self's hostile child mode in a job with l and returns the job, the command and
-// a reader of its stdout.
+// a reader of its stdout. A start that fails is tried once more, in a new job: a failed start
+// says nothing of what a job enforces, and one failure (Wine's CreateProcess has answered
+// "Internal error" now and then on a loaded machine) must not grade the backend unavailable
+// for the server's life.
 func run(self string, l Limits, args ...string) (*Job, *exec.Cmd, *bufio.Reader, error) {
+	j, cmd, out, err := start(self, l, args...)
+	if err != nil {
+		j, cmd, out, err = start(self, l, args...)
+	}
+	return j, cmd, out, err
+}
+
+// start is one try of run.
+func start(self string, l Limits, args ...string) (*Job, *exec.Cmd, *bufio.Reader, error) {
 	j, err := New(l)
 	if err != nil {
 		return nil, nil, nil, err
