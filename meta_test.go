@@ -145,7 +145,8 @@ var allowed = []rule{
 			"it installs the seccomp filter the host assembled (internal/launch/seccomp, never imported here) and Landlock by its own system calls, never go-seccomp-bpf or go-landlock"},
 	{"internal/launch/seccomp", []string{"golang.org/x/sys", "github.com/elastic/go-seccomp-bpf"},
 		"the seccomp policy assembled in the host by the library docs/design.md §4 names, for the init helper (as bytes) and the container runtimes (as a profile)"},
-	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates"},
+	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates; the init helper the backends exec and the images built from this host's files (internal/inithelper, internal/hostimage), which the command hands the backends"},
+	{"tools/*", nil, "the build's own programs (make dist's release archives, make npm's and make wheel's packages): the standard library only; nothing imports them, and the binary users run holds none of them"},
 	{"budget", []string{"failure", "telemetry"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none; the context economy it keeps per execution is telemetry's Context, the one type of it"},
 	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "telemetry", "internal/owner", "modernc.org/sqlite"},
 		"the run ledger on SQLite in pure Go, its openers' liveness held by internal/owner's lock"},
@@ -838,14 +839,16 @@ var (
 	fileReads = []string{"ReadFile", "Open", "OpenFile", "ReadDir", "DirFS", "OpenRoot", "OpenInRoot"}
 
 	envReaders = map[string]string{
-		"internal/gate":            "the test gate reads MCP_SANDBOX_REQUIRE and MCP_SANDBOX_TEST_SCALE, and re-executes a test binary with its own environment",
-		"internal/launch":          "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
-		"upstream":                 "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
-		"internal/pgdb/pgtest":     "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",
-		"budget/ledgertest":        "a ledger test's crash child is the test binary run again, told by its environment where the ledger is",
-		"engine/backend/container": "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
-		"internal/testkit":         "a test's own Wine prefix has its server ended by wineserver run with our environment and that prefix",
-		"internal/claudecode":      "claude runs with an environment built from nothing but our PATH, where the tests found it",
+		"internal/gate":               "the test gate reads MCP_SANDBOX_REQUIRE and MCP_SANDBOX_TEST_SCALE, and re-executes a test binary with its own environment",
+		"internal/launch":             "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
+		"upstream":                    "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
+		"internal/pgdb/pgtest":        "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",
+		"budget/ledgertest":           "a ledger test's crash child is the test binary run again, told by its environment where the ledger is",
+		"engine/backend/container":    "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
+		"internal/testkit":            "a test's own Wine prefix has its server ended by wineserver run with our environment and that prefix",
+		"internal/claudecode":         "claude runs with an environment built from nothing but our PATH, where the tests found it",
+		"internal/inithelper/overlay": "a build program (make build's): it runs go build with our environment and the target's GOOS and GOARCH",
+		"tools/*":                     "the build's programs, run by make: go build with our environment, and SOURCE_DATE_EPOCH for a reproducible archive",
 	}
 	fileReaders = map[string]string{
 		"budget/sqlite":       "the run ledger's own file under data_dir, created 0600 before SQLite opens it",
@@ -857,6 +860,7 @@ var (
 		"internal/*":          "the init helper, cgroups and interpreter discovery: /proc, /sys/fs/cgroup, the interpreter",
 		"upstream":            "/proc, to find every process of a stdio server's tree when it is killed (tree_linux.go)",
 		"toolshape/shapetest": "a stub a test wrote, shown when Python refuses it",
+		"tools/*":             "the build's programs read the binaries they pack and dist/'s manifests, in the module's root",
 	}
 )
 

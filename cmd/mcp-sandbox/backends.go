@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/inithelper"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/bwrap"
@@ -17,6 +16,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/seatbelt"
 	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/spawned"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/inithelper"
 )
 
 // The backends, each opened in one switch (openBackend) and detected for `local` in one list

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/inithelper"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/inithelper"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/owner"
 )
 

@@ -4,8 +4,8 @@
 // (internal/testkit) use, so each embeds a helper built from the same sources in the same
 // build, never one left over from an earlier build (docs/design.md §19.1).
 //
-//	go run ./cmd/mcp-sandbox/internal/inithelper/overlay -goos linux -goarch amd64 -o DIR
+//	go run ./internal/inithelper/overlay -goos linux -goarch amd64 -o DIR
 //
 // It runs in the module's root. For a target other than linux the overlay replaces nothing:
-// only the Linux backends exec the helper on its own.
+// only the Linux backends exec the helper on its own. It imports the standard library only.
 package main

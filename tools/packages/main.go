@@ -16,7 +16,7 @@ type platform struct {
 	wheelTags     []string // the wheel's platform tags, most general last
 }
 
-// platforms are the targets make dist builds (cmd/mcp-sandbox/internal/release). Linux
+// platforms are the targets make dist builds (tools/release). Linux
 // binaries are static (no cgo), so one wheel serves glibc and musl alike. Go 1.26 runs on macOS 12 and later.
 var platforms = []platform{
 	{goos: "linux", goarch: "amd64", npmOS: "linux", npmCPU: "x64", wheelTags: []string{"manylinux_2_17_x86_64", "manylinux2014_x86_64", "musllinux_1_1_x86_64"}},

@@ -8,7 +8,7 @@
 //
 // An embedded helper is written once to a file of this uid's (install_linux.go) and held
 // there for the process's life; the backends exec that path. cmd/mcp-sandbox asks Resolve
-// once, for every profile alike; of the module it imports only internal/owner (the check of a
-// directory of this uid's, and the flocks that keep a helper in use from being pruned).
+// once, for every profile alike. It imports internal/owner and x/sys (the check of a directory of
+// this uid's, and the flocks that keep a helper in use from being pruned).
 // Resolve is safe for concurrent use.
 package inithelper

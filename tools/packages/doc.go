@@ -1,7 +1,7 @@
 // Command packages makes the packages the package managers of MCP users install, from the
 // binaries of make dist's dist/ (docs/design.md §21), pulling nothing and building nothing:
 //
-//	go run ./cmd/mcp-sandbox/internal/packages -dist dist [-npm dist/npm] [-wheels dist/wheels]
+//	go run ./tools/packages -dist dist [-npm dist/npm] [-wheels dist/wheels]
 //
 // -npm DIR stages the npm packages, one directory each, for `npm pack`: the platform packages
 // @mcp-sandbox/<os>-<cpu> (the binary, with os and cpu fields so that npm installs only the
@@ -14,5 +14,5 @@
 //
 // It reads dist/artifacts.json (the binaries by goos and goarch) and dist/metadata.json (the
 // version). make npm and make wheel run it, and conformance's TestPackagesOffline. It imports
-// the standard library only, and runs no goroutine.
+// the standard library only. It runs no goroutine.
 package main

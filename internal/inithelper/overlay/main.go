@@ -14,8 +14,8 @@ import (
 )
 
 const (
-	helperPkg   = "./cmd/mcp-sandbox/internal/inithelper/helper"
-	embedPkg    = "./cmd/mcp-sandbox/internal/inithelper"
+	helperPkg   = "./internal/inithelper/helper"
+	embedPkg    = "./internal/inithelper"
 	embeddedDir = "embedded" // inithelper's go:embed directory
 )
 
