@@ -146,6 +146,11 @@ var allowed = []rule{
 	{"internal/launch/seccomp", []string{"golang.org/x/sys", "github.com/elastic/go-seccomp-bpf"},
 		"the seccomp policy assembled in the host by the library docs/design.md §4 names, for the init helper (as bytes) and the container runtimes (as a profile)"},
 	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates; the init helper the backends exec and the images built from this host's files (internal/inithelper, internal/hostimage), which the command hands the backends"},
+	{"assembly", []string{"configs", "engine", "engine/backend/*", "remote", "remote/service", "upstream", "upstream/oauthclient", "mcpserver", "mcpserver/oauthrs",
+		"execution", "approval", "cassette", "budget", "budget/sqlite", "budget/postgres", "outputs", "outputs/pgblob", "egress", "metrics", "failure",
+		"internal/httpguard", "internal/inithelper", "internal/owner", "internal/pgdb", "internal/userns"},
+		"the running server assembled from a config the command read and validated (as caddy's package builds what its cmd started): the backends, the remote client and the sandbox service, the upstream pools, the MCP face, the stores, metrics; " +
+			"it reads no flag, and the environment and files only through the Env the command hands it (TestEnvAndFileReadsInCmd)"},
 	{"tools/*", nil, "the build's own programs (make dist's release archives, make npm's and make wheel's packages): the standard library only; nothing imports them, and the binary users run holds none of them"},
 	{"budget", []string{"failure", "telemetry"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none; the context economy it keeps per execution is telemetry's Context, the one type of it"},
 	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "telemetry", "internal/owner", "modernc.org/sqlite"},
@@ -183,7 +188,7 @@ var allowed = []rule{
 	{"telemetry", []string{"go.opentelemetry.io/otel"},
 		"the seam to what an operator watches: the OpenTelemetry API (never its SDK: cmd installs that), a metrics interface, a logger in a context; engine stays free of it"},
 	{"metrics", []string{"telemetry", "github.com/prometheus/client_golang"},
-		"telemetry.Metrics over Prometheus, imported by cmd only, so no other package links Prometheus"},
+		"telemetry.Metrics over Prometheus, imported by the command and the server it assembles (assembly) only, so no other package links Prometheus"},
 }
 
 func ruleFor(rel string) (rule, bool) {
@@ -256,13 +261,15 @@ var importers = map[string]struct {
 		"a call's answer and handle cross the call's path, from upstream through binding (and a cassette) to the engine and its protocol (and the remote client and service, which carry it), and nowhere else"},
 	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette"},
 		"a tool's shape is the upstream client's, read by what walks and records its calls; the engine never learns a tool's schema, and the MCP face reads it through upstream"},
-	"remote": {[]string{"cmd/*", "remote/service"},
-		"the remote client is one of the sandboxes cmd opens for a profile, as a backend is; the service shares its protocol"},
-	"remote/service": {[]string{"cmd/*"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
-	"internal/httpguard": {[]string{"cmd/*"},
-		"the bounds of the command's HTTP listeners; a handler below cmd decides who is authenticated and never guards a listener itself"},
-	"approval": {[]string{"binding", "execution", "mcpserver", "cmd/mcp-sandbox"},
-		"a question is asked by a binding call's approval step, counted in an execution's result, crosses MCP in mcpserver, and its webhook is wired by the command; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
+	"remote": {[]string{"cmd/*", "assembly", "remote/service"},
+		"the remote client is one of the sandboxes a profile opens into (assembly), as a backend is; the service shares its protocol"},
+	"remote/service": {[]string{"cmd/*", "assembly"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
+	"internal/httpguard": {[]string{"cmd/*", "assembly"},
+		"the bounds of the command's HTTP listeners (set by its flags, applied where the server is assembled); a handler below decides who is authenticated and never guards a listener itself"},
+	"approval": {[]string{"binding", "execution", "mcpserver", "assembly", "cmd/mcp-sandbox"},
+		"a question is asked by a binding call's approval step, counted in an execution's result, crosses MCP in mcpserver, and its webhook is wired by the server's assembly; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
+	"assembly": {[]string{"cmd/*"},
+		"the running server is assembled for the command's subcommands only; a package below it never builds the server it is part of"},
 }
 
 // importerViolations says which imports of package rel a leaf's importers rule forbids.

@@ -1,10 +1,8 @@
-package main
+package assembly
 
 import (
 	"log/slog"
-	"os"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
@@ -12,7 +10,7 @@ import (
 // requestState of an approval asked through input requests, the first sealing and all
 // opening. Without one the server makes a random key and says what that costs where it
 // costs something (stateKeyMissing).
-func stateKeys(cfg *configs.Config) (*mcpserver.StateKeys, error) {
+func stateKeys(cfg *Config) (*mcpserver.StateKeys, error) {
 	refs := cfg.Approvals.StateKey
 	if len(refs) == 0 {
 		stateKeyMissing(cfg)
@@ -20,13 +18,13 @@ func stateKeys(cfg *configs.Config) (*mcpserver.StateKeys, error) {
 	}
 	var keys [][]byte
 	for i, ref := range refs {
-		s, err := ref.Resolve(os.LookupEnv, os.ReadFile)
+		s, err := cfg.resolve(ref)
 		if err != nil {
-			return nil, usagef("approvals.state_key[%d]: %v", i, err)
+			return nil, configErrorf("approvals.state_key[%d]: %v", i, err)
 		}
 		k, err := mcpserver.DecodeStateKey(s)
 		if err != nil {
-			return nil, usagef("approvals.state_key[%d] (%s): %v", i, ref, err)
+			return nil, configErrorf("approvals.state_key[%d] (%s): %v", i, ref, err)
 		}
 		keys = append(keys, k)
 	}
@@ -39,7 +37,7 @@ func stateKeys(cfg *configs.Config) (*mcpserver.StateKeys, error) {
 // retry reaching another one is refused (a warning). On a data_dir: a program paused on an
 // approval does not survive a restart (info). Otherwise (the embedded default, data_dir "-")
 // nothing is lost, and nothing is said above debug.
-func stateKeyMissing(cfg *configs.Config) {
+func stateKeyMissing(cfg *Config) {
 	askable := false
 	for _, t := range cfg.Tenants {
 		askable = askable || len(t.Upstreams) > 0

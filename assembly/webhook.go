@@ -1,25 +1,23 @@
-package main
+package assembly
 
 import (
 	"log/slog"
-	"os"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 )
 
 // startWebhook starts the sender of cfg's approvals.webhook (approval.Webhook), its bearer
 // read here, or returns nil without one.
-func startWebhook(cfg *configs.Config) (*approval.Webhook, error) {
+func startWebhook(cfg *Config) (*approval.Webhook, error) {
 	w := cfg.Approvals.Webhook
 	if w == nil {
 		return nil, nil
 	}
 	var bearer string
 	if w.Bearer != nil {
-		b, err := w.Bearer.Resolve(os.LookupEnv, os.ReadFile)
+		b, err := cfg.resolve(*w.Bearer)
 		if err != nil {
-			return nil, usagef("approvals.webhook.bearer: %v", err)
+			return nil, configErrorf("approvals.webhook.bearer: %v", err)
 		}
 		bearer = b
 	}

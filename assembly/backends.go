@@ -1,9 +1,8 @@
-package main
+package assembly
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
@@ -32,10 +31,10 @@ import (
 // that reaches the profile's level, and never a weaker one; when that is below the isolated
 // level while a container engine could have given it (macOS and Windows, where `local` takes
 // the container backend whenever an engine answers), fallback says why, for every result.
-func openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level, cacheDir string) (b engine.Backend, fallback string, err error) {
+func (e Env) openBackend(ctx context.Context, name string, p configs.Profile, level engine.Level, cacheDir string) (b engine.Backend, fallback string, err error) {
 	backend := p.Backend
 	if backend == configs.BackendLocal {
-		found := detectLocal(p)
+		found := e.detectLocal(p)
 		pick, err := engine.SelectLocal(found, level)
 		if err != nil {
 			return nil, "", failure.New(failure.IsolationUnavailable, "profile %q: %v; %s", name, err, localAdvice())
@@ -49,23 +48,23 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 			return nil, "", failure.New(failure.IsolationUnavailable, "profile %q requires isolation %q, which the process backend cannot reach; "+
 				"use a backend with a kernel boundary (namespaces, bwrap: apt-get install bubblewrap)", name, level)
 		}
-		o := &process.Options{Options: localOptions(p)}
+		o := &process.Options{Options: e.localOptions(p)}
 		o.CacheDir = cacheDir
 		b, err = process.New(ctx, o)
 	case configs.BackendNamespaces:
-		o := nsOptions(p)
+		o := e.nsOptions(p)
 		o.CacheDir = cacheDir
 		b, err = namespaces.New(ctx, o)
 	case configs.BackendBwrap:
-		o := bwrapOptions(p)
+		o := e.bwrapOptions(p)
 		o.CacheDir = cacheDir
 		b, err = bwrap.New(ctx, o)
 	case configs.BackendContainer:
-		b, err = container.New(ctx, containerOptions(p))
+		b, err = container.New(ctx, e.containerOptions(p))
 	case "seatbelt": // what local picks on macOS without a container engine
-		b, err = seatbelt.New(ctx, &seatbelt.Options{Python: p.Python, Env: allowedEnv(p.EnvAllowlist), CacheDir: cacheDir})
+		b, err = seatbelt.New(ctx, &seatbelt.Options{Python: p.Python, Env: e.allowedEnv(p.EnvAllowlist), CacheDir: cacheDir})
 	case "jobobject": // what local picks on Windows without a container engine
-		b, err = jobobject.NewBackend(ctx, &jobobject.Options{Python: p.Python, Env: allowedEnv(p.EnvAllowlist)})
+		b, err = jobobject.NewBackend(ctx, &jobobject.Options{Python: p.Python, Env: e.allowedEnv(p.EnvAllowlist)})
 	default:
 		return nil, "", fmt.Errorf("profile %q: backend %q is not available in this build", name, p.Backend)
 	}
@@ -77,9 +76,9 @@ func openBackend(ctx context.Context, name string, p configs.Profile, level engi
 // bwrap, process) are listed everywhere, absent elsewhere with why; off Linux `local` takes
 // the container backend where an engine answers, and else the system's process level
 // (seatbelt on macOS, jobobject on Windows).
-func detectLocal(p configs.Profile) []engine.LocalBackend {
-	nsWhy := namespacesWhy(p)
-	_, bwWhy := bwrap.Find(bwrapOptions(p))
+func (e Env) detectLocal(p configs.Profile) []engine.LocalBackend {
+	nsWhy := e.namespacesWhy(p)
+	_, bwWhy := bwrap.Find(e.bwrapOptions(p))
 	procOK, procWhy := process.Available()
 	found := []engine.LocalBackend{
 		{Name: configs.BackendNamespaces, Isolation: engine.LevelIsolated, Available: nsWhy == "", Reason: nsWhy},
@@ -89,11 +88,11 @@ func detectLocal(p configs.Profile) []engine.LocalBackend {
 	switch runtime.GOOS {
 	case "darwin":
 		ok, why := seatbelt.Available()
-		found = append(found, detectContainer(context.Background(), p),
+		found = append(found, e.detectContainer(context.Background(), p),
 			engine.LocalBackend{Name: "seatbelt", Isolation: engine.LevelProcess, Available: ok, Reason: why})
 	case "windows":
 		ok, why := jobobject.Available(p.Python)
-		found = append(found, detectContainer(context.Background(), p),
+		found = append(found, e.detectContainer(context.Background(), p),
 			engine.LocalBackend{Name: "jobobject", Isolation: engine.LevelProcess, Available: ok, Reason: why})
 	}
 	return engine.DetectLocalBackends(found)
@@ -101,11 +100,11 @@ func detectLocal(p configs.Profile) []engine.LocalBackend {
 
 // namespacesWhy is why the namespaces backend is unavailable to profile p here, or "": on
 // macOS, that the system has no kernel boundary for a local child at all.
-func namespacesWhy(p configs.Profile) string {
+func (e Env) namespacesWhy(p configs.Profile) string {
 	if runtime.GOOS == "darwin" {
 		return seatbelt.IsolatedWhy
 	}
-	_, why := namespaces.Available(nsOptions(p))
+	_, why := namespaces.Available(e.nsOptions(p))
 	return why
 }
 
@@ -141,53 +140,44 @@ func containerFallback(found []engine.LocalBackend, pick engine.LocalBackend) st
 // localOptions are what profile p sets for every Linux local backend alike, and the init
 // helper they all exec: the embedded one, written to its file at the first call, or this
 // binary.
-func localOptions(p configs.Profile) spawned.Options {
-	return spawned.Options{Python: p.Python, RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms(),
+func (e Env) localOptions(p configs.Profile) spawned.Options {
+	return spawned.Options{Python: p.Python, RunAs: p.RunAs, Env: e.allowedEnv(p.EnvAllowlist), Disable: e.disabledMechanisms(),
 		InitPath: inithelper.Resolve().Path}
 }
 
 // nsOptions: warm.start auto (the default) and template fork a warm pool's children from
 // templates where this host allows it; exec forbids templates.
-func nsOptions(p configs.Profile) *namespaces.Options {
-	return &namespaces.Options{Options: localOptions(p), Template: p.Warm.Start == nil || *p.Warm.Start != configs.WarmStartExec}
+func (e Env) nsOptions(p configs.Profile) *namespaces.Options {
+	return &namespaces.Options{Options: e.localOptions(p), Template: p.Warm.Start == nil || *p.Warm.Start != configs.WarmStartExec}
 }
 
-func bwrapOptions(p configs.Profile) *bwrap.Options {
-	return &bwrap.Options{Options: localOptions(p)}
+func (e Env) bwrapOptions(p configs.Profile) *bwrap.Options {
+	return &bwrap.Options{Options: e.localOptions(p)}
 }
 
 // templateWhy says why the namespaces backend of profile p execs its warm children here
 // instead of forking them from templates, or "" when it forks them. It starts no child.
-func templateWhy(ctx context.Context, p configs.Profile, cacheDir string) string {
-	o := nsOptions(p)
+func (e Env) templateWhy(ctx context.Context, p configs.Profile, cacheDir string) string {
+	o := e.nsOptions(p)
 	o.CacheDir = cacheDir
 	return namespaces.TemplateWhy(ctx, o)
 }
 
 // detectContainer is the container backend as profile p would find it: a runtime that
 // answers and the image present, or why not and the command that fixes it. It starts nothing.
-func detectContainer(ctx context.Context, p configs.Profile) engine.LocalBackend {
-	d := container.Detect(ctx, containerOptions(p))
+func (e Env) detectContainer(ctx context.Context, p configs.Profile) engine.LocalBackend {
+	d := container.Detect(ctx, e.containerOptions(p))
 	return engine.LocalBackend{Name: configs.BackendContainer, Isolation: engine.LevelIsolated, Available: d.Available, Reason: d.Reason}
 }
 
 // containerOptions: the container backend runs wherever a docker or podman CLI reaches an
 // engine: on Linux the engine may be this host's; on macOS and Windows it is Docker
 // Desktop's or a Podman machine's VM, or a remote one (docs/design.md §4.5).
-func containerOptions(p configs.Profile) *container.Options {
+func (e Env) containerOptions(p configs.Profile) *container.Options {
 	c := configs.Container{}
 	if p.Container != nil {
 		c = *p.Container
 	}
 	return &container.Options{Runtime: c.Runtime, Image: c.Image, Python: c.Python, OCIRuntime: c.OCIRuntime,
-		RunAs: p.RunAs, Env: allowedEnv(p.EnvAllowlist), Disable: disabledMechanisms()}
-}
-
-// The jobobject backend's probe runs this binary as its hostile children (a busy loop, a
-// tree, an allocation, more processes than allowed): main dispatches them first, before
-// anything else (a no-op off Windows, where nothing runs the binary so).
-func maybeJobObjectChild() {
-	if len(os.Args) > 1 && os.Args[1] == jobobject.ChildArg {
-		os.Exit(jobobject.ChildMain(os.Args[2:], os.Stdout))
-	}
+		RunAs: p.RunAs, Env: e.allowedEnv(p.EnvAllowlist), Disable: e.disabledMechanisms()}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package assembly
 
 import (
 	"strings"
@@ -15,11 +15,11 @@ import (
 func TestWarmStartPicksTheTemplate(t *testing.T) {
 	for start, want := range map[string]bool{configs.WarmStartTemplate: true, configs.WarmStartAuto: true, configs.WarmStartExec: false} {
 		p := configs.Profile{Warm: configs.Warm{Start: configs.Text(start)}}
-		if got := nsOptions(p).Template; got != want {
+		if got := testEnv.nsOptions(p).Template; got != want {
 			t.Errorf("warm.start %s: Template %v, want %v", start, got, want)
 		}
 	}
-	if !nsOptions(configs.Profile{}).Template {
+	if !testEnv.nsOptions(configs.Profile{}).Template {
 		t.Errorf("no warm.start: Template off")
 	}
 }

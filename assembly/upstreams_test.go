@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func TestUpstreamBearerResolvedPerRequest(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(file, []byte("one\n"), 0o600)
-	s := upstreamServer("docs", configs.Upstream{URL: "https://docs.example/mcp", Bearer: &configs.Credential{File: file}})
+	s := testEnv.upstreamServer("docs", configs.Upstream{URL: "https://docs.example/mcp", Bearer: &configs.Credential{File: file}})
 	for _, want := range []string{"one", "two"} {
 		if want == "two" {
 			os.WriteFile(file, []byte("two"), 0o600)
@@ -29,7 +29,7 @@ func TestUpstreamBearerResolvedPerRequest(t *testing.T) {
 		}
 	}
 	t.Setenv("MCP_SANDBOX_TEST_TOKEN", "env-secret")
-	s = upstreamServer("docs", configs.Upstream{URL: "https://docs.example/mcp", Bearer: &configs.Credential{Env: "MCP_SANDBOX_TEST_TOKEN"}})
+	s = testEnv.upstreamServer("docs", configs.Upstream{URL: "https://docs.example/mcp", Bearer: &configs.Credential{Env: "MCP_SANDBOX_TEST_TOKEN"}})
 	if got, err := s.Bearer(context.Background()); err != nil || got != "env-secret" {
 		t.Errorf("Bearer = %q, %v", got, err)
 	}
@@ -39,13 +39,13 @@ func TestUpstreamBearerResolvedPerRequest(t *testing.T) {
 // dropped (always callable), upstream names and globs kept; an ungranted tenant gets nil.
 func TestAgentUpstreams(t *testing.T) {
 	bindings := []string{"list_tools", "docs__*", "support__lookup"}
-	cfg := &configs.Config{
+	cfg := testConfig(&configs.Config{
 		Upstreams: map[string]configs.Upstream{"docs": {Command: []string{"/bin/true"}}},
 		Tenants: map[string]configs.Tenant{
 			"t":    {Upstreams: []string{"docs"}, Policy: configs.Policy{Deny: []string{"docs__x"}, ApprovalRequired: []string{"docs__y*"}}, Agents: map[string]configs.Agent{"a": {ExposeUpstreamTools: true, CodeExecution: &configs.CodeExecution{Bindings: &bindings}}}},
 			"none": {Agents: map[string]configs.Agent{"a": {}}},
 		},
-	}
+	})
 	tp, err := openUpstreams(cfg, []string{"t", "none"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestAgentUpstreams(t *testing.T) {
 // An A2A peer takes its url, bearer and allow_insecure_http from its a2a block.
 func TestUpstreamA2APeer(t *testing.T) {
 	t.Setenv("MCP_SANDBOX_TEST_TOKEN", "peer-secret")
-	s := upstreamServer("inv", configs.Upstream{Deferred: true, A2A: &configs.A2APeer{
+	s := testEnv.upstreamServer("inv", configs.Upstream{Deferred: true, A2A: &configs.A2APeer{
 		URL: "http://agents.example/inv", AllowInsecureHTTP: true, Bearer: &configs.Credential{Env: "MCP_SANDBOX_TEST_TOKEN"},
 	}})
 	if !s.A2A || s.URL != "http://agents.example/inv" || !s.AllowInsecureHTTP || !s.Deferred || s.Bearer == nil {
@@ -108,7 +108,7 @@ func TestBearerReasonNamesTheVariable(t *testing.T) {
 		if tt.set != nil {
 			t.Setenv(name, *tt.set)
 		}
-		_, err := bearerOf(&tt.cred)(context.Background())
+		_, err := testEnv.bearerOf(&tt.cred)(context.Background())
 		var ce *upstream.CredentialError
 		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Reason, tt.want) || strings.Contains(ce.Reason, "/nonexistent") {
 			t.Errorf("%v: %v, want a CredentialError saying %q (and no path)", tt.cred, err, tt.want)

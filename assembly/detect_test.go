@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 func TestOpenBackendSelection(t *testing.T) {
-	found := detectLocal(configs.Profile{})
+	found := testEnv.detectLocal(configs.Profile{})
 	names := map[string]bool{}
 	for _, f := range found {
 		names[f.Name] = true
@@ -25,11 +25,11 @@ func TestOpenBackendSelection(t *testing.T) {
 	if err != nil {
 		gate.Require(t, "isolated", false, fmt.Sprintf("this host has no isolated backend: %v", err))
 	}
-	b, _, err := openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated, "")
+	b, _, err := testEnv.openBackend(context.Background(), "p", configs.Profile{Backend: "local"}, engine.LevelIsolated, "")
 	if err != nil || b.Name() != best.Name {
 		t.Fatalf("local at isolated opened %v, %v; want %s", b, err, best.Name)
 	}
-	_, _, err = openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated, "")
+	_, _, err = testEnv.openBackend(context.Background(), "p", configs.Profile{Backend: "process"}, engine.LevelIsolated, "")
 	if err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("process at isolated: %v, want a refusal", err)
 	}
@@ -42,7 +42,7 @@ func TestBuiltBackendsAreTheSwitch(t *testing.T) {
 	for _, b := range []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendContainer, configs.BackendRemote} {
 		p := configs.Default().Profiles[configs.DefaultProfileName]
 		p.Backend = b
-		sb, err := openProfile(context.Background(), "p", p, openOptions{})
+		sb, err := testEnv.openProfile(context.Background(), "p", p, openOptions{})
 		if err == nil {
 			sb.Close()
 		}

@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"log/slog"
@@ -11,7 +11,7 @@ import (
 // openRemote builds the remote backend of a profile: its service's URL, its credential (a
 // reference resolved fresh for every request and never kept), and the profile's caps, which
 // narrow what the service is asked for and bound what it may send back.
-func openRemote(name string, p configs.Profile, level engine.Level) (*remote.Sandbox, error) {
+func (e Env) openRemote(name string, p configs.Profile, level engine.Level) (*remote.Sandbox, error) {
 	r := p.Remote // Validate requires it for backend remote
 	if r == nil {
 		r = &configs.Remote{}
@@ -26,7 +26,7 @@ func openRemote(name string, p configs.Profile, level engine.Level) (*remote.San
 		PreviewBytes:      int64(deref(p.Output.PreviewBytes)),
 		Artifacts:         artifactPolicy(p),
 		Logger:            slog.Default().With("profile", name),
-		Bearer:            bearerOf(r.Bearer),
+		Bearer:            e.bearerOf(r.Bearer),
 	}
 	// A stream carries both output streams and the artifacts as base64, and every call's
 	// arguments: its ceiling follows the profile's, never below the default.

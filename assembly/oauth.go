@@ -1,16 +1,14 @@
-package main
+package assembly
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver/oauthrs"
 )
@@ -22,7 +20,7 @@ type oauthSubject struct {
 }
 
 // oauthSubjects maps each subject of the tenants' oauth blocks to its tenant.
-func oauthSubjects(cfg *configs.Config) map[string]oauthSubject {
+func oauthSubjects(cfg *Config) map[string]oauthSubject {
 	m := map[string]oauthSubject{}
 	for _, tname := range sortedKeys(cfg.Tenants) {
 		if t := cfg.Tenants[tname].OAuth; t != nil {
@@ -47,7 +45,7 @@ func prmPath(resource string) (metadataURL, path string) {
 
 // newOAuth wires auth.oauth into the HTTP face: a verifier whose subjects follow reloads
 // (subjects), and the resource metadata. nil when the config has no auth.oauth.
-func newOAuth(cfg *configs.Config, subjects *atomic.Pointer[map[string]oauthSubject]) *mcpserver.OAuth {
+func newOAuth(cfg *Config, subjects *atomic.Pointer[map[string]oauthSubject]) *mcpserver.OAuth {
 	o := cfg.Auth.OAuth
 	if o == nil {
 		return nil
@@ -59,7 +57,7 @@ func newOAuth(cfg *configs.Config, subjects *atomic.Pointer[map[string]oauthSubj
 		if in := is.Introspection; in != nil {
 			secret := in.ClientSecret
 			intro[is.Issuer] = &oauthrs.Introspection{ClientID: in.ClientID,
-				Secret: func() (string, error) { return secret.Resolve(os.LookupEnv, os.ReadFile) }}
+				Secret: func() (string, error) { return cfg.resolve(secret) }}
 		}
 	}
 	v := oauthrs.New(&oauthrs.Options{
@@ -111,7 +109,7 @@ type tenantOAuthAuth struct {
 }
 
 // tenantAuthOf says, per tenant, how it authenticates over HTTP.
-func tenantAuthOf(cfg *configs.Config) map[string]tenantAuth {
+func tenantAuthOf(cfg *Config) map[string]tenantAuth {
 	out := map[string]tenantAuth{}
 	for _, name := range sortedKeys(cfg.Tenants) {
 		t := cfg.Tenants[name]
@@ -138,7 +136,7 @@ func tenantAuthOf(cfg *configs.Config) map[string]tenantAuth {
 }
 
 // writeTenantAuth prints tenantAuthOf, a line per tenant.
-func writeTenantAuth(w io.Writer, cfg *configs.Config) {
+func writeTenantAuth(w io.Writer, cfg *Config) {
 	fmt.Fprintln(w, "how tenants authenticate over HTTP:")
 	auth := tenantAuthOf(cfg)
 	for _, name := range sortedKeys(auth) {

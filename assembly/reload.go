@@ -1,16 +1,13 @@
-package main
+package assembly
 
 import (
 	"context"
 	"log/slog"
 	"os"
-	"os/signal"
 	"reflect"
 	"slices"
 	"sync/atomic"
-	"syscall"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
 
@@ -21,7 +18,8 @@ import (
 // and OAuth subjects and scopes. What needs a restart, and is logged as such: new tenants or agents, profiles, upstream
 // definitions, limits, quotas. A config that does not load leaves the running one in place.
 type reloader struct {
-	path   string
+	path   string                  // for logs
+	load   func() (*Config, error) // nil: the embedded default, which cannot change
 	pools  *tenantPools
 	served []servedAgent
 	tokens atomic.Pointer[map[string]string] // token hash → tenant (HTTP)
@@ -31,7 +29,7 @@ type reloader struct {
 	tokenless atomic.Pointer[string]
 	// loopback: the HTTP listener is on loopback, the only place tokenless access is allowed.
 	loopback bool
-	loaded   *configs.Config
+	loaded   *Config
 }
 
 type servedAgent struct {
@@ -39,8 +37,8 @@ type servedAgent struct {
 	upstreams     *mcpserver.Upstreams // nil when the tenant is granted no upstream
 }
 
-func newReloader(path string, cfg *configs.Config, pools *tenantPools, loopback bool) *reloader {
-	r := &reloader{path: path, pools: pools, loaded: cfg, loopback: loopback}
+func newReloader(o *ServeOptions, cfg *Config, pools *tenantPools, loopback bool) *reloader {
+	r := &reloader{path: o.ConfigPath, load: o.Reload, pools: pools, loaded: cfg, loopback: loopback}
 	r.setTokens(cfg)
 	return r
 }
@@ -52,7 +50,7 @@ func (r *reloader) add(a mcpserver.Agent) {
 // tokenTable maps each token hash to its tenant, as of the last load.
 func (r *reloader) tokenTable() map[string]string { return *r.tokens.Load() }
 
-func (r *reloader) setTokens(cfg *configs.Config) {
+func (r *reloader) setTokens(cfg *Config) {
 	m := map[string]string{}
 	for _, tname := range sortedKeys(cfg.Tenants) {
 		for _, h := range cfg.Tenants[tname].Tokens {
@@ -72,16 +70,6 @@ func (r *reloader) setTokens(cfg *configs.Config) {
 // tokenlessTenant is the tenant of a request without a token: the only tenant, while no
 // tenant has a token and the listener is on loopback; otherwise "" (a token is required).
 func (r *reloader) tokenlessTenant() string { return *r.tokenless.Load() }
-
-// hangups subscribes to SIGHUP at once and returns the subscription and its end. Until a
-// process subscribes, SIGHUP's default action ends it: serve subscribes first thing, so a
-// reload asked for while it starts (opening profiles takes seconds) waits for the reloader
-// instead of killing the server.
-func hangups() (<-chan os.Signal, func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	return hup, func() { signal.Stop(hup) }
-}
 
 // start reloads on every signal from hup until ctx ends or the returned stop is called; stop
 // waits for the reload in progress, if any.
@@ -103,11 +91,11 @@ func (r *reloader) start(ctx context.Context, hup <-chan os.Signal) (stop func()
 }
 
 func (r *reloader) reload() {
-	if r.path == "" {
+	if r.load == nil {
 		slog.Info("SIGHUP: serving the embedded default config, which cannot change; nothing to reload")
 		return
 	}
-	cfg, err := configs.LoadWith(r.path, loadOptions())
+	cfg, err := r.load()
 	if err != nil {
 		slog.Error("config reload failed: the running config stays in force", "config", r.path, "err", err)
 		return

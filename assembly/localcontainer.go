@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type engineReport struct {
 // engineReportOf is the engine report for the config's first profile of backend local (its
 // python and container settings), or the embedded default's; nil on Linux, where `local`
 // never takes the container backend.
-func engineReportOf(ctx context.Context, cfg *configs.Config) *engineReport {
+func engineReportOf(ctx context.Context, cfg *Config) *engineReport {
 	if runtime.GOOS == "linux" {
 		return nil
 	}
@@ -53,8 +53,8 @@ func engineReportOf(ctx context.Context, cfg *configs.Config) *engineReport {
 			break
 		}
 	}
-	found := detectLocal(p)
-	opts := containerOptions(p)
+	found := cfg.detectLocal(p)
+	opts := cfg.containerOptions(p)
 	d := container.Detect(ctx, opts)
 	image := opts.Image
 	if image == "" {

@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
@@ -35,10 +36,10 @@ const sqliteRecoveryInterval = time.Minute
 // connectTimeout bounds connecting to PostgreSQL (and migrating) at startup and in doctor.
 const connectTimeout = 20 * time.Second
 
-// storage is the run ledger and the blob store of a serving process.
-type storage struct {
-	ledger budget.Ledger
-	blobs  outputs.BlobStore // nil: no data dir and no shared store, so no blob store
+// Storage is the run ledger and the blob store of a serving process.
+type Storage struct {
+	Ledger budget.Ledger
+	Blobs  outputs.BlobStore // nil: no data dir and no shared store, so no blob store
 	tmp    string            // a private ledger dir to remove at close, when there is no data dir
 	report storageReport     // what is in use, for logs and doctor
 
@@ -62,10 +63,10 @@ type storageReport struct {
 }
 
 // dataDir is the config's data dir ("" when there is none: "-", or no HOME to default from).
-func dataDir(cfg *configs.Config) string {
+func dataDir(cfg *Config) string {
 	dir := cfg.DataDir
 	if dir == "" {
-		dir = configs.DefaultDataDir(os.Getenv)
+		dir = configs.DefaultDataDir(cfg.getenv)
 	}
 	if dir == configs.NoDataDir {
 		return ""
@@ -73,8 +74,8 @@ func dataDir(cfg *configs.Config) string {
 	return dir
 }
 
-// plannedStorage says what openStorage will use for cfg, without opening anything.
-func plannedStorage(cfg *configs.Config) storageReport {
+// plannedStorage says what OpenStorage will use for cfg, without opening anything.
+func plannedStorage(cfg *Config) storageReport {
 	dir := dataDir(cfg)
 	var r storageReport
 	switch {
@@ -98,15 +99,15 @@ func plannedStorage(cfg *configs.Config) storageReport {
 }
 
 // resolveDSN reads a DSN reference; a failure is a config error naming the reference only.
-func resolveDSN(what string, ref configs.Credential) (string, error) {
-	dsn, err := ref.Resolve(os.LookupEnv, os.ReadFile)
+func (e Env) resolveDSN(what string, ref configs.Credential) (string, error) {
+	dsn, err := e.resolve(ref)
 	if err != nil {
-		return "", usagef("%s.postgres.dsn: %v", what, err)
+		return "", configErrorf("%s.postgres.dsn: %v", what, err)
 	}
 	return dsn, nil
 }
 
-// openStorage opens the ledger and the blob store the config names: by default, SQLite and
+// OpenStorage opens the ledger and the blob store the config names: by default, SQLite and
 // files under the data dir (data_dir, default configs.DefaultDataDir); with ledger.postgres or
 // blobs.postgres, PostgreSQL, migrated on open. It then recovers calls a dead owner left in
 // flight: each becomes unknown, is logged, stays counted and is never replayed.
@@ -116,21 +117,21 @@ func resolveDSN(what string, ref configs.Credential) (string, error) {
 // execution and per Run, but do not survive a restart. preserve: required then refuses to
 // start. A DSN that cannot be read is a config error; a database that cannot be reached is an
 // error naming the DSN's reference and the cause, never the DSN.
-func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
+func OpenStorage(ctx context.Context, cfg *Config) (*Storage, error) {
 	dir := dataDir(cfg)
-	st := &storage{report: plannedStorage(cfg), closeBlobs: func() {}}
+	st := &Storage{report: plannedStorage(cfg), closeBlobs: func() {}}
 	pgLedger := cfg.Ledger != nil && cfg.Ledger.Postgres != nil
 	pgBlobs := cfg.Blobs != nil && cfg.Blobs.Postgres != nil
 	if dir == "" && !pgBlobs {
 		for _, name := range sortedKeys(cfg.Profiles) {
 			if cfg.Profiles[name].Output.Preserve == configs.PreserveRequired {
-				return nil, usagef("profile %q: output.preserve is %q, which needs a blob store, and there is no data_dir (set data_dir, or HOME/XDG_STATE_HOME for the default, or blobs.postgres)",
+				return nil, configErrorf("profile %q: output.preserve is %q, which needs a blob store, and there is no data_dir (set data_dir, or HOME/XDG_STATE_HOME for the default, or blobs.postgres)",
 					name, configs.PreserveRequired)
 			}
 		}
 	}
 	if pgLedger {
-		dsn, err := resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
+		dsn, err := cfg.resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +145,7 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ledger: PostgreSQL (%s): %w", st.report.Ledger.Location, err)
 		}
-		st.ledger = led
+		st.Ledger = led
 		st.recoverEvery = max(led.LeaseTTL()/4, 250*time.Millisecond)
 	} else {
 		ldir := dir
@@ -158,28 +159,28 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 		}
 		led, err := sqlite.Open(ctx, ldir, nil)
 		if err != nil {
-			st.close()
+			st.Close()
 			return nil, fmt.Errorf("data_dir %s: %w", ldir, err)
 		}
-		st.ledger = led
+		st.Ledger = led
 		st.recoverEvery = sqliteRecoveryInterval
 	}
-	blobs, closeBlobs, err := openBlobs(ctx, cfg)
+	blobs, closeBlobs, err := OpenBlobs(ctx, cfg)
 	if err != nil {
-		st.close()
+		st.Close()
 		return nil, err
 	}
 	if blobs == nil {
 		slog.Warn("no data_dir and no blobs.postgres: there is no blob store; outputs are previews only")
 	}
-	st.blobs, st.closeBlobs = blobs, closeBlobs
-	if st.blobs != nil {
-		st.blobs = outputs.WithQuota(st.blobs, storeQuota(cfg))
+	st.Blobs, st.closeBlobs = blobs, closeBlobs
+	if st.Blobs != nil {
+		st.Blobs = outputs.WithQuota(st.Blobs, storeQuota(cfg))
 	}
-	lost, err := st.ledger.Recover(ctx)
+	lost, err := st.Ledger.Recover(ctx)
 	st.logLost(lost)
 	if err != nil {
-		st.close()
+		st.Close()
 		return nil, fmt.Errorf("ledger: recovering calls left in flight: %w", err)
 	}
 	slog.Info("storage open", "ledger", st.report.Ledger.Kind, "ledger_at", st.report.Ledger.Location,
@@ -187,11 +188,11 @@ func openStorage(ctx context.Context, cfg *configs.Config) (*storage, error) {
 	return st, nil
 }
 
-// openBlobs opens the blob store the config names: PostgreSQL with blobs.postgres, else files
+// OpenBlobs opens the blob store the config names: PostgreSQL with blobs.postgres, else files
 // under the data dir; nil (and a close that does nothing) when there is neither.
-func openBlobs(ctx context.Context, cfg *configs.Config) (outputs.BlobStore, func(), error) {
+func OpenBlobs(ctx context.Context, cfg *Config) (outputs.BlobStore, func(), error) {
 	if cfg.Blobs != nil && cfg.Blobs.Postgres != nil {
-		dsn, err := resolveDSN("blobs", cfg.Blobs.Postgres.DSN)
+		dsn, err := cfg.resolveDSN("blobs", cfg.Blobs.Postgres.DSN)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -214,7 +215,7 @@ func openBlobs(ctx context.Context, cfg *configs.Config) (outputs.BlobStore, fun
 	return blobs, func() {}, nil
 }
 
-func (st *storage) logLost(lost []budget.CallRecord) {
+func (st *Storage) logLost(lost []budget.CallRecord) {
 	for _, c := range lost {
 		n := st.lost.Add(1)
 		slog.Warn("tool call recorded unknown: its owner stopped while it was in flight; it stays counted and is not replayed",
@@ -226,19 +227,19 @@ func (st *storage) logLost(lost []budget.CallRecord) {
 // background runs, until ctx ends, the blob sweeper (blobs older than retention), the
 // cassette and paused-call sweepers (older than kept, approvals.retention_hours) and the
 // ledger's periodic recovery; the returned function stops them and waits for them.
-func (st *storage) background(ctx context.Context, retention, kept time.Duration) (stop func()) {
+func (st *Storage) background(ctx context.Context, retention, kept time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { sweepCassettes(ctx, st.ledger, kept, time.Now) })
-	if st.blobs != nil {
+	wg.Go(func() { sweepCassettes(ctx, st.Ledger, kept, time.Now) })
+	if st.Blobs != nil {
 		wg.Go(func() {
-			outputs.RunSweeper(ctx, st.blobs, min(blobSweepInterval, retention), retention, func(err error) {
+			outputs.RunSweeper(ctx, st.Blobs, min(blobSweepInterval, retention), retention, func(err error) {
 				slog.Warn("blob sweep failed", "err", err)
 			})
 		})
 	}
 	wg.Go(func() {
-		budget.RunRecovery(ctx, st.ledger, st.recoverEvery, func(lost []budget.CallRecord, err error) {
+		budget.RunRecovery(ctx, st.Ledger, st.recoverEvery, func(lost []budget.CallRecord, err error) {
 			st.logLost(lost)
 			if err != nil {
 				slog.Warn("ledger recovery pass failed", "err", err)
@@ -246,7 +247,7 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 		})
 	})
 	if kept > 0 {
-		wg.Go(func() { sweepPauses(ctx, st.ledger, kept) })
+		wg.Go(func() { sweepPauses(ctx, st.Ledger, kept) })
 	}
 	return func() { cancel(); wg.Wait() }
 }
@@ -254,7 +255,7 @@ func (st *storage) background(ctx context.Context, retention, kept time.Duration
 // sweepPauses drops, until ctx ends, the paused calls asked longer than retention ago: their
 // questions have long closed, and their journals are kept no longer.
 func sweepPauses(ctx context.Context, p budget.Pauses, retention time.Duration) {
-	everyUntilDone(ctx, min(pauseSweepInterval, retention), func() { dropOldPauses(ctx, p, retention) })
+	everyUntilDone(ctx, min(pauseSweepInterval, retention), func() { approval.DropOldPauses(ctx, p, retention) })
 }
 
 // everyUntilDone runs pass at once and then every interval, until ctx ends: the loop of
@@ -272,21 +273,12 @@ func everyUntilDone(ctx context.Context, interval time.Duration, pass func()) {
 	}
 }
 
-// dropOldPauses is one pass of sweepPauses.
-func dropOldPauses(ctx context.Context, p budget.Pauses, retention time.Duration) {
-	if n, err := p.DropPausesBefore(ctx, time.Now().Add(-retention)); err != nil && ctx.Err() == nil {
-		slog.Warn("paused calls past their retention not dropped", "err", err)
-	} else if n > 0 {
-		slog.Info("paused calls past their retention dropped", "dropped", n, "retention", retention)
-	}
-}
-
 // pauseSweepInterval is how often the paused calls past their retention are dropped.
 const pauseSweepInterval = time.Hour
 
-func (st *storage) close() {
-	if st.ledger != nil {
-		st.ledger.Close()
+func (st *Storage) Close() {
+	if st.Ledger != nil {
+		st.Ledger.Close()
 	}
 	st.closeBlobs()
 	if st.tmp != "" {
@@ -296,10 +288,10 @@ func (st *storage) close() {
 
 // probeStorage is doctor's look at the stores: the plan, and for PostgreSQL whether the DSN
 // can be read and the server answers (it connects and disconnects, and changes nothing).
-func probeStorage(ctx context.Context, cfg *configs.Config) storageReport {
+func probeStorage(ctx context.Context, cfg *Config) storageReport {
 	r := plannedStorage(cfg)
 	probe := func(rep *storeReport, what string, ref configs.Credential) {
-		dsn, err := resolveDSN(what, ref)
+		dsn, err := cfg.resolveDSN(what, ref)
 		if err == nil {
 			pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 			var pool interface{ Close() }
@@ -324,7 +316,7 @@ func probeStorage(ctx context.Context, cfg *configs.Config) storageReport {
 
 // storeQuota is the config's quotas on stored bytes: each tenant's (a tenant the config does
 // not name gets the defaults) and the server's.
-func storeQuota(cfg *configs.Config) outputs.StoreQuota {
+func storeQuota(cfg *Config) outputs.StoreQuota {
 	tenants := map[string]int64{}
 	for name := range cfg.Tenants {
 		tenants[name] = int64(*cfg.TenantQuotas(name).MaxStoredBytes)
@@ -358,4 +350,41 @@ func bindingBudget(b configs.BindingBudget) budget.Limits {
 	set(&l.MaxArgumentBytes, b.MaxArgumentBytes)
 	set(&l.MaxResultBytes, b.MaxResultBytes)
 	return l
+}
+
+// OpenPauses opens the run ledger the config names, where the servers keep paused calls:
+// ledger.postgres, or the SQLite ledger under data_dir. Without either there is nothing
+// shared to read.
+func OpenPauses(ctx context.Context, cfg *Config) (budget.Pauses, func(), error) {
+	if cfg.Ledger != nil && cfg.Ledger.Postgres != nil {
+		dsn, err := cfg.resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
+		if err != nil {
+			return nil, nil, err
+		}
+		octx, cancel := context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
+		led, err := postgres.Open(octx, dsn, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ledger: PostgreSQL (dsn %s): %w", cfg.Ledger.Postgres.DSN.String(), err)
+		}
+		return led, func() { led.Close() }, nil
+	}
+	dir := dataDir(cfg)
+	if dir == "" {
+		return nil, nil, configErrorf("there is no data_dir and no ledger.postgres, so each server's ledger is private to it and no approval can be read here")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s: %w (has a server run with this config?)", dir, err)
+	}
+	led, err := sqlite.Open(ctx, dir, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	return led, func() { led.Close() }, nil
+}
+
+// HasLedger says whether cfg names a ledger that outlives a process: under data_dir, or on
+// PostgreSQL (ledger.postgres).
+func HasLedger(cfg *Config) bool {
+	return dataDir(cfg) != "" || cfg.Ledger != nil && cfg.Ledger.Postgres != nil
 }

@@ -1,9 +1,8 @@
-package main
+package assembly
 
 import (
 	"context"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 
 // upstreamServer converts one configured upstream. A bearer reference is resolved fresh for
 // every request (a rotated secret takes effect at once) and never kept.
-func upstreamServer(name string, u configs.Upstream) upstream.Server {
+func (e Env) upstreamServer(name string, u configs.Upstream) upstream.Server {
 	s := upstream.Server{
 		Name:              name,
 		Command:           append([]string(nil), u.Command...),
@@ -24,26 +23,26 @@ func upstreamServer(name string, u configs.Upstream) upstream.Server {
 		URL:               u.URL,
 		Deferred:          u.Deferred,
 		AllowInsecureHTTP: u.AllowInsecureHTTP,
-		Bearer:            bearerOf(u.Bearer),
+		Bearer:            e.bearerOf(u.Bearer),
 	}
 	if a := u.A2A; a != nil {
-		s.A2A, s.URL, s.AllowInsecureHTTP, s.Bearer = true, a.URL, a.AllowInsecureHTTP, bearerOf(a.Bearer)
+		s.A2A, s.URL, s.AllowInsecureHTTP, s.Bearer = true, a.URL, a.AllowInsecureHTTP, e.bearerOf(a.Bearer)
 	}
 	if o := u.OAuth; o != nil {
-		s.OAuth = oauthSource(s.URL, o)
+		s.OAuth = e.oauthSource(s.URL, o)
 	}
 	return s
 }
 
 // oauthSource is the client-credentials token source of an upstream's oauth block; its
 // secret is resolved at every exchange, like a bearer.
-func oauthSource(endpoint string, o *configs.UpstreamOAuth) *oauthclient.Source {
+func (e Env) oauthSource(endpoint string, o *configs.UpstreamOAuth) *oauthclient.Source {
 	secret := o.ClientSecret
 	return oauthclient.New(&oauthclient.Options{
 		URL:      endpoint,
 		Issuer:   o.Issuer,
 		ClientID: o.ClientID,
-		Secret:   bearerOf(&secret),
+		Secret:   e.bearerOf(&secret),
 		Scopes:   append([]string(nil), o.Scopes...),
 		Resource: o.Resource,
 	})
@@ -51,15 +50,15 @@ func oauthSource(endpoint string, o *configs.UpstreamOAuth) *oauthclient.Source 
 
 // bearerOf is the per-request resolver of a credential reference (a rotated secret takes
 // effect at the next request; nothing is kept); nil for none.
-func bearerOf(c *configs.Credential) func(context.Context) (string, error) {
+func (e Env) bearerOf(c *configs.Credential) func(context.Context) (string, error) {
 	if c == nil {
 		return nil
 	}
 	cred := *c
 	return func(context.Context) (string, error) {
-		tok, err := cred.Resolve(os.LookupEnv, os.ReadFile)
+		tok, err := e.resolve(cred)
 		if err != nil {
-			return "", &upstream.CredentialError{Reason: credentialReason(cred), Err: err}
+			return "", &upstream.CredentialError{Reason: e.credentialReason(cred), Err: err}
 		}
 		return tok, nil
 	}
@@ -68,10 +67,10 @@ func bearerOf(c *configs.Credential) func(context.Context) (string, error) {
 // credentialReason says why cred could not be resolved, for the model: the variable's name
 // (the operator's config names it; knowing it is how the problem gets fixed), never a value,
 // and never a file's path.
-func credentialReason(cred configs.Credential) string {
+func (e Env) credentialReason(cred configs.Credential) string {
 	switch {
 	case cred.Env != "" && cred.File == "":
-		v, ok := os.LookupEnv(cred.Env)
+		v, ok := e.LookupEnv(cred.Env)
 		switch {
 		case !ok:
 			return "the environment variable " + cred.Env + " is not set"
@@ -98,7 +97,7 @@ type tenantPools struct {
 // a server when a turn first needs its catalogue. A pool keeps the shapes it observes of its
 // tenant's results in ledger, when that keeps them (nil: in memory only); ledger must outlive
 // the pools, which merge what they hold into it as they close.
-func openUpstreams(cfg *configs.Config, tenants []string, ledger budget.Ledger) (*tenantPools, error) {
+func openUpstreams(cfg *Config, tenants []string, ledger budget.Ledger) (*tenantPools, error) {
 	tp := &tenantPools{pools: map[string]*upstream.Pool{}, watchers: map[string][]func(){}}
 	for _, tname := range tenants {
 		grant := cfg.Tenants[tname].Upstreams
@@ -110,13 +109,13 @@ func openUpstreams(cfg *configs.Config, tenants []string, ledger budget.Ledger) 
 			u, ok := cfg.Upstreams[name]
 			if !ok {
 				tp.close()
-				return nil, usagef("tenant %q is granted upstream %q, which is not defined (upstreams: %v)", tname, name, sortedKeys(cfg.Upstreams))
+				return nil, configErrorf("tenant %q is granted upstream %q, which is not defined (upstreams: %v)", tname, name, sortedKeys(cfg.Upstreams))
 			}
-			srv := upstreamServer(name, u)
+			srv := cfg.upstreamServer(name, u)
 			if u.Sandbox != "" {
 				if contained, state := upstreamSandbox(cfg, u); contained {
 					p, _ := cfg.Profile(u.Sandbox)
-					srv.Launch = containedLauncher(u.Sandbox, p, u.Paths)
+					srv.Launch = cfg.containedLauncher(u.Sandbox, p, u.Paths)
 				} else {
 					slog.Warn("upstream server runs unconfined", "upstream", name, "tenant", tname, "why", state)
 				}
@@ -131,7 +130,7 @@ func openUpstreams(cfg *configs.Config, tenants []string, ledger budget.Ledger) 
 		})
 		if err != nil {
 			tp.close()
-			return nil, usagef("tenant %q: %v", tname, err)
+			return nil, configErrorf("tenant %q: %v", tname, err)
 		}
 		tp.pools[tname] = pool
 	}
@@ -156,7 +155,7 @@ func (tp *tenantPools) close() {
 
 // agentUpstreams is what mcpserver needs of an agent's upstream tools, or nil when its tenant
 // is granted none.
-func (tp *tenantPools) agentUpstreams(cfg *configs.Config, tname, aname string) *mcpserver.Upstreams {
+func (tp *tenantPools) agentUpstreams(cfg *Config, tname, aname string) *mcpserver.Upstreams {
 	pool := tp.pools[tname]
 	if pool == nil {
 		return nil
@@ -184,7 +183,7 @@ func (tp *tenantPools) agentUpstreams(cfg *configs.Config, tname, aname string) 
 
 // policyOf is an agent's upstream access in cfg: its tenant's grant and policy and its own
 // bindings. An agent cfg no longer has gets nothing.
-func policyOf(cfg *configs.Config, tname, aname string) mcpserver.UpstreamPolicy {
+func policyOf(cfg *Config, tname, aname string) mcpserver.UpstreamPolicy {
 	t, ok := cfg.Tenants[tname]
 	if !ok {
 		return mcpserver.UpstreamPolicy{Bindings: &[]string{}}
@@ -226,7 +225,7 @@ func rulesOf(rs []configs.Rule) []upstream.Rule {
 // approvalTimeout is how long an agent's calls wait for a person's approval: its code
 // execution profile's approvals.timeout_seconds, or, for an agent without one, the default
 // profile's, or the built-in default.
-func approvalTimeout(cfg *configs.Config, tname, aname string) time.Duration {
+func approvalTimeout(cfg *Config, tname, aname string) time.Duration {
 	name := configs.DefaultProfileName
 	if ce := cfg.Tenants[tname].Agents[aname].CodeExecution; ce != nil {
 		name = profileOf(ce)

@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"fmt"
@@ -38,12 +38,12 @@ func identityAdvice(euid int, name, nsWhy string, h userns.Host) string {
 }
 
 // hostIdentityAdvice is identityAdvice for this process and profile p, on this host.
-func hostIdentityAdvice(p configs.Profile) string {
+func (e Env) hostIdentityAdvice(p configs.Profile) string {
 	euid, name := hostUser()
 	if euid <= 0 { // root, or Windows (no uids): no advice to give
 		return ""
 	}
-	return identityAdvice(euid, name, namespacesWhy(p), userns.Host{})
+	return identityAdvice(euid, name, e.namespacesWhy(p), userns.Host{})
 }
 
 // identityNote is what doctor says about a profile whose programs run as the host's own uid:

@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func credentialWhere(c configs.Credential) string {
 // upstreamAuthOf says, per upstream, how the server authenticates to it. With probe, each
 // OAuth upstream's authorization server is asked for a token (which is dropped, never sent
 // anywhere), at most within timeout, all at once.
-func upstreamAuthOf(ctx context.Context, cfg *configs.Config, probe bool, timeout time.Duration) map[string]upstreamAuth {
+func upstreamAuthOf(ctx context.Context, cfg *Config, probe bool, timeout time.Duration) map[string]upstreamAuth {
 	out := map[string]upstreamAuth{}
 	var (
 		wg sync.WaitGroup
@@ -67,7 +67,7 @@ func upstreamAuthOf(ctx context.Context, cfg *configs.Config, probe bool, timeou
 			a.OAuth = &upstreamOAuthAuth{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: credentialWhere(o.ClientSecret),
 				Scopes: append([]string{}, o.Scopes...), Resource: o.Resource}
 			if probe {
-				src, oa := oauthSource(upstreamServer(name, u).URL, o), a.OAuth
+				src, oa := cfg.oauthSource(cfg.upstreamServer(name, u).URL, o), a.OAuth
 				wg.Go(func() {
 					pctx, cancel := context.WithTimeout(ctx, timeout)
 					defer cancel()
@@ -155,4 +155,31 @@ func tokenWarnings(auth map[string]upstreamAuth) []string {
 		}
 	}
 	return out
+}
+
+// tokenProbeTimeout bounds how long check and doctor wait for an authorization server.
+const tokenProbeTimeout = 20 * time.Second
+
+// Authentication is how tenants authenticate to the server and how it authenticates to each
+// upstream, as check and doctor print it.
+type Authentication struct {
+	cfg       *Config
+	upstreams map[string]upstreamAuth
+}
+
+// ProbeAuthentication reads cfg's authentication, asking each OAuth upstream's authorization
+// server for a token (dropped, never sent anywhere), all at once and each within
+// tokenProbeTimeout.
+func ProbeAuthentication(ctx context.Context, cfg *Config) *Authentication {
+	return &Authentication{cfg: cfg, upstreams: upstreamAuthOf(ctx, cfg, true, tokenProbeTimeout)}
+}
+
+// Warnings are check's warnings for the OAuth upstreams no token could be had for.
+func (a *Authentication) Warnings() []string { return tokenWarnings(a.upstreams) }
+
+// WriteText writes how each tenant authenticates, then how the server authenticates to each
+// upstream.
+func (a *Authentication) WriteText(w io.Writer) {
+	writeTenantAuth(w, a.cfg)
+	writeUpstreamAuth(w, a.upstreams)
 }

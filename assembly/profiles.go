@@ -1,11 +1,9 @@
-package main
+package assembly
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -16,23 +14,11 @@ import (
 // builtBackends are the profile backends this build can run: openProfile opens each (remote
 // itself, the others through openBackend's switch; TestBuiltBackendsAreTheSwitch holds them
 // together), and a config naming another is refused by every command, check included
-// (configs.Options.Backends). A new backend is added to both.
+// (configs.Options.Backends, by LoadOptions). A new backend is added to both.
 var builtBackends = []string{configs.BackendLocal, configs.BackendProcess, configs.BackendNamespaces, configs.BackendBwrap, configs.BackendContainer, configs.BackendRemote}
 
-// loadOptions is what this build tells configs about itself.
-func loadOptions() *configs.Options { return &configs.Options{Backends: builtBackends} }
-
-// loadConfig reads path, or the embedded default when path is empty.
-func loadConfig(path string) (*configs.Config, error) {
-	if path == "" {
-		return configs.Default(), nil
-	}
-	cfg, err := configs.LoadWith(path, loadOptions())
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	return cfg, nil
-}
+// LoadOptions is what this build tells configs about itself: the backends it can open.
+func LoadOptions() *configs.Options { return &configs.Options{Backends: builtBackends} }
 
 // profileSandbox is what a profile opens into: a local engine.Runner, or the remote backend.
 type profileSandbox interface {
@@ -47,19 +33,19 @@ type profileSandbox interface {
 
 // openProfile builds the sandbox a profile names: its backend, with the profile's caps.
 // It starts no child; Describe does, with a fixed probe.
-func openProfile(ctx context.Context, name string, p configs.Profile, o openOptions) (profileSandbox, error) {
+func (e Env) openProfile(ctx context.Context, name string, p configs.Profile, o openOptions) (profileSandbox, error) {
 	level, err := engine.ParseLevel(p.Isolation)
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %v", name, err)
 	}
 	if p.Backend == configs.BackendRemote {
-		return openRemote(name, p, level)
+		return e.openRemote(name, p, level)
 	}
-	backend, fallback, err := openBackend(ctx, name, p, level, o.cacheDir)
+	backend, fallback, err := e.openBackend(ctx, name, p, level, o.cacheDir)
 	if err != nil {
 		return nil, err
 	}
-	pol, err := egressPolicy(p)
+	pol, err := e.egressPolicy(p)
 	if err != nil {
 		if c, ok := backend.(io.Closer); ok {
 			c.Close()
@@ -73,7 +59,7 @@ func openProfile(ctx context.Context, name string, p configs.Profile, o openOpti
 		Isolation:      level,
 		AllowNetwork:   p.AllowNetwork,
 		AllowSameUID:   p.AllowSameUID,
-		IdentityAdvice: hostIdentityAdvice(p),
+		IdentityAdvice: e.hostIdentityAdvice(p),
 		EnvAllowlist:   p.EnvAllowlist,
 		PreviewBytes:   int64(deref(p.Output.PreviewBytes)),
 		MaxBytes:       int64(deref(p.Output.MaxBytes)),
@@ -115,9 +101,9 @@ type openOptions struct {
 // Nothing is ever made stronger by it.
 const DisableEnv = "MCP_SANDBOX_DISABLE"
 
-func disabledMechanisms() []string {
+func (e Env) disabledMechanisms() []string {
 	var out []string
-	for _, m := range strings.Split(os.Getenv(DisableEnv), ",") {
+	for _, m := range strings.Split(e.getenv(DisableEnv), ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			out = append(out, m)
 		}
@@ -126,22 +112,14 @@ func disabledMechanisms() []string {
 }
 
 // allowedEnv reads the allowlisted variables from this process's environment.
-func allowedEnv(names []string) map[string]string {
+func (e Env) allowedEnv(names []string) map[string]string {
 	env := map[string]string{}
 	for _, n := range names {
-		if v, ok := os.LookupEnv(n); ok {
+		if v, ok := e.LookupEnv(n); ok {
 			env[n] = v
 		}
 	}
 	return env
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 // engineLimits converts config limits, taking unset fields from base.
@@ -178,54 +156,4 @@ func agentTerms(t configs.Tenant, ce *configs.CodeExecution) (terms engine.Terms
 		}
 	}
 	return engine.Terms{Limits: req, Network: network, Isolation: level}, refusal
-}
-
-// errNoTenant: a config valid for sandbox-service alone has nothing to serve or run.
-var errNoTenant = usagef("the config defines no tenant; a config with only sandbox_service is for `mcp-sandbox sandbox-service`")
-
-// pickTenant resolves --tenant, defaulting to the only one there is.
-func pickTenant(cfg *configs.Config, tenant string) (string, error) {
-	if len(cfg.Tenants) == 0 {
-		return "", errNoTenant
-	}
-	if tenant == "" {
-		names := sortedKeys(cfg.Tenants)
-		if len(names) != 1 {
-			return "", usagef("--tenant is required: the config has tenants %v", names)
-		}
-		tenant = names[0]
-	}
-	if _, ok := cfg.Tenants[tenant]; !ok {
-		return "", usagef("no tenant %q in the config (tenants: %v)", tenant, sortedKeys(cfg.Tenants))
-	}
-	return tenant, nil
-}
-
-// pickAgent resolves --tenant and --agent, each defaulting to the only one there is.
-func pickAgent(cfg *configs.Config, tenant, agent string) (string, string, error) {
-	tenant, err := pickTenant(cfg, tenant)
-	if err != nil {
-		return "", "", err
-	}
-	t := cfg.Tenants[tenant]
-	if agent == "" {
-		names := sortedKeys(t.Agents)
-		if len(names) != 1 {
-			return "", "", usagef("--agent is required: tenant %q has agents %v", tenant, names)
-		}
-		agent = names[0]
-	}
-	if _, ok := t.Agents[agent]; !ok {
-		return "", "", usagef("tenant %q has no agent %q (agents: %v)", tenant, agent, sortedKeys(t.Agents))
-	}
-	return tenant, agent, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

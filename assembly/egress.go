@@ -1,8 +1,6 @@
-package main
+package assembly
 
 import (
-	"os"
-
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/egress"
 )
@@ -13,7 +11,7 @@ const defaultEgressMaxBytes = 64 << 20
 
 // egressPolicy is the egress proxy's policy for a profile's network block, or nil without
 // one. Credentials are read at each request (configs.Credential.Resolve), never kept.
-func egressPolicy(p configs.Profile) (*egress.Policy, error) {
+func (e Env) egressPolicy(p configs.Profile) (*egress.Policy, error) {
 	n := p.Network
 	if n == nil {
 		return nil, nil
@@ -29,7 +27,7 @@ func egressPolicy(p configs.Profile) (*egress.Policy, error) {
 	for _, c := range n.Credentials {
 		ref := c.Value
 		pol.Credentials = append(pol.Credentials, egress.Credential{Host: c.Host, Header: c.Header,
-			Value: func() (string, error) { return ref.Resolve(os.LookupEnv, os.ReadFile) }})
+			Value: func() (string, error) { return e.resolve(ref) }})
 	}
 	return pol, nil
 }

@@ -1,4 +1,4 @@
-package main
+package assembly
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const serverCPUSeconds = 24 * 3600
 // first use): in the same namespaces, identity, limits (but CPU time) and network as a
 // program of that profile, with the channel as its stdin and stdout, and the host paths the
 // upstream declares (paths, nil for none) bound into its root.
-func containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamPaths) upstream.Launcher {
+func (e Env) containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamPaths) upstream.Launcher {
 	var binds []engine.Path
 	if paths != nil {
 		for _, s := range paths.ReadOnly {
@@ -42,7 +42,7 @@ func containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamP
 	return func(ctx context.Context, command []string, env map[string]string) (*upstream.Launched, error) {
 		once.Do(func() {
 			if level, openErr = engine.ParseLevel(p.Isolation); openErr == nil {
-				backend, _, openErr = openBackend(context.Background(), pname, p, level, "")
+				backend, _, openErr = e.openBackend(context.Background(), pname, p, level, "")
 			}
 		})
 		if openErr != nil {
@@ -65,7 +65,7 @@ func containedLauncher(pname string, p configs.Profile, paths *configs.UpstreamP
 		var pol *egress.Policy
 		var ca *egress.CA
 		if p.Network != nil {
-			if pol, err = egressPolicy(p); err != nil {
+			if pol, err = e.egressPolicy(p); err != nil {
 				return nil, err
 			}
 			if ca, err = egress.NewCA(); err != nil {
@@ -140,10 +140,10 @@ func (h halfClose) Close() error {
 // default`), so a new config contains its servers wherever a backend reaches isolated and
 // still runs elsewhere. A profile naming its backend, or asking for isolated, contains the
 // server or fails its start: it is never run with less than the profile says.
-func upstreamSandbox(cfg *configs.Config, u configs.Upstream) (contained bool, state string) {
+func upstreamSandbox(cfg *Config, u configs.Upstream) (contained bool, state string) {
 	if u.Sandbox == "" {
 		state = "UNCONFINED: runs as a process of this server's user, with its files and network (no sandbox: PROFILE)"
-		if pick, err := engine.SelectLocal(detectLocal(configs.Profile{}), engine.LevelIsolated); err == nil {
+		if pick, err := engine.SelectLocal(cfg.detectLocal(configs.Profile{}), engine.LevelIsolated); err == nil {
 			state += "; this host can contain it (" + pick.Name + "): sandbox: a profile of backend local, namespaces or bwrap"
 		}
 		return false, state
@@ -153,7 +153,7 @@ func upstreamSandbox(cfg *configs.Config, u configs.Upstream) (contained bool, s
 	if p.Backend != configs.BackendLocal || level.AtLeast(engine.LevelIsolated) {
 		return true, "contained by profile " + u.Sandbox + "'s " + p.Backend + " backend (docs/design.md §18)"
 	}
-	found := detectLocal(p)
+	found := cfg.detectLocal(p)
 	pick, err := engine.SelectLocal(found, level)
 	if err == nil && containsServers(pick.Name) {
 		return true, "contained by profile " + u.Sandbox + "'s local backend, " + pick.Name + " here (docs/design.md §18)"
