@@ -4,7 +4,8 @@
 //   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows:
 //     what each package may import (allowed), who may import a room (importers, a room's door:
 //     issue 40's rooms, the remote client and service, the HTTP guard), and what only tests
-//     may import (testOnly: the test kits).
+//     may import (testOnly: the test kits). The server's assembly is a room whose door only cmd
+//     passes.
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -584,6 +585,9 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"execution", []string{module + "/failure", "encoding/json"}, 0},
 		{"binding", []string{module + "/approval", module + "/upstream"}, 0},
 		{"upstream", []string{module + "/approval", module + "/failure"}, 1}, // upstream knows no approvals
+		{"mcpserver", []string{module + "/assembly"}, 1},                     // the face never builds the server
+		{"cmd/mcp-sandbox", []string{module + "/assembly"}, 0},
+		{"assembly", []string{module + "/remote", module + "/remote/service", module + "/internal/httpguard", module + "/approval"}, 0},
 	} {
 		if got := importerViolations(tc.rel, tc.imports); len(got) != tc.want {
 			t.Errorf("importerViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)

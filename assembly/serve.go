@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -372,17 +373,12 @@ func serveHTTP(ctx context.Context, cfg *Config, o *ServeOptions, opts *mcpserve
 		Server:       opts,
 	}
 	handler := mcpserver.HTTPHandler(httpOpts)
-	inner, err := net.Listen("tcp", listen)
+	// A connection leaves the unauthenticated ones as the handler decides (Admits).
+	srv, addr, errc, err := serveGuarded(listen, limits, handler, httpOpts.Admits)
 	if err != nil {
 		return err
 	}
-	ln := httpguard.NewListener(inner, limits)
-	srv := limits.Server(handler)
-	// A connection leaves the unauthenticated ones as the handler decides (Admits).
-	httpguard.Gate(srv, httpOpts.Admits)
-	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	slog.Info("serving over streamable HTTP", "addr", addr, "url", "http://"+addr+"/mcp")
 	select {
 	case err := <-errc:
 		return err
@@ -434,4 +430,20 @@ func operatorTokens(hashes []string) func(token string) bool {
 		_, ok := check(token)
 		return ok
 	}
+}
+
+// serveGuarded serves h on a listener at addr behind the HTTP guard's bounds (limits), a
+// connection leaving the unauthenticated ones as admits decides (internal/httpguard), for
+// serve's MCP listener and the sandbox service alike; errc receives Serve's end.
+func serveGuarded(addr string, limits httpguard.Limits, h http.Handler, admits func(*http.Request) bool) (srv *http.Server, at string, errc <-chan error, err error) {
+	inner, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ln := httpguard.NewListener(inner, limits)
+	srv = limits.Server(h)
+	httpguard.Gate(srv, admits)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	return srv, ln.Addr().String(), served, nil
 }

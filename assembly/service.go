@@ -67,23 +67,18 @@ func ServeSandboxService(ctx context.Context, cfg *Config, o *ServiceOptions) er
 		Authenticate:  tokenTable(sc.Tokens),
 		MaxExecutions: o.MaxExecutions,
 	})
-	inner, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return err
-	}
 	// The MCP listener's rules (internal/httpguard): connections past a cap are refused with
 	// a 503 that says which, unauthenticated ones are closed within seconds and after any
 	// answer and never hold the slots reserved for authenticated ones, and idle ones close
 	// after the same timeout. No Timeout: an execution's stream lasts as long as its program;
-	// each frame's write has its own deadline instead.
-	limits := o.Limits
-	ln := httpguard.NewListener(inner, limits)
-	srv := limits.Server(svc)
-	httpguard.Gate(srv, svc.Admits) // no tokens: every request is admitted (the listener is loopback)
-	slog.Info("serving sandbox executions", "addr", ln.Addr().String(), "profile", name, "tokens", len(sc.Tokens),
+	// each frame's write has its own deadline instead. No tokens: every request is admitted
+	// (the listener is loopback).
+	srv, addr, errc, err := serveGuarded(o.Listen, o.Limits, svc, svc.Admits)
+	if err != nil {
+		return err
+	}
+	slog.Info("serving sandbox executions", "addr", addr, "profile", name, "tokens", len(sc.Tokens),
 		"max_executions", o.MaxExecutions)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err

@@ -131,19 +131,13 @@ func OpenStorage(ctx context.Context, cfg *Config) (*Storage, error) {
 		}
 	}
 	if pgLedger {
-		dsn, err := cfg.resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
-		if err != nil {
-			return nil, err
-		}
 		opts := &postgres.Options{}
 		if s := cfg.Ledger.Postgres.LeaseSeconds; s != nil {
 			opts.LeaseTTL = time.Duration(*s * float64(time.Second))
 		}
-		octx, cancel := context.WithTimeout(ctx, connectTimeout)
-		led, err := postgres.Open(octx, dsn, opts)
-		cancel()
+		led, err := openPostgresLedger(ctx, cfg, opts)
 		if err != nil {
-			return nil, fmt.Errorf("ledger: PostgreSQL (%s): %w", st.report.Ledger.Location, err)
+			return nil, err
 		}
 		st.Ledger = led
 		st.recoverEvery = max(led.LeaseTTL()/4, 250*time.Millisecond)
@@ -352,20 +346,30 @@ func bindingBudget(b configs.BindingBudget) budget.Limits {
 	return l
 }
 
+// openPostgresLedger opens cfg's ledger.postgres (migrated on open), connecting within
+// connectTimeout; a failure names the DSN's reference, never the DSN.
+func openPostgresLedger(ctx context.Context, cfg *Config, opts *postgres.Options) (*postgres.Ledger, error) {
+	dsn, err := cfg.resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
+	if err != nil {
+		return nil, err
+	}
+	octx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	led, err := postgres.Open(octx, dsn, opts)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: PostgreSQL (dsn %s): %w", cfg.Ledger.Postgres.DSN.String(), err)
+	}
+	return led, nil
+}
+
 // OpenPauses opens the run ledger the config names, where the servers keep paused calls:
 // ledger.postgres, or the SQLite ledger under data_dir. Without either there is nothing
 // shared to read.
 func OpenPauses(ctx context.Context, cfg *Config) (budget.Pauses, func(), error) {
 	if cfg.Ledger != nil && cfg.Ledger.Postgres != nil {
-		dsn, err := cfg.resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
+		led, err := openPostgresLedger(ctx, cfg, nil)
 		if err != nil {
 			return nil, nil, err
-		}
-		octx, cancel := context.WithTimeout(ctx, connectTimeout)
-		defer cancel()
-		led, err := postgres.Open(octx, dsn, nil)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ledger: PostgreSQL (dsn %s): %w", cfg.Ledger.Postgres.DSN.String(), err)
 		}
 		return led, func() { led.Close() }, nil
 	}
