@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"os/signal"
-	"syscall"
-
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
