@@ -46,6 +46,9 @@ type Asking struct {
 	// Timeout bounds the wait for an answer; zero means DefaultTimeout. Inside a program the
 	// wait also ends a second before the program's wall clock.
 	Timeout time.Duration
+	// PlanWindow is how long a rehearsal's plan, once approved, covers the calls it lists
+	// (AskPlan); zero means DefaultPlanWindow.
+	PlanWindow time.Duration
 	// Report counts each decision (telemetry.Metrics.Approval); the zero Reporter counts none.
 	Report telemetry.Reporter
 	// Tenant, Agent and Run are whose questions these are, as their pauses record them.
@@ -116,7 +119,7 @@ func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ 
 	why := strings.Join(c.Reasons, "; ")
 	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: budget.NewID("c_"), Tool: c.Tool, Reason: why}
 	q := Question{Tool: c.Tool, Reasons: c.Reasons, InProgram: c.InProgram, Wait: a.timeout(), Seq: c.Seq,
-		Arguments: c.Arguments, Redacted: c.Redacted}
+		Arguments: c.Arguments, Redacted: c.Redacted, Call: ask.CallID}
 	var by string
 	defer func() { c.logDecision(d, ask, by); c.Questions.count(d); a.report(d) }()
 	release, fe := a.askable(ctx, c, &q, why)
@@ -214,7 +217,7 @@ func (a *Asking) askable(ctx context.Context, c Call, q *Question, why string) (
 // pause, for at most q.Wait. lapsed says the wait ran out with no answer.
 func (a *Asking) answer(ctx context.Context, q Question) (_ Answer, _ error, lapsed bool) {
 	if a.Standing != nil {
-		if ans, ok := a.Standing.Answer(q); ok {
+		if ans, ok := a.Standing.Answer(ctx, q); ok {
 			return ans, nil, false
 		}
 	}

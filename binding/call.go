@@ -52,6 +52,9 @@ type Options struct {
 	// Tape, when set, sees every call with its answer (a cassette's recorder), or answers the
 	// calls itself (a cassette's player, under `mcp-sandbox replay`); nil sees nothing.
 	Tape Tape
+	// Rehearse makes the execution a rehearsal (rehearse.go): a call of a tool that is not
+	// read-only is listed in its Plan and answered with a stand-in instead of being made.
+	Rehearse bool
 }
 
 // Tape records an execution's calls, or plays them back (package cassette). Its methods are
@@ -110,6 +113,8 @@ type Execution struct {
 
 	tape Tape
 	seq  atomic.Int64 // the calls numbered so far, for the tape
+
+	rehearsal *rehearsal // nil unless Options.Rehearse
 }
 
 // New returns the binding state of one execution.
@@ -127,8 +132,12 @@ func New(opts *Options) *Execution {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals, report: o.Report, tape: o.Tape,
+	x := &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals, report: o.Report, tape: o.Tape,
 		slots: make(chan struct{}, o.MaxConcurrentCalls), handles: map[outputs.Handle]bool{}}
+	if o.Rehearse {
+		x.rehearsal = &rehearsal{}
+	}
+	return x
 }
 
 // Names returns the sorted names the program may call: its TOOLS (and a tape's).
@@ -297,6 +306,10 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 		return toolcall.Refused(fe)
 	}
 	args = checked
+	// A rehearsal lists a call that would change something instead of making it (rehearse.go).
+	if x.rehearsal != nil && !upstream.ReadOnlyTool(tool) {
+		return x.rehearse(ctx, tool, args)
+	}
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
 	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq)

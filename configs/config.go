@@ -348,6 +348,9 @@ type Approvals struct {
 	// (approval_required_in_program) and a program goes on. Inside a program the wait also ends
 	// a second before the program's wall clock.
 	TimeoutSeconds *float64 `yaml:"timeout_seconds" json:"timeout_seconds"`
+	// PlanSeconds is how long a rehearsal's plan, once approved, lets the real run make the
+	// calls it lists without asking again (docs/design.md §22).
+	PlanSeconds *float64 `yaml:"plan_seconds" json:"plan_seconds"`
 }
 
 // UpstreamPaths are the host paths a contained upstream server may read, and those it may

@@ -270,6 +270,10 @@ func (v *validator) profile(n string, p Profile) {
 	}
 
 	v.positive(at+".approvals.timeout_seconds", p.Approvals.TimeoutSeconds)
+	v.positive(at+".approvals.plan_seconds", p.Approvals.PlanSeconds)
+	if s := p.Approvals.PlanSeconds; s != nil && *s > maxApprovalSeconds {
+		v.add(at+".approvals.plan_seconds", "%g is more than a day (%d seconds); an approved plan would cover calls that long", *s, maxApprovalSeconds)
+	}
 	if s := p.Approvals.TimeoutSeconds; s != nil && *s > maxApprovalSeconds {
 		v.add(at+".approvals.timeout_seconds", "%g is more than a day (%d seconds); a call would hold its program and its host that long", *s, maxApprovalSeconds)
 	}

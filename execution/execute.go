@@ -94,6 +94,9 @@ type Program struct {
 	Approvals *approval.Asking
 	// Tape, when set, records the binding calls or plays them back (binding.Options.Tape).
 	Tape binding.Tape
+	// Rehearse makes the execution a rehearsal (docs/design.md §22): calls of tools that are
+	// not read-only are listed, not made, and the list is put to the person as one plan.
+	Rehearse bool
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
 	// Admit, when set, takes the execution's place among those running at once (mcpserver's
@@ -152,7 +155,8 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		turn = p.Turn(ctx)
 	}
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
-		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report, Tape: p.Tape})
+		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report, Tape: p.Tape,
+		Rehearse: p.Rehearse})
 	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Signatures: x.Signatures(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()
@@ -160,6 +164,14 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		res.Unavailable = append([]string(nil), u...)
 	}
 	res.Approvals = x.Approvals()
+	if p.Rehearse {
+		res.Rehearsed, res.Plan = true, x.Plan()
+		var plans budget.Plans
+		if o.Ledger != nil {
+			plans = o.Ledger
+		}
+		res.PlanID, res.PlanApproval = approvePlan(ctx, plans, p.Approvals, p, id, res.Plan)
+	}
 	res.UpstreamProblems = upstreamProblems(x.Problems())
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer cancel()

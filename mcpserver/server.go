@@ -215,7 +215,7 @@ func (h *handlers) addRunCode(readOnly bool) {
 		Name:         ToolRunCode,
 		Title:        "Run a Python program",
 		Description:  runCodeDescription(ce),
-		InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"}},"required":["code"],"additionalProperties":false}`),
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"},"rehearse":{"type":"boolean","description":"list the calls that would change something instead of making them, as a plan a person approves at once"}},"required":["code"],"additionalProperties":false}`),
 		OutputSchema: runCodeOutputSchema(),
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(ce.Terms.Network != engine.NetworkNone)},
 	}, h.runCode)
@@ -349,7 +349,8 @@ func decodeArgs(req *mcp.CallToolRequest, v any) *mcp.CallToolResult {
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct {
-		Code *string `json:"code"`
+		Code     *string `json:"code"`
+		Rehearse bool    `json:"rehearse"`
 	}
 	if bad := decodeArgs(req, &in); bad != nil {
 		return bad, nil
@@ -365,7 +366,7 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, *in.Code, env)
+		res := h.execute(ctx, req, execution.Program{Code: *in.Code, Rehearse: in.Rehearse}, env)
 		end()
 		out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
