@@ -55,6 +55,9 @@ type Options struct {
 	// Rehearse makes the execution a rehearsal (rehearse.go): a call of a tool that is not
 	// read-only is listed in its Plan and answered with a stand-in instead of being made.
 	Rehearse bool
+	// Reach, when not nil, are the only tools the program may call (a saved program's, whose
+	// annotations follow from them: programs.Reach); nil means every bound tool.
+	Reach []string
 }
 
 // Tape records an execution's calls, or plays them back (package cassette). Its methods are
@@ -115,6 +118,7 @@ type Execution struct {
 	seq  atomic.Int64 // the calls numbered so far, for the tape
 
 	rehearsal *rehearsal // nil unless Options.Rehearse
+	reach     map[string]bool
 }
 
 // New returns the binding state of one execution.
@@ -136,6 +140,12 @@ func New(opts *Options) *Execution {
 		slots: make(chan struct{}, o.MaxConcurrentCalls), handles: map[outputs.Handle]bool{}}
 	if o.Rehearse {
 		x.rehearsal = &rehearsal{}
+	}
+	if o.Reach != nil {
+		x.reach = map[string]bool{}
+		for _, n := range o.Reach {
+			x.reach[n] = true
+		}
 	}
 	return x
 }
@@ -295,6 +305,9 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	// 3. Bindings: the agent's list narrows what its programs may call.
 	if !x.turn.Bound(tool) {
 		return refuse(failure.Unavailable, "%s is not among this agent's bindings", name)
+	}
+	if x.reach != nil && !x.reach[tool.Name] {
+		return refuse(failure.Unavailable, "%s is not among the tools this saved program names, which are all it may call", name)
 	}
 	// 4. Arguments: a JSON object of exactly the keywords the binding takes (its stub's), matching
 	// the tool's input schema.

@@ -191,6 +191,7 @@ type Ledger interface {
 	Cassettes
 	ObservedShapes
 	Plans
+	Programs
 
 	// StartRun records a Run's start; starting a Run that exists does nothing.
 	StartRun(ctx context.Context, run RunRef) error

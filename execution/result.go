@@ -32,10 +32,18 @@ type Result struct {
 	// Rehearsed is set for a rehearsal (docs/design.md §22): Plan are the calls it listed
 	// instead of making them, in order, with the stand-in each returned; PlanID names the
 	// plan they are kept as, and PlanApproval says what became of it.
+	// Program names the saved program and the version that ran (docs/design.md §23).
+	Program      *Saved              `json:"program,omitempty"`
 	Rehearsed    bool                `json:"rehearsed,omitempty"`
 	Plan         []budget.PlanEffect `json:"plan,omitempty"`
 	PlanID       string              `json:"plan_id,omitempty"`
 	PlanApproval *PlanApproval       `json:"plan_approval,omitempty"`
+}
+
+// Saved names a saved program and its version.
+type Saved struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // Resumed says how a resumed execution began: how many of its calls were answered from the

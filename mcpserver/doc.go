@@ -8,7 +8,8 @@
 //
 // Imports: engine, execution, binding, approval (its questions, of which this package is only
 // how one crosses MCP, by elicitation or input_required), upstream, budget, outputs, failure,
-// telemetry, cassette (a paused program's journal) and the go-sdk only (docs/design.md §2).
+// telemetry, cassette (a paused program's journal), programs (saved programs, offered here as
+// tools) and the go-sdk only (docs/design.md §2).
 // It never imports configs: cmd converts the config into the small types here (Agent,
 // CodeExec, Upstreams, HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //

@@ -39,7 +39,8 @@ func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 // listing is the turn boundary of a host's tools/list: turn, except that an upstream still
 // starting is not waited for (Upstreams.Current); its tools are added when its listing
 // lands, and go-sdk announces them with tools/list_changed. Until then run_code is not
-// read-only (Turn.ReadOnly: a server not yet listed may offer anything).
+// read-only (Turn.ReadOnly: a server not yet listed may offer anything). The saved programs
+// offered are brought in line with the ledger here too (syncPrograms).
 func (h *handlers) listing(ctx context.Context) {
 	u := h.agent.Upstreams
 	t := u.listingTurn(ctx)
@@ -49,6 +50,7 @@ func (h *handlers) listing(ctx context.Context) {
 	if t != nil {
 		h.syncReadOnly(t)
 	}
+	h.syncPrograms(ctx, t)
 }
 
 // resync is the Watch callback: refresh the catalogue and the exposed set.

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
+	"github.com/mcp-sandbox/mcp-sandbox/programs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -151,9 +152,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		Logger:       o.Logger,
 	})
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, room: o.room(), log: o.Logger.With("tenant", a.Tenant, "agent", a.Name),
-		exposed: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
+		exposed: map[string]string{}, saved: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
-	if u := a.Upstreams; u != nil && (u.Expose || a.CodeExecution != nil) {
+	if u := a.Upstreams; (u != nil && (u.Expose || a.CodeExecution != nil)) || (a.CodeExecution != nil && o.Ledger != nil) {
 		// tools/list and a direct call are turn boundaries too: the exposed set, and whether
 		// run_code is read-only, are brought up to date before go-sdk lists or looks the tool
 		// up, so a host that calls before listing, or calls a tool that was just withdrawn,
@@ -165,7 +166,10 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 					h.listing(ctx)
 				case "tools/call":
 					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.Contains(p.Name, upstream.Separator) {
-						h.turn(ctx)
+						t := h.turn(ctx)
+						if strings.HasPrefix(p.Name, programs.DefaultPrefix+upstream.Separator) {
+							h.syncPrograms(ctx, t) // a program saved since the host listed
+						}
 					}
 				}
 				return next(ctx, method, req)
@@ -320,6 +324,11 @@ type handlers struct {
 	// definition's JSON, so a sync changes only what changed.
 	exposedMu sync.Mutex
 	exposed   map[string]string
+
+	// savedMu guards saved: the saved programs currently offered as tools (programs.go), name
+	// → the definition's JSON.
+	savedMu sync.Mutex
+	saved   map[string]string
 
 	// room keeps the questions of calls that need a person's approval (package approval);
 	// holds are the calls held across the round trips of an approval (mrtr.go), whose

@@ -191,6 +191,8 @@ var postgresSchema = []string{
 	`ALTER TABLE ledger_pauses ADD COLUMN view text NOT NULL DEFAULT '';`,
 	// 10: rehearsals' plans, their approval and the calls they covered (plans.go).
 	plansSchema,
+	// 11: saved programs and the executions that ran them (programs.go).
+	programsSchema,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

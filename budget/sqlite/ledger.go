@@ -220,7 +220,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
 	if version != sqliteSchemaVersion {
-		if _, err := db.ExecContext(ctx, schema+plansSchema); err != nil {
+		if _, err := db.ExecContext(ctx, schema+plansSchema+programsSchema); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("budget: ledger schema: %w", err)
 		}

@@ -118,10 +118,10 @@ func decideApproval(ctx context.Context, pauses budget.Pauses, id string, approv
 	return exitOK, nil
 }
 
-// openPauses opens the run ledger the config names, where the servers keep paused calls:
-// ledger.postgres, or the SQLite ledger under data_dir. Without either there is nothing
-// shared to read.
-func openPauses(ctx context.Context, cfg *configs.Config) (budget.Pauses, func(), error) {
+// openPauses opens the run ledger the config names, where the servers keep paused calls (and
+// saved programs): ledger.postgres, or the SQLite ledger under data_dir. Without either there
+// is nothing shared to read.
+func openPauses(ctx context.Context, cfg *configs.Config) (budget.Ledger, func(), error) {
 	if cfg.Ledger != nil && cfg.Ledger.Postgres != nil {
 		dsn, err := resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
 		if err != nil {

@@ -1,0 +1,143 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/programs"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
+)
+
+// Saved programs as MCP tools (docs/design.md §23): what a program is and who saves it is
+// package programs'; here is only how an agent's session offers them (`<prefix>__<name>`, in
+// line with the ledger at each turn) and how a call of one runs: as run_code would run its
+// text, then main, under the agent's terms, policy, budgets and approvals.
+
+// programRoutes serves the operator's /v1/programs over store (programs.Route).
+func (h *httpHandler) programRoutes(mux *http.ServeMux, store budget.Programs) {
+	rt := programs.Route{Store: store, Log: h.opts.Logger}
+	mux.Handle("GET /v1/programs", h.operatorOnly(64<<10, rt.List))
+	mux.Handle("GET /v1/programs/{name}", h.operatorOnly(64<<10, rt.Show))
+	mux.Handle("PUT /v1/programs/{name}", h.operatorOnly(programs.MaxBodyBytes, rt.Put))
+	mux.Handle("DELETE /v1/programs/{name}", h.operatorOnly(64<<10, rt.Delete))
+}
+
+// syncPrograms adds, replaces and removes the saved programs offered as tools so that they are
+// exactly the agent's (programs.Offered), each annotated by the tools it can reach in t. An
+// agent without code execution, or a server without a ledger, offers none. go-sdk sends
+// notifications/tools/list_changed for each change.
+func (h *handlers) syncPrograms(ctx context.Context, t *upstream.Turn) {
+	if h.agent.CodeExecution == nil || h.opts.Ledger == nil {
+		return
+	}
+	offered, err := programs.Offered(ctx, h.opts.Ledger, h.agent.Tenant, h.agent.Name)
+	if err != nil {
+		h.log.Warn("saved programs not read; their tools stay as they were", "err", err)
+		return
+	}
+	h.savedMu.Lock()
+	defer h.savedMu.Unlock()
+	want := map[string]*mcp.Tool{}
+	defs := map[string]string{}
+	for _, p := range offered {
+		name := programs.ToolName(programs.DefaultPrefix, p.Name)
+		def := &mcp.Tool{Name: name, Title: p.Name, InputSchema: p.InputSchema,
+			Description: p.Description + "\n(A saved program, version " + p.Version + ".)",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: h.reachesReadOnly(t, p.Code), OpenWorldHint: ptr(h.agent.CodeExecution.Terms.Network != engine.NetworkNone)}}
+		b, _ := json.Marshal(def)
+		want[name], defs[name] = def, string(b)
+	}
+	var gone []string
+	for name := range h.saved {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		h.srv.RemoveTools(gone...)
+		for _, n := range gone {
+			delete(h.saved, n)
+		}
+	}
+	for name, def := range want {
+		if h.saved[name] == defs[name] {
+			continue
+		}
+		program := def.Title
+		h.srv.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return h.runSaved(ctx, req, program), nil
+		})
+		h.saved[name] = defs[name]
+	}
+}
+
+// reach is what a saved program of text code may call in t: the tools it names
+// (programs.Reach), or nil for every bound tool.
+func reach(t *upstream.Turn, code string) []string {
+	if t == nil {
+		return []string{}
+	}
+	var tools [][2]string
+	for _, n := range t.Names() {
+		alias := ""
+		if tool, fe := t.Lookup(n); fe == nil {
+			alias = tool.Alias()
+		}
+		tools = append(tools, [2]string{n, alias})
+	}
+	return programs.Reach(code, tools)
+}
+
+// reachesReadOnly says whether a saved program of text code is read-only: its terms grant no
+// network, and every tool it can reach in t is read-only and needs no approval (run_code's
+// rule, §14.2, over its own reach).
+func (h *handlers) reachesReadOnly(t *upstream.Turn, code string) bool {
+	if h.agent.CodeExecution.Terms.Network != engine.NetworkNone {
+		return false
+	}
+	r := reach(t, code)
+	if r == nil || t == nil {
+		return t == nil || t.ReadOnly()
+	}
+	if len(t.Problems()) > 0 {
+		return false // a server not yet listed may offer anything under a name the program uses
+	}
+	for _, n := range r {
+		tool, fe := t.Lookup(n)
+		if fe != nil || !upstream.ReadOnlyTool(tool) || t.NeedsApproval(tool) {
+			return false
+		}
+	}
+	return true
+}
+
+// runSaved runs one call of the saved program name: its current version, read from the ledger
+// (a new version answers from the moment it is saved), with the call's arguments.
+func (h *handlers) runSaved(ctx context.Context, req *mcp.CallToolRequest, name string) *mcp.CallToolResult {
+	p, err := h.opts.Ledger.SavedProgram(ctx, h.agent.Tenant, name)
+	if err != nil {
+		return toolError("the saved program %s is no longer available", name)
+	}
+	code, err := programs.Program(p, req.Params.Arguments)
+	if err != nil {
+		return toolError("%v", err)
+	}
+	reached := reach(h.turn(ctx), p.Code)
+	return h.serveCall(ctx, req, func(ctx context.Context, env callEnv) *mcp.CallToolResult {
+		ctx, end, ok := h.opts.Drain.begin(ctx)
+		if !ok {
+			return toolError("the server is shutting down; nothing ran")
+		}
+		res := h.execute(ctx, req, execution.Program{Code: code, Saved: &execution.Saved{Name: p.Name, Version: p.Version}, Reach: reached}, env)
+		end()
+		return renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
+	})
+}
