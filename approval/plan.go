@@ -32,21 +32,13 @@ func (a *Asking) AskPlan(ctx context.Context, store budget.Plans, p budget.Plan)
 	if a != nil && a.PlanWindow > 0 {
 		within = a.PlanWindow
 	}
-	if a == nil || a.Asker == nil {
-		return Unasked, failure.New(failure.ApprovalRequiredInProgram, "nobody was asked to approve the plan: nothing connects this host to a person; an operator can approve it (mcp-sandbox approvals)")
-	}
-	if ok, why := a.Asker.CanAsk(); !ok {
-		return Unasked, failure.New(failure.ApprovalRequiredInProgram, "nobody was asked to approve the plan: this host cannot ask for it: %s", why)
-	}
-	q := Question{Tool: PlanTool, Plan: p.ID, Wait: a.timeout(), Arguments: PlanView(p.Effects), Redacted: p.ID,
+	q := Question{Tool: PlanTool, Plan: p.ID, Arguments: PlanView(p.Effects), Redacted: p.ID,
 		Reasons: []string{fmt.Sprintf("a rehearsed program would make these %d calls; approved, a real run within %s makes each without asking again",
 			len(p.Effects), within.Round(time.Second))}}
-	// The plan's question is never carried on by re-running a program: it has none to resume.
-	asked := &Asking{Asker: a.Asker, Room: a.room(), Timeout: a.Timeout, PlanWindow: a.PlanWindow, Report: a.Report, Tenant: a.Tenant,
-		Agent: a.Agent, Run: a.Run, Hold: a.Hold, Journal: unresumable{}}
-	ans, err, lapsed := asked.answer(ctx, q)
-	d := decision(ans, err, lapsed)
-	a.report(d)
+	ans, d, fe := a.askWhole(ctx, q, "approve the plan")
+	if fe != nil {
+		return d, fe
+	}
 	if d != Accepted {
 		return d, planRefusal(d)
 	}
@@ -59,6 +51,60 @@ func (a *Asking) AskPlan(ctx context.Context, store budget.Plans, p budget.Plan)
 	}
 	return Accepted, nil
 }
+
+// askWhole puts q, a question about something other than one call (a plan, a proposal), to
+// the person through a, as one question kept in the Room like any other (an operator may
+// answer it), which no program is ever run again from. what completes "nobody was asked to
+// ...". The decision is counted for the operator.
+func (a *Asking) askWhole(ctx context.Context, q Question, what string) (Answer, Decision, *failure.Error) {
+	if a == nil || a.Asker == nil {
+		return Answer{}, Unasked, failure.New(failure.ApprovalRequiredInProgram, "nobody was asked to %s: nothing connects this host to a person", what)
+	}
+	if ok, why := a.Asker.CanAsk(); !ok {
+		return Answer{}, Unasked, failure.New(failure.ApprovalRequiredInProgram, "nobody was asked to %s: this host cannot ask for it: %s", what, why)
+	}
+	q.Wait = a.timeout()
+	asked := &Asking{Asker: a.Asker, Room: a.room(), Timeout: a.Timeout, PlanWindow: a.PlanWindow, Report: a.Report, Tenant: a.Tenant,
+		Agent: a.Agent, Run: a.Run, Hold: a.Hold, Journal: unresumable{}}
+	ans, err, lapsed := asked.answer(ctx, q)
+	d := decision(ans, err, lapsed)
+	a.report(d)
+	return ans, d, nil
+}
+
+// SaveProposal is what the model proposes to save as a program (package programs checks and
+// saves it): its name, description and whole text, as the person reads them.
+type SaveProposal struct {
+	Name, Description, Code string
+}
+
+// AskSave puts the model's proposal to save a program to the person (or an operator) as one
+// question showing its whole text: who answered, and the decision; a refusal says why it was
+// not accepted. Nothing is saved here: the caller saves an accepted proposal.
+func (a *Asking) AskSave(ctx context.Context, p SaveProposal) (by string, _ Decision, _ *failure.Error) {
+	var view strings.Builder
+	fmt.Fprintf(&view, "  name = %q\n  description = %q\n  code, in full:\n", p.Name, p.Description)
+	for _, l := range strings.Split(strings.TrimSuffix(p.Code, "\n"), "\n") {
+		fmt.Fprintf(&view, "  | %s\n", l)
+	}
+	q := Question{Tool: SaveTool, Proposal: p.Name, Arguments: view.String(), Redacted: p.Name,
+		Reasons: []string{"the assistant proposes saving a program as a tool its agent can call by name"}}
+	ans, d, fe := a.askWhole(ctx, q, "accept saving the program")
+	switch {
+	case fe != nil:
+		return "", d, fe
+	case d == Accepted:
+		return ans.By, d, nil
+	case d == Declined || d == Cancelled:
+		return "", d, failure.New(failure.Denied, "the person declined saving the program %s; nothing was saved", p.Name)
+	case d == TimedOut:
+		return "", d, failure.New(failure.ApprovalRequiredInProgram, "nobody answered the request to save the program %s in time; nothing was saved", p.Name)
+	}
+	return "", d, failure.New(failure.ApprovalRequiredInProgram, "the request to save the program %s got no answer from the host; nothing was saved", p.Name)
+}
+
+// SaveTool is the built-in a proposal to save a program comes through (its question names it).
+const SaveTool = "save_program"
 
 // planRefusal says why a plan was not approved.
 func planRefusal(d Decision) *failure.Error {

@@ -37,14 +37,20 @@ type Question struct {
 	Redacted string
 	// Call is the id the call is recorded under if it is made (budget.ApprovalAsk.CallID): what
 	// a plan covering it records. Plan, instead, names the plan a plan's question asks about
-	// (AskPlan); both "" otherwise.
-	Call, Plan string
+	// (AskPlan), and Proposal the program a proposal to save one asks about (AskSave); all ""
+	// otherwise.
+	Call, Plan, Proposal string
 }
 
 // Message is the text a person reads: the tool, who calls it, why it needs approval, the
 // arguments, and how long the question stays open.
 func (q Question) Message() string {
 	var b strings.Builder
+	if q.Proposal != "" {
+		fmt.Fprintf(&b, "Save the program %s as a tool?\n%s.\n%s", q.Proposal, strings.Join(q.Reasons, "; "), q.Arguments)
+		fmt.Fprintf(&b, "Accept to save it (a new text under a saved name replaces the old one); decline, and nothing is saved. Without an answer within %s nothing is saved.", q.Wait.Round(time.Second))
+		return b.String()
+	}
 	if q.Plan != "" {
 		fmt.Fprintf(&b, "Approve the plan %s?\n%s.\nThe calls, in order, every argument in full:\n%s", q.Plan, strings.Join(q.Reasons, "; "), q.Arguments)
 		fmt.Fprintf(&b, "Accept to let exactly these calls run without asking again; any other call is asked about. Without an answer within %s nothing is approved.", q.Wait.Round(time.Second))

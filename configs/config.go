@@ -479,6 +479,17 @@ type Agent struct {
 	ExposeUpstreamTools bool `yaml:"expose_upstream_tools" json:"expose_upstream_tools"`
 	// CodeExecution nil means run_code is never shown.
 	CodeExecution *CodeExecution `yaml:"code_execution" json:"code_execution"`
+	// Programs is how the agent is offered its tenant's saved programs (docs/design.md §23);
+	// nil means under the prefix "saved", without the save_program built-in.
+	Programs *AgentPrograms `yaml:"programs" json:"programs,omitempty"`
+}
+
+// AgentPrograms configure an agent's saved programs: the prefix of their tool names
+// (`<prefix>__<name>`, default "saved"), and whether the model may propose saving one through
+// the save_program built-in, which a person (or an operator) must accept.
+type AgentPrograms struct {
+	Prefix  string `yaml:"prefix" json:"prefix,omitempty"`
+	Propose bool   `yaml:"propose" json:"propose,omitempty"`
 }
 
 // CodeExecution is an agent's opt-in to run_code and the terms it asks for. Every field is a

@@ -114,11 +114,7 @@ tenants:
 		return out
 	}
 	callSaved := func(cs *mcp.ClientSession, name string, args map[string]any) (savedResult, *mcp.CallToolResult) {
-		res := call(t, cs, name, args)
-		var r savedResult
-		b, _ := json.Marshal(res.StructuredContent)
-		_ = json.Unmarshal(b, &r)
-		return r, res
+		return savedCall(t, cs, name, args)
 	}
 
 	host := connect(r1.addr, tokenT)
@@ -204,4 +200,102 @@ tenants:
 	if err != nil || len(runs) != 3 || runs[0].Version != programs.Version(lookupOrder) || runs[2].Version != programs.Version(lookupOrder+"# v2\n") {
 		t.Errorf("ledger program runs %+v, %v", runs, err)
 	}
+}
+
+// Issue 42, Must show 2: the model proposes saving a program through save_program; the person
+// sees its whole text. Declined, nothing is saved; accepted, it is saved and offered
+// (saved__echo), and the host hears tools/list_changed; a new text proposed and accepted under
+// the name is a new version, which the listing and the next call show.
+func TestProposedProgram(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+data_dir: %q
+`+processProfile+`    hard_limits: {wall_seconds: 60}
+tenants:
+  t:
+    agents:
+      default:
+        code_execution: {limits: {wall_seconds: 60}}
+        programs: {propose: true}
+`, dataDir))
+	p := newPerson()
+	var changed atomic.Int64
+	cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }}, revisionElicit)
+	listed := func() map[string]*mcp.Tool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*mcp.Tool{}
+		for _, tl := range res.Tools {
+			out[tl.Name] = tl
+		}
+		return out
+	}
+	if listed()[ToolSaveProgramName] == nil {
+		t.Fatal("save_program is not offered to an agent with programs: {propose: true}")
+	}
+	const v1 = "async def main(word: str, times: int = 2):\n    return word * times\n"
+	propose := func(code string) *mcp.CallToolResult {
+		return call(t, cs, ToolSaveProgramName, map[string]any{"name": "echo", "code": code, "description": "Repeats a word."})
+	}
+
+	p.set("decline", nil)
+	if res := propose(v1); !res.IsError || !strings.Contains(testkit.Text(res), "nothing was saved") {
+		t.Fatalf("declined proposal: %s", testkit.Text(res))
+	}
+	if qs := p.questions(); len(qs) != 1 || !strings.Contains(qs[0], "Save the program echo") || !strings.Contains(qs[0], "  |     return word * times\n") {
+		t.Fatalf("the person was asked %q; want the whole text once", qs)
+	}
+	if tl := listed()["saved__echo"]; tl != nil {
+		t.Fatal("a declined proposal was saved")
+	}
+
+	p.set("accept", nil)
+	before := changed.Load()
+	if res := propose(v1); res.IsError || !strings.Contains(testkit.Text(res), programs.Version(v1)) {
+		t.Fatalf("accepted proposal: %s", testkit.Text(res))
+	}
+	if tl := listed()["saved__echo"]; tl == nil || !strings.Contains(tl.Description, programs.Version(v1)) {
+		t.Fatalf("after acceptance saved__echo is listed as %+v", tl)
+	}
+	r, res := savedCall(t, cs, "saved__echo", map[string]any{"word": "ab"})
+	if string(r.Value) != `"abab"` || r.Program.Version != programs.Version(v1) {
+		t.Errorf("saved__echo: %+v (%s)", r, testkit.Text(res))
+	}
+
+	const v2 = "async def main(word: str, times: int = 3):\n    return word * times\n"
+	if res := propose(v2); res.IsError {
+		t.Fatalf("second proposal: %s", testkit.Text(res))
+	}
+	if tl := listed()["saved__echo"]; tl == nil || !strings.Contains(tl.Description, programs.Version(v2)) {
+		t.Errorf("after a new version saved__echo is listed as %+v", tl)
+	}
+	if r, _ := savedCall(t, cs, "saved__echo", map[string]any{"word": "ab"}); string(r.Value) != `"ababab"` || r.Program.Version != programs.Version(v2) {
+		t.Errorf("saved__echo after a new version: %+v", r)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for changed.Load() < before+2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := changed.Load() - before; n < 2 {
+		t.Errorf("the host heard %d tools/list_changed for a program saved and replaced, want at least 2", n)
+	}
+}
+
+// ToolSaveProgramName is the built-in a model proposes saving a program through.
+const ToolSaveProgramName = "save_program"
+
+// savedCall calls a saved program's tool and reads its result.
+func savedCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (savedResult, *mcp.CallToolResult) {
+	t.Helper()
+	res := call(t, cs, name, args)
+	var r savedResult
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &r)
+	return r, res
 }

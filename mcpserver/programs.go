@@ -20,6 +20,21 @@ import (
 // line with the ledger at each turn) and how a call of one runs: as run_code would run its
 // text, then main, under the agent's terms, policy, budgets and approvals.
 
+// Programs is how an agent is offered its tenant's saved programs: under Prefix (""
+// means programs.DefaultPrefix), and, with Propose, the save_program built-in through which the
+// model proposes saving one, which a person must accept (proposeProgram).
+type Programs struct {
+	Prefix  string
+	Propose bool
+}
+
+func (p Programs) prefix() string {
+	if p.Prefix == "" {
+		return programs.DefaultPrefix
+	}
+	return p.Prefix
+}
+
 // programRoutes serves the operator's /v1/programs over store (programs.Route).
 func (h *httpHandler) programRoutes(mux *http.ServeMux, store budget.Programs) {
 	rt := programs.Route{Store: store, Log: h.opts.Logger}
@@ -47,7 +62,7 @@ func (h *handlers) syncPrograms(ctx context.Context, t *upstream.Turn) {
 	want := map[string]*mcp.Tool{}
 	defs := map[string]string{}
 	for _, p := range offered {
-		name := programs.ToolName(programs.DefaultPrefix, p.Name)
+		name := programs.ToolName(h.agent.Programs.prefix(), p.Name)
 		def := &mcp.Tool{Name: name, Title: p.Name, InputSchema: p.InputSchema,
 			Description: p.Description + "\n(A saved program, version " + p.Version + ".)",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: h.reachesReadOnly(t, p.Code), OpenWorldHint: ptr(h.agent.CodeExecution.Terms.Network != engine.NetworkNone)}}

@@ -19,7 +19,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
-	"github.com/mcp-sandbox/mcp-sandbox/programs"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -47,6 +46,8 @@ type Agent struct {
 	CodeExecution *CodeExec
 	// Upstreams nil means the agent has no upstream tools.
 	Upstreams *Upstreams
+	// Programs is how the agent is offered its tenant's saved programs (programs.go).
+	Programs Programs
 	// ImageInlineBytes is the largest image artifact (PNG, JPEG, GIF, WebP by its first
 	// bytes) that comes back in run_code's result as ImageContent beside its handle (the
 	// profile's images.inline_bytes); 0 sends none.
@@ -167,7 +168,7 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 				case "tools/call":
 					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.Contains(p.Name, upstream.Separator) {
 						t := h.turn(ctx)
-						if strings.HasPrefix(p.Name, programs.DefaultPrefix+upstream.Separator) {
+						if strings.HasPrefix(p.Name, h.agent.Programs.prefix()+upstream.Separator) {
 							h.syncPrograms(ctx, t) // a program saved since the host listed
 						}
 					}
@@ -184,6 +185,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		// Read-only from the start only without upstreams: with them, the first turn (at the
 		// first tools/list) decides (syncReadOnly).
 		h.addRunCode(a.Upstreams == nil && a.CodeExecution.Terms.Network == engine.NetworkNone)
+		if a.Programs.Propose && o.Ledger != nil {
+			h.addSaveProgram()
+		}
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
