@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,9 @@ type Options struct {
 	// Rehearse makes the execution a rehearsal (rehearse.go): a call of a tool that is not
 	// read-only is listed in its Plan and answered with a stand-in instead of being made.
 	Rehearse bool
+	// Nested, when set, are the saved programs the program may call like bindings
+	// (nested.go); nil means none.
+	Nested Nested
 	// Reach, when not nil, are the only tools the program may call (a saved program's, whose
 	// annotations follow from them: programs.Reach); nil means every bound tool.
 	Reach []string
@@ -119,6 +123,9 @@ type Execution struct {
 
 	rehearsal *rehearsal // nil unless Options.Rehearse
 	reach     map[string]bool
+
+	nested     Nested
+	nestedSigs map[string]toolshape.Signature
 }
 
 // New returns the binding state of one execution.
@@ -141,6 +148,9 @@ func New(opts *Options) *Execution {
 	if o.Rehearse {
 		x.rehearsal = &rehearsal{}
 	}
+	if o.Nested != nil {
+		x.nested, x.nestedSigs = o.Nested, signatures(o.Nested)
+	}
 	if o.Reach != nil {
 		x.reach = map[string]bool{}
 		for _, n := range o.Reach {
@@ -150,12 +160,16 @@ func New(opts *Options) *Execution {
 	return x
 }
 
-// Names returns the sorted names the program may call: its TOOLS (and a tape's).
+// Names returns the sorted names the program may call: its TOOLS (and a tape's, and its saved
+// programs').
 func (x *Execution) Names() []string {
-	if x.tape == nil {
+	if x.tape == nil && x.nested == nil {
 		return x.turn.Names()
 	}
-	names := append(x.turn.Names(), x.tape.Tools()...)
+	names := append(x.turn.Names(), x.nestedNames()...)
+	if x.tape != nil {
+		names = append(names, x.tape.Tools()...)
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -163,7 +177,7 @@ func (x *Execution) Names() []string {
 // Aliases returns the names of Names bound as Python names too (toolshape.Aliasable): computed
 // here once and handed to the engine in its Execution.
 func (x *Execution) Aliases() []string {
-	if x.tape == nil {
+	if x.tape == nil && x.nested == nil {
 		return x.turn.Aliases()
 	}
 	var out []string
@@ -179,7 +193,9 @@ func (x *Execution) Aliases() []string {
 // (upstream.Turn.Signatures): handed to the engine, so the program refuses other keywords
 // before it sends a call.
 func (x *Execution) Signatures() json.RawMessage {
-	b, err := json.Marshal(x.turn.Signatures())
+	sigs := x.turn.Signatures()
+	maps.Copy(sigs, x.nestedSigs)
+	b, err := json.Marshal(sigs)
 	if err != nil {
 		return nil
 	}
@@ -295,6 +311,10 @@ func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (k
 func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *approval.Decision) toolcall.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
+		return r
+	}
+	// A saved program is its own execution, whose calls take these hops themselves.
+	if r, ok := x.callNested(ctx, name, args); ok {
 		return r
 	}
 	// 2. Policy: a tool of a granted server that no deny glob matches.

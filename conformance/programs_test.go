@@ -49,8 +49,8 @@ type savedResult struct {
 
 // Issue 42, Must show 1 and 3: an operator saves a program with `async def main(order_id: str,
 // amount: float)` (`mcp-sandbox programs save`); a host of the tenant sees saved__lookup_order
-// with that input schema, read-only (it reaches only a read-only tool), and calls it; the
-// result and the ledger name its version; a second replica on the same PostgreSQL ledger
+// with that input schema, read-only (it reaches only a read-only tool), and calls it directly
+// and from a program; the result and the ledger name its version; a second replica on the same PostgreSQL ledger
 // offers and runs it; another tenant neither sees nor calls it. A program saved through the
 // operator's route that reaches a destructive tool is not read-only, and a new version
 // replaces the old in the listing, which the host hears of (tools/list_changed).
@@ -137,6 +137,24 @@ tenants:
 		t.Errorf("a call without amount: %s; want it refused, naming amount", testkit.Text(res))
 	}
 
+	// A program calls it like any binding, with keywords; a wrong keyword is refused there.
+	var fromProgram struct {
+		Value any    `json:"value"`
+		Bad   string `json:"bad"`
+	}
+	run(t, host, `
+v = await saved__lookup_order(order_id="o3", amount=4)
+try:
+    await saved__lookup_order(order="o3", amount=4)
+    bad = "called"
+except Exception as e:
+    bad = type(e).__name__ + ": " + str(e)
+return {"value": v, "bad": bad}
+`, &fromProgram)
+	if b, _ := json.Marshal(fromProgram.Value); string(b) != `{"asked":4,"order":{"amount":20,"order_id":"o3"}}` || !strings.Contains(fromProgram.Bad, "order") {
+		t.Errorf("saved__lookup_order from a program: %s, and with a wrong keyword: %s", b, fromProgram.Bad)
+	}
+
 	// The second replica offers and runs it from the shared ledger.
 	other := connect(r2.addr, tokenT)
 	if r, res := callSaved(other, "saved__lookup_order", map[string]any{"order_id": "o1", "amount": 1}); res.IsError || r.Program.Version != programs.Version(lookupOrder) {
@@ -197,7 +215,8 @@ tenants:
 	}
 	defer led.Close()
 	runs, err := led.ProgramRuns(ctx, "t", "lookup_order")
-	if err != nil || len(runs) != 3 || runs[0].Version != programs.Version(lookupOrder) || runs[2].Version != programs.Version(lookupOrder+"# v2\n") {
+	if err != nil || len(runs) != 4 || runs[0].Version != programs.Version(lookupOrder) || runs[2].Version != programs.Version(lookupOrder) ||
+		runs[3].Version != programs.Version(lookupOrder+"# v2\n") {
 		t.Errorf("ledger program runs %+v, %v", runs, err)
 	}
 }

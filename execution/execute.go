@@ -98,6 +98,9 @@ type Program struct {
 	// execution and named in its result; Reach are then the only tools it may call (nil: all).
 	Saved *Saved
 	Reach []string
+	// Nested are the saved programs the program may call like bindings (binding.Nested); nil:
+	// none.
+	Nested binding.Nested
 	// Rehearse makes the execution a rehearsal (docs/design.md §22): calls of tools that are
 	// not read-only are listed, not made, and the list is put to the person as one plan.
 	Rehearse bool
@@ -165,7 +168,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 	}
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
 		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report, Tape: p.Tape,
-		Rehearse: p.Rehearse, Reach: p.Reach})
+		Rehearse: p.Rehearse, Reach: p.Reach, Nested: p.Nested})
 	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Signatures: x.Signatures(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()

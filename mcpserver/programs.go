@@ -8,9 +8,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/programs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
@@ -59,6 +61,7 @@ func (h *handlers) syncPrograms(ctx context.Context, t *upstream.Turn) {
 	}
 	h.savedMu.Lock()
 	defer h.savedMu.Unlock()
+	h.offered = offered
 	want := map[string]*mcp.Tool{}
 	defs := map[string]string{}
 	for _, p := range offered {
@@ -155,4 +158,59 @@ func (h *handlers) runSaved(ctx context.Context, req *mcp.CallToolRequest, name 
 		end()
 		return renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
 	})
+}
+
+// nestedPrograms are the saved programs a program of req's may call like bindings
+// (binding.Nested): those the session was last offered (syncPrograms). A call runs the
+// program's current version as its own execution in the same Run, asked about through the
+// same asker; it may call no saved program itself.
+type nestedPrograms struct {
+	h        *handlers
+	req      *mcp.CallToolRequest
+	env      callEnv
+	names    map[string]string // tool name → program name
+	keywords map[string]binding.Keywords
+}
+
+// nested returns the saved programs a program run for req may call, nil when there are none.
+func (h *handlers) nested(req *mcp.CallToolRequest, env callEnv) binding.Nested {
+	h.savedMu.Lock()
+	offered := h.offered
+	h.savedMu.Unlock()
+	if len(offered) == 0 {
+		return nil
+	}
+	n := &nestedPrograms{h: h, req: req, env: env, names: map[string]string{}, keywords: map[string]binding.Keywords{}}
+	for _, p := range offered {
+		name := programs.ToolName(h.agent.Programs.prefix(), p.Name)
+		params, required := programs.Keywords(p)
+		n.names[name], n.keywords[name] = p.Name, binding.Keywords{Params: params, Required: required}
+	}
+	return n
+}
+
+func (n *nestedPrograms) Programs() map[string]binding.Keywords { return n.keywords }
+
+func (n *nestedPrograms) Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, *failure.Error) {
+	h := n.h
+	p, err := h.opts.Ledger.SavedProgram(ctx, h.agent.Tenant, n.names[tool])
+	if err != nil {
+		return nil, failure.New(failure.Unavailable, "the saved program %s is no longer available", n.names[tool])
+	}
+	code, err := programs.Program(p, args)
+	if err != nil {
+		return nil, failure.New(failure.InvalidArguments, "%v", err)
+	}
+	asking := h.asking(n.req, n.env.asking.Asker, "") // asked in place: no other process carries a nested call on
+	asking.Standing = n.env.asking.Standing
+	res := execution.Execute(ctx, h.agent.CodeExecution, execution.Program{Code: code, Run: h.runOf(n.req), AgentVersion: h.agent.Version,
+		Turn: h.turn, Approvals: asking, Saved: &execution.Saved{Name: p.Name, Version: p.Version}, Reach: reach(h.turn(ctx), p.Code)},
+		&execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs, Logger: h.log, Report: h.report, Render: ModelReads})
+	if f := res.Failure; f != nil {
+		return nil, failure.New(failure.UpstreamError, "the saved program %s (version %s) failed: %s: %s", p.Name, p.Version, f.Kind, f.Message)
+	}
+	if len(res.Value) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	return res.Value, nil
 }

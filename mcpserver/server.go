@@ -333,6 +333,7 @@ type handlers struct {
 	// → the definition's JSON.
 	savedMu sync.Mutex
 	saved   map[string]string
+	offered []budget.SavedProgram // the programs saved holds the tools of, a program may call
 
 	// room keeps the questions of calls that need a person's approval (package approval);
 	// holds are the calls held across the round trips of an approval (mrtr.go), whose

@@ -98,6 +98,13 @@ func Program(p budget.SavedProgram, args json.RawMessage) (string, error) {
 	return p.Code + "\n\nreturn await main(**__import__(\"json\").loads(" + strconv.QuoteToASCII(string(args)) + "))\n", nil
 }
 
+// Keywords are the keywords p's main takes (params) and those it requires.
+func Keywords(p budget.SavedProgram) (params, required []string) {
+	in, _, _ := toolshape.ReadInput(p.InputSchema)
+	s := in.Signature()
+	return s.Params, s.Required
+}
+
 // checkArguments checks a call's arguments against p's input schema.
 func checkArguments(p budget.SavedProgram, args json.RawMessage) error {
 	in, _, err := toolshape.ReadInput(p.InputSchema)
