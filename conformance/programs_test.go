@@ -137,6 +137,15 @@ tenants:
 		t.Errorf("a call without amount: %s; want it refused, naming amount", testkit.Text(res))
 	}
 
+	// list_tools names it, and get_tool_info gives its stub.
+	if res := call(t, host, "list_tools", nil); !strings.Contains(testkit.Text(res), "saved__lookup_order: Looks an order up.") {
+		t.Errorf("list_tools: %s", testkit.Text(res))
+	}
+	if res := call(t, host, "get_tool_info", map[string]any{"name": "saved__lookup_order"}); res.IsError ||
+		!strings.Contains(testkit.Text(res), "async def saved__lookup_order(*, order_id: str, amount: float)") {
+		t.Errorf("get_tool_info(saved__lookup_order): %s", testkit.Text(res))
+	}
+
 	// A program calls it like any binding, with keywords; a wrong keyword is refused there.
 	var fromProgram struct {
 		Value any    `json:"value"`

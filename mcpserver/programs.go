@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -213,4 +214,49 @@ func (n *nestedPrograms) Call(ctx context.Context, tool string, args json.RawMes
 		return json.RawMessage("null"), nil
 	}
 	return res.Value, nil
+}
+
+// offeredProgram is the saved program the session was last offered under tool name, if any.
+func (h *handlers) offeredProgram(name string) (budget.SavedProgram, bool) {
+	prefix := h.agent.Programs.prefix() + upstream.Separator
+	if !strings.HasPrefix(name, prefix) {
+		return budget.SavedProgram{}, false
+	}
+	h.savedMu.Lock()
+	defer h.savedMu.Unlock()
+	for _, p := range h.offered {
+		if p.Name == strings.TrimPrefix(name, prefix) {
+			return p, true
+		}
+	}
+	return budget.SavedProgram{}, false
+}
+
+// savedInfo is get_tool_info's answer for a saved program: its description, then its stub.
+func (h *handlers) savedInfo(p budget.SavedProgram) *mcp.CallToolResult {
+	info := programs.Describe(h.agent.Programs.prefix(), p)
+	var text strings.Builder
+	enc := json.NewEncoder(&text)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		programs.Info
+		PythonStub string `json:"python_stub,omitempty"` // shadows the embedded one: left out
+	}{Info: info})
+	text.WriteString("\npython_stub:\n" + info.PythonStub)
+	return &mcp.CallToolResult{StructuredContent: info, Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
+}
+
+// savedSummaries are what list_tools adds of the saved programs offered: on the first page of
+// a listing of every server, one line each.
+func (h *handlers) savedSummaries(in upstream.ListToolsArgs) []programs.Summary {
+	if in.Cursor != "" || in.Server != "" {
+		return nil
+	}
+	h.savedMu.Lock()
+	defer h.savedMu.Unlock()
+	var out []programs.Summary
+	for _, p := range h.offered {
+		out = append(out, programs.Summarize(h.agent.Programs.prefix(), p))
+	}
+	return out
 }

@@ -584,9 +584,13 @@ func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		return bad, nil
 	}
 	t := h.turn(ctx)
+	saved := h.savedSummaries(in)
 	if t == nil {
 		if in.Cursor != "" {
 			return toolError("unknown cursor %q: start again without one", in.Cursor), nil
+		}
+		if len(saved) > 0 {
+			return savedListing(upstream.ListToolsPage{Tools: []upstream.ToolSummary{}}, saved), nil
 		}
 		return &mcp.CallToolResult{
 			StructuredContent: map[string]any{"tools": []any{}, "next_cursor": nil},
@@ -596,6 +600,9 @@ func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	page, err := t.ListTools(in)
 	if err != nil {
 		return toolError("%v", err), nil
+	}
+	if len(saved) > 0 {
+		return savedListing(page, saved), nil
 	}
 	return &mcp.CallToolResult{StructuredContent: page, Content: []mcp.Content{&mcp.TextContent{Text: listToolsText(page)}}}, nil
 }
@@ -608,6 +615,9 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 		return bad, nil
 	}
 	t := h.turn(ctx)
+	if p, ok := h.offeredProgram(in.Name); ok {
+		return h.savedInfo(p), nil
+	}
 	if t == nil {
 		return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
 	}

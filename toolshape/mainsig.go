@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +28,7 @@ func MainInput(code string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	props := map[string]any{}
+	var props []string // `"name":schema`, in main's order, which the stub keeps
 	required := []string{}
 	for _, p := range params {
 		name, rest, _ := strings.Cut(p, ":")
@@ -49,12 +50,14 @@ func MainInput(code string) (json.RawMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("main's parameter %s: %v", name, err)
 		}
-		props[name] = schema
+		b, _ := json.Marshal(schema)
+		props = append(props, strconv.Quote(name)+":"+string(b))
 		if !hasDefault && !optional {
 			required = append(required, name)
 		}
 	}
-	return json.Marshal(map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false})
+	req, _ := json.Marshal(required)
+	return json.RawMessage(`{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":` + string(req) + `,"additionalProperties":false}`), nil
 }
 
 var (

@@ -12,7 +12,8 @@ func TestMainInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"additionalProperties":false,"properties":{"amount":{"type":"number"},"n":{"type":"integer"},"note":{"type":"string"},"order_id":{"type":"string"},"tags":{"type":"array"}},"required":["order_id","amount"],"type":"object"}`
+	// The properties in main's order, which the stub keeps.
+	want := `{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"},"note":{"type":"string"},"tags":{"type":"array"},"n":{"type":"integer"}},"required":["order_id","amount"],"additionalProperties":false}`
 	if string(got) != want {
 		t.Errorf("MainInput = %s\nwant %s", got, want)
 	}
