@@ -100,19 +100,7 @@ tenants:
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	tools := func(cs *mcp.ClientSession) map[string]*mcp.Tool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]*mcp.Tool{}
-		for _, tl := range res.Tools {
-			out[tl.Name] = tl
-		}
-		return out
-	}
+	tools := func(cs *mcp.ClientSession) map[string]*mcp.Tool { return listedTools(t, cs) }
 	callSaved := func(cs *mcp.ClientSession, name string, args map[string]any) (savedResult, *mcp.CallToolResult) {
 		return savedCall(t, cs, name, args)
 	}
@@ -251,19 +239,7 @@ tenants:
 	var changed atomic.Int64
 	cs, _ := serveProcWith(t, cfg, testkit.NewLog(t, "server"), &mcp.ClientOptions{ElicitationHandler: p.handler,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }}, revisionElicit)
-	listed := func() map[string]*mcp.Tool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]*mcp.Tool{}
-		for _, tl := range res.Tools {
-			out[tl.Name] = tl
-		}
-		return out
-	}
+	listed := func() map[string]*mcp.Tool { return listedTools(t, cs) }
 	if listed()[ToolSaveProgramName] == nil {
 		t.Fatal("save_program is not offered to an agent with programs: {propose: true}")
 	}
@@ -326,4 +302,20 @@ func savedCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &r)
 	return r, res
+}
+
+// listedTools is what tools/list offers cs, by name.
+func listedTools(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*mcp.Tool{}
+	for _, tl := range res.Tools {
+		out[tl.Name] = tl
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,39 +62,19 @@ func (h *handlers) syncPrograms(ctx context.Context, t *upstream.Turn) {
 	h.savedMu.Lock()
 	defer h.savedMu.Unlock()
 	h.offered = offered
-	want := map[string]*mcp.Tool{}
-	defs := map[string]string{}
+	prefix := h.agent.Programs.prefix()
+	defs := map[string]*mcp.Tool{}
 	for _, p := range offered {
-		name := programs.ToolName(h.agent.Programs.prefix(), p.Name)
-		def := &mcp.Tool{Name: name, Title: p.Name, InputSchema: p.InputSchema,
+		defs[programs.ToolName(prefix, p.Name)] = &mcp.Tool{Name: programs.ToolName(prefix, p.Name), Title: p.Name, InputSchema: p.InputSchema,
 			Description: p.Description + "\n(A saved program, version " + p.Version + ".)",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: h.reachesReadOnly(t, p.Code), OpenWorldHint: ptr(h.agent.CodeExecution.Terms.Network != engine.NetworkNone)}}
-		b, _ := json.Marshal(def)
-		want[name], defs[name] = def, string(b)
 	}
-	var gone []string
-	for name := range h.saved {
-		if _, ok := want[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
-		sort.Strings(gone)
-		h.srv.RemoveTools(gone...)
-		for _, n := range gone {
-			delete(h.saved, n)
-		}
-	}
-	for name, def := range want {
-		if h.saved[name] == defs[name] {
-			continue
-		}
-		program := def.Title
-		h.srv.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h.setTools(h.saved, defs, func(name string) mcp.ToolHandler {
+		program := strings.TrimPrefix(name, prefix+upstream.Separator)
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return h.runSaved(ctx, req, program), nil
-		})
-		h.saved[name] = defs[name]
-	}
+		}
+	})
 }
 
 // reach is what a saved program of text code may call in t: the tools it names
