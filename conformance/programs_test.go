@@ -216,6 +216,27 @@ return {"value": v, "bad": bad}
 		runs[3].Version != programs.Version(lookupOrder+"# v2\n") {
 		t.Errorf("ledger program runs %+v, %v", runs, err)
 	}
+
+	// The operator's command lists, shows and deletes; a deleted program leaves the listing.
+	cli := func(args ...string) string {
+		cmd := exec.Command(built.sandbox, append([]string{"programs"}, append(args, "--tenant", "t", "--config", cfg)...)...)
+		cmd.Env = append(os.Environ(), "MCP_SANDBOX_PG_DSN="+dsn)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("programs %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := cli("list"); !strings.Contains(out, "lookup_order  "+programs.Version(lookupOrder+"# v2\n")) || !strings.Contains(out, "refund_one") {
+		t.Errorf("programs list:\n%s", out)
+	}
+	if out := cli("show", "lookup_order"); !strings.Contains(out, "runs: 4") || !strings.Contains(out, "# v2") {
+		t.Errorf("programs show:\n%s", out)
+	}
+	cli("delete", "refund_one")
+	if tl := tools(host)["saved__refund_one"]; tl != nil {
+		t.Error("a deleted program is still listed")
+	}
 }
 
 // Issue 42, Must show 2: the model proposes saving a program through save_program; the person
