@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,7 +78,8 @@ func rehearse(t *testing.T, cs *mcp.ClientSession, code string) rehearsal {
 // is asked once, about the whole plan. Accepted, the real run refunds all 20 without a
 // question, and a 21st refund the plan does not list is asked about. Then a plan of three
 // whose program changes one amount before the real run: only that call is asked. The ledger
-// keeps each plan, who approved it and the calls it covered.
+// keeps each plan, who approved it and the calls it covered. An operator may approve a plan
+// instead of the person (`mcp-sandbox approvals approve`).
 func TestRehearsalPlanApprovedAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	counter, dataDir := filepath.Join(dir, "counter.json"), filepath.Join(dir, "data")
@@ -148,8 +150,28 @@ tenants:
 	if len(qs) != 4 || !strings.Contains(qs[3], "amount = 999") || !strings.Contains(qs[3], `order_id = "o32"`) {
 		t.Errorf("changed run: questions %q; want one more, about o32 at 999", qs[2:])
 	}
-	if n := counts(t, counter)["refund"]; n != 22 {
-		t.Errorf("the mock refunded %d times in all, want 22", n)
+
+	// An operator approves a plan while the person has not answered: the question the
+	// operator lists shows every effect, and the real run then asks nobody.
+	p.set("", func() {
+		pending := operatorPending(t, cfg)
+		if len(pending) != 1 || pending[0].Tool != "run_code" || !strings.Contains(pending[0].Arguments, "1. shop__refund\n  amount = 30\n  order_id = \"o41\"\n") {
+			t.Errorf("the operator's pending approvals: %+v", pending)
+			return
+		}
+		if out, err := exec.Command(built.sandbox, "approvals", "approve", pending[0].ID, "--by", "ops@example.com", "--config", cfg).CombinedOutput(); err != nil {
+			t.Errorf("approvals approve: %v\n%s", err, out)
+		}
+	})
+	r3 := rehearse(t, cs, refunds(41, 41, nil))
+	if r3.PlanApproval.Decision != "accepted" || r3.PlanApproval.By != "ops@example.com" {
+		t.Fatalf("a plan the operator approved: %+v", r3.PlanApproval)
+	}
+	asked := len(p.questions())
+	got = nil
+	runInto(t, cs, "", refunds(41, 41, nil), &got, &struct{}{})
+	if len(got) != 1 || got[0] != true || len(p.questions()) != asked {
+		t.Errorf("the operator's plan: the real run returned %v after %d more questions; want refunded, none", got, len(p.questions())-asked)
 	}
 
 	// The ledger: each plan, who approved it, and the calls it covered.
@@ -175,6 +197,9 @@ tenants:
 				t.Errorf("ledger plan %s effect %d covers %q; want covered %v", c.id, e.Seq, e.CoveredCall, c.covered[i])
 			}
 		}
+	}
+	if n := counts(t, counter)["refund"]; n != 23 {
+		t.Errorf("the mock refunded %d times in all, want 23", n)
 	}
 	recs := approvalsOf(t, dataDir, "rehearse-real")
 	if len(recs) != 21 || recs[20].Status != budget.ApprovalDeclined || recs[20].AnsweredBy != "ann@example.com" {
