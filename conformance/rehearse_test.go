@@ -174,6 +174,19 @@ tenants:
 		t.Errorf("the operator's plan: the real run returned %v after %d more questions; want refunded, none", got, len(p.questions())-asked)
 	}
 
+	// A plan stands for the agent's real runs from any session, one that cannot ask included:
+	// the planned call runs there, and one the plan does not list is refused unasked.
+	p.set("accept", nil)
+	if r := rehearse(t, cs, refunds(51, 51, nil)); r.PlanApproval.Decision != "accepted" {
+		t.Fatalf("a fourth rehearsal: %+v", r)
+	}
+	mute, _ := serveProcWith(t, cfg, testkit.NewLog(t, "mute"), &mcp.ClientOptions{}, revisionElicit)
+	got = nil
+	runInto(t, mute, "", refunds(51, 52, nil), &got, &struct{}{})
+	if len(got) != 2 || got[0] != true || got[1] != "approval_required_in_program" {
+		t.Errorf("a session that cannot ask: %v; want o51 refunded by the plan, o52 refused unasked", got)
+	}
+
 	// The ledger: each plan, who approved it, and the calls it covered.
 	led, err := sqlite.Open(context.Background(), dataDir, nil)
 	if err != nil {
@@ -198,8 +211,8 @@ tenants:
 			}
 		}
 	}
-	if n := counts(t, counter)["refund"]; n != 23 {
-		t.Errorf("the mock refunded %d times in all, want 23", n)
+	if n := counts(t, counter)["refund"]; n != 24 {
+		t.Errorf("the mock refunded %d times in all, want 24", n)
 	}
 	recs := approvalsOf(t, dataDir, "rehearse-real")
 	if len(recs) != 21 || recs[20].Status != budget.ApprovalDeclined || recs[20].AnsweredBy != "ann@example.com" {
