@@ -19,6 +19,8 @@ type Nested interface {
 	Programs() map[string]Keywords
 	// Call runs the saved program name with args and returns its value, or why it failed.
 	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, *failure.Error)
+	// Describe is what get_tool_info says of the saved program name (its stub included).
+	Describe(name string) any
 }
 
 // Keywords are the keywords a saved program's main takes, and those it requires.
@@ -53,4 +55,12 @@ func (x *Execution) callNested(ctx context.Context, name string, args json.RawMe
 		return toolcall.Refused(fe), true
 	}
 	return toolcall.Answer{Value: v}, true
+}
+
+// nestedInfo is get_tool_info's answer for a saved program, ok false when name is none.
+func (x *Execution) nestedInfo(name string) (_ any, ok bool) {
+	if _, ok := x.nestedSigs[name]; !ok || x.nested == nil {
+		return nil, false
+	}
+	return x.nested.Describe(name), true
 }

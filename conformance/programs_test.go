@@ -141,6 +141,8 @@ tenants:
 	}
 	run(t, host, `
 v = await saved__lookup_order(order_id="o3", amount=4)
+info = await get_tool_info("saved__lookup_order")
+assert "async def saved__lookup_order(*, order_id: str, amount: float)" in info["python_stub"], info
 try:
     await saved__lookup_order(order="o3", amount=4)
     bad = "called"

@@ -171,6 +171,11 @@ func (h *handlers) nested(req *mcp.CallToolRequest, env callEnv) binding.Nested 
 
 func (n *nestedPrograms) Programs() map[string]binding.Keywords { return n.keywords }
 
+func (n *nestedPrograms) Describe(tool string) any {
+	p, _ := n.h.offeredProgram(tool)
+	return programs.Describe(n.h.agent.Programs.prefix(), p)
+}
+
 func (n *nestedPrograms) Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, *failure.Error) {
 	h := n.h
 	p, err := h.opts.Ledger.SavedProgram(ctx, h.agent.Tenant, n.names[tool])
