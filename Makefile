@@ -16,7 +16,7 @@ LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.
 #                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
-FAST_PKGS   := . ./binding ./approval ./egress ./budget ./cassette ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/gate ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/spawn ./internal/launch/seccomp ./internal/userns ./internal/tokenconn ./internal/nearest ./internal/httpguard ./mcpserver ./mcpserver/oauthrs ./outputs ./outputs/pgblob ./upstream ./upstream/oauthclient ./toolshape ./telemetry ./metrics
+FAST_PKGS   := . ./binding ./approval ./egress ./budget ./cassette ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/gate ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/spawn ./internal/launch/seccomp ./internal/userns ./internal/tokenconn ./internal/nearest ./internal/httpguard ./mcpserver ./mcpserver/oauthrs ./outputs ./outputs/pgblob ./upstream ./upstream/oauthclient ./toolshape ./programs ./telemetry ./metrics
 INTEG_PKGS  := ./engine/backend/... ./remote/... ./engine/bootstrap ./internal/launch ./internal/inithelper/... ./assembly ./cmd/... ./tools/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 # The race detector needs cgo, so a C compiler: `make test RACE=` runs the fast layer without.

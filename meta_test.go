@@ -180,8 +180,10 @@ var allowed = []rule{
 	{"cassette", []string{"binding", "upstream", "outputs", "toolcall", "toolshape", "failure", "budget", "execution"},
 		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream's tools, toolshape's mark), answers (toolcall), the kept results a replay's handle reads are served from (outputs); " +
 			"the keeper of each execution's cassette in the ledger (budget's Cassettes, execution's CassetteKeeper); never mcpserver, which imports it"},
-	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
-		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's"},
+	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "programs", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's; saved programs are package programs', offered here as tools"},
+	{"programs", []string{"budget", "toolshape"},
+		"saved programs' one home: kept in the ledger (budget's Programs), their input schema read from main's signature in a tool shape's terms (toolshape); never upstream, execution or mcpserver, which offers them"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
 		"the OAuth resource server: access tokens verified as JWTs by go-jose (never by code of ours) against keys found by go-sdk's oauthex discovery; never configs (cmd converts)"},
 	{"upstream/oauthclient", []string{"upstream", "github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
@@ -260,8 +262,8 @@ var importers = map[string]struct {
 }{
 	"toolcall": {[]string{"engine", "engine/*", "remote", "remote/*", "upstream", "binding", "cassette"},
 		"a call's answer and handle cross the call's path, from upstream through binding (and a cassette) to the engine and its protocol (and the remote client and service, which carry it), and nowhere else"},
-	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette"},
-		"a tool's shape is the upstream client's, read by what walks and records its calls; the engine never learns a tool's schema, and the MCP face reads it through upstream"},
+	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette", "programs"},
+		"a tool's shape is the upstream client's, read by what walks and records its calls, and a saved program's, read from its main; the engine never learns a tool's schema, and the MCP face reads it through upstream or programs"},
 	"remote": {[]string{"cmd/*", "assembly", "remote/service"},
 		"the remote client is one of the sandboxes a profile opens into (assembly), as a backend is; the service shares its protocol"},
 	"remote/service": {[]string{"cmd/*", "assembly"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},

@@ -272,6 +272,9 @@ func serveAgent(cfg *Config, ps *profileSet, tname, aname string) (mcpserver.Age
 	}
 	a := mcpserver.Agent{Tenant: tname, Name: aname, Version: version}
 	t := cfg.Tenants[tname]
+	if ap := t.Agents[aname].Programs; ap != nil {
+		a.Programs = mcpserver.Programs{Prefix: ap.Prefix, Propose: ap.Propose}
+	}
 	ce := t.Agents[aname].CodeExecution
 	if ce == nil {
 		return a, nil

@@ -362,10 +362,10 @@ func openPostgresLedger(ctx context.Context, cfg *Config, opts *postgres.Options
 	return led, nil
 }
 
-// OpenPauses opens the run ledger the config names, where the servers keep paused calls:
-// ledger.postgres, or the SQLite ledger under data_dir. Without either there is nothing
-// shared to read.
-func OpenPauses(ctx context.Context, cfg *Config) (budget.Pauses, func(), error) {
+// OpenSharedLedger opens the run ledger the config names, where the servers keep paused calls
+// and saved programs: ledger.postgres, or the SQLite ledger under data_dir. Without either
+// there is nothing shared to read.
+func OpenSharedLedger(ctx context.Context, cfg *Config) (budget.Ledger, func(), error) {
 	if cfg.Ledger != nil && cfg.Ledger.Postgres != nil {
 		led, err := openPostgresLedger(ctx, cfg, nil)
 		if err != nil {

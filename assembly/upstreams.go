@@ -170,7 +170,8 @@ func (tp *tenantPools) agentUpstreams(cfg *Config, tname, aname string) *mcpserv
 		IgnoreDestructive: p.IgnoreDestructive,
 		Rules:             p.Rules,
 		Bindings:          p.Bindings,
-		ApprovalTimeout:   approvalTimeout(cfg, tname, aname),
+		ApprovalTimeout:   approvalSeconds(cfg, tname, aname, func(a configs.Approvals) *float64 { return a.TimeoutSeconds }),
+		PlanWindow:        approvalSeconds(cfg, tname, aname, func(a configs.Approvals) *float64 { return a.PlanSeconds }),
 		Expose:            cfg.Tenants[tname].Agents[aname].ExposeUpstreamTools,
 		Watch: func(changed func()) {
 			tp.mu.Lock()
@@ -222,10 +223,11 @@ func rulesOf(rs []configs.Rule) []upstream.Rule {
 	return out
 }
 
-// approvalTimeout is how long an agent's calls wait for a person's approval: its code
-// execution profile's approvals.timeout_seconds, or, for an agent without one, the default
+// approvalSeconds is one of an agent's approvals durations (field picks it: how long a call
+// waits for a person's approval, timeout_seconds; how long an approved plan covers calls,
+// plan_seconds): its code execution profile's, or, for an agent without one, the default
 // profile's, or the built-in default.
-func approvalTimeout(cfg *Config, tname, aname string) time.Duration {
+func approvalSeconds(cfg *Config, tname, aname string, field func(configs.Approvals) *float64) time.Duration {
 	name := configs.DefaultProfileName
 	if ce := cfg.Tenants[tname].Agents[aname].CodeExecution; ce != nil {
 		name = profileOf(ce)
@@ -234,9 +236,9 @@ func approvalTimeout(cfg *Config, tname, aname string) time.Duration {
 	if !ok {
 		p, _ = cfg.Profile(configs.DefaultProfileName)
 	}
-	s := configs.DefaultApprovals().TimeoutSeconds
-	if p.Approvals.TimeoutSeconds != nil {
-		s = p.Approvals.TimeoutSeconds
+	s := field(configs.DefaultApprovals())
+	if v := field(p.Approvals); v != nil {
+		s = v
 	}
 	return time.Duration(*s * float64(time.Second))
 }

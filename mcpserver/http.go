@@ -125,6 +125,7 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 	}
 	if o.Server.Ledger != nil && o.Operator != nil {
 		h.approvalRoutes(mux, o.Server.Room)
+		h.programRoutes(mux, o.Server.Ledger)
 	}
 	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)

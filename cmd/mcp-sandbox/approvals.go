@@ -42,7 +42,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return exitUsage, err
 	}
-	pauses, closeLedger, err := assembly.OpenPauses(ctx, cfg)
+	pauses, closeLedger, err := assembly.OpenSharedLedger(ctx, cfg)
 	if err != nil {
 		return exitCode(err), err
 	}

@@ -59,6 +59,7 @@ func commands() []command {
 		{"export", "write the cassette of an execution a server recorded in the ledger", runExport},
 		{"read-output", "print an output kept under a handle (read_tool_output at a shell)", runReadOutput},
 		{"approvals", "list the calls waiting for a person's approval, and approve or deny them", runApprovals},
+		{"programs", "save, list, show and delete the programs a tenant's agents are offered as tools", runPrograms},
 		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
 		{"check", "validate a config file without running anything", runCheck},
 		{"image", "build the container backend's image (or the Kubernetes images) from this machine's files", runImage},
