@@ -105,6 +105,9 @@ type Call struct {
 	Log   *slog.Logger
 	// Questions are the execution's; nil for a direct call, asked at once and not counted.
 	Questions *Questions
+	// AnsweredBy, when set, is left who answered (Answer.By), for the call's line in the
+	// result's tool_calls.
+	AnsweredBy *string
 }
 
 // Ask is the approval step of a call that needs a person's approval (docs/design.md §11, §12.2
@@ -118,7 +121,14 @@ func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ 
 	q := Question{Tool: c.Tool, Reasons: c.Reasons, InProgram: c.InProgram, Wait: a.timeout(), Seq: c.Seq,
 		Arguments: c.Arguments, Redacted: c.Redacted}
 	var by string
-	defer func() { c.logDecision(d, ask, by); c.Questions.count(d); a.report(d) }()
+	defer func() {
+		c.logDecision(d, ask, by)
+		c.Questions.count(d)
+		a.report(d)
+		if c.AnsweredBy != nil {
+			*c.AnsweredBy = by
+		}
+	}()
 	release, fe := a.askable(ctx, c, &q, why)
 	if fe != nil {
 		// Refused without asking, recorded unasked (summarised past the first few:

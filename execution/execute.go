@@ -160,6 +160,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		res.Unavailable = append([]string(nil), u...)
 	}
 	res.Approvals = x.Approvals()
+	res.ToolCalls, res.ToolCallsOmitted = x.ToolCalls()
 	res.UpstreamProblems = upstreamProblems(x.Problems())
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -29,6 +30,11 @@ type Result struct {
 	// Resumed is set when the program was run again from its journal after it paused on an
 	// approval and the process holding it was gone (docs/design.md §11).
 	Resumed *Resumed `json:"resumed,omitempty"`
+	// ToolCalls are the calls the program made, in order, with how each ended (the last
+	// binding.ShownCalls; ToolCallsOmitted counts the earlier ones): what already happened,
+	// which a failed result shows the model too (docs/design.md §14.5).
+	ToolCalls        []binding.CallSummary `json:"tool_calls,omitempty"`
+	ToolCallsOmitted int                   `json:"tool_calls_omitted,omitempty"`
 }
 
 // Resumed says how a resumed execution began: how many of its calls were answered from the

@@ -476,6 +476,7 @@ func RenderText(m *ModelResult) string {
 	if r := m.Resumed; r != nil {
 		fmt.Fprintf(&b, "resumed: %d calls answered from its journal\n", r.ReplayedCalls)
 	}
+	writeToolCalls(&b, m.ToolCalls, m.ToolCallsOmitted)
 	if m.Isolation != "" {
 		fmt.Fprintf(&b, "isolation: asked for %s, got %s\n", m.asked, m.Isolation)
 	}
