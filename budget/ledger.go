@@ -190,6 +190,7 @@ type Ledger interface {
 	Pauses
 	Cassettes
 	ObservedShapes
+	Tasks
 
 	// StartRun records a Run's start; starting a Run that exists does nothing.
 	StartRun(ctx context.Context, run RunRef) error

@@ -107,6 +107,9 @@ type Options struct {
 	// Paused, when set, hears of each question kept as a pause, once, after it is saved
 	// (approvals.webhook: approval.Webhook.Notify). It must not block.
 	Paused func(approval.Entry)
+	// TaskRetention is how long run_code's MCP tasks are kept at most (tasks.go): the
+	// config's approvals.retention_hours; zero means DefaultTaskRetention.
+	TaskRetention time.Duration
 }
 
 // withDefaults is o (nil: the zero Options) with what is unset filled in, all but the Room
@@ -180,6 +183,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		// Read-only from the start only without upstreams: with them, the first turn (at the
 		// first tools/list) decides (syncReadOnly).
 		h.addRunCode(a.Upstreams == nil && a.CodeExecution.Terms.Network == engine.NetworkNone)
+		if o.Ledger != nil {
+			h.addTaskMethods(s)
+		}
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
@@ -327,6 +333,9 @@ type handlers struct {
 	room      *approval.Room
 	holds     holds
 	stateKeys *StateKeys
+
+	// tasks are the MCP tasks this process runs (tasks.go).
+	tasks runningTasks
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -348,29 +357,38 @@ func decodeArgs(req *mcp.CallToolRequest, v any) *mcp.CallToolResult {
 }
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Code *string `json:"code"`
-	}
-	if bad := decodeArgs(req, &in); bad != nil {
+	code, bad := runCodeArgs(req)
+	if bad != nil {
 		return bad, nil
-	}
-	if in.Code == nil {
-		return toolError("invalid arguments for run_code: code is required (the whole Python program as a string)"), nil
-	}
-	if len(*in.Code) > maxCodeBytes {
-		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
 	return h.serveCall(ctx, req, func(ctx context.Context, env callEnv) *mcp.CallToolResult {
 		ctx, end, ok := h.opts.Drain.begin(ctx)
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, *in.Code, env)
+		res := h.execute(ctx, req, code, env)
 		end()
 		out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
 		return out
 	}), nil
+}
+
+// runCodeArgs are run_code's arguments: the program, or the tool error that refuses them.
+func runCodeArgs(req *mcp.CallToolRequest) (code string, bad *mcp.CallToolResult) {
+	var in struct {
+		Code *string `json:"code"`
+	}
+	if bad := decodeArgs(req, &in); bad != nil {
+		return "", bad
+	}
+	if in.Code == nil {
+		return "", toolError("invalid arguments for run_code: code is required (the whole Python program as a string)")
+	}
+	if len(*in.Code) > maxCodeBytes {
+		return "", toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes)
+	}
+	return *in.Code, nil
 }
 
 // progress sends notifications/progress for one call. A send never blocks the engine: it runs

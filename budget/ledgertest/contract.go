@@ -41,6 +41,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ObservedShapesBounded", func(t *testing.T) { contractShapeBound(t, newLedger(t)) })
 	t.Run("ExecutionsReadBack", func(t *testing.T) { l := newLedger(t); contractExecutions(t, l, l) })
 	t.Run("LazyFinishFlushed", func(t *testing.T) { contractLazy(t, newLedger(t)) })
+	t.Run("TasksKeptPerTenant", func(t *testing.T) { contractTasks(t, newLedger(t)) })
 	t.Run("FreshOwnerHoldsItsCalls", func(t *testing.T) { contractHold(t, newLedger(t)) })
 	if reopen == nil {
 		return

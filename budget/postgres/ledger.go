@@ -189,6 +189,8 @@ var postgresSchema = []string{
 	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
 	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
 	`ALTER TABLE ledger_pauses ADD COLUMN view text NOT NULL DEFAULT '';`,
+	// 10: MCP tasks (tasks.go).
+	tasksMigration,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

@@ -220,7 +220,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
 	if version != sqliteSchemaVersion {
-		if _, err := db.ExecContext(ctx, schema); err != nil {
+		if _, err := db.ExecContext(ctx, schema+tasksSchema); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("budget: ledger schema: %w", err)
 		}
@@ -283,7 +283,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 9
+const sqliteSchemaVersion = 10
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.

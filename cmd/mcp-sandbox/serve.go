@@ -85,7 +85,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitCode(err), err
 	}
-	opts := &mcpserver.Options{Version: early.Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
+	opts := &mcpserver.Options{Version: early.Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys,
+		TaskRetention: cfg.Retention()}
 	if opts.Cassettes, err = cassetteKeeper(cfg, st.ledger); err != nil {
 		return exitFailure, err
 	}

@@ -1,0 +1,154 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+)
+
+type wireTaskAnswer struct {
+	Task wireOfTask `json:"task"`
+}
+
+// TestRunCodeAsTask (must show 1, 4 and 6 of issue 41 in the fast layer, with a fake sandbox):
+// a 2025-11-25 client over HTTP sees the tasks capability and run_code's taskSupport; a
+// task-augmented run_code answers at once with a working task; tasks/get polls it, tasks/result
+// waits for its result (value and the related task); tasks/cancel of another ends it cancelled
+// with its program's context cancelled; another tenant asking for the task id gets the answer
+// for an unknown task; a plain call is answered as before.
+func TestRunCodeAsTask(t *testing.T) {
+	release := make(chan struct{})
+	var cancelledSeen atomic.Bool
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
+		switch ex.Program {
+		case "slow":
+			select {
+			case <-release:
+				return ok(`42`)(ctx, ex)
+			case <-ctx.Done():
+				cancelledSeen.Store(true)
+				r := engine.Refuse(ex.Terms, failure.Cancelled, "cancelled")
+				r.Failure.Executed, r.Cancelled = true, true
+				return r
+			}
+		}
+		return ok(`7`)(ctx, ex)
+	}}
+	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	var agents []Agent
+	for _, tenant := range []string{"alpha", "beta"} {
+		agents = append(agents, Agent{Tenant: tenant, Name: "a", CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}})
+	}
+	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: agents, Loopback: true,
+		Authenticate: func(tok string) (string, bool) {
+			return strings.TrimPrefix(tok, "tok-"), strings.HasPrefix(tok, "tok-")
+		},
+		Server: &Options{Logger: discard(), Drain: drainAtCleanup(t), Ledger: led}, Logger: discard()}))
+	t.Cleanup(srv.Close)
+
+	alpha, init := testkit.OpenRPC(t, srv.URL+"/mcp", "tok-alpha")
+	if caps, _ := init["capabilities"].(map[string]any); caps["tasks"] == nil || caps["tools"] == nil {
+		t.Errorf("initialize's capabilities lack tasks: %v", init["capabilities"])
+	}
+	var list struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if e := alpha.Call("tools/list", map[string]any{}, &list); e != nil {
+		t.Fatal(e)
+	}
+	for _, tool := range list.Tools {
+		ex, _ := tool["execution"].(map[string]any)
+		if want := tool["name"] == ToolRunCode; (ex != nil && ex["taskSupport"] == "optional") != want {
+			t.Errorf("tool %v has execution %v", tool["name"], tool["execution"])
+		}
+	}
+
+	start := func(code string) wireOfTask {
+		t.Helper()
+		var a wireTaskAnswer
+		if e := alpha.Call("tools/call", map[string]any{"name": ToolRunCode, "arguments": map[string]any{"code": code},
+			"task": map[string]any{"ttl": 60000}}, &a); e != nil {
+			t.Fatalf("task-augmented tools/call: %+v", e)
+		}
+		if a.Task.TaskID == "" || a.Task.Status != "working" || a.Task.TTL != 60000 || a.Task.PollInterval <= 0 {
+			t.Fatalf("created task %+v", a.Task)
+		}
+		return a.Task
+	}
+	get := func(s *testkit.RPC, id string) (wireOfTask, *testkit.RPCError) {
+		var got wireOfTask
+		e := s.Call("tasks/get", map[string]any{"taskId": id}, &got)
+		return got, e
+	}
+
+	done, killed := start("slow"), start("slow")
+	if got, e := get(alpha, done.TaskID); e != nil || got.Status != "working" {
+		t.Errorf("tasks/get while it runs: %+v %+v", got, e)
+	}
+	beta, _ := testkit.OpenRPC(t, srv.URL+"/mcp", "tok-beta")
+	_, e := get(beta, done.TaskID)
+	_, unknown := get(beta, "t_00000000000000000000000000000000")
+	if e == nil || unknown == nil || e.Code != unknown.Code || strings.ReplaceAll(e.Message, done.TaskID, "ID") !=
+		strings.ReplaceAll(unknown.Message, "t_00000000000000000000000000000000", "ID") {
+		t.Errorf("tenant beta asking for alpha's task got %+v; for an unknown one %+v", e, unknown)
+	}
+
+	var cancelled wireOfTask
+	if e := alpha.Call("tasks/cancel", map[string]any{"taskId": killed.TaskID}, &cancelled); e != nil || cancelled.Status != "cancelled" {
+		t.Errorf("tasks/cancel: %+v %+v", cancelled, e)
+	}
+	if !cancelledSeen.Load() {
+		t.Error("the cancelled task's program was not cancelled")
+	}
+	var cres struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	if e := alpha.Call("tasks/result", map[string]any{"taskId": killed.TaskID}, &cres); e != nil || cres.StructuredContent["cancelled"] != true {
+		t.Errorf("a cancelled task's result: %+v %+v", cres, e)
+	}
+
+	close(release)
+	var res struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+		Meta              map[string]any `json:"_meta"`
+	}
+	if e := alpha.Call("tasks/result", map[string]any{"taskId": done.TaskID}, &res); e != nil || res.IsError ||
+		fmt.Sprint(res.StructuredContent["value"]) != "42" || res.Meta[metaRelatedTask] == nil {
+		t.Errorf("tasks/result: %+v %+v", res, e)
+	}
+	if got, e := get(alpha, done.TaskID); e != nil || got.Status != "completed" {
+		t.Errorf("tasks/get once done: %+v %+v", got, e)
+	}
+	var tl struct {
+		Tasks []wireOfTask `json:"tasks"`
+	}
+	if e := alpha.Call("tasks/list", map[string]any{}, &tl); e != nil || len(tl.Tasks) != 2 {
+		t.Errorf("tasks/list: %+v %+v", tl, e)
+	}
+	if e := beta.Call("tasks/list", map[string]any{}, &tl); e != nil || len(tl.Tasks) != 0 {
+		t.Errorf("beta's tasks/list: %+v %+v", tl, e)
+	}
+
+	// A call without a task is answered as before.
+	var plain struct {
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	if e := alpha.Call("tools/call", map[string]any{"name": ToolRunCode, "arguments": map[string]any{"code": "x"}}, &plain); e != nil ||
+		fmt.Sprint(plain.StructuredContent["value"]) != "7" {
+		t.Errorf("a plain call: %+v %+v", plain, e)
+	}
+}
