@@ -11,12 +11,14 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
-// TestTasksClient2025 (must show 1, the 2025-11-25 half, of issue 41): the TypeScript SDK v2
-// client with its tasks package (@modelcontextprotocol/ext-tasks, pinned), pinned to revision
-// 2025-11-25 over HTTP, finds run_code's taskSupport and calls it as a task: a 20 s program's
-// task comes back at once, polls working and completes with its value and output; another
-// program's task, cancelled while it runs, ends cancelled and leaves no process behind.
-func TestTasksClient2025(t *testing.T) {
+// TestTasksClients (must show 1 of issue 41): the TypeScript SDK v2 client with its tasks
+// package (@modelcontextprotocol/ext-tasks, pinned) over HTTP, on revision 2025-11-25 (core
+// tasks: it finds run_code's taskSupport) and on 2026-07-28 (the io.modelcontextprotocol/tasks
+// extension), calls run_code as a task: a 20 s program's task comes back at once, polls
+// working and completes with its value and output; another program's task, cancelled while it
+// runs, ends cancelled and leaves no process behind. The two revisions share one server and
+// run at once.
+func TestTasksClients(t *testing.T) {
 	p := ecoNeedPeers(t)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: %q
@@ -29,9 +31,20 @@ tenants:
       default: {code_execution: {profile: default}}
 `, filepath.Join(t.TempDir(), "data")))
 	url := ecoStartHTTP(t, cfg) + "/mcp"
+	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
+			tasksClient(t, p, url, protocol)
+		})
+	}
+}
+
+// tasksClient runs clients/tasks-client.mjs on revision protocol against url and checks what
+// it saw.
+func tasksClient(t *testing.T, p ecoPeers, url, protocol string) {
 	tag := fmt.Sprintf("%d", time.Now().UnixNano())
 	cancelled := fmt.Sprintf("import subprocess, time\nsubprocess.Popen(['sleep', '1000'], env={'I41_TASK': %q})\ntime.sleep(60)", tag)
-	out, err := ecoRun(t, 2*time.Minute, p.dir, p.env(), p.node, "clients/tasks-client.mjs", "--url", url, "--token", ecoToken,
+	out, err := ecoRun(t, 2*time.Minute, p.dir, p.env(), p.node, "clients/tasks-client.mjs", "--protocol", protocol, "--url", url, "--token", ecoToken,
 		"--long", "import time\nprint('started')\ntime.sleep(20)\n6 * 7", "--cancel", cancelled)
 	if err != nil {
 		t.Fatalf("tasks-client: %v", err)
@@ -39,6 +52,7 @@ tenants:
 	var r struct {
 		Protocol      string   `json:"protocol"`
 		TaskSupport   string   `json:"task_support"`
+		Generation    string   `json:"generation"`
 		LongKind      string   `json:"long_kind"`
 		KilledKind    string   `json:"killed_kind"`
 		StartedMs     int      `json:"started_ms"`
@@ -54,8 +68,11 @@ tenants:
 		Stdout string `json:"stdout"`
 	}
 	_ = json.Unmarshal(r.Structured, &value)
-	if r.Protocol != "2025-11-25" || r.TaskSupport != "optional" || r.LongKind != "task" || r.KilledKind != "task" {
-		t.Errorf("the client did not run run_code as a task: %s", out)
+	if r.Protocol != protocol || r.LongKind != "task" || r.KilledKind != "task" {
+		t.Errorf("the client did not run run_code as a task on %s: %s", protocol, out)
+	}
+	if protocol == "2025-11-25" && r.TaskSupport != "optional" {
+		t.Errorf("run_code's taskSupport on %s: %q", protocol, r.TaskSupport)
 	}
 	if r.StartedMs > 5000 {
 		t.Errorf("the task came back after %d ms, not at once", r.StartedMs)

@@ -149,10 +149,14 @@ func (o *Options) room() *approval.Room {
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
 func NewServer(a Agent, opts *Options) *mcp.Server {
 	o := opts.withDefaults()
-	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
-		Instructions: instructions(a),
-		Logger:       o.Logger,
-	})
+	so := &mcp.ServerOptions{Instructions: instructions(a), Logger: o.Logger}
+	if a.CodeExecution != nil && o.Ledger != nil {
+		// run_code's tasks (tasks.go), as the extension of 2026-07-28 declares them; the
+		// rest of the capabilities as go-sdk infers them (logging, its default, kept).
+		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+		so.Capabilities.AddExtension(TasksExtension, nil)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, so)
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, room: o.room(), log: o.Logger.With("tenant", a.Tenant, "agent", a.Name),
 		exposed: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)

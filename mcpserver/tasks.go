@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,12 @@ import (
 // task writes how it goes every poll interval, and reads back whether a tasks/cancel reached
 // another process meanwhile, which it then carries out: the program's whole tree is killed.
 //
+// A client of 2026-07-28 gets the same tasks through the io.modelcontextprotocol/tasks
+// extension (SEP-2663): it declares the extension in its request's client capabilities, the
+// server its own in server/discover, and the answers take that revision's shapes (a result of
+// resultType "task", tasks/get's detailed task with its result inline, tasks/cancel's empty
+// result): taskGeneration picks them per request.
+//
 // go-sdk implements no tasks: the task methods are custom methods of its server (they pass
 // its middleware like any other), and what its wire types cannot carry (the task field of a
 // tools/call, the tasks capability, run_code's execution.taskSupport) taskwire.go carries.
@@ -34,6 +41,14 @@ const metaTask = "mcp-sandbox/task"
 
 // metaRelatedTask is the _meta key naming the task a message belongs to.
 const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// The _meta keys of revision 2026-07-28 that say a request's revision and its client's
+// capabilities, and the tasks extension's id.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	TasksExtension         = "io.modelcontextprotocol/tasks"
+)
 
 // taskPollInterval is what a client is told to wait between polls, and how often the process
 // running a task writes its progress and reads whether it was cancelled elsewhere.
@@ -61,6 +76,107 @@ func wireTask(t budget.Task) wireOfTask {
 	return wireOfTask{TaskID: t.ID, Status: string(t.Status), StatusMessage: t.Message,
 		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.UpdatedAt.UTC().Format(time.RFC3339Nano),
 		TTL: t.TTL.Milliseconds(), PollInterval: t.PollInterval.Milliseconds()}
+}
+
+// extensionTasks reports whether a request's _meta says it is of revision 2026-07-28 or later
+// and its client declared the tasks extension (SEP-2663).
+func extensionTasks(meta mcp.Meta) bool {
+	if v, _ := meta[metaProtocolVersion].(string); v < revisionStateless {
+		return false
+	}
+	caps, _ := meta[metaClientCapabilities].(map[string]any)
+	ext, _ := caps["extensions"].(map[string]any)
+	_, ok := ext[TasksExtension]
+	return ok
+}
+
+// modernKey marks the context of a task method's request of revision 2026-07-28 or later
+// (its MCP-Protocol-Version header, or its _meta, says so): its answers take the extension's
+// shapes. The middleware sets it, since a custom method's handler sees no request.
+type modernKey struct{}
+
+// modernRequest reports whether req is of revision 2026-07-28 or later.
+func modernRequest(req mcp.Request) bool {
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil && ex.Header.Get(headerProtocolVersion) >= revisionStateless {
+		return true
+	}
+	if p := req.GetParams(); p != nil {
+		v, _ := p.GetMeta()[metaProtocolVersion].(string)
+		return v >= revisionStateless
+	}
+	return false
+}
+
+// modernTask reports whether ctx is a task method's of revision 2026-07-28 or later.
+func modernTask(ctx context.Context) bool {
+	m, _ := ctx.Value(modernKey{}).(bool)
+	return m
+}
+
+// taskV2 is a task as the tasks extension (2026-07-28) shows it: the fields of its Task, its
+// ttl as ttlMs (null: kept without end), and, by status, the result inline (completed) or the
+// error (failed), with the result's resultType.
+type taskV2 struct {
+	TaskID         string          `json:"taskId"`
+	Status         string          `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	TTLMs          *int64          `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *jsonrpc.Error  `json:"error,omitempty"`
+	ResultType     string          `json:"resultType"`
+}
+
+// taskV2Result answers a task method of 2026-07-28.
+type taskV2Result struct {
+	mcp.ResultBase
+	taskV2
+}
+
+// doneV2 is tasks/cancel's answer in 2026-07-28: an empty complete result.
+type doneV2 struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// extensionTask is t in the extension's shape; resultType "task" answers the tools/call that
+// created it, "complete" a task method. A run_code result, failed program or not, is the
+// task's completed result (its isError says the rest); a task that ended without one is
+// failed with the reason.
+func extensionTask(t budget.Task, resultType string) taskV2 {
+	w := wireTask(t)
+	v := taskV2{TaskID: w.TaskID, Status: w.Status, StatusMessage: w.StatusMessage, CreatedAt: w.CreatedAt,
+		LastUpdatedAt: w.LastUpdatedAt, PollIntervalMs: w.PollInterval, ResultType: resultType}
+	if t.TTL > 0 {
+		v.TTLMs = &w.TTL
+	}
+	if resultType == "task" {
+		return v
+	}
+	switch {
+	case t.Status == budget.TaskCompleted || (t.Status == budget.TaskFailed && t.Result != nil):
+		v.Status = string(budget.TaskCompleted)
+		v.Result = withResultType(t.Result)
+	case t.Status == budget.TaskFailed:
+		v.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: t.Message}
+	}
+	return v
+}
+
+// withResultType is a stored tools/call result marked complete, as 2026-07-28 reads results.
+func withResultType(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 // createTaskResult answers a task-augmented tools/call.
@@ -135,10 +251,16 @@ func (h *handlers) addTaskMethods(s *mcp.Server) {
 	h.tasks.run = map[string]*runningTask{}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if strings.HasPrefix(method, "tasks/") {
+				ctx = context.WithValue(ctx, modernKey{}, modernRequest(req))
+			}
 			if method == "tools/call" {
 				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params.Name == ToolRunCode {
 					if ask, ok := cr.Params.Meta[metaTask]; ok {
-						return h.startTask(ctx, cr, ask)
+						return h.startTask(ctx, cr, ask, false)
+					}
+					if extensionTasks(cr.Params.Meta) {
+						return h.startTask(ctx, cr, nil, true)
 					}
 				}
 			}
@@ -150,10 +272,13 @@ func (h *handlers) addTaskMethods(s *mcp.Server) {
 			panic(err) // a method name go-sdk reserves: a programming error
 		}
 	}
-	must(mcp.AddReceivingCustomMethod(s, "tasks/get", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskResult, error) {
+	must(mcp.AddReceivingCustomMethod(s, "tasks/get", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (mcp.Result, error) {
 		t, err := h.task(ctx, p.TaskID)
 		if err != nil {
 			return nil, err
+		}
+		if modernTask(ctx) {
+			return &taskV2Result{taskV2: extensionTask(t, "complete")}, nil
 		}
 		return &taskResult{wireOfTask: wireTask(t)}, nil
 	}))
@@ -212,7 +337,8 @@ func (h *handlers) task(ctx context.Context, id string) (budget.Task, error) {
 
 // startTask creates the task a tools/call of run_code asked for (ask: its task field, with
 // an optional ttl in milliseconds) and starts its program; the answer is the task, at once.
-func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask any) (mcp.Result, error) {
+// modern answers in the shapes of the tasks extension (2026-07-28).
+func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask any, modern bool) (mcp.Result, error) {
 	ttl := h.taskRetention()
 	if m, ok := ask.(map[string]any); ok {
 		if ms, ok := m["ttl"].(float64); ok && ms > 0 {
@@ -227,15 +353,21 @@ func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask 
 		h.log.Error("task not recorded", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task could not be recorded in the run ledger, so nothing ran"}
 	}
+	created := func() (mcp.Result, error) {
+		if modern {
+			return &taskV2Result{taskV2: extensionTask(t, "task")}, nil
+		}
+		return &createTaskResult{Task: wireTask(t)}, nil
+	}
 	code, bad := runCodeArgs(req)
 	if bad != nil {
 		h.endTask(t, budget.TaskFailed, "the arguments were refused; nothing ran", bad)
-		return &createTaskResult{Task: wireTask(t)}, nil
+		return created()
 	}
 	tctx, end, ok := h.opts.Drain.begin(context.WithoutCancel(ctx))
 	if !ok {
 		h.endTask(t, budget.TaskFailed, "the server is shutting down; nothing ran", toolError("the server is shutting down; nothing ran"))
-		return &createTaskResult{Task: wireTask(t)}, nil
+		return created()
 	}
 	tctx, cancel := context.WithCancel(tctx)
 	rt := &runningTask{cancel: cancel, done: make(chan struct{})}
@@ -244,7 +376,7 @@ func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask 
 	h.tasks.mu.Unlock()
 	h.log.Info("task started", "task", t.ID, "run", t.Run)
 	go h.runTask(tctx, end, req, code, t, rt)
-	return &createTaskResult{Task: wireTask(t)}, nil
+	return created()
 }
 
 // runTask runs the task's program and writes its end; meanwhile it writes how it goes each
@@ -350,7 +482,7 @@ func (h *handlers) taskResult(ctx context.Context, _ *mcp.ServerSession, p *task
 // cancelTask answers tasks/cancel: a task this process runs is killed and its end (cancelled,
 // with what its program had done) written before the answer; one another process runs is
 // recorded cancelled, which that process carries out at its next poll.
-func (h *handlers) cancelTask(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskResult, error) {
+func (h *handlers) cancelTask(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (mcp.Result, error) {
 	t, err := h.task(ctx, p.TaskID)
 	if err != nil {
 		return nil, err
@@ -377,6 +509,9 @@ func (h *handlers) cancelTask(ctx context.Context, _ *mcp.ServerSession, p *task
 	}
 	if t, err = h.task(ctx, p.TaskID); err != nil {
 		return nil, err
+	}
+	if modernTask(ctx) {
+		return &doneV2{ResultType: "complete"}, nil
 	}
 	return &taskResult{wireOfTask: wireTask(t)}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
@@ -141,6 +142,29 @@ func TestRunCodeAsTask(t *testing.T) {
 	}
 	if e := beta.Call("tasks/list", map[string]any{}, &tl); e != nil || len(tl.Tasks) != 0 {
 		t.Errorf("beta's tasks/list: %+v %+v", tl, e)
+	}
+
+	// A client of 2026-07-28 gets the extension's shapes: a result of type task, tasks/get's
+	// detailed task with the result inline once it completed.
+	modern := testkit.ModernRPC(t, srv.URL+"/mcp", "tok-alpha")
+	var created map[string]any
+	if e := modern.Call("tools/call", map[string]any{"name": ToolRunCode, "arguments": map[string]any{"code": "x"}}, &created); e != nil ||
+		created["resultType"] != "task" || created["taskId"] == nil || created["status"] != "working" {
+		t.Fatalf("2026-07-28 run_code: %v %+v", created, e)
+	}
+	var detailed map[string]any
+	for range 100 {
+		if e := modern.Call("tasks/get", map[string]any{"taskId": created["taskId"]}, &detailed); e != nil || detailed["resultType"] != "complete" {
+			t.Fatalf("2026-07-28 tasks/get: %v %+v", detailed, e)
+		}
+		if detailed["status"] != "working" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	result, _ := detailed["result"].(map[string]any)
+	if sc, _ := result["structuredContent"].(map[string]any); detailed["status"] != "completed" || fmt.Sprint(sc["value"]) != "7" || result["resultType"] != "complete" {
+		t.Errorf("2026-07-28 tasks/get of the completed task: %v", detailed)
 	}
 
 	// A call without a task is answered as before.
