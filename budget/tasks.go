@@ -32,9 +32,11 @@ type Task struct {
 	ID     string
 	Tenant string
 	Agent  string
-	// Run is the Run the program runs in.
-	Run    string
-	Status TaskStatus
+	// Run is the Run the program runs in; ExecutionID its execution once it started ("" before):
+	// the calls it made are that execution's (Ledger.Calls).
+	Run         string
+	ExecutionID string
+	Status      TaskStatus
 	// Message says how it goes, for tasks/get's statusMessage.
 	Message   string
 	CreatedAt time.Time
@@ -46,9 +48,12 @@ type Task struct {
 	// Result is the tools/call result, JSON, once it has ended (nil before).
 	Result json.RawMessage
 	// Owner is the ledger owner running it (set by SaveTask): a task whose owner is gone
-	// while it works is failed by Recover, never run again.
+	// while it works is failed by Recover (with TaskLost), never run again.
 	Owner string
 }
+
+// TaskLost is the message of a task Recover failed: its owner stopped while it ran.
+const TaskLost = "the server running the program stopped before it ended; it was not run again"
 
 // NewTaskID returns a task id: 128 random bits, so ids cannot be guessed across tenants.
 func NewTaskID() string { return NewID("t_") }
@@ -67,6 +72,8 @@ type Tasks interface {
 	// terminal already: then ErrAlreadyFinished, with the task as it stands. ErrNotFound for
 	// an unknown one.
 	UpdateTask(ctx context.Context, tenant, id string, status TaskStatus, message string, result json.RawMessage) (Task, error)
+	// SetTaskExecution records the execution a task's program runs as.
+	SetTaskExecution(ctx context.Context, tenant, id, executionID string) error
 	// DropTasksBefore forgets the tasks created before t: the retention period's end.
 	DropTasksBefore(ctx context.Context, t time.Time) (int, error)
 }

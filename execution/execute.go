@@ -96,6 +96,9 @@ type Program struct {
 	Tape binding.Tape
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
+	// Started, when set, is told the execution's id once it is recorded (mcpserver's tasks
+	// keep it, to say what a program lost with its server had done).
+	Started func(executionID string)
 	// Admit, when set, takes the execution's place among those running at once (mcpserver's
 	// quotas), after the refusal check and before anything is recorded: a failure it returns
 	// (capacity_exceeded, or cancelled while it waited) is the result, and nothing is recorded
@@ -141,6 +144,9 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 			return observe(ctx, spec, refuse(spec.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run"), o.Report, log)
 		}
 		meter = m
+	}
+	if p.Started != nil {
+		p.Started(id)
 	}
 	var kept binding.Tape // the tape o.Cassettes keeps the cassette of
 	if o.Cassettes != nil && p.Tape == nil {

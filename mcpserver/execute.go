@@ -48,7 +48,7 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 // tenant's quotas give it (Quotas).
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string, env callEnv) *execution.Result {
 	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
-		Approvals: env.asking}
+		Approvals: env.asking, Started: env.started}
 	if env.journal != nil {
 		p.Tape = env.journal
 	}

@@ -12,9 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
+	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
 
 // run_code as an MCP task, revision 2025-11-25 (docs/design.md §14.6): a tools/call of
@@ -143,8 +146,9 @@ type doneV2 struct {
 
 // extensionTask is t in the extension's shape; resultType "task" answers the tools/call that
 // created it, "complete" a task method. A run_code result, failed program or not, is the
-// task's completed result (its isError says the rest); a task that ended without one is
-// failed with the reason.
+// task's completed result (its isError says the rest); a task lost with its server, or ended
+// without a result, is failed, with the reason and (lost) the result saying what it had done
+// as the error's data.
 func extensionTask(t budget.Task, resultType string) taskV2 {
 	w := wireTask(t)
 	v := taskV2{TaskID: w.TaskID, Status: w.Status, StatusMessage: w.StatusMessage, CreatedAt: w.CreatedAt,
@@ -156,11 +160,12 @@ func extensionTask(t budget.Task, resultType string) taskV2 {
 		return v
 	}
 	switch {
-	case t.Status == budget.TaskCompleted || (t.Status == budget.TaskFailed && t.Result != nil):
+	case t.Status == budget.TaskCompleted || (t.Status == budget.TaskFailed && t.Result != nil && t.Message != budget.TaskLost):
 		v.Status = string(budget.TaskCompleted)
 		v.Result = withResultType(t.Result)
 	case t.Status == budget.TaskFailed:
-		v.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: t.Message}
+		// Lost with its server (what it had done is the error's data), or ended with no result.
+		v.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: t.Message, Data: t.Result}
 	}
 	return v
 }
@@ -332,7 +337,57 @@ func (h *handlers) task(ctx context.Context, id string) (budget.Task, error) {
 	case err != nil:
 		return t, h.taskStoreError(err)
 	}
+	if t.Status == budget.TaskFailed && t.Result == nil {
+		t.Result = h.lostResult(ctx, t)
+	}
 	return t, nil
+}
+
+// lostResult is the result of a task whose program was lost with the server running it
+// (Recover failed it): failed, and what it had done, from the ledger's records of its calls;
+// a call in flight then reads unknown. It never ran again.
+func (h *handlers) lostResult(ctx context.Context, t budget.Task) json.RawMessage {
+	m := &ModelResult{Failure: &engine.Failure{Kind: failure.Internal, Message: t.Message, Executed: true}}
+	if t.ExecutionID != "" {
+		calls, err := h.opts.Ledger.Calls(ctx, budget.RunRef{Tenant: t.Tenant, ID: t.Run})
+		if err != nil {
+			h.log.Warn("a lost task's calls not read", "task", t.ID, "err", err)
+		}
+		seq := 0
+		for _, c := range calls {
+			if c.ExecutionID != t.ExecutionID {
+				continue
+			}
+			seq++
+			m.ToolCalls = append(m.ToolCalls, calledAs(seq, c))
+		}
+		if n := len(m.ToolCalls) - binding.ShownCalls; n > 0 {
+			m.ToolCalls, m.ToolCallsOmitted = m.ToolCalls[n:], n
+		}
+	}
+	b, err := json.Marshal(&mcp.CallToolResult{IsError: true, StructuredContent: m, Content: []mcp.Content{&mcp.TextContent{Text: RenderText(m)}}})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// calledAs is a recorded call as a result's tool_calls list it (seq: its place in its
+// execution).
+func calledAs(seq int, c budget.CallRecord) binding.CallSummary {
+	s := binding.CallSummary{Seq: seq, Tool: c.Tool, Kind: failure.Kind(c.Kind)}
+	switch c.Status {
+	case budget.Succeeded:
+		s.Outcome = binding.CallOK
+	case budget.Failed, budget.Refused:
+		s.Outcome = binding.CallError
+		if s.Kind == failure.Denied {
+			s.Outcome = binding.CallDenied
+		}
+	default: // started, aborted, unknown: it went out, and how it ended is not known
+		s.Outcome, s.Kind = binding.CallUnknown, ""
+	}
+	return s
 }
 
 // startTask creates the task a tools/call of run_code asked for (ask: its task field, with
@@ -411,7 +466,11 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			}
 		}
 	}()
-	env := callEnv{asking: h.asking(req, elicitationOf(req), "")}
+	env := callEnv{asking: h.asking(req, elicitationOf(req), ""), started: func(executionID string) {
+		if err := h.opts.Ledger.SetTaskExecution(context.WithoutCancel(ctx), t.Tenant, t.ID, executionID); err != nil {
+			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
+		}
+	}}
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal

@@ -59,6 +59,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 		contractExecutions(t, a, reopen(t, a))
 	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
+	t.Run("RecoverLostTask", func(t *testing.T) { contractTaskCrash(t, newLedger(t), reopen) })
 	t.Run("PausesKeptAnsweredAndClaimedOnce", func(t *testing.T) { contractPauses(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {
 		a := newLedger(t)

@@ -61,3 +61,37 @@ func contractTasks(t *testing.T, l budget.Ledger) {
 		t.Errorf("a dropped task: %v", err)
 	}
 }
+
+// contractTaskCrash: a task whose owner is gone while it works is failed by a survivor's
+// Recover (TaskLost), never left working; the survivor's own task goes on; the execution it
+// ran as is kept.
+func contractTaskCrash(t *testing.T, dead budget.Ledger, reopen func(t *testing.T, l budget.Ledger) budget.Ledger) {
+	ctx := context.Background()
+	lost := budget.Task{ID: budget.NewTaskID(), Tenant: "t", Agent: "a", Run: "r", Status: budget.TaskWorking, CreatedAt: time.Now()}
+	if err := dead.SaveTask(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.SetTaskExecution(ctx, "t", lost.ID, "x_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.SetTaskExecution(ctx, "other", lost.ID, "x_1"); !errors.Is(err, budget.ErrNotFound) {
+		t.Errorf("another tenant set the task's execution: %v", err)
+	}
+	survivor := reopen(t, dead)
+	live := budget.Task{ID: budget.NewTaskID(), Tenant: "t", Agent: "a", Run: "r", Status: budget.TaskWorking, CreatedAt: time.Now()}
+	if err := survivor.SaveTask(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := survivor.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := survivor.Task(ctx, "t", lost.ID); err != nil || got.Status != budget.TaskFailed || got.Message != budget.TaskLost || got.ExecutionID != "x_1" {
+		t.Errorf("the dead owner's task after recovery: %+v, %v; want failed, its execution kept", got, err)
+	}
+	if got, err := survivor.Task(ctx, "t", live.ID); err != nil || got.Status != budget.TaskWorking {
+		t.Errorf("the survivor's own task after recovery: %+v, %v; want still working", got, err)
+	}
+}

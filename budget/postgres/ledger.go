@@ -746,6 +746,9 @@ func (p *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 				p.owner, expired); err != nil {
 				return err
 			}
+			if err := failLostTasks(ctx, tx, p.owner, expired); err != nil {
+				return err
+			}
 			rows, err = tx.Query(ctx, `UPDATE ledger_calls c SET status = 'unknown', finished_at = now(),
 				message = 'the host stopped while the call was in flight; it is counted and not replayed'
 				WHERE c.status = 'started' AND c.owner <> $1

@@ -18,6 +18,7 @@ const tasksMigration = `CREATE TABLE ledger_tasks (
 		tenant           text        NOT NULL,
 		agent            text        NOT NULL,
 		run_key          text        NOT NULL,
+		execution_id     text        NOT NULL DEFAULT '',
 		status           text        NOT NULL,
 		message          text        NOT NULL DEFAULT '',
 		created_at       timestamptz NOT NULL,
@@ -38,14 +39,14 @@ func (p *Ledger) SaveTask(ctx context.Context, t budget.Task) error {
 	return wrapPG(err)
 }
 
-const taskColumns = `id, tenant, agent, run_key, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner`
+const taskColumns = `id, tenant, agent, run_key, execution_id, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner`
 
 func scanTask(r pgx.Row) (budget.Task, error) {
 	var t budget.Task
 	var status string
 	var ttl, poll int64
 	var result *string
-	err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &status, &t.Message, &t.CreatedAt, &t.UpdatedAt, &ttl, &poll, &result, &t.Owner)
+	err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &t.ExecutionID, &status, &t.Message, &t.CreatedAt, &t.UpdatedAt, &ttl, &poll, &result, &t.Owner)
 	if result != nil {
 		t.Result = json.RawMessage(*result)
 	}
@@ -88,6 +89,24 @@ func (p *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 		err = fmt.Errorf("%w: task %s is %s", budget.ErrAlreadyFinished, id, t.Status)
 	}
 	return t, err
+}
+
+func (p *Ledger) SetTaskExecution(ctx context.Context, tenant, id, executionID string) error {
+	tag, err := p.pool.Exec(ctx, `UPDATE ledger_tasks SET execution_id = $3 WHERE tenant = $1 AND id = $2`, tenant, id, executionID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: task %s", budget.ErrNotFound, id)
+	}
+	return wrapPG(err)
+}
+
+// failLostTasks fails the tasks still going on whose owner is gone: one of expired, or one
+// holding no lease (Recover).
+func failLostTasks(ctx context.Context, tx pgx.Tx, self string, expired []string) error {
+	_, err := tx.Exec(ctx, `UPDATE ledger_tasks t SET status = 'failed', message = $3, updated_at = clock_timestamp()
+		WHERE t.status IN ('working', 'input_required') AND t.owner <> $1
+			AND (t.owner = ANY($2) OR NOT EXISTS (SELECT 1 FROM ledger_leases l WHERE l.owner = t.owner))`,
+		self, expired, budget.TaskLost)
+	return err
 }
 
 func (p *Ledger) DropTasksBefore(ctx context.Context, t time.Time) (int, error) {

@@ -835,7 +835,8 @@ func (s *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT owner FROM tool_calls WHERE status = 'started' AND owner != ?
-		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?`, s.lock.ID(), s.lock.ID())
+		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?
+		UNION SELECT owner FROM tasks WHERE status IN ('working', 'input_required') AND owner != ?`, s.lock.ID(), s.lock.ID(), s.lock.ID())
 	if err != nil {
 		return nil, fmt.Errorf("budget: recover: %w", err)
 	}
@@ -869,6 +870,9 @@ func (s *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 			// call once between them.
 			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'unknown', decided_at = ?
 				WHERE owner = ? AND status = 'pending'`, now(), o); err != nil {
+				return err
+			}
+			if err := failLostTasks(ctx, tx, o); err != nil {
 				return err
 			}
 			rs, err := tx.QueryContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,

@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 	tenant           TEXT    NOT NULL,
 	agent            TEXT    NOT NULL,
 	run_key          TEXT    NOT NULL,
+	execution_id     TEXT    NOT NULL DEFAULT '',
 	status           TEXT    NOT NULL,
 	message          TEXT    NOT NULL DEFAULT '',
 	created_at       INTEGER NOT NULL,
@@ -42,14 +43,14 @@ func (s *Ledger) SaveTask(ctx context.Context, t budget.Task) error {
 	})
 }
 
-const taskColumns = `id, tenant, agent, run_key, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner`
+const taskColumns = `id, tenant, agent, run_key, execution_id, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner`
 
 func scanTask(r scanner) (budget.Task, error) {
 	var t budget.Task
 	var status string
 	var created, updated, ttl, poll int64
 	var result sql.NullString
-	if err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &status, &t.Message, &created, &updated, &ttl, &poll, &result, &t.Owner); err != nil {
+	if err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &t.ExecutionID, &status, &t.Message, &created, &updated, &ttl, &poll, &result, &t.Owner); err != nil {
 		return t, err
 	}
 	t.Status, t.Result = budget.TaskStatus(status), nullBytes(result)
@@ -95,6 +96,19 @@ func (s *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 		err = fmt.Errorf("%w: task %s is %s", budget.ErrAlreadyFinished, id, t.Status)
 	}
 	return t, err
+}
+
+func (s *Ledger) SetTaskExecution(ctx context.Context, tenant, id, executionID string) error {
+	return s.write(ctx, func(tx *stmtTx) error {
+		return mustAffect(tx.ExecContext(ctx, `UPDATE tasks SET execution_id = ? WHERE tenant = ? AND id = ?`, executionID, tenant, id))
+	})
+}
+
+// failLostTasks fails the tasks of owner o still going on (Recover: o is gone).
+func failLostTasks(ctx context.Context, tx *stmtTx, o string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', message = ?, updated_at = ?
+		WHERE owner = ? AND status IN ('working', 'input_required')`, budget.TaskLost, now(), o)
+	return err
 }
 
 func (s *Ledger) DropTasksBefore(ctx context.Context, t time.Time) (int, error) {
