@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
@@ -249,6 +251,38 @@ type runningTask struct {
 	cancel    context.CancelFunc
 	cancelled bool // by tasks/cancel (guarded by runningTasks.mu)
 	done      chan struct{}
+	// asking names the tool whose approval the program waits for, while it does: the task is
+	// input_required meanwhile (taskAsker).
+	asking atomic.Pointer[string]
+	// wake is poked when asking changes, so the status is written at once.
+	wake chan struct{}
+}
+
+// taskAsker is a task's approval.Asker: the session's (elicitation, as for any call of
+// 2025-11-25), with the task input_required while a question is put. An answer from another
+// path (the operator route) reaches the program through the approval Room as ever.
+type taskAsker struct {
+	approval.Asker
+	rt *runningTask
+}
+
+func (a taskAsker) Ask(ctx context.Context, q approval.Question) (approval.Answer, error) {
+	tool := q.Tool
+	a.rt.asking.Store(&tool)
+	a.rt.poke()
+	defer func() {
+		a.rt.asking.Store(nil)
+		a.rt.poke()
+	}()
+	return a.Asker.Ask(ctx, q)
+}
+
+// poke wakes the task's status writer, if it is not awake already.
+func (rt *runningTask) poke() {
+	select {
+	case rt.wake <- struct{}{}:
+	default:
+	}
 }
 
 // addTaskMethods registers the task methods on s and the middleware that starts a task.
@@ -419,13 +453,16 @@ func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask 
 		h.endTask(t, budget.TaskFailed, "the arguments were refused; nothing ran", bad)
 		return created()
 	}
-	tctx, end, ok := h.opts.Drain.begin(context.WithoutCancel(ctx))
+	// Detached from the request whole, values included: go-sdk sends what a handler's context
+	// relates to its request (an elicitation) on that request's stream, which the answer
+	// with the task has closed; unrelated, it goes on the session's own stream.
+	tctx, end, ok := h.opts.Drain.begin(context.Background())
 	if !ok {
 		h.endTask(t, budget.TaskFailed, "the server is shutting down; nothing ran", toolError("the server is shutting down; nothing ran"))
 		return created()
 	}
 	tctx, cancel := context.WithCancel(tctx)
-	rt := &runningTask{cancel: cancel, done: make(chan struct{})}
+	rt := &runningTask{cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	h.tasks.mu.Lock()
 	h.tasks.run[t.ID] = rt
 	h.tasks.mu.Unlock()
@@ -454,9 +491,13 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-watching:
 				return
 			case <-tick.C:
+			case <-rt.wake:
 			}
-			msg := fmt.Sprintf("the program is running (%.0fs)", time.Since(start).Seconds())
-			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, budget.TaskWorking, msg, nil)
+			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs)", time.Since(start).Seconds())
+			if tool := rt.asking.Load(); tool != nil {
+				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s", *tool)
+			}
+			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, status, msg, nil)
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
 				h.tasks.mu.Lock()
 				rt.cancelled = true
@@ -466,7 +507,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			}
 		}
 	}()
-	env := callEnv{asking: h.asking(req, elicitationOf(req), ""), started: func(executionID string) {
+	env := callEnv{asking: h.asking(req, taskAsker{Asker: elicitationOf(req), rt: rt}, ""), started: func(executionID string) {
 		if err := h.opts.Ledger.SetTaskExecution(context.WithoutCancel(ctx), t.Tenant, t.ID, executionID); err != nil {
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
 		}

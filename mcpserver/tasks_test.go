@@ -2,16 +2,21 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -174,5 +179,142 @@ func TestRunCodeAsTask(t *testing.T) {
 	if e := alpha.Call("tools/call", map[string]any{"name": ToolRunCode, "arguments": map[string]any{"code": "x"}}, &plain); e != nil ||
 		fmt.Sprint(plain.StructuredContent["value"]) != "7" {
 		t.Errorf("a plain call: %+v %+v", plain, e)
+	}
+}
+
+// TestTaskInputRequired (must show 3 of issue 41, revision 2025-11-25): a task whose program
+// calls a tool needing approval goes input_required while the question is put by elicitation
+// on the client's session; accepting it there completes the task with the call run once; in a
+// second task the operator route answers instead, while the client's question stays open.
+func TestTaskInputRequired(t *testing.T) {
+	f, wiped := approvalUpstream(t)
+	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
+		if r := ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"p"}`)); r.Kind != "" {
+			return ok(`"`+string(r.Kind)+`"`)(ctx, ex)
+		}
+		return ok(`"wiped"`)(ctx, ex)
+	}}
+	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	a := Agent{Tenant: "t", Name: "a", Upstreams: f.upstreams(true), CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}
+	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: []Agent{a}, Tokenless: func() string { return "t" }, Loopback: true,
+		Operator: func(tok string) bool { return tok == "operator-token" },
+		Server:   &Options{Logger: discard(), Drain: drainAtCleanup(t), Ledger: led, PausePoll: 50 * time.Millisecond}, Logger: discard()}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+
+	asked, answer := make(chan struct{}, 4), make(chan string, 4)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- struct{}{}
+			select {
+			case act := <-answer:
+				return &mcp.ElicitResult{Action: act}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}})
+	for _, m := range []string{"tasks/get", "tasks/result"} {
+		if err := mcp.AddSendingCustomMethod[*taskParams, *taskResult](client, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mcp.AddSendingCustomMethod[*taskListParams, *taskListResult](client, "tasks/list"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(30*time.Second))
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	// start runs the program as a task (go-sdk's client sends the task in _meta, where the
+	// HTTP face puts a task field) and returns the task's id, the newest listed.
+	start := func() string {
+		t.Helper()
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRunCode, Arguments: map[string]any{"code": "..."},
+			Meta: mcp.Meta{metaTask: map[string]any{}}}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := mcp.CallCustomMethod[*taskListParams, *taskListResult](ctx, cs, "tasks/list", &taskListParams{})
+		if err != nil || len(l.Tasks) == 0 {
+			t.Fatalf("tasks/list: %+v %v", l, err)
+		}
+		return l.Tasks[0].TaskID
+	}
+	status := func(id string) string {
+		t.Helper()
+		got, err := mcp.CallCustomMethod[*taskParams, *taskResult](ctx, cs, "tasks/get", &taskParams{TaskID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status
+	}
+	waitAsked := func() {
+		t.Helper()
+		select {
+		case <-asked:
+		case <-ctx.Done():
+			t.Fatal("the client was never asked")
+		}
+	}
+	awaitStatus := func(id, want string) {
+		t.Helper()
+		for status(id) != want {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("task %s never %s (is %s)", id, want, status(id))
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+
+	// By the client's path.
+	id := start()
+	waitAsked()
+	awaitStatus(id, "input_required")
+	answer <- "accept"
+	awaitStatus(id, "completed")
+	if n := wiped.Load(); n != 1 {
+		t.Errorf("accepted by the client: wipe ran %d times, want once", n)
+	}
+
+	// By the operator's route, the client's question left open.
+	id = start()
+	waitAsked()
+	awaitStatus(id, "input_required")
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/approvals", nil)
+	req.Header.Set("Authorization", "Bearer operator-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []struct {
+		ID string `json:"id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&pending)
+	resp.Body.Close()
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending approvals: %+v %v", pending, err)
+	}
+	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/v1/approvals/"+pending[0].ID+"/approve", nil)
+	req.Header.Set("Authorization", "Bearer operator-token")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the operator's approval: %s", resp.Status)
+	}
+	awaitStatus(id, "completed")
+	if n := wiped.Load(); n != 2 {
+		t.Errorf("approved by the operator: wipe ran %d times in all, want 2", n)
 	}
 }
