@@ -152,7 +152,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 	so := &mcp.ServerOptions{Instructions: instructions(a), Logger: o.Logger}
 	if a.CodeExecution != nil && o.Ledger != nil {
 		// run_code's tasks (tasks.go), as the extension of 2026-07-28 declares them; the
-		// rest of the capabilities as go-sdk infers them (logging, its default, kept).
+		// rest of the capabilities as go-sdk infers them, and logging, its default without
+		// Capabilities, kept, so a client that asks for no task sees what it saw before.
+		//lint:ignore SA1019 go-sdk's own default, deprecated only from 2026-07-28 on
 		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
 		so.Capabilities.AddExtension(TasksExtension, nil)
 	}
