@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
-// tasksSchema is the table of MCP tasks (budget.Tasks; 10), applied with schema.
+// tasksSchema is the table of MCP tasks (budget.Tasks), applied with schema from version 11.
 const tasksSchema = `
 CREATE TABLE IF NOT EXISTS tasks (
 	id               TEXT    PRIMARY KEY,
@@ -77,22 +77,13 @@ func (s *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 	if result != nil {
 		res = string(result)
 	}
-	var changed bool
-	err := s.write(ctx, func(tx *stmtTx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, message = ?, result = coalesce(?, result), updated_at = ?
-			WHERE tenant = ? AND id = ? AND status IN ('working', 'input_required')`, string(status), message, res, now(), tenant, id)
-		if err != nil {
-			return err
-		}
-		n, err := r.RowsAffected()
-		changed = n == 1
-		return err
-	})
+	n, err := s.affect(ctx, `UPDATE tasks SET status = ?, message = ?, result = coalesce(?, result), updated_at = ?
+		WHERE tenant = ? AND id = ? AND status IN ('working', 'input_required')`, string(status), message, res, now(), tenant, id)
 	if err != nil {
 		return budget.Task{}, err
 	}
 	t, err := s.Task(ctx, tenant, id)
-	if err == nil && !changed {
+	if err == nil && n != 1 {
 		err = fmt.Errorf("%w: task %s is %s", budget.ErrAlreadyFinished, id, t.Status)
 	}
 	return t, err
@@ -112,9 +103,14 @@ func failLostTasks(ctx context.Context, tx *stmtTx, o string) error {
 }
 
 func (s *Ledger) DropTasksBefore(ctx context.Context, t time.Time) (int, error) {
+	return s.affect(ctx, `DELETE FROM tasks WHERE created_at < ?`, t.UnixNano())
+}
+
+// affect runs one statement that writes and returns how many rows it changed.
+func (s *Ledger) affect(ctx context.Context, query string, args ...any) (int, error) {
 	var n int64
 	err := s.write(ctx, func(tx *stmtTx) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE created_at < ?`, t.UnixNano())
+		r, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
