@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 )
 
 // TestTaskAcrossReplicas (must show 2 of issue 41): replicas on one PostgreSQL ledger. A task
-// created on one replica is polled, and its result read, on another: a client of 2026-07-28
+// created on one replica is polled (its status message says the calls made so far), and its
+// result read, on another: a client of 2026-07-28
 // (any replica answers it) and one of 2025-11-25 in a session of the other replica. A replica
 // SIGKILLed while its task's program has a call at the upstream: a survivor fails the task
 // (never runs it again), tasks/get on the survivor reads failed with what the program had
@@ -61,6 +63,16 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	lost := start("await support__lookup(sku=\"before\")\nawait support__slow(seconds=600)")
 	if !waitFor(60*time.Second, func() bool { return c.mockCounts(t)["slow"] == 1 }) {
 		t.Fatalf("the slow call never reached the mock: %v", c.mockCounts(t))
+	}
+	// Its progress, written by r1, read on r2: the calls it has made so far.
+	if !waitFor(30*time.Second, func() bool {
+		if e := on2.Call("tasks/get", map[string]any{"taskId": lost}, &detailed); e != nil {
+			t.Fatalf("tasks/get on %s: %+v", r2.name, e)
+		}
+		msg, _ := detailed["statusMessage"].(string)
+		return strings.Contains(msg, "calls made so far: 2")
+	}) {
+		t.Errorf("the running task's status on %s: %v", r2.name, detailed)
 	}
 	if err := r1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -256,6 +256,9 @@ type runningTask struct {
 	asking atomic.Pointer[string]
 	// wake is poked when asking changes, so the status is written at once.
 	wake chan struct{}
+	// execution is the program's execution id once it started: its calls so far are counted
+	// from the ledger for the status message.
+	execution atomic.Pointer[string]
 }
 
 // taskAsker is a task's approval.Asker: the session's (elicitation, as for any call of
@@ -493,7 +496,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-tick.C:
 			case <-rt.wake:
 			}
-			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs)", time.Since(start).Seconds())
+			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)", time.Since(start).Seconds(), h.callsSoFar(ctx, rt))
 			if tool := rt.asking.Load(); tool != nil {
 				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s", *tool)
 			}
@@ -508,6 +511,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 		}
 	}()
 	env := callEnv{asking: h.asking(req, taskAsker{Asker: elicitationOf(req), rt: rt}, ""), started: func(executionID string) {
+		rt.execution.Store(&executionID)
 		if err := h.opts.Ledger.SetTaskExecution(context.WithoutCancel(ctx), t.Tenant, t.ID, executionID); err != nil {
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
 		}
@@ -531,6 +535,20 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 	default:
 		h.endTask(t, budget.TaskCompleted, "the program completed", out)
 	}
+}
+
+// callsSoFar says how many calls the task's program has made so far (", calls made so far: 3"), from
+// the ledger's record of its execution; "" before it started or when the record is not read.
+func (h *handlers) callsSoFar(ctx context.Context, rt *runningTask) string {
+	id := rt.execution.Load()
+	if id == nil {
+		return ""
+	}
+	rec, err := h.opts.Ledger.Execution(context.WithoutCancel(ctx), *id)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(", calls made so far: %d", rec.Usage.Calls)
 }
 
 // endTask writes a task's end, unless it ended already (a cancel recorded by another
