@@ -108,6 +108,9 @@ type Call struct {
 	Log   *slog.Logger
 	// Questions are the execution's; nil for a direct call, asked at once and not counted.
 	Questions *Questions
+	// AnsweredBy, when set, is left who answered (Answer.By), for the call's line in the
+	// result's tool_calls.
+	AnsweredBy *string
 }
 
 // Ask is the approval step of a call that needs a person's approval (docs/design.md §11, §12.2
@@ -121,7 +124,14 @@ func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ 
 	q := Question{Tool: c.Tool, Reasons: c.Reasons, InProgram: c.InProgram, Wait: a.timeout(), Seq: c.Seq,
 		Arguments: c.Arguments, Redacted: c.Redacted, Call: ask.CallID}
 	var by string
-	defer func() { c.logDecision(d, ask, by); c.Questions.count(d); a.report(d) }()
+	defer func() {
+		c.logDecision(d, ask, by)
+		c.Questions.count(d)
+		a.report(d)
+		if c.AnsweredBy != nil {
+			*c.AnsweredBy = by
+		}
+	}()
 	// A standing answer (a resumed call's, an approved plan's) needs nobody to ask: it stands
 	// whether this host can ask or not.
 	standing, stands := a.standing(ctx, q, c)

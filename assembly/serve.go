@@ -54,7 +54,8 @@ func Serve(ctx context.Context, cfg *Config, o *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := &mcpserver.Options{Version: o.Version, Ledger: st.Ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
+	opts := &mcpserver.Options{Version: o.Version, Ledger: st.Ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys,
+		TaskRetention: cfg.Retention()}
 	if opts.Cassettes, err = CassetteKeeper(cfg, st.Ledger); err != nil {
 		return err
 	}

@@ -27,9 +27,10 @@ const maxQuestionArguments = 16 << 10
 // approval, the question, put through a (package approval: asked, kept as a pause, answered
 // from any path, recorded). The call may proceed when the returned error is nil, under callID
 // when that is not empty (the id its approval record names). qs are the execution's questions
-// (nil for a direct call); seq is the call's number on its tape (0: none).
+// (nil for a direct call); seq is the call's number on its tape (0: none); by, when set, is
+// left who answered.
 func approve(ctx context.Context, a *approval.Asking, turn *upstream.Turn, tool *upstream.Tool, args json.RawMessage,
-	meter *budget.Meter, log *slog.Logger, qs *approval.Questions, seq int) (approval.Decision, string, *failure.Error) {
+	meter *budget.Meter, log *slog.Logger, qs *approval.Questions, seq int, by *string) (approval.Decision, string, *failure.Error) {
 	reasons, fe := turn.Approval(tool, args)
 	if fe != nil || len(reasons) == 0 {
 		return approval.NotNeeded, "", fe
@@ -38,5 +39,5 @@ func approve(ctx context.Context, a *approval.Asking, turn *upstream.Turn, tool 
 	view, incomplete := tool.ApprovalView(args, maxQuestionArguments)
 	return a.Ask(ctx, approval.Call{Tool: tool.Name, Reasons: reasons, Arguments: view, Incomplete: incomplete,
 		Redacted: tool.RedactArguments(args, maxRedactedArguments), Logged: tool.RedactArguments(args, maxShownArguments),
-		InProgram: qs != nil, Seq: seq, Meter: meter, Log: log, Questions: qs})
+		InProgram: qs != nil, Seq: seq, Meter: meter, Log: log, Questions: qs, AnsweredBy: by})
 }

@@ -154,6 +154,12 @@ func TestApprovalStep(t *testing.T) {
 			if got := x.Approvals(); got != tc.counts {
 				t.Errorf("counts %+v, want %+v", got, tc.counts)
 			}
+			// The result's tool_calls say who approved the call made, and that a declined one was
+			// denied.
+			if calls, _ := x.ToolCalls(); len(calls) != 1 || (want == 1) != (calls[0].ApprovedBy != nil && *calls[0].ApprovedBy == ApprovedByPerson) ||
+				(tc.kind == failure.Denied) != (calls[0].Outcome == CallDenied) {
+				t.Errorf("tool_calls %+v", calls)
+			}
 			recs := approvals(t, led)
 			if len(recs) != 1 || recs[0].Status != tc.status || recs[0].Tool != "up__wipe" || recs[0].AnsweredBy != tc.answered ||
 				recs[0].ExecutionID != m.ExecutionID() || !strings.Contains(recs[0].Reason, "destructive") {

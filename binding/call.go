@@ -120,6 +120,8 @@ type Execution struct {
 
 	tape Tape
 	seq  atomic.Int64 // the calls numbered so far, for the tape
+	// calls are the program's calls as its result's tool_calls say them.
+	calls callLog
 
 	rehearsal *rehearsal // nil unless Options.Rehearse
 	reach     map[string]bool
@@ -247,31 +249,37 @@ func (x *Execution) delivered(r toolcall.Answer) toolcall.Answer {
 	return r
 }
 
-// CallTool is one binding call from the program, top to bottom (walk), traced and counted.
+// CallTool is one binding call from the program, top to bottom (walk), traced, counted and
+// noted in the execution's tool_calls (ToolCalls).
 func (x *Execution) CallTool(ctx context.Context, name string, args json.RawMessage) toolcall.Answer {
 	ctx, ob := x.observe(ctx, name)
-	if x.tape == nil {
-		rep := x.delivered(x.walk(ctx, 0, name, args, nil))
-		ob.end(rep)
-		return rep
-	}
 	seq := int(x.seq.Add(1))
-	if a, ok := x.tape.Play(seq, name, args); ok {
-		if a.Handle != nil {
-			// A played handle is this execution's: handle.read() reads it from the blob
-			// store the player gave (execution.Options.Blobs), or, for a resumed program's,
-			// where its first run kept it.
-			x.mu.Lock()
-			x.handles[outputs.Handle(a.Handle.ID)] = true
-			x.mu.Unlock()
+	tapeSeq := 0 // the call's number on the tape, which a question carries; 0 without one
+	if x.tape != nil {
+		tapeSeq = seq
+		if a, ok := x.tape.Play(seq, name, args); ok {
+			if a.Handle != nil {
+				// A played handle is this execution's: handle.read() reads it from the blob
+				// store the player gave (execution.Options.Blobs), or, for a resumed program's,
+				// where its first run kept it.
+				x.mu.Lock()
+				x.handles[outputs.Handle(a.Handle.ID)] = true
+				x.mu.Unlock()
+			}
+			rep := x.delivered(a)
+			ob.end(rep)
+			x.calls.played(seq, name, rep)
+			return rep
 		}
-		rep := x.delivered(a)
-		ob.end(rep)
+	}
+	note := x.calls.begin(seq, name)
+	rep := x.delivered(x.walk(ctx, tapeSeq, name, args, note))
+	d := note.decision // the walk is over: nothing writes the note now
+	ob.end(rep)
+	x.calls.end(note, rep)
+	if x.tape == nil {
 		return rep
 	}
-	var d approval.Decision
-	rep := x.delivered(x.walk(ctx, seq, name, args, &d))
-	ob.end(rep)
 	c := TapedCall{Seq: seq, Name: name, Args: args, Answer: rep, Approval: d, Seconds: time.Since(ob.start).Seconds()}
 	if tool, fe := x.turn.Lookup(name); fe == nil {
 		c.Tool = tool
@@ -306,9 +314,10 @@ func (x *Execution) keptBytes(ctx context.Context, h outputs.Handle, n int64) (k
 }
 
 // walk takes the hops of one binding call; docs/design.md §12.2 walks it.
-// The approval decision is left in decided when it is not nil; seq is the call's number on
+// What the call came to before its answer (its approval, whether it was spent) is left in
+// note; seq is the call's number on
 // the tape (0 without one), which a question carries.
-func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, decided *approval.Decision) toolcall.Answer {
+func (x *Execution) walk(ctx context.Context, seq int, name string, args json.RawMessage, note *callNote) toolcall.Answer {
 	// 1. Built-ins are served here, or refused with the reason.
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
@@ -345,10 +354,9 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	}
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
-	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq)
-	if decided != nil {
-		*decided = d
-	}
+	var by string
+	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq, &by)
+	note.approved(d, by)
 	if fe != nil {
 		return toolcall.Refused(fe)
 	}
@@ -364,6 +372,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	if fe != nil {
 		return toolcall.Refused(fe)
 	}
+	note.made()
 	// 8. The upstream call.
 	a, spent := x.turn.Invoke(ctx, tool, args)
 	// 9. Delivery: whole within the transfer allowance, else kept in the blob store and handed
@@ -373,7 +382,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	// the ledger's hold on the call may have lapsed, so a result is handed over only for a
 	// call still recorded started.
 	if tk != nil && !tk.SurelyOpen() {
-		return x.finishFirst(ctx, tk, tool, rep, o)
+		return x.finishFirst(ctx, tk, tool, rep, o, note)
 	}
 	x.finish(ctx, tk, o)
 	return rep
@@ -383,7 +392,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 // unknown while it ran (this process stalled past its ledger lease) has its result withheld,
 // since the ledger holds it as never answered; the bytes that arrived are charged all the
 // same (budget.Ticket.Finish).
-func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep toolcall.Answer, o budget.CallFinish) toolcall.Answer {
+func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *upstream.Tool, rep toolcall.Answer, o budget.CallFinish, note *callNote) toolcall.Answer {
 	err := tk.Finish(context.WithoutCancel(ctx), o)
 	if err == nil {
 		return rep
@@ -393,6 +402,7 @@ func (x *Execution) finishFirst(ctx context.Context, tk *budget.Ticket, tool *up
 		return rep
 	}
 	x.log.Warn("a call's result withheld: the ledger recorded it unknown while it ran", "call", tk.ID(), "tool", tool.Name, "err", err)
+	note.withholding()
 	if rep.Handle != nil {
 		x.mu.Lock()
 		delete(x.handles, outputs.Handle(rep.Handle.ID))
@@ -512,7 +522,7 @@ func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, a
 	if fe != nil {
 		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
-	_, callID, fe := approve(ctx, appr, turn, tool, args, meter, log, nil, 0)
+	_, callID, fe := approve(ctx, appr, turn, tool, args, meter, log, nil, 0, nil)
 	if fe != nil {
 		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}

@@ -192,6 +192,7 @@ type Ledger interface {
 	ObservedShapes
 	Plans
 	Programs
+	Tasks
 
 	// StartRun records a Run's start; starting a Run that exists does nothing.
 	StartRun(ctx context.Context, run RunRef) error

@@ -106,6 +106,9 @@ type Program struct {
 	Rehearse bool
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
+	// Started, when set, is told the execution's id once it is recorded (mcpserver's tasks
+	// keep it, to say what a program lost with its server had done).
+	Started func(executionID string)
 	// Admit, when set, takes the execution's place among those running at once (mcpserver's
 	// quotas), after the refusal check and before anything is recorded: a failure it returns
 	// (capacity_exceeded, or cancelled while it waited) is the result, and nothing is recorded
@@ -157,6 +160,9 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 			}
 		}
 	}
+	if p.Started != nil {
+		p.Started(id)
+	}
 	var kept binding.Tape // the tape o.Cassettes keeps the cassette of
 	if o.Cassettes != nil && p.Tape == nil {
 		kept = o.Cassettes.Tape()
@@ -185,6 +191,7 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		}
 		res.PlanID, res.PlanApproval = approvePlan(ctx, plans, p.Approvals, p, id, res.Plan)
 	}
+	res.ToolCalls, res.ToolCallsOmitted = x.ToolCalls()
 	res.UpstreamProblems = upstreamProblems(x.Problems())
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer cancel()

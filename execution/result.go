@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
@@ -29,15 +30,20 @@ type Result struct {
 	// Resumed is set when the program was run again from its journal after it paused on an
 	// approval and the process holding it was gone (docs/design.md §11).
 	Resumed *Resumed `json:"resumed,omitempty"`
+	// Program names the saved program and the version that ran (docs/design.md §23).
+	Program *Saved `json:"program,omitempty"`
 	// Rehearsed is set for a rehearsal (docs/design.md §22): Plan are the calls it listed
 	// instead of making them, in order, with the stand-in each returned; PlanID names the
 	// plan they are kept as, and PlanApproval says what became of it.
-	// Program names the saved program and the version that ran (docs/design.md §23).
-	Program      *Saved              `json:"program,omitempty"`
 	Rehearsed    bool                `json:"rehearsed,omitempty"`
 	Plan         []budget.PlanEffect `json:"plan,omitempty"`
 	PlanID       string              `json:"plan_id,omitempty"`
 	PlanApproval *PlanApproval       `json:"plan_approval,omitempty"`
+	// ToolCalls are the calls the program made, in order, with how each ended (the last
+	// binding.ShownCalls; ToolCallsOmitted counts the earlier ones): what already happened,
+	// which a failed result shows the model too (docs/design.md §14.5).
+	ToolCalls        []binding.CallSummary `json:"tool_calls,omitempty"`
+	ToolCallsOmitted int                   `json:"tool_calls_omitted,omitempty"`
 }
 
 // Saved names a saved program and its version.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
@@ -50,14 +52,19 @@ type ModelResult struct {
 	// Network is what the egress proxy refused, when it refused anything.
 	Network *NetworkRefusals   `json:"network,omitempty"`
 	Resumed *execution.Resumed `json:"resumed,omitempty"`
+	// Program names the saved program and the version that ran.
+	Program *execution.Saved `json:"program,omitempty"`
 	// A rehearsal's plan, whole: every call it listed with its arguments in full and the
 	// stand-in the program got, the plan's id and what became of it (docs/design.md §22).
-	// Program names the saved program and the version that ran.
-	Program      *execution.Saved        `json:"program,omitempty"`
 	Rehearsed    bool                    `json:"rehearsed,omitempty"`
 	Plan         []budget.PlanEffect     `json:"plan,omitempty"`
 	PlanID       string                  `json:"plan_id,omitempty"`
 	PlanApproval *execution.PlanApproval `json:"plan_approval,omitempty"`
+	// ToolCalls are the calls a failed or cancelled program made, in order, with how each
+	// ended: what already happened, so a model does not retry blind (docs/design.md §14.5). A
+	// completed program's are in the report only.
+	ToolCalls        []binding.CallSummary `json:"tool_calls,omitempty"`
+	ToolCallsOmitted int                   `json:"tool_calls_omitted,omitempty"`
 
 	// What is not as asked.
 
@@ -98,6 +105,9 @@ func Lean(res *execution.Result, limits budget.Limits) *ModelResult {
 		Program: res.Program, Rehearsed: res.Rehearsed, Plan: res.Plan, PlanID: res.PlanID, PlanApproval: res.PlanApproval}
 	if res.LimitHit != nil {
 		m.Limit = limitText(res.Terms, *res.LimitHit)
+	}
+	if res.Failure != nil || res.Cancelled {
+		m.ToolCalls, m.ToolCallsOmitted = res.ToolCalls, res.ToolCallsOmitted
 	}
 	ran := res.Failure == nil || res.Failure.Executed
 	if ran {
@@ -223,4 +233,27 @@ func hostJSON(v any) string {
 		return ""
 	}
 	return jsRewrite(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+// writeToolCalls renders what a failed program's calls came to, one line each, in order:
+// "tool_calls (N, the first M not shown):" then "  3 send_email: error (tool_error)".
+func writeToolCalls(b *strings.Builder, calls []binding.CallSummary, omitted int) {
+	if len(calls) == 0 {
+		return
+	}
+	if omitted > 0 {
+		fmt.Fprintf(b, "tool_calls (%d, the first %d not shown):\n", len(calls)+omitted, omitted)
+	} else {
+		fmt.Fprintf(b, "tool_calls (%d):\n", len(calls))
+	}
+	for _, c := range calls {
+		fmt.Fprintf(b, "  %d %s: %s", c.Seq, c.Tool, c.Outcome)
+		if c.Kind != "" && c.Outcome != binding.CallDenied {
+			fmt.Fprintf(b, " (%s)", c.Kind)
+		}
+		if c.ApprovedBy != nil {
+			fmt.Fprintf(b, ", approved by %s", *c.ApprovedBy)
+		}
+		b.WriteString("\n")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
@@ -79,5 +80,42 @@ func TestLeanSaysWhatIsNotAsAsked(t *testing.T) {
 	}
 	if text := RenderText(m); !strings.Contains(text, "read_tool_output handle h_v") {
 		t.Errorf("the text does not name the value's handle:\n%.300s", text)
+	}
+}
+
+// A failed or cancelled program's calls are what the model reads, in the structured content
+// and the text alike (with how many earlier ones are not shown); a completed program's are in
+// the report only.
+func TestLeanSaysWhatAlreadyHappened(t *testing.T) {
+	person := binding.ApprovedByPerson
+	calls := []binding.CallSummary{
+		{Seq: 1, Tool: "crm__update", Outcome: binding.CallOK, ApprovedBy: &person},
+		{Seq: 2, Tool: "crm__wipe", Outcome: binding.CallDenied, Kind: failure.Denied},
+		{Seq: 3, Tool: "mail__send", Outcome: binding.CallError, Kind: failure.ToolError},
+		{Seq: 4, Tool: "pay__charge", Outcome: binding.CallUnknown},
+	}
+	failed := &execution.Result{Outcome: engine.Outcome{Failure: &engine.Failure{Kind: failure.ProgramError, Message: "boom", Executed: true}},
+		ToolCalls: calls, ToolCallsOmitted: 7}
+	m := Lean(failed, budget.Limits{})
+	if len(m.ToolCalls) != 4 || m.ToolCallsOmitted != 7 {
+		t.Errorf("a failed result's lean form has tool_calls %+v (omitted %d)", m.ToolCalls, m.ToolCallsOmitted)
+	}
+	b, _ := json.Marshal(m)
+	if !strings.Contains(string(b), `"tool_calls":[{"seq":1,"tool":"crm__update","outcome":"ok","approved_by":"person"},{"seq":2,"tool":"crm__wipe","outcome":"denied","kind":"denied","approved_by":null}`) {
+		t.Errorf("tool_calls not in the shape fixed: %s", b)
+	}
+	text := ModelReads(failed, budget.Limits{})
+	for _, want := range []string{"tool_calls (11, the first 7 not shown):\n", "  1 crm__update: ok, approved by person\n",
+		"  2 crm__wipe: denied\n", "  3 mail__send: error (tool_error)\n", "  4 pay__charge: unknown"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text a model reads lacks %q:\n%s", want, text)
+		}
+	}
+	completed := &execution.Result{ToolCalls: calls}
+	if m := Lean(completed, budget.Limits{}); m.ToolCalls != nil {
+		t.Errorf("a completed result's lean form lists its calls: %+v", m.ToolCalls)
+	}
+	if b, _ := json.Marshal(completed); !strings.Contains(string(b), `"tool_calls":[`) {
+		t.Errorf("the report lacks tool_calls: %s", b)
 	}
 }

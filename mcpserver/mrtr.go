@@ -271,6 +271,8 @@ type callEnv struct {
 	asking   *approval.Asking
 	journal  *cassette.Journal
 	progress func(elapsedSeconds float64)
+	// started is told the execution's id (execution.Program.Started): a task's.
+	started func(executionID string)
 }
 
 // heldOp is a call that may be held.

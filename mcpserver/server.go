@@ -109,6 +109,9 @@ type Options struct {
 	// Paused, when set, hears of each question kept as a pause, once, after it is saved
 	// (approvals.webhook: approval.Webhook.Notify). It must not block.
 	Paused func(approval.Entry)
+	// TaskRetention is how long run_code's MCP tasks are kept at most (tasks.go): the
+	// config's approvals.retention_hours; zero means DefaultTaskRetention.
+	TaskRetention time.Duration
 }
 
 // withDefaults is o (nil: the zero Options) with what is unset filled in, all but the Room
@@ -148,10 +151,16 @@ func (o *Options) room() *approval.Room {
 // NewServer returns an MCP server offering a's tools. It serves any number of sessions.
 func NewServer(a Agent, opts *Options) *mcp.Server {
 	o := opts.withDefaults()
-	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
-		Instructions: instructions(a),
-		Logger:       o.Logger,
-	})
+	so := &mcp.ServerOptions{Instructions: instructions(a), Logger: o.Logger}
+	if a.CodeExecution != nil && o.Ledger != nil {
+		// run_code's tasks (tasks.go), as the extension of 2026-07-28 declares them; the
+		// rest of the capabilities as go-sdk infers them, and logging, its default without
+		// Capabilities, kept, so a client that asks for no task sees what it saw before.
+		//lint:ignore SA1019 go-sdk's own default, deprecated only from 2026-07-28 on
+		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+		so.Capabilities.AddExtension(TasksExtension, nil)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, so)
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, room: o.room(), log: o.Logger.With("tenant", a.Tenant, "agent", a.Name),
 		exposed: map[string]string{}, saved: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
@@ -187,6 +196,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		h.addRunCode(a.Upstreams == nil && a.CodeExecution.Terms.Network == engine.NetworkNone)
 		if a.Programs.Propose && o.Ledger != nil {
 			h.addSaveProgram()
+		}
+		if o.Ledger != nil {
+			h.addTaskMethods(s)
 		}
 	}
 	s.AddTool(&mcp.Tool{
@@ -341,6 +353,9 @@ type handlers struct {
 	room      *approval.Room
 	holds     holds
 	stateKeys *StateKeys
+
+	// tasks are the MCP tasks this process runs (tasks.go).
+	tasks runningTasks
 }
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
@@ -362,30 +377,40 @@ func decodeArgs(req *mcp.CallToolRequest, v any) *mcp.CallToolResult {
 }
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Code     *string `json:"code"`
-		Rehearse bool    `json:"rehearse"`
-	}
-	if bad := decodeArgs(req, &in); bad != nil {
+	prog, bad := runCodeArgs(req)
+	if bad != nil {
 		return bad, nil
-	}
-	if in.Code == nil {
-		return toolError("invalid arguments for run_code: code is required (the whole Python program as a string)"), nil
-	}
-	if len(*in.Code) > maxCodeBytes {
-		return toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes), nil
 	}
 	return h.serveCall(ctx, req, func(ctx context.Context, env callEnv) *mcp.CallToolResult {
 		ctx, end, ok := h.opts.Drain.begin(ctx)
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, execution.Program{Code: *in.Code, Rehearse: in.Rehearse}, env)
+		res := h.execute(ctx, req, prog, env)
 		end()
 		out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
 		return out
 	}), nil
+}
+
+// runCodeArgs are run_code's arguments: the program (its code, and whether it is a
+// rehearsal), or the tool error that refuses them.
+func runCodeArgs(req *mcp.CallToolRequest) (p execution.Program, bad *mcp.CallToolResult) {
+	var in struct {
+		Code     *string `json:"code"`
+		Rehearse bool    `json:"rehearse"`
+	}
+	if bad := decodeArgs(req, &in); bad != nil {
+		return p, bad
+	}
+	if in.Code == nil {
+		return p, toolError("invalid arguments for run_code: code is required (the whole Python program as a string)")
+	}
+	if len(*in.Code) > maxCodeBytes {
+		return p, toolError("the program is %d bytes, over the %d-byte limit for one run_code call; write a shorter program", len(*in.Code), maxCodeBytes)
+	}
+	return execution.Program{Code: *in.Code, Rehearse: in.Rehearse}, nil
 }
 
 // progress sends notifications/progress for one call. A send never blocks the engine: it runs
@@ -491,6 +516,7 @@ func RenderText(m *ModelResult) string {
 	if r := m.Resumed; r != nil {
 		fmt.Fprintf(&b, "resumed: %d calls answered from its journal\n", r.ReplayedCalls)
 	}
+	writeToolCalls(&b, m.ToolCalls, m.ToolCallsOmitted)
 	if m.Isolation != "" {
 		fmt.Fprintf(&b, "isolation: asked for %s, got %s\n", m.asked, m.Isolation)
 	}

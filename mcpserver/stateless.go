@@ -59,14 +59,18 @@ func agentHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	var quotas *Quotas
+	var sessions http.Handler = stateful
 	if o.Server != nil {
 		quotas = o.Server.Quotas
+		if o.Server.Ledger != nil {
+			sessions = taskWire(stateful) // run_code's tasks (tasks.go) need the ledger
+		}
 	}
 	return quotas.sessionGate(srv, o.SessionTimeout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sessionless(r) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
-		stateful.ServeHTTP(w, r)
+		sessions.ServeHTTP(w, r)
 	}))
 }

@@ -41,6 +41,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ObservedShapesBounded", func(t *testing.T) { contractShapeBound(t, newLedger(t)) })
 	t.Run("ExecutionsReadBack", func(t *testing.T) { l := newLedger(t); contractExecutions(t, l, l) })
 	t.Run("LazyFinishFlushed", func(t *testing.T) { contractLazy(t, newLedger(t)) })
+	t.Run("TasksKeptPerTenant", func(t *testing.T) { contractTasks(t, newLedger(t)) })
 	t.Run("FreshOwnerHoldsItsCalls", func(t *testing.T) { contractHold(t, newLedger(t)) })
 	t.Run("PlansApprovedAndCovered", func(t *testing.T) { l := newLedger(t); contractPlans(t, l, l) })
 	t.Run("ProgramsSavedAndReplaced", func(t *testing.T) { l := newLedger(t); contractPrograms(t, l, l) })
@@ -68,6 +69,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 		contractPlans(t, a, reopen(t, a))
 	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
+	t.Run("RecoverLostTask", func(t *testing.T) { contractTaskCrash(t, newLedger(t), reopen) })
 	t.Run("PausesKeptAnsweredAndClaimedOnce", func(t *testing.T) { contractPauses(t, newLedger(t), reopen) })
 	t.Run("SecondOpenerShares", func(t *testing.T) {
 		a := newLedger(t)

@@ -193,6 +193,8 @@ var postgresSchema = []string{
 	plansSchema,
 	// 11: saved programs and the executions that ran them (programs.go).
 	programsSchema,
+	// 12: MCP tasks (tasks.go).
+	tasksMigration,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes
@@ -746,6 +748,9 @@ func (p *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 				WHERE a.status = 'pending' AND a.owner <> $1
 					AND (a.owner = ANY($2) OR NOT EXISTS (SELECT 1 FROM ledger_leases l WHERE l.owner = a.owner))`,
 				p.owner, expired); err != nil {
+				return err
+			}
+			if err := failLostTasks(ctx, tx, p.owner, expired); err != nil {
 				return err
 			}
 			rows, err = tx.Query(ctx, `UPDATE ledger_calls c SET status = 'unknown', finished_at = now(),

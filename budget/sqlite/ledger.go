@@ -220,7 +220,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
 	if version != sqliteSchemaVersion {
-		if _, err := db.ExecContext(ctx, schema+plansSchema+programsSchema); err != nil {
+		if _, err := db.ExecContext(ctx, schema+plansSchema+programsSchema+tasksSchema); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("budget: ledger schema: %w", err)
 		}
@@ -283,7 +283,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded and
 // indexesAdded are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 10
+const sqliteSchemaVersion = 11
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
@@ -835,7 +835,8 @@ func (s *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT owner FROM tool_calls WHERE status = 'started' AND owner != ?
-		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?`, s.lock.ID(), s.lock.ID())
+		UNION SELECT owner FROM approvals WHERE status = 'pending' AND owner != ?
+		UNION SELECT owner FROM tasks WHERE status IN ('working', 'input_required') AND owner != ?`, s.lock.ID(), s.lock.ID(), s.lock.ID())
 	if err != nil {
 		return nil, fmt.Errorf("budget: recover: %w", err)
 	}
@@ -869,6 +870,9 @@ func (s *Ledger) Recover(ctx context.Context) ([]budget.CallRecord, error) {
 			// call once between them.
 			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'unknown', decided_at = ?
 				WHERE owner = ? AND status = 'pending'`, now(), o); err != nil {
+				return err
+			}
+			if err := failLostTasks(ctx, tx, o); err != nil {
 				return err
 			}
 			rs, err := tx.QueryContext(ctx, `UPDATE tool_calls SET status = 'unknown', finished_at = ?,

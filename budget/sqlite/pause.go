@@ -63,22 +63,13 @@ func (s *Ledger) DecidePause(ctx context.Context, id string, status budget.Appro
 	if !status.AnswersPause() {
 		return budget.Pause{}, fmt.Errorf("budget: %q does not answer a pause", status)
 	}
-	var changed bool
-	err := s.write(ctx, func(tx *stmtTx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE pauses SET status = ?, answered_by = ?, decided_at = ?
-			WHERE id = ? AND status = 'pending'`, string(status), by, now(), id)
-		if err != nil {
-			return err
-		}
-		n, err := r.RowsAffected()
-		changed = n == 1
-		return err
-	})
+	n, err := s.affect(ctx, `UPDATE pauses SET status = ?, answered_by = ?, decided_at = ?
+		WHERE id = ? AND status = 'pending'`, string(status), by, now(), id)
 	if err != nil {
 		return budget.Pause{}, err
 	}
 	p, err := s.Pause(ctx, id)
-	if err == nil && !changed {
+	if err == nil && n != 1 {
 		err = fmt.Errorf("%w: pause %s is %s", budget.ErrAlreadyFinished, id, p.Status)
 	}
 	return p, err
@@ -131,14 +122,5 @@ func (s *Ledger) DropPause(ctx context.Context, id string) error {
 }
 
 func (s *Ledger) DropPausesBefore(ctx context.Context, t time.Time) (int, error) {
-	var n int64
-	err := s.write(ctx, func(tx *stmtTx) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM pauses WHERE asked_at < ?`, t.UnixNano())
-		if err != nil {
-			return err
-		}
-		n, err = r.RowsAffected()
-		return err
-	})
-	return int(n), err
+	return s.affect(ctx, `DELETE FROM pauses WHERE asked_at < ?`, t.UnixNano())
 }

@@ -1,0 +1,170 @@
+package binding
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
+)
+
+// The outcomes of a call in a result's tool_calls (docs/design.md §14.5).
+const (
+	CallOK      = "ok"      // answered with a value
+	CallError   = "error"   // answered with a failure of Kind
+	CallDenied  = "denied"  // refused by the policy, an argument rule or the person
+	CallUnknown = "unknown" // made, and how it ended is not known: cut off mid-call, or withheld
+)
+
+// Who approved a call, in a result's tool_calls; nil when nobody had to.
+const (
+	ApprovedByPerson   = "person"
+	ApprovedByOperator = "operator"
+	ApprovedByPlan     = "plan" // a rehearsed plan a person or operator approved at once covered it
+)
+
+// ShownCalls bounds the calls a result lists: the last ShownCalls, with the count of the
+// earlier ones (ToolCallsOmitted).
+const ShownCalls = 50
+
+// CallSummary is one call a program made, as its result's tool_calls list it: in order, how
+// it ended, and who approved it when someone had to. Built-ins (list_tools, get_tool_info,
+// read_tool_output, budget.remaining), which change nothing, are not listed.
+type CallSummary struct {
+	Seq     int          `json:"seq"`
+	Tool    string       `json:"tool"`
+	Outcome string       `json:"outcome"`
+	Kind    failure.Kind `json:"kind,omitempty"`
+	// ApprovedBy is ApprovedByPerson, ApprovedByOperator or ApprovedByPlan, or nil (JSON null).
+	ApprovedBy *string `json:"approved_by"`
+}
+
+// callNote is one call of the log while it is walked: what it came to before its answer. Its
+// fields are guarded by its log's mutex.
+type callNote struct {
+	log        *callLog
+	seq        int
+	tool       string
+	decision   approval.Decision
+	answeredBy string
+	spent      bool // admitted: tool_call_started was written, the upstream may have it
+	withheld   bool // its answer withheld (finishFirst): it was made, its outcome unknown
+
+	done    bool
+	outcome string
+	kind    failure.Kind
+}
+
+// approved notes the approval step's decision d, answered by by.
+func (n *callNote) approved(d approval.Decision, by string) {
+	n.log.mu.Lock()
+	defer n.log.mu.Unlock()
+	n.decision, n.answeredBy = d, by
+}
+
+// made marks the call admitted, on its way to its upstream.
+func (n *callNote) made() {
+	n.log.mu.Lock()
+	defer n.log.mu.Unlock()
+	n.spent = true
+}
+
+// withholding marks the call's answer withheld (finishFirst): it was made, its outcome unknown.
+func (n *callNote) withholding() {
+	n.log.mu.Lock()
+	defer n.log.mu.Unlock()
+	n.withheld = true
+}
+
+// callLog is an execution's calls as its result lists them: the last ShownCalls, and how
+// many came before. Safe for concurrent use.
+type callLog struct {
+	mu      sync.Mutex
+	notes   []*callNote
+	omitted int
+}
+
+// builtinName reports whether name is a built-in a program calls (or a refused one:
+// run_code), which the log leaves out.
+func builtinName(name string) bool {
+	switch name {
+	case BuiltinListTools, BuiltinGetToolInfo, BuiltinReadToolOutput, BuiltinBudgetRemaining, "run_code":
+		return true
+	}
+	return false
+}
+
+// begin notes a call as it starts: one cut off before it ends reads unknown once made. A
+// built-in's note is kept out of the log.
+func (l *callLog) begin(seq int, tool string) *callNote {
+	n := &callNote{log: l, seq: seq, tool: tool}
+	if builtinName(tool) {
+		return n
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.notes = append(l.notes, n)
+	if len(l.notes) > ShownCalls {
+		l.notes = slices.Delete(l.notes, 0, 1)
+		l.omitted++
+	}
+	return n
+}
+
+// end notes how the call ended: its answer a.
+func (l *callLog) end(n *callNote, a toolcall.Answer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n.done, n.kind = true, a.Kind
+	switch {
+	case n.withheld:
+		n.outcome = CallUnknown
+	case a.Kind == "":
+		n.outcome = CallOK
+	case n.spent && (a.Kind == failure.Cancelled || a.Kind == failure.Timeout):
+		n.outcome = CallUnknown // cut off after it went out: the upstream may have done it
+	case a.Kind == failure.Denied:
+		n.outcome = CallDenied
+	default:
+		n.outcome = CallError
+	}
+}
+
+// played notes a call answered from a tape (a resumed program's journal): made in its first
+// run, with the answer it had then.
+func (l *callLog) played(seq int, tool string, a toolcall.Answer) {
+	l.end(l.begin(seq, tool), a)
+}
+
+// ToolCalls returns the program's calls so far in order (the last ShownCalls), and how many
+// came before them: a result's tool_calls and tool_calls_omitted. A call not yet ended reads
+// unknown once it was made, and cancelled before.
+func (x *Execution) ToolCalls() (calls []CallSummary, omitted int) {
+	l := &x.calls
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.notes {
+		c := CallSummary{Seq: n.seq, Tool: n.tool, Outcome: n.outcome, Kind: n.kind}
+		switch {
+		case !n.done && n.spent:
+			c.Outcome = CallUnknown
+		case !n.done:
+			c.Outcome, c.Kind = CallError, failure.Cancelled
+		}
+		if n.decision == approval.Accepted {
+			by := ApprovedByPerson
+			switch {
+			case strings.HasPrefix(n.answeredBy, approval.ByPlan):
+				by = ApprovedByPlan
+			case strings.HasPrefix(n.answeredBy, "operator"):
+				by = ApprovedByOperator
+			}
+			c.ApprovedBy = &by
+		}
+		calls = append(calls, c)
+	}
+	slices.SortFunc(calls, func(a, b CallSummary) int { return a.Seq - b.Seq })
+	return calls, l.omitted
+}

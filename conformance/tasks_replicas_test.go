@@ -1,0 +1,111 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
+)
+
+// TestTaskAcrossReplicas (must show 2 of issue 41): replicas on one PostgreSQL ledger. A task
+// created on one replica is polled (its status message says the calls made so far), and its
+// result read, on another: a client of 2026-07-28
+// (any replica answers it) and one of 2025-11-25 in a session of the other replica. A replica
+// SIGKILLed while its task's program has a call at the upstream: a survivor fails the task
+// (never runs it again), tasks/get on the survivor reads failed with what the program had
+// done, the call in flight unknown, and the upstream's counter shows it ran once.
+func TestTaskAcrossReplicas(t *testing.T) {
+	c := startCluster(t)
+	url := func(r *replica) string { return "http://" + r.addr + "/mcp" }
+	r1, r2 := c.replicas[0], c.replicas[1]
+	on1 := testkit.ModernRPC(t, url(r1), replicaToken)
+	on2 := testkit.ModernRPC(t, url(r2), replicaToken)
+	start := func(code string) string {
+		t.Helper()
+		var created map[string]any
+		if e := on1.Call("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"code": code}}, &created); e != nil ||
+			created["resultType"] != "task" {
+			t.Fatalf("run_code as a task on %s: %v %+v", r1.name, created, e)
+		}
+		return created["taskId"].(string)
+	}
+
+	// Created on r1, polled and read on r2, by both revisions.
+	short := start("import time\ntime.sleep(2)\n6 * 7")
+	var detailed map[string]any
+	if !waitFor(60*time.Second, func() bool {
+		if e := on2.Call("tasks/get", map[string]any{"taskId": short}, &detailed); e != nil {
+			t.Fatalf("tasks/get on %s: %+v", r2.name, e)
+		}
+		return detailed["status"] != "working"
+	}) {
+		t.Fatalf("the task never ended: %v", detailed)
+	}
+	result, _ := detailed["result"].(map[string]any)
+	if sc, _ := result["structuredContent"].(map[string]any); detailed["status"] != "completed" || fmt.Sprint(sc["value"]) != "42" {
+		t.Errorf("the task read on %s: %v", r2.name, detailed)
+	}
+	session2, _ := testkit.OpenRPC(t, url(r2), replicaToken)
+	var res struct {
+		StructuredContent struct {
+			Value int `json:"value"`
+		} `json:"structuredContent"`
+	}
+	if e := session2.Call("tasks/result", map[string]any{"taskId": short}, &res); e != nil || res.StructuredContent.Value != 42 {
+		t.Errorf("tasks/result in a 2025-11-25 session of %s: %+v %+v", r2.name, res, e)
+	}
+
+	// r1 killed while its task's program waits on the upstream.
+	lost := start("await support__lookup(sku=\"before\")\nawait support__slow(seconds=600)")
+	if !waitFor(60*time.Second, func() bool { return c.mockCounts(t)["slow"] == 1 }) {
+		t.Fatalf("the slow call never reached the mock: %v", c.mockCounts(t))
+	}
+	// Its progress, written by r1, read on r2: the calls it has made so far.
+	if !waitFor(30*time.Second, func() bool {
+		if e := on2.Call("tasks/get", map[string]any{"taskId": lost}, &detailed); e != nil {
+			t.Fatalf("tasks/get on %s: %+v", r2.name, e)
+		}
+		msg, _ := detailed["statusMessage"].(string)
+		return strings.Contains(msg, "calls made so far: 2")
+	}) {
+		t.Errorf("the running task's status on %s: %v", r2.name, detailed)
+	}
+	if err := r1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-r1.done
+	if !waitFor(4*leaseSeconds*time.Second+10*time.Second, func() bool {
+		if e := on2.Call("tasks/get", map[string]any{"taskId": lost}, &detailed); e != nil {
+			t.Fatalf("tasks/get on %s: %+v", r2.name, e)
+		}
+		return detailed["status"] != "working"
+	}) {
+		t.Fatalf("the lost task still reads %v", detailed)
+	}
+	var lostErr struct {
+		Message string `json:"message"`
+		Data    struct {
+			StructuredContent struct {
+				ToolCalls []struct {
+					Tool    string `json:"tool"`
+					Outcome string `json:"outcome"`
+				} `json:"tool_calls"`
+			} `json:"structuredContent"`
+		} `json:"data"`
+	}
+	b, _ := json.Marshal(detailed["error"])
+	_ = json.Unmarshal(b, &lostErr)
+	calls := lostErr.Data.StructuredContent.ToolCalls
+	if detailed["status"] != "failed" || len(calls) != 2 || calls[0].Tool != "support__lookup" || calls[0].Outcome != "ok" ||
+		calls[1].Tool != "support__slow" || calls[1].Outcome != "unknown" {
+		t.Errorf("the lost task reads %v", detailed)
+	}
+	time.Sleep(time.Second)
+	if n := c.mockCounts(t)["slow"]; n != 1 {
+		t.Errorf("the upstream ran the in-flight call %d times, want once (never re-run)", n)
+	}
+}
