@@ -16,8 +16,8 @@ LDFLAGS := -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.
 #                `npm ci --prefix conformance --no-audit --no-fund` once first), and the nested
 #                test modules vetted and tested.
 # CI (.ci/run) runs all three; `make test-all` does the same here.
-FAST_PKGS   := . ./binding ./approval ./egress ./budget ./cassette ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/gate ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/spawn ./internal/launch/seccomp ./internal/userns ./internal/tokenconn ./internal/nearest ./internal/httpguard ./mcpserver ./mcpserver/oauthrs ./outputs ./outputs/pgblob ./upstream ./upstream/oauthclient ./toolshape ./telemetry ./metrics
-INTEG_PKGS  := ./engine/backend/... ./remote/... ./engine/bootstrap ./internal/launch ./cmd/... ./benchmarks
+FAST_PKGS   := . ./binding ./approval ./egress ./budget ./cassette ./budget/sqlite ./budget/postgres ./configs ./engine ./execution ./engine/sandboxtest ./engine/wire ./failure ./internal/gate ./internal/owner ./internal/cgroup ./internal/identity ./internal/pgdb ./internal/python ./internal/spawn ./internal/launch/seccomp ./internal/userns ./internal/tokenconn ./internal/nearest ./internal/httpguard ./mcpserver ./mcpserver/oauthrs ./outputs ./outputs/pgblob ./upstream ./upstream/oauthclient ./toolshape ./programs ./telemetry ./metrics
+INTEG_PKGS  := ./engine/backend/... ./remote/... ./engine/bootstrap ./internal/launch ./internal/inithelper/... ./assembly ./cmd/... ./tools/... ./benchmarks
 NESTED      := conformance/mcpgoclient conformance/mockupstream
 # The race detector needs cgo, so a C compiler: `make test RACE=` runs the fast layer without.
 RACE                ?= -race
@@ -53,9 +53,9 @@ help:
 	@echo "make images       the server and worker images deploy/kubernetes names, the same way"
 
 # The init helper alone, built for the target and embedded through an overlay (the one recipe
-# make dist and the tests' builds use too: cmd/mcp-sandbox/internal/inithelper/overlay). A
+# make dist and the tests' builds use too: internal/inithelper/overlay). A
 # plain `go build` embeds none, and that binary execs itself as its helper (docs/design.md §19.1).
-HELPER_OVERLAY = $(GO) run ./cmd/mcp-sandbox/internal/inithelper/overlay
+HELPER_OVERLAY = $(GO) run ./internal/inithelper/overlay
 HELPER_DIR     := bin/init-helper
 
 # It says on stderr what it does: a first build downloads the modules and compiles for minutes
@@ -155,7 +155,7 @@ clean:
 
 # An install without Go: one binary per target, built as `make build` builds it but without cgo
 # and symbol tables, packed with what the README tells its users to copy, and checksums.txt
-# (cmd/mcp-sandbox/internal/release). A tagged commit (vX.Y.Z) is version X.Y.Z; any other is a
+# (tools/release). A tagged commit (vX.Y.Z) is version X.Y.Z; any other is a
 # snapshot named after the commit.
 DIST_VERSION ?= $(shell v=$$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo 0.0.0-snapshot-$(VERSION))
 DIST_FILES   := README.md deploy/mcpb/config.yaml=config.yaml bin/archive/ABOUT.txt=ABOUT.txt
@@ -177,7 +177,7 @@ dist: helper-overlays
 	  "config.yaml     the configuration Claude Desktop serves with on macOS and Windows (README.md," \
 	  "                \"Claude Desktop on macOS\" and \"on Windows\"): the embedded default with allow_same_uid" \
 	  "README.md       the project's README" > bin/archive/ABOUT.txt
-	$(GO) run ./cmd/mcp-sandbox/internal/release -version $(DIST_VERSION) -o dist -overlays $(HELPER_DIR) \
+	$(GO) run ./tools/release -version $(DIST_VERSION) -o dist -overlays $(HELPER_DIR) \
 		-ldflags "-s -w -X github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early.Version=$(DIST_VERSION)" $(DIST_FILES)
 	@cd dist && ls *.tar.gz *.zip checksums.txt && sha256sum --quiet -c checksums.txt
 	@n=$$(ls dist/*.tar.gz dist/*.zip | wc -l); [ "$$n" = 6 ] || { echo "dist/ holds $$n archives, want 6" >&2; exit 1; }
@@ -192,7 +192,7 @@ dist: helper-overlays
 # per target and the launcher that depends on them, packed by npm pack; npx -y
 # @mcp-sandbox/mcp-sandbox serve), Python's in dist/wheels (a wheel per target carrying the
 # binary as a script; uvx mcp-sandbox serve). docs/design.md §21.
-PACKAGES = $(GO) run ./cmd/mcp-sandbox/internal/packages -dist dist
+PACKAGES = $(GO) run ./tools/packages -dist dist
 npm:
 	@test -f dist/artifacts.json || { echo "no dist/artifacts.json: make dist first" >&2; exit 1; }
 	$(PACKAGES) -npm dist/npm

@@ -4,7 +4,8 @@
 //   - TestImportRules: who may import whom (docs/design.md §2), for linux, darwin and windows:
 //     what each package may import (allowed), who may import a room (importers, a room's door:
 //     issue 40's rooms, the remote client and service, the HTTP guard), and what only tests
-//     may import (testOnly: the test kits).
+//     may import (testOnly: the test kits). The server's assembly is a room whose door only cmd
+//     passes.
 //   - TestAllowlistIsReal: every entry of that allowlist has a reason and names real packages.
 //   - TestEveryPackageHasADoc, TestDocImportClaims: every package has a doc.go, and the
 //     sentence in it that says what the package imports ("It imports …") matches go list.
@@ -145,7 +146,13 @@ var allowed = []rule{
 			"it installs the seccomp filter the host assembled (internal/launch/seccomp, never imported here) and Landlock by its own system calls, never go-seccomp-bpf or go-landlock"},
 	{"internal/launch/seccomp", []string{"golang.org/x/sys", "github.com/elastic/go-seccomp-bpf"},
 		"the seccomp policy assembled in the host by the library docs/design.md §4 names, for the init helper (as bytes) and the container runtimes (as a profile)"},
-	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates"},
+	{"internal/*", []string{"internal/*", "golang.org/x/sys"}, "process plumbing and test gates; the init helper the backends exec and the images built from this host's files (internal/inithelper, internal/hostimage), which the command hands the backends"},
+	{"assembly", []string{"configs", "engine", "engine/backend/*", "remote", "remote/service", "upstream", "upstream/oauthclient", "mcpserver", "mcpserver/oauthrs",
+		"execution", "approval", "cassette", "budget", "budget/sqlite", "budget/postgres", "outputs", "outputs/pgblob", "egress", "metrics", "failure",
+		"internal/httpguard", "internal/inithelper", "internal/owner", "internal/pgdb", "internal/userns"},
+		"the running server assembled from a config the command read and validated (as caddy's package builds what its cmd started): the backends, the remote client and the sandbox service, the upstream pools, the MCP face, the stores, metrics; " +
+			"it reads no flag, and the environment and files only through the Env the command hands it (TestEnvAndFileReadsInCmd)"},
+	{"tools/*", nil, "the build's own programs (make dist's release archives, make npm's and make wheel's packages): the standard library only; nothing imports them, and the binary users run holds none of them"},
 	{"budget", []string{"failure", "telemetry"}, "the meters and the run ledger's interface: no database driver, so what meters calls (binding) links none; the context economy it keeps per execution is telemetry's Context, the one type of it"},
 	{"budget/sqlite", []string{"budget", "budget/internal/lazy", "failure", "telemetry", "internal/owner", "modernc.org/sqlite"},
 		"the run ledger on SQLite in pure Go, its openers' liveness held by internal/owner's lock"},
@@ -173,8 +180,10 @@ var allowed = []rule{
 	{"cassette", []string{"binding", "upstream", "outputs", "toolcall", "toolshape", "failure", "budget", "execution"},
 		"an execution's calls recorded and played back: the binding.Tape it implements, the redaction of arguments (upstream's tools, toolshape's mark), answers (toolcall), the kept results a replay's handle reads are served from (outputs); " +
 			"the keeper of each execution's cassette in the ledger (budget's Cassettes, execution's CassetteKeeper); never mcpserver, which imports it"},
-	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "github.com/modelcontextprotocol/go-sdk"},
-		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's"},
+	{"mcpserver", []string{"engine", "execution", "binding", "approval", "upstream", "budget", "outputs", "failure", "telemetry", "cassette", "programs", "github.com/modelcontextprotocol/go-sdk"},
+		"the MCP face: it hands each run_code to execution.Execute and renders results, and reports spans and direct calls (telemetry); how a question crosses MCP is its Asker of package approval's questions; a paused program's journal is a cassette's; saved programs are package programs', offered here as tools"},
+	{"programs", []string{"budget", "toolshape"},
+		"saved programs' one home: kept in the ledger (budget's Programs), their input schema read from main's signature in a tool shape's terms (toolshape); never upstream, execution or mcpserver, which offers them"},
 	{"mcpserver/oauthrs", []string{"github.com/go-jose/go-jose/v4", "github.com/modelcontextprotocol/go-sdk"},
 		"the OAuth resource server: access tokens verified as JWTs by go-jose (never by code of ours) against keys found by go-sdk's oauthex discovery; never configs (cmd converts)"},
 	{"upstream/oauthclient", []string{"upstream", "github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
@@ -182,7 +191,7 @@ var allowed = []rule{
 	{"telemetry", []string{"go.opentelemetry.io/otel"},
 		"the seam to what an operator watches: the OpenTelemetry API (never its SDK: cmd installs that), a metrics interface, a logger in a context; engine stays free of it"},
 	{"metrics", []string{"telemetry", "github.com/prometheus/client_golang"},
-		"telemetry.Metrics over Prometheus, imported by cmd only, so no other package links Prometheus"},
+		"telemetry.Metrics over Prometheus, imported by the command and the server it assembles (assembly) only, so no other package links Prometheus"},
 }
 
 func ruleFor(rel string) (rule, bool) {
@@ -253,15 +262,17 @@ var importers = map[string]struct {
 }{
 	"toolcall": {[]string{"engine", "engine/*", "remote", "remote/*", "upstream", "binding", "cassette"},
 		"a call's answer and handle cross the call's path, from upstream through binding (and a cassette) to the engine and its protocol (and the remote client and service, which carry it), and nowhere else"},
-	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette"},
-		"a tool's shape is the upstream client's, read by what walks and records its calls; the engine never learns a tool's schema, and the MCP face reads it through upstream"},
-	"remote": {[]string{"cmd/*", "remote/service"},
-		"the remote client is one of the sandboxes cmd opens for a profile, as a backend is; the service shares its protocol"},
-	"remote/service": {[]string{"cmd/*"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
-	"internal/httpguard": {[]string{"cmd/*"},
-		"the bounds of the command's HTTP listeners; a handler below cmd decides who is authenticated and never guards a listener itself"},
-	"approval": {[]string{"binding", "execution", "mcpserver", "cmd/mcp-sandbox"},
-		"a question is asked by a binding call's approval step, counted in an execution's result, crosses MCP in mcpserver, and its webhook is wired by the command; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
+	"toolshape": {[]string{"upstream", "upstream/*", "binding", "cassette", "programs"},
+		"a tool's shape is the upstream client's, read by what walks and records its calls, and a saved program's, read from its main; the engine never learns a tool's schema, and the MCP face reads it through upstream or programs"},
+	"remote": {[]string{"cmd/*", "assembly", "remote/service"},
+		"the remote client is one of the sandboxes a profile opens into (assembly), as a backend is; the service shares its protocol"},
+	"remote/service": {[]string{"cmd/*", "assembly"}, "the sandbox service is what `mcp-sandbox sandbox-service` serves"},
+	"internal/httpguard": {[]string{"cmd/*", "assembly"},
+		"the bounds of the command's HTTP listeners (set by its flags, applied where the server is assembled); a handler below decides who is authenticated and never guards a listener itself"},
+	"approval": {[]string{"binding", "execution", "mcpserver", "assembly", "cmd/mcp-sandbox"},
+		"a question is asked by a binding call's approval step, counted in an execution's result, crosses MCP in mcpserver, and its webhook is wired by the server's assembly; no other room reaches it (the engine asks through ToolCaller, upstream knows no approvals)"},
+	"assembly": {[]string{"cmd/*"},
+		"the running server is assembled for the command's subcommands only; a package below it never builds the server it is part of"},
 }
 
 // importerViolations says which imports of package rel a leaf's importers rule forbids.
@@ -576,6 +587,9 @@ func TestMetaRulesCatchViolations(t *testing.T) {
 		{"execution", []string{module + "/failure", "encoding/json"}, 0},
 		{"binding", []string{module + "/approval", module + "/upstream"}, 0},
 		{"upstream", []string{module + "/approval", module + "/failure"}, 1}, // upstream knows no approvals
+		{"mcpserver", []string{module + "/assembly"}, 1},                     // the face never builds the server
+		{"cmd/mcp-sandbox", []string{module + "/assembly"}, 0},
+		{"assembly", []string{module + "/remote", module + "/remote/service", module + "/internal/httpguard", module + "/approval"}, 0},
 	} {
 		if got := importerViolations(tc.rel, tc.imports); len(got) != tc.want {
 			t.Errorf("importerViolations(%s, %v) = %q, want %d", tc.rel, tc.imports, got, tc.want)
@@ -838,14 +852,16 @@ var (
 	fileReads = []string{"ReadFile", "Open", "OpenFile", "ReadDir", "DirFS", "OpenRoot", "OpenInRoot"}
 
 	envReaders = map[string]string{
-		"internal/gate":            "the test gate reads MCP_SANDBOX_REQUIRE and MCP_SANDBOX_TEST_SCALE, and re-executes a test binary with its own environment",
-		"internal/launch":          "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
-		"upstream":                 "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
-		"internal/pgdb/pgtest":     "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",
-		"budget/ledgertest":        "a ledger test's crash child is the test binary run again, told by its environment where the ledger is",
-		"engine/backend/container": "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
-		"internal/testkit":         "a test's own Wine prefix has its server ended by wineserver run with our environment and that prefix",
-		"internal/claudecode":      "claude runs with an environment built from nothing but our PATH, where the tests found it",
+		"internal/gate":               "the test gate reads MCP_SANDBOX_REQUIRE and MCP_SANDBOX_TEST_SCALE, and re-executes a test binary with its own environment",
+		"internal/launch":             "the init helper is a program of its own: it reads its spec from its own environment, set by the host",
+		"upstream":                    "a stdio upstream's environment is built from nothing but PATH and HOME, taken from ours",
+		"internal/pgdb/pgtest":        "the tests' helper reads MCP_SANDBOX_TEST_PG_DSN, where CI's test database is",
+		"budget/ledgertest":           "a ledger test's crash child is the test binary run again, told by its environment where the ledger is",
+		"engine/backend/container":    "the container runtime's CLI runs with our environment, as any command we start; the container's own is built from nothing",
+		"internal/testkit":            "a test's own Wine prefix has its server ended by wineserver run with our environment and that prefix",
+		"internal/claudecode":         "claude runs with an environment built from nothing but our PATH, where the tests found it",
+		"internal/inithelper/overlay": "a build program (make build's): it runs go build with our environment and the target's GOOS and GOARCH",
+		"tools/*":                     "the build's programs, run by make: go build with our environment, and SOURCE_DATE_EPOCH for a reproducible archive",
 	}
 	fileReaders = map[string]string{
 		"budget/sqlite":       "the run ledger's own file under data_dir, created 0600 before SQLite opens it",
@@ -857,6 +873,7 @@ var (
 		"internal/*":          "the init helper, cgroups and interpreter discovery: /proc, /sys/fs/cgroup, the interpreter",
 		"upstream":            "/proc, to find every process of a stdio server's tree when it is killed (tree_linux.go)",
 		"toolshape/shapetest": "a stub a test wrote, shown when Python refuses it",
+		"tools/*":             "the build's programs read the binaries they pack and dist/'s manifests, in the module's root",
 	}
 )
 

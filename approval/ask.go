@@ -46,6 +46,9 @@ type Asking struct {
 	// Timeout bounds the wait for an answer; zero means DefaultTimeout. Inside a program the
 	// wait also ends a second before the program's wall clock.
 	Timeout time.Duration
+	// PlanWindow is how long a rehearsal's plan, once approved, covers the calls it lists
+	// (AskPlan); zero means DefaultPlanWindow.
+	PlanWindow time.Duration
 	// Report counts each decision (telemetry.Metrics.Approval); the zero Reporter counts none.
 	Report telemetry.Reporter
 	// Tenant, Agent and Run are whose questions these are, as their pauses record them.
@@ -116,16 +119,23 @@ func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ 
 	why := strings.Join(c.Reasons, "; ")
 	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: budget.NewID("c_"), Tool: c.Tool, Reason: why}
 	q := Question{Tool: c.Tool, Reasons: c.Reasons, InProgram: c.InProgram, Wait: a.timeout(), Seq: c.Seq,
-		Arguments: c.Arguments, Redacted: c.Redacted}
+		Arguments: c.Arguments, Redacted: c.Redacted, Call: ask.CallID}
 	var by string
 	defer func() { c.logDecision(d, ask, by); c.Questions.count(d); a.report(d) }()
-	release, fe := a.askable(ctx, c, &q, why)
-	if fe != nil {
-		// Refused without asking, recorded unasked (summarised past the first few:
-		// budget.RecordedRefusals).
-		ask.Status = budget.ApprovalUnasked
-		c.record(ctx, ask)
-		return Unasked, "", fe
+	// A standing answer (a resumed call's, an approved plan's) needs nobody to ask: it stands
+	// whether this host can ask or not.
+	standing, stands := a.standing(ctx, q, c)
+	release := func() {}
+	if !stands {
+		r, fe := a.askable(ctx, c, &q, why)
+		if fe != nil {
+			// Refused without asking, recorded unasked (summarised past the first few:
+			// budget.RecordedRefusals).
+			ask.Status = budget.ApprovalUnasked
+			c.record(ctx, ask)
+			return Unasked, "", fe
+		}
+		release = r
 	}
 	defer release()
 	ask.Status = budget.ApprovalPending
@@ -133,7 +143,10 @@ func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ 
 		return Failed, "", failure.Wrap(failure.UpstreamError, err,
 			"the request for approval of %s could not be recorded, so nobody was asked and it was not called", c.Tool)
 	}
-	ans, err, lapsed := a.answer(ctx, q)
+	ans, err, lapsed := standing, error(nil), false
+	if !stands {
+		ans, err, lapsed = a.answer(ctx, q)
+	}
 	d, by = decision(ans, err, lapsed), ans.By
 	c.Questions.decided(c.Tool, d)
 	if err != nil && d == Failed {
@@ -210,14 +223,18 @@ func (a *Asking) askable(ctx context.Context, c Call, q *Question, why string) (
 	return release, nil
 }
 
-// answer is q's answer: a standing one, or the first from any path while the Room keeps q as a
-// pause, for at most q.Wait. lapsed says the wait ran out with no answer.
-func (a *Asking) answer(ctx context.Context, q Question) (_ Answer, _ error, lapsed bool) {
-	if a.Standing != nil {
-		if ans, ok := a.Standing.Answer(q); ok {
-			return ans, nil, false
-		}
+// standing is the standing answer to q, the question of call c, if there is one: never for
+// a call whose arguments a question could not show in full.
+func (a *Asking) standing(ctx context.Context, q Question, c Call) (Answer, bool) {
+	if a == nil || a.Standing == nil || c.Incomplete != "" {
+		return Answer{}, false
 	}
+	return a.Standing.Answer(ctx, q)
+}
+
+// answer is q's answer: the first from any path while the Room keeps q as a pause, for at most
+// q.Wait. lapsed says the wait ran out with no answer.
+func (a *Asking) answer(ctx context.Context, q Question) (_ Answer, _ error, lapsed bool) {
 	actx, cancel := context.WithTimeout(ctx, q.Wait)
 	defer cancel()
 	ans, err := a.room().put(actx, a, q)

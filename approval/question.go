@@ -35,12 +35,27 @@ type Question struct {
 	// Redacted are the arguments as a log line shows them (upstream.Tool.RedactArguments):
 	// what a journal keeps, and a resumed call is compared by. Never what anyone decides on.
 	Redacted string
+	// Call is the id the call is recorded under if it is made (budget.ApprovalAsk.CallID): what
+	// a plan covering it records. Plan, instead, names the plan a plan's question asks about
+	// (AskPlan), and Proposal the program a proposal to save one asks about (AskSave); all ""
+	// otherwise.
+	Call, Plan, Proposal string
 }
 
 // Message is the text a person reads: the tool, who calls it, why it needs approval, the
 // arguments, and how long the question stays open.
 func (q Question) Message() string {
 	var b strings.Builder
+	if q.Proposal != "" {
+		fmt.Fprintf(&b, "Save the program %s as a tool?\n%s.\n%s", q.Proposal, strings.Join(q.Reasons, "; "), q.Arguments)
+		fmt.Fprintf(&b, "Accept to save it (a new text under a saved name replaces the old one); decline, and nothing is saved. Without an answer within %s nothing is saved.", q.Wait.Round(time.Second))
+		return b.String()
+	}
+	if q.Plan != "" {
+		fmt.Fprintf(&b, "Approve the plan %s?\n%s.\nThe calls, in order, every argument in full:\n%s", q.Plan, strings.Join(q.Reasons, "; "), q.Arguments)
+		fmt.Fprintf(&b, "Accept to let exactly these calls run without asking again; any other call is asked about. Without an answer within %s nothing is approved.", q.Wait.Round(time.Second))
+		return b.String()
+	}
 	who := "The assistant calls"
 	if q.InProgram {
 		who = "A program the assistant is running calls"
@@ -115,10 +130,10 @@ type Asker interface {
 }
 
 // Standing answers a question before anyone is asked: the recorded answer of the call a
-// resumed program paused on (Once), and, as such answers come to be, a plan approved once.
+// resumed program paused on (Once), and a plan approved once (Covered).
 type Standing interface {
 	// Answer is the standing answer to q, if there is one.
-	Answer(q Question) (Answer, bool)
+	Answer(ctx context.Context, q Question) (Answer, bool)
 }
 
 // Once is the standing answer a to the question of call seq of tool: given once, as a program
@@ -134,7 +149,7 @@ type once struct {
 	used atomic.Bool
 }
 
-func (o *once) Answer(q Question) (Answer, bool) {
+func (o *once) Answer(_ context.Context, q Question) (Answer, bool) {
 	if q.Seq == o.seq && q.Tool == o.tool && o.used.CompareAndSwap(false, true) {
 		return o.ans, true
 	}

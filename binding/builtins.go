@@ -49,6 +49,9 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		if err := decodeStrict(args, &a); err != nil || a.Name == "" {
 			return refuse(failure.InvalidArguments, "get_tool_info takes {name}"), true
 		}
+		if info, ok := x.nestedInfo(a.Name); ok {
+			return x.metered(ctx, name, args, info), true
+		}
 		info, fe := x.turn.ToolInfo(ctx, a.Name)
 		if fe != nil {
 			return toolcall.Refused(fe), true

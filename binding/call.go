@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,15 @@ type Options struct {
 	// Tape, when set, sees every call with its answer (a cassette's recorder), or answers the
 	// calls itself (a cassette's player, under `mcp-sandbox replay`); nil sees nothing.
 	Tape Tape
+	// Rehearse makes the execution a rehearsal (rehearse.go): a call of a tool that is not
+	// read-only is listed in its Plan and answered with a stand-in instead of being made.
+	Rehearse bool
+	// Nested, when set, are the saved programs the program may call like bindings
+	// (nested.go); nil means none.
+	Nested Nested
+	// Reach, when not nil, are the only tools the program may call (a saved program's, whose
+	// annotations follow from them: programs.Reach); nil means every bound tool.
+	Reach []string
 }
 
 // Tape records an execution's calls, or plays them back (package cassette). Its methods are
@@ -110,6 +120,12 @@ type Execution struct {
 
 	tape Tape
 	seq  atomic.Int64 // the calls numbered so far, for the tape
+
+	rehearsal *rehearsal // nil unless Options.Rehearse
+	reach     map[string]bool
+
+	nested     Nested
+	nestedSigs map[string]toolshape.Signature
 }
 
 // New returns the binding state of one execution.
@@ -127,16 +143,33 @@ func New(opts *Options) *Execution {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals, report: o.Report, tape: o.Tape,
+	x := &Execution{turn: o.Turn, meter: o.Meter, blobs: o.Blobs, tenant: o.Tenant, log: o.Logger, appr: o.Approvals, report: o.Report, tape: o.Tape,
 		slots: make(chan struct{}, o.MaxConcurrentCalls), handles: map[outputs.Handle]bool{}}
+	if o.Rehearse {
+		x.rehearsal = &rehearsal{}
+	}
+	if o.Nested != nil {
+		x.nested, x.nestedSigs = o.Nested, signatures(o.Nested)
+	}
+	if o.Reach != nil {
+		x.reach = map[string]bool{}
+		for _, n := range o.Reach {
+			x.reach[n] = true
+		}
+	}
+	return x
 }
 
-// Names returns the sorted names the program may call: its TOOLS (and a tape's).
+// Names returns the sorted names the program may call: its TOOLS (and a tape's, and its saved
+// programs').
 func (x *Execution) Names() []string {
-	if x.tape == nil {
+	if x.tape == nil && x.nested == nil {
 		return x.turn.Names()
 	}
-	names := append(x.turn.Names(), x.tape.Tools()...)
+	names := append(x.turn.Names(), x.nestedNames()...)
+	if x.tape != nil {
+		names = append(names, x.tape.Tools()...)
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -144,7 +177,7 @@ func (x *Execution) Names() []string {
 // Aliases returns the names of Names bound as Python names too (toolshape.Aliasable): computed
 // here once and handed to the engine in its Execution.
 func (x *Execution) Aliases() []string {
-	if x.tape == nil {
+	if x.tape == nil && x.nested == nil {
 		return x.turn.Aliases()
 	}
 	var out []string
@@ -160,7 +193,9 @@ func (x *Execution) Aliases() []string {
 // (upstream.Turn.Signatures): handed to the engine, so the program refuses other keywords
 // before it sends a call.
 func (x *Execution) Signatures() json.RawMessage {
-	b, err := json.Marshal(x.turn.Signatures())
+	sigs := x.turn.Signatures()
+	maps.Copy(sigs, x.nestedSigs)
+	b, err := json.Marshal(sigs)
 	if err != nil {
 		return nil
 	}
@@ -278,6 +313,10 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	if r, ok := x.builtin(ctx, name, args); ok {
 		return r
 	}
+	// A saved program is its own execution, whose calls take these hops themselves.
+	if r, ok := x.callNested(ctx, name, args); ok {
+		return r
+	}
 	// 2. Policy: a tool of a granted server that no deny glob matches.
 	tool, fe := x.turn.Lookup(name)
 	if fe != nil {
@@ -286,6 +325,9 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	// 3. Bindings: the agent's list narrows what its programs may call.
 	if !x.turn.Bound(tool) {
 		return refuse(failure.Unavailable, "%s is not among this agent's bindings", name)
+	}
+	if x.reach != nil && !x.reach[tool.Name] {
+		return refuse(failure.Unavailable, "%s is not among the tools this saved program names, which are all it may call", name)
 	}
 	// 4. Arguments: a JSON object of exactly the keywords the binding takes (its stub's), matching
 	// the tool's input schema.
@@ -297,6 +339,10 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 		return toolcall.Refused(fe)
 	}
 	args = checked
+	// A rehearsal lists a call that would change something instead of making it (rehearse.go).
+	if x.rehearsal != nil && !upstream.ReadOnlyTool(tool) {
+		return x.rehearse(ctx, tool, args)
+	}
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
 	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq)

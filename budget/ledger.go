@@ -190,6 +190,8 @@ type Ledger interface {
 	Pauses
 	Cassettes
 	ObservedShapes
+	Plans
+	Programs
 
 	// StartRun records a Run's start; starting a Run that exists does nothing.
 	StartRun(ctx context.Context, run RunRef) error

@@ -348,6 +348,9 @@ type Approvals struct {
 	// (approval_required_in_program) and a program goes on. Inside a program the wait also ends
 	// a second before the program's wall clock.
 	TimeoutSeconds *float64 `yaml:"timeout_seconds" json:"timeout_seconds"`
+	// PlanSeconds is how long a rehearsal's plan, once approved, lets the real run make the
+	// calls it lists without asking again (docs/design.md §22).
+	PlanSeconds *float64 `yaml:"plan_seconds" json:"plan_seconds"`
 }
 
 // UpstreamPaths are the host paths a contained upstream server may read, and those it may
@@ -476,6 +479,17 @@ type Agent struct {
 	ExposeUpstreamTools bool `yaml:"expose_upstream_tools" json:"expose_upstream_tools"`
 	// CodeExecution nil means run_code is never shown.
 	CodeExecution *CodeExecution `yaml:"code_execution" json:"code_execution"`
+	// Programs is how the agent is offered its tenant's saved programs (docs/design.md §23);
+	// nil means under the prefix "saved", without the save_program built-in.
+	Programs *AgentPrograms `yaml:"programs" json:"programs,omitempty"`
+}
+
+// AgentPrograms configure an agent's saved programs: the prefix of their tool names
+// (`<prefix>__<name>`, default "saved"), and whether the model may propose saving one through
+// the save_program built-in, which a person (or an operator) must accept.
+type AgentPrograms struct {
+	Prefix  string `yaml:"prefix" json:"prefix,omitempty"`
+	Propose bool   `yaml:"propose" json:"propose,omitempty"`
 }
 
 // CodeExecution is an agent's opt-in to run_code and the terms it asks for. Every field is a

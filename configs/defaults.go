@@ -98,7 +98,7 @@ func (c *Config) CassetteKeptBytes() int64 {
 
 // DefaultApprovals returns the approvals block a profile gets for each field it leaves out.
 func DefaultApprovals() Approvals {
-	return Approvals{TimeoutSeconds: Seconds(120)}
+	return Approvals{TimeoutSeconds: Seconds(120), PlanSeconds: Seconds(600)}
 }
 
 // withProfileDefaults returns p with every field it left out filled. It never writes through
@@ -129,6 +129,7 @@ func withProfileDefaults(p Profile) Profile {
 	orString(&o.Preserve, do.Preserve)
 
 	orPtr(&p.Approvals.TimeoutSeconds, DefaultApprovals().TimeoutSeconds)
+	orPtr(&p.Approvals.PlanSeconds, DefaultApprovals().PlanSeconds)
 
 	a, da := &p.Artifacts, DefaultArtifactPolicy()
 	orString(&a.Collection, da.Collection)

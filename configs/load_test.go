@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 		BindingBudget: BindingBudget{MaxCalls: Count(200), MaxTotalBytes: Bytes(8 * MiB), MaxProducedBytes: Bytes(64 * MiB), MaxPreservedBytes: Bytes(64 * MiB), MaxArgumentBytes: Bytes(256 * KiB), MaxResultBytes: Bytes(1 * MiB)},
 		Output:        OutputPolicy{PreviewBytes: Bytes(4000), MaxBytes: Bytes(8 * MiB), Preserve: "when_available"},
 		Artifacts:     ArtifactPolicy{Collection: "collect", MaxFiles: Count(64), MaxBytes: Bytes(16 * MiB)},
-		Approvals:     Approvals{TimeoutSeconds: Seconds(120)},
+		Approvals:     Approvals{TimeoutSeconds: Seconds(120), PlanSeconds: Seconds(600)},
 		Images:        Images{InlineBytes: Bytes(512 * KiB)},
 		Warm:          Warm{Min: Count(1), Max: Count(4), IdleSeconds: Seconds(300), Start: Text(WarmStartAuto)},
 	}

@@ -270,6 +270,10 @@ func (v *validator) profile(n string, p Profile) {
 	}
 
 	v.positive(at+".approvals.timeout_seconds", p.Approvals.TimeoutSeconds)
+	v.positive(at+".approvals.plan_seconds", p.Approvals.PlanSeconds)
+	if s := p.Approvals.PlanSeconds; s != nil && *s > maxApprovalSeconds {
+		v.add(at+".approvals.plan_seconds", "%g is more than a day (%d seconds); an approved plan would cover calls that long", *s, maxApprovalSeconds)
+	}
 	if s := p.Approvals.TimeoutSeconds; s != nil && *s > maxApprovalSeconds {
 		v.add(at+".approvals.timeout_seconds", "%g is more than a day (%d seconds); a call would hold its program and its host that long", *s, maxApprovalSeconds)
 	}
@@ -787,6 +791,9 @@ func (v *validator) rules(at string, rs []Rule) {
 	}
 }
 
+// programPrefix is what an agent's saved programs' prefix may be.
+var programPrefix = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
 func (v *validator) agent(tn string, t Tenant, tat, an string, a Agent) {
 	at := keyPath(tat+".agents", an)
 	switch {
@@ -795,8 +802,14 @@ func (v *validator) agent(tn string, t Tenant, tat, an string, a Agent) {
 	case !name().MatchString(an):
 		v.add(at, "invalid agent name %q: %s", an, nameRule)
 	}
+	if ap := a.Programs; ap != nil && ap.Prefix != "" && (!programPrefix.MatchString(ap.Prefix) || strings.Contains(ap.Prefix, "__")) {
+		v.add(at+".programs.prefix", "invalid prefix %q: a lowercase Python name of at most 32 characters without \"__\"", ap.Prefix)
+	}
 	ce := a.CodeExecution
 	if ce == nil {
+		if a.Programs != nil {
+			v.add(at+".programs", "saved programs are programs: the agent needs code_execution")
+		}
 		return
 	}
 	at += ".code_execution"

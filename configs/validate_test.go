@@ -319,6 +319,23 @@ func TestValidationProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "saved programs",
+			data: doc(
+				"profiles: {default: {approvals: {plan_seconds: 0}}}",
+				"tenants:",
+				"  t:",
+				"    agents:",
+				"      a: {programs: {propose: true}}",
+				"      b: {code_execution: {}, programs: {prefix: 'my__tools'}}",
+				"      c: {code_execution: {}, programs: {prefix: 'mine', propose: true}}",
+			),
+			want: []string{
+				`t.yaml:1: profiles.default.approvals.plan_seconds: must be a positive number of seconds, got 0`,
+				`t.yaml:5: tenants.t.agents.a.programs: saved programs are programs: the agent needs code_execution`,
+				`t.yaml:6: tenants.t.agents.b.programs.prefix: invalid prefix "my__tools": a lowercase Python name of at most 32 characters without "__"`,
+			},
+		},
+		{
 			name: "argument rules and approvals",
 			data: doc(
 				"profiles: {default: {approvals: {timeout_seconds: 0}}, long: {approvals: {timeout_seconds: 90000}}}",

@@ -73,7 +73,7 @@ func packages(t *testing.T) packaged {
 		}
 	}
 	npmDir, wheelDir := filepath.Join(dist, "npm"), filepath.Join(dist, "wheels")
-	cmd := exec.Command("go", "run", "./cmd/mcp-sandbox/internal/packages", "-dist", dist, "-npm", npmDir, "-wheels", wheelDir)
+	cmd := exec.Command("go", "run", "./tools/packages", "-dist", dist, "-npm", npmDir, "-wheels", wheelDir)
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the packager: %v\n%s", err, out)

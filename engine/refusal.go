@@ -8,7 +8,7 @@ import (
 )
 
 // The refusals more than one sandbox says, each written once: the Runner, the remote client,
-// the sandbox service and cmd (which says a refusal up front, in run_code's description) use
+// the sandbox service and assembly (which says a refusal up front, in run_code's description) use
 // these rather than a text of their own.
 
 // NetworkRefusal is why a program whose terms ask for network cannot run under a sandbox

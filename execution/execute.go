@@ -94,6 +94,16 @@ type Program struct {
 	Approvals *approval.Asking
 	// Tape, when set, records the binding calls or plays them back (binding.Options.Tape).
 	Tape binding.Tape
+	// Saved names the saved program this is a call of (docs/design.md §23), recorded with the
+	// execution and named in its result; Reach are then the only tools it may call (nil: all).
+	Saved *Saved
+	Reach []string
+	// Nested are the saved programs the program may call like bindings (binding.Nested); nil:
+	// none.
+	Nested binding.Nested
+	// Rehearse makes the execution a rehearsal (docs/design.md §22): calls of tools that are
+	// not read-only are listed, not made, and the list is put to the person as one plan.
+	Rehearse bool
 	// Progress, when set, is called from time to time while the program runs.
 	Progress func(elapsedSeconds float64)
 	// Admit, when set, takes the execution's place among those running at once (mcpserver's
@@ -141,6 +151,11 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 			return observe(ctx, spec, refuse(spec.Terms, failure.Internal, "the execution could not be recorded in the run ledger, so it was not run"), o.Report, log)
 		}
 		meter = m
+		if p.Saved != nil {
+			if err := o.Ledger.NoteProgramRun(ctx, p.Run.Tenant, budget.ProgramRun{ExecutionID: id, Name: p.Saved.Name, Version: p.Saved.Version}); err != nil {
+				log.Error("the saved program's version not recorded with the execution", "program", p.Saved.Name, "err", err)
+			}
+		}
 	}
 	var kept binding.Tape // the tape o.Cassettes keeps the cassette of
 	if o.Cassettes != nil && p.Tape == nil {
@@ -152,7 +167,8 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		turn = p.Turn(ctx)
 	}
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
-		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report, Tape: p.Tape})
+		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report, Tape: p.Tape,
+		Rehearse: p.Rehearse, Reach: p.Reach, Nested: p.Nested})
 	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Signatures: x.Signatures(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()
@@ -160,6 +176,15 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		res.Unavailable = append([]string(nil), u...)
 	}
 	res.Approvals = x.Approvals()
+	res.Program = p.Saved
+	if p.Rehearse {
+		res.Rehearsed, res.Plan = true, x.Plan()
+		var plans budget.Plans
+		if o.Ledger != nil {
+			plans = o.Ledger
+		}
+		res.PlanID, res.PlanApproval = approvePlan(ctx, plans, p.Approvals, p, id, res.Plan)
+	}
 	res.UpstreamProblems = upstreamProblems(x.Problems())
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer cancel()

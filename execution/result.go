@@ -29,6 +29,21 @@ type Result struct {
 	// Resumed is set when the program was run again from its journal after it paused on an
 	// approval and the process holding it was gone (docs/design.md §11).
 	Resumed *Resumed `json:"resumed,omitempty"`
+	// Rehearsed is set for a rehearsal (docs/design.md §22): Plan are the calls it listed
+	// instead of making them, in order, with the stand-in each returned; PlanID names the
+	// plan they are kept as, and PlanApproval says what became of it.
+	// Program names the saved program and the version that ran (docs/design.md §23).
+	Program      *Saved              `json:"program,omitempty"`
+	Rehearsed    bool                `json:"rehearsed,omitempty"`
+	Plan         []budget.PlanEffect `json:"plan,omitempty"`
+	PlanID       string              `json:"plan_id,omitempty"`
+	PlanApproval *PlanApproval       `json:"plan_approval,omitempty"`
+}
+
+// Saved names a saved program and its version.
+type Saved struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // Resumed says how a resumed execution began: how many of its calls were answered from the

@@ -29,12 +29,16 @@ var approvalSchema = map[string]any{"type": "object", "properties": map[string]a
 
 // asking is how req's questions are asked: through asker (elicitation, or the hold a client
 // answers by retrying, named hold), kept in the server's Room, for as long as the agent's
-// profile says.
+// profile says, answered at once for a call an approved plan covers.
 func (h *handlers) asking(req *mcp.CallToolRequest, asker approval.Asker, hold string) *approval.Asking {
 	a := &approval.Asking{Asker: asker, Room: h.room, Report: h.report, Tenant: h.agent.Tenant, Agent: h.agent.Name,
 		Run: h.runKey(req), Hold: hold}
 	if u := h.agent.Upstreams; u != nil {
-		a.Timeout = u.ApprovalTimeout
+		a.Timeout, a.PlanWindow = u.ApprovalTimeout, u.PlanWindow
+	}
+	if h.opts.Ledger != nil {
+		// A call an approved plan of this agent lists goes without asking (docs/design.md §22).
+		a.Standing = approval.Covered(h.opts.Ledger, h.agent.Tenant, h.agent.Name)
 	}
 	return a
 }

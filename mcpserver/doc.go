@@ -8,7 +8,8 @@
 //
 // Imports: engine, execution, binding, approval (its questions, of which this package is only
 // how one crosses MCP, by elicitation or input_required), upstream, budget, outputs, failure,
-// telemetry, cassette (a paused program's journal) and the go-sdk only (docs/design.md §2).
+// telemetry, cassette (a paused program's journal), programs (saved programs, offered here as
+// tools) and the go-sdk only (docs/design.md §2).
 // It never imports configs: cmd converts the config into the small types here (Agent,
 // CodeExec, Upstreams, HTTPOptions), hashes tokens and hands over a func(token) (tenant, ok).
 //
@@ -26,8 +27,9 @@
 // the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
-// everything it holds after construction is read-only except the exposed tool set, guarded by
-// handlers.exposedMu (taken before go-sdk's own server lock, never inside it). A Quotas' mu is
+// everything it holds after construction is read-only except the exposed tool set and the
+// saved programs offered, guarded by handlers.exposedMu and savedMu (each taken before go-sdk's
+// own server lock, never inside it). A Quotas' mu is
 // likewise taken before a go-sdk server's lock (it asks Sessions) and never held while a
 // program waits for a slot. HTTPHandler is safe for concurrent use.
 package mcpserver

@@ -40,15 +40,17 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: p.Text()}}}, nil
 }
 
-// execute runs one program through execution.Execute, the path `mcp-sandbox run` takes too
+// execute runs one program (p's code, and whether it is a rehearsal) through execution.Execute, the path `mcp-sandbox run` takes too
 // (which also reports it: metrics, the span's attributes, the log line); what is the MCP
 // session's is added here: the Run (runOf), the turn (which also syncs the exposed tools), the
 // approval step's asking (env: elicitation on the session or input requests, and the journal
 // its pauses keep), progress notifications, the agent's metrics reporter and the slot its
 // tenant's quotas give it (Quotas).
-func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, code string, env callEnv) *execution.Result {
-	p := execution.Program{Code: code, Run: h.runOf(req), AgentVersion: h.agent.Version, Turn: h.turn,
-		Approvals: env.asking}
+func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, p execution.Program, env callEnv) *execution.Result {
+	p.Run, p.AgentVersion, p.Turn, p.Approvals = h.runOf(req), h.agent.Version, h.turn, env.asking
+	if p.Saved == nil && !p.Rehearse {
+		p.Nested = h.nested(req, env) // a saved program calls no saved program; a rehearsal none either
+	}
 	if env.journal != nil {
 		p.Tape = env.journal
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,7 +41,8 @@ func (h *handlers) turn(ctx context.Context) *upstream.Turn {
 // listing is the turn boundary of a host's tools/list: turn, except that an upstream still
 // starting is not waited for (Upstreams.Current); its tools are added when its listing
 // lands, and go-sdk announces them with tools/list_changed. Until then run_code is not
-// read-only (Turn.ReadOnly: a server not yet listed may offer anything).
+// read-only (Turn.ReadOnly: a server not yet listed may offer anything). The saved programs
+// offered are brought in line with the ledger here too (syncPrograms).
 func (h *handlers) listing(ctx context.Context) {
 	u := h.agent.Upstreams
 	t := u.listingTurn(ctx)
@@ -49,6 +52,7 @@ func (h *handlers) listing(ctx context.Context) {
 	if t != nil {
 		h.syncReadOnly(t)
 	}
+	h.syncPrograms(ctx, t)
 }
 
 // resync is the Watch callback: refresh the catalogue and the exposed set.
@@ -63,7 +67,6 @@ func (h *handlers) resync() {
 func (h *handlers) syncExposed(t *upstream.Turn) {
 	h.exposedMu.Lock()
 	defer h.exposedMu.Unlock()
-	want := map[string]string{}
 	defs := map[string]*mcp.Tool{}
 	for _, tool := range t.Exposed() {
 		def, ok := exposedDef(tool, t.NeedsApproval(tool))
@@ -71,11 +74,27 @@ func (h *handlers) syncExposed(t *upstream.Turn) {
 			h.log.Warn("upstream tool not exposed: its input schema is not an object schema", "tool", tool.Name)
 			continue
 		}
+		defs[tool.Name] = def
+	}
+	h.setTools(h.exposed, defs, func(name string) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return h.direct(ctx, name, req)
+		}
+	})
+}
+
+// setTools makes the tools have tracks (name → the definition's JSON) exactly defs: it removes
+// the others, and adds or replaces, in name order, each whose definition changed, served by
+// serve(name). go-sdk sends notifications/tools/list_changed for each change. The caller holds
+// the lock that guards have.
+func (h *handlers) setTools(have map[string]string, defs map[string]*mcp.Tool, serve func(name string) mcp.ToolHandler) {
+	want := make(map[string]string, len(defs))
+	for name, def := range defs {
 		b, _ := json.Marshal(def)
-		want[tool.Name], defs[tool.Name] = string(b), def
+		want[name] = string(b)
 	}
 	var gone []string
-	for name := range h.exposed {
+	for name := range have {
 		if _, ok := want[name]; !ok {
 			gone = append(gone, name)
 		}
@@ -84,22 +103,15 @@ func (h *handlers) syncExposed(t *upstream.Turn) {
 		sort.Strings(gone)
 		h.srv.RemoveTools(gone...)
 		for _, n := range gone {
-			delete(h.exposed, n)
+			delete(have, n)
 		}
 	}
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if h.exposed[name] == want[name] {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if have[name] == want[name] {
 			continue
 		}
-		h.srv.AddTool(defs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return h.direct(ctx, name, req)
-		})
-		h.exposed[name] = want[name]
+		h.srv.AddTool(defs[name], serve(name))
+		have[name] = want[name]
 	}
 }
 

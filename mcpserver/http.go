@@ -125,6 +125,7 @@ func HTTPHandler(options *HTTPOptions) http.Handler {
 	}
 	if o.Server.Ledger != nil && o.Operator != nil {
 		h.approvalRoutes(mux, o.Server.Room)
+		h.programRoutes(mux, o.Server.Ledger)
 	}
 	mcpRoutes := limitBody(o.MaxBodyBytes, h.authenticated(http.HandlerFunc(h.route)))
 	mux.Handle("/mcp", mcpRoutes)
@@ -230,7 +231,7 @@ func (o *HTTPOptions) tokenless() string {
 // Admits reports whether r carries a credential HTTPHandler accepts, whatever its route: the
 // tokenless tenant's request, a tenant's token or OAuth access token (an access token that
 // lacks a scope is not), or an operator's token. It is the handler's own decision, for what
-// guards its listener (cmd's httpguard.Gate) to hand the connection on; like the options'
+// guards its listener (assembly's httpguard.Gate) to hand the connection on; like the options'
 // functions, it is safe for concurrent use.
 func (o *HTTPOptions) Admits(r *http.Request) bool {
 	if r.Header.Get("Authorization") == "" {

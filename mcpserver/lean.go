@@ -50,6 +50,14 @@ type ModelResult struct {
 	// Network is what the egress proxy refused, when it refused anything.
 	Network *NetworkRefusals   `json:"network,omitempty"`
 	Resumed *execution.Resumed `json:"resumed,omitempty"`
+	// A rehearsal's plan, whole: every call it listed with its arguments in full and the
+	// stand-in the program got, the plan's id and what became of it (docs/design.md §22).
+	// Program names the saved program and the version that ran.
+	Program      *execution.Saved        `json:"program,omitempty"`
+	Rehearsed    bool                    `json:"rehearsed,omitempty"`
+	Plan         []budget.PlanEffect     `json:"plan,omitempty"`
+	PlanID       string                  `json:"plan_id,omitempty"`
+	PlanApproval *execution.PlanApproval `json:"plan_approval,omitempty"`
 
 	// What is not as asked.
 
@@ -86,7 +94,8 @@ const shownRefusals = 5
 func Lean(res *execution.Result, limits budget.Limits) *ModelResult {
 	m := &ModelResult{ValueType: res.ValueType, Stdout: res.Stdout, Stderr: res.Stderr, Failure: res.Failure,
 		LimitHit: res.LimitHit, Cancelled: res.Cancelled, Artifacts: res.Artifacts, ArtifactsOmitted: res.ArtifactsOmit,
-		Unavailable: res.Unavailable, UpstreamProblems: res.UpstreamProblems, Resumed: res.Resumed}
+		Unavailable: res.Unavailable, UpstreamProblems: res.UpstreamProblems, Resumed: res.Resumed,
+		Program: res.Program, Rehearsed: res.Rehearsed, Plan: res.Plan, PlanID: res.PlanID, PlanApproval: res.PlanApproval}
 	if res.LimitHit != nil {
 		m.Limit = limitText(res.Terms, *res.LimitHit)
 	}

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sandbox/mcp-sandbox/programs"
 	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
@@ -57,4 +60,17 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// savedListing is a list_tools page with the saved programs offered beside its tools
+// (docs/design.md §23): saved_programs in the structured content, a line each in the text.
+func savedListing(page upstream.ListToolsPage, saved []programs.Summary) *mcp.CallToolResult {
+	text := listToolsText(page) + "Saved programs (call them like tools; get_tool_info gives each one's stub):\n"
+	for _, p := range saved {
+		text += p.Name + ": " + p.Description + "\n"
+	}
+	return &mcp.CallToolResult{StructuredContent: struct {
+		upstream.ListToolsPage
+		SavedPrograms []programs.Summary `json:"saved_programs"`
+	}{page, saved}, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }

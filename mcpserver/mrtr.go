@@ -301,7 +301,7 @@ func (h *handlers) startHold(ctx context.Context, req *mcp.CallToolRequest, op h
 	id := budget.NewID("h_")
 	hd := newHold(pendingState{Tenant: h.agent.Tenant, Agent: h.agent.Name, Run: h.runKey(req), Hold: id, Call: callDigest(req)}, h.relayOutcome)
 	env := callEnv{asking: h.asking(req, hd, id), journal: j, progress: hd.report}
-	env.asking.Journal, env.asking.Standing = j, standing
+	env.asking.Journal, env.asking.Standing = j, approval.Standings(standing, env.asking.Standing)
 	// The hold outlives the request; a Drain cancels it and waits for it like an execution.
 	hctx, end, ok := h.opts.Drain.begin(context.WithoutCancel(ctx))
 	if !ok {

@@ -20,19 +20,7 @@ import (
 // arguments cannot be shown approved. A tenant's token, or none, is refused.
 func (h *httpHandler) approvalRoutes(mux *http.ServeMux, room *approval.Room) {
 	authed := func(next func(w http.ResponseWriter, r *http.Request)) http.Handler {
-		return limitBody(64<<10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			token := bearerToken(r)
-			switch {
-			case token != "" && h.opts.Operator(token):
-				next(w, r)
-			case token == "":
-				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sandbox-operator"`)
-				http.Error(w, "unauthorized: send an operator token (approvals.operator_tokens) as Authorization: Bearer <token>", http.StatusUnauthorized)
-			default:
-				h.opts.Logger.Warn("approvals route refused: not an operator token", "path", r.URL.Path, "remote", r.RemoteAddr)
-				http.Error(w, "forbidden: /v1/approvals takes an operator token (approvals.operator_tokens); a tenant's token is not one", http.StatusForbidden)
-			}
-		}))
+		return h.operatorOnly(64<<10, next)
 	}
 	mux.Handle("GET /v1/approvals", authed(func(w http.ResponseWriter, r *http.Request) {
 		list, err := room.List(r.Context(), r.URL.Query().Get("tenant"))
@@ -81,6 +69,25 @@ func (h *httpHandler) approvalRoutes(mux *http.ServeMux, room *approval.Room) {
 	}
 	mux.Handle("POST /v1/approvals/{id}/approve", decide(true))
 	mux.Handle("POST /v1/approvals/{id}/deny", decide(false))
+}
+
+// operatorOnly admits operator tokens only (approvals.operator_tokens) to next, a route of the
+// operator's (/v1/approvals, /v1/programs), with bodies of at most limit bytes. A tenant's
+// token, or none, is refused.
+func (h *httpHandler) operatorOnly(limit int64, next func(w http.ResponseWriter, r *http.Request)) http.Handler {
+	return limitBody(limit, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := bearerToken(r)
+		switch {
+		case token != "" && h.opts.Operator(token):
+			next(w, r)
+		case token == "":
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sandbox-operator"`)
+			http.Error(w, "unauthorized: send an operator token (approvals.operator_tokens) as Authorization: Bearer <token>", http.StatusUnauthorized)
+		default:
+			h.opts.Logger.Warn("operator route refused: not an operator token", "path", r.URL.Path, "remote", r.RemoteAddr)
+			http.Error(w, "forbidden: "+r.URL.Path+" takes an operator token (approvals.operator_tokens); a tenant's token is not one", http.StatusForbidden)
+		}
+	}))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

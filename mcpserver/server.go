@@ -46,6 +46,8 @@ type Agent struct {
 	CodeExecution *CodeExec
 	// Upstreams nil means the agent has no upstream tools.
 	Upstreams *Upstreams
+	// Programs is how the agent is offered its tenant's saved programs (programs.go).
+	Programs Programs
 	// ImageInlineBytes is the largest image artifact (PNG, JPEG, GIF, WebP by its first
 	// bytes) that comes back in run_code's result as ImageContent beside its handle (the
 	// profile's images.inline_bytes); 0 sends none.
@@ -151,9 +153,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		Logger:       o.Logger,
 	})
 	h := &handlers{agent: a, srv: s, opts: o, stateKeys: o.StateKeys, room: o.room(), log: o.Logger.With("tenant", a.Tenant, "agent", a.Name),
-		exposed: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
+		exposed: map[string]string{}, saved: map[string]string{}, runs: map[*mcp.ServerSession]string{}, report: telemetry.For(o.Metrics, a.Tenant, a.Name)}
 	o.Drain.add(h)
-	if u := a.Upstreams; u != nil && (u.Expose || a.CodeExecution != nil) {
+	if u := a.Upstreams; (u != nil && (u.Expose || a.CodeExecution != nil)) || (a.CodeExecution != nil && o.Ledger != nil) {
 		// tools/list and a direct call are turn boundaries too: the exposed set, and whether
 		// run_code is read-only, are brought up to date before go-sdk lists or looks the tool
 		// up, so a host that calls before listing, or calls a tool that was just withdrawn,
@@ -165,7 +167,10 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 					h.listing(ctx)
 				case "tools/call":
 					if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.Contains(p.Name, upstream.Separator) {
-						h.turn(ctx)
+						t := h.turn(ctx)
+						if strings.HasPrefix(p.Name, h.agent.Programs.prefix()+upstream.Separator) {
+							h.syncPrograms(ctx, t) // a program saved since the host listed
+						}
 					}
 				}
 				return next(ctx, method, req)
@@ -180,6 +185,9 @@ func NewServer(a Agent, opts *Options) *mcp.Server {
 		// Read-only from the start only without upstreams: with them, the first turn (at the
 		// first tools/list) decides (syncReadOnly).
 		h.addRunCode(a.Upstreams == nil && a.CodeExecution.Terms.Network == engine.NetworkNone)
+		if a.Programs.Propose && o.Ledger != nil {
+			h.addSaveProgram()
+		}
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        ToolListTools,
@@ -215,7 +223,7 @@ func (h *handlers) addRunCode(readOnly bool) {
 		Name:         ToolRunCode,
 		Title:        "Run a Python program",
 		Description:  runCodeDescription(ce),
-		InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"}},"required":["code"],"additionalProperties":false}`),
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"the Python program"},"rehearse":{"type":"boolean","description":"list the calls that would change something instead of making them, as a plan a person approves at once"}},"required":["code"],"additionalProperties":false}`),
 		OutputSchema: runCodeOutputSchema(),
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(ce.Terms.Network != engine.NetworkNone)},
 	}, h.runCode)
@@ -321,6 +329,12 @@ type handlers struct {
 	exposedMu sync.Mutex
 	exposed   map[string]string
 
+	// savedMu guards saved: the saved programs currently offered as tools (programs.go), name
+	// → the definition's JSON.
+	savedMu sync.Mutex
+	saved   map[string]string
+	offered []budget.SavedProgram // the programs saved holds the tools of, a program may call
+
 	// room keeps the questions of calls that need a person's approval (package approval);
 	// holds are the calls held across the round trips of an approval (mrtr.go), whose
 	// requestStates are sealed under stateKeys.
@@ -349,7 +363,8 @@ func decodeArgs(req *mcp.CallToolRequest, v any) *mcp.CallToolResult {
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct {
-		Code *string `json:"code"`
+		Code     *string `json:"code"`
+		Rehearse bool    `json:"rehearse"`
 	}
 	if bad := decodeArgs(req, &in); bad != nil {
 		return bad, nil
@@ -365,7 +380,7 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		if !ok {
 			return toolError("the server is shutting down; nothing ran")
 		}
-		res := h.execute(ctx, req, *in.Code, env)
+		res := h.execute(ctx, req, execution.Program{Code: *in.Code, Rehearse: in.Rehearse}, env)
 		end()
 		out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
 		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
@@ -569,9 +584,13 @@ func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		return bad, nil
 	}
 	t := h.turn(ctx)
+	saved := h.savedSummaries(in)
 	if t == nil {
 		if in.Cursor != "" {
 			return toolError("unknown cursor %q: start again without one", in.Cursor), nil
+		}
+		if len(saved) > 0 {
+			return savedListing(upstream.ListToolsPage{Tools: []upstream.ToolSummary{}}, saved), nil
 		}
 		return &mcp.CallToolResult{
 			StructuredContent: map[string]any{"tools": []any{}, "next_cursor": nil},
@@ -581,6 +600,9 @@ func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	page, err := t.ListTools(in)
 	if err != nil {
 		return toolError("%v", err), nil
+	}
+	if len(saved) > 0 {
+		return savedListing(page, saved), nil
 	}
 	return &mcp.CallToolResult{StructuredContent: page, Content: []mcp.Content{&mcp.TextContent{Text: listToolsText(page)}}}, nil
 }
@@ -593,6 +615,9 @@ func (h *handlers) getToolInfo(ctx context.Context, req *mcp.CallToolRequest) (*
 		return bad, nil
 	}
 	t := h.turn(ctx)
+	if p, ok := h.offeredProgram(in.Name); ok {
+		return h.savedInfo(p), nil
+	}
 	if t == nil {
 		return toolError("unknown tool %q: list_tools names the tools available (none at present)", in.Name), nil
 	}

@@ -30,6 +30,9 @@ type Upstreams struct {
 	// ApprovalTimeout bounds how long a call waits for a person's approval (the profile's
 	// approvals.timeout_seconds); zero means approval.DefaultTimeout.
 	ApprovalTimeout time.Duration
+	// PlanWindow is how long a rehearsal's approved plan covers the calls it lists (the
+	// profile's approvals.plan_seconds); zero means approval.DefaultPlanWindow.
+	PlanWindow time.Duration
 	// Expose offers the granted tools of non-deferred servers directly in tools/list.
 	Expose bool
 	// policy, when set by SetPolicy, replaces Grant, Deny, ApprovalRequired, IgnoreDestructive,

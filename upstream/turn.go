@@ -159,7 +159,7 @@ func (t *Turn) ReadOnly() bool {
 		return false
 	}
 	for _, tool := range t.bound {
-		if tool.Def == nil || tool.Def.Annotations == nil || !tool.Def.Annotations.ReadOnlyHint || t.NeedsApproval(tool) {
+		if !ReadOnlyTool(tool) || t.NeedsApproval(tool) {
 			return false
 		}
 	}

@@ -42,6 +42,8 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ExecutionsReadBack", func(t *testing.T) { l := newLedger(t); contractExecutions(t, l, l) })
 	t.Run("LazyFinishFlushed", func(t *testing.T) { contractLazy(t, newLedger(t)) })
 	t.Run("FreshOwnerHoldsItsCalls", func(t *testing.T) { contractHold(t, newLedger(t)) })
+	t.Run("PlansApprovedAndCovered", func(t *testing.T) { l := newLedger(t); contractPlans(t, l, l) })
+	t.Run("ProgramsSavedAndReplaced", func(t *testing.T) { l := newLedger(t); contractPrograms(t, l, l) })
 	if reopen == nil {
 		return
 	}
@@ -56,6 +58,14 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ExecutionsShared", func(t *testing.T) {
 		a := newLedger(t)
 		contractExecutions(t, a, reopen(t, a))
+	})
+	t.Run("ProgramsShared", func(t *testing.T) {
+		a := newLedger(t)
+		contractPrograms(t, a, reopen(t, a))
+	})
+	t.Run("PlansShared", func(t *testing.T) {
+		a := newLedger(t)
+		contractPlans(t, a, reopen(t, a))
 	})
 	t.Run("RecoverPendingApproval", func(t *testing.T) { contractApprovalCrash(t, newLedger(t), reopen) })
 	t.Run("PausesKeptAnsweredAndClaimedOnce", func(t *testing.T) { contractPauses(t, newLedger(t), reopen) })

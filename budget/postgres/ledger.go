@@ -189,6 +189,10 @@ var postgresSchema = []string{
 	`ALTER TABLE ledger_executions ADD COLUMN network text;`,
 	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
 	`ALTER TABLE ledger_pauses ADD COLUMN view text NOT NULL DEFAULT '';`,
+	// 10: rehearsals' plans, their approval and the calls they covered (plans.go).
+	plansSchema,
+	// 11: saved programs and the executions that ran them (programs.go).
+	programsSchema,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

@@ -220,7 +220,7 @@ func Open(ctx context.Context, dataDir string, opts *Options) (*Ledger, error) {
 		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
 	if version != sqliteSchemaVersion {
-		if _, err := db.ExecContext(ctx, schema); err != nil {
+		if _, err := db.ExecContext(ctx, schema+plansSchema+programsSchema); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("budget: ledger schema: %w", err)
 		}
@@ -283,7 +283,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded,
 // indexesAdded and runContextKept are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 10
+const sqliteSchemaVersion = 11
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
@@ -299,13 +299,13 @@ var columnsAdded = []struct{ table, column, decl string }{
 	{"executions", "network", `TEXT`},
 	// 9: a pause's arguments as the person was shown them, for the operator (budget.Pause.View).
 	{"pauses", "view", `TEXT NOT NULL DEFAULT ''`},
-	// 10: the Run's context economy, its ended executions' summed (runContextKept).
+	// 11: the Run's context economy, its ended executions' summed (runContextKept).
 	{"runs", "binding_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"runs", "returned_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"runs", "kept_out_bytes", `INTEGER NOT NULL DEFAULT 0`},
 }
 
-// runContextKept keeps each Run's context economy on its row (version 10): RunContext, read
+// runContextKept keeps each Run's context economy on its row (version 11): RunContext, read
 // at the end of every execution, summed it over every ended execution of the Run, linear in a
 // long session (210 µs in a Run of 500; a tenth of the server's CPU a forked execution in a
 // Run of 1,500: docs/design.md §19.4). A trigger, part of the file's schema, adds an

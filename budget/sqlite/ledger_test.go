@@ -146,7 +146,7 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 }
 
-// A Run's context economy is kept on its row (version 10): a file of version 9 gets its Runs'
+// A Run's context economy is kept on its row (version 11): a file of version 10 gets its Runs'
 // sums from their ended executions when it is opened, and an end written as an older binary
 // writes it (its own UPDATE of the execution, no word of the Run) counts all the same.
 func TestRunContextKeptOnTheRun(t *testing.T) {
@@ -170,9 +170,9 @@ func TestRunContextKeptOnTheRun(t *testing.T) {
 	if c, err := l.RunContext(ctx, run); err != nil || c != want {
 		t.Fatalf("RunContext = %+v, %v; want %+v", c, err, want)
 	}
-	// The file as version 9 left it: no trigger, no sums on the Run's row.
+	// The file as version 10 left it: no trigger, no sums on the Run's row.
 	if _, err := l.db.Exec(`DROP TRIGGER runs_context; UPDATE runs SET binding_bytes = 0, returned_bytes = 0, kept_out_bytes = 0;
-		PRAGMA user_version = 9`); err != nil {
+		PRAGMA user_version = 10`); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

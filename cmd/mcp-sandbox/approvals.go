@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/budget/postgres"
-	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 )
 
 // runApprovals is the operator's channel for approvals (docs/design.md §10, §11): the calls
@@ -44,7 +42,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return exitUsage, err
 	}
-	pauses, closeLedger, err := openPauses(ctx, cfg)
+	pauses, closeLedger, err := assembly.OpenSharedLedger(ctx, cfg)
 	if err != nil {
 		return exitCode(err), err
 	}
@@ -116,37 +114,6 @@ func decideApproval(ctx context.Context, pauses budget.Pauses, id string, approv
 		fmt.Fprintln(stdout, "If that server is gone, the program is run again from its journal when the client retries the call.")
 	}
 	return exitOK, nil
-}
-
-// openPauses opens the run ledger the config names, where the servers keep paused calls:
-// ledger.postgres, or the SQLite ledger under data_dir. Without either there is nothing
-// shared to read.
-func openPauses(ctx context.Context, cfg *configs.Config) (budget.Pauses, func(), error) {
-	if cfg.Ledger != nil && cfg.Ledger.Postgres != nil {
-		dsn, err := resolveDSN("ledger", cfg.Ledger.Postgres.DSN)
-		if err != nil {
-			return nil, nil, err
-		}
-		octx, cancel := context.WithTimeout(ctx, connectTimeout)
-		defer cancel()
-		led, err := postgres.Open(octx, dsn, nil)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ledger: PostgreSQL (dsn %s): %w", cfg.Ledger.Postgres.DSN.String(), err)
-		}
-		return led, func() { led.Close() }, nil
-	}
-	dir := dataDir(cfg)
-	if dir == "" {
-		return nil, nil, usagef("there is no data_dir and no ledger.postgres, so each server's ledger is private to it and no approval can be read here")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, nil, fmt.Errorf("data_dir %s: %w (has a server run with this config?)", dir, err)
-	}
-	led, err := sqlite.Open(ctx, dir, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("data_dir %s: %w", dir, err)
-	}
-	return led, func() { led.Close() }, nil
 }
 
 const approvalsUsage = `Usage: mcp-sandbox approvals list [--config FILE] [--tenant T] [--json]

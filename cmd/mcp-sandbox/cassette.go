@@ -8,67 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
 )
-
-// configSecrets are the values of every credential the config names (resolved now, as the
-// servers using them would) and the literal env values of command upstreams: what a cassette
-// must never contain. A credential that does not resolve has no value to hide.
-func configSecrets(cfg *configs.Config) []string {
-	var out []string
-	credType := reflect.TypeFor[configs.Credential]()
-	var walk func(v reflect.Value)
-	walk = func(v reflect.Value) {
-		switch v.Kind() {
-		case reflect.Pointer, reflect.Interface:
-			if !v.IsNil() {
-				walk(v.Elem())
-			}
-		case reflect.Struct:
-			if v.Type() == credType {
-				if s, err := v.Interface().(configs.Credential).Resolve(os.LookupEnv, os.ReadFile); err == nil {
-					out = append(out, s)
-				}
-				return
-			}
-			for i := range v.NumField() {
-				if v.Type().Field(i).IsExported() {
-					walk(v.Field(i))
-				}
-			}
-		case reflect.Slice, reflect.Array:
-			for i := range v.Len() {
-				walk(v.Index(i))
-			}
-		case reflect.Map:
-			for _, k := range v.MapKeys() {
-				walk(v.MapIndex(k))
-			}
-		}
-	}
-	walk(reflect.ValueOf(cfg))
-	for _, u := range cfg.Upstreams {
-		for _, val := range u.Env {
-			// A short literal (a flag like "1") is no secret, and scrubbing it would maul the file.
-			if len(val) >= minEnvSecret {
-				out = append(out, val)
-			}
-		}
-	}
-	// The longest first, so a secret containing another is replaced whole.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return slices.Compact(out)
-}
-
-// minEnvSecret is the least length of an upstream's literal env value scrubbed from a cassette.
-const minEnvSecret = 8
 
 // writeCassette writes rec's cassette of one execution to path.
 func writeCassette(path string, rec *cassette.Recorder, program, agentVersion string, res *execution.Result) error {
@@ -116,15 +62,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	}
 	// The profile's sandbox and nothing else: no upstream, no ledger, no blob store. Every
 	// call is answered from the cassette.
-	profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}}, oneShot)
+	a, err := assembly.OpenAgent(ctx, cfg, tname, aname, assembly.Replaying, nil)
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer profiles.close()
-	a, err := serveAgent(cfg, profiles, tname, aname)
-	if err != nil {
-		return exitCode(err), err
-	}
+	defer a.Close()
 	code := exitOK
 	enc := json.NewEncoder(stdout)
 	for _, f := range files {

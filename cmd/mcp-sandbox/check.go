@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 )
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -25,8 +26,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitUsage, err
 	}
-	upAuth := upstreamAuthOf(ctx, cfg, true, tokenProbeTimeout)
-	for _, w := range append(commandWarnings(cfg), tokenWarnings(upAuth)...) {
+	auth := assembly.ProbeAuthentication(ctx, cfg)
+	for _, w := range append(commandWarnings(cfg), auth.Warnings()...) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	name := *configPath
@@ -34,13 +35,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		name = "the embedded default config"
 	}
 	fmt.Fprintf(stdout, "%s is valid: %d profiles, %d upstreams, %d tenants\n", name, len(cfg.Profiles), len(cfg.Upstreams), len(cfg.Tenants))
-	writeTenantAuth(stdout, cfg)
-	writeUpstreamAuth(stdout, upAuth)
+	auth.WriteText(stdout)
 	return exitOK, nil
 }
-
-// tokenProbeTimeout bounds how long check and doctor wait for an authorization server.
-const tokenProbeTimeout = 20 * time.Second
 
 const checkUsage = `Usage: mcp-sandbox check [--config FILE]
 
@@ -59,9 +56,9 @@ warning that names the problem.
 // commandWarnings names each upstream whose command this host cannot run as written: a
 // path (relative ones are already taken against the config's directory) that is not an
 // executable file, or a bare name not on PATH.
-func commandWarnings(cfg *configs.Config) []string {
+func commandWarnings(cfg *assembly.Config) []string {
 	var out []string
-	for _, name := range sortedKeys(cfg.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Upstreams)) {
 		cmd := cfg.Upstreams[name].Command
 		if len(cmd) == 0 {
 			continue

@@ -5,44 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 )
-
-// cassetteKeeper is serve's keeper when cassettes.record is on, else nil: each execution's
-// cassette kept in the ledger, hiding the config's secrets as they resolve at its start.
-func cassetteKeeper(cfg *configs.Config, l budget.Ledger) (execution.CassetteKeeper, error) {
-	if !cfg.Cassettes.Record {
-		return nil, nil
-	}
-	return cassette.NewKeeper(l, func() []string { return configSecrets(cfg) }, cfg.CassetteKeptBytes(), slog.Default()), nil
-}
-
-// cassetteSweepInterval is how often serve removes the cassettes older than the retention.
-const cassetteSweepInterval = time.Hour
-
-// sweepCassettes removes, at once and then every retention (at most cassetteSweepInterval)
-// until ctx ends, the cassettes kept longer than retention by the clock now; replicas
-// sweeping at once remove each once.
-func sweepCassettes(ctx context.Context, store budget.Cassettes, retention time.Duration, now func() time.Time) {
-	everyUntilDone(ctx, min(cassetteSweepInterval, retention), func() {
-		n, err := store.SweepCassettes(ctx, now().Add(-retention))
-		switch {
-		case err != nil && ctx.Err() == nil:
-			slog.Warn("cassette sweep failed", "err", err)
-		case n > 0:
-			slog.Info("cassettes swept", "removed", n, "retention", retention)
-		}
-	})
-}
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs, configPath := commandFlags("export", exportUsage, stdout, stderr)
@@ -61,16 +33,16 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if err != nil {
 		return exitUsage, err
 	}
-	if dataDir(cfg) == "" && (cfg.Ledger == nil || cfg.Ledger.Postgres == nil) {
+	if !assembly.HasLedger(cfg) {
 		return exitUsage, usagef("the config has no data_dir and no ledger.postgres: there is no ledger to export from")
 	}
-	st, err := openStorage(ctx, cfg)
+	st, err := assembly.OpenStorage(ctx, cfg)
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer st.close()
-	store := st.ledger
-	secrets := configSecrets(cfg)
+	defer st.Close()
+	store := st.Ledger
+	secrets := assembly.ConfigSecrets(cfg)
 	c, err := store.Cassette(ctx, id)
 	switch {
 	case err == nil:
@@ -108,10 +80,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 
 // runCassettes are the cassettes of the Run id (as the ledger names it, or as a host or
 // `run --run` named it) of tenant, or of the one tenant that has such a Run.
-func runCassettes(ctx context.Context, store budget.Cassettes, cfg *configs.Config, tenant, id string) ([]budget.Cassette, error) {
+func runCassettes(ctx context.Context, store budget.Cassettes, cfg *assembly.Config, tenant, id string) ([]budget.Cassette, error) {
 	tenants := []string{tenant}
 	if tenant == "" {
-		tenants = sortedKeys(cfg.Tenants)
+		tenants = slices.Sorted(maps.Keys(cfg.Tenants))
 	}
 	var found []budget.Cassette
 	var whose []string

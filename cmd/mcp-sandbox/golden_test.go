@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
 	"github.com/mcp-sandbox/mcp-sandbox/execution"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
@@ -90,26 +90,26 @@ func TestGoldenResults(t *testing.T) {
 	mock := testkit.MockUpstream(t)
 	dataDir := filepath.Join(dir, "data")
 	cfgPath := testkit.WriteConfig(t, goldenConfig(mock, dataDir))
-	cfg, err := configs.Load(cfgPath)
+	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oa, err := openAgent(ctx, cfg, "t", "a", oneShot, nil)
+	oa, err := assembly.OpenAgent(ctx, cfg, "t", "a", assembly.OneShot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer oa.close()
-	st, err := openStorage(ctx, cfg)
+	defer oa.Close()
+	st, err := assembly.OpenStorage(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.close()
+	defer st.Close()
 	execute := func(code string, asker approval.Asker) []byte {
-		a := oa.agent
+		a := oa.Agent
 		res := execution.Execute(ctx, a.CodeExecution,
 			execution.Program{Code: code, Run: budget.RunRef{Tenant: "t", ID: budget.NewID("command:c_")}, AgentVersion: a.Version,
 				Turn: a.Upstreams.Turn, Approvals: &approval.Asking{Asker: asker}},
-			&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.ModelReads})
+			&execution.Options{Ledger: st.Ledger, Blobs: st.Blobs, Render: mcpserver.ModelReads})
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			t.Fatal(err)

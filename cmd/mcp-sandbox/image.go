@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
-	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/hostimage"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/hostimage"
 )
 
 // The images `mcp-sandbox image build` makes, by kind: the container backend's (sandbox), and

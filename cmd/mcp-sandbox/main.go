@@ -10,7 +10,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
+	"github.com/mcp-sandbox/mcp-sandbox/engine/backend/jobobject"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/launch"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/nearest"
 )
@@ -31,11 +33,17 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // exitCode is exitUsage for a usage or config error, exitFailure for anything else.
 func exitCode(err error) int {
-	var ue *usageError
-	if errors.As(err, &ue) {
+	if isUsage(err) {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// isUsage says whether err is a mistake in how the command was called or in its config.
+func isUsage(err error) bool {
+	var ue *usageError
+	var ce *assembly.ConfigError
+	return errors.As(err, &ue) || errors.As(err, &ce)
 }
 
 type command struct {
@@ -51,6 +59,7 @@ func commands() []command {
 		{"export", "write the cassette of an execution a server recorded in the ledger", runExport},
 		{"read-output", "print an output kept under a handle (read_tool_output at a shell)", runReadOutput},
 		{"approvals", "list the calls waiting for a person's approval, and approve or deny them", runApprovals},
+		{"programs", "save, list, show and delete the programs a tenant's agents are offered as tools", runPrograms},
 		{"doctor", "list the sandbox backends this machine offers and describe each profile", runDoctor},
 		{"check", "validate a config file without running anything", runCheck},
 		{"image", "build the container backend's image (or the Kubernetes images) from this machine's files", runImage},
@@ -66,6 +75,15 @@ func main() {
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// The jobobject backend's probe runs this binary as its hostile children (a busy loop, a
+// tree, an allocation, more processes than allowed): main dispatches them first, before
+// anything else (a no-op off Windows, where nothing runs the binary so).
+func maybeJobObjectChild() {
+	if len(os.Args) > 1 && os.Args[1] == jobobject.ChildArg {
+		os.Exit(jobobject.ChildMain(os.Args[2:], os.Stdout))
+	}
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -90,8 +108,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		code, err := c.run(ctx, args[1:], stdout, stderr)
 		if err != nil {
-			var ue *usageError
-			if errors.As(err, &ue) {
+			if isUsage(err) {
 				fmt.Fprintf(stderr, "mcp-sandbox %s: %v\n", c.name, err)
 				return exitUsage
 			}

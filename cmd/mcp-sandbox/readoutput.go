@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 )
@@ -35,7 +36,7 @@ func runReadOutput(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return exitUsage, err
 	}
-	blobs, closeBlobs, err := openBlobs(ctx, cfg)
+	blobs, closeBlobs, err := assembly.OpenBlobs(ctx, cfg)
 	if err != nil {
 		return exitCode(err), err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -31,7 +32,7 @@ tenants:
 `
 
 // noKernelBoundary stands in for a host where nothing reaches the isolated level.
-var noKernelBoundary = []string{DisableEnv + "=namespaces,bwrap"}
+var noKernelBoundary = []string{assembly.DisableEnv + "=namespaces,bwrap"}
 
 // TestServeWhenNoProfileCanRun: when the only profile in use requires a level this host
 // cannot reach, serve still serves: tools/list offers run_code (its description says why

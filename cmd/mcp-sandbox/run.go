@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
@@ -56,7 +57,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitUsage, usagef("agent %q of tenant %q has no code_execution block: it may not run programs", aname, tname)
 	}
 	if len(*limits) > 0 {
-		if err := narrowAgent(cfg, tname, aname, *limits); err != nil {
+		want, err := parseLimitFlags(*limits)
+		if err != nil {
+			return exitUsage, err
+		}
+		if err := assembly.NarrowAgent(cfg, tname, aname, want); err != nil {
 			return exitUsage, err
 		}
 	}
@@ -74,43 +79,43 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	// program is sent to it only once that record is committed).
 	// Its pools learn result shapes in memory only (nil ledger): the ledger is opened after
 	// them and closed before them.
-	oa, err := openAgent(ctx, cfg, tname, aname, oneShot, nil)
+	oa, err := assembly.OpenAgent(ctx, cfg, tname, aname, assembly.OneShot, nil)
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer oa.close()
-	a := oa.agent
+	defer oa.Close()
+	a := oa.Agent
 	if ce := a.CodeExecution; ce.Refusal == "" {
 		if p, ok := ce.Sandbox.(interface{ Prestart(string, engine.Terms) }); ok {
 			p.Prestart(tname, ce.Terms)
 		}
 	}
-	st, err := openStorage(ctx, cfg)
+	st, err := assembly.OpenStorage(ctx, cfg)
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer st.close()
+	defer st.Close()
 	// With cassettes.record the execution is kept in the ledger for export, as serve keeps
 	// it; --record writes it to a file instead.
-	keeper, err := cassetteKeeper(cfg, st.ledger)
+	keeper, err := assembly.CassetteKeeper(cfg, st.Ledger)
 	if err != nil {
 		return exitFailure, err
 	}
 	var rec *cassette.Recorder
 	var tape binding.Tape
 	if *record != "" {
-		rec = cassette.NewRecorder(configSecrets(cfg), cfg.CassetteKeptBytes())
+		rec = cassette.NewRecorder(assembly.ConfigSecrets(cfg), cfg.CassetteKeptBytes())
 		tape = rec
 	}
 	res := execution.Execute(ctx, a.CodeExecution,
 		execution.Program{Code: program, Run: run, AgentVersion: a.Version, Turn: a.Upstreams.Turn,
 			Approvals: &approval.Asking{Asker: nobodyToAsk{}}, Tape: tape},
 		// returned_bytes is what run_code would hand a model for this result, so the two agree.
-		&execution.Options{Ledger: st.ledger, Blobs: st.blobs, Render: mcpserver.ModelReads, Cassettes: keeper})
+		&execution.Options{Ledger: st.Ledger, Blobs: st.Blobs, Render: mcpserver.ModelReads, Cassettes: keeper})
 	if *runName == "" {
 		// A Run of its own ends with the command; a named one goes on, as a host's does.
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := st.ledger.EndRun(ectx, run); err != nil && !errors.Is(err, budget.ErrNotFound) {
+		if err := st.Ledger.EndRun(ectx, run); err != nil && !errors.Is(err, budget.ErrNotFound) {
 			slog.Warn("run end not recorded", "run", run.ID, "err", err)
 		}
 		cancel()

@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
-	"errors"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
-	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 )
 
 func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -41,104 +35,12 @@ func runSandboxService(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return exitUsage, err
 	}
-	sc := configs.SandboxService{}
-	if cfg.SandboxService != nil {
-		sc = *cfg.SandboxService
-	}
-	name := sc.Profile
-	if name == "" {
-		name = configs.DefaultProfileName
-	}
-	p, ok := cfg.Profile(name)
-	switch {
-	case !ok:
-		return exitUsage, usagef("sandbox_service.profile names %q, which is not defined (profiles: %v)", name, sortedKeys(cfg.Profiles))
-	case p.Backend == configs.BackendRemote:
-		return exitUsage, usagef("profile %q is remote; a sandbox service runs programs on a local backend", name)
-	}
-	host, _, err := net.SplitHostPort(*listen)
+	err = assembly.ServeSandboxService(ctx, cfg, &assembly.ServiceOptions{Listen: *listen, MaxExecutions: *maxExec, DrainTimeout: *drainFor,
+		Limits: httpguard.Limits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP}})
 	if err != nil {
-		return exitUsage, usagef("--listen %q: %v", *listen, err)
+		return exitCode(err), err
 	}
-	if len(sc.Tokens) == 0 && !isLoopbackName(host) {
-		return exitUsage, usagef("refusing to listen on %s beyond loopback: sandbox_service has no tokens, so anyone who can reach it could run code; "+
-			"add tokens (\"sha256:<hex>\") under sandbox_service or listen on 127.0.0.1", *listen)
-	}
-
-	sb, err := openProfile(ctx, name, p, openOptions{warm: true, cacheDir: dataDir(cfg)})
-	if err != nil {
-		return exitFailure, err
-	}
-	defer sb.Close()
-	d := sb.Describe(ctx)
-	if d.Ready {
-		slog.Info("profile ready", "profile", name, "backend", d.Backend, "isolation", d.Isolation)
-	} else {
-		slog.Warn("profile not ready: executions will be refused and /readyz answers 503", "profile", name, "backend", d.Backend, "problems", d.Problems)
-	}
-	svc := service.New(&service.Options{
-		Sandbox:       sb,
-		AllowNetwork:  p.AllowNetwork,
-		Authenticate:  tokenTable(sc.Tokens),
-		MaxExecutions: *maxExec,
-	})
-	inner, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return exitFailure, err
-	}
-	// The MCP listener's rules (internal/httpguard): connections past a cap are refused with
-	// a 503 that says which, unauthenticated ones are closed within seconds and after any
-	// answer and never hold the slots reserved for authenticated ones, and idle ones close
-	// after the same timeout. No Timeout: an execution's stream lasts as long as its program;
-	// each frame's write has its own deadline instead.
-	limits := httpguard.Limits{MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP}
-	ln := httpguard.NewListener(inner, limits)
-	srv := limits.Server(svc)
-	httpguard.Gate(srv, svc.Admits) // no tokens: every request is admitted (the listener is loopback)
-	slog.Info("serving sandbox executions", "addr", ln.Addr().String(), "profile", name, "tokens", len(sc.Tokens),
-		"max_executions", *maxExec)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return exitFailure, err
-	case <-ctx.Done():
-	}
-	slog.Info("draining: no new executions; running ones may finish", "within", *drainFor)
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *drainFor)
-	defer cancel()
-	if !svc.Drain(dctx) {
-		slog.Warn("executions still running at the drain deadline were cancelled")
-	}
-	sctx, cancelShutdown := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancelShutdown()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return exitFailure, err
-	}
-	slog.Info("stopped")
 	return exitOK, nil
-}
-
-// tokenTable authenticates a bearer token by its hash, comparing in constant time. Every
-// token is the same principal: a caller resolves its credential afresh for each request, so
-// a token rotated during an execution (old and new both listed) still answers it; the
-// execution's id, unguessable and sent only on its own stream, is what ties a reply to it.
-// No tokens: nil, every request is admitted (the listener is loopback).
-func tokenTable(hashes []string) func(string) (string, bool) {
-	if len(hashes) == 0 {
-		return nil
-	}
-	return func(token string) (string, bool) {
-		want := configs.HashToken(token)
-		found := false
-		for _, h := range hashes {
-			found = subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 || found
-		}
-		return "caller", found
-	}
 }
 
 const sandboxServiceUsage = `Usage: mcp-sandbox sandbox-service --listen ADDR [--config FILE] [--max-executions N] [--drain-timeout D]

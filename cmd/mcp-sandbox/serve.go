@@ -2,24 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
-	"errors"
-	"fmt"
-
 	"io"
-	"log/slog"
-	"net"
 	"os"
-	"strings"
-	"time"
+	"os/signal"
+	"syscall"
 
-	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
-	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/httpguard"
-	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
-	"github.com/mcp-sandbox/mcp-sandbox/metrics"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -28,7 +18,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	listen := fs.String("listen", "127.0.0.1:8080", "address for --transport http")
 	tenant := fs.String("tenant", "", "tenant to serve over stdio (default: the only one)")
 	agent := fs.String("agent", "", "agent to serve over stdio (default: the tenant's only one)")
-	retention := fs.Duration("blob-retention", DefaultBlobRetention, "how long kept outputs and large results stay readable")
+	retention := fs.Duration("blob-retention", assembly.DefaultBlobRetention, "how long kept outputs and large results stay readable")
 	httpTimeout := fs.Duration("http-timeout", httpguard.DefaultTimeout, "http: how long a request may take to arrive, one write of a response to leave, and a keep-alive connection to idle (a streamed run_code is not cut by it)")
 	maxConns := fs.Int("max-connections", httpguard.DefaultMaxConns, "http: open connections at most (0: no cap)")
 	maxConnsPerIP := fs.Int("max-connections-per-address", httpguard.DefaultMaxConnsPerIP, "http: open connections from one remote address at most (0: no cap; raise it behind a proxy)")
@@ -76,384 +66,35 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return exitCode(err), err
 	}
 	defer stopTracing()
-	st, err := openStorage(ctx, cfg)
-	if err != nil {
-		return exitCode(err), err
+	if *transport == "http" && (*tenant != "" || *agent != "") {
+		return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
 	}
-	defer st.close()
-	defer st.background(ctx, *retention, cfg.Retention())()
-	keys, err := stateKeys(cfg)
-	if err != nil {
-		return exitCode(err), err
-	}
-	opts := &mcpserver.Options{Version: early.Version, Ledger: st.ledger, Drain: mcpserver.NewDrain(), Quotas: serveQuotas(cfg), StateKeys: keys}
-	if opts.Cassettes, err = cassetteKeeper(cfg, st.ledger); err != nil {
-		return exitFailure, err
-	}
-	hook, err := startWebhook(cfg)
-	if err != nil {
-		return exitCode(err), err
-	}
-	defer hook.Close()
-	if hook != nil {
-		opts.Paused = hook.Notify
-	}
-	if *metricsListen != "" {
-		m := metrics.New(&metrics.Options{TenantLabels: *tenantLabels, Version: early.Version})
-		stopMetrics, err := serveMetrics(*metricsListen, m)
-		if err != nil {
-			return exitFailure, err
-		}
-		defer stopMetrics()
-		opts.Metrics = m
-	}
-	watchQuotas(metricsOf(opts), opts.Quotas, sortedKeys(cfg.Tenants))
-	// However serve ends, programs still running are cancelled and waited for (bounded)
-	// before the ledger and blob store are closed; each transport also drains before it
-	// closes its runners and pools.
-	defer drainExecutions(opts.Drain)
-	if st.blobs != nil {
-		opts.Blobs = st.blobs
-	}
-	switch *transport {
-	case "stdio":
-		tname, aname, err := pickAgent(cfg, *tenant, *agent)
-		if err != nil {
+	var tname, aname string
+	if *transport == "stdio" {
+		if tname, aname, err = pickAgent(cfg, *tenant, *agent); err != nil {
 			return exitUsage, err
 		}
-		oa, err := openAgent(ctx, cfg, tname, aname, serving, st.ledger)
-		if err != nil {
-			return exitCode(err), err
-		}
-		defer oa.close()
-		a := oa.agent
-		watchSandboxes(metricsOf(opts), oa.profiles, oa.pools)
-		reload := newReloader(*configPath, cfg, oa.pools, false)
-		reload.add(a)
-		defer reload.start(ctx, hup)()
-		srv := mcpserver.NewServer(a, opts)
-		slog.Info("serving over stdio", "tenant", tname, "agent", aname, "agent_version", a.Version)
-		// A signal ends the programs in flight at once: the host that started us is leaving.
-		stopDrain := context.AfterFunc(ctx, opts.Drain.Stop)
-		defer stopDrain()
-		err = mcpserver.ServeStdio(ctx, srv, os.Stdin, os.Stdout)
-		drainExecutions(opts.Drain) // before the deferred closes of runners and pools
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-			return exitFailure, err
-		}
-		return exitOK, nil
-	case "http":
-		if *tenant != "" || *agent != "" {
-			return exitUsage, usagef("--tenant and --agent apply to stdio; over http the bearer token selects the tenant and the path the agent")
-		}
-		return serveHTTP(ctx, cfg, *configPath, *listen, hup, opts, httpguard.Limits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	}
-	return exitUsage, usagef("--transport must be stdio or http, got %q", *transport)
-}
-
-// serveQuotas converts the config's quotas (the server's, and each tenant's with defaults
-// filled) into what mcpserver admits executions and sessions by. Stored bytes are the blob
-// store's (openStorage).
-func serveQuotas(cfg *configs.Config) *mcpserver.Quotas {
-	s := cfg.ServerQuotas()
-	tenants := map[string]mcpserver.Quota{}
-	for name := range cfg.Tenants {
-		tenants[name] = tenantQuota(cfg.TenantQuotas(name))
-	}
-	// A tenant the config does not name (tenants_dir gained one; it is served after a
-	// restart) gets the defaults.
-	return mcpserver.NewQuotas(mcpserver.Quota{MaxExecutions: *s.MaxConcurrentExecutions, MaxSessions: *s.MaxSessions},
-		tenants, tenantQuota(cfg.TenantQuotas("")))
-}
-
-func tenantQuota(q configs.TenantQuotas) mcpserver.Quota {
-	return mcpserver.Quota{MaxExecutions: *q.MaxConcurrentExecutions, MaxSessions: *q.MaxSessions,
-		Wait: time.Duration(*q.QueueSeconds * float64(time.Second))}
-}
-
-// profileSet holds the sandboxes of the profiles in use, each opened and described once.
-type profileSet struct {
-	sandboxes map[string]engine.Sandbox
-	runners   map[string]profileSandbox
-	described map[string]*engine.Description
-}
-
-func (p *profileSet) close() {
-	for _, r := range p.runners {
-		r.Close()
-	}
-}
-
-func profileOf(ce *configs.CodeExecution) string {
-	if ce.Profile == "" {
-		return configs.DefaultProfileName
-	}
-	return ce.Profile
-}
-
-// profileMode is how a command uses the profiles it opens.
-type profileMode int
-
-const (
-	// serving: each profile keeps its warm pools (warm: {min, max, idle_seconds}) and is described once at startup
-	// (logs, readiness); a server none of whose profiles can run still serves, its run_code
-	// answering with the refusal, and logs why.
-	serving profileMode = iota
-	// oneShot (run): no warm child and no describe probe, so a program's cold start is its own
-	// child's; a profile that cannot be opened is the result's refusal.
-	oneShot
-)
-
-// openedAgent is one agent of a tenant, converted as serve converts it, with what it holds
-// open: the profile its code execution uses and its tenant's upstream pool.
-type openedAgent struct {
-	agent    mcpserver.Agent
-	profiles *profileSet
-	pools    *tenantPools
-}
-
-// openAgent opens one agent: stdio serve and run both take it, so a program run from the
-// shell gets the agent (terms, refusal, budget, preserve, bindings, policy, upstreams) that a
-// host gets. Nothing of the upstreams is started: a pool connects when a turn first needs
-// its catalogue.
-func openAgent(ctx context.Context, cfg *configs.Config, tname, aname string, mode profileMode, ledger budget.Ledger) (*openedAgent, error) {
-	profiles, err := openProfiles(ctx, cfg, map[string][]string{tname: {aname}}, mode)
-	if err != nil {
-		return nil, err
-	}
-	pools, err := openUpstreams(cfg, []string{tname}, ledger)
-	if err != nil {
-		profiles.close()
-		return nil, err
-	}
-	oa := &openedAgent{profiles: profiles, pools: pools}
-	if oa.agent, err = serveAgent(cfg, profiles, tname, aname); err != nil {
-		oa.close()
-		return nil, err
-	}
-	oa.agent.Upstreams = pools.agentUpstreams(cfg, tname, aname)
-	return oa, nil
-}
-
-// close closes the upstream pool, then the profile's sandbox.
-func (oa *openedAgent) close() {
-	oa.pools.close()
-	oa.profiles.close()
-}
-
-// openProfiles opens every profile the given agents use (tenant → agents), as mode says. An
-// agent naming an unknown profile is a config error naming both.
-func openProfiles(ctx context.Context, cfg *configs.Config, use map[string][]string, mode profileMode) (*profileSet, error) {
-	ps := &profileSet{sandboxes: map[string]engine.Sandbox{}, runners: map[string]profileSandbox{}, described: map[string]*engine.Description{}}
-	for _, tname := range sortedKeys(use) {
-		for _, aname := range use[tname] {
-			ce := cfg.Tenants[tname].Agents[aname].CodeExecution
-			if ce == nil {
-				continue
-			}
-			name := profileOf(ce)
-			if _, done := ps.sandboxes[name]; done {
-				continue
-			}
-			p, ok := cfg.Profile(name)
-			if !ok {
-				ps.close()
-				return nil, usagef("agent %q of tenant %q names profile %q, which is not defined (profiles: %v)",
-					aname, tname, name, sortedKeys(cfg.Profiles))
-			}
-			runner, err := openProfile(ctx, name, p, openOptions{warm: mode == serving, cacheDir: dataDir(cfg)})
-			if err != nil {
-				u := engine.NewUnopened(err)
-				slog.Error("profile unavailable: programs will be refused", "profile", name, "kind", u.Kind(), "err", err)
-				ps.sandboxes[name] = u
-				ps.described[name] = &engine.Description{Backend: p.Backend, Problems: []string{u.Unavailable()}}
-				continue
-			}
-			ps.runners[name] = runner
-			ps.sandboxes[name] = runner
-			if mode == oneShot {
-				continue
-			}
-			d := runner.Describe(ctx)
-			ps.described[name] = d
-			if d.Ready {
-				slog.Info("profile ready", "profile", name, "backend", d.Backend, "isolation", d.Isolation)
-			} else {
-				slog.Warn("profile not ready", "profile", name, "backend", d.Backend, "problems", strings.Join(d.Problems, "; "))
-			}
-		}
-	}
-	if mode == serving && len(ps.runners) == 0 && len(ps.sandboxes) > 0 {
-		// Not one profile in use can run anything here. The server still serves: run_code
-		// stays offered and answers with the refusal (the spec's contract), and the agents'
-		// other tools keep working; the operator reads why here and in `doctor`.
-		var why []string
-		for _, name := range sortedKeys(ps.described) {
-			why = append(why, strings.Join(ps.described[name].Problems, "; "))
-		}
-		slog.Error("no sandbox profile can run on this host: run_code will answer every call with the refusal; "+
-			"the other tools keep working; `mcp-sandbox doctor` says what each profile lacks", "why", strings.Join(why, "; "))
-	}
-	return ps, nil
-}
-
-// serveAgent converts one configured agent into what mcpserver serves.
-func serveAgent(cfg *configs.Config, ps *profileSet, tname, aname string) (mcpserver.Agent, error) {
-	version, err := cfg.AgentVersion(tname, aname)
-	if err != nil {
-		return mcpserver.Agent{}, usagef("%v", err)
-	}
-	a := mcpserver.Agent{Tenant: tname, Name: aname, Version: version}
-	t := cfg.Tenants[tname]
-	ce := t.Agents[aname].CodeExecution
-	if ce == nil {
-		return a, nil
-	}
-	name := profileOf(ce)
-	p, _ := cfg.Profile(name) // openProfiles has checked that it exists
-	terms, refusal := agentTerms(t, ce)
-	if r, ok := ps.runners[name]; ok {
-		terms = r.Terms(terms) // the backend's ceiling and the profile's hard limits
-		if refusal == "" {
-			r.Prewarm(tname, terms)
-		}
-	} else {
-		terms.Limits = engineLimits(p.HardLimits, engine.DefaultLimits).Narrow(terms.Limits)
-	}
-	if why := engine.NetworkRefusal(terms.Network, p.AllowNetwork, p.Network != nil); refusal == "" && why != "" {
-		// The Runner would refuse every run; saying so up front also puts it in run_code's
-		// description, so the model is not surprised.
-		refusal = fmt.Sprintf("sandbox profile %q: %s", name, why)
-	}
-	a.CodeExecution = &mcpserver.CodeExec{Sandbox: ps.sandboxes[name], Terms: terms, Refusal: refusal, Profile: name,
-		// The agent's config carries no budget: the profile's, narrowed by the tenant policy.
-		Budget:           bindingBudget(p.BindingBudget).Narrow(bindingBudget(t.Policy.BindingBudget)),
-		PreserveRequired: p.Output.Preserve == configs.PreserveRequired,
-	}
-	a.ImageInlineBytes = int64(deref(p.Images.InlineBytes))
-	return a, nil
-}
-
-func serveHTTP(ctx context.Context, cfg *configs.Config, configPath, listen string, hup <-chan os.Signal, opts *mcpserver.Options, limits httpguard.Limits) (int, error) {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return exitUsage, usagef("--listen %q: %v", listen, err)
-	}
-	loopback := isLoopbackName(host)
-	hashes := map[string]string{} // token hash → tenant
-	for _, tname := range sortedKeys(cfg.Tenants) {
-		for _, h := range cfg.Tenants[tname].Tokens {
-			hashes[h] = tname
-		}
-	}
-	if len(hashes) == 0 && cfg.Auth.OAuth == nil {
-		if !loopback {
-			return exitUsage, usagef("refusing to listen on %s beyond loopback: no tenant has a token, so anyone who can reach it could run code; "+
-				"add tokens (\"sha256:<hex>\") to a tenant or listen on 127.0.0.1", listen)
-		}
-		if len(cfg.Tenants) == 1 {
-			tokenless := sortedKeys(cfg.Tenants)[0]
-			slog.Warn("no tenant has a token: loopback requests without a token are tenant "+tokenless+" until a reload adds tokens", "tenant", tokenless)
-		}
-	}
-	use := map[string][]string{}
-	for _, tname := range sortedKeys(cfg.Tenants) {
-		use[tname] = sortedKeys(cfg.Tenants[tname].Agents)
-	}
-	ps, err := openProfiles(ctx, cfg, use, serving)
+	err = assembly.Serve(ctx, cfg, &assembly.ServeOptions{
+		Transport: *transport, Listen: *listen, Tenant: tname, Agent: aname,
+		BlobRetention: *retention, Limits: httpguard.Limits{Timeout: *httpTimeout, MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP},
+		MetricsListen: *metricsListen, TenantLabels: *tenantLabels, Version: early.Version,
+		Stdin: os.Stdin, Stdout: os.Stdout, Hangups: hup, ConfigPath: *configPath, Reload: reloadConfig(*configPath),
+	})
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer ps.close()
-	pools, err := openUpstreams(cfg, sortedKeys(use), opts.Ledger)
-	if err != nil {
-		return exitUsage, err
-	}
-	defer pools.close()
-	watchSandboxes(metricsOf(opts), ps, pools)
-	reload := newReloader(configPath, cfg, pools, loopback)
-	var agents []mcpserver.Agent
-	for _, tname := range sortedKeys(use) {
-		for _, aname := range use[tname] {
-			a, err := serveAgent(cfg, ps, tname, aname)
-			if err != nil {
-				return exitUsage, err
-			}
-			a.Upstreams = pools.agentUpstreams(cfg, tname, aname)
-			agents = append(agents, a)
-			reload.add(a)
-		}
-	}
-	defer reload.start(ctx, hup)()
-	authenticate := func(token string) (string, bool) {
-		want := configs.HashToken(token)
-		for h, t := range reload.tokenTable() {
-			if subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 {
-				return t, true
-			}
-		}
-		return "", false
-	}
-	httpOpts := &mcpserver.HTTPOptions{
-		Operator:     operatorTokens(cfg.Approvals.OperatorTokens),
-		Agents:       agents,
-		Authenticate: authenticate,
-		OAuth:        newOAuth(cfg, &reload.subjects),
-		Tokenless:    reload.tokenlessTenant,
-		Loopback:     loopback,
-		Ready:        newReadiness(ps).Ready,
-		Server:       opts,
-	}
-	handler := mcpserver.HTTPHandler(httpOpts)
-	inner, err := net.Listen("tcp", listen)
-	if err != nil {
-		return exitFailure, err
-	}
-	ln := httpguard.NewListener(inner, limits)
-	srv := limits.Server(handler)
-	// A connection leaves the unauthenticated ones as the handler decides (Admits).
-	httpguard.Gate(srv, httpOpts.Admits)
-	slog.Info("serving over streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp")
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return exitFailure, err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		// Requests still open after the grace period: end their programs, then wait for them.
-		drainExecutions(opts.Drain)
-		_ = srv.Close()
-	}
-	drainExecutions(opts.Drain) // before the deferred closes of runners and pools
-	<-errc
 	return exitOK, nil
 }
 
-// drainTimeout bounds the wait for cancelled programs: their trees are killed at once, and
-// what remains is writing their records.
-const drainTimeout = 10 * time.Second
-
-func drainExecutions(d *mcpserver.Drain) {
-	d.Stop()
-	if !d.Wait(drainTimeout) {
-		slog.Warn("executions still running after shutdown; their calls may be recorded unknown at the next start", "waited", drainTimeout)
-	}
-	// Then the sessions: each one's Run is recorded as ended before the ledger closes.
-	if !d.Close(drainTimeout) {
-		slog.Warn("sessions still open after shutdown; their runs stay open in the ledger", "waited", drainTimeout)
-	}
-}
-
-func isLoopbackName(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+// hangups subscribes to SIGHUP at once and returns the subscription and its end. Until a
+// process subscribes, SIGHUP's default action ends it: serve subscribes first thing, so a
+// reload asked for while it starts (opening profiles takes seconds) waits for the reloader
+// instead of killing the server.
+func hangups() (<-chan os.Signal, func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return hup, func() { signal.Stop(hup) }
 }
 
 const serveUsage = `Usage: mcp-sandbox serve [--config FILE] [--transport stdio|http] [--listen ADDR] [--tenant T] [--agent A]
@@ -523,16 +164,3 @@ SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approva
 agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts
 are sent tools/list_changed. New tenants, agents, profiles and upstreams need a restart.
 `
-
-// operatorTokens is the check of approvals.operator_tokens (hashes), or nil when there are
-// none: the route /v1/approvals is then not served. It compares as tokenTable does.
-func operatorTokens(hashes []string) func(token string) bool {
-	check := tokenTable(hashes)
-	if check == nil {
-		return nil
-	}
-	return func(token string) bool {
-		_, ok := check(token)
-		return ok
-	}
-}

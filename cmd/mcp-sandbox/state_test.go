@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/configs"
 )
 
@@ -28,11 +29,11 @@ func TestStateIsPrivate(t *testing.T) {
 			_ = os.Chmod(filepath.Join(dir, "blobs"), 0o755)
 			_ = os.Chmod(filepath.Join(dir, "ledger.db"), 0o644)
 		}
-		st, err := openStorage(context.Background(), &configs.Config{DataDir: dir})
+		st, err := assembly.OpenStorage(context.Background(), &assembly.Config{Config: &configs.Config{DataDir: dir}, Env: processEnv})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := st.blobs.Put(context.Background(), "tenant", "stdout", "text/plain", strings.NewReader("kept output"), 1<<20); err != nil {
+		if _, _, err := st.Blobs.Put(context.Background(), "tenant", "stdout", "text/plain", strings.NewReader("kept output"), 1<<20); err != nil {
 			t.Fatal(err)
 		}
 		files := 0
@@ -55,7 +56,7 @@ func TestStateIsPrivate(t *testing.T) {
 			}
 			return nil
 		})
-		st.close()
+		st.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -160,7 +160,10 @@ func TestServeStorageUnreachable(t *testing.T) {
 func TestDoctorStorage(t *testing.T) {
 	type report struct {
 		Storage struct {
-			Ledger, Blobs storeReport
+			Ledger, Blobs struct { // what doctor --json says of a store
+				Kind, Location, Problem string
+				Ready                   bool
+			}
 		} `json:"storage"`
 	}
 	doctor := func(dsn string) (report, string, int) {

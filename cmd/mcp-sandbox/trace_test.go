@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-sandbox/mcp-sandbox/configs"
+	"github.com/mcp-sandbox/mcp-sandbox/assembly"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 	"github.com/mcp-sandbox/mcp-sandbox/mcpserver"
@@ -29,7 +29,7 @@ func TestTraceOfRunCode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), gate.Scaled(2*time.Minute))
 	defer cancel()
 	mock := testkit.MockUpstream(t)
-	cfg, err := configs.Load(testkit.WriteConfig(t, fmt.Sprintf(`
+	cfg, err := loadConfig(testkit.WriteConfig(t, fmt.Sprintf(`
 data_dir: "-"
 profiles:
   default: {backend: process, isolation: process, allow_same_uid: true}
@@ -50,21 +50,12 @@ tenants:
 	otel.SetTracerProvider(tp)
 	defer tp.Shutdown(context.Background())
 
-	ps, err := openProfiles(ctx, cfg, map[string][]string{"t": {"a"}}, serving)
+	oa, err := assembly.OpenAgent(ctx, cfg, "t", "a", assembly.Serving, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ps.close()
-	pools, err := openUpstreams(cfg, []string{"t"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pools.close()
-	a, err := serveAgent(cfg, ps, "t", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Upstreams = pools.agentUpstreams(cfg, "t", "a")
+	defer oa.Close()
+	a := oa.Agent
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := mcpserver.NewServer(a, &mcpserver.Options{}).Connect(ctx, st, nil)
 	if err != nil {

@@ -92,8 +92,15 @@ tenants:
 	}
 
 	js, errOut, _ := runCLI(t, "", "doctor", "--json", "--config", cfg)
-	var doc struct {
-		UpstreamAuth map[string]upstreamAuth `json:"upstream_auth"`
+	var doc struct { // what doctor --json says of an upstream's authentication
+		UpstreamAuth map[string]struct {
+			Kind   string `json:"kind"`
+			Bearer string `json:"bearer"`
+			OAuth  *struct {
+				Token        string `json:"token"`
+				ClientSecret string `json:"client_secret"`
+			} `json:"oauth"`
+		} `json:"upstream_auth"`
 	}
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
 		t.Fatalf("doctor --json: %v\n%s\n%s", err, js, errOut)

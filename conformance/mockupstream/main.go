@@ -32,7 +32,8 @@
 // Flags: --many N serves N extra tools tool-0001… ("Extra tool number N."), with
 // --described each also described by what it would do ("Refunds orders.", "Lists invoices.":
 // one of 19 verbs on one of 19 nouns, no pair twice up to 361 tools), a catalogue to search;
-// --page-size P pages tools/list by P;
+// --page-size P pages tools/list by P; --shop adds a shop's tools, order (read-only) and
+// refund (destructive), described in shop.go;
 // --hostile adds what a hostile upstream sends instead of the tools above: "loop" (an input
 // schema with a $ref cycle), "fan" (a schema whose validation work doubles 40 times), names
 // that break the MCP naming rules (one with a newline forging a line, one of 70,000
@@ -69,6 +70,7 @@ func main() {
 	described := flag.Bool("described", false, "describe the extra tools by what they would do")
 	pageSize := flag.Int("page-size", 0, "page tools/list by P (0: one page)")
 	hostile := flag.Bool("hostile", false, "serve the hostile tools instead")
+	shop := flag.Bool("shop", false, "add the shop's tools order and refund (shop.go)")
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	oauthIssuer := flag.String("oauth-issuer", "", "with --http, admit only JWT access tokens from this issuer")
 	oauthAudience := flag.String("oauth-audience", "", "with --oauth-issuer, the audience a token must carry (default http://ADDR/mcp)")
@@ -84,6 +86,9 @@ func main() {
 		addHostile(s)
 	} else {
 		addTools(s, c, *many, *described)
+	}
+	if *shop {
+		addShop(s, c)
 	}
 	if *httpAddr != "" {
 		ln, err := net.Listen("tcp", *httpAddr)

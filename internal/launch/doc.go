@@ -1,6 +1,6 @@
 // Package launch is the sandbox init helper: the host execs a binary that holds it with the
 // hidden subcommand Command (the helper alone, which mcp-sandbox embeds and writes to a file,
-// cmd/mcp-sandbox/internal/inithelper; or the host's own binary), and that short-lived
+// internal/inithelper; or the host's own binary), and that short-lived
 // process applies everything that Go cannot apply race-free to a child from the parent
 // (rlimits, cgroup membership, the identity drop, no_new_privs, Landlock, seccomp, closing
 // inherited descriptors) and then execs the interpreter in its own place. The dispatch is this package's initialiser (early.go), which Go

@@ -24,8 +24,8 @@ var (
 	dirErr  error
 
 	// mcp-sandbox is built as make build builds it: with the init helper alone embedded, from
-	// the overlay its recipe writes (cmd/mcp-sandbox/internal/inithelper/overlay).
-	sandbox = program{name: "mcp-sandbox", dir: ".", pkg: "./cmd/mcp-sandbox", overlay: "./cmd/mcp-sandbox/internal/inithelper/overlay"}
+	// the overlay its recipe writes (internal/inithelper/overlay).
+	sandbox = program{name: "mcp-sandbox", dir: ".", pkg: "./cmd/mcp-sandbox", overlay: "./internal/inithelper/overlay"}
 	mock    = program{name: "mockupstream", dir: "conformance/mockupstream", pkg: "."}
 )
 

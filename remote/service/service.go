@@ -147,7 +147,7 @@ func writeError(w http.ResponseWriter, status int, kind, msg string) {
 
 // Admits reports whether r carries a credential the service accepts (every request does when
 // it has no tokens), whatever its route: the service's own decision, for what guards its
-// listener (cmd's httpguard.Gate) to hand the connection on.
+// listener (assembly's httpguard.Gate) to hand the connection on.
 func (s *Service) Admits(r *http.Request) bool {
 	_, ok := s.who(r)
 	return ok

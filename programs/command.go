@@ -1,0 +1,87 @@
+package programs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
+)
+
+// Command is one `mcp-sandbox programs` invocation (cmd parses its flags): Verb save, list,
+// show or delete, of Tenant's program Name; save takes Code (the file's text), Description,
+// Agent (one agent only, or "") and By (who saves). JSON prints the program (or the list) as
+// JSON instead of text.
+type Command struct {
+	Verb, Tenant, Name           string
+	Code, Description, Agent, By string
+	JSON                         bool
+}
+
+// Run runs c against store, printing what it did on out.
+func (c Command) Run(ctx context.Context, store budget.Programs, out io.Writer) error {
+	switch c.Verb {
+	case "save":
+		p, err := Save(ctx, store, c.Tenant, c.Agent, c.Name, c.Code, c.Description, c.By)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return json.NewEncoder(out).Encode(p)
+		}
+		fmt.Fprintf(out, "saved %s for tenant %s as %s, version %s\n", p.Name, p.Tenant, ToolName(DefaultPrefix, p.Name), p.Version)
+		fmt.Fprintf(out, "  input schema: %s\n", p.InputSchema)
+		return nil
+	case "list":
+		list, err := store.SavedPrograms(ctx, c.Tenant)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return json.NewEncoder(out).Encode(list)
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(out, "tenant %s has no saved program\n", c.Tenant)
+		}
+		for _, p := range list {
+			agent := "every agent"
+			if p.Agent != "" {
+				agent = "agent " + p.Agent
+			}
+			fmt.Fprintf(out, "%s  %s  for %s  saved %s by %s  %s\n", p.Name, p.Version, agent, p.SavedAt.UTC().Format("2006-01-02 15:04:05Z"), p.SavedBy, firstLine(p.Description))
+		}
+		return nil
+	case "show":
+		p, err := store.SavedProgram(ctx, c.Tenant, c.Name)
+		if err != nil {
+			return err
+		}
+		runs, err := store.ProgramRuns(ctx, c.Tenant, c.Name)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return json.NewEncoder(out).Encode(struct {
+				budget.SavedProgram
+				Runs []budget.ProgramRun `json:"runs"`
+			}{p, runs})
+		}
+		fmt.Fprintf(out, "%s (tenant %s), version %s, saved %s by %s\n%s\ninput schema: %s\nruns: %d\n--- code ---\n%s\n", p.Name, p.Tenant, p.Version,
+			p.SavedAt.UTC().Format("2006-01-02 15:04:05Z"), p.SavedBy, p.Description, p.InputSchema, len(runs), p.Code)
+		return nil
+	case "delete":
+		if err := store.DeleteProgram(ctx, c.Tenant, c.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "deleted %s of tenant %s\n", c.Name, c.Tenant)
+		return nil
+	}
+	return fmt.Errorf("unknown verb %q: want save, list, show or delete", c.Verb)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
