@@ -41,7 +41,7 @@ func (x *Execution) builtin(ctx context.Context, name string, args json.RawMessa
 		if err != nil {
 			return refuse(failure.InvalidArguments, "%v", err), true
 		}
-		return x.metered(ctx, name, args, page), true
+		return x.metered(ctx, name, args, x.listing(a, page)), true
 	case BuiltinGetToolInfo:
 		var a struct {
 			Name string `json:"name"`

@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
+	"github.com/mcp-sandbox/mcp-sandbox/upstream"
 )
 
 // Nested are the saved programs a program may call like bindings (docs/design.md §23): each
@@ -19,6 +20,9 @@ type Nested interface {
 	Programs() map[string]Keywords
 	// Call runs the saved program name with args and returns its value, or why it failed.
 	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, *failure.Error)
+	// List is what list_tools adds of them to a listing's page (the host's saved_programs:
+	// on the first page of every server's listing, those a query matches), nil for none.
+	List(a upstream.ListToolsArgs) any
 	// Describe is what get_tool_info says of the saved program name (its stub included).
 	Describe(name string) any
 }
@@ -63,4 +67,20 @@ func (x *Execution) nestedInfo(name string) (_ any, ok bool) {
 		return nil, false
 	}
 	return x.nested.Describe(name), true
+}
+
+// listing is list_tools' answer: the page, and beside it the saved programs x may call that the
+// listing names (saved_programs, as the host's list_tools gives them), when there are any.
+func (x *Execution) listing(a upstream.ListToolsArgs, page upstream.ListToolsPage) any {
+	if x.nested == nil {
+		return page
+	}
+	saved := x.nested.List(a)
+	if saved == nil {
+		return page
+	}
+	return struct {
+		upstream.ListToolsPage
+		SavedPrograms any `json:"saved_programs"`
+	}{page, saved}
 }

@@ -134,7 +134,9 @@ tenants:
 		t.Errorf("get_tool_info(saved__lookup_order): %s", testkit.Text(res))
 	}
 
-	// A program calls it like any binding, with keywords; a wrong keyword is refused there.
+	// A program calls it like any binding, with keywords; a wrong keyword is refused there. Its
+	// list_tools lists it as the host's does (matching a query as the tools do); a saved
+	// program running, and a rehearsal, may call none, and their list_tools list none.
 	var fromProgram struct {
 		Value any    `json:"value"`
 		Bad   string `json:"bad"`
@@ -143,6 +145,11 @@ tenants:
 v = await saved__lookup_order(order_id="o3", amount=4)
 info = await get_tool_info("saved__lookup_order")
 assert "async def saved__lookup_order(*, order_id: str, amount: float)" in info["python_stub"], info
+listed = (await list_tools())["saved_programs"]
+assert listed == [{"name": "saved__lookup_order", "description": "Looks an order up.", "version": "`+programs.Version(lookupOrder)+`"}], listed
+assert (await list_tools(query="lookup"))["saved_programs"] == listed
+for unlisted in (await list_tools(query="zebra")), (await list_tools(server="shop")):
+    assert "saved_programs" not in unlisted, unlisted
 try:
     await saved__lookup_order(order="o3", amount=4)
     bad = "called"
@@ -187,6 +194,13 @@ return {"value": v, "bad": bad}
 		}
 	}
 	put("refund_one", refundOne)
+	put("lister", "async def main():\n    return await list_tools()\n")
+	if r, res := callSaved(host, "saved__lister", map[string]any{}); res.IsError || !strings.Contains(string(r.Value), "shop__refund") || strings.Contains(string(r.Value), "saved_programs") {
+		t.Errorf("a saved program's list_tools: %s; want the tools, no saved programs", testkit.Text(res))
+	}
+	if r := rehearse(t, host, "return await list_tools()"); strings.Contains(string(r.Value), "saved_programs") || !strings.Contains(string(r.Value), "shop__refund") {
+		t.Errorf("a rehearsal's list_tools: %s; want the tools, no saved programs", r.Value)
+	}
 	before := changed.Load()
 	if tl := tools(host)["saved__refund_one"]; tl == nil || tl.Annotations == nil || tl.Annotations.ReadOnlyHint {
 		t.Errorf("saved__refund_one reaches a destructive tool: want it listed, not read-only: %+v", tl)
@@ -236,6 +250,7 @@ return {"value": v, "bad": bad}
 		t.Errorf("programs show:\n%s", out)
 	}
 	cli("delete", "refund_one")
+	cli("delete", "lister")
 	if tl := tools(host)["saved__refund_one"]; tl != nil {
 		t.Error("a deleted program is still listed")
 	}

@@ -187,6 +187,39 @@ tenants:
 		t.Errorf("a session that cannot ask: %v; want o51 refunded by the plan, o52 refused unasked", got)
 	}
 
+	// A client of 2026-07-28 is asked the plan through an input request: the rehearsal comes
+	// back input_required, nothing refunded; the client's retry accepts it, and its real run
+	// refunds without a question.
+	mrtr, _ := serveProcWith(t, cfg, testkit.NewLog(t, "mrtr"), &mcp.ClientOptions{
+		ElicitationHandler: newPerson().handler, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": refunds(61, 62, nil), "rehearse": true}}
+	res, err := mrtr.CallTool(ctx, params)
+	if err != nil || !res.NeedsInput() || len(res.InputRequests) != 1 || counts(t, counter)["refund"] != 24 {
+		t.Fatalf("a rehearsal for a client of 2026-07-28: %v %+v; want input_required, nothing refunded", err, res)
+	}
+	retry := *params
+	retry.RequestState, retry.InputResponses = res.RequestState, mcp.InputResponseMap{}
+	for id, ir := range res.InputRequests {
+		if e, ok := ir.(*mcp.ElicitParams); !ok || !strings.Contains(e.Message, "2. shop__refund\n  amount = 30\n  order_id = \"o62\"\n") {
+			t.Fatalf("the input request %+v; want the plan's question", ir)
+		}
+		retry.InputResponses[id] = &mcp.ElicitResult{Action: "accept", Meta: mcp.Meta{"mcp-sandbox/answered_by": "bob@example.com"}}
+	}
+	if res, err = mrtr.CallTool(ctx, &retry); err != nil {
+		t.Fatal(err)
+	}
+	var r5 rehearsal
+	if b, err := structured(res, &r5); err != nil || len(r5.Plan) != 2 || r5.PlanApproval.Decision != "accepted" || r5.PlanApproval.By != "bob@example.com" {
+		t.Fatalf("the retried rehearsal: %s %v", b, err)
+	}
+	got = nil
+	runInto(t, mrtr, "", refunds(61, 62, nil), &got, &struct{}{})
+	if len(got) != 2 || got[0] != true || got[1] != true {
+		t.Errorf("the real run after a plan accepted by input request: %v; want both refunded, unasked", got)
+	}
+
 	// The ledger: each plan, who approved it, and the calls it covered.
 	led, err := sqlite.Open(context.Background(), dataDir, nil)
 	if err != nil {
@@ -194,14 +227,14 @@ tenants:
 	}
 	defer led.Close()
 	for _, c := range []struct {
-		id      string
+		id, by  string
 		covered []bool
-	}{{r.PlanID, repeat(true, 20)}, {r2.PlanID, []bool{true, false, true}}} {
+	}{{r.PlanID, "ann@example.com", repeat(true, 20)}, {r2.PlanID, "ann@example.com", []bool{true, false, true}}, {r5.PlanID, "bob@example.com", []bool{true, true}}} {
 		plan, err := led.Plan(context.Background(), "t", c.id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plan.ApprovedBy != "ann@example.com" || plan.Agent != "default" || !plan.Until.After(time.Now()) || len(plan.Effects) != len(c.covered) {
+		if plan.ApprovedBy != c.by || plan.Agent != "default" || !plan.Until.After(time.Now()) || len(plan.Effects) != len(c.covered) {
 			t.Errorf("ledger plan %s: %+v", c.id, plan)
 			continue
 		}
@@ -211,8 +244,8 @@ tenants:
 			}
 		}
 	}
-	if n := counts(t, counter)["refund"]; n != 24 {
-		t.Errorf("the mock refunded %d times in all, want 24", n)
+	if n := counts(t, counter)["refund"]; n != 26 {
+		t.Errorf("the mock refunded %d times in all, want 26", n)
 	}
 	recs := approvalsOf(t, dataDir, "rehearse-real")
 	if len(recs) != 21 || recs[20].Status != budget.ApprovalDeclined || recs[20].AnsweredBy != "ann@example.com" {

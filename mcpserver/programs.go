@@ -171,6 +171,20 @@ func (h *handlers) nested(req *mcp.CallToolRequest, env callEnv) binding.Nested 
 
 func (n *nestedPrograms) Programs() map[string]binding.Keywords { return n.keywords }
 
+// List is what a program's list_tools adds: what the host's would, of the programs it may call.
+func (n *nestedPrograms) List(in upstream.ListToolsArgs) any {
+	var out []programs.Summary
+	for _, s := range n.h.savedSummaries(in) {
+		if _, ok := n.keywords[s.Name]; ok {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 func (n *nestedPrograms) Describe(tool string) any {
 	p, _ := n.h.offeredProgram(tool)
 	return programs.Describe(n.h.agent.Programs.prefix(), p)
@@ -231,16 +245,31 @@ func (h *handlers) savedInfo(p budget.SavedProgram) *mcp.CallToolResult {
 }
 
 // savedSummaries are what list_tools adds of the saved programs offered: on the first page of
-// a listing of every server, one line each.
+// a listing of every server, one line each; with a query, those it matches as it matches tools
+// (upstream.Match, best first). A program's list_tools adds the same (nestedPrograms.List).
 func (h *handlers) savedSummaries(in upstream.ListToolsArgs) []programs.Summary {
 	if in.Cursor != "" || in.Server != "" {
 		return nil
 	}
 	h.savedMu.Lock()
-	defer h.savedMu.Unlock()
+	offered := h.offered
+	h.savedMu.Unlock()
+	prefix := h.agent.Programs.prefix()
+	if strings.TrimSpace(in.Query) != "" {
+		docs := make([]upstream.Document, len(offered))
+		for i, p := range offered {
+			params, _ := programs.Keywords(p)
+			docs[i] = upstream.Document{Name: p.Name, Description: p.Description, Params: params}
+		}
+		var matched []budget.SavedProgram
+		for _, i := range upstream.Match(in.Query, docs) {
+			matched = append(matched, offered[i])
+		}
+		offered = matched
+	}
 	var out []programs.Summary
-	for _, p := range h.offered {
-		out = append(out, programs.Summarize(h.agent.Programs.prefix(), p))
+	for _, p := range offered {
+		out = append(out, programs.Summarize(prefix, p))
 	}
 	return out
 }

@@ -31,18 +31,66 @@ type ranked struct {
 	score float64
 }
 
+// Document is what a query is matched against besides a bound tool's definition (a saved
+// program, docs/design.md §23): its name, title, description and parameter names, weighted as
+// a tool's are.
+type Document struct {
+	Name, Title, Description string
+	Params                   []string
+}
+
+// Match returns the indexes of docs that match query as list_tools matches tools, best first
+// (a tie in docs' order); none for a query without words.
+func Match(query string, docs []Document) []int {
+	var out []int
+	for _, h := range score(docs, query) {
+		out = append(out, h.doc)
+	}
+	return out
+}
+
 // rank scores tools against query by BM25 over the words of each tool's name, title,
 // description and parameter names, and returns those that match, best first (a tie by name).
 func rank(tools []*Tool, query string) []ranked {
+	docs := make([]Document, len(tools))
+	for i, t := range tools {
+		docs[i] = Document{Name: t.Upstream, Params: t.Signature().Params}
+		if t.Def != nil {
+			docs[i].Title, docs[i].Description = t.Def.Title, t.Def.Description
+		}
+	}
+	hits := score(docs, query)
+	out := make([]ranked, len(hits))
+	for i, h := range hits {
+		out[i] = ranked{tools[h.doc], h.score}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score > out[j].score
+		}
+		return out[i].tool.Name < out[j].tool.Name
+	})
+	return out
+}
+
+// hit is one document that matched a query: its index and its BM25 score.
+type hit struct {
+	doc   int
+	score float64
+}
+
+// score scores docs against query by BM25 (BM25F by repetition, by field weights) and returns
+// those that match, best first, a tie in docs' order.
+func score(docs []Document, query string) []hit {
 	q := dedupe(terms(query))
 	if len(q) == 0 {
 		return nil
 	}
-	docs := make([]map[string]int, len(tools))
-	lens := make([]int, len(tools))
+	tfs := make([]map[string]int, len(docs))
+	lens := make([]int, len(docs))
 	df := map[string]int{}
 	total := 0
-	for i, t := range tools {
+	for i, d := range docs {
 		tf := map[string]int{}
 		add := func(text string, w int) {
 			for _, term := range terms(text) {
@@ -53,28 +101,26 @@ func rank(tools []*Tool, query string) []ranked {
 				lens[i] += w
 			}
 		}
-		add(t.Upstream, weightName)
-		if t.Def != nil {
-			add(t.Def.Title, weightTitle)
-			add(t.Def.Description, weightDesc)
-		}
-		for _, p := range t.Signature().Params {
+		add(d.Name, weightName)
+		add(d.Title, weightTitle)
+		add(d.Description, weightDesc)
+		for _, p := range d.Params {
 			add(p, weightParam)
 		}
 		for term := range tf {
 			df[term]++
 		}
-		docs[i] = tf
+		tfs[i] = tf
 		total += lens[i]
 	}
-	n := float64(len(tools))
+	n := float64(len(docs))
 	avg := float64(total) / math.Max(n, 1)
 	if avg == 0 {
 		avg = 1
 	}
-	var out []ranked
+	var out []hit
 	best := 0.0
-	for i, tf := range docs {
+	for i, tf := range tfs {
 		s := 0.0
 		for _, term := range q {
 			f := float64(tf[term])
@@ -86,22 +132,17 @@ func rank(tools []*Tool, query string) []ranked {
 			s += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(lens[i])/avg))
 		}
 		if s > 0 {
-			out = append(out, ranked{tools[i], s})
+			out = append(out, hit{i, s})
 			best = math.Max(best, s)
 		}
 	}
 	kept := out[:0]
-	for _, r := range out {
-		if r.score >= best*minScoreShare {
-			kept = append(kept, r)
+	for _, h := range out {
+		if h.score >= best*minScoreShare {
+			kept = append(kept, h)
 		}
 	}
-	sort.SliceStable(kept, func(i, j int) bool {
-		if kept[i].score != kept[j].score {
-			return kept[i].score > kept[j].score
-		}
-		return kept[i].tool.Name < kept[j].tool.Name
-	})
+	sort.SliceStable(kept, func(i, j int) bool { return kept[i].score > kept[j].score })
 	return kept
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,6 +157,25 @@ func TestRank(t *testing.T) {
 		t.Fatalf("rank gave %d hits, want s__refund then s__cancel", len(hits))
 	}
 	if len(rank(tools, "")) != 0 || len(rank(tools, "zebra")) != 0 {
+		t.Error("an empty or unmatched query matched")
+	}
+}
+
+// TestMatch: documents that are not tools (saved programs) match as tools do: by name,
+// description and parameter names, best first, a tie in the documents' order.
+func TestMatch(t *testing.T) {
+	docs := []Document{
+		{Name: "lookup_order", Description: "Looks an order up.", Params: []string{"order_id"}},
+		{Name: "refund_orders", Description: "Refunds orders.", Params: []string{"order_ids"}},
+		{Name: "weather", Description: "Says the weather.", Params: []string{"city"}},
+	}
+	if got := Match("lookup", docs); !slices.Equal(got, []int{0}) {
+		t.Errorf("Match(lookup) = %v, want [0]", got)
+	}
+	if got := Match("refunding order", docs); !slices.Equal(got, []int{1, 0}) {
+		t.Errorf("Match(refunding order) = %v, want [1 0]", got)
+	}
+	if Match("", docs) != nil || Match("zebra", docs) != nil {
 		t.Error("an empty or unmatched query matched")
 	}
 }
