@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -142,6 +143,53 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	var v int
 	if err := l.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqliteSchemaVersion {
 		t.Fatalf("user_version = %d, %v; want %d", v, err, sqliteSchemaVersion)
+	}
+}
+
+// A Run's context economy is kept on its row (version 12): a file of version 10 gets its Runs'
+// sums from their ended executions when it is opened, and an end written as an older binary
+// writes it (its own UPDATE of the execution, no word of the Run) counts all the same.
+func TestRunContextKeptOnTheRun(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	l := openLedger(t, dir)
+	for i, c := range []telemetry.Context{{BindingBytes: 1, ReturnedBytes: 2, KeptOutBytes: 3}, {BindingBytes: 10, ReturnedBytes: 20, KeptOutBytes: 30}} {
+		id := fmt.Sprintf("x%d", i)
+		if err := l.StartExecution(ctx, run, id, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.StartExecution(ctx, run, "running", ""); err != nil { // not ended: not counted
+		t.Fatal(err)
+	}
+	want := telemetry.Context{BindingBytes: 11, ReturnedBytes: 22, KeptOutBytes: 33}
+	if c, err := l.RunContext(ctx, run); err != nil || c != want {
+		t.Fatalf("RunContext = %+v, %v; want %+v", c, err, want)
+	}
+	// The file as version 10 left it: no trigger, no sums on the Run's row.
+	if _, err := l.db.Exec(`DROP TRIGGER runs_context; UPDATE runs SET binding_bytes = 0, returned_bytes = 0, kept_out_bytes = 0;
+		PRAGMA user_version = 10`); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = openLedger(t, dir)
+	if c, err := l.RunContext(ctx, run); err != nil || c != want {
+		t.Fatalf("RunContext after the migration = %+v, %v; want %+v", c, err, want)
+	}
+	if _, err := l.db.Exec(`UPDATE executions SET ended_at = 1, status = 'completed', binding_bytes = 100, returned_bytes = 200,
+		kept_out_bytes = 300 WHERE id = 'running'`); err != nil {
+		t.Fatal(err)
+	}
+	want = telemetry.Context{BindingBytes: 111, ReturnedBytes: 222, KeptOutBytes: 333}
+	if c, err := l.RunContext(ctx, run); err != nil || c != want {
+		t.Fatalf("RunContext after an older binary's end = %+v, %v; want %+v", c, err, want)
+	}
+	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "t", ID: "never"}); err != nil || c != (telemetry.Context{}) {
+		t.Fatalf("a Run never seen = %+v, %v", c, err)
 	}
 }
 

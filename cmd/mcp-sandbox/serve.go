@@ -39,6 +39,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 	}
 	defer startServeGC(os.LookupEnv)()
+	defer startServeProcs(os.LookupEnv)()
 	hup, unsubscribe := hangups()
 	defer unsubscribe()
 	cfg, err := loadConfig(*configPath)
@@ -155,6 +156,9 @@ Go's collector: with neither GOGC nor GOMEMLIMIT in the environment, serve lets 
 to five times what is live (GOGC=400) under a soft limit of 48 MiB of the runtime's memory,
 which follows the live heap at twice its size past that; either variable set, even empty,
 leaves the runtime's own reading of them.
+Its scheduler: with no GOMAXPROCS in the environment, serve runs Go on half the CPUs it may
+use, rounded up (one on two), leaving the rest to the interpreters; GOMAXPROCS set, even
+empty, leaves the runtime's own reading of it.
 
 SIGHUP re-reads --config (and its tenants_dir): a changed grant, deny or approval list, an
 agent's bindings and, over http, the tenants' tokens take effect at the next turn, and hosts
