@@ -43,6 +43,7 @@ type DoctorReport struct {
 	quotas      quotaReport
 	upAuth      map[string]upstreamAuth
 	ups         []upstreamState
+	tasks       taskReport
 }
 
 // Doctor describes this host and every profile of cfg. It runs a fixed probe in each
@@ -94,7 +95,7 @@ func Doctor(ctx context.Context, cfg *Config) *DoctorReport {
 	upAuth := upstreamAuthOf(ctx, cfg, true, tokenProbeTimeout)
 	ups := upstreamContainment(cfg)
 	return &DoctorReport{Ready: ready, cfg: cfg, detected: detected, engineState: engineState, reports: reports, pauseNote: pauseNote,
-		helper: helper, ownerLocks: ownerLocks, store: store, quotas: quotas, upAuth: upAuth, ups: ups}
+		helper: helper, ownerLocks: ownerLocks, store: store, quotas: quotas, upAuth: upAuth, ups: ups, tasks: taskReportOf(cfg, store.Ledger)}
 }
 
 // WriteJSON writes the report as one JSON document.
@@ -102,7 +103,7 @@ func (r *DoctorReport) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	doc := map[string]any{"backends": r.detected, "init_helper": r.helper, "profiles": r.reports, "storage": r.store, "quotas": r.quotas, "tenant_auth": tenantAuthOf(r.cfg),
-		"upstream_auth": r.upAuth, "upstreams": r.ups}
+		"upstream_auth": r.upAuth, "upstreams": r.ups, "tasks": r.tasks}
 	if r.engineState != nil {
 		doc["container_engine"] = r.engineState
 	}
@@ -153,6 +154,8 @@ func (r *DoctorReport) WriteText(w io.Writer) {
 	fmt.Fprintln(w)
 	r.quotas.write(w)
 	fmt.Fprintln(w)
+	r.tasks.write(w)
+	fmt.Fprintln(w)
 	writeTenantAuth(w, r.cfg)
 	writeUpstreamAuth(w, r.upAuth)
 	if len(r.ups) > 0 {
@@ -189,6 +192,38 @@ func upstreamContainment(cfg *Config) []upstreamState {
 		out = append(out, s)
 	}
 	return out
+}
+
+// taskReport is doctor's account of run_code as an MCP task (docs/design.md §14.6): which
+// clients get one, what a client without one gets, and where tasks are kept and how long.
+type taskReport struct {
+	Clients        string  `json:"clients"`
+	Others         string  `json:"others"`
+	Kept           string  `json:"kept"`
+	RetentionHours float64 `json:"retention_hours"`
+}
+
+func taskReportOf(cfg *Config, ledger storeReport) taskReport {
+	kept := "in the PostgreSQL ledger: any replica on it answers, a restart loses none (a program that died with its server reads failed)"
+	switch {
+	case ledger.Kind != "sqlite":
+	case dataDir(cfg) == "":
+		kept = "in this process's private ledger (no data_dir): lost when it exits"
+	default:
+		kept = "in the SQLite ledger " + ledger.Location + ": a restart loses none (a program that died with its server reads failed)"
+	}
+	return taskReport{
+		Clients: "clients over streamable HTTP that ask for one (2025-11-25: a task field on tools/call; 2026-07-28: the io.modelcontextprotocol/tasks extension)",
+		Others:  "a client that does not ask, and every client over stdio, gets a plain run_code call that holds its request open until the program ends",
+		Kept:    kept, RetentionHours: cfg.Retention().Hours(),
+	}
+}
+
+func (r taskReport) write(w io.Writer) {
+	fmt.Fprintln(w, "run_code as an MCP task:")
+	fmt.Fprintf(w, "  %-8s %s\n", "who:", r.Clients)
+	fmt.Fprintf(w, "  %-8s %s\n", "others:", r.Others)
+	fmt.Fprintf(w, "  %-8s %s, at most %gh (approvals.retention_hours)\n", "kept:", r.Kept, r.RetentionHours)
 }
 
 // quotaReport is doctor's account of the quotas in force, defaults filled: the server's and

@@ -53,6 +53,7 @@ type cluster struct {
 	url      string // the balancer's /mcp
 	stats    string // HAProxy's CSV statistics
 	dsn      string
+	cfg      string // the replicas' config file
 	mock     string // the mock's /mcp
 	replicas []*replica
 }
@@ -92,9 +93,9 @@ func startCluster(t *testing.T) *cluster {
 	gate.Require(t, "haproxy", err == nil, "haproxy is not installed (apt-get install haproxy)")
 	c := &cluster{dsn: pgtest.Schema(t)}
 	c.mock = startHTTPMock(t) + "/mcp"
-	cfg := testkit.WriteConfig(t, replicaConfig(c.mock))
+	c.cfg = testkit.WriteConfig(t, replicaConfig(c.mock))
 	for i := range 3 {
-		c.replicas = append(c.replicas, startReplica(t, fmt.Sprintf("r%d", i+1), cfg, c.dsn))
+		c.replicas = append(c.replicas, startReplica(t, fmt.Sprintf("r%d", i+1), c.cfg, c.dsn))
 	}
 	c.url, c.stats = startHAProxy(t, haproxy, c.replicas)
 	return c

@@ -15,9 +15,10 @@ import (
 // created on one replica is polled (its status message says the calls made so far), and its
 // result read, on another: a client of 2026-07-28
 // (any replica answers it) and one of 2025-11-25 in a session of the other replica. A replica
-// SIGKILLed while its task's program has a call at the upstream: a survivor fails the task
-// (never runs it again), tasks/get on the survivor reads failed with what the program had
-// done, the call in flight unknown, and the upstream's counter shows it ran once.
+// SIGKILLed while its task's program has a call at the upstream and restarted at once: the
+// task is failed (never run again), tasks/get on the restarted replica and on a survivor reads
+// failed with what the program had done, the call in flight unknown, and the upstream's
+// counter shows it ran once.
 func TestTaskAcrossReplicas(t *testing.T) {
 	c := startCluster(t)
 	url := func(r *replica) string { return "http://" + r.addr + "/mcp" }
@@ -78,17 +79,34 @@ func TestTaskAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-r1.done
+	// r1 restarted at once on the same config and ledger: whichever replica recovers first
+	// (its startup recovery, or a survivor's once the lease expires) fails the task; it reads
+	// the same on the restarted r1 and on the survivor.
+	restarted := startReplica(t, "r1-restarted", c.cfg, c.dsn)
+	for _, r := range []*replica{restarted, r2} {
+		readLost(t, testkit.ModernRPC(t, url(r), replicaToken), r.name, lost)
+	}
+	time.Sleep(time.Second)
+	if n := c.mockCounts(t)["slow"]; n != 1 {
+		t.Errorf("the upstream ran the in-flight call %d times, want once (never re-run)", n)
+	}
+}
+
+// readLost polls the task lost (its server killed mid-call) on the replica named name until it
+// ends, and checks it reads failed with what its program had done: lookup ok, slow unknown.
+func readLost(t *testing.T, on *testkit.RPC, name, lost string) {
+	t.Helper()
+	var detailed map[string]any
 	if !waitFor(4*leaseSeconds*time.Second+10*time.Second, func() bool {
-		if e := on2.Call("tasks/get", map[string]any{"taskId": lost}, &detailed); e != nil {
-			t.Fatalf("tasks/get on %s: %+v", r2.name, e)
+		if e := on.Call("tasks/get", map[string]any{"taskId": lost}, &detailed); e != nil {
+			t.Fatalf("tasks/get on %s: %+v", name, e)
 		}
 		return detailed["status"] != "working"
 	}) {
-		t.Fatalf("the lost task still reads %v", detailed)
+		t.Fatalf("the lost task still reads %v on %s", detailed, name)
 	}
 	var lostErr struct {
-		Message string `json:"message"`
-		Data    struct {
+		Data struct {
 			StructuredContent struct {
 				ToolCalls []struct {
 					Tool    string `json:"tool"`
@@ -102,10 +120,6 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	calls := lostErr.Data.StructuredContent.ToolCalls
 	if detailed["status"] != "failed" || len(calls) != 2 || calls[0].Tool != "support__lookup" || calls[0].Outcome != "ok" ||
 		calls[1].Tool != "support__slow" || calls[1].Outcome != "unknown" {
-		t.Errorf("the lost task reads %v", detailed)
-	}
-	time.Sleep(time.Second)
-	if n := c.mockCounts(t)["slow"]; n != 1 {
-		t.Errorf("the upstream ran the in-flight call %d times, want once (never re-run)", n)
+		t.Errorf("the lost task reads on %s %v", name, detailed)
 	}
 }

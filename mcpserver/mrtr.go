@@ -273,6 +273,18 @@ type callEnv struct {
 	progress func(elapsedSeconds float64)
 	// started is told the execution's id (execution.Program.Started): a task's.
 	started func(executionID string)
+	// run is the Run the program runs in; zero: the request's (runOf). A task's is fixed when
+	// the task is created: its request's throwaway session may end before the program starts,
+	// and runOf would then give a new Run, not the task's.
+	run budget.RunRef
+}
+
+// runIn is the Run a program of req runs in, as env says.
+func (h *handlers) runIn(req *mcp.CallToolRequest, env callEnv) budget.RunRef {
+	if env.run.ID != "" {
+		return env.run
+	}
+	return h.runOf(req)
 }
 
 // heldOp is a call that may be held.

@@ -202,7 +202,7 @@ func (n *nestedPrograms) Call(ctx context.Context, tool string, args json.RawMes
 	}
 	asking := h.asking(n.req, n.env.asking.Asker, "") // asked in place: no other process carries a nested call on
 	asking.Standing = n.env.asking.Standing
-	res := execution.Execute(ctx, h.agent.CodeExecution, execution.Program{Code: code, Run: h.runOf(n.req), AgentVersion: h.agent.Version,
+	res := execution.Execute(ctx, h.agent.CodeExecution, execution.Program{Code: code, Run: h.runIn(n.req, n.env), AgentVersion: h.agent.Version,
 		Turn: h.turn, Approvals: asking, Saved: &execution.Saved{Name: p.Name, Version: p.Version}, Reach: reach(h.turn(ctx), p.Code)},
 		&execution.Options{Ledger: h.opts.Ledger, Blobs: h.opts.Blobs, Logger: h.log, Report: h.report, Render: ModelReads})
 	if f := res.Failure; f != nil {

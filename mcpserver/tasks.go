@@ -510,7 +510,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			}
 		}
 	}()
-	env := callEnv{asking: h.asking(req, taskAsker{Asker: elicitationOf(req), rt: rt}, ""), started: func(executionID string) {
+	env := callEnv{asking: h.asking(req, taskAsker{Asker: elicitationOf(req), rt: rt}, ""), run: budget.RunRef{Tenant: t.Tenant, ID: t.Run}, started: func(executionID string) {
 		rt.execution.Store(&executionID)
 		if err := h.opts.Ledger.SetTaskExecution(context.WithoutCancel(ctx), t.Tenant, t.ID, executionID); err != nil {
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)

@@ -31,11 +31,12 @@ type wireTaskAnswer struct {
 // with its program's context cancelled; another tenant asking for the task id gets the answer
 // for an unknown task; a plain call is answered as before.
 func TestRunCodeAsTask(t *testing.T) {
-	release := make(chan struct{})
+	release, running := make(chan struct{}), make(chan struct{}, 2)
 	var cancelledSeen atomic.Bool
 	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		switch ex.Program {
 		case "slow":
+			running <- struct{}{}
 			select {
 			case <-release:
 				return ok(`42`)(ctx, ex)
@@ -111,6 +112,14 @@ func TestRunCodeAsTask(t *testing.T) {
 		t.Errorf("tenant beta asking for alpha's task got %+v; for an unknown one %+v", e, unknown)
 	}
 
+	// Both programs are running (a cancel before that ends the task as well, but kills nothing).
+	for range 2 {
+		select {
+		case <-running:
+		case <-time.After(gate.Scaled(10 * time.Second)):
+			t.Fatal("the tasks' programs never started")
+		}
+	}
 	var cancelled wireOfTask
 	if e := alpha.Call("tasks/cancel", map[string]any{"taskId": killed.TaskID}, &cancelled); e != nil || cancelled.Status != "cancelled" {
 		t.Errorf("tasks/cancel: %+v %+v", cancelled, e)
@@ -150,26 +159,35 @@ func TestRunCodeAsTask(t *testing.T) {
 	}
 
 	// A client of 2026-07-28 gets the extension's shapes: a result of type task, tasks/get's
-	// detailed task with the result inline once it completed.
+	// detailed task with the result inline once it completed. Its program runs in the task's
+	// Run, though the request's throwaway session (whose Run it is) may end before it starts.
 	modern := testkit.ModernRPC(t, srv.URL+"/mcp", "tok-alpha")
-	var created map[string]any
-	if e := modern.Call("tools/call", map[string]any{"name": ToolRunCode, "arguments": map[string]any{"code": "x"}}, &created); e != nil ||
-		created["resultType"] != "task" || created["taskId"] == nil || created["status"] != "working" {
-		t.Fatalf("2026-07-28 run_code: %v %+v", created, e)
-	}
-	var detailed map[string]any
-	for range 100 {
-		if e := modern.Call("tasks/get", map[string]any{"taskId": created["taskId"]}, &detailed); e != nil || detailed["resultType"] != "complete" {
-			t.Fatalf("2026-07-28 tasks/get: %v %+v", detailed, e)
+	for i := range 5 {
+		var created map[string]any
+		if e := modern.Call("tools/call", map[string]any{"name": ToolRunCode, "arguments": map[string]any{"code": "x"}}, &created); e != nil ||
+			created["resultType"] != "task" || created["taskId"] == nil || created["status"] != "working" {
+			t.Fatalf("2026-07-28 run_code: %v %+v", created, e)
 		}
-		if detailed["status"] != "working" {
-			break
+		var detailed map[string]any
+		for deadline := time.Now().Add(gate.Scaled(10 * time.Second)); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if e := modern.Call("tasks/get", map[string]any{"taskId": created["taskId"]}, &detailed); e != nil || detailed["resultType"] != "complete" {
+				t.Fatalf("2026-07-28 tasks/get: %v %+v", detailed, e)
+			}
+			if detailed["status"] != "working" {
+				break
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	result, _ := detailed["result"].(map[string]any)
-	if sc, _ := result["structuredContent"].(map[string]any); detailed["status"] != "completed" || fmt.Sprint(sc["value"]) != "7" || result["resultType"] != "complete" {
-		t.Errorf("2026-07-28 tasks/get of the completed task: %v", detailed)
+		result, _ := detailed["result"].(map[string]any)
+		if sc, _ := result["structuredContent"].(map[string]any); detailed["status"] != "completed" || fmt.Sprint(sc["value"]) != "7" || result["resultType"] != "complete" {
+			t.Errorf("2026-07-28 tasks/get of the completed task: %v", detailed)
+		}
+		task, err := led.Task(t.Context(), "alpha", created["taskId"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := led.Execution(t.Context(), task.ExecutionID); err != nil || rec.Run.ID != task.Run {
+			t.Fatalf("task %d of 2026-07-28 (Run %s) ran its program in Run %s (%v)", i, task.Run, rec.Run.ID, err)
+		}
 	}
 
 	// A call without a task is answered as before.

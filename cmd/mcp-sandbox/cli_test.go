@@ -185,11 +185,13 @@ func TestCheckA2APeer(t *testing.T) {
 	}
 }
 
-// TestDoctorQuotas: doctor reports the quotas in force, the server's and each tenant's, with
-// defaults filled, as text and as JSON.
-func TestDoctorQuotas(t *testing.T) {
+// TestDoctorQuotasAndTasks: doctor reports the quotas in force, the server's and each tenant's,
+// with defaults filled, and which clients get run_code as an MCP task, what the others get and
+// how long tasks are kept (issue 41), as text and as JSON.
+func TestDoctorQuotasAndTasks(t *testing.T) {
 	cfg := testkit.WriteConfig(t, `
 data_dir: "-"
+approvals: {retention_hours: 5}
 profiles: {default: {backend: local, isolation: process, allow_same_uid: true}}
 quotas: {max_concurrent_executions: 6}
 tenants:
@@ -204,6 +206,9 @@ tenants:
 		"server (all tenants) 6 programs at once, 1024 sessions, 8GiB stored",
 		"tenant big         5 programs at once (a run waits 10s for a slot), 7 sessions, 2GiB stored",
 		"tenant small       4 programs at once (a run waits 60s for a slot), 128 sessions, 1GiB stored",
+		"run_code as an MCP task:\n  who:     clients over streamable HTTP that ask for one (2025-11-25: a task field on tools/call; 2026-07-28: the io.modelcontextprotocol/tasks extension)",
+		"  others:  a client that does not ask, and every client over stdio, gets a plain run_code call that holds its request open until the program ends",
+		"  kept:    in this process's private ledger (no data_dir): lost when it exits, at most 5h (approvals.retention_hours)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor does not say %q:\n%s", want, out)
@@ -215,10 +220,18 @@ tenants:
 			Server  map[string]any            `json:"server"`
 			Tenants map[string]map[string]any `json:"tenants"`
 		} `json:"quotas"`
+		Tasks struct {
+			Clients, Others, Kept string
+			RetentionHours        float64 `json:"retention_hours"`
+		} `json:"tasks"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Quotas.Server["max_concurrent_executions"] != 6.0 ||
 		rep.Quotas.Tenants["small"]["max_stored_bytes"] != float64(1<<30) || rep.Quotas.Tenants["big"]["queue_seconds"] != 10.0 {
 		t.Errorf("doctor --json quotas: %v\n%s", err, out)
+	}
+	if tk := rep.Tasks; !strings.Contains(tk.Clients, "streamable HTTP") || !strings.Contains(tk.Others, "plain run_code call") ||
+		!strings.Contains(tk.Kept, "private ledger") || tk.RetentionHours != 5 {
+		t.Errorf("doctor --json tasks: %+v\n%s", tk, out)
 	}
 }
 
