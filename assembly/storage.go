@@ -242,6 +242,7 @@ func (st *Storage) background(ctx context.Context, retention, kept time.Duration
 	})
 	if kept > 0 {
 		wg.Go(func() { sweepPauses(ctx, st.Ledger, kept) })
+		wg.Go(func() { sweepTasks(ctx, st.Ledger, kept) })
 	}
 	return func() { cancel(); wg.Wait() }
 }
@@ -265,6 +266,18 @@ func everyUntilDone(ctx context.Context, interval time.Duration, pass func()) {
 		case <-t.C:
 		}
 	}
+}
+
+// sweepTasks drops, until ctx ends, the MCP tasks created longer than retention ago (a task's
+// ttl is never longer, so none of them is still read: mcpserver's tasks).
+func sweepTasks(ctx context.Context, t budget.Tasks, retention time.Duration) {
+	everyUntilDone(ctx, min(pauseSweepInterval, retention), func() {
+		if n, err := t.DropTasksBefore(ctx, time.Now().Add(-retention)); err != nil {
+			slog.Warn("task sweep failed", "err", err)
+		} else if n > 0 {
+			slog.Info("tasks swept", "removed", n)
+		}
+	})
 }
 
 // pauseSweepInterval is how often the paused calls past their retention are dropped.

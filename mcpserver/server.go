@@ -388,10 +388,16 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		res := h.execute(ctx, req, prog, env)
 		end()
-		out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
-		out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
-		return out
+		return h.render(res)
 	}), nil
+}
+
+// render is run_code's result of res, as a call or a task ends with it: what the model
+// reads, the whole report in _meta, and the images the program showed.
+func (h *handlers) render(res *execution.Result) *mcp.CallToolResult {
+	out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
+	out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
+	return out
 }
 
 // runCodeArgs are run_code's arguments: the program (its code, and whether it is a

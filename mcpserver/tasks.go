@@ -243,8 +243,6 @@ type taskListParams struct {
 type runningTasks struct {
 	mu  sync.Mutex
 	run map[string]*runningTask
-	// swept is when tasks past their retention were last dropped.
-	swept time.Time
 }
 
 type runningTask struct {
@@ -440,7 +438,6 @@ func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask 
 	now := time.Now()
 	t := budget.Task{ID: budget.NewTaskID(), Tenant: h.agent.Tenant, Agent: h.agent.Name, Run: h.runOf(req).ID,
 		Status: budget.TaskWorking, Message: "the program is starting", CreatedAt: now, UpdatedAt: now, TTL: ttl, PollInterval: taskPollInterval}
-	h.sweepTasks(ctx, now)
 	if err := h.opts.Ledger.SaveTask(ctx, t); err != nil {
 		h.log.Error("task not recorded", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task could not be recorded in the run ledger, so nothing ran"}
@@ -522,8 +519,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 	}
 	res := h.execute(ctx, req, prog, env)
 	close(watching)
-	out := renderResult(res, h.agent.CodeExecution.Budget, h.agent.Version)
-	out.Content = append(out.Content, imageContents(res, h.agent.ImageInlineBytes)...)
+	out := h.render(res)
 	h.tasks.mu.Lock()
 	cancelled := rt.cancelled
 	h.tasks.mu.Unlock()
@@ -632,26 +628,4 @@ func (h *handlers) cancelTask(ctx context.Context, _ *mcp.ServerSession, p *task
 		return &doneV2{ResultType: "complete"}, nil
 	}
 	return &taskResult{wireOfTask: wireTask(t)}, nil
-}
-
-// taskSweepEvery is how often a process drops the tasks past their retention, at a task's
-// creation.
-const taskSweepEvery = time.Minute
-
-// sweepTasks drops the tasks older than the retention, at most every taskSweepEvery.
-func (h *handlers) sweepTasks(ctx context.Context, now time.Time) {
-	h.tasks.mu.Lock()
-	due := now.Sub(h.tasks.swept) >= taskSweepEvery
-	if due {
-		h.tasks.swept = now
-	}
-	h.tasks.mu.Unlock()
-	if !due {
-		return
-	}
-	if n, err := h.opts.Ledger.DropTasksBefore(ctx, now.Add(-h.taskRetention())); err != nil {
-		h.log.Warn("task sweep failed", "err", err)
-	} else if n > 0 {
-		h.log.Info("tasks swept", "removed", n)
-	}
 }
