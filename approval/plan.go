@@ -40,7 +40,7 @@ func (a *Asking) AskPlan(ctx context.Context, store budget.Plans, p budget.Plan)
 		return d, fe
 	}
 	if d != Accepted {
-		return d, planRefusal(d)
+		return d, wholeRefusal(d, "the plan", "approve the plan", "each of its calls is asked about as usual")
 	}
 	by := ans.By
 	if by == "" {
@@ -95,26 +95,24 @@ func (a *Asking) AskSave(ctx context.Context, p SaveProposal) (by string, _ Deci
 		return "", d, fe
 	case d == Accepted:
 		return ans.By, d, nil
-	case d == Declined || d == Cancelled:
-		return "", d, failure.New(failure.Denied, "the person declined saving the program %s; nothing was saved", p.Name)
-	case d == TimedOut:
-		return "", d, failure.New(failure.ApprovalRequiredInProgram, "nobody answered the request to save the program %s in time; nothing was saved", p.Name)
 	}
-	return "", d, failure.New(failure.ApprovalRequiredInProgram, "the request to save the program %s got no answer from the host; nothing was saved", p.Name)
+	return "", d, wholeRefusal(d, "saving the program "+p.Name, "save the program "+p.Name, "nothing was saved")
 }
 
 // SaveTool is the built-in a proposal to save a program comes through (its question names it).
 const SaveTool = "save_program"
 
-// planRefusal says why a plan was not approved.
-func planRefusal(d Decision) *failure.Error {
+// wholeRefusal says why a question asked whole (askWhole) was not accepted, by decision d:
+// declined names what the person declined, request what they were asked to do, and after
+// what follows from the refusal.
+func wholeRefusal(d Decision, declined, request, after string) *failure.Error {
 	switch d {
 	case Declined, Cancelled:
-		return failure.New(failure.Denied, "the person declined the plan; each of its calls is asked about as usual")
+		return failure.New(failure.Denied, "the person declined %s; %s", declined, after)
 	case TimedOut:
-		return failure.New(failure.ApprovalRequiredInProgram, "nobody answered the request to approve the plan in time; each of its calls is asked about as usual")
+		return failure.New(failure.ApprovalRequiredInProgram, "nobody answered the request to %s in time; %s", request, after)
 	}
-	return failure.New(failure.ApprovalRequiredInProgram, "the request to approve the plan got no answer from the host; each of its calls is asked about as usual")
+	return failure.New(failure.ApprovalRequiredInProgram, "the request to %s got no answer from the host; %s", request, after)
 }
 
 // PlanView is what a person reads of a plan's effects: each numbered, with its tool and every
