@@ -111,3 +111,31 @@ func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 		t.Errorf("Execution(unknown) = %v, want ErrNotFound", err)
 	}
 }
+
+// BenchmarkExecutionLedger measures what the run ledger costs one execution as
+// execution.Execute records it through its Meter: its start, the Run's usage read for the
+// result, its end and the Run's context economy, in a Run that grows by one execution a loop.
+func BenchmarkExecutionLedger(b *testing.B, l budget.Ledger) {
+	ctx := b.Context()
+	run := budget.RunRef{Tenant: "t", ID: budget.NewID("r_")}
+	limits := budget.Limits{MaxCalls: 1 << 40}
+	c := telemetry.Context{BindingBytes: 3, ReturnedBytes: 1, KeptOutBytes: 2}
+	n := int64(0)
+	for b.Loop() {
+		n++
+		m, err := budget.Start(ctx, l, run, "", "sha256:bench", limits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := m.Usage(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.End(ctx, "completed", nil, c); err != nil {
+			b.Fatal(err)
+		}
+		got, err := m.RunContext(ctx)
+		if err != nil || got.KeptOutBytes != 2*n {
+			b.Fatalf("the Run's context after %d executions = %+v, %v", n, got, err)
+		}
+	}
+}

@@ -316,3 +316,14 @@ func BenchmarkShapeMerge(b *testing.B) {
 	defer l.Close()
 	ledgertest.BenchmarkShapeMerge(b, l)
 }
+
+// BenchmarkExecutionLedger: what the ledger costs one execution (ledgertest's), in round
+// trips to the database as much as in this process's CPU.
+func BenchmarkExecutionLedger(b *testing.B) {
+	l, err := Open(b.Context(), pgtest.Schema(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ledgertest.BenchmarkExecutionLedger(b, l)
+}

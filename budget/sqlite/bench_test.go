@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"runtime/metrics"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
+	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
@@ -93,4 +96,23 @@ func BenchmarkBindingCallRecords(b *testing.B) {
 	// The goroutines a call's records start: the finish's own (as package binding's), the
 	// batch's transaction's (database/sql's), and any the driver starts per statement.
 	b.ReportMetric(float64(created[0].Value.Uint64()-before)/float64(i), "goroutines/call")
+}
+
+// BenchmarkExecutionLedger measures what the run ledger costs one execution as the server
+// records it (ledgertest.BenchmarkExecutionLedger), with the process's CPU an execution
+// (getrusage, the ledger's goroutines included), which other load on the machine does not blur.
+func BenchmarkExecutionLedger(b *testing.B) {
+	l := benchLedger(b)
+	cpu0 := processCPU(b)
+	ledgertest.BenchmarkExecutionLedger(b, l)
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the CPU this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
