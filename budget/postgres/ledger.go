@@ -17,7 +17,6 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
-	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // DefaultLeaseTTL is how long a PostgreSQL ledger's lease lasts without renewal: a replica
@@ -195,6 +194,8 @@ var postgresSchema = []string{
 	programsSchema,
 	// 12: MCP tasks (tasks.go).
 	tasksMigration,
+	// 13: each Run's context economy kept on its row (runcontext.go).
+	runContextMigration,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes
@@ -611,18 +612,6 @@ func (p *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage,
 		return budget.Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
-}
-
-func (p *Ledger) RunContext(ctx context.Context, run budget.RunRef) (telemetry.Context, error) {
-	_ = p.Flush(ctx)
-	var c telemetry.Context
-	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(binding_bytes), 0)::bigint, coalesce(sum(returned_bytes), 0)::bigint,
-		coalesce(sum(kept_out_bytes), 0)::bigint FROM ledger_executions WHERE tenant = $1 AND run_id = $2 AND ended_at IS NOT NULL`,
-		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
-	if err != nil {
-		return telemetry.Context{}, wrapPG(err)
-	}
-	return c, nil
 }
 
 func scanPGCall(r pgx.Row) (budget.CallRecord, error) {

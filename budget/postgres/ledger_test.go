@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // openPostgres opens a ledger on dsn, closed when t ends.
@@ -305,6 +307,57 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 	if recs, err := l.Approvals(ctx, budget.RunRef{Tenant: "t", ID: "r"}); err != nil || len(recs) != 1 || recs[0].Times != 5 {
 		t.Fatalf("a summary of approvals in a migrated ledger = %+v, %v; want Times 5", recs, err)
+	}
+}
+
+// A Run's context economy is kept on its row (migration 13): a database at migration 12 gets
+// its Runs' sums from their ended executions when it is migrated, and an end written as an
+// older binary writes it (its own UPDATE of the execution, no word of the Run) counts all the
+// same, as does an end written over.
+func TestRunContextKeptOnTheRun(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.Schema(t)
+	pool, err := pgdb.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	before := slices.Index(postgresSchema, runContextMigration)
+	if _, err := pgdb.Migrate(ctx, pool, "ledger", postgresSchema[:before]); err != nil {
+		t.Fatal(err)
+	}
+	// As an older binary writes them: two ended executions of the Run, one running, one of
+	// another tenant's Run of the same id.
+	if _, err := pool.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ('t', 'r'), ('u', 'r');
+		INSERT INTO ledger_executions (id, tenant, run_id, ended_at, binding_bytes, returned_bytes, kept_out_bytes) VALUES
+			('x0', 't', 'r', now(), 1, 2, 3), ('x1', 't', 'r', now(), 10, 20, 30), ('running', 't', 'r', NULL, 5, 5, 5),
+			('y0', 'u', 'r', now(), 7, 7, 7)`); err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, dsn, nil)
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	check := func(when string, want telemetry.Context) {
+		t.Helper()
+		if c, err := l.RunContext(ctx, run); err != nil || c != want {
+			t.Fatalf("RunContext %s = %+v, %v; want %+v", when, c, err, want)
+		}
+	}
+	check("after the migration", telemetry.Context{BindingBytes: 11, ReturnedBytes: 22, KeptOutBytes: 33})
+	if _, err := pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = 'completed', binding_bytes = 100,
+		returned_bytes = 200, kept_out_bytes = 300 WHERE id = 'running'`); err != nil {
+		t.Fatal(err)
+	}
+	check("after an older binary's end", telemetry.Context{BindingBytes: 111, ReturnedBytes: 222, KeptOutBytes: 333})
+	if _, err := pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), binding_bytes = 1000, returned_bytes = 0,
+		kept_out_bytes = 1000 WHERE id = 'x0'`); err != nil {
+		t.Fatal(err)
+	}
+	check("after an end written over", telemetry.Context{BindingBytes: 1110, ReturnedBytes: 220, KeptOutBytes: 1330})
+	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "u", ID: "r"}); err != nil || c != (telemetry.Context{BindingBytes: 7, ReturnedBytes: 7, KeptOutBytes: 7}) {
+		t.Fatalf("the other tenant's Run = %+v, %v", c, err)
+	}
+	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "t", ID: "never"}); err != nil || c != (telemetry.Context{}) {
+		t.Fatalf("a Run never seen = %+v, %v", c, err)
 	}
 }
 
