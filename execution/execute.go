@@ -224,10 +224,8 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		if res.Network != nil {
 			meter.NoteNetwork(res.Network.Record())
 		}
-		if err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
+		if c, err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
 			log.Error("execution end not recorded", "err", err)
-		} else if c, err := meter.RunContext(rctx); err != nil {
-			log.Error("run context not read", "err", err)
 		} else {
 			res.Context.Run = c
 		}

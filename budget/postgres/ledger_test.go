@@ -250,7 +250,7 @@ func TestPipelinesFinishes(t *testing.T) {
 	l := openLedger(t, pgtest.Schema(t), nil)
 	ctx := t.Context()
 	run := budget.RunRef{Tenant: "t", ID: "r"}
-	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+	if _, err := l.StartExecution(ctx, run, "x", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.StartCall(ctx, budget.CallStart{ID: "c1", Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{}); err != nil {
@@ -276,7 +276,18 @@ func TestPipelinesFinishes(t *testing.T) {
 	if err := <-bad.done; !errors.Is(err, budget.ErrNotFound) {
 		t.Fatalf("unknown call's finish = %v, want ErrNotFound", err)
 	}
-	ledgertest.FinishLazilyThenFlush(t, l, "c2")
+	// An execution's start takes what is queued along too, and its usage counts it.
+	queued := queue(budget.CallFinish{ID: "c2", Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 7}})
+	if u, err := l.StartExecution(ctx, run, "x2", ""); err != nil || u != (budget.Usage{Calls: 2, TransferBytes: 40, ProducedBytes: 7}) {
+		t.Fatalf("StartExecution with a finish in its batch = %+v, %v; want 2 calls, 40 and 7 bytes", u, err)
+	}
+	if err := <-queued.done; err != nil {
+		t.Fatalf("c2's finish: %v", err)
+	}
+	if _, err := l.StartCall(ctx, budget.CallStart{ID: "c3", Run: run, ExecutionID: "x2", Tool: "s__t"}, budget.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.FinishLazilyThenFlush(t, l, "c3")
 }
 
 // TestOlderLedgerIsMigrated: a database at schema 3 gains the records' times, and a

@@ -39,10 +39,10 @@ func benchmarkExecutionReads(b *testing.B, n int) {
 	run := budget.RunRef{Tenant: "t", ID: "r"}
 	for i := range n {
 		id := fmt.Sprintf("x%d", i)
-		if err := l.StartExecution(ctx, run, id, "v"); err != nil {
+		if _, err := l.StartExecution(ctx, run, id, "v"); err != nil {
 			b.Fatal(err)
 		}
-		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: telemetry.Context{BindingBytes: 3, ReturnedBytes: 1, KeptOutBytes: 2}}); err != nil {
+		if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: telemetry.Context{BindingBytes: 3, ReturnedBytes: 1, KeptOutBytes: 2}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -66,7 +66,7 @@ func BenchmarkBindingCallRecords(b *testing.B) {
 	l := benchLedger(b)
 	ctx := b.Context()
 	run := budget.RunRef{Tenant: "t", ID: "r"}
-	if err := l.StartExecution(ctx, run, "x", "v"); err != nil {
+	if _, err := l.StartExecution(ctx, run, "x", "v"); err != nil {
 		b.Fatal(err)
 	}
 	limits := budget.Limits{MaxCalls: 1 << 40, MaxTotalBytes: 1 << 50, MaxProducedBytes: 1 << 50}
