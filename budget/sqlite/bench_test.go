@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +75,7 @@ func BenchmarkBindingCallRecords(b *testing.B) {
 	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(created)
 	before := created[0].Value.Uint64()
+	cpu0 := processCPU(b)
 	i := 0
 	for b.Loop() {
 		i++
@@ -96,6 +98,7 @@ func BenchmarkBindingCallRecords(b *testing.B) {
 	// The goroutines a call's records start: the finish's own (as package binding's), the
 	// batch's transaction's (database/sql's), and any the driver starts per statement.
 	b.ReportMetric(float64(created[0].Value.Uint64()-before)/float64(i), "goroutines/call")
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(i), "cpu-ns/op")
 }
 
 // BenchmarkExecutionLedger measures what the run ledger costs one execution as the server
@@ -115,4 +118,40 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkBindingCallRecordsConcurrent is BenchmarkBindingCallRecords with eight programs'
+// calls at once, each in an execution of its own in one Run, as eight programs of one
+// session make them: their tool_call_started records may share a commit (batch.go).
+func BenchmarkBindingCallRecordsConcurrent(b *testing.B) {
+	l := benchLedger(b)
+	ctx := b.Context()
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	limits := budget.Limits{MaxCalls: 1 << 40, MaxTotalBytes: 1 << 50, MaxProducedBytes: 1 << 50}
+	var next atomic.Int64
+	var finishing sync.WaitGroup
+	cpu0 := processCPU(b)
+	b.SetParallelism(4) // 8 goroutines on 2 Ps
+	b.RunParallel(func(pb *testing.PB) {
+		x := fmt.Sprintf("x%d", next.Add(1))
+		if _, err := l.StartExecution(ctx, run, x, "v"); err != nil {
+			b.Error(err)
+			return
+		}
+		for pb.Next() {
+			id := fmt.Sprintf("c%d", next.Add(1))
+			if _, err := l.StartCall(ctx, budget.CallStart{ID: id, Run: run, ExecutionID: x, Tool: "mock__add", ArgumentBytes: 13}, limits); err != nil {
+				b.Error(err)
+				return
+			}
+			finishing.Go(func() {
+				if err := l.FinishCallLater(ctx, budget.CallFinish{ID: id, Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 1, ProducedBytes: 60}}); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+	})
+	b.StopTimer()
+	finishing.Wait()
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }
