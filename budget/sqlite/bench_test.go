@@ -5,9 +5,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/ledgertest"
@@ -109,15 +107,6 @@ func BenchmarkExecutionLedger(b *testing.B) {
 	cpu0 := processCPU(b)
 	ledgertest.BenchmarkExecutionLedger(b, l)
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU is the CPU this process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkBindingCallRecordsConcurrent is BenchmarkBindingCallRecords with eight programs'
