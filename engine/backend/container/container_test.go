@@ -76,7 +76,10 @@ func serveUntilKilled(dir string) int {
 // slowRuntimeDelay after the runtime did, as a runtime whose monitor or removal is held up
 // would. One process: a kill of it leaves nothing behind.
 func slowRuntime(real string, args []string) int {
-	if !slices.Contains(args, "run") {
+	if len(args) > 0 && args[0] == "inspect" && os.Getenv(slowInspectEnv) != "" {
+		time.Sleep(slowInspectDelay)
+	}
+	if !slices.Contains(args, "run") || os.Getenv(slowInspectEnv) != "" {
 		err := syscall.Exec(real, append([]string{real}, args...), os.Environ())
 		fmt.Fprintln(os.Stderr, err)
 		return 125
@@ -98,6 +101,13 @@ func slowRuntime(real string, args []string) int {
 // slowRuntimeDelay is past the bound the backend ever waited for a runtime's report (10 s)
 // plus the moment a Runner gives an exit after the channel's end.
 const slowRuntimeDelay = 12 * time.Second
+
+// slowInspectEnv, set beside slowRuntimeEnv, slows the runtime's `inspect` by slowInspectDelay
+// instead of its `run`: an engine elsewhere answering slowly what ended a container.
+const slowInspectEnv = "MCP_SANDBOX_CONTAINER_TEST_SLOW_INSPECT"
+
+// slowInspectDelay is past the moment a Runner gives an exit after the channel's end.
+const slowInspectDelay = 2 * time.Second
 
 // requireContainer skips (or fails, where MCP_SANDBOX_REQUIRE names "container") unless a
 // runtime answers and the default image is present: `mcp-sandbox image build` (make
@@ -447,6 +457,38 @@ func TestOOMKillGradedWhileTheRuntimeIsSlow(t *testing.T) {
 	}
 	if cg := cgroupsOf(b.Owner()); len(cg) > 0 {
 		t.Errorf("cgroups left: %v", cg)
+	}
+}
+
+// A CPU limit's kill is graded as cpu_seconds however long the engine takes to say the kill was
+// not the OOM killer's: the channel ends only once the container's exit is known. Read before
+// that (inspect slowed past the Runner's grace, as a loaded host made it in CI), it was a child
+// that closed its channel and kept running.
+func TestCPULimitGradedWhileTheEngineIsSlowToSay(t *testing.T) {
+	real := remoteEngine(t)
+	path, err := exec.LookPath(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(t.TempDir(), "podman")
+	if err := os.Symlink(exe, slow); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(slowRuntimeEnv, path)
+	t.Setenv(slowInspectEnv, "1")
+	b := newBackend(t, container.Options{Runtime: slow, StateDir: t.TempDir()})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res := run(t, r, "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass", engine.Limits{CPUSeconds: 1})
+	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitCPU {
+		t.Fatalf("want cpu_seconds exceeded, got %+v (limit %v)", res.Failure, res.LimitHit)
 	}
 }
 
