@@ -47,18 +47,14 @@ type taskUpdateParams struct {
 // taskInput is the question task t's program waits on now, as its input request: none when
 // it was answered meanwhile (the status catches up at once) or is no longer open.
 func (h *handlers) taskInput(ctx context.Context, t budget.Task) (inputRequests, error) {
-	pending, err := h.opts.Ledger.PendingPauses(ctx)
+	open, err := h.room.Open(ctx, t.Tenant, taskQuestions(t.ID))
 	if err != nil {
 		return nil, h.taskStoreError(err)
 	}
 	in := inputRequests{}
-	now := time.Now()
-	for _, p := range pending {
-		if p.Tenant == t.Tenant && p.Run == taskQuestions(t.ID) && now.Before(p.Expires) {
-			q := approval.QuestionOf(p)
-			in[q.ID] = inputRequest{Method: "elicitation/create",
-				Params: &mcp.ElicitParams{Mode: "form", Message: q.Message(), RequestedSchema: approvalSchema}}
-		}
+	for _, q := range open {
+		in[q.ID] = inputRequest{Method: "elicitation/create",
+			Params: &mcp.ElicitParams{Mode: "form", Message: q.Message(), RequestedSchema: approvalSchema}}
 	}
 	return in, nil
 }

@@ -127,7 +127,9 @@ func TestTaskInputByUpdate(t *testing.T) {
 	}
 
 	task, q := asked()
+	other, oq := asked() // both wait at once: each task shows its own question only
 	refused("an unknown request id", update(alpha, task, map[string]any{"q_unknown": map[string]any{"action": "accept"}}), `has no input request "q_unknown"`)
+	refused("another task's request id", update(alpha, task, map[string]any{oq: map[string]any{"action": "accept"}}), `has no input request "`+oq+`"`)
 	refused("no answer", update(alpha, task, map[string]any{q: map[string]any{"action": "maybe"}}), "accept, decline or cancel")
 	refused("another tenant", update(beta, task, map[string]any{q: map[string]any{"action": "accept"}}), "task not found")
 	if st := get(task).Status; st != "input_required" || wiped.Load() != 0 {
@@ -141,11 +143,10 @@ func TestTaskInputByUpdate(t *testing.T) {
 	}
 	refused("a stale request id", update(alpha, task, map[string]any{q: map[string]any{"action": "accept"}}), "answered already (accepted")
 
-	task, q = asked()
-	if e := update(alpha, task, map[string]any{q: map[string]any{"action": "decline"}}); e != nil {
+	if e := update(alpha, other, map[string]any{oq: map[string]any{"action": "decline"}}); e != nil {
 		t.Fatalf("tasks/update declining: %+v", e)
 	}
-	if d := await(task, "completed"); d.Result.StructuredContent.Value != "denied" || wiped.Load() != 1 {
+	if d := await(other, "completed"); d.Result.StructuredContent.Value != "denied" || wiped.Load() != 1 {
 		t.Errorf("declined through the task: %+v, wipe ran %d times in all; want denied, and still once", d, wiped.Load())
 	}
 }
