@@ -1,15 +1,11 @@
 package mcpserver
 
 import (
-	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
-	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -18,22 +14,12 @@ import (
 // task of the tasks extension whose program calls a tool needing approval goes input_required,
 // tasks/get showing the question as its input request keyed by the approval id; tasks/update
 // accepting it completes the task with the call run once; a declining answer denies the call,
-// and the program sees the denial. An answer for an unknown request id, one already answered,
-// one that is no answer, and one from another tenant are refused with the reason, and change
+// and the program sees the denial. With two tasks waiting at once each shows its own question
+// only. An answer for an unknown request id, for another task's, one already answered, one
+// that is no answer, and one from another tenant are refused with the reason, and change
 // nothing.
 func TestTaskInputByUpdate(t *testing.T) {
-	f, wiped := approvalUpstream(t)
-	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
-		if r := ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"p"}`)); r.Kind != "" {
-			return ok(`"`+string(r.Kind)+`"`)(ctx, ex)
-		}
-		return ok(`"wiped"`)(ctx, ex)
-	}}
-	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { led.Close() })
+	f, wiped, sb, led := wipingTasks(t)
 	var agents []Agent
 	for _, tenant := range []string{"alpha", "beta"} {
 		agents = append(agents, Agent{Tenant: tenant, Name: "a", Upstreams: f.upstreams(true), CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}})
