@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
@@ -14,23 +15,31 @@ import (
 // task of the tasks extension whose program calls a tool needing approval goes input_required,
 // tasks/get showing the question as its input request keyed by the approval id; tasks/update
 // accepting it completes the task with the call run once; a declining answer denies the call,
-// and the program sees the denial. With two tasks waiting at once each shows its own question
-// only. An answer for an unknown request id, for another task's, one already answered, one
+// and the program sees the denial, though given on another replica on the ledger. With two
+// tasks waiting at once each shows its own question only. An answer for an unknown request id, for another task's, one already answered, one
 // that is no answer, and one from another tenant are refused with the reason, and change
 // nothing.
 func TestTaskInputByUpdate(t *testing.T) {
-	f, wiped, sb, led := wipingTasks(t)
+	dir := t.TempDir()
+	f, wiped, sb, led := wipingTasks(t, dir)
 	var agents []Agent
 	for _, tenant := range []string{"alpha", "beta"} {
 		agents = append(agents, Agent{Tenant: tenant, Name: "a", Upstreams: f.upstreams(true), CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}})
 	}
-	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: agents, Loopback: true,
-		Authenticate: func(tok string) (string, bool) {
-			return strings.TrimPrefix(tok, "tok-"), strings.HasPrefix(tok, "tok-")
-		},
-		Server: &Options{Logger: discard(), Drain: drainAtCleanup(t), Ledger: led, PausePoll: 50 * time.Millisecond}, Logger: discard()}))
-	t.Cleanup(srv.Close)
-	alpha, beta := testkit.ModernRPC(t, srv.URL+"/mcp", "tok-alpha"), testkit.ModernRPC(t, srv.URL+"/mcp", "tok-beta")
+	// Two replicas on one ledger: the programs run on the first.
+	serve := func(led *sqlite.Ledger) string {
+		srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: agents, Loopback: true,
+			Authenticate: func(tok string) (string, bool) {
+				return strings.TrimPrefix(tok, "tok-"), strings.HasPrefix(tok, "tok-")
+			},
+			Server: &Options{Logger: discard(), Drain: drainAtCleanup(t), Ledger: led, PausePoll: 50 * time.Millisecond}, Logger: discard()}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/mcp"
+	}
+	led2 := openLedger(t, dir)
+	t.Cleanup(func() { led2.Close() })
+	url, replica := serve(led), serve(led2)
+	alpha, beta, there := testkit.ModernRPC(t, url, "tok-alpha"), testkit.ModernRPC(t, url, "tok-beta"), testkit.ModernRPC(t, replica, "tok-alpha")
 
 	type detailed struct {
 		Status        string `json:"status"`
@@ -49,19 +58,19 @@ func TestTaskInputByUpdate(t *testing.T) {
 			} `json:"structuredContent"`
 		} `json:"result"`
 	}
-	get := func(id string) detailed {
+	get := func(s *testkit.RPC, id string) detailed {
 		t.Helper()
 		var d detailed
-		if e := alpha.Call("tasks/get", map[string]any{"taskId": id}, &d); e != nil {
+		if e := s.Call("tasks/get", map[string]any{"taskId": id}, &d); e != nil {
 			t.Fatalf("tasks/get: %+v", e)
 		}
 		return d
 	}
-	await := func(id, status string) detailed {
+	await := func(s *testkit.RPC, id, status string) detailed {
 		t.Helper()
 		deadline := time.Now().Add(gate.Scaled(10 * time.Second))
 		for {
-			d := get(id)
+			d := get(s, id)
 			if d.Status == status {
 				return d
 			}
@@ -71,8 +80,9 @@ func TestTaskInputByUpdate(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	// asked starts a task and returns its id and the id of the question it waits on.
-	asked := func() (task, question string) {
+	// asked starts a task and returns its id and the id of the question it waits on, as s
+	// reads it.
+	asked := func(s *testkit.RPC) (task, question string) {
 		t.Helper()
 		var created map[string]any
 		if e := alpha.Call("tools/call", map[string]any{"name": ToolRunCode, "arguments": map[string]any{"code": "x"}}, &created); e != nil ||
@@ -80,7 +90,7 @@ func TestTaskInputByUpdate(t *testing.T) {
 			t.Fatalf("run_code as a task: %v %+v", created, e)
 		}
 		task = created["taskId"].(string)
-		d := await(task, "input_required")
+		d := await(s, task, "input_required")
 		if len(d.InputRequests) != 1 {
 			t.Fatalf("input_required without one input request: %+v", d)
 		}
@@ -112,27 +122,29 @@ func TestTaskInputByUpdate(t *testing.T) {
 		}
 	}
 
-	task, q := asked()
-	other, oq := asked() // both wait at once: each task shows its own question only
+	task, q := asked(alpha)
+	// Both wait at once, each showing its own question only, on either replica.
+	other, oq := asked(there)
 	refused("an unknown request id", update(alpha, task, map[string]any{"q_unknown": map[string]any{"action": "accept"}}), `has no input request "q_unknown"`)
 	refused("another task's request id", update(alpha, task, map[string]any{oq: map[string]any{"action": "accept"}}), `has no input request "`+oq+`"`)
 	refused("no answer", update(alpha, task, map[string]any{q: map[string]any{"action": "maybe"}}), "accept, decline or cancel")
 	refused("another tenant", update(beta, task, map[string]any{q: map[string]any{"action": "accept"}}), "task not found")
-	if st := get(task).Status; st != "input_required" || wiped.Load() != 0 {
+	if st := get(alpha, task).Status; st != "input_required" || wiped.Load() != 0 {
 		t.Fatalf("refused answers changed the task (%s) or ran the call (%d)", st, wiped.Load())
 	}
 	if e := update(alpha, task, map[string]any{q: map[string]any{"action": "accept"}}); e != nil {
 		t.Fatalf("tasks/update accepting: %+v", e)
 	}
-	if d := await(task, "completed"); d.Result.StructuredContent.Value != "wiped" || wiped.Load() != 1 {
+	if d := await(alpha, task, "completed"); d.Result.StructuredContent.Value != "wiped" || wiped.Load() != 1 {
 		t.Errorf("accepted through the task: %+v, wipe ran %d times; want wiped, once", d, wiped.Load())
 	}
 	refused("a stale request id", update(alpha, task, map[string]any{q: map[string]any{"action": "accept"}}), "answered already (accepted")
 
-	if e := update(alpha, other, map[string]any{oq: map[string]any{"action": "decline"}}); e != nil {
+	// Declined on the other replica: the program, running on the first, hears it.
+	if e := update(there, other, map[string]any{oq: map[string]any{"action": "decline"}}); e != nil {
 		t.Fatalf("tasks/update declining: %+v", e)
 	}
-	if d := await(other, "completed"); d.Result.StructuredContent.Value != "denied" || wiped.Load() != 1 {
+	if d := await(there, other, "completed"); d.Result.StructuredContent.Value != "denied" || wiped.Load() != 1 {
 		t.Errorf("declined through the task: %+v, wipe ran %d times in all; want denied, and still once", d, wiped.Load())
 	}
 }
