@@ -34,7 +34,8 @@ import (
 // extension (SEP-2663): it declares the extension in its request's client capabilities, the
 // server its own in server/discover, and the answers take that revision's shapes (a result of
 // resultType "task", tasks/get's detailed task with its result inline, tasks/cancel's empty
-// result): taskGeneration picks them per request.
+// result): modernRequest picks them per request. A question of its program goes through the
+// task, answered by tasks/update (taskinput.go).
 //
 // go-sdk implements no tasks: the task methods are custom methods of its server (they pass
 // its middleware like any other), and what its wire types cannot carry (the task field of a
