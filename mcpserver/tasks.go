@@ -34,7 +34,8 @@ import (
 // extension (SEP-2663): it declares the extension in its request's client capabilities, the
 // server its own in server/discover, and the answers take that revision's shapes (a result of
 // resultType "task", tasks/get's detailed task with its result inline, tasks/cancel's empty
-// result): taskGeneration picks them per request.
+// result): modernRequest picks them per request. A question of its program goes through the
+// task, answered by tasks/update (taskinput.go).
 //
 // go-sdk implements no tasks: the task methods are custom methods of its server (they pass
 // its middleware like any other), and what its wire types cannot carry (the task field of a
@@ -129,6 +130,7 @@ type taskV2 struct {
 	LastUpdatedAt  string          `json:"lastUpdatedAt"`
 	TTLMs          *int64          `json:"ttlMs"`
 	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
+	InputRequests  inputRequests   `json:"inputRequests,omitempty"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	Error          *jsonrpc.Error  `json:"error,omitempty"`
 	ResultType     string          `json:"resultType"`
@@ -249,9 +251,9 @@ type runningTask struct {
 	cancel    context.CancelFunc
 	cancelled bool // by tasks/cancel (guarded by runningTasks.mu)
 	done      chan struct{}
-	// asking names the tool whose approval the program waits for, while it does: the task is
-	// input_required meanwhile (taskAsker).
-	asking atomic.Pointer[string]
+	// asking is the question the program waits on, while it does: the task is input_required
+	// meanwhile (taskAsker).
+	asking atomic.Pointer[approval.Question]
 	// wake is poked when asking changes, so the status is written at once.
 	wake chan struct{}
 	// execution is the program's execution id once it started: its calls so far are counted
@@ -259,23 +261,36 @@ type runningTask struct {
 	execution atomic.Pointer[string]
 }
 
-// taskAsker is a task's approval.Asker: the session's (elicitation, as for any call of
-// 2025-11-25), with the task input_required while a question is put. An answer from another
-// path (the operator route) reaches the program through the approval Room as ever.
+// taskAsker is a task's approval.Asker, the task input_required while a question is put: in
+// revision 2025-11-25 the question goes by elicitation on the session (via), as for any call
+// of it; in the tasks extension (via nil) through the task itself, as its input request
+// (taskinput.go), answered by tasks/update on any process. An answer from another path (the
+// operator route) reaches the program through the approval Room as ever.
 type taskAsker struct {
-	approval.Asker
-	rt *runningTask
+	via approval.Asker
+	rt  *runningTask
+}
+
+func (a taskAsker) CanAsk() (bool, string) {
+	if a.via == nil {
+		return true, ""
+	}
+	return a.via.CanAsk()
 }
 
 func (a taskAsker) Ask(ctx context.Context, q approval.Question) (approval.Answer, error) {
-	tool := q.Tool
-	a.rt.asking.Store(&tool)
+	a.rt.asking.Store(&q)
 	a.rt.poke()
 	defer func() {
 		a.rt.asking.Store(nil)
 		a.rt.poke()
 	}()
-	return a.Asker.Ask(ctx, q)
+	if a.via == nil {
+		// Its answer reaches the Room (tasks/update, the operator route), which withdraws it.
+		<-ctx.Done()
+		return approval.Answer{}, ctx.Err()
+	}
+	return a.via.Ask(ctx, q)
 }
 
 // poke wakes the task's status writer, if it is not awake already.
@@ -318,10 +333,21 @@ func (h *handlers) addTaskMethods(s *mcp.Server) {
 			return nil, err
 		}
 		if modernTask(ctx) {
-			return &taskV2Result{taskV2: extensionTask(t, "complete")}, nil
+			v := extensionTask(t, "complete")
+			if t.Status == budget.TaskInputRequired {
+				if v.InputRequests, err = h.taskInput(ctx, t); err != nil {
+					return nil, err
+				}
+				if len(v.InputRequests) == 0 {
+					// Answered, and the program goes on: its status is written at once.
+					v.Status = string(budget.TaskWorking)
+				}
+			}
+			return &taskV2Result{taskV2: v}, nil
 		}
 		return &taskResult{wireOfTask: wireTask(t)}, nil
 	}))
+	must(mcp.AddReceivingCustomMethod(s, "tasks/update", h.updateTask))
 	must(mcp.AddReceivingCustomMethod(s, "tasks/result", h.taskResult))
 	must(mcp.AddReceivingCustomMethod(s, "tasks/cancel", h.cancelTask))
 	must(mcp.AddReceivingCustomMethod(s, "tasks/list", func(ctx context.Context, _ *mcp.ServerSession, _ *taskListParams) (*taskListResult, error) {
@@ -467,13 +493,14 @@ func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask 
 	h.tasks.run[t.ID] = rt
 	h.tasks.mu.Unlock()
 	h.log.Info("task started", "task", t.ID, "run", t.Run)
-	go h.runTask(tctx, end, req, prog, t, rt)
+	go h.runTask(tctx, end, req, prog, t, rt, modern)
 	return created()
 }
 
 // runTask runs the task's program and writes its end; meanwhile it writes how it goes each
-// poll interval and carries out a cancel another process recorded.
-func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolRequest, prog execution.Program, t budget.Task, rt *runningTask) {
+// poll interval and carries out a cancel another process recorded. modern: the task is the
+// extension's, whose questions are put through the task.
+func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolRequest, prog execution.Program, t budget.Task, rt *runningTask, modern bool) {
 	defer end()
 	defer close(rt.done)
 	defer func() {
@@ -494,8 +521,8 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-rt.wake:
 			}
 			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)", time.Since(start).Seconds(), h.callsSoFar(ctx, rt))
-			if tool := rt.asking.Load(); tool != nil {
-				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s", *tool)
+			if q := rt.asking.Load(); q != nil {
+				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s (approval %s)", q.Tool, q.ID)
 			}
 			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, status, msg, nil)
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
@@ -507,12 +534,17 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			}
 		}
 	}()
-	env := callEnv{asking: h.asking(req, taskAsker{Asker: elicitationOf(req), rt: rt}, ""), run: budget.RunRef{Tenant: t.Tenant, ID: t.Run}, started: func(executionID string) {
+	asker := taskAsker{via: elicitationOf(req), rt: rt}
+	if modern {
+		asker.via = nil
+	}
+	env := callEnv{asking: h.asking(req, asker, ""), run: budget.RunRef{Tenant: t.Tenant, ID: t.Run}, started: func(executionID string) {
 		rt.execution.Store(&executionID)
 		if err := h.opts.Ledger.SetTaskExecution(context.WithoutCancel(ctx), t.Tenant, t.ID, executionID); err != nil {
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
 		}
 	}}
+	env.asking.Run = taskQuestions(t.ID) // a task's questions are kept under it (taskinput.go)
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal
