@@ -104,8 +104,9 @@ type Program struct {
 	// Rehearse makes the execution a rehearsal (docs/design.md §22): calls of tools that are
 	// not read-only are listed, not made, and the list is put to the person as one plan.
 	Rehearse bool
-	// Progress, when set, is called from time to time while the program runs.
-	Progress func(elapsedSeconds float64)
+	// Progress, when set, is called about once a second while the program runs (see
+	// engine.Execution's Progress).
+	Progress func(elapsedSeconds float64, stdout *outputs.Capture)
 	// Started, when set, is told the execution's id once it is recorded (mcpserver's tasks
 	// keep it, to say what a program lost with its server had done).
 	Started func(executionID string)

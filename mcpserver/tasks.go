@@ -257,6 +257,8 @@ type runningTask struct {
 	// execution is the program's execution id once it started: its calls so far are counted
 	// from the ledger for the status message.
 	execution atomic.Pointer[string]
+	// output is its output so far, for the status message (taskprogress.go).
+	output partialOutput
 }
 
 // taskAsker is a task's approval.Asker: the session's (elicitation, as for any call of
@@ -482,8 +484,9 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 		h.tasks.mu.Unlock()
 	}()
 	start := time.Now()
-	watching := make(chan struct{})
+	watching, watched := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(watched)
 		tick := time.NewTicker(t.PollInterval)
 		defer tick.Stop()
 		for {
@@ -493,7 +496,8 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-tick.C:
 			case <-rt.wake:
 			}
-			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)", time.Since(start).Seconds(), h.callsSoFar(ctx, rt))
+			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)%s", time.Since(start).Seconds(),
+				h.callsSoFar(ctx, rt), h.outputSoFar(context.WithoutCancel(ctx), &rt.output))
 			if tool := rt.asking.Load(); tool != nil {
 				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s", *tool)
 			}
@@ -513,12 +517,15 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
 		}
 	}}
+	env.progress = rt.output.progress
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal
 	}
 	res := h.execute(ctx, req, prog, env)
 	close(watching)
+	<-watched
+	h.dropPartials(context.WithoutCancel(ctx), &rt.output)
 	out := h.render(res)
 	h.tasks.mu.Lock()
 	cancelled := rt.cancelled
