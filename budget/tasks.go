@@ -70,7 +70,9 @@ type Tasks interface {
 	ListTasks(ctx context.Context, tenant, agent string, limit int) ([]Task, error)
 	// UpdateTask sets a task's status, message and (when not nil) result, unless it is
 	// terminal already: then ErrAlreadyFinished, with the task as it stands. ErrNotFound for
-	// an unknown one.
+	// an unknown one. One terminal task takes its result still: one cancelled with none (a
+	// tasks/cancel another process recorded) is given its result, with status cancelled, by
+	// the process that ran it (its owner), once.
 	UpdateTask(ctx context.Context, tenant, id string, status TaskStatus, message string, result json.RawMessage) (Task, error)
 	// SetTaskExecution records the execution a task's program runs as.
 	SetTaskExecution(ctx context.Context, tenant, id, executionID string) error

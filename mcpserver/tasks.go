@@ -150,7 +150,8 @@ type doneV2 struct {
 // created it, "complete" a task method. A run_code result, failed program or not, is the
 // task's completed result (its isError says the rest); a task lost with its server, or ended
 // without a result, is failed, with the reason and (lost) the result saying what it had done
-// as the error's data.
+// as the error's data; a cancelled one carries its result (what the program had done) once
+// the process that ran it has written it.
 func extensionTask(t budget.Task, resultType string) taskV2 {
 	w := wireTask(t)
 	v := taskV2{TaskID: w.TaskID, Status: w.Status, StatusMessage: w.StatusMessage, CreatedAt: w.CreatedAt,
@@ -168,6 +169,10 @@ func extensionTask(t budget.Task, resultType string) taskV2 {
 	case t.Status == budget.TaskFailed:
 		// Lost with its server (what it had done is the error's data), or ended with no result.
 		v.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: t.Message, Data: t.Result}
+	case t.Status == budget.TaskCancelled && t.Result != nil:
+		// What the program had done when it was killed: SEP-2663's cancelled task has no
+		// result, and a client that reads it strictly drops it.
+		v.Result = withResultType(t.Result)
 	}
 	return v
 }
@@ -375,16 +380,17 @@ func (h *handlers) task(ctx context.Context, id string) (budget.Task, error) {
 		return t, h.taskStoreError(err)
 	}
 	if t.Status == budget.TaskFailed && t.Result == nil {
-		t.Result = h.lostResult(ctx, t)
+		t.Result = h.lostResult(ctx, t, failure.Internal)
 	}
 	return t, nil
 }
 
 // lostResult is the result of a task whose program was lost with the server running it
-// (Recover failed it): failed, and what it had done, from the ledger's records of its calls;
-// a call in flight then reads unknown. It never ran again.
-func (h *handlers) lostResult(ctx context.Context, t budget.Task) json.RawMessage {
-	m := &ModelResult{Failure: &engine.Failure{Kind: failure.Internal, Message: t.Message, Executed: true}}
+// (Recover failed it; kind internal), or whose end that server never wrote after a cancel
+// another recorded (kind cancelled): what it had done, from the ledger's records of its
+// calls; a call in flight then reads unknown. It never ran again.
+func (h *handlers) lostResult(ctx context.Context, t budget.Task, kind failure.Kind) json.RawMessage {
+	m := &ModelResult{Failure: &engine.Failure{Kind: kind, Message: t.Message, Executed: true}}
 	if t.ExecutionID != "" {
 		calls, err := h.opts.Ledger.Calls(ctx, budget.RunRef{Tenant: t.Tenant, ID: t.Run})
 		if err != nil {
@@ -532,7 +538,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 	h.tasks.mu.Unlock()
 	switch {
 	case cancelled:
-		h.endTask(t, budget.TaskCancelled, "cancelled: the program's processes were killed", out)
+		h.endTask(t, budget.TaskCancelled, cancelledMessage, out)
 	case out.IsError:
 		h.endTask(t, budget.TaskFailed, "the program failed", out)
 	default:
@@ -554,8 +560,17 @@ func (h *handlers) callsSoFar(ctx context.Context, rt *runningTask) string {
 	return fmt.Sprintf(", calls made so far: %d", rec.Usage.Calls)
 }
 
-// endTask writes a task's end, unless it ended already (a cancel recorded by another
-// process: it stands).
+// cancelledMessage is a cancelled task's status message once its end is written.
+const cancelledMessage = "cancelled: the program's processes were killed"
+
+// cancelledResultWait bounds how long tasks/result waits for the result of a task cancelled
+// with none yet, which the process running it writes once it has killed the program (within
+// a poll interval, and the end's recording): past it, the ledger's records of its calls make
+// its result (lostResult), as for a task whose server is gone.
+const cancelledResultWait = 30 * time.Second
+
+// endTask writes a task's end, unless it ended already; a cancel recorded by another process
+// stands, and this is its result.
 func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, out *mcp.CallToolResult) {
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -564,7 +579,13 @@ func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), execution.RecordTimeout)
 	defer cancel()
-	if _, err := h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, msg, b); err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
+	cur, err := h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, msg, b)
+	if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled && cur.Result == nil {
+		// Cancelled by another process, which has no result to give: this is it.
+		status = budget.TaskCancelled
+		_, err = h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, cancelledMessage, b)
+	}
+	if err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
 		h.log.Error("task end not recorded", "task", t.ID, "err", err)
 	}
 	h.log.Info("task ended", "task", t.ID, "status", string(status))
@@ -573,12 +594,21 @@ func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, 
 // taskResult answers tasks/result: the tools/call result once the task has ended, waiting
 // for it while it goes on.
 func (h *handlers) taskResult(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskPayload, error) {
+	var cancelledSince time.Time
 	for {
 		t, err := h.task(ctx, p.TaskID)
 		if err != nil {
 			return nil, err
 		}
-		if t.Status.Terminal() {
+		if t.Status == budget.TaskCancelled && t.Result == nil {
+			if cancelledSince.IsZero() {
+				cancelledSince = time.Now()
+			}
+			if time.Since(cancelledSince) >= cancelledResultWait {
+				t.Result = h.lostResult(ctx, t, failure.Cancelled)
+			}
+		}
+		if t.Status.Terminal() && (t.Result != nil || t.Status != budget.TaskCancelled) {
 			if t.Result == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s was %s with no result", t.ID, t.Status)}
 			}

@@ -50,6 +50,21 @@ func contractTasks(t *testing.T, l budget.Ledger) {
 			t.Fatal(err)
 		}
 	}
+	// Cancelled with no result (by another process): its owner gives it its result, once.
+	if _, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCancelled, "cancelled", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCompleted, "", result); !errors.Is(err, budget.ErrAlreadyFinished) || got.Result != nil {
+		t.Errorf("a cancelled task completed: %+v, %v", got, err)
+	}
+	if got, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCancelled, "cancelled: killed", result); err != nil ||
+		got.Status != budget.TaskCancelled || string(got.Result) != string(result) || got.Message != "cancelled: killed" {
+		t.Errorf("the cancelled task's result from its owner: %+v, %v", got, err)
+	}
+	if got, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCancelled, "again", json.RawMessage(`{}`)); !errors.Is(err, budget.ErrAlreadyFinished) ||
+		string(got.Result) != string(result) {
+		t.Errorf("a cancelled task's result changed again: %+v, %v", got, err)
+	}
 	list, err := l.ListTasks(ctx, "alpha", "a", 10)
 	if err != nil || len(list) != 2 || list[0].ID != newer.ID || list[1].ID != task.ID {
 		t.Errorf("ListTasks = %+v, %v; want alpha's two, newest first", list, err)

@@ -80,7 +80,9 @@ func (p *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 		res = &r
 	}
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_tasks SET status = $3, message = $4, result = coalesce($5, result), updated_at = clock_timestamp()
-		WHERE tenant = $1 AND id = $2 AND status IN ('working', 'input_required')`, tenant, id, string(status), message, res)
+		WHERE tenant = $1 AND id = $2 AND (status IN ('working', 'input_required')
+			OR (status = 'cancelled' AND $3 = 'cancelled' AND result IS NULL AND $5::text IS NOT NULL AND owner = $6))`,
+		tenant, id, string(status), message, res, p.owner)
 	if err != nil {
 		return budget.Task{}, wrapPG(err)
 	}

@@ -77,8 +77,10 @@ func (s *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 	if result != nil {
 		res = string(result)
 	}
-	n, err := s.affect(ctx, `UPDATE tasks SET status = ?, message = ?, result = coalesce(?, result), updated_at = ?
-		WHERE tenant = ? AND id = ? AND status IN ('working', 'input_required')`, string(status), message, res, now(), tenant, id)
+	n, err := s.affect(ctx, `UPDATE tasks SET status = ?1, message = ?2, result = coalesce(?3, result), updated_at = ?4
+		WHERE tenant = ?5 AND id = ?6 AND (status IN ('working', 'input_required')
+			OR (status = 'cancelled' AND ?1 = 'cancelled' AND result IS NULL AND ?3 IS NOT NULL AND owner = ?7))`,
+		string(status), message, res, now(), tenant, id, s.lock.ID())
 	if err != nil {
 		return budget.Task{}, err
 	}
