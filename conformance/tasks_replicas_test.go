@@ -66,7 +66,8 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	cancelAcross(t, start, on2, session2, r2.name)
 
 	// r1 killed while its task's program waits on the upstream.
-	lost := start("await support__lookup(sku=\"before\")\nawait support__slow(seconds=600)")
+	lost := start("await support__lookup(sku=\"before\")\ntry:\n    await call_tool(\"support__class\", {})\nexcept Exception:\n    pass\n" +
+		"await support__slow(seconds=600)")
 	if !waitFor(60*time.Second, func() bool { return c.mockCounts(t)["slow"] == 1 }) {
 		t.Fatalf("the slow call never reached the mock: %v", c.mockCounts(t))
 	}
@@ -173,7 +174,9 @@ func cancelAcross(t *testing.T, start func(string) string, on, session *testkit.
 }
 
 // readLost polls the task lost (its server killed mid-call) on the replica named name until it
-// ends, and checks it reads failed with what its program had done: lookup ok, slow unknown.
+// ends, and checks it reads failed with what its program had done, as its live result would
+// list it: lookup ok, class denied by the policy (which the ledger's call records lack), slow
+// unknown.
 func readLost(t *testing.T, on *testkit.RPC, name, lost string) {
 	t.Helper()
 	var detailed map[string]any
@@ -189,8 +192,10 @@ func readLost(t *testing.T, on *testkit.RPC, name, lost string) {
 		Data struct {
 			StructuredContent struct {
 				ToolCalls []struct {
+					Seq     int    `json:"seq"`
 					Tool    string `json:"tool"`
 					Outcome string `json:"outcome"`
+					Kind    string `json:"kind"`
 				} `json:"tool_calls"`
 			} `json:"structuredContent"`
 		} `json:"data"`
@@ -198,8 +203,9 @@ func readLost(t *testing.T, on *testkit.RPC, name, lost string) {
 	b, _ := json.Marshal(detailed["error"])
 	_ = json.Unmarshal(b, &lostErr)
 	calls := lostErr.Data.StructuredContent.ToolCalls
-	if detailed["status"] != "failed" || len(calls) != 2 || calls[0].Tool != "support__lookup" || calls[0].Outcome != "ok" ||
-		calls[1].Tool != "support__slow" || calls[1].Outcome != "unknown" {
+	if detailed["status"] != "failed" || len(calls) != 3 || calls[0].Tool != "support__lookup" || calls[0].Outcome != "ok" ||
+		calls[1].Tool != "support__class" || calls[1].Outcome != "denied" || calls[1].Kind != "denied" ||
+		calls[2].Tool != "support__slow" || calls[2].Outcome != "unknown" || calls[2].Seq != 3 {
 		t.Errorf("the lost task reads on %s %v", name, detailed)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
 	"github.com/mcp-sandbox/mcp-sandbox/outputs"
@@ -274,6 +275,8 @@ type callEnv struct {
 	progress func(elapsedSeconds float64, stdout *outputs.Capture)
 	// started is told the execution's id (execution.Program.Started): a task's.
 	started func(executionID string)
+	// calls is handed the execution's bindings (execution.Program.Calls): a task's.
+	calls func(x *binding.Execution)
 	// run is the Run the program runs in; zero: the request's (runOf). A task's is fixed when
 	// the task is created: its request's throwaway session may end before the program starts,
 	// and runOf would then give a new Run, not the task's.

@@ -264,6 +264,10 @@ type runningTask struct {
 	execution atomic.Pointer[string]
 	// output is its output so far, for the status message (taskprogress.go).
 	output partialOutput
+	// calls are its program's bindings once they exist, whose calls so far are noted on the
+	// task (taskcalls.go); noted is the last note written (the status writer's own).
+	calls atomic.Pointer[binding.Execution]
+	noted []byte
 }
 
 // taskAsker is a task's approval.Asker: the session's (elicitation, as for any call of
@@ -387,26 +391,13 @@ func (h *handlers) task(ctx context.Context, id string) (budget.Task, error) {
 
 // lostResult is the result of a task whose program was lost with the server running it
 // (Recover failed it; kind internal), or whose end that server never wrote after a cancel
-// another recorded (kind cancelled): what it had done, from the ledger's records of its
-// calls; a call in flight then reads unknown. It never ran again.
+// another recorded (kind cancelled): what it had done, as that server last noted it and the
+// ledger's records of its calls since (lostCalls); a call in flight then reads unknown. It
+// never ran again.
 func (h *handlers) lostResult(ctx context.Context, t budget.Task, kind failure.Kind) json.RawMessage {
 	m := &ModelResult{Failure: &engine.Failure{Kind: kind, Message: t.Message, Executed: true}}
 	if t.ExecutionID != "" {
-		calls, err := h.opts.Ledger.Calls(ctx, budget.RunRef{Tenant: t.Tenant, ID: t.Run})
-		if err != nil {
-			h.log.Warn("a lost task's calls not read", "task", t.ID, "err", err)
-		}
-		seq := 0
-		for _, c := range calls {
-			if c.ExecutionID != t.ExecutionID {
-				continue
-			}
-			seq++
-			m.ToolCalls = append(m.ToolCalls, calledAs(seq, c))
-		}
-		if n := len(m.ToolCalls) - binding.ShownCalls; n > 0 {
-			m.ToolCalls, m.ToolCallsOmitted = m.ToolCalls[n:], n
-		}
+		m.ToolCalls, m.ToolCallsOmitted = h.lostCalls(ctx, t)
 	}
 	b, err := json.Marshal(&mcp.CallToolResult{IsError: true, StructuredContent: m, Content: []mcp.Content{&mcp.TextContent{Text: RenderText(m)}}})
 	if err != nil {
@@ -507,6 +498,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			if tool := rt.asking.Load(); tool != nil {
 				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s", *tool)
 			}
+			h.noteCalls(context.WithoutCancel(ctx), t, rt) // first: a status read says what is noted
 			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, status, msg, nil)
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
 				h.tasks.mu.Lock()
@@ -524,6 +516,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 		}
 	}}
 	env.progress = rt.output.progress
+	env.calls = func(x *binding.Execution) { rt.calls.Store(x) }
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal

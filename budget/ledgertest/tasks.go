@@ -35,6 +35,13 @@ func contractTasks(t *testing.T, l budget.Ledger) {
 	if got, err := l.UpdateTask(ctx, "alpha", task.ID, budget.TaskWorking, "running for 3s", nil); err != nil || got.Message != "running for 3s" {
 		t.Errorf("UpdateTask(working) = %+v, %v", got, err)
 	}
+	calls := json.RawMessage(`{"tool_calls":[]}`)
+	if err := l.SetTaskCalls(ctx, "alpha", task.ID, calls); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Task(ctx, "alpha", task.ID); err != nil || string(got.Calls) != string(calls) {
+		t.Errorf("a task's calls so far: %+v, %v", got, err)
+	}
 	result := json.RawMessage(`{"content":[]}`)
 	if got, err := l.UpdateTask(ctx, "alpha", task.ID, budget.TaskCompleted, "", result); err != nil || got.Status != budget.TaskCompleted ||
 		string(got.Result) != string(result) || got.UpdatedAt.Before(got.CreatedAt) {
@@ -42,6 +49,12 @@ func contractTasks(t *testing.T, l budget.Ledger) {
 	}
 	if got, err := l.UpdateTask(ctx, "alpha", task.ID, budget.TaskCancelled, "", nil); !errors.Is(err, budget.ErrAlreadyFinished) || got.Status != budget.TaskCompleted {
 		t.Errorf("a terminal task changed again: %+v, %v", got, err)
+	}
+	if err := l.SetTaskCalls(ctx, "alpha", task.ID, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Task(ctx, "alpha", task.ID); err != nil || string(got.Calls) != string(calls) {
+		t.Errorf("a terminal task's calls changed: %+v, %v", got, err)
 	}
 	newer := budget.Task{ID: budget.NewTaskID(), Tenant: "alpha", Agent: "a", Run: "session:2", Status: budget.TaskWorking, CreatedAt: time.Now()}
 	other := budget.Task{ID: budget.NewTaskID(), Tenant: "beta", Agent: "a", Run: "session:3", Status: budget.TaskWorking, CreatedAt: time.Now()}
