@@ -152,7 +152,8 @@ type doneV2 struct {
 // created it, "complete" a task method. A run_code result, failed program or not, is the
 // task's completed result (its isError says the rest); a task lost with its server, or ended
 // without a result, is failed, with the reason and (lost) the result saying what it had done
-// as the error's data.
+// as the error's data; a cancelled one carries its result (what the program had done) once
+// the process that ran it has written it.
 func extensionTask(t budget.Task, resultType string) taskV2 {
 	w := wireTask(t)
 	v := taskV2{TaskID: w.TaskID, Status: w.Status, StatusMessage: w.StatusMessage, CreatedAt: w.CreatedAt,
@@ -170,6 +171,10 @@ func extensionTask(t budget.Task, resultType string) taskV2 {
 	case t.Status == budget.TaskFailed:
 		// Lost with its server (what it had done is the error's data), or ended with no result.
 		v.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: t.Message, Data: t.Result}
+	case t.Status == budget.TaskCancelled && t.Result != nil:
+		// What the program had done when it was killed: SEP-2663's cancelled task has no
+		// result, and a client that reads it strictly drops it.
+		v.Result = withResultType(t.Result)
 	}
 	return v
 }
@@ -259,6 +264,12 @@ type runningTask struct {
 	// execution is the program's execution id once it started: its calls so far are counted
 	// from the ledger for the status message.
 	execution atomic.Pointer[string]
+	// output is its output so far, for the status message (taskprogress.go).
+	output partialOutput
+	// calls are its program's bindings once they exist, whose calls so far are noted on the
+	// task (taskcalls.go); noted is the last note written (the status writer's own).
+	calls atomic.Pointer[binding.Execution]
+	noted []byte
 }
 
 // taskAsker is a task's approval.Asker, the task input_required while a question is put: in
@@ -399,32 +410,20 @@ func (h *handlers) task(ctx context.Context, id string) (budget.Task, error) {
 		return t, h.taskStoreError(err)
 	}
 	if t.Status == budget.TaskFailed && t.Result == nil {
-		t.Result = h.lostResult(ctx, t)
+		t.Result = h.lostResult(ctx, t, failure.Internal)
 	}
 	return t, nil
 }
 
 // lostResult is the result of a task whose program was lost with the server running it
-// (Recover failed it): failed, and what it had done, from the ledger's records of its calls;
-// a call in flight then reads unknown. It never ran again.
-func (h *handlers) lostResult(ctx context.Context, t budget.Task) json.RawMessage {
-	m := &ModelResult{Failure: &engine.Failure{Kind: failure.Internal, Message: t.Message, Executed: true}}
+// (Recover failed it; kind internal), or whose end that server never wrote after a cancel
+// another recorded (kind cancelled): what it had done, as that server last noted it and the
+// ledger's records of its calls since (lostCalls); a call in flight then reads unknown. It
+// never ran again.
+func (h *handlers) lostResult(ctx context.Context, t budget.Task, kind failure.Kind) json.RawMessage {
+	m := &ModelResult{Failure: &engine.Failure{Kind: kind, Message: t.Message, Executed: true}}
 	if t.ExecutionID != "" {
-		calls, err := h.opts.Ledger.Calls(ctx, budget.RunRef{Tenant: t.Tenant, ID: t.Run})
-		if err != nil {
-			h.log.Warn("a lost task's calls not read", "task", t.ID, "err", err)
-		}
-		seq := 0
-		for _, c := range calls {
-			if c.ExecutionID != t.ExecutionID {
-				continue
-			}
-			seq++
-			m.ToolCalls = append(m.ToolCalls, calledAs(seq, c))
-		}
-		if n := len(m.ToolCalls) - binding.ShownCalls; n > 0 {
-			m.ToolCalls, m.ToolCallsOmitted = m.ToolCalls[n:], n
-		}
+		m.ToolCalls, m.ToolCallsOmitted = h.lostCalls(ctx, t)
 	}
 	b, err := json.Marshal(&mcp.CallToolResult{IsError: true, StructuredContent: m, Content: []mcp.Content{&mcp.TextContent{Text: RenderText(m)}}})
 	if err != nil {
@@ -509,8 +508,9 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 		h.tasks.mu.Unlock()
 	}()
 	start := time.Now()
-	watching := make(chan struct{})
+	watching, watched := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(watched)
 		tick := time.NewTicker(t.PollInterval)
 		defer tick.Stop()
 		for {
@@ -520,10 +520,12 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-tick.C:
 			case <-rt.wake:
 			}
-			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)", time.Since(start).Seconds(), h.callsSoFar(ctx, rt))
+			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)%s", time.Since(start).Seconds(),
+				h.callsSoFar(ctx, rt), h.outputSoFar(context.WithoutCancel(ctx), &rt.output))
 			if q := rt.asking.Load(); q != nil {
 				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s (approval %s)", q.Tool, q.ID)
 			}
+			h.noteCalls(context.WithoutCancel(ctx), t, rt) // first: a status read says what is noted
 			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, status, msg, nil)
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
 				h.tasks.mu.Lock()
@@ -545,19 +547,23 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 		}
 	}}
 	env.asking.Run = taskQuestions(t.ID) // a task's questions are kept under it (taskinput.go)
+	env.progress = rt.output.progress
+	env.calls = func(x *binding.Execution) { rt.calls.Store(x) }
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal
 	}
 	res := h.execute(ctx, req, prog, env)
 	close(watching)
+	<-watched
+	h.dropPartials(context.WithoutCancel(ctx), &rt.output)
 	out := h.render(res)
 	h.tasks.mu.Lock()
 	cancelled := rt.cancelled
 	h.tasks.mu.Unlock()
 	switch {
 	case cancelled:
-		h.endTask(t, budget.TaskCancelled, "cancelled: the program's processes were killed", out)
+		h.endTask(t, budget.TaskCancelled, cancelledMessage, out)
 	case out.IsError:
 		h.endTask(t, budget.TaskFailed, "the program failed", out)
 	default:
@@ -579,8 +585,17 @@ func (h *handlers) callsSoFar(ctx context.Context, rt *runningTask) string {
 	return fmt.Sprintf(", calls made so far: %d", rec.Usage.Calls)
 }
 
-// endTask writes a task's end, unless it ended already (a cancel recorded by another
-// process: it stands).
+// cancelledMessage is a cancelled task's status message once its end is written.
+const cancelledMessage = "cancelled: the program's processes were killed"
+
+// cancelledResultWait bounds how long tasks/result waits for the result of a task cancelled
+// with none yet, which the process running it writes once it has killed the program (within
+// a poll interval, and the end's recording): past it, the ledger's records of its calls make
+// its result (lostResult), as for a task whose server is gone.
+const cancelledResultWait = 30 * time.Second
+
+// endTask writes a task's end, unless it ended already; a cancel recorded by another process
+// stands, and this is its result.
 func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, out *mcp.CallToolResult) {
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -589,7 +604,13 @@ func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), execution.RecordTimeout)
 	defer cancel()
-	if _, err := h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, msg, b); err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
+	cur, err := h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, msg, b)
+	if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled && cur.Result == nil {
+		// Cancelled by another process, which has no result to give: this is it.
+		status = budget.TaskCancelled
+		_, err = h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, cancelledMessage, b)
+	}
+	if err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
 		h.log.Error("task end not recorded", "task", t.ID, "err", err)
 	}
 	h.log.Info("task ended", "task", t.ID, "status", string(status))
@@ -598,12 +619,21 @@ func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, 
 // taskResult answers tasks/result: the tools/call result once the task has ended, waiting
 // for it while it goes on.
 func (h *handlers) taskResult(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskPayload, error) {
+	var cancelledSince time.Time
 	for {
 		t, err := h.task(ctx, p.TaskID)
 		if err != nil {
 			return nil, err
 		}
-		if t.Status.Terminal() {
+		if t.Status == budget.TaskCancelled && t.Result == nil {
+			if cancelledSince.IsZero() {
+				cancelledSince = time.Now()
+			}
+			if time.Since(cancelledSince) >= cancelledResultWait {
+				t.Result = h.lostResult(ctx, t, failure.Cancelled)
+			}
+		}
+		if t.Status.Terminal() && (t.Result != nil || t.Status != budget.TaskCancelled) {
 			if t.Result == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s was %s with no result", t.ID, t.Status)}
 			}

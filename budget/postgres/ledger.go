@@ -195,6 +195,8 @@ var postgresSchema = []string{
 	programsSchema,
 	// 12: MCP tasks (tasks.go).
 	tasksMigration,
+	// 13: a working task's calls so far (budget.Task.Calls).
+	`ALTER TABLE ledger_tasks ADD COLUMN calls text;`,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes

@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // helperEnv makes the test binary a server that starts one long execution and waits to be
@@ -66,7 +67,7 @@ func serveUntilKilled(dir string) int {
 	var once sync.Once
 	r.Run(context.Background(), engine.Execution{Program: "import signal, time\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\ntime.sleep(600)",
 		Terms: engine.Terms{Limits: engine.Limits{WallSeconds: 600}, Isolation: engine.LevelIsolated},
-		Progress: func(float64) {
+		Progress: func(float64, *outputs.Capture) {
 			once.Do(func() { _ = os.WriteFile(filepath.Join(dir, "owner"), []byte(b.Owner()), 0o600) })
 		}})
 	return 0
@@ -649,7 +650,7 @@ func TestSurvivorScanSeesTheContainer(t *testing.T) {
 	defer r.Close()
 	var seen atomic.Bool
 	res := r.Run(context.Background(), engine.Execution{Program: "import time\ntime.sleep(2.5)", Terms: engine.Terms{Isolation: engine.LevelIsolated},
-		Progress: func(float64) { seen.Store(seen.Load() || len(containerInterpreters(t)) > 0) }})
+		Progress: func(float64, *outputs.Capture) { seen.Store(seen.Load() || len(containerInterpreters(t)) > 0) }})
 	if res.Failure != nil {
 		t.Fatalf("failure %+v", res.Failure)
 	}
