@@ -80,6 +80,7 @@ tenants:
   t:
     tokens: [%q]
     upstreams: [support]
+    policy: {deny: ["support__class"]}
     agents:
       default:
         code_execution: {limits: {wall_seconds: 120}}

@@ -195,7 +195,9 @@ var postgresSchema = []string{
 	programsSchema,
 	// 12: MCP tasks (tasks.go).
 	tasksMigration,
-	// 13: each Run's context economy kept on its row (runcontext.go).
+	// 13: a working task's calls so far (budget.Task.Calls).
+	`ALTER TABLE ledger_tasks ADD COLUMN calls text;`,
+	// 14: each Run's context economy kept on its row (runcontext.go).
 	runContextMigration,
 }
 
@@ -414,7 +416,7 @@ func (p *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agen
 }
 
 // EndExecution ends the execution and reads its Run's context economy, which the trigger of
-// migration 13 (runContextMigration) has just counted the end in, in one round trip and one
+// migration 14 (runContextMigration) has just counted the end in, in one round trip and one
 // transaction.
 func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) (telemetry.Context, error) {
 	c, u := end.Context, end.Usage

@@ -321,8 +321,8 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 }
 
-// A Run's context economy is kept on its row (migration 13): a database at migration 12 gets
-// its Runs' sums from their ended executions when it is migrated, and an end written as an
+// A Run's context economy is kept on its row (migration 14): a database at the migration
+// before gets its Runs' sums from their ended executions when it is migrated, and an end written as an
 // older binary writes it (its own UPDATE of the execution, no word of the Run) counts all the
 // same, as does an end written over.
 func TestRunContextKeptOnTheRun(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 )
 
 // runContextMigration keeps each Run's context economy on its row (the ledger's migration
-// 13), as the SQLite ledger's version 12 does: RunContext, read at the end of every
+// 14), as the SQLite ledger's version 12 does: RunContext, read at the end of every
 // execution, summed it over every ended execution of the Run, linear in a long session
 // (docs/design.md §19.5). A trigger adds an execution's figures as it ends (and takes back
 // the figures of an end written over), so a binary of an older version sharing the database,

@@ -283,7 +283,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded,
 // indexesAdded and runContextKept are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 12
+const sqliteSchemaVersion = 13
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
@@ -303,6 +303,8 @@ var columnsAdded = []struct{ table, column, decl string }{
 	{"runs", "binding_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"runs", "returned_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"runs", "kept_out_bytes", `INTEGER NOT NULL DEFAULT 0`},
+	// 13: a working task's calls so far (budget.Task.Calls).
+	{"tasks", "calls", `TEXT`},
 }
 
 // runContextKept keeps each Run's context economy on its row (version 12): RunContext, read
