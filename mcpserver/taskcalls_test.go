@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -76,5 +77,28 @@ func TestLostTaskCalls(t *testing.T) {
 	}
 	if got, omitted := h.lostCalls(ctx, lost); omitted != 0 || !cmp.Equal(got, want) {
 		t.Errorf("the calls of a task lost before its first note (omitted %d), -want +got:\n%s", omitted, cmp.Diff(want, got))
+	}
+
+	// Cancelled from another process, whose running process never wrote the result: once
+	// cancelledResultWait has passed since the cancel, every read (tasks/result, and the
+	// extension's tasks/get) has the result the ledger's records make; before, none yet.
+	for _, since := range []time.Duration{0, cancelledResultWait + time.Second} {
+		at := time.Now().Add(-since)
+		c := budget.Task{ID: budget.NewTaskID(), Tenant: "t", Run: run.ID, Status: budget.TaskCancelled, Message: "cancelled",
+			CreatedAt: at, UpdatedAt: at, PollInterval: time.Second}
+		must(led.SaveTask(ctx, c))
+		must(led.SetTaskExecution(ctx, "t", c.ID, "x_1"))
+		got, err := h.task(ctx, c.ID)
+		must(err)
+		var res struct {
+			StructuredContent ModelResult `json:"structuredContent"`
+		}
+		switch {
+		case since == 0 && got.Result != nil:
+			t.Errorf("a task cancelled just now has a result before its running process wrote one: %s", got.Result)
+		case since > 0 && (json.Unmarshal(got.Result, &res) != nil || res.StructuredContent.Failure == nil ||
+			res.StructuredContent.Failure.Kind != failure.Cancelled || len(res.StructuredContent.ToolCalls) != 3):
+			t.Errorf("a task cancelled %v ago with no result reads %s; want the ledger's cancelled result with its three calls", since, got.Result)
+		}
 	}
 }

@@ -409,8 +409,11 @@ func (h *handlers) task(ctx context.Context, id string) (budget.Task, error) {
 	case err != nil:
 		return t, h.taskStoreError(err)
 	}
-	if t.Status == budget.TaskFailed && t.Result == nil {
+	switch {
+	case t.Status == budget.TaskFailed && t.Result == nil:
 		t.Result = h.lostResult(ctx, t, failure.Internal)
+	case t.Status == budget.TaskCancelled && t.Result == nil && time.Since(t.UpdatedAt) >= cancelledResultWait:
+		t.Result = h.lostResult(ctx, t, failure.Cancelled)
 	}
 	return t, nil
 }
@@ -588,10 +591,11 @@ func (h *handlers) callsSoFar(ctx context.Context, rt *runningTask) string {
 // cancelledMessage is a cancelled task's status message once its end is written.
 const cancelledMessage = "cancelled: the program's processes were killed"
 
-// cancelledResultWait bounds how long tasks/result waits for the result of a task cancelled
-// with none yet, which the process running it writes once it has killed the program (within
-// a poll interval, and the end's recording): past it, the ledger's records of its calls make
-// its result (lostResult), as for a task whose server is gone.
+// cancelledResultWait bounds how long after its cancel a task cancelled with no result yet
+// waits for the one the process running it writes once it has killed the program (within a
+// poll interval, and the end's recording): past it, what that process last noted and the
+// ledger's records of its calls make its result (lostResult), as for a task whose server is
+// gone, in tasks/result and in the extension's tasks/get alike.
 const cancelledResultWait = 30 * time.Second
 
 // endTask writes a task's end, unless it ended already; a cancel recorded by another process
@@ -619,19 +623,10 @@ func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, 
 // taskResult answers tasks/result: the tools/call result once the task has ended, waiting
 // for it while it goes on.
 func (h *handlers) taskResult(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskPayload, error) {
-	var cancelledSince time.Time
 	for {
 		t, err := h.task(ctx, p.TaskID)
 		if err != nil {
 			return nil, err
-		}
-		if t.Status == budget.TaskCancelled && t.Result == nil {
-			if cancelledSince.IsZero() {
-				cancelledSince = time.Now()
-			}
-			if time.Since(cancelledSince) >= cancelledResultWait {
-				t.Result = h.lostResult(ctx, t, failure.Cancelled)
-			}
 		}
 		if t.Status.Terminal() && (t.Result != nil || t.Status != budget.TaskCancelled) {
 			if t.Result == nil {
