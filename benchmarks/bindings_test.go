@@ -155,7 +155,8 @@ const concurrentPrograms = 8
 // share a commit (budget/sqlite's batches), and the ratio says what is left of the cost.
 func TestReportBindingsConcurrent(t *testing.T) {
 	sandbox, mock := testkit.Binary(t), testkit.MockUpstream(t)
-	host := connect(t, exec.Command(sandbox, "serve", "--config", bindingConfig(t, mock, "")))
+	server := exec.Command(sandbox, "serve", "--config", bindingConfig(t, mock, ""))
+	host := connect(t, server)
 	var direct []*mcp.ClientSession
 	for range concurrentPrograms {
 		direct = append(direct, connect(t, exec.Command(mock)))
@@ -213,15 +214,25 @@ func TestReportBindingsConcurrent(t *testing.T) {
 	}
 	load := loadAverage()
 	var programs, clients []float64
+	// The server's own CPU, and its tree's (the programs and the mock), over the programs'
+	// rounds: a figure a call that other load on the machine does not blur.
+	var cpuSelf, cpuTree time.Duration
 	for range n {
+		self0, tree0 := processCPU(t, server.Process.Pid)
 		programs = append(programs, together(viaPrograms))
+		self1, tree1 := processCPU(t, server.Process.Pid)
+		cpuSelf, cpuTree = cpuSelf+self1-self0, cpuTree+tree1-tree0
 		clients = append(clients, together(viaClients))
 	}
 	p, c := medianOf(programs), medianOf(clients)
+	perCall := func(d time.Duration) time.Duration {
+		return (d / time.Duration(n*concurrentPrograms*calls)).Round(time.Microsecond)
+	}
 	out := fmt.Sprintf("%d programs at once, %d sequential calls of the mock's add each, beside %d direct clients at once; median of %d (load average %s, then %s)\n",
 		concurrentPrograms, calls, concurrentPrograms, n, load, loadAverage()) +
 		fmt.Sprintf("  direct, %d Go MCP clients → %d mocks (baseline)   %8.0f calls/s\n", concurrentPrograms, concurrentPrograms, c) +
-		fmt.Sprintf("  %d programs through mcp-sandbox → one mock          %8.0f calls/s  %.2fx (target >= 0.7x)\n", concurrentPrograms, p, p/c)
+		fmt.Sprintf("  %d programs through mcp-sandbox → one mock          %8.0f calls/s  %.2fx (target >= 0.7x)\n", concurrentPrograms, p, p/c) +
+		fmt.Sprintf("  CPU a call through the programs: the server's own %s, the programs' and the mock's %s\n", perCall(cpuSelf), perCall(cpuTree))
 	t.Log(out)
 	fmt.Fprintln(os.Stderr, out)
 }

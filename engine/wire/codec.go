@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -100,7 +101,20 @@ func (r *Reader) ReadFrame(allowed ...string) (Frame, error) {
 // Decode strictly decodes one frame: it must be a JSON object whose "type" is one of allowed,
 // whose keys match the frame's fields exactly (case included), with no unknown or repeated
 // key at any depth of a typed structure.
+//
+// A frame whose fields are all scalars or free-form values (a binding call's, the frame every
+// call costs) takes a fast path first (decodeFlat); anything it does not take whole is decoded
+// here as ever, so every error reads the same either way.
 func Decode(line []byte, allowed ...string) (Frame, error) {
+	if f := decodeFlat(line, allowed); f != nil {
+		return f, nil
+	}
+	return decodeStrict(line, allowed)
+}
+
+// decodeStrict is Decode's general path: the type from a first parse, the keys walked by
+// json.Decoder's tokens (checkKeys), then the decoding itself.
+func decodeStrict(line []byte, allowed []string) (Frame, error) {
 	var head struct {
 		Type json.RawMessage `json:"type"`
 	}
@@ -111,30 +125,11 @@ func Decode(line []byte, allowed ...string) (Frame, error) {
 	if err := json.Unmarshal(head.Type, &typ); err != nil {
 		return nil, violation("a frame has no string \"type\"")
 	}
-	var f Frame
-	switch typ {
-	case TypeHello:
-		f = &Hello{}
-	case TypeCall:
-		f = &Call{}
-	case TypeRead:
-		f = &Read{}
-	case TypeDone:
-		f = &Done{}
-	case TypeRun:
-		f = &Run{}
-	case TypeAbort:
-		f = &Abort{}
-	case TypeResult:
-		f = &Result{}
-	default:
+	f := newFrame(typ)
+	if f == nil {
 		return nil, violation("unknown frame type %q", truncate(typ))
 	}
-	ok := false
-	for _, a := range allowed {
-		ok = ok || a == typ
-	}
-	if !ok {
+	if !slices.Contains(allowed, typ) {
 		return nil, violation("a %q frame is not allowed here", typ)
 	}
 	if err := Unmarshal(line, f); err != nil {

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -167,4 +169,83 @@ func FuzzReader(f *testing.F) {
 		}
 		t.Fatalf("the reader returned more lines than there are bytes")
 	})
+}
+
+// BenchmarkDecodeCall decodes a program's binding call as the bootstrap writes it, the frame
+// every binding call costs the host, by Decode (its fast path) and by the general path alone
+// (docs/design.md §19.6).
+func BenchmarkDecodeCall(b *testing.B) {
+	line := []byte(`{"type": "call", "tool": "mock__add", "args": {"a": 17, "b": 1}, "id": 42}`)
+	for _, path := range []struct {
+		name   string
+		decode func() (Frame, error)
+	}{
+		{"Decode", func() (Frame, error) { return Decode(line, childTypes...) }},
+		{"decodeStrict", func() (Frame, error) { return decodeStrict(line, childTypes) }},
+	} {
+		b.Run(path.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := path.decode(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeFlatAgrees decodes every transcript's frame and frames made to trip a scanner
+// both ways, Decode (its fast path first) and decodeStrict alone: the same frame or the same
+// error each time. The bootstrap's call frame must take the fast path.
+func TestDecodeFlatAgrees(t *testing.T) {
+	call := `{"type": "call", "tool": "mock__add", "args": {"a": 17, "b": 1}, "id": 42}`
+	if decodeFlat([]byte(call), childTypes) == nil {
+		t.Errorf("the bootstrap's call frame did not take the fast path: %s", call)
+	}
+	lines := []string{
+		call,
+		`{"type":"call","id":1,"tool":"x","args":{"s":"\"}{\\","n":[1,{"a":"]"}]}}`,
+		`{"type":"call","id":1,"tool":"x","args":"}"}`,
+		`{"type":"call","id":1,"tool":"x","args":[]}`,
+		` {"type" : "read" , "id":2, "handle":"h", "offset":0, "limit":10} `,
+		`{"type":"read","id":2,"handle":"h","offset":0,"limit":10,"pattern":null}`,
+		`{"typ\u0065":"call","id":1,"tool":"x","args":{}}`,
+		`{"type":"c\u0061ll","id":1,"tool":"x","args":{}}`,
+		`{"type":"call","i\u0064":1,"tool":"x","args":{}}`,
+		`{"type":"call","id":1,"tool":"x","args":{},"id":2}`,
+		`{"type":"call","id":1,"tool":"x","args":{},"type":"done"}`,
+		`{"type":"call","ID":1,"tool":"x","args":{}}`,
+		`{"type":"call","id":1,"tool":"x","args":{},"extra":0}`,
+		`{"type":"call","id":"1","tool":"x","args":{}}`,
+		`{"type":"call","id":1,"tool":{"a":1},"args":{}}`,
+		`{"type":"call","id":1,"tool":["a"],"args":{}}`,
+		`{"type":"call","id":1,"tool":"x","args":{}} x`,
+		`{"type":"call","id":1,"tool":"x","args":{}`,
+		`{"type":"call","id":1,"tool":"x","args":}`,
+		`{"type":"call","id":1,"tool":"x","args":{"a":1}}}`,
+		`{"type":"call","id":1 2,"tool":"x","args":{}}`,
+		`{"type":"run","program":"x","tools":[],"aliases":[]}`,
+		`{"type":"done","ok":true,"value":{"a":[1,2]},"value_type":"dict"}`,
+		`{"type":"done","ok":false,"error":{"type":"E","message":"m","traceback":"t"}}`,
+		`{"type":"done","ok":true,"value_repr":null}`,
+		`{"type":"done","ok":false,"error":{"type":"E","message":"m","traceback":"t","extra":1}}`,
+		`{"id":1,"tool":"x","args":{}}`,
+		`{}`,
+		"{\"type\":\"call\",\"id\":1,\"tool\":\"x\x01\",\"args\":{}}",
+		"{\"type\":\"call\",\"id\":1,\"tool\":\"\xff\",\"args\":{}}",
+	}
+	for _, name := range []string{"session.transcript", "refused.transcript", "repr.transcript", "violations.transcript"} {
+		for _, l := range readTranscript(t, name) {
+			lines = append(lines, l.frame)
+		}
+	}
+	for _, allowed := range [][]string{childTypes, hostTypes} {
+		for _, l := range lines {
+			got, gotErr := Decode([]byte(l), allowed...)
+			want, wantErr := decodeStrict([]byte(l), allowed)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s (allowed %v):\n Decode       %#v, %v\n decodeStrict %#v, %v", l, allowed, got, gotErr, want, wantErr)
+			}
+		}
+	}
 }

@@ -1,0 +1,206 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+)
+
+// newFrame is an empty frame of type typ, or nil for a type this protocol does not have.
+func newFrame(typ string) Frame {
+	switch typ {
+	case TypeHello:
+		return &Hello{}
+	case TypeCall:
+		return &Call{}
+	case TypeRead:
+		return &Read{}
+	case TypeDone:
+		return &Done{}
+	case TypeRun:
+		return &Run{}
+	case TypeAbort:
+		return &Abort{}
+	case TypeResult:
+		return &Result{}
+	}
+	return nil
+}
+
+// maxFlatKeys is the most top-level keys decodeFlat takes; a frame with more goes the general
+// way (no flat frame has as many).
+const maxFlatKeys = 8
+
+// decodeFlat is Decode's fast path (docs/design.md §19.6): one scan of line's top-level keys,
+// checked against the frame's fields (each known, none twice), then the one json.Unmarshal,
+// which checks that line is JSON. It takes only a frame whose fields are all scalars or
+// json.RawMessage, so no key below the top level is the frame's to check, and keys and a type
+// with no escape in them, so the bytes are the names. It answers nil for anything else and
+// for any error, and Decode then decodes the line the general way (decodeStrict), whose
+// errors are the protocol's: this path never accepts a line that one refuses, nor says why.
+func decodeFlat(line []byte, allowed []string) Frame {
+	var keys [maxFlatKeys][]byte
+	n, typ, ok := topKeys(line, &keys)
+	if !ok || !slices.Contains(allowed, typ) {
+		return nil
+	}
+	f := newFrame(typ)
+	if f == nil {
+		return nil
+	}
+	fields := jsonFields(reflect.TypeOf(f).Elem())
+	for _, ft := range fields {
+		if !flatField(ft) {
+			return nil
+		}
+	}
+	for i, k := range keys[:n] {
+		if _, ok := fields[string(k)]; !ok {
+			return nil
+		}
+		for _, before := range keys[:i] {
+			if bytes.Equal(before, k) {
+				return nil
+			}
+		}
+	}
+	if json.Unmarshal(line, f) != nil {
+		return nil
+	}
+	return f
+}
+
+// flatField reports whether a field of type t holds nothing checkKeys would walk into: a
+// scalar (or a pointer to one) or a free-form value.
+func flatField(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessage {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// topKeys scans line as one JSON object, trusting it to be JSON (json.Unmarshal checks that
+// after), into its top-level keys (n of keys) and the string its "type" key holds. ok is false
+// for whatever it does not follow: not an object, a key or the type with an escape or a
+// control byte, more keys than keys holds, no "type", a line that ends inside the object.
+func topKeys(line []byte, keys *[maxFlatKeys][]byte) (n int, typ string, ok bool) {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return 0, "", false
+	}
+	i++
+	for {
+		k, j, plain := plainString(line, skipSpace(line, i))
+		if !plain || n == len(keys) {
+			return 0, "", false
+		}
+		keys[n], n = k, n+1
+		if i = skipSpace(line, j); i >= len(line) || line[i] != ':' {
+			return 0, "", false
+		}
+		i = skipSpace(line, i+1)
+		if string(k) == "type" {
+			v, j, plain := plainString(line, i)
+			if !plain {
+				return 0, "", false
+			}
+			typ, i = string(v), j
+		} else if i, ok = skipValue(line, i); !ok {
+			return 0, "", false
+		}
+		if i = skipSpace(line, i); i >= len(line) {
+			return 0, "", false
+		}
+		switch line[i] {
+		case ',':
+			i++
+		case '}':
+			return n, typ, typ != ""
+		default:
+			return 0, "", false
+		}
+	}
+}
+
+func skipSpace(line []byte, i int) int {
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\n' || line[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainString is the string starting at line[i] without its quotes, and the index after it;
+// plain is false unless there is one there with no escape and no control byte in it.
+func plainString(line []byte, i int) (s []byte, next int, plain bool) {
+	if i >= len(line) || line[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(line); j++ {
+		switch c := line[j]; {
+		case c == '"':
+			return line[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// skipValue is the index after the JSON value starting at line[i]: a string (escapes
+// followed), an object or array (its strings followed, its brackets counted) or a scalar.
+func skipValue(line []byte, i int) (int, bool) {
+	if i >= len(line) {
+		return 0, false
+	}
+	depth := 0
+	for j := i; j < len(line); j++ {
+		switch line[j] {
+		case '"':
+			k, ok := skipString(line, j)
+			if !ok {
+				return 0, false
+			}
+			if depth == 0 {
+				return k, true
+			}
+			j = k - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j, true // a scalar's end: the enclosing object's
+			}
+			if depth--; depth == 0 {
+				return j + 1, true
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return j, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// skipString is the index after the string starting at line[i], its escapes followed.
+func skipString(line []byte, i int) (int, bool) {
+	for j := i + 1; j < len(line); j++ {
+		switch line[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
