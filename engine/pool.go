@@ -25,7 +25,7 @@ type WarmStats struct {
 	Idle     int // children started, graded by nothing yet, waiting for an execution
 	Starting int // children being started ahead of demand
 	// Hits counts the executions that took a warm child; Misses those that found their pool
-	// empty and started one of their own.
+	// empty (and waited for a start under way, or started one of their own).
 	Hits, Misses uint64
 }
 
