@@ -66,6 +66,14 @@ func (q Question) Message() string {
 	return b.String()
 }
 
+// QuestionOf is the question pause p keeps, as it was put: what a path that did not put it
+// shows (a task's input request, read from the store by any process). A program's calls are
+// numbered from 1 (Seq), a direct call's is 0.
+func QuestionOf(p budget.Pause) Question {
+	return Question{ID: p.ID, Expires: p.Expires, Tool: p.Tool, Arguments: p.View, Reasons: []string{p.Reason},
+		InProgram: p.Seq > 0, Wait: p.Expires.Sub(p.AskedAt), Seq: p.Seq, Redacted: p.Arguments}
+}
+
 // The actions an Answer carries (MCP elicitation's).
 const (
 	Accept  = "accept"

@@ -424,6 +424,23 @@ func (r *Room) List(ctx context.Context, tenant string) ([]Entry, error) {
 	return List(ctx, r.store, tenant)
 }
 
+// Open returns tenant's questions still open (pending, not expired) that were asked under
+// run (Asking.Run), each as it was put (QuestionOf): what a path that did not put them shows.
+func (r *Room) Open(ctx context.Context, tenant, run string) ([]Question, error) {
+	all, err := r.store.PendingPauses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []Question
+	for _, p := range all {
+		if p.Tenant == tenant && p.Run == run && now.Before(p.Expires) {
+			out = append(out, QuestionOf(p))
+		}
+	}
+	return out, nil
+}
+
 // Kept returns the pause kept of question id; budget.ErrNotFound when none is.
 func (r *Room) Kept(ctx context.Context, id string) (budget.Pause, error) {
 	return r.store.Pause(ctx, id)

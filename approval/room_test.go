@@ -99,6 +99,11 @@ func TestRoomAnswersFromEveryPath(t *testing.T) {
 		if err != nil || pz.Status != budget.ApprovalAccepted || !pz.Claimed || pz.View != "  s = \"x\"\n" || pz.Resumable {
 			t.Errorf("its pause: %+v, %v", pz, err)
 		}
+		// Read back from the store, the pause is the question as it was put (a task's input
+		// request, shown by any process: QuestionOf).
+		if got := QuestionOf(pz); got.Message() != p.asked[0].Message() || got.ID != p.asked[0].ID {
+			t.Errorf("the kept question reads\n%s\nnot as put:\n%s", got.Message(), p.asked[0].Message())
+		}
 	})
 	t.Run("by its own client", func(t *testing.T) {
 		p := &person{put: make(chan Question, 1)}

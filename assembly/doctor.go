@@ -194,10 +194,12 @@ func upstreamContainment(cfg *Config) []upstreamState {
 	return out
 }
 
-// taskReport is doctor's account of run_code as an MCP task (docs/design.md §14.6): which
-// clients get one, what a client without one gets, and where tasks are kept and how long.
+// taskReport is doctor's account of run_code as an MCP task (docs/design.md §14.6, §14.7):
+// which clients get one, how a task's program's call needing approval is asked, what a client
+// without one gets, and where tasks are kept and how long.
 type taskReport struct {
 	Clients        string  `json:"clients"`
+	Asked          string  `json:"asked"`
 	Others         string  `json:"others"`
 	Kept           string  `json:"kept"`
 	RetentionHours float64 `json:"retention_hours"`
@@ -214,14 +216,17 @@ func taskReportOf(cfg *Config, ledger storeReport) taskReport {
 	}
 	return taskReport{
 		Clients: "clients over streamable HTTP that ask for one (2025-11-25: a task field on tools/call; 2026-07-28: the io.modelcontextprotocol/tasks extension)",
-		Others:  "a client that does not ask, and every client over stdio, gets a plain run_code call that holds its request open until the program ends",
-		Kept:    kept, RetentionHours: cfg.Retention().Hours(),
+		Asked: "a call needing approval puts the task input_required: 2025-11-25 asks by elicitation on the session, " +
+			"2026-07-28 through the task (its input request, answered by tasks/update); the operator route answers either",
+		Others: "a client that does not ask, and every client over stdio, gets a plain run_code call that holds its request open until the program ends",
+		Kept:   kept, RetentionHours: cfg.Retention().Hours(),
 	}
 }
 
 func (r taskReport) write(w io.Writer) {
 	fmt.Fprintln(w, "run_code as an MCP task:")
 	fmt.Fprintf(w, "  %-8s %s\n", "who:", r.Clients)
+	fmt.Fprintf(w, "  %-8s %s\n", "asked:", r.Asked)
 	fmt.Fprintf(w, "  %-8s %s\n", "others:", r.Others)
 	fmt.Fprintf(w, "  %-8s %s, at most %gh (approvals.retention_hours)\n", "kept:", r.Kept, r.RetentionHours)
 }

@@ -265,6 +265,22 @@ func openProfiles(ctx context.Context, cfg *Config, use map[string][]string, mod
 	return ps, nil
 }
 
+// ProgramPrefixes is, for each agent of tenant that runs code, the prefix its session offers
+// the tenant's saved programs under ("" for programs.DefaultPrefix), as serveAgent sets it.
+func ProgramPrefixes(cfg *Config, tenant string) map[string]string {
+	prefixes := map[string]string{}
+	for name, a := range cfg.Tenants[tenant].Agents {
+		if a.CodeExecution == nil {
+			continue
+		}
+		prefixes[name] = ""
+		if a.Programs != nil {
+			prefixes[name] = a.Programs.Prefix
+		}
+	}
+	return prefixes
+}
+
 // serveAgent converts one configured agent into what mcpserver serves.
 func serveAgent(cfg *Config, ps *profileSet, tname, aname string) (mcpserver.Agent, error) {
 	version, err := cfg.AgentVersion(tname, aname)

@@ -108,7 +108,7 @@ func perCall(t *testing.T, l budget.Ledger, run string, calls, workers int) time
 	}
 	wg.Wait()
 	d := time.Since(start) / time.Duration(calls)
-	if err := m.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
+	if _, err := m.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	return d

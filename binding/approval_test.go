@@ -452,7 +452,7 @@ func TestOneQuestionAtATime(t *testing.T) {
 	if got, want := x.Approvals(), (approval.Counts{Asked: approval.MaxDeclinesInARow, Declined: approval.MaxDeclinesInARow, Unasked: 300 - approval.MaxDeclinesInARow}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
-	if err := m.End(context.Background(), "completed", nil, telemetry.Context{}); err != nil {
+	if _, err := m.End(context.Background(), "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	var declined, unasked, records int64

@@ -372,7 +372,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	if fe != nil {
 		return toolcall.Refused(fe)
 	}
-	note.made()
+	note.made(callID)
 	// 8. The upstream call.
 	a, spent := x.turn.Invoke(ctx, tool, args)
 	// 9. Delivery: whole within the transfer allowance, else kept in the blob store and handed

@@ -49,8 +49,9 @@ type callNote struct {
 	tool       string
 	decision   approval.Decision
 	answeredBy string
-	spent      bool // admitted: tool_call_started was written, the upstream may have it
-	withheld   bool // its answer withheld (finishFirst): it was made, its outcome unknown
+	spent      bool   // admitted: tool_call_started was written, the upstream may have it
+	id         string // the ledger's id of its record, once spent
+	withheld   bool   // its answer withheld (finishFirst): it was made, its outcome unknown
 
 	done    bool
 	outcome string
@@ -64,11 +65,12 @@ func (n *callNote) approved(d approval.Decision, by string) {
 	n.decision, n.answeredBy = d, by
 }
 
-// made marks the call admitted, on its way to its upstream.
-func (n *callNote) made() {
+// made marks the call admitted, on its way to its upstream, recorded in the ledger as id.
+func (n *callNote) made(id string) {
 	n.log.mu.Lock()
 	defer n.log.mu.Unlock()
-	n.spent = true
+	n.spent, n.id = true, id
+	n.log.made++
 }
 
 // withholding marks the call's answer withheld (finishFirst): it was made, its outcome unknown.
@@ -84,6 +86,7 @@ type callLog struct {
 	mu      sync.Mutex
 	notes   []*callNote
 	omitted int
+	made    int // the calls admitted, listed or not
 }
 
 // builtinName reports whether name is a built-in a program calls (or a refused one:
@@ -142,10 +145,32 @@ func (l *callLog) played(seq int, tool string, a toolcall.Answer) {
 // came before them: a result's tool_calls and tool_calls_omitted. A call not yet ended reads
 // unknown once it was made, and cancelled before.
 func (x *Execution) ToolCalls() (calls []CallSummary, omitted int) {
+	n := x.NotedCalls()
+	return n.Calls, n.Omitted
+}
+
+// CallsNoted are a program's calls so far as ToolCalls lists them, with what relates them to
+// the ledger's records of its calls, read at once: what a task keeps so that a program lost
+// with its server reads as its result would have (mcpserver).
+type CallsNoted struct {
+	Calls   []CallSummary `json:"tool_calls"`
+	Omitted int           `json:"tool_calls_omitted,omitempty"`
+	// IDs are the ledger ids of the records of Calls (IDs[i] is Calls[i]'s), "" for a call not
+	// admitted.
+	IDs []string `json:"ids"`
+	// Made counts the calls admitted, listed or not: the records of the program's calls that
+	// are spent.
+	Made int `json:"made"`
+}
+
+// NotedCalls returns the program's calls so far (ToolCalls), with their ledger ids.
+func (x *Execution) NotedCalls() CallsNoted {
 	l := &x.calls
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, n := range l.notes {
+	notes := slices.SortedStableFunc(slices.Values(l.notes), func(a, b *callNote) int { return a.seq - b.seq })
+	out := CallsNoted{Omitted: l.omitted, Made: l.made, Calls: make([]CallSummary, 0, len(notes)), IDs: make([]string, 0, len(notes))}
+	for _, n := range notes {
 		c := CallSummary{Seq: n.seq, Tool: n.tool, Outcome: n.outcome, Kind: n.kind}
 		switch {
 		case !n.done && n.spent:
@@ -154,17 +179,22 @@ func (x *Execution) ToolCalls() (calls []CallSummary, omitted int) {
 			c.Outcome, c.Kind = CallError, failure.Cancelled
 		}
 		if n.decision == approval.Accepted {
-			by := ApprovedByPerson
-			switch {
-			case strings.HasPrefix(n.answeredBy, approval.ByPlan):
-				by = ApprovedByPlan
-			case strings.HasPrefix(n.answeredBy, "operator"):
-				by = ApprovedByOperator
-			}
-			c.ApprovedBy = &by
+			c.ApprovedBy = ApprovedBy(n.answeredBy)
 		}
-		calls = append(calls, c)
+		out.Calls, out.IDs = append(out.Calls, c), append(out.IDs, n.id)
 	}
-	slices.SortFunc(calls, func(a, b CallSummary) int { return a.Seq - b.Seq })
-	return calls, l.omitted
+	return out
+}
+
+// ApprovedBy is who approved a call, as tool_calls says it, from who answered its approval
+// (the approval step's answeredBy, the ledger's ApprovalRecord.AnsweredBy).
+func ApprovedBy(answeredBy string) *string {
+	by := ApprovedByPerson
+	switch {
+	case strings.HasPrefix(answeredBy, approval.ByPlan):
+		by = ApprovedByPlan
+	case strings.HasPrefix(answeredBy, "operator"):
+		by = ApprovedByOperator
+	}
+	return &by
 }

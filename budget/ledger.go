@@ -199,10 +199,12 @@ type Ledger interface {
 	// EndRun records a Run's end. A Run that ended may still be used; its usage stands.
 	EndRun(ctx context.Context, run RunRef) error
 	// StartExecution records an execution's start within run (starting run if need be), with
-	// the version hash of the agent whose program it runs.
-	StartExecution(ctx context.Context, run RunRef, executionID, agentVersion string) error
-	// EndExecution records an execution's end.
-	EndExecution(ctx context.Context, end ExecutionEnd) error
+	// the version hash of the agent whose program it runs, and returns the Run's usage as
+	// RunUsage would read it then (every record queued by FinishCallLater counted).
+	StartExecution(ctx context.Context, run RunRef, executionID, agentVersion string) (Usage, error)
+	// EndExecution records an execution's end and returns its Run's context economy with this
+	// end counted, as RunContext would read it then (docs/design.md §19.5).
+	EndExecution(ctx context.Context, end ExecutionEnd) (telemetry.Context, error)
 
 	// StartCall writes tool_call_started, spending the call, if the Run's usage has not
 	// reached runLimits (a zero Limits sets no ceiling); check and write are one atomic step.

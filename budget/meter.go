@@ -59,10 +59,7 @@ func Start(ctx context.Context, l Ledger, run RunRef, executionID, agentVersion 
 	if executionID == "" {
 		executionID = NewID("x_")
 	}
-	if err := l.StartExecution(ctx, run, executionID, agentVersion); err != nil {
-		return nil, err
-	}
-	u, err := l.RunUsage(ctx, run)
+	u, err := l.StartExecution(ctx, run, executionID, agentVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -335,10 +332,10 @@ func (m *Meter) DecideApproval(ctx context.Context, d ApprovalDecision) error {
 }
 
 // End records the summaries of the refusals counted and not recorded one by one, then the
-// execution's end. Calls admitted afterwards are refused. status is "completed" or the
-// failure kind; attachments is the JSON array of its outputs' attachments; c is its context
-// economy.
-func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c telemetry.Context) error {
+// execution's end, and returns the context economy of the Run's ended executions, this one
+// included. Calls admitted afterwards are refused. status is "completed" or the failure kind;
+// attachments is the JSON array of its outputs' attachments; c is its context economy.
+func (m *Meter) End(ctx context.Context, status string, attachments json.RawMessage, c telemetry.Context) (telemetry.Context, error) {
 	m.mu.Lock()
 	m.ended = true
 	network, used := m.network, m.used
@@ -346,8 +343,9 @@ func (m *Meter) End(ctx context.Context, status string, attachments json.RawMess
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	serr := m.recordSummaries(ctx)
-	return errors.Join(serr, m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c,
-		Network: network, Usage: used}))
+	run, err := m.ledger.EndExecution(ctx, ExecutionEnd{ID: m.exec, Status: status, Attachments: attachments, Context: c,
+		Network: network, Usage: used})
+	return run, errors.Join(serr, err)
 }
 
 // NoteNetwork keeps what the execution's egress proxy decided (egress.Stats.Record), for End
@@ -356,12 +354,6 @@ func (m *Meter) NoteNetwork(record json.RawMessage) {
 	m.mu.Lock()
 	m.network = record
 	m.mu.Unlock()
-}
-
-// RunContext returns the context economy of the Run's ended executions (this one included,
-// once End has recorded it), read from the ledger.
-func (m *Meter) RunContext(ctx context.Context) (telemetry.Context, error) {
-	return m.ledger.RunContext(ctx, m.run)
 }
 
 // A Ticket is an admitted, spent call. Finish it exactly once.

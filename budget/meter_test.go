@@ -95,7 +95,7 @@ func TestAdmitIsExact(t *testing.T) {
 	if exec != want || runU != want {
 		t.Errorf("usage = %+v / %+v, want %+v", exec, runU, want)
 	}
-	if err := m.End(t.Context(), "completed", nil, telemetry.Context{}); err != nil {
+	if _, err := m.End(t.Context(), "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, fe := m.Admit(t.Context(), budget.Call{Tool: "srv__t"}); fe == nil {

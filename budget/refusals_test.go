@@ -59,7 +59,7 @@ func TestRefusalNotRecordedIsSummarised(t *testing.T) {
 			t.Fatalf("refusal %d: %+v", i, fe)
 		}
 	}
-	if err := m.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
+	if _, err := m.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	calls, err := l.Calls(ctx, run)

@@ -47,6 +47,10 @@ type Task struct {
 	PollInterval time.Duration
 	// Result is the tools/call result, JSON, once it has ended (nil before).
 	Result json.RawMessage
+	// Calls are the program's calls as the process running it last noted them while it
+	// worked (SetTaskCalls; nil before): what the result of a task lost with that process
+	// lists (mcpserver's JSON, held as it is).
+	Calls json.RawMessage
 	// Owner is the ledger owner running it (set by SaveTask): a task whose owner is gone
 	// while it works is failed by Recover (with TaskLost), never run again.
 	Owner string
@@ -70,8 +74,13 @@ type Tasks interface {
 	ListTasks(ctx context.Context, tenant, agent string, limit int) ([]Task, error)
 	// UpdateTask sets a task's status, message and (when not nil) result, unless it is
 	// terminal already: then ErrAlreadyFinished, with the task as it stands. ErrNotFound for
-	// an unknown one.
+	// an unknown one. One terminal task takes its result still: one cancelled with none (a
+	// tasks/cancel another process recorded) is given its result, with status cancelled, by
+	// the process that ran it (its owner), once.
 	UpdateTask(ctx context.Context, tenant, id string, status TaskStatus, message string, result json.RawMessage) (Task, error)
+	// SetTaskCalls records a working task's calls so far (Task.Calls); a terminal task's
+	// stand.
+	SetTaskCalls(ctx context.Context, tenant, id string, calls json.RawMessage) error
 	// SetTaskExecution records the execution a task's program runs as.
 	SetTaskExecution(ctx context.Context, tenant, id, executionID string) error
 	// DropTasksBefore forgets the tasks created before t: the retention period's end.

@@ -37,8 +37,8 @@ func TestApprovalRetryAtAnotherReplica(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfgText := strings.Replace(replicaConfig(c.mock), "    upstreams: [support]\n",
-		"    upstreams: [support]\n    policy: {approval_required: [\"support__add\"]}\n", 1) +
+	cfgText := strings.Replace(replicaConfig(c.mock), "    policy: {deny: [\"support__class\"]}\n",
+		"    policy: {deny: [\"support__class\"], approval_required: [\"support__add\"]}\n", 1) +
 		fmt.Sprintf("approvals: {state_key: {file: %q}}\n", keyFile)
 	cfg := testkit.WriteConfig(t, cfgText)
 	for i := range 3 {

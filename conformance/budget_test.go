@@ -29,6 +29,10 @@ type fullResult struct {
 		Execution usage `json:"execution"`
 		Run       usage `json:"run"`
 	} `json:"budget"`
+	Context struct {
+		Execution economy `json:"execution"`
+		Run       economy `json:"run"`
+	} `json:"context"`
 }
 
 type attachment struct {

@@ -82,7 +82,8 @@ tenants:
 	}
 	save := exec.Command(built.sandbox, "programs", "save", "lookup_order", file, "--tenant", "t", "--description", "Looks an order up.", "--config", cfg)
 	save.Env = append(os.Environ(), "MCP_SANDBOX_PG_DSN="+dsn)
-	if out, err := save.CombinedOutput(); err != nil || !strings.Contains(string(out), programs.Version(lookupOrder)) {
+	if out, err := save.CombinedOutput(); err != nil || !strings.Contains(string(out), programs.Version(lookupOrder)) ||
+		!strings.Contains(string(out), "offered as saved__lookup_order to agent default") {
 		t.Fatalf("programs save: %v\n%s", err, out)
 	}
 

@@ -80,6 +80,7 @@ tenants:
   t:
     tokens: [%q]
     upstreams: [support]
+    policy: {deny: ["support__class"]}
     agents:
       default:
         code_execution: {limits: {wall_seconds: 120}}
@@ -434,7 +435,9 @@ return await asyncio.gather(*(one(i) for i in range(16)))
 
 // TestReplicasShareRunsAndHandles: a named Run's executions land on different replicas and
 // keep one exact budget (4 executions × 16 racing calls against max_calls 10 → exactly 10
-// deliveries at the shared mock); a handle made on one replica is read through another.
+// deliveries at the shared mock) and one context economy (the Run's, which the ledger keeps
+// on its row, sums every execution's, wherever each ended); a handle made on one replica is
+// read through another.
 func TestReplicasShareRunsAndHandles(t *testing.T) {
 	c := startCluster(t)
 	cs, s := c.connectVia(t, "")
@@ -442,10 +445,22 @@ func TestReplicasShareRunsAndHandles(t *testing.T) {
 
 	var wg sync.WaitGroup
 	results := make([][]string, 4)
+	fulls := make([]fullResult, len(results)+1)
 	for i := range results {
-		wg.Go(func() { runVia(t, cs, "budget-across-replicas", racingLookups, &results[i]) })
+		wg.Go(func() { fulls[i] = runVia(t, cs, "budget-across-replicas", racingLookups, &results[i]) })
 	}
 	wg.Wait()
+	// A fifth execution of the Run, once the four have ended: its context.run is the five's sum.
+	fulls[len(results)] = runVia(t, cs, "budget-across-replicas", `return "x" * 100`, nil)
+	var sum economy
+	for _, f := range fulls {
+		sum.BindingBytes += f.Context.Execution.BindingBytes
+		sum.ReturnedBytes += f.Context.Execution.ReturnedBytes
+		sum.KeptOutBytes += f.Context.Execution.KeptOutBytes
+	}
+	if got := fulls[len(results)].Context.Run; got != sum || sum.ReturnedBytes == 0 {
+		t.Errorf("the Run's context economy after five executions across replicas = %+v, want their sum %+v", got, sum)
+	}
 	var ok, refused int
 	for _, r := range results {
 		for _, k := range r {

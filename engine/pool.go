@@ -90,7 +90,7 @@ func (r *Runner) pool(k poolKey) *warmPool {
 // children that keep k's pool at its target while the execution runs. A pool found empty,
 // or emptied by this take, grows its target: that is demand. An execution that finds it empty
 // while its starts are under way waits for the next child one of them makes (docs/design.md
-// §19.5): a child of its own, started beside them, would split the cores with them and come
+// §19.6): a child of its own, started beside them, would split the cores with them and come
 // later than theirs. It waits no longer than ctx; nil then, or when that start failed.
 func (r *Runner) takeWarm(ctx context.Context, k poolKey) *prepared {
 	if !r.warmOn() {

@@ -208,7 +208,7 @@ func TestWarmPoolPrewarmTakeRefill(t *testing.T) {
 }
 
 // An execution that finds its pool empty while a start is under way takes the child that
-// start makes, and starts none of its own beside it (docs/design.md §19.5).
+// start makes, and starts none of its own beside it (docs/design.md §19.6).
 func TestWarmPoolMissTakesTheStartUnderWay(t *testing.T) {
 	b := &poolBackend{hold: make(chan struct{})}
 	r := poolRunner(t, b, WarmPolicy{Min: 1, Max: 1})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine/bootstrap"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
 )
 
@@ -36,8 +37,11 @@ type Execution struct {
 	// Owner is who the execution runs for (the tenant). Warm pools are kept per owner: a child
 	// started ahead for one owner is never handed to another.
 	Owner string
-	// Progress, when set, is called from time to time while the program runs.
-	Progress func(elapsedSeconds float64)
+	// Progress, when set, is called about once a second while the program runs, with how long
+	// it has run and its standard output so far (nil from a backend that delivers it only at
+	// the end: remote). It is called on the execution's own loop: it must return at once, and
+	// may read stdout (safe for concurrent use) later, from elsewhere, but never write it.
+	Progress func(elapsedSeconds float64, stdout *outputs.Capture)
 	// Logger, when set, is the execution's logger (its lines name the execution, tenant,
 	// agent and Run): a backend that logs about one execution uses it.
 	Logger *slog.Logger

@@ -260,7 +260,7 @@ func (s *session) loop(ctx context.Context, c *clocks) (e ending) {
 			s.res.Cancelled = true
 			return e
 		case <-c.progress:
-			s.ex.Progress(time.Since(c.started).Seconds())
+			s.ex.Progress(time.Since(c.started).Seconds(), s.p.stdout)
 		}
 	}
 }

@@ -104,11 +104,15 @@ type Program struct {
 	// Rehearse makes the execution a rehearsal (docs/design.md §22): calls of tools that are
 	// not read-only are listed, not made, and the list is put to the person as one plan.
 	Rehearse bool
-	// Progress, when set, is called from time to time while the program runs.
-	Progress func(elapsedSeconds float64)
+	// Progress, when set, is called about once a second while the program runs (see
+	// engine.Execution's Progress).
+	Progress func(elapsedSeconds float64, stdout *outputs.Capture)
 	// Started, when set, is told the execution's id once it is recorded (mcpserver's tasks
 	// keep it, to say what a program lost with its server had done).
 	Started func(executionID string)
+	// Calls, when set, is handed the execution's bindings once they exist, before the program
+	// runs (mcpserver's tasks note its calls so far: binding.Execution.NotedCalls).
+	Calls func(x *binding.Execution)
 	// Admit, when set, takes the execution's place among those running at once (mcpserver's
 	// quotas), after the refusal check and before anything is recorded: a failure it returns
 	// (capacity_exceeded, or cancelled while it waited) is the result, and nothing is recorded
@@ -175,6 +179,9 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 	x := binding.New(&binding.Options{Turn: turn, Meter: meter, Blobs: o.Blobs, Tenant: p.Run.Tenant,
 		MaxConcurrentCalls: spec.MaxConcurrentCalls, Logger: log, Approvals: p.Approvals, Report: o.Report, Tape: p.Tape,
 		Rehearse: p.Rehearse, Reach: p.Reach, Nested: p.Nested})
+	if p.Calls != nil {
+		p.Calls(x)
+	}
 	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Signatures: x.Signatures(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()
@@ -224,10 +231,8 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 		if res.Network != nil {
 			meter.NoteNetwork(res.Network.Record())
 		}
-		if err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
+		if c, err := meter.End(rctx, status, aj, res.Context.Execution); err != nil {
 			log.Error("execution end not recorded", "err", err)
-		} else if c, err := meter.RunContext(rctx); err != nil {
-			log.Error("run context not read", "err", err)
 		} else {
 			res.Context.Run = c
 		}

@@ -16,8 +16,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
+	"github.com/mcp-sandbox/mcp-sandbox/binding"
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/cassette"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // Approvals for clients of revision 2026-07-28 and later (multi round-trip requests, SEP-2322).
@@ -75,9 +77,9 @@ func newHold(base pendingState, relay func(*hold, string)) *hold {
 }
 
 // report is the held program's progress callback.
-func (hd *hold) report(elapsed float64) {
+func (hd *hold) report(elapsed float64, stdout *outputs.Capture) {
 	if p := hd.prog.Load(); p != nil {
-		p.report(elapsed)
+		p.report(elapsed, stdout)
 	}
 }
 
@@ -270,9 +272,11 @@ func sessionlessRequest(req *mcp.CallToolRequest) bool {
 type callEnv struct {
 	asking   *approval.Asking
 	journal  *cassette.Journal
-	progress func(elapsedSeconds float64)
+	progress func(elapsedSeconds float64, stdout *outputs.Capture)
 	// started is told the execution's id (execution.Program.Started): a task's.
 	started func(executionID string)
+	// calls is handed the execution's bindings (execution.Program.Calls): a task's.
+	calls func(x *binding.Execution)
 	// run is the Run the program runs in; zero: the request's (runOf). A task's is fixed when
 	// the task is created: its request's throwaway session may end before the program starts,
 	// and runOf would then give a new Run, not the task's.

@@ -434,7 +434,7 @@ func newProgress(ctx context.Context, ss *mcp.ServerSession, tok any) *progress 
 	return &progress{ctx: ctx, ss: ss, tok: tok}
 }
 
-func (p *progress) report(elapsed float64) {
+func (p *progress) report(elapsed float64, _ *outputs.Capture) {
 	if !p.busy.CompareAndSwap(false, true) {
 		return
 	}

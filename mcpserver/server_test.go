@@ -197,7 +197,7 @@ func TestProgressAndCancel(t *testing.T) {
 				return r
 			case <-time.After(50 * time.Millisecond):
 				if ex.Progress != nil {
-					ex.Progress(float64(i))
+					ex.Progress(float64(i), nil)
 				}
 			}
 		}

@@ -34,7 +34,8 @@ import (
 // extension (SEP-2663): it declares the extension in its request's client capabilities, the
 // server its own in server/discover, and the answers take that revision's shapes (a result of
 // resultType "task", tasks/get's detailed task with its result inline, tasks/cancel's empty
-// result): taskGeneration picks them per request.
+// result): modernRequest picks them per request. A question of its program goes through the
+// task, answered by tasks/update (taskinput.go).
 //
 // go-sdk implements no tasks: the task methods are custom methods of its server (they pass
 // its middleware like any other), and what its wire types cannot carry (the task field of a
@@ -129,6 +130,7 @@ type taskV2 struct {
 	LastUpdatedAt  string          `json:"lastUpdatedAt"`
 	TTLMs          *int64          `json:"ttlMs"`
 	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
+	InputRequests  inputRequests   `json:"inputRequests,omitempty"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	Error          *jsonrpc.Error  `json:"error,omitempty"`
 	ResultType     string          `json:"resultType"`
@@ -150,7 +152,8 @@ type doneV2 struct {
 // created it, "complete" a task method. A run_code result, failed program or not, is the
 // task's completed result (its isError says the rest); a task lost with its server, or ended
 // without a result, is failed, with the reason and (lost) the result saying what it had done
-// as the error's data.
+// as the error's data; a cancelled one carries its result (what the program had done) once
+// the process that ran it has written it.
 func extensionTask(t budget.Task, resultType string) taskV2 {
 	w := wireTask(t)
 	v := taskV2{TaskID: w.TaskID, Status: w.Status, StatusMessage: w.StatusMessage, CreatedAt: w.CreatedAt,
@@ -168,6 +171,10 @@ func extensionTask(t budget.Task, resultType string) taskV2 {
 	case t.Status == budget.TaskFailed:
 		// Lost with its server (what it had done is the error's data), or ended with no result.
 		v.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: t.Message, Data: t.Result}
+	case t.Status == budget.TaskCancelled && t.Result != nil:
+		// What the program had done when it was killed: SEP-2663's cancelled task has no
+		// result, and a client that reads it strictly drops it.
+		v.Result = withResultType(t.Result)
 	}
 	return v
 }
@@ -249,33 +256,52 @@ type runningTask struct {
 	cancel    context.CancelFunc
 	cancelled bool // by tasks/cancel (guarded by runningTasks.mu)
 	done      chan struct{}
-	// asking names the tool whose approval the program waits for, while it does: the task is
-	// input_required meanwhile (taskAsker).
-	asking atomic.Pointer[string]
+	// asking is the question the program waits on, while it does: the task is input_required
+	// meanwhile (taskAsker).
+	asking atomic.Pointer[approval.Question]
 	// wake is poked when asking changes, so the status is written at once.
 	wake chan struct{}
 	// execution is the program's execution id once it started: its calls so far are counted
 	// from the ledger for the status message.
 	execution atomic.Pointer[string]
+	// output is its output so far, for the status message (taskprogress.go).
+	output partialOutput
+	// calls are its program's bindings once they exist, whose calls so far are noted on the
+	// task (taskcalls.go); noted is the last note written (the status writer's own).
+	calls atomic.Pointer[binding.Execution]
+	noted []byte
 }
 
-// taskAsker is a task's approval.Asker: the session's (elicitation, as for any call of
-// 2025-11-25), with the task input_required while a question is put. An answer from another
-// path (the operator route) reaches the program through the approval Room as ever.
+// taskAsker is a task's approval.Asker, the task input_required while a question is put: in
+// revision 2025-11-25 the question goes by elicitation on the session (via), as for any call
+// of it; in the tasks extension (via nil) through the task itself, as its input request
+// (taskinput.go), answered by tasks/update on any process. An answer from another path (the
+// operator route) reaches the program through the approval Room as ever.
 type taskAsker struct {
-	approval.Asker
-	rt *runningTask
+	via approval.Asker
+	rt  *runningTask
+}
+
+func (a taskAsker) CanAsk() (bool, string) {
+	if a.via == nil {
+		return true, ""
+	}
+	return a.via.CanAsk()
 }
 
 func (a taskAsker) Ask(ctx context.Context, q approval.Question) (approval.Answer, error) {
-	tool := q.Tool
-	a.rt.asking.Store(&tool)
+	a.rt.asking.Store(&q)
 	a.rt.poke()
 	defer func() {
 		a.rt.asking.Store(nil)
 		a.rt.poke()
 	}()
-	return a.Asker.Ask(ctx, q)
+	if a.via == nil {
+		// Its answer reaches the Room (tasks/update, the operator route), which withdraws it.
+		<-ctx.Done()
+		return approval.Answer{}, ctx.Err()
+	}
+	return a.via.Ask(ctx, q)
 }
 
 // poke wakes the task's status writer, if it is not awake already.
@@ -318,10 +344,21 @@ func (h *handlers) addTaskMethods(s *mcp.Server) {
 			return nil, err
 		}
 		if modernTask(ctx) {
-			return &taskV2Result{taskV2: extensionTask(t, "complete")}, nil
+			v := extensionTask(t, "complete")
+			if t.Status == budget.TaskInputRequired {
+				if v.InputRequests, err = h.taskInput(ctx, t); err != nil {
+					return nil, err
+				}
+				if len(v.InputRequests) == 0 {
+					// Answered, and the program goes on: its status is written at once.
+					v.Status = string(budget.TaskWorking)
+				}
+			}
+			return &taskV2Result{taskV2: v}, nil
 		}
 		return &taskResult{wireOfTask: wireTask(t)}, nil
 	}))
+	must(mcp.AddReceivingCustomMethod(s, "tasks/update", h.updateTask))
 	must(mcp.AddReceivingCustomMethod(s, "tasks/result", h.taskResult))
 	must(mcp.AddReceivingCustomMethod(s, "tasks/cancel", h.cancelTask))
 	must(mcp.AddReceivingCustomMethod(s, "tasks/list", func(ctx context.Context, _ *mcp.ServerSession, _ *taskListParams) (*taskListResult, error) {
@@ -372,33 +409,24 @@ func (h *handlers) task(ctx context.Context, id string) (budget.Task, error) {
 	case err != nil:
 		return t, h.taskStoreError(err)
 	}
-	if t.Status == budget.TaskFailed && t.Result == nil {
-		t.Result = h.lostResult(ctx, t)
+	switch {
+	case t.Status == budget.TaskFailed && t.Result == nil:
+		t.Result = h.lostResult(ctx, t, failure.Internal)
+	case t.Status == budget.TaskCancelled && t.Result == nil && time.Since(t.UpdatedAt) >= cancelledResultWait:
+		t.Result = h.lostResult(ctx, t, failure.Cancelled)
 	}
 	return t, nil
 }
 
 // lostResult is the result of a task whose program was lost with the server running it
-// (Recover failed it): failed, and what it had done, from the ledger's records of its calls;
-// a call in flight then reads unknown. It never ran again.
-func (h *handlers) lostResult(ctx context.Context, t budget.Task) json.RawMessage {
-	m := &ModelResult{Failure: &engine.Failure{Kind: failure.Internal, Message: t.Message, Executed: true}}
+// (Recover failed it; kind internal), or whose end that server never wrote after a cancel
+// another recorded (kind cancelled): what it had done, as that server last noted it and the
+// ledger's records of its calls since (lostCalls); a call in flight then reads unknown. It
+// never ran again.
+func (h *handlers) lostResult(ctx context.Context, t budget.Task, kind failure.Kind) json.RawMessage {
+	m := &ModelResult{Failure: &engine.Failure{Kind: kind, Message: t.Message, Executed: true}}
 	if t.ExecutionID != "" {
-		calls, err := h.opts.Ledger.Calls(ctx, budget.RunRef{Tenant: t.Tenant, ID: t.Run})
-		if err != nil {
-			h.log.Warn("a lost task's calls not read", "task", t.ID, "err", err)
-		}
-		seq := 0
-		for _, c := range calls {
-			if c.ExecutionID != t.ExecutionID {
-				continue
-			}
-			seq++
-			m.ToolCalls = append(m.ToolCalls, calledAs(seq, c))
-		}
-		if n := len(m.ToolCalls) - binding.ShownCalls; n > 0 {
-			m.ToolCalls, m.ToolCallsOmitted = m.ToolCalls[n:], n
-		}
+		m.ToolCalls, m.ToolCallsOmitted = h.lostCalls(ctx, t)
 	}
 	b, err := json.Marshal(&mcp.CallToolResult{IsError: true, StructuredContent: m, Content: []mcp.Content{&mcp.TextContent{Text: RenderText(m)}}})
 	if err != nil {
@@ -467,13 +495,14 @@ func (h *handlers) startTask(ctx context.Context, req *mcp.CallToolRequest, ask 
 	h.tasks.run[t.ID] = rt
 	h.tasks.mu.Unlock()
 	h.log.Info("task started", "task", t.ID, "run", t.Run)
-	go h.runTask(tctx, end, req, prog, t, rt)
+	go h.runTask(tctx, end, req, prog, t, rt, modern)
 	return created()
 }
 
 // runTask runs the task's program and writes its end; meanwhile it writes how it goes each
-// poll interval and carries out a cancel another process recorded.
-func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolRequest, prog execution.Program, t budget.Task, rt *runningTask) {
+// poll interval and carries out a cancel another process recorded. modern: the task is the
+// extension's, whose questions are put through the task.
+func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolRequest, prog execution.Program, t budget.Task, rt *runningTask, modern bool) {
 	defer end()
 	defer close(rt.done)
 	defer func() {
@@ -482,8 +511,9 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 		h.tasks.mu.Unlock()
 	}()
 	start := time.Now()
-	watching := make(chan struct{})
+	watching, watched := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(watched)
 		tick := time.NewTicker(t.PollInterval)
 		defer tick.Stop()
 		for {
@@ -493,10 +523,12 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-tick.C:
 			case <-rt.wake:
 			}
-			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)", time.Since(start).Seconds(), h.callsSoFar(ctx, rt))
-			if tool := rt.asking.Load(); tool != nil {
-				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s", *tool)
+			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)%s", time.Since(start).Seconds(),
+				h.callsSoFar(ctx, rt), h.outputSoFar(context.WithoutCancel(ctx), &rt.output))
+			if q := rt.asking.Load(); q != nil {
+				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s (approval %s)", q.Tool, q.ID)
 			}
+			h.noteCalls(context.WithoutCancel(ctx), t, rt) // first: a status read says what is noted
 			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, status, msg, nil)
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
 				h.tasks.mu.Lock()
@@ -507,25 +539,34 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			}
 		}
 	}()
-	env := callEnv{asking: h.asking(req, taskAsker{Asker: elicitationOf(req), rt: rt}, ""), run: budget.RunRef{Tenant: t.Tenant, ID: t.Run}, started: func(executionID string) {
+	asker := taskAsker{via: elicitationOf(req), rt: rt}
+	if modern {
+		asker.via = nil
+	}
+	env := callEnv{asking: h.asking(req, asker, ""), run: budget.RunRef{Tenant: t.Tenant, ID: t.Run}, started: func(executionID string) {
 		rt.execution.Store(&executionID)
 		if err := h.opts.Ledger.SetTaskExecution(context.WithoutCancel(ctx), t.Tenant, t.ID, executionID); err != nil {
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
 		}
 	}}
+	env.asking.Run = taskQuestions(t.ID) // a task's questions are kept under it (taskinput.go)
+	env.progress = rt.output.progress
+	env.calls = func(x *binding.Execution) { rt.calls.Store(x) }
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal
 	}
 	res := h.execute(ctx, req, prog, env)
 	close(watching)
+	<-watched
+	h.dropPartials(context.WithoutCancel(ctx), &rt.output)
 	out := h.render(res)
 	h.tasks.mu.Lock()
 	cancelled := rt.cancelled
 	h.tasks.mu.Unlock()
 	switch {
 	case cancelled:
-		h.endTask(t, budget.TaskCancelled, "cancelled: the program's processes were killed", out)
+		h.endTask(t, budget.TaskCancelled, cancelledMessage, out)
 	case out.IsError:
 		h.endTask(t, budget.TaskFailed, "the program failed", out)
 	default:
@@ -547,8 +588,18 @@ func (h *handlers) callsSoFar(ctx context.Context, rt *runningTask) string {
 	return fmt.Sprintf(", calls made so far: %d", rec.Usage.Calls)
 }
 
-// endTask writes a task's end, unless it ended already (a cancel recorded by another
-// process: it stands).
+// cancelledMessage is a cancelled task's status message once its end is written.
+const cancelledMessage = "cancelled: the program's processes were killed"
+
+// cancelledResultWait bounds how long after its cancel a task cancelled with no result yet
+// waits for the one the process running it writes once it has killed the program (within a
+// poll interval, and the end's recording): past it, what that process last noted and the
+// ledger's records of its calls make its result (lostResult), as for a task whose server is
+// gone, in tasks/result and in the extension's tasks/get alike.
+const cancelledResultWait = 30 * time.Second
+
+// endTask writes a task's end, unless it ended already; a cancel recorded by another process
+// stands, and this is its result.
 func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, out *mcp.CallToolResult) {
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -557,7 +608,13 @@ func (h *handlers) endTask(t budget.Task, status budget.TaskStatus, msg string, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), execution.RecordTimeout)
 	defer cancel()
-	if _, err := h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, msg, b); err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
+	cur, err := h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, msg, b)
+	if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled && cur.Result == nil {
+		// Cancelled by another process, which has no result to give: this is it.
+		status = budget.TaskCancelled
+		_, err = h.opts.Ledger.UpdateTask(ctx, t.Tenant, t.ID, status, cancelledMessage, b)
+	}
+	if err != nil && !errors.Is(err, budget.ErrAlreadyFinished) {
 		h.log.Error("task end not recorded", "task", t.ID, "err", err)
 	}
 	h.log.Info("task ended", "task", t.ID, "status", string(status))
@@ -571,7 +628,7 @@ func (h *handlers) taskResult(ctx context.Context, _ *mcp.ServerSession, p *task
 		if err != nil {
 			return nil, err
 		}
-		if t.Status.Terminal() {
+		if t.Status.Terminal() && (t.Result != nil || t.Status != budget.TaskCancelled) {
 			if t.Result == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s was %s with no result", t.ID, t.Status)}
 			}

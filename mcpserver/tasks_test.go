@@ -200,11 +200,10 @@ func TestRunCodeAsTask(t *testing.T) {
 	}
 }
 
-// TestTaskInputRequired (must show 3 of issue 41, revision 2025-11-25): a task whose program
-// calls a tool needing approval goes input_required while the question is put by elicitation
-// on the client's session; accepting it there completes the task with the call run once; in a
-// second task the operator route answers instead, while the client's question stays open.
-func TestTaskInputRequired(t *testing.T) {
+// wipingTasks are the pieces of a task whose program calls up__wipe, which needs a person's
+// approval: the upstream and how many times wipe ran, a sandbox whose program's value is
+// "wiped" or the kind of the call's failure, and a ledger in dir.
+func wipingTasks(t *testing.T, dir string) (*upstreamFixture, *atomic.Int32, fakeSandbox, *sqlite.Ledger) {
 	f, wiped := approvalUpstream(t)
 	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		if r := ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"p"}`)); r.Kind != "" {
@@ -212,11 +211,17 @@ func TestTaskInputRequired(t *testing.T) {
 		}
 		return ok(`"wiped"`)(ctx, ex)
 	}}
-	led, err := sqlite.Open(context.Background(), t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	led := openLedger(t, dir)
 	t.Cleanup(func() { led.Close() })
+	return f, wiped, sb, led
+}
+
+// TestTaskInputRequired (must show 3 of issue 41, revision 2025-11-25): a task whose program
+// calls a tool needing approval goes input_required while the question is put by elicitation
+// on the client's session; accepting it there completes the task with the call run once; in a
+// second task the operator route answers instead, while the client's question stays open.
+func TestTaskInputRequired(t *testing.T) {
+	f, wiped, sb, led := wipingTasks(t, t.TempDir())
 	a := Agent{Tenant: "t", Name: "a", Upstreams: f.upstreams(true), CodeExecution: &CodeExec{Sandbox: sb, Terms: testTerms}}
 	srv := httptest.NewServer(HTTPHandler(&HTTPOptions{Agents: []Agent{a}, Tokenless: func() string { return "t" }, Loopback: true,
 		Operator: func(tok string) bool { return tok == "operator-token" },

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
@@ -13,11 +15,13 @@ import (
 // Command is one `mcp-sandbox programs` invocation (cmd parses its flags): Verb save, list,
 // show or delete, of Tenant's program Name; save takes Code (the file's text), Description,
 // Agent (one agent only, or "") and By (who saves). JSON prints the program (or the list) as
-// JSON instead of text.
+// JSON instead of text. Prefixes, for what save says, is the prefix each of Tenant's agents
+// that run code is offered saved programs under, in the config at hand ("" for DefaultPrefix).
 type Command struct {
 	Verb, Tenant, Name           string
 	Code, Description, Agent, By string
 	JSON                         bool
+	Prefixes                     map[string]string
 }
 
 // Run runs c against store, printing what it did on out.
@@ -31,7 +35,7 @@ func (c Command) Run(ctx context.Context, store budget.Programs, out io.Writer) 
 		if c.JSON {
 			return json.NewEncoder(out).Encode(p)
 		}
-		fmt.Fprintf(out, "saved %s for tenant %s as %s, version %s\n", p.Name, p.Tenant, ToolName(DefaultPrefix, p.Name), p.Version)
+		fmt.Fprintf(out, "saved %s for tenant %s, version %s; %s\n", p.Name, p.Tenant, p.Version, offeredAs(p, c.Prefixes))
 		fmt.Fprintf(out, "  input schema: %s\n", p.InputSchema)
 		return nil
 	case "list":
@@ -84,4 +88,32 @@ func (c Command) Run(ctx context.Context, store budget.Programs, out io.Writer) 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// offeredAs says under which tool name p is offered to which of the agents in prefixes (agent
+// → prefix): only to its own agent when it has one.
+func offeredAs(p budget.SavedProgram, prefixes map[string]string) string {
+	agents := map[string][]string{} // tool name → agents
+	for agent, prefix := range prefixes {
+		if p.Agent != "" && agent != p.Agent {
+			continue
+		}
+		if prefix == "" {
+			prefix = DefaultPrefix
+		}
+		name := ToolName(prefix, p.Name)
+		agents[name] = append(agents[name], agent)
+	}
+	if len(agents) == 0 {
+		if p.Agent != "" {
+			return fmt.Sprintf("offered to no agent yet: agent %s of tenant %s does not run code in this config", p.Agent, p.Tenant)
+		}
+		return fmt.Sprintf("offered to no agent yet: no agent of tenant %s runs code in this config", p.Tenant)
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		slices.Sort(agents[name])
+		parts = append(parts, fmt.Sprintf("as %s to agent %s", name, strings.Join(agents[name], ", ")))
+	}
+	return "offered " + strings.Join(parts, "; ")
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sandbox/mcp-sandbox/budget"
 )
 
 // TestCheck: a program is saved under a lowercase Python name, with main's signature as its
@@ -68,5 +70,23 @@ func TestReach(t *testing.T) {
 		if (got == nil) != (want == nil) || !slices.Equal(got, want) {
 			t.Errorf("Reach(%q) = %#v, want %#v", code, got, want)
 		}
+	}
+}
+
+// TestOfferedAs: what `programs save` says names the tool each agent that runs code is offered,
+// under that agent's prefix, and only the program's own agent when it has one.
+func TestOfferedAs(t *testing.T) {
+	prefixes := map[string]string{"default": "", "ops": "shop", "triage": ""}
+	p := budget.SavedProgram{Tenant: "t", Name: "refund"}
+	if got, want := offeredAs(p, prefixes), "offered as saved__refund to agent default, triage; as shop__refund to agent ops"; got != want {
+		t.Errorf("offeredAs = %q, want %q", got, want)
+	}
+	p.Agent = "ops"
+	if got, want := offeredAs(p, prefixes), "offered as shop__refund to agent ops"; got != want {
+		t.Errorf("offeredAs = %q, want %q", got, want)
+	}
+	p.Agent = "gone"
+	if got := offeredAs(p, prefixes); !strings.Contains(got, "agent gone of tenant t does not run code") {
+		t.Errorf("offeredAs = %q", got)
 	}
 }

@@ -228,7 +228,7 @@ func (x *execution) onFrame(callCtx context.Context, f any, r *frames) *engine.O
 		return x.refused(f)
 	case *Progress:
 		if x.ex.Progress != nil {
-			x.ex.Progress(time.Since(x.start).Seconds())
+			x.ex.Progress(time.Since(x.start).Seconds(), nil) // its output comes at the end
 		}
 	case *wire.Call, *wire.Read:
 		x.called = true

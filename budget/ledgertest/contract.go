@@ -92,7 +92,7 @@ func Call(id string, run budget.RunRef, exec string) budget.CallStart {
 // StartExecution starts execution exec of run in l.
 func StartExecution(t *testing.T, l budget.Ledger, run budget.RunRef, exec string) {
 	t.Helper()
-	if err := l.StartExecution(t.Context(), run, exec, "sha256:test"); err != nil {
+	if _, err := l.StartExecution(t.Context(), run, exec, "sha256:test"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -161,6 +161,13 @@ func contractFinish(t *testing.T, l budget.Ledger) {
 	want := budget.Usage{Calls: 2, TransferBytes: 120, ProducedBytes: 1005, PreservedBytes: 901}
 	if d := cmp.Diff(want, Usage(t, l, run)); d != "" {
 		t.Errorf("run usage (-want +got):\n%s", d)
+	}
+	// The next execution's start answers the Run's usage as RunUsage reads it.
+	if u, err := l.StartExecution(ctx, run, "x2", ""); err != nil || u != want {
+		t.Errorf("StartExecution = %+v, %v; want the Run's usage %+v", u, err, want)
+	}
+	if u, err := l.StartExecution(ctx, budget.RunRef{Tenant: "t", ID: "new"}, "y1", ""); err != nil || u != (budget.Usage{}) {
+		t.Errorf("StartExecution of a new Run = %+v, %v; want nothing used", u, err)
 	}
 	rec, _ := l.Call(ctx, "a")
 	if rec.Status != budget.Succeeded || rec.FinishedAt.IsZero() || string(rec.Attachments) != string(att) {
@@ -321,13 +328,13 @@ func contractLifecycle(t *testing.T, l budget.Ledger) {
 		t.Fatalf("starting a run twice: %v", err)
 	}
 	StartExecution(t, l, run, "x1")
-	if err := l.StartExecution(ctx, run, "x1", ""); err == nil {
+	if _, err := l.StartExecution(ctx, run, "x1", ""); err == nil {
 		t.Error("an execution id was reused")
 	}
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x1", Status: "completed", Attachments: json.RawMessage(`[]`)}); err != nil {
+	if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x1", Status: "completed", Attachments: json.RawMessage(`[]`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "nope", Status: "completed"}); !errors.Is(err, budget.ErrNotFound) {
+	if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "nope", Status: "completed"}); !errors.Is(err, budget.ErrNotFound) {
 		t.Errorf("EndExecution(unknown) = %v, want ErrNotFound", err)
 	}
 	if err := l.EndRun(ctx, run); err != nil {
@@ -356,17 +363,18 @@ func contractContext(t *testing.T, l budget.Ledger) {
 	StartExecution(t, l, run, "x2")
 	StartExecution(t, l, run, "x3") // still running: not counted yet
 	StartExecution(t, l, other, "y1")
-	end := func(id string, c telemetry.Context) {
+	// Each end answers the Run's context economy with itself counted.
+	end := func(id string, c, want telemetry.Context) {
 		t.Helper()
-		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil {
-			t.Fatal(err)
+		if got, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil || got != want {
+			t.Fatalf("EndExecution(%s) = %+v, %v; want %+v", id, got, err, want)
 		}
 	}
-	end("x1", telemetry.Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900})
-	end("x2", telemetry.Context{BindingBytes: 5, ReturnedBytes: 50})
-	end("x2", telemetry.Context{BindingBytes: 10, ReturnedBytes: 60}) // the last end stands
-	end("y1", telemetry.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6})
+	end("x1", telemetry.Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900}, telemetry.Context{BindingBytes: 1000, ReturnedBytes: 100, KeptOutBytes: 900})
+	end("x2", telemetry.Context{BindingBytes: 5, ReturnedBytes: 50}, telemetry.Context{BindingBytes: 1005, ReturnedBytes: 150, KeptOutBytes: 900})
 	want := telemetry.Context{BindingBytes: 1010, ReturnedBytes: 160, KeptOutBytes: 900}
+	end("x2", telemetry.Context{BindingBytes: 10, ReturnedBytes: 60}, want) // the last end stands
+	end("y1", telemetry.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6}, telemetry.Context{BindingBytes: 7, ReturnedBytes: 1, KeptOutBytes: 6})
 	if c, err := l.RunContext(ctx, run); err != nil || c != want {
 		t.Fatalf("RunContext = %+v, %v; want %+v", c, err, want)
 	}

@@ -38,7 +38,7 @@ func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 		`{"host":"10.0.0.1","port":80,"reason":"ip_literal","times":1}],"bytes_in":4096,"bytes_out":512}`)
 	m.NoteNetwork(network)
 	c := telemetry.Context{BindingBytes: 70, ReturnedBytes: 20, KeptOutBytes: 50}
-	if err := m.End(ctx, "completed", json.RawMessage(`[{"name":"stdout"}]`), c); err != nil {
+	if _, err := m.End(ctx, "completed", json.RawMessage(`[{"name":"stdout"}]`), c); err != nil {
 		t.Fatal(err)
 	}
 	got, err := eo.Execution(ctx, "x1")
@@ -57,7 +57,7 @@ func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 
 	// x2 runs without rules: no network block. x3 is still running.
 	StartExecution(t, l, run, "x2")
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x2", Status: "timeout"}); err != nil {
+	if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x2", Status: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	if x, err := eo.Execution(ctx, "x2"); err != nil || x.Network != nil || x.Status != "timeout" || x.EndedAt.IsZero() {
@@ -93,11 +93,11 @@ func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 	}
 
 	// Ended again (an end recorded twice): the last end stands, its network block as it was.
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: json.RawMessage(`{"allowed":1}`)}); err != nil {
+	if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: json.RawMessage(`{"allowed":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	last := json.RawMessage(`{"allowed":2,"refused":0,"refusals":[],"bytes_in":0,"bytes_out":0}`)
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: last}); err != nil {
+	if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x3", Status: "completed", Network: last}); err != nil {
 		t.Fatal(err)
 	}
 	x, err = eo.Execution(ctx, "x3")
@@ -109,5 +109,31 @@ func contractExecutions(t *testing.T, l, eo budget.Ledger) {
 	}
 	if _, err := eo.Execution(ctx, "nope"); !errors.Is(err, budget.ErrNotFound) {
 		t.Errorf("Execution(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+// BenchmarkExecutionLedger measures what the run ledger costs one execution as
+// execution.Execute records it through its Meter: its start (the Run's usage with it), the
+// Run's usage read for the result, its end (the Run's context economy with it), in a Run that
+// grows by one execution a loop.
+func BenchmarkExecutionLedger(b *testing.B, l budget.Ledger) {
+	ctx := b.Context()
+	run := budget.RunRef{Tenant: "t", ID: budget.NewID("r_")}
+	limits := budget.Limits{MaxCalls: 1 << 40}
+	c := telemetry.Context{BindingBytes: 3, ReturnedBytes: 1, KeptOutBytes: 2}
+	n := int64(0)
+	for b.Loop() {
+		n++
+		m, err := budget.Start(ctx, l, run, "", "sha256:bench", limits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := m.Usage(ctx); err != nil {
+			b.Fatal(err)
+		}
+		got, err := m.End(ctx, "completed", nil, c)
+		if err != nil || got.KeptOutBytes != 2*n {
+			b.Fatalf("the Run's context after %d executions = %+v, %v", n, got, err)
+		}
 	}
 }

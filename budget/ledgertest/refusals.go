@@ -72,7 +72,7 @@ func contractRefusalLoop(t *testing.T, l budget.Ledger) {
 		}
 		return out
 	})
-	if err := x1.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
+	if _, err := x1.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 	loop(x2, func(m *budget.Meter, i int) []*failure.Error {
@@ -81,7 +81,7 @@ func contractRefusalLoop(t *testing.T, l budget.Ledger) {
 		}
 		return nil
 	})
-	if err := x2.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
+	if _, err := x2.End(ctx, "completed", nil, telemetry.Context{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -42,7 +42,7 @@ func CrashChild(open func(ctx context.Context, place string) (budget.Ledger, err
 		os.Exit(3)
 	}
 	run := budget.RunRef{Tenant: "t", ID: "r"}
-	if l.StartExecution(ctx, run, "x", "") != nil {
+	if _, err := l.StartExecution(ctx, run, "x", ""); err != nil {
 		os.Exit(3)
 	}
 	if _, err := l.StartCall(ctx, budget.CallStart{ID: "c_child", Run: run, ExecutionID: "x", Tool: "slow"}, budget.Limits{}); err != nil {

@@ -35,6 +35,13 @@ func contractTasks(t *testing.T, l budget.Ledger) {
 	if got, err := l.UpdateTask(ctx, "alpha", task.ID, budget.TaskWorking, "running for 3s", nil); err != nil || got.Message != "running for 3s" {
 		t.Errorf("UpdateTask(working) = %+v, %v", got, err)
 	}
+	calls := json.RawMessage(`{"tool_calls":[]}`)
+	if err := l.SetTaskCalls(ctx, "alpha", task.ID, calls); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Task(ctx, "alpha", task.ID); err != nil || string(got.Calls) != string(calls) {
+		t.Errorf("a task's calls so far: %+v, %v", got, err)
+	}
 	result := json.RawMessage(`{"content":[]}`)
 	if got, err := l.UpdateTask(ctx, "alpha", task.ID, budget.TaskCompleted, "", result); err != nil || got.Status != budget.TaskCompleted ||
 		string(got.Result) != string(result) || got.UpdatedAt.Before(got.CreatedAt) {
@@ -43,12 +50,33 @@ func contractTasks(t *testing.T, l budget.Ledger) {
 	if got, err := l.UpdateTask(ctx, "alpha", task.ID, budget.TaskCancelled, "", nil); !errors.Is(err, budget.ErrAlreadyFinished) || got.Status != budget.TaskCompleted {
 		t.Errorf("a terminal task changed again: %+v, %v", got, err)
 	}
+	if err := l.SetTaskCalls(ctx, "alpha", task.ID, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Task(ctx, "alpha", task.ID); err != nil || string(got.Calls) != string(calls) {
+		t.Errorf("a terminal task's calls changed: %+v, %v", got, err)
+	}
 	newer := budget.Task{ID: budget.NewTaskID(), Tenant: "alpha", Agent: "a", Run: "session:2", Status: budget.TaskWorking, CreatedAt: time.Now()}
 	other := budget.Task{ID: budget.NewTaskID(), Tenant: "beta", Agent: "a", Run: "session:3", Status: budget.TaskWorking, CreatedAt: time.Now()}
 	for _, tk := range []budget.Task{newer, other} {
 		if err := l.SaveTask(ctx, tk); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Cancelled with no result (by another process): its owner gives it its result, once.
+	if _, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCancelled, "cancelled", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCompleted, "", result); !errors.Is(err, budget.ErrAlreadyFinished) || got.Result != nil {
+		t.Errorf("a cancelled task completed: %+v, %v", got, err)
+	}
+	if got, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCancelled, "cancelled: killed", result); err != nil ||
+		got.Status != budget.TaskCancelled || string(got.Result) != string(result) || got.Message != "cancelled: killed" {
+		t.Errorf("the cancelled task's result from its owner: %+v, %v", got, err)
+	}
+	if got, err := l.UpdateTask(ctx, "alpha", newer.ID, budget.TaskCancelled, "again", json.RawMessage(`{}`)); !errors.Is(err, budget.ErrAlreadyFinished) ||
+		string(got.Result) != string(result) {
+		t.Errorf("a cancelled task's result changed again: %+v, %v", got, err)
 	}
 	list, err := l.ListTasks(ctx, "alpha", "a", 10)
 	if err != nil || len(list) != 2 || list[0].ID != newer.ID || list[1].ID != task.ID {

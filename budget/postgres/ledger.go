@@ -195,6 +195,10 @@ var postgresSchema = []string{
 	programsSchema,
 	// 12: MCP tasks (tasks.go).
 	tasksMigration,
+	// 13: a working task's calls so far (budget.Task.Calls).
+	`ALTER TABLE ledger_tasks ADD COLUMN calls text;`,
+	// 14: each Run's context economy kept on its row (runcontext.go).
+	runContextMigration,
 }
 
 // Open connects to the database dsn names, applies the ledger's migrations and takes
@@ -368,26 +372,87 @@ func (p *Ledger) EndRun(ctx context.Context, run budget.RunRef) error {
 	return wrapPG(err)
 }
 
-func (p *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agentVersion string) error {
-	return wrapPG(p.retry(ctx, func() error {
-		_, err := p.pool.Exec(ctx, `WITH r AS (INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING)
-			INSERT INTO ledger_executions (id, tenant, run_id, agent_version) VALUES ($3, $1, $2, $4)`,
-			run.Tenant, run.ID, id, agentVersion)
+// startExecution records an execution's start, making its Run if need be, and answers the
+// Run's usage in the same statement: the Run's row as this statement made it, or as it was.
+const startExecution = `WITH r AS (
+		INSERT INTO ledger_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
+		RETURNING calls, transfer_bytes, produced_bytes, preserved_bytes
+	), x AS (
+		INSERT INTO ledger_executions (id, tenant, run_id, agent_version) VALUES ($3, $1, $2, $4)
+	)
+	SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM r
+	UNION ALL
+	SELECT calls, transfer_bytes, produced_bytes, preserved_bytes FROM ledger_runs
+	WHERE tenant = $1 AND run_id = $2 AND NOT EXISTS (SELECT 1 FROM r)`
+
+// StartExecution sends the finishes queued (FinishCallLater) ahead of the start, in its round
+// trip, so the usage it answers counts them, as RunUsage's would (docs/design.md §19.5).
+func (p *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agentVersion string) (budget.Usage, error) {
+	var u budget.Usage
+	args := []any{run.Tenant, run.ID, id, agentVersion}
+	scan := func(r pgx.Row) error {
+		u = budget.Usage{}
+		err := r.Scan(&u.Calls, &u.TransferBytes, &u.ProducedBytes, &u.PreservedBytes)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // another replica made the Run after this statement's snapshot: nothing used yet
+		}
 		return err
-	}))
+	}
+	if ops := p.takeFinishes(); len(ops) > 0 {
+		err := p.sendFinishes(ctx, ops, func(b *pgx.Batch) func(pgx.BatchResults) error {
+			b.Queue(startExecution, args...)
+			return func(br pgx.BatchResults) error { return scan(br.QueryRow()) }
+		})
+		if err == nil {
+			return u, nil
+		}
+		// The batch was rolled back whole; the finishes were written on their own: the start
+		// goes alone.
+	}
+	if err := p.retry(ctx, func() error { return scan(p.pool.QueryRow(ctx, startExecution, args...)) }); err != nil {
+		return budget.Usage{}, wrapPG(err)
+	}
+	return u, nil
 }
 
-func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
+// EndExecution ends the execution and reads its Run's context economy, which the trigger of
+// migration 14 (runContextMigration) has just counted the end in, in one round trip and one
+// transaction.
+func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) (telemetry.Context, error) {
 	c, u := end.Context, end.Usage
-	tag, err := p.pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
-		binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7,
-		calls = $8, transfer_bytes = $9, produced_bytes = $10, preserved_bytes = $11 WHERE id = $1`,
-		end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
-		nullJSON(end.Network), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes)
-	if err == nil && tag.RowsAffected() == 0 {
-		return budget.ErrNotFound
+	var run telemetry.Context
+	err := p.retry(ctx, func() error {
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
+			binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7,
+			calls = $8, transfer_bytes = $9, produced_bytes = $10, preserved_bytes = $11 WHERE id = $1`,
+			end.ID, end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
+			nullJSON(end.Network), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes)
+		b.Queue(`SELECT r.binding_bytes, r.returned_bytes, r.kept_out_bytes FROM ledger_executions e
+			JOIN ledger_runs r ON r.tenant = e.tenant AND r.run_id = e.run_id WHERE e.id = $1`, end.ID)
+		br := p.pool.SendBatch(ctx, b)
+		defer br.Close()
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return budget.ErrNotFound
+		}
+		run = telemetry.Context{}
+		err = br.QueryRow().Scan(&run.BindingBytes, &run.ReturnedBytes, &run.KeptOutBytes)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // an execution of a Run without a row: no sums to read
+		}
+		if err != nil {
+			return err
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return telemetry.Context{}, wrapPG(err)
 	}
-	return wrapPG(err)
+	return run, nil
 }
 
 // admitCall is StartCall's one round trip for a metered call: under a key-share lock on this
@@ -611,18 +676,6 @@ func (p *Ledger) RunUsage(ctx context.Context, run budget.RunRef) (budget.Usage,
 		return budget.Usage{}, fmt.Errorf("budget: run usage: %w", err)
 	}
 	return u, nil
-}
-
-func (p *Ledger) RunContext(ctx context.Context, run budget.RunRef) (telemetry.Context, error) {
-	_ = p.Flush(ctx)
-	var c telemetry.Context
-	err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(binding_bytes), 0)::bigint, coalesce(sum(returned_bytes), 0)::bigint,
-		coalesce(sum(kept_out_bytes), 0)::bigint FROM ledger_executions WHERE tenant = $1 AND run_id = $2 AND ended_at IS NOT NULL`,
-		run.Tenant, run.ID).Scan(&c.BindingBytes, &c.ReturnedBytes, &c.KeptOutBytes)
-	if err != nil {
-		return telemetry.Context{}, wrapPG(err)
-	}
-	return c, nil
 }
 
 func scanPGCall(r pgx.Row) (budget.CallRecord, error) {

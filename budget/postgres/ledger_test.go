@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/pgdb/pgtest"
+	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
 // openPostgres opens a ledger on dsn, closed when t ends.
@@ -248,7 +250,7 @@ func TestPipelinesFinishes(t *testing.T) {
 	l := openLedger(t, pgtest.Schema(t), nil)
 	ctx := t.Context()
 	run := budget.RunRef{Tenant: "t", ID: "r"}
-	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+	if _, err := l.StartExecution(ctx, run, "x", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.StartCall(ctx, budget.CallStart{ID: "c1", Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{}); err != nil {
@@ -274,7 +276,18 @@ func TestPipelinesFinishes(t *testing.T) {
 	if err := <-bad.done; !errors.Is(err, budget.ErrNotFound) {
 		t.Fatalf("unknown call's finish = %v, want ErrNotFound", err)
 	}
-	ledgertest.FinishLazilyThenFlush(t, l, "c2")
+	// An execution's start takes what is queued along too, and its usage counts it.
+	queued := queue(budget.CallFinish{ID: "c2", Status: budget.Succeeded, Usage: budget.Usage{ProducedBytes: 7}})
+	if u, err := l.StartExecution(ctx, run, "x2", ""); err != nil || u != (budget.Usage{Calls: 2, TransferBytes: 40, ProducedBytes: 7}) {
+		t.Fatalf("StartExecution with a finish in its batch = %+v, %v; want 2 calls, 40 and 7 bytes", u, err)
+	}
+	if err := <-queued.done; err != nil {
+		t.Fatalf("c2's finish: %v", err)
+	}
+	if _, err := l.StartCall(ctx, budget.CallStart{ID: "c3", Run: run, ExecutionID: "x2", Tool: "s__t"}, budget.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.FinishLazilyThenFlush(t, l, "c3")
 }
 
 // TestOlderLedgerIsMigrated: a database at schema 3 gains the records' times, and a
@@ -308,6 +321,57 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 }
 
+// A Run's context economy is kept on its row (migration 14): a database at the migration
+// before gets its Runs' sums from their ended executions when it is migrated, and an end written as an
+// older binary writes it (its own UPDATE of the execution, no word of the Run) counts all the
+// same, as does an end written over.
+func TestRunContextKeptOnTheRun(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.Schema(t)
+	pool, err := pgdb.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	before := slices.Index(postgresSchema, runContextMigration)
+	if _, err := pgdb.Migrate(ctx, pool, "ledger", postgresSchema[:before]); err != nil {
+		t.Fatal(err)
+	}
+	// As an older binary writes them: two ended executions of the Run, one running, one of
+	// another tenant's Run of the same id.
+	if _, err := pool.Exec(ctx, `INSERT INTO ledger_runs (tenant, run_id) VALUES ('t', 'r'), ('u', 'r');
+		INSERT INTO ledger_executions (id, tenant, run_id, ended_at, binding_bytes, returned_bytes, kept_out_bytes) VALUES
+			('x0', 't', 'r', now(), 1, 2, 3), ('x1', 't', 'r', now(), 10, 20, 30), ('running', 't', 'r', NULL, 5, 5, 5),
+			('y0', 'u', 'r', now(), 7, 7, 7)`); err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, dsn, nil)
+	run := budget.RunRef{Tenant: "t", ID: "r"}
+	check := func(when string, want telemetry.Context) {
+		t.Helper()
+		if c, err := l.RunContext(ctx, run); err != nil || c != want {
+			t.Fatalf("RunContext %s = %+v, %v; want %+v", when, c, err, want)
+		}
+	}
+	check("after the migration", telemetry.Context{BindingBytes: 11, ReturnedBytes: 22, KeptOutBytes: 33})
+	if _, err := pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), status = 'completed', binding_bytes = 100,
+		returned_bytes = 200, kept_out_bytes = 300 WHERE id = 'running'`); err != nil {
+		t.Fatal(err)
+	}
+	check("after an older binary's end", telemetry.Context{BindingBytes: 111, ReturnedBytes: 222, KeptOutBytes: 333})
+	if _, err := pool.Exec(ctx, `UPDATE ledger_executions SET ended_at = now(), binding_bytes = 1000, returned_bytes = 0,
+		kept_out_bytes = 1000 WHERE id = 'x0'`); err != nil {
+		t.Fatal(err)
+	}
+	check("after an end written over", telemetry.Context{BindingBytes: 1110, ReturnedBytes: 220, KeptOutBytes: 1330})
+	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "u", ID: "r"}); err != nil || c != (telemetry.Context{BindingBytes: 7, ReturnedBytes: 7, KeptOutBytes: 7}) {
+		t.Fatalf("the other tenant's Run = %+v, %v", c, err)
+	}
+	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "t", ID: "never"}); err != nil || c != (telemetry.Context{}) {
+		t.Fatalf("a Run never seen = %+v, %v", c, err)
+	}
+}
+
 func BenchmarkShapeMerge(b *testing.B) {
 	l, err := Open(b.Context(), pgtest.Schema(b), nil)
 	if err != nil {
@@ -315,4 +379,15 @@ func BenchmarkShapeMerge(b *testing.B) {
 	}
 	defer l.Close()
 	ledgertest.BenchmarkShapeMerge(b, l)
+}
+
+// BenchmarkExecutionLedger: what the ledger costs one execution (ledgertest's), in round
+// trips to the database as much as in this process's CPU.
+func BenchmarkExecutionLedger(b *testing.B) {
+	l, err := Open(b.Context(), pgtest.Schema(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ledgertest.BenchmarkExecutionLedger(b, l)
 }

@@ -39,16 +39,19 @@ func (p *Ledger) SaveTask(ctx context.Context, t budget.Task) error {
 	return wrapPG(err)
 }
 
-const taskColumns = `id, tenant, agent, run_key, execution_id, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner`
+const taskColumns = `id, tenant, agent, run_key, execution_id, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner, calls`
 
 func scanTask(r pgx.Row) (budget.Task, error) {
 	var t budget.Task
 	var status string
 	var ttl, poll int64
-	var result *string
-	err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &t.ExecutionID, &status, &t.Message, &t.CreatedAt, &t.UpdatedAt, &ttl, &poll, &result, &t.Owner)
+	var result, calls *string
+	err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &t.ExecutionID, &status, &t.Message, &t.CreatedAt, &t.UpdatedAt, &ttl, &poll, &result, &t.Owner, &calls)
 	if result != nil {
 		t.Result = json.RawMessage(*result)
+	}
+	if calls != nil {
+		t.Calls = json.RawMessage(*calls)
 	}
 	t.Status = budget.TaskStatus(status)
 	t.TTL, t.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond
@@ -80,7 +83,9 @@ func (p *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 		res = &r
 	}
 	tag, err := p.pool.Exec(ctx, `UPDATE ledger_tasks SET status = $3, message = $4, result = coalesce($5, result), updated_at = clock_timestamp()
-		WHERE tenant = $1 AND id = $2 AND status IN ('working', 'input_required')`, tenant, id, string(status), message, res)
+		WHERE tenant = $1 AND id = $2 AND (status IN ('working', 'input_required')
+			OR (status = 'cancelled' AND $3 = 'cancelled' AND result IS NULL AND $5::text IS NOT NULL AND owner = $6))`,
+		tenant, id, string(status), message, res, p.owner)
 	if err != nil {
 		return budget.Task{}, wrapPG(err)
 	}
@@ -89,6 +94,12 @@ func (p *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 		err = fmt.Errorf("%w: task %s is %s", budget.ErrAlreadyFinished, id, t.Status)
 	}
 	return t, err
+}
+
+func (p *Ledger) SetTaskCalls(ctx context.Context, tenant, id string, calls json.RawMessage) error {
+	_, err := p.pool.Exec(ctx, `UPDATE ledger_tasks SET calls = $3 WHERE tenant = $1 AND id = $2 AND status IN ('working', 'input_required')`,
+		tenant, id, string(calls))
+	return wrapPG(err)
 }
 
 func (p *Ledger) SetTaskExecution(ctx context.Context, tenant, id, executionID string) error {

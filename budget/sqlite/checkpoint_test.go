@@ -26,7 +26,7 @@ func TestCheckpointOffTheCommit(t *testing.T) {
 		t.Fatalf("wal_autocheckpoint = %d (%v), want 0", auto, err)
 	}
 	run := budget.RunRef{Tenant: "t", ID: "r"}
-	if err := l.StartExecution(t.Context(), run, "x", "v"); err != nil {
+	if _, err := l.StartExecution(t.Context(), run, "x", "v"); err != nil {
 		t.Fatal(err)
 	}
 	limits := budget.Limits{MaxCalls: 1000}

@@ -283,7 +283,7 @@ func tighten(path string) error {
 
 // sqliteSchemaVersion is the ledger file's PRAGMA user_version once schema, columnsAdded,
 // indexesAdded and runContextKept are in it. Bump it with each change to them.
-const sqliteSchemaVersion = 12
+const sqliteSchemaVersion = 13
 
 // columnsAdded are the columns later versions added to tables an older ledger file already
 // has; migrate adds the missing ones, so a data dir outlives an upgrade.
@@ -303,6 +303,8 @@ var columnsAdded = []struct{ table, column, decl string }{
 	{"runs", "binding_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"runs", "returned_bytes", `INTEGER NOT NULL DEFAULT 0`},
 	{"runs", "kept_out_bytes", `INTEGER NOT NULL DEFAULT 0`},
+	// 13: a working task's calls so far (budget.Task.Calls).
+	{"tasks", "calls", `TEXT`},
 }
 
 // runContextKept keeps each Run's context economy on its row (version 12): RunContext, read
@@ -486,28 +488,60 @@ func (s *Ledger) EndRun(ctx context.Context, run budget.RunRef) error {
 	})
 }
 
-func (s *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agentVersion string) error {
-	return s.write(ctx, func(tx *stmtTx) error {
+// StartExecution's usage is read in its own transaction, after the finishes queued before it
+// (a batch runs its writes in the order they came), so the Run's usage it returns costs no
+// flush and no read of its own (docs/design.md §19.5).
+func (s *Ledger) StartExecution(ctx context.Context, run budget.RunRef, id, agentVersion string) (budget.Usage, error) {
+	var u budget.Usage
+	err := s.write(ctx, func(tx *stmtTx) error {
 		t := now()
 		if _, err := tx.ExecContext(ctx, ensureRun, run.Tenant, run.ID, t); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, run_id, started_at, agent_version) VALUES (?, ?, ?, ?, ?)`,
-			id, run.Tenant, run.ID, t, agentVersion)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, run_id, started_at, agent_version) VALUES (?, ?, ?, ?, ?)`,
+			id, run.Tenant, run.ID, t, agentVersion); err != nil {
+			return err
+		}
+		if err := tx.settle(ctx, run); err != nil {
+			return err
+		}
+		var err error
+		u, err = runUsage(ctx, tx, run) // set afresh: a batch may run this twice (batch.go)
 		return err
 	})
+	if err != nil {
+		return budget.Usage{}, err
+	}
+	return u, nil
 }
 
-func (s *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) error {
-	return s.write(ctx, func(tx *stmtTx) error {
+// EndExecution's context economy is read from the Run's row in the same transaction, once
+// the trigger (runContextKept) has counted this end.
+func (s *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) (telemetry.Context, error) {
+	var run telemetry.Context
+	err := s.write(ctx, func(tx *stmtTx) error {
 		c, u := end.Context, end.Usage
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET ended_at = ?, status = ?, attachments = ?,
 			binding_bytes = ?, returned_bytes = ?, kept_out_bytes = ?, network = ?,
 			calls = ?, transfer_bytes = ?, produced_bytes = ?, preserved_bytes = ? WHERE id = ?`,
 			now(), end.Status, nullJSON(end.Attachments), c.BindingBytes, c.ReturnedBytes, c.KeptOutBytes,
 			nullJSON(end.Network), u.Calls, u.TransferBytes, u.ProducedBytes, u.PreservedBytes, end.ID)
-		return mustAffect(r, err)
+		if err := mustAffect(r, err); err != nil {
+			return err
+		}
+		run = telemetry.Context{} // set afresh: a batch may run this twice (batch.go)
+		err = tx.QueryRowContext(ctx, `SELECT r.binding_bytes, r.returned_bytes, r.kept_out_bytes FROM executions e
+			JOIN runs r ON r.tenant = e.tenant AND r.run_id = e.run_id WHERE e.id = ?`, end.ID).
+			Scan(&run.BindingBytes, &run.ReturnedBytes, &run.KeptOutBytes)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // an execution of a Run without a row: no sums to read
+		}
+		return err
 	})
+	if err != nil {
+		return telemetry.Context{}, err
+	}
+	return run, nil
 }
 
 func (s *Ledger) StartCall(ctx context.Context, c budget.CallStart, runLimits budget.Limits) (budget.Usage, error) {

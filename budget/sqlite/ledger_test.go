@@ -116,7 +116,7 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.StartExecution(ctx, budget.RunRef{Tenant: "t", ID: "r"}, "x", "sha256:v1"); err != nil {
+	if _, err := l.StartExecution(ctx, budget.RunRef{Tenant: "t", ID: "r"}, "x", "sha256:v1"); err != nil {
 		t.Fatalf("an execution in a migrated ledger: %v", err)
 	}
 	// The approvals table came later still.
@@ -125,7 +125,7 @@ func TestOlderLedgerIsMigrated(t *testing.T) {
 	}
 	// The context economy's columns came too, and the file is marked as set up, so the next
 	// open skips the schema.
-	if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x", Status: "completed", Context: telemetry.Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
+	if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: "x", Status: "completed", Context: telemetry.Context{BindingBytes: 9, ReturnedBytes: 2, KeptOutBytes: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := l.RunContext(ctx, budget.RunRef{Tenant: "t", ID: "r"}); err != nil || c.KeptOutBytes != 7 {
@@ -156,14 +156,14 @@ func TestRunContextKeptOnTheRun(t *testing.T) {
 	l := openLedger(t, dir)
 	for i, c := range []telemetry.Context{{BindingBytes: 1, ReturnedBytes: 2, KeptOutBytes: 3}, {BindingBytes: 10, ReturnedBytes: 20, KeptOutBytes: 30}} {
 		id := fmt.Sprintf("x%d", i)
-		if err := l.StartExecution(ctx, run, id, ""); err != nil {
+		if _, err := l.StartExecution(ctx, run, id, ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil {
+		if _, err := l.EndExecution(ctx, budget.ExecutionEnd{ID: id, Status: "completed", Context: c}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := l.StartExecution(ctx, run, "running", ""); err != nil { // not ended: not counted
+	if _, err := l.StartExecution(ctx, run, "running", ""); err != nil { // not ended: not counted
 		t.Fatal(err)
 	}
 	want := telemetry.Context{BindingBytes: 11, ReturnedBytes: 22, KeptOutBytes: 33}
@@ -230,6 +230,36 @@ func TestBatches(t *testing.T) {
 	}
 	// A lazy finish with nothing after it: Flush commits it.
 	ledgertest.FinishLazilyThenFlush(t, l, "c2")
+}
+
+// An execution's start answers the Run's usage with the finishes queued before it counted: its
+// batch runs them first, so it needs no flush and no read of its own.
+func TestStartExecutionCountsQueuedFinishes(t *testing.T) {
+	ctx := t.Context()
+	l, run := startedCalls(t, budget.Limits{}, "c1")
+	l.batch.wmu <- struct{}{} // a batch in progress: what comes now queues
+	finished := make(chan error, 1)
+	go func() {
+		finished <- l.FinishCallLater(ctx, budget.CallFinish{ID: "c1", Status: budget.Succeeded, Usage: budget.Usage{TransferBytes: 100}})
+	}()
+	waitQueued(l, 1)
+	type started struct {
+		u   budget.Usage
+		err error
+	}
+	start := make(chan started, 1)
+	go func() {
+		u, err := l.StartExecution(ctx, run, "x2", "")
+		start <- started{u, err}
+	}()
+	waitQueued(l, 2)
+	<-l.batch.wmu
+	if s := <-start; s.err != nil || s.u != (budget.Usage{Calls: 1, TransferBytes: 100}) {
+		t.Fatalf("StartExecution = %+v, %v; want c1 and its queued finish's 100 bytes", s.u, s.err)
+	}
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A batch whose writes all succeed runs them without savepoints; when one fails it runs
@@ -319,7 +349,7 @@ func startedCalls(t *testing.T, limits budget.Limits, ids ...string) (*Ledger, b
 	ctx := t.Context()
 	l := openLedger(t, t.TempDir())
 	run := budget.RunRef{Tenant: "t", ID: "r"}
-	if err := l.StartExecution(ctx, run, "x", ""); err != nil {
+	if _, err := l.StartExecution(ctx, run, "x", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {

@@ -43,17 +43,17 @@ func (s *Ledger) SaveTask(ctx context.Context, t budget.Task) error {
 	})
 }
 
-const taskColumns = `id, tenant, agent, run_key, execution_id, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner`
+const taskColumns = `id, tenant, agent, run_key, execution_id, status, message, created_at, updated_at, ttl_ms, poll_interval_ms, result, owner, calls`
 
 func scanTask(r scanner) (budget.Task, error) {
 	var t budget.Task
 	var status string
 	var created, updated, ttl, poll int64
-	var result sql.NullString
-	if err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &t.ExecutionID, &status, &t.Message, &created, &updated, &ttl, &poll, &result, &t.Owner); err != nil {
+	var result, calls sql.NullString
+	if err := r.Scan(&t.ID, &t.Tenant, &t.Agent, &t.Run, &t.ExecutionID, &status, &t.Message, &created, &updated, &ttl, &poll, &result, &t.Owner, &calls); err != nil {
 		return t, err
 	}
-	t.Status, t.Result = budget.TaskStatus(status), nullBytes(result)
+	t.Status, t.Result, t.Calls = budget.TaskStatus(status), nullBytes(result), nullBytes(calls)
 	t.CreatedAt, t.UpdatedAt = time.Unix(0, created), time.Unix(0, updated)
 	t.TTL, t.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond
 	return t, nil
@@ -77,8 +77,10 @@ func (s *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 	if result != nil {
 		res = string(result)
 	}
-	n, err := s.affect(ctx, `UPDATE tasks SET status = ?, message = ?, result = coalesce(?, result), updated_at = ?
-		WHERE tenant = ? AND id = ? AND status IN ('working', 'input_required')`, string(status), message, res, now(), tenant, id)
+	n, err := s.affect(ctx, `UPDATE tasks SET status = ?1, message = ?2, result = coalesce(?3, result), updated_at = ?4
+		WHERE tenant = ?5 AND id = ?6 AND (status IN ('working', 'input_required')
+			OR (status = 'cancelled' AND ?1 = 'cancelled' AND result IS NULL AND ?3 IS NOT NULL AND owner = ?7))`,
+		string(status), message, res, now(), tenant, id, s.lock.ID())
 	if err != nil {
 		return budget.Task{}, err
 	}
@@ -87,6 +89,12 @@ func (s *Ledger) UpdateTask(ctx context.Context, tenant, id string, status budge
 		err = fmt.Errorf("%w: task %s is %s", budget.ErrAlreadyFinished, id, t.Status)
 	}
 	return t, err
+}
+
+func (s *Ledger) SetTaskCalls(ctx context.Context, tenant, id string, calls json.RawMessage) error {
+	_, err := s.affect(ctx, `UPDATE tasks SET calls = ? WHERE tenant = ? AND id = ? AND status IN ('working', 'input_required')`,
+		string(calls), tenant, id)
+	return err
 }
 
 func (s *Ledger) SetTaskExecution(ctx context.Context, tenant, id, executionID string) error {

@@ -207,6 +207,7 @@ tenants:
 		"tenant big         5 programs at once (a run waits 10s for a slot), 7 sessions, 2GiB stored",
 		"tenant small       4 programs at once (a run waits 60s for a slot), 128 sessions, 1GiB stored",
 		"run_code as an MCP task:\n  who:     clients over streamable HTTP that ask for one (2025-11-25: a task field on tools/call; 2026-07-28: the io.modelcontextprotocol/tasks extension)",
+		"  asked:   a call needing approval puts the task input_required: 2025-11-25 asks by elicitation on the session, 2026-07-28 through the task (its input request, answered by tasks/update); the operator route answers either",
 		"  others:  a client that does not ask, and every client over stdio, gets a plain run_code call that holds its request open until the program ends",
 		"  kept:    in this process's private ledger (no data_dir): lost when it exits, at most 5h (approvals.retention_hours)",
 	} {

@@ -51,6 +51,7 @@ func runPrograms(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return exitUsage, err
 	}
+	c.Prefixes = assembly.ProgramPrefixes(cfg, c.Tenant)
 	led, closeLedger, err := assembly.OpenSharedLedger(ctx, cfg)
 	if err != nil {
 		return exitCode(err), err

@@ -103,7 +103,7 @@ func TestServeRecoversAnotherReplicasCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := budget.RunRef{Tenant: "t1", ID: "r"}
-	if err := gone.StartExecution(ctx, run, "x_gone", ""); err != nil {
+	if _, err := gone.StartExecution(ctx, run, "x_gone", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gone.StartCall(ctx, budget.CallStart{ID: "c_gone", Run: run, ExecutionID: "x_gone", Tool: "srv__slow"}, budget.Limits{}); err != nil {

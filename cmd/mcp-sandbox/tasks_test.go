@@ -23,8 +23,9 @@ type taskOf struct {
 
 // TestServeTasks (must show 4 of issue 41, and 1 by JSON-RPC by hand; conformance's
 // TestTasksClient2025 runs the 20 s program with a real client): the built binary over HTTP,
-// a client of 2025-11-25 that asks for tasks. A 3 s program's task comes back at once and
-// polls working, then completed with its value and output; tasks/cancel of another program's
+// a client of 2025-11-25 that asks for tasks. A 4 s program's task comes back at once and
+// polls working, its status message quoting the lines it printed so far and naming a handle
+// read_tool_output reads them from, then completed with its value and output; tasks/cancel of another program's
 // task ends it cancelled, with its result, and no process of it is left; tenant beta asking
 // for tenant alpha's task id gets the answer for an unknown task.
 func TestServeTasks(t *testing.T) {
@@ -66,7 +67,7 @@ tenants:
 		return got, e
 	}
 
-	long := start("import time\nprint('started')\ntime.sleep(3)\n6 * 7")
+	long := start("import time\nfor i in range(14):\n    print('line', i, flush=True)\n    time.sleep(0.3)\n6 * 7")
 	marker := fmt.Sprintf("71.%d", time.Now().UnixNano()%100000)
 	killed := start(fmt.Sprintf("import subprocess, time\nsubprocess.Popen(['sleep', '%s'])\ntime.sleep(60)", marker))
 
@@ -78,6 +79,33 @@ tenants:
 	if e == nil || unknown == nil || e.Code != unknown.Code ||
 		strings.Replace(e.Message, long.TaskID, "ID", 1) != strings.Replace(unknown.Message, "t_0123456789abcdef0123456789abcdef", "ID", 1) {
 		t.Errorf("tenant beta asking for alpha's task: %+v; for an unknown task: %+v", e, unknown)
+	}
+
+	// The output so far, while it runs: the lines so far in the status message, and all of
+	// them through the handle it names.
+	var partial taskOf
+	if !waitFor(gate.Scaled(20*time.Second), func() bool {
+		partial, e = get(alpha, long.TaskID)
+		return e != nil || partial.Status != "working" || strings.Contains(partial.StatusMessage, "read_tool_output(handle=")
+	}) || partial.Status != "working" || !strings.Contains(partial.StatusMessage, `output so far`) ||
+		!strings.Contains(partial.StatusMessage, `line 0\n`) {
+		t.Errorf("the running task's status shows no output so far: %+v %+v", partial, e)
+	} else {
+		hd, _, _ := strings.Cut(strings.SplitN(partial.StatusMessage, `read_tool_output(handle="`, 2)[1], `"`)
+		var read struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if e := alpha.Call("tools/call", map[string]any{"name": "read_tool_output", "arguments": map[string]any{"handle": hd}}, &read); e != nil ||
+			read.IsError || len(read.Content) == 0 || !strings.Contains(read.Content[0].Text, "line 0") {
+			t.Errorf("read_tool_output of the partial output %s: %+v %+v", hd, read, e)
+		}
+		if e := beta.Call("tools/call", map[string]any{"name": "read_tool_output", "arguments": map[string]any{"handle": hd}}, &read); e == nil &&
+			(!read.IsError || strings.Contains(read.Content[0].Text, "line 0")) {
+			t.Errorf("tenant beta read alpha's partial output: %+v", read)
+		}
 	}
 
 	if !waitFor(gate.Scaled(20*time.Second), func() bool { return procsWith("sleep "+marker) > 0 }) {
@@ -107,7 +135,7 @@ tenants:
 		}
 		if got.Status != "working" {
 			if got.Status != "completed" {
-				t.Fatalf("the 3 s task ended %+v", got)
+				t.Fatalf("the 4 s task ended %+v", got)
 			}
 			break
 		}
@@ -121,7 +149,8 @@ tenants:
 		} `json:"structuredContent"`
 	}
 	if e := alpha.Call("tasks/result", map[string]any{"taskId": long.TaskID}, &res); e != nil || res.IsError ||
-		res.StructuredContent.Value != 42 || res.StructuredContent.Stdout != "started\n" {
-		t.Errorf("the 3 s task's result: %+v %+v", res, e)
+		res.StructuredContent.Value != 42 || !strings.HasPrefix(res.StructuredContent.Stdout, "line 0\nline 1\n") ||
+		!strings.HasSuffix(res.StructuredContent.Stdout, "line 13\n") {
+		t.Errorf("the 4 s task's result: %+v %+v", res, e)
 	}
 }

@@ -3,10 +3,14 @@
 // 2026-07-28 (the io.modelcontextprotocol/tasks extension, whose wire shapes the SDK's own
 // request path cannot carry: the package sends them through rawDispatch, here a fetch). It starts
 // two run_code programs as tasks: the first (--long) it follows to its end, recording each
-// status it polls; the second (--cancel) it cancels once it runs. It prints one JSON object
-// for the Go test to check.
+// status it polls; the second (--cancel) it cancels once it runs. On 2026-07-28, --ask runs a
+// program whose call needs a person's approval: the question comes through the task (an input
+// request of the input_required task) and the person here accepts it (tasks/update); with
+// --ask-operator the person never answers, and the client, as the operator, approves it on the
+// operator route (--operator-token) instead. It prints one JSON object for the Go test to check.
 //
 //   node tasks-client.mjs --protocol 2025-11-25|2026-07-28 --url URL --token T --long CODE --cancel CODE
+//        [--ask CODE --ask-operator CODE --operator-token T]
 const argv = process.argv.slice(2);
 const opts = {};
 for (let i = 0; i < argv.length; i++) opts[argv[i].replace(/^--/, "")] = argv[++i];
@@ -54,12 +58,36 @@ async function rawDispatch(request, options) {
   return msg.error ? { kind: "error", error: msg.error } : { kind: "result", result: msg.result };
 }
 
+// The person: each question put, and how it came. A question of a program the operator is to
+// answer is left open until the task's input lifetime ends (the execution is detached once the
+// task ended), so nothing is sent for it.
+const asked = [];
+let operatorStatus = null;
+async function onInputRequest(request, context) {
+  asked.push({ kind: request.kind, delivery: context.delivery, input_id: context.inputId ?? null, message: request.params?.message ?? "" });
+  if (!context.applicationContext?.operator) return { action: "accept" };
+  const res = await fetch(new URL(`/v1/approvals/${context.inputId}/approve`, opts.url), {
+    method: "POST",
+    headers: { Authorization: `Bearer ${opts["operator-token"]}` },
+  });
+  operatorStatus = res.status;
+  await new Promise((resolve) => {
+    if (context.signal === undefined || context.signal.aborted) return resolve();
+    context.signal.addEventListener("abort", resolve, { once: true });
+  });
+  return { action: "cancel" };
+}
+
+// structuredOf is a completed outcome's structured result, or null.
+const structuredOf = (outcome) => outcome.status === "completed" ? resultFromTaskOutcome(outcome)?.structuredContent ?? null : null;
+
 let session;
 try {
   await client.connect(transport);
   const tools = await client.listTools();
   session = createTaskSessionFromClient(client, {
     endpointId: "mcp-sandbox-conformance",
+    onInputRequest,
     ...(modern ? {
       rawDispatch,
       v2RequestFraming: { protocolVersion: opts.protocol, clientInfo, clientCapabilities: {} },
@@ -86,6 +114,22 @@ try {
     onEvent: (e) => { if (e.type === "task") statuses.push(e.task.status); },
   });
   const result = outcome.status === "completed" ? resultFromTaskOutcome(outcome) : null;
+
+  // A question through the task, accepted by the person.
+  let ask = null;
+  if (opts.ask) {
+    const exec = await session.callTool("run_code", { code: opts.ask }, { task });
+    const { outcome: o } = await exec.settle();
+    ask = { kind: exec.kind, outcome: o.status, structured: structuredOf(o) };
+  }
+  // A question through the task, answered on the operator route instead.
+  let byOperator = null;
+  if (opts["ask-operator"]) {
+    const exec = await session.callTool("run_code", { code: opts["ask-operator"] }, { task, applicationContext: { operator: true } });
+    const o = await session.task(exec.handle.taskId).result();
+    await exec.detach();
+    byOperator = { kind: exec.kind, outcome: o.status, structured: structuredOf(o), operator_status: operatorStatus };
+  }
   console.log(JSON.stringify({
     protocol: transport.protocolVersion ?? null,
     task_support: tools.tools.find((t) => t.name === "run_code")?.execution?.taskSupport ?? null,
@@ -97,6 +141,9 @@ try {
     outcome: outcome.status,
     structured: result?.structuredContent ?? null,
     killed_outcome: killedOutcome.status,
+    asked,
+    ask,
+    by_operator: byOperator,
   }));
 } catch (err) {
   console.error("tasks-client:", err);

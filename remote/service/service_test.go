@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 	"github.com/mcp-sandbox/mcp-sandbox/remote"
 	"github.com/mcp-sandbox/mcp-sandbox/remote/service"
 	"github.com/mcp-sandbox/mcp-sandbox/toolcall"
@@ -164,7 +165,7 @@ func TestServiceAuthenticates(t *testing.T) {
 	done := make(chan *engine.Outcome, 1)
 	go func() {
 		done <- as(t, url, "alice-token").Run(context.Background(), engine.Execution{Program: "x",
-			Progress: func(float64) {}})
+			Progress: func(float64, *outputs.Capture) {}})
 	}()
 	id := <-ids
 	for _, route := range []string{"/results", "/cancel"} {

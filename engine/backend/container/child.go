@@ -144,12 +144,17 @@ func (c *child) start(args []string, env []string, token string, stdout, stderr 
 	return nil
 }
 
-// wait reaps the CLI and turns its status into the container's exit.
+// wait reaps the CLI and turns its status into the container's exit. The channel's reads end
+// only once that exit is known: reading it can take the runtime's inspect, which a busy host
+// delays past the Runner's grace for an exit after the channel's end, and a channel ended
+// with no exit known and no interpreter this host can see reads as a child that closed it and
+// kept running (docs/design.md §4.6).
 func (c *child) wait() {
 	x := c.reap()
 	c.cliExit = x
 	close(c.waited)
 	c.settle(x)
+	c.ch.fail(errNoChild)
 }
 
 // settle makes x the container's exit, unless an exit is known already.
@@ -162,7 +167,6 @@ func (c *child) settle(x engine.Exit) {
 
 func (c *child) reap() engine.Exit {
 	err := c.cmd.Wait()
-	c.ch.fail(errNoChild)
 	ps := c.cmd.ProcessState
 	if ps == nil {
 		return engine.Exit{Code: -1, Err: err}

@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/engine/sandboxtest"
 	"github.com/mcp-sandbox/mcp-sandbox/failure"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
+	"github.com/mcp-sandbox/mcp-sandbox/outputs"
 )
 
 // helperEnv makes the test binary a server that starts one long execution and waits to be
@@ -66,7 +67,7 @@ func serveUntilKilled(dir string) int {
 	var once sync.Once
 	r.Run(context.Background(), engine.Execution{Program: "import signal, time\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\ntime.sleep(600)",
 		Terms: engine.Terms{Limits: engine.Limits{WallSeconds: 600}, Isolation: engine.LevelIsolated},
-		Progress: func(float64) {
+		Progress: func(float64, *outputs.Capture) {
 			once.Do(func() { _ = os.WriteFile(filepath.Join(dir, "owner"), []byte(b.Owner()), 0o600) })
 		}})
 	return 0
@@ -76,7 +77,10 @@ func serveUntilKilled(dir string) int {
 // slowRuntimeDelay after the runtime did, as a runtime whose monitor or removal is held up
 // would. One process: a kill of it leaves nothing behind.
 func slowRuntime(real string, args []string) int {
-	if !slices.Contains(args, "run") {
+	if len(args) > 0 && args[0] == "inspect" && os.Getenv(slowInspectEnv) != "" {
+		time.Sleep(slowInspectDelay)
+	}
+	if !slices.Contains(args, "run") || os.Getenv(slowInspectEnv) != "" {
 		err := syscall.Exec(real, append([]string{real}, args...), os.Environ())
 		fmt.Fprintln(os.Stderr, err)
 		return 125
@@ -98,6 +102,13 @@ func slowRuntime(real string, args []string) int {
 // slowRuntimeDelay is past the bound the backend ever waited for a runtime's report (10 s)
 // plus the moment a Runner gives an exit after the channel's end.
 const slowRuntimeDelay = 12 * time.Second
+
+// slowInspectEnv, set beside slowRuntimeEnv, slows the runtime's `inspect` by slowInspectDelay
+// instead of its `run`: an engine elsewhere answering slowly what ended a container.
+const slowInspectEnv = "MCP_SANDBOX_CONTAINER_TEST_SLOW_INSPECT"
+
+// slowInspectDelay is past the moment a Runner gives an exit after the channel's end.
+const slowInspectDelay = 2 * time.Second
 
 // requireContainer skips (or fails, where MCP_SANDBOX_REQUIRE names "container") unless a
 // runtime answers and the default image is present: `mcp-sandbox image build` (make
@@ -450,6 +461,38 @@ func TestOOMKillGradedWhileTheRuntimeIsSlow(t *testing.T) {
 	}
 }
 
+// A CPU limit's kill is graded as cpu_seconds however long the engine takes to say the kill was
+// not the OOM killer's: the channel ends only once the container's exit is known. Read before
+// that (inspect slowed past the Runner's grace, as a loaded host made it in CI), it was a child
+// that closed its channel and kept running.
+func TestCPULimitGradedWhileTheEngineIsSlowToSay(t *testing.T) {
+	real := remoteEngine(t)
+	path, err := exec.LookPath(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(t.TempDir(), "podman")
+	if err := os.Symlink(exe, slow); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(slowRuntimeEnv, path)
+	t.Setenv(slowInspectEnv, "1")
+	b := newBackend(t, container.Options{Runtime: slow, StateDir: t.TempDir()})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res := run(t, r, "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass", engine.Limits{CPUSeconds: 1})
+	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitCPU {
+		t.Fatalf("want cpu_seconds exceeded, got %+v (limit %v)", res.Failure, res.LimitHit)
+	}
+}
+
 // A server killed outright leaves its container running; the next backend removes it and its
 // cgroup, found by label and name wherever the dead server's directory went (a restarted
 // service's private /tmp is a new one), and its directory from the state directory, because
@@ -607,7 +650,7 @@ func TestSurvivorScanSeesTheContainer(t *testing.T) {
 	defer r.Close()
 	var seen atomic.Bool
 	res := r.Run(context.Background(), engine.Execution{Program: "import time\ntime.sleep(2.5)", Terms: engine.Terms{Isolation: engine.LevelIsolated},
-		Progress: func(float64) { seen.Store(seen.Load() || len(containerInterpreters(t)) > 0) }})
+		Progress: func(float64, *outputs.Capture) { seen.Store(seen.Load() || len(containerInterpreters(t)) > 0) }})
 	if res.Failure != nil {
 		t.Fatalf("failure %+v", res.Failure)
 	}
