@@ -25,7 +25,7 @@ type WarmStats struct {
 	Idle     int // children started, graded by nothing yet, waiting for an execution
 	Starting int // children being started ahead of demand
 	// Hits counts the executions that took a warm child; Misses those that found their pool
-	// empty and started one of their own.
+	// empty (and waited for a start under way, or started one of their own).
 	Hits, Misses uint64
 }
 
@@ -44,9 +44,13 @@ type poolKey struct {
 type warmPool struct {
 	idle     []*prepared // oldest first
 	starting int
-	target   int // children to keep idle or starting, from Min to Max
-	lastUse  time.Time
-	pinned   bool // prewarmed: never evicted
+	// waiting are the executions that found the pool empty while starts were under way, in
+	// the order they came: each is handed the next child a start makes (nil: start your
+	// own). There are never more of them than starts.
+	waiting []chan *prepared
+	target  int // children to keep idle or starting, from Min to Max
+	lastUse time.Time
+	pinned  bool // prewarmed: never evicted
 }
 
 // startsAtOnce bounds the children started in the background at once: more than the machine
@@ -84,18 +88,22 @@ func (r *Runner) pool(k poolKey) *warmPool {
 
 // takeWarm returns a child started ahead for exactly k, or nil (a miss), and starts the
 // children that keep k's pool at its target while the execution runs. A pool found empty,
-// or emptied by this take, grows its target: that is demand.
-func (r *Runner) takeWarm(k poolKey) *prepared {
+// or emptied by this take, grows its target: that is demand. An execution that finds it empty
+// while its starts are under way waits for the next child one of them makes (docs/design.md
+// §19.6): a child of its own, started beside them, would split the cores with them and come
+// later than theirs. It waits no longer than ctx; nil then, or when that start failed.
+func (r *Runner) takeWarm(ctx context.Context, k poolKey) *prepared {
 	if !r.warmOn() {
 		return nil
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return nil
 	}
 	p := r.pool(k)
 	if p == nil {
+		r.mu.Unlock()
 		return nil
 	}
 	p.lastUse = time.Now()
@@ -109,6 +117,11 @@ func (r *Runner) takeWarm(k poolKey) *prepared {
 		}
 		got = c
 	}
+	var wait chan *prepared
+	if got == nil && p.starting > len(p.waiting) {
+		wait = make(chan *prepared, 1)
+		p.waiting = append(p.waiting, wait)
+	}
 	w := r.opts.Warm
 	switch {
 	case got == nil:
@@ -121,7 +134,32 @@ func (r *Runner) takeWarm(k poolKey) *prepared {
 		r.hits++
 	}
 	r.refillLocked(k, p)
-	return got
+	r.mu.Unlock()
+	if wait == nil {
+		return got
+	}
+	select {
+	case c := <-wait:
+		if c != nil && c.dead() {
+			r.mu.Lock()
+			r.discardLater(c)
+			r.mu.Unlock()
+			return nil
+		}
+		return c
+	case <-ctx.Done():
+		r.mu.Lock()
+		p.waiting = slices.DeleteFunc(p.waiting, func(c chan *prepared) bool { return c == wait })
+		select {
+		case c := <-wait: // handed over as ctx ended
+			if c != nil {
+				r.discardLater(c)
+			}
+		default:
+		}
+		r.mu.Unlock()
+		return nil
+	}
 }
 
 // Prewarm starts the warm children of owner's pool for terms t now, rather than at its first
@@ -167,9 +205,21 @@ func (r *Runner) startWarm(k poolKey, p *warmPool) {
 	}
 	r.mu.Lock()
 	p.starting--
-	keep := c != nil && !r.closed && r.pools[k] == p && len(p.idle)+p.starting < p.target
-	if keep {
+	live := !r.closed && r.pools[k] == p
+	keep := c != nil && live && len(p.idle)+p.starting < p.target
+	switch {
+	case c != nil && live && len(p.waiting) > 0:
+		p.waiting[0] <- c // buffered: never blocks
+		p.waiting, c, keep = p.waiting[1:], nil, false
+		r.refillLocked(k, p)
+	case keep:
 		p.idle = append(p.idle, c)
+	}
+	// Executions beyond the starts still under way (this one failed, or the pool is gone)
+	// start their own children.
+	for n := len(p.waiting); n > 0 && (n > p.starting || !live); n-- {
+		p.waiting[n-1] <- nil
+		p.waiting = p.waiting[:n-1]
 	}
 	r.mu.Unlock()
 	if !keep && c != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,8 @@ type poolBackend struct {
 	// ended, when set, makes children report their output ended (as spawned children do) and
 	// hold their Close until it is closed.
 	ended chan struct{}
+	// hold, when set, holds each start of a child started ahead (mode warm) until it is closed.
+	hold chan struct{}
 
 	mu       sync.Mutex
 	modes    []string // argv's mode, per child in start order
@@ -36,6 +39,9 @@ func (b *poolBackend) Mechanisms() []string { return nil }
 func (b *poolBackend) Start(_ context.Context, spec LaunchSpec) (Child, error) {
 	if b.fail.Load() {
 		return nil, fmt.Errorf("cannot start")
+	}
+	if b.hold != nil && spec.Argv[len(spec.Argv)-1] == "warm" {
+		<-b.hold
 	}
 	n := b.started.Add(1)
 	host, end := net.Pipe()
@@ -198,6 +204,31 @@ func TestWarmPoolPrewarmTakeRefill(t *testing.T) {
 	b.mu.Unlock()
 	if warmModes < 2 {
 		t.Fatalf("children started ahead carry mode warm: %v", b.modes)
+	}
+}
+
+// An execution that finds its pool empty while a start is under way takes the child that
+// start makes, and starts none of its own beside it (docs/design.md §19.6).
+func TestWarmPoolMissTakesTheStartUnderWay(t *testing.T) {
+	b := &poolBackend{hold: make(chan struct{})}
+	r := poolRunner(t, b, WarmPolicy{Min: 1, Max: 1})
+	r.Prewarm("acme", Terms{})
+	eventually(t, "a start under way", func() bool { return r.WarmStats().Starting == 1 })
+	done := make(chan *Outcome, 1)
+	go func() { done <- r.Run(context.Background(), Execution{Program: "x", Owner: "acme"}) }()
+	eventually(t, "the execution's miss", func() bool { return r.WarmStats().Misses == 1 })
+	close(b.hold)
+	res := <-done
+	if res.Failure != nil {
+		t.Fatalf("%s: %s", res.Failure.Kind, res.Failure.Message)
+	}
+	if string(res.Value) != "1" || res.Start != StartWarm {
+		t.Fatalf("the execution ran on child %s (start %v), want the one under way (1, warm)", res.Value, res.Start)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if slices.Contains(b.modes, "cold") {
+		t.Fatalf("a child of its own was started beside the start under way: %v", b.modes)
 	}
 }
 

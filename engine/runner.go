@@ -274,7 +274,7 @@ func (r *Runner) run(ctx context.Context, ex Execution, t Terms) *Outcome {
 	k := poolKey{owner: ex.Owner, terms: t}
 	p, start := r.takePrestarted(ctx, k), StartCold // started for this execution, only earlier
 	if p == nil {
-		p, start = r.takeWarm(k), StartWarm
+		p, start = r.takeWarm(ctx, k), StartWarm
 	}
 	if p == nil {
 		start = StartCold

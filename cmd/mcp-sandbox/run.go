@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-sandbox/mcp-sandbox/approval"
@@ -78,12 +79,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	// started first, so it comes up while the ledger opens and records the execution (the
 	// program is sent to it only once that record is committed).
 	// Its pools learn result shapes in memory only (nil ledger): the ledger is opened after
-	// them and closed before them.
+	// them and closed beside them.
 	oa, err := assembly.OpenAgent(ctx, cfg, tname, aname, assembly.OneShot, nil)
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer oa.Close()
+	closeAgent := sync.OnceFunc(oa.Close)
+	defer closeAgent()
 	a := oa.Agent
 	if ce := a.CodeExecution; ce.Refusal == "" {
 		if p, ok := ce.Sandbox.(interface{ Prestart(string, engine.Terms) }); ok {
@@ -94,7 +96,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitCode(err), err
 	}
-	defer st.Close()
+	defer func() {
+		// The ledger's close (its write-ahead log checkpointed: fsyncs) and the agent's (the
+		// child's tree killed and reaped, its cgroup removed) need nothing of each other, so
+		// the command's last milliseconds overlap them.
+		closed := make(chan struct{})
+		go func() { defer close(closed); st.Close() }()
+		closeAgent()
+		<-closed
+	}()
 	// With cassettes.record the execution is kept in the ledger for export, as serve keeps
 	// it; --record writes it to a file instead.
 	keeper, err := assembly.CassetteKeeper(cfg, st.Ledger)

@@ -32,7 +32,7 @@ func newFrame(typ string) Frame {
 // way (no flat frame has as many).
 const maxFlatKeys = 8
 
-// decodeFlat is Decode's fast path (docs/design.md §19.6): one scan of line's top-level keys,
+// decodeFlat is Decode's fast path (docs/design.md §19.7): one scan of line's top-level keys,
 // checked against the frame's fields (each known, none twice), then the one json.Unmarshal,
 // which checks that line is JSON. It takes only a frame whose fields are all scalars or
 // json.RawMessage, so no key below the top level is the frame's to check, and keys and a type

@@ -173,7 +173,7 @@ func FuzzReader(f *testing.F) {
 
 // BenchmarkDecodeCall decodes a program's binding call as the bootstrap writes it, the frame
 // every binding call costs the host, by Decode (its fast path) and by the general path alone
-// (docs/design.md §19.6).
+// (docs/design.md §19.7).
 func BenchmarkDecodeCall(b *testing.B) {
 	line := []byte(`{"type": "call", "tool": "mock__add", "args": {"a": 17, "b": 1}, "id": 42}`)
 	for _, path := range []struct {

@@ -17,7 +17,7 @@
 // process that starts the helper starts it inside the group, with no join at all; on v1, with
 // Spec.CgroupJoinFD the parent joins the helper while the helper's runtime starts, since a
 // join waits out a kernel grace period, and the helper waits for its word before anything
-// else), count the uid's tasks, build the
+// else; an init that starts the interpreter itself waits for it only before that fork), count the uid's tasks, build the
 // private root and pivot into it when Spec.Mounts is set (the namespaces backend; the host's
 // /proc is still visible for the count), drop the identity, re-arm the parent-death signal (the kernel clears it on a uid change), enter the
 // workspace, set no_new_privs, Landlock, the seccomp policy (Spec.Filter, the one every backend applies, which the host

@@ -33,8 +33,8 @@ func Main() {
 	if spec.IDMapFD > 0 {
 		awaitParent(spec.IDMapFD, "the host did not map the user namespace's ids")
 	}
-	if spec.CgroupJoinFD > 0 {
-		awaitParent(spec.CgroupJoinFD, "the parent did not join this process to its cgroup")
+	if spec.CgroupJoinFD > 0 && !(spec.Reaper && spec.ExecsProgram) {
+		awaitJoin(spec.CgroupJoinFD)
 	}
 	if spec.Trial {
 		os.Exit(0)
@@ -73,6 +73,12 @@ func awaitParent(fd int, why string) {
 	if n != 1 {
 		fail("%s (%v)", why, err)
 	}
+}
+
+// awaitJoin waits for the parent's word that it joined this process to its cgroup
+// (Spec.CgroupJoinFD).
+func awaitJoin(fd int) {
+	awaitParent(fd, "the parent did not join this process to its cgroup")
 }
 
 // CgroupDir opens the directory of the one cgroup v2 group in procs (Spec.CgroupClone) for

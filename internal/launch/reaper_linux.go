@@ -58,6 +58,12 @@ func reap(spec Spec) int {
 		if err != nil {
 			fail("%v", err)
 		}
+		// The join (Spec.CgroupJoinFD, v1) waits out a kernel grace period in the parent,
+		// overlapped here with this init's whole set-up, the root's build among it: only the
+		// interpreter must be born inside the group, and this init is in it before the fork.
+		if spec.CgroupJoinFD > 0 {
+			awaitJoin(spec.CgroupJoinFD)
+		}
 		if first, err = startProgram(&spec, nproc); err != nil {
 			fail("starting the interpreter: %v", err)
 		}

@@ -35,8 +35,10 @@ type Spec struct {
 	// anything else: its parent (the host, or a Reaper for its pid 2) writes the helper's pid
 	// to CgroupProcs itself, while the helper's runtime starts, and then that byte. A join
 	// waits out a kernel grace period (milliseconds, on cgroup v1), which this overlaps
-	// with the helper's start instead of adding to it. End of file instead means the parent
-	// could not join it, and the helper exits.
+	// with the helper's start instead of adding to it; a Reaper that starts the interpreter
+	// itself (ExecsProgram) reads it only just before that fork, so the join overlaps its
+	// whole set-up. End of file instead means the parent could not join it, and the helper
+	// exits.
 	CgroupJoinFD int `json:"cgroup_join_fd,omitempty"`
 	// CgroupClone: CgroupProcs is one cgroup v2 group, and whoever starts the program's
 	// first process starts it inside (clone3 with CLONE_INTO_CGROUP: SysProcAttr.UseCgroupFD):
