@@ -130,7 +130,17 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	}
+	f.Add([]byte(`{"type":"call","id":1,"tool":"x","args":{"s":"\"}{\\","n":[1,{"a":"]"}]}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// The fast path (decodeFlat) agrees with the general decoder on every line, as
+		// TestDecodeFlatAgrees checks on chosen ones (docs/design.md §19.7).
+		for _, allowed := range [][]string{childTypes, hostTypes} {
+			got, gotErr := Decode(line, allowed...)
+			want, wantErr := decodeStrict(line, allowed)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q (allowed %v):\n Decode       %#v, %v\n decodeStrict %#v, %v", line, allowed, got, gotErr, want, wantErr)
+			}
+		}
 		fr, err := Decode(line, append(childTypes, hostTypes...)...)
 		if err != nil {
 			var v *Violation
