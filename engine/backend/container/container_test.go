@@ -432,21 +432,7 @@ func TestOOMKillGradedWhileTheRuntimeIsSlow(t *testing.T) {
 	gate.Require(t, "cgroup", os.Geteuid() == 0, "the OOM count is read from the execution's cgroup, which only root makes")
 	real, err := exec.LookPath("podman")
 	gate.Require(t, "container", err == nil, "the slow runtime wraps podman, which is not installed")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow := filepath.Join(t.TempDir(), "podman")
-	if err := os.Symlink(exe, slow); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(slowRuntimeEnv, real)
-	b := newBackend(t, container.Options{Runtime: slow, StateDir: t.TempDir()})
-	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	b, r := slowRuntimeRunner(t, real)
 	res := run(t, r, "i = 0\nwhile True:\n    with open('/dev/shm/f%d' % i, 'wb') as f:\n        f.write(b'x' * (4 << 20))\n    i += 1",
 		engine.Limits{MemoryBytes: 48 << 20})
 	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitMemory {
@@ -461,6 +447,29 @@ func TestOOMKillGradedWhileTheRuntimeIsSlow(t *testing.T) {
 	}
 }
 
+// slowRuntimeRunner is an isolated Runner on a backend whose runtime is this test binary under
+// the name podman, passing its commands on to real, slowed as slowRuntimeEnv (and
+// slowInspectEnv, when the test set it) say. The Runner is closed when the test ends.
+func slowRuntimeRunner(t *testing.T, real string) (*container.Backend, *engine.Runner) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(t.TempDir(), "podman")
+	if err := os.Symlink(exe, slow); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(slowRuntimeEnv, real)
+	b := newBackend(t, container.Options{Runtime: slow, StateDir: t.TempDir()})
+	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return b, r
+}
+
 // A CPU limit's kill is graded as cpu_seconds however long the engine takes to say the kill was
 // not the OOM killer's: the channel ends only once the container's exit is known. Read before
 // that (inspect slowed past the Runner's grace, as a loaded host made it in CI), it was a child
@@ -471,22 +480,8 @@ func TestCPULimitGradedWhileTheEngineIsSlowToSay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow := filepath.Join(t.TempDir(), "podman")
-	if err := os.Symlink(exe, slow); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(slowRuntimeEnv, path)
 	t.Setenv(slowInspectEnv, "1")
-	b := newBackend(t, container.Options{Runtime: slow, StateDir: t.TempDir()})
-	r, err := engine.NewRunner(b, &engine.RunnerOptions{Isolation: engine.LevelIsolated})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	_, r := slowRuntimeRunner(t, path)
 	res := run(t, r, "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass", engine.Limits{CPUSeconds: 1})
 	if res.Failure == nil || res.Failure.Kind != failure.LimitExceeded || res.LimitHit == nil || *res.LimitHit != engine.LimitCPU {
 		t.Fatalf("want cpu_seconds exceeded, got %+v (limit %v)", res.Failure, res.LimitHit)
