@@ -30,12 +30,7 @@ type Programs struct {
 	Propose bool
 }
 
-func (p Programs) prefix() string {
-	if p.Prefix == "" {
-		return programs.DefaultPrefix
-	}
-	return p.Prefix
-}
+func (p Programs) prefix() string { return programs.Prefix(p.Prefix) }
 
 // programRoutes serves the operator's /v1/programs over store (programs.Route).
 func (h *httpHandler) programRoutes(mux *http.ServeMux, store budget.Programs) {

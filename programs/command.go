@@ -95,13 +95,10 @@ func firstLine(s string) string {
 func offeredAs(p budget.SavedProgram, prefixes map[string]string) string {
 	agents := map[string][]string{} // tool name → agents
 	for agent, prefix := range prefixes {
-		if p.Agent != "" && agent != p.Agent {
+		if !OfferedTo(p, agent) {
 			continue
 		}
-		if prefix == "" {
-			prefix = DefaultPrefix
-		}
-		name := ToolName(prefix, p.Name)
+		name := ToolName(Prefix(prefix), p.Name)
 		agents[name] = append(agents[name], agent)
 	}
 	if len(agents) == 0 {

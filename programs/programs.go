@@ -80,7 +80,19 @@ func Offered(ctx context.Context, store budget.Programs, tenant, agent string) (
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(all, func(p budget.SavedProgram) bool { return p.Agent != "" && p.Agent != agent }), nil
+	return slices.DeleteFunc(all, func(p budget.SavedProgram) bool { return !OfferedTo(p, agent) }), nil
+}
+
+// OfferedTo reports whether p is offered to agent: every agent of its tenant, or only its own.
+func OfferedTo(p budget.SavedProgram, agent string) bool { return p.Agent == "" || p.Agent == agent }
+
+// Prefix is the prefix an agent offers saved programs under when its config names configured
+// ("": DefaultPrefix).
+func Prefix(configured string) string {
+	if configured == "" {
+		return DefaultPrefix
+	}
+	return configured
 }
 
 // ToolName is the tool name program name is offered under with prefix.

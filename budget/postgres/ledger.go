@@ -423,6 +423,10 @@ func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) (tel
 	var run telemetry.Context
 	err := p.retry(ctx, func() error {
 		b := &pgx.Batch{}
+		// The Run's row first, as finishCall takes them, before the trigger takes it after the
+		// execution's: a finish flushed while its execution ends cannot deadlock with the end.
+		b.Queue(`SELECT 1 FROM ledger_runs r JOIN ledger_executions e ON r.tenant = e.tenant AND r.run_id = e.run_id
+			WHERE e.id = $1 FOR UPDATE OF r`, end.ID)
 		b.Queue(`UPDATE ledger_executions SET ended_at = now(), status = $2, attachments = $3,
 			binding_bytes = $4, returned_bytes = $5, kept_out_bytes = $6, network = $7,
 			calls = $8, transfer_bytes = $9, produced_bytes = $10, preserved_bytes = $11 WHERE id = $1`,
@@ -432,6 +436,9 @@ func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) (tel
 			JOIN ledger_runs r ON r.tenant = e.tenant AND r.run_id = e.run_id WHERE e.id = $1`, end.ID)
 		br := p.pool.SendBatch(ctx, b)
 		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
 		tag, err := br.Exec()
 		if err != nil {
 			return err
@@ -441,13 +448,10 @@ func (p *Ledger) EndExecution(ctx context.Context, end budget.ExecutionEnd) (tel
 		}
 		run = telemetry.Context{}
 		err = br.QueryRow().Scan(&run.BindingBytes, &run.ReturnedBytes, &run.KeptOutBytes)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // an execution of a Run without a row: no sums to read
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) { // no rows: a Run without a row has no sums
 			return err
 		}
-		return br.Close()
+		return br.Close() // the batch's implicit transaction commits here: its error is the end's
 	})
 	if err != nil {
 		return telemetry.Context{}, wrapPG(err)

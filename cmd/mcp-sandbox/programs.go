@@ -69,7 +69,8 @@ const programsUsage = `Usage: mcp-sandbox programs save NAME FILE --tenant T [--
        mcp-sandbox programs delete NAME --tenant T [--config FILE]
 
 Saved programs: a program that worked, saved under a name, becomes a tool of the tenant's
-agents that run code, saved__NAME, which a host calls with the arguments of the program's one
+agents that run code, saved__NAME (PREFIX__NAME where an agent's programs.prefix names one;
+save says which), which a host calls with the arguments of the program's one
 ` + "`async def main(...)`" + `. Each parameter needs an annotation (str, int, float, bool, list,
 dict, Optional[...], Any): the tool's input schema is read from them. A call runs the program
 then awaits main(**arguments), under the agent's terms, policy, budgets and approvals, and its
