@@ -293,4 +293,16 @@ func TestMemoryPauses(t *testing.T) {
 	if list, err := List(ctx, m, ""); err != nil || len(list) != 1 || list[0].ID != "q_2" || list[0].NotShown == "" {
 		t.Errorf("pending: %+v, %v", list, err)
 	}
+	if err := m.SavePause(ctx, budget.Pause{ID: "q_3", Tenant: "u", Run: "named:r", AskedAt: now.Add(2 * time.Second), Expires: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := List(ctx, m, "u"); err != nil || len(list) != 1 || list[0].ID != "q_3" {
+		t.Errorf("pending of tenant u: %+v, %v", list, err)
+	}
+	if ps, err := m.PendingPauses(ctx, "", "named:r"); err != nil || len(ps) != 1 || ps[0].ID != "q_3" {
+		t.Errorf("pending of run named:r: %+v, %v", ps, err)
+	}
+	if ps, err := m.PendingPauses(ctx, "", ""); err != nil || len(ps) != 2 || ps[0].ID != "q_2" || ps[1].ID != "q_3" {
+		t.Errorf("pending of all: %+v, %v", ps, err)
+	}
 }
