@@ -47,12 +47,12 @@ func (m *memory) Pause(_ context.Context, id string) (budget.Pause, error) {
 	return p, nil
 }
 
-func (m *memory) PendingPauses(context.Context) ([]budget.Pause, error) {
+func (m *memory) PendingPauses(_ context.Context, tenant, run string) ([]budget.Pause, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []budget.Pause
 	for _, p := range m.pauses {
-		if p.Status == budget.ApprovalPending {
+		if p.Status == budget.ApprovalPending && (tenant == "" || p.Tenant == tenant) && (run == "" || p.Run == run) {
 			out = append(out, p)
 		}
 	}

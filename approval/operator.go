@@ -59,14 +59,14 @@ const notShown = "the arguments were not kept in full with this approval (it was
 // List returns the questions still open (pending, not expired) in store, of tenant when it is
 // not empty, oldest first.
 func List(ctx context.Context, store budget.Pauses, tenant string) ([]Entry, error) {
-	all, err := store.PendingPauses(ctx)
+	all, err := store.PendingPauses(ctx, tenant, "")
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	out := []Entry{}
 	for _, p := range all {
-		if (tenant == "" || p.Tenant == tenant) && now.Before(p.Expires) {
+		if now.Before(p.Expires) {
 			out = append(out, EntryOf(p))
 		}
 	}

@@ -68,10 +68,19 @@ func (q Question) Message() string {
 
 // QuestionOf is the question pause p keeps, as it was put: what a path that did not put it
 // shows (a task's input request, read from the store by any process). A program's calls are
-// numbered from 1 (Seq), a direct call's is 0.
+// numbered from 1 (Seq), a direct call's is 0. A question asked whole names its tool and keeps
+// what it asks about as its redacted arguments (AskPlan: PlanTool and the plan's id; AskSave:
+// SaveTool and the program's name), so that is what names its Plan or Proposal again.
 func QuestionOf(p budget.Pause) Question {
-	return Question{ID: p.ID, Expires: p.Expires, Tool: p.Tool, Arguments: p.View, Reasons: []string{p.Reason},
+	q := Question{ID: p.ID, Expires: p.Expires, Tool: p.Tool, Arguments: p.View, Reasons: []string{p.Reason},
 		InProgram: p.Seq > 0, Wait: p.Expires.Sub(p.AskedAt), Seq: p.Seq, Redacted: p.Arguments}
+	switch p.Tool {
+	case PlanTool:
+		q.Plan = p.Arguments
+	case SaveTool:
+		q.Proposal = p.Arguments
+	}
+	return q
 }
 
 // The actions an Answer carries (MCP elicitation's).

@@ -427,13 +427,14 @@ func (r *Room) List(ctx context.Context, tenant string) ([]Entry, error) {
 // Open returns tenant's questions still open (pending, not expired) that were asked under
 // run (Asking.Run), each as it was put (QuestionOf): what a path that did not put them shows.
 func (r *Room) Open(ctx context.Context, tenant, run string) ([]Question, error) {
-	all, err := r.store.PendingPauses(ctx)
+	all, err := r.store.PendingPauses(ctx, tenant, run)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	var out []Question
 	for _, p := range all {
+		// The store reads "" as any tenant or run; here "" is itself the key asked for.
 		if p.Tenant == tenant && p.Run == run && now.Before(p.Expires) {
 			out = append(out, QuestionOf(p))
 		}

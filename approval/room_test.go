@@ -2,7 +2,9 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,7 +74,8 @@ func ask(ctx context.Context, room *Room, a *Asking, q Question) <-chan reply {
 // TestRoomAnswersFromEveryPath: a question is answered by the first of its paths, and that
 // answer alone stands: through its Asker, by its own client's retry (Answer), by an operator
 // in this process (Decide: at once) or in another (the store, seen by the poller); its pause
-// is then decided and claimed once, and an Asker withdrawn says why.
+// is then decided and claimed once, and an Asker withdrawn says why. Read back from the store
+// (QuestionOf), every question, a plan's and a proposal's too, is shown as it was put.
 func TestRoomAnswersFromEveryPath(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -103,6 +106,32 @@ func TestRoomAnswersFromEveryPath(t *testing.T) {
 		// request, shown by any process: QuestionOf).
 		if got := QuestionOf(pz); got.Message() != p.asked[0].Message() || got.ID != p.asked[0].ID {
 			t.Errorf("the kept question reads\n%s\nnot as put:\n%s", got.Message(), p.asked[0].Message())
+		}
+	})
+	t.Run("a plan and a proposal, read back", func(t *testing.T) {
+		// A question asked whole reads back as put too: a plan's, not one call of run_code's.
+		p := &person{action: Accept}
+		a := &Asking{Asker: p, Room: room, Tenant: "t", Agent: "a", Timeout: time.Minute}
+		plan := budget.Plan{ID: budget.NewID("p_"), Tenant: "t", Agent: "a", ExecutionID: "x", Effects: []budget.PlanEffect{{Seq: 1,
+			Tool: "shop__refund", Arguments: json.RawMessage(`{"order_id":"o1"}`), StandIn: json.RawMessage("null"), View: "  order_id = \"o1\"\n"}}}
+		if err := led.SavePlan(ctx, plan); err != nil {
+			t.Fatal(err)
+		}
+		if d, fe := a.AskPlan(ctx, led, plan); d != Accepted || fe != nil {
+			t.Fatalf("the plan: %v %v", d, fe)
+		}
+		if _, d, fe := a.AskSave(ctx, SaveProposal{Name: "lookup", Description: "finds an order", Code: "async def main(id: str):\n    return id\n"}); d != Accepted || fe != nil {
+			t.Fatalf("the proposal: %v %v", d, fe)
+		}
+		for i, want := range []string{"Approve the plan " + plan.ID + "?", "Save the program lookup as a tool?"} {
+			put := p.asked[i]
+			pz, err := room.Kept(ctx, put.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := QuestionOf(pz).Message(); got != put.Message() || !strings.HasPrefix(got, want) {
+				t.Errorf("the kept question reads\n%s\nnot as put:\n%s", got, put.Message())
+			}
 		}
 	})
 	t.Run("by its own client", func(t *testing.T) {
@@ -180,7 +209,7 @@ func TestRoomAnswersFromEveryPath(t *testing.T) {
 		}
 	})
 	nmu.Lock()
-	if len(notices) != 4 || notices[0].Tool != "up__wipe" || notices[0].Status != "pending" || notices[0].Arguments != "  s = \"x\"\n" {
+	if len(notices) != 6 || notices[0].Tool != "up__wipe" || notices[0].Status != "pending" || notices[0].Arguments != "  s = \"x\"\n" {
 		t.Errorf("notices %+v; want one per question, pending, with its view", notices)
 	}
 	nmu.Unlock()
@@ -263,5 +292,17 @@ func TestMemoryPauses(t *testing.T) {
 	}
 	if list, err := List(ctx, m, ""); err != nil || len(list) != 1 || list[0].ID != "q_2" || list[0].NotShown == "" {
 		t.Errorf("pending: %+v, %v", list, err)
+	}
+	if err := m.SavePause(ctx, budget.Pause{ID: "q_3", Tenant: "u", Run: "named:r", AskedAt: now.Add(2 * time.Second), Expires: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := List(ctx, m, "u"); err != nil || len(list) != 1 || list[0].ID != "q_3" {
+		t.Errorf("pending of tenant u: %+v, %v", list, err)
+	}
+	if ps, err := m.PendingPauses(ctx, "", "named:r"); err != nil || len(ps) != 1 || ps[0].ID != "q_3" {
+		t.Errorf("pending of run named:r: %+v, %v", ps, err)
+	}
+	if ps, err := m.PendingPauses(ctx, "", ""); err != nil || len(ps) != 2 || ps[0].ID != "q_2" || ps[1].ID != "q_3" {
+		t.Errorf("pending of all: %+v, %v", ps, err)
 	}
 }

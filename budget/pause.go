@@ -72,8 +72,10 @@ type Pauses interface {
 	SavePause(ctx context.Context, p Pause) error
 	// Pause returns one pause; ErrNotFound when there is none (dropped, or never kept).
 	Pause(ctx context.Context, id string) (Pause, error)
-	// PendingPauses returns the pauses nobody has answered, oldest first, all tenants'.
-	PendingPauses(ctx context.Context) ([]Pause, error)
+	// PendingPauses returns the pauses nobody has answered, oldest first: tenant's when tenant
+	// is not empty, else all tenants'; those asked under run (Pause.Run) when run is not empty.
+	// The store filters, so a task's one open question is read without the rest.
+	PendingPauses(ctx context.Context, tenant, run string) ([]Pause, error)
 	// DecidePause answers a pending pause (accepted, declined or cancelled) once: the first
 	// answer stands, and a later one gets ErrAlreadyFinished with the pause as decided.
 	DecidePause(ctx context.Context, id string, status ApprovalStatus, answeredBy string) (Pause, error)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -41,7 +42,7 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	// Created on r1, polled and read on r2, by both revisions.
 	short := start("import time\ntime.sleep(2)\n6 * 7")
 	var detailed map[string]any
-	if !waitFor(60*time.Second, func() bool {
+	if !waitFor(gate.Scaled(60*time.Second), func() bool {
 		if e := on2.Call("tasks/get", map[string]any{"taskId": short}, &detailed); e != nil {
 			t.Fatalf("tasks/get on %s: %+v", r2.name, e)
 		}
@@ -68,11 +69,11 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	// r1 killed while its task's program waits on the upstream.
 	lost := start("await support__lookup(sku=\"before\")\ntry:\n    await call_tool(\"support__class\", {})\nexcept Exception:\n    pass\n" +
 		"await support__slow(seconds=600)")
-	if !waitFor(60*time.Second, func() bool { return c.mockCounts(t)["slow"] == 1 }) {
+	if !waitFor(gate.Scaled(60*time.Second), func() bool { return c.mockCounts(t)["slow"] == 1 }) {
 		t.Fatalf("the slow call never reached the mock: %v", c.mockCounts(t))
 	}
 	// Its progress, written by r1, read on r2: the calls it has made so far.
-	if !waitFor(30*time.Second, func() bool {
+	if !waitFor(gate.Scaled(30*time.Second), func() bool {
 		if e := on2.Call("tasks/get", map[string]any{"taskId": lost}, &detailed); e != nil {
 			t.Fatalf("tasks/get on %s: %+v", r2.name, e)
 		}
@@ -92,7 +93,7 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	for _, r := range []*replica{restarted, r2} {
 		readLost(t, testkit.ModernRPC(t, url(r), replicaToken), r.name, lost)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(gate.Scaled(time.Second)) // room for a re-run, were there one, to reach the mock
 	if n := c.mockCounts(t)["slow"]; n != 1 {
 		t.Errorf("the upstream ran the in-flight call %d times, want once (never re-run)", n)
 	}
@@ -109,7 +110,7 @@ func cancelAcross(t *testing.T, start func(string) string, on, session *testkit.
 		"subprocess.Popen(['sleep', '1000'], env={'I41_TASK': %q})\ntime.sleep(600)", tag))
 	var detailed map[string]any
 	msg := ""
-	if !waitFor(60*time.Second, func() bool {
+	if !waitFor(gate.Scaled(60*time.Second), func() bool {
 		if e := on.Call("tasks/get", map[string]any{"taskId": id}, &detailed); e != nil {
 			t.Fatalf("tasks/get on %s: %+v", name, e)
 		}
@@ -144,7 +145,7 @@ func cancelAcross(t *testing.T, start func(string) string, on, session *testkit.
 			} `json:"tool_calls"`
 		} `json:"structuredContent"`
 	}
-	if !waitFor(60*time.Second, func() bool {
+	if !waitFor(gate.Scaled(60*time.Second), func() bool {
 		if e := on.Call("tasks/get", map[string]any{"taskId": id}, &detailed); e != nil {
 			t.Fatalf("tasks/get on %s: %+v", name, e)
 		}
@@ -168,7 +169,7 @@ func cancelAcross(t *testing.T, start func(string) string, on, session *testkit.
 		!strings.Contains(old.Content[0].Text, "cancelled") || !strings.Contains(old.Content[0].Text, "before the cancel") {
 		t.Errorf("tasks/result of the cancelled task in a 2025-11-25 session of %s: %+v %+v", name, old, e)
 	}
-	if !waitFor(10*time.Second, func() bool { return len(testkit.Tagged("I41_TASK", tag)) == 0 }) {
+	if !waitFor(gate.Scaled(10*time.Second), func() bool { return len(testkit.Tagged("I41_TASK", tag)) == 0 }) {
 		t.Errorf("processes of the task cancelled on %s are left: %v", name, testkit.Tagged("I41_TASK", tag))
 	}
 }
@@ -180,7 +181,7 @@ func cancelAcross(t *testing.T, start func(string) string, on, session *testkit.
 func readLost(t *testing.T, on *testkit.RPC, name, lost string) {
 	t.Helper()
 	var detailed map[string]any
-	if !waitFor(4*leaseSeconds*time.Second+10*time.Second, func() bool {
+	if !waitFor(gate.Scaled(4*leaseSeconds*time.Second+10*time.Second), func() bool {
 		if e := on.Call("tasks/get", map[string]any{"taskId": lost}, &detailed); e != nil {
 			t.Fatalf("tasks/get on %s: %+v", name, e)
 		}

@@ -16,7 +16,7 @@ import (
 
 // A question inside a task of the tasks extension (2026-07-28, SEP-2663; docs/design.md
 // §14.7). The program's call waits in the approval Room as any call does, its question kept as
-// a pause in the ledger under the task (taskQuestions); the task is input_required meanwhile,
+// a pause in the ledger under the task (taskPauseKey); the task is input_required meanwhile,
 // and tasks/get shows the question as the task's input request, keyed by the question's id
 // (the approval id the operator route lists): {"<id>": {"method": "elicitation/create",
 // "params": {"mode": "form", "message", "requestedSchema"}}}, the same form the other paths
@@ -25,8 +25,9 @@ import (
 // any path standing), and the process running the program sees it at once, or within its
 // Room's poll. Both read the pause from the ledger, never from a process's memory.
 
-// taskQuestions is the key a task's questions are kept under in the ledger (budget.Pause.Run).
-func taskQuestions(taskID string) string { return "task:" + taskID }
+// taskPauseKey is the key a task's questions are kept under as pauses in the ledger (their
+// budget.Pause.Run, approval.Asking.Run), which tasks/get and tasks/update find them by.
+func taskPauseKey(taskID string) string { return "task:" + taskID }
 
 // inputRequests are a task's input requests, keyed by question id.
 type inputRequests map[string]inputRequest
@@ -47,7 +48,7 @@ type taskUpdateParams struct {
 // taskInput is the question task t's program waits on now, as its input request: none when
 // it was answered meanwhile (the status catches up at once) or is no longer open.
 func (h *handlers) taskInput(ctx context.Context, t budget.Task) (inputRequests, error) {
-	open, err := h.room.Open(ctx, t.Tenant, taskQuestions(t.ID))
+	open, err := h.room.Open(ctx, t.Tenant, taskPauseKey(t.ID))
 	if err != nil {
 		return nil, h.taskStoreError(err)
 	}
@@ -102,7 +103,7 @@ func (h *handlers) updateTask(ctx context.Context, _ *mcp.ServerSession, p *task
 func (h *handlers) openQuestion(ctx context.Context, t budget.Task, id string) error {
 	q, err := h.room.Kept(ctx, id)
 	switch {
-	case errors.Is(err, budget.ErrNotFound) || (err == nil && (q.Tenant != t.Tenant || q.Run != taskQuestions(t.ID))):
+	case errors.Is(err, budget.ErrNotFound) || (err == nil && (q.Tenant != t.Tenant || q.Run != taskPauseKey(t.ID))):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("task %s has no input request %q: it never asked it, or it is no longer kept", t.ID, id)}
 	case err != nil:

@@ -549,7 +549,7 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
 		}
 	}}
-	env.asking.Run = taskQuestions(t.ID) // a task's questions are kept under it (taskinput.go)
+	env.asking.Run = taskPauseKey(t.ID) // a task's questions are kept under it (taskinput.go)
 	env.progress = rt.output.progress
 	env.calls = func(x *binding.Execution) { rt.calls.Store(x) }
 	if ok, _ := env.asking.Asker.CanAsk(); ok {

@@ -42,6 +42,7 @@ func RunLedgerContract(t *testing.T, newLedger func(t *testing.T) budget.Ledger,
 	t.Run("ExecutionsReadBack", func(t *testing.T) { l := newLedger(t); contractExecutions(t, l, l) })
 	t.Run("LazyFinishFlushed", func(t *testing.T) { contractLazy(t, newLedger(t)) })
 	t.Run("TasksKeptPerTenant", func(t *testing.T) { contractTasks(t, newLedger(t)) })
+	t.Run("PendingPausesFiltered", func(t *testing.T) { contractPendingFiltered(t, newLedger(t)) })
 	t.Run("FreshOwnerHoldsItsCalls", func(t *testing.T) { contractHold(t, newLedger(t)) })
 	t.Run("PlansApprovedAndCovered", func(t *testing.T) { l := newLedger(t); contractPlans(t, l, l) })
 	t.Run("ProgramsSavedAndReplaced", func(t *testing.T) { l := newLedger(t); contractPrograms(t, l, l) })

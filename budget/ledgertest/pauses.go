@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l b
 		t.Errorf("claiming a pending pause: %v, want ErrAlreadyFinished", err)
 	}
 	other := reopen(t, p)
-	pending, err := other.PendingPauses(ctx)
+	pending, err := other.PendingPauses(ctx, "", "")
 	if err != nil || len(pending) != 2 || pending[0].ID != "q_old" || pending[1].ID != "q_1" {
 		t.Fatalf("pending from another ledger: %+v, %v", pending, err)
 	}
@@ -66,7 +67,7 @@ func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l b
 	if d, err := other.Pause(ctx, "q_1"); err != nil || string(d.Result) != `{"content":[]}` {
 		t.Errorf("the result relayed: %s, %v", d.Result, err)
 	}
-	if pending, _ := p.PendingPauses(ctx); len(pending) != 1 || pending[0].ID != "q_old" {
+	if pending, _ := p.PendingPauses(ctx, "", ""); len(pending) != 1 || pending[0].ID != "q_old" {
 		t.Errorf("pending after the answer: %+v", pending)
 	}
 	if n, err := other.DropPausesBefore(ctx, asked.Add(-time.Minute)); err != nil || n != 1 {
@@ -77,6 +78,50 @@ func contractPauses(t *testing.T, p budget.Ledger, reopen func(t *testing.T, l b
 	}
 	if _, err := other.Pause(ctx, "q_1"); !errors.Is(err, budget.ErrNotFound) {
 		t.Errorf("a dropped pause: %v", err)
+	}
+}
+
+// contractPendingFiltered: the store filters pending pauses by tenant and by run (Pause.Run),
+// "" meaning any, and leaves out the answered ones; oldest first still.
+func contractPendingFiltered(t *testing.T, p budget.Pauses) {
+	ctx := context.Background()
+	asked := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	for i, q := range []struct{ id, tenant, run string }{
+		{"q_t1", "t", "named:r1"}, {"q_t2", "t", "named:r2"}, {"q_u1", "u", "named:r1"}, {"q_u2", "u", "named:r2"}, {"q_done", "t", "named:r1"},
+	} {
+		at := asked.Add(time.Duration(i) * time.Second)
+		if err := p.SavePause(ctx, budget.Pause{ID: q.id, Tenant: q.tenant, Agent: "a", Run: q.run, Hold: "h_" + q.id, Tool: "x",
+			AskedAt: at, Expires: at.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.DecidePause(ctx, "q_done", budget.ApprovalAccepted, "someone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tenant, run string
+		want        []string
+	}{
+		{"", "", []string{"q_t1", "q_t2", "q_u1", "q_u2"}},
+		{"t", "", []string{"q_t1", "q_t2"}},
+		{"u", "", []string{"q_u1", "q_u2"}},
+		{"t", "named:r2", []string{"q_t2"}},
+		{"u", "named:r1", []string{"q_u1"}},
+		{"", "named:r1", []string{"q_t1", "q_u1"}},
+		{"v", "", nil},
+		{"t", "named:r3", nil},
+	} {
+		pending, err := p.PendingPauses(ctx, c.tenant, c.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ps := range pending {
+			got = append(got, ps.ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("pending of tenant %q, run %q: %v, want %v", c.tenant, c.run, got, c.want)
+		}
 	}
 }
 

@@ -57,8 +57,9 @@ func (p *Ledger) Pause(ctx context.Context, id string) (budget.Pause, error) {
 	return ps, wrapPG(err)
 }
 
-func (p *Ledger) PendingPauses(ctx context.Context) ([]budget.Pause, error) {
-	rows, err := p.pool.Query(ctx, `SELECT `+pauseColumns+` FROM ledger_pauses WHERE status = 'pending' ORDER BY asked_at, id`)
+func (p *Ledger) PendingPauses(ctx context.Context, tenant, run string) ([]budget.Pause, error) {
+	rows, err := p.pool.Query(ctx, `SELECT `+pauseColumns+` FROM ledger_pauses WHERE status = 'pending'
+		AND ($1 = '' OR tenant = $1) AND ($2 = '' OR run_key = $2) ORDER BY asked_at, id`, tenant, run)
 	if err != nil {
 		return nil, wrapPG(err)
 	}

@@ -54,9 +54,9 @@ func (s *Ledger) Pause(ctx context.Context, id string) (budget.Pause, error) {
 	return p, err
 }
 
-func (s *Ledger) PendingPauses(ctx context.Context) ([]budget.Pause, error) {
+func (s *Ledger) PendingPauses(ctx context.Context, tenant, run string) ([]budget.Pause, error) {
 	return queryAll(ctx, s.db, "pauses", scanPause, `SELECT `+pauseColumns+` FROM pauses WHERE status = 'pending'
-		ORDER BY asked_at, id`)
+		AND (? = '' OR tenant = ?) AND (? = '' OR run_key = ?) ORDER BY asked_at, id`, tenant, tenant, run, run)
 }
 
 func (s *Ledger) DecidePause(ctx context.Context, id string, status budget.ApprovalStatus, by string) (budget.Pause, error) {
