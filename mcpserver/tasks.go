@@ -523,13 +523,17 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-tick.C:
 			case <-rt.wake:
 			}
+			// A tick's writes go on when the program is cancelled meanwhile, within a bound: a
+			// store that hangs does not keep the task from ending.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execution.RecordTimeout)
 			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)%s", time.Since(start).Seconds(),
-				h.callsSoFar(ctx, rt), h.outputSoFar(context.WithoutCancel(ctx), &rt.output))
+				h.callsSoFar(wctx, rt), h.outputSoFar(wctx, &rt.output))
 			if q := rt.asking.Load(); q != nil {
 				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s (approval %s)", q.Tool, q.ID)
 			}
-			h.noteCalls(context.WithoutCancel(ctx), t, rt) // first: a status read says what is noted
-			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, status, msg, nil)
+			h.noteCalls(wctx, t, rt) // first: a status read says what is noted
+			cur, err := h.opts.Ledger.UpdateTask(wctx, t.Tenant, t.ID, status, msg, nil)
+			cancel()
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
 				h.tasks.mu.Lock()
 				rt.cancelled = true
@@ -559,7 +563,12 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 	res := h.execute(ctx, req, prog, env)
 	close(watching)
 	<-watched
-	h.dropPartials(context.WithoutCancel(ctx), &rt.output)
+	// The end's writes on a context of their own: a cancelled program's are made all the same.
+	// The calls are noted as they ended: what a task lost while its result is recorded lists.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execution.RecordTimeout)
+	defer cancel()
+	h.noteCalls(rctx, t, rt)
+	h.dropPartials(rctx, &rt.output)
 	out := h.render(res)
 	h.tasks.mu.Lock()
 	cancelled := rt.cancelled
