@@ -556,19 +556,24 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 	env.asking.Run = taskQuestions(t.ID) // a task's questions are kept under it (taskinput.go)
 	env.progress = rt.output.progress
 	env.calls = func(x *binding.Execution) { rt.calls.Store(x) }
+	// Once the program stopped: the status writer stops, the calls are noted as they ended
+	// (what a task lost while its result is recorded lists), and the partial outputs are
+	// dropped before the output is kept, so they do not take its room in the tenant's blob
+	// quota. On a context of their own: a cancelled program's end is recorded all the same.
+	env.ran = sync.OnceFunc(func() {
+		close(watching)
+		<-watched
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execution.RecordTimeout)
+		defer cancel()
+		h.noteCalls(rctx, t, rt)
+		h.dropPartials(rctx, &rt.output)
+	})
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal
 	}
 	res := h.execute(ctx, req, prog, env)
-	close(watching)
-	<-watched
-	// The end's writes on a context of their own: a cancelled program's are made all the same.
-	// The calls are noted as they ended: what a task lost while its result is recorded lists.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execution.RecordTimeout)
-	defer cancel()
-	h.noteCalls(rctx, t, rt)
-	h.dropPartials(rctx, &rt.output)
+	env.ran() // when the execution was refused before its program ran
 	out := h.render(res)
 	h.tasks.mu.Lock()
 	cancelled := rt.cancelled
