@@ -267,7 +267,8 @@ type runningTask struct {
 	// output is its output so far, for the status message (taskprogress.go).
 	output partialOutput
 	// calls are its program's bindings once they exist, whose calls so far are noted on the
-	// task (taskcalls.go); noted is the last note written (the status writer's own).
+	// task (taskcalls.go); noted is the last note written (the status writer's own, then, once
+	// it stopped, the end's: runTask).
 	calls atomic.Pointer[binding.Execution]
 	noted []byte
 }
