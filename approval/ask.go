@@ -111,6 +111,9 @@ type Call struct {
 	// AnsweredBy, when set, is left who answered (Answer.By), for the call's line in the
 	// result's tool_calls.
 	AnsweredBy *string
+	// CallID is the id the call is recorded under if it is made, chosen by the caller (which
+	// notes it before the call is admitted); "" for a new one.
+	CallID string
 }
 
 // Ask is the approval step of a call that needs a person's approval (docs/design.md §11, §12.2
@@ -120,7 +123,10 @@ type Call struct {
 // proceed when the returned error is nil, under callID (the id its approval record names).
 func (a *Asking) Ask(ctx context.Context, c Call) (d Decision, callID string, _ *failure.Error) {
 	why := strings.Join(c.Reasons, "; ")
-	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: budget.NewID("c_"), Tool: c.Tool, Reason: why}
+	ask := budget.ApprovalAsk{ID: budget.NewID("a_"), CallID: c.CallID, Tool: c.Tool, Reason: why}
+	if ask.CallID == "" {
+		ask.CallID = budget.NewID("c_")
+	}
 	q := Question{Tool: c.Tool, Reasons: c.Reasons, InProgram: c.InProgram, Wait: a.timeout(), Seq: c.Seq,
 		Arguments: c.Arguments, Redacted: c.Redacted, Call: ask.CallID}
 	var by string

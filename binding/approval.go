@@ -26,18 +26,18 @@ const maxQuestionArguments = 16 << 10
 // the call's arguments (an argument rule may deny it), then, when the call needs a person's
 // approval, the question, put through a (package approval: asked, kept as a pause, answered
 // from any path, recorded). The call may proceed when the returned error is nil, under callID
-// when that is not empty (the id its approval record names). qs are the execution's questions
-// (nil for a direct call); seq is the call's number on its tape (0: none); by, when set, is
-// left who answered.
+// when that is not empty (the id its approval record names): id, the one chosen for it, when
+// not empty. qs are the execution's questions (nil for a direct call); seq is the call's number
+// on its tape (0: none); by, when set, is left who answered.
 func approve(ctx context.Context, a *approval.Asking, turn *upstream.Turn, tool *upstream.Tool, args json.RawMessage,
-	meter *budget.Meter, log *slog.Logger, qs *approval.Questions, seq int, by *string) (approval.Decision, string, *failure.Error) {
+	meter *budget.Meter, log *slog.Logger, qs *approval.Questions, seq int, by *string, id string) (approval.Decision, string, *failure.Error) {
 	reasons, fe := turn.Approval(tool, args)
 	if fe != nil || len(reasons) == 0 {
-		return approval.NotNeeded, "", fe
+		return approval.NotNeeded, id, fe
 	}
 	// A question shows everything that decides it, or is not asked (Incomplete says why).
 	view, incomplete := tool.ApprovalView(args, maxQuestionArguments)
 	return a.Ask(ctx, approval.Call{Tool: tool.Name, Reasons: reasons, Arguments: view, Incomplete: incomplete,
 		Redacted: tool.RedactArguments(args, maxRedactedArguments), Logged: tool.RedactArguments(args, maxShownArguments),
-		InProgram: qs != nil, Seq: seq, Meter: meter, Log: log, Questions: qs, AnsweredBy: by})
+		InProgram: qs != nil, Seq: seq, Meter: meter, Log: log, Questions: qs, AnsweredBy: by, CallID: id})
 }

@@ -352,10 +352,17 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	if x.rehearsal != nil && !upstream.ReadOnlyTool(tool) {
 		return x.rehearse(ctx, tool, args)
 	}
+	// The id the call's record takes if it is admitted, noted first: a note of the calls taken
+	// while it waits for its approval or a slot, or is being admitted, relates it to its record.
+	id := ""
+	if x.meter != nil {
+		id = budget.NewID("c_")
+	}
+	note.numbered(id)
 	// 5. Approval: argument rules, then, when the call needs it, a person's answer, while the
 	// program waits on its channel.
 	var by string
-	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq, &by)
+	d, callID, fe := approve(ctx, x.appr, x.turn, tool, args, x.meter, x.log, &x.questions, seq, &by, id)
 	note.approved(d, by)
 	if fe != nil {
 		return toolcall.Refused(fe)
@@ -372,7 +379,7 @@ func (x *Execution) walk(ctx context.Context, seq int, name string, args json.Ra
 	if fe != nil {
 		return toolcall.Refused(fe)
 	}
-	note.made(callID)
+	note.made()
 	// 8. The upstream call.
 	a, spent := x.turn.Invoke(ctx, tool, args)
 	// 9. Delivery: whole within the transfer allowance, else kept in the blob store and handed
@@ -522,7 +529,7 @@ func DirectKept(ctx context.Context, turn *upstream.Turn, meter *budget.Meter, a
 	if fe != nil {
 		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}
-	_, callID, fe := approve(ctx, appr, turn, tool, args, meter, log, nil, 0, nil)
+	_, callID, fe := approve(ctx, appr, turn, tool, args, meter, log, nil, 0, nil, "")
 	if fe != nil {
 		return DirectAnswer{Answer: toolcall.Refused(fe)}
 	}

@@ -50,7 +50,7 @@ type callNote struct {
 	decision   approval.Decision
 	answeredBy string
 	spent      bool   // admitted: tool_call_started was written, the upstream may have it
-	id         string // the ledger's id of its record, once spent
+	id         string // the ledger's id of its record if admitted, known before (numbered)
 	withheld   bool   // its answer withheld (finishFirst): it was made, its outcome unknown
 
 	done    bool
@@ -65,11 +65,20 @@ func (n *callNote) approved(d approval.Decision, by string) {
 	n.decision, n.answeredBy = d, by
 }
 
-// made marks the call admitted, on its way to its upstream, recorded in the ledger as id.
-func (n *callNote) made(id string) {
+// numbered notes id, the ledger's id its record takes if it is admitted ("" without a
+// ledger): before its approval, slot and admission, so a note taken while it waits for them,
+// or between admission and made, relates the call to the record it may yet have.
+func (n *callNote) numbered(id string) {
 	n.log.mu.Lock()
 	defer n.log.mu.Unlock()
-	n.spent, n.id = true, id
+	n.id = id
+}
+
+// made marks the call admitted, on its way to its upstream, recorded in the ledger.
+func (n *callNote) made() {
+	n.log.mu.Lock()
+	defer n.log.mu.Unlock()
+	n.spent = true
 	n.log.made++
 }
 
@@ -155,13 +164,27 @@ func (x *Execution) ToolCalls() (calls []CallSummary, omitted int) {
 type CallsNoted struct {
 	Calls   []CallSummary `json:"tool_calls"`
 	Omitted int           `json:"tool_calls_omitted,omitempty"`
-	// IDs are the ledger ids of the records of Calls (IDs[i] is Calls[i]'s), "" for a call not
-	// admitted.
+	// IDs are the ledger ids of the records of Calls (IDs[i] is Calls[i]'s): of a call
+	// admitted, or of one not ended that may be admitted after the note; "" for another.
 	IDs []string `json:"ids"`
+	// Open[i] says Calls[i] had not ended when noted: a spent record of it says how it went
+	// on (its listed outcome is how it would end now: unknown once admitted, cancelled before).
+	Open []bool `json:"open,omitempty"`
 	// Made counts the calls admitted, listed or not: the records of the program's calls that
-	// are spent.
+	// were spent when noted.
 	Made int `json:"made"`
 }
+
+// Spent reports whether Calls[i] had been admitted when noted: its record was spent.
+func (n CallsNoted) Spent(i int) bool {
+	if n.IDs[i] == "" {
+		return false
+	}
+	return !n.OpenAt(i) || n.Calls[i].Outcome == CallUnknown
+}
+
+// OpenAt reports Open[i], false where Open is short (a note with none open).
+func (n CallsNoted) OpenAt(i int) bool { return i < len(n.Open) && n.Open[i] }
 
 // NotedCalls returns the program's calls so far (ToolCalls), with their ledger ids.
 func (x *Execution) NotedCalls() CallsNoted {
@@ -170,18 +193,25 @@ func (x *Execution) NotedCalls() CallsNoted {
 	defer l.mu.Unlock()
 	notes := slices.SortedStableFunc(slices.Values(l.notes), func(a, b *callNote) int { return a.seq - b.seq })
 	out := CallsNoted{Omitted: l.omitted, Made: l.made, Calls: make([]CallSummary, 0, len(notes)), IDs: make([]string, 0, len(notes))}
+	open := make([]bool, 0, len(notes))
 	for _, n := range notes {
 		c := CallSummary{Seq: n.seq, Tool: n.tool, Outcome: n.outcome, Kind: n.kind}
+		id := n.id
 		switch {
 		case !n.done && n.spent:
 			c.Outcome = CallUnknown
 		case !n.done:
 			c.Outcome, c.Kind = CallError, failure.Cancelled
+		case !n.spent:
+			id = "" // refused at admission or before: it has no spent record
 		}
 		if n.decision == approval.Accepted {
 			c.ApprovedBy = ApprovedBy(n.answeredBy)
 		}
-		out.Calls, out.IDs = append(out.Calls, c), append(out.IDs, n.id)
+		out.Calls, out.IDs, open = append(out.Calls, c), append(out.IDs, id), append(open, !n.done)
+	}
+	if slices.Contains(open, true) {
+		out.Open = open
 	}
 	return out
 }

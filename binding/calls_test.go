@@ -3,6 +3,7 @@ package binding
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,4 +61,42 @@ func TestToolCallsSayWhatHappened(t *testing.T) {
 	if len(got) != ShownCalls || omitted != 4 || got[0].Seq != 6 || got[ShownCalls-1].Seq != 5+ShownCalls {
 		t.Errorf("past %d calls: %d listed from seq %d, %d omitted; want the last %d and 4 omitted", ShownCalls, len(got), got[0].Seq, omitted, ShownCalls)
 	}
+}
+
+// TestNotedCallsBeforeAdmission: a call waiting for a slot is noted open and not made, under
+// the id its record takes once it is admitted, so a task's note relates it to that record.
+func TestNotedCallsBeforeAdmission(t *testing.T) {
+	f := newFixture(t)
+	x, led := newExecutionLedger(t, budget.Limits{})
+	x.turn = f.turn(t)
+	x.slots = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { x.CallTool(ctx, "up__slow", json.RawMessage(`{"seconds":60}`)) })
+	deadline := time.Now().Add(gate.Scaled(30 * time.Second))
+	for f.inFlight.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Go(func() { x.CallTool(context.Background(), "up__echo", json.RawMessage(`{"s":"b"}`)) })
+	n := x.NotedCalls()
+	for (len(n.IDs) < 2 || n.IDs[1] == "") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		n = x.NotedCalls()
+	}
+	if len(n.Calls) != 2 || n.Made != 1 || !n.Spent(0) || n.Spent(1) || !n.OpenAt(1) || n.IDs[1] == "" ||
+		n.Calls[1].Outcome != CallError || n.Calls[1].Kind != failure.Cancelled {
+		t.Fatalf("while up__echo waits for a slot, noted: %+v; want it open, not made, with an id", n)
+	}
+	cancel()
+	wg.Wait()
+	records, err := led.Calls(context.Background(), budget.RunRef{Tenant: "t", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		if r.ID == n.IDs[1] && r.Spent && r.Tool == "up__echo" {
+			return
+		}
+	}
+	t.Errorf("no spent record of up__echo under its noted id %s among %+v", n.IDs[1], records)
 }

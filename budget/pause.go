@@ -18,7 +18,9 @@ type Pause struct {
 	ID     string
 	Tenant string
 	Agent  string
-	// Run is the Run the paused call belongs to, as the sealed requestState binds it.
+	// Run is the Run the paused call belongs to, as the sealed requestState binds it; for a
+	// question inside a task, "task:<id>" instead, the task's, under which its questions are
+	// kept (mcpserver's taskQuestions).
 	Run string
 	// Hold names the held call of the process that paused it.
 	Hold string

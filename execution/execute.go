@@ -113,6 +113,10 @@ type Program struct {
 	// Calls, when set, is handed the execution's bindings once they exist, before the program
 	// runs (mcpserver's tasks note its calls so far: binding.Execution.NotedCalls).
 	Calls func(x *binding.Execution)
+	// Ran, when set, is called once the program and its calls have stopped, before its outputs
+	// are kept (mcpserver's tasks stop their status writer and drop their partial copies of
+	// the output then, which would otherwise take the blob quota the output is kept under).
+	Ran func()
 	// Admit, when set, takes the execution's place among those running at once (mcpserver's
 	// quotas), after the refusal check and before anything is recorded: a failure it returns
 	// (capacity_exceeded, or cancelled while it waited) is the result, and nothing is recorded
@@ -185,6 +189,9 @@ func Execute(ctx context.Context, spec *Spec, p Program, opts *Options) *Result 
 	res := resultOf(spec.Sandbox.Run(ctx, engine.Execution{Program: p.Code, Terms: spec.Terms, Tools: x,
 		ToolNames: x.Names(), Aliases: x.Aliases(), Signatures: x.Signatures(), Progress: p.Progress, Logger: log, Owner: p.Run.Tenant}))
 	x.Wait()
+	if p.Ran != nil {
+		p.Ran()
+	}
 	if u := x.Unavailable(); len(u) > 0 {
 		res.Unavailable = append([]string(nil), u...)
 	}

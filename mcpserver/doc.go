@@ -23,13 +23,18 @@
 // approval's round trips (mrtr.go) runs on a goroutine begun with the Drain like an execution
 // and ends with its call (at the latest when the approval times out), and so does the relay
 // of what it comes to after an answer given on another path (retry.go); ServeStdio's wait for
-// its session is its own, ended before it returns. TestMain checks that no goroutine outlives
-// the tests.
+// its session is its own, ended before it returns. A task's program runs on a goroutine begun
+// with the Drain like an execution (runTask), and its status writer on one runTask stops and
+// waits for once the program has stopped (execution.Program.Ran). TestMain checks that no
+// goroutine outlives the tests.
 //
 // Concurrency: a Server built by NewServer serves any number of sessions and calls at once;
 // everything it holds after construction is read-only except the exposed tool set and the
 // saved programs offered, guarded by handlers.exposedMu and savedMu (each taken before go-sdk's
 // own server lock, never inside it). A Quotas' mu is
 // likewise taken before a go-sdk server's lock (it asks Sessions) and never held while a
-// program waits for a slot. HTTPHandler is safe for concurrent use.
+// program waits for a slot. The tasks this process runs are guarded by runningTasks.mu; what a
+// running task's program and its status writer share (the question asked, the execution id,
+// the output Capture, the bindings) are atomics, and the rest is the status writer's until it
+// has stopped. HTTPHandler is safe for concurrent use.
 package mcpserver

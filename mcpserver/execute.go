@@ -48,7 +48,7 @@ func (h *handlers) readToolOutput(ctx context.Context, req *mcp.CallToolRequest)
 // tenant's quotas give it (Quotas).
 func (h *handlers) execute(ctx context.Context, req *mcp.CallToolRequest, p execution.Program, env callEnv) *execution.Result {
 	p.Run, p.AgentVersion, p.Turn, p.Approvals, p.Started = h.runIn(req, env), h.agent.Version, h.turn, env.asking, env.started
-	p.Calls = env.calls
+	p.Calls, p.Ran = env.calls, env.ran
 	if p.Saved == nil && !p.Rehearse {
 		p.Nested = h.nested(req, env) // a saved program calls no saved program; a rehearsal none either
 	}

@@ -277,6 +277,9 @@ type callEnv struct {
 	started func(executionID string)
 	// calls is handed the execution's bindings (execution.Program.Calls): a task's.
 	calls func(x *binding.Execution)
+	// ran is told the program stopped, before its outputs are kept (execution.Program.Ran): a
+	// task's.
+	ran func()
 	// run is the Run the program runs in; zero: the request's (runOf). A task's is fixed when
 	// the task is created: its request's throwaway session may end before the program starts,
 	// and runOf would then give a new Run, not the task's.

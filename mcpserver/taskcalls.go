@@ -11,12 +11,13 @@ import (
 
 // What a task lost with its server had done (docs/design.md §14.6). The process running a
 // task notes its program's calls on the task each poll interval in which they changed, as its
-// live result lists them (binding.CallsNoted: denied calls and who approved each included, with
-// the ledger ids of those made); the result of a task lost with that process is that note,
-// brought up to date with the ledger's records of its calls: a call in flight when it was
-// noted that ended since reads as it ended, and the calls made since are added, from their
-// records (who approved them from the ledger's approvals). A task lost before its first note
-// lists its records alone.
+// live result lists them (binding.CallsNoted: denied calls and who approved each included,
+// with the ledger ids of those made or not yet ended); the result of a task lost with that
+// process is that note, brought up to date with the ledger's records of its calls: a call in flight when it was
+// noted that ended since reads as it ended, as does one not yet made when noted (its id is
+// noted before its approval and admission) whose record shows it made since; the calls begun
+// since are added, from their records (who approved them from the ledger's approvals). A task
+// lost before its first note lists its records alone.
 
 // noteCalls writes the task's calls so far, when they changed since the last note.
 func (h *handlers) noteCalls(ctx context.Context, t budget.Task, rt *runningTask) {
@@ -57,15 +58,20 @@ func (h *handlers) lostCalls(ctx context.Context, t budget.Task) ([]binding.Call
 		noted = binding.CallsNoted{}
 	}
 	calls, omitted := noted.Calls, noted.Omitted
-	listed := map[string]int{}
+	// A listed call's record: of one made when noted, or of one not yet made then (waiting for
+	// its approval or a slot, or being admitted), which its record, once spent, may show made.
+	listed, spent := map[string]int{}, 0
 	for i, id := range noted.IDs {
 		if id != "" {
 			listed[id] = i
 		}
+		if noted.Spent(i) {
+			spent++
+		}
 	}
 	// The made calls the note left out as older than its last ShownCalls come first among the
 	// records; with no note, every record is listed (refusals the ledger recorded included).
-	unlisted := noted.Made - len(listed)
+	unlisted := noted.Made - spent
 	seq := 0
 	if len(calls) > 0 {
 		seq = calls[len(calls)-1].Seq
@@ -75,9 +81,13 @@ func (h *handlers) lostCalls(ctx context.Context, t budget.Task) ([]binding.Call
 			continue
 		}
 		if i, ok := listed[c.ID]; ok {
-			if calls[i].Outcome == binding.CallUnknown {
+			// In flight when noted, or made since: as its record ended, unknown if it did not.
+			if calls[i].Outcome == binding.CallUnknown || noted.OpenAt(i) {
 				ended := calledAs(calls[i].Seq, c)
 				calls[i].Outcome, calls[i].Kind = ended.Outcome, ended.Kind
+				if calls[i].ApprovedBy == nil {
+					calls[i].ApprovedBy = approvedBy[c.ID] // approved after the note
+				}
 			}
 			continue
 		}

@@ -102,3 +102,62 @@ func TestLostTaskCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestLostTaskCallsNotedBeforeAdmission: a call not yet made when its task's calls were noted
+// (waiting for its approval or a slot, or being admitted) is listed once, where the note has
+// it: as its record ended when the record shows it made since (unknown if it never ended,
+// approved by whom the ledger says), cancelled without one; and it is not taken for one of the
+// made calls the note left out as older.
+func TestLostTaskCallsNotedBeforeAdmission(t *testing.T) {
+	ctx := t.Context()
+	led, err := sqlite.Open(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	run := budget.RunRef{Tenant: "t", ID: "session:1"}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(led.StartRun(ctx, run))
+	_, err = led.StartExecution(ctx, run, "x_1", "")
+	must(err)
+	call := func(id, tool string) {
+		_, err := led.StartCall(ctx, budget.CallStart{ID: id, Run: run, ExecutionID: "x_1", Tool: tool}, budget.Limits{})
+		must(err)
+	}
+	call("c0", "s__old") // older than the note's last ShownCalls
+	must(led.FinishCall(ctx, budget.CallFinish{ID: "c0", Status: budget.Succeeded}))
+	call("c1", "s__a")
+	must(led.FinishCall(ctx, budget.CallFinish{ID: "c1", Status: budget.Succeeded}))
+	// Noted waiting for its approval; approved, made and ended since.
+	must(led.AskApproval(ctx, budget.ApprovalAsk{ID: "a2", Run: run, ExecutionID: "x_1", CallID: "c2", Tool: "s__b", Status: budget.ApprovalPending}))
+	must(led.DecideApproval(ctx, budget.ApprovalDecision{ID: "a2", Status: budget.ApprovalAccepted, AnsweredBy: "operator"}))
+	call("c2", "s__b")
+	must(led.FinishCall(ctx, budget.CallFinish{ID: "c2", Status: budget.Succeeded}))
+	call("c3", "s__c") // noted being admitted; in flight when the server died
+
+	cancelled := func(seq int, tool string) binding.CallSummary {
+		return binding.CallSummary{Seq: seq, Tool: tool, Outcome: binding.CallError, Kind: failure.Cancelled}
+	}
+	note, _ := json.Marshal(binding.CallsNoted{Omitted: 1, Made: 2, IDs: []string{"c1", "c2", "c3", "c4"},
+		Open: []bool{false, true, true, true}, Calls: []binding.CallSummary{
+			{Seq: 2, Tool: "s__a", Outcome: binding.CallOK},
+			cancelled(3, "s__b"), cancelled(4, "s__c"), cancelled(5, "s__d"), // c4: never made
+		}})
+	h := &handlers{agent: Agent{Tenant: "t"}, opts: Options{Ledger: led}, log: discard()}
+	lost := budget.Task{Tenant: "t", Run: run.ID, ExecutionID: "x_1", Calls: note}
+	operator := binding.ApprovedByOperator
+	want := []binding.CallSummary{
+		{Seq: 2, Tool: "s__a", Outcome: binding.CallOK},
+		{Seq: 3, Tool: "s__b", Outcome: binding.CallOK, ApprovedBy: &operator},
+		{Seq: 4, Tool: "s__c", Outcome: binding.CallUnknown},
+		cancelled(5, "s__d"),
+	}
+	if got, omitted := h.lostCalls(ctx, lost); omitted != 1 || !cmp.Equal(got, want) {
+		t.Errorf("the lost task's calls (omitted %d, want 1), -want +got:\n%s", omitted, cmp.Diff(want, got))
+	}
+}

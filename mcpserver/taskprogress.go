@@ -19,8 +19,9 @@ import (
 // whichever process answers tasks/get. A handle is a blob's, written once: each tick that saw
 // new output keeps a new one, and the one before the previous is deleted, so a client that
 // read the last message still reads its handle for one more interval, and a task holds at
-// most two captures' worth of the store. Both go when the task ends: its result has the whole
-// output's own handle.
+// most two captures' worth of the store. Both go once the program stopped, before its whole
+// output is kept, which they would otherwise keep from the room the tenant's blob quota leaves
+// (execution.Program.Ran): its result has the whole output's own handle.
 
 // outputTailBytes is how much of the output's end a status message quotes.
 const outputTailBytes = 240
@@ -72,7 +73,7 @@ func (h *handlers) outputSoFar(ctx context.Context, p *partialOutput) string {
 	return sb.String()
 }
 
-// dropPartials deletes a task's partial outputs, once it ended.
+// dropPartials deletes a task's partial outputs, once its program stopped.
 func (h *handlers) dropPartials(ctx context.Context, p *partialOutput) {
 	for _, hd := range p.handles {
 		h.dropPartial(ctx, hd)

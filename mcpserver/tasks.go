@@ -267,7 +267,8 @@ type runningTask struct {
 	// output is its output so far, for the status message (taskprogress.go).
 	output partialOutput
 	// calls are its program's bindings once they exist, whose calls so far are noted on the
-	// task (taskcalls.go); noted is the last note written (the status writer's own).
+	// task (taskcalls.go); noted is the last note written (the status writer's own, then, once
+	// it stopped, the end's: runTask).
 	calls atomic.Pointer[binding.Execution]
 	noted []byte
 }
@@ -523,13 +524,17 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			case <-tick.C:
 			case <-rt.wake:
 			}
+			// A tick's writes go on when the program is cancelled meanwhile, within a bound: a
+			// store that hangs does not keep the task from ending.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execution.RecordTimeout)
 			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)%s", time.Since(start).Seconds(),
-				h.callsSoFar(ctx, rt), h.outputSoFar(context.WithoutCancel(ctx), &rt.output))
+				h.callsSoFar(wctx, rt), h.outputSoFar(wctx, &rt.output))
 			if q := rt.asking.Load(); q != nil {
 				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s (approval %s)", q.Tool, q.ID)
 			}
-			h.noteCalls(context.WithoutCancel(ctx), t, rt) // first: a status read says what is noted
-			cur, err := h.opts.Ledger.UpdateTask(context.WithoutCancel(ctx), t.Tenant, t.ID, status, msg, nil)
+			h.noteCalls(wctx, t, rt) // first: a status read says what is noted
+			cur, err := h.opts.Ledger.UpdateTask(wctx, t.Tenant, t.ID, status, msg, nil)
+			cancel()
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
 				h.tasks.mu.Lock()
 				rt.cancelled = true
@@ -552,14 +557,24 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 	env.asking.Run = taskPauseKey(t.ID) // a task's questions are kept under it (taskinput.go)
 	env.progress = rt.output.progress
 	env.calls = func(x *binding.Execution) { rt.calls.Store(x) }
+	// Once the program stopped: the status writer stops, the calls are noted as they ended
+	// (what a task lost while its result is recorded lists), and the partial outputs are
+	// dropped before the output is kept, so they do not take its room in the tenant's blob
+	// quota. On a context of their own: a cancelled program's end is recorded all the same.
+	env.ran = sync.OnceFunc(func() {
+		close(watching)
+		<-watched
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execution.RecordTimeout)
+		defer cancel()
+		h.noteCalls(rctx, t, rt)
+		h.dropPartials(rctx, &rt.output)
+	})
 	if ok, _ := env.asking.Asker.CanAsk(); ok {
 		env.journal = cassette.NewJournal()
 		env.asking.Journal = env.journal
 	}
 	res := h.execute(ctx, req, prog, env)
-	close(watching)
-	<-watched
-	h.dropPartials(context.WithoutCancel(ctx), &rt.output)
+	env.ran() // when the execution was refused before its program ran
 	out := h.render(res)
 	h.tasks.mu.Lock()
 	cancelled := rt.cancelled

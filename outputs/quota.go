@@ -39,7 +39,8 @@ const (
 // is refused with ErrOverQuota; one finding some is given at most that room as its maxBytes,
 // so content that would not fit is refused whole (ErrOverQuota), never cut. Within one
 // process the quota is exact; processes sharing a store (replicas) can overshoot it by what
-// the others stored within a refresh. Everything but Put is s's own.
+// the others stored within a refresh. A Delete frees its blob's bytes at once, for the next
+// Put of this process. Everything but Put and Delete is s's own.
 func WithQuota(s BlobStore, q StoreQuota) BlobStore {
 	if (q.Tenant == nil) && q.Total <= 0 {
 		return s
@@ -194,4 +195,26 @@ func (s *quotaStore) Put(ctx context.Context, tenant, name, contentType string, 
 		return "", 0, why
 	}
 	return h, n, err
+}
+
+// Delete removes the blob and takes its bytes off the counts, so that a Put right after has
+// the room it freed (a task drops its partial outputs just before its output is kept): not
+// only at the next refresh. A count asked meanwhile is set aside as a busy one (count).
+func (s *quotaStore) Delete(ctx context.Context, tenant string, h Handle) error {
+	info, err := s.BlobStore.Stat(ctx, tenant, h)
+	if err != nil {
+		return err
+	}
+	if err := s.BlobStore.Delete(ctx, tenant, h); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range []*stored{s.tenants[tenant], &s.total} {
+		if c != nil {
+			c.bytes = max(c.bytes-info.Size, 0)
+			c.moved++
+		}
+	}
+	return nil
 }

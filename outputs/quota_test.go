@@ -2,6 +2,7 @@ package outputs
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -62,5 +63,36 @@ func TestQuotaCountsAPutInFlightOnce(t *testing.T) {
 	// The store was empty when first asked, so the count is this process's two Puts.
 	if counted != 3100 {
 		t.Errorf("the quota counts %d bytes after Puts of 3,000 and 100 into an empty store", counted)
+	}
+}
+
+// TestQuotaDeleteFreesRoom: a Delete gives its bytes back at once: a Put right after, within
+// the count's refresh, has the room (a task's partial output, dropped just before its whole
+// output is kept, does not take that output's place).
+func TestQuotaDeleteFreesRoom(t *testing.T) {
+	fs, err := OpenFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := WithQuota(fs, StoreQuota{Tenant: func(string) int64 { return 10_000 }, Total: 10_000})
+	put := func(n int) (Handle, error) {
+		h, _, err := s.Put(t.Context(), "A", "stdout", "text/plain", strings.NewReader(strings.Repeat("x", n)), int64(n))
+		return h, err
+	}
+	h, err := put(6000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(t.Context(), "A", h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put(6000); err != nil {
+		t.Errorf("a Put of 6,000 bytes right after the 6,000 before were deleted, quota 10,000: %v", err)
+	}
+	if err := s.Delete(t.Context(), "A", h); !errors.Is(err, ErrNoBlob) {
+		t.Errorf("a second Delete of one blob: %v, want ErrNoBlob", err)
+	}
+	if _, err := put(6000); err == nil {
+		t.Error("a second Delete of one blob freed its bytes twice: a Put past the quota was let through")
 	}
 }
