@@ -13,11 +13,11 @@ import (
 // task notes its program's calls on the task each poll interval in which they changed, as its
 // live result lists them (binding.CallsNoted: denied calls and who approved each included,
 // with the ledger ids of those made or not yet ended); the result of a task lost with that
-// process is that note, brought up to date with the ledger's records of its calls: a call in flight when it was
-// noted that ended since reads as it ended, as does one not yet made when noted (its id is
-// noted before its approval and admission) whose record shows it made since; the calls begun
-// since are added, from their records (who approved them from the ledger's approvals). A task
-// lost before its first note lists its records alone.
+// process is that note, brought up to date with the ledger's records of its calls: a call in
+// flight when it was noted that ended since reads as it ended, as does one not yet made when
+// noted (its id is noted before its approval and admission) whose record shows it made since;
+// the calls begun since are added, from their records (who approved them from the ledger's
+// approvals). A task lost before its first note lists its records alone.
 
 // noteCalls writes the task's calls so far, when they changed since the last note.
 func (h *handlers) noteCalls(ctx context.Context, t budget.Task, rt *runningTask) {
