@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/sqlite"
 	"github.com/mcp-sandbox/mcp-sandbox/engine"
+	"github.com/mcp-sandbox/mcp-sandbox/internal/gate"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/testkit"
 )
 
@@ -82,7 +83,9 @@ func TestApprovalsReachThePerson(t *testing.T) {
 	t.Cleanup(func() { led.Close() })
 	u := f.upstreams(true)
 	u.ApprovalRequired = []string{"up__echo"}
-	u.ApprovalTimeout = 300 * time.Millisecond
+	// Long enough for a question to reach the person on a loaded machine (the race detector
+	// beside a CPU hog kept the first past 300 ms in CI), short for the one left unanswered.
+	u.ApprovalTimeout = gate.Scaled(time.Second)
 	var inProgram string
 	sb := fakeSandbox{run: func(ctx context.Context, ex engine.Execution) *engine.Outcome {
 		r := ex.Tools.CallTool(ctx, "up__wipe", json.RawMessage(`{"s":"p"}`))
