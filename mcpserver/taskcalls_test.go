@@ -20,23 +20,7 @@ import (
 // Without a note, the records alone; another execution's calls are never listed.
 func TestLostTaskCalls(t *testing.T) {
 	ctx := t.Context()
-	led, err := sqlite.Open(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { led.Close() })
-	run := budget.RunRef{Tenant: "t", ID: "session:1"}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(led.StartRun(ctx, run))
-	for _, x := range []string{"x_1", "x_2"} {
-		_, err := led.StartExecution(ctx, run, x, "")
-		must(err)
-	}
+	led, run, must := lostTaskLedger(t, "x_1", "x_2")
 	call := func(id, execution, tool string) {
 		_, err := led.StartCall(ctx, budget.CallStart{ID: id, Run: run, ExecutionID: execution, Tool: tool}, budget.Limits{})
 		must(err)
@@ -110,21 +94,7 @@ func TestLostTaskCalls(t *testing.T) {
 // made calls the note left out as older.
 func TestLostTaskCallsNotedBeforeAdmission(t *testing.T) {
 	ctx := t.Context()
-	led, err := sqlite.Open(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { led.Close() })
-	run := budget.RunRef{Tenant: "t", ID: "session:1"}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(led.StartRun(ctx, run))
-	_, err = led.StartExecution(ctx, run, "x_1", "")
-	must(err)
+	led, run, must := lostTaskLedger(t, "x_1")
 	call := func(id, tool string) {
 		_, err := led.StartCall(ctx, budget.CallStart{ID: id, Run: run, ExecutionID: "x_1", Tool: tool}, budget.Limits{})
 		must(err)
@@ -160,4 +130,26 @@ func TestLostTaskCallsNotedBeforeAdmission(t *testing.T) {
 	if got, omitted := h.lostCalls(ctx, lost); omitted != 1 || !cmp.Equal(got, want) {
 		t.Errorf("the lost task's calls (omitted %d, want 1), -want +got:\n%s", omitted, cmp.Diff(want, got))
 	}
+}
+
+// lostTaskLedger is a SQLite ledger, closed when the test ends, holding one Run of tenant t
+// with executions started in it; must fails the test on an error.
+func lostTaskLedger(t *testing.T, executions ...string) (*sqlite.Ledger, budget.RunRef, func(error)) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	led, err := sqlite.Open(t.Context(), t.TempDir(), nil)
+	must(err)
+	t.Cleanup(func() { led.Close() })
+	run := budget.RunRef{Tenant: "t", ID: "session:1"}
+	must(led.StartRun(t.Context(), run))
+	for _, x := range executions {
+		_, err := led.StartExecution(t.Context(), run, x, "")
+		must(err)
+	}
+	return led, run, must
 }
