@@ -19,21 +19,24 @@ import (
 // the calls begun since are added, from their records (who approved them from the ledger's
 // approvals). A task lost before its first note lists its records alone.
 
-// noteCalls writes the task's calls so far, when they changed since the last note.
-func (h *handlers) noteCalls(ctx context.Context, t budget.Task, rt *runningTask) {
+// noteCalls writes the task's calls so far, when they changed since the last note, and
+// returns them; nil before the program's bindings exist.
+func (h *handlers) noteCalls(ctx context.Context, t budget.Task, rt *runningTask) *binding.CallsNoted {
 	x := rt.calls.Load()
 	if x == nil {
-		return
+		return nil
 	}
-	b, err := json.Marshal(x.NotedCalls())
+	noted := x.NotedCalls()
+	b, err := json.Marshal(noted)
 	if err != nil || bytes.Equal(b, rt.noted) {
-		return
+		return &noted
 	}
 	if err := h.opts.Ledger.SetTaskCalls(ctx, t.Tenant, t.ID, b); err != nil {
 		h.log.Warn("a task's calls so far not noted", "task", t.ID, "err", err)
-		return
+		return &noted
 	}
 	rt.noted = b
+	return &noted
 }
 
 // lostCalls are the calls of a lost task's program, its tool_calls and tool_calls_omitted.

@@ -261,9 +261,6 @@ type runningTask struct {
 	asking atomic.Pointer[approval.Question]
 	// wake is poked when asking changes, so the status is written at once.
 	wake chan struct{}
-	// execution is the program's execution id once it started: its calls so far are counted
-	// from the ledger for the status message.
-	execution atomic.Pointer[string]
 	// output is its output so far, for the status message (taskprogress.go).
 	output partialOutput
 	// calls are its program's bindings once they exist, whose calls so far are noted on the
@@ -527,12 +524,12 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 			// A tick's writes go on when the program is cancelled meanwhile, within a bound: a
 			// store that hangs does not keep the task from ending.
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execution.RecordTimeout)
+			noted := h.noteCalls(wctx, t, rt) // first: a status read says what is noted
 			status, msg := budget.TaskWorking, fmt.Sprintf("the program is running (%.0fs%s)%s", time.Since(start).Seconds(),
-				h.callsSoFar(wctx, rt), h.outputSoFar(wctx, &rt.output))
+				callsSoFar(noted), h.outputSoFar(wctx, &rt.output))
 			if q := rt.asking.Load(); q != nil {
 				status, msg = budget.TaskInputRequired, fmt.Sprintf("the program waits for a person's approval of %s (approval %s)", q.Tool, q.ID)
 			}
-			h.noteCalls(wctx, t, rt) // first: a status read says what is noted
 			cur, err := h.opts.Ledger.UpdateTask(wctx, t.Tenant, t.ID, status, msg, nil)
 			cancel()
 			if errors.Is(err, budget.ErrAlreadyFinished) && cur.Status == budget.TaskCancelled {
@@ -549,7 +546,6 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 		asker.via = nil
 	}
 	env := callEnv{asking: h.asking(req, asker, ""), run: budget.RunRef{Tenant: t.Tenant, ID: t.Run}, started: func(executionID string) {
-		rt.execution.Store(&executionID)
 		if err := h.opts.Ledger.SetTaskExecution(context.WithoutCancel(ctx), t.Tenant, t.ID, executionID); err != nil {
 			h.log.Error("task's execution not recorded", "task", t.ID, "err", err)
 		}
@@ -589,18 +585,13 @@ func (h *handlers) runTask(ctx context.Context, end func(), req *mcp.CallToolReq
 	}
 }
 
-// callsSoFar says how many calls the task's program has made so far (", calls made so far: 3"), from
-// the ledger's record of its execution; "" before it started or when the record is not read.
-func (h *handlers) callsSoFar(ctx context.Context, rt *runningTask) string {
-	id := rt.execution.Load()
-	if id == nil {
+// callsSoFar says how many calls the task's program has made so far (", calls made so far: 3"):
+// those admitted, each spent in the ledger, as noted (noteCalls); "" before its bindings exist.
+func callsSoFar(noted *binding.CallsNoted) string {
+	if noted == nil {
 		return ""
 	}
-	rec, err := h.opts.Ledger.Execution(context.WithoutCancel(ctx), *id)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf(", calls made so far: %d", rec.Usage.Calls)
+	return fmt.Sprintf(", calls made so far: %d", noted.Made)
 }
 
 // cancelledMessage is a cancelled task's status message once its end is written.
