@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // newFrame is an empty frame of type typ, or nil for a type this protocol does not have.
@@ -49,12 +50,11 @@ func decodeFlat(line []byte, allowed []string) Frame {
 	if f == nil {
 		return nil
 	}
-	fields := jsonFields(reflect.TypeOf(f).Elem())
-	for _, ft := range fields {
-		if !flatField(ft) {
-			return nil
-		}
+	t := reflect.TypeOf(f).Elem()
+	if !flatFrame(t) {
+		return nil
 	}
+	fields := jsonFields(t)
 	for i, k := range keys[:n] {
 		if _, ok := fields[string(k)]; !ok {
 			return nil
@@ -69,6 +69,23 @@ func decodeFlat(line []byte, allowed []string) Frame {
 		return nil
 	}
 	return f
+}
+
+// flatFrames caches flatFrame's answer per frame type: a frame's fields do not change, and
+// this is asked on every frame decoded.
+var flatFrames sync.Map // reflect.Type → bool
+
+// flatFrame reports whether every field of frame type t is flat (flatField).
+func flatFrame(t reflect.Type) bool {
+	if flat, ok := flatFrames.Load(t); ok {
+		return flat.(bool)
+	}
+	flat := true
+	for _, ft := range jsonFields(t) {
+		flat = flat && flatField(ft)
+	}
+	flatFrames.Store(t, flat)
+	return flat
 }
 
 // flatField reports whether a field of type t holds nothing checkKeys would walk into: a
