@@ -20,7 +20,7 @@ type Pause struct {
 	Agent  string
 	// Run is the Run the paused call belongs to, as the sealed requestState binds it; for a
 	// question inside a task, "task:<id>" instead, the task's, under which its questions are
-	// kept (mcpserver's taskQuestions).
+	// kept (mcpserver's taskPauseKey).
 	Run string
 	// Hold names the held call of the process that paused it.
 	Hold string
