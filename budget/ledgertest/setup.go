@@ -73,7 +73,7 @@ func KillChild(t *testing.T, test, place string) {
 
 // Opened is the ledger l an Open returned with err: it fails t on err, and closes l when t
 // ends.
-func Opened[L budget.Ledger](t *testing.T, l L, err error) L {
+func Opened[L budget.Ledger](t testing.TB, l L, err error) L {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

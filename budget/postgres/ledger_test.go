@@ -20,8 +20,8 @@ import (
 	"github.com/mcp-sandbox/mcp-sandbox/telemetry"
 )
 
-// openPostgres opens a ledger on dsn, closed when t ends.
-func openLedger(t *testing.T, dsn string, opts *Options) *Ledger {
+// openLedger opens a ledger on dsn, closed when t ends.
+func openLedger(t testing.TB, dsn string, opts *Options) *Ledger {
 	t.Helper()
 	l, err := Open(t.Context(), dsn, opts)
 	return ledgertest.Opened(t, l, err)
@@ -373,21 +373,11 @@ func TestRunContextKeptOnTheRun(t *testing.T) {
 }
 
 func BenchmarkShapeMerge(b *testing.B) {
-	l, err := Open(b.Context(), pgtest.Schema(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	ledgertest.BenchmarkShapeMerge(b, l)
+	ledgertest.BenchmarkShapeMerge(b, openLedger(b, pgtest.Schema(b), nil))
 }
 
 // BenchmarkExecutionLedger: what the ledger costs one execution (ledgertest's), in round
 // trips to the database as much as in this process's CPU.
 func BenchmarkExecutionLedger(b *testing.B) {
-	l, err := Open(b.Context(), pgtest.Schema(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	ledgertest.BenchmarkExecutionLedger(b, l)
+	ledgertest.BenchmarkExecutionLedger(b, openLedger(b, pgtest.Schema(b), nil))
 }
