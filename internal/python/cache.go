@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,12 +25,21 @@ const cacheTTL = 24 * time.Hour
 // maxCacheBytes bounds the cache file read.
 const maxCacheBytes = 4 << 20
 
-// cacheEntry is one interpreter's answer and what it was stamped with.
+// codeFilePrefix names the files beside CacheFile that hold an answer's compiled code, each
+// named after its SHA-256: the code is most of an answer (about 90 KB of base64 for the
+// bootstrap), and decoding it from JSON at every start took a one-shot command about 2 ms of
+// its start (docs/design.md §19.10), where reading a file of its own takes a read and a hash.
+const codeFilePrefix = "python-code-"
+
+// cacheEntry is one interpreter's answer and what it was stamped with. Its Info.Code is
+// kept in a code file (CodeSum), not in the cache file; an entry written with the code
+// inline (an older binary's) is read as it is.
 type cacheEntry struct {
 	Info
-	Stamp  string `json:"stamp"`  // the interpreter's file, and every directory and .pth file listed
-	Source string `json:"source"` // the SHA-256 of the source compiled
-	Probed int64  `json:"probed"` // unix seconds
+	CodeSum string `json:"code_sha256,omitempty"` // the code file's content, when Info.Code is kept there
+	Stamp   string `json:"stamp"`                 // the interpreter's file, and every directory and .pth file listed
+	Source  string `json:"source"`                // the SHA-256 of the source compiled
+	Probed  int64  `json:"probed"`                // unix seconds
 }
 
 // InspectCached is Inspect, remembered in dir/CacheFile: asking an interpreter means starting
@@ -37,7 +47,8 @@ type cacheEntry struct {
 // same source while the interpreter's file, the directories it listed and the .pth files in
 // its site directories (which can add directories) are unchanged, and for cacheTTL at most;
 // otherwise the interpreter is asked again and the file rewritten (atomically; a failed write
-// only costs the next start a probe). dir "" means no cache: Inspect.
+// only costs the next start a probe), the compiled code in a file of its own beside it. dir ""
+// means no cache: Inspect.
 //
 // The file is trusted as the data dir is (it is the server's own, 0700): its directories
 // become read-only mounts and Landlock rules, after a check that they are absolute, clean
@@ -55,14 +66,25 @@ func InspectCached(ctx context.Context, python, source, dir string) (Info, error
 	// answers apart that an older probe gave without a field a newer one reads.
 	key := python + " " + src + probeVersion
 	if e, ok := entries[key]; ok && e.Source == src && time.Since(time.Unix(e.Probed, 0)) < cacheTTL &&
-		usableDirs(e.Dirs) && stamp(python, e.Dirs) == e.Stamp {
+		usableDirs(e.Dirs) && stamp(python, e.Dirs) == e.Stamp && readCode(dir, &e) {
 		return e.Info, nil
 	}
 	info, err := Inspect(ctx, python, source)
 	if err != nil {
 		return Info{}, err
 	}
-	entries[key] = cacheEntry{Info: info, Stamp: stamp(python, info.Dirs), Source: src, Probed: time.Now().Unix()}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return info, nil
+	}
+	e := cacheEntry{Info: info, Stamp: stamp(python, info.Dirs), Source: src, Probed: time.Now().Unix(), CodeSum: noCode}
+	if e.Code != "" {
+		e.CodeSum, e.Code = codeSum([]byte(info.Code)), ""
+		if writeAtomic(dir, filepath.Join(dir, codeFilePrefix+e.CodeSum), []byte(info.Code)) != nil {
+			return info, nil
+		}
+	}
+	entries[key] = e
+	maps.DeleteFunc(entries, func(_ string, e cacheEntry) bool { return time.Since(time.Unix(e.Probed, 0)) >= cacheTTL })
 	for len(entries) > maxCacheEntries { // the oldest answers go first
 		oldest := key
 		for k, e := range entries {
@@ -78,8 +100,9 @@ func InspectCached(ctx context.Context, python, source, dir string) (Info, error
 
 // probeVersion is appended to an answer's key: "" for the first probe, " site-prefix" since
 // it says what site adds to sys.path and sets sys.prefix to (Info.NoSite), which an older
-// answer, lacking, would leave off.
-const probeVersion = " site-prefix"
+// answer, lacking, would leave off, and " code-file" since the code is kept in a file of its
+// own (codeFilePrefix), so a binary that reads it never decodes an older answer's inline code.
+const probeVersion = " site-prefix code-file"
 
 // maxCacheEntries bounds the answers kept: interpreters times versions of the bootstrap.
 const maxCacheEntries = 8
@@ -140,15 +163,67 @@ func stamp(python string, dirs []string) string {
 	return b.String()
 }
 
-func writeCache(dir, path string, entries map[string]cacheEntry) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+// noCode is an entry's CodeSum when the source did not compile here: an entry that names no
+// code file at all was written back by an older binary, which drops the field.
+const noCode = "none"
+
+// readCode puts e's compiled code from its code file into e.Info.Code, and reports whether e
+// is whole: a code file missing or not the one named (another process's prune, a write cut
+// short) makes the answer one to ask again.
+func readCode(dir string, e *cacheEntry) bool {
+	switch e.CodeSum {
+	case noCode:
+		return true
+	case "":
+		// The code inline, or an entry an older binary wrote back without the field: with
+		// no code to show for it, asked again.
+		return e.Code != ""
 	}
+	f, err := os.Open(filepath.Join(dir, codeFilePrefix+e.CodeSum))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCacheBytes+1))
+	if err != nil || len(b) > maxCacheBytes || codeSum(b) != e.CodeSum {
+		return false
+	}
+	e.Code = string(b)
+	return true
+}
+
+func codeSum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// writeCache writes entries to path, then removes the code files no entry names any more.
+// An older binary's entries keep their code inline, as it reads them.
+func writeCache(dir, path string, entries map[string]cacheEntry) error {
 	b, err := json.Marshal(entries)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, CacheFile+".*")
+	if err := writeAtomic(dir, path, b); err != nil {
+		return err
+	}
+	named := map[string]bool{}
+	for _, e := range entries {
+		named[codeFilePrefix+e.CodeSum] = true
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, codeFilePrefix+"*"))
+	for _, n := range names {
+		// Another writer's temporary file (a suffix after the sum) is left to its writer.
+		if base := filepath.Base(n); len(base) == len(codeFilePrefix)+sha256.Size*2 && !named[base] {
+			os.Remove(n)
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes b to path through a temporary file in dir renamed into place.
+func writeAtomic(dir, path string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -138,4 +139,81 @@ func TestSourceArgv(t *testing.T) {
 func sourceHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// The compiled code is kept in a file of its own, named by its hash, not in the cache file
+// every start decodes; a code file gone or altered means asking again, and an entry written
+// with its code inline (an older binary's) is still used.
+func TestInspectCachedCodeFile(t *testing.T) {
+	source := "print('bootstrap')\n"
+	python, count := fakePython(t, t.TempDir())
+	cache := filepath.Join(t.TempDir(), "state")
+	ctx := context.Background()
+	want := fmt.Sprintf("compiled-%d", len(source))
+	ask := func(runsWanted int) {
+		t.Helper()
+		info, err := InspectCached(ctx, python, source, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Code != want {
+			t.Fatalf("code = %q, want %q", info.Code, want)
+		}
+		if n := runs(t, count); n != runsWanted {
+			t.Fatalf("the interpreter ran %d times, want %d", n, runsWanted)
+		}
+	}
+	ask(1)
+	b, err := os.ReadFile(filepath.Join(cache, CacheFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), want) {
+		t.Fatalf("the cache file holds the code: %s", b)
+	}
+	codeFile := filepath.Join(cache, codeFilePrefix+sourceHash(want))
+	if got, err := os.ReadFile(codeFile); err != nil || string(got) != want {
+		t.Fatalf("code file: %q, %v", got, err)
+	}
+	ask(1)
+	if err := os.WriteFile(codeFile, []byte("compiled-1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ask(2)
+	if err := os.Remove(codeFile); err != nil {
+		t.Fatal(err)
+	}
+	ask(3)
+	// An older binary's entry, its code inline, with the stamps as they are now.
+	entries := readCache(filepath.Join(cache, CacheFile))
+	for k, e := range entries {
+		e.Code, e.CodeSum = "compiled-inline", ""
+		entries[k] = e
+	}
+	js, _ := json.Marshal(entries)
+	if err := os.WriteFile(filepath.Join(cache, CacheFile), js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want = "compiled-inline"
+	ask(3)
+	// Code files no entry names are removed at the next write.
+	stale := filepath.Join(cache, codeFilePrefix+sourceHash("stale"))
+	if err := os.WriteFile(stale, []byte("stale"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// So are entries past their time (an older binary's, say, its code inline).
+	entries = readCache(filepath.Join(cache, CacheFile))
+	entries["older"] = cacheEntry{Info: Info{Code: "compiled-long-ago"}, Probed: 1}
+	js, _ = json.Marshal(entries)
+	if err := os.WriteFile(filepath.Join(cache, CacheFile), js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	source, want = "print('another')\n", "compiled-17"
+	ask(4)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("a code file no entry names was kept: %v", err)
+	}
+	if _, ok := readCache(filepath.Join(cache, CacheFile))["older"]; ok {
+		t.Fatal("an entry past its time was kept")
+	}
 }
