@@ -69,9 +69,17 @@ func New(ctx context.Context, options *Options) (*Backend, error) {
 	}
 	// Root mount points a killed server left (empty on the host: the mounts lived in the
 	// child's mount namespace), only those whose owner is provably dead (internal/owner).
-	if n := owner.Sweep(opts.RootBase, rootPrefix, os.Remove); n > 0 {
-		slog.Info("swept root mount points a stopped server left", "count", n, "dir", opts.RootBase)
-	}
+	// The sweep lists the whole temporary directory, and nothing below needs it done, so it
+	// runs beside the interpreter's resolution; New returns once both are done
+	// (docs/design.md §19.10).
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		if n := owner.Sweep(opts.RootBase, rootPrefix, os.Remove); n > 0 {
+			slog.Info("swept root mount points a stopped server left", "count", n, "dir", opts.RootBase)
+		}
+	}()
+	defer func() { <-swept }()
 	if !b.root {
 		b.sub, b.subWhy = b.subordinate()
 	} else if opts.Template {
