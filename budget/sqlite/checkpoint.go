@@ -13,8 +13,12 @@ import (
 // to tens of milliseconds on the development machine's disk, paid every ~140 binding calls by
 // the call whose tool_call_started happened to cross the mark, while it held the write lock.
 // So every connection opens with wal_autocheckpoint off, and the checkpointer, a goroutine of
-// the Ledger's, runs a PASSIVE checkpoint after commits, at most one every checkpointPause: a
-// PASSIVE checkpoint takes no lock a writer waits for, so writes go on meanwhile.
+// the Ledger's, runs a PASSIVE checkpoint checkpointPause after a commit pokes it, so at most
+// one every checkpointPause: a PASSIVE checkpoint takes no lock a writer waits for, so writes
+// go on meanwhile. It waits before, not after, its checkpoint so that a process that lives
+// less than that (a one-shot `run`) leaves the whole WAL to the checkpoint SQLite runs as its
+// last connection closes, rather than checkpoint twice, each with its two waits for the disk
+// (docs/design.md §19.10).
 //
 // Durability is unchanged: a commit is in the WAL (the process's writes reach the kernel) when
 // it returns, so a crash of this process loses nothing committed, with or without a
@@ -27,17 +31,17 @@ import (
 // checkpointPause is the least time between two background checkpoints.
 const checkpointPause = 250 * time.Millisecond
 
-// checkpointer runs a checkpoint when commits poke it, then pauses, until stop.
+// checkpointer runs a checkpoint checkpointPause after commits poke it, until stop.
 func (s *Ledger) checkpointer() {
 	defer s.ckpt.Done()
 	for s.ckpt.Kicked() {
+		if !s.ckpt.Sleep(checkpointPause) {
+			return
+		}
 		frames := s.checkpoint()
 		select {
 		case s.checkpointed <- frames: // nil (no test listening): never ready
 		default:
-		}
-		if !s.ckpt.Sleep(checkpointPause) {
-			return
 		}
 	}
 }
