@@ -22,7 +22,7 @@
 // package metrics' /metrics on a listener of its own; and when the standard
 // OTEL_EXPORTER_OTLP_* environment names an endpoint, serve installs the OpenTelemetry SDK's
 // tracer provider with an OTLP/HTTP exporter as the global one, which package telemetry's
-// spans go to. serve also tunes Go's collector (gc.go) unless GOGC or GOMEMLIMIT is set, and
+// spans go to. serve and run also tune Go's collector (gc.go) unless GOGC or GOMEMLIMIT is set, and
 // subscribes to SIGHUP before anything else, so a reload asked for while it starts waits.
 // deploy/systemd's unit is checked by systemd_test.go.
 //

@@ -8,49 +8,52 @@ import (
 	"sync"
 )
 
-// The collector's setting serve applies when the operator set neither GOGC nor GOMEMLIMIT
-// (docs/design.md §19): the collector was about a tenth of the server's CPU in a loop of
+// The collector's setting serve and run apply when the operator set neither GOGC nor
+// GOMEMLIMIT (docs/design.md §19): the collector was about a tenth of the server's CPU in a loop of
 // binding calls at Go's default (GOGC=100), which collects each time the heap doubles a live
-// heap of a few MiB. A heap may grow to five times its live size (serveGCPercent) while that
-// stays under a soft limit (serveGCFloor) that keeps the server's memory where the README's
+// heap of a few MiB. A heap may grow to five times its live size (gcPercent) while that
+// stays under a soft limit (gcFloor) that keeps the server's memory where the README's
 // rows measure it; past it, the limit follows the live heap at twice its size, so that a
 // large live heap is never collected more often than the default would collect it (a fixed
-// limit would make the collector run back to back as the live heap neared it).
+// limit would make the collector run back to back as the live heap neared it). A one-shot
+// `run` of a small program then never collects at all: at the default its one collection,
+// about 20 ms into its start, stopped the world for a millisecond and took a core for eight
+// while the child was being started (§19.10).
 const (
-	serveGCPercent = 400
-	serveGCFloor   = 48 << 20
+	gcPercent = 400
+	gcFloor   = 48 << 20
 )
 
-// serveGCApplies says whether serve sets the collector: only when lookup (os.LookupEnv)
+// gcApplies says whether serve and run set the collector: only when lookup (os.LookupEnv)
 // finds neither GOGC nor GOMEMLIMIT in the environment. Either one present, even empty, is
 // the operator's, and the runtime's reading of it stands.
-func serveGCApplies(lookup func(string) (string, bool)) bool {
+func gcApplies(lookup func(string) (string, bool)) bool {
 	_, gogc := lookup("GOGC")
 	_, limit := lookup("GOMEMLIMIT")
 	return !gogc && !limit
 }
 
-// serveMemoryLimit is the soft memory limit for a live heap of live bytes beside other bytes
+// gcMemoryLimit is the soft memory limit for a live heap of live bytes beside other bytes
 // of the runtime's own (stacks, its metadata): the floor, or what Go's default would let the
 // heap reach, whichever is more.
-func serveMemoryLimit(live, other uint64) int64 {
+func gcMemoryLimit(live, other uint64) int64 {
 	if other > math.MaxInt64 || live > (math.MaxInt64-other)/2 {
 		return math.MaxInt64
 	}
-	return max(serveGCFloor, int64(2*live+other))
+	return max(gcFloor, int64(2*live+other))
 }
 
-// startServeGC applies serve's collector setting when serveGCApplies, and returns what
+// startGC applies the collector setting when gcApplies, and returns what
 // restores the runtime's own. The limit is revised after each collection, by a cleanup the
 // runtime runs once the previous cycle's sentinel was collected: no goroutine of its own.
-func startServeGC(lookup func(string) (string, bool)) (stop func()) {
-	if !serveGCApplies(lookup) {
+func startGC(lookup func(string) (string, bool)) (stop func()) {
+	if !gcApplies(lookup) {
 		return func() {}
 	}
 	return startGCTuner(nil)
 }
 
-// startGCTuner sets serve's collector and revises its limit after each collection; revised,
+// startGCTuner sets the collector and revises its limit after each collection; revised,
 // when not nil, is called after each revision (a test's hook).
 func startGCTuner(revised func()) (stop func()) {
 	t := &gcTuner{revised: revised, samples: []metrics.Sample{
@@ -61,8 +64,8 @@ func startGCTuner(revised func()) (stop func()) {
 		{Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
 	}}
-	percent := debug.SetGCPercent(serveGCPercent)
-	limit := debug.SetMemoryLimit(serveGCFloor)
+	percent := debug.SetGCPercent(gcPercent)
+	limit := debug.SetMemoryLimit(gcFloor)
 	t.arm()
 	return func() {
 		t.mu.Lock()
@@ -112,7 +115,7 @@ func (t *gcTuner) collected() {
 	if total := v(1); total > heap {
 		other = total - heap
 	}
-	debug.SetMemoryLimit(serveMemoryLimit(v(0), other))
+	debug.SetMemoryLimit(gcMemoryLimit(v(0), other))
 	t.arm()
 	if t.revised != nil {
 		t.revised()

@@ -24,8 +24,8 @@ func TestServeGCApplies(t *testing.T) {
 		{"both", map[string]string{"GOGC": "100", "GOMEMLIMIT": "1GiB"}, false},
 	} {
 		lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
-		if got := serveGCApplies(lookup); got != tc.want {
-			t.Errorf("%s: serveGCApplies = %v, want %v", tc.name, got, tc.want)
+		if got := gcApplies(lookup); got != tc.want {
+			t.Errorf("%s: gcApplies = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -35,15 +35,15 @@ func TestServeMemoryLimit(t *testing.T) {
 		live, other uint64
 		want        int64
 	}{
-		{0, 0, serveGCFloor},
-		{8 << 20, 4 << 20, serveGCFloor},
-		{22 << 20, 4 << 20, serveGCFloor},
+		{0, 0, gcFloor},
+		{8 << 20, 4 << 20, gcFloor},
+		{22 << 20, 4 << 20, gcFloor},
 		{24 << 20, 4 << 20, 52 << 20},
 		{1 << 30, 16 << 20, 2<<30 + 16<<20},
 		{math.MaxUint64 / 2, math.MaxUint64 / 2, math.MaxInt64},
 	} {
-		if got := serveMemoryLimit(tc.live, tc.other); got != tc.want {
-			t.Errorf("serveMemoryLimit(%d, %d) = %d, want %d", tc.live, tc.other, got, tc.want)
+		if got := gcMemoryLimit(tc.live, tc.other); got != tc.want {
+			t.Errorf("gcMemoryLimit(%d, %d) = %d, want %d", tc.live, tc.other, got, tc.want)
 		}
 	}
 }
@@ -62,7 +62,7 @@ func gcSetting() (percent int, limit int64) {
 func TestStartServeGC(t *testing.T) {
 	percent0, limit0 := gcSetting()
 
-	stop := startServeGC(func(k string) (string, bool) { return "50", k == "GOGC" })
+	stop := startGC(func(k string) (string, bool) { return "50", k == "GOGC" })
 	if p, l := gcSetting(); p != percent0 || l != limit0 {
 		t.Errorf("with GOGC set: percent %d, limit %d; want the runtime's %d, %d", p, l, percent0, limit0)
 	}
@@ -76,8 +76,8 @@ func TestStartServeGC(t *testing.T) {
 		}
 	})
 	defer stop()
-	if p, l := gcSetting(); p != serveGCPercent || l != serveGCFloor {
-		t.Errorf("applied: percent %d, limit %d; want %d, %d", p, l, serveGCPercent, serveGCFloor)
+	if p, l := gcSetting(); p != gcPercent || l != gcFloor {
+		t.Errorf("applied: percent %d, limit %d; want %d, %d", p, l, gcPercent, gcFloor)
 	}
 	// A live heap of 32 MiB: twice it is past the floor.
 	live := make([][]byte, 32)

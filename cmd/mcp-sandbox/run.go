@@ -37,6 +37,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		fs.Usage()
 		return exitUsage, usagef("want exactly one program: a FILE, or - for standard input")
 	}
+	defer startGC(os.LookupEnv)() // before the start's allocations reach the default's first goal
 	program, err := readProgram(fs.Arg(0))
 	if err != nil {
 		return exitUsage, usagef("%v", err)
@@ -209,6 +210,9 @@ nothing.
 --record FILE also writes the execution's cassette (JSON Lines): the program, each binding
 call in order with its arguments redacted as logs show them and its answer, and the result;
 no secret the config names appears in it. "mcp-sandbox replay FILE" runs it again offline.
+
+Go's collector is set as serve sets it (see "mcp-sandbox serve --help") unless GOGC or
+GOMEMLIMIT is in the environment.
 
 Exit status: 0 when the program completed, 1 when the result carries a failure or a refusal
 (the result is still printed), 2 for usage or configuration errors.

@@ -38,7 +38,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			return exitUsage, err
 		}
 	}
-	defer startServeGC(os.LookupEnv)()
+	defer startGC(os.LookupEnv)()
 	defer startServeProcs(os.LookupEnv)()
 	hup, unsubscribe := hangups()
 	defer unsubscribe()
@@ -154,8 +154,8 @@ context a host sends in _meta (traceparent), which upstream calls pass on.
 
 Go's collector: with neither GOGC nor GOMEMLIMIT in the environment, serve lets the heap grow
 to five times what is live (GOGC=400) under a soft limit of 48 MiB of the runtime's memory,
-which follows the live heap at twice its size past that; either variable set, even empty,
-leaves the runtime's own reading of them.
+which follows the live heap at twice its size past that (run does the same); either variable
+set, even empty, leaves the runtime's own reading of them.
 Its scheduler: with no GOMAXPROCS in the environment, serve runs Go on half the CPUs it may
 use, rounded up (one on two), leaving the rest to the interpreters; GOMAXPROCS set, even
 empty, leaves the runtime's own reading of it.
