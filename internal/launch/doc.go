@@ -8,7 +8,8 @@
 // needs: their initialisers were most of a child's start. So launch keeps its imports few
 // (path, not path/filepath, which is initialised late). main and TestMain call MaybeMain too.
 //
-// The helper reads its Spec from the environment variable SpecEnv, which never reaches the
+// The helper reads its Spec from the environment variable SpecEnv, and its one long argument
+// (the compiled bootstrap) from ArgEnv beside it (Spec.Environ, ReadSpec); neither reaches the
 // interpreter: the interpreter's environment is Spec.Env, built by the backend from nothing.
 // A setup step that fails ends the helper with exit status ExitSetupFailed and one line on
 // stderr starting "mcp-sandbox-init: "; nothing of the program has run by then.

@@ -3,7 +3,6 @@
 package launch
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -29,8 +28,8 @@ func MaybeMain() {
 // Main runs the helper: it applies the Spec from SpecEnv and execs Spec.Python.
 func Main() {
 	runtime.LockOSThread()
-	var spec Spec
-	if err := json.Unmarshal([]byte(os.Getenv(SpecEnv)), &spec); err != nil {
+	spec, err := ReadSpec()
+	if err != nil {
 		fail("reading the spec: %v", err)
 	}
 	if spec.Drop || spec.Landlock != nil || spec.DenyInet || spec.Seccomp || spec.SeccompHandOff || spec.Mounts != nil || spec.Reaper ||
@@ -70,7 +69,7 @@ func Main() {
 			fail("setting RLIMIT_%s to %d: %v", l.name, l.cur, err)
 		}
 	}
-	err := unix.Exec(spec.Python, spec.Argv, spec.Env)
+	err = unix.Exec(spec.Python, spec.Argv, spec.Env)
 	fail("exec %s: %v", spec.Python, err)
 }
 

@@ -3,7 +3,6 @@
 package launch
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -26,8 +25,8 @@ func MaybeMain() {
 // Main runs the helper: it applies the Spec from SpecEnv and execs the interpreter.
 func Main() {
 	runtime.LockOSThread()
-	var spec Spec
-	if err := json.Unmarshal([]byte(os.Getenv(SpecEnv)), &spec); err != nil {
+	spec, err := ReadSpec()
+	if err != nil {
 		fail("reading the spec: %v", err)
 	}
 	if spec.IDMapFD > 0 {

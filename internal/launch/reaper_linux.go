@@ -170,9 +170,8 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 		spec.CgroupJoinFD = len(files)
 		files = append(files, uintptr(joined[0]))
 	}
-	js, _ := json.Marshal(&spec)
 	pid, err := syscall.ForkExec(exe, []string{exe, Command}, &syscall.ProcAttr{
-		Env:   []string{SpecEnv + "=" + string(js)},
+		Env:   spec.Environ(),
 		Files: files,
 		Sys:   sys,
 	})

@@ -15,6 +15,9 @@ type Spec struct {
 	Python string   `json:"python"`
 	Argv   []string `json:"argv"`
 	Env    []string `json:"env"`
+	// ArgvFromEnv, when not 0, is the index of the element of Argv that travels in ArgEnv,
+	// not in the JSON (Environ, ReadSpec).
+	ArgvFromEnv int `json:"argv_from_env,omitempty"`
 	// Dir is the working directory (the workspace), entered after the identity drop.
 	Dir string `json:"dir"`
 

@@ -256,8 +256,7 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		defer closeBoth()
 		joined, spec.CgroupJoinFD = w, fd
 	}
-	js, _ := json.Marshal(spec)
-	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
+	cmd.Env = spec.Environ()
 	attr.Setsid = true
 	attr.Pdeathsig = syscall.SIGKILL
 	cmd.SysProcAttr = attr
@@ -468,8 +467,7 @@ func (p *Proc) Kill() {
 func (p *Proc) killByUID() {
 	if p.KillUID > 0 && p.initPath != "" {
 		killer := exec.Command(p.initPath, launch.Command)
-		js, _ := json.Marshal(&launch.Spec{KillUID: p.KillUID})
-		killer.Env = []string{launch.SpecEnv + "=" + string(js)}
+		killer.Env = launch.Spec{KillUID: p.KillUID}.Environ()
 		_ = killer.Run()
 	}
 }

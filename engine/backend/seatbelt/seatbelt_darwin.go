@@ -4,7 +4,6 @@ package seatbelt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -177,10 +176,6 @@ type child struct {
 }
 
 func (c *child) start(initPath string, ls *launch.Spec, stdout, stderr io.Writer) error {
-	js, err := json.Marshal(ls)
-	if err != nil {
-		return err
-	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		return fmt.Errorf("socketpair: %w", err)
@@ -196,7 +191,7 @@ func (c *child) start(initPath string, ls *launch.Spec, stdout, stderr io.Writer
 	}
 	c.conn = fc.(*net.UnixConn)
 	cmd := exec.Command(initPath, launch.Command)
-	cmd.Env = []string{launch.SpecEnv + "=" + string(js)}
+	cmd.Env = ls.Environ()
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	closeWrites, err := c.out.Attach(cmd, stdout, stderr)
