@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"bytes"
 	_ "embed"
 )
 
@@ -513,13 +514,27 @@ func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
 
 // Default returns the parsed embedded default.yaml: profile "default", no upstreams, tenant
 // "local" with agent "default" opted in to code execution. Each call returns a fresh value.
+// It parses the file without its comment lines, which are most of its bytes and most of what
+// parsing it cost every command's start (docs/design.md §19.10); default.yaml has no block
+// scalar whose lines they could be, and TestDefaultYAML pins that both parse alike.
 func Default() *Config {
-	c, err := Parse(defaultYAML, "default.yaml")
+	c, err := Parse(uncommented(defaultYAML), "default.yaml")
 	if err != nil {
 		// default_test.go pins that this cannot happen.
 		panic("configs: embedded default.yaml is invalid: " + err.Error())
 	}
 	return c
+}
+
+// uncommented is doc without its whole-line comments.
+func uncommented(doc []byte) []byte {
+	out := make([]byte, 0, len(doc)/4)
+	for line := range bytes.Lines(doc) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+			out = append(out, line...)
+		}
+	}
+	return out
 }
 
 // Profile returns the profile registered under name, with defaults filled, counting a

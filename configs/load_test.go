@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,6 +83,18 @@ func TestDefaults(t *testing.T) {
 // promises: tenant local, agent default opted in on profile default, no upstreams.
 func TestDefaultYAML(t *testing.T) {
 	c := Default()
+	// Default parses default.yaml without its comment lines: exact only while no block
+	// scalar could hold a line that looks like one.
+	if regexp.MustCompile(`(?m):\s*[|>][-+0-9]*\s*(#.*)?$`).Match(defaultYAML) {
+		t.Error("default.yaml has a block scalar: Default's stripping of comment lines may change it")
+	}
+	whole, err := Parse(defaultYAML, "default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(whole, c, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("default.yaml parsed whole differs from Default() (-whole +Default):\n%s", diff)
+	}
 	if diff := cmp.Diff(withProfileDefaults(Profile{}), c.Profiles["default"], cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("default.yaml profile differs from the built-in defaults (-want +got):\n%s", diff)
 	}
