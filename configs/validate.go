@@ -791,8 +791,8 @@ func (v *validator) rules(at string, rs []Rule) {
 	}
 }
 
-// programPrefix is what an agent's saved programs' prefix may be.
-var programPrefix = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+// programPrefix is what an agent's saved programs' prefix may be; compiled at its first use.
+var programPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`) })
 
 func (v *validator) agent(tn string, t Tenant, tat, an string, a Agent) {
 	at := keyPath(tat+".agents", an)
@@ -802,7 +802,7 @@ func (v *validator) agent(tn string, t Tenant, tat, an string, a Agent) {
 	case !name().MatchString(an):
 		v.add(at, "invalid agent name %q: %s", an, nameRule)
 	}
-	if ap := a.Programs; ap != nil && ap.Prefix != "" && (!programPrefix.MatchString(ap.Prefix) || strings.Contains(ap.Prefix, "__")) {
+	if ap := a.Programs; ap != nil && ap.Prefix != "" && (!programPrefix().MatchString(ap.Prefix) || strings.Contains(ap.Prefix, "__")) {
 		v.add(at+".programs.prefix", "invalid prefix %q: a lowercase Python name of at most 32 characters without \"__\"", ap.Prefix)
 	}
 	ce := a.CodeExecution

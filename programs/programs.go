@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/budget"
 	"github.com/mcp-sandbox/mcp-sandbox/toolshape"
@@ -27,8 +28,9 @@ const MaxCodeBytes = 256 << 10
 const maxDescriptionBytes = 2000
 
 // names are the names a program may be saved under: a lowercase Python name, without "__"
-// (the separator of the tool name it is offered under).
-var names = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+// (the separator of the tool name it is offered under). Compiled at its first use, not at
+// every command's start (docs/design.md §19.10).
+var names = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`) })
 
 // ErrInvalid wraps what makes a program unsavable: its name, its text, its main.
 var ErrInvalid = errors.New("programs: not a program that can be saved")
@@ -52,7 +54,7 @@ func Save(ctx context.Context, store budget.Programs, tenant, agent, name, code,
 func Check(tenant, agent, name, code, description string) (budget.SavedProgram, error) {
 	p := budget.SavedProgram{Tenant: tenant, Agent: agent, Name: name, Code: code, Description: strings.TrimSpace(description)}
 	switch {
-	case !names.MatchString(name) || strings.Contains(name, "__"):
+	case !names().MatchString(name) || strings.Contains(name, "__"):
 		return p, fmt.Errorf("%w: the name %q is not a lowercase Python name of at most 48 characters without \"__\"", ErrInvalid, name)
 	case len(code) > MaxCodeBytes:
 		return p, fmt.Errorf("%w: the program is %d bytes, over the %d-byte limit", ErrInvalid, len(code), MaxCodeBytes)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/mcp-sandbox/mcp-sandbox/cmd/mcp-sandbox/internal/early"
 	"github.com/mcp-sandbox/mcp-sandbox/internal/hostimage"
@@ -59,7 +60,7 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		spec.Tags = []string{name + ":" + imageTag(early.Version), name + ":latest"}
 	}
 	for _, t := range spec.Tags {
-		if !imageRef.MatchString(t) {
+		if !imageRef().MatchString(t) {
 			return exitUsage, usagef("--tag %q is not an image reference (name:tag, the tag of letters, digits, '_', '.', '-')", t)
 		}
 	}
@@ -84,8 +85,11 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	return exitOK, nil
 }
 
-// imageRef is name[:tag] as a runtime accepts it, the tag required here.
-var imageRef = regexp.MustCompile(`^[a-z0-9]+([._/:-]?[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]?[a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+// imageRef is name[:tag] as a runtime accepts it, the tag required here; compiled at its
+// first use, not at every command's start (docs/design.md §19.10).
+var imageRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]+([._/:-]?[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]?[a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+})
 
 // imageTag is a version as an image tag: what a tag may not hold becomes '-'.
 func imageTag(version string) string {
