@@ -18,6 +18,13 @@ func ArgumentObject(args json.RawMessage) (map[string]any, json.RawMessage, erro
 		return nil, nil, errors.New("arguments must be a JSON object")
 	}
 	var obj map[string]any
+	// One JSON object and nothing after it, the usual case, in one Unmarshal: it decodes the
+	// same map the Decoder would, without the Decoder's buffer (docs/design.md §19.9). Anything
+	// else takes the Decoder's way, so a refusal reads as it did.
+	if json.Unmarshal(trimmed, &obj) == nil && obj != nil {
+		return obj, json.RawMessage(trimmed), nil
+	}
+	obj = nil
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(&obj); err != nil {
 		return nil, nil, errors.New("arguments are not valid JSON")

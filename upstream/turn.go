@@ -291,8 +291,7 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 		telemetry.Logger(ctx, t.cat.pool.logger).Warn("upstream call failed", "server", tool.Server, "tool", tool.Upstream, "err", redactErr(err))
 		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the upstream server %q failed to answer the call of %s; it was not retried", tool.Server, tool.Name)}, Spent{Called: true}
 	}
-	raw, _ := json.Marshal(res)
-	spent = Spent{Size: len(raw), Called: true}
+	spent = Spent{Size: resultSize(res), Called: true}
 	if res.IsError {
 		a = toolcall.Answer{Kind: failure.ToolError, Message: toolshape.Clip(resultText(res), 4000)}
 		if a.Message == "" {
@@ -302,10 +301,21 @@ func (t *Turn) Invoke(ctx context.Context, tool *Tool, args json.RawMessage) (a 
 	}
 	v, err := resultValue(res)
 	if err != nil {
-		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, Spent{Size: len(raw), Called: true}
+		return toolcall.Answer{Kind: failure.UpstreamError, Message: fmt.Sprintf("the result of %s could not be encoded", tool.Name)}, spent
 	}
 	t.observations().observe(tool, v)
 	return toolcall.Answer{Value: v}, spent
+}
+
+// resultSize is the size metered for res: the bytes of json.Marshal(res), 0 when it fails.
+// It calls the result's own MarshalJSON, whose bytes json.Marshal would only compact and copy
+// again (they are compact and HTML-escaped already), to the same length (docs/design.md §19.9).
+func resultSize(res *mcp.CallToolResult) int {
+	raw, err := res.MarshalJSON()
+	if err != nil {
+		return 0
+	}
+	return len(raw)
 }
 
 // observations are what the turn's Pool (its tenant) learned of result shapes; nil without one.
