@@ -8,7 +8,7 @@
 import ctypes
 import os
 import resource
-import signal
+import _signal  # the signal module without its enums: fewer objects touched a child (design §19.8)
 import socket
 import stat
 import struct
@@ -229,8 +229,8 @@ def _child(req, fds):
     rename a host (design §4.4)."""
     chan, out, err, status, go = fds
     _closeexcept({chan, out, err, go} | _static_fds, 3)  # siblings' status pipes and the control socket too
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     os.setsid()  # a process group of its own: kill(0, ...) reaches nothing of the template's
     _, uid, gid, cpu, cpu_hard, as_, fsize, nproc, nofile, ws_bytes, tmp_bytes, tag = req
     _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWNS)), "unshare")  # a copy of the template's: private
@@ -252,7 +252,7 @@ def _child(req, fds):
     os.setgroups([gid])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # to a uid other than 0: every capability goes
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     for res, soft, hard in ((resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_CPU, cpu, max(cpu, cpu_hard)),
                             (resource.RLIMIT_AS, as_, as_), (resource.RLIMIT_FSIZE, fsize, fsize),
@@ -272,7 +272,7 @@ def _child(req, fds):
 
 def _serve():
     ctl = socket.socket(fileno=3)
-    signal.signal(signal.SIGCHLD, _reap)
+    _signal.signal(_signal.SIGCHLD, _reap)
     import gc
 
     gc.collect()
@@ -287,7 +287,7 @@ def _serve():
         req = _REQUEST.unpack(msg)
         # SIGCHLD waits until the child's status pipe is filed under its pid: a child that
         # ends at once is reaped with its status written, never before.
-        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGCHLD,))
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGCHLD,))
         try:
             _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWPID)), "unshare")
             pid = _fork()
@@ -310,7 +310,7 @@ def _serve():
                 os.close(fd)
         if pid > 0:
             _status[pid] = status
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGCHLD,))
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_signal.SIGCHLD,))
         if _libc.setns(ctypes.c_int(_own_pid_ns), ctypes.c_int(_CLONE_NEWPID)) != 0:
             os._exit(125)  # every later fork would fail
         if pid < 0:
