@@ -334,14 +334,30 @@ def _attach_streams(keep):
 
 
 # ---- the probe: what containment this child observes, before any program byte arrives ----
+def _read_bytes(path, n=-1):
+    """A small file's bytes (at most n), read without the io stack's file objects: the probe
+    reads its files in every child, and the raw calls cost a forked child less (design §19.8)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if n >= 0:
+            return os.read(fd, n)
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 16)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    finally:
+        os.close(fd)
+
+
 def _probe():
     if os.name == "nt":  # no uids: the child runs as the host's own account (identity unavailable)
         p = {"pid": os.getpid(), "uid": -1, "gid": -1, "groups": []}
     else:
         p = {"pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups())}
     try:
-        with open(_canary, "rb") as f:
-            f.read(1)
+        _read_bytes(_canary, 1)
         p["canary"] = "readable"
     except FileNotFoundError:
         p["canary"] = "absent"
@@ -370,11 +386,9 @@ def _probe():
             s.close()
     routes = "unknown"
     try:
-        with open("/proc/net/route") as f:
-            v4 = [l.split()[0] for l in f.read().splitlines()[1:] if l.strip()]
-        with open("/proc/net/ipv6_route") as f:
-            v6 = [l.split()[-1] for l in f.read().splitlines() if l.strip()]
-        routes = "some" if any(d != "lo" for d in v4 + v6) else "none"
+        v4 = [l.split()[0] for l in _read_bytes("/proc/net/route").splitlines()[1:] if l.strip()]
+        v6 = [l.split()[-1] for l in _read_bytes("/proc/net/ipv6_route").splitlines() if l.strip()]
+        routes = "some" if any(d != b"lo" for d in v4 + v6) else "none"
     except OSError:
         pass
     p["routes"] = routes
@@ -403,10 +417,9 @@ def _probe():
     p["python"] = sys.version.split()[0]
     p["no_new_privs"], p["seccomp"], p["cap_eff"] = -1, -1, ""
     try:
-        with open("/proc/self/status") as f:
-            st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
-        p["no_new_privs"], p["seccomp"] = int(st["NoNewPrivs"]), int(st["Seccomp"])
-        p["cap_eff"] = st["CapEff"].strip()
+        st = dict(l.split(b":", 1) for l in _read_bytes("/proc/self/status").splitlines() if b":" in l)
+        p["no_new_privs"], p["seccomp"] = int(st[b"NoNewPrivs"]), int(st[b"Seccomp"])
+        p["cap_eff"] = st[b"CapEff"].strip().decode("ascii")
     except (OSError, KeyError, ValueError):
         pass
     try:
@@ -437,9 +450,8 @@ def _probe():
                            ("cgroup_pids", ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"))):
             for path in paths:
                 try:
-                    with open(path) as f:
-                        v = f.read().strip()
-                    n = -1 if v == "max" or int(v) >= 1 << 62 else int(v)
+                    v = _read_bytes(path).strip()
+                    n = -1 if v == b"max" or int(v) >= 1 << 62 else int(v)
                 except (OSError, ValueError):
                     continue
                 if n != 0:

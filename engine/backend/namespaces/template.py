@@ -8,7 +8,7 @@
 import ctypes
 import os
 import resource
-import signal
+import _signal  # the signal module without its enums: fewer objects touched a child (design §19.8)
 import socket
 import stat
 import struct
@@ -38,6 +38,9 @@ def _mount(src, target, fstype, flags, data):
 
 
 _prctl(_PR_SET_DUMPABLE, 0)  # execve reset it: no process of the pool's uid opens this one's memory
+# Every mount here private once, so every child's copy of this namespace is private from its
+# unshare on: no child remounts the whole tree (design §19.8).
+_mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
 _workspace, _filter, _ruleset = sys.argv[5], bytes.fromhex(sys.argv[6]), bytes.fromhex(sys.argv[7])
 sys.argv = ["-c"] + sys.argv[1:5] + ["cold"]
 # landlock_create_ruleset, landlock_add_rule, landlock_restrict_self: one number on every arch.
@@ -101,6 +104,20 @@ if _landlock is not None:
             if _r is not None:
                 _static_rules.append(_r)
 _static_fds = {fd for fd, _ in _static_rules}
+_static_attrs = tuple(attr for _, attr in _static_rules)
+
+
+# landlock_add_rule's fixed arguments, converted once (design §19.8).
+_c_add, _c_path_beneath, _c_zero = ctypes.c_long(_SYS_LL_ADD), ctypes.c_long(_LL_RULE_PATH_BENEATH), ctypes.c_long(0)
+
+
+def _add_rules(ruleset, attrs):
+    """landlock_add_rule for each path_beneath attribute in attrs."""
+    add, rs = _libc.syscall, ctypes.c_long(ruleset)
+    for attr in attrs:
+        if add(_c_add, rs, _c_path_beneath, attr, _c_zero) < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "landlock_add_rule: %s" % os.strerror(e))
 
 
 def _restrict():
@@ -108,15 +125,14 @@ def _restrict():
     fs, scopes, rules = _landlock
     ruleset = _syscall(_SYS_LL_CREATE, struct.pack("<QQQ", fs, 0, scopes), 24, 0)
     try:
-        for _, attr in _static_rules:
-            _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, attr, 0)
+        _add_rules(ruleset, _static_attrs)
         for d, f, path in rules:
             if path not in _own_mounts:
                 continue
             r = _rule(path, d, f)
             if r is not None:
                 try:
-                    _syscall(_SYS_LL_ADD, ruleset, _LL_RULE_PATH_BENEATH, r[1], 0)
+                    _add_rules(ruleset, (r[1],))
                 finally:
                     os.close(r[0])
         _syscall(_SYS_LL_RESTRICT, ruleset, 0)
@@ -149,6 +165,13 @@ for _name in ("asyncio", "traceback", "linecache"):  # what a warm child would i
         __import__(_name)
     except Exception:
         pass
+# A program's first compile through the AST makes the AST's node types: once here, for all.
+_B["_compile"]("6*7")
+# fork(2) itself, called with the GIL held, not os.fork: a child skips Python's after-fork
+# work, whose at-fork hooks (threading's and logging's, which asyncio imports; the
+# bootstrap's) reset threads and locks this one-threaded template never has, and cost a
+# child more CPU, most of it copy-on-write faults, than any step of its set-up (design §19.8).
+_fork = ctypes.PyDLL(None, use_errno=True).fork
 
 
 # The status pipe of each live child, by its pid here: the template is each child's parent and
@@ -206,12 +229,11 @@ def _child(req, fds):
     rename a host (design §4.4)."""
     chan, out, err, status, go = fds
     _closeexcept({chan, out, err, go} | _static_fds, 3)  # siblings' status pipes and the control socket too
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     os.setsid()  # a process group of its own: kill(0, ...) reaches nothing of the template's
     _, uid, gid, cpu, cpu_hard, as_, fsize, nproc, nofile, ws_bytes, tmp_bytes, tag = req
-    _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWNS)), "unshare")
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
+    _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWNS)), "unshare")  # a copy of the template's: private
     _mount(b"tmpfs", _workspace, b"tmpfs", _MS_NOSUID | _MS_NODEV,
            "size=%d,mode=0755,uid=%d,gid=%d" % (max(ws_bytes, 1 << 20), uid, gid))
     _mount(b"tmpfs", "/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, "size=%d,mode=1777" % max(tmp_bytes, 1 << 20))
@@ -230,7 +252,7 @@ def _child(req, fds):
     os.setgroups([gid])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # to a uid other than 0: every capability goes
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     for res, soft, hard in ((resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_CPU, cpu, max(cpu, cpu_hard)),
                             (resource.RLIMIT_AS, as_, as_), (resource.RLIMIT_FSIZE, fsize, fsize),
@@ -244,14 +266,13 @@ def _child(req, fds):
         _restrict()
     os.closerange(4, 1 << 20)  # the rules' paths: nothing but fds 0-3 reaches the program
     _ok(_libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(2), ctypes.byref(_fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp")
-    _B["_is_child"] = False
     _B["_main"]()
     os._exit(0)
 
 
 def _serve():
     ctl = socket.socket(fileno=3)
-    signal.signal(signal.SIGCHLD, _reap)
+    _signal.signal(_signal.SIGCHLD, _reap)
     import gc
 
     gc.collect()
@@ -266,10 +287,12 @@ def _serve():
         req = _REQUEST.unpack(msg)
         # SIGCHLD waits until the child's status pipe is filed under its pid: a child that
         # ends at once is reaped with its status written, never before.
-        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGCHLD,))
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGCHLD,))
         try:
             _ok(_libc.unshare(ctypes.c_int(_CLONE_NEWPID)), "unshare")
-            pid = os.fork()
+            pid = _fork()
+            if pid < 0:
+                raise OSError(ctypes.get_errno(), "fork")
         except OSError as e:
             pid = -(e.errno or 1)
         if pid == 0:
@@ -287,7 +310,7 @@ def _serve():
                 os.close(fd)
         if pid > 0:
             _status[pid] = status
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGCHLD,))
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_signal.SIGCHLD,))
         if _libc.setns(ctypes.c_int(_own_pid_ns), ctypes.c_int(_CLONE_NEWPID)) != 0:
             os._exit(125)  # every later fork would fail
         if pid < 0:
