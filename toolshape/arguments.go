@@ -17,14 +17,20 @@ func ArgumentObject(args json.RawMessage) (map[string]any, json.RawMessage, erro
 	if trimmed[0] != '{' {
 		return nil, nil, errors.New("arguments must be a JSON object")
 	}
-	var obj map[string]any
 	// One JSON object and nothing after it, the usual case, in one Unmarshal: it decodes the
 	// same map the Decoder would, without the Decoder's buffer (docs/design.md §19.9). Anything
 	// else takes the Decoder's way, so a refusal reads as it did.
+	var obj map[string]any
 	if json.Unmarshal(trimmed, &obj) == nil && obj != nil {
 		return obj, json.RawMessage(trimmed), nil
 	}
-	obj = nil
+	return decodeObject(trimmed)
+}
+
+// decodeObject decodes trimmed, which starts with '{', through a json.Decoder, which tells a
+// second value after the object apart from bad JSON.
+func decodeObject(trimmed []byte) (map[string]any, json.RawMessage, error) {
+	var obj map[string]any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(&obj); err != nil {
 		return nil, nil, errors.New("arguments are not valid JSON")
