@@ -236,7 +236,13 @@ func TestRoomWaitEnds(t *testing.T) {
 			{name: "cancelled, held", hold: "h_2", cancel: true, kept: true},
 		} {
 			p := &person{put: make(chan Question, 1)}
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			// A wait that lapses ends at its deadline; one cancelled must be cancelled before
+			// its deadline, however slow the machine (a deadline passed first is a lapse).
+			wait := 100 * time.Millisecond
+			if tc.cancel {
+				wait = gate.Scaled(time.Minute)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			out := ask(ctx, room, &Asking{Asker: p, Hold: tc.hold}, question())
 			q := <-p.put
 			if tc.cancel {
