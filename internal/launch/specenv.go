@@ -8,8 +8,8 @@ import (
 
 // ArgEnv carries, beside SpecEnv, the one long element of Spec.Argv (the bootstrap's
 // compiled code, about 90 KB of base64) that Spec.ArgvFromEnv names: as a JSON string it cost
-// the host about 0.4 ms to encode and the helper 1 ms to decode at every start, and it kept
-// SpecEnv within a third of the kernel's bound on one environment string (MAX_ARG_STRLEN,
+// the host about 0.4 ms to encode and the helper 1 ms to decode at every start, and it made
+// SpecEnv three quarters of the kernel's bound on one environment string (MAX_ARG_STRLEN,
 // 128 KiB). Like SpecEnv it never reaches the interpreter (docs/design.md §19.10).
 const ArgEnv = "MCP_SANDBOX_INIT_ARG"
 
