@@ -50,11 +50,10 @@ func decodeFlat(line []byte, allowed []string) Frame {
 	if f == nil {
 		return nil
 	}
-	t := reflect.TypeOf(f).Elem()
-	if !flatFrame(t) {
+	fields := flatFields(reflect.TypeOf(f).Elem())
+	if fields == nil {
 		return nil
 	}
-	fields := jsonFields(t)
 	for i, k := range keys[:n] {
 		if _, ok := fields[string(k)]; !ok {
 			return nil
@@ -71,21 +70,25 @@ func decodeFlat(line []byte, allowed []string) Frame {
 	return f
 }
 
-// flatFrames caches flatFrame's answer per frame type: a frame's fields do not change, and
+// flatFieldCache holds flatFields' answer per frame type: a frame's fields do not change, and
 // this is asked on every frame decoded.
-var flatFrames sync.Map // reflect.Type → bool
+var flatFieldCache sync.Map // reflect.Type → map[string]reflect.Type, nil when not flat
 
-// flatFrame reports whether every field of frame type t is flat (flatField).
-func flatFrame(t reflect.Type) bool {
-	if flat, ok := flatFrames.Load(t); ok {
-		return flat.(bool)
+// flatFields is frame type t's fields (jsonFields) when every one is flat (flatField), nil
+// otherwise.
+func flatFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := flatFieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
 	}
-	flat := true
-	for _, ft := range jsonFields(t) {
-		flat = flat && flatField(ft)
+	m := jsonFields(t)
+	for _, ft := range m {
+		if !flatField(ft) {
+			m = nil
+			break
+		}
 	}
-	flatFrames.Store(t, flat)
-	return flat
+	flatFieldCache.Store(t, m)
+	return m
 }
 
 // flatField reports whether a field of type t holds nothing checkKeys would walk into: a

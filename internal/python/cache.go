@@ -109,16 +109,23 @@ const maxCacheEntries = 8
 
 func readCache(path string) map[string]cacheEntry {
 	entries := map[string]cacheEntry{}
-	f, err := os.Open(path)
-	if err != nil {
-		return entries
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCacheBytes+1))
-	if err != nil || len(b) > maxCacheBytes || json.Unmarshal(b, &entries) != nil {
+	b, ok := readBounded(path)
+	if !ok || json.Unmarshal(b, &entries) != nil {
 		return map[string]cacheEntry{}
 	}
 	return entries
+}
+
+// readBounded reads the file at path whole when it holds at most maxCacheBytes; ok is false
+// when it cannot be read or holds more.
+func readBounded(path string) (b []byte, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	b, err = io.ReadAll(io.LimitReader(f, maxCacheBytes+1))
+	return b, err == nil && len(b) <= maxCacheBytes
 }
 
 // usableDirs checks what a cache file says before it becomes read-only mounts and Landlock
@@ -179,13 +186,8 @@ func readCode(dir string, e *cacheEntry) bool {
 		// no code to show for it, asked again.
 		return e.Code != ""
 	}
-	f, err := os.Open(filepath.Join(dir, codeFilePrefix+e.CodeSum))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCacheBytes+1))
-	if err != nil || len(b) > maxCacheBytes || codeSum(b) != e.CodeSum {
+	b, ok := readBounded(filepath.Join(dir, codeFilePrefix+e.CodeSum))
+	if !ok || codeSum(b) != e.CodeSum {
 		return false
 	}
 	e.Code = string(b)
