@@ -14,11 +14,10 @@
 // A setup step that fails ends the helper with exit status ExitSetupFailed and one line on
 // stderr starting "mcp-sandbox-init: "; nothing of the program has run by then.
 //
-// The order matters and is fixed: join the cgroup (as root; on cgroup v2, Spec.CgroupClone, the
-// process that starts the helper starts it inside the group, with no join at all; on v1, with
-// Spec.CgroupJoinFD the parent joins the helper while the helper's runtime starts, since a
-// join waits out a kernel grace period, and the helper waits for its word before anything
-// else; an init that starts the interpreter itself waits for it only before that fork), count the uid's tasks, build the
+// The order matters and is fixed: join the cgroup (on cgroup v2, Spec.CgroupClone, the
+// process that starts the helper starts it inside the group, with no join at all; on v1 the
+// helper's thread joins through the group's tasks files the host opened, Spec.CgroupTasksFDs,
+// which skips the kernel lock whose first taking waits a grace period), count the uid's tasks, build the
 // private root and pivot into it when Spec.Mounts is set (the namespaces backend; the host's
 // /proc is still visible for the count), drop the identity, re-arm the parent-death signal (the kernel clears it on a uid change), enter the
 // workspace, set no_new_privs, Landlock, the seccomp policy (Spec.Filter, the one every backend applies, which the host
@@ -31,9 +30,9 @@
 // them from it.
 //
 // With Spec.Reaper the helper is a pid namespace's init instead: it starts itself again as
-// pid 2 (which does all of the above; this init starts it inside the cgroup or joins it, and
-// stays outside itself), or, with ExecsProgram (root), confines itself and starts the
-// interpreter as pid 2, whose -c source sets the rlimits first; it reaps orphans, and reports pid 2's wait status and CPU
+// pid 2 (which does all of the above; this init starts it inside the cgroup or hands it the
+// tasks files, and stays outside itself), or, with ExecsProgram (root), confines itself and
+// starts the interpreter as pid 2 from the thread that joined the group, whose -c source sets the rlimits first; it reaps orphans, and reports pid 2's wait status and CPU
 // time on StatusFD before it exits and so ends the namespace. The CPU time includes the clock
 // RLIMIT_CPU is checked against, read from the zombie before it is reaped (cpuclock_linux.go):
 // rusage alone cannot tell a CPU-limit kill from any other SIGKILL. Inside a pid namespace getppid

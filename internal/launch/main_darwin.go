@@ -33,7 +33,7 @@ func Main() {
 		fail("reading the spec: %v", err)
 	}
 	if spec.Drop || spec.Landlock != nil || spec.DenyInet || spec.Seccomp || spec.SeccompHandOff || spec.Mounts != nil || spec.Reaper ||
-		len(spec.CgroupProcs) > 0 || spec.CgroupJoinFD > 0 || spec.IDMapFD > 0 || spec.KillUID > 0 || spec.Rlimits.AS > 0 {
+		len(spec.CgroupProcs) > 0 || len(spec.CgroupTasksFDs) > 0 || spec.IDMapFD > 0 || spec.KillUID > 0 || spec.Rlimits.AS > 0 {
 		fail("the spec asks for a mechanism macOS does not have")
 	}
 	if spec.ParentPID != 0 && os.Getppid() != spec.ParentPID {

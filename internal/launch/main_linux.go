@@ -32,9 +32,6 @@ func Main() {
 	if spec.IDMapFD > 0 {
 		awaitParent(spec.IDMapFD, "the host did not map the user namespace's ids")
 	}
-	if spec.CgroupJoinFD > 0 && !(spec.Reaper && spec.ExecsProgram) {
-		awaitJoin(spec.CgroupJoinFD)
-	}
 	if spec.Trial {
 		os.Exit(0)
 	}
@@ -61,7 +58,7 @@ func Main() {
 }
 
 // awaitParent blocks until the parent says a step of its own is done (the user namespace's
-// ids mapped, the cgroup joined): one byte on fd. Anything else fails with why.
+// ids mapped): one byte on fd. Anything else fails with why.
 func awaitParent(fd int, why string) {
 	var b [1]byte
 	n, err := unix.Read(fd, b[:])
@@ -72,12 +69,6 @@ func awaitParent(fd int, why string) {
 	if n != 1 {
 		fail("%s (%v)", why, err)
 	}
-}
-
-// awaitJoin waits for the parent's word that it joined this process to its cgroup
-// (Spec.CgroupJoinFD).
-func awaitJoin(fd int) {
-	awaitParent(fd, "the parent did not join this process to its cgroup")
 }
 
 // CgroupDir opens the directory of the one cgroup v2 group in procs (Spec.CgroupClone) for
@@ -94,12 +85,29 @@ func CgroupDir(procs []string) (int, error) {
 	return fd, nil
 }
 
-// JoinCgroup writes pid to each of procs (cgroup.procs files): the parent's half of
-// Spec.CgroupJoinFD.
+// JoinCgroup writes pid to each of procs (cgroup.procs files): the host's join of a
+// template's child, which the template forks (engine/backend/namespaces).
 func JoinCgroup(procs []string, pid int) error {
 	for _, p := range procs {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil {
 			return fmt.Errorf("joining cgroup %s: %v", p, err)
+		}
+	}
+	return nil
+}
+
+// joinThread moves the calling thread into the group whose v1 tasks files fds are
+// (Spec.CgroupTasksFDs), by writing 0 to each, and closes them: what this thread forks, or
+// becomes by its exec, is born inside. The caller holds its thread locked.
+func joinThread(fds []int) error {
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for _, fd := range fds {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return fmt.Errorf("joining the execution's cgroup: %v", err)
 		}
 	}
 	return nil
@@ -112,10 +120,10 @@ func fail(format string, args ...any) {
 
 // apply runs every step before the rlimits and returns the absolute RLIMIT_NPROC to set.
 func apply(s *Spec) (uint64, error) {
-	if s.CgroupJoinFD == 0 && !s.CgroupClone {
-		if err := JoinCgroup(s.CgroupProcs, os.Getpid()); err != nil {
-			return 0, err
-		}
+	// This thread forks the program's first process (ExecsProgram) or becomes it by its
+	// exec: it joins the group first (v1; on v2 this process was started inside).
+	if err := joinThread(s.CgroupTasksFDs); err != nil {
+		return 0, err
 	}
 	// A pids cgroup bounds the tree exactly; RLIMIT_NPROC, an absolute per-user count, is
 	// the fallback without one. Then count the uid's tasks while still privileged (a /proc

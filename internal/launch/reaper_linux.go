@@ -58,12 +58,6 @@ func reap(spec Spec) int {
 		if err != nil {
 			fail("%v", err)
 		}
-		// The join (Spec.CgroupJoinFD, v1) waits out a kernel grace period in the parent,
-		// overlapped here with this init's whole set-up, the root's build among it: only the
-		// interpreter must be born inside the group, and this init is in it before the fork.
-		if spec.CgroupJoinFD > 0 {
-			awaitJoin(spec.CgroupJoinFD)
-		}
 		if first, err = startProgram(&spec, nproc); err != nil {
 			fail("starting the interpreter: %v", err)
 		}
@@ -152,10 +146,10 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 		spec.EgressFD = len(files)
 		files = append(files, uintptr(egress))
 	}
-	// This init starts the first process inside its cgroup (Spec.CgroupClone, v2) or joins
-	// it while that process's runtime starts (Spec.CgroupJoinFD, v1), and stays outside itself.
+	// This init starts the first process inside its cgroup (Spec.CgroupClone, v2) or hands it
+	// the group's tasks files, which it joins first thing (Spec.CgroupTasksFDs, v1), and
+	// stays outside itself.
 	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: setsid}
-	var joined [2]int
 	if spec.CgroupClone {
 		fd, err := CgroupDir(spec.CgroupProcs)
 		if err != nil {
@@ -163,12 +157,12 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 		}
 		defer unix.Close(fd)
 		sys.UseCgroupFD, sys.CgroupFD = true, fd
-	} else if len(spec.CgroupProcs) > 0 {
-		if err := unix.Pipe2(joined[:], unix.O_CLOEXEC); err != nil {
-			fail("pipe: %v", err)
-		}
-		spec.CgroupJoinFD = len(files)
-		files = append(files, uintptr(joined[0]))
+	}
+	tasks := spec.CgroupTasksFDs
+	spec.CgroupTasksFDs = nil
+	for _, fd := range tasks {
+		spec.CgroupTasksFDs = append(spec.CgroupTasksFDs, len(files))
+		files = append(files, uintptr(fd))
 	}
 	pid, err := syscall.ForkExec(exe, []string{exe, Command}, &syscall.ProcAttr{
 		Env:   spec.Environ(),
@@ -181,14 +175,8 @@ func startFirst(spec Spec, exe string, setsid bool) int {
 	if egress > 0 {
 		unix.Close(egress)
 	}
-	if spec.CgroupJoinFD > 0 {
-		unix.Close(joined[0])
-		if err := JoinCgroup(spec.CgroupProcs, pid); err != nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			fail("%v", err)
-		}
-		_, _ = unix.Write(joined[1], []byte{1})
-		unix.Close(joined[1])
+	for _, fd := range tasks {
+		unix.Close(fd)
 	}
 	letGo()
 	return pid

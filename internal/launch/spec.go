@@ -31,18 +31,20 @@ type Spec struct {
 	// host is gone and the helper exits rather than run an orphan.
 	ParentPID int `json:"parent_pid"`
 
-	// CgroupProcs are cgroup.procs files the helper writes its pid to before anything else
-	// (or, with CgroupJoinFD, its parent writes it to them).
+	// CgroupProcs are the cgroup.procs files of the execution's group, one a hierarchy, which
+	// the program's first process is started inside (CgroupClone, v2) or joins as it starts
+	// (CgroupTasksFDs, v1). Set, the group's pids limit bounds the tree, not RLIMIT_NPROC.
 	CgroupProcs []string `json:"cgroup_procs,omitempty"`
-	// CgroupJoinFD, when positive, is a descriptor the helper reads one byte from before
-	// anything else: its parent (the host, or a Reaper for its pid 2) writes the helper's pid
-	// to CgroupProcs itself, while the helper's runtime starts, and then that byte. A join
-	// waits out a kernel grace period (milliseconds, on cgroup v1), which this overlaps
-	// with the helper's start instead of adding to it; a Reaper that starts the interpreter
-	// itself (ExecsProgram) reads it only just before that fork, so the join overlaps its
-	// whole set-up. End of file instead means the parent could not join it, and the helper
-	// exits.
-	CgroupJoinFD int `json:"cgroup_join_fd,omitempty"`
+	// CgroupTasksFDs (cgroup v1) are descriptors of the group's tasks files, one a hierarchy,
+	// opened by the host. Whoever starts the program's first process joins the thread that
+	// starts it, by writing 0 to each, so the process it forks (a Reaper's) or becomes (the
+	// helper's exec) is born inside; a Reaper that forks a helper again does so from a thread
+	// of its own that ends after the fork, and so stays outside itself. A thread moving only
+	// itself skips the kernel's global lock a migration by pid takes for writing, whose first
+	// taking after a pause waits out an RCU grace period (milliseconds; docs/design.md
+	// §19.13). The descriptors are closed once written; the kernel checks the opener's
+	// credentials, not the writer's.
+	CgroupTasksFDs []int `json:"cgroup_tasks_fds,omitempty"`
 	// CgroupClone: CgroupProcs is one cgroup v2 group, and whoever starts the program's
 	// first process starts it inside (clone3 with CLONE_INTO_CGROUP: SysProcAttr.UseCgroupFD):
 	// the host for a helper that is that process, a Reaper for its pid 2. Nobody writes to

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -237,9 +238,10 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		attr = &syscall.SysProcAttr{}
 	}
 	// A helper that is itself the program's first process, or its parent (a Reaper that
-	// execs the program itself), is started inside its cgroup (v2), or joined to it from here
-	// while its runtime starts (v1); any other Reaper starts or joins its own first process.
-	var joined *os.File // the host's end of the join signal
+	// execs the program itself), is started inside its cgroup (v2); any other Reaper starts
+	// its own first process inside. On v1 whichever of them forks or becomes the program's
+	// first process joins the thread that does so, through the group's tasks files opened
+	// here (Spec.CgroupTasksFDs): no write of a pid, whose kernel lock waits a grace period.
 	inside := !spec.Reaper || spec.ExecsProgram
 	if spec.CgroupClone && inside {
 		fd, err := launch.CgroupDir(spec.CgroupProcs)
@@ -248,13 +250,17 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 		}
 		defer unix.Close(fd)
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
-	} else if len(spec.CgroupProcs) > 0 && inside {
-		fd, w, closeBoth, err := parentSignal(cmd)
-		if err != nil {
-			return err
+	} else if !spec.CgroupClone {
+		for _, procs := range spec.CgroupProcs {
+			tasks := filepath.Join(filepath.Dir(procs), "tasks")
+			f, err := os.OpenFile(tasks, os.O_WRONLY, 0)
+			if err != nil {
+				return fmt.Errorf("opening the execution's cgroup: %w", err)
+			}
+			defer f.Close()
+			cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+			spec.CgroupTasksFDs = append(spec.CgroupTasksFDs, 2+len(cmd.ExtraFiles))
 		}
-		defer closeBoth()
-		joined, spec.CgroupJoinFD = w, fd
 	}
 	cmd.Env = spec.Environ()
 	attr.Setsid = true
@@ -298,20 +304,12 @@ func (p *Proc) Start(initPath string, spec *launch.Spec, attr *syscall.SysProcAt
 			return err
 		}
 	}
-	if joined != nil {
-		if err := launch.JoinCgroup(spec.CgroupProcs, cmd.Process.Pid); err != nil {
-			return err // Close kills the waiting helper
-		}
-		if err := letGo(joined); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
-// parentSignal gives cmd a descriptor the helper reads one byte from before it goes on (a
-// step of the host's done: the ids mapped, the cgroup joined): the helper's fd number for
-// it, the host's end to say go on (letGo), and what closes both of the host's copies.
+// parentSignal gives cmd a descriptor the helper reads one byte from before it goes on (the
+// host's step done: the user namespace's ids mapped): the helper's fd number for it, the
+// host's end to say go on (letGo), and what closes both of the host's copies.
 func parentSignal(cmd *exec.Cmd) (fd int, w *os.File, closeBoth func(), err error) {
 	r, w, err := os.Pipe()
 	if err != nil {

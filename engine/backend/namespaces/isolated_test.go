@@ -139,6 +139,23 @@ func TestForkBombHitsProcessCount(t *testing.T) {
 	}
 }
 
+// A process count of one is the program alone: the init that starts it (as root it joins the
+// group only by the thread that forks the interpreter, design §19.13) leaves the program room
+// to run and none to fork.
+func TestProcessCountOfOne(t *testing.T) {
+	r := newRunner(t, engine.DefaultLimits, namespaces.Options{}, engine.RunnerOptions{})
+	prog := "import os\ntry:\n    pid = os.fork()\nexcept OSError as e:\n    print('refused', e.errno)\nelse:\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n    print('forked')"
+	for _, tc := range []struct {
+		count int
+		want  string
+	}{{1, "refused 11"}, {2, "forked"}} {
+		res := run(t, r, prog, engine.Limits{WallSeconds: 10, ProcessCount: tc.count})
+		if res.Failure != nil || !strings.Contains(res.Stdout, tc.want) {
+			t.Errorf("process_count %d: want %q on stdout, got failure %+v stdout %q", tc.count, tc.want, res.Failure, res.Stdout)
+		}
+	}
+}
+
 // Must show 3: a full tmpfs workspace is the program's own OSError, not a limit.
 func TestFullWorkspaceIsAnOSError(t *testing.T) {
 	r := newRunner(t, engine.DefaultLimits, namespaces.Options{Tmpfs: spawned.Tmpfs{WorkspaceBytes: 64 << 20}}, engine.RunnerOptions{})
