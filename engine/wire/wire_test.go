@@ -181,6 +181,36 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
+// helloLine is a forked child's hello as the bootstrap writes it.
+const helloLine = `{"type":"hello","version":1,"probe":{"pid":1,"uid":64511,"gid":64511,"groups":[],` +
+	`"canary":"absent","inet_socket":false,"inet6_socket":false,"reached_v4":false,"reached_v6":false,` +
+	`"routes":"none","rlimits":{"cpu":[31,32],"as":[-1,-1],"fsize":[67108864,67108864],"nproc":[-1,-1],` +
+	`"nofile":[1024,1024]},"env":["HOME","LANG","PATH"],"proc_pids":1,"workspace_writable":true,` +
+	`"python":"3.11.2","no_new_privs":1,"seccomp":2,"cap_eff":"0000000000000000","init_signal":"absent",` +
+	`"landlock_root":"refused","cgroup_memory":536870912,"cgroup_pids":65}}`
+
+// BenchmarkDecodeHello is BenchmarkDecodeCall for a forked child's hello, a frame with a
+// structure (docs/design.md §19.11).
+func BenchmarkDecodeHello(b *testing.B) {
+	line := []byte(helloLine)
+	for _, path := range []struct {
+		name   string
+		decode func() (Frame, error)
+	}{
+		{"Decode", func() (Frame, error) { return Decode(line, childTypes...) }},
+		{"decodeStrict", func() (Frame, error) { return decodeStrict(line, childTypes) }},
+	} {
+		b.Run(path.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := path.decode(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkDecodeCall decodes a program's binding call as the bootstrap writes it, the frame
 // every binding call costs the host, by Decode (its fast path) and by the general path alone
 // (docs/design.md §19.7).
@@ -212,8 +242,39 @@ func TestDecodeFlatAgrees(t *testing.T) {
 	if decodeFlat([]byte(call), childTypes) == nil {
 		t.Errorf("the bootstrap's call frame did not take the fast path: %s", call)
 	}
+	for _, l := range []string{helloLine, `{"type":"done","ok":false,"error":{"type":"E","message":"m","traceback":"t"}}`} {
+		if decodeFlat([]byte(l), childTypes) == nil {
+			t.Errorf("a frame with a structure did not take the fast path: %s", l)
+		}
+	}
 	lines := []string{
 		call,
+		helloLine,
+		`{"type":"hello","version":1,"probe":{}}`,
+		`{"type":"hello","version":1,"probe":null}`,
+		`{"type":"hello","version":1,"probe":"x"}`,
+		`{"type":"hello","version":1,"probe":[{"pid":1}]}`,
+		`{"type":"hello","version":1,"probe":[]}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"extra":2}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"pid":2}}`,
+		`{"type":"hello","version":1,"probe":{"PID":1}}`,
+		`{"type":"hello","version":1,"probe":{"p\u0069d":1}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1},"probe":{"uid":2}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"rlimits":{"cpu":[1,2],"x\"}":[3,4]}}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"rlimits":{"cpu":{"a":1}}}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"rlimits":[[1,2]]}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"groups":[{"a":1}]}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"env":["a\"b","}"]}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,"env":{"a":1}}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1,}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1}`,
+		`{"type":"hello","version":1,"probe":{"pid":1}}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1 "uid":2}}`,
+		`{"type":"hello","version":1,"probe":{"pid":1},"extra":{}}`,
+		`{"type":"done","ok":false,"error":{"type":"E","message":"m","traceback":"t","Type":"F"}}`,
+		`{"type":"done","ok":false,"error":{"type":"E","type":"F"}}`,
+		`{"type":"done","ok":false,"error":null}`,
+		`{"type":"done","ok":false,"error":{}}`,
 		`{"type":"call","id":1,"tool":"x","args":{"s":"\"}{\\","n":[1,{"a":"]"}]}}`,
 		`{"type":"call","id":1,"tool":"x","args":"}"}`,
 		`{"type":"call","id":1,"tool":"x","args":[]}`,

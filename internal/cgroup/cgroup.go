@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -153,16 +154,16 @@ func (m *Manager) Close() error {
 	return errors.Join(errs...)
 }
 
-// take keeps g's directories for New, as a new Group counted from g's counters now, when the
-// Manager keeps fewer than Keep asks.
-func (m *Manager) take(g *Group) bool {
+// take keeps g's directories for New, as a new Group counted from the counters now (read
+// only once it is known to keep them), when the Manager keeps fewer than Keep asks.
+func (m *Manager) take(g *Group, now func() Events) bool {
 	m.mu.Lock()
 	full := len(m.kept) >= m.keep
 	m.mu.Unlock()
 	if full {
 		return false
 	}
-	kept := &Group{v2: g.v2, dirs: g.dirs, keeper: m, limits: g.limits, base: g.counters()}
+	kept := &Group{v2: g.v2, dirs: g.dirs, keeper: m, limits: g.limits, base: now()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.kept) >= m.keep {
@@ -224,7 +225,7 @@ func (g *Group) limit(memoryBytes int64, pids int) error {
 		if g.limits[w.i] == w.v {
 			continue
 		}
-		if err := os.WriteFile(w.path, []byte(strconv.FormatInt(w.v, 10)), 0); err != nil {
+		if err := writeFile(w.path, strconv.FormatInt(w.v, 10)); err != nil {
 			return fmt.Errorf("setting %s: %w", w.path, err)
 		}
 		g.limits[w.i] = w.v
@@ -261,7 +262,7 @@ func (g *Group) Signal() {
 // killFile kills every member through v2's cgroup.kill (nothing on v1).
 func (g *Group) killFile() {
 	if g.v2 {
-		_ = os.WriteFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"), 0)
+		_ = writeFile(filepath.Join(g.dirs[0], "cgroup.kill"), "1")
 	}
 }
 
@@ -289,7 +290,7 @@ func (g *Group) Empty() bool { return len(g.pids()) == 0 }
 
 // ReadPIDs reads a cgroup.procs file; a missing one lists nothing.
 func ReadPIDs(path string) []int {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return nil
 	}
@@ -309,8 +310,10 @@ type Events struct {
 }
 
 // Events reads the group's counters, counted from when this Group took its directories over.
-func (g *Group) Events() Events {
-	e := g.counters()
+func (g *Group) Events() Events { return g.since(g.counters()) }
+
+// since is e counted from when this Group took its directories over.
+func (g *Group) since(e Events) Events {
 	return Events{OOMKills: e.OOMKills - g.base.OOMKills, PIDsMax: e.PIDsMax - g.base.PIDsMax}
 }
 
@@ -330,34 +333,128 @@ func (g *Group) counters() Events {
 // Field reads the value of key from a flat-keyed cgroup file ("key value" lines); 0 when
 // either is missing.
 func Field(path, key string) int64 {
-	f, err := os.Open(path)
+	b, err := readFile(path)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		k, v, ok := bytes.Cut(line, []byte(" "))
+		if ok && string(k) == key {
+			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
 			return n
 		}
 	}
 	return 0
 }
 
+// readFile reads a cgroup file whole with plain system calls. os.ReadFile would make each one
+// an *os.File of the runtime's poller (cgroupfs files can be polled): fcntl twice, epoll_ctl
+// to add it and again to remove it, an fstat, and a finalizer, for a read that never blocks;
+// several such files are read for every execution (docs/design.md §19.11).
+func readFile(path string) ([]byte, error) {
+	fd, err := ignoringEINTR(func() (int, error) { return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0) })
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := ignoringEINTR(func() (int, error) { return syscall.Read(fd, b[len(b):cap(b)]) })
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
+// writeFile writes s to a cgroup file in one write(2), as os.WriteFile does, without the
+// poller's work readFile tells of.
+func writeFile(path, s string) error {
+	fd, err := ignoringEINTR(func() (int, error) { return syscall.Open(path, syscall.O_WRONLY|syscall.O_CLOEXEC, 0) })
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	n, err := ignoringEINTR(func() (int, error) { return syscall.Write(fd, []byte(s)) })
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	case n < len(s):
+		return &os.PathError{Op: "write", Path: path, Err: io.ErrShortWrite}
+	}
+	return nil
+}
+
+// ignoringEINTR calls fn until it fails with something other than EINTR.
+func ignoringEINTR(fn func() (int, error)) (int, error) {
+	for {
+		n, err := fn()
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
+}
+
+// Join writes pid to each of the group's ProcsFiles, as launch.JoinCgroup does, with
+// writeFile's plain system calls: a forked child is joined to its group by the host for every
+// execution (docs/design.md §19.11).
+func (g *Group) Join(pid int) error {
+	for _, p := range g.ProcsFiles() {
+		if err := writeFile(p, strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("joining cgroup %s: %v", p, err)
+		}
+	}
+	return nil
+}
+
 // Remove kills what is left and removes the group's directories, or, when its Manager keeps
 // groups (Keep) and the kill emptied it, hands them to the Manager's next New as a Group of
 // their own: this one stays removed. It is idempotent.
 func (g *Group) Remove() error {
+	_, err := g.remove(false)
+	return err
+}
+
+// RemoveEvents is Remove, and the group's Events as read once its kill has emptied it (or
+// given up), before its directories go: a group kept for the next New counts from that same
+// read, so the counters are read once, not once for Events and again for Keep (docs/design.md
+// §19.11). A group removed before answers no events.
+func (g *Group) RemoveEvents() (Events, error) { return g.remove(true) }
+
+func (g *Group) remove(count bool) (Events, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.removed {
-		return nil
+		return Events{}, nil
 	}
 	g.removed = true
-	if len(g.dirs) > 0 && g.Kill() && g.keeper != nil && g.keeper.take(g) {
-		return nil
+	var ev Events
+	if len(g.dirs) > 0 {
+		emptied := g.Kill()
+		var now Events
+		read := false
+		counters := func() Events {
+			if !read {
+				now, read = g.counters(), true
+			}
+			return now
+		}
+		if count {
+			ev = g.since(counters())
+		}
+		if emptied && g.keeper != nil && g.keeper.take(g, counters) {
+			return ev, nil
+		}
 	}
 	var errs []error
 	for _, d := range g.dirs {
@@ -373,7 +470,7 @@ func (g *Group) Remove() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return ev, errors.Join(errs...)
 }
 
 func contains(xs []string, s string) bool {

@@ -619,27 +619,30 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	// RLIMIT_NPROC counts per (user namespace, uid): exact for an exclusive uid, shared with
 	// the siblings otherwise, when only the cgroup below binds the tree.
 	c.facts.UserNamespace = id.Exclusive
-	var closeAfter []*os.File // the child's ends, closed once sent
+	// The child's ends are plain descriptors, closed once sent: as *os.File each would be
+	// made the runtime poller's (fcntl, epoll_ctl), made blocking again by Fd and taken off
+	// the poller at its close, for nothing (docs/design.md §19.11).
+	var closeAfter []int
 	defer func() {
-		for _, f := range closeAfter {
-			f.Close()
+		for _, fd := range closeAfter {
+			unix.Close(fd)
 		}
 	}()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	hostEnd, childEnd := os.NewFile(uintptr(fds[0]), "channel"), os.NewFile(uintptr(fds[1]), "channel-child")
-	closeAfter = append(closeAfter, childEnd)
+	closeAfter = append(closeAfter, fds[1])
+	hostEnd := os.NewFile(uintptr(fds[0]), "channel")
 	conn, err := net.FileConn(hostEnd)
 	hostEnd.Close()
 	if err != nil {
 		return nil, err
 	}
 	c.conn = conn
-	var streams []*os.File
+	var streams []int
 	for _, sink := range []io.Writer{spec.Stdout, spec.Stderr} {
-		r, w, err := os.Pipe()
+		r, w, err := childPipe()
 		if err != nil {
 			return nil, err
 		}
@@ -653,18 +656,19 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 		}(sink, r)
 	}
 	go func() { c.copies.Wait(); close(c.copied) }()
-	statusR, statusW, err := os.Pipe()
+	statusR, statusW, err := childPipe()
 	if err != nil {
 		return nil, err
 	}
 	c.status = statusR
 	closeAfter = append(closeAfter, statusW)
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	var gop [2]int // the go pipe: the child reads its end, the host writes one byte to its own
+	if err := unix.Pipe2(gop[:], unix.O_CLOEXEC); err != nil {
+		return nil, os.NewSyscallError("pipe2", err)
 	}
+	goR, goW := gop[0], gop[1]
 	closeAfter = append(closeAfter, goR)
-	defer goW.Close()
+	defer unix.Close(goW)
 	if m := b.base.Cgroups; m != nil {
 		g, err := m.New(owner.Name("nsf"), spec.Terms.MemoryBytes, spec.Terms.ProcessCount+1)
 		if err != nil {
@@ -688,7 +692,7 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	for i, v := range req {
 		binary.LittleEndian.PutUint64(msg[8*i:], uint64(v))
 	}
-	rights := unix.UnixRights(int(childEnd.Fd()), int(streams[0].Fd()), int(streams[1].Fd()), int(statusW.Fd()), int(goR.Fd()))
+	rights := unix.UnixRights(fds[1], streams[0], streams[1], statusW, goR)
 	t.mu.Lock()
 	_, pidfd, err := t.request(ctx, msg, rights)
 	if err == nil {
@@ -712,12 +716,12 @@ func (b *Backend) fork(ctx context.Context, t *template, spec engine.LaunchSpec)
 	c.pidfd = os.NewFile(uintptr(pidfd), "pidfd")
 	c.hostPid = hostPid
 	if c.group != nil {
-		if err := launch.JoinCgroup(c.group.ProcsFiles(), hostPid); err != nil {
+		if err := c.group.Join(hostPid); err != nil {
 			return nil, failure.Wrap(failure.BackendUnavailable, err, "joining the execution's cgroup failed (%v): %s", err, t.stderr.String())
 		}
 	}
-	if _, err := goW.Write([]byte{1}); err != nil {
-		return nil, fmt.Errorf("releasing the forked child: %w", err)
+	if _, err := unix.Write(goW, []byte{1}); err != nil {
+		return nil, fmt.Errorf("releasing the forked child: %w", os.NewSyscallError("write", err))
 	}
 	age := time.Since(t.started).Seconds()
 	c.facts.Forked = &engine.StartInfo{Kind: engine.StartForked, Template: t.name, TemplateAgeSeconds: &age,
@@ -785,11 +789,46 @@ func untilDone(ctx context.Context, conn net.Conn, fn func() error) error {
 	return err
 }
 
-// pidOfPidfd is the host pid of the process pidfd refers to, from its fdinfo.
+// childPipe makes a pipe whose read end is the host's, a file of the runtime's poller, and
+// whose write end, a plain blocking descriptor as os.Pipe's is once its Fd is taken, goes to
+// the child: made so, the write end costs no poller work (docs/design.md §19.11).
+func childPipe() (*os.File, int, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, -1, os.NewSyscallError("pipe2", err)
+	}
+	if err := unix.SetNonblock(p[1], false); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, -1, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(p[0]), "pipe"), p[1], nil
+}
+
+// pidOfPidfd is the host pid of the process pidfd refers to, from its fdinfo, read with plain
+// system calls: os.ReadFile would offer the file to the runtime's poller first (fcntl four
+// times, an epoll_ctl the kernel refuses) and fstat it (docs/design.md §19.11).
 func pidOfPidfd(pidfd int) (int, error) {
-	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	path := "/proc/self/fdinfo/" + strconv.Itoa(pidfd)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return 0, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var buf [4096]byte
+	b := buf[:0]
+	for len(b) < len(buf) {
+		n, err := unix.Read(fd, buf[len(b):])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		b = buf[:len(b)+n]
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
@@ -951,7 +990,9 @@ func (c *forked) Close() engine.TreeUsage {
 			<-c.copied
 		}
 		if c.group != nil {
-			ev := c.group.Events()
+			// Removed here, not in closeResources, so that one read of its counters is both
+			// this execution's events and a kept group's base (cgroup: RemoveEvents).
+			ev, _ := c.group.RemoveEvents()
 			c.usage.OOMKilled, c.usage.PIDsLimitHit = ev.OOMKills > 0, ev.PIDsMax > 0
 		}
 		c.closeResources()
