@@ -405,9 +405,8 @@ func ignoringEINTR(fn func() (int, error)) (int, error) {
 	}
 }
 
-// Join writes pid to each of the group's ProcsFiles, as launch.JoinCgroup does, with
-// writeFile's plain system calls: a forked child is joined to its group by the host for every
-// execution (docs/design.md §19.11).
+// Join writes pid to each of the group's ProcsFiles, with writeFile's plain system calls: the
+// host's join of a template's forked child, for every execution (docs/design.md §19.11).
 func (g *Group) Join(pid int) error {
 	for _, p := range g.ProcsFiles() {
 		if err := writeFile(p, strconv.Itoa(pid)); err != nil {

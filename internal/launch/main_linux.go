@@ -85,17 +85,6 @@ func CgroupDir(procs []string) (int, error) {
 	return fd, nil
 }
 
-// JoinCgroup writes pid to each of procs (cgroup.procs files): the host's join of a
-// template's child, which the template forks (engine/backend/namespaces).
-func JoinCgroup(procs []string, pid int) error {
-	for _, p := range procs {
-		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("joining cgroup %s: %v", p, err)
-		}
-	}
-	return nil
-}
-
 // joinThread moves the calling thread into the group whose v1 tasks files fds are
 // (Spec.CgroupTasksFDs), by writing 0 to each, and closes them: what this thread forks, or
 // becomes by its exec, is born inside. The caller holds its thread locked.
