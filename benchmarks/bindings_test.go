@@ -21,7 +21,9 @@ import (
 const bindingCalls = 1000
 
 // bindingConfig writes a config serving one agent of tenant t, granted the mock upstream,
-// with budgets no benchmark reaches; extra is added at the top level (a ledger, say).
+// with budgets no benchmark reaches and room for concurrentPrograms programs at once (a
+// tenant's default is four: the fifth would wait for a slot, and eight programs would run as
+// two waves of four, docs/design.md §19.12); extra is added at the top level (a ledger, say).
 func bindingConfig(t *testing.T, mock, extra string) string {
 	t.Helper()
 	return testkit.WriteConfig(t, fmt.Sprintf(`
@@ -34,9 +36,10 @@ upstreams:
 tenants:
   t:
     upstreams: [mock]
+    policy: {quotas: {max_concurrent_executions: %d}}
     agents:
       default: {code_execution: {limits: {wall_seconds: 120}}}
-`, t.TempDir(), extra, mock))
+`, t.TempDir(), extra, mock, concurrentPrograms))
 }
 
 func connect(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
