@@ -191,31 +191,18 @@ const helloLine = `{"type":"hello","version":1,"probe":{"pid":1,"uid":64511,"gid
 
 // BenchmarkDecodeHello is BenchmarkDecodeCall for a forked child's hello, a frame with a
 // structure (docs/design.md §19.11).
-func BenchmarkDecodeHello(b *testing.B) {
-	line := []byte(helloLine)
-	for _, path := range []struct {
-		name   string
-		decode func() (Frame, error)
-	}{
-		{"Decode", func() (Frame, error) { return Decode(line, childTypes...) }},
-		{"decodeStrict", func() (Frame, error) { return decodeStrict(line, childTypes) }},
-	} {
-		b.Run(path.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := path.decode(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
+func BenchmarkDecodeHello(b *testing.B) { benchmarkDecodePaths(b, helloLine) }
 
 // BenchmarkDecodeCall decodes a program's binding call as the bootstrap writes it, the frame
 // every binding call costs the host, by Decode (its fast path) and by the general path alone
 // (docs/design.md §19.7).
 func BenchmarkDecodeCall(b *testing.B) {
-	line := []byte(`{"type": "call", "tool": "mock__add", "args": {"a": 17, "b": 1}, "id": 42}`)
+	benchmarkDecodePaths(b, `{"type": "call", "tool": "mock__add", "args": {"a": 17, "b": 1}, "id": 42}`)
+}
+
+// benchmarkDecodePaths decodes a child's frame line by Decode and by decodeStrict alone.
+func benchmarkDecodePaths(b *testing.B, frame string) {
+	line := []byte(frame)
 	for _, path := range []struct {
 		name   string
 		decode func() (Frame, error)
