@@ -290,7 +290,7 @@ func (g *Group) Empty() bool { return len(g.pids()) == 0 }
 
 // ReadPIDs reads a cgroup.procs file; a missing one lists nothing.
 func ReadPIDs(path string) []int {
-	b, err := readFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil
 	}
@@ -333,7 +333,7 @@ func (g *Group) counters() Events {
 // Field reads the value of key from a flat-keyed cgroup file ("key value" lines); 0 when
 // either is missing.
 func Field(path, key string) int64 {
-	b, err := readFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return 0
 	}
@@ -349,11 +349,12 @@ func Field(path, key string) int64 {
 	return 0
 }
 
-// readFile reads a cgroup file whole with plain system calls. os.ReadFile would make each one
-// an *os.File of the runtime's poller (cgroupfs files can be polled): fcntl twice, epoll_ctl
-// to add it and again to remove it, an fstat, and a finalizer, for a read that never blocks;
-// several such files are read for every execution (docs/design.md §19.11).
-func readFile(path string) ([]byte, error) {
+// ReadFile reads a small kernel file (a cgroup file, a /proc file) whole with plain system
+// calls. os.ReadFile would make each one an *os.File of the runtime's poller (cgroupfs files
+// can be polled): fcntl twice, epoll_ctl to add it and again to remove it, an fstat, and a
+// finalizer, for a read that never blocks; several such files are read for every execution
+// (docs/design.md §19.11).
+func ReadFile(path string) ([]byte, error) {
 	fd, err := ignoringEINTR(func() (int, error) { return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
@@ -376,7 +377,7 @@ func readFile(path string) ([]byte, error) {
 }
 
 // writeFile writes s to a cgroup file in one write(2), as os.WriteFile does, without the
-// poller's work readFile tells of.
+// poller's work ReadFile tells of.
 func writeFile(path, s string) error {
 	fd, err := ignoringEINTR(func() (int, error) { return syscall.Open(path, syscall.O_WRONLY|syscall.O_CLOEXEC, 0) })
 	if err != nil {

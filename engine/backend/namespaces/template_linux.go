@@ -806,29 +806,11 @@ func childPipe() (*os.File, int, error) {
 }
 
 // pidOfPidfd is the host pid of the process pidfd refers to, from its fdinfo, read with plain
-// system calls: os.ReadFile would offer the file to the runtime's poller first (fcntl four
-// times, an epoll_ctl the kernel refuses) and fstat it (docs/design.md §19.11).
+// system calls (cgroup.ReadFile: not the runtime poller's work, docs/design.md §19.11).
 func pidOfPidfd(pidfd int) (int, error) {
-	path := "/proc/self/fdinfo/" + strconv.Itoa(pidfd)
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	b, err := cgroup.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
 	if err != nil {
-		return 0, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	var buf [4096]byte
-	b := buf[:0]
-	for len(b) < len(buf) {
-		n, err := unix.Read(fd, buf[len(b):])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if n == 0 {
-			break
-		}
-		b = buf[:len(b)+n]
+		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
