@@ -6,7 +6,8 @@
 //
 // A Manager is found once by Detect; a Group is created per execution, entered by the program's
 // first process before it execs (on v2 with StartsInside it is started inside, by clone3's
-// CLONE_INTO_CGROUP; otherwise a pid is written to ProcsFiles, as Join does), and removed by
+// CLONE_INTO_CGROUP; on v1 an exec'd helper's thread joins by the group's tasks files, and a
+// template's child by its pid written to ProcsFiles, Join), and removed by
 // Remove (or RemoveEvents, which answers its Events from the read a kept group needs). For a
 // container runtime, which makes the container's own cgroup, a Parent is the cgroup it nests
 // the container under (NewParent; its CPU, OOM kills and kill skip the runtime's monitor), and
