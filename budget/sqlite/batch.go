@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mcp-sandbox/mcp-sandbox/budget/internal/lazy"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,12 @@ import (
 // call's tool_call_started, say, which must be durable before its upstream is touched), an
 // explicit Flush, or lazy.Delay, whichever comes first: a program's sequential calls then
 // cost one transaction each rather than two. Reads flush first, so they see every write.
+//
+// A leader yields its P once before it takes the queue. `serve` runs on one P (docs/design.md
+// §19.4) and a commit never blocks long enough to hand it on, so without the yield nothing else
+// would run while a batch commits, and the calls of other programs whose frames are already
+// read would each lead a batch of their own after it; with it, every goroutine runnable at
+// that moment reaches the queue first and its write shares the commit (§19.14).
 
 // writeOp is one write waiting in the queue.
 type writeOp struct {
@@ -37,6 +44,8 @@ type batcher struct {
 	closed  bool // closeBatches has begun: a write is refused
 
 	loop *lazy.Loop
+
+	commits atomic.Int64 // transactions committed: tests and measurements read it
 }
 
 func newBatcher() *batcher {
@@ -83,7 +92,9 @@ func (s *Ledger) submit(ctx context.Context, fn func(tx *stmtTx) error, now bool
 			return err
 		case lead <- struct{}{}:
 			// Leader: commit everything queued by now, this write included (it was queued
-			// before, so an earlier batch ran it or this one does).
+			// before, so an earlier batch ran it or this one does), once the writes of the
+			// goroutines runnable now have joined the queue.
+			runtime.Gosched()
 			s.commitPending()
 			<-b.wmu
 		case <-ctx.Done():
@@ -248,6 +259,7 @@ func (s *Ledger) commitPending() {
 		deliver(fmt.Errorf("budget: ledger commit: %w", err))
 		return
 	}
+	b.commits.Add(1)
 	deliver(nil)
 	s.ckpt.Poke()
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -362,4 +364,33 @@ func startedCalls(t *testing.T, limits budget.Limits, ids ...string) (*Ledger, b
 
 func BenchmarkShapeMerge(b *testing.B) {
 	ledgertest.BenchmarkShapeMerge(b, benchLedger(b))
+}
+
+// Calls that arrive together share a commit even on one P, as `serve` runs (docs/design.md
+// §19.4): the first to lead a batch yields before it takes the queue, so the others, already
+// runnable, queue their starts first (batch.go).
+func TestConcurrentStartsShareACommit(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ctx := t.Context()
+	l, run := startedCalls(t, budget.Limits{})
+	const calls = 8
+	before := l.batch.commits.Load()
+	var wg sync.WaitGroup
+	begin := make(chan struct{})
+	for i := range calls {
+		wg.Go(func() {
+			<-begin
+			if _, err := l.StartCall(ctx, budget.CallStart{ID: fmt.Sprintf("c%d", i), Run: run, ExecutionID: "x", Tool: "s__t"}, budget.Limits{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(begin)
+	wg.Wait()
+	if n := l.batch.commits.Load() - before; n > 2 {
+		t.Fatalf("%d calls started together took %d commits: want them to share one or two", calls, n)
+	}
+	if u := ledgertest.Usage(t, l, run); u.Calls != calls {
+		t.Fatalf("usage %+v: want %d calls", u, calls)
+	}
 }
